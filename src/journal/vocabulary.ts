@@ -1,0 +1,181 @@
+import { z } from "zod";
+
+/**
+ * The journal's event vocabulary: every event type and the shape of its data, in one place.
+ * Records read back from disk are external input and are checked against these schemas.
+ */
+export const JOURNAL_FORMAT_VERSION = 1;
+
+const json = z.json();
+const jsonObject = z.record(z.string(), json);
+const hex64 = z.string().regex(/^[0-9a-f]{64}$/);
+const usage = z.object({
+  input_tokens: z.number().optional(),
+  output_tokens: z.number().optional(),
+  reasoning_tokens: z.number().optional(),
+  cached_tokens: z.number().optional(),
+});
+const call = z.object({ id: z.string().min(1), name: z.string().min(1), arguments: jsonObject });
+const reasoning = z.object({ text: z.string(), signature: z.string().optional() });
+const toolStatus = z.enum([
+  "ok",
+  "error",
+  "invalid",
+  "denied",
+  "conflict",
+  "timeout",
+  "cancelled",
+  "unknown",
+]);
+const evidence = z.object({
+  text: z.string(),
+  calls: z.array(z.object({ id: z.string(), name: z.string().optional(), arguments: z.string() })),
+  stop_reason: z.string().optional(),
+  events: z.number().int(),
+});
+const artifact = z.object({ id: z.string(), sha256: hex64, bytes: z.number().int() });
+
+export const EVENT_SCHEMAS = {
+  "session.started": z.object({
+    format_version: z.number().int(),
+    session_id: z.string(),
+    harness_version: z.string(),
+    workspace: z.object({ name: z.string(), fingerprint: hex64 }),
+    goal: z.string(),
+    policy: jsonObject,
+    policy_digest: hex64,
+    provider: jsonObject,
+    system_prompt_digest: hex64,
+    tools: z.array(z.object({ name: z.string(), version: z.string(), effect: z.string() })),
+    tools_digest: hex64,
+  }),
+  "session.resumed": z.object({ pid: z.number().int() }),
+  "user.input": z.object({ text: z.string() }),
+  "model.started": z.object({ step: z.number().int(), attempt: z.number().int(), tools_digest: hex64 }),
+  "model.retryable_error": z.object({
+    step: z.number().int(),
+    attempt: z.number().int(),
+    code: z.string(),
+    message: z.string(),
+    status: z.number().int().optional(),
+    request_id: z.string().optional(),
+    retry_in_ms: z.number().int(),
+    evidence: evidence.optional(),
+  }),
+  "model.failed": z.object({
+    step: z.number().int(),
+    attempt: z.number().int(),
+    code: z.string(),
+    message: z.string(),
+    status: z.number().int().optional(),
+    request_id: z.string().optional(),
+    evidence: evidence.optional(),
+  }),
+  "model.protocol_error": z.object({
+    step: z.number().int(),
+    attempt: z.number().int(),
+    error: z.string(),
+    evidence,
+  }),
+  "model.reply": z.object({
+    step: z.number().int(),
+    text: z.string(),
+    calls: z.array(call),
+    stop_reason: z.enum(["stop", "tool_calls"]),
+    usage: usage.optional(),
+    reasoning: z.array(reasoning).optional(),
+  }),
+  "approval.requested": z.object({
+    call_id: z.string(),
+    name: z.string(),
+    call_hash: hex64,
+    effect: z.string(),
+  }),
+  "approval.decided": z.object({
+    call_id: z.string(),
+    call_hash: hex64,
+    decision: z.enum(["allow", "deny"]),
+    scope: z.enum(["once", "session"]),
+    by: z.string(),
+    reason: z.string().optional(),
+  }),
+  "tool.started": z.object({
+    call_id: z.string(),
+    name: z.string(),
+    arguments: jsonObject,
+    arguments_hash: hex64,
+    tool_version: z.string(),
+    schema_digest: hex64,
+    effect: z.string(),
+    batch: z.number().int(),
+    permission: jsonObject.optional(),
+  }),
+  "tool.result": z.object({
+    call_id: z.string(),
+    name: z.string(),
+    status: toolStatus,
+    error_type: z.string().optional(),
+    summary: z.string(),
+    content: z.string(),
+    hint: z.string().optional(),
+    data: jsonObject.optional(),
+    retryable: z.boolean().optional(),
+    requires_new_observation: z.boolean().optional(),
+    operation_applied: z.union([z.boolean(), z.literal("unknown")]).optional(),
+    artifact: artifact.optional(),
+    duration_ms: z.number(),
+    trace: jsonObject.optional(),
+  }),
+  "acceptance.checked": z.object({
+    accepted: z.boolean(),
+    checks: z.array(
+      z.object({
+        name: z.string(),
+        passed: z.boolean(),
+        exit_code: z.number().int().nullable().optional(),
+        duration_ms: z.number(),
+        output: z.string().optional(),
+      }),
+    ),
+  }),
+  "run.finished": z.object({ status: z.enum(["verified", "unverified"]), answer: z.string() }),
+  "run.stopped": z.object({
+    status: z.enum(["stopped", "review_required", "needs_review"]),
+    reason: z.string(),
+    message: z.string(),
+  }),
+  "run.cancelled": z.object({ reason: z.string() }),
+} as const;
+
+export type EventType = keyof typeof EVENT_SCHEMAS;
+export type EventData<T extends EventType> = z.infer<(typeof EVENT_SCHEMAS)[T]>;
+export const EVENT_TYPES = Object.keys(EVENT_SCHEMAS) as EventType[];
+
+export function isEventType(type: string): type is EventType {
+  return Object.hasOwn(EVENT_SCHEMAS, type);
+}
+
+/** One durable journal line. `hash` = SHA-256 of RFC 8785 JSON of the record without `hash`. */
+export interface JournalRecord<T extends EventType = EventType> {
+  seq: number;
+  type: T;
+  time: string;
+  data: EventData<T>;
+  prev: string;
+  hash: string;
+}
+
+export type AnyRecord = { [T in EventType]: JournalRecord<T> }[EventType];
+
+export interface NewEvent<T extends EventType = EventType> {
+  type: T;
+  data: EventData<T>;
+}
+
+export type AnyNewEvent = { [T in EventType]: NewEvent<T> }[EventType];
+
+export const GENESIS_HASH = "0".repeat(64);
+
+export function event<T extends EventType>(type: T, data: EventData<T>): NewEvent<T> {
+  return { type, data };
+}

@@ -1,0 +1,67 @@
+import type { JsonObject } from "../shared/json.js";
+
+/** Why a model stream ended. Only `stop` and `tool_calls` make a reply executable. */
+export type StopReason = "stop" | "tool_calls" | "length" | "content_filter" | "error" | "cancelled";
+export const NORMAL_STOP_REASONS: readonly StopReason[] = ["stop", "tool_calls"];
+
+export interface Usage {
+  input_tokens?: number;
+  output_tokens?: number;
+  reasoning_tokens?: number;
+  cached_tokens?: number;
+}
+
+/**
+ * The internal stream protocol every provider speaks. Providers yield these as `unknown`
+ * values; the decoder checks each one, so a provider bug cannot smuggle an action through.
+ */
+export type StreamEvent =
+  | { type: "text_delta"; text: string }
+  | { type: "reasoning_delta"; text: string; signature?: string }
+  | { type: "tool_call_delta"; call_id: string; name?: string; arguments: string }
+  | { type: "usage"; usage: Usage }
+  | { type: "end"; reason: StopReason; message?: string };
+
+export interface ToolCall {
+  id: string;
+  name: string;
+  arguments: JsonObject;
+}
+
+export interface Reasoning {
+  text: string;
+  signature?: string;
+}
+
+/** A complete, executable model reply: only the decoder produces one. */
+export interface Reply {
+  text: string;
+  calls: ToolCall[];
+  stop_reason: "stop" | "tool_calls";
+  usage?: Usage;
+  reasoning?: Reasoning[];
+}
+
+export type ToolStatus =
+  | "ok"
+  | "error"
+  | "invalid"
+  | "denied"
+  | "conflict"
+  | "timeout"
+  | "cancelled"
+  | "unknown";
+
+/** What a model is sent: always derived from the journal. */
+export type ModelMessage =
+  | { role: "system"; content: string }
+  | { role: "user"; content: string }
+  | { role: "assistant"; content: string; calls: ToolCall[]; reasoning?: Reasoning[] }
+  | { role: "tool"; call_id: string; name: string; status: ToolStatus; content: string };
+
+/** A tool as the model sees it. */
+export interface ToolSpec {
+  name: string;
+  description: string;
+  input_schema: JsonObject;
+}

@@ -1,0 +1,87 @@
+import type { ModelMessage, ToolSpec } from "../protocol/types.js";
+import type { JsonObject } from "../shared/json.js";
+
+/** One model request: the journal's projection plus the frozen tool snapshot. */
+export interface ModelRequest {
+  messages: readonly ModelMessage[];
+  tools: readonly ToolSpec[];
+  /** Index of the reply being requested (number of replies already recorded). */
+  step: number;
+  /** Attempt number for this step, from 0. */
+  attempt: number;
+  /** Number of model attempts whose outcome is already recorded in the session. */
+  ordinal: number;
+}
+
+/**
+ * Identity of a model source. It is part of the session identity, so a resumed session
+ * refuses a different one. Never contains secrets or absolute paths.
+ */
+export type ProviderIdentity = JsonObject & { kind: string };
+
+/**
+ * The provider seam: a function from a request to a stream of protocol events. Events are
+ * yielded as `unknown` because they are external input until the decoder has checked them.
+ * Failures before or during the stream are thrown as `ProviderError`.
+ */
+export interface Provider {
+  readonly identity: ProviderIdentity;
+  stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<unknown>;
+}
+
+export type ProviderErrorCode =
+  | "AUTH"
+  | "QUOTA"
+  | "RATE_LIMIT"
+  | "CONTEXT_WINDOW_EXCEEDED"
+  | "INVALID_REQUEST"
+  | "NOT_FOUND"
+  | "SERVER"
+  | "OVERLOADED"
+  | "TRANSPORT"
+  | "TIMEOUT"
+  | "EMPTY_RESPONSE"
+  | "SCRIPT_ERROR"
+  | "CANCELLED";
+
+const RETRYABLE: ReadonlySet<ProviderErrorCode> = new Set([
+  "RATE_LIMIT",
+  "SERVER",
+  "OVERLOADED",
+  "TRANSPORT",
+  "TIMEOUT",
+  "EMPTY_RESPONSE",
+]);
+
+export function isRetryableCode(code: ProviderErrorCode): boolean {
+  return RETRYABLE.has(code);
+}
+
+export interface ProviderErrorDetails {
+  status?: number;
+  providerCode?: string;
+  requestId?: string;
+  retryAfterMs?: number;
+  retryable?: boolean;
+}
+
+/** A normalized provider failure. Messages must never contain keys or absolute paths. */
+export class ProviderError extends Error {
+  readonly code: ProviderErrorCode;
+  readonly retryable: boolean;
+  readonly status?: number;
+  readonly providerCode?: string;
+  readonly requestId?: string;
+  readonly retryAfterMs?: number;
+
+  constructor(code: ProviderErrorCode, message: string, details: ProviderErrorDetails = {}) {
+    super(message);
+    this.name = "ProviderError";
+    this.code = code;
+    this.retryable = details.retryable ?? isRetryableCode(code);
+    if (details.status !== undefined) this.status = details.status;
+    if (details.providerCode !== undefined) this.providerCode = details.providerCode;
+    if (details.requestId !== undefined) this.requestId = details.requestId;
+    if (details.retryAfterMs !== undefined) this.retryAfterMs = details.retryAfterMs;
+  }
+}

@@ -1,0 +1,99 @@
+import type { z } from "zod";
+import type { JsonObject } from "../shared/json.js";
+import type { WorkspaceFs } from "../workspace/fs.js";
+
+export type EffectClass =
+  | "pure"
+  | "read_only"
+  | "local_write"
+  | "process_execution"
+  | "network_read"
+  | "network_write"
+  | "external_side_effect"
+  | "destructive";
+
+export type Idempotency = "pure" | "idempotent" | "conditionally_idempotent" | "non_idempotent";
+
+/**
+ * What a call touches, derived from its arguments. Resources are opaque strings
+ * (e.g. "file:src/a.ts"). `exclusive` means unknown: the call conflicts with everything.
+ */
+export type ResourceSet = { read: string[]; write: string[] } | { exclusive: true };
+
+/** What a handler may use. Tools never see the engine or the journal. */
+export interface ToolContext {
+  readonly callId: string;
+  readonly signal: AbortSignal;
+  readonly fs: WorkspaceFs;
+  /** The version this session last observed (read or wrote) of a canonical path, if any. */
+  observedVersion(canonicalPath: string): string | undefined;
+  /** Large stored results of this session. */
+  readonly artifacts: ArtifactStore;
+  /**
+   * Absolute host path of the workspace root when the workspace is a real directory.
+   * Only process-running tools need it; file tools must go through `fs`.
+   */
+  readonly hostRoot?: string;
+}
+
+export interface ArtifactRef {
+  /** Content address: the SHA-256 hex of the bytes. */
+  id: string;
+  sha256: string;
+  bytes: number;
+}
+
+/** The session's content-addressed artifact store. */
+export interface ArtifactStore {
+  /** Bytes of a stored artifact, or undefined when the id is unknown. */
+  read(id: string): Promise<Uint8Array | undefined>;
+  /** Store bytes whole; returns their content address. Idempotent. */
+  put(bytes: Uint8Array): Promise<ArtifactRef>;
+  /** Stream bytes into a new artifact without holding them in memory. */
+  open(): Promise<ArtifactSink>;
+}
+
+export interface ArtifactSink {
+  write(chunk: Uint8Array): Promise<void>;
+  /** Make the artifact durable and return its address. */
+  finish(): Promise<ArtifactRef>;
+  /** Drop a partial artifact. */
+  abort(): Promise<void>;
+}
+
+/** A successful handler outcome (status ok). Failures are thrown as ToolError. */
+export interface ToolOutput {
+  /** One line for humans and traces. */
+  summary: string;
+  /** The text the model reads. */
+  content: string;
+  /** Structured facts for the journal and derived ledgers (e.g. path, version). */
+  data?: JsonObject;
+}
+
+/**
+ * A tool is defined once: the Zod schema is both the model-visible JSON Schema and the
+ * run-time validator.
+ */
+export interface ToolDefinition<Args = unknown> {
+  readonly name: string;
+  /** Written for the model: what it does, when to use it, what it returns, how it fails. */
+  readonly description: string;
+  readonly version: string;
+  readonly input: z.ZodType<Args>;
+  readonly effect: EffectClass;
+  readonly idempotency: Idempotency;
+  readonly timeoutMs: number;
+  resources(args: Args): ResourceSet;
+  concurrencySafe(args: Args): boolean;
+  /** Semantic validation after the schema: throw ToolError("SEMANTIC_VALIDATION_ERROR", ...). */
+  validate?(args: Args): void;
+  execute(args: Args, context: ToolContext): Promise<ToolOutput>;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: a registry holds tools of different argument types
+export type AnyTool = ToolDefinition<any>;
+
+export function defineTool<Args>(definition: ToolDefinition<Args>): ToolDefinition<Args> {
+  return definition;
+}

@@ -1,0 +1,87 @@
+/**
+ * The workspace file-system seam. Tools see only this interface, so the same tool runs on
+ * a real directory (DiskWorkspaceFs) or an in-memory repository (MemoryWorkspaceFs).
+ *
+ * Every `path` argument is workspace-relative and untrusted: each implementation applies the
+ * boundary rules (see boundary.ts) before touching anything, and reports failures as
+ * `WorkspaceError` with messages that name only the relative path, never a host path.
+ */
+export interface WorkspaceFs {
+  /** A stable label for messages (never an absolute host path). */
+  readonly label: string;
+
+  /**
+   * Check a path against the workspace boundary and return its canonical relative POSIX form
+   * ("." for the root). On disk, symlinks in existing ancestors are resolved, so two spellings
+   * of one file yield one canonical path.
+   */
+  resolve(path: string): Promise<string>;
+
+  /** File kind and size, or undefined when nothing exists at the path. */
+  stat(path: string): Promise<FileStat | undefined>;
+
+  /** Whole file contents. NOT_FOUND, IS_DIRECTORY. */
+  readFile(path: string): Promise<Uint8Array>;
+
+  /**
+   * Replace (or create) a file atomically: readers see either the old or the new bytes.
+   * Parent directories are created; an existing file's mode is kept.
+   * `expectedVersion`: the SHA-256 hex the current bytes must still have at commit time
+   * (`null`: the file must not exist); otherwise STALE_VERSION and nothing changes.
+   */
+  writeFileAtomic(path: string, data: Uint8Array, options?: WriteOptions): Promise<void>;
+
+  /** Directory entries, sorted by name; never lists the reserved `.harness` directory. */
+  readDir(path: string): Promise<DirEntry[]>;
+
+  /**
+   * Files matching a glob pattern under `cwd` (default the root), as workspace-relative POSIX
+   * paths in stable sorted order. Never descends into symlinked directories or `.harness`.
+   */
+  glob(pattern: string, options?: GlobOptions): Promise<string[]>;
+}
+
+export interface FileStat {
+  kind: "file" | "directory" | "other";
+  size: number;
+  /** Permission bits (mode & 0o7777). */
+  mode: number;
+}
+
+export interface DirEntry {
+  name: string;
+  kind: "file" | "directory" | "symlink" | "other";
+}
+
+export interface WriteOptions {
+  expectedVersion?: string | null;
+}
+
+export interface GlobOptions {
+  cwd?: string;
+}
+
+export type WorkspaceErrorCode =
+  | "PATH_ESCAPE"
+  | "RESERVED_PATH"
+  | "INVALID_PATH"
+  | "NOT_FOUND"
+  | "IS_DIRECTORY"
+  | "NOT_A_DIRECTORY"
+  | "STALE_VERSION"
+  | "IO_ERROR";
+
+export class WorkspaceError extends Error {
+  readonly code: WorkspaceErrorCode;
+  /** The offending relative path as given (safe to show to a model). */
+  readonly path: string;
+  constructor(code: WorkspaceErrorCode, path: string, message: string) {
+    super(message);
+    this.name = "WorkspaceError";
+    this.code = code;
+    this.path = path;
+  }
+}
+
+/** The directory harness keeps its own state in; no tool may touch it. */
+export const RESERVED_DIR = ".harness";
