@@ -39,7 +39,11 @@ export type JournalErrorCode =
   | "TORN_TAIL"
   | "CORRUPT"
   | "TAMPERED"
-  | "IO";
+  | "IO"
+  /** A session id that does not match SESSION_ID_PATTERN (a caller or user error). */
+  | "INVALID_SESSION_ID"
+  /** An event whose type is unknown or whose data fails its schema; nothing was written. */
+  | "INVALID_EVENT";
 
 /** An engine-level journal failure; the message says what to do next. */
 export class JournalError extends Error {

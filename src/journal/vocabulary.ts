@@ -48,6 +48,7 @@ export const EVENT_SCHEMAS = {
     system_prompt_digest: hex64,
     tools: z.array(z.object({ name: z.string(), version: z.string(), effect: z.string() })),
     tools_digest: hex64,
+    acceptance: z.array(z.string()).optional(),
   }),
   "session.resumed": z.object({ pid: z.number().int() }),
   "user.input": z.object({ text: z.string() }),
@@ -99,6 +100,15 @@ export const EVENT_SCHEMAS = {
     by: z.string(),
     reason: z.string().optional(),
   }),
+  "hook.decided": z.object({
+    call_id: z.string(),
+    point: z.string(),
+    hook: z.string(),
+    kind: z.enum(["notify", "admit", "wrap"]),
+    decision: z.enum(["allow", "deny", "observed", "error"]),
+    reason: z.string().optional(),
+    duration_ms: z.number(),
+  }),
   "tool.started": z.object({
     call_id: z.string(),
     name: z.string(),
@@ -109,6 +119,13 @@ export const EVENT_SCHEMAS = {
     effect: z.string(),
     batch: z.number().int(),
     permission: jsonObject.optional(),
+  }),
+  "tool.retrying": z.object({
+    call_id: z.string(),
+    attempt: z.number().int(),
+    error_type: z.string(),
+    message: z.string(),
+    retry_in_ms: z.number().int(),
   }),
   "tool.result": z.object({
     call_id: z.string(),

@@ -89,6 +89,8 @@ export interface ToolDefinition<Args = unknown> {
   /** Semantic validation after the schema: throw ToolError("SEMANTIC_VALIDATION_ERROR", ...). */
   validate?(args: Args): void;
   execute(args: Args, context: ToolContext): Promise<ToolOutput>;
+  /** Facts an approver must show besides the arguments (e.g. cwd, timeout, sandbox profile). */
+  approvalDetails?(args: Args): Record<string, string>;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: a registry holds tools of different argument types

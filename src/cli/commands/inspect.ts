@@ -1,0 +1,151 @@
+import { SessionState } from "../../engine/state.js";
+import type { AnyRecord } from "../../journal/vocabulary.js";
+import { parse } from "../args.js";
+import { EXIT } from "../exit-codes.js";
+import { statusOf } from "../status.js";
+import { colorEnabled, createStyle, type Style } from "../style.js";
+import { UsageError } from "../usage-error.js";
+import { openWorkspace } from "../workspace.js";
+
+const HELP = `Usage: harness inspect SESSION [--workspace DIR] [--json]
+
+A readable timeline of a session: model requests, tool calls with status and duration,
+approvals, acceptance checks and the outcome; then per-tool counts, p50/p95 durations,
+errors, denials and the time calls waited for ordered commit.
+--json prints {session, status, timeline, tools, usage} instead.`;
+
+export const inspectCommand = {
+  summary: "show a readable timeline of a session",
+  help: HELP,
+  async run(args: string[]): Promise<number> {
+    const { values, positionals } = parse(args, { workspace: { type: "string", short: "w" }, json: { type: "boolean" } });
+    const [sessionId] = positionals;
+    if (!sessionId) throw new UsageError("which session? harness inspect SESSION (list them with: harness sessions)");
+    const workspace = await openWorkspace(values.workspace);
+    if (!(await workspace.backend.exists(sessionId))) throw new UsageError(`no session "${sessionId}" in ${workspace.root}`);
+    const records = await workspace.backend.read(sessionId);
+    const state = SessionState.from(records);
+    const tools = toolStats(records);
+    if (values.json) {
+      process.stdout.write(
+        `${JSON.stringify({ session: sessionId, status: statusOf(state), timeline: records.map(describe), tools, usage: state.usage })}\n`,
+      );
+      return EXIT.ok;
+    }
+    const style = createStyle(colorEnabled(process.stdout));
+    const start = records[0] ? Date.parse(records[0].time) : 0;
+    const out: string[] = [];
+    out.push(`${style.bold("session")} ${sessionId}   ${style.bold("status")} ${statusOf(state)}`);
+    if (state.goal) out.push(`${style.bold("goal")}    ${state.goal}`);
+    out.push("");
+    for (const record of records) {
+      const offset = `+${((Date.parse(record.time) - start) / 1000).toFixed(3)}s`.padStart(10);
+      out.push(`${style.dim(offset)}  ${render(record, style)}`);
+    }
+    out.push("");
+    out.push(
+      `${style.bold("totals")}  ${state.modelRequests} model requests, ${state.toolCalls} tool calls, ${records.length} events; ` +
+        `tokens in ${state.usage.input_tokens} / out ${state.usage.output_tokens}`,
+    );
+    if (tools.length > 0) {
+      out.push("");
+      out.push(`${"TOOL".padEnd(14)} CALLS  OK  ERR  DENIED  P50ms  P95ms  COMMIT-WAITms`);
+      for (const t of tools) {
+        out.push(
+          `${t.tool.padEnd(14)} ${String(t.calls).padStart(5)} ${String(t.ok).padStart(3)} ${String(t.errors).padStart(4)} ` +
+            `${String(t.denied).padStart(7)} ${String(t.p50_ms).padStart(6)} ${String(t.p95_ms).padStart(6)} ${String(t.commit_wait_ms).padStart(14)}`,
+        );
+      }
+    }
+    process.stdout.write(`${out.join("\n")}\n`);
+    return EXIT.ok;
+  },
+};
+
+function render(record: AnyRecord, style: Style): string {
+  switch (record.type) {
+    case "session.started":
+      return `session started (${String(record.data.provider.kind)} model, tools ${record.data.tools.map((t) => t.name).join(", ")})`;
+    case "session.resumed":
+      return style.dim("resumed");
+    case "user.input":
+      return `user: ${record.data.text}`;
+    case "model.started":
+      return style.dim(`model request: step ${record.data.step + 1}, attempt ${record.data.attempt + 1}`);
+    case "model.reply": {
+      const calls = record.data.calls.map((c) => `${c.name}#${c.id}`).join(", ");
+      return `model: ${JSON.stringify(truncate(record.data.text, 100))}${calls ? ` → calls ${calls}` : " (no calls: finished)"}`;
+    }
+    case "model.retryable_error":
+      return style.yellow(`model error (retrying in ${record.data.retry_in_ms} ms): ${record.data.code} ${record.data.message}`);
+    case "model.failed":
+      return style.red(`model failed: ${record.data.code} ${record.data.message}`);
+    case "model.protocol_error":
+      return style.red(`protocol error: ${record.data.error} (evidence: ${record.data.evidence.events} events kept)`);
+    case "approval.requested":
+      return `approval requested for ${record.data.name}#${record.data.call_id}`;
+    case "approval.decided":
+      return `approval ${record.data.decision} (${record.data.scope}, by ${record.data.by})`;
+    case "hook.decided":
+      return style.dim(`hook ${record.data.hook} ${record.data.kind}@${record.data.point}: ${record.data.decision}`);
+    case "tool.started":
+      return style.dim(`started ${record.data.name}#${record.data.call_id} (batch ${record.data.batch})`);
+    case "tool.retrying":
+      return style.yellow(`retrying ${record.data.call_id}: ${record.data.error_type}`);
+    case "tool.result": {
+      const color = record.data.status === "ok" ? style.green : record.data.status === "unknown" ? style.yellow : style.red;
+      const code = record.data.error_type ? ` ${record.data.error_type}` : "";
+      return `${color(record.data.status)}${code} ${record.data.name}#${record.data.call_id} ${record.data.duration_ms} ms: ${truncate(record.data.summary, 100)}`;
+    }
+    case "acceptance.checked":
+      return `${record.data.accepted ? style.green("acceptance passed") : style.red("acceptance failed")}: ${record.data.checks
+        .map((c) => `${c.passed ? "✓" : "✗"} ${c.name}`)
+        .join("; ")}`;
+    case "run.finished":
+      return style.bold(`finished: ${record.data.status}`);
+    case "run.stopped":
+      return style.bold(`stopped: ${record.data.status} (${record.data.reason}): ${record.data.message}`);
+    case "run.cancelled":
+      return style.bold(`cancelled: ${record.data.reason}`);
+  }
+}
+
+function describe(record: AnyRecord) {
+  return { seq: record.seq, time: record.time, type: record.type, text: render(record, createStyle(false)) };
+}
+
+function truncate(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, " ");
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
+export function toolStats(records: readonly AnyRecord[]) {
+  const byTool = new Map<string, { durations: number[]; ok: number; errors: number; denied: number; commitWait: number }>();
+  for (const record of records) {
+    if (record.type !== "tool.result") continue;
+    const entry = byTool.get(record.data.name) ?? { durations: [], ok: 0, errors: 0, denied: 0, commitWait: 0 };
+    entry.durations.push(record.data.duration_ms);
+    if (record.data.status === "ok") entry.ok += 1;
+    else if (record.data.status === "denied") entry.denied += 1;
+    else entry.errors += 1;
+    const wait = record.data.trace?.commit_wait_ms;
+    if (typeof wait === "number") entry.commitWait += wait;
+    byTool.set(record.data.name, entry);
+  }
+  return [...byTool.entries()].map(([tool, e]) => ({
+    tool,
+    calls: e.durations.length,
+    ok: e.ok,
+    errors: e.errors,
+    denied: e.denied,
+    p50_ms: percentile(e.durations, 0.5),
+    p95_ms: percentile(e.durations, 0.95),
+    commit_wait_ms: e.commitWait,
+  }));
+}
+
+function percentile(values: number[], p: number): number {
+  if (values.length === 0) return 0;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)] ?? 0;
+}

@@ -1,0 +1,55 @@
+import { SessionState } from "../../engine/state.js";
+import { JournalError } from "../../journal/store.js";
+import { parse } from "../args.js";
+import { EXIT } from "../exit-codes.js";
+import { statusOf } from "../status.js";
+import { openWorkspace } from "../workspace.js";
+
+const HELP = `Usage: harness sessions [--workspace DIR] [--json]
+
+List the sessions recorded in a workspace with their status, activity and goal.`;
+
+export const sessionsCommand = {
+  summary: "list the sessions recorded in a workspace",
+  help: HELP,
+  async run(args: string[]): Promise<number> {
+    const { values } = parse(args, { workspace: { type: "string", short: "w" }, json: { type: "boolean" } });
+    const workspace = await openWorkspace(values.workspace);
+    const rows = [];
+    for (const id of await workspace.backend.list()) {
+      try {
+        const records = await workspace.backend.read(id);
+        const state = SessionState.from(records);
+        rows.push({
+          session: id,
+          status: statusOf(state),
+          started: records[0]?.time ?? null,
+          events: state.records,
+          model_requests: state.modelRequests,
+          tool_calls: state.toolCalls,
+          goal: state.goal ?? "",
+        });
+      } catch (error) {
+        const code = error instanceof JournalError ? error.code : "UNREADABLE";
+        rows.push({ session: id, status: `damaged (${code})`, started: null, events: 0, model_requests: 0, tool_calls: 0, goal: "" });
+      }
+    }
+    if (values.json) {
+      process.stdout.write(`${JSON.stringify(rows)}\n`);
+      return EXIT.ok;
+    }
+    if (rows.length === 0) {
+      process.stdout.write(`no sessions in ${workspace.root}\n`);
+      return EXIT.ok;
+    }
+    const width = Math.max(7, ...rows.map((r) => r.session.length));
+    process.stdout.write(`${"SESSION".padEnd(width)}  ${"STATUS".padEnd(26)}  REQ  CALLS  GOAL\n`);
+    for (const r of rows) {
+      const goal = r.goal.length > 60 ? `${r.goal.slice(0, 57)}...` : r.goal;
+      process.stdout.write(
+        `${r.session.padEnd(width)}  ${r.status.padEnd(26)}  ${String(r.model_requests).padStart(3)}  ${String(r.tool_calls).padStart(5)}  ${goal}\n`,
+      );
+    }
+    return EXIT.ok;
+  },
+};

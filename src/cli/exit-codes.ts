@@ -1,0 +1,27 @@
+import type { RunStatus } from "../engine/engine.js";
+
+export const EXIT = {
+  ok: 0,
+  internal: 1,
+  stopped: 2,
+  reviewRequired: 3,
+  needsReview: 4,
+  usage: 64,
+  cancelled: 130,
+} as const;
+
+export function exitCodeFor(status: RunStatus): number {
+  switch (status) {
+    case "verified":
+    case "unverified":
+      return EXIT.ok;
+    case "stopped":
+      return EXIT.stopped;
+    case "review_required":
+      return EXIT.reviewRequired;
+    case "needs_review":
+      return EXIT.needsReview;
+    case "cancelled":
+      return EXIT.cancelled;
+  }
+}

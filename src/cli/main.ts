@@ -1,0 +1,102 @@
+import { EngineError } from "../engine/errors.js";
+import { JournalError } from "../journal/store.js";
+import { ScriptError } from "../providers/scripted/script.js";
+import { EXIT } from "./exit-codes.js";
+import { UsageError } from "./usage-error.js";
+
+interface Command {
+  summary: string;
+  help: string;
+  run(args: string[]): Promise<number>;
+}
+
+const COMMANDS: Record<string, () => Promise<Command>> = {
+  run: async () => (await import("./commands/run.js")).runCommand,
+  resume: async () => (await import("./commands/run.js")).resumeCommand,
+  demo: async () => (await import("./commands/demo.js")).demoCommand,
+  sessions: async () => (await import("./commands/sessions.js")).sessionsCommand,
+  inspect: async () => (await import("./commands/inspect.js")).inspectCommand,
+  journal: async () => (await import("./commands/journal.js")).journalCommand,
+  unlock: async () => (await import("./commands/journal.js")).unlockCommand,
+};
+
+const SUMMARIES: Record<string, string> = {
+  run: "run an agent on a goal in a workspace",
+  resume: "continue a recorded session",
+  demo: "run the built-in offline demo (fix hello.txt, verified by the host)",
+  sessions: "list the sessions recorded in a workspace",
+  inspect: "show a readable timeline of a session",
+  journal: "verify or repair a session journal",
+  unlock: "clear a writer lock whose owner is gone",
+};
+
+export function topLevelHelp(): string {
+  const width = Math.max(...Object.keys(SUMMARIES).map((k) => k.length));
+  const lines = Object.entries(SUMMARIES).map(([name, summary]) => `  ${name.padEnd(width)}  ${summary}`);
+  return [
+    "harness: run AI agents so that what they did can be proven.",
+    "",
+    "Usage: harness <command> [options]",
+    "",
+    "Commands:",
+    ...lines,
+    "",
+    "Options:",
+    "  --help, -h     show help (also: harness <command> --help)",
+    "  --version, -V  print the version",
+    "",
+    "Start with: harness demo",
+  ].join("\n");
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === "--help" || name === "-h" || name === "help") {
+    process.stdout.write(`${topLevelHelp()}\n`);
+    return name === undefined ? EXIT.usage : EXIT.ok;
+  }
+  if (name === "--version" || name === "-V") {
+    const { harnessVersion } = await import("./version.js");
+    process.stdout.write(`harness ${harnessVersion()}\n`);
+    return EXIT.ok;
+  }
+  const load = COMMANDS[name];
+  if (!load) {
+    process.stderr.write(`harness: unknown command "${name}"\n\n${topLevelHelp()}\n`);
+    return EXIT.usage;
+  }
+  const command = await load();
+  if (rest.includes("--help") || rest.includes("-h")) {
+    process.stdout.write(`${command.help}\n`);
+    return EXIT.ok;
+  }
+  try {
+    return await command.run(rest);
+  } catch (error) {
+    return reportError(error, name);
+  }
+}
+
+function reportError(error: unknown, command: string): number {
+  if (error instanceof UsageError) {
+    process.stderr.write(`harness ${command}: ${error.message}\n(see: harness ${command} --help)\n`);
+    return EXIT.usage;
+  }
+  if (error instanceof ScriptError) {
+    process.stderr.write(`harness ${command}: bad script: ${error.message}\n`);
+    return EXIT.usage;
+  }
+  if (error instanceof EngineError) {
+    process.stderr.write(`harness ${command}: ${error.message}\n`);
+    return error.code === "BAD_INPUT" || error.code === "IDENTITY_MISMATCH" || error.code === "SESSION_NOT_FOUND"
+      ? EXIT.usage
+      : EXIT.internal;
+  }
+  if (error instanceof JournalError) {
+    process.stderr.write(`harness ${command}: journal error (${error.code}): ${error.message}\n`);
+    return EXIT.internal;
+  }
+  const detail = error instanceof Error ? (error.stack ?? error.message) : String(error);
+  process.stderr.write(`harness ${command}: internal error: ${detail}\n`);
+  return EXIT.internal;
+}

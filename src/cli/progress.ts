@@ -1,0 +1,80 @@
+import type { EngineListener } from "../engine/engine.js";
+import type { Style } from "./style.js";
+
+const GLYPH: Record<string, string> = {
+  ok: "✓",
+  error: "✗",
+  invalid: "✗",
+  denied: "⊘",
+  conflict: "≠",
+  timeout: "⏱",
+  cancelled: "⊘",
+  unknown: "?",
+};
+
+/**
+ * Human progress on stderr: streamed model text, one line per tool call with status and
+ * duration. `--events` adds every durable journal record as NDJSON on stdout.
+ */
+export function createProgress(options: {
+  err: NodeJS.WritableStream;
+  out: NodeJS.WritableStream;
+  style: Style;
+  events: boolean;
+  quiet: boolean;
+}): EngineListener {
+  const { err, out, style } = options;
+  let midLine = false;
+  const endLine = () => {
+    if (midLine) err.write("\n");
+    midLine = false;
+  };
+  return {
+    record(record) {
+      if (options.events) out.write(`${JSON.stringify(record)}\n`);
+      if (options.quiet) return;
+      switch (record.type) {
+        case "model.started":
+          endLine();
+          err.write(style.dim(`· model request (step ${record.data.step + 1}, attempt ${record.data.attempt + 1})\n`));
+          break;
+        case "model.retryable_error":
+          endLine();
+          err.write(style.yellow(`  ↻ ${record.data.code}: ${record.data.message} (retry in ${record.data.retry_in_ms} ms)\n`));
+          break;
+        case "model.protocol_error":
+          endLine();
+          err.write(style.red(`  ✗ protocol error: ${record.data.error}; nothing from this reply runs\n`));
+          break;
+        case "model.failed":
+          endLine();
+          err.write(style.red(`  ✗ model failed: ${record.data.code}: ${record.data.message}\n`));
+          break;
+        case "acceptance.checked":
+          endLine();
+          for (const check of record.data.checks) {
+            const mark = check.passed ? style.green("✓") : style.red("✗");
+            err.write(`${mark} acceptance: ${check.name} (${check.duration_ms} ms)\n`);
+          }
+          break;
+        default:
+          break;
+      }
+    },
+    stream(event) {
+      if (options.quiet) return;
+      if (event.type === "text_delta" && event.text.length > 0) {
+        err.write(style.cyan(event.text));
+        midLine = !event.text.endsWith("\n");
+      }
+      if (event.type === "end") endLine();
+    },
+    callFinished(info) {
+      if (options.quiet) return;
+      endLine();
+      const glyph = GLYPH[info.status] ?? "·";
+      const colored = info.status === "ok" ? style.green(glyph) : info.status === "unknown" ? style.yellow(glyph) : style.red(glyph);
+      err.write(`${colored} ${style.bold(info.name)} ${info.status} ${style.dim(`${info.duration_ms} ms`)}  ${info.summary}\n`);
+    },
+  };
+}

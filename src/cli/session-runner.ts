@@ -1,0 +1,111 @@
+import { join } from "node:path";
+import type { AcceptanceCheck } from "../engine/acceptance.js";
+import { Engine, type Limits, type PolicyHandle, type RunSummary } from "../engine/engine.js";
+import type { Provider } from "../providers/provider.js";
+import { FileArtifactStore } from "../runtime/artifacts.js";
+import type { ApprovalPort } from "../runtime/ports.js";
+import type { ToolSnapshot } from "../runtime/registry.js";
+import { exitCodeFor } from "./exit-codes.js";
+import { createProgress } from "./progress.js";
+import { colorEnabled, createStyle } from "./style.js";
+import { harnessVersion } from "./version.js";
+import type { OpenedWorkspace } from "./workspace.js";
+
+export interface SessionRun {
+  workspace: OpenedWorkspace;
+  sessionId: string;
+  mode: "new" | "resume" | "auto";
+  goal?: string;
+  provider: Provider;
+  snapshot: ToolSnapshot;
+  policy: PolicyHandle;
+  approver: ApprovalPort;
+  acceptance: AcceptanceCheck[];
+  limits: Partial<Limits>;
+  json: boolean;
+  events: boolean;
+}
+
+/**
+ * Run a session with the CLI's conventions: progress on stderr, `--events` NDJSON or one
+ * `--json` summary on stdout, SIGINT/SIGTERM stop at the next boundary (a second SIGINT exits
+ * at once; every journal append is already whole and fsynced).
+ */
+export async function runSession(run: SessionRun): Promise<number> {
+  const controller = new AbortController();
+  let interrupts = 0;
+  const onSignal = (signal: NodeJS.Signals) => {
+    interrupts += 1;
+    if (interrupts > 1 && signal === "SIGINT") {
+      process.stderr.write("\nharness: second interrupt, exiting now (the journal is consistent)\n");
+      process.exit(130);
+    }
+    process.stderr.write(`\nharness: ${signal} received, stopping at the next safe point (Ctrl-C again to exit now)\n`);
+    controller.abort(signal);
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  const style = createStyle(colorEnabled(process.stderr));
+  const listener = createProgress({
+    err: process.stderr,
+    out: process.stdout,
+    style,
+    events: run.events,
+    quiet: false,
+  });
+  try {
+    const engine = new Engine({
+      sessionId: run.sessionId,
+      backend: run.workspace.backend,
+      provider: run.provider,
+      snapshot: run.snapshot,
+      fs: run.workspace.fs,
+      hostRoot: run.workspace.root,
+      artifacts: new FileArtifactStore(join(run.workspace.sessionDir(run.sessionId), "artifacts")),
+      workspace: run.workspace.identity,
+      ...(run.goal !== undefined ? { goal: run.goal } : {}),
+      policy: run.policy,
+      approver: run.approver,
+      acceptance: run.acceptance,
+      limits: run.limits,
+      signal: controller.signal,
+      listener,
+      mode: run.mode,
+      harnessVersion: harnessVersion(),
+    });
+    const summary = await engine.run();
+    printSummary(summary, run, style);
+    return exitCodeFor(summary.status);
+  } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+  }
+}
+
+function printSummary(summary: RunSummary, run: SessionRun, style: ReturnType<typeof createStyle>): void {
+  if (run.json) {
+    const { usage, ...rest } = summary;
+    process.stdout.write(`${JSON.stringify({ ...rest, workspace: run.workspace.root, usage })}\n`);
+    return;
+  }
+  const color =
+    summary.status === "verified"
+      ? style.green
+      : summary.status === "unverified" || summary.status === "needs_review"
+        ? style.yellow
+        : style.red;
+  const lines = [
+    `${style.bold("status")}   ${color(summary.status)}${summary.reason ? ` (${summary.reason})` : ""}`,
+    ...(summary.message ? [`${style.bold("why")}      ${summary.message}`] : []),
+    `${style.bold("session")}  ${summary.session}`,
+    `${style.bold("workspace")} ${run.workspace.root}`,
+    `${style.bold("activity")} ${summary.model_requests} model requests, ${summary.tool_calls} tool calls, ${summary.events} events`,
+  ];
+  if (summary.answer) lines.push(`${style.bold("answer")}   ${summary.answer}`);
+  if (summary.status === "unverified") lines.push(style.dim("(no --accept check ran: the model's claim was not verified)"));
+  if (summary.status === "review_required") {
+    lines.push(style.dim(`(inspect with: harness inspect ${summary.session} --workspace ${run.workspace.root})`));
+  }
+  process.stderr.write(run.events ? `${lines.join("\n")}\n` : "");
+  if (!run.events) process.stdout.write(`${lines.join("\n")}\n`);
+}

@@ -1,0 +1,46 @@
+import { mkdir, realpath, stat } from "node:fs/promises";
+import { basename, join, resolve } from "node:path";
+import { FileJournalBackend } from "../journal/file-store.js";
+import { sha256Hex } from "../shared/hash.js";
+import { DiskWorkspaceFs } from "../workspace/disk-fs.js";
+import { UsageError } from "./usage-error.js";
+
+export interface OpenedWorkspace {
+  /** Real absolute path (for the CLI's own output; never journaled). */
+  root: string;
+  fs: DiskWorkspaceFs;
+  harnessDir: string;
+  backend: FileJournalBackend;
+  /** What the journal records: a name and a fingerprint, never the host path. */
+  identity: { name: string; fingerprint: string };
+  sessionDir(sessionId: string): string;
+}
+
+export async function openWorkspace(dir: string | undefined, options: { create?: boolean } = {}): Promise<OpenedWorkspace> {
+  const requested = resolve(dir ?? process.cwd());
+  if (options.create) await mkdir(requested, { recursive: true });
+  const info = await stat(requested).catch(() => undefined);
+  if (!info) throw new UsageError(`workspace ${requested} does not exist (create it, or pass --workspace DIR)`);
+  if (!info.isDirectory()) throw new UsageError(`workspace ${requested} is not a directory`);
+  const root = await realpath(requested);
+  const harnessDir = join(root, ".harness");
+  await mkdir(join(harnessDir, "sessions"), { recursive: true });
+  const fs = await DiskWorkspaceFs.create(root);
+  return {
+    root,
+    fs,
+    harnessDir,
+    backend: new FileJournalBackend(harnessDir),
+    identity: { name: basename(root), fingerprint: sha256Hex(root) },
+    sessionDir: (sessionId) => join(harnessDir, "sessions", sessionId),
+  };
+}
+
+/** A sortable, unique, readable session id: 20261130-064233-a1b2c3. */
+export function newSessionId(now = new Date()): string {
+  const stamp = now.toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
+  const random = Math.floor(Math.random() * 0xffffff)
+    .toString(16)
+    .padStart(6, "0");
+  return `${stamp}-${random}`;
+}

@@ -1,0 +1,443 @@
+import type { JournalBackend, JournalWriter } from "../journal/store.js";
+import { type AnyNewEvent, type AnyRecord, JOURNAL_FORMAT_VERSION } from "../journal/vocabulary.js";
+import { decodeStream, ProtocolError, type StreamEvidence } from "../protocol/decoder.js";
+import type { ModelMessage, Reply, StreamEvent } from "../protocol/types.js";
+import { type Provider, ProviderError } from "../providers/provider.js";
+import { digestOf } from "../shared/hash.js";
+import type { JsonObject } from "../shared/json.js";
+import { ToolRuntime, type RuntimeOptions } from "../runtime/pipeline.js";
+import type { ApprovalPort, GrantPort, HookPort, PermissionPort, ProgressListener } from "../runtime/ports.js";
+import type { ToolSnapshot } from "../runtime/registry.js";
+import { errorResult } from "../runtime/result.js";
+import type { ArtifactStore } from "../tools/tool.js";
+import type { WorkspaceFs } from "../workspace/fs.js";
+import type { AcceptanceCheck } from "./acceptance.js";
+import { EngineError } from "./errors.js";
+import { ExactSessionGrants } from "./grants.js";
+import { SessionState } from "./state.js";
+import { SYSTEM_PROMPT } from "./system-prompt.js";
+
+export type RunStatus = "verified" | "unverified" | "stopped" | "review_required" | "needs_review" | "cancelled";
+
+export interface RunSummary {
+  status: RunStatus;
+  reason: string | null;
+  message: string | null;
+  session: string;
+  events: number;
+  model_requests: number;
+  tool_calls: number;
+  answer: string | null;
+  usage: SessionState["usage"];
+}
+
+export interface Limits {
+  maxModelRequests: number;
+  maxToolCalls: number;
+  /** Model attempts per step for retryable provider errors. */
+  maxModelAttempts: number;
+  modelRetryBaseMs: number;
+  modelRetryMaxMs: number;
+  previewLimitBytes: number;
+  poolSize: number;
+}
+
+export const DEFAULT_LIMITS: Limits = {
+  maxModelRequests: 50,
+  maxToolCalls: 200,
+  maxModelAttempts: 4,
+  modelRetryBaseMs: 500,
+  modelRetryMaxMs: 20_000,
+  previewLimitBytes: 40 * 1024,
+  poolSize: 8,
+};
+
+export interface PolicyHandle {
+  /** JSON description recorded in session.started. */
+  describe: JsonObject;
+  digest: string;
+  permissions: PermissionPort;
+}
+
+/** Live observation of a run (for the CLI's stderr progress and `--events`). */
+export interface EngineListener extends ProgressListener {
+  record?(record: AnyRecord): void;
+  stream?(event: StreamEvent): void;
+}
+
+export interface EngineOptions {
+  sessionId: string;
+  backend: JournalBackend;
+  provider: Provider;
+  snapshot: ToolSnapshot;
+  fs: WorkspaceFs;
+  hostRoot?: string;
+  artifacts: ArtifactStore;
+  workspace: { name: string; fingerprint: string };
+  /** Required for a new session; when resuming, it must equal the recorded goal if given. */
+  goal?: string;
+  policy: PolicyHandle;
+  approver: ApprovalPort;
+  grants?: GrantPort;
+  hooks?: HookPort;
+  acceptance: readonly AcceptanceCheck[];
+  limits?: Partial<Limits>;
+  signal?: AbortSignal;
+  listener?: EngineListener;
+  /** `new`: the session must not exist; `resume`: it must; `auto`: either. */
+  mode: "new" | "resume" | "auto";
+  harnessVersion: string;
+  systemPrompt?: string;
+  sleep?(ms: number, signal: AbortSignal): Promise<void>;
+  random?(): number;
+  runtime?: Partial<Pick<RuntimeOptions, "settleGraceMs" | "retry" | "timeoutFor">>;
+}
+
+/**
+ * Runs one session: start or resume, recover what a crash left, then alternate model requests
+ * and tool execution until the model stops calling tools, and decide the outcome from the
+ * host's own acceptance checks. The journal is written before every step that depends on it.
+ */
+export class Engine {
+  private readonly limits: Limits;
+  private readonly systemPrompt: string;
+  private readonly signal: AbortSignal;
+  private writer!: JournalWriter;
+  private state!: SessionState;
+
+  constructor(private readonly options: EngineOptions) {
+    this.limits = { ...DEFAULT_LIMITS, ...options.limits };
+    this.systemPrompt = options.systemPrompt ?? SYSTEM_PROMPT;
+    this.signal = options.signal ?? new AbortController().signal;
+  }
+
+  async run(): Promise<RunSummary> {
+    const { backend, sessionId, mode } = this.options;
+    const exists = await backend.exists(sessionId);
+    if (mode === "resume" && !exists) {
+      throw new EngineError("SESSION_NOT_FOUND", `no session "${sessionId}" in this workspace (see: harness sessions)`);
+    }
+    this.writer = await backend.openWriter(sessionId, { create: mode !== "resume" });
+    try {
+      this.state = SessionState.from(this.writer.records);
+      if (!this.state.header) {
+        await this.begin();
+      } else {
+        this.checkIdentity();
+        await this.record({ type: "session.resumed", data: { pid: process.pid } });
+      }
+      return await this.drive();
+    } finally {
+      await this.writer.close();
+    }
+  }
+
+  private async drive(): Promise<RunSummary> {
+    const orphans = this.state.startedWithoutResult();
+    if (orphans.length > 0) {
+      // Started but never settled: the effect may or may not have happened. Say so; never replay.
+      await this.record(
+        ...orphans.map(
+          (started): AnyNewEvent => ({
+            type: "tool.result",
+            data: errorResult(
+              { call_id: started.call_id, name: started.name },
+              "UNKNOWN_OUTCOME",
+              `${started.name} (call ${started.call_id}) started but its outcome was never recorded; it was not run again.`,
+            ),
+          }),
+        ),
+      );
+      return this.stop("review_required", "unknown_outcome", "a tool call's outcome is unknown; inspect the workspace");
+    }
+    if (this.state.hasUnknownOutcome()) {
+      return this.stop("review_required", "unknown_outcome", "a tool call's outcome is unknown; inspect the workspace");
+    }
+    if (this.state.outcome?.kind === "finished") return this.recheckFinished();
+
+    const runtime = this.createRuntime();
+    for (;;) {
+      if (this.signal.aborted) return this.cancel();
+      const pending = this.state.pendingCalls();
+      if (pending.length > 0) {
+        const outcome = await runtime.runCalls({
+          calls: pending,
+          remainingToolCalls: this.limits.maxToolCalls - this.state.toolCalls,
+          signal: this.signal,
+          recorder: { record: (events) => this.record(...events) },
+          firstBatchId: this.state.batches,
+        });
+        const hookRecords = runtime.drainHookRecords();
+        if (hookRecords.length > 0) await this.record(...hookRecords.map((data): AnyNewEvent => ({ type: "hook.decided", data })));
+        if (outcome.stop === "cancelled") return this.cancel();
+        if (outcome.stop === "budget_exhausted") {
+          return this.stop("stopped", "budget_exhausted", `the tool-call budget (${this.limits.maxToolCalls}) is used up`);
+        }
+        continue;
+      }
+      const last = this.state.lastReply;
+      if (last && last.calls.length === 0) return this.finish(last.text);
+      const next = await this.requestModel();
+      if (next) return next;
+    }
+  }
+
+  private async begin(): Promise<void> {
+    const goal = this.options.goal;
+    if (goal === undefined || goal.trim() === "") throw new EngineError("BAD_INPUT", "a new session needs a goal");
+    const { snapshot, workspace, policy, provider, sessionId } = this.options;
+    await this.record(
+      {
+        type: "session.started",
+        data: {
+          format_version: JOURNAL_FORMAT_VERSION,
+          session_id: sessionId,
+          harness_version: this.options.harnessVersion,
+          workspace,
+          goal,
+          policy: policy.describe,
+          policy_digest: policy.digest,
+          provider: provider.identity,
+          system_prompt_digest: digestOf(this.systemPrompt),
+          tools: snapshot.entries.map((e) => ({ name: e.tool.name, version: e.tool.version, effect: e.tool.effect })),
+          tools_digest: snapshot.digest,
+          acceptance: this.options.acceptance.map((check) => check.name),
+        },
+      },
+      { type: "user.input", data: { text: goal } },
+    );
+  }
+
+  private checkIdentity(): void {
+    const header = this.state.header!;
+    const o = this.options;
+    const differences: string[] = [];
+    if (header.format_version !== JOURNAL_FORMAT_VERSION) differences.push("journal format version");
+    if (header.workspace.fingerprint !== o.workspace.fingerprint) differences.push("workspace");
+    if (o.goal !== undefined && o.goal !== header.goal) differences.push("goal");
+    if (header.policy_digest !== o.policy.digest) differences.push("policy");
+    if (digestOf(header.provider) !== digestOf(o.provider.identity)) differences.push("model provider");
+    if (header.system_prompt_digest !== digestOf(this.systemPrompt)) differences.push("system prompt");
+    if (header.tools_digest !== o.snapshot.digest) differences.push("tool set");
+    if (differences.length > 0) {
+      throw new EngineError(
+        "IDENTITY_MISMATCH",
+        `session "${o.sessionId}" was recorded with a different ${differences.join(", ")}; ` +
+          "a changed task needs a new session (run again without --session, or with a new session id)",
+      );
+    }
+  }
+
+  /** One model step: request, decode completely, record. Returns a summary when the run ends. */
+  private async requestModel(): Promise<RunSummary | undefined> {
+    let attempt = this.attemptsSinceReply();
+    for (;;) {
+      if (this.signal.aborted) return this.cancel();
+      if (this.state.modelRequests >= this.limits.maxModelRequests) {
+        return this.stop("stopped", "budget_exhausted", `the model-request budget (${this.limits.maxModelRequests}) is used up`);
+      }
+      const step = this.state.replies.length;
+      await this.record({ type: "model.started", data: { step, attempt, tools_digest: this.options.snapshot.digest } });
+      const messages: ModelMessage[] = [{ role: "system", content: this.systemPrompt }, ...this.state.messages];
+      const stream = this.options.provider.stream(
+        { messages, tools: this.options.snapshot.specs, step, attempt, ordinal: this.state.ordinal },
+        this.signal,
+      );
+      const decoded = await decodeStream(stream, (event) => this.options.listener?.stream?.(event));
+      if (this.signal.aborted) return this.cancel();
+      if ("reply" in decoded) {
+        const reused = this.reusedCallId(decoded.reply);
+        if (reused) {
+          await this.recordProtocolError(step, attempt, `tool call id "${reused}" was already used`, {
+            text: decoded.reply.text,
+            calls: decoded.reply.calls.map((c) => ({ id: c.id, name: c.name, arguments: JSON.stringify(c.arguments) })),
+            stop_reason: decoded.reply.stop_reason,
+            events: 0,
+          });
+          return this.stop("stopped", "protocol_error", `the model reused tool call id "${reused}"; nothing from that reply ran`);
+        }
+        await this.record({ type: "model.reply", data: { step, ...decoded.reply } });
+        return undefined;
+      }
+      const { error, evidence } = decoded;
+      if (error instanceof ProtocolError) {
+        await this.recordProtocolError(step, attempt, error.message, evidence);
+        return this.stop("stopped", "protocol_error", `${error.message}`);
+      }
+      const failure =
+        error instanceof ProviderError
+          ? error
+          : new ProviderError("TRANSPORT", `the model stream failed (${(error as Error)?.name ?? "error"})`);
+      const details = {
+        ...(failure.status !== undefined ? { status: failure.status } : {}),
+        ...(failure.requestId !== undefined ? { request_id: failure.requestId } : {}),
+        ...(hasEvidence(evidence) ? { evidence } : {}),
+      };
+      if (failure.retryable && attempt + 1 < this.limits.maxModelAttempts) {
+        const delay = this.retryDelay(attempt, failure.retryAfterMs);
+        await this.record({
+          type: "model.retryable_error",
+          data: { step, attempt, code: failure.code, message: failure.message, retry_in_ms: delay, ...details },
+        });
+        await (this.options.sleep ?? sleepFor)(delay, this.signal);
+        attempt += 1;
+        continue;
+      }
+      await this.record({
+        type: "model.failed",
+        data: { step, attempt, code: failure.code, message: failure.message, ...details },
+      });
+      const why = failure.retryable ? `gave up after ${attempt + 1} attempts: ` : "";
+      return this.stop("stopped", "provider_error", `${why}${failure.code}: ${failure.message}`);
+    }
+  }
+
+  private attemptsSinceReply(): number {
+    let attempts = 0;
+    for (let i = this.writer.records.length - 1; i >= 0; i--) {
+      const record = this.writer.records[i]!;
+      if (record.type === "model.reply") break;
+      if (record.type === "model.retryable_error") attempts += 1;
+    }
+    return attempts;
+  }
+
+  private retryDelay(attempt: number, retryAfterMs: number | undefined): number {
+    const ceiling = Math.min(this.limits.modelRetryMaxMs, this.limits.modelRetryBaseMs * 2 ** attempt);
+    const jittered = Math.round((this.options.random ?? Math.random)() * ceiling);
+    return Math.min(this.limits.modelRetryMaxMs, Math.max(jittered, retryAfterMs ?? 0));
+  }
+
+  private reusedCallId(reply: Reply): string | undefined {
+    const seen = new Set<string>();
+    for (const call of reply.calls) {
+      if (this.state.callIds.has(call.id) || seen.has(call.id)) return call.id;
+      seen.add(call.id);
+    }
+    return undefined;
+  }
+
+  private async recordProtocolError(step: number, attempt: number, error: string, evidence: StreamEvidence) {
+    await this.record({ type: "model.protocol_error", data: { step, attempt, error, evidence } });
+  }
+
+  private async finish(answer: string): Promise<RunSummary> {
+    const checks = this.options.acceptance;
+    if (checks.length === 0) {
+      await this.record({ type: "run.finished", data: { status: "unverified", answer } });
+      return this.summary();
+    }
+    const accepted = await this.runAcceptance();
+    if (this.signal.aborted) return this.cancel();
+    if (!accepted) {
+      return this.stop("stopped", "acceptance_failed", "the model finished but the acceptance checks failed");
+    }
+    await this.record({ type: "run.finished", data: { status: "verified", answer } });
+    return this.summary();
+  }
+
+  /** A finished session is judged by the workspace as it is now, not by its old success. */
+  private async recheckFinished(): Promise<RunSummary> {
+    const outcome = this.state.outcome;
+    const answer = outcome?.kind === "finished" ? outcome.data.answer : "";
+    if (this.options.acceptance.length === 0) return this.summary();
+    const accepted = await this.runAcceptance();
+    if (this.signal.aborted) return this.cancel();
+    if (!accepted) {
+      return this.stop("stopped", "acceptance_failed", "the recorded completion no longer holds: acceptance failed now");
+    }
+    await this.record({ type: "run.finished", data: { status: "verified", answer } });
+    return this.summary();
+  }
+
+  private async runAcceptance(): Promise<boolean> {
+    const results = [];
+    for (const check of this.options.acceptance) results.push(await check.run(this.signal));
+    const accepted = results.every((r) => r.passed);
+    await this.record({ type: "acceptance.checked", data: { accepted, checks: results } });
+    return accepted;
+  }
+
+  private async stop(status: "stopped" | "review_required" | "needs_review", reason: string, message: string) {
+    await this.record({ type: "run.stopped", data: { status, reason, message } });
+    return this.summary();
+  }
+
+  private async cancel(): Promise<RunSummary> {
+    await this.record({ type: "run.cancelled", data: { reason: "interrupted by signal" } });
+    return this.summary();
+  }
+
+  private summary(): RunSummary {
+    const state = this.state;
+    const outcome = state.outcome;
+    const base = {
+      session: this.options.sessionId,
+      events: state.records,
+      model_requests: state.modelRequests,
+      tool_calls: state.toolCalls,
+      usage: state.usage,
+    };
+    if (!outcome) return { ...base, status: "stopped", reason: "incomplete", message: null, answer: null };
+    switch (outcome.kind) {
+      case "finished":
+        return { ...base, status: outcome.data.status, reason: null, message: null, answer: outcome.data.answer };
+      case "stopped":
+        return { ...base, status: outcome.data.status, reason: outcome.data.reason, message: outcome.data.message, answer: null };
+      case "cancelled":
+        return { ...base, status: "cancelled", reason: "cancelled", message: outcome.data.reason, answer: null };
+    }
+  }
+
+  private async record(...events: AnyNewEvent[]): Promise<void> {
+    const records = await this.writer.append(events);
+    for (const record of records) {
+      this.state.apply(record);
+      this.options.listener?.record?.(record);
+    }
+  }
+
+  private createRuntime(): ToolRuntime {
+    const o = this.options;
+    const grants = o.grants ?? new ExactSessionGrants();
+    return new ToolRuntime({
+      sessionId: o.sessionId,
+      snapshot: o.snapshot,
+      fs: o.fs,
+      ...(o.hostRoot !== undefined ? { hostRoot: o.hostRoot } : {}),
+      artifacts: o.artifacts,
+      permissions: o.policy.permissions,
+      approver: o.approver,
+      grants,
+      ...(o.hooks ? { hooks: o.hooks } : {}),
+      observedVersion: (path) => this.state.observed.get(path),
+      previewLimitBytes: this.limits.previewLimitBytes,
+      poolSize: this.limits.poolSize,
+      retry: o.runtime?.retry ?? { maxAttempts: 3, baseDelayMs: 50, maxDelayMs: 1000 },
+      settleGraceMs: o.runtime?.settleGraceMs ?? 10_000,
+      ...(o.runtime?.timeoutFor ? { timeoutFor: o.runtime.timeoutFor } : {}),
+      ...(o.listener ? { progress: o.listener } : {}),
+      ...(o.sleep ? { sleep: o.sleep } : {}),
+      ...(o.random ? { random: o.random } : {}),
+    });
+  }
+}
+
+function hasEvidence(evidence: StreamEvidence): boolean {
+  return evidence.events > 0;
+}
+
+function sleepFor(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
+  });
+}

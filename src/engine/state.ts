@@ -1,0 +1,144 @@
+import type { ModelMessage, ToolCall } from "../protocol/types.js";
+import { projectForModel } from "../runtime/projection.js";
+import type { ToolResult } from "../runtime/result.js";
+import type { AnyRecord, EventData } from "../journal/vocabulary.js";
+
+export type Outcome =
+  | { kind: "finished"; data: EventData<"run.finished"> }
+  | { kind: "stopped"; data: EventData<"run.stopped"> }
+  | { kind: "cancelled"; data: EventData<"run.cancelled"> };
+
+/**
+ * Everything the engine needs to know about a session, derived from its records alone: a fold
+ * over the journal. The model's messages, the pending calls, the versions this session has
+ * observed and every budget counter come from here, so a resumed session sees exactly what
+ * the interrupted one had recorded.
+ */
+export class SessionState {
+  header: EventData<"session.started"> | undefined;
+  goal: string | undefined;
+  /** Messages after the system prompt, in model order. */
+  readonly messages: ModelMessage[] = [];
+  readonly replies: EventData<"model.reply">[] = [];
+  readonly callIds = new Set<string>();
+  readonly started = new Map<string, EventData<"tool.started">>();
+  readonly results = new Map<string, EventData<"tool.result">>();
+  readonly observed = new Map<string, string>();
+  /** Session-scoped approvals, in order. */
+  readonly sessionApprovals: EventData<"approval.decided">[] = [];
+  modelRequests = 0;
+  /** Model attempts whose outcome is recorded (reply, retryable error, failure, protocol error). */
+  ordinal = 0;
+  batches = 0;
+  lastAcceptance: EventData<"acceptance.checked"> | undefined;
+  outcome: Outcome | undefined;
+  records = 0;
+  usage = { input_tokens: 0, output_tokens: 0, reasoning_tokens: 0, cached_tokens: 0 };
+  private readonly approvalsByHash = new Map<string, EventData<"approval.decided">>();
+
+  static from(records: readonly AnyRecord[]): SessionState {
+    const state = new SessionState();
+    for (const record of records) state.apply(record);
+    return state;
+  }
+
+  apply(record: AnyRecord): void {
+    this.records += 1;
+    switch (record.type) {
+      case "session.started":
+        this.header = record.data;
+        break;
+      case "user.input":
+        this.goal ??= record.data.text;
+        this.messages.push({ role: "user", content: record.data.text });
+        break;
+      case "model.started":
+        this.modelRequests += 1;
+        break;
+      case "model.retryable_error":
+      case "model.failed":
+      case "model.protocol_error":
+        this.ordinal += 1;
+        break;
+      case "model.reply": {
+        this.ordinal += 1;
+        this.replies.push(record.data);
+        for (const call of record.data.calls) this.callIds.add(call.id);
+        const message: ModelMessage = { role: "assistant", content: record.data.text, calls: record.data.calls };
+        if (record.data.reasoning) message.reasoning = record.data.reasoning;
+        this.messages.push(message);
+        const usage = record.data.usage;
+        if (usage) {
+          this.usage.input_tokens += usage.input_tokens ?? 0;
+          this.usage.output_tokens += usage.output_tokens ?? 0;
+          this.usage.reasoning_tokens += usage.reasoning_tokens ?? 0;
+          this.usage.cached_tokens += usage.cached_tokens ?? 0;
+        }
+        break;
+      }
+      case "tool.started":
+        this.started.set(record.data.call_id, record.data);
+        this.batches = Math.max(this.batches, record.data.batch + 1);
+        break;
+      case "tool.result": {
+        this.results.set(record.data.call_id, record.data);
+        this.messages.push({
+          role: "tool",
+          call_id: record.data.call_id,
+          name: record.data.name,
+          status: record.data.status,
+          content: projectForModel(record.data as ToolResult),
+        });
+        const data = record.data.data;
+        if (record.data.status === "ok" && typeof data?.path === "string" && typeof data.version === "string") {
+          this.observed.set(data.path, data.version);
+        }
+        break;
+      }
+      case "approval.decided":
+        this.approvalsByHash.set(record.data.call_hash, record.data);
+        if (record.data.scope === "session" && record.data.decision === "allow") this.sessionApprovals.push(record.data);
+        break;
+      case "acceptance.checked":
+        this.lastAcceptance = record.data;
+        break;
+      case "run.finished":
+        this.outcome = { kind: "finished", data: record.data };
+        break;
+      case "run.stopped":
+        this.outcome = { kind: "stopped", data: record.data };
+        break;
+      case "run.cancelled":
+        this.outcome = { kind: "cancelled", data: record.data };
+        break;
+      default:
+        break;
+    }
+  }
+
+  get toolCalls(): number {
+    return this.started.size;
+  }
+
+  get lastReply(): EventData<"model.reply"> | undefined {
+    return this.replies.at(-1);
+  }
+
+  /** Calls of the last reply with neither a start nor a result: safe to execute now. */
+  pendingCalls(): ToolCall[] {
+    const reply = this.lastReply;
+    if (!reply) return [];
+    return reply.calls.filter((call) => !this.started.has(call.id) && !this.results.has(call.id));
+  }
+
+  /** Calls that started but whose outcome was never recorded. */
+  startedWithoutResult(): EventData<"tool.started">[] {
+    return [...this.started.values()].filter((s) => !this.results.has(s.call_id));
+  }
+
+  /** True when some call's outcome is unknown: the session needs a human. */
+  hasUnknownOutcome(): boolean {
+    for (const result of this.results.values()) if (result.status === "unknown") return true;
+    return false;
+  }
+}

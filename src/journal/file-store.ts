@@ -1,0 +1,274 @@
+import {
+  closeSync,
+  constants,
+  existsSync,
+  fstatSync,
+  fsyncSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeSync,
+} from "node:fs";
+import { encodeRecord } from "./codec.js";
+import { join } from "node:path";
+import { acquireLock, type HeldLock, releaseLock } from "./lock.js";
+import {
+  assertHarnessDir,
+  EVENTS_FILE,
+  SESSION_ID_PATTERN,
+  type SessionPaths,
+  sessionPaths,
+  sessionsDirOf,
+} from "./session-path.js";
+import { JournalError, type JournalBackend, type JournalWriter } from "./store.js";
+import { loadError, verifyJournalBytes } from "./verify.js";
+import { type AnyNewEvent, type AnyRecord, GENESIS_HASH } from "./vocabulary.js";
+
+export interface FileJournalOptions {
+  /** Clock for record times and lock start times; defaults to real time. */
+  now?: () => Date;
+}
+
+function errnoOf(error: unknown): string {
+  return (error as NodeJS.ErrnoException).code ?? "unknown error";
+}
+
+/** Open a file descriptor, or undefined when the file does not exist. */
+function openIfExists(path: string, flags: number): number | undefined {
+  try {
+    return openSync(path, flags, 0o600);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw new JournalError("IO", `cannot open the journal (${errnoOf(error)})`);
+  }
+}
+
+function fsyncDirectory(path: string): void {
+  const fd = openSync(path, constants.O_RDONLY);
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Sessions as JSONL files under `<harnessDir>/sessions/<id>/events.jsonl`. The constructor takes
+ * the absolute path of the `.harness` directory itself (not the workspace root).
+ */
+export class FileJournalBackend implements JournalBackend {
+  private readonly now: () => Date;
+
+  constructor(
+    readonly harnessDir: string,
+    options: FileJournalOptions = {},
+  ) {
+    this.now = options.now ?? (() => new Date());
+    assertHarnessDir(harnessDir);
+  }
+
+  async openWriter(sessionId: string, options: { create: boolean }): Promise<JournalWriter> {
+    const paths = sessionPaths(this.harnessDir, sessionId);
+    if (options.create) {
+      mkdirIn(paths);
+    } else if (!existsSync(paths.events)) {
+      throw notFound(sessionId);
+    }
+    const lock = acquireLock(paths.lock, sessionId, this.now());
+    try {
+      return this.openLocked(paths, sessionId, lock, options.create);
+    } catch (error) {
+      releaseLock(lock);
+      throw error;
+    }
+  }
+
+  /** With the lock held: open (or create) the file and load it again, so no stale view is used. */
+  private openLocked(paths: SessionPaths, sessionId: string, lock: HeldLock, create: boolean): FileJournalWriter {
+    const flags = constants.O_RDWR | constants.O_APPEND;
+    let fd = openIfExists(paths.events, flags);
+    let created = false;
+    if (fd === undefined) {
+      if (!create) throw notFound(sessionId);
+      fd = openIfExists(paths.events, flags | constants.O_CREAT | constants.O_EXCL);
+      if (fd === undefined) throw notFound(sessionId);
+      created = true;
+    }
+    try {
+      const bytes = readFileSync(fd);
+      const result = verifyJournalBytes(bytes, sessionId);
+      if (!result.ok) throw loadError(sessionId, result);
+      // A new (or still empty) session's directory entries must reach the disk with its first records.
+      const syncDirs = created || result.records.length === 0;
+      return new FileJournalWriter(sessionId, paths, fd, lock, result.records, bytes.length, syncDirs, this.now);
+    } catch (error) {
+      closeSync(fd);
+      throw error instanceof JournalError
+        ? error
+        : new JournalError("IO", `session ${sessionId}: cannot load the journal (${errnoOf(error)})`);
+    }
+  }
+
+  async read(sessionId: string): Promise<AnyRecord[]> {
+    const paths = sessionPaths(this.harnessDir, sessionId);
+    let bytes: Buffer;
+    try {
+      bytes = readFileSync(paths.events);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") throw notFound(sessionId);
+      throw new JournalError("IO", `session ${sessionId}: cannot read the journal (${errnoOf(error)})`);
+    }
+    const result = verifyJournalBytes(bytes, sessionId);
+    if (!result.ok) throw loadError(sessionId, result);
+    return result.records;
+  }
+
+  async exists(sessionId: string): Promise<boolean> {
+    return existsSync(sessionPaths(this.harnessDir, sessionId).events);
+  }
+
+  /** Session ids (directories holding an events file), sorted by name. */
+  async list(): Promise<string[]> {
+    const sessionsDir = sessionsDirOf(this.harnessDir);
+    let names: string[];
+    try {
+      names = readdirSync(sessionsDir);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+      throw new JournalError("IO", `cannot list sessions (${errnoOf(error)})`);
+    }
+    return names
+      .filter((name) => SESSION_ID_PATTERN.test(name) && existsSync(join(sessionsDir, name, EVENTS_FILE)))
+      .sort();
+  }
+}
+
+function notFound(sessionId: string): JournalError {
+  return new JournalError("SESSION_NOT_FOUND", `session ${sessionId} does not exist`);
+}
+
+function mkdirIn(paths: SessionPaths): void {
+  try {
+    mkdirSync(paths.sessionDir, { recursive: true, mode: 0o700 });
+  } catch (error) {
+    throw new JournalError("IO", `cannot create the session directory (${errnoOf(error)})`);
+  }
+}
+
+class FileJournalWriter implements JournalWriter {
+  private readonly all: AnyRecord[];
+  private size: number;
+  private state: "open" | "closed" | "failed" = "open";
+
+  constructor(
+    readonly sessionId: string,
+    private readonly paths: SessionPaths,
+    private readonly fd: number,
+    private readonly lock: HeldLock,
+    records: AnyRecord[],
+    size: number,
+    private syncDirsOnAppend: boolean,
+    private readonly now: () => Date,
+  ) {
+    this.all = records;
+    this.size = size;
+  }
+
+  get records(): readonly AnyRecord[] {
+    return this.all;
+  }
+
+  async append(events: readonly AnyNewEvent[]): Promise<AnyRecord[]> {
+    this.assertWritable();
+    if (events.length === 0) return [];
+    const last = this.all[this.all.length - 1];
+    let prev = last ? last.hash : GENESIS_HASH;
+    let seq = this.all.length;
+    const time = this.now();
+    const added: AnyRecord[] = [];
+    let text = "";
+    for (const event of events) {
+      const { record, line } = encodeRecord(event, seq, prev, time);
+      added.push(record);
+      text += line;
+      prev = record.hash;
+      seq += 1;
+    }
+    this.write(Buffer.from(text, "utf8"));
+    for (const record of added) this.all.push(record);
+    return added;
+  }
+
+  private assertWritable(): void {
+    if (this.state === "closed") {
+      throw new JournalError("LOCKED", `session ${this.sessionId}: this writer is closed; open a new writer`);
+    }
+    if (this.state === "failed") {
+      throw new JournalError(
+        "IO",
+        `session ${this.sessionId}: an earlier append failed, so this writer stopped; reopen the session to verify it`,
+      );
+    }
+  }
+
+  /** One write and one fsync for the whole batch; any failure stops this writer for good. */
+  private write(bytes: Buffer): void {
+    try {
+      this.assertSoleWriter();
+      let written = writeSync(this.fd, bytes);
+      // Short writes on regular files happen only near a full disk; finish the same batch.
+      while (written < bytes.length) written += writeSync(this.fd, bytes.subarray(written));
+      fsyncSync(this.fd);
+      if (this.syncDirsOnAppend) {
+        fsyncDirectory(this.paths.sessionDir);
+        fsyncDirectory(this.paths.sessionsDir);
+        this.syncDirsOnAppend = false;
+      }
+      this.size += bytes.length;
+    } catch (error) {
+      this.state = "failed";
+      if (error instanceof JournalError) throw error;
+      // Best effort: cut the file back to the last durable record so it still verifies.
+      try {
+        ftruncateSync(this.fd, this.size);
+        fsyncSync(this.fd);
+      } catch {
+        // The reopen will report a torn tail instead.
+      }
+      throw new JournalError(
+        "IO",
+        `session ${this.sessionId}: append failed (${errnoOf(error)}); the records were not made durable and the run must stop`,
+      );
+    }
+  }
+
+  /** Refuse to append when the lock was removed or the file changed behind our back. */
+  private assertSoleWriter(): void {
+    const lockStat = statSync(this.lock.path, { throwIfNoEntry: false });
+    if (!lockStat || lockStat.ino !== this.lock.ino) {
+      throw new JournalError(
+        "LOCKED",
+        `session ${this.sessionId}: this writer's lock was removed or replaced; stopping so that two writers never append`,
+      );
+    }
+    if (fstatSync(this.fd).size !== this.size) {
+      throw new JournalError(
+        "CORRUPT",
+        `session ${this.sessionId}: the journal changed size behind this writer; stopping without appending`,
+      );
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.state === "closed") return;
+    this.state = "closed";
+    try {
+      closeSync(this.fd);
+    } finally {
+      releaseLock(this.lock);
+    }
+  }
+}

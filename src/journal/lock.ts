@@ -1,0 +1,237 @@
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from "node:fs";
+import { hostname } from "node:os";
+import { isJsonObject } from "../shared/json.js";
+import { sessionPaths } from "./session-path.js";
+import { JournalError } from "./store.js";
+
+/**
+ * The single-writer lock: `<session>/writer.lock`, created with O_EXCL, holding who took it.
+ * A lock is never taken over silently. When its owner is provably gone (same host, and the pid no
+ * longer exists or now belongs to a process with a different start time) the lock is reported as
+ * stale and a person clears it with `harness unlock <session>`; age alone proves nothing.
+ */
+export interface LockOwner {
+  pid: number;
+  host: string;
+  started_at: string;
+  /** Field 22 of /proc/<pid>/stat (start time in clock ticks since boot); null where unreadable. */
+  proc_start: string | null;
+}
+
+/** A lock this process holds. `text` and `ino` identify it, so we never remove someone else's. */
+export interface HeldLock {
+  readonly path: string;
+  readonly owner: LockOwner;
+  readonly text: string;
+  readonly ino: number;
+}
+
+export type LockStatus =
+  | { state: "alive"; owner: LockOwner }
+  | { state: "gone"; owner: LockOwner; reason: string }
+  /** The owner cannot be checked from here (unreadable lock file, or another host). */
+  | { state: "unknown"; owner: LockOwner | null; reason: string };
+
+export function unlockCommand(sessionId: string): string {
+  return `harness unlock ${sessionId}`;
+}
+
+/** Start time of a process from /proc, or null when it cannot be read (no procfs, no process). */
+export function processStartTime(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+    // Field 2 (comm) may contain spaces and parentheses; fields after the last ")" are plain.
+    const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const field22 = rest[19]; // rest[0] is field 3
+    return field22 !== undefined && /^\d+$/.test(field22) ? field22 : null;
+  } catch {
+    return null;
+  }
+}
+
+export function currentOwner(now: Date): LockOwner {
+  return {
+    pid: process.pid,
+    host: hostname(),
+    started_at: now.toISOString(),
+    proc_start: processStartTime(process.pid),
+  };
+}
+
+export function describeOwner(owner: LockOwner): string {
+  return `pid ${owner.pid} on host ${owner.host}, started ${owner.started_at}`;
+}
+
+/** Parse lock file text; null when it is not a well-formed owner record (external input). */
+export function parseLockOwner(text: string): LockOwner | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (!isJsonObject(value)) return null;
+  const { pid, host, started_at, proc_start } = value;
+  // pid must be a positive integer: kill(0, …) or kill(-n, …) would address process groups.
+  if (typeof pid !== "number" || !Number.isSafeInteger(pid) || pid <= 0) return null;
+  if (typeof host !== "string" || typeof started_at !== "string") return null;
+  if (proc_start !== null && typeof proc_start !== "string") return null;
+  return { pid, host, started_at, proc_start };
+}
+
+/** Whether the owner of a lock still runs, judged only from evidence on this host. */
+export function ownerStatus(owner: LockOwner): LockStatus {
+  if (owner.host !== hostname()) {
+    return { state: "unknown", owner, reason: "it was taken on another host, so it cannot be checked from here" };
+  }
+  try {
+    process.kill(owner.pid, 0);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ESRCH") return { state: "gone", owner, reason: `no process ${owner.pid} exists` };
+    // EPERM: the process exists but belongs to another user.
+    if (code !== "EPERM") return { state: "unknown", owner, reason: `cannot check process ${owner.pid}` };
+  }
+  const start = processStartTime(owner.pid);
+  if (owner.proc_start !== null && start !== null && start !== owner.proc_start) {
+    return { state: "gone", owner, reason: `process ${owner.pid} is a different process now (pid reused)` };
+  }
+  return { state: "alive", owner };
+}
+
+function readLockText(path: string): string | undefined {
+  try {
+    return readFileSync(path, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw ioError("cannot read the writer lock", error);
+  }
+}
+
+/** The state of a session's lock file, or undefined when there is none. */
+export function inspectLockFile(path: string): LockStatus | undefined {
+  const text = readLockText(path);
+  if (text === undefined) return undefined;
+  const owner = parseLockOwner(text);
+  if (!owner) return { state: "unknown", owner: null, reason: "its lock file cannot be read as an owner record" };
+  return ownerStatus(owner);
+}
+
+function ioError(what: string, error: unknown): JournalError {
+  const code = (error as NodeJS.ErrnoException).code ?? "unknown error";
+  return new JournalError("IO", `${what} (${code})`);
+}
+
+/** The error for a lock that someone else holds (or held). */
+export function lockHeldError(sessionId: string, status: LockStatus): JournalError {
+  if (status.state === "gone") {
+    return new JournalError(
+      "STALE_LOCK",
+      `session ${sessionId} has a stale writer lock: its owner (${describeOwner(status.owner)}) is gone: ${status.reason}. ` +
+        `Nothing was changed. If no harness is working on this session, clear the lock with \`${unlockCommand(sessionId)}\`.`,
+    );
+  }
+  if (status.state === "alive") {
+    return new JournalError(
+      "LOCKED",
+      `session ${sessionId} is open in another writer (${describeOwner(status.owner)}); only one writer may append. ` +
+        "Wait for it to finish or stop it first.",
+    );
+  }
+  const who = status.owner ? `${describeOwner(status.owner)}; ` : "";
+  return new JournalError(
+    "LOCKED",
+    `session ${sessionId} is locked by another writer (${who}${status.reason}). ` +
+      `If you are sure no harness is working on this session, clear it with \`${unlockCommand(sessionId)} --force\`.`,
+  );
+}
+
+const CREATE_EXCLUSIVE = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL;
+
+/**
+ * Take the writer lock at `path` or throw LOCKED / STALE_LOCK naming the owner. The owner record
+ * is written with one write right after the exclusive create, so readers almost never see an empty
+ * lock; one that is empty or garbled reads as "unknown owner" and is never removed without force.
+ */
+export function acquireLock(path: string, sessionId: string, now: Date): HeldLock {
+  const owner = currentOwner(now);
+  const text = `${JSON.stringify(owner)}\n`;
+  // A few attempts only cover a holder that releases between our create and our inspection.
+  for (let attempt = 0; attempt < 3; attempt++) {
+    let fd: number;
+    try {
+      fd = openSync(path, CREATE_EXCLUSIVE, 0o600);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw ioError("cannot create the writer lock", error);
+      const status = inspectLockFile(path);
+      if (status) throw lockHeldError(sessionId, status);
+      continue;
+    }
+    try {
+      writeSync(fd, text);
+      return { path, owner, text, ino: fstatSync(fd).ino };
+    } catch (error) {
+      rmSync(path, { force: true });
+      throw ioError("cannot write the writer lock", error);
+    } finally {
+      closeSync(fd);
+    }
+  }
+  throw new JournalError("LOCKED", `session ${sessionId}: the writer lock keeps changing hands; try again`);
+}
+
+/** Whether the lock file on disk is still the one we created (not removed or replaced). */
+export function isStillHeld(lock: HeldLock): boolean {
+  const stat = statSync(lock.path, { throwIfNoEntry: false });
+  if (!stat || stat.ino !== lock.ino) return false;
+  return readLockText(lock.path) === lock.text;
+}
+
+/** Remove our lock; a lock that is no longer ours (forced unlock, new owner) is left alone. */
+export function releaseLock(lock: HeldLock): void {
+  if (!isStillHeld(lock)) return;
+  try {
+    unlinkSync(lock.path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw ioError("cannot remove the writer lock", error);
+  }
+}
+
+export type UnlockResult =
+  | { outcome: "no_lock" }
+  | { outcome: "removed"; status: LockStatus; forced: boolean }
+  | { outcome: "refused"; status: LockStatus; message: string };
+
+/**
+ * Remove a session's writer lock when its owner is provably gone, or when `force` is set (the
+ * person has checked that no harness is using the session). Reports what was found either way.
+ */
+export async function unlockSession(
+  harnessDir: string,
+  sessionId: string,
+  options: { force?: boolean } = {},
+): Promise<UnlockResult> {
+  const paths = sessionPaths(harnessDir, sessionId);
+  const status = inspectLockFile(paths.lock);
+  if (!status) return { outcome: "no_lock" };
+  if (status.state !== "gone" && !options.force) {
+    return { outcome: "refused", status, message: lockHeldError(sessionId, status).message };
+  }
+  try {
+    unlinkSync(paths.lock);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return { outcome: "no_lock" };
+    throw ioError("cannot remove the writer lock", error);
+  }
+  return { outcome: "removed", status, forced: status.state !== "gone" };
+}

@@ -1,0 +1,118 @@
+import { decodeRecordLine, encodeRecord, isRecordFault } from "./codec.js";
+import { currentOwner, type LockOwner, lockHeldError } from "./lock.js";
+import { assertSessionId } from "./session-path.js";
+import { JournalError, type JournalBackend, type JournalWriter } from "./store.js";
+import { type AnyNewEvent, type AnyRecord, GENESIS_HASH } from "./vocabulary.js";
+
+export interface MemoryJournalOptions {
+  now?: () => Date;
+}
+
+interface MemorySession {
+  /** Encoded lines (without "\n"), exactly as the file backend would store them. */
+  lines: string[];
+  /** The writer holding the session, identified by object identity. */
+  holder: { owner: LockOwner } | undefined;
+}
+
+/**
+ * The journal contract in memory: same encoding, verification and single-writer rule as the file
+ * backend, without durability. Reads decode the stored lines again, so callers get fresh objects.
+ */
+export class MemoryJournalBackend implements JournalBackend {
+  private readonly sessions = new Map<string, MemorySession>();
+  private readonly now: () => Date;
+
+  constructor(options: MemoryJournalOptions = {}) {
+    this.now = options.now ?? (() => new Date());
+  }
+
+  async openWriter(sessionId: string, options: { create: boolean }): Promise<JournalWriter> {
+    assertSessionId(sessionId);
+    let session = this.sessions.get(sessionId);
+    if (!session) {
+      if (!options.create) throw notFound(sessionId);
+      session = { lines: [], holder: undefined };
+      this.sessions.set(sessionId, session);
+    }
+    if (session.holder) throw lockHeldError(sessionId, { state: "alive", owner: session.holder.owner });
+    const records = decodeAll(sessionId, session.lines);
+    const holder = { owner: currentOwner(this.now()) };
+    session.holder = holder;
+    return new MemoryJournalWriter(sessionId, session, holder, records, this.now);
+  }
+
+  async read(sessionId: string): Promise<AnyRecord[]> {
+    assertSessionId(sessionId);
+    const session = this.sessions.get(sessionId);
+    if (!session) throw notFound(sessionId);
+    return decodeAll(sessionId, session.lines);
+  }
+
+  async exists(sessionId: string): Promise<boolean> {
+    assertSessionId(sessionId);
+    return this.sessions.has(sessionId);
+  }
+
+  async list(): Promise<string[]> {
+    return [...this.sessions.keys()].sort();
+  }
+}
+
+function notFound(sessionId: string): JournalError {
+  return new JournalError("SESSION_NOT_FOUND", `session ${sessionId} does not exist`);
+}
+
+function decodeAll(sessionId: string, lines: readonly string[]): AnyRecord[] {
+  const records: AnyRecord[] = [];
+  let prev = GENESIS_HASH;
+  for (const line of lines) {
+    const decoded = decodeRecordLine(line, records.length, prev);
+    if (isRecordFault(decoded)) throw new JournalError(decoded.fault, `session ${sessionId}: ${decoded.message}`);
+    records.push(decoded);
+    prev = decoded.hash;
+  }
+  return records;
+}
+
+class MemoryJournalWriter implements JournalWriter {
+  private closed = false;
+
+  constructor(
+    readonly sessionId: string,
+    private readonly session: MemorySession,
+    private readonly holder: { owner: LockOwner },
+    private readonly all: AnyRecord[],
+    private readonly now: () => Date,
+  ) {}
+
+  get records(): readonly AnyRecord[] {
+    return this.all;
+  }
+
+  async append(events: readonly AnyNewEvent[]): Promise<AnyRecord[]> {
+    if (this.closed || this.session.holder !== this.holder) {
+      throw new JournalError("LOCKED", `session ${this.sessionId}: this writer is closed; open a new writer`);
+    }
+    const last = this.all[this.all.length - 1];
+    let prev = last ? last.hash : GENESIS_HASH;
+    const time = this.now();
+    const encoded = events.map((event, index) => {
+      const result = encodeRecord(event, this.all.length + index, prev, time);
+      prev = result.record.hash;
+      return result;
+    });
+    // All-or-nothing like the file's single write: nothing is stored unless every event encoded.
+    for (const { record, line } of encoded) {
+      this.session.lines.push(line.slice(0, -1));
+      this.all.push(record);
+    }
+    return encoded.map((item) => item.record);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.session.holder === this.holder) this.session.holder = undefined;
+  }
+}

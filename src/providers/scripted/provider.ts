@@ -1,0 +1,122 @@
+import { readFile } from "node:fs/promises";
+import { basename, extname } from "node:path";
+import { pathToFileURL } from "node:url";
+import { sha256Hex } from "../../shared/hash.js";
+import { type ModelRequest, type Provider, ProviderError, type ProviderIdentity } from "../provider.js";
+import { parseScriptFile, parseTurn, ScriptError, type ScriptedTurn, type ScriptFunction } from "./script.js";
+
+type TurnSource = { kind: "list"; turns: ScriptedTurn[] } | { kind: "function"; fn: ScriptFunction };
+
+/**
+ * The offline model: plays a script. Turn N answers the session's Nth recorded model attempt
+ * (`request.ordinal`), so a resumed session continues where it stopped. Every call's argument
+ * JSON is split into several fragments so the decoder is exercised on every run.
+ */
+export class ScriptedProvider implements Provider {
+  readonly identity: ProviderIdentity;
+  private readonly source: TurnSource;
+
+  constructor(source: TurnSource, identity: ProviderIdentity) {
+    this.source = source;
+    this.identity = identity;
+  }
+
+  static fromTurns(turns: ScriptedTurn[], name = "inline"): ScriptedProvider {
+    return new ScriptedProvider(
+      { kind: "list", turns },
+      { kind: "scripted", name, sha256: sha256Hex(JSON.stringify(turns)) },
+    );
+  }
+
+  static fromFunction(fn: ScriptFunction, name: string, version = "1"): ScriptedProvider {
+    return new ScriptedProvider({ kind: "function", fn }, { kind: "scripted", name, version });
+  }
+
+  /** Load a `.json` script or an `.mjs` module whose default export is a ScriptFunction. */
+  static async load(file: string): Promise<ScriptedProvider> {
+    let bytes: Buffer;
+    try {
+      bytes = await readFile(file);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? "error";
+      throw new ScriptError(`cannot read script ${basename(file)} (${code})`);
+    }
+    const identity: ProviderIdentity = { kind: "scripted", name: basename(file), sha256: sha256Hex(bytes) };
+    const extension = extname(file);
+    if (extension === ".mjs" || extension === ".js") {
+      const module: { default?: unknown } = await import(pathToFileURL(file).href);
+      if (typeof module.default !== "function") {
+        throw new ScriptError(`${basename(file)}: the default export must be a function (messages, step) => reply`);
+      }
+      return new ScriptedProvider({ kind: "function", fn: module.default as ScriptFunction }, identity);
+    }
+    return new ScriptedProvider({ kind: "list", turns: parseScriptFile(bytes.toString("utf8"), basename(file)) }, identity);
+  }
+
+  async *stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<unknown> {
+    if (signal.aborted) throw new ProviderError("CANCELLED", "request cancelled");
+    const produced = await this.turnFor(request);
+    if (isIterable(produced)) {
+      yield* produced;
+      return;
+    }
+    const turn = produced;
+    if ("error" in turn) {
+      const retryable = turn.error.kind === "transient";
+      throw new ProviderError("SCRIPT_ERROR", turn.error.message, { retryable });
+    }
+    if ("stream" in turn) {
+      yield* turn.stream;
+      return;
+    }
+    for (const piece of splitInto(turn.text, 2)) yield { type: "text_delta", text: piece };
+    for (const call of turn.calls) {
+      const fragments = splitInto(JSON.stringify(call.arguments), 3);
+      yield { type: "tool_call_delta", call_id: call.id, name: call.name, arguments: fragments[0] ?? "" };
+      for (const fragment of fragments.slice(1)) {
+        yield { type: "tool_call_delta", call_id: call.id, arguments: fragment };
+      }
+    }
+    yield { type: "usage", usage: { input_tokens: 0, output_tokens: 0 } };
+    yield { type: "end", reason: turn.calls.length > 0 ? "tool_calls" : "stop" };
+  }
+
+  private async turnFor(request: ModelRequest): Promise<ScriptedTurn | Iterable<unknown> | AsyncIterable<unknown>> {
+    if (this.source.kind === "list") {
+      const turn = this.source.turns[request.ordinal];
+      if (turn === undefined) {
+        throw new ProviderError(
+          "SCRIPT_ERROR",
+          `the script has no reply #${request.ordinal + 1} (it has ${this.source.turns.length})`,
+          { retryable: false },
+        );
+      }
+      return turn;
+    }
+    let value: unknown;
+    try {
+      value = await this.source.fn(request.messages, request.step);
+    } catch (error) {
+      throw new ProviderError("SCRIPT_ERROR", `script function failed: ${(error as Error).message}`, {
+        retryable: false,
+      });
+    }
+    if (isIterable(value)) return value;
+    return parseTurn(value, `script reply #${request.ordinal + 1}`);
+  }
+}
+
+function isIterable(value: unknown): value is Iterable<unknown> | AsyncIterable<unknown> {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
+  return Symbol.asyncIterator in value || Symbol.iterator in value;
+}
+
+/** Split text into up to `parts` non-empty pieces (fewer when it is short). */
+export function splitInto(text: string, parts: number): string[] {
+  if (text.length === 0) return [];
+  const count = Math.max(1, Math.min(parts, text.length));
+  const size = Math.ceil(text.length / count);
+  const pieces: string[] = [];
+  for (let start = 0; start < text.length; start += size) pieces.push(text.slice(start, start + size));
+  return pieces;
+}

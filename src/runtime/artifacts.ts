@@ -1,0 +1,102 @@
+import { createHash, randomBytes } from "node:crypto";
+import { closeSync, fsyncSync, openSync, writeSync } from "node:fs";
+import { mkdir, open, readFile, rename, rm, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { sha256Hex } from "../shared/hash.js";
+import type { ArtifactRef, ArtifactSink, ArtifactStore } from "../tools/tool.js";
+
+const ID = /^[0-9a-f]{64}$/;
+
+/**
+ * Content-addressed artifacts in a session folder: `<dir>/<sha256>`. Written to a temporary
+ * name, fsynced and renamed, so an artifact that exists is always whole.
+ */
+export class FileArtifactStore implements ArtifactStore {
+  constructor(private readonly dir: string) {}
+
+  async read(id: string): Promise<Uint8Array | undefined> {
+    if (!ID.test(id)) return undefined;
+    try {
+      return await readFile(join(this.dir, id));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw error;
+    }
+  }
+
+  async put(bytes: Uint8Array): Promise<ArtifactRef> {
+    const id = sha256Hex(bytes);
+    const target = join(this.dir, id);
+    const existing = await stat(target).catch(() => undefined);
+    if (existing?.size === bytes.byteLength) return { id, sha256: id, bytes: bytes.byteLength };
+    await mkdir(this.dir, { recursive: true });
+    const temp = join(this.dir, `.tmp-${randomBytes(6).toString("hex")}`);
+    const fd = openSync(temp, "w", 0o600);
+    try {
+      writeSync(fd, bytes);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    await rename(temp, target);
+    return { id, sha256: id, bytes: bytes.byteLength };
+  }
+
+  async open(): Promise<ArtifactSink> {
+    await mkdir(this.dir, { recursive: true });
+    const temp = join(this.dir, `.tmp-${randomBytes(6).toString("hex")}`);
+    const handle = await open(temp, "w", 0o600);
+    const hash = createHash("sha256");
+    let bytes = 0;
+    let closed = false;
+    const dir = this.dir;
+    return {
+      async write(chunk: Uint8Array) {
+        hash.update(chunk);
+        bytes += chunk.byteLength;
+        await handle.write(chunk);
+      },
+      async finish() {
+        closed = true;
+        await handle.sync();
+        await handle.close();
+        const id = hash.digest("hex");
+        await rename(temp, join(dir, id));
+        return { id, sha256: id, bytes };
+      },
+      async abort() {
+        if (!closed) await handle.close();
+        closed = true;
+        await rm(temp, { force: true });
+      },
+    };
+  }
+}
+
+/** In-memory artifacts, for library users without a disk session and for tests. */
+export class MemoryArtifactStore implements ArtifactStore {
+  private readonly items = new Map<string, Uint8Array>();
+
+  async read(id: string): Promise<Uint8Array | undefined> {
+    return this.items.get(id);
+  }
+
+  async put(bytes: Uint8Array): Promise<ArtifactRef> {
+    const id = sha256Hex(bytes);
+    this.items.set(id, new Uint8Array(bytes));
+    return { id, sha256: id, bytes: bytes.byteLength };
+  }
+
+  async open(): Promise<ArtifactSink> {
+    const chunks: Uint8Array[] = [];
+    return {
+      write: async (chunk) => {
+        chunks.push(new Uint8Array(chunk));
+      },
+      finish: () => this.put(Buffer.concat(chunks)),
+      abort: async () => {
+        chunks.length = 0;
+      },
+    };
+  }
+}

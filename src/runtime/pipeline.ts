@@ -1,0 +1,612 @@
+import type { z } from "zod";
+import type { AnyNewEvent } from "../journal/vocabulary.js";
+import type { ToolCall } from "../protocol/types.js";
+import { digestOf } from "../shared/hash.js";
+import type { JsonObject } from "../shared/json.js";
+import { ToolError } from "../tools/errors.js";
+import type { AnyTool, ArtifactStore, ResourceSet, ToolContext } from "../tools/tool.js";
+import type { WorkspaceFs } from "../workspace/fs.js";
+import type {
+  ApprovalPort,
+  ApprovalRequest,
+  GrantPort,
+  HookCallContext,
+  HookPort,
+  HookRecord,
+  PermissionDecision,
+  PermissionPort,
+  ProgressListener,
+  Recorder,
+} from "./ports.js";
+import { applyPreviewLimit } from "./projection.js";
+import type { SnapshotEntry, ToolSnapshot } from "./registry.js";
+import { errorResult, okResult, resultFromThrown, type ToolResult } from "./result.js";
+import { planBatches } from "./scheduler.js";
+import { closestName } from "./suggest.js";
+
+export interface RuntimeOptions {
+  sessionId: string;
+  snapshot: ToolSnapshot;
+  fs: WorkspaceFs;
+  hostRoot?: string;
+  artifacts: ArtifactStore;
+  permissions: PermissionPort;
+  approver: ApprovalPort;
+  grants: GrantPort;
+  hooks?: HookPort;
+  observedVersion(canonicalPath: string): string | undefined;
+  previewLimitBytes: number;
+  poolSize: number;
+  /** Runtime-level retries of transient infrastructure failures (pure/idempotent tools only). */
+  retry: { maxAttempts: number; baseDelayMs: number; maxDelayMs: number };
+  /** Extra time a handler gets to settle after its signal fired, before it is abandoned. */
+  settleGraceMs: number;
+  timeoutFor?(tool: AnyTool): number;
+  progress?: ProgressListener;
+  sleep?(ms: number, signal: AbortSignal): Promise<void>;
+  random?(): number;
+}
+
+export interface RunCallsInput {
+  calls: readonly ToolCall[];
+  /** Tool calls the budget still allows to start. */
+  remainingToolCalls: number;
+  signal: AbortSignal;
+  recorder: Recorder;
+  /** Id of the first batch planned by this invocation (batch ids are unique per session). */
+  firstBatchId: number;
+}
+
+export interface RunCallsOutcome {
+  /** Results committed to the journal, in call order. */
+  committed: ToolResult[];
+  stop?: "budget_exhausted" | "cancelled";
+  batchesUsed: number;
+}
+
+/** A call that passed lookup and validation. */
+interface Prepared {
+  index: number;
+  call: ToolCall;
+  entry: SnapshotEntry;
+  args: unknown;
+  resources: ResourceSet;
+  concurrencySafe: boolean;
+  permission?: PermissionDecision;
+}
+
+type Slot = { kind: "done"; result: ToolResult } | { kind: "run"; prepared: Prepared } | { kind: "pending" };
+
+const TIMEOUT = Symbol("timeout");
+const TRANSIENT_CODES = new Set(["IO_ERROR"]);
+
+/**
+ * The tool-call pipeline: lookup → schema validation → semantic validation → permission
+ * (+ approval, + admit hooks) → scheduling → execution (timeouts, cancellation, wrap hooks,
+ * retries) → normalization → ordered commit. Every call ends in exactly one committed result,
+ * paired with its call id; failures are results for the model, never exceptions.
+ */
+export class ToolRuntime {
+  constructor(private readonly options: RuntimeOptions) {}
+
+  async runCalls(input: RunCallsInput): Promise<RunCallsOutcome> {
+    const slots: Slot[] = [];
+    for (const [index, call] of input.calls.entries()) {
+      slots.push(await this.prepare(index, call));
+    }
+    for (const slot of slots) {
+      if (slot.kind !== "run") continue;
+      if (input.signal.aborted) break;
+      const denial = await this.authorize(slot.prepared, input.recorder, input.signal);
+      if (denial) Object.assign(slot, { kind: "done", result: denial });
+    }
+
+    const committer = new OrderedCommitter(slots, input.recorder, this.options.progress);
+    const runnable = slots.flatMap((s) => (s.kind === "run" ? [s.prepared] : []));
+    const batches = planBatches(runnable);
+    let remaining = input.remainingToolCalls;
+    let stop: RunCallsOutcome["stop"];
+    let batchId = input.firstBatchId;
+    let used = 0;
+
+    await committer.flush();
+    for (const batch of batches) {
+      if (input.signal.aborted) {
+        stop = "cancelled";
+        break;
+      }
+      const admitted = batch.slice(0, Math.max(0, remaining));
+      if (admitted.length === 0) {
+        stop = "budget_exhausted";
+        break;
+      }
+      remaining -= admitted.length;
+      used += 1;
+      await this.runBatch(admitted, batchId, input, committer);
+      batchId += 1;
+      if (admitted.length < batch.length) {
+        stop = "budget_exhausted";
+        break;
+      }
+    }
+
+    if (stop === "cancelled" || input.signal.aborted) {
+      stop = "cancelled";
+      // Never-started calls get a cancelled result so the transcript stays paired.
+      for (const [index, slot] of slots.entries()) {
+        if (slot.kind === "run" && !committer.isDone(index)) {
+          committer.complete(
+            index,
+            errorResult(identity(slot.prepared.call), "CANCELLED", "The run was cancelled before this call started.", {
+              data: { started: false },
+            }),
+          );
+        }
+      }
+      // Not started means nothing was applied.
+      committer.markNotApplied();
+    }
+    await committer.flush();
+    const outcome: RunCallsOutcome = { committed: committer.committed, batchesUsed: used };
+    if (stop !== undefined) outcome.stop = stop;
+    return outcome;
+  }
+
+  /** Lookup, schema validation and semantic validation. No side effects. */
+  private async prepare(index: number, call: ToolCall): Promise<Slot> {
+    const id = identity(call);
+    const entry = this.options.snapshot.get(call.name);
+    if (!entry) {
+      const names = this.options.snapshot.names;
+      const closest = closestName(call.name, names);
+      const suggestion = closest ? ` Did you mean "${closest}"?` : "";
+      return done(
+        errorResult(id, "UNKNOWN_TOOL", `Unknown tool "${call.name}".${suggestion} Available tools: ${names.join(", ")}.`, {
+          data: { available: names, ...(closest ? { closest } : {}) },
+        }),
+      );
+    }
+    await this.notify("before_validate", call, entry);
+    const parsed = entry.tool.input.safeParse(call.arguments);
+    if (!parsed.success) {
+      const fields = describeIssues(parsed.error);
+      return done(
+        errorResult(id, "INVALID_ARGUMENTS", `Invalid arguments for ${call.name}: ${fields.map((f) => f.text).join("; ")}`, {
+          data: { fields: fields.map((f) => f.json) },
+        }),
+      );
+    }
+    try {
+      entry.tool.validate?.(parsed.data);
+    } catch (error) {
+      return done(resultFromThrown(id, error, 0));
+    }
+    await this.notify("after_validate", call, entry);
+    return {
+      kind: "run",
+      prepared: {
+        index,
+        call,
+        entry,
+        args: parsed.data,
+        resources: entry.tool.resources(parsed.data),
+        concurrencySafe: entry.tool.concurrencySafe(parsed.data),
+      },
+    };
+  }
+
+  /** Permission: policy, then the approver when asked, then admit hooks. Returns a denial or nothing. */
+  private async authorize(prepared: Prepared, recorder: Recorder, signal: AbortSignal): Promise<ToolResult | undefined> {
+    const { call, entry } = prepared;
+    const id = identity(call);
+    await this.notify("before_permission", call, entry);
+    const decision = this.options.permissions.decide({
+      tool: call.name,
+      effect: entry.tool.effect,
+      arguments: call.arguments,
+    });
+    prepared.permission = decision;
+    const ruleData: JsonObject = { decision: decision.decision, source: decision.source, reason: decision.reason };
+    if (decision.rule !== undefined) ruleData.rule = decision.rule;
+    if (decision.decision === "deny") {
+      return errorResult(id, "POLICY_DENIED", `Denied by policy: ${decision.reason}`, { data: { permission: ruleData } });
+    }
+    if (decision.decision === "ask") {
+      const request: ApprovalRequest = {
+        callId: call.id,
+        tool: call.name,
+        effect: entry.tool.effect,
+        arguments: call.arguments,
+        callHash: digestOf({ tool: call.name, arguments: call.arguments }),
+        display: entry.tool.approvalDetails?.(prepared.args) ?? {},
+      };
+      if (this.options.grants.covers(request)) {
+        prepared.permission = { ...decision, decision: "allow", reason: "approved earlier for this session" };
+      } else {
+        await recorder.record([
+          {
+            type: "approval.requested",
+            data: { call_id: call.id, name: call.name, call_hash: request.callHash, effect: entry.tool.effect },
+          },
+        ]);
+        let answer: Awaited<ReturnType<ApprovalPort["request"]>>;
+        try {
+          answer = await this.options.approver.request(request, signal);
+        } catch {
+          answer = { decision: "deny", scope: "once", by: "approver", reason: "the approver failed" };
+        }
+        const decided: AnyNewEvent = {
+          type: "approval.decided",
+          data: {
+            call_id: call.id,
+            call_hash: request.callHash,
+            decision: answer.decision,
+            scope: answer.scope,
+            by: answer.by,
+            ...(answer.reason !== undefined ? { reason: answer.reason } : {}),
+          },
+        };
+        await recorder.record([decided]);
+        if (answer.decision !== "allow") {
+          const why = answer.reason ? ` (${answer.reason})` : "";
+          return errorResult(id, "USER_DENIED", `Not approved${why}.`, { data: { permission: ruleData } });
+        }
+        if (answer.scope === "session") this.options.grants.add(request);
+        prepared.permission = { ...decision, decision: "allow", reason: `approved by ${answer.by}` };
+      }
+    }
+    if (this.options.hooks) {
+      const admitted = await this.options.hooks.admit("before_execute", this.hookContext("before_execute", call, entry));
+      await this.recordHooks(admitted.records, recorder);
+      if (!admitted.allowed) {
+        return errorResult(id, "HOOK_DENIED", `Refused by a hook: ${admitted.reason ?? "no reason given"}`);
+      }
+    }
+    return undefined;
+  }
+
+  private async runBatch(
+    batch: Prepared[],
+    batchId: number,
+    input: RunCallsInput,
+    committer: OrderedCommitter,
+  ): Promise<void> {
+    const queuedAt = Date.now();
+    const started: AnyNewEvent[] = batch.map((p) => {
+      const data: AnyNewEvent & { type: "tool.started" } = {
+        type: "tool.started",
+        data: {
+          call_id: p.call.id,
+          name: p.call.name,
+          arguments: p.call.arguments,
+          arguments_hash: digestOf(p.call.arguments),
+          tool_version: p.entry.tool.version,
+          schema_digest: p.entry.schemaDigest,
+          effect: p.entry.tool.effect,
+          batch: batchId,
+        },
+      };
+      if (p.permission) {
+        const permission: JsonObject = {
+          decision: p.permission.decision,
+          source: p.permission.source,
+          reason: p.permission.reason,
+        };
+        if (p.permission.rule !== undefined) permission.rule = p.permission.rule;
+        data.data.permission = permission;
+      }
+      return data;
+    });
+    // Intent is durable (one fsync for the whole batch) before any handler of the batch runs.
+    await input.recorder.record(started);
+
+    const pool = Math.max(1, this.options.poolSize);
+    let next = 0;
+    const worker = async () => {
+      while (next < batch.length) {
+        const prepared = batch[next++];
+        if (!prepared) break;
+        const queueWait = Date.now() - queuedAt;
+        const result = await this.execute(prepared, batchId, queueWait, input);
+        committer.complete(prepared.index, result);
+        this.options.progress?.callFinished?.({
+          call_id: result.call_id,
+          name: result.name,
+          status: result.status,
+          duration_ms: result.duration_ms,
+          summary: result.summary,
+        });
+        await committer.flush();
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(pool, batch.length) }, worker));
+  }
+
+  /** Execution with timeout, cancellation, wrap hooks and bounded retries; then normalization. */
+  private async execute(prepared: Prepared, batchId: number, queueWaitMs: number, input: RunCallsInput) {
+    const { call, entry } = prepared;
+    const tool = entry.tool;
+    const startedAt = Date.now();
+    const timeoutMs = this.options.timeoutFor?.(tool) ?? tool.timeoutMs;
+    const retriable = tool.idempotency === "pure" || tool.idempotency === "idempotent";
+    let attempts = 0;
+    let result: ToolResult;
+    for (;;) {
+      attempts += 1;
+      result = await this.attempt(prepared, timeoutMs, input.signal);
+      const transient = result.error_type !== undefined && TRANSIENT_CODES.has(result.error_type);
+      if (!transient || !retriable || attempts >= this.options.retry.maxAttempts || input.signal.aborted) break;
+      const delay = this.backoff(attempts);
+      await input.recorder.record([
+        {
+          type: "tool.retrying",
+          data: {
+            call_id: call.id,
+            attempt: attempts,
+            error_type: result.error_type ?? "",
+            message: result.summary,
+            retry_in_ms: delay,
+          },
+        },
+      ]);
+      await (this.options.sleep ?? sleep)(delay, input.signal);
+    }
+    if (result.status !== "ok") await this.notify("on_error", call, entry, result.status);
+    await this.notify("before_project", call, entry, result.status);
+    const limited = await applyPreviewLimit(result, this.options.previewLimitBytes, this.options.artifacts);
+    const endedAt = Date.now();
+    const normalized: ToolResult = {
+      ...limited,
+      duration_ms: endedAt - startedAt,
+      trace: {
+        batch: batchId,
+        queue_wait_ms: queueWaitMs,
+        started_at: new Date(startedAt).toISOString(),
+        ended_at: new Date(endedAt).toISOString(),
+        attempts,
+        output_bytes: Buffer.byteLength(result.content),
+        artifacts: [
+          ...(limited.artifact ? [limited.artifact.id] : []),
+          ...artifactIdsIn(result.data),
+        ],
+      },
+    };
+    await this.notify("after_project", call, entry, normalized.status);
+    return normalized;
+  }
+
+  private async attempt(prepared: Prepared, timeoutMs: number, runSignal: AbortSignal): Promise<ToolResult> {
+    const { call, entry } = prepared;
+    const id = identity(call);
+    const controller = new AbortController();
+    const onRunAbort = () => controller.abort(runSignal.reason);
+    if (runSignal.aborted) controller.abort(runSignal.reason);
+    else runSignal.addEventListener("abort", onRunAbort, { once: true });
+    const timer = setTimeout(() => controller.abort(TIMEOUT), timeoutMs);
+    const context: ToolContext = {
+      callId: call.id,
+      signal: controller.signal,
+      fs: this.options.fs,
+      artifacts: this.options.artifacts,
+      observedVersion: (path) => this.options.observedVersion(path),
+      ...(this.options.hostRoot !== undefined ? { hostRoot: this.options.hostRoot } : {}),
+    };
+    const began = Date.now();
+    await this.notify("before_execute", call, entry);
+    const run = () => entry.tool.execute(prepared.args, context);
+    const execution = (async (): Promise<ToolResult> => {
+      try {
+        if (this.options.hooks) {
+          const wrapped = await this.options.hooks.wrap(this.hookContext("before_execute", call, entry), run);
+          await this.recordHooksLater(wrapped.records);
+          if (wrapped.violation !== undefined || !wrapped.executed || wrapped.value === undefined) {
+            return errorResult(id, "HOOK_VIOLATION", wrapped.violation ?? "a wrap hook did not execute the call", {
+              data: { executed: wrapped.executed },
+            });
+          }
+          return okResult(id, wrapped.value, Date.now() - began);
+        }
+        return okResult(id, await run(), Date.now() - began);
+      } catch (error) {
+        return this.classifyFailure(id, error, controller.signal, Date.now() - began);
+      }
+    })();
+    // A handler that ignores its signal is abandoned after the grace period, reported honestly.
+    const abandon = new Promise<ToolResult>((resolve) => {
+      const onAbort = () => {
+        const grace = setTimeout(() => {
+          const timedOut = controller.signal.reason === TIMEOUT;
+          resolve(
+            errorResult(
+              id,
+              timedOut ? "TIMEOUT" : "CANCELLED",
+              timedOut
+                ? `${call.name} did not finish within ${timeoutMs} ms and did not stop when asked; its outcome is unknown.`
+                : `${call.name} was cancelled and did not stop in time; its outcome is unknown.`,
+              { durationMs: Date.now() - began, data: { abandoned: true } },
+            ),
+          );
+        }, this.options.settleGraceMs);
+        grace.unref();
+        void execution.finally(() => clearTimeout(grace));
+      };
+      if (controller.signal.aborted) onAbort();
+      else controller.signal.addEventListener("abort", onAbort, { once: true });
+    });
+    try {
+      const result = await Promise.race([execution, abandon]);
+      await this.notify("after_execute", call, entry, result.status);
+      return result;
+    } finally {
+      clearTimeout(timer);
+      runSignal.removeEventListener("abort", onRunAbort);
+    }
+  }
+
+  private classifyFailure(id: { call_id: string; name: string }, error: unknown, signal: AbortSignal, ms: number) {
+    if (signal.aborted && !(error instanceof ToolError && (error.code === "TIMEOUT" || error.code === "CANCELLED"))) {
+      const timedOut = signal.reason === TIMEOUT;
+      return errorResult(
+        id,
+        timedOut ? "TIMEOUT" : "CANCELLED",
+        timedOut ? `${id.name} ran out of time.` : `${id.name} was cancelled.`,
+        { durationMs: ms },
+      );
+    }
+    return resultFromThrown(id, error, ms);
+  }
+
+  private backoff(attempt: number): number {
+    const { baseDelayMs, maxDelayMs } = this.options.retry;
+    const ceiling = Math.min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1));
+    return Math.round(ceiling / 2 + (this.options.random ?? Math.random)() * (ceiling / 2));
+  }
+
+  private pendingHookRecords: HookRecord[] = [];
+
+  private hookContext(point: HookCallContext["point"], call: ToolCall, entry?: SnapshotEntry): HookCallContext {
+    return {
+      point,
+      session: this.options.sessionId,
+      call_id: call.id,
+      tool: call.name,
+      arguments: structuredClone(call.arguments),
+      effect: entry?.tool.effect ?? "unknown",
+    };
+  }
+
+  private async notify(
+    point: HookCallContext["point"],
+    call: ToolCall,
+    entry: SnapshotEntry | undefined,
+    status?: ToolResult["status"],
+  ): Promise<void> {
+    if (!this.options.hooks) return;
+    const context = this.hookContext(point, call, entry);
+    if (status !== undefined) context.status = status;
+    this.pendingHookRecords.push(...(await this.options.hooks.notify(point, context)));
+  }
+
+  private async recordHooks(records: HookRecord[], recorder: Recorder): Promise<void> {
+    const all = [...this.pendingHookRecords, ...records];
+    this.pendingHookRecords = [];
+    if (all.length > 0) await recorder.record(all.map((data) => ({ type: "hook.decided", data })));
+  }
+
+  private async recordHooksLater(records: HookRecord[]): Promise<void> {
+    this.pendingHookRecords.push(...records);
+  }
+
+  /** Hook records gathered outside an authorization step, flushed by the engine after commit. */
+  drainHookRecords(): HookRecord[] {
+    const all = this.pendingHookRecords;
+    this.pendingHookRecords = [];
+    return all;
+  }
+}
+
+/** Commits results in call order as soon as every earlier call has a result. */
+class OrderedCommitter {
+  readonly committed: ToolResult[] = [];
+  private readonly results: (ToolResult | undefined)[];
+  private next = 0;
+  private flushing: Promise<void> = Promise.resolve();
+
+  constructor(
+    slots: Slot[],
+    private readonly recorder: Recorder,
+    private readonly progress?: ProgressListener,
+  ) {
+    this.results = slots.map((s) => (s.kind === "done" ? s.result : undefined));
+    for (const slot of slots) {
+      if (slot.kind === "done") {
+        this.progress?.callFinished?.({
+          call_id: slot.result.call_id,
+          name: slot.result.name,
+          status: slot.result.status,
+          duration_ms: slot.result.duration_ms,
+          summary: slot.result.summary,
+        });
+      }
+    }
+  }
+
+  isDone(index: number): boolean {
+    return this.results[index] !== undefined;
+  }
+
+  complete(index: number, result: ToolResult): void {
+    this.results[index] = result;
+  }
+
+  markNotApplied(): void {
+    for (const result of this.results) {
+      if (result?.error_type === "CANCELLED" && result.data?.started === false) result.operation_applied = false;
+    }
+  }
+
+  flush(): Promise<void> {
+    this.flushing = this.flushing.then(async () => {
+      const ready: ToolResult[] = [];
+      while (this.next < this.results.length && this.results[this.next] !== undefined) {
+        ready.push(this.results[this.next] as ToolResult);
+        this.next += 1;
+      }
+      if (ready.length === 0) return;
+      await this.recorder.record(ready.map((result) => ({ type: "tool.result", data: result })));
+      this.committed.push(...ready);
+    });
+    return this.flushing;
+  }
+}
+
+function done(result: ToolResult): Slot {
+  return { kind: "done", result };
+}
+
+function identity(call: ToolCall) {
+  return { call_id: call.id, name: call.name };
+}
+
+function describeIssues(error: z.ZodError): { text: string; json: JsonObject }[] {
+  return error.issues.map((issue) => {
+    const field = issue.path.length > 0 ? issue.path.join(".") : "(arguments)";
+    const json: JsonObject = { field, code: issue.code, message: issue.message };
+    if (issue.code === "invalid_type") json.expected = String(issue.expected);
+    if (issue.code === "unrecognized_keys") json.keys = issue.keys;
+    return { text: `${field}: ${issue.message}`, json };
+  });
+}
+
+function artifactIdsIn(data: JsonObject | undefined): string[] {
+  const ids: string[] = [];
+  const visit = (value: unknown) => {
+    if (typeof value !== "object" || value === null) return;
+    if (Array.isArray(value)) {
+      for (const item of value) visit(item);
+      return;
+    }
+    const record = value as Record<string, unknown>;
+    if (typeof record.id === "string" && typeof record.sha256 === "string" && record.id === record.sha256) {
+      ids.push(record.id);
+    }
+    for (const item of Object.values(record)) visit(item);
+  };
+  visit(data);
+  return ids;
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
+  });
+}

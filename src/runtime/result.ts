@@ -1,0 +1,90 @@
+import type { ToolStatus } from "../protocol/types.js";
+import type { JsonObject } from "../shared/json.js";
+import { ERROR_CODES, type ErrorCode, ToolError } from "../tools/errors.js";
+import type { ArtifactRef } from "../tools/tool.js";
+
+/**
+ * The normalized result: one shape for every call, whatever happened. This is what the journal
+ * records (`tool.result`) and what the model's observation is projected from.
+ */
+export interface ToolResult {
+  call_id: string;
+  name: string;
+  status: ToolStatus;
+  error_type?: string;
+  summary: string;
+  /** Full text when small; the preview when `artifact` holds the whole. */
+  content: string;
+  hint?: string;
+  data?: JsonObject;
+  retryable?: boolean;
+  requires_new_observation?: boolean;
+  operation_applied?: boolean | "unknown";
+  artifact?: ArtifactRef;
+  duration_ms: number;
+  trace?: JsonObject;
+}
+
+export interface CallIdentity {
+  call_id: string;
+  name: string;
+}
+
+export function okResult(
+  call: CallIdentity,
+  output: { summary: string; content: string; data?: JsonObject },
+  durationMs: number,
+): ToolResult {
+  const result: ToolResult = {
+    call_id: call.call_id,
+    name: call.name,
+    status: "ok",
+    summary: output.summary,
+    content: output.content,
+    duration_ms: durationMs,
+  };
+  if (output.data !== undefined) result.data = output.data;
+  return result;
+}
+
+/** A failure result for a taxonomy code; status and recovery flags come from the taxonomy. */
+export function errorResult(
+  call: CallIdentity,
+  code: ErrorCode,
+  message: string,
+  options: { hint?: string; data?: JsonObject; durationMs?: number } = {},
+): ToolResult {
+  const info = ERROR_CODES[code];
+  const result: ToolResult = {
+    call_id: call.call_id,
+    name: call.name,
+    status: info.status,
+    error_type: code,
+    summary: message,
+    content: message,
+    hint: options.hint ?? info.hint,
+    retryable: info.retryable,
+    requires_new_observation: info.requiresNewObservation,
+    operation_applied: info.operationApplied,
+    duration_ms: options.durationMs ?? 0,
+  };
+  if (options.data !== undefined) result.data = options.data;
+  return result;
+}
+
+/** Anything a handler threw: known ToolErrors keep their code; the rest is RUNTIME_EXCEPTION. */
+export function resultFromThrown(call: CallIdentity, thrown: unknown, durationMs: number): ToolResult {
+  if (thrown instanceof ToolError) {
+    const options: { hint?: string; data?: JsonObject; durationMs: number } = { durationMs };
+    if (thrown.hint !== undefined) options.hint = thrown.hint;
+    if (thrown.data !== undefined) options.data = toJsonObject(thrown.data);
+    return errorResult(call, thrown.code, thrown.message, options);
+  }
+  // Unknown exceptions may carry host paths or internals: the model gets a fixed message.
+  const kind = thrown instanceof Error ? thrown.name : typeof thrown;
+  return errorResult(call, "RUNTIME_EXCEPTION", `${call.name} failed unexpectedly (${kind})`, { durationMs });
+}
+
+function toJsonObject(data: Record<string, unknown>): JsonObject {
+  return JSON.parse(JSON.stringify(data)) as JsonObject;
+}

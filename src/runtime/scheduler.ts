@@ -1,0 +1,40 @@
+import type { ResourceSet } from "../tools/tool.js";
+
+export interface Schedulable {
+  /** Position of the call in its reply. */
+  index: number;
+  resources: ResourceSet;
+  concurrencySafe: boolean;
+}
+
+/** Two calls conflict when either is exclusive or one writes what the other reads or writes. */
+export function conflicts(a: ResourceSet, b: ResourceSet): boolean {
+  if ("exclusive" in a || "exclusive" in b) return true;
+  const touches = (set: { read: string[]; write: string[] }, resource: string) =>
+    set.read.includes(resource) || set.write.includes(resource);
+  return a.write.some((r) => touches(b, r)) || b.write.some((r) => touches(a, r));
+}
+
+/**
+ * Plan calls (in model order) into batches. A batch holds calls that are concurrency-safe and
+ * pairwise non-conflicting; a call that conflicts with anything in the open batch, or is not
+ * concurrency-safe, starts a new one. Batches run one after another, so a call never starts
+ * before an earlier conflicting call has finished.
+ */
+export function planBatches<T extends Schedulable>(items: readonly T[]): T[][] {
+  const batches: T[][] = [];
+  let open: T[] | undefined;
+  for (const item of items) {
+    const fits =
+      open !== undefined &&
+      item.concurrencySafe &&
+      open.every((other) => other.concurrencySafe && !conflicts(other.resources, item.resources));
+    if (fits && open) {
+      open.push(item);
+    } else {
+      open = [item];
+      batches.push(open);
+    }
+  }
+  return batches;
+}

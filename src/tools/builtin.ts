@@ -1,0 +1,29 @@
+import { createEditFileTool } from "./files/edit-file.js";
+import { createGlobTool } from "./files/glob.js";
+import { createGrepTool } from "./files/grep.js";
+import { createReadArtifactTool } from "./files/read-artifact.js";
+import { createReadFileTool } from "./files/read-file.js";
+import { createWriteFileTool } from "./files/write-file.js";
+import type { AnyTool } from "./tool.js";
+
+export { createEditFileTool } from "./files/edit-file.js";
+export { createGlobTool } from "./files/glob.js";
+export { createGrepTool } from "./files/grep.js";
+export { createReadArtifactTool } from "./files/read-artifact.js";
+export { createReadFileTool } from "./files/read-file.js";
+export { createWriteFileTool } from "./files/write-file.js";
+
+/**
+ * The built-in file tools in their fixed order. The order and the descriptions are part of the
+ * model's stable context prefix (tools + system prompt), so neither may change between turns.
+ */
+export function createFileTools(): AnyTool[] {
+  return [
+    createReadFileTool(),
+    createWriteFileTool(),
+    createEditFileTool(),
+    createGlobTool(),
+    createGrepTool(),
+    createReadArtifactTool(),
+  ];
+}

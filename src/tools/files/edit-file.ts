@@ -1,0 +1,198 @@
+import { z } from "zod";
+import { versionOf } from "../../workspace/version.js";
+import { ToolError } from "../errors.js";
+import { defineTool, type ToolDefinition } from "../tool.js";
+import {
+  assertEncodable,
+  bindForChange,
+  decodeUtf8,
+  encodeUtf8,
+  FILE_TOOL_VERSION,
+  lineAt,
+  PATH_RULES,
+  plural,
+  versionField,
+  viaWorkspace,
+  writeResources,
+} from "./common.js";
+import { whitespaceHint } from "./whitespace-hint.js";
+
+/** Matches whose lines an AMBIGUOUS_MATCH error lists. */
+const LISTED_MATCH_LINES = 20;
+/** Replacements shown in the result's diff, and lines shown per side of each. */
+const DIFF_HUNKS = 3;
+const DIFF_LINES = 8;
+
+export const editFileInput = z.strictObject({
+  path: z.string().min(1).describe(`The existing file to edit. ${PATH_RULES}`),
+  old_text: z
+    .string()
+    .min(1)
+    .describe(
+      "Exact text to replace, copied from a fresh read_file result without the line-number prefixes. " +
+        "It must occur exactly once unless replace_all is true; include surrounding lines to make it unique.",
+    ),
+  new_text: z.string().describe("Replacement text, inserted literally. An empty string deletes old_text."),
+  expected_version: versionField.optional(),
+  replace_all: z
+    .boolean()
+    .optional()
+    .describe("Replace every occurrence of old_text instead of requiring exactly one. Default false."),
+});
+
+export type EditFileArgs = z.infer<typeof editFileInput>;
+
+export function createEditFileTool(): ToolDefinition<EditFileArgs> {
+  return defineTool<EditFileArgs>({
+    name: "edit_file",
+    version: FILE_TOOL_VERSION,
+    description: [
+      "Replace exact text in an existing UTF-8 file. Workflow: read_file first, then copy the exact text to",
+      "change into old_text (it takes no line numbers, because line numbers shift after every edit). old_text",
+      "must occur exactly once, or set replace_all to change every occurrence. The replacement is literal",
+      "(no regex, no $ patterns) and every byte outside the match is kept, including line endings and a BOM.",
+      "Returns the number of replacements, the bytes written, the new `version` and a short diff.",
+      "Fails without changing the file: TEXT_NOT_FOUND (old_text does not occur; the error says where a",
+      "near match differs only in whitespace or line endings), AMBIGUOUS_MATCH (several occurrences; lists",
+      "their lines), NO_CHANGE (new_text equals old_text), NOT_READ (read the file first), STALE_VERSION",
+      "(changed since you read it: read again), NOT_FOUND (use write_file to create files), INVALID_UTF8.",
+    ].join(" "),
+    input: editFileInput,
+    effect: "local_write",
+    idempotency: "conditionally_idempotent",
+    timeoutMs: 30_000,
+    resources: (args) => writeResources(args.path),
+    concurrencySafe: () => false,
+    validate(args) {
+      assertEncodable(args.new_text, "new_text");
+    },
+    async execute(args, context) {
+      if (args.old_text === args.new_text) {
+        throw new ToolError("NO_CHANGE", "new_text is identical to old_text; nothing to change");
+      }
+      assertEncodable(args.new_text, "new_text");
+      const target = await bindForChange(context, args.path, args.expected_version);
+      if (target.current === undefined) {
+        throw new ToolError("NOT_FOUND", `${target.path} does not exist; use write_file to create it`, {
+          data: { path: target.path },
+        });
+      }
+      const text = decodeUtf8(target.current, target.path);
+      const matches = findAll(text, args.old_text);
+      if (matches.length === 0) throw notFound(target.path, text, args.old_text);
+      if (matches.length > 1 && args.replace_all !== true) throw ambiguous(target.path, text, matches);
+
+      const updated = replaceAt(text, matches, args.old_text.length, args.new_text);
+      const bytes = encodeUtf8(updated);
+      await viaWorkspace(() =>
+        context.fs.writeFileAtomic(target.path, bytes, { expectedVersion: target.expectedVersion }),
+      );
+      const version = versionOf(bytes);
+      const diff = renderDiff(text, updated, matches, args.old_text, args.new_text);
+      return {
+        summary: `edited ${target.path} (${plural(matches.length, "replacement")})`,
+        content: [
+          `Edited ${target.path}: ${plural(matches.length, "replacement")}, ${plural(bytes.byteLength, "UTF-8 byte")} written.`,
+          `version: ${version}`,
+          diff,
+        ].join("\n"),
+        data: { path: target.path, version, bytes: bytes.byteLength, replacements: matches.length },
+      };
+    },
+  });
+}
+
+/** Start indexes of the non-overlapping occurrences of `needle`, left to right. */
+function findAll(text: string, needle: string): number[] {
+  const found: number[] = [];
+  for (let i = text.indexOf(needle); i !== -1; i = text.indexOf(needle, i + needle.length)) found.push(i);
+  return found;
+}
+
+/** Splice literally; String.replace would expand `$&`, `$1`... in the replacement. */
+function replaceAt(text: string, at: readonly number[], length: number, replacement: string): string {
+  const pieces: string[] = [];
+  let from = 0;
+  for (const index of at) {
+    pieces.push(text.slice(from, index), replacement);
+    from = index + length;
+  }
+  pieces.push(text.slice(from));
+  return pieces.join("");
+}
+
+function notFound(path: string, text: string, oldText: string): ToolError {
+  const hint = whitespaceHint(text, oldText);
+  if (hint === undefined) {
+    return new ToolError("TEXT_NOT_FOUND", `old_text does not occur in ${path}; the file is unchanged`, {
+      data: { path },
+    });
+  }
+  return new ToolError("TEXT_NOT_FOUND", `old_text does not occur exactly in ${path}: ${hint.message}`, {
+    hint: hint.message,
+    data: { path, near_line: hint.startLine, near_end_line: hint.endLine },
+  });
+}
+
+function ambiguous(path: string, text: string, matches: readonly number[]): ToolError {
+  const lines = lineNumbers(text, matches.slice(0, LISTED_MATCH_LINES));
+  const more = matches.length > lines.length ? ` (and ${matches.length - lines.length} more)` : "";
+  return new ToolError(
+    "AMBIGUOUS_MATCH",
+    `old_text occurs ${matches.length} times in ${path}, at lines ${lines.join(", ")}${more}; include more ` +
+      "surrounding text so it matches once, or set replace_all to true",
+    { data: { path, count: matches.length, lines } },
+  );
+}
+
+/** 1-based line of each (ascending) index, in one pass. */
+function lineNumbers(text: string, indexes: readonly number[]): number[] {
+  const result: number[] = [];
+  let line = 1;
+  let scanned = 0;
+  for (const index of indexes) {
+    for (let i = text.indexOf("\n", scanned); i !== -1 && i < index; i = text.indexOf("\n", i + 1)) {
+      line++;
+      scanned = i + 1;
+    }
+    result.push(line);
+  }
+  return result;
+}
+
+function renderDiff(
+  before: string,
+  after: string,
+  matches: readonly number[],
+  oldText: string,
+  newText: string,
+): string {
+  const hunks: string[] = [];
+  const shift = newText.length - oldText.length;
+  matches.slice(0, DIFF_HUNKS).forEach((index, n) => {
+    const line = lineAt(before, index);
+    hunks.push(
+      `@@ line ${line} @@`,
+      ...side("-", surroundingLines(before, index, oldText.length)),
+      ...side("+", surroundingLines(after, index + n * shift, newText.length)),
+    );
+  });
+  if (matches.length > DIFF_HUNKS) hunks.push(`(${matches.length - DIFF_HUNKS} more replacements not shown)`);
+  return hunks.join("\n");
+}
+
+/** The whole lines touched by text[index, index + length), without their line breaks. */
+function surroundingLines(text: string, index: number, length: number): string[] {
+  const start = text.lastIndexOf("\n", index - 1) + 1;
+  let end = index + length;
+  if (length > 0 && text[end - 1] === "\n") end--;
+  const lineEnd = text.indexOf("\n", end);
+  const region = text.slice(start, lineEnd === -1 ? text.length : lineEnd);
+  return region.split("\n").map((line) => (line.endsWith("\r") ? line.slice(0, -1) : line));
+}
+
+function side(sign: "-" | "+", lines: readonly string[]): string[] {
+  const shown = lines.slice(0, DIFF_LINES).map((line) => `${sign} ${line}`);
+  if (lines.length > DIFF_LINES) shown.push(`${sign} … (${lines.length - DIFF_LINES} more lines)`);
+  return shown;
+}

@@ -1,0 +1,62 @@
+import { z } from "zod";
+import { defineTool, type ToolDefinition } from "../tool.js";
+import { FILE_TOOL_VERSION, PATH_RULES, plural, readResources, viaWorkspace } from "./common.js";
+
+/** Most paths one glob call lists. */
+export const GLOB_MAX_RESULTS = 500;
+
+export const globInput = z.strictObject({
+  pattern: z
+    .string()
+    .min(1)
+    .describe(
+      "Glob pattern relative to `path` (or the workspace root), e.g. **/*.ts or src/*.{js,json}. " +
+        "'*' stays within one directory, '**' crosses directories. No absolute paths, '..', '\\' or leading '!'.",
+    ),
+  path: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(`Directory to search in; default the workspace root. ${PATH_RULES}`),
+});
+
+export type GlobArgs = z.infer<typeof globInput>;
+
+export function createGlobTool(): ToolDefinition<GlobArgs> {
+  return defineTool<GlobArgs>({
+    name: "glob",
+    version: FILE_TOOL_VERSION,
+    description: [
+      "Find files in the workspace by name pattern. Use it to discover which files exist before reading",
+      "them, instead of shell commands such as ls or find; to search file contents use grep.",
+      "Returns matching file paths (files only, including dot-files), one per line, relative to the",
+      "workspace root with '/' separators and sorted by code unit, or '(no matches)'. Symbolic links are",
+      "neither listed nor followed, and the .harness directory is never listed.",
+      `At most ${GLOB_MAX_RESULTS} paths are returned; the last line then says how many matched in total.`,
+      "Fails with PATH_ESCAPE/INVALID_PATH/RESERVED_PATH for rejected patterns or paths, and NOT_FOUND",
+      "when `path` does not exist.",
+    ].join(" "),
+    input: globInput,
+    effect: "read_only",
+    idempotency: "idempotent",
+    timeoutMs: 60_000,
+    resources: (args) => readResources(args.path),
+    concurrencySafe: () => true,
+    async execute(args, context) {
+      const options = args.path === undefined ? {} : { cwd: args.path };
+      const paths = await viaWorkspace(() => context.fs.glob(args.pattern, options));
+      const total = paths.length;
+      const truncated = total > GLOB_MAX_RESULTS;
+      const shown = paths.slice(0, GLOB_MAX_RESULTS);
+      const lines = total === 0 ? ["(no matches)"] : shown;
+      if (truncated) {
+        lines.push(`(showing the first ${GLOB_MAX_RESULTS} of ${total} matches; narrow the pattern or path)`);
+      }
+      return {
+        summary: `glob ${args.pattern}: ${plural(total, "match", "matches")}`,
+        content: lines.join("\n"),
+        data: { pattern: args.pattern, total, truncated },
+      };
+    },
+  });
+}

@@ -1,0 +1,160 @@
+import { z } from "zod";
+import { versionOf } from "../../workspace/version.js";
+import { ToolError } from "../errors.js";
+import { defineTool, type ToolDefinition } from "../tool.js";
+import {
+  decodeUtf8,
+  FILE_TOOL_VERSION,
+  PATH_RULES,
+  plural,
+  readResources,
+  splitLines,
+  viaWorkspace,
+} from "./common.js";
+
+/** Lines returned when `limit` is omitted, and the largest `limit` accepted. */
+export const READ_MAX_LINES = 2000;
+/** Most UTF-8 bytes of numbered file text one call returns. */
+export const READ_MAX_BYTES = 32 * 1024;
+/** Files larger than this are refused: the whole file is hashed and decoded for every read. */
+export const READ_MAX_FILE_BYTES = 64 * 1024 * 1024;
+
+const LINE_CUT_MARKER = " … [line cut: too long to show]";
+
+export const readFileInput = z.strictObject({
+  path: z.string().min(1).describe(`The file to read. ${PATH_RULES}`),
+  offset: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe("1-based number of the first line to return. Omit to start at line 1."),
+  limit: z
+    .number()
+    .int()
+    .min(1)
+    .max(READ_MAX_LINES)
+    .optional()
+    .describe(`Number of lines to return, at most ${READ_MAX_LINES} (the default).`),
+});
+
+export type ReadFileArgs = z.infer<typeof readFileInput>;
+
+export function createReadFileTool(): ToolDefinition<ReadFileArgs> {
+  return defineTool<ReadFileArgs>({
+    name: "read_file",
+    version: FILE_TOOL_VERSION,
+    description: [
+      "Read a UTF-8 text file in the workspace. Use it instead of shell commands such as cat, and always",
+      "before write_file or edit_file on an existing file: changes are bound to the version you read.",
+      "Returns a header with the path, `version: <sha256 hex of the whole file>` and the line range, then",
+      `the lines, each prefixed by its line number and a tab (the prefix is not part of the file). At most ${READ_MAX_LINES} lines`,
+      `and ${READ_MAX_BYTES / 1024} KiB are returned per call; when more remains the header says so and gives the`,
+      "offset to continue with. Line endings are shown as LF; the header notes CRLF files.",
+      "Fails with NOT_FOUND, IS_DIRECTORY (use glob to list), INVALID_UTF8 (binary or non-UTF-8 files are",
+      "never shown with replacement characters), PATH_ESCAPE/INVALID_PATH/RESERVED_PATH for rejected paths,",
+      "and SEMANTIC_VALIDATION_ERROR when offset is past the last line.",
+    ].join(" "),
+    input: readFileInput,
+    effect: "read_only",
+    idempotency: "idempotent",
+    timeoutMs: 30_000,
+    resources: (args) => readResources(args.path),
+    concurrencySafe: () => true,
+    async execute(args, context) {
+      const path = await viaWorkspace(() => context.fs.resolve(args.path));
+      const stat = await viaWorkspace(() => context.fs.stat(path));
+      if (stat?.kind === "file" && stat.size > READ_MAX_FILE_BYTES) {
+        throw new ToolError(
+          "OUTPUT_LIMIT",
+          `${path} is ${stat.size} bytes; read_file handles text files up to ${READ_MAX_FILE_BYTES} bytes (use grep to search it)`,
+        );
+      }
+      const bytes = await viaWorkspace(() => context.fs.readFile(path));
+      const version = versionOf(bytes);
+      const text = decodeUtf8(bytes, path);
+      const lines = splitLines(text);
+      const total = lines.length;
+      const offset = args.offset ?? 1;
+      if (offset > Math.max(total, 1)) {
+        throw new ToolError(
+          "SEMANTIC_VALIDATION_ERROR",
+          `offset ${offset} is past the end of ${path}, which has ${plural(total, "line")}`,
+          { data: { path, total_lines: total } },
+        );
+      }
+      const window = takeWindow(lines, offset, args.limit ?? READ_MAX_LINES);
+      const endLine = offset + window.shown.length - 1;
+      const more = endLine < total;
+      const truncated = more || window.lineCut;
+      const crlf = text.includes("\r\n");
+
+      const header = [`path: ${path}`, `version: ${version}`];
+      if (total === 0) {
+        header.push("(empty file: 0 lines)");
+      } else {
+        header.push(`lines ${offset}-${endLine} of ${total}${crlf ? " (CRLF line endings)" : ""}`);
+      }
+      if (more) {
+        header.push(`truncated: ${total - endLine} more lines; continue with offset=${endLine + 1}`);
+      } else if (window.lineCut) {
+        header.push("truncated: a line was too long to show whole; use grep to search within it");
+      }
+      const content = [...header, ...window.shown].join("\n");
+
+      return {
+        summary: `read ${path} lines ${total === 0 ? "0" : `${offset}-${endLine}`} of ${total}`,
+        content,
+        data: {
+          path,
+          version,
+          total_lines: total,
+          start_line: offset,
+          end_line: endLine,
+          truncated,
+          ...(more ? { next_offset: endLine + 1 } : {}),
+        },
+      };
+    },
+  });
+}
+
+/**
+ * Number up to `limit` lines from `offset`, stopping before the byte budget is exceeded. The
+ * first line is always shown (cut if it alone exceeds the budget) so every call makes progress.
+ */
+function takeWindow(
+  lines: readonly string[],
+  offset: number,
+  limit: number,
+): { shown: string[]; lineCut: boolean } {
+  const shown: string[] = [];
+  const width = String(Math.min(lines.length, offset + limit - 1)).length;
+  let used = 0;
+  for (let n = offset; n < offset + limit && n <= lines.length; n++) {
+    const raw = lines[n - 1] as string;
+    const body = raw.endsWith("\r") ? raw.slice(0, -1) : raw;
+    const numbered = `${String(n).padStart(Math.max(width, 4))}\t${body}`;
+    const size = Buffer.byteLength(numbered, "utf8") + 1;
+    if (used + size > READ_MAX_BYTES) {
+      if (shown.length > 0) return { shown, lineCut: false };
+      return { shown: [cutToBytes(numbered, READ_MAX_BYTES - 64) + LINE_CUT_MARKER], lineCut: true };
+    }
+    shown.push(numbered);
+    used += size;
+  }
+  return { shown, lineCut: false };
+}
+
+/** The longest prefix of `text` within `maxBytes` UTF-8 bytes, never splitting a character. */
+function cutToBytes(text: string, maxBytes: number): string {
+  let bytes = 0;
+  let end = 0;
+  for (const char of text) {
+    const size = Buffer.byteLength(char, "utf8");
+    if (bytes + size > maxBytes) break;
+    bytes += size;
+    end += char.length;
+  }
+  return text.slice(0, end);
+}

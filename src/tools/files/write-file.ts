@@ -1,0 +1,73 @@
+import { z } from "zod";
+import { versionOf } from "../../workspace/version.js";
+import { defineTool, type ToolDefinition } from "../tool.js";
+import {
+  assertEncodable,
+  bindForChange,
+  encodeUtf8,
+  FILE_TOOL_VERSION,
+  PATH_RULES,
+  plural,
+  versionField,
+  viaWorkspace,
+  writeResources,
+} from "./common.js";
+
+export const writeFileInput = z.strictObject({
+  path: z
+    .string()
+    .min(1)
+    .describe(`The file to create or replace; missing parent directories are created. ${PATH_RULES}`),
+  content: z
+    .string()
+    .describe(
+      "The complete new file content, written as UTF-8 exactly as given. An empty string empties the file.",
+    ),
+  expected_version: versionField.optional(),
+});
+
+export type WriteFileArgs = z.infer<typeof writeFileInput>;
+
+export function createWriteFileTool(): ToolDefinition<WriteFileArgs> {
+  return defineTool<WriteFileArgs>({
+    name: "write_file",
+    version: FILE_TOOL_VERSION,
+    description: [
+      "Create a new file, or replace the whole content of an existing one, with UTF-8 text. Use it for new",
+      "files and full rewrites; for a small change to an existing file prefer edit_file. Parent directories are",
+      "created. The write is atomic: readers see the old or the new content, never a mix. An existing file's",
+      "permissions are kept. To replace an existing file you must have read it with read_file in this",
+      "session, and it must not have changed since. Returns the number of UTF-8 bytes written and the new",
+      "`version`. Fails with NOT_READ (existing file not read yet: read it first), STALE_VERSION (the file",
+      "changed since you read it, or expected_version does not match: read it again), IS_DIRECTORY, and",
+      "PATH_ESCAPE/INVALID_PATH/RESERVED_PATH for rejected paths. On any failure the file is unchanged.",
+    ].join(" "),
+    input: writeFileInput,
+    effect: "local_write",
+    idempotency: "conditionally_idempotent",
+    timeoutMs: 30_000,
+    resources: (args) => writeResources(args.path),
+    concurrencySafe: () => false,
+    validate(args) {
+      assertEncodable(args.content, "content");
+    },
+    async execute(args, context) {
+      assertEncodable(args.content, "content");
+      const target = await bindForChange(context, args.path, args.expected_version);
+      const bytes = encodeUtf8(args.content);
+      await viaWorkspace(() =>
+        context.fs.writeFileAtomic(target.path, bytes, { expectedVersion: target.expectedVersion }),
+      );
+      const version = versionOf(bytes);
+      const created = target.current === undefined;
+      return {
+        summary: `${created ? "created" : "wrote"} ${target.path} (${plural(bytes.byteLength, "byte")})`,
+        content: [
+          `${created ? "Created" : "Wrote"} ${target.path}: ${plural(bytes.byteLength, "UTF-8 byte")}.`,
+          `version: ${version}`,
+        ].join("\n"),
+        data: { path: target.path, version, bytes: bytes.byteLength, created },
+      };
+    },
+  });
+}

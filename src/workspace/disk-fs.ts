@@ -1,0 +1,430 @@
+import { randomBytes } from "node:crypto";
+import { constants, promises as fsp, type Stats } from "node:fs";
+import path from "node:path";
+import picomatch from "picomatch";
+import { glob as tinyglob } from "tinyglobby";
+import {
+  checkGlobPattern,
+  isReservedParts,
+  isValidComponent,
+  joinParts,
+  quote,
+  relativeParts,
+} from "./boundary.js";
+import {
+  type DirEntry,
+  type FileStat,
+  type GlobOptions,
+  RESERVED_DIR,
+  WorkspaceError,
+  type WorkspaceErrorCode,
+  type WorkspaceFs,
+  type WriteOptions,
+} from "./fs.js";
+import { compareCodeUnits } from "./order.js";
+import { versionOf } from "./version.js";
+
+/** Symlink hops followed while resolving one path before giving up (as the kernel does). */
+const MAX_SYMLINK_HOPS = 40;
+/** How many realpath checks of glob matches run at once. */
+const GLOB_CHECK_CONCURRENCY = 32;
+// O_NOFOLLOW and O_NONBLOCK are POSIX-only; on Windows they are absent and 0 is harmless.
+const READ_FLAGS = constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0);
+
+interface Located {
+  /** Canonical workspace-relative POSIX path ("." for the root). */
+  canonical: string;
+  /** Absolute host path; every existing ancestor is symlink-free and inside the root. */
+  abs: string;
+}
+
+/**
+ * The workspace on a real directory. Every operation applies the lexical boundary
+ * (boundary.ts) and then the disk stage: the deepest existing ancestor of the target is resolved
+ * with realpath and must stay inside the (real) root, so a symlink or junction inside the
+ * workspace cannot lead a file tool outside it. Dangling symlinks are followed by reading their
+ * target, so writing through one cannot create a file outside either.
+ *
+ * Not a sandbox against concurrent attackers: a symlink swapped in between the check and the
+ * operation is not detected (the final component is opened with O_NOFOLLOW where available).
+ */
+export class DiskWorkspaceFs implements WorkspaceFs {
+  readonly label: string;
+  /** Real absolute path of the workspace root (for process-running tools; never shown to models). */
+  readonly hostRoot: string;
+
+  private constructor(realRoot: string, label: string) {
+    this.hostRoot = realRoot;
+    this.label = label;
+  }
+
+  /** Open a workspace on an existing directory; `root` must be absolute. */
+  static async create(root: string, options: { label?: string } = {}): Promise<DiskWorkspaceFs> {
+    if (!path.isAbsolute(root)) throw new TypeError("the workspace root must be an absolute path");
+    let realRoot: string;
+    let stats: Stats;
+    try {
+      realRoot = await fsp.realpath(root);
+      stats = await fsp.stat(realRoot);
+    } catch (error) {
+      throw mapNodeError(error, ".", "open the workspace root");
+    }
+    if (!stats.isDirectory()) {
+      throw new WorkspaceError("NOT_A_DIRECTORY", ".", "the workspace root is not a directory");
+    }
+    return new DiskWorkspaceFs(realRoot, options.label ?? (path.basename(realRoot) || "workspace"));
+  }
+
+  async resolve(p: string): Promise<string> {
+    return (await this.#locate(p)).canonical;
+  }
+
+  async stat(p: string): Promise<FileStat | undefined> {
+    const { abs } = await this.#locate(p);
+    try {
+      return toFileStat(await fsp.stat(abs));
+    } catch (error) {
+      const code = errnoCode(error);
+      if (code === "ENOENT" || code === "ENOTDIR") return undefined;
+      throw mapNodeError(error, p, "stat");
+    }
+  }
+
+  async readFile(p: string): Promise<Uint8Array> {
+    const { abs } = await this.#locate(p);
+    let handle: fsp.FileHandle;
+    try {
+      handle = await fsp.open(abs, READ_FLAGS);
+    } catch (error) {
+      throw mapNodeError(error, p, "read");
+    }
+    try {
+      const stats = await handle.stat();
+      if (stats.isDirectory()) throw new WorkspaceError("IS_DIRECTORY", p, `${quote(p)} is a directory`);
+      if (!stats.isFile()) throw new WorkspaceError("INVALID_PATH", p, `${quote(p)} is not a regular file`);
+      return new Uint8Array(await handle.readFile());
+    } catch (error) {
+      throw mapNodeError(error, p, "read");
+    } finally {
+      await handle.close();
+    }
+  }
+
+  async writeFileAtomic(p: string, data: Uint8Array, options: WriteOptions = {}): Promise<void> {
+    const { abs, canonical } = await this.#locate(p);
+    if (canonical === ".") throw new WorkspaceError("IS_DIRECTORY", p, `${quote(p)} is the workspace root`);
+    const dir = path.dirname(abs);
+    try {
+      await fsp.mkdir(dir, { recursive: true });
+    } catch (error) {
+      const code = errnoCode(error);
+      if (code === "EEXIST" || code === "ENOTDIR") {
+        throw new WorkspaceError("NOT_A_DIRECTORY", p, `a parent of ${quote(p)} is a file, not a directory`);
+      }
+      throw mapNodeError(error, p, "create the parent directory of");
+    }
+    const previous = await lstatOrUndefined(abs);
+    if (previous?.isDirectory()) throw new WorkspaceError("IS_DIRECTORY", p, `${quote(p)} is a directory`);
+    if (previous !== undefined && !previous.isFile()) {
+      throw new WorkspaceError("INVALID_PATH", p, `${quote(p)} is not a regular file`);
+    }
+
+    const temp = path.join(dir, `.${path.basename(abs)}.${randomBytes(6).toString("hex")}.tmp`);
+    let committed = false;
+    try {
+      // A new file gets 0o666 minus the umask, like any other created file; a replaced file keeps
+      // its permission bits.
+      const handle = await fsp.open(temp, "wx", previous === undefined ? 0o666 : 0o600);
+      try {
+        await handle.writeFile(data);
+        if (previous !== undefined) await handle.chmod(previous.mode & 0o7777);
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      await this.#checkExpectedVersion(abs, p, options.expectedVersion);
+      await fsp.rename(temp, abs);
+      committed = true;
+    } catch (error) {
+      throw mapNodeError(error, p, "write");
+    } finally {
+      if (!committed) await fsp.rm(temp, { force: true }).catch(() => undefined);
+    }
+    await syncDirectory(dir);
+  }
+
+  async readDir(p: string): Promise<DirEntry[]> {
+    const { abs, canonical } = await this.#locate(p);
+    let entries: import("node:fs").Dirent[];
+    try {
+      entries = await fsp.readdir(abs, { withFileTypes: true });
+    } catch (error) {
+      throw mapNodeError(error, p, "list");
+    }
+    return entries
+      .filter((entry) => !(canonical === "." && isReservedParts([entry.name])))
+      .map((entry): DirEntry => ({ name: entry.name, kind: direntKind(entry) }))
+      .sort((a, b) => compareCodeUnits(a.name, b.name));
+  }
+
+  async glob(pattern: string, options: GlobOptions = {}): Promise<string[]> {
+    const normalized = checkGlobPattern(pattern);
+    const cwdInput = options.cwd ?? ".";
+    const cwd = await this.#locate(cwdInput);
+    const cwdStat = await this.stat(cwdInput);
+    if (cwdStat === undefined)
+      throw new WorkspaceError("NOT_FOUND", cwdInput, `${quote(cwdInput)} does not exist`);
+    if (cwdStat.kind !== "directory") {
+      throw new WorkspaceError("NOT_A_DIRECTORY", cwdInput, `${quote(cwdInput)} is not a directory`);
+    }
+    // The literal prefix before the first wildcard is where the crawl starts: check it like any
+    // path, so `escape/*.txt` cannot list a directory an inside symlink points to.
+    const base = picomatch.scan(normalized).base;
+    if (base !== "") await this.#locate(prefixed(cwd.canonical, base));
+
+    const matches = await tinyglob(normalized, {
+      cwd: cwd.abs,
+      onlyFiles: true,
+      followSymbolicLinks: false,
+      expandDirectories: false,
+      dot: true,
+      ignore: cwd.canonical === "." ? [RESERVED_DIR, `${RESERVED_DIR}/**`] : [],
+    });
+    const candidates = matches
+      .map((match) => prefixed(cwd.canonical, match))
+      .filter((relative) => {
+        const parts = relative.split("/");
+        return parts.every(isValidComponent) && !isReservedParts(parts);
+      });
+    const inside = await mapLimited(candidates, GLOB_CHECK_CONCURRENCY, (relative) =>
+      this.#isInside(relative),
+    );
+    return candidates.filter((_, index) => inside[index]).sort(compareCodeUnits);
+  }
+
+  async #isInside(relative: string): Promise<boolean> {
+    try {
+      return isInside(this.hostRoot, await fsp.realpath(path.join(this.hostRoot, ...relative.split("/"))));
+    } catch {
+      return false;
+    }
+  }
+
+  async #checkExpectedVersion(abs: string, p: string, expected: string | null | undefined): Promise<void> {
+    if (expected === undefined) return;
+    let current: Buffer | undefined;
+    try {
+      current = await fsp.readFile(abs);
+    } catch (error) {
+      if (errnoCode(error) !== "ENOENT") throw error;
+    }
+    if (expected === null && current !== undefined) {
+      throw new WorkspaceError("STALE_VERSION", p, `${quote(p)} was created by someone else in the meantime`);
+    }
+    if (expected !== null && (current === undefined || versionOf(current) !== expected)) {
+      throw new WorkspaceError("STALE_VERSION", p, `${quote(p)} changed since it was read`);
+    }
+  }
+
+  async #locate(input: string): Promise<Located> {
+    const parts = relativeParts(input);
+    const abs = await this.#realTarget(this.hostRoot, parts, input, 0);
+    const relative = path.relative(this.hostRoot, abs);
+    const canonicalParts = relative === "" ? [] : relative.split(path.sep);
+    // The canonical path comes from the disk (through symlinks), so it gets the same rules.
+    if (!canonicalParts.every(isValidComponent)) {
+      throw new WorkspaceError(
+        "INVALID_PATH",
+        input,
+        `${quote(input)} leads to a name that is not a valid workspace path`,
+      );
+    }
+    if (isReservedParts(canonicalParts)) {
+      throw new WorkspaceError(
+        "RESERVED_PATH",
+        input,
+        `${quote(input)} leads into the reserved ${RESERVED_DIR} directory`,
+      );
+    }
+    return { canonical: joinParts(canonicalParts), abs };
+  }
+
+  /**
+   * The real location of `base/parts...`: the deepest existing prefix is resolved with realpath
+   * and must lie inside the root; the missing rest is appended. `base` is a real directory;
+   * `parts` may contain `..` only when it came from a symlink target, and is joined without
+   * lexical normalization so the kernel, not string arithmetic, decides what `..` means.
+   */
+  async #realTarget(base: string, parts: readonly string[], input: string, hops: number): Promise<string> {
+    for (let i = parts.length; i >= 0; i--) {
+      const candidate = joinVerbatim(base, parts.slice(0, i));
+      let real: string;
+      try {
+        real = await fsp.realpath(candidate);
+      } catch (error) {
+        const code = errnoCode(error);
+        if (code === "ENOENT" && i > 0 && (await lstatOrUndefined(candidate))?.isSymbolicLink()) {
+          return this.#followDangling(base, parts, i, input, hops);
+        }
+        if (code === "ENOENT" || code === "ENOTDIR") continue;
+        throw mapNodeError(error, input, "resolve");
+      }
+      if (!isInside(this.hostRoot, real)) throw escapeError(input);
+      const rest = parts.slice(i);
+      // A missing directory followed by `..` fails in the kernel too.
+      if (rest.includes("..")) throw new WorkspaceError("NOT_FOUND", input, `${quote(input)} does not exist`);
+      return path.join(real, ...rest);
+    }
+    throw new WorkspaceError("NOT_FOUND", input, "the workspace root no longer exists");
+  }
+
+  /** `base/parts[0..i)` is a symlink whose target does not exist: resolve where it would write. */
+  async #followDangling(
+    base: string,
+    parts: readonly string[],
+    i: number,
+    input: string,
+    hops: number,
+  ): Promise<string> {
+    if (hops >= MAX_SYMLINK_HOPS) {
+      throw new WorkspaceError(
+        "INVALID_PATH",
+        input,
+        `${quote(input)} has too many levels of symbolic links`,
+      );
+    }
+    const link = joinVerbatim(base, parts.slice(0, i));
+    let target: string;
+    let parent: string;
+    try {
+      target = await fsp.readlink(link);
+      parent = await fsp.realpath(joinVerbatim(base, parts.slice(0, i - 1)));
+    } catch (error) {
+      throw mapNodeError(error, input, "resolve");
+    }
+    if (!isInside(this.hostRoot, parent)) throw escapeError(input);
+    const rest = parts.slice(i);
+    if (path.isAbsolute(target)) {
+      const { root } = path.parse(target);
+      return this.#realTarget(root, [...splitTarget(target.slice(root.length)), ...rest], input, hops + 1);
+    }
+    return this.#realTarget(parent, [...splitTarget(target), ...rest], input, hops + 1);
+  }
+}
+
+function prefixed(dir: string, relative: string): string {
+  return dir === "." ? relative : `${dir}/${relative}`;
+}
+
+function splitTarget(target: string): string[] {
+  return target.split(/[\\/]/).filter((part) => part !== "" && part !== ".");
+}
+
+/** Join without collapsing `..` (path.join would resolve it lexically, not like the kernel). */
+function joinVerbatim(base: string, parts: readonly string[]): string {
+  if (parts.length === 0) return base;
+  return base.endsWith(path.sep) ? base + parts.join(path.sep) : base + path.sep + parts.join(path.sep);
+}
+
+function isInside(root: string, candidate: string): boolean {
+  if (candidate === root) return true;
+  const prefix = root.endsWith(path.sep) ? root : root + path.sep;
+  return candidate.startsWith(prefix);
+}
+
+async function lstatOrUndefined(p: string): Promise<Stats | undefined> {
+  try {
+    return await fsp.lstat(p);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Make a rename durable. Directories cannot be opened for fsync everywhere (Windows): best effort. */
+async function syncDirectory(dir: string): Promise<void> {
+  let handle: fsp.FileHandle | undefined;
+  try {
+    handle = await fsp.open(dir, constants.O_RDONLY);
+    await handle.sync();
+  } catch {
+    // The data itself was fsynced before the rename; only the rename's durability is best effort.
+  } finally {
+    await handle?.close();
+  }
+}
+
+async function mapLimited<T, R>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T) => Promise<R>,
+): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await fn(items[index] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}
+
+function toFileStat(stats: Stats): FileStat {
+  const kind = stats.isFile() ? "file" : stats.isDirectory() ? "directory" : "other";
+  return { kind, size: kind === "file" ? stats.size : 0, mode: stats.mode & 0o7777 };
+}
+
+function direntKind(entry: import("node:fs").Dirent): DirEntry["kind"] {
+  if (entry.isFile()) return "file";
+  if (entry.isDirectory()) return "directory";
+  if (entry.isSymbolicLink()) return "symlink";
+  return "other";
+}
+
+function escapeError(input: string): WorkspaceError {
+  return new WorkspaceError(
+    "PATH_ESCAPE",
+    input,
+    `path escapes the workspace: ${quote(input)} resolves (through a symbolic link) to a location outside it`,
+  );
+}
+
+function errnoCode(error: unknown): string | undefined {
+  if (typeof error === "object" && error !== null && "code" in error && typeof error.code === "string") {
+    return error.code;
+  }
+  return undefined;
+}
+
+const ERRNO_CODES: Record<string, WorkspaceErrorCode> = {
+  ENOENT: "NOT_FOUND",
+  EISDIR: "IS_DIRECTORY",
+  ENOTDIR: "NOT_A_DIRECTORY",
+  ENAMETOOLONG: "INVALID_PATH",
+  EINVAL: "INVALID_PATH",
+  ELOOP: "INVALID_PATH",
+};
+
+const ERRNO_MESSAGES: Partial<Record<WorkspaceErrorCode, string>> = {
+  NOT_FOUND: "does not exist",
+  IS_DIRECTORY: "is a directory",
+  NOT_A_DIRECTORY: "has a parent that is not a directory",
+  INVALID_PATH: "is not a usable path on this file system",
+};
+
+/**
+ * Node errors carry absolute host paths in `message`; only the errno code survives, next to the
+ * relative path the caller gave. WorkspaceErrors pass through unchanged.
+ */
+function mapNodeError(error: unknown, p: string, action: string): WorkspaceError {
+  if (error instanceof WorkspaceError) return error;
+  const errno = errnoCode(error);
+  const code = (errno !== undefined && ERRNO_CODES[errno]) || "IO_ERROR";
+  const detail = ERRNO_MESSAGES[code];
+  const message =
+    detail !== undefined
+      ? `${quote(p)} ${detail}`
+      : `could not ${action} ${quote(p)} (${errno ?? "unknown error"})`;
+  return new WorkspaceError(code, p, message);
+}
