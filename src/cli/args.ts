@@ -1,4 +1,4 @@
-import { parseArgs, type ParseArgsConfig } from "node:util";
+import { type ParseArgsConfig, parseArgs } from "node:util";
 import { UsageError } from "./usage-error.js";
 
 type Options = NonNullable<ParseArgsConfig["options"]>;
@@ -18,11 +18,16 @@ export function parse<T extends Options>(args: string[], options: T): Parsed<T> 
 
 export function positiveInt(value: string | undefined, flag: string): number | undefined {
   if (value === undefined) return undefined;
-  if (!/^[1-9][0-9]{0,8}$/.test(value)) throw new UsageError(`${flag} must be a positive integer, got "${value}"`);
+  if (!/^[1-9][0-9]{0,8}$/.test(value))
+    throw new UsageError(`${flag} must be a positive integer, got "${value}"`);
   return Number(value);
 }
 
-export function oneOf<T extends string>(value: string | undefined, flag: string, allowed: readonly T[]): T | undefined {
+export function oneOf<T extends string>(
+  value: string | undefined,
+  flag: string,
+  allowed: readonly T[],
+): T | undefined {
   if (value === undefined) return undefined;
   if (!(allowed as readonly string[]).includes(value)) {
     throw new UsageError(`${flag} must be one of ${allowed.join(", ")}; got "${value}"`);

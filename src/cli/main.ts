@@ -88,7 +88,9 @@ function reportError(error: unknown, command: string): number {
   }
   if (error instanceof EngineError) {
     process.stderr.write(`harness ${command}: ${error.message}\n`);
-    return error.code === "BAD_INPUT" || error.code === "IDENTITY_MISMATCH" || error.code === "SESSION_NOT_FOUND"
+    return error.code === "BAD_INPUT" ||
+      error.code === "IDENTITY_MISMATCH" ||
+      error.code === "SESSION_NOT_FOUND"
       ? EXIT.usage
       : EXIT.internal;
   }

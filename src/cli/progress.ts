@@ -36,11 +36,17 @@ export function createProgress(options: {
       switch (record.type) {
         case "model.started":
           endLine();
-          err.write(style.dim(`· model request (step ${record.data.step + 1}, attempt ${record.data.attempt + 1})\n`));
+          err.write(
+            style.dim(`· model request (step ${record.data.step + 1}, attempt ${record.data.attempt + 1})\n`),
+          );
           break;
         case "model.retryable_error":
           endLine();
-          err.write(style.yellow(`  ↻ ${record.data.code}: ${record.data.message} (retry in ${record.data.retry_in_ms} ms)\n`));
+          err.write(
+            style.yellow(
+              `  ↻ ${record.data.code}: ${record.data.message} (retry in ${record.data.retry_in_ms} ms)\n`,
+            ),
+          );
           break;
         case "model.protocol_error":
           endLine();
@@ -73,8 +79,15 @@ export function createProgress(options: {
       if (options.quiet) return;
       endLine();
       const glyph = GLYPH[info.status] ?? "·";
-      const colored = info.status === "ok" ? style.green(glyph) : info.status === "unknown" ? style.yellow(glyph) : style.red(glyph);
-      err.write(`${colored} ${style.bold(info.name)} ${info.status} ${style.dim(`${info.duration_ms} ms`)}  ${info.summary}\n`);
+      const colored =
+        info.status === "ok"
+          ? style.green(glyph)
+          : info.status === "unknown"
+            ? style.yellow(glyph)
+            : style.red(glyph);
+      err.write(
+        `${colored} ${style.bold(info.name)} ${info.status} ${style.dim(`${info.duration_ms} ms`)}  ${info.summary}\n`,
+      );
     },
   };
 }

@@ -40,7 +40,9 @@ export async function runSession(run: SessionRun): Promise<number> {
       process.stderr.write("\nharness: second interrupt, exiting now (the journal is consistent)\n");
       process.exit(130);
     }
-    process.stderr.write(`\nharness: ${signal} received, stopping at the next safe point (Ctrl-C again to exit now)\n`);
+    process.stderr.write(
+      `\nharness: ${signal} received, stopping at the next safe point (Ctrl-C again to exit now)\n`,
+    );
     controller.abort(signal);
   };
   process.on("SIGINT", onSignal);
@@ -102,9 +104,12 @@ function printSummary(summary: RunSummary, run: SessionRun, style: ReturnType<ty
     `${style.bold("activity")} ${summary.model_requests} model requests, ${summary.tool_calls} tool calls, ${summary.events} events`,
   ];
   if (summary.answer) lines.push(`${style.bold("answer")}   ${summary.answer}`);
-  if (summary.status === "unverified") lines.push(style.dim("(no --accept check ran: the model's claim was not verified)"));
+  if (summary.status === "unverified")
+    lines.push(style.dim("(no --accept check ran: the model's claim was not verified)"));
   if (summary.status === "review_required") {
-    lines.push(style.dim(`(inspect with: harness inspect ${summary.session} --workspace ${run.workspace.root})`));
+    lines.push(
+      style.dim(`(inspect with: harness inspect ${summary.session} --workspace ${run.workspace.root})`),
+    );
   }
   process.stderr.write(run.events ? `${lines.join("\n")}\n` : "");
   if (!run.events) process.stdout.write(`${lines.join("\n")}\n`);

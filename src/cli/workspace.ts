@@ -16,11 +16,15 @@ export interface OpenedWorkspace {
   sessionDir(sessionId: string): string;
 }
 
-export async function openWorkspace(dir: string | undefined, options: { create?: boolean } = {}): Promise<OpenedWorkspace> {
+export async function openWorkspace(
+  dir: string | undefined,
+  options: { create?: boolean } = {},
+): Promise<OpenedWorkspace> {
   const requested = resolve(dir ?? process.cwd());
   if (options.create) await mkdir(requested, { recursive: true });
   const info = await stat(requested).catch(() => undefined);
-  if (!info) throw new UsageError(`workspace ${requested} does not exist (create it, or pass --workspace DIR)`);
+  if (!info)
+    throw new UsageError(`workspace ${requested} does not exist (create it, or pass --workspace DIR)`);
   if (!info.isDirectory()) throw new UsageError(`workspace ${requested} is not a directory`);
   const root = await realpath(requested);
   const harnessDir = join(root, ".harness");

@@ -18,8 +18,9 @@ export function demoScript(messages: readonly ModelMessage[], step: number) {
   }
   if (step === 1) {
     const observation = [...messages].reverse().find((m) => m.role === "tool");
-    const version = observation?.role === "tool" ? /^version: ([0-9a-f]{64})$/m.exec(observation.content)?.[1] : undefined;
-    if (!observation || observation.status !== "ok" || !version) {
+    const version =
+      observation?.role === "tool" ? /^version: ([0-9a-f]{64})$/m.exec(observation.content)?.[1] : undefined;
+    if (observation?.status !== "ok" || !version) {
       return { text: `I could not read ${DEMO_FILE}, so I am stopping.` };
     }
     return {
@@ -33,5 +34,7 @@ export function demoScript(messages: readonly ModelMessage[], step: number) {
       ],
     };
   }
-  return { text: "I changed 'helo' to 'hello'. Whether the task is complete is for the host's check to decide." };
+  return {
+    text: "I changed 'helo' to 'hello'. Whether the task is complete is for the host's check to decide.",
+  };
 }

@@ -88,11 +88,21 @@ export class CommandCheck implements AcceptanceCheck {
         killGroup();
         let output = scrubPaths(tail.toString("utf8"), this.cwd);
         if (note) output = `${output}${output.endsWith("\n") || output === "" ? "" : "\n"}${note}`;
-        resolve({ name: this.name, passed: code === 0, exit_code: code, duration_ms: Date.now() - began, output });
+        resolve({
+          name: this.name,
+          passed: code === 0,
+          exit_code: code,
+          duration_ms: Date.now() - began,
+          output,
+        });
       };
-      child.on("error", (error) => finish(null, `could not start: ${(error as NodeJS.ErrnoException).code ?? "error"}`));
+      child.on("error", (error) =>
+        finish(null, `could not start: ${(error as NodeJS.ErrnoException).code ?? "error"}`),
+      );
       child.on("exit", (code, sig) => {
-        const note = sig ? `terminated by ${sig}${Date.now() - began >= this.timeoutMs ? " (timeout)" : ""}` : undefined;
+        const note = sig
+          ? `terminated by ${sig}${Date.now() - began >= this.timeoutMs ? " (timeout)" : ""}`
+          : undefined;
         // Give the pipes a moment to drain what the process wrote before it exited.
         setImmediate(() => finish(code, note));
       });

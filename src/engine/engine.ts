@@ -3,12 +3,18 @@ import { type AnyNewEvent, type AnyRecord, JOURNAL_FORMAT_VERSION } from "../jou
 import { decodeStream, ProtocolError, type StreamEvidence } from "../protocol/decoder.js";
 import type { ModelMessage, Reply, StreamEvent } from "../protocol/types.js";
 import { type Provider, ProviderError } from "../providers/provider.js";
-import { digestOf } from "../shared/hash.js";
-import type { JsonObject } from "../shared/json.js";
-import { ToolRuntime, type RuntimeOptions } from "../runtime/pipeline.js";
-import type { ApprovalPort, GrantPort, HookPort, PermissionPort, ProgressListener } from "../runtime/ports.js";
+import { type RuntimeOptions, ToolRuntime } from "../runtime/pipeline.js";
+import type {
+  ApprovalPort,
+  GrantPort,
+  HookPort,
+  PermissionPort,
+  ProgressListener,
+} from "../runtime/ports.js";
 import type { ToolSnapshot } from "../runtime/registry.js";
 import { errorResult } from "../runtime/result.js";
+import { digestOf } from "../shared/hash.js";
+import type { JsonObject } from "../shared/json.js";
 import type { ArtifactStore } from "../tools/tool.js";
 import type { WorkspaceFs } from "../workspace/fs.js";
 import type { AcceptanceCheck } from "./acceptance.js";
@@ -17,7 +23,13 @@ import { ExactSessionGrants } from "./grants.js";
 import { SessionState } from "./state.js";
 import { SYSTEM_PROMPT } from "./system-prompt.js";
 
-export type RunStatus = "verified" | "unverified" | "stopped" | "review_required" | "needs_review" | "cancelled";
+export type RunStatus =
+  | "verified"
+  | "unverified"
+  | "stopped"
+  | "review_required"
+  | "needs_review"
+  | "cancelled";
 
 export interface RunSummary {
   status: RunStatus;
@@ -115,7 +127,10 @@ export class Engine {
     const { backend, sessionId, mode } = this.options;
     const exists = await backend.exists(sessionId);
     if (mode === "resume" && !exists) {
-      throw new EngineError("SESSION_NOT_FOUND", `no session "${sessionId}" in this workspace (see: harness sessions)`);
+      throw new EngineError(
+        "SESSION_NOT_FOUND",
+        `no session "${sessionId}" in this workspace (see: harness sessions)`,
+      );
     }
     this.writer = await backend.openWriter(sessionId, { create: mode !== "resume" });
     try {
@@ -148,10 +163,18 @@ export class Engine {
           }),
         ),
       );
-      return this.stop("review_required", "unknown_outcome", "a tool call's outcome is unknown; inspect the workspace");
+      return this.stop(
+        "review_required",
+        "unknown_outcome",
+        "a tool call's outcome is unknown; inspect the workspace",
+      );
     }
     if (this.state.hasUnknownOutcome()) {
-      return this.stop("review_required", "unknown_outcome", "a tool call's outcome is unknown; inspect the workspace");
+      return this.stop(
+        "review_required",
+        "unknown_outcome",
+        "a tool call's outcome is unknown; inspect the workspace",
+      );
     }
     if (this.state.outcome?.kind === "finished") return this.recheckFinished();
 
@@ -168,10 +191,15 @@ export class Engine {
           firstBatchId: this.state.batches,
         });
         const hookRecords = runtime.drainHookRecords();
-        if (hookRecords.length > 0) await this.record(...hookRecords.map((data): AnyNewEvent => ({ type: "hook.decided", data })));
+        if (hookRecords.length > 0)
+          await this.record(...hookRecords.map((data): AnyNewEvent => ({ type: "hook.decided", data })));
         if (outcome.stop === "cancelled") return this.cancel();
         if (outcome.stop === "budget_exhausted") {
-          return this.stop("stopped", "budget_exhausted", `the tool-call budget (${this.limits.maxToolCalls}) is used up`);
+          return this.stop(
+            "stopped",
+            "budget_exhausted",
+            `the tool-call budget (${this.limits.maxToolCalls}) is used up`,
+          );
         }
         continue;
       }
@@ -184,7 +212,8 @@ export class Engine {
 
   private async begin(): Promise<void> {
     const goal = this.options.goal;
-    if (goal === undefined || goal.trim() === "") throw new EngineError("BAD_INPUT", "a new session needs a goal");
+    if (goal === undefined || goal.trim() === "")
+      throw new EngineError("BAD_INPUT", "a new session needs a goal");
     const { snapshot, workspace, policy, provider, sessionId } = this.options;
     await this.record(
       {
@@ -199,7 +228,11 @@ export class Engine {
           policy_digest: policy.digest,
           provider: provider.identity,
           system_prompt_digest: digestOf(this.systemPrompt),
-          tools: snapshot.entries.map((e) => ({ name: e.tool.name, version: e.tool.version, effect: e.tool.effect })),
+          tools: snapshot.entries.map((e) => ({
+            name: e.tool.name,
+            version: e.tool.version,
+            effect: e.tool.effect,
+          })),
           tools_digest: snapshot.digest,
           acceptance: this.options.acceptance.map((check) => check.name),
         },
@@ -234,11 +267,21 @@ export class Engine {
     for (;;) {
       if (this.signal.aborted) return this.cancel();
       if (this.state.modelRequests >= this.limits.maxModelRequests) {
-        return this.stop("stopped", "budget_exhausted", `the model-request budget (${this.limits.maxModelRequests}) is used up`);
+        return this.stop(
+          "stopped",
+          "budget_exhausted",
+          `the model-request budget (${this.limits.maxModelRequests}) is used up`,
+        );
       }
       const step = this.state.replies.length;
-      await this.record({ type: "model.started", data: { step, attempt, tools_digest: this.options.snapshot.digest } });
-      const messages: ModelMessage[] = [{ role: "system", content: this.systemPrompt }, ...this.state.messages];
+      await this.record({
+        type: "model.started",
+        data: { step, attempt, tools_digest: this.options.snapshot.digest },
+      });
+      const messages: ModelMessage[] = [
+        { role: "system", content: this.systemPrompt },
+        ...this.state.messages,
+      ];
       const stream = this.options.provider.stream(
         { messages, tools: this.options.snapshot.specs, step, attempt, ordinal: this.state.ordinal },
         this.signal,
@@ -250,11 +293,19 @@ export class Engine {
         if (reused) {
           await this.recordProtocolError(step, attempt, `tool call id "${reused}" was already used`, {
             text: decoded.reply.text,
-            calls: decoded.reply.calls.map((c) => ({ id: c.id, name: c.name, arguments: JSON.stringify(c.arguments) })),
+            calls: decoded.reply.calls.map((c) => ({
+              id: c.id,
+              name: c.name,
+              arguments: JSON.stringify(c.arguments),
+            })),
             stop_reason: decoded.reply.stop_reason,
             events: 0,
           });
-          return this.stop("stopped", "protocol_error", `the model reused tool call id "${reused}"; nothing from that reply ran`);
+          return this.stop(
+            "stopped",
+            "protocol_error",
+            `the model reused tool call id "${reused}"; nothing from that reply ran`,
+          );
         }
         await this.record({ type: "model.reply", data: { step, ...decoded.reply } });
         return undefined;
@@ -277,7 +328,14 @@ export class Engine {
         const delay = this.retryDelay(attempt, failure.retryAfterMs);
         await this.record({
           type: "model.retryable_error",
-          data: { step, attempt, code: failure.code, message: failure.message, retry_in_ms: delay, ...details },
+          data: {
+            step,
+            attempt,
+            code: failure.code,
+            message: failure.message,
+            retry_in_ms: delay,
+            ...details,
+          },
         });
         await (this.options.sleep ?? sleepFor)(delay, this.signal);
         attempt += 1;
@@ -344,7 +402,11 @@ export class Engine {
     const accepted = await this.runAcceptance();
     if (this.signal.aborted) return this.cancel();
     if (!accepted) {
-      return this.stop("stopped", "acceptance_failed", "the recorded completion no longer holds: acceptance failed now");
+      return this.stop(
+        "stopped",
+        "acceptance_failed",
+        "the recorded completion no longer holds: acceptance failed now",
+      );
     }
     await this.record({ type: "run.finished", data: { status: "verified", answer } });
     return this.summary();
@@ -358,7 +420,11 @@ export class Engine {
     return accepted;
   }
 
-  private async stop(status: "stopped" | "review_required" | "needs_review", reason: string, message: string) {
+  private async stop(
+    status: "stopped" | "review_required" | "needs_review",
+    reason: string,
+    message: string,
+  ) {
     await this.record({ type: "run.stopped", data: { status, reason, message } });
     return this.summary();
   }
@@ -381,11 +447,29 @@ export class Engine {
     if (!outcome) return { ...base, status: "stopped", reason: "incomplete", message: null, answer: null };
     switch (outcome.kind) {
       case "finished":
-        return { ...base, status: outcome.data.status, reason: null, message: null, answer: outcome.data.answer };
+        return {
+          ...base,
+          status: outcome.data.status,
+          reason: null,
+          message: null,
+          answer: outcome.data.answer,
+        };
       case "stopped":
-        return { ...base, status: outcome.data.status, reason: outcome.data.reason, message: outcome.data.message, answer: null };
+        return {
+          ...base,
+          status: outcome.data.status,
+          reason: outcome.data.reason,
+          message: outcome.data.message,
+          answer: null,
+        };
       case "cancelled":
-        return { ...base, status: "cancelled", reason: "cancelled", message: outcome.data.reason, answer: null };
+        return {
+          ...base,
+          status: "cancelled",
+          reason: "cancelled",
+          message: outcome.data.reason,
+          answer: null,
+        };
     }
   }
 

@@ -1,5 +1,5 @@
-import { canonicalJson } from "../shared/hash.js";
 import type { ApprovalRequest, GrantPort } from "../runtime/ports.js";
+import { canonicalJson } from "../shared/hash.js";
 
 /** Session approvals keyed by the exact tool and arguments that were shown to the user. */
 export class ExactSessionGrants implements GrantPort {

@@ -1,7 +1,7 @@
+import type { AnyRecord, EventData } from "../journal/vocabulary.js";
 import type { ModelMessage, ToolCall } from "../protocol/types.js";
 import { projectForModel } from "../runtime/projection.js";
 import type { ToolResult } from "../runtime/result.js";
-import type { AnyRecord, EventData } from "../journal/vocabulary.js";
 
 export type Outcome =
   | { kind: "finished"; data: EventData<"run.finished"> }
@@ -64,7 +64,11 @@ export class SessionState {
         this.ordinal += 1;
         this.replies.push(record.data);
         for (const call of record.data.calls) this.callIds.add(call.id);
-        const message: ModelMessage = { role: "assistant", content: record.data.text, calls: record.data.calls };
+        const message: ModelMessage = {
+          role: "assistant",
+          content: record.data.text,
+          calls: record.data.calls,
+        };
         if (record.data.reasoning) message.reasoning = record.data.reasoning;
         this.messages.push(message);
         const usage = record.data.usage;
@@ -90,14 +94,19 @@ export class SessionState {
           content: projectForModel(record.data as ToolResult),
         });
         const data = record.data.data;
-        if (record.data.status === "ok" && typeof data?.path === "string" && typeof data.version === "string") {
+        if (
+          record.data.status === "ok" &&
+          typeof data?.path === "string" &&
+          typeof data.version === "string"
+        ) {
           this.observed.set(data.path, data.version);
         }
         break;
       }
       case "approval.decided":
         this.approvalsByHash.set(record.data.call_hash, record.data);
-        if (record.data.scope === "session" && record.data.decision === "allow") this.sessionApprovals.push(record.data);
+        if (record.data.scope === "session" && record.data.decision === "allow")
+          this.sessionApprovals.push(record.data);
         break;
       case "acceptance.checked":
         this.lastAcceptance = record.data;

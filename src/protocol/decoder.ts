@@ -129,7 +129,9 @@ export class StreamDecoder {
     const evidence: StreamEvidence = {
       text: this.text,
       calls: [...this.calls.values()].map((c) =>
-        c.name === undefined ? { id: c.id, arguments: c.arguments } : { id: c.id, name: c.name, arguments: c.arguments },
+        c.name === undefined
+          ? { id: c.id, arguments: c.arguments }
+          : { id: c.id, name: c.name, arguments: c.arguments },
       ),
       events: this.count,
     };

@@ -28,7 +28,8 @@ export class ModePolicy implements PermissionPort {
       case "read_only":
         return { decision: "allow", source: "default", reason: "reading inside the workspace is allowed" };
       case "local_write": {
-        if (this.readOnly) return { decision: "deny", source: "cli", reason: "the run is read-only (--read-only)" };
+        if (this.readOnly)
+          return { decision: "deny", source: "cli", reason: "the run is read-only (--read-only)" };
         const mode = this.write === "propose" ? "deny" : this.write;
         return { decision: mode, source: "cli", reason: `writes are "${this.write}" (--write)` };
       }

@@ -137,9 +137,14 @@ export class ToolRuntime {
         if (slot.kind === "run" && !committer.isDone(index)) {
           committer.complete(
             index,
-            errorResult(identity(slot.prepared.call), "CANCELLED", "The run was cancelled before this call started.", {
-              data: { started: false },
-            }),
+            errorResult(
+              identity(slot.prepared.call),
+              "CANCELLED",
+              "The run was cancelled before this call started.",
+              {
+                data: { started: false },
+              },
+            ),
           );
         }
       }
@@ -161,9 +166,14 @@ export class ToolRuntime {
       const closest = closestName(call.name, names);
       const suggestion = closest ? ` Did you mean "${closest}"?` : "";
       return done(
-        errorResult(id, "UNKNOWN_TOOL", `Unknown tool "${call.name}".${suggestion} Available tools: ${names.join(", ")}.`, {
-          data: { available: names, ...(closest ? { closest } : {}) },
-        }),
+        errorResult(
+          id,
+          "UNKNOWN_TOOL",
+          `Unknown tool "${call.name}".${suggestion} Available tools: ${names.join(", ")}.`,
+          {
+            data: { available: names, ...(closest ? { closest } : {}) },
+          },
+        ),
       );
     }
     await this.notify("before_validate", call, entry);
@@ -171,9 +181,14 @@ export class ToolRuntime {
     if (!parsed.success) {
       const fields = describeIssues(parsed.error);
       return done(
-        errorResult(id, "INVALID_ARGUMENTS", `Invalid arguments for ${call.name}: ${fields.map((f) => f.text).join("; ")}`, {
-          data: { fields: fields.map((f) => f.json) },
-        }),
+        errorResult(
+          id,
+          "INVALID_ARGUMENTS",
+          `Invalid arguments for ${call.name}: ${fields.map((f) => f.text).join("; ")}`,
+          {
+            data: { fields: fields.map((f) => f.json) },
+          },
+        ),
       );
     }
     try {
@@ -196,7 +211,11 @@ export class ToolRuntime {
   }
 
   /** Permission: policy, then the approver when asked, then admit hooks. Returns a denial or nothing. */
-  private async authorize(prepared: Prepared, recorder: Recorder, signal: AbortSignal): Promise<ToolResult | undefined> {
+  private async authorize(
+    prepared: Prepared,
+    recorder: Recorder,
+    signal: AbortSignal,
+  ): Promise<ToolResult | undefined> {
     const { call, entry } = prepared;
     const id = identity(call);
     await this.notify("before_permission", call, entry);
@@ -206,10 +225,16 @@ export class ToolRuntime {
       arguments: call.arguments,
     });
     prepared.permission = decision;
-    const ruleData: JsonObject = { decision: decision.decision, source: decision.source, reason: decision.reason };
+    const ruleData: JsonObject = {
+      decision: decision.decision,
+      source: decision.source,
+      reason: decision.reason,
+    };
     if (decision.rule !== undefined) ruleData.rule = decision.rule;
     if (decision.decision === "deny") {
-      return errorResult(id, "POLICY_DENIED", `Denied by policy: ${decision.reason}`, { data: { permission: ruleData } });
+      return errorResult(id, "POLICY_DENIED", `Denied by policy: ${decision.reason}`, {
+        data: { permission: ruleData },
+      });
     }
     if (decision.decision === "ask") {
       const request: ApprovalRequest = {
@@ -226,7 +251,12 @@ export class ToolRuntime {
         await recorder.record([
           {
             type: "approval.requested",
-            data: { call_id: call.id, name: call.name, call_hash: request.callHash, effect: entry.tool.effect },
+            data: {
+              call_id: call.id,
+              name: call.name,
+              call_hash: request.callHash,
+              effect: entry.tool.effect,
+            },
           },
         ]);
         let answer: Awaited<ReturnType<ApprovalPort["request"]>>;
@@ -256,7 +286,10 @@ export class ToolRuntime {
       }
     }
     if (this.options.hooks) {
-      const admitted = await this.options.hooks.admit("before_execute", this.hookContext("before_execute", call, entry));
+      const admitted = await this.options.hooks.admit(
+        "before_execute",
+        this.hookContext("before_execute", call, entry),
+      );
       await this.recordHooks(admitted.records, recorder);
       if (!admitted.allowed) {
         return errorResult(id, "HOOK_DENIED", `Refused by a hook: ${admitted.reason ?? "no reason given"}`);
@@ -335,7 +368,8 @@ export class ToolRuntime {
       attempts += 1;
       result = await this.attempt(prepared, timeoutMs, input.signal);
       const transient = result.error_type !== undefined && TRANSIENT_CODES.has(result.error_type);
-      if (!transient || !retriable || attempts >= this.options.retry.maxAttempts || input.signal.aborted) break;
+      if (!transient || !retriable || attempts >= this.options.retry.maxAttempts || input.signal.aborted)
+        break;
       const delay = this.backoff(attempts);
       await input.recorder.record([
         {
@@ -365,10 +399,7 @@ export class ToolRuntime {
         ended_at: new Date(endedAt).toISOString(),
         attempts,
         output_bytes: Buffer.byteLength(result.content),
-        artifacts: [
-          ...(limited.artifact ? [limited.artifact.id] : []),
-          ...artifactIdsIn(result.data),
-        ],
+        artifacts: [...(limited.artifact ? [limited.artifact.id] : []), ...artifactIdsIn(result.data)],
       },
     };
     await this.notify("after_project", call, entry, normalized.status);
@@ -400,9 +431,14 @@ export class ToolRuntime {
           const wrapped = await this.options.hooks.wrap(this.hookContext("before_execute", call, entry), run);
           await this.recordHooksLater(wrapped.records);
           if (wrapped.violation !== undefined || !wrapped.executed || wrapped.value === undefined) {
-            return errorResult(id, "HOOK_VIOLATION", wrapped.violation ?? "a wrap hook did not execute the call", {
-              data: { executed: wrapped.executed },
-            });
+            return errorResult(
+              id,
+              "HOOK_VIOLATION",
+              wrapped.violation ?? "a wrap hook did not execute the call",
+              {
+                data: { executed: wrapped.executed },
+              },
+            );
           }
           return okResult(id, wrapped.value, Date.now() - began);
         }
@@ -443,8 +479,16 @@ export class ToolRuntime {
     }
   }
 
-  private classifyFailure(id: { call_id: string; name: string }, error: unknown, signal: AbortSignal, ms: number) {
-    if (signal.aborted && !(error instanceof ToolError && (error.code === "TIMEOUT" || error.code === "CANCELLED"))) {
+  private classifyFailure(
+    id: { call_id: string; name: string },
+    error: unknown,
+    signal: AbortSignal,
+    ms: number,
+  ) {
+    if (
+      signal.aborted &&
+      !(error instanceof ToolError && (error.code === "TIMEOUT" || error.code === "CANCELLED"))
+    ) {
       const timedOut = signal.reason === TIMEOUT;
       return errorResult(
         id,
@@ -464,7 +508,11 @@ export class ToolRuntime {
 
   private pendingHookRecords: HookRecord[] = [];
 
-  private hookContext(point: HookCallContext["point"], call: ToolCall, entry?: SnapshotEntry): HookCallContext {
+  private hookContext(
+    point: HookCallContext["point"],
+    call: ToolCall,
+    entry?: SnapshotEntry,
+  ): HookCallContext {
     return {
       point,
       session: this.options.sessionId,
@@ -541,7 +589,8 @@ class OrderedCommitter {
 
   markNotApplied(): void {
     for (const result of this.results) {
-      if (result?.error_type === "CANCELLED" && result.data?.started === false) result.operation_applied = false;
+      if (result?.error_type === "CANCELLED" && result.data?.started === false)
+        result.operation_applied = false;
     }
   }
 

@@ -86,7 +86,10 @@ export interface HookRecord {
 /** The hook seam. Hooks observe, admit, or wrap; none can widen a decision or forge a result. */
 export interface HookPort {
   notify(point: HookPoint, context: HookCallContext): Promise<HookRecord[]>;
-  admit(point: HookPoint, context: HookCallContext): Promise<{ allowed: boolean; reason?: string; records: HookRecord[] }>;
+  admit(
+    point: HookPoint,
+    context: HookCallContext,
+  ): Promise<{ allowed: boolean; reason?: string; records: HookRecord[] }>;
   /**
    * Run `next` inside the wrap hooks. `violation` is set when a hook did not call next or
    * returned something it did not get from next; the runtime then discards the value.
@@ -99,7 +102,13 @@ export interface HookPort {
 
 /** Live progress for humans (stderr) and `--events`; not the durable record. */
 export interface ProgressListener {
-  callFinished?(info: { call_id: string; name: string; status: ToolStatus; duration_ms: number; summary: string }): void;
+  callFinished?(info: {
+    call_id: string;
+    name: string;
+    status: ToolStatus;
+    duration_ms: number;
+    summary: string;
+  }): void;
 }
 
 /** Approvals granted "for this session": exact tool + argument subject. */

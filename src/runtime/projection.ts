@@ -32,7 +32,9 @@ export function utf8Prefix(bytes: Uint8Array, limit: number): number {
 export function projectForModel(result: ToolResult): string {
   const parts: string[] = [];
   if (result.status !== "ok") {
-    parts.push(`ERROR ${result.error_type ?? result.status.toUpperCase()} (status: ${result.status}): ${result.summary}`);
+    parts.push(
+      `ERROR ${result.error_type ?? result.status.toUpperCase()} (status: ${result.status}): ${result.summary}`,
+    );
     if (result.content !== result.summary && result.content.length > 0) parts.push(result.content);
     if (result.hint) parts.push(`Hint: ${result.hint}`);
   } else {

@@ -46,7 +46,9 @@ export class ToolSnapshot {
     this.entries = Object.freeze([...entries]);
     this.specs = Object.freeze(entries.map((e) => e.spec));
     this.byName = new Map(entries.map((e) => [e.tool.name, e]));
-    this.digest = digestOf(entries.map((e) => ({ spec: e.spec, version: e.tool.version, effect: e.tool.effect })));
+    this.digest = digestOf(
+      entries.map((e) => ({ spec: e.spec, version: e.tool.version, effect: e.tool.effect })),
+    );
   }
 
   get(name: string): SnapshotEntry | undefined {
@@ -59,7 +61,8 @@ export class ToolSnapshot {
 
   /** The subset in snapshot order; unknown names are an error. */
   select(names: readonly string[]): ToolSnapshot {
-    for (const name of names) if (!this.byName.has(name)) throw new RegistrationError(`unknown tool "${name}"`);
+    for (const name of names)
+      if (!this.byName.has(name)) throw new RegistrationError(`unknown tool "${name}"`);
     const wanted = new Set(names);
     return new ToolSnapshot(this.entries.filter((e) => wanted.has(e.tool.name)));
   }
@@ -91,15 +94,21 @@ export class ToolRegistry {
 
 function checkMetadata(tool: AnyTool): void {
   const where = `tool "${String(tool?.name)}"`;
-  if (typeof tool.name !== "string" || !NAME.test(tool.name)) throw new RegistrationError(`${where}: invalid name`);
+  if (typeof tool.name !== "string" || !NAME.test(tool.name))
+    throw new RegistrationError(`${where}: invalid name`);
   if (typeof tool.description !== "string" || tool.description.trim().length < 20) {
     throw new RegistrationError(`${where}: a description for the model is required`);
   }
-  if (typeof tool.version !== "string" || tool.version.length === 0) throw new RegistrationError(`${where}: version required`);
-  if (!EFFECTS.has(tool.effect)) throw new RegistrationError(`${where}: unknown effect class "${tool.effect}"`);
-  if (!IDEMPOTENCY.has(tool.idempotency)) throw new RegistrationError(`${where}: unknown idempotency "${tool.idempotency}"`);
-  if (!Number.isInteger(tool.timeoutMs) || tool.timeoutMs <= 0) throw new RegistrationError(`${where}: timeoutMs required`);
+  if (typeof tool.version !== "string" || tool.version.length === 0)
+    throw new RegistrationError(`${where}: version required`);
+  if (!EFFECTS.has(tool.effect))
+    throw new RegistrationError(`${where}: unknown effect class "${tool.effect}"`);
+  if (!IDEMPOTENCY.has(tool.idempotency))
+    throw new RegistrationError(`${where}: unknown idempotency "${tool.idempotency}"`);
+  if (!Number.isInteger(tool.timeoutMs) || tool.timeoutMs <= 0)
+    throw new RegistrationError(`${where}: timeoutMs required`);
   if (typeof tool.resources !== "function") throw new RegistrationError(`${where}: resources(args) required`);
-  if (typeof tool.concurrencySafe !== "function") throw new RegistrationError(`${where}: concurrencySafe(args) required`);
+  if (typeof tool.concurrencySafe !== "function")
+    throw new RegistrationError(`${where}: concurrencySafe(args) required`);
   if (typeof tool.execute !== "function") throw new RegistrationError(`${where}: execute required`);
 }

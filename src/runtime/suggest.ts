@@ -15,7 +15,12 @@ export function closestName(name: string, candidates: readonly string[]): string
 }
 
 function sharesWord(a: string, b: string): boolean {
-  const words = new Set(a.toLowerCase().split(/[_\W]+/).filter((w) => w.length > 2));
+  const words = new Set(
+    a
+      .toLowerCase()
+      .split(/[_\W]+/)
+      .filter((w) => w.length > 2),
+  );
   return b
     .toLowerCase()
     .split(/[_\W]+/)
@@ -28,7 +33,9 @@ function editDistance(a: string, b: string): number {
     const current = [i];
     for (let j = 1; j <= b.length; j++) {
       const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      current.push(Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, (previous[j - 1] ?? 0) + cost));
+      current.push(
+        Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, (previous[j - 1] ?? 0) + cost),
+      );
     }
     previous = current;
   }

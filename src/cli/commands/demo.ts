@@ -37,7 +37,8 @@ export const demoCommand = {
       events: { type: "boolean" },
     });
     const dir = values.workspace ?? (await mkdtemp(join(tmpdir(), "harness-demo-")));
-    if (values.workspace === undefined) process.stderr.write(`harness demo: using a fresh workspace at ${dir}\n`);
+    if (values.workspace === undefined)
+      process.stderr.write(`harness demo: using a fresh workspace at ${dir}\n`);
     const workspace = await openWorkspace(dir, { create: true });
     await createIfAbsent(join(workspace.root, DEMO_FILE), DEMO_INITIAL);
     const readOnly = values["read-only"] === true;

@@ -18,11 +18,16 @@ export const inspectCommand = {
   summary: "show a readable timeline of a session",
   help: HELP,
   async run(args: string[]): Promise<number> {
-    const { values, positionals } = parse(args, { workspace: { type: "string", short: "w" }, json: { type: "boolean" } });
+    const { values, positionals } = parse(args, {
+      workspace: { type: "string", short: "w" },
+      json: { type: "boolean" },
+    });
     const [sessionId] = positionals;
-    if (!sessionId) throw new UsageError("which session? harness inspect SESSION (list them with: harness sessions)");
+    if (!sessionId)
+      throw new UsageError("which session? harness inspect SESSION (list them with: harness sessions)");
     const workspace = await openWorkspace(values.workspace);
-    if (!(await workspace.backend.exists(sessionId))) throw new UsageError(`no session "${sessionId}" in ${workspace.root}`);
+    if (!(await workspace.backend.exists(sessionId)))
+      throw new UsageError(`no session "${sessionId}" in ${workspace.root}`);
     const records = await workspace.backend.read(sessionId);
     const state = SessionState.from(records);
     const tools = toolStats(records);
@@ -77,23 +82,34 @@ function render(record: AnyRecord, style: Style): string {
       return `model: ${JSON.stringify(truncate(record.data.text, 100))}${calls ? ` → calls ${calls}` : " (no calls: finished)"}`;
     }
     case "model.retryable_error":
-      return style.yellow(`model error (retrying in ${record.data.retry_in_ms} ms): ${record.data.code} ${record.data.message}`);
+      return style.yellow(
+        `model error (retrying in ${record.data.retry_in_ms} ms): ${record.data.code} ${record.data.message}`,
+      );
     case "model.failed":
       return style.red(`model failed: ${record.data.code} ${record.data.message}`);
     case "model.protocol_error":
-      return style.red(`protocol error: ${record.data.error} (evidence: ${record.data.evidence.events} events kept)`);
+      return style.red(
+        `protocol error: ${record.data.error} (evidence: ${record.data.evidence.events} events kept)`,
+      );
     case "approval.requested":
       return `approval requested for ${record.data.name}#${record.data.call_id}`;
     case "approval.decided":
       return `approval ${record.data.decision} (${record.data.scope}, by ${record.data.by})`;
     case "hook.decided":
-      return style.dim(`hook ${record.data.hook} ${record.data.kind}@${record.data.point}: ${record.data.decision}`);
+      return style.dim(
+        `hook ${record.data.hook} ${record.data.kind}@${record.data.point}: ${record.data.decision}`,
+      );
     case "tool.started":
       return style.dim(`started ${record.data.name}#${record.data.call_id} (batch ${record.data.batch})`);
     case "tool.retrying":
       return style.yellow(`retrying ${record.data.call_id}: ${record.data.error_type}`);
     case "tool.result": {
-      const color = record.data.status === "ok" ? style.green : record.data.status === "unknown" ? style.yellow : style.red;
+      const color =
+        record.data.status === "ok"
+          ? style.green
+          : record.data.status === "unknown"
+            ? style.yellow
+            : style.red;
       const code = record.data.error_type ? ` ${record.data.error_type}` : "";
       return `${color(record.data.status)}${code} ${record.data.name}#${record.data.call_id} ${record.data.duration_ms} ms: ${truncate(record.data.summary, 100)}`;
     }
@@ -120,10 +136,19 @@ function truncate(text: string, max: number): string {
 }
 
 export function toolStats(records: readonly AnyRecord[]) {
-  const byTool = new Map<string, { durations: number[]; ok: number; errors: number; denied: number; commitWait: number }>();
+  const byTool = new Map<
+    string,
+    { durations: number[]; ok: number; errors: number; denied: number; commitWait: number }
+  >();
   for (const record of records) {
     if (record.type !== "tool.result") continue;
-    const entry = byTool.get(record.data.name) ?? { durations: [], ok: 0, errors: 0, denied: 0, commitWait: 0 };
+    const entry = byTool.get(record.data.name) ?? {
+      durations: [],
+      ok: 0,
+      errors: 0,
+      denied: 0,
+      commitWait: 0,
+    };
     entry.durations.push(record.data.duration_ms);
     if (record.data.status === "ok") entry.ok += 1;
     else if (record.data.status === "denied") entry.denied += 1;

@@ -2,8 +2,8 @@ import { join } from "node:path";
 import { describeOwner, unlockSession } from "../../journal/lock.js";
 import { repairJournal } from "../../journal/repair.js";
 import { verifyJournal } from "../../journal/verify.js";
-import { EXIT } from "../exit-codes.js";
 import { parse } from "../args.js";
+import { EXIT } from "../exit-codes.js";
 import { UsageError } from "../usage-error.js";
 import { openWorkspace } from "../workspace.js";
 
@@ -30,10 +30,12 @@ export const journalCommand = {
       json: { type: "boolean" },
     });
     const [action, sessionId] = positionals;
-    if (action !== "verify" && action !== "repair") throw new UsageError("expected: harness journal verify|repair SESSION");
+    if (action !== "verify" && action !== "repair")
+      throw new UsageError("expected: harness journal verify|repair SESSION");
     if (!sessionId) throw new UsageError(`which session? harness journal ${action} SESSION`);
     const workspace = await openWorkspace(values.workspace);
-    if (!(await workspace.backend.exists(sessionId))) throw new UsageError(`no session "${sessionId}" in ${workspace.root}`);
+    if (!(await workspace.backend.exists(sessionId)))
+      throw new UsageError(`no session "${sessionId}" in ${workspace.root}`);
     if (action === "verify") {
       const result = await verifyJournal(join(workspace.sessionDir(sessionId), "events.jsonl"));
       if (values.json) {
@@ -53,7 +55,9 @@ export const journalCommand = {
     if (values.json) {
       process.stdout.write(`${JSON.stringify({ session: sessionId, ...repaired })}\n`);
     } else if (repaired.backup === null) {
-      process.stdout.write(`journal ${sessionId}: intact, nothing to repair (${repaired.keptRecords} records)\n`);
+      process.stdout.write(
+        `journal ${sessionId}: intact, nothing to repair (${repaired.keptRecords} records)\n`,
+      );
     } else {
       process.stdout.write(
         `journal ${sessionId}: kept ${repaired.keptRecords} records, dropped ${repaired.droppedLines} line(s) ` +
@@ -82,7 +86,9 @@ export const unlockCommand = {
         return EXIT.ok;
       case "removed": {
         const owner = result.status.owner ? describeOwner(result.status.owner) : "an unreadable owner";
-        process.stdout.write(`session ${sessionId}: removed the lock of ${owner}${result.forced ? " (forced)" : ""}\n`);
+        process.stdout.write(
+          `session ${sessionId}: removed the lock of ${owner}${result.forced ? " (forced)" : ""}\n`,
+        );
         return EXIT.ok;
       }
       case "refused":

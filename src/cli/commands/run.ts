@@ -75,7 +75,13 @@ export const runCommand = {
     validateSessionId(sessionId);
     const existing = parsed.values.session !== undefined && (await workspace.backend.exists(sessionId));
     if (!existing && goal === "") throw new UsageError("a goal is required: harness run [options] GOAL");
-    return startOrResume(parsed, workspace, sessionId, existing ? "resume" : "new", goal === "" ? undefined : goal);
+    return startOrResume(
+      parsed,
+      workspace,
+      sessionId,
+      existing ? "resume" : "new",
+      goal === "" ? undefined : goal,
+    );
   },
 };
 
@@ -85,12 +91,15 @@ export const resumeCommand = {
   async run(args: string[]): Promise<number> {
     const parsed = parse(args, SESSION_OPTIONS);
     const [sessionId, ...extra] = parsed.positionals;
-    if (!sessionId) throw new UsageError("which session? harness resume SESSION (list them with: harness sessions)");
+    if (!sessionId)
+      throw new UsageError("which session? harness resume SESSION (list them with: harness sessions)");
     if (extra.length > 0) throw new UsageError(`unexpected arguments: ${extra.join(" ")}`);
     validateSessionId(sessionId);
     const workspace = await openWorkspace(parsed.values.workspace);
     if (!(await workspace.backend.exists(sessionId))) {
-      throw new UsageError(`no session "${sessionId}" in ${workspace.root} (list them with: harness sessions)`);
+      throw new UsageError(
+        `no session "${sessionId}" in ${workspace.root} (list them with: harness sessions)`,
+      );
     }
     return startOrResume(parsed, workspace, sessionId, "resume", undefined);
   },
@@ -104,8 +113,10 @@ async function startOrResume(
   goal: string | undefined,
 ): Promise<number> {
   const values = parsed.values;
-  if (values.json && values.events) throw new UsageError("--json and --events both write to stdout; choose one");
-  const recorded = mode === "resume" ? SessionState.from(await workspace.backend.read(sessionId)).header : undefined;
+  if (values.json && values.events)
+    throw new UsageError("--json and --events both write to stdout; choose one");
+  const recorded =
+    mode === "resume" ? SessionState.from(await workspace.backend.read(sessionId)).header : undefined;
   const provider = await loadProvider(values.script, recorded?.provider);
   const policy = buildPolicy(values, recorded?.policy);
   const acceptTimeout = positiveInt(values["accept-timeout"], "--accept-timeout") ?? 600_000;
@@ -132,10 +143,15 @@ async function startOrResume(
   });
 }
 
-async function loadProvider(script: string | undefined, recorded: Record<string, unknown> | undefined): Promise<Provider> {
+async function loadProvider(
+  script: string | undefined,
+  recorded: Record<string, unknown> | undefined,
+): Promise<Provider> {
   if (script !== undefined) return ScriptedProvider.load(script);
   if (recorded?.kind === "scripted") {
-    throw new UsageError(`this session uses the scripted model "${String(recorded.name)}"; pass it again with --script FILE`);
+    throw new UsageError(
+      `this session uses the scripted model "${String(recorded.name)}"; pass it again with --script FILE`,
+    );
   }
   throw new UsageError("no model configured: pass --script FILE (a scripted model; see README)");
 }
@@ -148,14 +164,22 @@ function buildPolicy(values: Parsed["values"], recorded: Record<string, unknown>
     recordedWrite ??
     (interactive ? "ask" : "deny");
   if (write === "propose") {
-    throw new UsageError("--write propose is not supported yet (it is planned: proposals recorded for review and apply)");
+    throw new UsageError(
+      "--write propose is not supported yet (it is planned: proposals recorded for review and apply)",
+    );
   }
-  const readOnly = values["read-only"] === true || (values["read-only"] === undefined && recorded?.read_only === true);
+  const readOnly =
+    values["read-only"] === true || (values["read-only"] === undefined && recorded?.read_only === true);
   const modes = new ModePolicy(write, readOnly);
   const handle: PolicyHandle = { describe: modes.describe, digest: modes.digest, permissions: modes };
   const approver: ApprovalPort = {
     async request() {
-      return { decision: "deny", scope: "once", by: "harness", reason: "no interactive approver is available" };
+      return {
+        decision: "deny",
+        scope: "once",
+        by: "harness",
+        reason: "no interactive approver is available",
+      };
     },
   };
   return { handle, approver };

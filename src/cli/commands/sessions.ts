@@ -31,7 +31,15 @@ export const sessionsCommand = {
         });
       } catch (error) {
         const code = error instanceof JournalError ? error.code : "UNREADABLE";
-        rows.push({ session: id, status: `damaged (${code})`, started: null, events: 0, model_requests: 0, tool_calls: 0, goal: "" });
+        rows.push({
+          session: id,
+          status: `damaged (${code})`,
+          started: null,
+          events: 0,
+          model_requests: 0,
+          tool_calls: 0,
+          goal: "",
+        });
       }
     }
     if (values.json) {

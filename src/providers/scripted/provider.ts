@@ -21,9 +21,11 @@ export class ScriptedProvider implements Provider {
     this.identity = identity;
   }
 
-  static fromTurns(turns: ScriptedTurn[], name = "inline"): ScriptedProvider {
+  /** Turns are checked like a script file's (external input), and defaults are filled in. */
+  static fromTurns(turns: readonly unknown[], name = "inline"): ScriptedProvider {
+    const parsed = turns.map((turn, i) => parseTurn(turn, `${name} reply #${i + 1}`));
     return new ScriptedProvider(
-      { kind: "list", turns },
+      { kind: "list", turns: parsed },
       { kind: "scripted", name, sha256: sha256Hex(JSON.stringify(turns)) },
     );
   }
@@ -46,11 +48,16 @@ export class ScriptedProvider implements Provider {
     if (extension === ".mjs" || extension === ".js") {
       const module: { default?: unknown } = await import(pathToFileURL(file).href);
       if (typeof module.default !== "function") {
-        throw new ScriptError(`${basename(file)}: the default export must be a function (messages, step) => reply`);
+        throw new ScriptError(
+          `${basename(file)}: the default export must be a function (messages, step) => reply`,
+        );
       }
       return new ScriptedProvider({ kind: "function", fn: module.default as ScriptFunction }, identity);
     }
-    return new ScriptedProvider({ kind: "list", turns: parseScriptFile(bytes.toString("utf8"), basename(file)) }, identity);
+    return new ScriptedProvider(
+      { kind: "list", turns: parseScriptFile(bytes.toString("utf8"), basename(file)) },
+      identity,
+    );
   }
 
   async *stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<unknown> {
@@ -81,7 +88,9 @@ export class ScriptedProvider implements Provider {
     yield { type: "end", reason: turn.calls.length > 0 ? "tool_calls" : "stop" };
   }
 
-  private async turnFor(request: ModelRequest): Promise<ScriptedTurn | Iterable<unknown> | AsyncIterable<unknown>> {
+  private async turnFor(
+    request: ModelRequest,
+  ): Promise<ScriptedTurn | Iterable<unknown> | AsyncIterable<unknown>> {
     if (this.source.kind === "list") {
       const turn = this.source.turns[request.ordinal];
       if (turn === undefined) {

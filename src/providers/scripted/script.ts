@@ -14,7 +14,10 @@ export const scriptedTurnSchema = z.union([
   z.strictObject({ text: z.string().default(""), calls: z.array(scriptedCall).default([]) }),
   z.strictObject({ stream: z.array(z.unknown()) }),
   z.strictObject({
-    error: z.strictObject({ kind: z.enum(["transient", "fatal"]), message: z.string().default("scripted error") }),
+    error: z.strictObject({
+      kind: z.enum(["transient", "fatal"]),
+      message: z.string().default("scripted error"),
+    }),
   }),
 ]);
 
@@ -54,6 +57,7 @@ export function parseScriptFile(text: string, label: string): ScriptedTurn[] {
 
 export function parseTurn(value: unknown, label: string): ScriptedTurn {
   const parsed = scriptedTurnSchema.safeParse(value);
-  if (!parsed.success) throw new ScriptError(`${label}: invalid scripted reply: ${z.prettifyError(parsed.error)}`);
+  if (!parsed.success)
+    throw new ScriptError(`${label}: invalid scripted reply: ${z.prettifyError(parsed.error)}`);
   return parsed.data;
 }

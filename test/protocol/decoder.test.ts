@@ -1,0 +1,177 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { decodeStream, ProtocolError, StreamDecoder } from "../../src/protocol/decoder.js";
+
+async function* from(events: unknown[]) {
+  for (const event of events) yield event;
+}
+
+const end = (reason = "tool_calls") => ({ type: "end", reason });
+const delta = (call_id: string, args: string, name?: string) =>
+  name === undefined
+    ? { type: "tool_call_delta", call_id, arguments: args }
+    : { type: "tool_call_delta", call_id, name, arguments: args };
+
+async function failure(events: unknown[]) {
+  const outcome = await decodeStream(from(events));
+  if ("reply" in outcome) throw new Error("expected a protocol error");
+  return outcome;
+}
+
+describe("stream decoder", () => {
+  it("decodes text and several interleaved calls only after a normal end", async () => {
+    const outcome = await decodeStream(
+      from([
+        { type: "text_delta", text: "Hel" },
+        { type: "text_delta", text: "lo" },
+        delta("a", '{"path":', "read_file"),
+        delta("b", '{"pattern":"x"', "grep"),
+        delta("a", '"a.txt"}'),
+        delta("b", "}"),
+        { type: "usage", usage: { input_tokens: 3, output_tokens: 4 } },
+        end(),
+      ]),
+    );
+    expect(outcome).toEqual({
+      reply: {
+        text: "Hello",
+        calls: [
+          { id: "a", name: "read_file", arguments: { path: "a.txt" } },
+          { id: "b", name: "grep", arguments: { pattern: "x" } },
+        ],
+        stop_reason: "tool_calls",
+        usage: { input_tokens: 3, output_tokens: 4 },
+      },
+    });
+  });
+
+  it.each(["length", "content_filter", "error", "cancelled"])(
+    "an end with reason %s is a protocol error",
+    async (reason) => {
+      const outcome = await failure([delta("a", '{"path":"a.txt"}', "read_file"), end(reason)]);
+      expect(outcome.error).toBeInstanceOf(ProtocolError);
+      expect(outcome.evidence).toMatchObject({
+        stop_reason: reason,
+        calls: [{ id: "a", name: "read_file", arguments: '{"path":"a.txt"}' }],
+      });
+    },
+  );
+
+  it.each([
+    ["a stream that ends without an end event", [delta("a", "{}", "read_file")]],
+    ["an event after the end", [end("stop"), { type: "text_delta", text: "late" }]],
+    ["an unknown event type", [{ type: "tool_call_complete", call_id: "a" }, end()]],
+    ["a malformed known event", [{ type: "text_delta", text: 3 }, end()]],
+    ["extra fields on an event", [{ type: "text_delta", text: "x", run: "rm -rf" }, end()]],
+    ["a non-object event", ["text", end()]],
+    [
+      "a tool name that changes inside a call",
+      [delta("a", "{", "read_file"), delta("a", "}", "write_file"), end()],
+    ],
+    ["a first fragment without a tool name", [delta("a", "{}"), end()]],
+    ["argument JSON that does not parse", [delta("a", '{"path":', "read_file"), end()]],
+    ["arguments that are an array", [delta("a", "[1]", "read_file"), end()]],
+    ["arguments that are a string", [delta("a", '"x"', "read_file"), end()]],
+    ["arguments that are null", [delta("a", "null", "read_file"), end()]],
+  ])("%s is a protocol error", async (_name, events) => {
+    const outcome = await failure(events);
+    expect(outcome.error).toBeInstanceOf(ProtocolError);
+  });
+
+  it("keeps what arrived when the provider throws mid-stream", async () => {
+    async function* cut() {
+      yield { type: "text_delta", text: "working" };
+      yield delta("a", '{"pa', "edit_file");
+      throw new Error("socket hang up");
+    }
+    const outcome = await decodeStream(cut());
+    expect("error" in outcome).toBe(true);
+    if ("error" in outcome) {
+      expect((outcome.error as Error).message).toBe("socket hang up");
+      expect(outcome.evidence).toEqual({
+        text: "working",
+        calls: [{ id: "a", name: "edit_file", arguments: '{"pa' }],
+        events: 2,
+      });
+    }
+  });
+
+  it("never repairs partial JSON into an executable call", () => {
+    const decoder = new StreamDecoder();
+    decoder.push(delta("a", '{"path":"a.txt"', "write_file"));
+    decoder.push(end("stop"));
+    expect(() => decoder.finish()).toThrow(ProtocolError);
+  });
+});
+
+const jsonObject = fc.dictionary(
+  fc.string({ minLength: 1, maxLength: 8 }),
+  fc.oneof(
+    fc.string(),
+    fc.integer(),
+    fc.boolean(),
+    fc.constant(null),
+    fc.array(fc.string(), { maxLength: 3 }),
+  ),
+  { maxKeys: 5 },
+);
+
+/** Split a string at the given sorted cut points. */
+function splitAt(text: string, cuts: number[]): string[] {
+  const points = [...new Set(cuts.map((c) => c % (text.length + 1)))].sort((a, b) => a - b);
+  const parts: string[] = [];
+  let last = 0;
+  for (const point of points) {
+    parts.push(text.slice(last, point));
+    last = point;
+  }
+  parts.push(text.slice(last));
+  return parts;
+}
+
+describe("decoder properties", () => {
+  it("any split of a valid reply's argument JSON decodes to the same calls", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(jsonObject, { minLength: 1, maxLength: 3 }),
+        fc.array(fc.nat(), { maxLength: 6 }),
+        async (argsList, cuts) => {
+          const events: unknown[] = [];
+          argsList.forEach((args, i) => {
+            const pieces = splitAt(JSON.stringify(args), cuts);
+            for (const [j, piece] of pieces.entries())
+              events.push(delta(`c${i}`, piece, j === 0 ? "tool" : undefined));
+          });
+          events.push(end());
+          const outcome = await decodeStream(from(events));
+          expect(outcome).toMatchObject({
+            reply: { calls: argsList.map((args, i) => ({ id: `c${i}`, name: "tool", arguments: args })) },
+          });
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it("any truncation of a reply yields no reply", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        jsonObject,
+        fc.nat(),
+        fc.constantFrom(undefined, "length", "error", "cancelled", "content_filter"),
+        async (args, cut, reason) => {
+          const text = JSON.stringify(args);
+          const events: unknown[] = [
+            { type: "text_delta", text: "t" },
+            ...splitAt(text, [1, 3, 7]).map((p, j) => delta("c", p, j === 0 ? "tool" : undefined)),
+          ];
+          const kept = events.slice(0, (cut % events.length) + 1);
+          if (reason !== undefined) kept.push(end(reason));
+          const outcome = await decodeStream(from(kept));
+          expect("reply" in outcome).toBe(false);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
