@@ -11,8 +11,21 @@ export interface Schedulable {
 export function conflicts(a: ResourceSet, b: ResourceSet): boolean {
   if ("exclusive" in a || "exclusive" in b) return true;
   const touches = (set: { read: string[]; write: string[] }, resource: string) =>
-    set.read.includes(resource) || set.write.includes(resource);
+    set.read.some((r) => overlaps(r, resource)) || set.write.some((r) => overlaps(r, resource));
   return a.write.some((r) => touches(b, r)) || b.write.some((r) => touches(a, r));
+}
+
+/**
+ * Resources are `kind:name` strings. For files the name is a workspace-relative path and a
+ * directory covers everything below it (a grep of `src` overlaps a write of `src/a.ts`; `.` is
+ * the whole workspace). Other kinds compare exactly.
+ */
+export function overlaps(x: string, y: string): boolean {
+  if (x === y) return true;
+  if (!x.startsWith("file:") || !y.startsWith("file:")) return false;
+  const p = x.slice(5);
+  const q = y.slice(5);
+  return p === "." || q === "." || q.startsWith(`${p}/`) || p.startsWith(`${q}/`);
 }
 
 /**

@@ -78,9 +78,13 @@ export function createEditFileTool(): ToolDefinition<EditFileArgs> {
         });
       }
       const text = decodeUtf8(target.current, target.path);
-      const matches = findAll(text, args.old_text);
+      const matches = findAll(text, args.old_text, args.old_text.length);
       if (matches.length === 0) throw notFound(target.path, text, args.old_text);
-      if (matches.length > 1 && args.replace_all !== true) throw ambiguous(target.path, text, matches);
+      if (args.replace_all !== true) {
+        // Overlapping occurrences ("aa" in "aaa") also make the intended one unclear.
+        const occurrences = findAll(text, args.old_text, 1);
+        if (occurrences.length > 1) throw ambiguous(target.path, text, occurrences);
+      }
 
       const updated = replaceAt(text, matches, args.old_text.length, args.new_text);
       const bytes = encodeUtf8(updated);
@@ -102,10 +106,10 @@ export function createEditFileTool(): ToolDefinition<EditFileArgs> {
   });
 }
 
-/** Start indexes of the non-overlapping occurrences of `needle`, left to right. */
-function findAll(text: string, needle: string): number[] {
+/** Start indexes of occurrences of `needle`, left to right; `step` = needle.length skips overlaps. */
+function findAll(text: string, needle: string, step: number): number[] {
   const found: number[] = [];
-  for (let i = text.indexOf(needle); i !== -1; i = text.indexOf(needle, i + needle.length)) found.push(i);
+  for (let i = text.indexOf(needle); i !== -1; i = text.indexOf(needle, i + step)) found.push(i);
   return found;
 }
 
@@ -129,7 +133,7 @@ function notFound(path: string, text: string, oldText: string): ToolError {
     });
   }
   return new ToolError("TEXT_NOT_FOUND", `old_text does not occur exactly in ${path}: ${hint.message}`, {
-    hint: hint.message,
+    hint: "Copy old_text exactly from a fresh read_file, keeping tabs, trailing spaces and line breaks.",
     data: { path, near_line: hint.startLine, near_end_line: hint.endLine },
   });
 }

@@ -88,7 +88,7 @@ function describe(fileLines: readonly string[], oldLines: readonly string[], fir
     reasons.push("the file uses CRLF (\\r\\n) line breaks");
   }
   if (reasons.length === 0) reasons.push("indentation or spacing differs");
-  return `${reasons.join("; ")}. Copy old_text exactly from a fresh read_file.`;
+  return reasons.join("; ");
 }
 
 function normalize(line: string): string {

@@ -1,0 +1,169 @@
+import { readFile, realpath } from "node:fs/promises";
+import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import type { PermissionLayer } from "../policy/permissions.js";
+import { ConfigError } from "./errors.js";
+import { type ConfigFile, parseConfigText } from "./schema.js";
+
+export const PROJECT_CONFIG_FILE = "harness.config.json";
+export const PROJECT_CONFIG_LABEL = `project config (${PROJECT_CONFIG_FILE})`;
+
+/** Where the user config lives: `$HARNESS_CONFIG`, else `~/.config/harness/config.json`. */
+export function userConfigPath(env: Readonly<Record<string, string | undefined>>, homedir: string): string {
+  const explicit = env.HARNESS_CONFIG;
+  if (explicit !== undefined && explicit !== "") return resolve(expandHome(explicit, homedir));
+  return join(homedir, ".config", "harness", "config.json");
+}
+
+/** A path for humans and the journal: the home directory shown as `~`. */
+export function displayPath(path: string, homedir: string): string {
+  const fromHome = relative(homedir, path);
+  if (fromHome === "") return "~";
+  if (!fromHome.startsWith("..") && !isAbsolute(fromHome)) return `~/${fromHome.split(sep).join("/")}`;
+  return path;
+}
+
+export function userConfigLabel(path: string, homedir: string): string {
+  return `user config (${displayPath(path, homedir)})`;
+}
+
+function expandHome(path: string, homedir: string): string {
+  if (path === "~") return homedir;
+  if (path.startsWith("~/")) return join(homedir, path.slice(2));
+  return path;
+}
+
+export interface ConfigSource {
+  kind: "user" | "project";
+  /** Display label, used as the provenance of everything this file contributes. */
+  label: string;
+  /** Absolute host path of the file. For resolving relative hook modules only; never show it. */
+  path: string;
+  config: ConfigFile;
+}
+
+export interface LoadedConfig {
+  user?: ConfigSource;
+  project?: ConfigSource;
+  /** Whether the user config lists this workspace (by real path) in `trusted_projects`. */
+  projectTrusted: boolean;
+  /** Settings that were present but have no effect, for the CLI to warn about. */
+  notices: string[];
+}
+
+export interface LoadConfigOptions {
+  /** Absolute path of the workspace root. */
+  workspaceRoot: string;
+  env: Readonly<Record<string, string | undefined>>;
+  homedir: string;
+}
+
+/**
+ * Read and validate the user and project config files. A missing default user config or a
+ * missing project config is fine; a `$HARNESS_CONFIG` that names a missing file, unreadable
+ * files and malformed content throw ConfigError (fail closed: the run must not start).
+ */
+export async function loadConfig(options: LoadConfigOptions): Promise<LoadedConfig> {
+  const { workspaceRoot, env, homedir } = options;
+  const notices: string[] = [];
+  const userPath = userConfigPath(env, homedir);
+  const userLabel = userConfigLabel(userPath, homedir);
+  const explicitUser = env.HARNESS_CONFIG !== undefined && env.HARNESS_CONFIG !== "";
+  const userText = await readConfigFile(userPath, userLabel, explicitUser);
+  const user: ConfigSource | undefined =
+    userText === undefined
+      ? undefined
+      : { kind: "user", label: userLabel, path: userPath, config: parseConfigText(userText, userLabel) };
+
+  const projectPath = join(workspaceRoot, PROJECT_CONFIG_FILE);
+  const projectText = await readConfigFile(projectPath, PROJECT_CONFIG_LABEL, false);
+  const project: ConfigSource | undefined =
+    projectText === undefined
+      ? undefined
+      : {
+          kind: "project",
+          label: PROJECT_CONFIG_LABEL,
+          path: projectPath,
+          config: parseConfigText(projectText, PROJECT_CONFIG_LABEL),
+        };
+
+  if (project?.config.trusted_projects !== undefined) {
+    notices.push(
+      `${PROJECT_CONFIG_LABEL}: trusted_projects is ignored; only the user config can trust a project`,
+    );
+  }
+  const projectTrusted = await isTrustedProject(workspaceRoot, user?.config.trusted_projects ?? [], homedir);
+  if (project !== undefined && !projectTrusted) {
+    if ((project.config.permissions?.allow ?? []).length > 0) {
+      notices.push(`${PROJECT_CONFIG_LABEL}: allow rules are ignored because the project is not trusted`);
+    }
+    if (project.config.hooks !== undefined) {
+      notices.push(`${PROJECT_CONFIG_LABEL}: hooks are ignored because the project is not trusted`);
+    }
+  }
+  const loaded: LoadedConfig = { projectTrusted, notices };
+  if (user !== undefined) loaded.user = user;
+  if (project !== undefined) loaded.project = project;
+  return loaded;
+}
+
+async function readConfigFile(path: string, label: string, required: boolean): Promise<string | undefined> {
+  try {
+    return await readFile(path, "utf8");
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" && !required) return undefined;
+    if (code === "ENOENT") throw new ConfigError(label, "file not found ($HARNESS_CONFIG names it)");
+    if (code === "EISDIR") throw new ConfigError(label, "is a directory, not a file");
+    throw new ConfigError(label, `cannot be read (${code ?? "I/O error"})`);
+  }
+}
+
+/** Compare real paths so a symlinked or differently spelled workspace is the same project. */
+export async function isTrustedProject(
+  workspaceRoot: string,
+  trusted: readonly string[],
+  homedir: string,
+): Promise<boolean> {
+  if (trusted.length === 0) return false;
+  const root = await realOrResolved(workspaceRoot);
+  for (const entry of trusted) {
+    const expanded = expandHome(entry, homedir);
+    // Relative entries would depend on the current directory: never trust by accident.
+    if (!isAbsolute(expanded)) continue;
+    if ((await realOrResolved(expanded)) === root) return true;
+  }
+  return false;
+}
+
+async function realOrResolved(path: string): Promise<string> {
+  try {
+    return await realpath(path);
+  } catch {
+    return resolve(path);
+  }
+}
+
+/** The permission layers of the loaded files, in increasing precedence (user, then project). */
+export function permissionLayers(loaded: LoadedConfig): PermissionLayer[] {
+  const layers: PermissionLayer[] = [];
+  if (loaded.user !== undefined) layers.push(layerOf(loaded.user, true));
+  if (loaded.project !== undefined) layers.push(layerOf(loaded.project, loaded.projectTrusted));
+  return layers;
+}
+
+function layerOf(source: ConfigSource, trusted: boolean): PermissionLayer {
+  const permissions = source.config.permissions ?? {};
+  const layer: PermissionLayer = { source: source.label, trusted };
+  if (permissions.allow !== undefined) layer.allow = permissions.allow;
+  if (permissions.ask !== undefined) layer.ask = permissions.ask;
+  if (permissions.deny !== undefined) layer.deny = permissions.deny;
+  if (permissions.write !== undefined) layer.write = permissions.write;
+  if (permissions.shell !== undefined) layer.shell = permissions.shell;
+  if (permissions.read_only !== undefined) layer.readOnly = permissions.read_only;
+  return layer;
+}
+
+/** The directory a config file's relative hook modules resolve against. */
+export function configDirectory(source: ConfigSource): string {
+  return dirname(source.path);
+}

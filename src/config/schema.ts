@@ -1,0 +1,138 @@
+import { z } from "zod";
+import { SHELL_MODES, WRITE_MODES } from "../policy/defaults.js";
+import { ADMIT_POINTS, HOOK_POINTS, type HookPoint, WRAP_POINT } from "../policy/hook-points.js";
+import { parseRule, RULE_DECISIONS, RuleSyntaxError } from "../policy/rules.js";
+import { ConfigError } from "./errors.js";
+
+const MAX_HOOK_TIMEOUT_MS = 600_000;
+
+const permissionsSchema = z.strictObject({
+  allow: z.array(z.string()).optional(),
+  ask: z.array(z.string()).optional(),
+  deny: z.array(z.string()).optional(),
+  write: z.enum(WRITE_MODES).optional(),
+  shell: z.enum(SHELL_MODES).optional(),
+  read_only: z.boolean().optional(),
+});
+
+const hookEntrySchema = z
+  .strictObject({
+    name: z.string().min(1).max(100).optional(),
+    kind: z.enum(["notify", "admit", "wrap"]),
+    command: z.string().min(1).optional(),
+    module: z.string().min(1).optional(),
+    tools: z.array(z.string().min(1)).optional(),
+    timeout_ms: z.number().int().min(1).max(MAX_HOOK_TIMEOUT_MS).optional(),
+  })
+  .superRefine((entry, context) => {
+    if ((entry.command === undefined) === (entry.module === undefined)) {
+      context.addIssue({ code: "custom", message: "a hook needs exactly one of `command` or `module`" });
+    }
+    if (entry.kind === "wrap" && entry.command !== undefined) {
+      context.addIssue({
+        code: "custom",
+        message: "a wrap hook must be a `module` (a command cannot call next)",
+      });
+    }
+  });
+
+const hooksShape = Object.fromEntries(
+  [...HOOK_POINTS, WRAP_POINT].map((point) => [point, z.array(hookEntrySchema).optional()]),
+) as Record<HookPoint | typeof WRAP_POINT, z.ZodOptional<z.ZodArray<typeof hookEntrySchema>>>;
+
+const hooksSchema = z.strictObject(hooksShape).superRefine((hooks, context) => {
+  for (const [point, entries] of Object.entries(hooks)) {
+    (entries ?? []).forEach((entry, index) => {
+      const problem = kindProblem(point, entry.kind);
+      if (problem !== undefined)
+        context.addIssue({ code: "custom", path: [point, index, "kind"], message: problem });
+    });
+  }
+});
+
+function kindProblem(point: string, kind: "notify" | "admit" | "wrap"): string | undefined {
+  if (point === WRAP_POINT) return kind === "wrap" ? undefined : `only wrap hooks go under "${WRAP_POINT}"`;
+  if (kind === "wrap") return `wrap hooks go under "${WRAP_POINT}", not "${point}"`;
+  if (kind === "admit" && !ADMIT_POINTS.includes(point as HookPoint)) {
+    return `admit hooks can only run before execution (${ADMIT_POINTS.join(", ")})`;
+  }
+  return undefined;
+}
+
+/**
+ * A harness config file. Governance sections are validated strictly; `sandbox`, `shell`,
+ * `models` and `env` belong to other modules and pass through as unknown.
+ */
+export const configFileSchema = z.strictObject({
+  $schema: z.string().optional(),
+  permissions: permissionsSchema.optional(),
+  trusted_projects: z.array(z.string().min(1)).optional(),
+  hooks: hooksSchema.optional(),
+  sandbox: z.unknown().optional(),
+  shell: z.unknown().optional(),
+  models: z.unknown().optional(),
+  env: z.unknown().optional(),
+});
+
+export type ConfigFile = z.infer<typeof configFileSchema>;
+export type PermissionsConfig = z.infer<typeof permissionsSchema>;
+export type HooksConfig = z.infer<typeof hooksSchema>;
+export type HookEntryConfig = z.infer<typeof hookEntrySchema>;
+
+const TOP_LEVEL_KEYS = Object.keys(configFileSchema.shape).filter((key) => key !== "$schema");
+
+/**
+ * Parse a config file's text. Throws ConfigError naming `fileLabel` and the first problem:
+ * bad JSON, a wrong shape, an unknown key, or a permission rule that does not parse.
+ */
+export function parseConfigText(text: string, fileLabel: string): ConfigFile {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError(fileLabel, `not valid JSON (${(error as Error).message})`);
+  }
+  return parseConfigValue(raw, fileLabel);
+}
+
+export function parseConfigValue(raw: unknown, fileLabel: string): ConfigFile {
+  const result = configFileSchema.safeParse(raw);
+  if (!result.success) throw new ConfigError(fileLabel, describeIssue(result.error.issues[0]));
+  const config = result.data;
+  for (const decision of RULE_DECISIONS) {
+    (config.permissions?.[decision] ?? []).forEach((rule, index) => {
+      try {
+        parseRule(decision, rule, fileLabel);
+      } catch (error) {
+        if (!(error instanceof RuleSyntaxError)) throw error;
+        const where = `permissions.${decision}[${index}]`;
+        throw new ConfigError(
+          fileLabel,
+          `invalid permission rule ${JSON.stringify(rule)} at ${where}: ${error.problem}`,
+        );
+      }
+    });
+  }
+  return config;
+}
+
+function describeIssue(issue: z.core.$ZodIssue | undefined): string {
+  if (issue === undefined) return "invalid config";
+  const where = issue.path.length === 0 ? "" : `at ${formatPath(issue.path)}: `;
+  if (issue.code === "unrecognized_keys") {
+    const keys = issue.keys.map((key) => JSON.stringify(key)).join(", ");
+    if (issue.path.length === 0)
+      return `unknown top-level key ${keys}; allowed keys: ${TOP_LEVEL_KEYS.join(", ")}`;
+    return `${where}unknown key ${keys}`;
+  }
+  if (issue.code === "invalid_type" && issue.path.length === 0) return "the config must be a JSON object";
+  return `${where}${issue.message}`;
+}
+
+function formatPath(path: readonly PropertyKey[]): string {
+  return path
+    .map((part, index) =>
+      typeof part === "number" ? `[${part}]` : index === 0 ? String(part) : `.${String(part)}`,
+    )
+    .join("");
+}

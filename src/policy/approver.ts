@@ -1,0 +1,116 @@
+import { digestOf } from "../shared/hash.js";
+import type { JsonObject } from "../shared/json.js";
+import type { EffectClass } from "../tools/tool.js";
+import type { Subject } from "./rules.js";
+
+/** Extra facts a prompt shows for process-running tools; all optional. */
+export interface ApprovalDisplay {
+  command?: string;
+  /** Workspace-relative working directory. */
+  cwd?: string;
+  timeoutMs?: number;
+  /** Sandbox profile name, e.g. "bwrap" or "none". */
+  sandbox?: string;
+  /** Other facts a tool wants shown (label → value). */
+  details?: Record<string, string>;
+}
+
+/** One `ask`: everything a person needs to decide about exactly this call. */
+export interface ApprovalRequest {
+  callId: string;
+  tool: string;
+  /** The normalized arguments the call will run with. */
+  arguments: JsonObject;
+  effect: EffectClass;
+  /** digestOf({tool, arguments}): the decision is bound to exactly this call. */
+  callHash: string;
+  /** What a session grant from this request would cover. */
+  subject: Subject;
+  /** Why the policy asked (the deciding rule or default). */
+  reason?: string;
+  display?: ApprovalDisplay;
+}
+
+export type ApprovalScope = "once" | "session";
+
+export interface ApprovalDecision {
+  decision: "allow" | "deny";
+  scope: ApprovalScope;
+  /** Who decided: "user", "policy", "session_grant", or a library caller's label. */
+  by: string;
+  reason?: string;
+}
+
+/** Decides `ask` calls. Implementations must resolve (deny) rather than reject on failure. */
+export interface Approver {
+  request(request: ApprovalRequest, signal: AbortSignal): Promise<ApprovalDecision>;
+}
+
+/** The hash an approval is bound to: a retried or changed call is a new decision. */
+export function callHashOf(tool: string, args: JsonObject): string {
+  return digestOf({ tool, arguments: args });
+}
+
+/** For runs without a terminal: every ask is denied. */
+export class DenyApprover implements Approver {
+  async request(): Promise<ApprovalDecision> {
+    return { decision: "deny", scope: "once", by: "policy", reason: "no TTY to ask" };
+  }
+}
+
+/**
+ * For library users: a function decides. A throw, an abort or an answer that is not a
+ * decision denies, so a buggy callback cannot approve by accident.
+ */
+export class FunctionApprover implements Approver {
+  readonly #decide: (request: ApprovalRequest, signal: AbortSignal) => unknown;
+  readonly #by: string;
+
+  constructor(decide: (request: ApprovalRequest, signal: AbortSignal) => unknown, by = "user") {
+    this.#decide = decide;
+    this.#by = by;
+  }
+
+  async request(request: ApprovalRequest, signal: AbortSignal): Promise<ApprovalDecision> {
+    if (signal.aborted) return deny(this.#by, "cancelled");
+    let answer: unknown;
+    try {
+      answer = await this.#decide(deepFreeze(structuredClone(request)), signal);
+    } catch {
+      return deny(this.#by, "the approval callback failed");
+    }
+    if (signal.aborted) return deny(this.#by, "cancelled");
+    return normalizeAnswer(answer, this.#by);
+  }
+}
+
+/** Accepts `true`/`false`, "allow"/"deny", or a full decision object; anything else denies. */
+function normalizeAnswer(answer: unknown, by: string): ApprovalDecision {
+  if (answer === true || answer === "allow") return { decision: "allow", scope: "once", by };
+  if (typeof answer !== "object" || answer === null) return deny(by, "the approval callback did not decide");
+  const candidate = answer as Record<string, unknown>;
+  if (candidate.decision !== "allow" && candidate.decision !== "deny") {
+    return deny(by, "the approval callback did not decide");
+  }
+  const scope: ApprovalScope = candidate.scope === "session" ? "session" : "once";
+  const decision: ApprovalDecision = {
+    decision: candidate.decision,
+    scope,
+    by: typeof candidate.by === "string" && candidate.by !== "" ? candidate.by : by,
+  };
+  if (typeof candidate.reason === "string") decision.reason = candidate.reason;
+  return decision;
+}
+
+function deny(by: string, reason: string): ApprovalDecision {
+  return { decision: "deny", scope: "once", by, reason };
+}
+
+/** Freeze a plain data value all the way down, so callees cannot change what the runtime holds. */
+export function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
+  }
+  return value;
+}

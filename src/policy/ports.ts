@@ -1,0 +1,187 @@
+import type {
+  ApprovalPort,
+  GrantPort,
+  HookCallContext,
+  HookPort,
+  PermissionPort,
+  PermissionRequest,
+  ApprovalDecision as PortApprovalDecision,
+  ApprovalRequest as PortApprovalRequest,
+  HookPoint as PortHookPoint,
+  HookRecord as PortHookRecord,
+  PermissionDecision as PortPermissionDecision,
+} from "../runtime/ports.js";
+import type { JsonObject } from "../shared/json.js";
+import type { ApprovalDisplay, ApprovalRequest, Approver } from "./approver.js";
+import { grantFromRequest, grantSubject, SessionGrants } from "./grants.js";
+import type { HookInput, HookRunner } from "./hooks.js";
+import { evaluate, type Policy } from "./permissions.js";
+import { type SubjectKind, subjectOf } from "./rules.js";
+
+/**
+ * Adapters from governance to the runtime's ports (src/runtime/ports.ts), so the pipeline can
+ * use the policy, approvers, grants and hooks without knowing their types.
+ */
+
+/** Which argument a tool's rules match; build it from the registry with `subjectKindOf`. */
+export type SubjectKindLookup = (tool: string) => SubjectKind | undefined;
+
+const inferSubject: SubjectKindLookup = () => undefined;
+
+export class PolicyPermissionPort implements PermissionPort {
+  readonly describe: JsonObject;
+  readonly digest: string;
+  readonly #policy: Policy;
+  readonly #subjectKinds: SubjectKindLookup;
+
+  constructor(policy: Policy, subjectKinds: SubjectKindLookup = inferSubject) {
+    this.#policy = policy;
+    this.#subjectKinds = subjectKinds;
+    this.describe = policy.describe();
+    this.digest = policy.digest;
+  }
+
+  decide(request: PermissionRequest): PortPermissionDecision {
+    const kind = this.#subjectKinds(request.tool);
+    const evaluation = evaluate(this.#policy, {
+      tool: request.tool,
+      effect: request.effect,
+      args: request.arguments,
+      ...(kind === undefined ? {} : { subjectKind: kind }),
+    });
+    // The pipeline applies changes or refuses them; "propose" refuses the apply here.
+    const decision = evaluation.decision === "propose" ? "deny" : evaluation.decision;
+    const reason =
+      evaluation.decision === "propose"
+        ? `${evaluation.reason}: changes are proposed for review, not applied`
+        : evaluation.reason;
+    const result: PortPermissionDecision = { decision, source: evaluation.source, reason };
+    if (evaluation.rule !== undefined) result.rule = evaluation.rule;
+    return result;
+  }
+}
+
+/** The runtime's approval request with the subject a session grant would cover. */
+export function toApprovalRequest(
+  request: PortApprovalRequest,
+  subjectKinds: SubjectKindLookup,
+): ApprovalRequest {
+  const subject = subjectOf(request.arguments, subjectKinds(request.tool));
+  return {
+    callId: request.callId,
+    tool: request.tool,
+    arguments: request.arguments,
+    effect: request.effect,
+    callHash: request.callHash,
+    subject: grantSubject(subject, request.arguments),
+    display: toDisplay(request.display),
+  };
+}
+
+function toDisplay(display: Record<string, string>): ApprovalDisplay {
+  const result: ApprovalDisplay = {};
+  const details: Record<string, string> = {};
+  for (const [key, value] of Object.entries(display)) {
+    if (key === "command") result.command = value;
+    else if (key === "cwd") result.cwd = value;
+    else if (key === "sandbox") result.sandbox = value;
+    else if ((key === "timeout_ms" || key === "timeoutMs") && /^\d+$/.test(value))
+      result.timeoutMs = Number(value);
+    else details[key] = value;
+  }
+  if (Object.keys(details).length > 0) result.details = details;
+  return result;
+}
+
+export class ApproverPort implements ApprovalPort {
+  readonly #approver: Approver;
+  readonly #subjectKinds: SubjectKindLookup;
+
+  constructor(approver: Approver, subjectKinds: SubjectKindLookup = inferSubject) {
+    this.#approver = approver;
+    this.#subjectKinds = subjectKinds;
+  }
+
+  request(request: PortApprovalRequest, signal: AbortSignal): Promise<PortApprovalDecision> {
+    return this.#approver.request(toApprovalRequest(request, this.#subjectKinds), signal);
+  }
+}
+
+/** Session grants keyed by tool + subject (the path or command shown), not the whole arguments. */
+export class SessionGrantPort implements GrantPort {
+  readonly grants: SessionGrants;
+  readonly #subjectKinds: SubjectKindLookup;
+
+  constructor(grants: SessionGrants = new SessionGrants(), subjectKinds: SubjectKindLookup = inferSubject) {
+    this.grants = grants;
+    this.#subjectKinds = subjectKinds;
+  }
+
+  covers(request: PortApprovalRequest): boolean {
+    return this.grants.matches(toApprovalRequest(request, this.#subjectKinds));
+  }
+
+  add(request: PortApprovalRequest): void {
+    this.grants.add(grantFromRequest(toApprovalRequest(request, this.#subjectKinds)));
+  }
+}
+
+export class HookRunnerPort implements HookPort {
+  readonly #runner: HookRunner;
+
+  constructor(runner: HookRunner) {
+    this.#runner = runner;
+  }
+
+  notify(point: PortHookPoint, context: HookCallContext): Promise<PortHookRecord[]> {
+    return this.#runner.notify(point, toHookInput(context));
+  }
+
+  async admit(
+    point: PortHookPoint,
+    context: HookCallContext,
+  ): Promise<{ allowed: boolean; reason?: string; records: PortHookRecord[] }> {
+    const outcome = await this.#runner.admit(point, toHookInput(context));
+    const result: { allowed: boolean; reason?: string; records: PortHookRecord[] } = {
+      allowed: outcome.allowed,
+      records: outcome.records,
+    };
+    if (!outcome.allowed) {
+      result.reason = `hook ${outcome.hook ?? "?"} denied${outcome.reason === undefined ? "" : `: ${outcome.reason}`}`;
+    }
+    return result;
+  }
+
+  /** A handler failure passed through unchanged is rethrown, as if no hook were there. */
+  async wrap<T>(
+    context: HookCallContext,
+    next: () => Promise<T>,
+  ): Promise<{ value: T | undefined; executed: boolean; violation?: string; records: PortHookRecord[] }> {
+    const outcome = await this.#runner.wrap(toHookInput(context), next);
+    switch (outcome.status) {
+      case "ok":
+        return { value: outcome.value, executed: true, records: outcome.records };
+      case "threw":
+        throw outcome.error;
+      case "violation":
+        return {
+          value: undefined,
+          executed: outcome.executed,
+          violation: outcome.message,
+          records: outcome.records,
+        };
+    }
+  }
+}
+
+function toHookInput(context: HookCallContext): HookInput {
+  const input: { -readonly [K in keyof HookInput]: HookInput[K] } = {
+    session: context.session,
+    callId: context.call_id,
+    tool: context.tool,
+    arguments: context.arguments,
+    effect: context.effect,
+  };
+  if (context.status !== undefined) input.status = context.status;
+  return input;
+}

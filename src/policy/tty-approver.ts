@@ -1,0 +1,168 @@
+import type { Readable, Writable } from "node:stream";
+import { StringDecoder } from "node:string_decoder";
+import type { ApprovalDecision, ApprovalRequest, Approver } from "./approver.js";
+
+export interface TtyApproverOptions {
+  /** How long to wait for an answer before denying. Default 5 minutes. */
+  timeoutMs?: number;
+}
+
+const DEFAULT_TIMEOUT_MS = 300_000;
+
+type Answer =
+  | { kind: "line"; line: string }
+  | { kind: "eof" }
+  | { kind: "error" }
+  | { kind: "timeout" }
+  | { kind: "aborted" };
+
+/**
+ * Asks a person at a terminal. Only `y`/`yes` approves once and `s`/`session` approves the same
+ * tool + subject for the rest of the session (case-insensitive, surrounding blanks ignored);
+ * every other line, EOF, an input error, a timeout or cancellation denies. Input typed before
+ * the prompt appeared is discarded so it cannot approve an action nobody saw.
+ */
+export class TtyApprover implements Approver {
+  readonly #input: Readable;
+  readonly #output: Writable;
+  readonly #timeoutMs: number;
+  readonly #decoder = new StringDecoder("utf8");
+  #queue: Promise<unknown> = Promise.resolve();
+  #ended = false;
+  #failed = false;
+
+  constructor(input: Readable, output: Writable, options: TtyApproverOptions = {}) {
+    this.#input = input;
+    this.#output = output;
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    // Remember EOF and errors that happen while no prompt is open.
+    input.once("end", () => {
+      this.#ended = true;
+    });
+    input.on("error", () => {
+      this.#failed = true;
+    });
+  }
+
+  /** Prompts one at a time: concurrent asks queue behind each other. */
+  request(request: ApprovalRequest, signal: AbortSignal): Promise<ApprovalDecision> {
+    const next = this.#queue.then(() => this.#ask(request, signal));
+    this.#queue = next.catch(() => undefined);
+    return next;
+  }
+
+  async #ask(request: ApprovalRequest, signal: AbortSignal): Promise<ApprovalDecision> {
+    if (signal.aborted) return denied("cancelled before the prompt was shown");
+    this.#discardTypeAhead();
+    this.#output.write(renderPrompt(request));
+    const answer = await this.#readLine(signal);
+    const decision = decide(answer);
+    this.#output.write(`${decision.decision === "allow" ? `approved (${decision.scope})` : "denied"}\n`);
+    return decision;
+  }
+
+  #discardTypeAhead(): void {
+    if (this.#input.readableFlowing === true) return;
+    while (this.#input.read() !== null) {
+      // dropped on purpose
+    }
+    this.#decoder.end();
+  }
+
+  #readLine(signal: AbortSignal): Promise<Answer> {
+    if (this.#failed || this.#input.errored) return Promise.resolve({ kind: "error" });
+    if (this.#ended || this.#input.readableEnded || this.#input.destroyed)
+      return Promise.resolve({ kind: "eof" });
+    const input = this.#input;
+    return new Promise<Answer>((resolve) => {
+      let buffered = "";
+      const finish = (answer: Answer): void => {
+        clearTimeout(timer);
+        input.off("data", onData);
+        input.off("end", onEnd);
+        input.off("close", onEnd);
+        input.off("error", onError);
+        signal.removeEventListener("abort", onAbort);
+        input.pause();
+        resolve(answer);
+      };
+      const onData = (chunk: Buffer | string): void => {
+        buffered += typeof chunk === "string" ? chunk : this.#decoder.write(chunk);
+        const newline = buffered.indexOf("\n");
+        if (newline !== -1) finish({ kind: "line", line: buffered.slice(0, newline) });
+      };
+      const onEnd = (): void => finish({ kind: "eof" });
+      const onError = (): void => finish({ kind: "error" });
+      const onAbort = (): void => finish({ kind: "aborted" });
+      const timer = setTimeout(() => finish({ kind: "timeout" }), this.#timeoutMs);
+      input.on("data", onData);
+      input.once("end", onEnd);
+      input.once("close", onEnd);
+      input.once("error", onError);
+      signal.addEventListener("abort", onAbort, { once: true });
+      input.resume();
+    });
+  }
+}
+
+function decide(answer: Answer): ApprovalDecision {
+  switch (answer.kind) {
+    case "line": {
+      const text = answer.line.trim().toLowerCase();
+      if (text === "y" || text === "yes") return { decision: "allow", scope: "once", by: "user" };
+      if (text === "s" || text === "session") return { decision: "allow", scope: "session", by: "user" };
+      return denied("the user did not approve");
+    }
+    case "eof":
+      return denied("input closed before an answer");
+    case "error":
+      return denied("the terminal input failed");
+    case "timeout":
+      return denied("no answer in time");
+    case "aborted":
+      return denied("cancelled while waiting for an answer");
+  }
+}
+
+function denied(reason: string): ApprovalDecision {
+  return { decision: "deny", scope: "once", by: "user", reason };
+}
+
+/** The prompt text. Every value from the model is escaped so it cannot drive the terminal. */
+export function renderPrompt(request: ApprovalRequest): string {
+  const lines = ["", `Approval needed: ${safeLine(request.tool)} (${request.effect})`];
+  const display = request.display;
+  if (display?.command !== undefined) lines.push(`  command: ${safeLine(display.command)}`);
+  if (display?.cwd !== undefined) lines.push(`  cwd:     ${safeLine(display.cwd)}`);
+  if (display?.timeoutMs !== undefined) lines.push(`  timeout: ${display.timeoutMs} ms`);
+  if (display?.sandbox !== undefined) lines.push(`  sandbox: ${safeLine(display.sandbox)}`);
+  for (const [label, value] of Object.entries(display?.details ?? {})) {
+    lines.push(`  ${safeLine(label)}: ${safeLine(value)}`);
+  }
+  if (request.reason !== undefined) lines.push(`  why:     ${safeLine(request.reason)}`);
+  const args = JSON.stringify(request.arguments, null, 2) ?? "{}";
+  lines.push(`  arguments: ${safe(args).split("\n").join("\n  ")}`);
+  lines.push(`Allow? [y]es once, [s]ession for ${safeLine(grantLabel(request))}, anything else denies: `);
+  return lines.join("\n");
+}
+
+function grantLabel(request: ApprovalRequest): string {
+  if (request.subject.kind === "none") return `${request.tool} with exactly these arguments`;
+  return `${request.tool}(${request.subject.value})`;
+}
+
+/**
+ * Escape characters that a terminal interprets: C0 and C1 controls (except the newlines we
+ * place ourselves, handled by callers) and bidirectional overrides that can disguise text.
+ */
+export function safe(text: string): string {
+  return text.replace(
+    /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g,
+    (character) => `\\u${character.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+}
+
+/** `safe` for one-line values: a newline inside a command is shown, not obeyed. */
+export function safeLine(text: string): string {
+  return safe(text).replaceAll("\n", "\\n");
+}

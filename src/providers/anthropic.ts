@@ -1,0 +1,69 @@
+import { createAnthropic } from "@ai-sdk/anthropic";
+import type { LanguageModelV3CallOptions } from "@ai-sdk/provider";
+import { createAiSdkProvider } from "./ai-sdk-stream.js";
+import { fetchWithoutEmptyCredentials, publicUrl } from "./endpoint.js";
+import { toFunctionTools, toLanguageModelPrompt } from "./prompt.js";
+import type { ModelRequest, Provider } from "./provider.js";
+
+export const ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com/v1";
+
+export interface AnthropicOptions {
+  model: string;
+  /** The API root including `/v1`; `/messages` is appended. */
+  baseUrl?: string;
+  /** Resolved from the environment by `createProvider`; omitted only for loopback endpoints. */
+  apiKey?: string;
+  maxOutputTokens?: number;
+  /** Enables extended thinking with this budget; signed thinking is replayed on later requests. */
+  thinkingBudgetTokens?: number;
+  timeoutMs?: number;
+  fetch?: typeof fetch;
+}
+
+/** `stop_reason`s that end a reply normally. `max_tokens`, `refusal`, `pause_turn`... do not. */
+export const ANTHROPIC_NORMAL_STOP_REASONS: ReadonlySet<string | undefined> = new Set([
+  "end_turn",
+  "tool_use",
+]);
+
+/**
+ * Anthropic Messages streaming: text, `tool_use` with `input_json_delta`, thinking with
+ * signatures (streamed as `reasoning_delta.signature`, replayed as thinking blocks), `ping`
+ * anywhere, and `error` events. A stream without `message_stop` throws TRANSPORT.
+ */
+export function createAnthropicProvider(options: AnthropicOptions): Provider {
+  const baseUrl = options.baseUrl ?? ANTHROPIC_DEFAULT_BASE_URL;
+  const anthropic = createAnthropic({
+    baseURL: baseUrl,
+    apiKey: options.apiKey ?? "",
+    fetch: fetchWithoutEmptyCredentials(options.fetch),
+  });
+  return createAiSdkProvider({
+    identity: { kind: "anthropic", model: options.model, base_url: publicUrl(baseUrl) },
+    model: anthropic.messages(options.model),
+    callOptions: (request) => anthropicCallOptions(request, options),
+    mapping: {
+      provider: "anthropic",
+      normalRawReasons: ANTHROPIC_NORMAL_STOP_REASONS,
+      secrets: options.apiKey === undefined ? [] : [options.apiKey],
+    },
+    ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+  });
+}
+
+function anthropicCallOptions(request: ModelRequest, options: AnthropicOptions): LanguageModelV3CallOptions {
+  const callOptions: LanguageModelV3CallOptions = {
+    prompt: toLanguageModelPrompt(request.messages, "anthropic-signed"),
+  };
+  if (request.tools.length > 0) {
+    callOptions.tools = toFunctionTools(request.tools);
+    callOptions.toolChoice = { type: "auto" };
+  }
+  if (options.maxOutputTokens !== undefined) callOptions.maxOutputTokens = options.maxOutputTokens;
+  if (options.thinkingBudgetTokens !== undefined) {
+    callOptions.providerOptions = {
+      anthropic: { thinking: { type: "enabled", budgetTokens: options.thinkingBudgetTokens } },
+    };
+  }
+  return callOptions;
+}

@@ -1,0 +1,184 @@
+import { z } from "zod";
+import type { StreamEvent } from "../protocol/types.js";
+import { publicUrl } from "./endpoint.js";
+import { classifyFailure, formatMessage, normalizeProviderError, parseErrorBody } from "./errors.js";
+import { type ModelRequest, type Provider, ProviderError } from "./provider.js";
+
+/**
+ * A non-LLM decision source (rules, a human UI, another process) driving the same runtime.
+ *
+ * Wire contract, one request per model step:
+ *   request:  POST <url>, `content-type: application/json`, body `{"messages": ModelMessage[],
+ *             "tools": ToolSpec[]}` exactly as harness projects them.
+ *   response: 2xx with ONE action as a JSON object, exactly one of
+ *             `{"kind":"tool","name":<tool name>,"args":{...}}`
+ *             `{"kind":"finish","status":<text>}`
+ * Field sets are exact (seed 003): an unknown field or kind, a missing field, or a body that is
+ * not JSON is rejected with INVALID_REQUEST / `invalid_action` (not retryable: a deterministic
+ * policy would answer the same). A finish has no separate answer field: `status` is the text
+ * recorded as the reply (e.g. "reserved", or a sentence for a human).
+ *
+ * Mapping to the protocol: a tool action is one `tool_call_delta` (call id `hj-<ordinal>-0`,
+ * arguments split into two fragments, as a streaming model would) then `end tool_calls`; a
+ * finish is `text_delta(status)` then `end stop`. Whether the tool exists and its arguments fit
+ * its schema is checked by the runtime exactly as for a model.
+ */
+
+const MAX_BODY_BYTES = 1024 * 1024;
+
+const toolAction = z.strictObject({
+  kind: z.literal("tool"),
+  name: z.string().min(1).max(256),
+  args: z.record(z.string(), z.json()),
+});
+const finishAction = z.strictObject({
+  kind: z.literal("finish"),
+  status: z.string().min(1),
+});
+export const httpJsonActionSchema = z.discriminatedUnion("kind", [toolAction, finishAction]);
+export type HttpJsonAction = z.infer<typeof httpJsonActionSchema>;
+
+export interface HttpJsonOptions {
+  /** The policy endpoint that receives the POST. */
+  url: string;
+  /** Label recorded in the identity (e.g. "rules-v1"). */
+  model: string;
+  /** Sent as `Authorization: Bearer` when set; resolved from the environment by `createProvider`. */
+  apiKey?: string;
+  timeoutMs?: number;
+  fetch?: typeof fetch;
+}
+
+export function createHttpJsonProvider(options: HttpJsonOptions): Provider {
+  const doFetch = options.fetch ?? globalThis.fetch;
+  const secrets = options.apiKey === undefined ? [] : [options.apiKey];
+  return {
+    identity: { kind: "http-json", model: options.model, base_url: publicUrl(options.url) },
+    async *stream(request: ModelRequest, signal: AbortSignal): AsyncGenerator<StreamEvent> {
+      const action = await requestAction(request, signal, options, doFetch, secrets);
+      yield* actionEvents(action, request.ordinal);
+    },
+  };
+}
+
+/** Protocol events for one validated action. */
+export function* actionEvents(action: HttpJsonAction, ordinal: number): Generator<StreamEvent> {
+  if (action.kind === "finish") {
+    yield { type: "text_delta", text: action.status };
+    yield { type: "end", reason: "stop" };
+    return;
+  }
+  const callId = `hj-${ordinal}-0`;
+  const [head, tail] = splitInTwo(JSON.stringify(action.args));
+  yield { type: "tool_call_delta", call_id: callId, name: action.name, arguments: head };
+  yield { type: "tool_call_delta", call_id: callId, arguments: tail };
+  yield { type: "end", reason: "tool_calls" };
+}
+
+/** Split at a code-point boundary near the middle; JSON text is always at least `{}`. */
+function splitInTwo(text: string): [string, string] {
+  const points = Array.from(text);
+  const middle = Math.max(1, Math.floor(points.length / 2));
+  return [points.slice(0, middle).join(""), points.slice(middle).join("")];
+}
+
+/** Validate a decoded body as an action, or throw INVALID_REQUEST naming what was wrong. */
+export function parseAction(body: unknown): HttpJsonAction {
+  const parsed = httpJsonActionSchema.safeParse(body);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const where = issue === undefined || issue.path.length === 0 ? "action" : issue.path.join(".");
+  const detail = issue === undefined ? "invalid" : issue.message;
+  throw new ProviderError("INVALID_REQUEST", `http-json: invalid action: ${where}: ${detail}`.slice(0, 300), {
+    providerCode: "invalid_action",
+    retryable: false,
+  });
+}
+
+async function requestAction(
+  request: ModelRequest,
+  signal: AbortSignal,
+  options: HttpJsonOptions,
+  doFetch: typeof fetch,
+  secrets: readonly string[],
+): Promise<HttpJsonAction> {
+  const controller = new AbortController();
+  let abortedBy: "caller" | "timeout" | undefined;
+  const onAbort = (): void => {
+    abortedBy ??= "caller";
+    controller.abort();
+  };
+  if (signal.aborted) onAbort();
+  else signal.addEventListener("abort", onAbort, { once: true });
+  const timer =
+    options.timeoutMs === undefined
+      ? undefined
+      : setTimeout(() => {
+          abortedBy ??= "timeout";
+          controller.abort();
+        }, options.timeoutMs);
+  const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" };
+  if (options.apiKey !== undefined && options.apiKey !== "")
+    headers.authorization = `Bearer ${options.apiKey}`;
+  try {
+    if (controller.signal.aborted) throw new Error("aborted before start");
+    const response = await doFetch(options.url, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ messages: request.messages, tools: request.tools }),
+      signal: controller.signal,
+    });
+    const text = await readBounded(response);
+    if (!response.ok) {
+      throw classifyFailure({
+        provider: "http-json",
+        status: response.status,
+        body: parseErrorBody(text),
+        headers: response.headers,
+        secrets,
+      });
+    }
+    if (text.trim() === "") throw new ProviderError("EMPTY_RESPONSE", "http-json: the response had no body");
+    return parseAction(parseJson(text));
+  } catch (error) {
+    throw normalizeProviderError(error, { provider: "http-json", secrets, abortedBy });
+  } finally {
+    if (timer !== undefined) clearTimeout(timer);
+    signal.removeEventListener("abort", onAbort);
+  }
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new ProviderError("INVALID_REQUEST", "http-json: invalid action: the body is not JSON", {
+      providerCode: "invalid_action",
+      retryable: false,
+    });
+  }
+}
+
+async function readBounded(response: Response): Promise<string> {
+  const declared = Number(response.headers.get("content-length") ?? "0");
+  if (declared > MAX_BODY_BYTES) {
+    await response.body?.cancel().catch(() => undefined);
+    throw tooLarge();
+  }
+  if (response.body === null) return "";
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for await (const chunk of response.body) {
+    total += chunk.byteLength;
+    if (total > MAX_BODY_BYTES) throw tooLarge();
+    chunks.push(chunk);
+  }
+  return new TextDecoder("utf-8", { fatal: false }).decode(Buffer.concat(chunks));
+}
+
+function tooLarge(): ProviderError {
+  return new ProviderError("INVALID_REQUEST", formatMessage("http-json", "response body exceeds 1 MiB", []), {
+    providerCode: "invalid_action",
+    retryable: false,
+  });
+}

@@ -1,0 +1,241 @@
+import { realpath } from "node:fs/promises";
+import { z } from "zod";
+import type { CaptureLimits } from "../../sandbox/capture.js";
+import { createSandbox } from "../../sandbox/create.js";
+import { filterEnvironment } from "../../sandbox/env.js";
+import { type RunProcessOptions, runProcess, SpawnError } from "../../sandbox/process.js";
+import { type Sandbox, type SandboxConfig, SandboxUnavailableError } from "../../sandbox/sandbox.js";
+import type { SpawnIdentity } from "../../sandbox/tree.js";
+import { findSandboxViolation } from "../../sandbox/violation.js";
+import { ToolError } from "../errors.js";
+import { defineTool, type ToolContext, type ToolDefinition, type ToolOutput } from "../tool.js";
+import { locateShell } from "./locate.js";
+import { type ShellRunFacts, shellContent, shellData, shellSummary } from "./render.js";
+
+/** Linux refuses a single argument longer than this (MAX_ARG_STRLEN), so `bash -c` would fail. */
+const MAX_COMMAND_BYTES = 128 * 1024 - 1;
+
+export const shellInput = z.strictObject({
+  command: z.string().min(1).max(MAX_COMMAND_BYTES).describe("The bash command line to run."),
+  timeout_ms: z
+    .number()
+    .int()
+    .positive()
+    .optional()
+    .describe("Time limit in milliseconds; when it passes, the command and all its processes are killed."),
+  description: z.string().max(200).optional().describe("A few words on what the command is for."),
+});
+
+export type ShellArgs = z.infer<typeof shellInput>;
+
+/** What the engine learns when a command's process group exists, before the tool waits on it. */
+export interface ShellSpawnInfo extends SpawnIdentity {
+  callId: string;
+  /** Whether the group runs inside the OS sandbox (then harness's death kills it by itself). */
+  sandboxed: boolean;
+}
+
+export interface ShellToolOptions {
+  /** The OS sandbox: a configuration, or a ready instance (e.g. shared with acceptance checks). */
+  sandbox: SandboxConfig | Sandbox;
+  /** Used when a call gives no timeout_ms. Default 120 000 (or maxTimeoutMs when lower). */
+  defaultTimeoutMs?: number;
+  /** The largest timeout_ms a call may ask for. Default 600 000. */
+  maxTimeoutMs?: number;
+  /** Between SIGTERM and SIGKILL when the process tree is terminated. Default 2000. */
+  killGraceMs?: number;
+  /** Extra environment variable names to pass (credential-like names are still dropped). */
+  allowEnv?: readonly string[];
+  /** Names passed even when they look like credentials: the user's explicit choice. */
+  passEnv?: readonly string[];
+  /** Bytes of head and tail kept per stream for the preview. Default 8 KiB each. */
+  output?: CaptureLimits;
+  /**
+   * Called once the command's process group exists, before the tool waits on it. The engine
+   * journals it so that, after a crash of harness, it can call killSurvivors(info) on resume
+   * for any spawn without a recorded result. If it throws, the command is killed and the call
+   * fails with RUNTIME_EXCEPTION.
+   */
+  onSpawn?: (info: ShellSpawnInfo) => void | Promise<void>;
+  /** Where the environment is taken from. Default process.env. */
+  environment?: Readonly<Record<string, string | undefined>>;
+}
+
+export function createShellTool(options: ShellToolOptions): ToolDefinition<ShellArgs> {
+  const sandbox = "ensureAvailable" in options.sandbox ? options.sandbox : createSandbox(options.sandbox);
+  const maxTimeoutMs = options.maxTimeoutMs ?? 600_000;
+  const defaultTimeoutMs = options.defaultTimeoutMs ?? Math.min(120_000, maxTimeoutMs);
+  const killGraceMs = options.killGraceMs ?? 2_000;
+  if (!(defaultTimeoutMs > 0 && defaultTimeoutMs <= maxTimeoutMs)) {
+    throw new RangeError("defaultTimeoutMs must be positive and at most maxTimeoutMs");
+  }
+
+  return defineTool<ShellArgs>({
+    name: "shell",
+    version: "1",
+    description: describeTool(sandbox, defaultTimeoutMs, maxTimeoutMs),
+    input: shellInput,
+    effect: "process_execution",
+    idempotency: "non_idempotent",
+    // The tool enforces its own limit; leave room for the kill grace period and output draining.
+    timeoutMs: maxTimeoutMs + killGraceMs + 10_000,
+    resources: () => ({ exclusive: true }),
+    concurrencySafe: () => false,
+    validate(args) {
+      if (args.timeout_ms !== undefined && args.timeout_ms > maxTimeoutMs) {
+        throw new ToolError(
+          "SEMANTIC_VALIDATION_ERROR",
+          `timeout_ms ${args.timeout_ms} is above the limit of ${maxTimeoutMs} ms`,
+          { hint: `Use a timeout_ms of at most ${maxTimeoutMs}, or split the work.` },
+        );
+      }
+      if (Buffer.byteLength(args.command) > MAX_COMMAND_BYTES) {
+        throw new ToolError("SEMANTIC_VALIDATION_ERROR", "command is longer than 128 KiB", {
+          hint: "Write long scripts to a file first, then run the file.",
+        });
+      }
+      if (args.command.includes("\0")) {
+        throw new ToolError("SEMANTIC_VALIDATION_ERROR", "command contains a NUL character");
+      }
+    },
+    execute: (args, context) =>
+      runShell(args, context, {
+        sandbox,
+        timeoutMs: args.timeout_ms ?? defaultTimeoutMs,
+        killGraceMs,
+        options,
+      }),
+  });
+}
+
+interface ShellRun {
+  sandbox: Sandbox;
+  timeoutMs: number;
+  killGraceMs: number;
+  options: ShellToolOptions;
+}
+
+async function runShell(args: ShellArgs, context: ToolContext, run: ShellRun): Promise<ToolOutput> {
+  if (context.hostRoot === undefined) {
+    throw new ToolError(
+      "RUNTIME_EXCEPTION",
+      "shell needs an on-disk workspace; this session's workspace is not a directory",
+    );
+  }
+  if (context.signal.aborted) throw new ToolError("CANCELLED", "cancelled before the command started");
+  await ensureSandbox(run.sandbox);
+
+  const { sandbox, options } = run;
+  const workspace = await realpath(context.hostRoot).catch(() => {
+    throw new ToolError("RUNTIME_EXCEPTION", "the workspace directory is not accessible");
+  });
+  const env = filterEnvironment(options.environment ?? process.env, {
+    allow: options.allowEnv,
+    pass: options.passEnv,
+  });
+  const launch = await sandbox.prepare({ argv: [locateShell(env.PATH), "-c", args.command], workspace, env });
+  const processOptions: RunProcessOptions = {
+    ...launch,
+    timeoutMs: run.timeoutMs,
+    signal: context.signal,
+    killGraceMs: run.killGraceMs,
+    artifacts: context.artifacts,
+  };
+  if (options.output !== undefined) processOptions.capture = options.output;
+  const onSpawn = options.onSpawn;
+  let spawnNotRecorded = false;
+  if (onSpawn !== undefined) {
+    processOptions.onSpawn = async (identity) => {
+      try {
+        await onSpawn({ ...identity, callId: context.callId, sandboxed: sandbox.isolating });
+      } catch (error) {
+        spawnNotRecorded = true;
+        throw error;
+      }
+    };
+  }
+
+  let result: Awaited<ReturnType<typeof runProcess>>;
+  try {
+    result = await runProcess(processOptions);
+  } catch (error) {
+    if (error instanceof SpawnError) {
+      throw new ToolError(
+        "RUNTIME_EXCEPTION",
+        `the shell could not be started (${error.code ?? "unknown error"})`,
+      );
+    }
+    if (spawnNotRecorded) {
+      throw new ToolError(
+        "RUNTIME_EXCEPTION",
+        "the command was killed because its start could not be recorded",
+      );
+    }
+    throw error;
+  }
+
+  const facts: ShellRunFacts = { result, sandbox: sandbox.profile, timeoutMs: run.timeoutMs };
+  const failed = result.outcome === "exited" && (result.exitCode !== 0 || result.exitSignal !== null);
+  if (failed) {
+    const stderrText = `${result.stderr.head}\n${result.stderr.tail}`;
+    const violation = await findSandboxViolation(stderrText, sandbox, workspace);
+    if (violation !== undefined) facts.violation = violation;
+  }
+  const label = args.description ?? firstLine(args.command);
+  const output = {
+    summary: shellSummary(facts, label),
+    content: shellContent(facts),
+    data: shellData(facts),
+  };
+  if (result.outcome === "timeout") throw failure("TIMEOUT", output);
+  if (result.outcome === "cancelled") throw failure("CANCELLED", output);
+  if (failed) throw failure(facts.violation !== undefined ? "SANDBOX_VIOLATION" : "PROCESS_ERROR", output);
+  return output;
+}
+
+async function ensureSandbox(sandbox: Sandbox): Promise<void> {
+  try {
+    await sandbox.ensureAvailable();
+  } catch (error) {
+    if (!(error instanceof SandboxUnavailableError)) throw error;
+    throw new ToolError(
+      "SANDBOX_UNAVAILABLE",
+      `${error.message}. The command was not run. To enable the sandbox, install bubblewrap ` +
+        `(e.g. \`apt-get install bubblewrap\`). To run commands without a sandbox, the user can opt out ` +
+        `with \`--sandbox off\` on the command line or \`"sandbox": "off"\` in the config.`,
+      { data: { reason: error.reason, sandbox: sandbox.profile } },
+    );
+  }
+}
+
+/** A ToolError whose message is the whole observation: a failing command is a normal result. */
+function failure(
+  code: "TIMEOUT" | "CANCELLED" | "PROCESS_ERROR" | "SANDBOX_VIOLATION",
+  output: { summary: string; content: string; data: Record<string, unknown> },
+): ToolError {
+  return new ToolError(code, output.content, { data: output.data });
+}
+
+function firstLine(command: string): string {
+  const line = command.trimStart().split("\n")[0] ?? "";
+  return line.length > 80 ? `${line.slice(0, 77)}...` : line;
+}
+
+function describeTool(sandbox: Sandbox, defaultTimeoutMs: number, maxTimeoutMs: number): string {
+  const isolation =
+    sandbox.profile === "workspace-write"
+      ? "It runs in a sandbox: the workspace is writable (except .harness/, .git/hooks and .git/config), " +
+        "everything else is read-only, /tmp is private and empty, and there is no network access."
+      : sandbox.profile === "read-only"
+        ? "It runs in a read-only sandbox: nothing can be written except the private /tmp, and there is no network access."
+        : "It runs without a sandbox, as the harness user.";
+  return [
+    "Run a bash command line in the workspace root and return its exit code and output.",
+    isolation,
+    "stdin is closed; interactive commands get end-of-file. Only a few environment variables are passed; credentials are not.",
+    `The command is killed, with every process it started, after timeout_ms (default ${defaultTimeoutMs}, at most ${maxTimeoutMs}). ` +
+      "Background processes (`&`, nohup) are killed when the command exits, so do not start servers that must outlive it.",
+    "Output is previewed as its first and last 8 KiB per stream; the full output is stored as an artifact.",
+    "A non-zero exit is reported as an error with the output; read it and fix the cause.",
+  ].join("\n");
+}

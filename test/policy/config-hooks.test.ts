@@ -1,0 +1,95 @@
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { ConfigError } from "../../src/config/errors.js";
+import { type HookInput, HookRunner } from "../../src/policy/hooks.js";
+import { loadGovernance } from "../../src/policy/setup.js";
+
+let root: string;
+let home: string;
+let workspace: string;
+const input: HookInput = {
+  session: "s",
+  callId: "c1",
+  tool: "edit_file",
+  arguments: { path: "a.ts" },
+  effect: "local_write",
+};
+
+beforeEach(async () => {
+  root = await mkdtemp(join(tmpdir(), "harness-cfghooks-"));
+  home = join(root, "home");
+  workspace = join(root, "ws");
+  await mkdir(join(home, ".config", "harness", "hooks"), { recursive: true });
+  await mkdir(workspace, { recursive: true });
+});
+afterEach(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+const userConfig = (value: unknown) =>
+  writeFile(join(home, ".config", "harness", "config.json"), JSON.stringify(value));
+const govern = () =>
+  loadGovernance({ workspaceRoot: workspace, env: { PATH: process.env.PATH }, homedir: home });
+
+describe("hooks from config", () => {
+  it("loads module hooks relative to the config file and command hooks, filtered by tool", async () => {
+    await writeFile(
+      join(home, ".config", "harness", "hooks", "guard.mjs"),
+      `export default (ctx) => ctx.arguments.path.endsWith(".ts") ? { decision: "deny", reason: "ts is frozen" } : { decision: "allow" };`,
+    );
+    await writeFile(
+      join(home, ".config", "harness", "hooks", "timer.mjs"),
+      `export default async (ctx, next) => { const value = await next(); return value; };`,
+    );
+    await userConfig({
+      hooks: {
+        before_execute: [{ kind: "admit", module: "./hooks/guard.mjs", tools: ["edit_file"] }],
+        after_execute: [{ kind: "notify", command: "cat > notified.json" }],
+        execute: [{ kind: "wrap", module: "hooks/timer.mjs" }],
+      },
+    });
+    const { hooks } = await govern();
+    expect(hooks.map((hook) => [hook.name, hook.kind])).toEqual([
+      ["module:./hooks/guard.mjs", "admit"],
+      ["user:after_execute[0]", "notify"],
+      ["module:hooks/timer.mjs", "wrap"],
+    ]);
+    const runner = new HookRunner(hooks);
+    expect(await runner.admit("before_execute", input)).toMatchObject({
+      allowed: false,
+      reason: "ts is frozen",
+    });
+    expect((await runner.admit("before_execute", { ...input, tool: "read_file" })).allowed).toBe(true);
+    const wrapped = await runner.wrap(input, async () => "real");
+    expect(wrapped).toMatchObject({ status: "ok", value: "real" });
+    await runner.notify("after_execute", input);
+    expect(JSON.parse(await readFile(join(workspace, "notified.json"), "utf8"))).toMatchObject({
+      call_id: "c1",
+    });
+  });
+
+  it("fails closed on a hook module without a default function, naming the config file", async () => {
+    await writeFile(join(home, ".config", "harness", "hooks", "empty.mjs"), "export const x = 1;");
+    await userConfig({ hooks: { before_execute: [{ kind: "admit", module: "./hooks/empty.mjs" }] } });
+    await expect(govern()).rejects.toThrow(ConfigError);
+    await expect(govern()).rejects.toThrow(
+      /user config \(~\/\.config\/harness\/config\.json\): hooks\.before_execute\[0\]/,
+    );
+    await userConfig({ hooks: { before_execute: [{ kind: "admit", module: "./hooks/missing.mjs" }] } });
+    await expect(govern()).rejects.toThrow(/could not be loaded/);
+  });
+
+  it("runs a project's hooks only when the user trusts the project", async () => {
+    await writeFile(
+      join(workspace, "harness.config.json"),
+      JSON.stringify({ hooks: { before_execute: [{ kind: "notify", command: "touch pwned" }] } }),
+    );
+    const untrusted = await govern();
+    expect(untrusted.hooks).toEqual([]);
+    expect(untrusted.config.notices).toEqual([expect.stringContaining("hooks are ignored")]);
+    await userConfig({ trusted_projects: [workspace] });
+    expect((await govern()).hooks.map((hook) => hook.name)).toEqual(["project:before_execute[0]"]);
+  });
+});

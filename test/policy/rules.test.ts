@@ -1,0 +1,121 @@
+import { describe, expect, it } from "vitest";
+import {
+  commandPatternMatches,
+  normalizeSubjectPath,
+  parseRule,
+  RuleSyntaxError,
+  ruleMatches,
+  subjectOf,
+} from "../../src/policy/rules.js";
+
+describe("parseRule", () => {
+  it.each([
+    ["read_file(src/**)", "read_file", "src/**"],
+    ["edit_file(**/*.ts)", "edit_file", "**/*.ts"],
+    ["read_file(.env)", "read_file", ".env"],
+    ["grep", "grep", undefined],
+    ["*", "*", undefined],
+    ["shell(npm test*)", "shell", "npm test*"],
+    ["shell(echo (hi))", "shell", "echo (hi)"],
+    ["mcp__github__search", "mcp__github__search", undefined],
+  ])("parses %s", (text, tool, pattern) => {
+    const rule = parseRule("allow", text, "cli");
+    expect(rule.tool).toBe(tool);
+    expect(rule.pattern).toBe(pattern);
+    expect(rule.source).toBe("cli");
+    expect(rule.decision).toBe("allow");
+  });
+
+  it.each([
+    ["", "empty rule"],
+    ["   ", "empty rule"],
+    ["read_file(", "closed by ')'"],
+    ["read_file)", "unbalanced"],
+    ["read_file()", "empty pattern"],
+    ["(src/**)", "missing tool name"],
+    ["read file", "tool name"],
+    ["read_file( src)", "leading or trailing spaces"],
+    ["shell(rm\u0007)", "control characters"],
+  ])("rejects %j naming the origin and the rule", (text, problem) => {
+    let caught: unknown;
+    try {
+      parseRule("deny", text, "user config (~/.config/harness/config.json)");
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(RuleSyntaxError);
+    const error = caught as RuleSyntaxError;
+    expect(error.origin).toBe("user config (~/.config/harness/config.json)");
+    expect(error.rule).toBe(text);
+    expect(error.message).toContain("user config (~/.config/harness/config.json)");
+    expect(error.message).toContain(JSON.stringify(text));
+    expect(error.problem).toContain(problem);
+  });
+});
+
+describe("matching", () => {
+  const rule = (text: string) => parseRule("allow", text, "cli");
+
+  it("matches paths with picomatch, dotfiles included", () => {
+    const subject = subjectOf({ path: "src/deep/a.ts" });
+    expect(ruleMatches(rule("read_file(src/**)"), "read_file", subject)).toBe(true);
+    expect(ruleMatches(rule("read_file(**/*.ts)"), "read_file", subject)).toBe(true);
+    expect(ruleMatches(rule("read_file(lib/**)"), "read_file", subject)).toBe(false);
+    expect(ruleMatches(rule("read_file(src/**)"), "edit_file", subject)).toBe(false);
+    expect(ruleMatches(rule("read_file(**/.env)"), "read_file", subjectOf({ path: "a/.env" }))).toBe(true);
+  });
+
+  it("normalizes spellings of one path before matching", () => {
+    expect(normalizeSubjectPath("./.env")).toBe(".env");
+    expect(normalizeSubjectPath("src//a/../b.ts")).toBe("src/b.ts");
+    expect(normalizeSubjectPath("src/")).toBe("src");
+    expect(normalizeSubjectPath("")).toBe(".");
+    expect(ruleMatches(rule("read_file(.env)"), "read_file", subjectOf({ path: "./.env" }))).toBe(true);
+  });
+
+  it("gives a path tool without a path the subject '.'", () => {
+    const subject = subjectOf({ pattern: "TODO" }, "path");
+    expect(subject).toEqual({ kind: "path", value: "." });
+    expect(ruleMatches(rule("grep(**)"), "grep", subject)).toBe(true);
+    expect(ruleMatches(rule("grep(src/**)"), "grep", subject)).toBe(false);
+    expect(ruleMatches(rule("grep"), "grep", subject)).toBe(true);
+  });
+
+  it("matches commands with * spanning spaces and slashes, exact otherwise", () => {
+    expect(commandPatternMatches("npm test*", "npm test -- --run a/b")).toBe(true);
+    expect(commandPatternMatches("npm test*", "npm test")).toBe(true);
+    expect(commandPatternMatches("npm test", "npm test --watch")).toBe(false);
+    expect(commandPatternMatches("npm test", "npm test")).toBe(true);
+    expect(commandPatternMatches("git * --force", "git push origin main --force")).toBe(true);
+    expect(commandPatternMatches("a*a", "a")).toBe(false);
+    expect(commandPatternMatches("*", "")).toBe(true);
+    const deny = parseRule("deny", "shell(rm -rf*)", "cli");
+    expect(ruleMatches(deny, "shell", subjectOf({ command: "  rm -rf /" }))).toBe(true);
+  });
+
+  it("lets only bare rules match tools without a subject", () => {
+    const subject = subjectOf({ url: "https://example.com" }, "none");
+    expect(ruleMatches(rule("web_fetch"), "web_fetch", subject)).toBe(true);
+    expect(ruleMatches(rule("web_fetch(https://*)"), "web_fetch", subject)).toBe(false);
+    expect(ruleMatches(rule("*"), "web_fetch", subject)).toBe(true);
+  });
+});
+
+describe("subjectKindOf", () => {
+  it("reads the subject from the tool's schema", async () => {
+    const { z } = await import("zod");
+    const { subjectKindOf } = await import("../../src/policy/subject-kind.js");
+    expect(
+      subjectKindOf({ input: z.strictObject({ command: z.string() }), effect: "process_execution" }),
+    ).toBe("command");
+    expect(
+      subjectKindOf({
+        input: z.strictObject({ pattern: z.string(), path: z.string().optional() }),
+        effect: "read_only",
+      }),
+    ).toBe("path");
+    expect(subjectKindOf({ input: z.strictObject({ url: z.string() }), effect: "network_read" })).toBe(
+      "none",
+    );
+  });
+});
