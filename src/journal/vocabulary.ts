@@ -143,6 +143,29 @@ export const EVENT_SCHEMAS = {
     duration_ms: z.number(),
     trace: jsonObject.optional(),
   }),
+  "proposal.recorded": z.object({
+    proposal_id: z.string(),
+    call_id: z.string(),
+    path: z.string(),
+    /** Version of the file the proposal is based on; null when it proposes a new file. */
+    base_version: hex64.nullable(),
+    content: z.string(),
+    content_sha256: hex64,
+    diff: z.string(),
+  }),
+  "proposal.applied": z.object({
+    proposal_id: z.string(),
+    path: z.string(),
+    outcome: z.enum(["applied", "conflict", "already_applied"]),
+    current_version: hex64.nullable(),
+    message: z.string(),
+  }),
+  "review.resolved": z.object({
+    call_id: z.string(),
+    resolution: z.enum(["applied", "not_applied", "undetermined"]),
+    evidence: z.string(),
+    by: z.string(),
+  }),
   "acceptance.checked": z.object({
     accepted: z.boolean(),
     checks: z.array(

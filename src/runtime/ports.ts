@@ -2,6 +2,7 @@ import type { AnyNewEvent } from "../journal/vocabulary.js";
 import type { ToolStatus } from "../protocol/types.js";
 import type { JsonObject } from "../shared/json.js";
 import type { EffectClass } from "../tools/tool.js";
+import type { WorkspaceFs } from "../workspace/fs.js";
 
 /** Durable recording, supplied by the engine (the only writer of the journal). */
 export interface Recorder {
@@ -9,12 +10,24 @@ export interface Recorder {
   record(events: AnyNewEvent[]): Promise<void>;
 }
 
-export type PermissionVerdict = "allow" | "ask" | "deny";
+/** `propose`: run the call against a proposal overlay; nothing in the workspace changes. */
+export type PermissionVerdict = "allow" | "ask" | "deny" | "propose";
+
+/** A settled earlier call of this session, for policies that depend on what was observed. */
+export interface HistoryEntry {
+  call_id: string;
+  name: string;
+  arguments: JsonObject;
+  status: ToolStatus;
+  data?: JsonObject;
+}
 
 export interface PermissionRequest {
   tool: string;
   effect: EffectClass;
   arguments: JsonObject;
+  /** Settled calls of this session, oldest first (results committed so far). */
+  history?: readonly HistoryEntry[];
 }
 
 export interface PermissionDecision {
@@ -115,4 +128,19 @@ export interface ProgressListener {
 export interface GrantPort {
   covers(request: ApprovalRequest): boolean;
   add(request: ApprovalRequest): void;
+}
+
+/** A proposed file change: recorded in the journal, applied later by `harness apply`. */
+export interface ProposalRecord {
+  proposal_id: string;
+  path: string;
+  base_version: string | null;
+  content: string;
+  content_sha256: string;
+  diff: string;
+}
+
+/** Propose mode: writes of a proposing call are captured instead of performed. */
+export interface ProposalPort {
+  begin(callId: string): { fs: WorkspaceFs; finish(): ProposalRecord[] };
 }

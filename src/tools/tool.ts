@@ -89,6 +89,12 @@ export interface ToolDefinition<Args = unknown> {
   /** Semantic validation after the schema: throw ToolError("SEMANTIC_VALIDATION_ERROR", ...). */
   validate?(args: Args): void;
   execute(args: Args, context: ToolContext): Promise<ToolOutput>;
+  /**
+   * For tools that can find out what happened to an interrupted call (e.g. an idempotency-key
+   * ledger): the real outcome, or undefined when it cannot be told. Used on recovery instead of
+   * reporting the outcome as unknown.
+   */
+  reconcile?(args: Args, context: ToolContext): Promise<ToolOutput | undefined>;
   /** Facts an approver must show besides the arguments (e.g. cwd, timeout, sandbox profile). */
   approvalDetails?(args: Args): Record<string, string>;
 }

@@ -113,6 +113,12 @@ function render(record: AnyRecord, style: Style): string {
       const code = record.data.error_type ? ` ${record.data.error_type}` : "";
       return `${color(record.data.status)}${code} ${record.data.name}#${record.data.call_id} ${record.data.duration_ms} ms: ${truncate(record.data.summary, 100)}`;
     }
+    case "proposal.recorded":
+      return `proposed ${record.data.path} (${record.data.proposal_id}, base ${record.data.base_version?.slice(0, 12) ?? "new file"})`;
+    case "proposal.applied":
+      return `apply ${record.data.proposal_id} ${record.data.path}: ${record.data.outcome}`;
+    case "review.resolved":
+      return `review of ${record.data.call_id} resolved: ${record.data.resolution} (by ${record.data.by})`;
     case "acceptance.checked":
       return `${record.data.accepted ? style.green("acceptance passed") : style.red("acceptance failed")}: ${record.data.checks
         .map((c) => `${c.passed ? "✓" : "✗"} ${c.name}`)

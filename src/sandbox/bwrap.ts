@@ -1,0 +1,266 @@
+import { type ChildProcess, execFile } from "node:child_process";
+import { constants } from "node:fs";
+import { access, realpath } from "node:fs/promises";
+import path from "node:path";
+import type { Readable } from "node:stream";
+import { liveNamespaceMembers, pidNamespaceOf, signalQuietly } from "./proc.js";
+import { type Launch, type LaunchRequest, type Sandbox, SandboxUnavailableError } from "./sandbox.js";
+import { type ProcessTree, processGroupTree } from "./tree.js";
+
+export const DEFAULT_BWRAP_PATH = "/usr/bin/bwrap";
+
+/** Workspace paths the command must never change: harness state and code git runs on the host. */
+export const PROTECTED_WORKSPACE_PATHS: readonly string[] = [".harness", ".git/hooks", ".git/config"];
+
+/** Host directories that are private (fresh, empty) inside the sandbox, so writable there. */
+const PRIVATE_DIRECTORIES: readonly string[] = ["/tmp", "/dev"];
+
+/** The fd number bwrap reports its child pid and namespaces on (the first extra pipe). */
+const INFO_FD = 3;
+const PROBE_TIMEOUT_MS = 10_000;
+
+/**
+ * Isolation that does not depend on the profile. Root keeps all capabilities inside bwrap unless
+ * told otherwise, and with them could remount `/` read-write: drop them all. /proc/sys is
+ * re-bound read-only because uid 0 may otherwise write global sysctls (kernel.core_pattern).
+ */
+const ISOLATION_ARGS: readonly string[] = [
+  "--unshare-net",
+  "--unshare-pid",
+  "--unshare-ipc",
+  "--die-with-parent",
+  "--new-session",
+  "--cap-drop",
+  "ALL",
+];
+
+export interface BwrapLayout {
+  profile: "workspace-write" | "read-only";
+  /** Canonical (symlink-free) absolute workspace path. */
+  workspace: string;
+  /** Canonical absolute paths inside the workspace to re-bind read-only (existing ones only). */
+  readOnlyPaths: readonly string[];
+  argv: readonly string[];
+}
+
+/** bwrap's arguments for a layout. Order matters: later mounts cover earlier ones. */
+export function bwrapArguments(layout: BwrapLayout): string[] {
+  const args = [
+    "--ro-bind",
+    "/",
+    "/",
+    "--dev",
+    "/dev",
+    "--proc",
+    "/proc",
+    "--ro-bind",
+    "/proc/sys",
+    "/proc/sys",
+  ];
+  // The private /tmp comes before the workspace bind: a workspace under /tmp must stay visible.
+  args.push("--tmpfs", "/tmp");
+  args.push(
+    layout.profile === "workspace-write" ? "--bind" : "--ro-bind",
+    layout.workspace,
+    layout.workspace,
+  );
+  for (const protectedPath of layout.readOnlyPaths) args.push("--ro-bind", protectedPath, protectedPath);
+  args.push(
+    ...ISOLATION_ARGS,
+    "--info-fd",
+    String(INFO_FD),
+    "--chdir",
+    layout.workspace,
+    "--",
+    ...layout.argv,
+  );
+  return args;
+}
+
+/** bubblewrap: read-only root, private /tmp and /dev, no network, own pid namespace. */
+export class BwrapSandbox implements Sandbox {
+  readonly isolating = true;
+
+  constructor(
+    readonly profile: "workspace-write" | "read-only",
+    private readonly bwrapPath: string = DEFAULT_BWRAP_PATH,
+  ) {}
+
+  async ensureAvailable(): Promise<void> {
+    const outcome = await probeBwrap(this.bwrapPath);
+    if (!outcome.ok) throw new SandboxUnavailableError(outcome.reason, outcome.detail);
+  }
+
+  async prepare(request: LaunchRequest): Promise<Launch> {
+    const workspace = await realpath(request.workspace);
+    const readOnlyPaths = await existingProtectedPaths(workspace);
+    const args = bwrapArguments({ profile: this.profile, workspace, readOnlyPaths, argv: request.argv });
+    // The host's TMPDIR may point at a read-only directory in here; /tmp is private and writable.
+    const env = { ...request.env, TMPDIR: "/tmp" };
+    return { file: this.bwrapPath, args, cwd: workspace, env, extraPipes: 1, createTree: namespaceTree };
+  }
+
+  async forbidsWrite(absolutePath: string, workspace: string): Promise<boolean> {
+    const root = await realpath(workspace);
+    const target = await canonicalize(absolutePath);
+    if (isWithin(target, root)) {
+      if (this.profile === "read-only") return true;
+      const relative = path.relative(root, target).split(path.sep).join("/");
+      return PROTECTED_WORKSPACE_PATHS.some((p) => relative === p || relative.startsWith(`${p}/`));
+    }
+    return !PRIVATE_DIRECTORIES.some((directory) => isWithin(target, directory));
+  }
+}
+
+type ProbeOutcome = { ok: true } | { ok: false; reason: "not_found" | "probe_failed"; detail: string };
+
+const probes = new Map<string, Promise<ProbeOutcome>>();
+
+/**
+ * Whether bwrap at `bwrapPath` can create the namespaces a sandboxed command needs. Cached per
+ * path for the life of the process: availability does not change while harness runs.
+ */
+export function probeBwrap(bwrapPath: string): Promise<ProbeOutcome> {
+  let probe = probes.get(bwrapPath);
+  if (probe === undefined) {
+    probe = runProbe(bwrapPath);
+    probes.set(bwrapPath, probe);
+  }
+  return probe;
+}
+
+async function runProbe(bwrapPath: string): Promise<ProbeOutcome> {
+  try {
+    await access(bwrapPath, constants.X_OK);
+  } catch {
+    return {
+      ok: false,
+      reason: "not_found",
+      detail: "bubblewrap (bwrap) was not found at the configured path",
+    };
+  }
+  const args = [
+    "--ro-bind",
+    "/",
+    "/",
+    "--dev",
+    "/dev",
+    "--proc",
+    "/proc",
+    "--tmpfs",
+    "/tmp",
+    ...ISOLATION_ARGS,
+    "--",
+    "true",
+  ];
+  return new Promise((resolve) => {
+    execFile(
+      bwrapPath,
+      args,
+      { timeout: PROBE_TIMEOUT_MS, killSignal: "SIGKILL", env: { PATH: "/usr/local/bin:/usr/bin:/bin" } },
+      (error, _stdout, stderr) => {
+        if (error === null) return resolve({ ok: true });
+        const firstLine = String(stderr).split("\n")[0]?.trim().slice(0, 200);
+        resolve({
+          ok: false,
+          reason: "probe_failed",
+          detail: `bubblewrap (bwrap) is installed but cannot create a sandbox here${firstLine ? `: ${firstLine}` : ""}`,
+        });
+      },
+    );
+  });
+}
+
+async function existingProtectedPaths(workspace: string): Promise<string[]> {
+  const found: string[] = [];
+  for (const relative of PROTECTED_WORKSPACE_PATHS) {
+    try {
+      // Follow symlinks: protect what the name points at, if that is inside the workspace
+      // (outside it, everything is read-only already).
+      const target = await realpath(path.join(workspace, relative));
+      if (isWithin(target, workspace) && target !== workspace) found.push(target);
+    } catch {
+      // Absent: nothing to protect.
+    }
+  }
+  return found;
+}
+
+/** The canonical form of a path that may not exist yet: resolve its nearest existing ancestor. */
+async function canonicalize(absolutePath: string): Promise<string> {
+  let current = path.resolve(absolutePath);
+  const rest: string[] = [];
+  for (;;) {
+    try {
+      return path.join(await realpath(current), ...rest.reverse());
+    } catch {
+      const parent = path.dirname(current);
+      if (parent === current) return path.resolve(absolutePath);
+      rest.push(path.basename(current));
+      current = parent;
+    }
+  }
+}
+
+function isWithin(target: string, directory: string): boolean {
+  const relative = path.relative(directory, target);
+  return relative === "" || (!relative.startsWith("..") && !path.isAbsolute(relative));
+}
+
+/**
+ * The command's processes are the members of bwrap's pid namespace, minus the namespace's init
+ * (bwrap itself). bwrap reports the init's host pid and the namespace on --info-fd. Killing the
+ * init makes the kernel kill every process of the namespace, `setsid` escapees included.
+ */
+function namespaceTree(child: ChildProcess): ProcessTree {
+  let init: number | undefined;
+  let namespace: string | undefined;
+  let text = "";
+  const info = child.stdio[INFO_FD] as Readable;
+  info.setEncoding("utf8");
+  info.on("error", () => undefined);
+  info.on("data", (part: string) => {
+    if (init !== undefined) return;
+    text += part;
+    const parsed = parseInfo(text);
+    if (parsed === undefined) return;
+    init = parsed.childPid;
+    namespace =
+      parsed.pidNamespace !== undefined ? `pid:[${parsed.pidNamespace}]` : pidNamespaceOf(parsed.childPid);
+  });
+  const outer = processGroupTree(child.pid!);
+  const members = () =>
+    namespace === undefined
+      ? []
+      : liveNamespaceMembers(namespace)
+          .map((stat) => stat.pid)
+          .filter((pid) => pid !== init);
+  return {
+    members,
+    signal: (signal) => {
+      for (const pid of members()) signalQuietly(pid, signal);
+    },
+    kill: () => {
+      // Before --info-fd was read, killing the outer bwrap is enough: --die-with-parent.
+      if (init !== undefined && namespace !== undefined && pidNamespaceOf(init) === namespace) {
+        signalQuietly(init, "SIGKILL");
+      }
+      outer.kill();
+    },
+  };
+}
+
+function parseInfo(text: string): { childPid: number; pidNamespace?: number } | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== "object" || value === null) return undefined;
+  const record = value as Record<string, unknown>;
+  const childPid = record["child-pid"];
+  const pidNamespace = record["pid-namespace"];
+  if (typeof childPid !== "number" || !Number.isInteger(childPid) || childPid <= 0) return undefined;
+  return typeof pidNamespace === "number" ? { childPid, pidNamespace } : { childPid };
+}

@@ -1,0 +1,9 @@
+import { BwrapSandbox } from "./bwrap.js";
+import { NoSandbox } from "./none.js";
+import type { Sandbox, SandboxConfig } from "./sandbox.js";
+
+/** The sandbox a configuration asks for. Availability is checked when a command is about to run. */
+export function createSandbox(config: SandboxConfig): Sandbox {
+  if (config.profile === "none") return new NoSandbox();
+  return new BwrapSandbox(config.profile, config.bwrapPath);
+}

@@ -1,0 +1,108 @@
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
+
+/**
+ * Read-only views of Linux /proc used to find the processes a command left behind. All reads are
+ * synchronous: procfs answers from kernel memory, and a consistent snapshot matters more than
+ * not blocking for the few microseconds a read takes.
+ */
+
+export interface ProcStat {
+  pid: number;
+  /** One-letter state; "Z" (zombie) and "X" (dead) are exited processes awaiting their reaper. */
+  state: string;
+  ppid: number;
+  pgid: number;
+  sid: number;
+  /** Start time in clock ticks since boot: with the boot id, it identifies a process uniquely. */
+  startTicks: number;
+}
+
+/** Parse /proc/<pid>/stat, or undefined when the process is gone. */
+export function readProcStat(pid: number): ProcStat | undefined {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return undefined;
+  }
+  // The command name is in parentheses and may itself contain ") ", so split after the last one.
+  const close = text.lastIndexOf(")");
+  if (close < 0) return undefined;
+  const fields = text.slice(close + 2).split(" ");
+  const state = fields[0];
+  const numbers = [fields[1], fields[2], fields[3], fields[19]].map((field) => Number(field));
+  if (state === undefined || numbers.some((n) => !Number.isInteger(n))) return undefined;
+  const [ppid, pgid, sid, startTicks] = numbers as [number, number, number, number];
+  return { pid, state, ppid, pgid, sid, startTicks };
+}
+
+export function isLive(stat: ProcStat): boolean {
+  return stat.state !== "Z" && stat.state !== "X";
+}
+
+/** Pids of all processes currently listed in /proc. */
+export function allPids(): number[] {
+  const pids: number[] = [];
+  for (const name of readdirSync("/proc")) {
+    const pid = Number(name);
+    if (Number.isInteger(pid) && pid > 0) pids.push(pid);
+  }
+  return pids;
+}
+
+/** Live processes whose process group is `pgid`. */
+export function liveGroupMembers(pgid: number): ProcStat[] {
+  const members: ProcStat[] = [];
+  for (const pid of allPids()) {
+    const stat = readProcStat(pid);
+    if (stat !== undefined && stat.pgid === pgid && isLive(stat)) members.push(stat);
+  }
+  return members;
+}
+
+/** The pid namespace of a process as the kernel names it ("pid:[4026532178]"), if readable. */
+export function pidNamespaceOf(pid: number): string | undefined {
+  try {
+    return readlinkSync(`/proc/${pid}/ns/pid`);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Live processes inside the pid namespace `namespace` (as returned by pidNamespaceOf). */
+export function liveNamespaceMembers(namespace: string): ProcStat[] {
+  const members: ProcStat[] = [];
+  for (const pid of allPids()) {
+    if (pidNamespaceOf(pid) !== namespace) continue;
+    const stat = readProcStat(pid);
+    if (stat !== undefined && isLive(stat)) members.push(stat);
+  }
+  return members;
+}
+
+let cachedBootId: string | undefined;
+
+/** This boot's random id; a recorded process identity from another boot names nothing alive. */
+export function currentBootId(): string {
+  if (cachedBootId === undefined) {
+    try {
+      cachedBootId = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
+    } catch {
+      cachedBootId = "";
+    }
+  }
+  return cachedBootId;
+}
+
+/**
+ * Send a signal. "No such process" means the target already exited; "not permitted" means it is
+ * not ours (it changed identity): neither is a reason to stop terminating the rest.
+ */
+export function signalQuietly(target: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(target, signal);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== "ESRCH" && code !== "EPERM") throw error;
+  }
+}

@@ -1,0 +1,71 @@
+import type { ChildProcess } from "node:child_process";
+import type { ProcessTree } from "./tree.js";
+
+/**
+ * The OS sandbox seam: how a command is wrapped so that it can only touch what its profile allows.
+ *
+ * - `workspace-write`: the whole file system read-only, the workspace writable (except `.harness/`
+ *   and `.git/hooks`, `.git/config`), a private /tmp, no network, a private pid namespace.
+ * - `read-only`: the same, with the workspace read-only too.
+ * - `none`: no isolation (the user opted out).
+ */
+export type SandboxProfile = "workspace-write" | "read-only" | "none";
+
+export const SANDBOX_PROFILES: readonly SandboxProfile[] = ["workspace-write", "read-only", "none"];
+
+export interface SandboxConfig {
+  profile: SandboxProfile;
+  /** Where bubblewrap lives. Default /usr/bin/bwrap. */
+  bwrapPath?: string;
+}
+
+export interface LaunchRequest {
+  /** The command and its arguments; argv[0] is an absolute executable path. */
+  argv: readonly string[];
+  /** Absolute host path of the workspace: the working directory. */
+  workspace: string;
+  /** The already filtered environment. */
+  env: Record<string, string>;
+}
+
+/** A wrapped command, ready for runProcess. */
+export interface Launch {
+  file: string;
+  args: string[];
+  cwd: string;
+  env: Record<string, string>;
+  /** Pipes the wrapper needs after stdio (fd 3...). */
+  extraPipes: number;
+  /** How to find the command's processes; undefined: its process group. */
+  createTree?: (child: ChildProcess) => ProcessTree;
+}
+
+export type UnavailableReason = "not_found" | "probe_failed";
+
+/** The profile needs an OS sandbox and none can be started here. Nothing was run. */
+export class SandboxUnavailableError extends Error {
+  readonly reason: UnavailableReason;
+  constructor(reason: UnavailableReason, detail: string) {
+    super(detail);
+    this.name = "SandboxUnavailableError";
+    this.reason = reason;
+  }
+}
+
+export interface Sandbox {
+  readonly profile: SandboxProfile;
+  /** Whether commands are isolated at all (false only for `none`). */
+  readonly isolating: boolean;
+  /**
+   * Resolve when the sandbox can start; otherwise reject with SandboxUnavailableError. The
+   * answer is cached for the life of the process.
+   */
+  ensureAvailable(): Promise<void>;
+  /** Wrap a command. Call ensureAvailable first: prepare does not probe. */
+  prepare(request: LaunchRequest): Promise<Launch>;
+  /**
+   * Whether the sandbox forbids writing `absolutePath` (host path). Used to tell a refused write
+   * (a sandbox violation) from an ordinary failure.
+   */
+  forbidsWrite(absolutePath: string, workspace: string): Promise<boolean>;
+}

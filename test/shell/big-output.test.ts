@@ -1,0 +1,92 @@
+import { spawn } from "node:child_process";
+import { statSync } from "node:fs";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { bundleScript, tempDirectory } from "./helpers.js";
+
+const TOTAL = 200_000_000;
+
+let workspace: string;
+let scratch: string;
+let cleanups: (() => void)[] = [];
+
+beforeEach(() => {
+  const ws = tempDirectory("big-ws-");
+  const other = tempDirectory("big-scratch-");
+  workspace = ws.dir;
+  scratch = other.dir;
+  cleanups = [ws.cleanup, other.cleanup];
+});
+
+afterEach(() => {
+  for (const cleanup of cleanups) cleanup();
+});
+
+interface Done {
+  status: string;
+  data: {
+    truncated: boolean;
+    stdout: {
+      bytes: number;
+      lines: number;
+      truncated: boolean;
+      head: string;
+      tail: string;
+      artifact: { id: string; bytes: number };
+    };
+  };
+  peakRss: number;
+  hwm: number;
+}
+
+/** Run the shell tool in a fresh node process (so RSS is its alone) and collect its report. */
+async function runInChild(command: string, sandbox: string): Promise<{ baseline: number; done: Done }> {
+  const script = await bundleScript(path.join(import.meta.dirname, "fixtures/run-shell.ts"), scratch);
+  const input = {
+    workspace,
+    artifacts: path.join(scratch, "artifacts"),
+    command,
+    sandbox,
+    timeoutMs: 120_000,
+  };
+  const child = spawn(process.execPath, ["--expose-gc", script, JSON.stringify(input)], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  let text = "";
+  child.stdout.on("data", (chunk: Buffer) => {
+    text += chunk.toString();
+  });
+  const code = await new Promise((resolve) => child.once("exit", resolve));
+  expect(code).toBe(0);
+  const events = text
+    .trim()
+    .split("\n")
+    .map((line) => JSON.parse(line) as { event: string; rss?: number } & Done);
+  const baseline = events.find((event) => event.event === "baseline")!.rss!;
+  const done = events.find((event) => event.event === "done")!;
+  return { baseline, done };
+}
+
+describe("200 MB of output", () => {
+  it("stores every byte in the artifact while harness memory stays bounded", {
+    timeout: 180_000,
+  }, async () => {
+    const { baseline, done } = await runInChild(
+      `head -c ${TOTAL} /dev/zero | tr '\\0' 'a'`,
+      "workspace-write",
+    );
+    expect(done.status).toBe("ok");
+    const stdout = done.data.stdout;
+    expect(stdout.bytes).toBe(TOTAL);
+    expect(stdout.lines).toBe(1);
+    expect(stdout.truncated).toBe(true);
+    expect(done.data.truncated).toBe(true);
+    expect(stdout.head).toBe("a".repeat(8192));
+    expect(stdout.tail).toBe("a".repeat(8192));
+    expect(stdout.artifact.bytes).toBe(TOTAL);
+    expect(statSync(path.join(scratch, "artifacts", stdout.artifact.id)).size).toBe(TOTAL);
+    // A bound, not a timing claim: holding the output would need > 200 MB.
+    const growth = Math.max(done.peakRss, done.hwm) - baseline;
+    expect(growth).toBeLessThan(100 * 1024 * 1024);
+  });
+});

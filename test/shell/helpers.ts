@@ -1,0 +1,167 @@
+import { createHash, randomUUID } from "node:crypto";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdir, open, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import type { ArtifactRef, ArtifactSink, ArtifactStore, ToolContext } from "../../src/tools/tool.js";
+import type { WorkspaceFs } from "../../src/workspace/fs.js";
+
+/** A content-addressed artifact store in a directory: streams to a temp file, renames on finish. */
+export class DirectoryArtifactStore implements ArtifactStore {
+  constructor(readonly directory: string) {}
+
+  async read(id: string): Promise<Uint8Array | undefined> {
+    if (!/^[0-9a-f]{64}$/.test(id)) return undefined;
+    try {
+      return await readFile(path.join(this.directory, id));
+    } catch {
+      return undefined;
+    }
+  }
+
+  async put(bytes: Uint8Array): Promise<ArtifactRef> {
+    const sha256 = createHash("sha256").update(bytes).digest("hex");
+    await mkdir(this.directory, { recursive: true });
+    await writeFile(path.join(this.directory, sha256), bytes);
+    return { id: sha256, sha256, bytes: bytes.length };
+  }
+
+  async open(): Promise<ArtifactSink> {
+    await mkdir(this.directory, { recursive: true });
+    const partial = path.join(this.directory, `.partial-${randomUUID()}`);
+    const handle = await open(partial, "w");
+    const hash = createHash("sha256");
+    let bytes = 0;
+    const directory = this.directory;
+    return {
+      async write(chunk) {
+        hash.update(chunk);
+        bytes += chunk.length;
+        await handle.write(chunk);
+      },
+      async finish() {
+        await handle.sync();
+        await handle.close();
+        const sha256 = hash.digest("hex");
+        await rename(partial, path.join(directory, sha256));
+        return { id: sha256, sha256, bytes };
+      },
+      async abort() {
+        await handle.close().catch(() => undefined);
+        await rm(partial, { force: true });
+      },
+    };
+  }
+
+  artifactPath(id: string): string {
+    return path.join(this.directory, id);
+  }
+}
+
+/** A temp directory for one test; removed by the returned cleanup. */
+export function tempDirectory(prefix: string): { dir: string; cleanup: () => void } {
+  const dir = mkdtempSync(path.join(tmpdir(), prefix));
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** The shell tool never touches `fs`; any use is a test failure. */
+const unusedFs = new Proxy({} as WorkspaceFs, {
+  get(_target, property) {
+    if (property === "label") return "test-workspace";
+    throw new Error(`the shell tool must not use WorkspaceFs.${String(property)}`);
+  },
+});
+
+export interface TestContext {
+  context: ToolContext;
+  artifacts: DirectoryArtifactStore;
+  controller: AbortController;
+}
+
+export function toolContext(hostRoot: string | undefined, artifactDir: string): TestContext {
+  const controller = new AbortController();
+  const artifacts = new DirectoryArtifactStore(artifactDir);
+  const context: ToolContext = {
+    callId: `call-${randomUUID()}`,
+    signal: controller.signal,
+    fs: unusedFs,
+    observedVersion: () => undefined,
+    artifacts,
+    ...(hostRoot === undefined ? {} : { hostRoot }),
+  };
+  return { context, artifacts, controller };
+}
+
+/**
+ * Live (non-zombie) `sleep <duration>` processes. Parsed here independently of
+ * src/sandbox/proc.ts, so the tests do not trust the code they check.
+ */
+export function liveSleeps(duration: string): number[] {
+  return procPids().filter(
+    (pid) => readProc(pid, "cmdline") === `sleep\0${duration}\0` && statFields(pid)?.state !== "Z",
+  );
+}
+
+/** Live processes of a process group. */
+export function liveGroup(pgid: number): number[] {
+  return procPids().filter((pid) => {
+    const fields = statFields(pid);
+    return fields !== undefined && fields.pgid === pgid && fields.state !== "Z";
+  });
+}
+
+function statFields(pid: number): { state: string; pgid: number } | undefined {
+  const match = /\) (\S) -?\d+ (-?\d+) /.exec(readProc(pid, "stat") ?? "");
+  return match === null ? undefined : { state: match[1]!, pgid: Number(match[2]) };
+}
+
+function readProc(pid: number, file: string): string | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/${file}`, "utf8");
+  } catch {
+    return undefined;
+  }
+}
+
+function procPids(): number[] {
+  return readdirSync("/proc")
+    .map(Number)
+    .filter((pid) => Number.isInteger(pid) && pid > 0);
+}
+
+/** Poll until `condition` holds or `ms` pass; returns whether it held. A deadline, not a timing claim. */
+export async function eventually(condition: () => boolean, ms = 10_000): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (condition()) return true;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  return condition();
+}
+
+/** A unique decimal duration for `sleep`, so a test can find its processes by command line. */
+export function uniqueSleep(seconds: number): string {
+  return `${seconds}.${String(Math.floor(Math.random() * 1e6)).padStart(6, "0")}`;
+}
+
+/**
+ * Bundle a TypeScript entry point (and the harness sources it imports) into one ESM file that a
+ * plain `node` child process can run. Returns the bundle's path.
+ */
+export async function bundleScript(entry: string, outDirectory: string): Promise<string> {
+  const { build } = await import("esbuild");
+  const outfile = path.join(outDirectory, `${path.basename(entry, ".ts")}.mjs`);
+  await build({
+    entryPoints: [entry],
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    outfile,
+    logLevel: "silent",
+    banner: {
+      js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
+    },
+  });
+  return outfile;
+}
