@@ -18,6 +18,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   inspect: async () => (await import("./commands/inspect.js")).inspectCommand,
   journal: async () => (await import("./commands/journal.js")).journalCommand,
   unlock: async () => (await import("./commands/journal.js")).unlockCommand,
+  policy: async () => (await import("./commands/policy.js")).policyCommand,
 };
 
 const SUMMARIES: Record<string, string> = {
@@ -28,6 +29,7 @@ const SUMMARIES: Record<string, string> = {
   inspect: "show a readable timeline of a session",
   journal: "verify or repair a session journal",
   unlock: "clear a writer lock whose owner is gone",
+  policy: "explain how the effective policy decides a call",
 };
 
 export function topLevelHelp(): string {

@@ -1,12 +1,10 @@
 import { join } from "node:path";
 import type { AcceptanceCheck } from "../engine/acceptance.js";
-import { Engine, type Limits, type PolicyHandle, type RunSummary } from "../engine/engine.js";
-import type { Provider } from "../providers/provider.js";
+import { Engine, type Limits, type RunSummary } from "../engine/engine.js";
 import { FileArtifactStore } from "../runtime/artifacts.js";
-import type { ApprovalPort } from "../runtime/ports.js";
-import type { ToolSnapshot } from "../runtime/registry.js";
 import { exitCodeFor } from "./exit-codes.js";
 import { createProgress } from "./progress.js";
+import { type RunSetup, recordableFlags } from "./setup.js";
 import { colorEnabled, createStyle } from "./style.js";
 import { harnessVersion } from "./version.js";
 import type { OpenedWorkspace } from "./workspace.js";
@@ -16,10 +14,7 @@ export interface SessionRun {
   sessionId: string;
   mode: "new" | "resume" | "auto";
   goal?: string;
-  provider: Provider;
-  snapshot: ToolSnapshot;
-  policy: PolicyHandle;
-  approver: ApprovalPort;
+  setup: Pick<RunSetup, "provider" | "snapshot" | "policy" | "approver"> & Partial<RunSetup>;
   acceptance: AcceptanceCheck[];
   limits: Partial<Limits>;
   json: boolean;
@@ -59,15 +54,20 @@ export async function runSession(run: SessionRun): Promise<number> {
     const engine = new Engine({
       sessionId: run.sessionId,
       backend: run.workspace.backend,
-      provider: run.provider,
-      snapshot: run.snapshot,
+      provider: run.setup.provider,
+      snapshot: run.setup.snapshot,
       fs: run.workspace.fs,
       hostRoot: run.workspace.root,
       artifacts: new FileArtifactStore(join(run.workspace.sessionDir(run.sessionId), "artifacts")),
       workspace: run.workspace.identity,
       ...(run.goal !== undefined ? { goal: run.goal } : {}),
-      policy: run.policy,
-      approver: run.approver,
+      policy: run.setup.policy,
+      approver: run.setup.approver,
+      ...(run.setup.grants ? { grants: run.setup.grants } : {}),
+      ...(run.setup.hooks ? { hooks: run.setup.hooks } : {}),
+      ...(run.setup.processes ? { processes: run.setup.processes } : {}),
+      ...(run.setup.proposals ? { proposals: run.setup.proposals } : {}),
+      ...(run.setup.flags ? { setup: recordableFlags(run.setup.flags) } : {}),
       acceptance: run.acceptance,
       limits: run.limits,
       signal: controller.signal,

@@ -1,5 +1,10 @@
 import type { JournalBackend, JournalWriter } from "../journal/store.js";
-import { type AnyNewEvent, type AnyRecord, JOURNAL_FORMAT_VERSION } from "../journal/vocabulary.js";
+import {
+  type AnyNewEvent,
+  type AnyRecord,
+  type EventData,
+  JOURNAL_FORMAT_VERSION,
+} from "../journal/vocabulary.js";
 import { decodeStream, ProtocolError, type StreamEvidence } from "../protocol/decoder.js";
 import type { ModelMessage, Reply, StreamEvent } from "../protocol/types.js";
 import { type Provider, ProviderError } from "../providers/provider.js";
@@ -10,9 +15,11 @@ import type {
   HookPort,
   PermissionPort,
   ProgressListener,
+  ProposalPort,
+  ProposalRecord,
 } from "../runtime/ports.js";
 import type { ToolSnapshot } from "../runtime/registry.js";
-import { errorResult } from "../runtime/result.js";
+import { errorResult, okResult, type ToolResult } from "../runtime/result.js";
 import { digestOf } from "../shared/hash.js";
 import type { JsonObject } from "../shared/json.js";
 import type { ArtifactStore } from "../tools/tool.js";
@@ -52,6 +59,10 @@ export interface Limits {
   modelRetryMaxMs: number;
   previewLimitBytes: number;
   poolSize: number;
+  /** Largest request (messages + tool specs, as JSON characters) the model may be sent. */
+  maxContextChars: number;
+  /** Longest total time to spend waiting between retries of one model step. */
+  modelRetryMaxTotalMs: number;
 }
 
 export const DEFAULT_LIMITS: Limits = {
@@ -62,6 +73,8 @@ export const DEFAULT_LIMITS: Limits = {
   modelRetryMaxMs: 20_000,
   previewLimitBytes: 40 * 1024,
   poolSize: 8,
+  maxContextChars: 2_000_000,
+  modelRetryMaxTotalMs: 120_000,
 };
 
 export interface PolicyHandle {
@@ -69,6 +82,36 @@ export interface PolicyHandle {
   describe: JsonObject;
   digest: string;
   permissions: PermissionPort;
+}
+
+export interface SpawnInfo {
+  callId: string;
+  pid: number;
+  pgid: number;
+  bootId: string;
+  startTicks: number;
+  sandboxed: boolean;
+}
+
+/**
+ * Connects process-running tools to the journal: the tool reports each spawned process group
+ * (before waiting on it) through `onSpawn`, and the engine journals it durably.
+ */
+export class SpawnJournal {
+  private sink: ((info: SpawnInfo) => Promise<void>) | undefined;
+  readonly onSpawn = async (info: SpawnInfo): Promise<void> => {
+    if (!this.sink) throw new Error("no session is recording spawns");
+    await this.sink(info);
+  };
+  attach(sink: ((info: SpawnInfo) => Promise<void>) | undefined): void {
+    this.sink = sink;
+  }
+}
+
+export interface ProcessSupervision {
+  journal: SpawnJournal;
+  /** Kill what is left of a recorded process group; returns how many processes were killed. */
+  killSurvivors(spawn: { pgid: number; bootId: string; startTicks: number }): Promise<number>;
 }
 
 /** Live observation of a run (for the CLI's stderr progress and `--events`). */
@@ -93,9 +136,15 @@ export interface EngineOptions {
   grants?: GrantPort;
   hooks?: HookPort;
   acceptance: readonly AcceptanceCheck[];
+  /** Propose mode: builds the overlay proposing calls write to, from the session's proposals. */
+  proposals?(existing: readonly ProposalRecord[]): ProposalPort;
+  /** Process-running tools: where spawns are journaled, and how survivors are killed on resume. */
+  processes?: ProcessSupervision;
   limits?: Partial<Limits>;
   signal?: AbortSignal;
   listener?: EngineListener;
+  /** How the run was set up (recorded in session.started for resume; no secrets, no host paths). */
+  setup?: JsonObject;
   /** `new`: the session must not exist; `resume`: it must; `auto`: either. */
   mode: "new" | "resume" | "auto";
   harnessVersion: string;
@@ -133,6 +182,19 @@ export class Engine {
       );
     }
     this.writer = await backend.openWriter(sessionId, { create: mode !== "resume" });
+    this.options.processes?.journal.attach(async (info) => {
+      await this.record({
+        type: "process.spawned",
+        data: {
+          call_id: info.callId,
+          pid: info.pid,
+          pgid: info.pgid,
+          boot_id: info.bootId,
+          start_ticks: info.startTicks,
+          sandboxed: info.sandboxed,
+        },
+      });
+    });
     try {
       this.state = SessionState.from(this.writer.records);
       if (!this.state.header) {
@@ -143,6 +205,7 @@ export class Engine {
       }
       return await this.drive();
     } finally {
+      this.options.processes?.journal.attach(undefined);
       await this.writer.close();
     }
   }
@@ -150,24 +213,19 @@ export class Engine {
   private async drive(): Promise<RunSummary> {
     const orphans = this.state.startedWithoutResult();
     if (orphans.length > 0) {
-      // Started but never settled: the effect may or may not have happened. Say so; never replay.
-      await this.record(
-        ...orphans.map(
-          (started): AnyNewEvent => ({
-            type: "tool.result",
-            data: errorResult(
-              { call_id: started.call_id, name: started.name },
-              "UNKNOWN_OUTCOME",
-              `${started.name} (call ${started.call_id}) started but its outcome was never recorded; it was not run again.`,
-            ),
-          }),
-        ),
-      );
-      return this.stop(
-        "review_required",
-        "unknown_outcome",
-        "a tool call's outcome is unknown; inspect the workspace",
-      );
+      let unknown = 0;
+      for (const started of orphans) {
+        const result = await this.recover(started);
+        if (result.status === "unknown") unknown += 1;
+        await this.record({ type: "tool.result", data: result });
+      }
+      if (unknown > 0) {
+        return this.stop(
+          "review_required",
+          "unknown_outcome",
+          "a tool call's outcome is unknown; inspect the workspace",
+        );
+      }
     }
     if (this.state.hasUnknownOutcome()) {
       return this.stop(
@@ -210,6 +268,57 @@ export class Engine {
     }
   }
 
+  /**
+   * The outcome of a call that started but never settled. Survivors of its process group are
+   * killed first. A tool that can look the outcome up (reconcile) reports the real one;
+   * otherwise it is unknown: never guessed, never replayed.
+   */
+  private async recover(started: EventData<"tool.started">): Promise<ToolResult> {
+    const id = { call_id: started.call_id, name: started.name };
+    let killed = 0;
+    const supervision = this.options.processes;
+    if (supervision) {
+      for (const spawn of this.state.spawns.filter((s) => s.call_id === started.call_id)) {
+        killed += await supervision.killSurvivors({
+          pgid: spawn.pgid,
+          bootId: spawn.boot_id,
+          startTicks: spawn.start_ticks,
+        });
+      }
+    }
+    const note = killed > 0 ? ` ${killed} surviving process(es) of it were killed.` : "";
+    const entry = this.options.snapshot.get(started.name);
+    if (entry?.tool.reconcile && entry.tool.version === started.tool_version) {
+      const parsed = entry.tool.input.safeParse(started.arguments);
+      if (parsed.success) {
+        try {
+          const output = await entry.tool.reconcile(parsed.data, {
+            callId: started.call_id,
+            signal: this.signal,
+            fs: this.options.fs,
+            artifacts: this.options.artifacts,
+            observedVersion: (path) => this.state.observed.get(path),
+            ...(this.options.hostRoot !== undefined ? { hostRoot: this.options.hostRoot } : {}),
+          });
+          if (output) {
+            const result = okResult(id, output, 0);
+            result.summary = `reconciled after an interruption: ${output.summary}`;
+            result.data = { ...output.data, reconciled: true };
+            return result;
+          }
+        } catch {
+          // A failed lookup proves nothing either way: fall through to unknown.
+        }
+      }
+    }
+    return errorResult(
+      id,
+      "UNKNOWN_OUTCOME",
+      `${started.name} (call ${started.call_id}) started but its outcome was never recorded; it was not run again.${note}`,
+      { data: { killed_processes: killed } },
+    );
+  }
+
   private async begin(): Promise<void> {
     const goal = this.options.goal;
     if (goal === undefined || goal.trim() === "")
@@ -235,6 +344,7 @@ export class Engine {
           })),
           tools_digest: snapshot.digest,
           acceptance: this.options.acceptance.map((check) => check.name),
+          ...(this.options.setup ? { options: this.options.setup } : {}),
         },
       },
       { type: "user.input", data: { text: goal } },
@@ -274,14 +384,22 @@ export class Engine {
         );
       }
       const step = this.state.replies.length;
-      await this.record({
-        type: "model.started",
-        data: { step, attempt, tools_digest: this.options.snapshot.digest },
-      });
       const messages: ModelMessage[] = [
         { role: "system", content: this.systemPrompt },
         ...this.state.messages,
       ];
+      const size = requestSize(messages, this.options.snapshot);
+      if (size > this.limits.maxContextChars) {
+        return this.stop(
+          "stopped",
+          "context_budget_exhausted",
+          `the request would be ${size} characters, over the context budget of ${this.limits.maxContextChars}`,
+        );
+      }
+      await this.record({
+        type: "model.started",
+        data: { step, attempt, tools_digest: this.options.snapshot.digest },
+      });
       const stream = this.options.provider.stream(
         { messages, tools: this.options.snapshot.specs, step, attempt, ordinal: this.state.ordinal },
         this.signal,
@@ -324,8 +442,13 @@ export class Engine {
         ...(failure.requestId !== undefined ? { request_id: failure.requestId } : {}),
         ...(hasEvidence(evidence) ? { evidence } : {}),
       };
-      if (failure.retryable && attempt + 1 < this.limits.maxModelAttempts) {
-        const delay = this.retryDelay(attempt, failure.retryAfterMs);
+      const delay = this.retryDelay(attempt, failure.retryAfterMs);
+      const waited = this.waitedSinceReply();
+      if (
+        failure.retryable &&
+        attempt + 1 < this.limits.maxModelAttempts &&
+        waited + delay <= this.limits.modelRetryMaxTotalMs
+      ) {
         await this.record({
           type: "model.retryable_error",
           data: {
@@ -360,10 +483,21 @@ export class Engine {
     return attempts;
   }
 
+  /** Exponential backoff with full jitter; a server's Retry-After is honoured as a floor. */
   private retryDelay(attempt: number, retryAfterMs: number | undefined): number {
     const ceiling = Math.min(this.limits.modelRetryMaxMs, this.limits.modelRetryBaseMs * 2 ** attempt);
     const jittered = Math.round((this.options.random ?? Math.random)() * ceiling);
-    return Math.min(this.limits.modelRetryMaxMs, Math.max(jittered, retryAfterMs ?? 0));
+    return Math.max(jittered, Math.ceil(retryAfterMs ?? 0));
+  }
+
+  private waitedSinceReply(): number {
+    let waited = 0;
+    for (let i = this.writer.records.length - 1; i >= 0; i--) {
+      const record = this.writer.records[i]!;
+      if (record.type === "model.reply") break;
+      if (record.type === "model.retryable_error") waited += record.data.retry_in_ms;
+    }
+    return waited;
   }
 
   private reusedCallId(reply: Reply): string | undefined {
@@ -380,6 +514,17 @@ export class Engine {
   }
 
   private async finish(answer: string): Promise<RunSummary> {
+    const pending = [...this.state.proposals.values()].filter(
+      (p) => !this.state.appliedProposals.has(p.proposal_id),
+    );
+    if (this.options.proposals && pending.length > 0) {
+      // Acceptance runs after a reviewer applies the proposals, never against an unchanged workspace.
+      return this.stop(
+        "needs_review",
+        "proposals_pending",
+        `${pending.length} proposed change(s) await review: harness diff ${this.options.sessionId}; harness apply ${this.options.sessionId}`,
+      );
+    }
     const checks = this.options.acceptance;
     if (checks.length === 0) {
       await this.record({ type: "run.finished", data: { status: "unverified", answer } });
@@ -495,6 +640,8 @@ export class Engine {
       grants,
       ...(o.hooks ? { hooks: o.hooks } : {}),
       observedVersion: (path) => this.state.observed.get(path),
+      history: () => this.state.history,
+      ...(o.proposals ? { proposals: o.proposals(proposalRecords(this.state)) } : {}),
       previewLimitBytes: this.limits.previewLimitBytes,
       poolSize: this.limits.poolSize,
       retry: o.runtime?.retry ?? { maxAttempts: 3, baseDelayMs: 50, maxDelayMs: 1000 },
@@ -505,6 +652,14 @@ export class Engine {
       ...(o.random ? { random: o.random } : {}),
     });
   }
+}
+
+function proposalRecords(state: SessionState): ProposalRecord[] {
+  return [...state.proposals.values()].map(({ call_id: _call, ...record }) => record);
+}
+
+function requestSize(messages: readonly ModelMessage[], snapshot: ToolSnapshot): number {
+  return JSON.stringify(messages).length + JSON.stringify(snapshot.specs).length;
 }
 
 function hasEvidence(evidence: StreamEvidence): boolean {

@@ -1,5 +1,6 @@
 import type { AnyRecord, EventData } from "../journal/vocabulary.js";
 import type { ModelMessage, ToolCall } from "../protocol/types.js";
+import type { HistoryEntry } from "../runtime/ports.js";
 import { projectForModel } from "../runtime/projection.js";
 import type { ToolResult } from "../runtime/result.js";
 
@@ -24,6 +25,14 @@ export class SessionState {
   readonly started = new Map<string, EventData<"tool.started">>();
   readonly results = new Map<string, EventData<"tool.result">>();
   readonly observed = new Map<string, string>();
+  /** Latest proposal per path (propose mode), and the ids already applied. */
+  readonly proposals = new Map<string, EventData<"proposal.recorded">>();
+  readonly appliedProposals = new Set<string>();
+  /** Process groups spawned by calls, for killing survivors after a crash. */
+  readonly spawns: EventData<"process.spawned">[] = [];
+  /** Settled calls in commit order, with their arguments (for observation-based policies). */
+  readonly history: HistoryEntry[] = [];
+  private readonly callArguments = new Map<string, ToolCall>();
   /** Session-scoped approvals, in order. */
   readonly sessionApprovals: EventData<"approval.decided">[] = [];
   modelRequests = 0;
@@ -63,7 +72,10 @@ export class SessionState {
       case "model.reply": {
         this.ordinal += 1;
         this.replies.push(record.data);
-        for (const call of record.data.calls) this.callIds.add(call.id);
+        for (const call of record.data.calls) {
+          this.callIds.add(call.id);
+          this.callArguments.set(call.id, call);
+        }
         const message: ModelMessage = {
           role: "assistant",
           content: record.data.text,

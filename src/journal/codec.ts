@@ -1,7 +1,13 @@
 import { canonicalJson, sha256Hex } from "../shared/hash.js";
 import { isJsonObject } from "../shared/json.js";
 import { JournalError } from "./store.js";
-import { type AnyNewEvent, type AnyRecord, EVENT_SCHEMAS, type EventType, isEventType } from "./vocabulary.js";
+import {
+  type AnyNewEvent,
+  type AnyRecord,
+  EVENT_SCHEMAS,
+  type EventType,
+  isEventType,
+} from "./vocabulary.js";
 
 /**
  * One journal line is the RFC 8785 canonical JSON of the whole record plus "\n". Canonical key
@@ -73,7 +79,8 @@ export interface EncodedRecord {
 export function encodeRecord(event: AnyNewEvent, seq: number, prev: string, at: Date): EncodedRecord {
   const problem = newEventProblem(event);
   if (problem) throw new JournalError("INVALID_EVENT", `cannot journal event: ${problem}`);
-  if (Number.isNaN(at.getTime())) throw new JournalError("INVALID_EVENT", "the journal clock returned an invalid date");
+  if (Number.isNaN(at.getTime()))
+    throw new JournalError("INVALID_EVENT", "the journal clock returned an invalid date");
   const time = at.toISOString();
   if (!ISO_TIME.test(time)) throw new JournalError("INVALID_EVENT", `journal time ${time} is out of range`);
   let dataText: string;
@@ -189,7 +196,10 @@ export function decodeRecordLine(line: string, seq: number, prev: string): AnyRe
     };
   }
   if (sha256Hex(DATA_OPEN + dataText + tail) !== hash) {
-    return { fault: "TAMPERED", message: `record seq ${seq} was modified: its content does not match its hash` };
+    return {
+      fault: "TAMPERED",
+      message: `record seq ${seq} was modified: its content does not match its hash`,
+    };
   }
   if (foundPrev !== prev) {
     return corrupt(

@@ -9,12 +9,12 @@ import {
   openSync,
   readdirSync,
   readFileSync,
-  statSync,
   writeSync,
 } from "node:fs";
+import { dirname, join } from "node:path";
+import { setTimeout as delay } from "node:timers/promises";
 import { encodeRecord } from "./codec.js";
-import { join } from "node:path";
-import { acquireLock, type HeldLock, releaseLock } from "./lock.js";
+import { acquireLock, type HeldLock, inspectLockFile, lockFileLinked, releaseLock } from "./lock.js";
 import {
   assertHarnessDir,
   EVENTS_FILE,
@@ -23,7 +23,7 @@ import {
   sessionPaths,
   sessionsDirOf,
 } from "./session-path.js";
-import { JournalError, type JournalBackend, type JournalWriter } from "./store.js";
+import { type JournalBackend, JournalError, type JournalWriter } from "./store.js";
 import { loadError, verifyJournalBytes } from "./verify.js";
 import { type AnyNewEvent, type AnyRecord, GENESIS_HASH } from "./vocabulary.js";
 
@@ -87,7 +87,12 @@ export class FileJournalBackend implements JournalBackend {
   }
 
   /** With the lock held: open (or create) the file and load it again, so no stale view is used. */
-  private openLocked(paths: SessionPaths, sessionId: string, lock: HeldLock, create: boolean): FileJournalWriter {
+  private openLocked(
+    paths: SessionPaths,
+    sessionId: string,
+    lock: HeldLock,
+    create: boolean,
+  ): FileJournalWriter {
     const flags = constants.O_RDWR | constants.O_APPEND;
     let fd = openIfExists(paths.events, flags);
     let created = false;
@@ -103,7 +108,16 @@ export class FileJournalBackend implements JournalBackend {
       if (!result.ok) throw loadError(sessionId, result);
       // A new (or still empty) session's directory entries must reach the disk with its first records.
       const syncDirs = created || result.records.length === 0;
-      return new FileJournalWriter(sessionId, paths, fd, lock, result.records, bytes.length, syncDirs, this.now);
+      return new FileJournalWriter(
+        sessionId,
+        paths,
+        fd,
+        lock,
+        result.records,
+        bytes.length,
+        syncDirs,
+        this.now,
+      );
     } catch (error) {
       closeSync(fd);
       throw error instanceof JournalError
@@ -114,16 +128,15 @@ export class FileJournalBackend implements JournalBackend {
 
   async read(sessionId: string): Promise<AnyRecord[]> {
     const paths = sessionPaths(this.harnessDir, sessionId);
-    let bytes: Buffer;
-    try {
-      bytes = readFileSync(paths.events);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") throw notFound(sessionId);
-      throw new JournalError("IO", `session ${sessionId}: cannot read the journal (${errnoOf(error)})`);
+    for (let attempt = 1; ; attempt++) {
+      const result = verifyJournalBytes(readEvents(paths, sessionId), sessionId);
+      if (result.ok) return result.records;
+      // While another process appends, a reader can catch its write half done; that tail is an
+      // append in flight, not a torn one, so look again shortly before calling it damage.
+      const writerActive = result.code === "TORN_TAIL" && inspectLockFile(paths.lock)?.state === "alive";
+      if (!writerActive || attempt >= READ_ATTEMPTS_WHILE_WRITING) throw loadError(sessionId, result);
+      await delay(READ_RETRY_MS);
     }
-    const result = verifyJournalBytes(bytes, sessionId);
-    if (!result.ok) throw loadError(sessionId, result);
-    return result.records;
   }
 
   async exists(sessionId: string): Promise<boolean> {
@@ -143,6 +156,18 @@ export class FileJournalBackend implements JournalBackend {
     return names
       .filter((name) => SESSION_ID_PATTERN.test(name) && existsSync(join(sessionsDir, name, EVENTS_FILE)))
       .sort();
+  }
+}
+
+const READ_ATTEMPTS_WHILE_WRITING = 5;
+const READ_RETRY_MS = 10;
+
+function readEvents(paths: SessionPaths, sessionId: string): Buffer {
+  try {
+    return readFileSync(paths.events);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") throw notFound(sessionId);
+    throw new JournalError("IO", `session ${sessionId}: cannot read the journal (${errnoOf(error)})`);
   }
 }
 
@@ -223,8 +248,10 @@ class FileJournalWriter implements JournalWriter {
       while (written < bytes.length) written += writeSync(this.fd, bytes.subarray(written));
       fsyncSync(this.fd);
       if (this.syncDirsOnAppend) {
+        // The new entries (session directory, possibly `sessions/` itself) live in these three.
         fsyncDirectory(this.paths.sessionDir);
         fsyncDirectory(this.paths.sessionsDir);
+        fsyncDirectory(dirname(this.paths.sessionsDir));
         this.syncDirsOnAppend = false;
       }
       this.size += bytes.length;
@@ -247,8 +274,7 @@ class FileJournalWriter implements JournalWriter {
 
   /** Refuse to append when the lock was removed or the file changed behind our back. */
   private assertSoleWriter(): void {
-    const lockStat = statSync(this.lock.path, { throwIfNoEntry: false });
-    if (!lockStat || lockStat.ino !== this.lock.ino) {
+    if (!lockFileLinked(this.lock)) {
       throw new JournalError(
         "LOCKED",
         `session ${this.sessionId}: this writer's lock was removed or replaced; stopping so that two writers never append`,

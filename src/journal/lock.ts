@@ -28,12 +28,17 @@ export interface LockOwner {
   proc_start: string | null;
 }
 
-/** A lock this process holds. `text` and `ino` identify it, so we never remove someone else's. */
+/**
+ * A lock this process holds. The lock file stays open (`fd`) so that checking it on every append
+ * is one fstat: a link count of 0 means someone removed it (for example a forced unlock).
+ * `text` and `ino` identify the file, so we never remove someone else's.
+ */
 export interface HeldLock {
   readonly path: string;
   readonly owner: LockOwner;
   readonly text: string;
   readonly ino: number;
+  readonly fd: number;
 }
 
 export type LockStatus =
@@ -92,7 +97,11 @@ export function parseLockOwner(text: string): LockOwner | null {
 /** Whether the owner of a lock still runs, judged only from evidence on this host. */
 export function ownerStatus(owner: LockOwner): LockStatus {
   if (owner.host !== hostname()) {
-    return { state: "unknown", owner, reason: "it was taken on another host, so it cannot be checked from here" };
+    return {
+      state: "unknown",
+      owner,
+      reason: "it was taken on another host, so it cannot be checked from here",
+    };
   }
   try {
     process.kill(owner.pid, 0);
@@ -123,7 +132,8 @@ export function inspectLockFile(path: string): LockStatus | undefined {
   const text = readLockText(path);
   if (text === undefined) return undefined;
   const owner = parseLockOwner(text);
-  if (!owner) return { state: "unknown", owner: null, reason: "its lock file cannot be read as an owner record" };
+  if (!owner)
+    return { state: "unknown", owner: null, reason: "its lock file cannot be read as an owner record" };
   return ownerStatus(owner);
 }
 
@@ -172,38 +182,48 @@ export function acquireLock(path: string, sessionId: string, now: Date): HeldLoc
     try {
       fd = openSync(path, CREATE_EXCLUSIVE, 0o600);
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw ioError("cannot create the writer lock", error);
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST")
+        throw ioError("cannot create the writer lock", error);
       const status = inspectLockFile(path);
       if (status) throw lockHeldError(sessionId, status);
       continue;
     }
     try {
       writeSync(fd, text);
-      return { path, owner, text, ino: fstatSync(fd).ino };
+      return { path, owner, text, ino: fstatSync(fd).ino, fd };
     } catch (error) {
+      closeSync(fd);
       rmSync(path, { force: true });
       throw ioError("cannot write the writer lock", error);
-    } finally {
-      closeSync(fd);
     }
   }
   throw new JournalError("LOCKED", `session ${sessionId}: the writer lock keeps changing hands; try again`);
 }
 
-/** Whether the lock file on disk is still the one we created (not removed or replaced). */
-export function isStillHeld(lock: HeldLock): boolean {
+/** Cheap check for the append path: false once our lock file was unlinked (removed or replaced). */
+export function lockFileLinked(lock: HeldLock): boolean {
+  return fstatSync(lock.fd).nlink > 0;
+}
+
+/** Whether the lock file at its path is still the one we created, with our owner record. */
+function isStillHeld(lock: HeldLock): boolean {
+  if (!lockFileLinked(lock)) return false;
   const stat = statSync(lock.path, { throwIfNoEntry: false });
   if (!stat || stat.ino !== lock.ino) return false;
   return readLockText(lock.path) === lock.text;
 }
 
-/** Remove our lock; a lock that is no longer ours (forced unlock, new owner) is left alone. */
+/** Remove our lock and close it; a lock that is no longer ours (forced unlock, new owner) stays. */
 export function releaseLock(lock: HeldLock): void {
-  if (!isStillHeld(lock)) return;
   try {
+    if (!isStillHeld(lock)) return;
     unlinkSync(lock.path);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw ioError("cannot remove the writer lock", error);
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") {
+      throw ioError("cannot remove the writer lock", error);
+    }
+  } finally {
+    closeSync(lock.fd);
   }
 }
 

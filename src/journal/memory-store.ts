@@ -1,7 +1,7 @@
 import { decodeRecordLine, encodeRecord, isRecordFault } from "./codec.js";
 import { currentOwner, type LockOwner, lockHeldError } from "./lock.js";
 import { assertSessionId } from "./session-path.js";
-import { JournalError, type JournalBackend, type JournalWriter } from "./store.js";
+import { type JournalBackend, JournalError, type JournalWriter } from "./store.js";
 import { type AnyNewEvent, type AnyRecord, GENESIS_HASH } from "./vocabulary.js";
 
 export interface MemoryJournalOptions {
@@ -68,7 +68,8 @@ function decodeAll(sessionId: string, lines: readonly string[]): AnyRecord[] {
   let prev = GENESIS_HASH;
   for (const line of lines) {
     const decoded = decodeRecordLine(line, records.length, prev);
-    if (isRecordFault(decoded)) throw new JournalError(decoded.fault, `session ${sessionId}: ${decoded.message}`);
+    if (isRecordFault(decoded))
+      throw new JournalError(decoded.fault, `session ${sessionId}: ${decoded.message}`);
     records.push(decoded);
     prev = decoded.hash;
   }

@@ -79,7 +79,8 @@ export async function repairJournal(
 ): Promise<RepairResult> {
   const now = options.now ?? (() => new Date());
   const paths = sessionPaths(harnessDir, sessionId);
-  if (!existsSync(paths.events)) throw new JournalError("SESSION_NOT_FOUND", `session ${sessionId} does not exist`);
+  if (!existsSync(paths.events))
+    throw new JournalError("SESSION_NOT_FOUND", `session ${sessionId} does not exist`);
   const lock = acquireLock(paths.lock, sessionId, now());
   try {
     return repairLocked(paths, sessionId, now);
@@ -102,7 +103,8 @@ function repairLocked(paths: SessionPaths, sessionId: string, now: () => Date): 
     throw error;
   }
   const result = verifyJournalBytes(bytes, sessionId);
-  if (result.ok) return { backup: null, keptRecords: result.records.length, droppedBytes: 0, droppedLines: 0 };
+  if (result.ok)
+    return { backup: null, keptRecords: result.records.length, droppedBytes: 0, droppedLines: 0 };
 
   const backup = backUp(paths, now());
   const fd = openSync(paths.events, constants.O_RDWR);

@@ -52,7 +52,13 @@ export function verifyJournalBytes(bytes: Buffer, sessionId: string): VerifyResu
       };
     }
     if (checkEachLine && !isUtf8(bytes.subarray(start, end))) {
-      return fault("CORRUPT", `line ${seq + 1} (expected seq ${seq}) is not valid UTF-8`, seq, start, sessionId);
+      return fault(
+        "CORRUPT",
+        `line ${seq + 1} (expected seq ${seq}) is not valid UTF-8`,
+        seq,
+        start,
+        sessionId,
+      );
     }
     const decoded = decodeRecordLine(bytes.toString("utf8", start, end), seq, prev);
     if (isRecordFault(decoded)) return fault(decoded.fault, decoded.message, seq, start, sessionId);

@@ -49,6 +49,8 @@ export const EVENT_SCHEMAS = {
     tools: z.array(z.object({ name: z.string(), version: z.string(), effect: z.string() })),
     tools_digest: hex64,
     acceptance: z.array(z.string()).optional(),
+    /** How the run was set up (CLI flags without secrets or host paths), so resume can rebuild it. */
+    options: jsonObject.optional(),
   }),
   "session.resumed": z.object({ pid: z.number().int() }),
   "user.input": z.object({ text: z.string() }),
@@ -119,6 +121,14 @@ export const EVENT_SCHEMAS = {
     effect: z.string(),
     batch: z.number().int(),
     permission: jsonObject.optional(),
+  }),
+  "process.spawned": z.object({
+    call_id: z.string(),
+    pid: z.number().int(),
+    pgid: z.number().int(),
+    boot_id: z.string(),
+    start_ticks: z.number().int(),
+    sandboxed: z.boolean(),
   }),
   "tool.retrying": z.object({
     call_id: z.string(),

@@ -49,8 +49,8 @@ export class PolicyPermissionPort implements PermissionPort {
       args: request.arguments,
       ...(kind === undefined ? {} : { subjectKind: kind }),
     });
-    // The pipeline applies changes or refuses them; "propose" refuses the apply here.
-    const decision = evaluation.decision === "propose" ? "deny" : evaluation.decision;
+    // "propose": the runtime runs the call against a proposal overlay; nothing is applied.
+    const decision = evaluation.decision;
     const reason =
       evaluation.decision === "propose"
         ? `${evaluation.reason}: changes are proposed for review, not applied`

@@ -10,12 +10,15 @@ import type {
   ApprovalPort,
   ApprovalRequest,
   GrantPort,
+  HistoryEntry,
   HookCallContext,
   HookPort,
   HookRecord,
   PermissionDecision,
   PermissionPort,
   ProgressListener,
+  ProposalPort,
+  ProposalRecord,
   Recorder,
 } from "./ports.js";
 import { applyPreviewLimit } from "./projection.js";
@@ -34,7 +37,11 @@ export interface RuntimeOptions {
   approver: ApprovalPort;
   grants: GrantPort;
   hooks?: HookPort;
+  /** Propose mode: where proposing calls write instead of the workspace. */
+  proposals?: ProposalPort;
   observedVersion(canonicalPath: string): string | undefined;
+  /** Settled calls of the session so far, for policies that depend on observations. */
+  history?(): readonly HistoryEntry[];
   previewLimitBytes: number;
   poolSize: number;
   /** Runtime-level retries of transient infrastructure failures (pure/idempotent tools only). */
@@ -219,10 +226,12 @@ export class ToolRuntime {
     const { call, entry } = prepared;
     const id = identity(call);
     await this.notify("before_permission", call, entry);
+    const history = this.options.history?.();
     const decision = this.options.permissions.decide({
       tool: call.name,
       effect: entry.tool.effect,
       arguments: call.arguments,
+      ...(history ? { history } : {}),
     });
     prepared.permission = decision;
     const ruleData: JsonObject = {
@@ -409,6 +418,8 @@ export class ToolRuntime {
   private async attempt(prepared: Prepared, timeoutMs: number, runSignal: AbortSignal): Promise<ToolResult> {
     const { call, entry } = prepared;
     const id = identity(call);
+    const proposing =
+      prepared.permission?.decision === "propose" ? this.options.proposals?.begin(call.id) : undefined;
     const controller = new AbortController();
     const onRunAbort = () => controller.abort(runSignal.reason);
     if (runSignal.aborted) controller.abort(runSignal.reason);
@@ -417,7 +428,7 @@ export class ToolRuntime {
     const context: ToolContext = {
       callId: call.id,
       signal: controller.signal,
-      fs: this.options.fs,
+      fs: proposing?.fs ?? this.options.fs,
       artifacts: this.options.artifacts,
       observedVersion: (path) => this.options.observedVersion(path),
       ...(this.options.hostRoot !== undefined ? { hostRoot: this.options.hostRoot } : {}),
@@ -472,7 +483,7 @@ export class ToolRuntime {
     try {
       const result = await Promise.race([execution, abandon]);
       await this.notify("after_execute", call, entry, result.status);
-      return result;
+      return proposing ? asProposal(result, proposing.finish()) : result;
     } finally {
       clearTimeout(timer);
       runSignal.removeEventListener("abort", onRunAbort);
@@ -557,6 +568,7 @@ export class ToolRuntime {
 class OrderedCommitter {
   readonly committed: ToolResult[] = [];
   private readonly results: (ToolResult | undefined)[];
+  private readonly finishedAt: number[] = [];
   private next = 0;
   private flushing: Promise<void> = Promise.resolve();
 
@@ -585,6 +597,7 @@ class OrderedCommitter {
 
   complete(index: number, result: ToolResult): void {
     this.results[index] = result;
+    this.finishedAt[index] = Date.now();
   }
 
   markNotApplied(): void {
@@ -602,11 +615,36 @@ class OrderedCommitter {
         this.next += 1;
       }
       if (ready.length === 0) return;
-      await this.recorder.record(ready.map((result) => ({ type: "tool.result", data: result })));
+      const now = Date.now();
+      const events: AnyNewEvent[] = [];
+      for (const [offset, result] of ready.entries()) {
+        const finished = this.finishedAt[this.next - ready.length + offset];
+        if (result.trace && finished !== undefined) result.trace.commit_wait_ms = now - finished;
+        const { proposals, ...settled } = result;
+        for (const proposal of proposals ?? []) {
+          events.push({ type: "proposal.recorded", data: { ...proposal, call_id: result.call_id } });
+        }
+        events.push({ type: "tool.result", data: settled });
+      }
+      await this.recorder.record(events);
       this.committed.push(...ready);
     });
     return this.flushing;
   }
+}
+
+/** A proposing call's result: its proposals ride along until the engine journals them. */
+function asProposal(result: ToolResult, proposals: ProposalRecord[]): ToolResult {
+  if (proposals.length === 0) return result;
+  const ids = proposals.map((p) => p.proposal_id);
+  const diffs = proposals.map((p) => p.diff).join("\n");
+  return {
+    ...result,
+    summary: `proposed, not applied: ${result.summary}`,
+    content: `PROPOSED (not applied; the workspace is unchanged until a reviewer runs harness apply)\n${result.content}\n${diffs}`,
+    data: { ...result.data, proposals: ids },
+    proposals,
+  };
 }
 
 function done(result: ToolResult): Slot {

@@ -2,6 +2,7 @@ import type { ToolStatus } from "../protocol/types.js";
 import type { JsonObject } from "../shared/json.js";
 import { ERROR_CODES, type ErrorCode, ToolError } from "../tools/errors.js";
 import type { ArtifactRef } from "../tools/tool.js";
+import type { ProposalRecord } from "./ports.js";
 
 /**
  * The normalized result: one shape for every call, whatever happened. This is what the journal
@@ -23,6 +24,8 @@ export interface ToolResult {
   artifact?: ArtifactRef;
   duration_ms: number;
   trace?: JsonObject;
+  /** Propose mode only: the captured changes, journaled before the result itself. */
+  proposals?: ProposalRecord[];
 }
 
 export interface CallIdentity {

@@ -1,9 +1,10 @@
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import canonicalize from "canonicalize";
 
 /** SHA-256 of raw bytes or a UTF-8 string, lower-case hex. */
 export function sha256Hex(data: string | Uint8Array): string {
-  return createHash("sha256").update(data).digest("hex");
+  // crypto.hash is the one-shot form (Node >= 20.12): no Hash object per call on hot paths.
+  return hash("sha256", data, "hex");
 }
 
 /** RFC 8785 (JCS) canonical JSON text of a value. */

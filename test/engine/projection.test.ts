@@ -1,5 +1,3 @@
-import { writeFile } from "node:fs/promises";
-import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SessionState } from "../../src/engine/state.js";
 import { SYSTEM_PROMPT } from "../../src/engine/system-prompt.js";

@@ -21,14 +21,14 @@ const portRequest = (args: Record<string, string | number>): PortRequest => ({
 });
 
 describe("runtime port adapters", () => {
-  it("decides through the policy, refusing to apply writes in propose mode", () => {
+  it("decides through the policy, turning writes into proposals in propose mode", () => {
     const port = new PolicyPermissionPort(
       buildPolicy([cliLayer({ write: "propose", deny: ["grep(secret/**)"] })]),
       (tool) => (tool === "grep" ? "path" : undefined),
     );
     expect(port.decide({ tool: "edit_file", effect: "local_write", arguments: { path: "a" } })).toMatchObject(
       {
-        decision: "deny",
+        decision: "propose",
         source: "cli",
         reason: expect.stringContaining("proposed for review"),
       },

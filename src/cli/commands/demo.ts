@@ -50,12 +50,14 @@ export const demoCommand = {
       sessionId: readOnly ? "demo-read-only" : "demo",
       mode: "auto",
       goal: DEMO_GOAL,
-      provider: ScriptedProvider.fromFunction(demoScript, "demo"),
-      snapshot: registry.snapshot(),
-      policy: { describe: modes.describe, digest: modes.digest, permissions: modes },
-      approver: {
-        async request() {
-          return { decision: "deny", scope: "once", by: "harness", reason: "the demo never asks" };
+      setup: {
+        provider: ScriptedProvider.fromFunction(demoScript, "demo"),
+        snapshot: registry.snapshot(),
+        policy: { describe: modes.describe, digest: modes.digest, permissions: modes },
+        approver: {
+          async request() {
+            return { decision: "deny", scope: "once", by: "harness", reason: "the demo never asks" };
+          },
         },
       },
       acceptance: [new FileEqualsCheck(workspace.fs, DEMO_FILE, DEMO_EXPECTED)],

@@ -101,6 +101,10 @@ function render(record: AnyRecord, style: Style): string {
       );
     case "tool.started":
       return style.dim(`started ${record.data.name}#${record.data.call_id} (batch ${record.data.batch})`);
+    case "process.spawned":
+      return style.dim(
+        `process group ${record.data.pgid} for ${record.data.call_id}${record.data.sandboxed ? " (sandboxed)" : ""}`,
+      );
     case "tool.retrying":
       return style.yellow(`retrying ${record.data.call_id}: ${record.data.error_type}`);
     case "tool.result": {

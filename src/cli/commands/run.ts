@@ -1,26 +1,33 @@
 import { CommandCheck } from "../../engine/acceptance.js";
-import type { PolicyHandle } from "../../engine/engine.js";
 import { SessionState } from "../../engine/state.js";
-import type { Provider } from "../../providers/provider.js";
-import { ScriptedProvider } from "../../providers/scripted/provider.js";
-import { ModePolicy, type WriteMode } from "../../runtime/mode-policy.js";
-import type { ApprovalPort } from "../../runtime/ports.js";
-import { ToolRegistry } from "../../runtime/registry.js";
-import { createFileTools } from "../../tools/builtin.js";
+import { PROVIDER_KINDS } from "../../providers/config.js";
 import { oneOf, parse, positiveInt } from "../args.js";
 import { runSession } from "../session-runner.js";
+import { buildSetup, effectiveFlags, type RunFlags } from "../setup.js";
 import { UsageError } from "../usage-error.js";
 import { newSessionId, openWorkspace } from "../workspace.js";
 
 const SESSION_OPTIONS = {
   workspace: { type: "string", short: "w" },
   script: { type: "string" },
+  provider: { type: "string" },
+  model: { type: "string" },
+  "base-url": { type: "string" },
+  "api-key-env": { type: "string" },
+  profile: { type: "string" },
   write: { type: "string" },
   "read-only": { type: "boolean" },
+  shell: { type: "string" },
+  sandbox: { type: "string" },
+  tools: { type: "string" },
+  allow: { type: "string", multiple: true },
+  ask: { type: "string", multiple: true },
+  deny: { type: "string", multiple: true },
   accept: { type: "string", multiple: true },
   "accept-timeout": { type: "string" },
   "max-model-requests": { type: "string" },
   "max-tool-calls": { type: "string" },
+  "pool-size": { type: "string" },
   session: { type: "string" },
   json: { type: "boolean" },
   events: { type: "boolean" },
@@ -31,22 +38,38 @@ const RUN_HELP = `Usage: harness run [options] GOAL
 Run a model against a workspace. Every step is recorded under DIR/.harness/sessions/ID/.
 The run is "verified" only when every --accept command exits 0 after the model finishes.
 
-Options:
-  --workspace, -w DIR        the workspace (default: the current directory)
+Model (one of):
   --script FILE              scripted model: a .json script or an .mjs module (offline)
+  --provider NAME            openai-compatible | openai | anthropic | http-json, with --model ID
+  --model ID                 the model id
+  --base-url URL             API base URL (required for openai-compatible and http-json)
+  --api-key-env VAR          environment variable holding the key (never pass keys as flags)
+  --profile NAME             a named model profile from your config ("models" section)
+
+Permissions:
   --write MODE               allow | ask | deny | propose (default: ask on a TTY, deny otherwise)
   --read-only                deny every write
+  --shell MODE               allow | ask | deny for commands (default: ask on a TTY, deny otherwise)
+  --allow RULE, --ask RULE, --deny RULE
+                             permission rules such as 'read_file(src/**)' or 'shell(npm test*)'
+                             (repeatable; deny wins over ask, ask over allow; see README)
+  --sandbox PROFILE          workspace-write (default) | read-only | off, for shell commands
+  --tools SET                readonly | coding (default) | shell-only | files | name,name,...
+
+Run:
+  --workspace, -w DIR        the workspace (default: the current directory)
   --accept CMD               acceptance command run in the workspace (repeatable)
   --accept-timeout MS        timeout per acceptance command (default 600000)
   --max-model-requests N     model request budget, retries included (default 50)
   --max-tool-calls N         tool call budget (default 200)
+  --pool-size N              parallel tool calls per batch (default 8)
   --session ID               session id (an existing one is resumed if its task matches)
   --json                     print exactly one JSON summary object on stdout
   --events                   print journal events as NDJSON on stdout while running
   -h, --help                 show this help
 
-Exit codes: 0 verified or unverified, 2 stopped, 3 review required, 130 cancelled,
-1 internal error, 64 usage error.
+Exit codes: 0 verified or unverified, 2 stopped, 3 review required, 4 needs review
+(proposals), 130 cancelled, 1 internal error, 64 usage error.
 
 Example:
   harness run --script replies.json --workspace ./repo --write allow --accept "npm test" "fix the failing test"`;
@@ -115,27 +138,43 @@ async function startOrResume(
   const values = parsed.values;
   if (values.json && values.events)
     throw new UsageError("--json and --events both write to stdout; choose one");
-  const recorded =
-    mode === "resume" ? SessionState.from(await workspace.backend.read(sessionId)).header : undefined;
-  const provider = await loadProvider(values.script, recorded?.provider);
-  const policy = buildPolicy(values, recorded?.policy);
+  const records = mode === "resume" ? await workspace.backend.read(sessionId) : [];
+  if (mode === "resume" && records.length === 0 && goal === undefined) {
+    // Interrupted before its first record: there is no recorded goal to continue with.
+    throw new UsageError(
+      `session "${sessionId}" has no records (it was interrupted before it started); ` +
+        `start it again with: harness run --session ${sessionId} [options] GOAL`,
+    );
+  }
+  const recorded = records.length > 0 ? SessionState.from(records).header : undefined;
+  const interactive = process.stdin.isTTY === true && process.stderr.isTTY === true;
+  const flags = effectiveFlags(givenFlags(values), recorded?.options, interactive);
+  if (recorded?.provider.kind === "scripted" && values.script === undefined) {
+    throw new UsageError(
+      `this session uses the scripted model "${String(recorded.provider.name)}"; pass it again with --script FILE`,
+    );
+  }
+  const setup = await buildSetup({
+    workspace,
+    flags,
+    ...(values.script !== undefined ? { script: values.script } : {}),
+    interactive,
+    records,
+  });
+  for (const notice of setup.notices) process.stderr.write(`harness: note: ${notice}\n`);
   const acceptTimeout = positiveInt(values["accept-timeout"], "--accept-timeout") ?? 600_000;
   const commands = values.accept ?? recorded?.acceptance ?? [];
   const limits = {
     ...optional("maxModelRequests", positiveInt(values["max-model-requests"], "--max-model-requests")),
     ...optional("maxToolCalls", positiveInt(values["max-tool-calls"], "--max-tool-calls")),
+    ...optional("poolSize", positiveInt(values["pool-size"], "--pool-size")),
   };
-  const snapshot = new ToolRegistry();
-  for (const tool of createFileTools()) snapshot.register(tool);
   return runSession({
     workspace,
     sessionId,
     mode,
     ...(goal !== undefined ? { goal } : {}),
-    provider,
-    snapshot: snapshot.snapshot(),
-    policy: policy.handle,
-    approver: policy.approver,
+    setup,
     acceptance: commands.map((command) => new CommandCheck(command, workspace.root, acceptTimeout)),
     limits,
     json: values.json === true,
@@ -143,46 +182,26 @@ async function startOrResume(
   });
 }
 
-async function loadProvider(
-  script: string | undefined,
-  recorded: Record<string, unknown> | undefined,
-): Promise<Provider> {
-  if (script !== undefined) return ScriptedProvider.load(script);
-  if (recorded?.kind === "scripted") {
-    throw new UsageError(
-      `this session uses the scripted model "${String(recorded.name)}"; pass it again with --script FILE`,
-    );
-  }
-  throw new UsageError("no model configured: pass --script FILE (a scripted model; see README)");
-}
-
-function buildPolicy(values: Parsed["values"], recorded: Record<string, unknown> | undefined) {
-  const interactive = process.stdin.isTTY === true && process.stderr.isTTY === true;
-  const recordedWrite = typeof recorded?.write === "string" ? (recorded.write as WriteMode) : undefined;
-  const write: WriteMode =
-    oneOf(values.write, "--write", ["allow", "ask", "deny", "propose"] as const) ??
-    recordedWrite ??
-    (interactive ? "ask" : "deny");
-  if (write === "propose") {
-    throw new UsageError(
-      "--write propose is not supported yet (it is planned: proposals recorded for review and apply)",
-    );
-  }
-  const readOnly =
-    values["read-only"] === true || (values["read-only"] === undefined && recorded?.read_only === true);
-  const modes = new ModePolicy(write, readOnly);
-  const handle: PolicyHandle = { describe: modes.describe, digest: modes.digest, permissions: modes };
-  const approver: ApprovalPort = {
-    async request() {
-      return {
-        decision: "deny",
-        scope: "once",
-        by: "harness",
-        reason: "no interactive approver is available",
-      };
-    },
-  };
-  return { handle, approver };
+function givenFlags(values: Parsed["values"]): RunFlags {
+  const flags: RunFlags = {};
+  const write = oneOf(values.write, "--write", ["allow", "ask", "deny", "propose"] as const);
+  const shell = oneOf(values.shell, "--shell", ["allow", "ask", "deny"] as const);
+  const sandbox = oneOf(values.sandbox, "--sandbox", ["workspace-write", "read-only", "off"] as const);
+  const provider = oneOf(values.provider, "--provider", PROVIDER_KINDS);
+  if (write) flags.write = write;
+  if (shell) flags.shell = shell;
+  if (sandbox) flags.sandbox = sandbox;
+  if (provider) flags.provider = provider;
+  if (values["read-only"]) flags.readOnly = true;
+  if (values.allow) flags.allow = values.allow;
+  if (values.ask) flags.ask = values.ask;
+  if (values.deny) flags.deny = values.deny;
+  if (values.tools) flags.tools = values.tools;
+  if (values.model) flags.model = values.model;
+  if (values["base-url"]) flags.baseUrl = values["base-url"];
+  if (values["api-key-env"]) flags.apiKeyEnv = values["api-key-env"];
+  if (values.profile) flags.profile = values.profile;
+  return flags;
 }
 
 function optional<K extends string>(key: K, value: number | undefined): Partial<Record<K, number>> {

@@ -1,0 +1,37 @@
+// `npm run bench`: every benchmark in one run, printed as one table (and --json for scripts).
+import { benchJournal } from "./journal.js";
+import { benchRuntime } from "./runtime.js";
+import { benchSteps, benchVersion } from "./session.js";
+import { benchShell } from "./shell.js";
+import type { BenchRow } from "./stats.js";
+
+const sections: [string, () => Promise<BenchRow[]> | BenchRow[]][] = [
+  ["journal (issue 2: a, c)", benchJournal],
+  ["session steps (issue 2: b)", benchSteps],
+  ["start-up (issue 2: d)", benchVersion],
+  ["tool runtime (issue 3)", benchRuntime],
+  ["shell and sandbox (issue 4)", benchShell],
+];
+
+const json = process.argv.includes("--json");
+const results: { section: string; rows: BenchRow[] }[] = [];
+for (const [section, run] of sections) {
+  process.stderr.write(`running: ${section}...\n`);
+  try {
+    results.push({ section, rows: await run() });
+  } catch (error) {
+    results.push({ section, rows: [{ name: "failed", value: Number.NaN, unit: "", note: (error as Error).message }] });
+  }
+}
+if (json) {
+  process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
+} else {
+  const width = Math.max(...results.flatMap((r) => r.rows.map((row) => row.name.length)));
+  for (const { section, rows } of results) {
+    process.stdout.write(`\n${section}\n`);
+    for (const row of rows) {
+      const value = `${row.value} ${row.unit}`.padStart(14);
+      process.stdout.write(`  ${row.name.padEnd(width)} ${value}${row.note ? `   (${row.note})` : ""}\n`);
+    }
+  }
+}

@@ -1,0 +1,78 @@
+import { explain, formatExplanation } from "../../policy/explain.js";
+import { subjectKindOf } from "../../policy/subject-kind.js";
+import { isJsonObject } from "../../shared/json.js";
+import { createFileTools } from "../../tools/builtin.js";
+import { createShellTool } from "../../tools/shell/shell.js";
+import { oneOf, parse } from "../args.js";
+import { EXIT } from "../exit-codes.js";
+import { effectiveFlags, loadGovernanceWithDefaults } from "../setup.js";
+import { UsageError } from "../usage-error.js";
+import { openWorkspace } from "../workspace.js";
+
+const HELP = `Usage: harness policy explain TOOL 'ARGS_JSON' [options]
+
+Show how the effective policy decides a call: the decision (allow, ask, deny, propose), the
+rule that decided it and the file that rule came from. The policy is built exactly as for
+harness run: built-in defaults, your user config, the project's harness.config.json (which may
+only tighten unless you trust the project), then these flags.
+
+Options: --workspace DIR, --write MODE, --read-only, --shell MODE, --allow RULE, --ask RULE,
+--deny RULE (repeatable), --json.
+
+Example:
+  harness policy explain edit_file '{"path":"src/app.ts","old_text":"a","new_text":"b"}' --write ask`;
+
+export const policyCommand = {
+  summary: "explain how the effective policy decides a call",
+  help: HELP,
+  async run(args: string[]): Promise<number> {
+    const { values, positionals } = parse(args, {
+      workspace: { type: "string", short: "w" },
+      write: { type: "string" },
+      "read-only": { type: "boolean" },
+      shell: { type: "string" },
+      allow: { type: "string", multiple: true },
+      ask: { type: "string", multiple: true },
+      deny: { type: "string", multiple: true },
+      json: { type: "boolean" },
+    });
+    const [action, tool, argsJson] = positionals;
+    if (action !== "explain" || !tool)
+      throw new UsageError("expected: harness policy explain TOOL 'ARGS_JSON'");
+    let callArgs: unknown = {};
+    if (argsJson !== undefined) {
+      try {
+        callArgs = JSON.parse(argsJson);
+      } catch {
+        throw new UsageError(`ARGS_JSON is not valid JSON: ${argsJson}`);
+      }
+    }
+    if (!isJsonObject(callArgs)) throw new UsageError("ARGS_JSON must be a JSON object");
+    const tools = [...createFileTools(), createShellTool({ sandbox: { profile: "none" } })];
+    const definition = tools.find((t) => t.name === tool);
+    if (!definition)
+      throw new UsageError(`unknown tool "${tool}" (tools: ${tools.map((t) => t.name).join(", ")})`);
+    const workspace = await openWorkspace(values.workspace);
+    const interactive = process.stdin.isTTY === true && process.stderr.isTTY === true;
+    const flags = effectiveFlags(
+      {
+        ...(values.write
+          ? { write: oneOf(values.write, "--write", ["allow", "ask", "deny", "propose"] as const) }
+          : {}),
+        ...(values.shell ? { shell: oneOf(values.shell, "--shell", ["allow", "ask", "deny"] as const) } : {}),
+        ...(values["read-only"] ? { readOnly: true } : {}),
+        ...(values.allow ? { allow: values.allow } : {}),
+        ...(values.ask ? { ask: values.ask } : {}),
+        ...(values.deny ? { deny: values.deny } : {}),
+      },
+      undefined,
+      interactive,
+    );
+    const { policy } = await loadGovernanceWithDefaults(workspace.root, flags, process.env);
+    const explanation = explain(policy, tool, definition.effect, callArgs, subjectKindOf(definition));
+    if (values.json)
+      process.stdout.write(`${JSON.stringify({ tool, effect: definition.effect, ...explanation })}\n`);
+    else process.stdout.write(`${formatExplanation(tool, explanation)}\n`);
+    return EXIT.ok;
+  },
+};

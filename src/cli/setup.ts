@@ -1,0 +1,282 @@
+import { homedir } from "node:os";
+import { ConfigError } from "../config/errors.js";
+import { loadConfig, permissionLayers } from "../config/load.js";
+import { modelProfiles, sandboxSetting, shellSetting } from "../config/sections.js";
+import type { PolicyHandle, ProcessSupervision } from "../engine/engine.js";
+import { SpawnJournal } from "../engine/engine.js";
+import type { AnyRecord, EventData } from "../journal/vocabulary.js";
+import { DenyApprover } from "../policy/approver.js";
+import { type CliPermissionFlags, cliLayer } from "../policy/cli-flags.js";
+import { hooksFromConfig } from "../policy/config-hooks.js";
+import { grantFromDecision, SessionGrants } from "../policy/grants.js";
+import { HookRunner } from "../policy/hooks.js";
+import { buildPolicy, type PermissionLayer } from "../policy/permissions.js";
+import { ApproverPort, HookRunnerPort, PolicyPermissionPort, SessionGrantPort } from "../policy/ports.js";
+import { subjectKindOf } from "../policy/subject-kind.js";
+import { TtyApprover } from "../policy/tty-approver.js";
+import { createProvider, type ModelProfile, ProviderConfigError } from "../providers/config.js";
+import type { Provider } from "../providers/provider.js";
+import { ScriptedProvider } from "../providers/scripted/provider.js";
+import type { ApprovalPort, GrantPort, HookPort, ProposalPort, ProposalRecord } from "../runtime/ports.js";
+import { ToolRegistry, type ToolSnapshot } from "../runtime/registry.js";
+import { killSurvivors } from "../sandbox/tree.js";
+import type { JsonObject } from "../shared/json.js";
+import { createFileTools } from "../tools/builtin.js";
+import { selectTools, ToolSelectionError } from "../tools/profiles.js";
+import { createShellTool } from "../tools/shell/shell.js";
+import type { AnyTool } from "../tools/tool.js";
+import { UsageError } from "./usage-error.js";
+import type { OpenedWorkspace } from "./workspace.js";
+
+export type WriteFlag = "allow" | "ask" | "deny" | "propose";
+export type ShellFlag = "allow" | "ask" | "deny";
+export type SandboxFlag = "workspace-write" | "read-only" | "off";
+
+/** Run options as given on the command line; recorded (minus the script path) for resume. */
+export interface RunFlags {
+  write?: WriteFlag;
+  readOnly?: boolean;
+  shell?: ShellFlag;
+  allow?: string[];
+  ask?: string[];
+  deny?: string[];
+  tools?: string;
+  sandbox?: SandboxFlag;
+  provider?: string;
+  model?: string;
+  baseUrl?: string;
+  apiKeyEnv?: string;
+  profile?: string;
+  /** The defaults in force when no config or flag decides (lowest precedence). */
+  defaults?: { write: WriteFlag; shell: ShellFlag };
+}
+
+export interface RunSetup {
+  flags: RunFlags;
+  provider: Provider;
+  snapshot: ToolSnapshot;
+  policy: PolicyHandle;
+  approver: ApprovalPort;
+  grants: GrantPort;
+  hooks?: HookPort;
+  processes: ProcessSupervision;
+  /** Propose mode: the overlay factory (see src/proposals). */
+  proposals?: (existing: readonly ProposalRecord[]) => ProposalPort;
+  notices: string[];
+}
+
+const RECORDED_KEYS: (keyof RunFlags)[] = [
+  "write",
+  "readOnly",
+  "shell",
+  "allow",
+  "ask",
+  "deny",
+  "tools",
+  "sandbox",
+  "provider",
+  "model",
+  "baseUrl",
+  "apiKeyEnv",
+  "profile",
+];
+
+/**
+ * The flags to use: those given now, else those recorded when the session started. The
+ * write/shell defaults (ask on a terminal, deny otherwise) sit BELOW the config files, and the
+ * ones a session started with are recorded too, so resuming elsewhere rebuilds the same policy.
+ */
+export function effectiveFlags(
+  given: RunFlags,
+  recorded: JsonObject | undefined,
+  interactive: boolean,
+): RunFlags {
+  const flags: RunFlags = {};
+  for (const key of RECORDED_KEYS) {
+    const value = given[key] ?? (recorded?.[key] as RunFlags[typeof key] | undefined);
+    if (value !== undefined) Object.assign(flags, { [key]: value });
+  }
+  const defaults = recorded?.defaults as { write?: WriteFlag; shell?: ShellFlag } | undefined;
+  flags.defaults = {
+    write: defaults?.write ?? (interactive ? "ask" : "deny"),
+    shell: defaults?.shell ?? (interactive ? "ask" : "deny"),
+  };
+  return flags;
+}
+
+export function recordableFlags(flags: RunFlags): JsonObject {
+  const out: JsonObject = {};
+  for (const key of RECORDED_KEYS) {
+    const value = flags[key];
+    if (value !== undefined) out[key] = value as JsonObject[string];
+  }
+  if (flags.defaults) out.defaults = { ...flags.defaults };
+  return out;
+}
+
+export async function buildSetup(options: {
+  workspace: OpenedWorkspace;
+  flags: RunFlags;
+  script?: string;
+  interactive: boolean;
+  records?: readonly AnyRecord[];
+  env?: NodeJS.ProcessEnv;
+}): Promise<RunSetup> {
+  const { workspace, flags, interactive } = options;
+  const env = options.env ?? process.env;
+  const governance = await loadGovernanceWithDefaults(workspace.root, flags, env).catch((error: unknown) => {
+    if (error instanceof ConfigError) throw new UsageError(`configuration error: ${error.message}`);
+    if (error instanceof Error && error.name === "RuleSyntaxError") throw new UsageError(error.message);
+    throw error;
+  });
+
+  const spawnJournal = new SpawnJournal();
+  const sandbox = sandboxSetting(governance.config);
+  const profile = flags.sandbox ?? sandbox?.profile ?? "workspace-write";
+  const toolSelection = flags.tools ?? "coding";
+  const shell = shellSetting(governance.config);
+  const shellTool = createShellTool({
+    sandbox: {
+      profile: profile === "off" ? "none" : profile,
+      ...(sandbox?.bwrapPath ? { bwrapPath: sandbox.bwrapPath } : {}),
+    },
+    onSpawn: (info) => spawnJournal.onSpawn(info),
+    ...(shell.pass_env ? { passEnv: shell.pass_env } : {}),
+    ...(shell.allow_env ? { allowEnv: shell.allow_env } : {}),
+    ...(shell.default_timeout_ms ? { defaultTimeoutMs: shell.default_timeout_ms } : {}),
+    ...(shell.max_timeout_ms ? { maxTimeoutMs: shell.max_timeout_ms } : {}),
+  });
+  let tools: AnyTool[];
+  try {
+    tools = selectTools(toolSelection, [...createFileTools(), shellTool]);
+  } catch (error) {
+    if (error instanceof ToolSelectionError) throw new UsageError(`--tools: ${error.message}`);
+    throw error;
+  }
+  const registry = new ToolRegistry();
+  for (const tool of tools) registry.register(tool);
+  const snapshot = registry.snapshot();
+  const kinds = (name: string) => {
+    const entry = snapshot.get(name);
+    return entry ? subjectKindOf(entry.tool) : undefined;
+  };
+
+  const permissions = new PolicyPermissionPort(governance.policy, kinds);
+  const approver = new ApproverPort(
+    interactive ? new TtyApprover(process.stdin, process.stderr) : new DenyApprover(),
+    kinds,
+  );
+  const sessionGrants = new SessionGrants();
+  restoreGrants(sessionGrants, options.records ?? [], kinds);
+  const grants = new SessionGrantPort(sessionGrants, kinds);
+  const hooks =
+    governance.hooks.length > 0 ? new HookRunnerPort(new HookRunner(governance.hooks)) : undefined;
+
+  return {
+    flags,
+    provider: await loadProvider(options.script, flags, governance.config, env),
+    snapshot,
+    policy: { describe: permissions.describe, digest: permissions.digest, permissions },
+    approver,
+    grants,
+    ...(hooks ? { hooks } : {}),
+    processes: {
+      journal: spawnJournal,
+      killSurvivors: (spawn) => killSurvivors(spawn),
+    },
+    notices: governance.config.notices,
+  };
+}
+
+export async function loadGovernanceWithDefaults(
+  workspaceRoot: string,
+  flags: RunFlags,
+  env: NodeJS.ProcessEnv,
+) {
+  const config = await loadConfig({ workspaceRoot, env, homedir: homedir() });
+  const defaults: PermissionLayer = { source: "default (no terminal: deny; terminal: ask)", trusted: true };
+  if (flags.defaults) {
+    defaults.write = flags.defaults.write;
+    defaults.shell = flags.defaults.shell;
+  }
+  const cli: CliPermissionFlags = {
+    ...(flags.allow ? { allow: flags.allow } : {}),
+    ...(flags.ask ? { ask: flags.ask } : {}),
+    ...(flags.deny ? { deny: flags.deny } : {}),
+    ...(flags.write ? { write: flags.write } : {}),
+    ...(flags.shell ? { shell: flags.shell } : {}),
+    ...(flags.readOnly ? { readOnly: true } : {}),
+  };
+  const policy = buildPolicy([defaults, ...permissionLayers(config), cliLayer(cli)]);
+  const hooks = await hooksFromConfig(config, { workspaceRoot, env });
+  return { config, policy, hooks };
+}
+
+/** Session-scoped approvals survive a resume: rebuilt from the journal, bound to the call hash. */
+function restoreGrants(
+  grants: SessionGrants,
+  records: readonly AnyRecord[],
+  kinds: (name: string) => ReturnType<typeof subjectKindOf> | undefined,
+): void {
+  const calls = new Map<string, EventData<"model.reply">["calls"][number]>();
+  for (const record of records) {
+    if (record.type === "model.reply") for (const call of record.data.calls) calls.set(call.id, call);
+    if (record.type !== "approval.decided") continue;
+    const call = calls.get(record.data.call_id);
+    if (!call) continue;
+    const kind = kinds(call.name);
+    const grant = grantFromDecision(
+      { tool: call.name, arguments: call.arguments, ...(kind ? { subjectKind: kind } : {}) },
+      record.data,
+    );
+    if (grant) grants.add(grant);
+  }
+}
+
+async function loadProvider(
+  script: string | undefined,
+  flags: RunFlags,
+  config: Parameters<typeof modelProfiles>[0],
+  env: NodeJS.ProcessEnv,
+): Promise<Provider> {
+  if (script !== undefined) {
+    if (flags.provider || flags.profile)
+      throw new UsageError("--script and --provider/--profile are exclusive");
+    return ScriptedProvider.load(script);
+  }
+  let profile: unknown;
+  if (flags.profile) {
+    const profiles = modelProfiles(config);
+    const found = profiles[flags.profile];
+    if (!found) {
+      const names = Object.keys(profiles);
+      throw new UsageError(
+        `no model profile "${flags.profile}" in your config${names.length ? ` (profiles: ${names.join(", ")})` : ""}`,
+      );
+    }
+    profile = {
+      ...found,
+      ...(flags.model ? { model: flags.model } : {}),
+      ...(flags.baseUrl ? { base_url: flags.baseUrl } : {}),
+      ...(flags.apiKeyEnv ? { api_key_env: flags.apiKeyEnv } : {}),
+    } satisfies Partial<ModelProfile>;
+  } else if (flags.provider) {
+    if (!flags.model) throw new UsageError("--provider needs --model ID");
+    profile = {
+      provider: flags.provider,
+      model: flags.model,
+      ...(flags.baseUrl ? { base_url: flags.baseUrl } : {}),
+      ...(flags.apiKeyEnv ? { api_key_env: flags.apiKeyEnv } : {}),
+    };
+  } else {
+    throw new UsageError(
+      "no model configured: pass --script FILE (offline scripted model), --provider NAME --model ID, or --profile NAME",
+    );
+  }
+  try {
+    return createProvider(profile, env);
+  } catch (error) {
+    if (error instanceof ProviderConfigError) throw new UsageError(error.message);
+    throw error;
+  }
+}

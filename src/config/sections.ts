@@ -1,0 +1,85 @@
+import { z } from "zod";
+import { type ModelProfile, modelProfilesSchema } from "../providers/config.js";
+import { ConfigError } from "./errors.js";
+import type { LoadedConfig } from "./load.js";
+
+const sandboxSection = z.union([
+  z.enum(["off", "workspace-write", "read-only"]),
+  z.strictObject({
+    profile: z.enum(["off", "workspace-write", "read-only"]),
+    bwrap_path: z.string().min(1).optional(),
+  }),
+]);
+
+const shellSection = z.strictObject({
+  pass_env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/)).optional(),
+  allow_env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/)).optional(),
+  default_timeout_ms: z.number().int().positive().optional(),
+  max_timeout_ms: z.number().int().positive().optional(),
+});
+
+export interface SandboxSetting {
+  profile: "off" | "workspace-write" | "read-only";
+  bwrapPath?: string;
+  source: string;
+}
+
+export type ShellSetting = z.infer<typeof shellSection>;
+
+/**
+ * Settings that can weaken isolation (sandbox off, secrets passed to commands) come only from
+ * the user's own config or a project the user trusts; an untrusted project may only tighten.
+ */
+function trustedSources(loaded: LoadedConfig) {
+  const sources = loaded.user ? [loaded.user] : [];
+  if (loaded.project && loaded.projectTrusted) sources.push(loaded.project);
+  return sources;
+}
+
+function parse<T>(schema: z.ZodType<T>, value: unknown, label: string, section: string): T {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw new ConfigError(label, `"${section}": ${z.prettifyError(parsed.error)}`);
+  return parsed.data;
+}
+
+export function sandboxSetting(loaded: LoadedConfig): SandboxSetting | undefined {
+  let setting: SandboxSetting | undefined;
+  for (const source of trustedSources(loaded)) {
+    if (source.config.sandbox === undefined) continue;
+    const value = parse(sandboxSection, source.config.sandbox, source.label, "sandbox");
+    setting =
+      typeof value === "string"
+        ? { profile: value, source: source.label }
+        : {
+            profile: value.profile,
+            ...(value.bwrap_path ? { bwrapPath: value.bwrap_path } : {}),
+            source: source.label,
+          };
+  }
+  // An untrusted project may ask for a stricter profile, never a weaker one.
+  const project = loaded.project;
+  if (project && !loaded.projectTrusted && project.config.sandbox !== undefined) {
+    const value = parse(sandboxSection, project.config.sandbox, project.label, "sandbox");
+    const profile = typeof value === "string" ? value : value.profile;
+    if (profile === "read-only") setting = { profile, source: project.label };
+  }
+  return setting;
+}
+
+export function shellSetting(loaded: LoadedConfig): ShellSetting {
+  const merged: ShellSetting = {};
+  for (const source of trustedSources(loaded)) {
+    if (source.config.shell === undefined) continue;
+    Object.assign(merged, parse(shellSection, source.config.shell, source.label, "shell"));
+  }
+  return merged;
+}
+
+export function modelProfiles(loaded: LoadedConfig): Record<string, ModelProfile> {
+  const profiles: Record<string, ModelProfile> = {};
+  for (const source of trustedSources(loaded)) {
+    if (source.config.models === undefined) continue;
+    Object.assign(profiles, parse(modelProfilesSchema, source.config.models, source.label, "models"));
+  }
+  return profiles;
+}

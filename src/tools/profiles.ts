@@ -1,0 +1,41 @@
+import type { AnyTool } from "./tool.js";
+
+/** Named tool sets. Order is the order the model sees, and it never changes within a session. */
+export const TOOL_PROFILES = {
+  readonly: ["read_file", "glob", "grep", "read_artifact"],
+  coding: ["read_file", "write_file", "edit_file", "glob", "grep", "read_artifact", "shell"],
+  "shell-only": ["shell"],
+  files: ["shell", "read_file", "write_file", "edit_file", "glob"],
+} as const satisfies Record<string, readonly string[]>;
+
+export type ToolProfile = keyof typeof TOOL_PROFILES;
+
+export class ToolSelectionError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ToolSelectionError";
+  }
+}
+
+/**
+ * Resolve `--tools` (a profile name or a comma-separated list of tool names) against the
+ * available tools, in the profile's (or the list's) order.
+ */
+export function selectTools(selection: string, available: readonly AnyTool[]): AnyTool[] {
+  const byName = new Map(available.map((tool) => [tool.name, tool]));
+  const names: readonly string[] = Object.hasOwn(TOOL_PROFILES, selection)
+    ? TOOL_PROFILES[selection as ToolProfile]
+    : selection
+        .split(",")
+        .map((name) => name.trim())
+        .filter((name) => name.length > 0);
+  if (names.length === 0) throw new ToolSelectionError("no tools selected");
+  const unknown = names.filter((name) => !byName.has(name));
+  if (unknown.length > 0) {
+    throw new ToolSelectionError(
+      `unknown tool(s) ${unknown.join(", ")}; profiles: ${Object.keys(TOOL_PROFILES).join(", ")}; tools: ${[...byName.keys()].join(", ")}`,
+    );
+  }
+  if (new Set(names).size !== names.length) throw new ToolSelectionError("a tool is listed twice");
+  return names.map((name) => byName.get(name)!);
+}

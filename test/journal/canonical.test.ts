@@ -1,0 +1,102 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { decodeRecordLine, encodeRecord, isRecordFault } from "../../src/journal/codec.js";
+import { event, GENESIS_HASH } from "../../src/journal/vocabulary.js";
+import { canonicalJson, digestOf } from "../../src/shared/hash.js";
+import type { JsonObject } from "../../src/shared/json.js";
+
+function float64(hex: string): number {
+  return Buffer.from(hex, "hex").readDoubleBE(0);
+}
+
+describe("canonicalJson follows RFC 8785", () => {
+  it("matches the RFC's section 3.2.2 example", () => {
+    const input = String.raw`{
+      "numbers": [333333333.33333329, 1E30, 4.50, 2e-3, 0.000000000000000000000000001],
+      "string": "\u20ac$\u000F\u000aA'\u0042\u0022\u005c\\\"\/",
+      "literals": [null, true, false]
+    }`;
+    const expected = String.raw`{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],"string":"€$\u000f\nA'B\"\\\\\"/"}`;
+    expect(canonicalJson(JSON.parse(input))).toBe(expected);
+  });
+
+  it("sorts keys by UTF-16 code units (section 3.2.3 example)", () => {
+    const input = String.raw`{
+      "\u20ac": "Euro Sign",
+      "\r": "Carriage Return",
+      "\ufb33": "Hebrew Letter Dalet With Dagesh",
+      "1": "One",
+      "\ud83d\ude00": "Emoji: Grinning Face",
+      "\u0080": "Control",
+      "\u00f6": "Latin Small Letter O With Diaeresis"
+    }`;
+    // Compared as text: JSON.parse would move the integer-like key "1" to the front again.
+    expect(canonicalJson(JSON.parse(input))).toBe(
+      '{"\\r":"Carriage Return","1":"One","\u0080":"Control","\u00f6":"Latin Small Letter O With Diaeresis",' +
+        '"\u20ac":"Euro Sign","\ud83d\ude00":"Emoji: Grinning Face","\ufb33":"Hebrew Letter Dalet With Dagesh"}',
+    );
+  });
+
+  it("formats numbers as in the RFC's appendix B", () => {
+    const vectors: [string, string][] = [
+      ["0000000000000000", "0"],
+      ["8000000000000000", "0"],
+      ["0000000000000001", "5e-324"],
+      ["7fefffffffffffff", "1.7976931348623157e+308"],
+      ["4340000000000000", "9007199254740992"],
+      ["4430000000000000", "295147905179352830000"],
+      ["44b52d02c7e14af6", "1e+23"],
+      ["3eb0c6f7a0b5ed8d", "0.000001"],
+      ["3eb0c6f7a0b5ed8c", "9.999999999999997e-7"],
+      ["c3e0000000000000", "-9223372036854776000"],
+    ];
+    for (const [bits, text] of vectors) expect(canonicalJson(float64(bits))).toBe(text);
+  });
+
+  it("refuses values without a canonical form", () => {
+    for (const value of [Number.NaN, Number.POSITIVE_INFINITY, "\ud800", { "\udc00": 1 }]) {
+      expect(() => canonicalJson(value)).toThrow();
+    }
+  });
+});
+
+describe("record codec", () => {
+  const at = new Date("2025-03-01T12:00:00.000Z");
+  const toolStarted = (args: JsonObject) =>
+    event("tool.started", {
+      call_id: "c1",
+      name: "t",
+      arguments: args,
+      arguments_hash: "a".repeat(64),
+      tool_version: "1",
+      schema_digest: "b".repeat(64),
+      effect: "read",
+      batch: 0,
+    });
+
+  it("writes exactly the canonical JSON of the record, hashed without its hash field", () => {
+    fc.assert(
+      fc.property(fc.dictionary(fc.string(), fc.jsonValue()), fc.nat(1_000_000), (args, seq) => {
+        const { record, line } = encodeRecord(toolStarted(args as JsonObject), seq, GENESIS_HASH, at);
+        const { hash, ...rest } = record;
+        expect(line).toBe(`${canonicalJson(record)}\n`);
+        expect(hash).toBe(digestOf(rest));
+        expect(decodeRecordLine(line.slice(0, -1), seq, GENESIS_HASH)).toEqual(record);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("rejects any single-character change to a line", () => {
+    const { line } = encodeRecord(event("user.input", { text: "abc" }), 0, GENESIS_HASH, at);
+    const text = line.slice(0, -1);
+    fc.assert(
+      fc.property(fc.nat(text.length - 1), fc.string({ minLength: 1, maxLength: 1 }), (index, char) => {
+        fc.pre(text[index] !== char);
+        const changed = text.slice(0, index) + char + text.slice(index + 1);
+        expect(isRecordFault(decodeRecordLine(changed, 0, GENESIS_HASH))).toBe(true);
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
