@@ -20,7 +20,10 @@ for (const [section, run] of sections) {
   try {
     results.push({ section, rows: await run() });
   } catch (error) {
-    results.push({ section, rows: [{ name: "failed", value: Number.NaN, unit: "", note: (error as Error).message }] });
+    results.push({
+      section,
+      rows: [{ name: "failed", value: Number.NaN, unit: "", note: (error as Error).message }],
+    });
   }
 }
 if (json) {

@@ -45,7 +45,11 @@ function runtime(poolSize: number): ToolRuntime {
 const recorder = { record: async () => {} };
 
 async function runCalls(rt: ToolRuntime, count: number, ms: number, offset: number): Promise<number> {
-  const calls = Array.from({ length: count }, (_, i) => ({ id: `c${offset + i}`, name: "wait", arguments: { key: `k${i}`, ms } }));
+  const calls = Array.from({ length: count }, (_, i) => ({
+    id: `c${offset + i}`,
+    name: "wait",
+    arguments: { key: `k${i}`, ms },
+  }));
   const began = performance.now();
   const outcome = await rt.runCalls({
     calls,

@@ -64,7 +64,10 @@ export async function benchSteps(): Promise<BenchRow[]> {
   const root = realpathSync(mkdtempSync(join(tmpdir(), "harness-bench-steps-")));
   try {
     mkdirSync(join(root, "src"));
-    writeFileSync(join(root, "src/file.ts"), Array.from({ length: 200 }, (_, i) => `export const v${i} = ${i};`).join("\n"));
+    writeFileSync(
+      join(root, "src/file.ts"),
+      Array.from({ length: 200 }, (_, i) => `export const v${i} = ${i};`).join("\n"),
+    );
     mkdirSync(join(root, ".harness/sessions"), { recursive: true });
     const durable = await timedSession(root, new FileJournalBackend(join(root, ".harness")), "durable");
     const inMemory = await timedSession(root, new MemoryJournalBackend(), "memory");
@@ -78,7 +81,12 @@ export async function benchSteps(): Promise<BenchRow[]> {
         unit: "ms",
         note: "goal <= 1 ms",
       },
-      { name: "200-step session: fsync share of a step", value: round(stepDurable - stepMemory), unit: "ms", note: "5 fsyncs per step" },
+      {
+        name: "200-step session: fsync share of a step",
+        value: round(stepDurable - stepMemory),
+        unit: "ms",
+        note: "5 fsyncs per step",
+      },
     ];
   } finally {
     rmSync(root, { recursive: true, force: true });
@@ -103,6 +111,11 @@ export function benchVersion(): BenchRow[] {
   return [
     { name: "node -e 0", value: round(node, 1), unit: "ms" },
     { name: "harness --version", value: round(version, 1), unit: "ms" },
-    { name: "harness --version / node -e 0", value: round(version / node, 2), unit: "x", note: "goal <= 1.3x" },
+    {
+      name: "harness --version / node -e 0",
+      value: round(version / node, 2),
+      unit: "x",
+      note: "goal <= 1.3x",
+    },
   ];
 }

@@ -30,8 +30,20 @@ export const ERROR_CODES = {
     false,
     "Blocked by policy. Do not repeat the same call unchanged; choose another approach.",
   ),
-  HOOK_DENIED: info("denied", false, false, false, "A policy hook refused this call. Do not repeat it unchanged."),
-  HOOK_VIOLATION: info("error", false, false, "unknown", "A wrap hook broke the execution contract; the result was discarded."),
+  HOOK_DENIED: info(
+    "denied",
+    false,
+    false,
+    false,
+    "A policy hook refused this call. Do not repeat it unchanged.",
+  ),
+  HOOK_VIOLATION: info(
+    "error",
+    false,
+    false,
+    "unknown",
+    "A wrap hook broke the execution contract; the result was discarded.",
+  ),
   USER_DENIED: info(
     "denied",
     false,
