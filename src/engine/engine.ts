@@ -22,11 +22,13 @@ import type { ToolSnapshot } from "../runtime/registry.js";
 import { errorResult, okResult, type ToolResult } from "../runtime/result.js";
 import { digestOf } from "../shared/hash.js";
 import type { JsonObject } from "../shared/json.js";
+import { sleep } from "../shared/sleep.js";
 import type { ArtifactStore } from "../tools/tool.js";
 import type { WorkspaceFs } from "../workspace/fs.js";
 import type { AcceptanceCheck } from "./acceptance.js";
 import { EngineError } from "./errors.js";
 import { ExactSessionGrants } from "./grants.js";
+import { generalProviderAdvice, type ProviderAdvice } from "./provider-advice.js";
 import { SessionState } from "./state.js";
 import { SYSTEM_PROMPT } from "./system-prompt.js";
 
@@ -148,6 +150,8 @@ export interface EngineOptions {
   /** `new`: the session must not exist; `resume`: it must; `auto`: either. */
   mode: "new" | "resume" | "auto";
   harnessVersion: string;
+  /** What to tell the user when a model request fails for good (default: general advice per code). */
+  providerAdvice?: ProviderAdvice;
   systemPrompt?: string;
   sleep?(ms: number, signal: AbortSignal): Promise<void>;
   random?(): number;
@@ -460,7 +464,7 @@ export class Engine {
             ...details,
           },
         });
-        await (this.options.sleep ?? sleepFor)(delay, this.signal);
+        await (this.options.sleep ?? sleep)(delay, this.signal);
         attempt += 1;
         continue;
       }
@@ -469,7 +473,12 @@ export class Engine {
         data: { step, attempt, code: failure.code, message: failure.message, ...details },
       });
       const why = failure.retryable ? `gave up after ${attempt + 1} attempts: ` : "";
-      return this.stop("stopped", "provider_error", `${why}${failure.code}: ${failure.message}`);
+      const advice = (this.options.providerAdvice ?? generalProviderAdvice)(failure.code);
+      return this.stop(
+        "stopped",
+        "provider_error",
+        `${why}${failure.code}: ${failure.message}${advice === undefined ? "" : ` (what to do: ${advice})`}`,
+      );
     }
   }
 
@@ -664,19 +673,4 @@ function requestSize(messages: readonly ModelMessage[], snapshot: ToolSnapshot):
 
 function hasEvidence(evidence: StreamEvidence): boolean {
   return evidence.events > 0;
-}
-
-function sleepFor(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener(
-      "abort",
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
-  });
 }

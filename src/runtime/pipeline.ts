@@ -3,6 +3,7 @@ import type { AnyNewEvent } from "../journal/vocabulary.js";
 import type { ToolCall } from "../protocol/types.js";
 import { digestOf } from "../shared/hash.js";
 import type { JsonObject } from "../shared/json.js";
+import { sleep } from "../shared/sleep.js";
 import { ToolError } from "../tools/errors.js";
 import type { AnyTool, ArtifactStore, ResourceSet, ToolContext } from "../tools/tool.js";
 import type { WorkspaceFs } from "../workspace/fs.js";
@@ -286,6 +287,19 @@ export class ToolRuntime {
           },
         };
         await recorder.record([decided]);
+        if (answer.decision !== "allow" && signal.aborted) {
+          // An interrupted prompt is not the user's refusal: the model must not read it as one.
+          const cancelled = errorResult(
+            id,
+            "CANCELLED",
+            "The run was cancelled while approval was pending.",
+            {
+              data: { started: false },
+            },
+          );
+          cancelled.operation_applied = false;
+          return cancelled;
+        }
         if (answer.decision !== "allow") {
           const why = answer.reason ? ` (${answer.reason})` : "";
           return errorResult(id, "USER_DENIED", `Not approved${why}.`, { data: { permission: ruleData } });
@@ -393,6 +407,16 @@ export class ToolRuntime {
         },
       ]);
       await (this.options.sleep ?? sleep)(delay, input.signal);
+      if (input.signal.aborted) {
+        // Cancelled during the back-off: no further attempt; the failed one's outcome stays unknown.
+        result = errorResult(
+          identity(call),
+          "CANCELLED",
+          `${call.name} was cancelled while waiting to retry after ${result.error_type ?? "a failure"}.`,
+          { data: { last_error: result.error_type ?? null } },
+        );
+        break;
+      }
     }
     if (result.status !== "ok") await this.notify("on_error", call, entry, result.status);
     await this.notify("before_project", call, entry, result.status);
@@ -442,7 +466,7 @@ export class ToolRuntime {
           const wrapped = await this.options.hooks.wrap(this.hookContext("before_execute", call, entry), run);
           await this.recordHooksLater(wrapped.records);
           if (wrapped.violation !== undefined || !wrapped.executed || wrapped.value === undefined) {
-            return errorResult(
+            const violation = errorResult(
               id,
               "HOOK_VIOLATION",
               wrapped.violation ?? "a wrap hook did not execute the call",
@@ -450,6 +474,9 @@ export class ToolRuntime {
                 data: { executed: wrapped.executed },
               },
             );
+            // The handler never ran: nothing can have been applied.
+            if (!wrapped.executed) violation.operation_applied = false;
+            return violation;
           }
           return okResult(id, wrapped.value, Date.now() - began);
         }
@@ -681,19 +708,4 @@ function artifactIdsIn(data: JsonObject | undefined): string[] {
   };
   visit(data);
   return ids;
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener(
-      "abort",
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
-  });
 }
