@@ -19,6 +19,9 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   journal: async () => (await import("./commands/journal.js")).journalCommand,
   unlock: async () => (await import("./commands/journal.js")).unlockCommand,
   policy: async () => (await import("./commands/policy.js")).policyCommand,
+  diff: async () => (await import("./commands/proposals.js")).diffCommand,
+  apply: async () => (await import("./commands/proposals.js")).applyCommand,
+  eval: async () => (await import("./commands/eval.js")).evalCommand,
 };
 
 const SUMMARIES: Record<string, string> = {
@@ -30,6 +33,9 @@ const SUMMARIES: Record<string, string> = {
   journal: "verify or repair a session journal",
   unlock: "clear a writer lock whose owner is gone",
   policy: "explain how the effective policy decides a call",
+  diff: "show the changes a session proposed",
+  apply: "apply a session's proposed changes (compare-and-swap per file)",
+  eval: "run an evaluation suite (reservations, faults) and report",
 };
 
 export function topLevelHelp(): string {

@@ -4,6 +4,7 @@ import { loadConfig, permissionLayers } from "../config/load.js";
 import { modelProfiles, sandboxSetting, shellSetting } from "../config/sections.js";
 import type { PolicyHandle, ProcessSupervision } from "../engine/engine.js";
 import { SpawnJournal } from "../engine/engine.js";
+import { generalProviderAdvice, type ProviderAdvice } from "../engine/provider-advice.js";
 import type { AnyRecord, EventData } from "../journal/vocabulary.js";
 import { DenyApprover } from "../policy/approver.js";
 import { type CliPermissionFlags, cliLayer } from "../policy/cli-flags.js";
@@ -14,7 +15,8 @@ import { buildPolicy, type PermissionLayer } from "../policy/permissions.js";
 import { ApproverPort, HookRunnerPort, PolicyPermissionPort, SessionGrantPort } from "../policy/ports.js";
 import { subjectKindOf } from "../policy/subject-kind.js";
 import { TtyApprover } from "../policy/tty-approver.js";
-import { createProvider, type ModelProfile, ProviderConfigError } from "../providers/config.js";
+import { ProposalOverlay } from "../proposals/overlay.js";
+import { createProvider, type ModelProfile, ProviderConfigError, parseProfile } from "../providers/config.js";
 import type { Provider } from "../providers/provider.js";
 import { ScriptedProvider } from "../providers/scripted/provider.js";
 import type { ApprovalPort, GrantPort, HookPort, ProposalPort, ProposalRecord } from "../runtime/ports.js";
@@ -60,6 +62,8 @@ export interface RunSetup {
   grants: GrantPort;
   hooks?: HookPort;
   processes: ProcessSupervision;
+  /** What to tell the user when the model provider fails for good (names the key variable). */
+  providerAdvice?: ProviderAdvice;
   /** Propose mode: the overlay factory (see src/proposals). */
   proposals?: (existing: readonly ProposalRecord[]) => ProposalPort;
   notices: string[];
@@ -172,14 +176,19 @@ export async function buildSetup(options: {
   const hooks =
     governance.hooks.length > 0 ? new HookRunnerPort(new HookRunner(governance.hooks)) : undefined;
 
+  const model = await loadProvider(options.script, flags, governance.config, env);
   return {
     flags,
-    provider: await loadProvider(options.script, flags, governance.config, env),
+    provider: model.provider,
+    ...(model.advice ? { providerAdvice: model.advice } : {}),
     snapshot,
     policy: { describe: permissions.describe, digest: permissions.digest, permissions },
     approver,
     grants,
     ...(hooks ? { hooks } : {}),
+    ...(governance.policy.write.value === "propose"
+      ? { proposals: (existing: readonly ProposalRecord[]) => new ProposalOverlay(workspace.fs, existing) }
+      : {}),
     processes: {
       journal: spawnJournal,
       killSurvivors: (spawn) => killSurvivors(spawn),
@@ -238,11 +247,11 @@ async function loadProvider(
   flags: RunFlags,
   config: Parameters<typeof modelProfiles>[0],
   env: NodeJS.ProcessEnv,
-): Promise<Provider> {
+): Promise<{ provider: Provider; advice?: ProviderAdvice }> {
   if (script !== undefined) {
     if (flags.provider || flags.profile)
       throw new UsageError("--script and --provider/--profile are exclusive");
-    return ScriptedProvider.load(script);
+    return { provider: await ScriptedProvider.load(script) };
   }
   let profile: unknown;
   if (flags.profile) {
@@ -274,9 +283,26 @@ async function loadProvider(
     );
   }
   try {
-    return createProvider(profile, env);
+    const provider = createProvider(profile, env);
+    return { provider, advice: keyAwareAdvice(parseProfile(profile)) };
   } catch (error) {
     if (error instanceof ProviderConfigError) throw new UsageError(error.message);
     throw error;
   }
+}
+
+/** The variables createProvider reads a key from when a profile names none (see providers/config.ts). */
+const DEFAULT_KEY_VARIABLE: Partial<Record<string, string>> = {
+  openai: "OPENAI_API_KEY",
+  anthropic: "ANTHROPIC_API_KEY",
+};
+
+/** Advice that names the key variable in use when the provider rejects the key. */
+function keyAwareAdvice(profile: ModelProfile): ProviderAdvice {
+  const variable = profile.api_key_env ?? DEFAULT_KEY_VARIABLE[profile.provider];
+  const auth =
+    variable === undefined
+      ? "the server wants an API key: put it in an environment variable and pass --api-key-env VAR (or api_key_env in the profile)"
+      : `check the API key in the environment variable ${variable} (keys are read only from the environment)`;
+  return (code) => (code === "AUTH" ? auth : generalProviderAdvice(code));
 }

@@ -663,8 +663,11 @@ export class Engine {
   }
 }
 
+/** Pending proposals: recorded and not yet applied (an applied one is the workspace now). */
 function proposalRecords(state: SessionState): ProposalRecord[] {
-  return [...state.proposals.values()].map(({ call_id: _call, ...record }) => record);
+  return [...state.proposals.values()]
+    .filter((p) => !state.appliedProposals.has(p.proposal_id))
+    .map(({ call_id: _call, ...record }) => record);
 }
 
 function requestSize(messages: readonly ModelMessage[], snapshot: ToolSnapshot): number {

@@ -113,8 +113,25 @@ export class SessionState {
         ) {
           this.observed.set(data.path, data.version);
         }
+        const entry: HistoryEntry = {
+          call_id: record.data.call_id,
+          name: record.data.name,
+          arguments: this.callArguments.get(record.data.call_id)?.arguments ?? {},
+          status: record.data.status,
+        };
+        if (data !== undefined) entry.data = data;
+        this.history.push(entry);
         break;
       }
+      case "proposal.recorded":
+        this.proposals.set(record.data.path, record.data);
+        break;
+      case "proposal.applied":
+        if (record.data.outcome !== "conflict") this.appliedProposals.add(record.data.proposal_id);
+        break;
+      case "process.spawned":
+        this.spawns.push(record.data);
+        break;
       case "approval.decided":
         this.approvalsByHash.set(record.data.call_hash, record.data);
         if (record.data.scope === "session" && record.data.decision === "allow")

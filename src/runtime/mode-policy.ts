@@ -30,8 +30,7 @@ export class ModePolicy implements PermissionPort {
       case "local_write": {
         if (this.readOnly)
           return { decision: "deny", source: "cli", reason: "the run is read-only (--read-only)" };
-        const mode = this.write === "propose" ? "deny" : this.write;
-        return { decision: mode, source: "cli", reason: `writes are "${this.write}" (--write)` };
+        return { decision: this.write, source: "cli", reason: `writes are "${this.write}" (--write)` };
       }
       case "process_execution":
         return { decision: this.shell, source: "cli", reason: `commands are "${this.shell}" (--shell)` };

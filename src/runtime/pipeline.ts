@@ -81,6 +81,8 @@ interface Prepared {
   resources: ResourceSet;
   concurrencySafe: boolean;
   permission?: PermissionDecision;
+  /** Propose mode: this call's view of the workspace with the pending proposals. */
+  overlay?: { fs: WorkspaceFs; finish(): ProposalRecord[] };
 }
 
 type Slot = { kind: "done"; result: ToolResult } | { kind: "run"; prepared: Prepared } | { kind: "pending" };
@@ -246,6 +248,16 @@ export class ToolRuntime {
         data: { permission: ruleData },
       });
     }
+    if (decision.decision === "propose" && !this.options.proposals) {
+      return errorResult(
+        id,
+        "POLICY_DENIED",
+        "Writes are proposals in this run, but no proposal store is set up; nothing was run.",
+        {
+          data: { permission: ruleData },
+        },
+      );
+    }
     if (decision.decision === "ask") {
       const request: ApprovalRequest = {
         callId: call.id,
@@ -383,6 +395,11 @@ export class ToolRuntime {
     const { call, entry } = prepared;
     const tool = entry.tool;
     const startedAt = Date.now();
+    // In propose mode reads see the pending proposals too, so a re-read shows the preview the
+    // model is building on. One overlay per call, however many attempts it takes.
+    const viewsProposals =
+      prepared.permission?.decision === "propose" || tool.effect === "read_only" || tool.effect === "pure";
+    if (this.options.proposals && viewsProposals) prepared.overlay = this.options.proposals.begin(call.id);
     const timeoutMs = this.options.timeoutFor?.(tool) ?? tool.timeoutMs;
     const retriable = tool.idempotency === "pure" || tool.idempotency === "idempotent";
     let attempts = 0;
@@ -418,6 +435,7 @@ export class ToolRuntime {
         break;
       }
     }
+    if (prepared.overlay) result = asProposal(result, prepared.overlay.finish());
     if (result.status !== "ok") await this.notify("on_error", call, entry, result.status);
     await this.notify("before_project", call, entry, result.status);
     const limited = await applyPreviewLimit(result, this.options.previewLimitBytes, this.options.artifacts);
@@ -442,8 +460,7 @@ export class ToolRuntime {
   private async attempt(prepared: Prepared, timeoutMs: number, runSignal: AbortSignal): Promise<ToolResult> {
     const { call, entry } = prepared;
     const id = identity(call);
-    const proposing =
-      prepared.permission?.decision === "propose" ? this.options.proposals?.begin(call.id) : undefined;
+    const proposing = prepared.overlay;
     const controller = new AbortController();
     const onRunAbort = () => controller.abort(runSignal.reason);
     if (runSignal.aborted) controller.abort(runSignal.reason);
@@ -510,7 +527,7 @@ export class ToolRuntime {
     try {
       const result = await Promise.race([execution, abandon]);
       await this.notify("after_execute", call, entry, result.status);
-      return proposing ? asProposal(result, proposing.finish()) : result;
+      return result;
     } finally {
       clearTimeout(timer);
       runSignal.removeEventListener("abort", onRunAbort);

@@ -1,0 +1,257 @@
+import { type CheckOutcome, CommandCheck } from "../../engine/acceptance.js";
+import { SessionState } from "../../engine/state.js";
+import { SESSION_ID_PATTERN } from "../../journal/session-path.js";
+import type { AnyNewEvent } from "../../journal/vocabulary.js";
+import { applyProposals, short } from "../../proposals/apply.js";
+import { type ApplyOutcome, proposalsOf, type RecordedProposal } from "../../proposals/ledger.js";
+import { WorkspaceError, type WorkspaceFs } from "../../workspace/fs.js";
+import { versionOf } from "../../workspace/version.js";
+import { parse, positiveInt } from "../args.js";
+import { EXIT } from "../exit-codes.js";
+import { colorEnabled, createStyle, type Style } from "../style.js";
+import { UsageError } from "../usage-error.js";
+import { type OpenedWorkspace, openWorkspace } from "../workspace.js";
+
+const DIFF_HELP = `Usage: harness diff SESSION [--workspace DIR] [--json]
+
+Show the changes a propose-mode session (harness run --write propose) proposed, as unified
+diffs against the files they were based on: one proposal per file (the latest). Each is marked
+pending, applied, or stale (the file changed since: applying it will report a conflict).
+Nothing is changed. Colour only on a terminal (set NO_COLOR to turn it off).
+
+Options:
+  --workspace, -w DIR  the workspace (default: the current directory)
+  --json               print one JSON object on stdout`;
+
+const APPLY_HELP = `Usage: harness apply SESSION [--accept CMD]... [--workspace DIR] [--json]
+
+Apply a session's proposed changes to the workspace. A file is written only if it is still the
+version the proposal was based on (a proposed new file: still absent), checked again at the
+moment of the atomic write; otherwise it is reported as a conflict and left alone. Applying
+again is a no-op (already applied). Every outcome is recorded in the session's journal.
+
+After applying, each --accept command runs in the workspace; the session is verified only if
+every file applied and every command exits 0.
+
+Options:
+  --workspace, -w DIR  the workspace (default: the current directory)
+  --accept CMD         acceptance command, run after applying (repeatable)
+  --accept-timeout MS  timeout per acceptance command (default 600000)
+  --json               print one JSON object on stdout
+
+Exit codes: 0 everything applied (and accepted), 2 a conflict or a failed check, 64 usage error.`;
+
+type ProposalState = "pending" | "applied" | "stale";
+
+export const diffCommand = {
+  summary: "show the changes a session proposed",
+  help: DIFF_HELP,
+  async run(args: string[]): Promise<number> {
+    const { values, positionals } = parse(args, {
+      workspace: { type: "string", short: "w" },
+      json: { type: "boolean" },
+    });
+    const sessionId = sessionArgument(positionals, "diff");
+    const workspace = await openWorkspace(values.workspace);
+    await requireSession(workspace, sessionId);
+    const ledger = proposalsOf(await workspace.backend.read(sessionId));
+    const shown = [];
+    for (const proposal of ledger.current) {
+      shown.push({
+        proposal,
+        state: await stateOf(workspace.fs, proposal, ledger.applied.has(proposal.proposal_id)),
+      });
+    }
+    if (values.json) {
+      const proposals = shown.map(({ proposal, state }) => ({
+        proposal_id: proposal.proposal_id,
+        path: proposal.path,
+        base_version: proposal.base_version,
+        content_sha256: proposal.content_sha256,
+        state,
+        diff: proposal.diff,
+      }));
+      process.stdout.write(`${JSON.stringify({ session: sessionId, proposals })}\n`);
+      return EXIT.ok;
+    }
+    const style = createStyle(colorEnabled(process.stdout));
+    if (shown.length === 0) {
+      process.stdout.write(`session ${sessionId} has no proposed changes\n`);
+      return EXIT.ok;
+    }
+    const lines = [`session ${sessionId}: ${shown.length} proposed change${shown.length === 1 ? "" : "s"}`];
+    for (const { proposal, state } of shown) lines.push("", ...renderProposal(proposal, state, style));
+    process.stdout.write(`${lines.join("\n")}\n`);
+    return EXIT.ok;
+  },
+};
+
+export const applyCommand = {
+  summary: "apply a session's proposed changes (compare-and-swap per file)",
+  help: APPLY_HELP,
+  async run(args: string[]): Promise<number> {
+    const { values, positionals } = parse(args, {
+      workspace: { type: "string", short: "w" },
+      accept: { type: "string", multiple: true },
+      "accept-timeout": { type: "string" },
+      json: { type: "boolean" },
+    });
+    const sessionId = sessionArgument(positionals, "apply");
+    const acceptTimeout = positiveInt(values["accept-timeout"], "--accept-timeout") ?? 600_000;
+    const commands = values.accept ?? [];
+    if (commands.some((command) => command.trim() === "")) throw new UsageError("--accept needs a command");
+    const workspace = await openWorkspace(values.workspace);
+    await requireSession(workspace, sessionId);
+
+    const writer = await workspace.backend.openWriter(sessionId, { create: false });
+    const header = SessionState.from(writer.records).header;
+    if (header !== undefined && header.workspace.fingerprint !== workspace.identity.fingerprint) {
+      await writer.close();
+      throw new UsageError(`session "${sessionId}" was recorded in another workspace; apply it there`);
+    }
+    let outcomes: ApplyOutcome[];
+    let acceptance: { accepted: boolean; checks: CheckOutcome[] } | undefined;
+    let skippedAcceptance = false;
+    try {
+      const ledger = proposalsOf(writer.records);
+      const record = async (...events: AnyNewEvent[]) => {
+        await writer.append(events);
+      };
+      outcomes = await applyProposals({
+        fs: workspace.fs,
+        proposals: ledger,
+        record: (outcome) => record({ type: "proposal.applied", data: outcome }),
+      });
+      const conflicts = outcomes.some((o) => o.outcome === "conflict");
+      if (commands.length > 0 && conflicts) skippedAcceptance = true;
+      if (commands.length > 0 && !conflicts && outcomes.length > 0) {
+        // Checks run against the workspace as applied: that is what "verified" is about.
+        const signal = new AbortController().signal;
+        const checks: CheckOutcome[] = [];
+        for (const command of commands) {
+          checks.push(await new CommandCheck(command, workspace.root, acceptTimeout).run(signal));
+        }
+        acceptance = { accepted: checks.every((c) => c.passed), checks };
+        await record({ type: "acceptance.checked", data: acceptance });
+        if (acceptance.accepted) {
+          const answer = SessionState.from(writer.records).lastReply?.text ?? "";
+          await record({ type: "run.finished", data: { status: "verified", answer } });
+        }
+      }
+    } finally {
+      await writer.close();
+    }
+
+    const conflicts = outcomes.filter((o) => o.outcome === "conflict").length;
+    const status =
+      outcomes.length === 0
+        ? "nothing_to_apply"
+        : conflicts > 0
+          ? "conflict"
+          : acceptance === undefined
+            ? outcomes.every((o) => o.outcome === "already_applied")
+              ? "already_applied"
+              : "applied"
+            : acceptance.accepted
+              ? "verified"
+              : "acceptance_failed";
+    const code = status === "conflict" || status === "acceptance_failed" ? EXIT.stopped : EXIT.ok;
+    if (values.json) {
+      process.stdout.write(
+        `${JSON.stringify({ session: sessionId, status, proposals: outcomes, acceptance: acceptance ?? null })}\n`,
+      );
+      return code;
+    }
+    const style = createStyle(colorEnabled(process.stdout));
+    process.stdout.write(
+      `${renderApply(sessionId, status, outcomes, acceptance, skippedAcceptance, style).join("\n")}\n`,
+    );
+    return code;
+  },
+};
+
+function sessionArgument(positionals: string[], command: string): string {
+  const [sessionId, ...extra] = positionals;
+  if (sessionId === undefined) {
+    throw new UsageError(`which session? harness ${command} SESSION (list them with: harness sessions)`);
+  }
+  if (extra.length > 0) throw new UsageError(`unexpected arguments: ${extra.join(" ")}`);
+  if (!SESSION_ID_PATTERN.test(sessionId)) throw new UsageError(`invalid session id "${sessionId}"`);
+  return sessionId;
+}
+
+async function requireSession(workspace: OpenedWorkspace, sessionId: string): Promise<void> {
+  if (!(await workspace.backend.exists(sessionId))) {
+    throw new UsageError(`no session "${sessionId}" in ${workspace.root} (list them with: harness sessions)`);
+  }
+}
+
+async function stateOf(
+  fs: WorkspaceFs,
+  proposal: RecordedProposal,
+  applied: boolean,
+): Promise<ProposalState> {
+  if (applied) return "applied";
+  let current: string | null = null;
+  try {
+    const stat = await fs.stat(proposal.path);
+    if (stat?.kind === "file") current = versionOf(await fs.readFile(proposal.path));
+    else if (stat !== undefined) return "stale";
+  } catch (error) {
+    if (error instanceof WorkspaceError) return "stale";
+    throw error;
+  }
+  return current === proposal.base_version ? "pending" : "stale";
+}
+
+function renderProposal(proposal: RecordedProposal, state: ProposalState, style: Style): string[] {
+  const base = proposal.base_version === null ? "new file" : `based on ${short(proposal.base_version)}`;
+  const label =
+    state === "pending"
+      ? style.yellow("pending")
+      : state === "applied"
+        ? style.green("applied")
+        : style.red("stale: the file changed since; apply will report a conflict");
+  const header = `${style.bold(proposal.path)}  ${style.dim(`${proposal.proposal_id}, ${base}`)}  ${label}`;
+  const body = proposal.diff
+    .replace(/\n$/, "")
+    .split("\n")
+    .map((line) => {
+      if (line.startsWith("+++") || line.startsWith("---")) return style.bold(line);
+      if (line.startsWith("@@")) return style.cyan(line);
+      if (line.startsWith("+")) return style.green(line);
+      if (line.startsWith("-")) return style.red(line);
+      return line;
+    });
+  return [header, ...(proposal.diff === "" ? [style.dim("(no change to the content)")] : body)];
+}
+
+function renderApply(
+  sessionId: string,
+  status: string,
+  outcomes: readonly ApplyOutcome[],
+  acceptance: { accepted: boolean; checks: CheckOutcome[] } | undefined,
+  skippedAcceptance: boolean,
+  style: Style,
+): string[] {
+  if (outcomes.length === 0) return [`session ${sessionId} has no proposed changes; nothing to apply`];
+  const width = Math.max(...outcomes.map((o) => o.path.length));
+  const lines = outcomes.map((o) => {
+    const label =
+      o.outcome === "applied"
+        ? style.green("applied        ")
+        : o.outcome === "already_applied"
+          ? style.dim("already applied")
+          : style.red("conflict       ");
+    return `${label}  ${o.path.padEnd(width)}  ${style.dim(o.proposal_id)}  ${o.message}`;
+  });
+  if (skippedAcceptance) lines.push(style.dim("acceptance checks not run: a file could not be applied"));
+  for (const check of acceptance?.checks ?? []) {
+    const mark = check.passed ? style.green("passed") : style.red("failed");
+    const code = check.exit_code === undefined ? "" : ` (exit ${check.exit_code ?? "none"})`;
+    lines.push(`check ${mark}  ${check.name}${code}`);
+  }
+  const color = status === "conflict" || status === "acceptance_failed" ? style.red : style.green;
+  lines.push(`${style.bold("status")}  ${color(status)}`);
+  return lines;
+}

@@ -1,0 +1,326 @@
+import { readFile, truncate, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { DEMO_EXPECTED, DEMO_FILE, DEMO_GOAL, DEMO_INITIAL, demoScript } from "../../demo/script.js";
+import { FileEqualsCheck } from "../../engine/acceptance.js";
+import { Engine, type RunSummary } from "../../engine/engine.js";
+import type { AnyRecord } from "../../journal/vocabulary.js";
+import type { ModelMessage } from "../../protocol/types.js";
+import type { ModelRequest, Provider } from "../../providers/provider.js";
+import { ScriptedProvider } from "../../providers/scripted/provider.js";
+import { FileArtifactStore } from "../../runtime/artifacts.js";
+import { ModePolicy, type WriteMode } from "../../runtime/mode-policy.js";
+import type { ApprovalPort } from "../../runtime/ports.js";
+import { ToolRegistry } from "../../runtime/registry.js";
+import { sha256Hex } from "../../shared/hash.js";
+import { createFileTools } from "../../tools/builtin.js";
+import type { Check, EvalSuite, EvalTask, TaskRun, TaskWorkspace } from "../suite.js";
+
+/**
+ * The fault table of seed 001 chapter 20 as eval tasks: each injects one fault into a run of
+ * the file tools on a temp workspace and checks the evidence the table names, on disk and in
+ * the journal.
+ */
+
+export const FAULTS_SUITE_VERSION = "1";
+const SESSION = "fault";
+
+const denyAll: ApprovalPort = {
+  async request() {
+    return { decision: "deny", scope: "once", by: "eval", reason: "no approver in evaluations" };
+  },
+};
+
+/** Counts what the engine sent, to prove a resumed session did not ask the model again. */
+class CountingProvider implements Provider {
+  requests = 0;
+  constructor(private readonly inner: Provider) {}
+  get identity() {
+    return this.inner.identity;
+  }
+  stream(request: ModelRequest, signal: AbortSignal) {
+    this.requests += 1;
+    return this.inner.stream(request, signal);
+  }
+}
+
+interface FaultRun {
+  provider: Provider;
+  write?: WriteMode;
+  accept?: boolean;
+}
+
+async function runEngine(ws: TaskWorkspace, options: FaultRun): Promise<RunSummary> {
+  const policy = new ModePolicy(options.write ?? "allow", false);
+  const registry = new ToolRegistry();
+  for (const tool of createFileTools()) registry.register(tool);
+  return new Engine({
+    sessionId: SESSION,
+    backend: ws.backend,
+    provider: options.provider,
+    snapshot: registry.snapshot(),
+    fs: ws.fs,
+    hostRoot: ws.root,
+    artifacts: new FileArtifactStore(ws.artifactsDir(SESSION)),
+    workspace: { name: "eval", fingerprint: sha256Hex(`faults/${ws.root}`) },
+    goal: DEMO_GOAL,
+    policy: { describe: policy.describe, digest: policy.digest, permissions: policy },
+    approver: denyAll,
+    acceptance: options.accept === false ? [] : [new FileEqualsCheck(ws.fs, DEMO_FILE, DEMO_EXPECTED)],
+    limits: { maxModelAttempts: 1 },
+    mode: "auto",
+    harnessVersion: "eval",
+  }).run();
+}
+
+const demo = () => ScriptedProvider.fromFunction(demoScript, "faults-demo");
+const turns = (list: unknown[]) => ScriptedProvider.fromTurns(list, "faults-turns");
+
+function termination(summary: RunSummary): string {
+  return summary.reason ? `${summary.status}:${summary.reason}` : summary.status;
+}
+
+async function fileText(ws: TaskWorkspace): Promise<string> {
+  return readFile(join(ws.root, DEMO_FILE), "utf8");
+}
+
+function count(records: readonly AnyRecord[], type: string): number {
+  return records.filter((r) => r.type === type).length;
+}
+
+function resultsOf(records: readonly AnyRecord[], name: string) {
+  return records.flatMap((r) => (r.type === "tool.result" && r.data.name === name ? [r.data] : []));
+}
+
+async function outcome(
+  ws: TaskWorkspace,
+  summary: RunSummary,
+  checks: Check[],
+  effects: Record<string, string | number | boolean>,
+): Promise<TaskRun> {
+  const content = await fileText(ws);
+  return {
+    actual: termination(summary),
+    termination: termination(summary),
+    checks,
+    effects: { ...effects, file: content },
+    effectsSummary: `${DEMO_FILE}: ${JSON.stringify(content)}`,
+    model_requests: summary.model_requests,
+    tool_calls: summary.tool_calls,
+  };
+}
+
+async function seeded(ws: TaskWorkspace): Promise<void> {
+  await writeFile(join(ws.root, DEMO_FILE), DEMO_INITIAL);
+}
+
+const truncatedStream: EvalTask = {
+  id: "truncated-arguments",
+  description: "the model's argument stream is cut off: nothing is executed",
+  expected: "stopped:protocol_error",
+  async run(ws) {
+    await seeded(ws);
+    const args = JSON.stringify({ path: DEMO_FILE, content: "overwritten by a truncated reply" });
+    const stream = [
+      { type: "tool_call_delta", call_id: "w", name: "write_file", arguments: args.slice(0, 20) },
+      { type: "end", reason: "length" },
+    ];
+    const summary = await runEngine(ws, { provider: turns([{ stream }]) });
+    const records = await ws.backend.read(SESSION);
+    return outcome(
+      ws,
+      summary,
+      [
+        { name: "no tool.started", passed: count(records, "tool.started") === 0 },
+        { name: "the file is unchanged", passed: (await fileText(ws)) === DEMO_INITIAL },
+      ],
+      { tool_started: count(records, "tool.started") },
+    );
+  },
+};
+
+const writesDisabled: EvalTask = {
+  id: "writes-disabled",
+  description: "writes are denied by policy: a denied result and the original content kept",
+  expected: "stopped:acceptance_failed",
+  async run(ws) {
+    await seeded(ws);
+    const summary = await runEngine(ws, { provider: demo(), write: "deny" });
+    const records = await ws.backend.read(SESSION);
+    const edit = resultsOf(records, "edit_file")[0];
+    return outcome(
+      ws,
+      summary,
+      [
+        {
+          name: "the edit was denied by policy",
+          passed: edit?.status === "denied" && edit.error_type === "POLICY_DENIED",
+        },
+        { name: "the original content is kept", passed: (await fileText(ws)) === DEMO_INITIAL },
+        { name: "no run.finished", passed: count(records, "run.finished") === 0 },
+      ],
+      { edit_status: edit?.status ?? "none" },
+    );
+  },
+};
+
+const modifiedAfterRead: EvalTask = {
+  id: "modified-after-read",
+  description: "the file changes between read and edit: conflict, the newer content is not overwritten",
+  expected: "unverified",
+  async run(ws) {
+    await seeded(ws);
+    const other = "helo, someone else's edit\n";
+    const script = async (messages: readonly ModelMessage[], step: number) => {
+      if (step === 0) return { calls: [{ id: "read-1", name: "read_file", arguments: { path: DEMO_FILE } }] };
+      if (step === 1) {
+        await writeFile(join(ws.root, DEMO_FILE), other);
+        const version = lastVersion(messages);
+        return {
+          calls: [
+            {
+              id: "edit-1",
+              name: "edit_file",
+              arguments: {
+                path: DEMO_FILE,
+                old_text: "helo,",
+                new_text: "hello,",
+                expected_version: version ?? "",
+              },
+            },
+          ],
+        };
+      }
+      return { text: "done" };
+    };
+    const summary = await runEngine(ws, {
+      provider: ScriptedProvider.fromFunction(script, "faults-modified"),
+      accept: false,
+    });
+    const edit = resultsOf(await ws.backend.read(SESSION), "edit_file")[0];
+    return outcome(
+      ws,
+      summary,
+      [
+        {
+          name: "the edit ended in a STALE_VERSION conflict",
+          passed: edit?.status === "conflict" && edit.error_type === "STALE_VERSION",
+        },
+        { name: "the newer content is not overwritten", passed: (await fileText(ws)) === other },
+      ],
+      { edit_status: edit?.status ?? "none" },
+    );
+  },
+};
+
+const startedWithoutResult: EvalTask = {
+  id: "started-without-result",
+  description: "a call started but its result is missing: unknown, review required, never re-executed",
+  expected: "review_required:unknown_outcome",
+  async run(ws) {
+    await seeded(ws);
+    await runEngine(ws, { provider: demo() });
+    // Cut the journal right after the edit's tool.started: the process "died" after the effect.
+    const path = join(ws.root, ".harness", "sessions", SESSION, "events.jsonl");
+    const lines = (await readFile(path, "utf8")).split("\n");
+    const at = lines.findIndex((l) => l.includes('"tool.started"') && l.includes('"edit-1"'));
+    if (at < 0) throw new Error("the edit never started");
+    await truncate(path, Buffer.byteLength(`${lines.slice(0, at + 1).join("\n")}\n`));
+    const provider = new CountingProvider(demo());
+    const summary = await runEngine(ws, { provider });
+    const records = await ws.backend.read(SESSION);
+    const edits = resultsOf(records, "edit_file");
+    return outcome(
+      ws,
+      summary,
+      [
+        {
+          name: "the edit's outcome is recorded as unknown",
+          passed: edits.length === 1 && edits[0]?.status === "unknown",
+        },
+        { name: "the model was not asked again", passed: provider.requests === 0 },
+        { name: "no call was re-executed", passed: count(records, "tool.started") === 2 },
+      ],
+      { resumed_model_requests: provider.requests },
+    );
+  },
+};
+
+const claimsCompletion: EvalTask = {
+  id: "model-claims-completion",
+  description: "the model claims it is done without doing anything: acceptance fails, no run.finished",
+  expected: "stopped:acceptance_failed",
+  async run(ws) {
+    await seeded(ws);
+    const summary = await runEngine(ws, { provider: turns([{ text: "All done, the file is fixed." }]) });
+    const records = await ws.backend.read(SESSION);
+    const checked = records.find((r) => r.type === "acceptance.checked");
+    return outcome(
+      ws,
+      summary,
+      [
+        {
+          name: "acceptance was checked and failed",
+          passed: checked?.type === "acceptance.checked" && !checked.data.accepted,
+        },
+        { name: "no run.finished", passed: count(records, "run.finished") === 0 },
+        { name: "the file is unchanged", passed: (await fileText(ws)) === DEMO_INITIAL },
+      ],
+      {},
+    );
+  },
+};
+
+const changedAfterFinish: EvalTask = {
+  id: "changed-after-finish",
+  description:
+    "the file changes after a verified finish: the re-check fails, the old success does not mask it",
+  expected: "stopped:acceptance_failed",
+  async run(ws) {
+    await seeded(ws);
+    const first = await runEngine(ws, { provider: demo() });
+    await writeFile(join(ws.root, DEMO_FILE), `${DEMO_EXPECTED}and more\n`);
+    const provider = new CountingProvider(demo());
+    const second = await runEngine(ws, { provider });
+    const records = await ws.backend.read(SESSION);
+    const verdicts = records.flatMap((r) => (r.type === "acceptance.checked" ? [r.data.accepted] : []));
+    return outcome(
+      ws,
+      second,
+      [
+        { name: "the first run was verified", passed: first.status === "verified" },
+        { name: "acceptance went true then false", passed: JSON.stringify(verdicts) === "[true,false]" },
+        { name: "the model was not asked again", passed: provider.requests === 0 },
+      ],
+      { first: termination(first) },
+    );
+  },
+};
+
+/** Parse `version: <hex>` from the last tool observation. */
+function lastVersion(messages: readonly ModelMessage[]): string | undefined {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i]!;
+    if (m.role === "tool") {
+      const match = /^version: ([0-9a-f]{64})$/m.exec(m.content);
+      if (match) return match[1];
+    }
+  }
+  return undefined;
+}
+
+export function createFaultsSuite(): EvalSuite {
+  return {
+    name: "faults",
+    version: FAULTS_SUITE_VERSION,
+    description: "seed 001 chapter 20: the fault table over the file tools",
+    decision: "scripted",
+    tasks: [
+      truncatedStream,
+      writesDisabled,
+      modifiedAfterRead,
+      startedWithoutResult,
+      claimsCompletion,
+      changedAfterFinish,
+    ],
+  };
+}

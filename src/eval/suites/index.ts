@@ -1,0 +1,23 @@
+import type { EvalSuite } from "../suite.js";
+import { createFaultsSuite } from "./faults.js";
+import { createReservationsSuite, type DecisionMode } from "./reservations.js";
+
+export const SUITE_NAMES = ["reservations", "faults"] as const;
+export type SuiteName = (typeof SUITE_NAMES)[number];
+
+export interface SuiteOptions {
+  decision?: DecisionMode;
+  harnessVersion?: string;
+}
+
+/** A built-in suite by name; undefined for an unknown name. */
+export function builtinSuite(name: string, options: SuiteOptions = {}): EvalSuite | undefined {
+  switch (name) {
+    case "reservations":
+      return createReservationsSuite(options);
+    case "faults":
+      return createFaultsSuite();
+    default:
+      return undefined;
+  }
+}

@@ -1,0 +1,27 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { BIN, REPO_ROOT } from "../e2e/helpers.js";
+
+/**
+ * The CLI as a child process with a chosen extra environment (the e2e helpers inherit the
+ * parent's). stdin is ignored, so the CLI sees no terminal: the non-interactive defaults apply.
+ */
+export function startHarnessWith(
+  args: readonly string[],
+  extraEnv: Record<string, string> = {},
+): ChildProcess {
+  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: "1", ...extraEnv };
+  delete env.FORCE_COLOR;
+  delete env.NODE_OPTIONS;
+  return spawn(process.execPath, [BIN, ...args], { cwd: REPO_ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+}
+
+/**
+ * A directory outside both the workspace and /tmp: the sandbox gives commands a private /tmp,
+ * so "outside the workspace" must be somewhere else that the user can write.
+ */
+export async function outsideDir(): Promise<{ dir: string; cleanup: () => Promise<void> }> {
+  const dir = await mkdtemp(join("/var/tmp", "harness-outside-"));
+  return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
+}
