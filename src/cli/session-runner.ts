@@ -67,6 +67,7 @@ export async function runSession(run: SessionRun): Promise<number> {
       ...(run.setup.hooks ? { hooks: run.setup.hooks } : {}),
       ...(run.setup.processes ? { processes: run.setup.processes } : {}),
       ...(run.setup.proposals ? { proposals: run.setup.proposals } : {}),
+      ...(run.setup.timeoutFor ? { runtime: { timeoutFor: run.setup.timeoutFor } } : {}),
       ...(run.setup.providerAdvice ? { providerAdvice: run.setup.providerAdvice } : {}),
       ...(run.setup.flags ? { setup: recordableFlags(run.setup.flags) } : {}),
       acceptance: run.acceptance,

@@ -1,7 +1,7 @@
 import { homedir } from "node:os";
 import { ConfigError } from "../config/errors.js";
 import { loadConfig, permissionLayers } from "../config/load.js";
-import { modelProfiles, sandboxSetting, shellSetting } from "../config/sections.js";
+import { modelProfiles, sandboxSetting, shellSetting, toolTimeouts } from "../config/sections.js";
 import type { PolicyHandle, ProcessSupervision } from "../engine/engine.js";
 import { SpawnJournal } from "../engine/engine.js";
 import { generalProviderAdvice, type ProviderAdvice } from "../engine/provider-advice.js";
@@ -67,6 +67,8 @@ export interface RunSetup {
   /** Propose mode: the overlay factory (see src/proposals). */
   proposals?: (existing: readonly ProposalRecord[]) => ProposalPort;
   notices: string[];
+  /** Per-tool timeout overrides from config (milliseconds). */
+  timeoutFor?: (tool: AnyTool) => number;
 }
 
 const RECORDED_KEYS: (keyof RunFlags)[] = [
@@ -189,6 +191,7 @@ export async function buildSetup(options: {
     ...(governance.policy.write.value === "propose"
       ? { proposals: (existing: readonly ProposalRecord[]) => new ProposalOverlay(workspace.fs, existing) }
       : {}),
+    ...timeoutOverrides(governance.config),
     processes: {
       journal: spawnJournal,
       killSurvivors: (spawn) => killSurvivors(spawn),
@@ -305,4 +308,10 @@ function keyAwareAdvice(profile: ModelProfile): ProviderAdvice {
       ? "the server wants an API key: put it in an environment variable and pass --api-key-env VAR (or api_key_env in the profile)"
       : `check the API key in the environment variable ${variable} (keys are read only from the environment)`;
   return (code) => (code === "AUTH" ? auth : generalProviderAdvice(code));
+}
+
+function timeoutOverrides(config: Parameters<typeof toolTimeouts>[0]): Pick<RunSetup, "timeoutFor"> {
+  const timeouts = toolTimeouts(config);
+  if (timeouts.size === 0) return {};
+  return { timeoutFor: (tool) => timeouts.get(tool.name) ?? tool.timeoutMs };
 }

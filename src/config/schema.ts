@@ -72,6 +72,8 @@ export const configFileSchema = z.strictObject({
   shell: z.unknown().optional(),
   models: z.unknown().optional(),
   env: z.unknown().optional(),
+  /** Per-tool timeout overrides in milliseconds, e.g. {"shell": 300000}. */
+  timeouts: z.record(z.string().regex(/^[a-z][a-z0-9_]*$/), z.number().int().positive()).optional(),
 });
 
 export type ConfigFile = z.infer<typeof configFileSchema>;

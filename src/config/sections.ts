@@ -83,3 +83,21 @@ export function modelProfiles(loaded: LoadedConfig): Record<string, ModelProfile
   }
   return profiles;
 }
+
+/**
+ * Per-tool timeout overrides. Trusted sources set them; an untrusted project may only shorten a
+ * timeout, never lengthen it.
+ */
+export function toolTimeouts(loaded: LoadedConfig): Map<string, number> {
+  const timeouts = new Map<string, number>();
+  for (const source of trustedSources(loaded)) {
+    for (const [tool, ms] of Object.entries(source.config.timeouts ?? {})) timeouts.set(tool, ms);
+  }
+  if (loaded.project && !loaded.projectTrusted) {
+    for (const [tool, ms] of Object.entries(loaded.project.config.timeouts ?? {})) {
+      const current = timeouts.get(tool);
+      if (current === undefined || ms < current) timeouts.set(tool, Math.min(ms, current ?? ms));
+    }
+  }
+  return timeouts;
+}

@@ -552,6 +552,11 @@ export class ToolRuntime {
         { durationMs: ms },
       );
     }
+    // A handler that reports "cancelled" because the runtime's time budget fired timed out.
+    if (signal.reason === TIMEOUT && error instanceof ToolError && error.code === "CANCELLED") {
+      const data = error.data === undefined ? {} : { data: JSON.parse(JSON.stringify(error.data)) };
+      return errorResult(id, "TIMEOUT", `${id.name} ran out of time.`, { durationMs: ms, ...data });
+    }
     return resultFromThrown(id, error, ms);
   }
 

@@ -98,6 +98,13 @@ export function createShellTool(options: ShellToolOptions): ToolDefinition<Shell
         throw new ToolError("SEMANTIC_VALIDATION_ERROR", "command contains a NUL character");
       }
     },
+    // What an approver must see: the exact command, where it runs, for how long, and how confined.
+    approvalDetails: (args) => ({
+      command: args.command,
+      cwd: ". (the workspace root)",
+      timeout_ms: String(args.timeout_ms ?? defaultTimeoutMs),
+      sandbox: sandbox.profile,
+    }),
     execute: (args, context) =>
       runShell(args, context, {
         sandbox,
