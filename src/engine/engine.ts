@@ -392,7 +392,7 @@ export class Engine {
         { role: "system", content: this.systemPrompt },
         ...this.state.messages,
       ];
-      const size = requestSize(messages, this.options.snapshot);
+      const size = this.requestSize();
       if (size > this.limits.maxContextChars) {
         return this.stop(
           "stopped",
@@ -481,6 +481,14 @@ export class Engine {
       );
     }
   }
+
+  /** The request's size in JSON characters: system prompt, messages and tool specs. */
+  private requestSize(): number {
+    this.specChars ??= JSON.stringify(this.options.snapshot.specs).length;
+    return JSON.stringify(this.systemPrompt).length + this.state.messageChars + this.specChars;
+  }
+
+  private specChars: number | undefined;
 
   private attemptsSinceReply(): number {
     let attempts = 0;
@@ -668,10 +676,6 @@ function proposalRecords(state: SessionState): ProposalRecord[] {
   return [...state.proposals.values()]
     .filter((p) => !state.appliedProposals.has(p.proposal_id))
     .map(({ call_id: _call, ...record }) => record);
-}
-
-function requestSize(messages: readonly ModelMessage[], snapshot: ToolSnapshot): number {
-  return JSON.stringify(messages).length + JSON.stringify(snapshot.specs).length;
 }
 
 function hasEvidence(evidence: StreamEvidence): boolean {

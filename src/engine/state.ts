@@ -59,7 +59,7 @@ export class SessionState {
         break;
       case "user.input":
         this.goal ??= record.data.text;
-        this.messages.push({ role: "user", content: record.data.text });
+        this.addMessage({ role: "user", content: record.data.text });
         break;
       case "model.started":
         this.modelRequests += 1;
@@ -82,7 +82,7 @@ export class SessionState {
           calls: record.data.calls,
         };
         if (record.data.reasoning) message.reasoning = record.data.reasoning;
-        this.messages.push(message);
+        this.addMessage(message);
         const usage = record.data.usage;
         if (usage) {
           this.usage.input_tokens += usage.input_tokens ?? 0;
@@ -98,7 +98,7 @@ export class SessionState {
         break;
       case "tool.result": {
         this.results.set(record.data.call_id, record.data);
-        this.messages.push({
+        this.addMessage({
           role: "tool",
           call_id: record.data.call_id,
           name: record.data.name,
@@ -152,6 +152,14 @@ export class SessionState {
       default:
         break;
     }
+  }
+
+  /** JSON characters of `messages`, kept as they are added so budget checks stay O(1). */
+  messageChars = 0;
+
+  private addMessage(message: ModelMessage): void {
+    this.messages.push(message);
+    this.messageChars += JSON.stringify(message).length + 1;
   }
 
   get toolCalls(): number {
