@@ -6,7 +6,9 @@ import { readFileSync, statSync } from "node:fs";
 
 const args = process.argv.slice(2);
 if (args.length === 1 && (args[0] === "--version" || args[0] === "-V")) {
-  const pkg = JSON.parse(readFileSync(new URL("../../../package.json", import.meta.url), "utf8")) as { version: string };
+  const pkg = JSON.parse(readFileSync(new URL("../../../package.json", import.meta.url), "utf8")) as {
+    version: string;
+  };
   process.stdout.write(`harness ${pkg.version}\n`);
 } else {
   const bundle = new URL("../../cli.mjs", import.meta.url);

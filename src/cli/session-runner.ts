@@ -33,6 +33,7 @@ export async function runSession(run: SessionRun): Promise<number> {
     interrupts += 1;
     if (interrupts > 1 && signal === "SIGINT") {
       process.stderr.write("\nharness: second interrupt, exiting now (the journal is consistent)\n");
+      engine?.exitNow();
       process.exit(130);
     }
     process.stderr.write(
@@ -40,6 +41,7 @@ export async function runSession(run: SessionRun): Promise<number> {
     );
     controller.abort(signal);
   };
+  let engine: Engine | undefined;
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
   const style = createStyle(colorEnabled(process.stderr));
@@ -51,7 +53,7 @@ export async function runSession(run: SessionRun): Promise<number> {
     quiet: false,
   });
   try {
-    const engine = new Engine({
+    engine = new Engine({
       sessionId: run.sessionId,
       backend: run.workspace.backend,
       provider: run.setup.provider,

@@ -214,6 +214,24 @@ export class Engine {
     }
   }
 
+  /**
+   * For an immediate exit (a second Ctrl-C): synchronously kill the process groups of calls still
+   * running and release the writer lock. Every append is already whole and fsynced, so the journal
+   * stays consistent; the interrupted calls are reported unknown on resume.
+   */
+  exitNow(): void {
+    if (!this.writer || !this.state) return;
+    for (const spawn of this.state.spawns) {
+      if (this.state.results.has(spawn.call_id)) continue;
+      try {
+        process.kill(-spawn.pgid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }
+    void this.writer.close();
+  }
+
   private async drive(): Promise<RunSummary> {
     const orphans = this.state.startedWithoutResult();
     if (orphans.length > 0) {
