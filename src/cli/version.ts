@@ -12,10 +12,13 @@ export function harnessVersion(): string {
     const candidate = join(dir, "package.json");
     if (existsSync(candidate)) {
       const pkg = JSON.parse(readFileSync(candidate, "utf8")) as { name?: string; version?: string };
-      if (pkg.name === "harness" && typeof pkg.version === "string") return (cached = pkg.version);
+      if (pkg.name === "harness" && typeof pkg.version === "string") {
+        cached = pkg.version;
+        return cached;
+      }
     }
     const parent = dirname(dir);
-    if (parent === dir) return (cached = "0.0.0");
+    if (parent === dir) return "0.0.0";
     dir = parent;
   }
 }
