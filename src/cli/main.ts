@@ -22,6 +22,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   diff: async () => (await import("./commands/proposals.js")).diffCommand,
   apply: async () => (await import("./commands/proposals.js")).applyCommand,
   eval: async () => (await import("./commands/eval.js")).evalCommand,
+  review: async () => (await import("./commands/review.js")).reviewCommand,
 };
 
 const SUMMARIES: Record<string, string> = {
@@ -36,6 +37,7 @@ const SUMMARIES: Record<string, string> = {
   diff: "show the changes a session proposed",
   apply: "apply a session's proposed changes (compare-and-swap per file)",
   eval: "run an evaluation suite (reservations, faults) and report",
+  review: "resolve a call whose outcome is unknown, with evidence",
 };
 
 export function topLevelHelp(): string {

@@ -4,6 +4,12 @@ import type { HistoryEntry } from "../runtime/ports.js";
 import { projectForModel } from "../runtime/projection.js";
 import type { ToolResult } from "../runtime/result.js";
 
+const RESOLUTION_NOTES = {
+  applied: "the operation was verified to have taken effect; do not repeat it.",
+  not_applied: "the operation was verified NOT to have taken effect; it may be done again if still needed.",
+  undetermined: "whether the operation took effect could not be established.",
+} as const;
+
 export type Outcome =
   | { kind: "finished"; data: EventData<"run.finished"> }
   | { kind: "stopped"; data: EventData<"run.stopped"> }
@@ -33,6 +39,8 @@ export class SessionState {
   /** Settled calls in commit order, with their arguments (for observation-based policies). */
   readonly history: HistoryEntry[] = [];
   private readonly callArguments = new Map<string, ToolCall>();
+  /** Human resolutions of unknown outcomes, by call id (the latest wins). */
+  readonly resolutions = new Map<string, EventData<"review.resolved">>();
   /** Session-scoped approvals, in order. */
   readonly sessionApprovals: EventData<"approval.decided">[] = [];
   modelRequests = 0;
@@ -123,6 +131,22 @@ export class SessionState {
         this.history.push(entry);
         break;
       }
+      case "review.resolved": {
+        this.resolutions.set(record.data.call_id, record.data);
+        // The model learns what a person established about the call, next to its result.
+        const index = this.messages.findIndex((m) => m.role === "tool" && m.call_id === record.data.call_id);
+        const message = this.messages[index];
+        if (message?.role === "tool") {
+          const note = RESOLUTION_NOTES[record.data.resolution];
+          const updated = {
+            ...message,
+            content: `${message.content}\n[Review by ${record.data.by}: ${note} Evidence: ${record.data.evidence}]`,
+          };
+          this.messageChars += updated.content.length - message.content.length;
+          this.messages[index] = updated;
+        }
+        break;
+      }
       case "proposal.recorded":
         this.proposals.set(record.data.path, record.data);
         break;
@@ -183,8 +207,22 @@ export class SessionState {
   }
 
   /** True when some call's outcome is unknown: the session needs a human. */
+  /** True when some call's outcome is unknown and no person has resolved it. */
   hasUnknownOutcome(): boolean {
-    for (const result of this.results.values()) if (result.status === "unknown") return true;
+    for (const result of this.results.values()) {
+      if (result.status !== "unknown") continue;
+      const resolution = this.resolutions.get(result.call_id);
+      if (resolution === undefined || resolution.resolution === "undetermined") return true;
+    }
     return false;
+  }
+
+  /** Calls whose outcome is unknown and not (or not conclusively) resolved. */
+  unresolvedUnknowns(): EventData<"tool.result">[] {
+    return [...this.results.values()].filter(
+      (r) =>
+        r.status === "unknown" &&
+        (this.resolutions.get(r.call_id)?.resolution ?? "undetermined") === "undetermined",
+    );
   }
 }

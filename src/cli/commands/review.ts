@@ -1,0 +1,84 @@
+import { userInfo } from "node:os";
+import { SessionState } from "../../engine/state.js";
+import { parse } from "../args.js";
+import { EXIT } from "../exit-codes.js";
+import { UsageError } from "../usage-error.js";
+import { openWorkspace } from "../workspace.js";
+
+const HELP = `Usage: harness review SESSION                       list calls whose outcome is unknown
+       harness review SESSION CALL_ID --applied|--not-applied|--undetermined --evidence TEXT [--by NAME]
+
+A call that started but whose outcome was never recorded is "unknown": harness never guesses and
+never runs it again, so the session stops for review. After checking the workspace (or the
+external system) yourself, record what you found. The resolution and its evidence are journaled
+(review.resolved) and shown to the model next to the call's result; once every unknown outcome is
+resolved as applied or not applied, "harness resume SESSION" continues the session.`;
+
+export const reviewCommand = {
+  summary: "resolve a call whose outcome is unknown, with evidence",
+  help: HELP,
+  async run(args: string[]): Promise<number> {
+    const { values, positionals } = parse(args, {
+      workspace: { type: "string", short: "w" },
+      applied: { type: "boolean" },
+      "not-applied": { type: "boolean" },
+      undetermined: { type: "boolean" },
+      evidence: { type: "string" },
+      by: { type: "string" },
+      json: { type: "boolean" },
+    });
+    const [sessionId, callId] = positionals;
+    if (!sessionId) throw new UsageError("which session? harness review SESSION [CALL_ID ...]");
+    const workspace = await openWorkspace(values.workspace);
+    if (!(await workspace.backend.exists(sessionId)))
+      throw new UsageError(`no session "${sessionId}" in ${workspace.root}`);
+    const state = SessionState.from(await workspace.backend.read(sessionId));
+    const unknown = state.unresolvedUnknowns();
+    if (!callId) {
+      if (values.json) {
+        process.stdout.write(
+          `${JSON.stringify(unknown.map((r) => ({ call_id: r.call_id, name: r.name, summary: r.summary })))}\n`,
+        );
+      } else if (unknown.length === 0) {
+        process.stdout.write(`session ${sessionId}: no unresolved unknown outcomes\n`);
+      } else {
+        for (const r of unknown) {
+          const args = JSON.stringify(state.started.get(r.call_id)?.arguments ?? {});
+          process.stdout.write(
+            `${r.call_id}  ${r.name}  ${args.length > 100 ? `${args.slice(0, 99)}…` : args}\n`,
+          );
+        }
+      }
+      return EXIT.ok;
+    }
+    const chosen = (["applied", "not-applied", "undetermined"] as const).filter((flag) => values[flag]);
+    if (chosen.length !== 1)
+      throw new UsageError("give exactly one of --applied, --not-applied, --undetermined");
+    const evidence = values.evidence?.trim();
+    if (!evidence) throw new UsageError("--evidence TEXT is required: say how you established the outcome");
+    const result = state.results.get(callId);
+    if (!result || result.status !== "unknown") {
+      throw new UsageError(`call "${callId}" of session ${sessionId} has no unknown outcome to resolve`);
+    }
+    const resolution = chosen[0] === "not-applied" ? "not_applied" : chosen[0]!;
+    const writer = await workspace.backend.openWriter(sessionId, { create: false });
+    try {
+      await writer.append([
+        {
+          type: "review.resolved",
+          data: { call_id: callId, resolution, evidence, by: values.by ?? userInfo().username },
+        },
+      ]);
+    } finally {
+      await writer.close();
+    }
+    const after = SessionState.from(await workspace.backend.read(sessionId));
+    const left = after.unresolvedUnknowns().length;
+    process.stdout.write(
+      left === 0
+        ? `recorded; no unknown outcomes remain: continue with harness resume ${sessionId}\n`
+        : `recorded; ${left} unknown outcome(s) still need review\n`,
+    );
+    return EXIT.ok;
+  },
+};
