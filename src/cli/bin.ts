@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Entry point. `--version` is answered without loading anything else, so it starts as fast as
-// Node itself. Everything else runs from the single-file bundle when it is at least as new as
-// the compiled modules (one file parses much faster than hundreds), else from the modules.
+// Node itself. Everything else runs from the bundle (a few chunks, loaded as commands need them)
+// when it is at least as new as the compiled modules, else from the modules themselves.
 import { readFileSync, statSync } from "node:fs";
 
 const args = process.argv.slice(2);
@@ -11,7 +11,7 @@ if (args.length === 1 && (args[0] === "--version" || args[0] === "-V")) {
   };
   process.stdout.write(`harness ${pkg.version}\n`);
 } else {
-  const bundle = new URL("../../cli.mjs", import.meta.url);
+  const bundle = new URL("../../bundle/main.js", import.meta.url);
   const modules = new URL("./main.js", import.meta.url);
   const fresh = (() => {
     try {
