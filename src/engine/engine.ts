@@ -5,9 +5,11 @@ import {
   type EventData,
   JOURNAL_FORMAT_VERSION,
 } from "../journal/vocabulary.js";
+import { SessionGrantPort } from "../policy/ports.js";
 import { decodeStream, ProtocolError, type StreamEvidence } from "../protocol/decoder.js";
 import type { ModelMessage, Reply, StreamEvent } from "../protocol/types.js";
 import { type Provider, ProviderError } from "../providers/provider.js";
+import { retryDelay } from "../providers/retry.js";
 import { type RuntimeOptions, ToolRuntime } from "../runtime/pipeline.js";
 import type {
   ApprovalPort,
@@ -27,7 +29,6 @@ import type { ArtifactStore } from "../tools/tool.js";
 import type { WorkspaceFs } from "../workspace/fs.js";
 import type { AcceptanceCheck } from "./acceptance.js";
 import { EngineError } from "./errors.js";
-import { ExactSessionGrants } from "./grants.js";
 import { generalProviderAdvice, type ProviderAdvice } from "./provider-advice.js";
 import { SessionState } from "./state.js";
 import { SYSTEM_PROMPT } from "./system-prompt.js";
@@ -518,11 +519,15 @@ export class Engine {
     return attempts;
   }
 
-  /** Exponential backoff with full jitter; a server's Retry-After is honoured as a floor. */
+  /** Exponential backoff with full jitter, or exactly what the server's Retry-After asked. */
   private retryDelay(attempt: number, retryAfterMs: number | undefined): number {
-    const ceiling = Math.min(this.limits.modelRetryMaxMs, this.limits.modelRetryBaseMs * 2 ** attempt);
-    const jittered = Math.round((this.options.random ?? Math.random)() * ceiling);
-    return Math.max(jittered, Math.ceil(retryAfterMs ?? 0));
+    return retryDelay({
+      attempt,
+      ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+      baseMs: this.limits.modelRetryBaseMs,
+      maxMs: this.limits.modelRetryMaxMs,
+      jitter: this.options.random ?? Math.random,
+    });
   }
 
   private waitedSinceReply(): number {
@@ -663,7 +668,7 @@ export class Engine {
 
   private createRuntime(): ToolRuntime {
     const o = this.options;
-    const grants = o.grants ?? new ExactSessionGrants();
+    const grants = o.grants ?? new SessionGrantPort();
     return new ToolRuntime({
       sessionId: o.sessionId,
       snapshot: o.snapshot,

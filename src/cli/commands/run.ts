@@ -1,5 +1,6 @@
 import { CommandCheck } from "../../engine/acceptance.js";
 import { SessionState } from "../../engine/state.js";
+import { SESSION_ID_PATTERN } from "../../journal/session-path.js";
 import { PROVIDER_KINDS } from "../../providers/config.js";
 import { oneOf, parse, positiveInt } from "../args.js";
 import { runSession } from "../session-runner.js";
@@ -209,7 +210,7 @@ function optional<K extends string>(key: K, value: number | undefined): Partial<
 }
 
 function validateSessionId(id: string): void {
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(id)) {
+  if (!SESSION_ID_PATTERN.test(id)) {
     throw new UsageError(`invalid session id "${id}": use letters, digits, '.', '_' or '-' (at most 64)`);
   }
 }
