@@ -141,38 +141,4 @@ export async function fileCount(dir: string): Promise<number> {
   return count;
 }
 
-/**
- * Build dist when it is missing. `npm test` builds first; a directory lock keeps test files
- * running in parallel from building at the same time.
- */
-export function ensureBuilt(): void {
-  if (existsSync(BIN)) return;
-  const lock = join(tmpdir(), "harness-e2e-build.lock");
-  let owner = false;
-  try {
-    mkdirSync(lock);
-    owner = true;
-  } catch {
-    // Another test file is building; wait for it below.
-  }
-  if (owner) {
-    try {
-      execFileSync(
-        process.execPath,
-        [join(REPO_ROOT, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.build.json"],
-        {
-          cwd: REPO_ROOT,
-          stdio: "ignore",
-        },
-      );
-    } catch {
-      // Type errors elsewhere still emit JavaScript; a missing entry point is reported below.
-    } finally {
-      rmdirSync(lock);
-    }
-  } else {
-    const deadline = Date.now() + 120_000;
-    while (existsSync(lock) && Date.now() < deadline) execFileSync("sleep", ["0.2"]);
-  }
-  if (!existsSync(BIN)) throw new Error(`the CLI is not built: ${BIN} is missing (run: npm run build)`);
-}
+export { ensureBuilt } from "../e2e/helpers.js";

@@ -1,10 +1,9 @@
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { REPO_ROOT } from "../e2e/helpers.js";
-import { buildFresh } from "../proposals/build.js";
+import { ensureBuilt, REPO_ROOT } from "../e2e/helpers.js";
 
-beforeAll(() => buildFresh("dist/src/learning/main.js"), 240_000);
+beforeAll(() => ensureBuilt(), 240_000);
 
 /** `npm run learning:harness -- ARGS` without npm: the script line runs exactly this. */
 function learning(...args: string[]) {

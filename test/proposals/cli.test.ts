@@ -3,11 +3,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { sha256Hex } from "../../src/shared/hash.js";
-import { expectExit, harness } from "../e2e/helpers.js";
-import { buildFresh } from "./build.js";
+import { ensureBuilt, expectExit, harness } from "../e2e/helpers.js";
 
 /** Black-box: the built CLI in a real temporary directory, judged by exit codes, output and bytes. */
-beforeAll(() => buildFresh("dist/src/cli/commands/proposals.js"), 240_000);
+beforeAll(() => ensureBuilt(), 240_000);
 
 const ORIGINAL = "export const sum = (a: number, b: number) => a - b;\n";
 const FIXED = "export const sum = (a: number, b: number) => a + b;\n";
