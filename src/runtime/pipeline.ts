@@ -104,13 +104,6 @@ export class ToolRuntime {
     for (const [index, call] of input.calls.entries()) {
       slots.push(await this.prepare(index, call));
     }
-    for (const slot of slots) {
-      if (slot.kind !== "run") continue;
-      if (input.signal.aborted) break;
-      const denial = await this.authorize(slot.prepared, input.recorder, input.signal);
-      if (denial) Object.assign(slot, { kind: "done", result: denial });
-    }
-
     const committer = new OrderedCommitter(slots, input.recorder, this.options.progress);
     const runnable = slots.flatMap((s) => (s.kind === "run" ? [s.prepared] : []));
     const batches = planBatches(runnable);
@@ -121,23 +114,32 @@ export class ToolRuntime {
 
     await committer.flush();
     for (const batch of batches) {
+      // Authorization happens batch by batch, in call order, and only for calls the budget will
+      // let start: nobody is asked to approve a call that cannot run.
+      const authorized: Prepared[] = [];
+      for (const prepared of batch) {
+        if (input.signal.aborted) break;
+        if (remaining - authorized.length <= 0) {
+          stop = "budget_exhausted";
+          break;
+        }
+        const denial = await this.authorize(prepared, input.recorder, input.signal);
+        if (denial) committer.settle(prepared.index, denial);
+        else authorized.push(prepared);
+      }
       if (input.signal.aborted) {
         stop = "cancelled";
         break;
       }
-      const admitted = batch.slice(0, Math.max(0, remaining));
-      if (admitted.length === 0) {
-        stop = "budget_exhausted";
-        break;
+      if (authorized.length > 0) {
+        remaining -= authorized.length;
+        used += 1;
+        await this.runBatch(authorized, batchId, input, committer);
+        batchId += 1;
+      } else {
+        await committer.flush();
       }
-      remaining -= admitted.length;
-      used += 1;
-      await this.runBatch(admitted, batchId, input, committer);
-      batchId += 1;
-      if (admitted.length < batch.length) {
-        stop = "budget_exhausted";
-        break;
-      }
+      if (stop === "budget_exhausted") break;
     }
 
     if (stop === "cancelled" || input.signal.aborted) {
@@ -642,6 +644,18 @@ class OrderedCommitter {
 
   isDone(index: number): boolean {
     return this.results[index] !== undefined;
+  }
+
+  /** A result decided without running the call (a denial): reported live, committed in order. */
+  settle(index: number, result: ToolResult): void {
+    this.complete(index, result);
+    this.progress?.callFinished?.({
+      call_id: result.call_id,
+      name: result.name,
+      status: result.status,
+      duration_ms: result.duration_ms,
+      summary: result.summary,
+    });
   }
 
   complete(index: number, result: ToolResult): void {

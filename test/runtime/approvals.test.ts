@@ -122,16 +122,45 @@ describe("approvals at engine level", () => {
     expect(asked).toEqual(["w1"]);
     const all = await results(ws);
     expect(all.map((r) => r.call_id)).toEqual(["r", "w1", "w2"]);
-    for (const result of all) {
+    // The read ran in its own batch before the writes' approval was asked (approvals are asked
+    // batch by batch, just before a batch starts); the interrupted prompt cancels the rest.
+    expect(all[0]).toMatchObject({ status: "error", error_type: "NOT_FOUND" });
+    for (const result of all.slice(1)) {
       expect(result).toMatchObject({
         status: "cancelled",
         error_type: "CANCELLED",
         operation_applied: false,
       });
     }
-    expect(await ws.events("tool.started")).toHaveLength(0);
+    expect((await ws.events("tool.started")).map((r) => (r.data as { call_id: string }).call_id)).toEqual([
+      "r",
+    ]);
     expect((await ws.journal()).at(-1)?.type).toBe("run.cancelled");
     await expect(readFile(join(ws.root, "x.txt"))).rejects.toMatchObject({ code: "ENOENT" });
+  });
+
+  it("nobody is asked to approve a call the tool budget will not let start", async () => {
+    const { port, asked } = answering([{ decision: "allow" }, { decision: "allow" }, { decision: "allow" }]);
+    const summary = await run(ws, {
+      write: "ask",
+      approver: port,
+      turns: [
+        {
+          calls: [
+            { id: "a", name: "write_file", arguments: { path: "a.txt", content: "a\n" } },
+            { id: "b", name: "write_file", arguments: { path: "b.txt", content: "b\n" } },
+            { id: "c", name: "write_file", arguments: { path: "c.txt", content: "c\n" } },
+          ],
+        },
+        done,
+      ],
+      limits: { maxToolCalls: 1 },
+    });
+    expect(summary).toMatchObject({ status: "stopped", reason: "budget_exhausted" });
+    expect(asked.map((r) => r.callId)).toEqual(["a"]);
+    expect(await ws.events("approval.requested")).toHaveLength(1);
+    expect(await readFile(join(ws.root, "a.txt"), "utf8")).toBe("a\n");
+    await expect(readFile(join(ws.root, "b.txt"))).rejects.toMatchObject({ code: "ENOENT" });
   });
 
   it("a session grant covers later calls of the same tool and subject without asking", async () => {
