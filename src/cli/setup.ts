@@ -13,6 +13,7 @@ import { grantFromDecision, SessionGrants } from "../policy/grants.js";
 import { HookRunner } from "../policy/hooks.js";
 import { buildPolicy, type PermissionLayer } from "../policy/permissions.js";
 import { ApproverPort, HookRunnerPort, PolicyPermissionPort, SessionGrantPort } from "../policy/ports.js";
+import { ScopedPermissions, ScopeError, validateScope } from "../policy/scope.js";
 import { subjectKindOf } from "../policy/subject-kind.js";
 import { TtyApprover } from "../policy/tty-approver.js";
 import { ProposalOverlay } from "../proposals/overlay.js";
@@ -22,6 +23,7 @@ import { ScriptedProvider } from "../providers/scripted/provider.js";
 import type { ApprovalPort, GrantPort, HookPort, ProposalPort, ProposalRecord } from "../runtime/ports.js";
 import { ToolRegistry, type ToolSnapshot } from "../runtime/registry.js";
 import { killSurvivors } from "../sandbox/tree.js";
+import { digestOf } from "../shared/hash.js";
 import type { JsonObject } from "../shared/json.js";
 import { createFileTools } from "../tools/builtin.js";
 import { selectTools, ToolSelectionError } from "../tools/profiles.js";
@@ -49,6 +51,9 @@ export interface RunFlags {
   baseUrl?: string;
   apiKeyEnv?: string;
   profile?: string;
+  /** Task scope: the only files the agent may read / edit (checked at every call). */
+  readPaths?: string[];
+  editPaths?: string[];
   /** The defaults in force when no config or flag decides (lowest precedence). */
   defaults?: { write: WriteFlag; shell: ShellFlag };
 }
@@ -85,6 +90,8 @@ const RECORDED_KEYS: (keyof RunFlags)[] = [
   "baseUrl",
   "apiKeyEnv",
   "profile",
+  "readPaths",
+  "editPaths",
 ];
 
 /**
@@ -167,7 +174,9 @@ export async function buildSetup(options: {
     return entry ? subjectKindOf(entry.tool) : undefined;
   };
 
-  const permissions = new PolicyPermissionPort(governance.policy, kinds);
+  const policyPort = new PolicyPermissionPort(governance.policy, kinds);
+  const scoped = await scopedPermissions(policyPort, flags, workspace, kinds);
+  const permissions = scoped?.port ?? policyPort;
   const approver = new ApproverPort(
     interactive ? new TtyApprover(process.stdin, process.stderr) : new DenyApprover(),
     kinds,
@@ -184,7 +193,13 @@ export async function buildSetup(options: {
     provider: model.provider,
     ...(model.advice ? { providerAdvice: model.advice } : {}),
     snapshot,
-    policy: { describe: permissions.describe, digest: permissions.digest, permissions },
+    policy: scoped
+      ? {
+          describe: { ...policyPort.describe, scope: scoped.describe },
+          digest: digestOf({ policy: policyPort.digest, scope: scoped.describe }),
+          permissions,
+        }
+      : { describe: policyPort.describe, digest: policyPort.digest, permissions },
     approver,
     grants,
     ...(hooks ? { hooks } : {}),
@@ -314,4 +329,24 @@ function timeoutOverrides(config: Parameters<typeof toolTimeouts>[0]): Pick<RunS
   const timeouts = toolTimeouts(config);
   if (timeouts.size === 0) return {};
   return { timeoutFor: (tool) => timeouts.get(tool.name) ?? tool.timeoutMs };
+}
+
+/** `--read-path`/`--edit-path`: a task scope that wraps the policy, validated before the run starts. */
+async function scopedPermissions(
+  inner: PolicyPermissionPort,
+  flags: RunFlags,
+  workspace: OpenedWorkspace,
+  kinds: (name: string) => ReturnType<typeof subjectKindOf> | undefined,
+): Promise<{ port: ScopedPermissions; describe: JsonObject } | undefined> {
+  if (!flags.readPaths?.length && !flags.editPaths?.length) return undefined;
+  try {
+    const scope = await validateScope(
+      { readPaths: flags.readPaths ?? [], editPaths: flags.editPaths ?? [] },
+      workspace.fs,
+    );
+    return { port: new ScopedPermissions(inner, scope, kinds), describe: scope.describe() };
+  } catch (error) {
+    if (error instanceof ScopeError) throw new UsageError(error.message);
+    throw error;
+  }
 }

@@ -24,6 +24,8 @@ const SESSION_OPTIONS = {
   allow: { type: "string", multiple: true },
   ask: { type: "string", multiple: true },
   deny: { type: "string", multiple: true },
+  "read-path": { type: "string", multiple: true },
+  "edit-path": { type: "string", multiple: true },
   accept: { type: "string", multiple: true },
   "accept-timeout": { type: "string" },
   "max-model-requests": { type: "string" },
@@ -54,6 +56,9 @@ Permissions:
   --allow RULE, --ask RULE, --deny RULE
                              permission rules such as 'read_file(src/**)' or 'shell(npm test*)'
                              (repeatable; deny wins over ask, ask over allow; see README)
+  --read-path PATH, --edit-path PATH
+                             task scope: the only files that may be read / edited (repeatable;
+                             an edit path must also be a read path; checked at every call)
   --sandbox PROFILE          workspace-write (default) | read-only | off, for shell commands
   --tools SET                readonly | coding (default) | shell-only | files | name,name,...
 
@@ -198,6 +203,8 @@ function givenFlags(values: Parsed["values"]): RunFlags {
   if (values.ask) flags.ask = values.ask;
   if (values.deny) flags.deny = values.deny;
   if (values.tools) flags.tools = values.tools;
+  if (values["read-path"]) flags.readPaths = values["read-path"];
+  if (values["edit-path"]) flags.editPaths = values["edit-path"];
   if (values.model) flags.model = values.model;
   if (values["base-url"]) flags.baseUrl = values["base-url"];
   if (values["api-key-env"]) flags.apiKeyEnv = values["api-key-env"];
