@@ -85,7 +85,7 @@ export async function benchSteps(): Promise<BenchRow[]> {
         name: "200-step session: fsync share of a step",
         value: round(stepDurable - stepMemory),
         unit: "ms",
-        note: "5 fsyncs per step",
+        note: "4 fsynced appends per step: model.started, model.reply, tool.started, tool.result",
       },
     ];
   } finally {
