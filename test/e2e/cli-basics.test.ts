@@ -8,7 +8,7 @@ import {
   workspaceWith,
 } from "./helpers.js";
 
-const COMMANDS = ["run", "resume", "demo", "sessions", "inspect", "journal", "unlock"];
+const COMMANDS = ["run", "resume", "demo", "sessions", "inspect", "journal", "unlock", "policy", "diff", "apply", "eval", "review"];
 
 beforeAll(() => ensureBuilt());
 afterAll(removeTempDirs);
