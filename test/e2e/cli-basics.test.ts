@@ -8,7 +8,20 @@ import {
   workspaceWith,
 } from "./helpers.js";
 
-const COMMANDS = ["run", "resume", "demo", "sessions", "inspect", "journal", "unlock", "policy", "diff", "apply", "eval", "review"];
+const COMMANDS = [
+  "run",
+  "resume",
+  "demo",
+  "sessions",
+  "inspect",
+  "journal",
+  "unlock",
+  "policy",
+  "diff",
+  "apply",
+  "eval",
+  "review",
+];
 
 beforeAll(() => ensureBuilt());
 afterAll(removeTempDirs);
