@@ -160,6 +160,13 @@ async function startOrResume(
       `this session uses the scripted model "${String(recorded.provider.name)}"; pass it again with --script FILE`,
     );
   }
+  const acceptTimeout = positiveInt(values["accept-timeout"], "--accept-timeout") ?? 600_000;
+  const commands = values.accept ?? recorded?.acceptance ?? [];
+  const limits = {
+    ...optional("maxModelRequests", positiveInt(values["max-model-requests"], "--max-model-requests")),
+    ...optional("maxToolCalls", positiveInt(values["max-tool-calls"], "--max-tool-calls")),
+    ...optional("poolSize", positiveInt(values["pool-size"], "--pool-size")),
+  };
   const setup = await buildSetup({
     workspace,
     flags,
@@ -168,13 +175,6 @@ async function startOrResume(
     records,
   });
   for (const notice of setup.notices) process.stderr.write(`harness: note: ${notice}\n`);
-  const acceptTimeout = positiveInt(values["accept-timeout"], "--accept-timeout") ?? 600_000;
-  const commands = values.accept ?? recorded?.acceptance ?? [];
-  const limits = {
-    ...optional("maxModelRequests", positiveInt(values["max-model-requests"], "--max-model-requests")),
-    ...optional("maxToolCalls", positiveInt(values["max-tool-calls"], "--max-tool-calls")),
-    ...optional("poolSize", positiveInt(values["pool-size"], "--pool-size")),
-  };
   return runSession({
     workspace,
     sessionId,
