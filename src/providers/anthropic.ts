@@ -1,11 +1,11 @@
 import { createAnthropic } from "@ai-sdk/anthropic";
 import type { LanguageModelV3CallOptions } from "@ai-sdk/provider";
 import { createAiSdkProvider } from "./ai-sdk-stream.js";
-import { fetchWithoutEmptyCredentials, publicUrl } from "./endpoint.js";
+import { ANTHROPIC_DEFAULT_BASE_URL, fetchWithoutEmptyCredentials, publicUrl } from "./endpoint.js";
 import { toFunctionTools, toLanguageModelPrompt } from "./prompt.js";
 import type { ModelRequest, Provider } from "./provider.js";
 
-export const ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com/v1";
+export { ANTHROPIC_DEFAULT_BASE_URL } from "./endpoint.js";
 
 export interface AnthropicOptions {
   model: string;

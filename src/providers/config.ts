@@ -1,10 +1,13 @@
 import { z } from "zod";
-import { createAnthropicProvider } from "./anthropic.js";
-import { isLoopbackUrl, parseEndpoint } from "./endpoint.js";
-import { createHttpJsonProvider } from "./http-json.js";
-import { createOpenAICompatibleProvider } from "./openai-compatible.js";
-import { createOpenAIResponsesProvider } from "./openai-responses.js";
-import type { Provider } from "./provider.js";
+import { digestOf } from "../shared/hash.js";
+import {
+  ANTHROPIC_DEFAULT_BASE_URL,
+  isLoopbackUrl,
+  OPENAI_DEFAULT_BASE_URL,
+  parseEndpoint,
+  publicUrl,
+} from "./endpoint.js";
+import type { ModelRequest, Provider, ProviderIdentity } from "./provider.js";
 
 export const PROVIDER_KINDS = ["openai-compatible", "openai", "anthropic", "http-json"] as const;
 export type ProviderKind = (typeof PROVIDER_KINDS)[number];
@@ -85,27 +88,68 @@ export function createProvider(
   };
   const maxOutput =
     parsed.max_output_tokens === undefined ? {} : { maxOutputTokens: parsed.max_output_tokens };
+  // The vendor SDK is loaded on the first request, not here: a run that never reaches the model
+  // (a usage error, a resumed finished session) and every scripted run stay free of it.
   switch (parsed.provider) {
     case "openai-compatible":
-      return createOpenAICompatibleProvider({ ...common, ...maxOutput, baseUrl: baseUrl ?? "" });
+      return lazyProvider(identityOf("openai-compatible", parsed.model, baseUrl ?? ""), async () =>
+        (await import("./openai-compatible.js")).createOpenAICompatibleProvider({
+          ...common,
+          ...maxOutput,
+          baseUrl: baseUrl ?? "",
+        }),
+      );
     case "openai":
-      return createOpenAIResponsesProvider({
-        ...common,
-        ...maxOutput,
-        ...(baseUrl === undefined ? {} : { baseUrl }),
-      });
+      return lazyProvider(identityOf("openai", parsed.model, baseUrl ?? OPENAI_DEFAULT_BASE_URL), async () =>
+        (await import("./openai-responses.js")).createOpenAIResponsesProvider({
+          ...common,
+          ...maxOutput,
+          ...(baseUrl === undefined ? {} : { baseUrl }),
+        }),
+      );
     case "anthropic":
-      return createAnthropicProvider({
-        ...common,
-        ...maxOutput,
-        ...(baseUrl === undefined ? {} : { baseUrl }),
-        ...(parsed.thinking_budget_tokens === undefined
-          ? {}
-          : { thinkingBudgetTokens: parsed.thinking_budget_tokens }),
-      });
+      return lazyProvider(
+        identityOf("anthropic", parsed.model, baseUrl ?? ANTHROPIC_DEFAULT_BASE_URL),
+        async () =>
+          (await import("./anthropic.js")).createAnthropicProvider({
+            ...common,
+            ...maxOutput,
+            ...(baseUrl === undefined ? {} : { baseUrl }),
+            ...(parsed.thinking_budget_tokens === undefined
+              ? {}
+              : { thinkingBudgetTokens: parsed.thinking_budget_tokens }),
+          }),
+      );
     case "http-json":
-      return createHttpJsonProvider({ ...common, url: baseUrl ?? "" });
+      return lazyProvider(identityOf("http-json", parsed.model, baseUrl ?? ""), async () =>
+        (await import("./http-json.js")).createHttpJsonProvider({ ...common, url: baseUrl ?? "" }),
+      );
   }
+}
+
+function identityOf(kind: ProviderKind, model: string, baseUrl: string): ProviderIdentity {
+  return { kind, model, base_url: publicUrl(baseUrl) };
+}
+
+/**
+ * A provider whose implementation is loaded on first use. Its identity is known up front (it is
+ * part of the session identity) and must equal the loaded provider's, which is checked.
+ */
+function lazyProvider(identity: ProviderIdentity, load: () => Promise<Provider>): Provider {
+  let loading: Promise<Provider> | undefined;
+  const loaded = async () => {
+    const provider = await (loading ??= load());
+    if (digestOf(provider.identity) !== digestOf(identity)) {
+      throw new Error(`provider identity mismatch for ${identity.kind}`);
+    }
+    return provider;
+  };
+  return {
+    identity,
+    async *stream(request: ModelRequest, signal: AbortSignal) {
+      yield* (await loaded()).stream(request, signal);
+    },
+  };
 }
 
 /** Validate a profile; the error lists each bad field with its problem (values are not echoed). */

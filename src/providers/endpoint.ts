@@ -54,3 +54,7 @@ export function fetchWithoutEmptyCredentials(base: typeof fetch = globalThis.fet
     return base(input, { ...init, headers });
   };
 }
+
+/** Default endpoints of the vendor APIs (kept here, light, so configs need not load the SDKs). */
+export const OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1";
+export const ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com/v1";

@@ -2,11 +2,11 @@ import { createOpenAI } from "@ai-sdk/openai";
 import type { LanguageModelV3CallOptions } from "@ai-sdk/provider";
 import { isJsonObject } from "../shared/json.js";
 import { createAiSdkProvider } from "./ai-sdk-stream.js";
-import { fetchWithoutEmptyCredentials, publicUrl } from "./endpoint.js";
+import { fetchWithoutEmptyCredentials, OPENAI_DEFAULT_BASE_URL, publicUrl } from "./endpoint.js";
 import { toFunctionTools, toLanguageModelPrompt } from "./prompt.js";
 import type { ModelRequest, Provider } from "./provider.js";
 
-export const OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1";
+export { OPENAI_DEFAULT_BASE_URL } from "./endpoint.js";
 
 export interface OpenAIResponsesOptions {
   model: string;
