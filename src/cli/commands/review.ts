@@ -57,7 +57,7 @@ export const reviewCommand = {
     const evidence = values.evidence?.trim();
     if (!evidence) throw new UsageError("--evidence TEXT is required: say how you established the outcome");
     const result = state.results.get(callId);
-    if (!result || result.status !== "unknown") {
+    if (result?.status !== "unknown") {
       throw new UsageError(`call "${callId}" of session ${sessionId} has no unknown outcome to resolve`);
     }
     const resolution = chosen[0] === "not-applied" ? "not_applied" : chosen[0]!;
