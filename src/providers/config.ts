@@ -138,7 +138,8 @@ function identityOf(kind: ProviderKind, model: string, baseUrl: string): Provide
 function lazyProvider(identity: ProviderIdentity, load: () => Promise<Provider>): Provider {
   let loading: Promise<Provider> | undefined;
   const loaded = async () => {
-    const provider = await (loading ??= load());
+    loading ??= load();
+    const provider = await loading;
     if (digestOf(provider.identity) !== digestOf(identity)) {
       throw new Error(`provider identity mismatch for ${identity.kind}`);
     }
