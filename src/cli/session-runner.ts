@@ -100,14 +100,15 @@ function printSummary(summary: RunSummary, run: SessionRun, style: ReturnType<ty
       : summary.status === "unverified" || summary.status === "needs_review"
         ? style.yellow
         : style.red;
+  const label = (name: string) => style.bold(name.padEnd(10));
   const lines = [
-    `${style.bold("status")}   ${color(summary.status)}${summary.reason ? ` (${summary.reason})` : ""}`,
-    ...(summary.message ? [`${style.bold("why")}      ${summary.message}`] : []),
-    `${style.bold("session")}  ${summary.session}`,
-    `${style.bold("workspace")} ${run.workspace.root}`,
-    `${style.bold("activity")} ${summary.model_requests} model requests, ${summary.tool_calls} tool calls, ${summary.events} events`,
+    `${label("status")}${color(summary.status)}${summary.reason ? ` (${summary.reason})` : ""}`,
+    ...(summary.message ? [`${label("why")}${summary.message}`] : []),
+    `${label("session")}${summary.session}`,
+    `${label("workspace")}${run.workspace.root}`,
+    `${label("activity")}${summary.model_requests} model requests, ${summary.tool_calls} tool calls, ${summary.events} events`,
   ];
-  if (summary.answer) lines.push(`${style.bold("answer")}   ${summary.answer}`);
+  if (summary.answer) lines.push(`${label("answer")}${summary.answer}`);
   if (summary.status === "unverified")
     lines.push(style.dim("(no --accept check ran: the model's claim was not verified)"));
   if (summary.status === "review_required") {
