@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { TOOL_STATUSES } from "../protocol/types.js";
 
 /**
  * The journal's event vocabulary: every event type and the shape of its data, in one place.
@@ -17,16 +18,7 @@ const usage = z.object({
 });
 const call = z.object({ id: z.string().min(1), name: z.string().min(1), arguments: jsonObject });
 const reasoning = z.object({ text: z.string(), signature: z.string().optional() });
-const toolStatus = z.enum([
-  "ok",
-  "error",
-  "invalid",
-  "denied",
-  "conflict",
-  "timeout",
-  "cancelled",
-  "unknown",
-]);
+const toolStatus = z.enum(TOOL_STATUSES);
 const evidence = z.object({
   text: z.string(),
   calls: z.array(z.object({ id: z.string(), name: z.string().optional(), arguments: z.string() })),

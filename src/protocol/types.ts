@@ -42,15 +42,17 @@ export interface Reply {
   reasoning?: Reasoning[];
 }
 
-export type ToolStatus =
-  | "ok"
-  | "error"
-  | "invalid"
-  | "denied"
-  | "conflict"
-  | "timeout"
-  | "cancelled"
-  | "unknown";
+export const TOOL_STATUSES = [
+  "ok",
+  "error",
+  "invalid",
+  "denied",
+  "conflict",
+  "timeout",
+  "cancelled",
+  "unknown",
+] as const;
+export type ToolStatus = (typeof TOOL_STATUSES)[number];
 
 /** What a model is sent: always derived from the journal. */
 export type ModelMessage =

@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { z } from "zod";
 import type { ModelMessage } from "../../protocol/types.js";
+import { TOOL_STATUSES } from "../../protocol/types.js";
 import { type DecisionPolicy, httpActionFor } from "./workflow.js";
 
 /**
@@ -13,16 +14,7 @@ import { type DecisionPolicy, httpActionFor } from "./workflow.js";
 
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
-const toolStatus = z.enum([
-  "ok",
-  "error",
-  "invalid",
-  "denied",
-  "conflict",
-  "timeout",
-  "cancelled",
-  "unknown",
-]);
+const toolStatus = z.enum(TOOL_STATUSES);
 const messageSchema = z.discriminatedUnion("role", [
   z.object({ role: z.literal("system"), content: z.string() }),
   z.object({ role: z.literal("user"), content: z.string() }),
