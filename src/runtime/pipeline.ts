@@ -99,7 +99,18 @@ const TRANSIENT_CODES = new Set(["IO_ERROR"]);
 export class ToolRuntime {
   constructor(private readonly options: RuntimeOptions) {}
 
-  async runCalls(input: RunCallsInput): Promise<RunCallsOutcome> {
+  async runCalls(given: RunCallsInput): Promise<RunCallsOutcome> {
+    // Hook decisions gathered between writes go into the journal with the next write, so the
+    // journal keeps them in the order they happened (and costs no extra fsync).
+    const input: RunCallsInput = {
+      ...given,
+      recorder: {
+        record: (events) => {
+          const hooks = this.drainHookRecords().map((data): AnyNewEvent => ({ type: "hook.decided", data }));
+          return given.recorder.record([...hooks, ...events]);
+        },
+      },
+    };
     const slots: Slot[] = [];
     for (const [index, call] of input.calls.entries()) {
       slots.push(await this.prepare(index, call));
@@ -597,17 +608,17 @@ export class ToolRuntime {
     this.pendingHookRecords.push(...(await this.options.hooks.notify(point, context)));
   }
 
+  /** Admit decisions are journaled at once: the denial that follows must not precede them. */
   private async recordHooks(records: HookRecord[], recorder: Recorder): Promise<void> {
-    const all = [...this.pendingHookRecords, ...records];
-    this.pendingHookRecords = [];
-    if (all.length > 0) await recorder.record(all.map((data) => ({ type: "hook.decided", data })));
+    this.pendingHookRecords.push(...records);
+    if (this.pendingHookRecords.length > 0) await recorder.record([]);
   }
 
   private async recordHooksLater(records: HookRecord[]): Promise<void> {
     this.pendingHookRecords.push(...records);
   }
 
-  /** Hook records gathered outside an authorization step, flushed by the engine after commit. */
+  /** Hook records not yet written (the engine journals what is left after a reply's calls). */
   drainHookRecords(): HookRecord[] {
     const all = this.pendingHookRecords;
     this.pendingHookRecords = [];
