@@ -21,5 +21,8 @@ if (args.length === 1 && (args[0] === "--version" || args[0] === "-V")) {
     }
   })();
   const { main } = (await import(fresh ? bundle.href : modules.href)) as typeof import("./main.js");
-  process.exitCode = await main(args);
+  const code = await main(args);
+  // Everything is durable and every child is gone when main returns; exit now rather than wait
+  // for idle keep-alive sockets and timers (stdout/stderr writes are synchronous on Linux).
+  process.exit(code);
 }
