@@ -41,17 +41,13 @@ export class SessionState {
   private readonly callArguments = new Map<string, ToolCall>();
   /** Human resolutions of unknown outcomes, by call id (the latest wins). */
   readonly resolutions = new Map<string, EventData<"review.resolved">>();
-  /** Session-scoped approvals, in order. */
-  readonly sessionApprovals: EventData<"approval.decided">[] = [];
   modelRequests = 0;
   /** Model attempts whose outcome is recorded (reply, retryable error, failure, protocol error). */
   ordinal = 0;
   batches = 0;
-  lastAcceptance: EventData<"acceptance.checked"> | undefined;
   outcome: Outcome | undefined;
   records = 0;
   usage = { input_tokens: 0, output_tokens: 0, reasoning_tokens: 0, cached_tokens: 0 };
-  private readonly approvalsByHash = new Map<string, EventData<"approval.decided">>();
 
   static from(records: readonly AnyRecord[]): SessionState {
     const state = new SessionState();
@@ -155,14 +151,6 @@ export class SessionState {
         break;
       case "process.spawned":
         this.spawns.push(record.data);
-        break;
-      case "approval.decided":
-        this.approvalsByHash.set(record.data.call_hash, record.data);
-        if (record.data.scope === "session" && record.data.decision === "allow")
-          this.sessionApprovals.push(record.data);
-        break;
-      case "acceptance.checked":
-        this.lastAcceptance = record.data;
         break;
       case "run.finished":
         this.outcome = { kind: "finished", data: record.data };

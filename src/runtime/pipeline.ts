@@ -69,7 +69,6 @@ export interface RunCallsOutcome {
   /** Results committed to the journal, in call order. */
   committed: ToolResult[];
   stop?: "budget_exhausted" | "cancelled";
-  batchesUsed: number;
 }
 
 /** A call that passed lookup and validation. */
@@ -121,7 +120,6 @@ export class ToolRuntime {
     let remaining = input.remainingToolCalls;
     let stop: RunCallsOutcome["stop"];
     let batchId = input.firstBatchId;
-    let used = 0;
 
     await committer.flush();
     for (const batch of batches) {
@@ -144,7 +142,6 @@ export class ToolRuntime {
       }
       if (authorized.length > 0) {
         remaining -= authorized.length;
-        used += 1;
         await this.runBatch(authorized, batchId, input, committer);
         batchId += 1;
       } else {
@@ -175,7 +172,7 @@ export class ToolRuntime {
       committer.markNotApplied();
     }
     await committer.flush();
-    const outcome: RunCallsOutcome = { committed: committer.committed, batchesUsed: used };
+    const outcome: RunCallsOutcome = { committed: committer.committed };
     if (stop !== undefined) outcome.stop = stop;
     return outcome;
   }
