@@ -1,6 +1,6 @@
 import { z } from "zod";
+import { modePolicy } from "../src/policy/ports.js";
 import { MemoryArtifactStore } from "../src/runtime/artifacts.js";
-import { ModePolicy } from "../src/runtime/mode-policy.js";
 import { ToolRuntime } from "../src/runtime/pipeline.js";
 import { ToolRegistry } from "../src/runtime/registry.js";
 import { defineTool } from "../src/tools/tool.js";
@@ -25,7 +25,7 @@ const waitTool = defineTool({
 
 function runtime(poolSize: number): ToolRuntime {
   const registry = new ToolRegistry().register(waitTool);
-  const policy = new ModePolicy("allow", false);
+  const policy = modePolicy({ write: "allow" });
   return new ToolRuntime({
     sessionId: "bench",
     snapshot: registry.snapshot(),

@@ -7,9 +7,9 @@ import { Engine, type EngineListener } from "../src/engine/engine.js";
 import { FileJournalBackend } from "../src/journal/file-store.js";
 import { MemoryJournalBackend } from "../src/journal/memory-store.js";
 import type { JournalBackend } from "../src/journal/store.js";
+import { modePolicy } from "../src/policy/ports.js";
 import { ScriptedProvider } from "../src/providers/scripted/provider.js";
 import { MemoryArtifactStore } from "../src/runtime/artifacts.js";
-import { ModePolicy } from "../src/runtime/mode-policy.js";
 import { ToolRegistry } from "../src/runtime/registry.js";
 import { sha256Hex } from "../src/shared/hash.js";
 import { createFileTools } from "../src/tools/builtin.js";
@@ -22,7 +22,7 @@ const STEPS = 200;
 async function timedSession(root: string, backend: JournalBackend, session: string): Promise<number[]> {
   const registry = new ToolRegistry();
   for (const tool of createFileTools()) registry.register(tool);
-  const policy = new ModePolicy("allow", false);
+  const policy = modePolicy({ write: "allow" });
   const stamps: number[] = [];
   const listener: EngineListener = {
     record(record) {

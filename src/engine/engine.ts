@@ -396,8 +396,8 @@ export class Engine {
 
   /** One model step: request, decode completely, record. Returns a summary when the run ends. */
   private async requestModel(): Promise<RunSummary | undefined> {
-    let attempt = this.attemptsSinceReply();
     for (;;) {
+      const attempt = this.state.retriesSinceReply;
       if (this.signal.aborted) return this.cancel();
       if (this.state.modelRequests >= this.limits.maxModelRequests) {
         return this.stop(
@@ -466,11 +466,10 @@ export class Engine {
         ...(hasEvidence(evidence) ? { evidence } : {}),
       };
       const delay = this.retryDelay(attempt, failure.retryAfterMs);
-      const waited = this.waitedSinceReply();
       if (
         failure.retryable &&
         attempt + 1 < this.limits.maxModelAttempts &&
-        waited + delay <= this.limits.modelRetryMaxTotalMs
+        this.state.retryWaitSinceReply + delay <= this.limits.modelRetryMaxTotalMs
       ) {
         await this.record({
           type: "model.retryable_error",
@@ -484,7 +483,6 @@ export class Engine {
           },
         });
         await (this.options.sleep ?? sleep)(delay, this.signal);
-        attempt += 1;
         continue;
       }
       await this.record({
@@ -509,16 +507,6 @@ export class Engine {
 
   private specChars: number | undefined;
 
-  private attemptsSinceReply(): number {
-    let attempts = 0;
-    for (let i = this.writer.records.length - 1; i >= 0; i--) {
-      const record = this.writer.records[i]!;
-      if (record.type === "model.reply") break;
-      if (record.type === "model.retryable_error") attempts += 1;
-    }
-    return attempts;
-  }
-
   /** Exponential backoff with full jitter, or exactly what the server's Retry-After asked. */
   private retryDelay(attempt: number, retryAfterMs: number | undefined): number {
     return retryDelay({
@@ -528,16 +516,6 @@ export class Engine {
       maxMs: this.limits.modelRetryMaxMs,
       jitter: this.options.random ?? Math.random,
     });
-  }
-
-  private waitedSinceReply(): number {
-    let waited = 0;
-    for (let i = this.writer.records.length - 1; i >= 0; i--) {
-      const record = this.writer.records[i]!;
-      if (record.type === "model.reply") break;
-      if (record.type === "model.retryable_error") waited += record.data.retry_in_ms;
-    }
-    return waited;
   }
 
   private reusedCallId(reply: Reply): string | undefined {

@@ -42,6 +42,9 @@ export class SessionState {
   /** Human resolutions of unknown outcomes, by call id (the latest wins). */
   readonly resolutions = new Map<string, EventData<"review.resolved">>();
   modelRequests = 0;
+  /** Retryable failures since the last reply, and the backoff they asked for (resume keeps both). */
+  retriesSinceReply = 0;
+  retryWaitSinceReply = 0;
   /** Model attempts whose outcome is recorded (reply, retryable error, failure, protocol error). */
   ordinal = 0;
   batches = 0;
@@ -69,12 +72,18 @@ export class SessionState {
         this.modelRequests += 1;
         break;
       case "model.retryable_error":
+        this.ordinal += 1;
+        this.retriesSinceReply += 1;
+        this.retryWaitSinceReply += record.data.retry_in_ms;
+        break;
       case "model.failed":
       case "model.protocol_error":
         this.ordinal += 1;
         break;
       case "model.reply": {
         this.ordinal += 1;
+        this.retriesSinceReply = 0;
+        this.retryWaitSinceReply = 0;
         this.replies.push(record.data);
         for (const call of record.data.calls) {
           this.callIds.add(call.id);

@@ -1,6 +1,7 @@
 import { Engine, type Limits, type RunSummary } from "../engine/engine.js";
 import { MemoryJournalBackend } from "../journal/memory-store.js";
 import type { AnyRecord } from "../journal/vocabulary.js";
+import { modePolicy } from "../policy/ports.js";
 import { ScopedPermissions, validateScope } from "../policy/scope.js";
 import { subjectKindOf } from "../policy/subject-kind.js";
 import { proposalsOf, type RecordedProposal } from "../proposals/ledger.js";
@@ -8,7 +9,6 @@ import { ProposalOverlay } from "../proposals/overlay.js";
 import type { ModelMessage } from "../protocol/types.js";
 import { ScriptedProvider } from "../providers/scripted/provider.js";
 import { MemoryArtifactStore } from "../runtime/artifacts.js";
-import { ModePolicy } from "../runtime/mode-policy.js";
 import type { ApprovalPort } from "../runtime/ports.js";
 import { ToolRegistry } from "../runtime/registry.js";
 import { digestOf, sha256Hex } from "../shared/hash.js";
@@ -63,7 +63,7 @@ export async function runLesson(setup: LessonSetup): Promise<LessonRun> {
   for (const tool of createFileTools()) registry.register(tool);
   const snapshot = registry.snapshot();
   const scope = await validateScope(TASK_SCOPE, repo);
-  const writes = new ModePolicy("propose", false);
+  const writes = modePolicy({ write: "propose" });
   const permissions = new ScopedPermissions(writes, scope, (name) => {
     const entry = snapshot.get(name);
     return entry ? subjectKindOf(entry.tool) : undefined;

@@ -13,9 +13,10 @@ import type {
 } from "../runtime/ports.js";
 import type { JsonObject } from "../shared/json.js";
 import type { ApprovalDisplay, ApprovalRequest, Approver } from "./approver.js";
+import { type CliPermissionFlags, cliLayer } from "./cli-flags.js";
 import { grantFromRequest, grantSubject, SessionGrants } from "./grants.js";
 import type { HookInput, HookRunner } from "./hooks.js";
-import { evaluate, type Policy } from "./permissions.js";
+import { buildPolicy, evaluate, type Policy } from "./permissions.js";
 import { type SubjectKind, subjectOf } from "./rules.js";
 
 /**
@@ -184,4 +185,15 @@ function toHookInput(context: HookCallContext): HookInput {
   };
   if (context.status !== undefined) input.status = context.status;
   return input;
+}
+
+/**
+ * A policy from modes and rules given in code (no config files): for the demo, the labs and
+ * library users. The same evaluation, defaults and digest as a CLI run with these flags.
+ */
+export function modePolicy(
+  flags: CliPermissionFlags,
+  subjectKinds?: SubjectKindLookup,
+): PolicyPermissionPort {
+  return new PolicyPermissionPort(buildPolicy([cliLayer(flags)]), subjectKinds);
 }

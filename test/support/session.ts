@@ -5,11 +5,12 @@ import { type AcceptanceCheck, FileEqualsCheck } from "../../src/engine/acceptan
 import { Engine, type EngineOptions, type RunSummary } from "../../src/engine/engine.js";
 import { FileJournalBackend } from "../../src/journal/file-store.js";
 import type { AnyRecord } from "../../src/journal/vocabulary.js";
+import type { WriteMode } from "../../src/policy/defaults.js";
+import { modePolicy } from "../../src/policy/ports.js";
 import type { ModelRequest, Provider } from "../../src/providers/provider.js";
 import { ScriptedProvider } from "../../src/providers/scripted/provider.js";
 import type { ScriptFunction } from "../../src/providers/scripted/script.js";
 import { FileArtifactStore } from "../../src/runtime/artifacts.js";
-import { ModePolicy, type WriteMode } from "../../src/runtime/mode-policy.js";
 import type { ApprovalPort } from "../../src/runtime/ports.js";
 import { ToolRegistry } from "../../src/runtime/registry.js";
 import { sha256Hex } from "../../src/shared/hash.js";
@@ -90,7 +91,7 @@ export function scripted(options: Pick<RunOptions, "turns" | "script">): Provide
 }
 
 export function engineFor(ws: Workspace, options: RunOptions = {}): Engine {
-  const policy = new ModePolicy(options.write ?? "allow", options.readOnly ?? false);
+  const policy = modePolicy({ write: options.write ?? "allow", readOnly: options.readOnly ?? false });
   const registry = new ToolRegistry();
   for (const tool of options.tools ?? createFileTools()) registry.register(tool);
   const session = options.session ?? "s";

@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DEMO_EXPECTED, DEMO_FILE, DEMO_GOAL, DEMO_INITIAL, demoScript } from "../../demo/script.js";
 import { FileEqualsCheck } from "../../engine/acceptance.js";
+import { modePolicy } from "../../policy/ports.js";
 import { ScriptedProvider } from "../../providers/scripted/provider.js";
-import { ModePolicy } from "../../runtime/mode-policy.js";
 import { ToolRegistry } from "../../runtime/registry.js";
 import { createFileTools } from "../../tools/builtin.js";
 import { parse } from "../args.js";
@@ -42,7 +42,7 @@ export const demoCommand = {
     const workspace = await openWorkspace(dir, { create: true });
     await createIfAbsent(join(workspace.root, DEMO_FILE), DEMO_INITIAL);
     const readOnly = values["read-only"] === true;
-    const modes = new ModePolicy("allow", readOnly);
+    const modes = modePolicy({ write: "allow", readOnly });
     const registry = new ToolRegistry();
     for (const tool of createFileTools()) registry.register(tool);
     return runSession({

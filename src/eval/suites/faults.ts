@@ -4,11 +4,12 @@ import { DEMO_EXPECTED, DEMO_FILE, DEMO_GOAL, DEMO_INITIAL, demoScript } from ".
 import { FileEqualsCheck } from "../../engine/acceptance.js";
 import { Engine, type RunSummary } from "../../engine/engine.js";
 import type { AnyRecord } from "../../journal/vocabulary.js";
+import type { WriteMode } from "../../policy/defaults.js";
+import { modePolicy } from "../../policy/ports.js";
 import type { ModelMessage } from "../../protocol/types.js";
 import type { ModelRequest, Provider } from "../../providers/provider.js";
 import { ScriptedProvider } from "../../providers/scripted/provider.js";
 import { FileArtifactStore } from "../../runtime/artifacts.js";
-import { ModePolicy, type WriteMode } from "../../runtime/mode-policy.js";
 import type { ApprovalPort } from "../../runtime/ports.js";
 import { ToolRegistry } from "../../runtime/registry.js";
 import { sha256Hex } from "../../shared/hash.js";
@@ -50,7 +51,7 @@ interface FaultRun {
 }
 
 async function runEngine(ws: TaskWorkspace, options: FaultRun): Promise<RunSummary> {
-  const policy = new ModePolicy(options.write ?? "allow", false);
+  const policy = modePolicy({ write: options.write ?? "allow" });
   const registry = new ToolRegistry();
   for (const tool of createFileTools()) registry.register(tool);
   return new Engine({
