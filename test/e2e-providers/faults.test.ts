@@ -20,11 +20,11 @@ import {
 } from "./cli.js";
 import {
   HARNESS_TOOLS,
-  HELLO_ACCEPT,
   HELLO_AFTER,
   HELLO_BEFORE,
   HELLO_FILE,
   HELLO_GOAL,
+  helloRunArgs,
   helloScript,
   readVersion,
 } from "./hello-task.js";
@@ -52,21 +52,11 @@ async function runHello(
   try {
     const workspace = await workspaceWith({ [HELLO_FILE]: HELLO_BEFORE });
     const result = await runCli(
-      [
-        "run",
-        ...providerFlags(dialect, server.baseUrl),
-        ...(options.flags ?? []),
-        "-w",
+      helloRunArgs(
+        [...providerFlags(dialect, server.baseUrl), ...(options.flags ?? [])],
         workspace,
-        "--session",
         options.session,
-        "--write",
-        "allow",
-        "--accept",
-        HELLO_ACCEPT,
-        "--json",
-        HELLO_GOAL,
-      ],
+      ),
       cliEnv(await tempDir("harness-prov-home-"), options.env),
     );
     const records = await readJournal(workspace, options.session);

@@ -144,3 +144,26 @@ export function readVersion(request: MockRequest, tools: Toolset = HARNESS_TOOLS
   const read = callAndResult(request, 0, tools.readName);
   return tools.versionIn(read.result.content);
 }
+
+/** `harness run` of the hello.txt task: the model flags, then workspace, session and the task. */
+export function helloRunArgs(
+  model: readonly string[],
+  workspace: string,
+  session: string,
+  options: { json?: boolean } = {},
+): string[] {
+  return [
+    "run",
+    ...model,
+    "-w",
+    workspace,
+    "--session",
+    session,
+    "--write",
+    "allow",
+    "--accept",
+    HELLO_ACCEPT,
+    ...(options.json === false ? [] : ["--json"]),
+    HELLO_GOAL,
+  ];
+}

@@ -14,13 +14,13 @@ import {
   workspaceWith,
 } from "./cli.js";
 import {
-  HELLO_ACCEPT,
   HELLO_AFTER,
   HELLO_ANSWER,
   HELLO_BEFORE,
   HELLO_FILE,
   HELLO_GOAL,
   HELLO_USAGE,
+  helloRunArgs,
   helloScript,
 } from "./hello-task.js";
 import { type MockRequest, pairingProblem, startMockServer } from "./mock-server.js";
@@ -43,20 +43,7 @@ describe.each(PROVIDERS)("the hello.txt task through $provider", ({ provider, di
       const workspace = await workspaceWith({ [HELLO_FILE]: HELLO_BEFORE });
       const session = `hello-${provider}`;
       const result = await runCli(
-        [
-          "run",
-          ...providerFlags(dialect, server.baseUrl),
-          "--workspace",
-          workspace,
-          "--session",
-          session,
-          "--write",
-          "allow",
-          "--accept",
-          HELLO_ACCEPT,
-          "--json",
-          HELLO_GOAL,
-        ],
+        helloRunArgs(providerFlags(dialect, server.baseUrl), workspace, session),
         cliEnv(await tempDir("harness-prov-home-")),
       );
       expectExit(result, 0);

@@ -14,11 +14,11 @@ import {
   workspaceWith,
 } from "./cli.js";
 import {
-  HELLO_ACCEPT,
   HELLO_AFTER,
   HELLO_BEFORE,
   HELLO_FILE,
   HELLO_GOAL,
+  helloRunArgs,
   helloScript,
 } from "./hello-task.js";
 import { startMockServer } from "./mock-server.js";
@@ -47,21 +47,7 @@ describe("--profile NAME from the user config", () => {
       });
       const workspace = await workspaceWith({ [HELLO_FILE]: HELLO_BEFORE });
       const result = await runCli(
-        [
-          "run",
-          "--profile",
-          "deep",
-          "-w",
-          workspace,
-          "--session",
-          "profiled",
-          "--write",
-          "allow",
-          "--accept",
-          HELLO_ACCEPT,
-          "--json",
-          HELLO_GOAL,
-        ],
+        helloRunArgs(["--profile", "deep"], workspace, "profiled"),
         cliEnv(await tempDir("harness-prov-home-"), { HARNESS_CONFIG: config }),
       );
       expectExit(result, 0);

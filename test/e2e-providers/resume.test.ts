@@ -16,14 +16,7 @@ import {
   tempDir,
   workspaceWith,
 } from "./cli.js";
-import {
-  HELLO_ACCEPT,
-  HELLO_AFTER,
-  HELLO_BEFORE,
-  HELLO_FILE,
-  HELLO_GOAL,
-  helloScript,
-} from "./hello-task.js";
+import { HELLO_AFTER, HELLO_BEFORE, HELLO_FILE, helloRunArgs, helloScript } from "./hello-task.js";
 import { pairingProblem, startMockServer } from "./mock-server.js";
 import { providerFlags } from "./providers.js";
 
@@ -43,19 +36,7 @@ describe("a run killed while it waits for the model", () => {
       const session = "killed-mid-request";
       const env = cliEnv(await tempDir("harness-prov-home-"));
       const child = startCli(
-        [
-          "run",
-          ...providerFlags("chat", server.baseUrl),
-          "-w",
-          workspace,
-          "--session",
-          session,
-          "--write",
-          "allow",
-          "--accept",
-          HELLO_ACCEPT,
-          HELLO_GOAL,
-        ],
+        helloRunArgs(providerFlags("chat", server.baseUrl), workspace, session, { json: false }),
         env,
       );
       const exited = finished(child);

@@ -15,10 +15,9 @@ import {
 } from "./cli.js";
 import {
   HARNESS_TOOLS,
-  HELLO_ACCEPT,
   HELLO_BEFORE,
   HELLO_FILE,
-  HELLO_GOAL,
+  helloRunArgs,
   helloScript,
   readVersion,
 } from "./hello-task.js";
@@ -58,20 +57,7 @@ describe.each(CASES)(
         const workspace = await workspaceWith({ [HELLO_FILE]: HELLO_BEFORE });
         const session = `cut-${dialect}`;
         const result = await runCli(
-          [
-            "run",
-            ...providerFlags(dialect, server.baseUrl),
-            "-w",
-            workspace,
-            "--session",
-            session,
-            "--write",
-            "allow",
-            "--accept",
-            HELLO_ACCEPT,
-            "--json",
-            HELLO_GOAL,
-          ],
+          helloRunArgs(providerFlags(dialect, server.baseUrl), workspace, session),
           cliEnv(await tempDir("harness-prov-home-")),
         );
         expectExit(result, 2);

@@ -11,14 +11,7 @@ import {
   tempDir,
   workspaceWith,
 } from "./cli.js";
-import {
-  HELLO_ACCEPT,
-  HELLO_BEFORE,
-  HELLO_FILE,
-  HELLO_GOAL,
-  HELLO_USAGE,
-  helloScript,
-} from "./hello-task.js";
+import { HELLO_BEFORE, HELLO_FILE, HELLO_USAGE, helloRunArgs, helloScript } from "./hello-task.js";
 import { startMockServer } from "./mock-server.js";
 import { providerFlags } from "./providers.js";
 import type { Dialect, MockUsage } from "./wire.js";
@@ -58,20 +51,7 @@ describe.each<Dialect>(["chat", "responses"])("token usage over %s", (dialect) =
       const session = `usage-${dialect}`;
       const env = cliEnv(await tempDir("harness-prov-home-"));
       const result = await runCli(
-        [
-          "run",
-          ...providerFlags(dialect, server.baseUrl),
-          "-w",
-          workspace,
-          "--session",
-          session,
-          "--write",
-          "allow",
-          "--accept",
-          HELLO_ACCEPT,
-          "--json",
-          HELLO_GOAL,
-        ],
+        helloRunArgs(providerFlags(dialect, server.baseUrl), workspace, session),
         env,
       );
       expectExit(result, 0);

@@ -1,7 +1,7 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { BIN, REPO_ROOT } from "../e2e/helpers.js";
+import { childEnv, startHarness } from "../e2e/helpers.js";
 
 /**
  * The CLI as a child process with a chosen extra environment (the e2e helpers inherit the
@@ -11,10 +11,7 @@ export function startHarnessWith(
   args: readonly string[],
   extraEnv: Record<string, string> = {},
 ): ChildProcess {
-  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: "1", ...extraEnv };
-  delete env.FORCE_COLOR;
-  delete env.NODE_OPTIONS;
-  return spawn(process.execPath, [BIN, ...args], { cwd: REPO_ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  return startHarness(args, { env: { ...childEnv(), ...extraEnv } });
 }
 
 /**

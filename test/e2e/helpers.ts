@@ -34,7 +34,7 @@ export interface JournalLine {
 }
 
 /** A clean child environment: no colours, no TTY guesses, nothing inherited that changes output. */
-function childEnv(): NodeJS.ProcessEnv {
+export function childEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: "1" };
   delete env.FORCE_COLOR;
   delete env.NODE_OPTIONS;
@@ -47,10 +47,14 @@ export function harness(args: readonly string[], options: { cwd?: string } = {})
   return finished(child);
 }
 
-export function startHarness(args: readonly string[], options: { cwd?: string } = {}): ChildProcess {
+/** Start `harness ARGS`; `env` replaces the default child environment when given. */
+export function startHarness(
+  args: readonly string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
+): ChildProcess {
   return spawn(process.execPath, [BIN, ...args], {
     cwd: options.cwd ?? REPO_ROOT,
-    env: childEnv(),
+    env: options.env ?? childEnv(),
     stdio: ["ignore", "pipe", "pipe"],
   });
 }

@@ -1,32 +1,27 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { ModelMessage, StreamEvent, ToolSpec } from "../../src/protocol/types.js";
 import { createAnthropicProvider } from "../../src/providers/anthropic.js";
 import { calls, collect, endsNormally, lastEnd, request, text } from "./helpers/collect.js";
 import {
+  CANARY,
   fixture,
   JSON_HEADERS,
   type ScriptedReply,
   SSE_HEADERS,
+  serverPerTest,
   sse,
-  startServer,
-  type TestServer,
 } from "./helpers/server.js";
 
-const CANARY = "sk-canary-DO-NOT-LEAK-1234";
-let server: TestServer | undefined;
-afterEach(async () => {
-  await server?.close();
-  server = undefined;
-});
+const servers = serverPerTest();
 
 async function provider(
   replies: ScriptedReply[],
   options: { apiKey?: string; thinkingBudgetTokens?: number } = {},
 ) {
-  server = await startServer(replies);
+  const { origin } = await servers.start(replies);
   return createAnthropicProvider({
     model: "claude-test",
-    baseUrl: `${server.origin}/v1`,
+    baseUrl: `${origin}/v1`,
     maxOutputTokens: 2048,
     ...options,
   });
@@ -232,8 +227,6 @@ describe("anthropic: scripted streams", () => {
       const p = await provider([{ body }]);
       const { events } = await collect(p);
       expect(endsNormally(events), reason).toBe(false);
-      await server?.close();
-      server = undefined;
     }
   });
 
@@ -306,7 +299,7 @@ describe("anthropic: HTTP errors", () => {
     );
     const { error } = await collect(p);
     expect(error).toMatchObject({ code: "AUTH", status: 401, providerCode: "authentication_error" });
-    expect(server?.received[0]?.headers["x-api-key"]).toBe(CANARY);
+    expect(servers.current.received[0]?.headers["x-api-key"]).toBe(CANARY);
     for (const surface of [error?.message, JSON.stringify(error), String(error), JSON.stringify(p.identity)])
       expect(surface).not.toContain(CANARY);
   });
@@ -362,7 +355,7 @@ describe("anthropic: what is sent", () => {
       { role: "tool", call_id: "toolu_2", name: "read", status: "denied", content: "denied by policy" },
     ];
     await collect(p, request({ messages, tools }));
-    const sent = server?.received[1];
+    const sent = servers.current.received[1];
     expect(sent?.path).toBe("/v1/messages");
     expect(sent?.headers["x-api-key"]).toBeUndefined();
     const body = JSON.parse(sent?.body ?? "{}");

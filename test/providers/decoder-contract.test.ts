@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { decodeStream, ProtocolError } from "../../src/protocol/decoder.js";
 import { createAnthropicProvider } from "../../src/providers/anthropic.js";
 import { createHttpJsonProvider } from "../../src/providers/http-json.js";
@@ -6,14 +6,10 @@ import { createOpenAICompatibleProvider } from "../../src/providers/openai-compa
 import { createOpenAIResponsesProvider } from "../../src/providers/openai-responses.js";
 import type { Provider } from "../../src/providers/provider.js";
 import { request } from "./helpers/collect.js";
-import { fixture, JSON_HEADERS, startServer, type TestServer } from "./helpers/server.js";
+import { fixture, JSON_HEADERS, serverPerTest } from "./helpers/server.js";
 
 /** The recorded streams through harness's own decoder: only complete replies may come out. */
-let server: TestServer | undefined;
-afterEach(async () => {
-  await server?.close();
-  server = undefined;
-});
+const servers = serverPerTest();
 
 type Make = (origin: string) => Provider;
 const chat: Make = (origin) => createOpenAICompatibleProvider({ model: "m", baseUrl: `${origin}/v1` });
@@ -21,8 +17,10 @@ const responses: Make = (origin) => createOpenAIResponsesProvider({ model: "m", 
 const anthropic: Make = (origin) => createAnthropicProvider({ model: "m", baseUrl: `${origin}/v1` });
 
 async function decode(make: Make, body: Buffer | string) {
-  server = await startServer([{ body, ...(typeof body === "string" ? { headers: JSON_HEADERS } : {}) }]);
-  return decodeStream(make(server.origin).stream(request(), new AbortController().signal));
+  const { origin } = await servers.start([
+    { body, ...(typeof body === "string" ? { headers: JSON_HEADERS } : {}) },
+  ]);
+  return decodeStream(make(origin).stream(request(), new AbortController().signal));
 }
 
 describe("decoder contract", () => {

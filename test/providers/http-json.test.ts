@@ -1,20 +1,15 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { ModelMessage, ToolSpec } from "../../src/protocol/types.js";
 import { createHttpJsonProvider } from "../../src/providers/http-json.js";
 import { calls, collect, endsNormally, lastEnd, request, text } from "./helpers/collect.js";
-import { JSON_HEADERS, type ScriptedReply, startServer, type TestServer } from "./helpers/server.js";
+import { CANARY, JSON_HEADERS, type ScriptedReply, serverPerTest } from "./helpers/server.js";
 
-const CANARY = "sk-canary-DO-NOT-LEAK-1234";
-let server: TestServer | undefined;
-afterEach(async () => {
-  await server?.close();
-  server = undefined;
-});
+const servers = serverPerTest();
 
 async function provider(replies: ScriptedReply[], apiKey?: string) {
-  server = await startServer(replies.map((r) => ({ headers: JSON_HEADERS, ...r })));
+  const { origin } = await servers.start(replies.map((r) => ({ headers: JSON_HEADERS, ...r })));
   return createHttpJsonProvider({
-    url: `${server.origin}/policy?token=secret`,
+    url: `${origin}/policy?token=secret`,
     model: "rules-v1",
     ...(apiKey === undefined ? {} : { apiKey }),
   });
@@ -65,7 +60,7 @@ describe("http-json: valid actions", () => {
     ];
     const p = await provider([json({ kind: "finish", status: "done" })], CANARY);
     await collect(p, request({ messages, tools }));
-    const sent = server?.received[0];
+    const sent = servers.current.received[0];
     expect(sent?.method).toBe("POST");
     expect(sent?.headers["content-type"]).toBe("application/json");
     expect(sent?.headers.authorization).toBe(`Bearer ${CANARY}`);
@@ -73,7 +68,7 @@ describe("http-json: valid actions", () => {
     expect(p.identity).toEqual({
       kind: "http-json",
       model: "rules-v1",
-      base_url: `${server?.origin}/policy`,
+      base_url: `${servers.current.origin}/policy`,
     });
     expect(JSON.stringify(p.identity)).not.toContain("secret");
   });

@@ -1,29 +1,24 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { ModelMessage, ToolSpec } from "../../src/protocol/types.js";
 import { createOpenAICompatibleProvider } from "../../src/providers/openai-compatible.js";
 import { calls, collect, endsNormally, lastEnd, request, text } from "./helpers/collect.js";
 import {
+  CANARY,
   fixture,
   JSON_HEADERS,
   type ScriptedReply,
   SSE_HEADERS,
+  serverPerTest,
   sse,
-  startServer,
-  type TestServer,
 } from "./helpers/server.js";
 
-const CANARY = "sk-canary-DO-NOT-LEAK-1234";
-let server: TestServer | undefined;
-afterEach(async () => {
-  await server?.close();
-  server = undefined;
-});
+const servers = serverPerTest();
 
 async function provider(replies: ScriptedReply[], apiKey?: string) {
-  server = await startServer(replies);
+  const { origin } = await servers.start(replies);
   return createOpenAICompatibleProvider({
     model: "test-model",
-    baseUrl: `${server.origin}/v1`,
+    baseUrl: `${origin}/v1`,
     ...(apiKey === undefined ? {} : { apiKey }),
   });
 }
@@ -236,7 +231,7 @@ describe("openai-compatible: HTTP errors", () => {
     const { error } = await collect(p);
     expect(error?.code).toBe("AUTH");
     expect(error?.retryable).toBe(false);
-    expect(server?.received[0]?.headers.authorization).toBe(`Bearer ${CANARY}`);
+    expect(servers.current.received[0]?.headers.authorization).toBe(`Bearer ${CANARY}`);
     for (const surface of [
       error?.message,
       JSON.stringify(error),
@@ -250,7 +245,7 @@ describe("openai-compatible: HTTP errors", () => {
     expect(p.identity).toEqual({
       kind: "openai-compatible",
       model: "test-model",
-      base_url: `${server?.origin}/v1`,
+      base_url: `${servers.current.origin}/v1`,
     });
   });
 
@@ -323,7 +318,7 @@ describe("openai-compatible: what is sent", () => {
     ];
     const p = await provider([{ body: fixture("openai-chat/text-usage.sse") }]);
     await collect(p, request({ messages, tools }));
-    const sent = server?.received[0];
+    const sent = servers.current.received[0];
     expect(sent?.path).toBe("/v1/chat/completions");
     expect(sent?.headers.authorization).toBeUndefined();
     const body = JSON.parse(sent?.body ?? "{}");
@@ -420,7 +415,7 @@ describe("openai-compatible: truncation, cancellation and timeout", () => {
 
     const slow = createOpenAICompatibleProvider({
       model: "m",
-      baseUrl: `${server?.origin}/v1`,
+      baseUrl: `${servers.current.origin}/v1`,
       timeoutMs: 150,
     });
     const { events, error } = await collect(slow);

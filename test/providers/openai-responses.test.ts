@@ -1,29 +1,24 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { ModelMessage, ToolSpec } from "../../src/protocol/types.js";
 import { createOpenAIResponsesProvider } from "../../src/providers/openai-responses.js";
 import { calls, collect, endsNormally, lastEnd, request, text } from "./helpers/collect.js";
 import {
+  CANARY,
   fixture,
   JSON_HEADERS,
   type ScriptedReply,
   SSE_HEADERS,
+  serverPerTest,
   sse,
-  startServer,
-  type TestServer,
 } from "./helpers/server.js";
 
-const CANARY = "sk-canary-DO-NOT-LEAK-1234";
-let server: TestServer | undefined;
-afterEach(async () => {
-  await server?.close();
-  server = undefined;
-});
+const servers = serverPerTest();
 
 async function provider(replies: ScriptedReply[], apiKey?: string) {
-  server = await startServer(replies);
+  const { origin } = await servers.start(replies);
   return createOpenAIResponsesProvider({
     model: "gpt-test",
-    baseUrl: `${server.origin}/v1`,
+    baseUrl: `${origin}/v1`,
     ...(apiKey === undefined ? {} : { apiKey }),
   });
 }
@@ -245,7 +240,7 @@ describe("openai responses: HTTP errors and what is sent", () => {
     );
     const { error } = await collect(p);
     expect(error?.code).toBe("AUTH");
-    expect(server?.received[0]?.headers.authorization).toBe(`Bearer ${CANARY}`);
+    expect(servers.current.received[0]?.headers.authorization).toBe(`Bearer ${CANARY}`);
     for (const surface of [error?.message, JSON.stringify(error), JSON.stringify(p.identity)])
       expect(surface).not.toContain(CANARY);
   });
@@ -281,7 +276,7 @@ describe("openai responses: HTTP errors and what is sent", () => {
     ];
     const p = await provider([{ body: fixture("openai-responses/text.sse") }]);
     await collect(p, request({ messages, tools }));
-    const sent = server?.received[0];
+    const sent = servers.current.received[0];
     expect(sent?.path).toBe("/v1/responses");
     expect(sent?.headers.authorization).toBeUndefined();
     const body = JSON.parse(sent?.body ?? "{}");

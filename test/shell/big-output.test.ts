@@ -1,26 +1,12 @@
 import { spawn } from "node:child_process";
 import { statSync } from "node:fs";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { bundleScript, tempDirectory } from "./helpers.js";
+import { describe, expect, it } from "vitest";
+import { bundleScript, dirsPerTest } from "./helpers.js";
 
 const TOTAL = 200_000_000;
 
-let workspace: string;
-let scratch: string;
-let cleanups: (() => void)[] = [];
-
-beforeEach(() => {
-  const ws = tempDirectory("big-ws-");
-  const other = tempDirectory("big-scratch-");
-  workspace = ws.dir;
-  scratch = other.dir;
-  cleanups = [ws.cleanup, other.cleanup];
-});
-
-afterEach(() => {
-  for (const cleanup of cleanups) cleanup();
-});
+const dirs = dirsPerTest("big");
 
 interface Done {
   status: string;
@@ -41,10 +27,10 @@ interface Done {
 
 /** Run the shell tool in a fresh node process (so RSS is its alone) and collect its report. */
 async function runInChild(command: string, sandbox: string): Promise<{ baseline: number; done: Done }> {
-  const script = await bundleScript(path.join(import.meta.dirname, "fixtures/run-shell.ts"), scratch);
+  const script = await bundleScript(path.join(import.meta.dirname, "fixtures/run-shell.ts"), dirs.scratch);
   const input = {
-    workspace,
-    artifacts: path.join(scratch, "artifacts"),
+    workspace: dirs.workspace,
+    artifacts: path.join(dirs.scratch, "artifacts"),
     command,
     sandbox,
     timeoutMs: 120_000,
@@ -84,7 +70,7 @@ describe("200 MB of output", () => {
     expect(stdout.head).toBe("a".repeat(8192));
     expect(stdout.tail).toBe("a".repeat(8192));
     expect(stdout.artifact.bytes).toBe(TOTAL);
-    expect(statSync(path.join(scratch, "artifacts", stdout.artifact.id)).size).toBe(TOTAL);
+    expect(statSync(path.join(dirs.scratch, "artifacts", stdout.artifact.id)).size).toBe(TOTAL);
     // A bound, not a timing claim: holding the output would need > 200 MB.
     const growth = Math.max(done.peakRss, done.hwm) - baseline;
     expect(growth).toBeLessThan(100 * 1024 * 1024);

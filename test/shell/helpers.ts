@@ -1,61 +1,40 @@
-import { createHash, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { mkdir, open, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import type { ArtifactRef, ArtifactSink, ArtifactStore, ToolContext } from "../../src/tools/tool.js";
+import { afterEach, beforeEach, expect } from "vitest";
+import { FileArtifactStore } from "../../src/runtime/artifacts.js";
+import { ToolError } from "../../src/tools/errors.js";
+import type { ToolContext } from "../../src/tools/tool.js";
 import type { WorkspaceFs } from "../../src/workspace/fs.js";
 
-/** A content-addressed artifact store in a directory: streams to a temp file, renames on finish. */
-export class DirectoryArtifactStore implements ArtifactStore {
-  constructor(readonly directory: string) {}
+/** A fresh workspace and scratch directory for every test of the calling file, removed after it. */
+export function dirsPerTest(prefix: string): { readonly workspace: string; readonly scratch: string } {
+  let dirs: { dir: string; cleanup: () => void }[] = [];
+  beforeEach(() => {
+    dirs = [tempDirectory(`${prefix}-ws-`), tempDirectory(`${prefix}-scratch-`)];
+  });
+  afterEach(() => {
+    for (const { cleanup } of dirs) cleanup();
+  });
+  return {
+    get workspace() {
+      return dirs[0]!.dir;
+    },
+    get scratch() {
+      return dirs[1]!.dir;
+    },
+  };
+}
 
-  async read(id: string): Promise<Uint8Array | undefined> {
-    if (!/^[0-9a-f]{64}$/.test(id)) return undefined;
-    try {
-      return await readFile(path.join(this.directory, id));
-    } catch {
-      return undefined;
-    }
-  }
-
-  async put(bytes: Uint8Array): Promise<ArtifactRef> {
-    const sha256 = createHash("sha256").update(bytes).digest("hex");
-    await mkdir(this.directory, { recursive: true });
-    await writeFile(path.join(this.directory, sha256), bytes);
-    return { id: sha256, sha256, bytes: bytes.length };
-  }
-
-  async open(): Promise<ArtifactSink> {
-    await mkdir(this.directory, { recursive: true });
-    const partial = path.join(this.directory, `.partial-${randomUUID()}`);
-    const handle = await open(partial, "w");
-    const hash = createHash("sha256");
-    let bytes = 0;
-    const directory = this.directory;
-    return {
-      async write(chunk) {
-        hash.update(chunk);
-        bytes += chunk.length;
-        await handle.write(chunk);
-      },
-      async finish() {
-        await handle.sync();
-        await handle.close();
-        const sha256 = hash.digest("hex");
-        await rename(partial, path.join(directory, sha256));
-        return { id: sha256, sha256, bytes };
-      },
-      async abort() {
-        await handle.close().catch(() => undefined);
-        await rm(partial, { force: true });
-      },
-    };
-  }
-
-  artifactPath(id: string): string {
-    return path.join(this.directory, id);
-  }
+/** The ToolError a promise rejects with (failing the test when it resolves or throws anything else). */
+export async function failureOf(promise: Promise<unknown>): Promise<ToolError> {
+  const error = await promise.then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
+  expect(error).toBeInstanceOf(ToolError);
+  return error as ToolError;
 }
 
 /** A temp directory for one test; removed by the returned cleanup. */
@@ -74,13 +53,13 @@ const unusedFs = new Proxy({} as WorkspaceFs, {
 
 export interface TestContext {
   context: ToolContext;
-  artifacts: DirectoryArtifactStore;
+  artifacts: FileArtifactStore;
   controller: AbortController;
 }
 
 export function toolContext(hostRoot: string | undefined, artifactDir: string): TestContext {
   const controller = new AbortController();
-  const artifacts = new DirectoryArtifactStore(artifactDir);
+  const artifacts = new FileArtifactStore(artifactDir);
   const context: ToolContext = {
     callId: `call-${randomUUID()}`,
     signal: controller.signal,

@@ -2,36 +2,23 @@ import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import path from "node:path";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bwrapArguments } from "../../src/sandbox/bwrap.js";
-import { ToolError } from "../../src/tools/errors.js";
+import type { ToolError } from "../../src/tools/errors.js";
 import { createShellTool, type ShellSpawnInfo, type ShellToolOptions } from "../../src/tools/shell/shell.js";
 import {
   bundleScript,
+  dirsPerTest,
   eventually,
+  failureOf,
   liveGroup,
   liveSleeps,
   type TestContext,
-  tempDirectory,
   toolContext,
   uniqueSleep,
 } from "./helpers.js";
 
-let workspace: string;
-let scratch: string;
-let cleanups: (() => void)[] = [];
-
-beforeEach(() => {
-  const ws = tempDirectory("sandbox-ws-");
-  const other = tempDirectory("sandbox-scratch-");
-  workspace = ws.dir;
-  scratch = other.dir;
-  cleanups = [ws.cleanup, other.cleanup];
-});
-
-afterEach(() => {
-  for (const cleanup of cleanups) cleanup();
-});
+const dirs = dirsPerTest("sandbox");
 
 function setup(options: Partial<ShellToolOptions> = {}) {
   const spawned: ShellSpawnInfo[] = [];
@@ -42,17 +29,8 @@ function setup(options: Partial<ShellToolOptions> = {}) {
     },
     ...options,
   });
-  const test: TestContext = toolContext(workspace, path.join(scratch, "artifacts"));
+  const test: TestContext = toolContext(dirs.workspace, path.join(dirs.scratch, "artifacts"));
   return { tool, spawned, ...test };
-}
-
-async function failureOf(promise: Promise<unknown>): Promise<ToolError> {
-  const error = await promise.then(
-    () => undefined,
-    (caught: unknown) => caught,
-  );
-  expect(error).toBeInstanceOf(ToolError);
-  return error as ToolError;
 }
 
 function stderrOf(error: ToolError): string {
@@ -89,7 +67,7 @@ describe("shell tool in the bwrap sandbox (workspace-write)", () => {
       context,
     );
     expect((output.data as Record<string, unknown>).sandbox).toBe("workspace-write");
-    expect(readFileSync(path.join(workspace, "sub/out.txt"), "utf8")).toBe("sandboxed bytes");
+    expect(readFileSync(path.join(dirs.workspace, "sub/out.txt"), "utf8")).toBe("sandboxed bytes");
   });
 
   it("refuses writes outside the workspace and reports a SANDBOX_VIOLATION", async () => {
@@ -103,21 +81,21 @@ describe("shell tool in the bwrap sandbox (workspace-write)", () => {
   });
 
   it("keeps .harness and .git/hooks read-only inside the workspace", async () => {
-    mkdirSync(path.join(workspace, ".harness"));
-    mkdirSync(path.join(workspace, ".git/hooks"), { recursive: true });
+    mkdirSync(path.join(dirs.workspace, ".harness"));
+    mkdirSync(path.join(dirs.workspace, ".git/hooks"), { recursive: true });
     const { tool, context } = setup();
     const harnessWrite = await failureOf(
       tool.execute({ command: "echo tampered > .harness/journal" }, context),
     );
     expect(harnessWrite.code).toBe("SANDBOX_VIOLATION");
     expect(String(harnessWrite.data?.violation)).toContain(".harness/journal");
-    expect(existsSync(path.join(workspace, ".harness/journal"))).toBe(false);
+    expect(existsSync(path.join(dirs.workspace, ".harness/journal"))).toBe(false);
 
     const hookWrite = await failureOf(
       tool.execute({ command: "printf '#!/bin/sh\\n' > .git/hooks/pre-commit" }, context),
     );
     expect(hookWrite.code).toBe("SANDBOX_VIOLATION");
-    expect(existsSync(path.join(workspace, ".git/hooks/pre-commit"))).toBe(false);
+    expect(existsSync(path.join(dirs.workspace, ".git/hooks/pre-commit"))).toBe(false);
   });
 
   it("cannot regain write access by remounting or by writing kernel settings", async () => {
@@ -218,11 +196,11 @@ describe("shell tool in the bwrap sandbox (workspace-write)", () => {
   });
 
   it("leaves no survivor when the harness process is SIGKILLed mid-command", async () => {
-    const script = await bundleScript(path.join(import.meta.dirname, "fixtures/run-shell.ts"), scratch);
+    const script = await bundleScript(path.join(import.meta.dirname, "fixtures/run-shell.ts"), dirs.scratch);
     const token = uniqueSleep(301);
     const input = {
-      workspace,
-      artifacts: path.join(scratch, "child-artifacts"),
+      workspace: dirs.workspace,
+      artifacts: path.join(dirs.scratch, "child-artifacts"),
       command: `sleep ${token} & sleep ${token}; wait`,
       sandbox: "workspace-write",
     };
@@ -240,10 +218,10 @@ describe("shell tool in the bwrap sandbox (workspace-write)", () => {
 describe("read-only profile", () => {
   it("refuses writes in the workspace too", async () => {
     const { tool, context } = setup({ sandbox: { profile: "read-only" } });
-    writeFileSync(path.join(workspace, "existing.txt"), "original");
+    writeFileSync(path.join(dirs.workspace, "existing.txt"), "original");
     const error = await failureOf(tool.execute({ command: "echo changed > existing.txt" }, context));
     expect(error.code).toBe("SANDBOX_VIOLATION");
-    expect(readFileSync(path.join(workspace, "existing.txt"), "utf8")).toBe("original");
+    expect(readFileSync(path.join(dirs.workspace, "existing.txt"), "utf8")).toBe("original");
     const read = await tool.execute({ command: "cat existing.txt" }, context);
     expect(((read.data as Record<string, unknown>).stdout as { head: string }).head).toBe("original");
   });
@@ -251,26 +229,26 @@ describe("read-only profile", () => {
 
 describe("sandbox unavailable", () => {
   it("fails closed: SANDBOX_UNAVAILABLE and the command never runs", async () => {
-    const marker = path.join(workspace, "ran.marker");
+    const marker = path.join(dirs.workspace, "ran.marker");
     const { tool, context, spawned } = setup({
-      sandbox: { profile: "workspace-write", bwrapPath: path.join(scratch, "missing", "bwrap") },
+      sandbox: { profile: "workspace-write", bwrapPath: path.join(dirs.scratch, "missing", "bwrap") },
     });
     const error = await failureOf(tool.execute({ command: `touch ${marker}` }, context));
     expect(error.code).toBe("SANDBOX_UNAVAILABLE");
     expect(error.message).toContain("apt-get install bubblewrap");
     expect(error.message).toContain("--sandbox off");
     expect(error.message).toContain('"sandbox": "off"');
-    expect(error.message).not.toContain(scratch);
+    expect(error.message).not.toContain(dirs.scratch);
     expect(spawned).toEqual([]);
     expect(existsSync(marker)).toBe(false);
   });
 
   it("fails closed when bwrap exists but cannot create a sandbox", async () => {
-    const fake = path.join(scratch, "fake-bwrap");
+    const fake = path.join(dirs.scratch, "fake-bwrap");
     writeFileSync(fake, "#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n", {
       mode: 0o755,
     });
-    const marker = path.join(workspace, "ran.marker");
+    const marker = path.join(dirs.workspace, "ran.marker");
     const { tool, context } = setup({ sandbox: { profile: "read-only", bwrapPath: fake } });
     const error = await failureOf(tool.execute({ command: `touch ${marker}` }, context));
     expect(error.code).toBe("SANDBOX_UNAVAILABLE");

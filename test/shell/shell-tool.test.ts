@@ -1,38 +1,25 @@
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync, realpathSync } from "node:fs";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { killSurvivors } from "../../src/sandbox/tree.js";
 import { ERROR_CODES, ToolError } from "../../src/tools/errors.js";
 import { createShellTool, type ShellSpawnInfo, type ShellToolOptions } from "../../src/tools/shell/shell.js";
 import {
   bundleScript,
+  dirsPerTest,
   eventually,
+  failureOf,
   liveGroup,
   liveSleeps,
   type TestContext,
-  tempDirectory,
   toolContext,
   uniqueSleep,
 } from "./helpers.js";
 
-let workspace: string;
-let scratch: string;
-let cleanups: (() => void)[] = [];
+const dirs = dirsPerTest("shell");
 
-beforeEach(() => {
-  const ws = tempDirectory("shell-ws-");
-  const other = tempDirectory("shell-scratch-");
-  workspace = ws.dir;
-  scratch = other.dir;
-  cleanups = [ws.cleanup, other.cleanup];
-});
-
-afterEach(() => {
-  for (const cleanup of cleanups) cleanup();
-});
-
-function setup(options: Partial<ShellToolOptions> = {}, hostRoot: string | null = workspace) {
+function setup(options: Partial<ShellToolOptions> = {}, hostRoot: string | null = dirs.workspace) {
   const spawned: ShellSpawnInfo[] = [];
   const tool = createShellTool({
     sandbox: { profile: "none" },
@@ -41,17 +28,8 @@ function setup(options: Partial<ShellToolOptions> = {}, hostRoot: string | null 
     },
     ...options,
   });
-  const test: TestContext = toolContext(hostRoot ?? undefined, path.join(scratch, "artifacts"));
+  const test: TestContext = toolContext(hostRoot ?? undefined, path.join(dirs.scratch, "artifacts"));
   return { tool, spawned, ...test };
-}
-
-async function failureOf(promise: Promise<unknown>): Promise<ToolError> {
-  const error = await promise.then(
-    () => undefined,
-    (caught: unknown) => caught,
-  );
-  expect(error).toBeInstanceOf(ToolError);
-  return error as ToolError;
 }
 
 interface StreamData {
@@ -105,7 +83,7 @@ describe("shell tool (unsandboxed)", () => {
     expect(data.sandbox).toBe("none");
     expect(data.killed_processes).toBe(0);
     const stdout = data.stdout as StreamData;
-    expect(stdout.head).toBe(`${realpathSync(workspace)}\n`);
+    expect(stdout.head).toBe(`${realpathSync(dirs.workspace)}\n`);
     expect(stdout.lines).toBe(1);
     const stderr = data.stderr as StreamData;
     expect(stderr).toMatchObject({ bytes: 4, lines: 2, truncated: false, head: "a\nb\n" });
@@ -168,7 +146,7 @@ describe("shell tool (unsandboxed)", () => {
   it("does not run at all when already cancelled", async () => {
     const { tool, context, controller, spawned } = setup();
     controller.abort();
-    const marker = path.join(workspace, "ran");
+    const marker = path.join(dirs.workspace, "ran");
     const error = await failureOf(tool.execute({ command: `touch ${marker}` }, context));
     expect(error.code).toBe("CANCELLED");
     expect(spawned).toEqual([]);
@@ -297,11 +275,11 @@ describe("shell tool (unsandboxed)", () => {
 
 describe("killSurvivors (resume after the harness process died)", () => {
   it("kills an unsandboxed group left behind by a SIGKILLed harness, and only that group", async () => {
-    const script = await bundleScript(path.join(import.meta.dirname, "fixtures/run-shell.ts"), scratch);
+    const script = await bundleScript(path.join(import.meta.dirname, "fixtures/run-shell.ts"), dirs.scratch);
     const token = uniqueSleep(300);
     const input = {
-      workspace,
-      artifacts: path.join(scratch, "child-artifacts"),
+      workspace: dirs.workspace,
+      artifacts: path.join(dirs.scratch, "child-artifacts"),
       command: `sleep ${token} & sleep ${token}; wait`,
       sandbox: "none",
     };
@@ -338,6 +316,6 @@ describe("workspace effects", () => {
   it("writes files in the workspace without a sandbox", async () => {
     const { tool, context } = setup();
     await tool.execute({ command: "printf 'bytes' > out.txt" }, context);
-    expect(readFileSync(path.join(workspace, "out.txt"), "utf8")).toBe("bytes");
+    expect(readFileSync(path.join(dirs.workspace, "out.txt"), "utf8")).toBe("bytes");
   });
 });

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
+import { afterEach } from "vitest";
 
 const FIXTURES = fileURLToPath(new URL("../fixtures/", import.meta.url));
 
@@ -94,5 +95,34 @@ export async function startServer(replies: readonly ScriptedReply[]): Promise<Te
         server.closeAllConnections();
         server.close(() => resolve());
       }),
+  };
+}
+
+/** A made-up key that must never appear in an error, an identity or anything written. */
+export const CANARY = "sk-canary-DO-NOT-LEAK-1234";
+
+/**
+ * One server per test, closed after each test. `start` closes and replaces the current one; `current` is the
+ * last started (for asserting what it received).
+ */
+export function serverPerTest(): {
+  start(replies: readonly ScriptedReply[]): Promise<TestServer>;
+  readonly current: TestServer;
+} {
+  let current: TestServer | undefined;
+  afterEach(async () => {
+    await current?.close();
+    current = undefined;
+  });
+  return {
+    async start(replies) {
+      await current?.close();
+      current = await startServer(replies);
+      return current;
+    },
+    get current() {
+      if (current === undefined) throw new Error("no server was started in this test");
+      return current;
+    },
   };
 }
