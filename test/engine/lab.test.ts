@@ -15,6 +15,7 @@ import {
   Recording,
   run,
   scripted,
+  startedWriteWithoutResult,
   tempWorkspace,
   type Workspace,
 } from "../support/session.js";
@@ -240,29 +241,7 @@ describe("lab harness behaviours", () => {
 
   it("17. an unknown outcome blocks re-execution", async () => {
     // A session whose write call was started (intent durable) but whose outcome never was.
-    const bytes = await readFile(join(ws.root, "hello.txt"));
-    const args = { path: "hello.txt", content: "unseen", expected_version: sha256Hex(bytes) };
-    const script = (_m: unknown, step: number) =>
-      step === 0 ? { calls: [{ id: "w", name: "write_file", arguments: args }] } : { text: "done" };
-    const first = await run(ws, { script, limits: { maxToolCalls: 0 } });
-    expect(first.reason).toBe("budget_exhausted");
-    const writer = await ws.backend.openWriter("s", { create: false });
-    await writer.append([
-      {
-        type: "tool.started",
-        data: {
-          call_id: "w",
-          name: "write_file",
-          arguments: args,
-          arguments_hash: "0".repeat(64),
-          tool_version: "1",
-          schema_digest: "0".repeat(64),
-          effect: "local_write",
-          batch: 0,
-        },
-      },
-    ]);
-    await writer.close();
+    const script = await startedWriteWithoutResult(ws, "unseen");
     // The effect happened (someone else's bytes now), but the journal cannot know.
     await writeFile(join(ws.root, "hello.txt"), "already changed");
     const provider = new Recording(ScriptedProvider.fromFunction(script, "test-script"));

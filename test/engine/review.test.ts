@@ -1,9 +1,15 @@
-import { readFile, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ScriptedProvider } from "../../src/providers/scripted/provider.js";
-import { sha256Hex } from "../../src/shared/hash.js";
-import { count, Recording, run, tempWorkspace, type Workspace } from "../support/session.js";
+import {
+  count,
+  Recording,
+  run,
+  startedWriteWithoutResult,
+  tempWorkspace,
+  type Workspace,
+} from "../support/session.js";
 
 let ws: Workspace;
 beforeEach(async () => {
@@ -13,28 +19,7 @@ afterEach(async () => ws.cleanup());
 
 /** A session stopped for review: its write started, the effect happened, the outcome was lost. */
 async function interruptedWrite() {
-  const bytes = await readFile(join(ws.root, "hello.txt"));
-  const args = { path: "hello.txt", content: "hello, harness\n", expected_version: sha256Hex(bytes) };
-  const script = (_m: unknown, step: number) =>
-    step === 0 ? { calls: [{ id: "w", name: "write_file", arguments: args }] } : { text: "finished" };
-  await run(ws, { script, limits: { maxToolCalls: 0 } });
-  const writer = await ws.backend.openWriter("s", { create: false });
-  await writer.append([
-    {
-      type: "tool.started",
-      data: {
-        call_id: "w",
-        name: "write_file",
-        arguments: args,
-        arguments_hash: "0".repeat(64),
-        tool_version: "1",
-        schema_digest: "0".repeat(64),
-        effect: "local_write",
-        batch: 0,
-      },
-    },
-  ]);
-  await writer.close();
+  const script = await startedWriteWithoutResult(ws, "hello, harness\n", "finished");
   await writeFile(join(ws.root, "hello.txt"), "hello, harness\n");
   const provider = () => new Recording(ScriptedProvider.fromFunction(script, "test-script"));
   const first = await run(ws, { provider: provider(), limits: { maxToolCalls: 10 } });

@@ -139,3 +139,36 @@ export function lastVersion(messages: readonly { role: string; content?: unknown
 export function count(records: readonly AnyRecord[], type: string): number {
   return records.filter((r) => r.type === type).length;
 }
+
+/**
+ * Simulate a crash after a write's intent was made durable: run the session until the model's
+ * write call is recorded (tool budget 0), then append its `tool.started` by hand, as a process
+ * killed right after the effect would leave it. Returns the script, to resume with.
+ */
+export async function startedWriteWithoutResult(ws: Workspace, content: string, finalText = "done") {
+  const bytes = await readFile(join(ws.root, "hello.txt"));
+  const args = { path: "hello.txt", content, expected_version: sha256Hex(bytes) };
+  const script = (_m: unknown, step: number) =>
+    step === 0 ? { calls: [{ id: "w", name: "write_file", arguments: args }] } : { text: finalText };
+  const first = await run(ws, { script, limits: { maxToolCalls: 0 } });
+  if (first.reason !== "budget_exhausted")
+    throw new Error(`setup run ended ${first.status} (${first.reason})`);
+  const writer = await ws.backend.openWriter("s", { create: false });
+  await writer.append([
+    {
+      type: "tool.started",
+      data: {
+        call_id: "w",
+        name: "write_file",
+        arguments: args,
+        arguments_hash: "0".repeat(64),
+        tool_version: "1",
+        schema_digest: "0".repeat(64),
+        effect: "local_write",
+        batch: 0,
+      },
+    },
+  ]);
+  await writer.close();
+  return script;
+}
