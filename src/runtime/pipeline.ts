@@ -161,15 +161,11 @@ export class ToolRuntime {
               identity(slot.prepared.call),
               "CANCELLED",
               "The run was cancelled before this call started.",
-              {
-                data: { started: false },
-              },
+              { data: { started: false }, operationApplied: false },
             ),
           );
         }
       }
-      // Not started means nothing was applied.
-      committer.markNotApplied();
     }
     await committer.flush();
     const outcome: RunCallsOutcome = { committed: committer.committed };
@@ -311,16 +307,10 @@ export class ToolRuntime {
         await recorder.record([decided]);
         if (answer.decision !== "allow" && signal.aborted) {
           // An interrupted prompt is not the user's refusal: the model must not read it as one.
-          const cancelled = errorResult(
-            id,
-            "CANCELLED",
-            "The run was cancelled while approval was pending.",
-            {
-              data: { started: false },
-            },
-          );
-          cancelled.operation_applied = false;
-          return cancelled;
+          return errorResult(id, "CANCELLED", "The run was cancelled while approval was pending.", {
+            data: { started: false },
+            operationApplied: false,
+          });
         }
         if (answer.decision !== "allow") {
           const why = answer.reason ? ` (${answer.reason})` : "";
@@ -493,17 +483,16 @@ export class ToolRuntime {
           const wrapped = await this.options.hooks.wrap(this.hookContext("before_execute", call, entry), run);
           await this.recordHooksLater(wrapped.records);
           if (wrapped.violation !== undefined || !wrapped.executed || wrapped.value === undefined) {
-            const violation = errorResult(
+            // When the handler never ran, nothing can have been applied.
+            return errorResult(
               id,
               "HOOK_VIOLATION",
               wrapped.violation ?? "a wrap hook did not execute the call",
               {
                 data: { executed: wrapped.executed },
+                ...(wrapped.executed ? {} : { operationApplied: false }),
               },
             );
-            // The handler never ran: nothing can have been applied.
-            if (!wrapped.executed) violation.operation_applied = false;
-            return violation;
           }
           return okResult(id, wrapped.value, Date.now() - began);
         }
@@ -669,13 +658,6 @@ class OrderedCommitter {
   complete(index: number, result: ToolResult): void {
     this.results[index] = result;
     this.finishedAt[index] = Date.now();
-  }
-
-  markNotApplied(): void {
-    for (const result of this.results) {
-      if (result?.error_type === "CANCELLED" && result.data?.started === false)
-        result.operation_applied = false;
-    }
   }
 
   flush(): Promise<void> {

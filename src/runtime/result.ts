@@ -55,7 +55,13 @@ export function errorResult(
   call: CallIdentity,
   code: ErrorCode,
   message: string,
-  options: { hint?: string; data?: JsonObject; durationMs?: number } = {},
+  options: {
+    hint?: string;
+    data?: JsonObject;
+    durationMs?: number;
+    /** When the caller knows better than the code's default (e.g. the call never started). */
+    operationApplied?: boolean | "unknown";
+  } = {},
 ): ToolResult {
   const info = ERROR_CODES[code];
   const result: ToolResult = {
@@ -68,7 +74,7 @@ export function errorResult(
     hint: options.hint ?? info.hint,
     retryable: info.retryable,
     requires_new_observation: info.requiresNewObservation,
-    operation_applied: info.operationApplied,
+    operation_applied: options.operationApplied ?? info.operationApplied,
     duration_ms: options.durationMs ?? 0,
   };
   if (options.data !== undefined) result.data = options.data;
