@@ -17,7 +17,13 @@ import { ScopedPermissions, ScopeError, validateScope } from "../policy/scope.js
 import { subjectKindOf } from "../policy/subject-kind.js";
 import { TtyApprover } from "../policy/tty-approver.js";
 import { ProposalOverlay } from "../proposals/overlay.js";
-import { createProvider, type ModelProfile, ProviderConfigError, parseProfile } from "../providers/config.js";
+import {
+  createProvider,
+  DEFAULT_KEY_ENV,
+  type ModelProfile,
+  ProviderConfigError,
+  parseProfile,
+} from "../providers/config.js";
 import type { Provider } from "../providers/provider.js";
 import { ScriptedProvider } from "../providers/scripted/provider.js";
 import type { ApprovalPort, GrantPort, HookPort, ProposalPort, ProposalRecord } from "../runtime/ports.js";
@@ -309,15 +315,9 @@ async function loadProvider(
   }
 }
 
-/** The variables createProvider reads a key from when a profile names none (see providers/config.ts). */
-const DEFAULT_KEY_VARIABLE: Partial<Record<string, string>> = {
-  openai: "OPENAI_API_KEY",
-  anthropic: "ANTHROPIC_API_KEY",
-};
-
 /** Advice that names the key variable in use when the provider rejects the key. */
 function keyAwareAdvice(profile: ModelProfile): ProviderAdvice {
-  const variable = profile.api_key_env ?? DEFAULT_KEY_VARIABLE[profile.provider];
+  const variable = profile.api_key_env ?? DEFAULT_KEY_ENV[profile.provider];
   const auth =
     variable === undefined
       ? "the server wants an API key: put it in an environment variable and pass --api-key-env VAR (or api_key_env in the profile)"

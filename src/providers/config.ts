@@ -55,7 +55,7 @@ export class ProviderConfigError extends Error {
 }
 
 /** Default key variables. openai-compatible has none: sending OPENAI_API_KEY to a third-party URL would leak it. */
-const DEFAULT_KEY_ENV: Partial<Record<ProviderKind, string>> = {
+export const DEFAULT_KEY_ENV: Partial<Record<ProviderKind, string>> = {
   openai: "OPENAI_API_KEY",
   anthropic: "ANTHROPIC_API_KEY",
 };
