@@ -24,7 +24,7 @@ import type {
 } from "./ports.js";
 import { applyPreviewLimit } from "./projection.js";
 import type { SnapshotEntry, ToolSnapshot } from "./registry.js";
-import { errorResult, okResult, resultFromThrown, type ToolResult } from "./result.js";
+import { errorResult, okResult, resultFromThrown, type ToolResult, toJsonObject } from "./result.js";
 import { planBatches } from "./scheduler.js";
 import { closestName } from "./suggest.js";
 
@@ -553,7 +553,7 @@ export class ToolRuntime {
     }
     // A handler that reports "cancelled" because the runtime's time budget fired timed out.
     if (signal.reason === TIMEOUT && error instanceof ToolError && error.code === "CANCELLED") {
-      const data = error.data === undefined ? {} : { data: JSON.parse(JSON.stringify(error.data)) };
+      const data = error.data === undefined ? {} : { data: toJsonObject(error.data) };
       return errorResult(id, "TIMEOUT", `${id.name} ran out of time.`, { durationMs: ms, ...data });
     }
     return resultFromThrown(id, error, ms);

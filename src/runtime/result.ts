@@ -94,6 +94,7 @@ export function resultFromThrown(call: CallIdentity, thrown: unknown, durationMs
   return errorResult(call, "RUNTIME_EXCEPTION", `${call.name} failed unexpectedly (${kind})`, { durationMs });
 }
 
-function toJsonObject(data: Record<string, unknown>): JsonObject {
+/** A plain JSON copy of structured error data (drops undefined values, functions and the like). */
+export function toJsonObject(data: Record<string, unknown>): JsonObject {
   return JSON.parse(JSON.stringify(data)) as JsonObject;
 }
