@@ -9,7 +9,9 @@ import type { StopReason, StreamEvent, Usage } from "../protocol/types.js";
 import { isJsonObject } from "../shared/json.js";
 import { normalizeProviderError } from "./errors.js";
 import { type ModelRequest, type Provider, ProviderError, type ProviderIdentity } from "./provider.js";
+import { RequestControl } from "./request-control.js";
 import type { HeaderSource } from "./retry.js";
+import { setUsageCount } from "./usage.js";
 
 /**
  * The bridge from an AI SDK `LanguageModelV3.doStream()` to harness's stream protocol.
@@ -189,15 +191,11 @@ function anthropicSignature(metadata: unknown): string | undefined {
 function toUsage(usage: LanguageModelV3Usage | undefined): Usage | undefined {
   if (usage === undefined) return undefined;
   const out: Usage = {};
-  setCount(out, "input_tokens", usage.inputTokens?.total);
-  setCount(out, "output_tokens", usage.outputTokens?.total);
-  setCount(out, "reasoning_tokens", usage.outputTokens?.reasoning);
-  setCount(out, "cached_tokens", usage.inputTokens?.cacheRead);
+  setUsageCount(out, "input_tokens", usage.inputTokens?.total);
+  setUsageCount(out, "output_tokens", usage.outputTokens?.total);
+  setUsageCount(out, "reasoning_tokens", usage.outputTokens?.reasoning);
+  setUsageCount(out, "cached_tokens", usage.inputTokens?.cacheRead);
   return Object.keys(out).length > 0 ? out : undefined;
-}
-
-function setCount(target: Usage, key: keyof Usage, value: number | undefined): void {
-  if (value !== undefined && Number.isSafeInteger(value) && value >= 0) target[key] = value;
 }
 
 export interface AiSdkProviderOptions {
@@ -219,41 +217,24 @@ export function createAiSdkProvider(options: AiSdkProviderOptions): Provider {
   return {
     identity,
     async *stream(request: ModelRequest, signal: AbortSignal): AsyncGenerator<StreamEvent> {
-      const abort = new AbortController();
-      let abortedBy: "caller" | "timeout" | undefined;
-      const onCallerAbort = (): void => {
-        abortedBy ??= "caller";
-        abort.abort();
-      };
-      if (signal.aborted) onCallerAbort();
-      else signal.addEventListener("abort", onCallerAbort, { once: true });
-      let timer: NodeJS.Timeout | undefined;
-      const touch = (): void => {
-        if (options.timeoutMs === undefined) return;
-        if (timer !== undefined) clearTimeout(timer);
-        timer = setTimeout(() => {
-          abortedBy ??= "timeout";
-          abort.abort();
-        }, options.timeoutMs);
-      };
+      const control = new RequestControl(signal, options.timeoutMs);
       const normalize = (error: unknown, headers?: HeaderSource): ProviderError =>
         normalizeProviderError(error, {
           provider: mapping.provider,
           secrets: mapping.secrets,
           responseHeaders: headers,
-          abortedBy,
+          abortedBy: control.abortedBy,
         });
 
       let reader: ReadableStreamDefaultReader<LanguageModelV3StreamPart> | undefined;
       let finished = false;
       try {
-        if (abort.signal.aborted) throw normalize(new Error("aborted before start"));
-        touch();
+        if (control.signal.aborted) throw control.abortError(mapping.provider, mapping.secrets);
         let result: Awaited<ReturnType<LanguageModelV3["doStream"]>>;
         try {
           const callOptions: LanguageModelV3CallOptions = {
             ...options.callOptions(request),
-            abortSignal: abort.signal,
+            abortSignal: control.signal,
           };
           if (mapping.isTerminalChunk !== undefined) callOptions.includeRawChunks = true;
           result = await model.doStream(callOptions);
@@ -263,7 +244,11 @@ export function createAiSdkProvider(options: AiSdkProviderOptions): Provider {
         const headers = result.response?.headers;
         const activeReader = result.stream.getReader();
         reader = activeReader;
-        const parts = readParts(activeReader, touch, (error) => normalize(error, headers));
+        const parts = readParts(
+          activeReader,
+          () => control.progress(),
+          (error) => normalize(error, headers),
+        );
         const mapped = mapStreamParts(parts, { ...mapping, responseHeaders: headers });
         for await (const event of mapped) {
           if (event.type === "end") finished = true;
@@ -271,16 +256,10 @@ export function createAiSdkProvider(options: AiSdkProviderOptions): Provider {
         }
       } catch (error) {
         // An abort surfaces as whatever the SDK threw; report why we aborted instead.
-        if (abortedBy === undefined) throw error;
-        throw normalizeProviderError(new Error("aborted"), {
-          provider: mapping.provider,
-          secrets: mapping.secrets,
-          abortedBy,
-        });
+        if (control.abortedBy === undefined) throw error;
+        throw control.abortError(mapping.provider, mapping.secrets);
       } finally {
-        if (timer !== undefined) clearTimeout(timer);
-        signal.removeEventListener("abort", onCallerAbort);
-        if (!finished) abort.abort();
+        control.dispose(finished);
         if (reader !== undefined) await reader.cancel().catch(() => undefined);
       }
     },

@@ -66,11 +66,7 @@ export type Environment = Readonly<Record<string, string | undefined>>;
  * Build a provider from an (untrusted) profile and the environment. The key is read from
  * `api_key_env` or the provider's default variable; a loopback endpoint needs none.
  */
-export function createProvider(
-  profile: unknown,
-  env: Environment,
-  options: { fetch?: typeof fetch } = {},
-): Provider {
+export function createProvider(profile: unknown, env: Environment): Provider {
   const parsed = parseProfile(profile);
   if (parsed.thinking_budget_tokens !== undefined && parsed.provider !== "anthropic") {
     throw new ProviderConfigError(
@@ -84,7 +80,6 @@ export function createProvider(
     model: parsed.model,
     ...(apiKey === undefined ? {} : { apiKey }),
     ...(parsed.timeout_ms === undefined ? {} : { timeoutMs: parsed.timeout_ms }),
-    ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
   };
   const maxOutput =
     parsed.max_output_tokens === undefined ? {} : { maxOutputTokens: parsed.max_output_tokens };

@@ -2,7 +2,9 @@ import { z } from "zod";
 import type { StreamEvent } from "../protocol/types.js";
 import { publicUrl } from "./endpoint.js";
 import { classifyFailure, formatMessage, normalizeProviderError, parseErrorBody } from "./errors.js";
+import { type HttpResponse, post } from "./http-transport.js";
 import { type ModelRequest, type Provider, ProviderError } from "./provider.js";
+import { RequestControl } from "./request-control.js";
 
 /**
  * A non-LLM decision source (rules, a human UI, another process) driving the same runtime.
@@ -45,17 +47,16 @@ export interface HttpJsonOptions {
   model: string;
   /** Sent as `Authorization: Bearer` when set; resolved from the environment by `createProvider`. */
   apiKey?: string;
+  /** Longest time for the whole exchange. */
   timeoutMs?: number;
-  fetch?: typeof fetch;
 }
 
 export function createHttpJsonProvider(options: HttpJsonOptions): Provider {
-  const doFetch = options.fetch ?? globalThis.fetch;
   const secrets = options.apiKey === undefined ? [] : [options.apiKey];
   return {
     identity: { kind: "http-json", model: options.model, base_url: publicUrl(options.url) },
     async *stream(request: ModelRequest, signal: AbortSignal): AsyncGenerator<StreamEvent> {
-      const action = await requestAction(request, signal, options, doFetch, secrets);
+      const action = await requestAction(request, signal, options, secrets);
       yield* actionEvents(action, request.ordinal);
     },
   };
@@ -99,37 +100,23 @@ async function requestAction(
   request: ModelRequest,
   signal: AbortSignal,
   options: HttpJsonOptions,
-  doFetch: typeof fetch,
   secrets: readonly string[],
 ): Promise<HttpJsonAction> {
-  const controller = new AbortController();
-  let abortedBy: "caller" | "timeout" | undefined;
-  const onAbort = (): void => {
-    abortedBy ??= "caller";
-    controller.abort();
-  };
-  if (signal.aborted) onAbort();
-  else signal.addEventListener("abort", onAbort, { once: true });
-  const timer =
-    options.timeoutMs === undefined
-      ? undefined
-      : setTimeout(() => {
-          abortedBy ??= "timeout";
-          controller.abort();
-        }, options.timeoutMs);
+  // The timeout bounds the whole exchange: progress is never reported, so it is not an idle timer.
+  const control = new RequestControl(signal, options.timeoutMs);
   const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" };
   if (options.apiKey !== undefined && options.apiKey !== "")
     headers.authorization = `Bearer ${options.apiKey}`;
+  let response: HttpResponse | undefined;
   try {
-    if (controller.signal.aborted) throw new Error("aborted before start");
-    const response = await doFetch(options.url, {
-      method: "POST",
+    if (control.signal.aborted) throw control.abortError("http-json", secrets);
+    response = await post(new URL(options.url), {
       headers,
       body: JSON.stringify({ messages: request.messages, tools: request.tools }),
-      signal: controller.signal,
+      signal: control.signal,
     });
     const text = await readBounded(response);
-    if (!response.ok) {
+    if (response.status < 200 || response.status > 299) {
       throw classifyFailure({
         provider: "http-json",
         status: response.status,
@@ -141,10 +128,11 @@ async function requestAction(
     if (text.trim() === "") throw new ProviderError("EMPTY_RESPONSE", "http-json: the response had no body");
     return parseAction(parseJson(text));
   } catch (error) {
-    throw normalizeProviderError(error, { provider: "http-json", secrets, abortedBy });
+    if (control.abortedBy !== undefined) throw control.abortError("http-json", secrets);
+    throw normalizeProviderError(error, { provider: "http-json", secrets });
   } finally {
-    if (timer !== undefined) clearTimeout(timer);
-    signal.removeEventListener("abort", onAbort);
+    control.dispose(true);
+    response?.close();
   }
 }
 
@@ -159,21 +147,17 @@ function parseJson(text: string): unknown {
   }
 }
 
-async function readBounded(response: Response): Promise<string> {
-  const declared = Number(response.headers.get("content-length") ?? "0");
-  if (declared > MAX_BODY_BYTES) {
-    await response.body?.cancel().catch(() => undefined);
-    throw tooLarge();
-  }
-  if (response.body === null) return "";
-  const chunks: Uint8Array[] = [];
-  let total = 0;
+async function readBounded(response: HttpResponse): Promise<string> {
+  const declared = Number(response.headers["content-length"] ?? "0");
+  if (declared > MAX_BODY_BYTES) throw tooLarge();
+  let text = "";
+  let bytes = 0;
   for await (const chunk of response.body) {
-    total += chunk.byteLength;
-    if (total > MAX_BODY_BYTES) throw tooLarge();
-    chunks.push(chunk);
+    bytes += Buffer.byteLength(chunk, "utf8");
+    if (bytes > MAX_BODY_BYTES) throw tooLarge();
+    text += chunk;
   }
-  return new TextDecoder("utf-8", { fatal: false }).decode(Buffer.concat(chunks));
+  return text;
 }
 
 function tooLarge(): ProviderError {

@@ -8,12 +8,17 @@ export type HeaderSource = Headers | Readonly<Record<string, string | undefined>
 
 export function headerValue(headers: HeaderSource, name: string): string | undefined {
   if (headers === undefined) return undefined;
-  if (headers instanceof Headers) return headers.get(name) ?? undefined;
+  // Duck-typed: naming the global `Headers` would load Node's fetch implementation (undici).
+  if (isHeadersObject(headers)) return headers.get(name) ?? undefined;
   const wanted = name.toLowerCase();
   for (const [key, value] of Object.entries(headers)) {
     if (key.toLowerCase() === wanted && value !== undefined) return value;
   }
   return undefined;
+}
+
+function isHeadersObject(headers: NonNullable<HeaderSource>): headers is Headers {
+  return typeof (headers as { get?: unknown }).get === "function";
 }
 
 /**

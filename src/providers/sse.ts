@@ -1,0 +1,28 @@
+import { createParser } from "eventsource-parser";
+
+export interface ServerSentEvent {
+  /** The `event:` field; undefined for the default `message` type. */
+  event: string | undefined;
+  data: string;
+}
+
+/**
+ * Decode a text stream as server-sent events. Comments (`: keep-alive`) are skipped; an event
+ * still unterminated when the stream ends is dropped, as the SSE specification requires, so a
+ * cut connection never yields half an event.
+ */
+export async function* serverSentEvents(
+  chunks: AsyncIterable<string>,
+  onChunk: () => void = () => undefined,
+): AsyncGenerator<ServerSentEvent> {
+  const ready: ServerSentEvent[] = [];
+  const parser = createParser({
+    onEvent: (event) => ready.push({ event: event.event, data: event.data }),
+  });
+  for await (const chunk of chunks) {
+    onChunk();
+    parser.feed(chunk);
+    for (const event of ready) yield event;
+    ready.length = 0;
+  }
+}
