@@ -1,16 +1,18 @@
-// Bundles the compiled CLI into code-split ESM chunks under dist/bundle (see src/cli/bin.ts).
-// Run by `npm run bundle` after `tsc`; the output directory is emptied first so stale chunks
-// from earlier builds never ship.
+// Builds the CLI bundle that src/cli/bin.ts runs: one CommonJS file, dist/bundle/main.cjs, plus
+// its V8 code cache, main.cjs.cache (see src/cli/bundle-loader.ts). Run by `npm run bundle`
+// after `tsc`. The output directory is emptied first so nothing stale ships.
+import { spawnSync } from "node:child_process";
 import { rm } from "node:fs/promises";
 import { dirname } from "node:path";
 import { build } from "esbuild";
 
 const OUT_DIR = "dist/bundle";
+const BUNDLE = `${OUT_DIR}/main.cjs`;
 
 /**
- * Zod re-exports every message locale (about 360 KB of the bundle) as `z.locales`; harness only
- * uses the default English messages, which zod configures itself. Serving the locale index as
- * English-only keeps the rest of that text out of every process start.
+ * Zod re-exports every message locale (about 360 KB) as `z.locales`; harness only uses the
+ * default English messages, which zod configures itself. Serving the locale index as
+ * English-only keeps the rest out of every process start.
  */
 const englishOnlyZodLocales = {
   name: "english-only-zod-locales",
@@ -27,16 +29,31 @@ await rm(OUT_DIR, { recursive: true, force: true });
 await build({
   entryPoints: ["dist/src/cli/main.js"],
   bundle: true,
-  splitting: true,
   platform: "node",
-  format: "esm",
+  format: "cjs",
   target: "node20",
-  outdir: OUT_DIR,
+  outfile: BUNDLE,
   external: ["better-sqlite3"],
   logLevel: "warning",
   plugins: [englishOnlyZodLocales],
-  // Bundled CommonJS dependencies call require(); ESM output has none of its own.
+  // A vm.Script has no import() on Node 20: lazy imports of bundled code and built-ins become
+  // require(); user files are imported through setFileImporter (see src/cli/bin.ts).
+  supported: { "dynamic-import": false },
+  // The sources are ES modules and assume strict mode, which the directive must open the file
+  // to give. `import.meta.url` (used to find package.json) becomes this file's URL.
+  define: { "import.meta.url": "__harnessModuleUrl" },
   banner: {
-    js: "import { createRequire as __harnessRequire } from 'node:module'; const require = __harnessRequire(import.meta.url);",
+    js: '"use strict";\nvar __harnessModuleUrl = require("node:url").pathToFileURL(__filename).href;',
   },
 });
+
+// The warm-up's own output (the demo's progress) is shown only when it fails.
+const warm = spawnSync(process.execPath, ["scripts/warm-code-cache.mjs", BUNDLE, `${BUNDLE}.cache`], {
+  stdio: ["ignore", "pipe", "pipe"],
+  encoding: "utf8",
+});
+if (warm.status !== 0) {
+  process.stderr.write(`${warm.stdout}${warm.stderr}`);
+  process.stderr.write(`bundle: warming the code cache failed (exit ${warm.status ?? warm.signal})\n`);
+  process.exit(1);
+}

@@ -1,8 +1,12 @@
 #!/usr/bin/env node
 // Entry point. `--version` is answered without loading anything else, so it starts as fast as
-// Node itself. Everything else runs from the bundle (a few chunks, loaded as commands need them)
-// when it is at least as new as the compiled modules, else from the modules themselves.
+// Node itself. Everything else runs from the single-file bundle with its V8 code cache (see
+// bundle-loader.ts) when the bundle is at least as new as the compiled modules, else from the
+// modules themselves.
 import { readFileSync, statSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+type MainModule = typeof import("./main.js");
 
 const args = process.argv.slice(2);
 if (args.length === 1 && (args[0] === "--version" || args[0] === "-V")) {
@@ -11,7 +15,7 @@ if (args.length === 1 && (args[0] === "--version" || args[0] === "-V")) {
   };
   process.stdout.write(`harness ${pkg.version}\n`);
 } else {
-  const bundle = new URL("../../bundle/main.js", import.meta.url);
+  const bundle = fileURLToPath(new URL("../../bundle/main.cjs", import.meta.url));
   const modules = new URL("./main.js", import.meta.url);
   const fresh = (() => {
     try {
@@ -20,8 +24,15 @@ if (args.length === 1 && (args[0] === "--version" || args[0] === "-V")) {
       return false;
     }
   })();
-  const { main } = (await import(fresh ? bundle.href : modules.href)) as typeof import("./main.js");
-  const code = await main(args);
+  let entry: MainModule;
+  if (fresh) {
+    const { loadBundle } = await import("./bundle-loader.js");
+    entry = loadBundle(bundle, `${bundle}.cache`).exports as unknown as MainModule;
+    entry.setFileImporter((url) => import(url));
+  } else {
+    entry = (await import(modules.href)) as MainModule;
+  }
+  const code = await entry.main(args);
   // Everything is durable and every child is gone when main returns; exit now rather than wait
   // for idle keep-alive sockets and timers (stdout/stderr writes are synchronous on Linux).
   process.exit(code);

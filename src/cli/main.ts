@@ -40,6 +40,9 @@ const SUMMARIES: Record<string, string> = {
   review: "resolve a call whose outcome is unknown, with evidence",
 };
 
+// The bundle's entry (bin.ts) installs an importer for user files through this; see import-file.ts.
+export { setFileImporter } from "../shared/import-file.js";
+
 export function topLevelHelp(): string {
   const width = Math.max(...Object.keys(SUMMARIES).map((k) => k.length));
   const lines = Object.entries(SUMMARIES).map(([name, summary]) => `  ${name.padEnd(width)}  ${summary}`);

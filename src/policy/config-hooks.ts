@@ -1,8 +1,8 @@
 import { isAbsolute, resolve } from "node:path";
-import { pathToFileURL } from "node:url";
 import { ConfigError } from "../config/errors.js";
 import { type ConfigSource, configDirectory, type LoadedConfig } from "../config/load.js";
 import type { HookEntryConfig } from "../config/schema.js";
+import { importFile } from "../shared/import-file.js";
 import { commandHook } from "./command-hook.js";
 import { HOOK_POINTS, type HookPoint, WRAP_POINT } from "./hook-points.js";
 import type { Hook } from "./hooks.js";
@@ -85,7 +85,7 @@ async function loadModuleFunction(
   const absolute = isAbsolute(modulePath) ? modulePath : resolve(configDirectory(source), modulePath);
   let loaded: unknown;
   try {
-    loaded = await import(pathToFileURL(absolute).href);
+    loaded = await importFile(absolute);
   } catch {
     throw new ConfigError(
       source.label,

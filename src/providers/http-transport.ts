@@ -12,11 +12,23 @@ export interface HttpResponse {
   status: number;
   /** Header names in lower case; repeated headers joined with ", ". */
   headers: Readonly<Record<string, string>>;
-  /** The body as UTF-8 text, in arrival order. Throws when the connection is cut mid-body. */
+  /**
+   * The body as UTF-8 text, in arrival order. Throws when the connection is cut mid-body.
+   * Leaving a loop over it early does not close the connection: call `close` or `release`.
+   */
   body: AsyncIterable<string>;
-  /** Stop reading and close the connection. */
+  /** Stop reading and close the connection (the request failed or was abandoned). */
   close(): void;
+  /**
+   * Reading is done and the reply was complete: let the connection be reused for the next
+   * request. What is left of the body (usually nothing) is drained for a moment, then the
+   * connection is closed if the server is still sending.
+   */
+  release(): void;
 }
+
+/** How long a released response may take to finish before its connection is closed. */
+const RELEASE_GRACE_MS = 1000;
 
 export interface PostOptions {
   headers: Readonly<Record<string, string>>;
@@ -39,8 +51,15 @@ export async function post(url: URL, options: PostOptions): Promise<HttpResponse
       resolve({
         status: res.statusCode ?? 0,
         headers: flattenHeaders(res.headers),
-        body: res,
+        body: res.iterator({ destroyOnReturn: false }),
         close: () => res.destroy(),
+        release: () => {
+          if (res.complete || res.destroyed) return;
+          const giveUp = setTimeout(() => res.destroy(), RELEASE_GRACE_MS);
+          giveUp.unref();
+          res.once("close", () => clearTimeout(giveUp));
+          res.resume();
+        },
       });
     });
     // After the response arrived, failures surface through the body's iterator instead.
@@ -49,10 +68,18 @@ export async function post(url: URL, options: PostOptions): Promise<HttpResponse
   });
 }
 
-/** Read a whole body as text, keeping at most `limit` characters (the rest is drained). */
-export async function readText(response: HttpResponse, limit: number): Promise<string> {
+/**
+ * Read a whole body as text, keeping at most `limit` characters (the rest is drained).
+ * `onChunk` is called for each chunk, e.g. to show an idle timer that the server is alive.
+ */
+export async function readText(
+  response: HttpResponse,
+  limit: number,
+  onChunk: () => void = () => undefined,
+): Promise<string> {
   let text = "";
   for await (const chunk of response.body) {
+    onChunk();
     if (text.length < limit) text += chunk.slice(0, limit - text.length);
   }
   return text;

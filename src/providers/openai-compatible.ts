@@ -72,7 +72,7 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
         if (control.signal.aborted) throw control.abortError(PROVIDER, secrets);
         response = await post(endpoint, { headers, body, signal: control.signal });
         control.progress();
-        await rejectFailedResponse(response, secrets);
+        await rejectFailedResponse(response, secrets, () => control.progress());
         for await (const event of chatEvents(response, secrets, () => control.progress())) {
           if (event.type === "end") completed = true;
           yield event;
@@ -86,7 +86,8 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
         });
       } finally {
         control.dispose(completed);
-        if (!completed) response?.close();
+        if (completed) response?.release();
+        else response?.close();
       }
     },
   };
@@ -99,11 +100,15 @@ function chatCompletionsUrl(baseUrl: string): URL {
 }
 
 /** Non-2xx, or a JSON body where a stream was asked for: classify and throw. */
-async function rejectFailedResponse(response: HttpResponse, secrets: readonly string[]): Promise<void> {
+async function rejectFailedResponse(
+  response: HttpResponse,
+  secrets: readonly string[],
+  onProgress: () => void,
+): Promise<void> {
   const failed = response.status < 200 || response.status > 299;
   const json = /application\/json/i.test(response.headers["content-type"] ?? "");
   if (!failed && !json) return;
-  const body = parseErrorBody(await readText(response, MAX_ERROR_BODY_CHARS));
+  const body = parseErrorBody(await readText(response, MAX_ERROR_BODY_CHARS, onProgress));
   if (failed) {
     throw classifyFailure({
       provider: PROVIDER,
@@ -116,9 +121,11 @@ async function rejectFailedResponse(response: HttpResponse, secrets: readonly st
   if (isJsonObject(body) && body.error !== undefined && body.error !== null) {
     throw classifyFailure({ provider: PROVIDER, body, headers: response.headers, secrets });
   }
+  // A server that ignores `stream: true` answers the same way every time: retrying is no use.
   throw new ProviderError("SERVER", `${PROVIDER}: expected an event stream, got a JSON body`, {
     status: response.status,
     providerCode: "invalid_response",
+    retryable: false,
   });
 }
 
@@ -127,13 +134,19 @@ interface CallState {
   name: string;
 }
 
+/** The calls of one reply by index, and which one the last fragment belonged to. */
+interface CallTracker {
+  byIndex: Map<number, CallState>;
+  last: number | undefined;
+}
+
 /** Translate one response's SSE chunks into protocol events; throws `ProviderError`. */
 async function* chatEvents(
   response: HttpResponse,
   secrets: readonly string[],
   onProgress: () => void,
 ): AsyncGenerator<StreamEvent> {
-  const calls = new Map<number, CallState>();
+  const calls: CallTracker = { byIndex: new Map(), last: undefined };
   let finishReason: string | undefined;
   let usage: Usage | undefined;
   let sawEvent = false;
@@ -167,7 +180,7 @@ async function* chatEvents(
     if (!done) throw new ProviderError("TRANSPORT", `${PROVIDER}: stream ended before the model finished`);
   }
   if (usage !== undefined) yield { type: "usage", usage };
-  yield endEvent(finishReason, calls.size);
+  yield endEvent(finishReason, calls.byIndex.size);
 }
 
 function parseChunk(data: string, response: HttpResponse, secrets: readonly string[]): ChatChunk {
@@ -192,36 +205,38 @@ function malformed(what: string, secrets: readonly string[]): ProviderError {
 }
 
 /**
- * One tool-call fragment. A call is identified by `index`; servers that omit it send whole
- * calls, told apart by id.
+ * One tool-call fragment. A call is identified by `index`; for servers that omit it, a new id
+ * starts a new call and a fragment without id continues the call of the previous fragment.
  */
-function callFragment(calls: Map<number, CallState>, fragment: ChatToolCallDelta): StreamEvent | undefined {
-  const id = fragment.id ?? undefined;
+function callFragment(calls: CallTracker, fragment: ChatToolCallDelta): StreamEvent | undefined {
+  const id = fragment.id === null || fragment.id === "" ? undefined : fragment.id;
   const index = fragment.index ?? indexWithoutIndex(calls, id);
   const args = fragment.function?.arguments ?? "";
-  const known = calls.get(index);
+  const known = calls.byIndex.get(index);
   if (known !== undefined) {
-    if (id !== undefined && id !== "" && id !== known.id) {
+    if (id !== undefined && id !== known.id) {
       throw new ProviderError("SERVER", `${PROVIDER}: tool call index ${index} reused by another call`, {
         providerCode: "invalid_response",
       });
     }
+    calls.last = index;
     return args === "" ? undefined : { type: "tool_call_delta", call_id: known.id, arguments: args };
   }
   const name = fragment.function?.name ?? "";
-  if (id === undefined || id === "" || name === "") {
+  if (id === undefined || name === "") {
     throw new ProviderError("SERVER", `${PROVIDER}: a tool call started without an id or a name`, {
       providerCode: "invalid_response",
     });
   }
-  calls.set(index, { id, name });
+  calls.byIndex.set(index, { id, name });
+  calls.last = index;
   return { type: "tool_call_delta", call_id: id, name, arguments: args };
 }
 
-function indexWithoutIndex(calls: Map<number, CallState>, id: string | undefined): number {
-  for (const [index, call] of calls) if (call.id === id) return index;
-  if (id !== undefined && id !== "") return calls.size;
-  return Math.max(-1, ...calls.keys());
+function indexWithoutIndex(calls: CallTracker, id: string | undefined): number {
+  if (id === undefined) return calls.last ?? 0;
+  for (const [index, call] of calls.byIndex) if (call.id === id) return index;
+  return Math.max(-1, ...calls.byIndex.keys()) + 1;
 }
 
 function endEvent(finishReason: string | undefined, callCount: number): StreamEvent {

@@ -2,7 +2,6 @@ import { randomBytes } from "node:crypto";
 import { constants, promises as fsp, type Stats } from "node:fs";
 import path from "node:path";
 import picomatch from "picomatch";
-import { glob as tinyglob } from "tinyglobby";
 import {
   checkGlobPattern,
   isReservedParts,
@@ -182,6 +181,9 @@ export class DiskWorkspaceFs implements WorkspaceFs {
     const base = picomatch.scan(normalized).base;
     if (base !== "") await this.#locate(prefixed(cwd.canonical, base));
 
+    // Loaded on first use: its directory walker eagerly requires a second copy of picomatch,
+    // a cost every run would pay at start even when no tool ever globs.
+    const { glob: tinyglob } = await import("tinyglobby");
     const matches = await tinyglob(normalized, {
       cwd: cwd.abs,
       onlyFiles: true,

@@ -1,5 +1,7 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
-import type { ModelMessage, ToolSpec } from "../../src/protocol/types.js";
+import type { ModelMessage, StreamEvent, ToolSpec } from "../../src/protocol/types.js";
 import { createOpenAICompatibleProvider } from "../../src/providers/openai-compatible.js";
 import { calls, collect, endsNormally, lastEnd, request, text } from "./helpers/collect.js";
 import {
@@ -423,5 +425,354 @@ describe("openai-compatible: truncation, cancellation and timeout", () => {
     expect(text(events)).toBe("partial");
     expect(error).toMatchObject({ code: "TIMEOUT", retryable: true });
     expect(lastEnd(events)).toBeUndefined();
+  });
+});
+
+describe("openai-compatible: wire edge cases", () => {
+  function toolDeltas(events: readonly StreamEvent[]) {
+    return events.filter((e) => e.type === "tool_call_delta");
+  }
+
+  it("fragments without index are kept apart by id; a fragment with neither index nor id extends the last call", async () => {
+    const body = sse([
+      {
+        data: chunk({
+          tool_calls: [{ id: "a", type: "function", function: { name: "read", arguments: '{"path":"a"}' } }],
+        }),
+      },
+      {
+        data: chunk({
+          tool_calls: [{ id: "b", type: "function", function: { name: "glob", arguments: '{"pat' } }],
+        }),
+      },
+      { data: chunk({ tool_calls: [{ function: { arguments: 'tern":"*"}' } }] }) },
+      { data: chunk({}, "tool_calls") },
+      "data: [DONE]",
+    ]);
+    const p = await provider([{ body }]);
+    const { events, error } = await collect(p);
+    expect(error).toBeUndefined();
+    expect(toolDeltas(events)).toEqual([
+      { type: "tool_call_delta", call_id: "a", name: "read", arguments: '{"path":"a"}' },
+      { type: "tool_call_delta", call_id: "b", name: "glob", arguments: '{"pat' },
+      { type: "tool_call_delta", call_id: "b", arguments: 'tern":"*"}' },
+    ]);
+    expect(calls(events).map(({ id, name, arguments: a }) => ({ id, name, a }))).toEqual([
+      { id: "a", name: "read", a: '{"path":"a"}' },
+      { id: "b", name: "glob", a: '{"pattern":"*"}' },
+    ]);
+    expect(lastEnd(events)).toEqual({ type: "end", reason: "tool_calls" });
+  });
+
+  it("without index, a new id never lands on a slot an indexed call holds, and an id-less fragment continues the call named last", async () => {
+    const body = sse([
+      {
+        data: chunk({
+          tool_calls: [
+            { index: 1, id: "a", type: "function", function: { name: "read", arguments: '{"pa' } },
+          ],
+        }),
+      },
+      {
+        data: chunk({
+          tool_calls: [
+            { id: "b", type: "function", function: { name: "glob", arguments: '{"pattern":"*"}' } },
+          ],
+        }),
+      },
+      { data: chunk({ tool_calls: [{ id: "a", function: { arguments: 'th":' } }] }) },
+      { data: chunk({ tool_calls: [{ function: { arguments: '"a"}' } }] }) },
+      { data: chunk({}, "tool_calls") },
+      "data: [DONE]",
+    ]);
+    const p = await provider([{ body }]);
+    const { events, error } = await collect(p);
+    expect(error).toBeUndefined();
+    expect(calls(events).map(({ id, name, arguments: a }) => ({ id, name, a }))).toEqual([
+      { id: "a", name: "read", a: '{"path":"a"}' },
+      { id: "b", name: "glob", a: '{"pattern":"*"}' },
+    ]);
+    expect(lastEnd(events)).toEqual({ type: "end", reason: "tool_calls" });
+  });
+
+  it("a known index reused with a different id is SERVER invalid_response and never ends", async () => {
+    const body = sse([
+      {
+        data: chunk({
+          tool_calls: [{ index: 0, id: "a", type: "function", function: { name: "read", arguments: "{}" } }],
+        }),
+      },
+      {
+        data: chunk({
+          tool_calls: [{ index: 0, id: "b", type: "function", function: { name: "glob", arguments: "{}" } }],
+        }),
+      },
+      { data: chunk({}, "tool_calls") },
+      "data: [DONE]",
+    ]);
+    const p = await provider([{ body }]);
+    const { events, error } = await collect(p);
+    expect(error).toMatchObject({ code: "SERVER", providerCode: "invalid_response", retryable: true });
+    expect(toolDeltas(events)).toEqual([
+      { type: "tool_call_delta", call_id: "a", name: "read", arguments: "{}" },
+    ]);
+    expect(lastEnd(events)).toBeUndefined();
+  });
+
+  it("a first fragment without an id, without a name, or with nothing to extend is SERVER and never ends", async () => {
+    const starts = [
+      { index: 0, type: "function", function: { name: "read", arguments: "{}" } },
+      { index: 0, id: "a", type: "function", function: { arguments: "{}" } },
+      { index: 0, id: "a", type: "function", function: { name: "", arguments: "{}" } },
+      { function: { arguments: "{}" } },
+    ];
+    const p = await provider(
+      starts.map((start) => ({
+        body: sse([
+          { data: chunk({ content: "ok" }) },
+          { data: chunk({ tool_calls: [start] }) },
+          { data: chunk({}, "tool_calls") },
+          "data: [DONE]",
+        ]),
+      })),
+    );
+    for (const start of starts) {
+      const { events, error } = await collect(p);
+      expect(error, JSON.stringify(start)).toMatchObject({
+        code: "SERVER",
+        providerCode: "invalid_response",
+      });
+      expect(text(events)).toBe("ok");
+      expect(toolDeltas(events)).toEqual([]);
+      expect(lastEnd(events)).toBeUndefined();
+    }
+    expect(servers.current.received).toHaveLength(starts.length);
+  });
+
+  it("a 200 JSON error body is classified without a status; a 200 JSON body without error is SERVER invalid_response", async () => {
+    const rateLimited = JSON.stringify({
+      error: { message: "Rate limit reached for requests", type: "requests", code: "rate_limit_exceeded" },
+    });
+    const completion = JSON.stringify({
+      id: "chatcmpl-1",
+      object: "chat.completion",
+      choices: [{ index: 0, message: { role: "assistant", content: "hi" }, finish_reason: "stop" }],
+    });
+    const p = await provider([
+      { headers: { ...JSON_HEADERS, "x-request-id": "req_json_200" }, body: rateLimited },
+      { headers: { "content-type": "application/json; charset=utf-8" }, body: completion },
+    ]);
+    const first = await collect(p);
+    expect(first.events).toEqual([]);
+    expect(first.error).toMatchObject({
+      code: "RATE_LIMIT",
+      retryable: true,
+      providerCode: "rate_limit_exceeded",
+      requestId: "req_json_200",
+    });
+    expect(first.error?.status).toBeUndefined();
+    expect(first.error?.message).toContain("Rate limit reached for requests");
+
+    const second = await collect(p);
+    expect(second.events).toEqual([]);
+    // A server that ignores `stream: true` would answer the same way again: not retried.
+    expect(second.error).toMatchObject({
+      code: "SERVER",
+      providerCode: "invalid_response",
+      status: 200,
+      retryable: false,
+    });
+    expect(second.error?.message).not.toContain("hi");
+  });
+
+  it("a 200 event stream with an empty body (or only comments) is EMPTY_RESPONSE, retryable, with no events", async () => {
+    const p = await provider([{ body: "" }, { body: ": keep-alive\n\n: keep-alive\n\n" }]);
+    for (let i = 0; i < 2; i += 1) {
+      const { events, error } = await collect(p);
+      expect(events).toEqual([]);
+      expect(error).toMatchObject({ code: "EMPTY_RESPONSE", retryable: true });
+    }
+  });
+
+  it("[DONE] without any finish_reason ends with error, not normally, and does not throw", async () => {
+    const p = await provider([
+      { body: sse(["data: [DONE]"]) },
+      { body: sse([{ data: chunk({ content: "half" }) }, "data: [DONE]"]) },
+    ]);
+    const bare = await collect(p);
+    expect(bare.error).toBeUndefined();
+    expect(bare.events).toEqual([{ type: "end", reason: "error", message: expect.any(String) }]);
+
+    const withText = await collect(p);
+    expect(withText.error).toBeUndefined();
+    expect(text(withText.events)).toBe("half");
+    expect(endsNormally(withText.events)).toBe(false);
+    expect(lastEnd(withText.events)?.reason).toBe("error");
+  });
+
+  it("a chunk that is not JSON, or not shaped like a chunk, is SERVER invalid_response with no end", async () => {
+    const p = await provider([
+      { body: sse([{ data: chunk({ content: "ok" }) }, "data: {oops", { data: chunk({}, "stop") }]) },
+      {
+        body: sse([
+          { data: chunk({ content: "ok" }) },
+          { data: { id: "c1", choices: "nope" } },
+          { data: chunk({}, "stop") },
+        ]),
+      },
+      {
+        body: sse([
+          { data: chunk({ content: "ok" }) },
+          { data: chunk({ tool_calls: [{ index: -1, id: "a", function: { name: "read" } }] }) },
+          { data: chunk({}, "stop") },
+        ]),
+      },
+    ]);
+    for (let i = 0; i < 3; i += 1) {
+      const { events, error } = await collect(p);
+      expect(error).toMatchObject({ code: "SERVER", providerCode: "invalid_response" });
+      expect(error?.message).toContain("malformed response");
+      expect(text(events)).toBe("ok");
+      expect(lastEnd(events)).toBeUndefined();
+    }
+  });
+
+  it("a 502 with an HTML body is SERVER with status 502, retryable, and the HTML is not in the message", async () => {
+    const p = await provider([
+      {
+        status: 502,
+        headers: { "content-type": "text/html" },
+        body: "<html><body><h1>502 Bad Gateway</h1></body></html>",
+      },
+    ]);
+    const { events, error } = await collect(p);
+    expect(events).toEqual([]);
+    expect(error).toMatchObject({ code: "SERVER", status: 502, retryable: true });
+    expect(error?.providerCode).toBeUndefined();
+    expect(error?.message).not.toContain("<html>");
+  });
+
+  it("finish_reason content_filter ends with content_filter, not normally", async () => {
+    const p = await provider([
+      {
+        body: sse([
+          { data: chunk({ content: "partial" }) },
+          { data: chunk({}, "content_filter") },
+          "data: [DONE]",
+        ]),
+      },
+    ]);
+    const { events, error } = await collect(p);
+    expect(error).toBeUndefined();
+    expect(text(events)).toBe("partial");
+    expect(endsNormally(events)).toBe(false);
+    expect(lastEnd(events)).toEqual({ type: "end", reason: "content_filter", message: expect.any(String) });
+  });
+
+  it("sends maxOutputTokens as max_tokens and keeps the base URL's query string, which the identity drops", async () => {
+    const { origin } = await servers.start([{ body: fixture("openai-chat/text-usage.sse") }]);
+    const p = createOpenAICompatibleProvider({
+      model: "m",
+      baseUrl: `${origin}/v1?api-version=2024`,
+      maxOutputTokens: 256,
+    });
+    const { error } = await collect(p);
+    expect(error).toBeUndefined();
+    const sent = servers.current.received[0];
+    // The helper records req.url, which includes the query string.
+    expect(sent?.method).toBe("POST");
+    expect(sent?.path).toBe("/v1/chat/completions?api-version=2024");
+    const body = JSON.parse(sent?.body ?? "{}");
+    expect(body.max_tokens).toBe(256);
+    expect(body).not.toHaveProperty("max_completion_tokens");
+    expect(body).not.toHaveProperty("tools");
+    expect(sent?.headers["content-length"]).toBe(String(Buffer.byteLength(sent?.body ?? "")));
+    expect(p.identity.base_url).toBe(`${origin}/v1`);
+
+    const slash = createOpenAICompatibleProvider({ model: "m", baseUrl: `${origin}/v1/` });
+    await collect(slash);
+    expect(servers.current.received[1]?.path).toBe("/v1/chat/completions");
+    expect(JSON.parse(servers.current.received[1]?.body ?? "{}")).not.toHaveProperty("max_tokens");
+  });
+
+  it("multi-byte UTF-8 split across TCP writes mid-character arrives intact", async () => {
+    const contents = ["h", "éllo ", "世", "界 ", "🎉"];
+    const bytes = Buffer.from(
+      sse([
+        ...contents.map((content) => ({ data: chunk({ content }) })),
+        { data: chunk({}, "stop") },
+        "data: [DONE]",
+      ]),
+      "utf8",
+    );
+    // Cut inside é (after byte 1 of 2), 世 (1 of 3), 界 (2 of 3) and 🎉 (3 of 4): each piece completes
+    // one event and ends in the middle of a character of the next.
+    const cutInside = (char: string, after: number) => bytes.indexOf(Buffer.from(char, "utf8")) + after;
+    const cuts = [cutInside("é", 1), cutInside("世", 1), cutInside("界", 2), cutInside("🎉", 3)];
+    const pieces = [0, ...cuts].map((from, k) => bytes.subarray(from, cuts[k] ?? bytes.length));
+    expect(Buffer.concat(pieces).equals(bytes)).toBe(true);
+
+    // Lock-step: piece k+1 is written only after the provider yielded the text completed by piece k,
+    // so the pieces reach the client as separate reads without relying on timers.
+    let deltas = 0;
+    let wake: () => void = () => undefined;
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on("end", async () => {
+        res.writeHead(200, SSE_HEADERS);
+        for (const [k, piece] of pieces.entries()) {
+          while (deltas < k) await new Promise<void>((resolve) => (wake = resolve));
+          res.write(piece);
+        }
+        res.end();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const p = createOpenAICompatibleProvider({ model: "m", baseUrl: `http://127.0.0.1:${port}/v1` });
+      const events: StreamEvent[] = [];
+      for await (const event of p.stream(request(), new AbortController().signal)) {
+        events.push(event as StreamEvent);
+        if ((event as StreamEvent).type === "text_delta") {
+          deltas += 1;
+          wake();
+        }
+      }
+      expect(events.filter((e) => e.type === "text_delta").map((e) => e.text)).toEqual(contents);
+      expect(text(events)).toBe("héllo 世界 🎉");
+      expect(lastEnd(events)).toEqual({ type: "end", reason: "stop" });
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  it("an assistant message with text and calls is sent with that text; reasoning parts are joined", async () => {
+    const messages: ModelMessage[] = [
+      { role: "user", content: "read a" },
+      {
+        role: "assistant",
+        content: "Let me look.",
+        reasoning: [{ text: "First, " }, { text: "read a. " }, { text: "Then answer." }],
+        calls: [{ id: "c1", name: "read", arguments: { path: "a" } }],
+      },
+      { role: "tool", call_id: "c1", name: "read", status: "ok", content: "A" },
+      { role: "assistant", content: "Done.", calls: [] },
+    ];
+    const p = await provider([{ body: fixture("openai-chat/text-usage.sse") }]);
+    await collect(p, request({ messages }));
+    const body = JSON.parse(servers.current.received[0]?.body ?? "{}");
+    expect(body.messages).toEqual([
+      { role: "user", content: "read a" },
+      {
+        role: "assistant",
+        content: "Let me look.",
+        reasoning_content: "First, read a. Then answer.",
+        tool_calls: [{ id: "c1", type: "function", function: { name: "read", arguments: '{"path":"a"}' } }],
+      },
+      { role: "tool", tool_call_id: "c1", content: "A" },
+      { role: "assistant", content: "Done." },
+    ]);
   });
 });

@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { basename, extname } from "node:path";
-import { pathToFileURL } from "node:url";
 import { sha256Hex } from "../../shared/hash.js";
+import { importFile } from "../../shared/import-file.js";
 import { type ModelRequest, type Provider, ProviderError, type ProviderIdentity } from "../provider.js";
 import { parseScriptFile, parseTurn, ScriptError, type ScriptedTurn, type ScriptFunction } from "./script.js";
 
@@ -46,7 +46,7 @@ export class ScriptedProvider implements Provider {
     const identity: ProviderIdentity = { kind: "scripted", name: basename(file), sha256: sha256Hex(bytes) };
     const extension = extname(file);
     if (extension === ".mjs" || extension === ".js") {
-      const module: { default?: unknown } = await import(pathToFileURL(file).href);
+      const module = (await importFile(file)) as { default?: unknown };
       if (typeof module.default !== "function") {
         throw new ScriptError(
           `${basename(file)}: the default export must be a function (messages, step) => reply`,

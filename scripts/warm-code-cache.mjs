@@ -1,0 +1,33 @@
+// Runs the freshly built bundle through representative commands (the offline demo, a resume of
+// it, help and inspection) and writes the V8 code cache of everything they compiled.
+// Usage: node scripts/warm-code-cache.mjs BUNDLE CACHE
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { loadBundle, writeCodeCache } from "../dist/src/cli/bundle-loader.js";
+
+const [bundlePath, cachePath] = process.argv.slice(2);
+if (bundlePath === undefined || cachePath === undefined) {
+  process.stderr.write("usage: node scripts/warm-code-cache.mjs BUNDLE CACHE\n");
+  process.exit(64);
+}
+const bundle = loadBundle(bundlePath);
+bundle.exports.setFileImporter((url) => import(url));
+const main = bundle.exports.main;
+const workspace = await mkdtemp(join(tmpdir(), "harness-warm-"));
+try {
+  const commands = [
+    ["demo", "--workspace", workspace, "--json"],
+    ["demo", "--workspace", workspace],
+    ["sessions", "--workspace", workspace],
+    ["--help"],
+    ["run", "--help"],
+  ];
+  for (const command of commands) {
+    const code = await main(command);
+    if (code !== 0) throw new Error(`harness ${command.join(" ")} exited ${code}`);
+  }
+  writeCodeCache(bundle, bundlePath, cachePath);
+} finally {
+  await rm(workspace, { recursive: true, force: true });
+}
