@@ -2,6 +2,7 @@
 // its V8 code cache, main.cjs.cache (see src/cli/bundle-loader.ts). Run by `npm run bundle`
 // after `tsc`. The output directory is emptied first so nothing stale ships.
 import { spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { rm } from "node:fs/promises";
 import { dirname } from "node:path";
 import { build } from "esbuild";
@@ -42,8 +43,9 @@ await build({
   // The sources are ES modules and assume strict mode, which the directive must open the file
   // to give. `import.meta.url` (used to find package.json) becomes this file's URL.
   define: { "import.meta.url": "__harnessModuleUrl" },
+  // The first line is the bundle's id, which its code cache must name (src/cli/bundle-loader.ts).
   banner: {
-    js: '"use strict";\nvar __harnessModuleUrl = require("node:url").pathToFileURL(__filename).href;',
+    js: `// harness-bundle-id: ${randomBytes(16).toString("hex")}\n"use strict";\nvar __harnessModuleUrl = require("node:url").pathToFileURL(__filename).href;`,
   },
 });
 

@@ -27,7 +27,7 @@ try {
     const code = await main(command);
     if (code !== 0) throw new Error(`harness ${command.join(" ")} exited ${code}`);
   }
-  writeCodeCache(bundle, bundlePath, cachePath);
+  writeCodeCache(bundle, cachePath);
 } finally {
   await rm(workspace, { recursive: true, force: true });
 }

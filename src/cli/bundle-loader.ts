@@ -1,4 +1,4 @@
-import { readFileSync, statSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, resolve } from "node:path";
 import { Script } from "node:vm";
@@ -11,8 +11,8 @@ import { Script } from "node:vm";
  * so the build writes one (scripts/bundle.mjs) after warming the bundle up.
  *
  * V8 checks a cache against its own version and flags but identifies the source only by its
- * length, so each cache starts with a stamp line naming the exact bundle file it was made from
- * (size and modification time). A cache for another bundle is ignored, and V8 rejects one it
+ * length, so the build gives each bundle a random id (its first line) and starts the cache with
+ * a stamp line naming that id. A cache for another bundle is ignored, and V8 rejects one it
  * cannot use: either way the bundle still runs, compiled from source.
  *
  * A vm.Script cannot use import() on Node 20 without an experimental flag, so the bundle is
@@ -23,14 +23,18 @@ import { Script } from "node:vm";
 export interface LoadedBundle {
   exports: Record<string, unknown>;
   script: Script;
+  /** What a cache for this bundle must start with; undefined when the bundle has no id. */
+  stamp: string | undefined;
   /** True when a cache was offered and V8 refused it; undefined when none was offered. */
   cacheRejected: boolean | undefined;
 }
 
-/** Identifies the bundle file a cache belongs to. */
-function bundleStamp(bundlePath: string): string {
-  const stat = statSync(bundlePath, { bigint: true });
-  return `harness-code-cache ${stat.size} ${stat.mtimeNs}`;
+const ID_LINE = /^\/\/ harness-bundle-id: ([0-9a-f]{32})\n/;
+
+/** The stamp a cache for this bundle source starts with; undefined for a bundle without an id. */
+function cacheStamp(source: string): string | undefined {
+  const id = ID_LINE.exec(source)?.[1];
+  return id === undefined ? undefined : `harness-code-cache ${id}`;
 }
 
 function readCache(cachePath: string, stamp: string): Buffer | undefined {
@@ -48,8 +52,9 @@ function readCache(cachePath: string, stamp: string): Buffer | undefined {
 /** Run the bundle as a CommonJS module and return its exports. */
 export function loadBundle(path: string, cachePath?: string): LoadedBundle {
   const bundlePath = resolve(path);
-  const cachedData = cachePath === undefined ? undefined : readCache(cachePath, bundleStamp(bundlePath));
   const source = readFileSync(bundlePath, "utf8");
+  const stamp = cacheStamp(source);
+  const cachedData = cachePath === undefined || stamp === undefined ? undefined : readCache(cachePath, stamp);
   const script = new Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, {
     filename: bundlePath,
     ...(cachedData === undefined ? {} : { cachedData }),
@@ -73,6 +78,7 @@ export function loadBundle(path: string, cachePath?: string): LoadedBundle {
   return {
     exports: module.exports,
     script,
+    stamp,
     cacheRejected: cachedData === undefined ? undefined : script.cachedDataRejected === true,
   };
 }
@@ -81,8 +87,10 @@ export function loadBundle(path: string, cachePath?: string): LoadedBundle {
  * Write the code cache of a loaded bundle. Called after the bundle has run representative
  * commands, so the functions they compiled are in the cache too.
  */
-export function writeCodeCache(bundle: LoadedBundle, bundlePath: string, cachePath: string): number {
+export function writeCodeCache(bundle: LoadedBundle, cachePath: string): number {
+  if (bundle.stamp === undefined)
+    throw new Error("the bundle has no id line; rebuild it with scripts/bundle.mjs");
   const data = bundle.script.createCachedData();
-  writeFileSync(cachePath, Buffer.concat([Buffer.from(`${bundleStamp(bundlePath)}\n`, "latin1"), data]));
+  writeFileSync(cachePath, Buffer.concat([Buffer.from(`${bundle.stamp}\n`, "latin1"), data]));
   return data.byteLength;
 }

@@ -50,27 +50,37 @@ describe("the CLI bundle and its code cache", () => {
     expect(loadIn(BUNDLE, `${BUNDLE}.cache`)).toEqual({ cacheRejected: false, help: 0 });
   });
 
-  it("a cache made for another bundle file is ignored, one V8 refuses is rejected, and the bundle runs either way", async () => {
+  it("a cache made for another bundle is ignored, one V8 refuses is rejected, and the bundle runs either way", async () => {
     const dir = await tempDir("harness-bundle-");
-    const copy = join(dir, "main.cjs");
+    const source = readFileSync(BUNDLE, "utf8");
+    const cache = readFileSync(`${BUNDLE}.cache`);
+    const newline = cache.indexOf(0x0a);
+    const stamp = cache.subarray(0, newline).toString("latin1");
+    const id = /^\/\/ harness-bundle-id: ([0-9a-f]{32})\n/.exec(source)?.[1];
+    expect(stamp).toBe(`harness-code-cache ${id}`);
+
+    // The same bytes elsewhere are the same bundle: its cache is used.
+    const copy = join(dir, "copy.cjs");
     copyFileSync(BUNDLE, copy);
-    // Same bytes, but a different file: the stamp line no longer matches.
-    copyFileSync(`${BUNDLE}.cache`, `${copy}.cache`);
-    expect(loadIn(copy, `${copy}.cache`)).toEqual({ cacheRejected: null, help: 0 });
+    expect(loadIn(copy, `${BUNDLE}.cache`)).toEqual({ cacheRejected: false, help: 0 });
+
+    // Another build (another id, same length): the cache is not offered to V8 at all.
+    const other = join(dir, "other.cjs");
+    writeFileSync(other, source.replace(id ?? "", "f".repeat(32)));
+    expect(loadIn(other, `${BUNDLE}.cache`)).toEqual({ cacheRejected: null, help: 0 });
 
     // The right stamp with damaged V8 data (its header overwritten): V8 refuses it.
-    const real = readFileSync(`${BUNDLE}.cache`);
-    const newline = real.indexOf(0x0a);
-    const stampOfCopy = readFileSync(`${copy}.cache`).subarray(0, newline).toString("latin1");
-    expect(stampOfCopy).toBe(real.subarray(0, newline).toString("latin1"));
-    const { size, mtimeNs } = await import("node:fs").then((fs) => fs.statSync(copy, { bigint: true }));
-    const damaged = Buffer.concat([
-      Buffer.from(`harness-code-cache ${size} ${mtimeNs}\n`, "latin1"),
-      Buffer.alloc(16),
-      real.subarray(newline + 1 + 16),
-    ]);
-    writeFileSync(`${copy}.cache`, damaged);
-    expect(loadIn(copy, `${copy}.cache`)).toEqual({ cacheRejected: true, help: 0 });
+    const damaged = join(dir, "damaged.cache");
+    writeFileSync(
+      damaged,
+      Buffer.concat([cache.subarray(0, newline + 1), Buffer.alloc(16), cache.subarray(newline + 1 + 16)]),
+    );
+    expect(loadIn(copy, damaged)).toEqual({ cacheRejected: true, help: 0 });
+
+    // A bundle built without an id line never uses a cache.
+    const anonymous = join(dir, "anonymous.cjs");
+    writeFileSync(anonymous, source.replace(/^[^\n]*\n/, ""));
+    expect(loadIn(anonymous, `${BUNDLE}.cache`)).toEqual({ cacheRejected: null, help: 0 });
   });
 
   it("an in-process hook module from the config is imported by the bundled CLI and decides", async () => {
