@@ -197,6 +197,16 @@ export function normalizeProviderError(error: unknown, context: NormalizeContext
   if (context.abortedBy === "caller") {
     return new ProviderError("CANCELLED", `${provider}: request cancelled`, { retryable: false });
   }
+  const tlsCode = untrustedCertificateCode(error);
+  if (tlsCode !== undefined) {
+    // Waiting does not make a certificate trusted: stop with what to do instead of retrying.
+    return new ProviderError(
+      "TRANSPORT",
+      `${provider}: the endpoint's TLS certificate is not trusted (${tlsCode}); if the server is yours, ` +
+        "add its CA certificate with NODE_EXTRA_CA_CERTS=/path/to/ca.pem",
+      { retryable: false, providerCode: tlsCode },
+    );
+  }
   if (APICallError.isInstance(error)) return fromApiCallError(error, context);
   if (EmptyResponseBodyError.isInstance(error)) {
     return new ProviderError("EMPTY_RESPONSE", `${provider}: the response had no body`);
@@ -297,6 +307,29 @@ function frameAsErrorBody(frame: Record<string, unknown>): unknown {
 function requestIdOnly(headers: HeaderSource): ProviderErrorDetails {
   const requestId = headerValue(headers, "x-request-id") ?? headerValue(headers, "request-id");
   return requestId === undefined ? {} : { requestId };
+}
+
+/** Node's codes for a certificate chain or name that failed verification. */
+const UNTRUSTED_CERTIFICATE_CODES = new Set([
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "UNABLE_TO_GET_ISSUER_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "CERT_HAS_EXPIRED",
+  "CERT_NOT_YET_VALID",
+  "CERT_UNTRUSTED",
+  "ERR_TLS_CERT_ALTNAME_INVALID",
+]);
+
+/** The verification code of a TLS failure anywhere in the cause chain (fetch wraps it). */
+function untrustedCertificateCode(error: unknown): string | undefined {
+  for (let current = error, depth = 0; current instanceof Error && depth < 5; depth += 1) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === "string" && UNTRUSTED_CERTIFICATE_CODES.has(code)) return code;
+    current = current.cause;
+  }
+  return undefined;
 }
 
 function isNetworkFailure(error: unknown): boolean {

@@ -1,4 +1,11 @@
-import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from "node:http";
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from "node:http";
+import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import {
   DIALECT_BASE_PATHS,
@@ -46,7 +53,14 @@ export interface MockServer {
   close(): Promise<void>;
 }
 
-export async function startMockServer(options: { dialect: Dialect; script: Script }): Promise<MockServer> {
+export interface MockServerOptions {
+  dialect: Dialect;
+  script: Script;
+  /** Serve https with this certificate instead of plain http. */
+  tls?: { key: Buffer; cert: Buffer };
+}
+
+export async function startMockServer(options: MockServerOptions): Promise<MockServer> {
   const { dialect, script } = options;
   const requests: MockRequest[] = [];
   const failures: string[] = [];
@@ -59,7 +73,7 @@ export async function startMockServer(options: { dialect: Dialect; script: Scrip
       .end(JSON.stringify({ error: { message: `mock server: ${message}`, type: "mock_script_error" } }));
   };
 
-  const server: Server = createServer((req, res) => {
+  const handle = (req: IncomingMessage, res: ServerResponse): void => {
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("end", () => {
@@ -100,7 +114,9 @@ export async function startMockServer(options: { dialect: Dialect; script: Scrip
           (error: unknown) => refuse(res, 400, `request ${request.index}: ${(error as Error).message}`),
         );
     });
-  });
+  };
+  const server: Server =
+    options.tls === undefined ? createServer(handle) : createHttpsServer(options.tls, handle);
 
   const answer = (res: ServerResponse, reply: MockReply): void => {
     if (reply.kind === "stall") return;
@@ -116,7 +132,7 @@ export async function startMockServer(options: { dialect: Dialect; script: Scrip
 
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
-  const origin = `http://127.0.0.1:${port}`;
+  const origin = `${options.tls === undefined ? "http" : "https"}://127.0.0.1:${port}`;
   return {
     origin,
     baseUrl: `${origin}${DIALECT_BASE_PATHS[dialect]}`,
