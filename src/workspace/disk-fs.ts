@@ -20,6 +20,7 @@ import {
   type WorkspaceFs,
   type WriteOptions,
 } from "./fs.js";
+import { descriptorPath, openedPath } from "./opened-path.js";
 import { compareCodeUnits } from "./order.js";
 import { versionOf } from "./version.js";
 
@@ -29,6 +30,7 @@ const MAX_SYMLINK_HOPS = 40;
 const GLOB_CHECK_CONCURRENCY = 32;
 // O_NOFOLLOW and O_NONBLOCK are POSIX-only; on Windows they are absent and 0 is harmless.
 const READ_FLAGS = constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0);
+const DIRECTORY_FLAGS = READ_FLAGS | (constants.O_DIRECTORY ?? 0);
 
 interface Located {
   /** Canonical workspace-relative POSIX path ("." for the root). */
@@ -44,8 +46,11 @@ interface Located {
  * workspace cannot lead a file tool outside it. Dangling symlinks are followed by reading their
  * target, so writing through one cannot create a file outside either.
  *
- * Not a sandbox against concurrent attackers: a symlink swapped in between the check and the
- * operation is not detected (the final component is opened with O_NOFOLLOW where available).
+ * Concurrent changes: a directory swapped for a symlink between that check and the operation is
+ * caught after opening. Every read, listing and stat opens its target (the final component with
+ * O_NOFOLLOW) and asks the kernel where the open descriptor really is (/proc/self/fd on Linux),
+ * then reads through the descriptor; a write's temporary file is checked the same way before it
+ * is renamed over the target. Where /proc is absent only the check before opening applies.
  */
 export class DiskWorkspaceFs implements WorkspaceFs {
   readonly label: string;
@@ -80,8 +85,31 @@ export class DiskWorkspaceFs implements WorkspaceFs {
 
   async stat(p: string): Promise<FileStat | undefined> {
     const { abs } = await this.#locate(p);
+    let handle: fsp.FileHandle;
     try {
-      return toFileStat(await fsp.stat(abs));
+      handle = await this.#openConfirmed(abs, p, READ_FLAGS);
+    } catch (error) {
+      const code = errnoCode(error);
+      if (code === "ENOENT" || code === "ENOTDIR") return undefined;
+      // Metadata of an entry that cannot be opened for reading (no permission, a socket): the path was
+      // checked just before, and nothing but its kind, size and mode is revealed.
+      if (code === "EACCES" || code === "EPERM" || code === "ENXIO") return this.#lstatChecked(abs, p);
+      throw mapNodeError(error, p, "stat");
+    }
+    try {
+      return toFileStat(await handle.stat());
+    } catch (error) {
+      throw mapNodeError(error, p, "stat");
+    } finally {
+      await handle.close();
+    }
+  }
+
+  async #lstatChecked(abs: string, p: string): Promise<FileStat | undefined> {
+    try {
+      const stats = await fsp.lstat(abs);
+      if (stats.isSymbolicLink()) throw escapeError(p);
+      return toFileStat(stats);
     } catch (error) {
       const code = errnoCode(error);
       if (code === "ENOENT" || code === "ENOTDIR") return undefined;
@@ -93,7 +121,7 @@ export class DiskWorkspaceFs implements WorkspaceFs {
     const { abs } = await this.#locate(p);
     let handle: fsp.FileHandle;
     try {
-      handle = await fsp.open(abs, READ_FLAGS);
+      handle = await this.#openConfirmed(abs, p, READ_FLAGS);
     } catch (error) {
       throw mapNodeError(error, p, "read");
     }
@@ -135,6 +163,14 @@ export class DiskWorkspaceFs implements WorkspaceFs {
       // its permission bits.
       const handle = await fsp.open(temp, "wx", previous === undefined ? 0o666 : 0o600);
       try {
+        // If a parent was swapped for a symlink, the temporary file was created elsewhere:
+        // remove it there and refuse. The rename below re-resolves the same parents, so a later
+        // swap makes it fail (the temporary file is not at the new location) rather than escape.
+        const real = await openedPath(handle.fd);
+        if (real !== undefined && !isInside(this.hostRoot, real)) {
+          await fsp.rm(real, { force: true });
+          throw escapeError(p);
+        }
         await handle.writeFile(data);
         if (previous !== undefined) await handle.chmod(previous.mode & 0o7777);
         await handle.sync();
@@ -155,10 +191,16 @@ export class DiskWorkspaceFs implements WorkspaceFs {
   async readDir(p: string): Promise<DirEntry[]> {
     const { abs, canonical } = await this.#locate(p);
     let entries: import("node:fs").Dirent[];
+    let handle: fsp.FileHandle | undefined;
     try {
-      entries = await fsp.readdir(abs, { withFileTypes: true });
+      handle = await this.#openConfirmed(abs, p, DIRECTORY_FLAGS);
+      // Listed through the descriptor, so the directory listed is the one checked.
+      const listed = (await openedPath(handle.fd)) === undefined ? abs : descriptorPath(handle.fd);
+      entries = await fsp.readdir(listed, { withFileTypes: true });
     } catch (error) {
       throw mapNodeError(error, p, "list");
+    } finally {
+      await handle?.close();
     }
     return entries
       .filter((entry) => !(canonical === "." && isReservedParts([entry.name])))
@@ -204,6 +246,32 @@ export class DiskWorkspaceFs implements WorkspaceFs {
     return candidates.filter((_, index) => inside[index]).sort(compareCodeUnits);
   }
 
+  /**
+   * Open `abs` (checked by #locate) and confirm from the descriptor that what was opened is
+   * inside the workspace and outside its reserved directory; a concurrent symlink swap fails.
+   */
+  async #openConfirmed(abs: string, p: string, flags: number): Promise<fsp.FileHandle> {
+    const handle = await fsp.open(abs, flags);
+    try {
+      const real = await openedPath(handle.fd);
+      if (real !== undefined) {
+        if (!isInside(this.hostRoot, real)) throw escapeError(p);
+        const relative = path.relative(this.hostRoot, real);
+        if (relative !== "" && isReservedParts(relative.split(path.sep))) {
+          throw new WorkspaceError(
+            "RESERVED_PATH",
+            p,
+            `${quote(p)} leads into the reserved ${RESERVED_DIR} directory`,
+          );
+        }
+      }
+      return handle;
+    } catch (error) {
+      await handle.close();
+      throw error;
+    }
+  }
+
   async #isInside(relative: string): Promise<boolean> {
     try {
       return isInside(this.hostRoot, await fsp.realpath(path.join(this.hostRoot, ...relative.split("/"))));
@@ -216,7 +284,12 @@ export class DiskWorkspaceFs implements WorkspaceFs {
     if (expected === undefined) return;
     let current: Buffer | undefined;
     try {
-      current = await fsp.readFile(abs);
+      const handle = await this.#openConfirmed(abs, p, READ_FLAGS);
+      try {
+        current = await handle.readFile();
+      } finally {
+        await handle.close();
+      }
     } catch (error) {
       if (errnoCode(error) !== "ENOENT") throw error;
     }
