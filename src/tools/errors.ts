@@ -99,6 +99,13 @@ export const ERROR_CODES = {
     "The file is not valid UTF-8 text and cannot be read as text.",
   ),
   INVALID_REGEX: info("invalid", false, false, false, "Fix the regular expression syntax."),
+  REGEX_TOO_SLOW: info(
+    "error",
+    false,
+    false,
+    false,
+    "The pattern backtracks too much; simplify it (no nested quantifiers such as (a+)+) or narrow path/include.",
+  ),
   ARTIFACT_NOT_FOUND: info(
     "error",
     false,

@@ -150,6 +150,57 @@ describe.each(FACTORIES)("glob and grep on %s", (_name, factory) => {
   });
 });
 
+describe("grep with a pattern that backtracks catastrophically", () => {
+  // (a+)+$ on "aaaa…a!" takes exponential time in a backtracking engine: minutes at 40 a's.
+  const evil = { "slow.txt": `${"a".repeat(40)}!\n`, "fine.txt": "needle\n" };
+
+  it("fails REGEX_TOO_SLOW within the budget while the event loop keeps running", async () => {
+    const fixture = await createDiskFixture(evil);
+    try {
+      const session = new Session(fixture.fs);
+      let ticks = 0;
+      const ticker = setInterval(() => {
+        ticks += 1;
+      }, 10);
+      const started = Date.now();
+      try {
+        await session.fail(createGrepTool({ matchBudgetMs: 300 }), { pattern: "(a+)+$" }, "REGEX_TOO_SLOW");
+      } finally {
+        clearInterval(ticker);
+      }
+      // The main thread was never blocked: the ticker ran during the whole budget.
+      expect(ticks).toBeGreaterThan(5);
+      expect(Date.now() - started).toBeLessThan(60_000);
+    } finally {
+      await fixture.dispose();
+    }
+  });
+
+  it("a cancelled call stops the match at once and reports CANCELLED", async () => {
+    const fixture = await createDiskFixture(evil);
+    try {
+      const session = new Session(fixture.fs);
+      setTimeout(() => session.controller.abort(), 100);
+      await session.fail(createGrepTool({ matchBudgetMs: 600_000 }), { pattern: "(a+)+$" }, "CANCELLED");
+    } finally {
+      await fixture.dispose();
+    }
+  });
+
+  it("the same tool still answers ordinary patterns afterwards", async () => {
+    const fixture = await createDiskFixture(evil);
+    try {
+      const session = new Session(fixture.fs);
+      const tool = createGrepTool({ matchBudgetMs: 300 });
+      await session.fail(tool, { pattern: "(a+)+$" }, "REGEX_TOO_SLOW");
+      const out = await session.run(tool, { pattern: "needle" });
+      expect(out.content).toBe("fine.txt:1:needle");
+    } finally {
+      await fixture.dispose();
+    }
+  });
+});
+
 describe("glob and grep with symlinks on disk", () => {
   it("do not recurse into symlinked directories or leave the workspace", async () => {
     const fixture = await createDiskFixture({ "real/a.txt": "needle\n" });

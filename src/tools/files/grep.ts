@@ -5,17 +5,17 @@ import { isValidComponent } from "../../workspace/boundary.js";
 import { WorkspaceError, type WorkspaceFs } from "../../workspace/fs.js";
 import { compareCodeUnits } from "../../workspace/order.js";
 import { ToolError } from "../errors.js";
-import { defineTool, type ToolDefinition } from "../tool.js";
+import { defineTool, type ToolContext, type ToolDefinition, type ToolOutput } from "../tool.js";
 import {
   FILE_TOOL_VERSION,
   isValidUtf8,
   PATH_RULES,
   plural,
   readResources,
-  splitLines,
   throwIfAborted,
   viaWorkspace,
 } from "./common.js";
+import { LineMatcher } from "./line-matcher.js";
 
 export const GREP_DEFAULT_RESULTS = 200;
 export const GREP_MAX_RESULTS = 2000;
@@ -57,7 +57,12 @@ export const grepInput = z.strictObject({
 
 export type GrepArgs = z.infer<typeof grepInput>;
 
-export function createGrepTool(): ToolDefinition<GrepArgs> {
+export interface GrepOptions {
+  /** Longest time one file's lines may take to match (see line-matcher.ts). */
+  matchBudgetMs?: number;
+}
+
+export function createGrepTool(options: GrepOptions = {}): ToolDefinition<GrepArgs> {
   return defineTool<GrepArgs>({
     name: "grep",
     version: FILE_TOOL_VERSION,
@@ -84,59 +89,69 @@ export function createGrepTool(): ToolDefinition<GrepArgs> {
     async execute(args, context) {
       const regex = compileRegex(args.pattern, args.ignore_case === true);
       const included = includeMatcher(args.include);
-      const maxResults = args.max_results ?? GREP_DEFAULT_RESULTS;
-      const start = await viaWorkspace(() => context.fs.resolve(args.path ?? "."));
-      const stat = await viaWorkspace(() => context.fs.stat(start));
-      if (stat === undefined)
-        throw new ToolError("NOT_FOUND", `${start} does not exist`, { data: { path: start } });
-
-      let candidates: string[];
-      if (stat.kind === "directory") {
-        const rules = await ancestorRules(context.fs, start);
-        candidates = await viaWorkspace(() => listFiles(context.fs, start, rules, context.signal));
-      } else {
-        candidates = [start];
+      // Started first, so the worker boots while the files are listed.
+      const matcher = new LineMatcher(regex.source, regex.flags, options.matchBudgetMs);
+      try {
+        return await search(args, context, included, matcher);
+      } finally {
+        await matcher.close();
       }
-      candidates = candidates.filter(included).sort(compareCodeUnits);
-
-      const shown: string[] = [];
-      let total = 0;
-      let files = 0;
-      let skipped = 0;
-      for (const file of candidates) {
-        throwIfAborted(context.signal);
-        const text = await readText(context.fs, file);
-        if (text === undefined) {
-          skipped++;
-          continue;
-        }
-        let matched = false;
-        splitLines(text).forEach((raw, index) => {
-          const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw;
-          if (!regex.test(line)) return;
-          matched = true;
-          total++;
-          if (shown.length < maxResults) shown.push(`${file}:${index + 1}:${cutLine(line)}`);
-        });
-        if (matched) files++;
-      }
-
-      const truncated = total > shown.length;
-      const lines = total === 0 ? ["(no matches)"] : shown;
-      if (truncated) {
-        lines.push(
-          `(showing the first ${shown.length} of ${total} matching lines in ${plural(files, "file")}; narrow the ` +
-            `pattern, path or include, or raise max_results up to ${GREP_MAX_RESULTS})`,
-        );
-      }
-      if (skipped > 0) lines.push(`(${plural(skipped, "file")} skipped: binary, not UTF-8 or too large)`);
-      return {
-        summary: `grep ${args.pattern}: ${plural(total, "match", "matches")} in ${plural(files, "file")}`,
-        content: lines.join("\n"),
-        data: { total, files, truncated, skipped_files: skipped },
-      };
     },
   });
+}
+
+async function search(
+  args: GrepArgs,
+  context: ToolContext,
+  included: (path: string) => boolean,
+  matcher: LineMatcher,
+): Promise<ToolOutput> {
+  const maxResults = args.max_results ?? GREP_DEFAULT_RESULTS;
+  const start = await viaWorkspace(() => context.fs.resolve(args.path ?? "."));
+  const stat = await viaWorkspace(() => context.fs.stat(start));
+  if (stat === undefined)
+    throw new ToolError("NOT_FOUND", `${start} does not exist`, { data: { path: start } });
+
+  let candidates: string[];
+  if (stat.kind === "directory") {
+    const rules = await ancestorRules(context.fs, start);
+    candidates = await viaWorkspace(() => listFiles(context.fs, start, rules, context.signal));
+  } else {
+    candidates = [start];
+  }
+  candidates = candidates.filter(included).sort(compareCodeUnits);
+
+  const shown: string[] = [];
+  let total = 0;
+  let files = 0;
+  let skipped = 0;
+  for (const file of candidates) {
+    throwIfAborted(context.signal);
+    const text = await readText(context.fs, file);
+    if (text === undefined) {
+      skipped++;
+      continue;
+    }
+    const matches = await matcher.match(text, maxResults - shown.length, context.signal);
+    for (const [index, line] of matches.shown) shown.push(`${file}:${index + 1}:${cutLine(line)}`);
+    total += matches.total;
+    if (matches.total > 0) files++;
+  }
+
+  const truncated = total > shown.length;
+  const lines = total === 0 ? ["(no matches)"] : shown;
+  if (truncated) {
+    lines.push(
+      `(showing the first ${shown.length} of ${total} matching lines in ${plural(files, "file")}; narrow the ` +
+        `pattern, path or include, or raise max_results up to ${GREP_MAX_RESULTS})`,
+    );
+  }
+  if (skipped > 0) lines.push(`(${plural(skipped, "file")} skipped: binary, not UTF-8 or too large)`);
+  return {
+    summary: `grep ${args.pattern}: ${plural(total, "match", "matches")} in ${plural(files, "file")}`,
+    content: lines.join("\n"),
+    data: { total, files, truncated, skipped_files: skipped },
+  };
 }
 
 function compileRegex(pattern: string, ignoreCase: boolean): RegExp {
