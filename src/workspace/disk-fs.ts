@@ -1,5 +1,16 @@
 import { randomBytes } from "node:crypto";
-import { constants, promises as fsp, type Stats } from "node:fs";
+import {
+  closeSync,
+  constants,
+  promises as fsp,
+  fstatSync,
+  lstatSync,
+  openSync,
+  read,
+  readlinkSync,
+  realpathSync,
+  type Stats,
+} from "node:fs";
 import path from "node:path";
 import picomatch from "picomatch";
 import {
@@ -46,6 +57,11 @@ interface Located {
  * workspace cannot lead a file tool outside it. Dangling symlinks are followed by reading their
  * target, so writing through one cannot create a file outside either.
  *
+ * Path resolution and the checks around opening use synchronous metadata calls (realpath,
+ * lstat, open, fstat, readlink): each takes microseconds in the kernel but tens of
+ * microseconds through the thread pool, which made them most of a file operation's cost. File
+ * contents, listings and writes stay asynchronous.
+ *
  * Concurrent changes: a directory swapped for a symlink between that check and the operation is
  * caught after opening. Every read, listing and stat opens its target (the final component with
  * O_NOFOLLOW) and asks the kernel where the open descriptor really is (/proc/self/fd on Linux),
@@ -85,23 +101,17 @@ export class DiskWorkspaceFs implements WorkspaceFs {
 
   async stat(p: string): Promise<FileStat | undefined> {
     const { abs } = await this.#locate(p);
-    let handle: fsp.FileHandle;
     try {
-      handle = await this.#openConfirmed(abs, p, READ_FLAGS);
+      const { fd, stats } = this.#openConfirmed(abs, p, READ_FLAGS);
+      closeSync(fd);
+      return toFileStat(stats);
     } catch (error) {
       const code = errnoCode(error);
       if (code === "ENOENT" || code === "ENOTDIR") return undefined;
-      // Metadata of an entry that cannot be opened for reading (no permission, a socket): the path was
-      // checked just before, and nothing but its kind, size and mode is revealed.
+      // Metadata of an entry that cannot be opened for reading (no permission, a socket): the
+      // path was checked just before, and nothing but its kind, size and mode is revealed.
       if (code === "EACCES" || code === "EPERM" || code === "ENXIO") return this.#lstatChecked(abs, p);
       throw mapNodeError(error, p, "stat");
-    }
-    try {
-      return toFileStat(await handle.stat());
-    } catch (error) {
-      throw mapNodeError(error, p, "stat");
-    } finally {
-      await handle.close();
     }
   }
 
@@ -119,21 +129,21 @@ export class DiskWorkspaceFs implements WorkspaceFs {
 
   async readFile(p: string): Promise<Uint8Array> {
     const { abs } = await this.#locate(p);
-    let handle: fsp.FileHandle;
+    let opened: Opened;
     try {
-      handle = await this.#openConfirmed(abs, p, READ_FLAGS);
+      opened = this.#openConfirmed(abs, p, READ_FLAGS);
     } catch (error) {
       throw mapNodeError(error, p, "read");
     }
+    const { fd, stats } = opened;
     try {
-      const stats = await handle.stat();
       if (stats.isDirectory()) throw new WorkspaceError("IS_DIRECTORY", p, `${quote(p)} is a directory`);
       if (!stats.isFile()) throw new WorkspaceError("INVALID_PATH", p, `${quote(p)} is not a regular file`);
-      return new Uint8Array(await handle.readFile());
+      return await readWhole(fd, stats.size);
     } catch (error) {
       throw mapNodeError(error, p, "read");
     } finally {
-      await handle.close();
+      closeSync(fd);
     }
   }
 
@@ -150,7 +160,7 @@ export class DiskWorkspaceFs implements WorkspaceFs {
       }
       throw mapNodeError(error, p, "create the parent directory of");
     }
-    const previous = await lstatOrUndefined(abs);
+    const previous = lstatOrUndefined(abs);
     if (previous?.isDirectory()) throw new WorkspaceError("IS_DIRECTORY", p, `${quote(p)} is a directory`);
     if (previous !== undefined && !previous.isFile()) {
       throw new WorkspaceError("INVALID_PATH", p, `${quote(p)} is not a regular file`);
@@ -166,7 +176,7 @@ export class DiskWorkspaceFs implements WorkspaceFs {
         // If a parent was swapped for a symlink, the temporary file was created elsewhere:
         // remove it there and refuse. The rename below re-resolves the same parents, so a later
         // swap makes it fail (the temporary file is not at the new location) rather than escape.
-        const real = await openedPath(handle.fd);
+        const real = openedPath(handle.fd);
         if (real !== undefined && !isInside(this.hostRoot, real)) {
           await fsp.rm(real, { force: true });
           throw escapeError(p);
@@ -191,16 +201,16 @@ export class DiskWorkspaceFs implements WorkspaceFs {
   async readDir(p: string): Promise<DirEntry[]> {
     const { abs, canonical } = await this.#locate(p);
     let entries: import("node:fs").Dirent[];
-    let handle: fsp.FileHandle | undefined;
+    let fd: number | undefined;
     try {
-      handle = await this.#openConfirmed(abs, p, DIRECTORY_FLAGS);
+      ({ fd } = this.#openConfirmed(abs, p, DIRECTORY_FLAGS));
       // Listed through the descriptor, so the directory listed is the one checked.
-      const listed = (await openedPath(handle.fd)) === undefined ? abs : descriptorPath(handle.fd);
+      const listed = openedPath(fd) === undefined ? abs : descriptorPath(fd);
       entries = await fsp.readdir(listed, { withFileTypes: true });
     } catch (error) {
       throw mapNodeError(error, p, "list");
     } finally {
-      await handle?.close();
+      if (fd !== undefined) closeSync(fd);
     }
     return entries
       .filter((entry) => !(canonical === "." && isReservedParts([entry.name])))
@@ -249,11 +259,14 @@ export class DiskWorkspaceFs implements WorkspaceFs {
   /**
    * Open `abs` (checked by #locate) and confirm from the descriptor that what was opened is
    * inside the workspace and outside its reserved directory; a concurrent symlink swap fails.
+   * The open, fstat and check are synchronous: metadata calls that take microseconds in the
+   * kernel but tens of microseconds each through the thread pool.
    */
-  async #openConfirmed(abs: string, p: string, flags: number): Promise<fsp.FileHandle> {
-    const handle = await fsp.open(abs, flags);
+  #openConfirmed(abs: string, p: string, flags: number): Opened {
+    const fd = openSync(abs, flags);
     try {
-      const real = await openedPath(handle.fd);
+      const stats = fstatSync(fd);
+      const real = openedPath(fd);
       if (real !== undefined) {
         if (!isInside(this.hostRoot, real)) throw escapeError(p);
         const relative = path.relative(this.hostRoot, real);
@@ -265,16 +278,16 @@ export class DiskWorkspaceFs implements WorkspaceFs {
           );
         }
       }
-      return handle;
+      return { fd, stats };
     } catch (error) {
-      await handle.close();
+      closeSync(fd);
       throw error;
     }
   }
 
   async #isInside(relative: string): Promise<boolean> {
     try {
-      return isInside(this.hostRoot, await fsp.realpath(path.join(this.hostRoot, ...relative.split("/"))));
+      return isInside(this.hostRoot, realpathSync.native(path.join(this.hostRoot, ...relative.split("/"))));
     } catch {
       return false;
     }
@@ -282,13 +295,13 @@ export class DiskWorkspaceFs implements WorkspaceFs {
 
   async #checkExpectedVersion(abs: string, p: string, expected: string | null | undefined): Promise<void> {
     if (expected === undefined) return;
-    let current: Buffer | undefined;
+    let current: Uint8Array | undefined;
     try {
-      const handle = await this.#openConfirmed(abs, p, READ_FLAGS);
+      const { fd, stats } = this.#openConfirmed(abs, p, READ_FLAGS);
       try {
-        current = await handle.readFile();
+        current = await readWhole(fd, stats.size);
       } finally {
-        await handle.close();
+        closeSync(fd);
       }
     } catch (error) {
       if (errnoCode(error) !== "ENOENT") throw error;
@@ -335,10 +348,10 @@ export class DiskWorkspaceFs implements WorkspaceFs {
       const candidate = joinVerbatim(base, parts.slice(0, i));
       let real: string;
       try {
-        real = await fsp.realpath(candidate);
+        real = realpathSync.native(candidate);
       } catch (error) {
         const code = errnoCode(error);
-        if (code === "ENOENT" && i > 0 && (await lstatOrUndefined(candidate))?.isSymbolicLink()) {
+        if (code === "ENOENT" && i > 0 && lstatOrUndefined(candidate)?.isSymbolicLink()) {
           return this.#followDangling(base, parts, i, input, hops);
         }
         if (code === "ENOENT" || code === "ENOTDIR") continue;
@@ -372,8 +385,8 @@ export class DiskWorkspaceFs implements WorkspaceFs {
     let target: string;
     let parent: string;
     try {
-      target = await fsp.readlink(link);
-      parent = await fsp.realpath(joinVerbatim(base, parts.slice(0, i - 1)));
+      target = readlinkSync(link);
+      parent = realpathSync.native(joinVerbatim(base, parts.slice(0, i - 1)));
     } catch (error) {
       throw mapNodeError(error, input, "resolve");
     }
@@ -407,11 +420,48 @@ function isInside(root: string, candidate: string): boolean {
   return candidate.startsWith(prefix);
 }
 
-async function lstatOrUndefined(p: string): Promise<Stats | undefined> {
+function lstatOrUndefined(p: string): Stats | undefined {
   try {
-    return await fsp.lstat(p);
+    return lstatSync(p);
   } catch {
     return undefined;
+  }
+}
+
+interface Opened {
+  fd: number;
+  stats: Stats;
+}
+
+/** One positional read into `buffer`, as a promise (the callback API skips FileHandle's layers). */
+function readAt(fd: number, buffer: Buffer, offset: number, position: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    read(fd, buffer, offset, buffer.length - offset, position, (error, bytesRead) => {
+      if (error) reject(error);
+      else resolve(bytesRead);
+    });
+  });
+}
+
+/**
+ * The whole file from an open descriptor: usually one read, since the buffer has room for one
+ * byte more than the file's size and a short read of a regular file means its end. More reads
+ * only if it grew. The data itself is read off the main thread.
+ */
+async function readWhole(fd: number, sizeHint: number): Promise<Uint8Array> {
+  // Unpooled: the result is a view of this memory, and must not share it with other buffers.
+  let buffer = Buffer.allocUnsafeSlow(sizeHint + 1);
+  let length = 0;
+  for (;;) {
+    if (length === buffer.length) {
+      const bigger = Buffer.allocUnsafeSlow(buffer.length * 2);
+      buffer.copy(bigger, 0, 0, length);
+      buffer = bigger;
+    }
+    const wanted = buffer.length - length;
+    const bytesRead = await readAt(fd, buffer, length, length);
+    length += bytesRead;
+    if (bytesRead < wanted) return new Uint8Array(buffer.buffer, buffer.byteOffset, length);
   }
 }
 
