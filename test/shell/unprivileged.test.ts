@@ -1,0 +1,89 @@
+import { execFile } from "node:child_process";
+import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync } from "node:fs";
+import { createServer, type Server } from "node:net";
+import path from "node:path";
+import { promisify } from "node:util";
+import { afterEach, describe, expect, it } from "vitest";
+import { bundleScript, dirsPerTest } from "./helpers.js";
+
+/**
+ * The bubblewrap sandbox as an unprivileged user, the way most people run harness. When the
+ * tests run as root, the harness stand-in (fixtures/run-shell.ts) is started as uid/gid 65534
+ * with setpriv; otherwise the tests already run unprivileged and it starts as is.
+ */
+const run = promisify(execFile);
+const NOBODY = 65534;
+const asRoot = process.getuid?.() === 0;
+const dirs = dirsPerTest("harness-unpriv");
+let server: Server | undefined;
+
+afterEach(async () => {
+  await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+  server = undefined;
+});
+
+interface Done {
+  status: string;
+  data: { exit_code?: number; stdout?: { head: string }; stderr?: { head: string } };
+}
+
+/** Prepare directories the unprivileged user owns, bundle the stand-in, return a runner. */
+async function standIn(): Promise<(command: string) => Promise<Done>> {
+  const script = await bundleScript(path.join(import.meta.dirname, "fixtures/run-shell.ts"), dirs.scratch);
+  const artifacts = path.join(dirs.scratch, "artifacts");
+  mkdirSync(artifacts);
+  if (asRoot) {
+    // mkdtemp directories are 0700: let the user reach the script, and own what it writes.
+    chmodSync(dirs.scratch, 0o755);
+    for (const dir of [dirs.workspace, artifacts]) chownSync(dir, NOBODY, NOBODY);
+  }
+  const prefix = asRoot
+    ? ["setpriv", `--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups", process.execPath]
+    : [process.execPath];
+  return async (command) => {
+    const input = { workspace: dirs.workspace, artifacts, command, sandbox: "workspace-write" };
+    const [file, ...args] = prefix;
+    const { stdout } = await run(file as string, [...args, script, JSON.stringify(input)], {
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+    });
+    const done = stdout
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { event: string } & Done)
+      .find((event) => event.event === "done");
+    if (done === undefined) throw new Error(`no result from the stand-in: ${stdout}`);
+    return done;
+  };
+}
+
+describe("the workspace-write sandbox for an unprivileged user", () => {
+  it("runs as that user and writes inside the workspace", async () => {
+    const shell = await standIn();
+    const done = await shell("id -u > whoami.txt && echo written");
+    expect(done.status).toBe("ok");
+    expect(done.data.stdout?.head).toBe("written\n");
+    const uid = readFileSync(path.join(dirs.workspace, "whoami.txt"), "utf8").trim();
+    expect(Number(uid)).toBe(asRoot ? NOBODY : process.getuid?.());
+  });
+
+  it("cannot write outside the workspace, even where the user could without the sandbox", async () => {
+    const open = path.join(dirs.scratch, "open-to-all");
+    mkdirSync(open);
+    chmodSync(open, 0o777);
+    const shell = await standIn();
+    const target = path.join(open, "escaped.txt");
+    const done = await shell(`echo out > ${target}`);
+    expect(done.status).not.toBe("ok");
+    expect(existsSync(target)).toBe(false);
+  });
+
+  it("has no network, not even to a server on this machine's loopback", async () => {
+    server = createServer((socket) => socket.end("hello\n"));
+    await new Promise<void>((resolve) => server?.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as { port: number };
+    const shell = await standIn();
+    const done = await shell(`exec 3<>/dev/tcp/127.0.0.1/${port} && head -c 5 <&3`);
+    expect(done.status).not.toBe("ok");
+    expect(done.data.stdout?.head ?? "").not.toContain("hello");
+  });
+});
