@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { decodeStream, ProtocolError, StreamDecoder } from "../../src/protocol/decoder.js";
+import { splitAt } from "../support/split.js";
 
 async function* from(events: unknown[]) {
   for (const event of events) yield event;
@@ -115,19 +116,6 @@ const jsonObject = fc.dictionary(
   ),
   { maxKeys: 5 },
 );
-
-/** Split a string at the given sorted cut points. */
-function splitAt(text: string, cuts: number[]): string[] {
-  const points = [...new Set(cuts.map((c) => c % (text.length + 1)))].sort((a, b) => a - b);
-  const parts: string[] = [];
-  let last = 0;
-  for (const point of points) {
-    parts.push(text.slice(last, point));
-    last = point;
-  }
-  parts.push(text.slice(last));
-  return parts;
-}
 
 describe("decoder properties", () => {
   it("any split of a valid reply's argument JSON decodes to the same calls", async () => {

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { type ServerSentEvent, serverSentEvents } from "../../src/providers/sse.js";
+import { splitAt } from "../support/split.js";
 
 async function* chunksOf(parts: readonly string[]): AsyncGenerator<string> {
   for (const part of parts) yield part;
@@ -10,19 +11,6 @@ async function decode(parts: readonly string[], onChunk?: () => void): Promise<S
   const events: ServerSentEvent[] = [];
   for await (const event of serverSentEvents(chunksOf(parts), onChunk)) events.push(event);
   return events;
-}
-
-/** Cut `text` at the given offsets (duplicates give empty chunks, which must be harmless). */
-function split(text: string, cuts: readonly number[]): string[] {
-  const sorted = [...cuts].sort((a, b) => a - b);
-  const parts: string[] = [];
-  let from = 0;
-  for (const cut of sorted) {
-    parts.push(text.slice(from, cut));
-    from = cut;
-  }
-  parts.push(text.slice(from));
-  return parts;
 }
 
 const LF_TEXT = [
@@ -68,7 +56,7 @@ describe("serverSentEvents", () => {
         fc.asyncProperty(
           fc.array(fc.integer({ min: 0, max: source.length }), { maxLength: 40 }),
           async (cuts) => {
-            expect(await decode(split(source, cuts))).toEqual(EXPECTED);
+            expect(await decode(splitAt(source, cuts))).toEqual(EXPECTED);
           },
         ),
         { numRuns: 300 },
