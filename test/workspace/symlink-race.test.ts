@@ -45,10 +45,12 @@ async function startSwapping(): Promise<void> {
   const script = `
     const { renameSync } = require("node:fs");
     const [d, real, link] = process.argv.slice(1);
+    // A write under test may recreate d while it is away; keep swapping whatever is there.
+    const move = (from, to) => { try { renameSync(from, to); } catch {} };
     process.stdout.write("ready\\n");
     for (;;) {
-      renameSync(d, real); renameSync(link, d);
-      renameSync(d, link); renameSync(real, d);
+      move(d, real); move(link, d);
+      move(d, link); move(real, d);
     }
   `;
   const child = spawn(
