@@ -108,6 +108,7 @@ async function requestAction(
   if (options.apiKey !== undefined && options.apiKey !== "")
     headers.authorization = `Bearer ${options.apiKey}`;
   let response: HttpResponse | undefined;
+  let bodyRead = false;
   try {
     if (control.signal.aborted) throw control.abortError("http-json", secrets);
     response = await post(new URL(options.url), {
@@ -116,6 +117,7 @@ async function requestAction(
       signal: control.signal,
     });
     const text = await readBounded(response);
+    bodyRead = true;
     if (response.status < 200 || response.status > 299) {
       throw classifyFailure({
         provider: "http-json",
@@ -132,7 +134,9 @@ async function requestAction(
     throw normalizeProviderError(error, { provider: "http-json", secrets });
   } finally {
     control.dispose(true);
-    response?.close();
+    // A body read to its end leaves the connection reusable; anything else closes it.
+    if (bodyRead) response?.release();
+    else response?.close();
   }
 }
 
