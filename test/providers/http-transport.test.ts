@@ -1,6 +1,5 @@
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
-import type { Readable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import { type HttpResponse, post, readText } from "../../src/providers/http-transport.js";
 
