@@ -1,5 +1,3 @@
-// First: configures zod before any other module builds a schema.
-import "./zod-setup.js";
 import { EngineError } from "../engine/errors.js";
 import { JournalError } from "../journal/store.js";
 import { ScriptError } from "../providers/scripted/script.js";
