@@ -49,14 +49,27 @@ function firstIssue(error: { issues: readonly { path: readonly PropertyKey[]; me
   return `${where}: ${issue.message}`;
 }
 
+/**
+ * zod compiles a schema's fast path on its first ordinary parse, which costs more than a few
+ * parses save: a short run appends most event types only a handful of times. Appends of a type
+ * therefore parse without it until the type has been seen often enough to pay it back (a long
+ * session, the load path, which parses the same schemas thousands of times).
+ */
+const APPENDS_BEFORE_JIT = 16;
+const appendsByType = new Map<string, number>();
+
+function appendsPayForJit(type: string): boolean {
+  const seen = (appendsByType.get(type) ?? 0) + 1;
+  appendsByType.set(type, seen);
+  return seen > APPENDS_BEFORE_JIT;
+}
+
 /** Why a new event cannot be journaled, or undefined when it can. */
 function newEventProblem(event: AnyNewEvent): string | undefined {
   if (typeof event.type !== "string" || !isEventType(event.type)) {
     return `unknown event type ${JSON.stringify(String(event.type))}`;
   }
-  // Each append parses once: zod's compiled fast path would cost more to build than it saves
-  // here, unlike the load path below, which parses the same schemas thousands of times.
-  const parsed = EVENT_SCHEMAS[event.type].safeParse(event.data, { jitless: true });
+  const parsed = EVENT_SCHEMAS[event.type].safeParse(event.data, { jitless: !appendsPayForJit(event.type) });
   if (!parsed.success) return `${event.type} data does not match its schema: ${firstIssue(parsed.error)}`;
   return undefined;
 }
