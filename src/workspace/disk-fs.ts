@@ -37,8 +37,6 @@ import { versionOf } from "./version.js";
 
 /** Symlink hops followed while resolving one path before giving up (as the kernel does). */
 const MAX_SYMLINK_HOPS = 40;
-/** How many realpath checks of glob matches run at once. */
-const GLOB_CHECK_CONCURRENCY = 32;
 // O_NOFOLLOW and O_NONBLOCK are POSIX-only; on Windows they are absent and 0 is harmless.
 const READ_FLAGS = constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0);
 const DIRECTORY_FLAGS = READ_FLAGS | (constants.O_DIRECTORY ?? 0);
@@ -203,9 +201,10 @@ export class DiskWorkspaceFs implements WorkspaceFs {
     let entries: import("node:fs").Dirent[];
     let fd: number | undefined;
     try {
-      ({ fd } = this.#openConfirmed(abs, p, DIRECTORY_FLAGS));
+      const opened = this.#openConfirmed(abs, p, DIRECTORY_FLAGS);
+      fd = opened.fd;
       // Listed through the descriptor, so the directory listed is the one checked.
-      const listed = openedPath(fd) === undefined ? abs : descriptorPath(fd);
+      const listed = opened.confirmed ? descriptorPath(fd) : abs;
       entries = await fsp.readdir(listed, { withFileTypes: true });
     } catch (error) {
       throw mapNodeError(error, p, "list");
@@ -250,10 +249,7 @@ export class DiskWorkspaceFs implements WorkspaceFs {
         const parts = relative.split("/");
         return parts.every(isValidComponent) && !isReservedParts(parts);
       });
-    const inside = await mapLimited(candidates, GLOB_CHECK_CONCURRENCY, (relative) =>
-      this.#isInside(relative),
-    );
-    return candidates.filter((_, index) => inside[index]).sort(compareCodeUnits);
+    return candidates.filter((relative) => this.#isInside(relative)).sort(compareCodeUnits);
   }
 
   /**
@@ -278,14 +274,14 @@ export class DiskWorkspaceFs implements WorkspaceFs {
           );
         }
       }
-      return { fd, stats };
+      return { fd, stats, confirmed: real !== undefined };
     } catch (error) {
       closeSync(fd);
       throw error;
     }
   }
 
-  async #isInside(relative: string): Promise<boolean> {
+  #isInside(relative: string): boolean {
     try {
       return isInside(this.hostRoot, realpathSync.native(path.join(this.hostRoot, ...relative.split("/"))));
     } catch {
@@ -431,6 +427,8 @@ function lstatOrUndefined(p: string): Stats | undefined {
 interface Opened {
   fd: number;
   stats: Stats;
+  /** Whether the kernel confirmed the descriptor's location (false where /proc is absent). */
+  confirmed: boolean;
 }
 
 /** One positional read into `buffer`, as a promise (the callback API skips FileHandle's layers). */
@@ -476,23 +474,6 @@ async function syncDirectory(dir: string): Promise<void> {
   } finally {
     await handle?.close();
   }
-}
-
-async function mapLimited<T, R>(
-  items: readonly T[],
-  limit: number,
-  fn: (item: T) => Promise<R>,
-): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const index = next++;
-      results[index] = await fn(items[index] as T);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return results;
 }
 
 function toFileStat(stats: Stats): FileStat {
