@@ -1,7 +1,7 @@
 // Runs the freshly built bundle through representative commands (the offline demo, a resume of
 // it, help and inspection) and writes the V8 code cache of everything they compiled.
 // Usage: node scripts/warm-code-cache.mjs BUNDLE CACHE
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadBundle, writeCodeCache } from "../dist/src/cli/bundle-loader.js";
@@ -11,10 +11,17 @@ if (bundlePath === undefined || cachePath === undefined) {
   process.stderr.write("usage: node scripts/warm-code-cache.mjs BUNDLE CACHE\n");
   process.exit(64);
 }
+const scratch = await mkdtemp(join(tmpdir(), "harness-warm-"));
+const workspace = join(scratch, "workspace");
+await mkdir(workspace);
+// The developer's own config (hooks, rules, sandbox settings) must not change what the
+// warm-up runs, or make the build fail.
+const config = join(scratch, "config.json");
+await writeFile(config, "{}\n");
+process.env.HARNESS_CONFIG = config;
 const bundle = loadBundle(bundlePath);
 bundle.exports.setFileImporter((url) => import(url));
 const main = bundle.exports.main;
-const workspace = await mkdtemp(join(tmpdir(), "harness-warm-"));
 try {
   const commands = [
     ["demo", "--workspace", workspace, "--json"],
@@ -29,5 +36,5 @@ try {
   }
   writeCodeCache(bundle, cachePath);
 } finally {
-  await rm(workspace, { recursive: true, force: true });
+  await rm(scratch, { recursive: true, force: true });
 }
