@@ -114,6 +114,20 @@ function list(value: unknown, what: string): unknown[] {
   return value;
 }
 
+function optionalList(value: unknown, what: string): unknown[] {
+  return value === undefined ? [] : list(value, what);
+}
+
+/** A tool definition's name, description and schema (under the dialect's `schemaKey`). */
+function wireTool(value: unknown, where: string, schemaKey: "parameters" | "input_schema"): WireTool {
+  if (!isObject(value)) throw new WireFormatError(`${where} is not an object`);
+  return {
+    name: text(value.name, `${where}.name`),
+    description: typeof value.description === "string" ? value.description : "",
+    schema: value[schemaKey],
+  };
+}
+
 function text(value: unknown, what: string): string {
   if (typeof value !== "string") throw new WireFormatError(`${what} is not a string`);
   return value;
@@ -190,14 +204,10 @@ function readChat(body: Record<string, unknown>): WireRequest {
         throw new WireFormatError(`${where} has an unknown role`);
     }
   }
-  const tools = (body.tools === undefined ? [] : list(body.tools, "tools")).map((tool, i) => {
-    if (!isObject(tool) || tool.type !== "function" || !isObject(tool.function))
+  const tools = optionalList(body.tools, "tools").map((tool, i) => {
+    if (!isObject(tool) || tool.type !== "function")
       throw new WireFormatError(`tools[${i}] is not a function tool`);
-    return {
-      name: text(tool.function.name, `tools[${i}].function.name`),
-      description: typeof tool.function.description === "string" ? tool.function.description : "",
-      schema: tool.function.parameters,
-    };
+    return wireTool(tool.function, `tools[${i}].function`, "parameters");
   });
   return { turns, tools };
 }
@@ -238,14 +248,10 @@ function readResponses(body: Record<string, unknown>): WireRequest {
     }
   }
   if (typeof body.instructions === "string") turns.unshift({ role: "system", text: body.instructions });
-  const tools = (body.tools === undefined ? [] : list(body.tools, "tools")).map((tool, i) => {
+  const tools = optionalList(body.tools, "tools").map((tool, i) => {
     if (!isObject(tool) || tool.type !== "function")
       throw new WireFormatError(`tools[${i}] is not a function tool`);
-    return {
-      name: text(tool.name, `tools[${i}].name`),
-      description: typeof tool.description === "string" ? tool.description : "",
-      schema: tool.parameters,
-    };
+    return wireTool(tool, `tools[${i}]`, "parameters");
   });
   return { turns, tools };
 }
@@ -291,14 +297,9 @@ function readAnthropic(body: Record<string, unknown>): WireRequest {
       }
     }
   }
-  const tools = (body.tools === undefined ? [] : list(body.tools, "tools")).map((tool, i) => {
-    if (!isObject(tool)) throw new WireFormatError(`tools[${i}] is not an object`);
-    return {
-      name: text(tool.name, `tools[${i}].name`),
-      description: typeof tool.description === "string" ? tool.description : "",
-      schema: tool.input_schema,
-    };
-  });
+  const tools = optionalList(body.tools, "tools").map((tool, i) =>
+    wireTool(tool, `tools[${i}]`, "input_schema"),
+  );
   return { turns, tools };
 }
 
@@ -338,14 +339,7 @@ function readHttpJson(body: Record<string, unknown>): WireRequest {
         throw new WireFormatError(`${where} has an unknown role`);
     }
   }
-  const tools = list(body.tools, "tools").map((tool, i) => {
-    if (!isObject(tool)) throw new WireFormatError(`tools[${i}] is not an object`);
-    return {
-      name: text(tool.name, `tools[${i}].name`),
-      description: typeof tool.description === "string" ? tool.description : "",
-      schema: tool.input_schema,
-    };
-  });
+  const tools = list(body.tools, "tools").map((tool, i) => wireTool(tool, `tools[${i}]`, "input_schema"));
   return { turns, tools };
 }
 

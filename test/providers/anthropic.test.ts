@@ -1,7 +1,16 @@
 import { describe, expect, it } from "vitest";
-import type { ModelMessage, StreamEvent, ToolSpec } from "../../src/protocol/types.js";
+import type { ModelMessage, StreamEvent } from "../../src/protocol/types.js";
 import { createAnthropicProvider } from "../../src/providers/anthropic.js";
-import { calls, collect, endsNormally, lastEnd, request, text } from "./helpers/collect.js";
+import {
+  calls,
+  collect,
+  endsNormally,
+  lastEnd,
+  READ_SCHEMA,
+  READ_TOOLS,
+  request,
+  text,
+} from "./helpers/collect.js";
 import {
   CANARY,
   fixture,
@@ -332,13 +341,6 @@ describe("anthropic: what is sent", () => {
     const reasoning = reasoningOf(first.events);
     expect(reasoning.signature).toBeDefined();
 
-    const schema = {
-      type: "object",
-      properties: { path: { type: "string" } },
-      required: ["path"],
-      additionalProperties: false,
-    };
-    const tools: ToolSpec[] = [{ name: "read", description: "Read a file.", input_schema: schema }];
     const messages: ModelMessage[] = [
       { role: "system", content: "sys" },
       { role: "user", content: "read a and b" },
@@ -354,7 +356,7 @@ describe("anthropic: what is sent", () => {
       { role: "tool", call_id: "toolu_1", name: "read", status: "ok", content: "A" },
       { role: "tool", call_id: "toolu_2", name: "read", status: "denied", content: "denied by policy" },
     ];
-    await collect(p, request({ messages, tools }));
+    await collect(p, request({ messages, tools: READ_TOOLS }));
     const sent = servers.current.received[1];
     expect(sent?.path).toBe("/v1/messages");
     expect(sent?.headers["x-api-key"]).toBeUndefined();
@@ -381,7 +383,7 @@ describe("anthropic: what is sent", () => {
       },
     ]);
     expect(body.tools).toEqual([
-      expect.objectContaining({ name: "read", description: "Read a file.", input_schema: schema }),
+      expect.objectContaining({ name: "read", description: "Read a file.", input_schema: READ_SCHEMA }),
     ]);
   });
 });

@@ -1,9 +1,18 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
-import type { ModelMessage, StreamEvent, ToolSpec } from "../../src/protocol/types.js";
+import type { ModelMessage, StreamEvent } from "../../src/protocol/types.js";
 import { createOpenAICompatibleProvider } from "../../src/providers/openai-compatible.js";
-import { calls, collect, endsNormally, lastEnd, request, text } from "./helpers/collect.js";
+import {
+  calls,
+  collect,
+  endsNormally,
+  lastEnd,
+  READ_SCHEMA,
+  READ_TOOLS,
+  request,
+  text,
+} from "./helpers/collect.js";
 import {
   CANARY,
   fixture,
@@ -297,13 +306,6 @@ describe("openai-compatible: HTTP errors", () => {
 
 describe("openai-compatible: what is sent", () => {
   it("sends messages in order with paired tool results, tools as JSON Schema, no key for loopback", async () => {
-    const schema = {
-      type: "object",
-      properties: { path: { type: "string" } },
-      required: ["path"],
-      additionalProperties: false,
-    };
-    const tools: ToolSpec[] = [{ name: "read", description: "Read a file.", input_schema: schema }];
     const messages: ModelMessage[] = [
       { role: "system", content: "be brief" },
       { role: "user", content: "read a and b" },
@@ -320,7 +322,7 @@ describe("openai-compatible: what is sent", () => {
       { role: "tool", call_id: "c2", name: "read", status: "error", content: "NOT_FOUND: b" },
     ];
     const p = await provider([{ body: fixture("openai-chat/text-usage.sse") }]);
-    await collect(p, request({ messages, tools }));
+    await collect(p, request({ messages, tools: READ_TOOLS }));
     const sent = servers.current.received[0];
     expect(sent?.path).toBe("/v1/chat/completions");
     expect(sent?.headers.authorization).toBeUndefined();
@@ -346,7 +348,7 @@ describe("openai-compatible: what is sent", () => {
       { role: "tool", tool_call_id: "c2", content: "NOT_FOUND: b" },
     ]);
     expect(body.tools).toEqual([
-      { type: "function", function: { name: "read", description: "Read a file.", parameters: schema } },
+      { type: "function", function: { name: "read", description: "Read a file.", parameters: READ_SCHEMA } },
     ]);
   });
 });

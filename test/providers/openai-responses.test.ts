@@ -1,7 +1,16 @@
 import { describe, expect, it } from "vitest";
-import type { ModelMessage, ToolSpec } from "../../src/protocol/types.js";
+import type { ModelMessage } from "../../src/protocol/types.js";
 import { createOpenAIResponsesProvider } from "../../src/providers/openai-responses.js";
-import { calls, collect, endsNormally, lastEnd, request, text } from "./helpers/collect.js";
+import {
+  calls,
+  collect,
+  endsNormally,
+  lastEnd,
+  READ_SCHEMA,
+  READ_TOOLS,
+  request,
+  text,
+} from "./helpers/collect.js";
 import {
   CANARY,
   fixture,
@@ -256,13 +265,6 @@ describe("openai responses: HTTP errors and what is sent", () => {
   });
 
   it("sends input items in order (calls then paired outputs), tools as JSON Schema, store false, no key for loopback", async () => {
-    const schema = {
-      type: "object",
-      properties: { path: { type: "string" } },
-      required: ["path"],
-      additionalProperties: false,
-    };
-    const tools: ToolSpec[] = [{ name: "read", description: "Read a file.", input_schema: schema }];
     const messages: ModelMessage[] = [
       { role: "system", content: "sys" },
       { role: "user", content: "go" },
@@ -275,7 +277,7 @@ describe("openai responses: HTTP errors and what is sent", () => {
       { role: "tool", call_id: "c1", name: "read", status: "ok", content: "A" },
     ];
     const p = await provider([{ body: fixture("openai-responses/text.sse") }]);
-    await collect(p, request({ messages, tools }));
+    await collect(p, request({ messages, tools: READ_TOOLS }));
     const sent = servers.current.received[0];
     expect(sent?.path).toBe("/v1/responses");
     expect(sent?.headers.authorization).toBeUndefined();
@@ -297,7 +299,7 @@ describe("openai responses: HTTP errors and what is sent", () => {
     expect(body.input[4]).toMatchObject({ type: "function_call_output", call_id: "c1", output: "A" });
     expect(JSON.stringify(body.input)).not.toContain("hidden");
     expect(body.tools).toEqual([
-      { type: "function", name: "read", description: "Read a file.", parameters: schema },
+      { type: "function", name: "read", description: "Read a file.", parameters: READ_SCHEMA },
     ]);
   });
 });

@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { statSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { bundleScript, dirsPerTest } from "./helpers.js";
+import { dirsPerTest, shellStandIn } from "./helpers.js";
 
 const TOTAL = 200_000_000;
 
@@ -27,15 +27,8 @@ interface Done {
 
 /** Run the shell tool in a fresh node process (so RSS is its alone) and collect its report. */
 async function runInChild(command: string, sandbox: string): Promise<{ baseline: number; done: Done }> {
-  const script = await bundleScript(path.join(import.meta.dirname, "fixtures/run-shell.ts"), dirs.scratch);
-  const input = {
-    workspace: dirs.workspace,
-    artifacts: path.join(dirs.scratch, "artifacts"),
-    command,
-    sandbox,
-    timeoutMs: 120_000,
-  };
-  const child = spawn(process.execPath, ["--expose-gc", script, JSON.stringify(input)], {
+  const { script, argument } = await shellStandIn(dirs, command, sandbox, { timeoutMs: 120_000 });
+  const child = spawn(process.execPath, ["--expose-gc", script, argument], {
     stdio: ["ignore", "pipe", "inherit"],
   });
   let text = "";

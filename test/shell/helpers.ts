@@ -144,3 +144,20 @@ export async function bundleScript(entry: string, outDirectory: string): Promise
   });
   return outfile;
 }
+
+/**
+ * The stand-in harness process (fixtures/run-shell.ts), bundled into `dirs.scratch`, and the
+ * argument that makes it run one shell command in `dirs.workspace`. Callers start it themselves
+ * (node flags, another user).
+ */
+export async function shellStandIn(
+  dirs: { readonly workspace: string; readonly scratch: string },
+  command: string,
+  sandbox: string,
+  options: { timeoutMs?: number } = {},
+): Promise<{ script: string; argument: string; artifacts: string }> {
+  const script = await bundleScript(path.join(import.meta.dirname, "fixtures/run-shell.ts"), dirs.scratch);
+  const artifacts = path.join(dirs.scratch, "artifacts");
+  const input = { workspace: dirs.workspace, artifacts, command, sandbox, ...options };
+  return { script, argument: JSON.stringify(input), artifacts };
+}

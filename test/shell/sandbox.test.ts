@@ -7,12 +7,12 @@ import { bwrapArguments } from "../../src/sandbox/bwrap.js";
 import type { ToolError } from "../../src/tools/errors.js";
 import { createShellTool, type ShellSpawnInfo, type ShellToolOptions } from "../../src/tools/shell/shell.js";
 import {
-  bundleScript,
   dirsPerTest,
   eventually,
   failureOf,
   liveGroup,
   liveSleeps,
+  shellStandIn,
   type TestContext,
   toolContext,
   uniqueSleep,
@@ -196,15 +196,13 @@ describe("shell tool in the bwrap sandbox (workspace-write)", () => {
   });
 
   it("leaves no survivor when the harness process is SIGKILLed mid-command", async () => {
-    const script = await bundleScript(path.join(import.meta.dirname, "fixtures/run-shell.ts"), dirs.scratch);
     const token = uniqueSleep(301);
-    const input = {
-      workspace: dirs.workspace,
-      artifacts: path.join(dirs.scratch, "child-artifacts"),
-      command: `sleep ${token} & sleep ${token}; wait`,
-      sandbox: "workspace-write",
-    };
-    const child = spawn(process.execPath, [script, JSON.stringify(input)], {
+    const { script, argument } = await shellStandIn(
+      dirs,
+      `sleep ${token} & sleep ${token}; wait`,
+      "workspace-write",
+    );
+    const child = spawn(process.execPath, [script, argument], {
       stdio: ["ignore", "ignore", "inherit"],
     });
     expect(await eventually(() => liveSleeps(token).length === 2, 20_000)).toBe(true);

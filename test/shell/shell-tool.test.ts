@@ -6,12 +6,12 @@ import { killSurvivors } from "../../src/sandbox/tree.js";
 import { ERROR_CODES, ToolError } from "../../src/tools/errors.js";
 import { createShellTool, type ShellSpawnInfo, type ShellToolOptions } from "../../src/tools/shell/shell.js";
 import {
-  bundleScript,
   dirsPerTest,
   eventually,
   failureOf,
   liveGroup,
   liveSleeps,
+  shellStandIn,
   type TestContext,
   toolContext,
   uniqueSleep,
@@ -275,15 +275,9 @@ describe("shell tool (unsandboxed)", () => {
 
 describe("killSurvivors (resume after the harness process died)", () => {
   it("kills an unsandboxed group left behind by a SIGKILLed harness, and only that group", async () => {
-    const script = await bundleScript(path.join(import.meta.dirname, "fixtures/run-shell.ts"), dirs.scratch);
     const token = uniqueSleep(300);
-    const input = {
-      workspace: dirs.workspace,
-      artifacts: path.join(dirs.scratch, "child-artifacts"),
-      command: `sleep ${token} & sleep ${token}; wait`,
-      sandbox: "none",
-    };
-    const child = spawn(process.execPath, [script, JSON.stringify(input)], {
+    const { script, argument } = await shellStandIn(dirs, `sleep ${token} & sleep ${token}; wait`, "none");
+    const child = spawn(process.execPath, [script, argument], {
       stdio: ["ignore", "pipe", "inherit"],
     });
     let lines = "";

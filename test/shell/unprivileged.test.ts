@@ -4,7 +4,7 @@ import { createServer, type Server } from "node:net";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
-import { bundleScript, dirsPerTest } from "./helpers.js";
+import { dirsPerTest, shellStandIn } from "./helpers.js";
 
 /**
  * The bubblewrap sandbox as an unprivileged user, the way most people run harness. When the
@@ -29,7 +29,6 @@ interface Done {
 
 /** Prepare directories the unprivileged user owns, bundle the stand-in, return a runner. */
 async function standIn(): Promise<(command: string) => Promise<Done>> {
-  const script = await bundleScript(path.join(import.meta.dirname, "fixtures/run-shell.ts"), dirs.scratch);
   const artifacts = path.join(dirs.scratch, "artifacts");
   mkdirSync(artifacts);
   if (asRoot) {
@@ -41,9 +40,9 @@ async function standIn(): Promise<(command: string) => Promise<Done>> {
     ? ["setpriv", `--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups", process.execPath]
     : [process.execPath];
   return async (command) => {
-    const input = { workspace: dirs.workspace, artifacts, command, sandbox: "workspace-write" };
+    const { script, argument } = await shellStandIn(dirs, command, "workspace-write");
     const [file, ...args] = prefix;
-    const { stdout } = await run(file as string, [...args, script, JSON.stringify(input)], {
+    const { stdout } = await run(file as string, [...args, script, argument], {
       env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
     });
     const done = stdout

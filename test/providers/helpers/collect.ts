@@ -1,6 +1,17 @@
-import type { StreamEvent } from "../../../src/protocol/types.js";
+import type { StreamEvent, ToolSpec } from "../../../src/protocol/types.js";
 import type { ModelRequest, Provider } from "../../../src/providers/provider.js";
 import { ProviderError } from "../../../src/providers/provider.js";
+
+/** The JSON Schema of the `read` tool the "what is sent" tests offer, and that tool. */
+export const READ_SCHEMA = {
+  type: "object",
+  properties: { path: { type: "string" } },
+  required: ["path"],
+  additionalProperties: false,
+};
+export const READ_TOOLS: ToolSpec[] = [
+  { name: "read", description: "Read a file.", input_schema: READ_SCHEMA },
+];
 
 export function request(overrides: Partial<ModelRequest> = {}): ModelRequest {
   return {
