@@ -1,6 +1,7 @@
 import { EngineError } from "../engine/errors.js";
 import { JournalError } from "../journal/store.js";
 import { ScriptError } from "../providers/scripted/script.js";
+import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
 import { EXIT } from "./exit-codes.js";
 import { UsageError } from "./usage-error.js";
 
@@ -75,7 +76,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   const load = COMMANDS[name];
   if (!load) {
-    process.stderr.write(`harness: unknown command "${name}"\n\n${topLevelHelp()}\n`);
+    process.stderr.write(`harness: unknown command "${escapeForTerminal(name)}"\n\n${topLevelHelp()}\n`);
     return EXIT.usage;
   }
   const command = await load();
@@ -90,17 +91,20 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
+/** Error messages may quote model output, a script or a journal: they are escaped like any of those. */
 function reportError(error: unknown, command: string): number {
   if (error instanceof UsageError) {
-    process.stderr.write(`harness ${command}: ${error.message}\n(see: harness ${command} --help)\n`);
+    process.stderr.write(
+      `harness ${command}: ${escapeForTerminal(error.message)}\n(see: harness ${command} --help)\n`,
+    );
     return EXIT.usage;
   }
   if (error instanceof ScriptError) {
-    process.stderr.write(`harness ${command}: bad script: ${error.message}\n`);
+    process.stderr.write(`harness ${command}: bad script: ${escapeForTerminal(error.message)}\n`);
     return EXIT.usage;
   }
   if (error instanceof EngineError) {
-    process.stderr.write(`harness ${command}: ${error.message}\n`);
+    process.stderr.write(`harness ${command}: ${escapeForTerminal(error.message)}\n`);
     return error.code === "BAD_INPUT" ||
       error.code === "IDENTITY_MISMATCH" ||
       error.code === "SESSION_NOT_FOUND"
@@ -108,10 +112,12 @@ function reportError(error: unknown, command: string): number {
       : EXIT.internal;
   }
   if (error instanceof JournalError) {
-    process.stderr.write(`harness ${command}: journal error (${error.code}): ${error.message}\n`);
+    process.stderr.write(
+      `harness ${command}: journal error (${error.code}): ${escapeForTerminal(error.message)}\n`,
+    );
     return EXIT.internal;
   }
   const detail = error instanceof Error ? (error.stack ?? error.message) : String(error);
-  process.stderr.write(`harness ${command}: internal error: ${detail}\n`);
+  process.stderr.write(`harness ${command}: internal error: ${escapeLines(detail).join("\n  ")}\n`);
   return EXIT.internal;
 }

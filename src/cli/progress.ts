@@ -1,5 +1,12 @@
 import type { EngineListener } from "../engine/engine.js";
+import { escapeForTerminal } from "../shared/terminal-text.js";
 import type { Style } from "./style.js";
+
+/**
+ * Starts every line of streamed model text. Harness's own lines never start with it, so a model
+ * that prints "✓ acceptance: ..." or "status verified" cannot pass it off as harness's.
+ */
+export const MODEL_TEXT_PREFIX = "│ ";
 
 const GLYPH: Record<string, string> = {
   ok: "✓",
@@ -14,7 +21,8 @@ const GLYPH: Record<string, string> = {
 
 /**
  * Human progress on stderr: streamed model text, one line per tool call with status and
- * duration. `--events` adds every durable journal record as NDJSON on stdout.
+ * duration. `--events` adds every durable journal record as NDJSON on stdout. Every string that
+ * harness did not write itself is escaped (terminal-text.ts) before harness styles it.
  */
 export function createProgress(options: {
   err: NodeJS.WritableStream;
@@ -28,6 +36,22 @@ export function createProgress(options: {
   const endLine = () => {
     if (midLine) err.write("\n");
     midLine = false;
+  };
+  const prefix = style.dim(MODEL_TEXT_PREFIX);
+  // Model text arrives in pieces that may end mid-line: each line gets the prefix when it starts.
+  const writeModelText = (text: string) => {
+    const lines = text.split("\n");
+    lines.forEach((line, index) => {
+      if (index > 0) {
+        if (!midLine) err.write(prefix);
+        err.write("\n");
+        midLine = false;
+      }
+      if (line === "") return;
+      if (!midLine) err.write(prefix);
+      err.write(style.cyan(escapeForTerminal(line)));
+      midLine = true;
+    });
   };
   return {
     record(record) {
@@ -44,23 +68,31 @@ export function createProgress(options: {
           endLine();
           err.write(
             style.yellow(
-              `  ↻ ${record.data.code}: ${record.data.message} (retry in ${record.data.retry_in_ms} ms)\n`,
+              `  ↻ ${escapeForTerminal(record.data.code)}: ${escapeForTerminal(record.data.message)} (retry in ${record.data.retry_in_ms} ms)\n`,
             ),
           );
           break;
         case "model.protocol_error":
           endLine();
-          err.write(style.red(`  ✗ protocol error: ${record.data.error}; nothing from this reply runs\n`));
+          err.write(
+            style.red(
+              `  ✗ protocol error: ${escapeForTerminal(record.data.error)}; nothing from this reply runs\n`,
+            ),
+          );
           break;
         case "model.failed":
           endLine();
-          err.write(style.red(`  ✗ model failed: ${record.data.code}: ${record.data.message}\n`));
+          err.write(
+            style.red(
+              `  ✗ model failed: ${escapeForTerminal(record.data.code)}: ${escapeForTerminal(record.data.message)}\n`,
+            ),
+          );
           break;
         case "acceptance.checked":
           endLine();
           for (const check of record.data.checks) {
             const mark = check.passed ? style.green("✓") : style.red("✗");
-            err.write(`${mark} acceptance: ${check.name} (${check.duration_ms} ms)\n`);
+            err.write(`${mark} acceptance: ${escapeForTerminal(check.name)} (${check.duration_ms} ms)\n`);
           }
           break;
         default:
@@ -69,10 +101,7 @@ export function createProgress(options: {
     },
     stream(event) {
       if (options.quiet) return;
-      if (event.type === "text_delta" && event.text.length > 0) {
-        err.write(style.cyan(event.text));
-        midLine = !event.text.endsWith("\n");
-      }
+      if (event.type === "text_delta" && event.text.length > 0) writeModelText(event.text);
       if (event.type === "end") endLine();
     },
     callFinished(info) {
@@ -86,7 +115,7 @@ export function createProgress(options: {
             ? style.yellow(glyph)
             : style.red(glyph);
       err.write(
-        `${colored} ${style.bold(info.name)} ${info.status} ${style.dim(`${info.duration_ms} ms`)}  ${info.summary}\n`,
+        `${colored} ${style.bold(escapeForTerminal(info.name))} ${info.status} ${style.dim(`${info.duration_ms} ms`)}  ${escapeForTerminal(info.summary)}\n`,
       );
     },
   };

@@ -2,8 +2,9 @@ import { join } from "node:path";
 import type { AcceptanceCheck } from "../engine/acceptance.js";
 import { Engine, type Limits, type RunSummary } from "../engine/engine.js";
 import { FileArtifactStore } from "../runtime/artifacts.js";
+import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
 import { exitCodeFor } from "./exit-codes.js";
-import { createProgress } from "./progress.js";
+import { createProgress, MODEL_TEXT_PREFIX } from "./progress.js";
 import { type RunSetup, recordableFlags } from "./setup.js";
 import { colorEnabled, createStyle } from "./style.js";
 import { harnessVersion } from "./version.js";
@@ -102,13 +103,19 @@ function printSummary(summary: RunSummary, run: SessionRun, style: ReturnType<ty
         : style.red;
   const label = (name: string) => style.bold(name.padEnd(10));
   const lines = [
-    `${label("status")}${color(summary.status)}${summary.reason ? ` (${summary.reason})` : ""}`,
-    ...(summary.message ? [`${label("why")}${summary.message}`] : []),
+    `${label("status")}${color(summary.status)}${summary.reason ? ` (${escapeForTerminal(summary.reason)})` : ""}`,
+    ...(summary.message ? [`${label("why")}${escapeForTerminal(summary.message)}`] : []),
     `${label("session")}${summary.session}`,
     `${label("workspace")}${run.workspace.root}`,
     `${label("activity")}${summary.model_requests} model requests, ${summary.tool_calls} tool calls, ${summary.events} events`,
   ];
-  if (summary.answer) lines.push(`${label("answer")}${summary.answer}`);
+  if (summary.answer) {
+    // The model's own words: a multi-line answer continues under the model-text prefix, so none
+    // of its lines can pass for one of these summary lines.
+    const [first = "", ...rest] = escapeLines(summary.answer);
+    lines.push(`${label("answer")}${first}`);
+    for (const line of rest) lines.push(`${" ".repeat(10)}${style.dim(MODEL_TEXT_PREFIX)}${line}`);
+  }
   if (summary.status === "unverified")
     lines.push(style.dim("(no --accept check ran: the model's claim was not verified)"));
   if (summary.status === "review_required") {

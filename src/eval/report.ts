@@ -1,4 +1,5 @@
 import type { JsonObject } from "../shared/json.js";
+import { escapeForTerminal } from "../shared/terminal-text.js";
 import type { Check } from "./suite.js";
 
 export const REPORT_FORMAT_VERSION = 1;
@@ -80,20 +81,26 @@ function sortedRecord(record: Record<string, number>): Record<string, number> {
   return Object.fromEntries(Object.entries(record).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
 
-/** A readable table: per task expected vs actual, effects, counts, duration; then the totals. */
+/**
+ * A readable table: per task expected vs actual, effects, counts, duration; then the totals.
+ * Task output (outcomes, errors, effects, cited document lines) comes from the model's run:
+ * every such string is escaped for the terminal.
+ */
 export function formatReport(report: EvalReport): string {
   const header = ["TASK", "EXPECTED", "ACTUAL", "RESULT", "TERMINATION", "REQ", "CALLS", "MS", "EFFECTS"];
-  const rows = report.tasks.map((t) => [
-    t.id,
-    t.expected,
-    t.actual,
-    t.passed ? "pass" : "FAIL",
-    t.termination,
-    String(t.model_requests),
-    String(t.tool_calls),
-    String(t.duration_ms),
-    t.effects_summary,
-  ]);
+  const rows = report.tasks.map((t) =>
+    [
+      t.id,
+      t.expected,
+      t.actual,
+      t.passed ? "pass" : "FAIL",
+      t.termination,
+      String(t.model_requests),
+      String(t.tool_calls),
+      String(t.duration_ms),
+      t.effects_summary,
+    ].map(escapeForTerminal),
+  );
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
   const line = (cells: string[]) =>
     cells
@@ -101,19 +108,24 @@ export function formatReport(report: EvalReport): string {
       .join("  ")
       .trimEnd();
   const out = [
-    `suite ${report.suite} v${report.suite_version} (decision: ${report.decision})${report.filter ? ` filter: ${report.filter}` : ""}`,
+    `suite ${escapeForTerminal(report.suite)} v${escapeForTerminal(report.suite_version)} (decision: ${escapeForTerminal(report.decision)})${report.filter ? ` filter: ${escapeForTerminal(report.filter)}` : ""}`,
     "",
     line(header),
     ...rows.map(line),
     "",
   ];
   for (const task of report.tasks) {
+    const id = escapeForTerminal(task.id);
     const failing = task.checks.filter((c) => !c.passed);
-    if (task.error) out.push(`  ${task.id}: error: ${task.error}`);
-    for (const check of failing)
-      out.push(`  ${task.id}: check failed: ${check.name}${check.detail ? ` (${check.detail})` : ""}`);
+    if (task.error) out.push(`  ${id}: error: ${escapeForTerminal(task.error)}`);
+    for (const check of failing) {
+      const detail = check.detail ? ` (${escapeForTerminal(check.detail)})` : "";
+      out.push(`  ${id}: check failed: ${escapeForTerminal(check.name)}${detail}`);
+    }
     if (!task.passed && task.actual !== task.expected)
-      out.push(`  ${task.id}: expected ${task.expected}, got ${task.actual}`);
+      out.push(
+        `  ${id}: expected ${escapeForTerminal(task.expected)}, got ${escapeForTerminal(task.actual)}`,
+      );
   }
   const evidence = report.tasks.filter((t) => t.evidence !== undefined);
   if (evidence.length > 0) {
@@ -133,18 +145,18 @@ export function formatReport(report: EvalReport): string {
 
 function formatCounts(counts: Record<string, number>): string {
   const entries = Object.entries(counts);
-  return entries.length === 0 ? "none" : entries.map(([k, v]) => `${k} ${v}`).join(", ");
+  return entries.length === 0 ? "none" : entries.map(([k, v]) => `${escapeForTerminal(k)} ${v}`).join(", ");
 }
 
 function formatEvidence(taskId: string, evidence: JsonObject): string[] {
   const lines = Array.isArray(evidence.lines) ? evidence.lines : [];
   const digest = typeof evidence.sha256 === "string" ? evidence.sha256 : "?";
   const out = [
-    `  ${taskId}: ${String(evidence.item_id)} sha256 ${digest}${evidence.verified === true ? "" : " (NOT verified)"}`,
+    `  ${escapeForTerminal(taskId)}: ${escapeForTerminal(String(evidence.item_id))} sha256 ${escapeForTerminal(digest)}${evidence.verified === true ? "" : " (NOT verified)"}`,
   ];
   for (const entry of lines) {
     if (typeof entry === "object" && entry !== null && !Array.isArray(entry))
-      out.push(`    L${String(entry.line)}: ${String(entry.text)}`);
+      out.push(`    L${escapeForTerminal(String(entry.line))}: ${escapeForTerminal(String(entry.text))}`);
   }
   return out;
 }

@@ -1,5 +1,6 @@
 import type { Readable, Writable } from "node:stream";
 import { StringDecoder } from "node:string_decoder";
+import { escapeForTerminal, jsonForTerminal } from "../shared/terminal-text.js";
 import type { ApprovalDecision, ApprovalRequest, Approver } from "./approver.js";
 
 export interface TtyApproverOptions {
@@ -128,41 +129,29 @@ function denied(reason: string): ApprovalDecision {
   return { decision: "deny", scope: "once", by: "user", reason };
 }
 
-/** The prompt text. Every value from the model is escaped so it cannot drive the terminal. */
+/**
+ * The prompt text. Every value from the model (tool name, command, arguments, grant subject) is
+ * escaped on one line, so it can neither drive the terminal nor add a line of its own.
+ */
 export function renderPrompt(request: ApprovalRequest): string {
-  const lines = ["", `Approval needed: ${safeLine(request.tool)} (${request.effect})`];
+  const lines = ["", `Approval needed: ${escapeForTerminal(request.tool)} (${request.effect})`];
   const display = request.display;
-  if (display?.command !== undefined) lines.push(`  command: ${safeLine(display.command)}`);
-  if (display?.cwd !== undefined) lines.push(`  cwd:     ${safeLine(display.cwd)}`);
+  if (display?.command !== undefined) lines.push(`  command: ${escapeForTerminal(display.command)}`);
+  if (display?.cwd !== undefined) lines.push(`  cwd:     ${escapeForTerminal(display.cwd)}`);
   if (display?.timeoutMs !== undefined) lines.push(`  timeout: ${display.timeoutMs} ms`);
-  if (display?.sandbox !== undefined) lines.push(`  sandbox: ${safeLine(display.sandbox)}`);
+  if (display?.sandbox !== undefined) lines.push(`  sandbox: ${escapeForTerminal(display.sandbox)}`);
   for (const [label, value] of Object.entries(display?.details ?? {})) {
-    lines.push(`  ${safeLine(label)}: ${safeLine(value)}`);
+    lines.push(`  ${escapeForTerminal(label)}: ${escapeForTerminal(value)}`);
   }
-  if (request.reason !== undefined) lines.push(`  why:     ${safeLine(request.reason)}`);
-  const args = JSON.stringify(request.arguments, null, 2) ?? "{}";
-  lines.push(`  arguments: ${safe(args).split("\n").join("\n  ")}`);
-  lines.push(`Allow? [y]es once, [s]ession for ${safeLine(grantLabel(request))}, anything else denies: `);
+  if (request.reason !== undefined) lines.push(`  why:     ${escapeForTerminal(request.reason)}`);
+  lines.push(`  arguments: ${jsonForTerminal(request.arguments, 2).split("\n").join("\n  ")}`);
+  lines.push(
+    `Allow? [y]es once, [s]ession for ${escapeForTerminal(grantLabel(request))}, anything else denies: `,
+  );
   return lines.join("\n");
 }
 
 function grantLabel(request: ApprovalRequest): string {
   if (request.subject.kind === "none") return `${request.tool} with exactly these arguments`;
   return `${request.tool}(${request.subject.value})`;
-}
-
-/**
- * Escape characters that a terminal interprets: C0 and C1 controls (except the newlines we
- * place ourselves, handled by callers) and bidirectional overrides that can disguise text.
- */
-export function safe(text: string): string {
-  return text.replace(
-    /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g,
-    (character) => `\\u${character.charCodeAt(0).toString(16).padStart(4, "0")}`,
-  );
-}
-
-/** `safe` for one-line values: a newline inside a command is shown, not obeyed. */
-export function safeLine(text: string): string {
-  return safe(text).replaceAll("\n", "\\n");
 }

@@ -30,6 +30,9 @@ const SPECIAL = new RegExp(String.raw`(\\+)|[${HIDDEN_CLASS}]`, "gu");
 /** Whether the text at a position starts with a code point that will be escaped. */
 const HIDDEN_AT = new RegExp(`[${HIDDEN_CLASS}]`, "uy");
 
+/** Every code point to escape, anywhere in a text. */
+const HIDDEN_ALL = new RegExp(`[${HIDDEN_CLASS}]`, "gu");
+
 /** What a shown escape looks like right after its backslash. */
 const ESCAPE_BODY_AT = /x[0-9a-f]{2}|u[0-9a-f]{4}|u\{[0-9a-f]{1,6}\}/y;
 
@@ -47,6 +50,23 @@ export function escapeLines(text: string): string[] {
   const lines = escapeText(text, true).split("\n");
   if (lines.length > 1 && lines[lines.length - 1] === "") lines.pop();
   return lines;
+}
+
+/**
+ * A value as JSON text that is safe on a terminal: JSON.stringify, with every character the
+ * escaper would show written as a JSON `\uXXXX` escape instead (JSON leaves DEL, C1 controls,
+ * bidi and invisible characters raw). The result is still exact JSON for the same value, and
+ * since JSON doubles every literal backslash, its escapes cannot be confused with text.
+ */
+export function jsonForTerminal(value: unknown, indent?: number): string {
+  const json = JSON.stringify(value, null, indent) ?? "null";
+  return json.replace(HIDDEN_ALL, (char) => {
+    // JSON keeps newlines in strings escaped: a raw one is the indentation's own layout.
+    if (char === "\n") return char;
+    let out = "";
+    for (let i = 0; i < char.length; i += 1) out += `\\u${char.charCodeAt(i).toString(16).padStart(4, "0")}`;
+    return out;
+  });
 }
 
 function escapeText(text: string, keepNewlines: boolean): string {

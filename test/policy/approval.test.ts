@@ -107,7 +107,7 @@ describe("TtyApprover", () => {
     await pending;
     const screen = tty.screen();
     expect(screen).toContain("shell (process_execution)");
-    expect(screen).toContain("command: echo hi\\u001b[2J");
+    expect(screen).toContain("command: echo hi\\x1b[2J");
     expect(screen).toContain("cwd:     sub");
     expect(screen).toContain("timeout: 5000 ms");
     expect(screen).toContain("sandbox: bwrap");

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { escapeForTerminal, escapeLines } from "../../src/shared/terminal-text.js";
+import { escapeForTerminal, escapeLines, jsonForTerminal } from "../../src/shared/terminal-text.js";
 
 /**
  * Reads shown text back into the original: the proof that nothing is lost or disguised. A run of
@@ -164,6 +164,35 @@ describe("escapeLines", () => {
         expect(joined === text || `${joined}\n` === text).toBe(true);
       }),
       { numRuns: 2000 },
+    );
+  });
+});
+
+describe("jsonForTerminal", () => {
+  it("writes what JSON leaves raw (DEL, C1, bidi, invisible, separators) as JSON escapes", () => {
+    const value = { command: "a\u001b[2J\u007f\u009b\u202e\u200b\u2028\u{e0041}\\x1b", n: 1 };
+    const shown = jsonForTerminal(value);
+    expect(shown).toBe(
+      '{"command":"a\\u001b[2J\\u007f\\u009b\\u202e\\u200b\\u2028\\udb40\\udc41\\\\x1b","n":1}',
+    );
+  });
+
+  it("keeps the indentation's newlines and nothing else a terminal obeys", () => {
+    const shown = jsonForTerminal({ a: "x\ny\rz" }, 2);
+    expect(shown).toBe('{\n  "a": "x\\ny\\rz"\n}');
+  });
+
+  it("is exact JSON for the same value (property)", () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), hostile, (value, text) => {
+        for (const v of [value, { text, value }]) {
+          const shown = jsonForTerminal(v, 2);
+          expect(shown.replaceAll("\n", "")).not.toMatch(FORBIDDEN);
+          expect(shown).not.toMatch(LONE_SURROGATE);
+          expect(JSON.parse(shown)).toEqual(JSON.parse(JSON.stringify(v)));
+        }
+      }),
+      { numRuns: 1000 },
     );
   });
 });

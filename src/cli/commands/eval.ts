@@ -3,6 +3,7 @@ import { resolve } from "node:path";
 import { formatReport } from "../../eval/report.js";
 import { runSuite, SuiteError } from "../../eval/runner.js";
 import { builtinSuite, SUITE_NAMES } from "../../eval/suites/index.js";
+import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { oneOf, parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { UsageError } from "../usage-error.js";
@@ -64,7 +65,9 @@ export const evalCommand = {
           ? {}
           : {
               onTask: (task) =>
-                process.stderr.write(`${task.passed ? "pass" : "FAIL"} ${task.id} (${task.actual})\n`),
+                process.stderr.write(
+                  `${task.passed ? "pass" : "FAIL"} ${escapeForTerminal(task.id)} (${escapeForTerminal(task.actual)})\n`,
+                ),
             }),
       });
     } catch (error) {

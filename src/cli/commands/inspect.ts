@@ -1,5 +1,6 @@
 import { SessionState } from "../../engine/state.js";
 import type { AnyRecord } from "../../journal/vocabulary.js";
+import { escapeForTerminal, jsonForTerminal } from "../../shared/terminal-text.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { statusOf } from "../status.js";
@@ -40,8 +41,10 @@ export const inspectCommand = {
     const style = createStyle(colorEnabled(process.stdout));
     const start = records[0] ? Date.parse(records[0].time) : 0;
     const out: string[] = [];
-    out.push(`${style.bold("session")} ${sessionId}   ${style.bold("status")} ${statusOf(state)}`);
-    if (state.goal) out.push(`${style.bold("goal")}    ${state.goal}`);
+    out.push(
+      `${style.bold("session")} ${escapeForTerminal(sessionId)}   ${style.bold("status")} ${escapeForTerminal(statusOf(state))}`,
+    );
+    if (state.goal) out.push(`${style.bold("goal")}    ${escapeForTerminal(state.goal)}`);
     out.push("");
     for (const record of records) {
       const offset = `+${((Date.parse(record.time) - start) / 1000).toFixed(3)}s`.padStart(10);
@@ -57,7 +60,7 @@ export const inspectCommand = {
       out.push(`${"TOOL".padEnd(14)} CALLS  OK  ERR  DENIED  P50ms  P95ms  COMMIT-WAITms`);
       for (const t of tools) {
         out.push(
-          `${t.tool.padEnd(14)} ${String(t.calls).padStart(5)} ${String(t.ok).padStart(3)} ${String(t.errors).padStart(4)} ` +
+          `${escapeForTerminal(t.tool).padEnd(14)} ${String(t.calls).padStart(5)} ${String(t.ok).padStart(3)} ${String(t.errors).padStart(4)} ` +
             `${String(t.denied).padStart(7)} ${String(t.p50_ms).padStart(6)} ${String(t.p95_ms).padStart(6)} ${String(t.commit_wait_ms).padStart(14)}`,
         );
       }
@@ -70,43 +73,49 @@ export const inspectCommand = {
 function render(record: AnyRecord, style: Style): string {
   switch (record.type) {
     case "session.started":
-      return `session started (${String(record.data.provider.kind)} model, tools ${record.data.tools.map((t) => t.name).join(", ")})`;
+      return `session started (${escapeForTerminal(String(record.data.provider.kind))} model, tools ${record.data.tools.map((t) => escapeForTerminal(t.name)).join(", ")})`;
     case "session.resumed":
       return style.dim("resumed");
     case "user.input":
-      return `user: ${record.data.text}`;
+      return `user: ${escapeForTerminal(record.data.text)}`;
     case "model.started":
       return style.dim(`model request: step ${record.data.step + 1}, attempt ${record.data.attempt + 1}`);
     case "model.reply": {
-      const calls = record.data.calls.map((c) => `${c.name}#${c.id}`).join(", ");
-      return `model: ${JSON.stringify(truncate(record.data.text, 100))}${calls ? ` → calls ${calls}` : " (no calls: finished)"}`;
+      const calls = record.data.calls.map((c) => callLabel(c.name, c.id)).join(", ");
+      return `model: ${jsonForTerminal(truncate(record.data.text, 100))}${calls ? ` → calls ${calls}` : " (no calls: finished)"}`;
     }
     case "model.retryable_error":
       return style.yellow(
-        `model error (retrying in ${record.data.retry_in_ms} ms): ${record.data.code} ${record.data.message}`,
+        `model error (retrying in ${record.data.retry_in_ms} ms): ${escapeForTerminal(record.data.code)} ${escapeForTerminal(record.data.message)}`,
       );
     case "model.failed":
-      return style.red(`model failed: ${record.data.code} ${record.data.message}`);
+      return style.red(
+        `model failed: ${escapeForTerminal(record.data.code)} ${escapeForTerminal(record.data.message)}`,
+      );
     case "model.protocol_error":
       return style.red(
-        `protocol error: ${record.data.error} (evidence: ${record.data.evidence.events} events kept)`,
+        `protocol error: ${escapeForTerminal(record.data.error)} (evidence: ${record.data.evidence.events} events kept)`,
       );
     case "approval.requested":
-      return `approval requested for ${record.data.name}#${record.data.call_id}`;
+      return `approval requested for ${callLabel(record.data.name, record.data.call_id)}`;
     case "approval.decided":
-      return `approval ${record.data.decision} (${record.data.scope}, by ${record.data.by})`;
+      return `approval ${record.data.decision} (${record.data.scope}, by ${escapeForTerminal(record.data.by)})`;
     case "hook.decided":
       return style.dim(
-        `hook ${record.data.hook} ${record.data.kind}@${record.data.point}: ${record.data.decision}`,
+        `hook ${escapeForTerminal(record.data.hook)} ${record.data.kind}@${escapeForTerminal(record.data.point)}: ${record.data.decision}`,
       );
     case "tool.started":
-      return style.dim(`started ${record.data.name}#${record.data.call_id} (batch ${record.data.batch})`);
+      return style.dim(
+        `started ${callLabel(record.data.name, record.data.call_id)} (batch ${record.data.batch})`,
+      );
     case "process.spawned":
       return style.dim(
-        `process group ${record.data.pgid} for ${record.data.call_id}${record.data.sandboxed ? " (sandboxed)" : ""}`,
+        `process group ${record.data.pgid} for ${escapeForTerminal(record.data.call_id)}${record.data.sandboxed ? " (sandboxed)" : ""}`,
       );
     case "tool.retrying":
-      return style.yellow(`retrying ${record.data.call_id}: ${record.data.error_type}`);
+      return style.yellow(
+        `retrying ${escapeForTerminal(record.data.call_id)}: ${escapeForTerminal(record.data.error_type)}`,
+      );
     case "tool.result": {
       const color =
         record.data.status === "ok"
@@ -114,25 +123,27 @@ function render(record: AnyRecord, style: Style): string {
           : record.data.status === "unknown"
             ? style.yellow
             : style.red;
-      const code = record.data.error_type ? ` ${record.data.error_type}` : "";
-      return `${color(record.data.status)}${code} ${record.data.name}#${record.data.call_id} ${record.data.duration_ms} ms: ${truncate(record.data.summary, 100)}`;
+      const code = record.data.error_type ? ` ${escapeForTerminal(record.data.error_type)}` : "";
+      return `${color(record.data.status)}${code} ${callLabel(record.data.name, record.data.call_id)} ${record.data.duration_ms} ms: ${escapeForTerminal(truncate(record.data.summary, 100))}`;
     }
     case "proposal.recorded":
-      return `proposed ${record.data.path} (${record.data.proposal_id}, base ${record.data.base_version?.slice(0, 12) ?? "new file"})`;
+      return `proposed ${escapeForTerminal(record.data.path)} (${escapeForTerminal(record.data.proposal_id)}, base ${record.data.base_version?.slice(0, 12) ?? "new file"})`;
     case "proposal.applied":
-      return `apply ${record.data.proposal_id} ${record.data.path}: ${record.data.outcome}`;
+      return `apply ${escapeForTerminal(record.data.proposal_id)} ${escapeForTerminal(record.data.path)}: ${record.data.outcome}`;
     case "review.resolved":
-      return `review of ${record.data.call_id} resolved: ${record.data.resolution} (by ${record.data.by})`;
+      return `review of ${escapeForTerminal(record.data.call_id)} resolved: ${record.data.resolution} (by ${escapeForTerminal(record.data.by)})`;
     case "acceptance.checked":
       return `${record.data.accepted ? style.green("acceptance passed") : style.red("acceptance failed")}: ${record.data.checks
-        .map((c) => `${c.passed ? "✓" : "✗"} ${c.name}`)
+        .map((c) => `${c.passed ? "✓" : "✗"} ${escapeForTerminal(c.name)}`)
         .join("; ")}`;
     case "run.finished":
       return style.bold(`finished: ${record.data.status}`);
     case "run.stopped":
-      return style.bold(`stopped: ${record.data.status} (${record.data.reason}): ${record.data.message}`);
+      return style.bold(
+        `stopped: ${record.data.status} (${escapeForTerminal(record.data.reason)}): ${escapeForTerminal(record.data.message)}`,
+      );
     case "run.cancelled":
-      return style.bold(`cancelled: ${record.data.reason}`);
+      return style.bold(`cancelled: ${escapeForTerminal(record.data.reason)}`);
   }
 }
 
@@ -140,9 +151,18 @@ function describe(record: AnyRecord) {
   return { seq: record.seq, time: record.time, type: record.type, text: render(record, createStyle(false)) };
 }
 
+/** `tool#call-id`, both as the model sent them, escaped. */
+function callLabel(name: string, callId: string): string {
+  return `${escapeForTerminal(name)}#${escapeForTerminal(callId)}`;
+}
+
+/**
+ * At most `max` characters of one line. Runs of spaces, tabs and newlines become one space; every
+ * other character, a carriage return included, is kept for the escaper to show.
+ */
 function truncate(text: string, max: number): string {
-  const flat = text.replace(/\s+/g, " ");
-  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+  const flat = Array.from(text.replace(/[ \t\n]+/g, " "));
+  return flat.length > max ? `${flat.slice(0, max - 1).join("")}…` : flat.join("");
 }
 
 export function toolStats(records: readonly AnyRecord[]) {

@@ -4,6 +4,7 @@ import { SESSION_ID_PATTERN } from "../../journal/session-path.js";
 import type { AnyNewEvent } from "../../journal/vocabulary.js";
 import { applyProposals, short } from "../../proposals/apply.js";
 import { type ApplyOutcome, proposalsOf, type RecordedProposal } from "../../proposals/ledger.js";
+import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { WorkspaceError, type WorkspaceFs } from "../../workspace/fs.js";
 import { versionOf } from "../../workspace/version.js";
 import { parse, positiveInt } from "../args.js";
@@ -205,17 +206,23 @@ async function stateOf(
 }
 
 function renderProposal(proposal: RecordedProposal, state: ProposalState, style: Style): string[] {
-  const base = proposal.base_version === null ? "new file" : `based on ${short(proposal.base_version)}`;
+  const base =
+    proposal.base_version === null
+      ? "new file"
+      : `based on ${escapeForTerminal(short(proposal.base_version))}`;
   const label =
     state === "pending"
       ? style.yellow("pending")
       : state === "applied"
         ? style.green("applied")
         : style.red("stale: the file changed since; apply will report a conflict");
-  const header = `${style.bold(proposal.path)}  ${style.dim(`${proposal.proposal_id}, ${base}`)}  ${label}`;
+  const header = `${style.bold(escapeForTerminal(proposal.path))}  ${style.dim(`${escapeForTerminal(proposal.proposal_id)}, ${base}`)}  ${label}`;
+  // Diff lines carry the proposed file's bytes: each is escaped before it is coloured, so content
+  // cannot drive the terminal or pass for a line of harness's own.
   const body = proposal.diff
     .replace(/\n$/, "")
     .split("\n")
+    .map(escapeForTerminal)
     .map((line) => {
       if (line.startsWith("+++") || line.startsWith("---")) return style.bold(line);
       if (line.startsWith("@@")) return style.cyan(line);
@@ -235,7 +242,8 @@ function renderApply(
   style: Style,
 ): string[] {
   if (outcomes.length === 0) return [`session ${sessionId} has no proposed changes; nothing to apply`];
-  const width = Math.max(...outcomes.map((o) => o.path.length));
+  const shownPath = (o: ApplyOutcome) => escapeForTerminal(o.path);
+  const width = Math.max(...outcomes.map((o) => shownPath(o).length));
   const lines = outcomes.map((o) => {
     const label =
       o.outcome === "applied"
@@ -243,13 +251,13 @@ function renderApply(
         : o.outcome === "already_applied"
           ? style.dim("already applied")
           : style.red("conflict       ");
-    return `${label}  ${o.path.padEnd(width)}  ${style.dim(o.proposal_id)}  ${o.message}`;
+    return `${label}  ${shownPath(o).padEnd(width)}  ${style.dim(escapeForTerminal(o.proposal_id))}  ${escapeForTerminal(o.message)}`;
   });
   if (skippedAcceptance) lines.push(style.dim("acceptance checks not run: a file could not be applied"));
   for (const check of acceptance?.checks ?? []) {
     const mark = check.passed ? style.green("passed") : style.red("failed");
     const code = check.exit_code === undefined ? "" : ` (exit ${check.exit_code ?? "none"})`;
-    lines.push(`check ${mark}  ${check.name}${code}`);
+    lines.push(`check ${mark}  ${escapeForTerminal(check.name)}${code}`);
   }
   const color = status === "conflict" || status === "acceptance_failed" ? style.red : style.green;
   lines.push(`${style.bold("status")}  ${color(status)}`);

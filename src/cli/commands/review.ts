@@ -1,5 +1,6 @@
 import { userInfo } from "node:os";
 import { SessionState } from "../../engine/state.js";
+import { escapeForTerminal, jsonForTerminal } from "../../shared/terminal-text.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { UsageError } from "../usage-error.js";
@@ -43,9 +44,9 @@ export const reviewCommand = {
         process.stdout.write(`session ${sessionId}: no unresolved unknown outcomes\n`);
       } else {
         for (const r of unknown) {
-          const args = JSON.stringify(state.started.get(r.call_id)?.arguments ?? {});
+          const args = jsonForTerminal(state.started.get(r.call_id)?.arguments ?? {});
           process.stdout.write(
-            `${r.call_id}  ${r.name}  ${args.length > 100 ? `${args.slice(0, 99)}…` : args}\n`,
+            `${escapeForTerminal(r.call_id)}  ${escapeForTerminal(r.name)}  ${args.length > 100 ? `${args.slice(0, 99)}…` : args}\n`,
           );
         }
       }

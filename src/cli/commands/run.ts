@@ -2,6 +2,7 @@ import { CommandCheck } from "../../engine/acceptance.js";
 import { SessionState } from "../../engine/state.js";
 import { SESSION_ID_PATTERN } from "../../journal/session-path.js";
 import { PROVIDER_KINDS } from "../../providers/config.js";
+import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { oneOf, parse, positiveInt } from "../args.js";
 import { runSession } from "../session-runner.js";
 import { buildSetup, effectiveFlags, type RunFlags } from "../setup.js";
@@ -174,7 +175,7 @@ async function startOrResume(
     interactive,
     records,
   });
-  for (const notice of setup.notices) process.stderr.write(`harness: note: ${notice}\n`);
+  for (const notice of setup.notices) process.stderr.write(`harness: note: ${escapeForTerminal(notice)}\n`);
   return runSession({
     workspace,
     sessionId,

@@ -1,5 +1,6 @@
 import { SessionState } from "../../engine/state.js";
 import { JournalError } from "../../journal/store.js";
+import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { statusOf } from "../status.js";
@@ -50,14 +51,26 @@ export const sessionsCommand = {
       process.stdout.write(`no sessions in ${workspace.root}\n`);
       return EXIT.ok;
     }
-    const width = Math.max(7, ...rows.map((r) => r.session.length));
+    // The goal and the status come from the journal, which may not be the user's own: escaped.
+    const shown = rows.map((r) => ({
+      ...r,
+      session: escapeForTerminal(r.session),
+      status: escapeForTerminal(r.status),
+      goal: escapeForTerminal(clip(r.goal, 60)),
+    }));
+    const width = Math.max(7, ...shown.map((r) => r.session.length));
     process.stdout.write(`${"SESSION".padEnd(width)}  ${"STATUS".padEnd(26)}  REQ  CALLS  GOAL\n`);
-    for (const r of rows) {
-      const goal = r.goal.length > 60 ? `${r.goal.slice(0, 57)}...` : r.goal;
+    for (const r of shown) {
       process.stdout.write(
-        `${r.session.padEnd(width)}  ${r.status.padEnd(26)}  ${String(r.model_requests).padStart(3)}  ${String(r.tool_calls).padStart(5)}  ${goal}\n`,
+        `${r.session.padEnd(width)}  ${r.status.padEnd(26)}  ${String(r.model_requests).padStart(3)}  ${String(r.tool_calls).padStart(5)}  ${r.goal}\n`,
       );
     }
     return EXIT.ok;
   },
 };
+
+/** At most `max` characters (whole code points), marked with "..." when cut. */
+function clip(text: string, max: number): string {
+  const chars = Array.from(text);
+  return chars.length > max ? `${chars.slice(0, max - 3).join("")}...` : text;
+}
