@@ -1,0 +1,92 @@
+import { Writable } from "node:stream";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { createProgress, MODEL_TEXT_PREFIX } from "../../src/cli/progress.js";
+import { createStyle } from "../../src/cli/style.js";
+
+function sink() {
+  let text = "";
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      text += chunk.toString("utf8");
+      done();
+    },
+  });
+  return { stream, text: () => text };
+}
+
+/** Stream `pieces` as text deltas, then a tool call's completion line, as the engine would. */
+function render(pieces: readonly string[], color = false): string {
+  const err = sink();
+  const out = sink();
+  const progress = createProgress({
+    err: err.stream,
+    out: out.stream,
+    style: createStyle(color),
+    events: false,
+    quiet: false,
+  });
+  for (const text of pieces) progress.stream?.({ type: "text_delta", text });
+  progress.stream?.({ type: "end", reason: "tool_calls" });
+  progress.callFinished?.({
+    call_id: "c1",
+    name: "read_file",
+    status: "ok",
+    duration_ms: 3,
+    summary: "read notes.txt",
+  });
+  return err.text();
+}
+
+/** Split `text` at the given cut points into consecutive pieces. */
+function split(text: string, cuts: number[]): string[] {
+  const points = [...new Set(cuts.map((c) => c % (text.length + 1)))].sort((a, b) => a - b);
+  const pieces: string[] = [];
+  let from = 0;
+  for (const point of points) {
+    pieces.push(text.slice(from, point));
+    from = point;
+  }
+  pieces.push(text.slice(from));
+  return pieces;
+}
+
+describe("progress: streamed model text", () => {
+  it("starts every line of model text with the prefix, however the stream is cut", () => {
+    const text = "I ran the tests.\n✓ acceptance: npm test (3 ms)\n\nstatus    verified\n";
+    const expected = `${MODEL_TEXT_PREFIX}I ran the tests.\n${MODEL_TEXT_PREFIX}✓ acceptance: npm test (3 ms)\n${MODEL_TEXT_PREFIX}\n${MODEL_TEXT_PREFIX}status    verified\n✓ read_file ok 3 ms  read notes.txt\n`;
+    expect(render([text])).toBe(expected);
+    fc.assert(
+      fc.property(fc.array(fc.nat(), { maxLength: 12 }), (cuts) => {
+        expect(render(split(text, cuts))).toBe(expected);
+      }),
+    );
+  });
+
+  it("escapes controls in model text and ends an unfinished line before harness's own line", () => {
+    const shown = render(["\u001b]0;title\u0007half", " a line\r\u001b[2K"]);
+    expect(shown).toBe(
+      `${MODEL_TEXT_PREFIX}\\x1b]0;title\\x07half a line\\x0d\\x1b[2K\n✓ read_file ok 3 ms  read notes.txt\n`,
+    );
+  });
+
+  it("never lets a line of any model text start without the prefix (property)", () => {
+    fc.assert(
+      fc.property(fc.array(fc.string({ unit: "binary" }), { maxLength: 8 }), (pieces) => {
+        const lines = render(pieces).split("\n");
+        const harnessLine = lines.indexOf("✓ read_file ok 3 ms  read notes.txt");
+        expect(harnessLine).toBeGreaterThanOrEqual(0);
+        for (const line of lines.slice(0, harnessLine)) expect(line.startsWith(MODEL_TEXT_PREFIX)).toBe(true);
+        expect(lines.slice(0, harnessLine).join("\n")).not.toMatch(
+          /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/,
+        );
+      }),
+    );
+  });
+
+  it("colours the escaped text, so the only escape sequences are harness's own", () => {
+    const shown = render(["\u001b[31mred?\u001b[0m"], true);
+    expect(shown.replace(/\u001b\[\d+m/g, "")).not.toContain("\u001b");
+    expect(shown).toContain("\\x1b[31mred?\\x1b[0m");
+  });
+});
