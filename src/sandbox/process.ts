@@ -99,6 +99,8 @@ export async function runProcess(options: RunProcessOptions): Promise<ProcessRes
     };
   }
 
+  // The one spawn of a command in harness: callers reach it only through Executor.execute, which
+  // has already filtered the environment and wrapped the command in its sandbox.
   const child = spawn(options.file, options.args, {
     cwd: options.cwd,
     env: options.env,
