@@ -61,7 +61,8 @@ function kindProblem(point: string, kind: "notify" | "admit" | "wrap"): string |
 
 /**
  * A harness config file. Governance sections are validated strictly; `sandbox`, `shell`,
- * `models` and `env` belong to other modules and pass through as unknown.
+ * `acceptance`, `hook_commands`, `models` and `env` belong to other modules and pass through as
+ * unknown.
  */
 export const configFileSchema = z.strictObject({
   $schema: z.string().optional(),
@@ -70,6 +71,10 @@ export const configFileSchema = z.strictObject({
   hooks: hooksSchema.optional(),
   sandbox: z.unknown().optional(),
   shell: z.unknown().optional(),
+  /** How acceptance commands run (sandbox profile, variables passed): honoured in the user config only. */
+  acceptance: z.unknown().optional(),
+  /** How command hooks run (sandbox profile, variables passed): honoured in the user config only. */
+  hook_commands: z.unknown().optional(),
   models: z.unknown().optional(),
   env: z.unknown().optional(),
   /** Per-tool timeout overrides in milliseconds, e.g. {"shell": 300000}. */

@@ -18,6 +18,14 @@ const shellSection = z.strictObject({
   max_timeout_ms: z.number().int().positive().optional(),
 });
 
+/** How host-run commands of one kind (acceptance checks, command hooks) are confined. */
+const processSection = z.strictObject({
+  sandbox: z.enum(["off", "workspace-write", "read-only"]).optional(),
+  pass_env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/)).optional(),
+});
+
+export type ProcessSetting = z.infer<typeof processSection>;
+
 export interface SandboxSetting {
   profile: "off" | "workspace-write" | "read-only";
   bwrapPath?: string;
@@ -73,6 +81,29 @@ export function shellSetting(loaded: LoadedConfig): ShellSetting {
     Object.assign(merged, parse(shellSection, source.config.shell, source.label, "shell"));
   }
   return merged;
+}
+
+/**
+ * The `acceptance` or `hook_commands` section. These commands run on the user's behalf after the
+ * model worked (acceptance runs the model's code), so only the user config may loosen them: a
+ * project config, trusted or not, is part of the repository and could be written by the model or
+ * by whoever shipped the repository. A project section is ignored with a notice.
+ */
+export function processSetting(
+  loaded: LoadedConfig,
+  section: "acceptance" | "hook_commands",
+): { setting: ProcessSetting; notice?: string } {
+  const user = loaded.user;
+  const setting =
+    user?.config[section] === undefined
+      ? {}
+      : parse(processSection, user.config[section], user.label, section);
+  const project = loaded.project;
+  if (project?.config[section] === undefined) return { setting };
+  return {
+    setting,
+    notice: `${project.label}: "${section}" is ignored; only your user config can change how these commands run`,
+  };
 }
 
 export function modelProfiles(loaded: LoadedConfig): Record<string, ModelProfile> {

@@ -1,8 +1,10 @@
-import { spawn } from "node:child_process";
 import { homedir } from "node:os";
+import type { ExecuteResult, Executor, ProcessFacts, ProcessProfile } from "../sandbox/executor.js";
+import { SpawnError } from "../sandbox/process.js";
+import { SandboxUnavailableError } from "../sandbox/sandbox.js";
 import type { WorkspaceFs } from "../workspace/fs.js";
 
-export interface CheckOutcome {
+export interface CheckOutcome extends Partial<ProcessFacts> {
   name: string;
   passed: boolean;
   exit_code?: number | null;
@@ -41,73 +43,94 @@ export class FileEqualsCheck implements AcceptanceCheck {
 }
 
 const OUTPUT_TAIL_BYTES = 2048;
+const KILL_GRACE_MS = 2_000;
+
+export interface CommandCheckOptions {
+  /** Absolute host path of the workspace: where the command runs. */
+  workspace: string;
+  /** The executor every process goes through, and the profile acceptance commands run under. */
+  executor: Executor;
+  profile: ProcessProfile;
+  timeoutMs?: number;
+}
 
 /**
- * Runs a shell command in the workspace (host side, its own process group, stdin closed) and
- * passes when it exits 0 within the timeout. The recorded output tail has the workspace and
- * home paths replaced, so the journal holds no absolute host paths.
+ * Runs a shell command in the workspace and passes when it exits 0 within the timeout. The
+ * command runs the model's code (`npm test` runs the tests the model edited), so it goes through
+ * the executor like a shell call: sandboxed by its profile, filtered environment, whole process
+ * tree killed at the end, secrets scrubbed. The recorded output tail has the workspace and home
+ * paths replaced, so the journal holds no absolute host paths.
  */
 export class CommandCheck implements AcceptanceCheck {
   readonly name: string;
+  private readonly timeoutMs: number;
   constructor(
     private readonly command: string,
-    private readonly cwd: string,
-    private readonly timeoutMs = 600_000,
+    private readonly options: CommandCheckOptions,
   ) {
     this.name = command;
+    this.timeoutMs = options.timeoutMs ?? 600_000;
   }
 
-  run(signal: AbortSignal): Promise<CheckOutcome> {
+  async run(signal: AbortSignal): Promise<CheckOutcome> {
     const began = Date.now();
-    return new Promise((resolve) => {
-      const child = spawn("/bin/sh", ["-c", this.command], {
-        cwd: this.cwd,
-        detached: true,
-        stdio: ["ignore", "pipe", "pipe"],
-      });
-      let tail = Buffer.alloc(0);
-      const keep = (chunk: Buffer) => {
-        tail = Buffer.concat([tail, chunk]);
-        if (tail.length > OUTPUT_TAIL_BYTES) tail = tail.subarray(tail.length - OUTPUT_TAIL_BYTES);
-      };
-      child.stdout.on("data", keep);
-      child.stderr.on("data", keep);
-      const killGroup = () => {
-        try {
-          if (child.pid) process.kill(-child.pid, "SIGKILL");
-        } catch {
-          // already gone
-        }
-      };
-      const timer = setTimeout(killGroup, this.timeoutMs);
-      const onAbort = () => killGroup();
-      signal.addEventListener("abort", onAbort, { once: true });
-      const finish = (code: number | null, note?: string) => {
-        clearTimeout(timer);
-        signal.removeEventListener("abort", onAbort);
-        killGroup();
-        let output = scrubPaths(tail.toString("utf8"), this.cwd);
-        if (note) output = `${output}${output.endsWith("\n") || output === "" ? "" : "\n"}${note}`;
-        resolve({
-          name: this.name,
-          passed: code === 0,
-          exit_code: code,
-          duration_ms: Date.now() - began,
-          output,
-        });
-      };
-      child.on("error", (error) =>
-        finish(null, `could not start: ${(error as NodeJS.ErrnoException).code ?? "error"}`),
-      );
-      child.on("exit", (code, sig) => {
-        const note = sig
-          ? `terminated by ${sig}${Date.now() - began >= this.timeoutMs ? " (timeout)" : ""}`
-          : undefined;
-        // Give the pipes a moment to drain what the process wrote before it exited.
-        setImmediate(() => finish(code, note));
-      });
+    const { executor, profile, workspace } = this.options;
+    const facts = executor.factsFor("acceptance", profile);
+    const failed = (note: string): CheckOutcome => ({
+      name: this.name,
+      passed: false,
+      exit_code: null,
+      duration_ms: Date.now() - began,
+      output: note,
+      ...facts,
     });
+    let result: ExecuteResult;
+    try {
+      result = await executor.execute({
+        purpose: "acceptance",
+        argv: ["/bin/sh", "-c", this.command],
+        workspace,
+        profile,
+        timeoutMs: this.timeoutMs,
+        killGraceMs: KILL_GRACE_MS,
+        signal,
+        capture: { headBytes: 0, tailBytes: OUTPUT_TAIL_BYTES },
+      });
+    } catch (error) {
+      if (error instanceof SandboxUnavailableError) {
+        return failed(
+          `not run: ${error.message}. Install bubblewrap, or set "acceptance": {"sandbox": "off"} in your user config.`,
+        );
+      }
+      if (error instanceof SpawnError) return failed(`could not start: ${error.code ?? "error"}`);
+      throw error;
+    }
+    const note =
+      result.outcome === "timeout"
+        ? `timed out after ${this.timeoutMs} ms`
+        : result.outcome === "cancelled"
+          ? "cancelled"
+          : result.exitSignal !== null
+            ? `terminated by ${result.exitSignal}`
+            : undefined;
+    let output = scrubPaths(tailOf(result), workspace);
+    if (note) output = `${output}${output.endsWith("\n") || output === "" ? "" : "\n"}${note}`;
+    return {
+      name: this.name,
+      passed: result.outcome === "exited" && result.exitCode === 0,
+      exit_code: result.outcome === "exited" ? result.exitCode : null,
+      duration_ms: Date.now() - began,
+      output,
+      ...result.facts,
+    };
   }
+}
+
+/** The end of stdout, then the end of stderr: the two streams are captured separately. */
+function tailOf(result: ExecuteResult): string {
+  const parts = [result.stdout, result.stderr].map((stream) => `${stream.head}${stream.tail}`);
+  const joined = parts.filter((part) => part !== "").join(parts[0]?.endsWith("\n") ? "" : "\n");
+  return joined.length > OUTPUT_TAIL_BYTES ? joined.slice(joined.length - OUTPUT_TAIL_BYTES) : joined;
 }
 
 function scrubPaths(text: string, workspace: string): string {

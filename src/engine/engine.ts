@@ -94,6 +94,10 @@ export interface SpawnInfo {
   bootId: string;
   startTicks: number;
   sandboxed: boolean;
+  /** What the process ran under (journaled when known). */
+  purpose?: "shell" | "acceptance" | "hook";
+  sandbox_profile?: "workspace-write" | "read-only" | "none";
+  env_names?: string[];
 }
 
 /**
@@ -197,6 +201,9 @@ export class Engine {
           boot_id: info.bootId,
           start_ticks: info.startTicks,
           sandboxed: info.sandboxed,
+          ...(info.purpose ? { purpose: info.purpose } : {}),
+          ...(info.sandbox_profile ? { sandbox_profile: info.sandbox_profile } : {}),
+          ...(info.env_names ? { env_names: info.env_names } : {}),
         },
       });
     });

@@ -26,6 +26,12 @@ const evidence = z.object({
   events: z.number().int(),
 });
 const artifact = z.object({ id: z.string(), sha256: hex64, bytes: z.number().int() });
+/** What a process ran under (never environment values: only the names of the variables passed). */
+const processFacts = {
+  purpose: z.enum(["shell", "acceptance", "hook"]).optional(),
+  sandbox_profile: z.enum(["workspace-write", "read-only", "none"]).optional(),
+  env_names: z.array(z.string()).optional(),
+};
 
 export const EVENT_SCHEMAS = {
   "session.started": z.object({
@@ -121,6 +127,7 @@ export const EVENT_SCHEMAS = {
     boot_id: z.string(),
     start_ticks: z.number().int(),
     sandboxed: z.boolean(),
+    ...processFacts,
   }),
   "tool.retrying": z.object({
     call_id: z.string(),
@@ -177,6 +184,7 @@ export const EVENT_SCHEMAS = {
         exit_code: z.number().int().nullable().optional(),
         duration_ms: z.number(),
         output: z.string().optional(),
+        ...processFacts,
       }),
     ),
   }),

@@ -1,4 +1,6 @@
-import { spawn } from "node:child_process";
+import type { Executor, ProcessProfile, SpawnReport } from "../sandbox/executor.js";
+import { SpawnError } from "../sandbox/process.js";
+import { SandboxUnavailableError } from "../sandbox/sandbox.js";
 import type { HookPoint } from "./hook-points.js";
 import { type AdmitHook, type HookContext, HookFailure, type NotifyHook } from "./hooks.js";
 
@@ -12,36 +14,21 @@ export interface CommandHookSpec {
   timeoutMs?: number;
   /** Absolute workspace root: the command's working directory. */
   cwd: string;
-  /** The environment to filter (the caller passes it; only safe names reach the hook). */
-  env: Readonly<Record<string, string | undefined>>;
+  /** Starts the process: filtered environment, sandbox, process tree, secret scrubbing. */
+  executor: Executor;
+  /** How the hook is confined and which variables it sees (the user config decides). */
+  profile: ProcessProfile;
+  /** Called once the hook's process exists, so the session can journal what it runs under. */
+  onSpawn?: (report: SpawnReport & { callId: string }) => void | Promise<void>;
 }
 
 const MAX_STDOUT_BYTES = 64 * 1024;
-const MAX_STDERR_BYTES = 16 * 1024;
+/** Only the first line of stderr is used (the deny reason); keep a little more than that. */
+const CAPTURE_BYTES = MAX_STDOUT_BYTES + 1;
+/** The runner's own timeout aborts the hook; this backstop only matters for a caller without one. */
+const BACKSTOP_TIMEOUT_MS = 10 * 60_000;
 /** After the leader exits, how long its pipes may stay open (an escaped grandchild) before we stop reading. */
 const PIPE_DRAIN_MS = 1_000;
-
-const PASSED_ENV = new Set([
-  "PATH",
-  "HOME",
-  "USER",
-  "LOGNAME",
-  "LANG",
-  "LANGUAGE",
-  "TZ",
-  "TMPDIR",
-  "TERM",
-  "SHELL",
-]);
-
-/** Only locale and basic process variables: API keys and tokens never reach a hook. */
-export function filterHookEnv(env: Readonly<Record<string, string | undefined>>): Record<string, string> {
-  const filtered: Record<string, string> = {};
-  for (const [name, value] of Object.entries(env)) {
-    if (value !== undefined && (PASSED_ENV.has(name) || name.startsWith("LC_"))) filtered[name] = value;
-  }
-  return filtered;
-}
 
 /** The JSON a command hook reads on stdin. */
 export function commandHookInput(context: HookContext): string {
@@ -62,8 +49,9 @@ export function commandHookInput(context: HookContext): string {
 /**
  * An external command as a hook. Exit 0: stdout is the answer (`{"decision","reason"}` for
  * admit); exit 2: deny; any other exit, a signal, unparsable output or a timeout is a failure,
- * which denies an admit and is logged for notify. On timeout or cancellation the whole process
- * group is killed; it is also killed once the command exits, so no background child lingers.
+ * which denies an admit and is logged for notify. It runs through the executor like every other
+ * process: sandboxed by its profile, filtered environment, and its whole process tree killed on
+ * timeout, cancellation, or once the command exits, so no background child lingers.
  */
 export function commandHook(spec: CommandHookSpec): NotifyHook | AdmitHook {
   const name = spec.name ?? `command:${spec.command.slice(0, 60)}`;
@@ -73,9 +61,8 @@ export function commandHook(spec: CommandHookSpec): NotifyHook | AdmitHook {
     ...(spec.tools === undefined ? {} : { tools: spec.tools }),
     ...(spec.timeoutMs === undefined ? {} : { timeoutMs: spec.timeoutMs }),
   };
-  const env = filterHookEnv(spec.env);
   const run = async (context: HookContext, signal: AbortSignal): Promise<unknown> => {
-    const outcome = await runCommand(spec.command, spec.cwd, env, commandHookInput(context), signal);
+    const outcome = await runCommand(spec, context, signal);
     return interpret(spec.kind, outcome);
   };
   return spec.kind === "admit" ? { ...base, kind: "admit", run } : { ...base, kind: "notify", run };
@@ -115,85 +102,45 @@ function firstLine(text: string): string {
   return (text.split("\n").find((line) => line.trim() !== "") ?? "").trim().slice(0, 500);
 }
 
-function runCommand(
-  command: string,
-  cwd: string,
-  env: Record<string, string>,
-  stdin: string,
+async function runCommand(
+  spec: CommandHookSpec,
+  context: HookContext,
   signal: AbortSignal,
 ): Promise<CommandOutcome> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) {
-      reject(new HookFailure("cancelled before it started"));
-      return;
-    }
-    const child = spawn("/bin/sh", ["-c", command], {
-      cwd,
-      env,
-      detached: true,
-      stdio: ["pipe", "pipe", "pipe"],
+  if (signal.aborted) throw new HookFailure("cancelled before it started");
+  const onSpawn = spec.onSpawn;
+  try {
+    const result = await spec.executor.execute({
+      purpose: "hook",
+      argv: ["/bin/sh", "-c", spec.command],
+      workspace: spec.cwd,
+      profile: spec.profile,
+      timeoutMs: BACKSTOP_TIMEOUT_MS,
+      // A hook is a quick check: it gets no grace period to clean up.
+      killGraceMs: 0,
+      drainMs: PIPE_DRAIN_MS,
+      signal,
+      stdin: commandHookInput(context),
+      capture: { headBytes: CAPTURE_BYTES, tailBytes: 0 },
+      ...(onSpawn
+        ? { onSpawn: (report: SpawnReport) => onSpawn({ ...report, callId: context.callId }) }
+        : {}),
     });
-    const stdout: Buffer[] = [];
-    const stderr: Buffer[] = [];
-    let stdoutBytes = 0;
-    let stderrBytes = 0;
-    let overflow = false;
-    let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
-    let drainTimer: NodeJS.Timeout | undefined;
-    let done = false;
-
-    const killGroup = (): void => {
-      if (child.pid === undefined) return;
-      try {
-        process.kill(-child.pid, "SIGKILL");
-      } catch {
-        // ESRCH: the group is already gone.
-      }
+    if (result.outcome === "cancelled") throw new HookFailure("cancelled");
+    if (result.outcome === "timeout") throw new HookFailure("timed out");
+    return {
+      code: result.exitCode,
+      signal: result.exitSignal,
+      stdout: result.stdout.head,
+      stderr: result.stderr.head,
+      overflow: result.stdout.bytes > MAX_STDOUT_BYTES,
     };
-    const finish = (): void => {
-      if (done || exit === undefined) return;
-      done = true;
-      clearTimeout(drainTimer);
-      signal.removeEventListener("abort", onAbort);
-      resolve({
-        ...exit,
-        stdout: Buffer.concat(stdout).toString("utf8"),
-        stderr: Buffer.concat(stderr).toString("utf8"),
-        overflow,
-      });
-    };
-    const onAbort = (): void => killGroup();
-    signal.addEventListener("abort", onAbort, { once: true });
-
-    child.stdout.on("data", (chunk: Buffer) => {
-      stdoutBytes += chunk.length;
-      if (stdoutBytes > MAX_STDOUT_BYTES) {
-        overflow = true;
-        killGroup();
-      } else stdout.push(chunk);
-    });
-    child.stderr.on("data", (chunk: Buffer) => {
-      if (stderrBytes < MAX_STDERR_BYTES) stderr.push(chunk);
-      stderrBytes += chunk.length;
-    });
-    child.stdin.on("error", () => {
-      // The hook may exit without reading its input (EPIPE); its exit status still decides.
-    });
-    child.on("error", (error: NodeJS.ErrnoException) => {
-      signal.removeEventListener("abort", onAbort);
-      done = true;
-      reject(new HookFailure(`could not start (${error.code ?? "spawn error"})`));
-    });
-    child.on("exit", (code, exitSignal) => {
-      exit = { code, signal: exitSignal };
-      killGroup();
-      drainTimer = setTimeout(() => {
-        child.stdout.destroy();
-        child.stderr.destroy();
-        finish();
-      }, PIPE_DRAIN_MS);
-    });
-    child.on("close", finish);
-    child.stdin.end(stdin);
-  });
+  } catch (error) {
+    if (error instanceof HookFailure) throw error;
+    if (error instanceof SandboxUnavailableError)
+      throw new HookFailure(`could not start (sandbox unavailable)`);
+    if (error instanceof SpawnError)
+      throw new HookFailure(`could not start (${error.code ?? "spawn error"})`);
+    throw error;
+  }
 }

@@ -2,16 +2,47 @@ import { isAbsolute, resolve } from "node:path";
 import { ConfigError } from "../config/errors.js";
 import { type ConfigSource, configDirectory, type LoadedConfig } from "../config/load.js";
 import type { HookEntryConfig } from "../config/schema.js";
+import { processSetting } from "../config/sections.js";
+import { createSandbox } from "../sandbox/create.js";
+import { Executor, type ProcessProfile, type SpawnReport } from "../sandbox/executor.js";
+import { commandProfile, type SandboxOverride } from "../sandbox/profiles.js";
 import { importFile } from "../shared/import-file.js";
-import { commandHook } from "./command-hook.js";
+import { type CommandHookSpec, commandHook } from "./command-hook.js";
 import { HOOK_POINTS, type HookPoint, WRAP_POINT } from "./hook-points.js";
 import type { Hook } from "./hooks.js";
 
 export interface ConfigHooksOptions {
   /** Absolute workspace root: command hooks run there. */
   workspaceRoot: string;
-  /** The environment command hooks filter from. */
+  /** The environment command hooks filter from (when no executor is given). */
   env: Readonly<Record<string, string | undefined>>;
+  /** The session's executor (shared with the shell and acceptance checks). */
+  executor?: Executor;
+  /** What the session imposes over the configured profile (see SandboxOverride). */
+  sandboxOverride?: SandboxOverride;
+  /** Where bubblewrap lives, when the user config says. */
+  bwrapPath?: string;
+  /** Called when a hook's process exists (the engine journals it). */
+  onSpawn?: (report: SpawnReport & { callId: string }) => void | Promise<void>;
+}
+
+/**
+ * Command hooks run read-only by default: a hook observes a call or decides on it, so it needs to
+ * read the workspace but has no business changing it or reaching the network, and a hook that
+ * runs on every call must not become a way around the policy it enforces. A user who wants a hook
+ * to post a notification or write a log sets `"hook_commands": {"sandbox": "off"}` (or
+ * `workspace-write`, with `pass_env` for the variables it needs) in the user config.
+ */
+export const DEFAULT_HOOK_PROFILE = "read-only";
+
+/** The profile command hooks run under: the user config's `hook_commands`, then the session's override. */
+export function hookProcessProfile(loaded: LoadedConfig, options: ConfigHooksOptions): ProcessProfile {
+  const { setting } = processSetting(loaded, "hook_commands");
+  const profile = commandProfile(setting.sandbox, DEFAULT_HOOK_PROFILE, options.sandboxOverride);
+  return {
+    sandbox: createSandbox({ profile, ...(options.bwrapPath ? { bwrapPath: options.bwrapPath } : {}) }),
+    env: setting.pass_env ? { pass: setting.pass_env } : {},
+  };
 }
 
 /**
@@ -22,17 +53,24 @@ export async function hooksFromConfig(loaded: LoadedConfig, options: ConfigHooks
   const sources: ConfigSource[] = [];
   if (loaded.user !== undefined) sources.push(loaded.user);
   if (loaded.project !== undefined && loaded.projectTrusted) sources.push(loaded.project);
+  const commands: CommandRunner = {
+    executor: options.executor ?? new Executor({ environment: options.env }),
+    profile: hookProcessProfile(loaded, options),
+    ...(options.onSpawn ? { onSpawn: options.onSpawn } : {}),
+  };
   const hooks: Hook[] = [];
   for (const source of sources) {
     const config = source.config.hooks ?? {};
     for (const point of [...HOOK_POINTS, WRAP_POINT] as const) {
       for (const [index, entry] of (config[point] ?? []).entries()) {
-        hooks.push(await hookOf(source, point, index, entry, options));
+        hooks.push(await hookOf(source, point, index, entry, options, commands));
       }
     }
   }
   return hooks;
 }
+
+type CommandRunner = Pick<CommandHookSpec, "executor" | "profile" | "onSpawn">;
 
 async function hookOf(
   source: ConfigSource,
@@ -40,6 +78,7 @@ async function hookOf(
   index: number,
   entry: HookEntryConfig,
   options: ConfigHooksOptions,
+  commands: CommandRunner,
 ): Promise<Hook> {
   const where = `hooks.${point}[${index}]`;
   const common = {
@@ -55,7 +94,7 @@ async function hookOf(
       command: entry.command,
       name: entry.name ?? `${source.kind}:${point}[${index}]`,
       cwd: options.workspaceRoot,
-      env: options.env,
+      ...commands,
       ...common,
     });
   }

@@ -154,6 +154,8 @@ async function runProbe(bwrapPath: string): Promise<ProbeOutcome> {
     "true",
   ];
   return new Promise((resolve) => {
+    // Not through the executor: this runs bwrap itself with the fixed argument `true` (no user or
+    // model input) to learn whether the executor can sandbox anything at all.
     execFile(
       bwrapPath,
       args,

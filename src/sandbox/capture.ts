@@ -1,5 +1,6 @@
 import type { Readable } from "node:stream";
 import type { ArtifactRef, ArtifactSink, ArtifactStore } from "../tools/tool.js";
+import type { ByteFilter } from "./scrub.js";
 
 export interface CaptureLimits {
   /** Bytes kept from the start of the stream. */
@@ -43,24 +44,31 @@ export class OutputCapture {
   #sink: ArtifactSink | undefined;
   #artifactError: string | undefined;
 
+  /** `filter` (secret scrubbing) sees every byte before the preview and the artifact do. */
   constructor(
     private readonly limits: CaptureLimits,
     private readonly artifacts: ArtifactStore | undefined,
+    private readonly filter?: ByteFilter,
   ) {}
 
   /** Read the stream to its end (or until it is destroyed). Never rejects. */
   async consume(stream: Readable): Promise<void> {
     try {
       for await (const chunk of stream) {
-        const bytes = typeof chunk === "string" ? Buffer.from(chunk) : (chunk as Buffer);
-        if (bytes.length === 0) continue;
-        this.#take(bytes);
-        await this.#store(bytes);
+        const raw = typeof chunk === "string" ? Buffer.from(chunk) : (chunk as Buffer);
+        await this.#accept(this.filter === undefined ? raw : this.filter.write(raw));
       }
     } catch {
       // Destroyed after the process tree was killed (a pipe held by an escaped process): what
       // arrived so far is the output.
     }
+    if (this.filter !== undefined) await this.#accept(this.filter.end());
+  }
+
+  async #accept(bytes: Buffer): Promise<void> {
+    if (bytes.length === 0) return;
+    this.#take(bytes);
+    await this.#store(bytes);
   }
 
   /** Seal the artifact and describe the stream. Call once, after consume settled. */

@@ -1,7 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import type { Readable } from "node:stream";
+import type { Readable, Writable } from "node:stream";
 import type { ArtifactStore } from "../tools/tool.js";
 import { type CaptureLimits, DEFAULT_CAPTURE_LIMITS, OutputCapture, type StreamSummary } from "./capture.js";
+import type { ByteFilter } from "./scrub.js";
 import {
   identifySpawn,
   type ProcessTree,
@@ -39,6 +40,10 @@ export interface RunProcessOptions {
    * (see killSurvivors). If it throws, the tree is killed and runProcess rejects.
    */
   onSpawn?: (identity: SpawnIdentity) => void | Promise<void>;
+  /** Written to the process's stdin, which is then closed. Without it, stdin is /dev/null. */
+  stdin?: string;
+  /** A fresh filter per output stream (secret scrubbing), applied before previews and artifacts. */
+  outputFilter?: () => ByteFilter;
 }
 
 export type ProcessOutcome = "exited" | "timeout" | "cancelled";
@@ -71,15 +76,16 @@ const EXIT_SETTLE_MS = 5_000;
 /**
  * Run one process as the leader of its own process group, stream its output into bounded
  * captures and artifacts, and make sure that when it ends — by itself, by timeout or by
- * cancellation — every process of its tree is gone before this resolves. stdin is /dev/null.
+ * cancellation — every process of its tree is gone before this resolves. stdin is /dev/null
+ * unless `stdin` is given.
  *
  * Resolves for every outcome of a started process; rejects only with SpawnError (nothing ran)
  * or when onSpawn throws (the tree was killed first).
  */
 export async function runProcess(options: RunProcessOptions): Promise<ProcessResult> {
   const limits = options.capture ?? DEFAULT_CAPTURE_LIMITS;
-  const stdout = new OutputCapture(limits, options.artifacts);
-  const stderr = new OutputCapture(limits, options.artifacts);
+  const stdout = new OutputCapture(limits, options.artifacts, options.outputFilter?.());
+  const stderr = new OutputCapture(limits, options.artifacts, options.outputFilter?.());
   const started = performance.now();
   if (options.signal?.aborted) {
     return {
@@ -93,12 +99,14 @@ export async function runProcess(options: RunProcessOptions): Promise<ProcessRes
     };
   }
 
+  // The one spawn of a command in harness: callers reach it only through Executor.execute, which
+  // has already filtered the environment and wrapped the command in its sandbox.
   const child = spawn(options.file, options.args, {
     cwd: options.cwd,
     env: options.env,
     detached: true,
     stdio: [
-      "ignore",
+      options.stdin === undefined ? "ignore" : "pipe",
       "pipe",
       "pipe",
       ...Array.from({ length: options.extraPipes ?? 0 }, () => "pipe" as const),
@@ -113,6 +121,7 @@ export async function runProcess(options: RunProcessOptions): Promise<ProcessRes
   });
   // Later errors (none are expected once spawned) must not crash the harness process.
   child.on("error", () => undefined);
+  if (options.stdin !== undefined) writeInput(child.stdin!, options.stdin);
   const pid = child.pid!;
   const tree = options.createTree?.(child) ?? processGroupTree(pid);
   const graceMs = options.killGraceMs ?? 2_000;
@@ -180,6 +189,12 @@ async function within<T>(promise: Promise<T>, ms: number): Promise<{ value: T } 
   } finally {
     clearTimeout(timer);
   }
+}
+
+function writeInput(stdin: Writable, text: string): void {
+  // The process may exit without reading its input (EPIPE); its exit status still decides.
+  stdin.on("error", () => undefined);
+  stdin.end(text);
 }
 
 function destroyPipes(child: ChildProcess): void {

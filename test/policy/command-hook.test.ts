@@ -2,8 +2,11 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { commandHook, filterHookEnv } from "../../src/policy/command-hook.js";
+import { commandHook } from "../../src/policy/command-hook.js";
 import { type HookInput, HookRunner } from "../../src/policy/hooks.js";
+import { filterEnvironment } from "../../src/sandbox/env.js";
+import { Executor } from "../../src/sandbox/executor.js";
+import { NoSandbox } from "../../src/sandbox/none.js";
 
 let workspace: string;
 const env = { PATH: process.env.PATH, HOME: "/nonexistent", OPENAI_API_KEY: "sk-secret-value", LC_ALL: "C" };
@@ -31,7 +34,10 @@ function runner(command: string, kind: "admit" | "notify" = "admit", timeoutMs =
       name: "ext",
       timeoutMs,
       cwd: workspace,
-      env,
+      // The hook protocol itself, without a sandbox (test/policy/command-hook-sandbox.test.ts
+      // covers the default read-only profile).
+      executor: new Executor({ environment: env }),
+      profile: { sandbox: new NoSandbox(), env: {} },
     }),
   ]);
 }
@@ -129,7 +135,7 @@ describe("external command hooks", () => {
     const seen = await readFile(join(workspace, "env.txt"), "utf8");
     expect(seen).not.toContain("sk-secret-value");
     expect(seen).toContain("LC_ALL=C");
-    expect(filterHookEnv(env)).toEqual({ PATH: process.env.PATH, HOME: "/nonexistent", LC_ALL: "C" });
+    expect(filterEnvironment(env)).toEqual({ PATH: process.env.PATH, HOME: "/nonexistent", LC_ALL: "C" });
   });
 
   it("as notify: observes on exit 0, records an error otherwise, never vetoes", async () => {

@@ -49,6 +49,8 @@ describe("hooks from config", () => {
         after_execute: [{ kind: "notify", command: "cat > notified.json" }],
         execute: [{ kind: "wrap", module: "hooks/timer.mjs" }],
       },
+      // Command hooks are read-only by default; this one records what it was sent.
+      hook_commands: { sandbox: "workspace-write" },
     });
     const { hooks } = await govern();
     expect(hooks.map((hook) => [hook.name, hook.kind])).toEqual([

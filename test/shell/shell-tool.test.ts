@@ -225,10 +225,20 @@ describe("shell tool (unsandboxed)", () => {
       allowEnv: ["PROJECT_MODE", "PROJECT_SECRET"],
       passEnv: ["EXPLICIT_TOKEN"],
     });
-    const output = await tool.execute({ command: "env" }, context);
+    const output = await tool.execute(
+      { command: 'env; test "$EXPLICIT_TOKEN" = passed-on-purpose && echo explicit-token-received' },
+      context,
+    );
     const text = ((output.data as Record<string, unknown>).stdout as StreamData).head;
     expect(text).not.toContain("canary");
-    expect(text).toContain("EXPLICIT_TOKEN=passed-on-purpose");
+    // Filtered, not only scrubbed: the credential-looking names never reach the command.
+    expect(text).not.toMatch(
+      /^(HARNESS_TEST_API_KEY|GITHUB_TOKEN|OPENAI_API_KEY|DB_PASSWORD|PROJECT_SECRET|UNLISTED)=/m,
+    );
+    // Passed on purpose, it reaches the command; its value is still scrubbed from the output.
+    expect(text).toContain("explicit-token-received");
+    expect(text).toContain("EXPLICIT_TOKEN=[redacted:EXPLICIT_TOKEN]");
+    expect(text).not.toContain("passed-on-purpose");
     expect(text).toContain("PROJECT_MODE=dev");
     expect(text).toContain("HOME=/home/test");
     expect(text).toContain("LC_ALL=C.UTF-8");
@@ -243,6 +253,7 @@ describe("shell tool (unsandboxed)", () => {
       const text = ((output.data as Record<string, unknown>).stdout as StreamData).head;
       expect(text).toContain("end");
       expect(text).not.toContain("canary");
+      expect(text).not.toMatch(/^(HARNESS_TEST_API_KEY|GITHUB_TOKEN)=/m);
     } finally {
       delete process.env.HARNESS_TEST_API_KEY;
       delete process.env.GITHUB_TOKEN;

@@ -1,4 +1,4 @@
-import { type CheckOutcome, CommandCheck } from "../../engine/acceptance.js";
+import type { CheckOutcome } from "../../engine/acceptance.js";
 import { SessionState } from "../../engine/state.js";
 import { SESSION_ID_PATTERN } from "../../journal/session-path.js";
 import type { AnyNewEvent } from "../../journal/vocabulary.js";
@@ -9,6 +9,7 @@ import { WorkspaceError, type WorkspaceFs } from "../../workspace/fs.js";
 import { versionOf } from "../../workspace/version.js";
 import { parse, positiveInt } from "../args.js";
 import { EXIT } from "../exit-codes.js";
+import { standaloneAcceptance } from "../setup.js";
 import { colorEnabled, createStyle, type Style } from "../style.js";
 import { UsageError } from "../usage-error.js";
 import { type OpenedWorkspace, openWorkspace } from "../workspace.js";
@@ -103,6 +104,10 @@ export const applyCommand = {
     if (commands.some((command) => command.trim() === "")) throw new UsageError("--accept needs a command");
     const workspace = await openWorkspace(values.workspace);
     await requireSession(workspace, sessionId);
+    const acceptanceRunner = await standaloneAcceptance(workspace.root, process.env);
+    if (commands.length > 0) {
+      for (const notice of acceptanceRunner.notices) process.stderr.write(`harness: note: ${notice}\n`);
+    }
 
     const writer = await workspace.backend.openWriter(sessionId, { create: false });
     const header = SessionState.from(writer.records).header;
@@ -130,7 +135,7 @@ export const applyCommand = {
         const signal = new AbortController().signal;
         const checks: CheckOutcome[] = [];
         for (const command of commands) {
-          checks.push(await new CommandCheck(command, workspace.root, acceptTimeout).run(signal));
+          checks.push(await acceptanceRunner.check(command, acceptTimeout).run(signal));
         }
         acceptance = { accepted: checks.every((c) => c.passed), checks };
         await record({ type: "acceptance.checked", data: acceptance });

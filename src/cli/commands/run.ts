@@ -1,11 +1,11 @@
-import { CommandCheck } from "../../engine/acceptance.js";
 import { SessionState } from "../../engine/state.js";
 import { SESSION_ID_PATTERN } from "../../journal/session-path.js";
 import { PROVIDER_KINDS } from "../../providers/config.js";
+import { isLooser, profileOf } from "../../sandbox/profiles.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { oneOf, parse, positiveInt } from "../args.js";
 import { runSession } from "../session-runner.js";
-import { buildSetup, effectiveFlags, type RunFlags } from "../setup.js";
+import { buildSetup, effectiveFlags, type RunFlags, type SandboxFlag } from "../setup.js";
 import { UsageError } from "../usage-error.js";
 import { newSessionId, openWorkspace } from "../workspace.js";
 
@@ -60,7 +60,9 @@ Permissions:
   --read-path PATH, --edit-path PATH
                              task scope: the only files that may be read / edited (repeatable;
                              an edit path must also be a read path; checked at every call)
-  --sandbox PROFILE          workspace-write (default) | read-only | off, for shell commands
+  --sandbox PROFILE          workspace-write (default) | read-only | off, for shell commands;
+                             read-only also binds acceptance commands and hooks, off turns
+                             their sandbox off too (a resume may tighten it, never loosen it)
   --tools SET                readonly | coding (default) | shell-only | files | name,name,...
 
 Run:
@@ -155,7 +157,9 @@ async function startOrResume(
   }
   const recorded = records.length > 0 ? SessionState.from(records).header : undefined;
   const interactive = process.stdin.isTTY === true && process.stderr.isTTY === true;
-  const flags = effectiveFlags(givenFlags(values), recorded?.options, interactive);
+  const given = givenFlags(values);
+  if (recorded !== undefined) refuseLooserSandbox(given.sandbox, recorded.options?.sandbox);
+  const flags = effectiveFlags(given, recorded?.options, interactive);
   if (recorded?.provider.kind === "scripted" && values.script === undefined) {
     throw new UsageError(
       `this session uses the scripted model "${String(recorded.provider.name)}"; pass it again with --script FILE`,
@@ -182,11 +186,30 @@ async function startOrResume(
     mode,
     ...(goal !== undefined ? { goal } : {}),
     setup,
-    acceptance: commands.map((command) => new CommandCheck(command, workspace.root, acceptTimeout)),
+    acceptance: commands.map((command) => setup.acceptanceCheck(command, acceptTimeout)),
     limits,
     json: values.json === true,
     events: values.events === true,
   });
+}
+
+/**
+ * A resumed session keeps the isolation it was started with: the command line of a resume (which
+ * a script or another person may type) cannot give its commands more access than was recorded.
+ * Tightening is fine. A looser profile needs a new session.
+ */
+function refuseLooserSandbox(given: SandboxFlag | undefined, recorded: unknown): void {
+  if (given === undefined) return;
+  const baseline: SandboxFlag =
+    recorded === "off" || recorded === "read-only" || recorded === "workspace-write"
+      ? recorded
+      : "workspace-write";
+  if (isLooser(profileOf(given), profileOf(baseline))) {
+    throw new UsageError(
+      `--sandbox ${given} would give this resumed session's commands more access than it was started with ` +
+        `(${baseline}); start a new session to change it`,
+    );
+  }
 }
 
 function givenFlags(values: Parsed["values"]): RunFlags {

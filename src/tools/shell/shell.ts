@@ -2,10 +2,15 @@ import { realpath } from "node:fs/promises";
 import { z } from "zod";
 import type { CaptureLimits } from "../../sandbox/capture.js";
 import { createSandbox } from "../../sandbox/create.js";
-import { filterEnvironment } from "../../sandbox/env.js";
-import { type RunProcessOptions, runProcess, SpawnError } from "../../sandbox/process.js";
+import {
+  type ExecuteRequest,
+  type ExecuteResult,
+  Executor,
+  type ProcessProfile,
+  type SpawnReport,
+} from "../../sandbox/executor.js";
+import { SpawnError } from "../../sandbox/process.js";
 import { type Sandbox, type SandboxConfig, SandboxUnavailableError } from "../../sandbox/sandbox.js";
-import type { SpawnIdentity } from "../../sandbox/tree.js";
 import { findSandboxViolation } from "../../sandbox/violation.js";
 import { ToolError } from "../errors.js";
 import { defineTool, type ToolContext, type ToolDefinition, type ToolOutput } from "../tool.js";
@@ -29,10 +34,8 @@ export const shellInput = z.strictObject({
 export type ShellArgs = z.infer<typeof shellInput>;
 
 /** What the engine learns when a command's process group exists, before the tool waits on it. */
-export interface ShellSpawnInfo extends SpawnIdentity {
+export interface ShellSpawnInfo extends SpawnReport {
   callId: string;
-  /** Whether the group runs inside the OS sandbox (then harness's death kills it by itself). */
-  sandboxed: boolean;
 }
 
 export interface ShellToolOptions {
@@ -57,12 +60,29 @@ export interface ShellToolOptions {
    * fails with RUNTIME_EXCEPTION.
    */
   onSpawn?: (info: ShellSpawnInfo) => void | Promise<void>;
-  /** Where the environment is taken from. Default process.env. */
+  /** Where the environment is taken from. Default process.env. Ignored when `executor` is given. */
   environment?: Readonly<Record<string, string | undefined>>;
+  /** The executor that starts every process (shared with acceptance checks and hooks). */
+  executor?: Executor;
+  /**
+   * Why no command may run in this session (e.g. a read-only run without a sandbox to enforce
+   * it). Every call is then denied with this reason, and nothing is started.
+   */
+  refusal?: string;
 }
 
 export function createShellTool(options: ShellToolOptions): ToolDefinition<ShellArgs> {
   const sandbox = "ensureAvailable" in options.sandbox ? options.sandbox : createSandbox(options.sandbox);
+  const executor =
+    options.executor ??
+    new Executor(options.environment === undefined ? {} : { environment: options.environment });
+  const profile: ProcessProfile = {
+    sandbox,
+    env: {
+      ...(options.allowEnv ? { allow: options.allowEnv } : {}),
+      ...(options.passEnv ? { pass: options.passEnv } : {}),
+    },
+  };
   const maxTimeoutMs = options.maxTimeoutMs ?? 600_000;
   const defaultTimeoutMs = options.defaultTimeoutMs ?? Math.min(120_000, maxTimeoutMs);
   const killGraceMs = options.killGraceMs ?? 2_000;
@@ -73,7 +93,7 @@ export function createShellTool(options: ShellToolOptions): ToolDefinition<Shell
   return defineTool<ShellArgs>({
     name: "shell",
     version: "1",
-    description: describeTool(sandbox, defaultTimeoutMs, maxTimeoutMs),
+    description: describeTool(sandbox, defaultTimeoutMs, maxTimeoutMs, options.refusal),
     input: shellInput,
     effect: "process_execution",
     idempotency: "non_idempotent",
@@ -108,6 +128,8 @@ export function createShellTool(options: ShellToolOptions): ToolDefinition<Shell
     execute: (args, context) =>
       runShell(args, context, {
         sandbox,
+        executor,
+        profile,
         timeoutMs: args.timeout_ms ?? defaultTimeoutMs,
         killGraceMs,
         options,
@@ -117,6 +139,8 @@ export function createShellTool(options: ShellToolOptions): ToolDefinition<Shell
 
 interface ShellRun {
   sandbox: Sandbox;
+  executor: Executor;
+  profile: ProcessProfile;
   timeoutMs: number;
   killGraceMs: number;
   options: ShellToolOptions;
@@ -129,32 +153,30 @@ async function runShell(args: ShellArgs, context: ToolContext, run: ShellRun): P
       "shell needs an on-disk workspace; this session's workspace is not a directory",
     );
   }
+  if (run.options.refusal !== undefined) throw new ToolError("POLICY_DENIED", run.options.refusal);
   if (context.signal.aborted) throw new ToolError("CANCELLED", "cancelled before the command started");
-  await ensureSandbox(run.sandbox);
 
   const { sandbox, options } = run;
   const workspace = await realpath(context.hostRoot).catch(() => {
     throw new ToolError("RUNTIME_EXCEPTION", "the workspace directory is not accessible");
   });
-  const env = filterEnvironment(options.environment ?? process.env, {
-    allow: options.allowEnv,
-    pass: options.passEnv,
-  });
-  const launch = await sandbox.prepare({ argv: [locateShell(env.PATH), "-c", args.command], workspace, env });
-  const processOptions: RunProcessOptions = {
-    ...launch,
+  const request: ExecuteRequest = {
+    purpose: "shell",
+    argv: [locateShell(run.executor.environment.PATH), "-c", args.command],
+    workspace,
+    profile: run.profile,
     timeoutMs: run.timeoutMs,
     signal: context.signal,
     killGraceMs: run.killGraceMs,
     artifacts: context.artifacts,
   };
-  if (options.output !== undefined) processOptions.capture = options.output;
+  if (options.output !== undefined) request.capture = options.output;
   const onSpawn = options.onSpawn;
   let spawnNotRecorded = false;
   if (onSpawn !== undefined) {
-    processOptions.onSpawn = async (identity) => {
+    request.onSpawn = async (report) => {
       try {
-        await onSpawn({ ...identity, callId: context.callId, sandboxed: sandbox.isolating });
+        await onSpawn({ ...report, callId: context.callId });
       } catch (error) {
         spawnNotRecorded = true;
         throw error;
@@ -162,10 +184,11 @@ async function runShell(args: ShellArgs, context: ToolContext, run: ShellRun): P
     };
   }
 
-  let result: Awaited<ReturnType<typeof runProcess>>;
+  let result: ExecuteResult;
   try {
-    result = await runProcess(processOptions);
+    result = await run.executor.execute(request);
   } catch (error) {
+    if (error instanceof SandboxUnavailableError) throw unavailable(error, sandbox);
     if (error instanceof SpawnError) {
       throw new ToolError(
         "RUNTIME_EXCEPTION",
@@ -200,19 +223,14 @@ async function runShell(args: ShellArgs, context: ToolContext, run: ShellRun): P
   return output;
 }
 
-async function ensureSandbox(sandbox: Sandbox): Promise<void> {
-  try {
-    await sandbox.ensureAvailable();
-  } catch (error) {
-    if (!(error instanceof SandboxUnavailableError)) throw error;
-    throw new ToolError(
-      "SANDBOX_UNAVAILABLE",
-      `${error.message}. The command was not run. To enable the sandbox, install bubblewrap ` +
-        `(e.g. \`apt-get install bubblewrap\`). To run commands without a sandbox, the user can opt out ` +
-        `with \`--sandbox off\` on the command line or \`"sandbox": "off"\` in the config.`,
-      { data: { reason: error.reason, sandbox: sandbox.profile } },
-    );
-  }
+function unavailable(error: SandboxUnavailableError, sandbox: Sandbox): ToolError {
+  return new ToolError(
+    "SANDBOX_UNAVAILABLE",
+    `${error.message}. The command was not run. To enable the sandbox, install bubblewrap ` +
+      `(e.g. \`apt-get install bubblewrap\`). To run commands without a sandbox, the user can opt out ` +
+      `with \`--sandbox off\` on the command line or \`"sandbox": "off"\` in the config.`,
+    { data: { reason: error.reason, sandbox: sandbox.profile } },
+  );
 }
 
 /** A ToolError whose message is the whole observation: a failing command is a normal result. */
@@ -228,7 +246,14 @@ function firstLine(command: string): string {
   return line.length > 80 ? `${line.slice(0, 77)}...` : line;
 }
 
-function describeTool(sandbox: Sandbox, defaultTimeoutMs: number, maxTimeoutMs: number): string {
+function describeTool(
+  sandbox: Sandbox,
+  defaultTimeoutMs: number,
+  maxTimeoutMs: number,
+  refusal: string | undefined,
+): string {
+  if (refusal !== undefined)
+    return `Run a bash command line in the workspace. Not available in this session: ${refusal}`;
   const isolation =
     sandbox.profile === "workspace-write"
       ? "It runs in a sandbox: the workspace is writable (except .harness/, .git/hooks and .git/config), " +

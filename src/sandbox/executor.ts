@@ -1,0 +1,124 @@
+import type { ArtifactStore } from "../tools/tool.js";
+import type { CaptureLimits } from "./capture.js";
+import { type EnvPolicy, filterEnvironment } from "./env.js";
+import { type ProcessResult, type RunProcessOptions, runProcess } from "./process.js";
+import type { Sandbox, SandboxProfile } from "./sandbox.js";
+import { type Secret, secretFilter, secretsOf } from "./scrub.js";
+import type { SpawnIdentity } from "./tree.js";
+
+/**
+ * The one way harness starts a process on behalf of a model or a configuration. Every shell
+ * call, acceptance command and command hook goes through `Executor.execute`, which applies the
+ * same policy to each: the environment filtered by one filter (env.ts), the command wrapped in
+ * its sandbox profile, the whole process tree owned and killed (runProcess), output bounded and
+ * streamed to artifacts, and the values of secrets in harness's own environment scrubbed from
+ * that output before anyone sees it.
+ */
+
+/** Why a process runs. MCP stdio servers will be the next purpose. */
+export type ProcessPurpose = "shell" | "acceptance" | "hook";
+
+/** What a process runs under: how it is confined and which variables it may see. */
+export interface ProcessProfile {
+  sandbox: Sandbox;
+  env: EnvPolicy;
+}
+
+/** What the journal records about a process: never the environment's values, only names. */
+export interface ProcessFacts {
+  purpose: ProcessPurpose;
+  sandbox_profile: SandboxProfile;
+  /** Names of the variables the process received, sorted. */
+  env_names: string[];
+}
+
+export interface SpawnReport extends SpawnIdentity, ProcessFacts {
+  /** Whether the process tree is inside the OS sandbox (then harness's death kills it by itself). */
+  sandboxed: boolean;
+}
+
+export interface ExecuteRequest {
+  purpose: ProcessPurpose;
+  /** argv[0] is an absolute executable path (the sandbox does no PATH lookup). */
+  argv: readonly string[];
+  /** Absolute host path of the workspace: the working directory. */
+  workspace: string;
+  profile: ProcessProfile;
+  timeoutMs: number;
+  killGraceMs?: number;
+  drainMs?: number;
+  signal?: AbortSignal;
+  artifacts?: ArtifactStore;
+  capture?: CaptureLimits;
+  stdin?: string;
+  /**
+   * Called once the process tree exists, before waiting on it (the engine journals it). If it
+   * throws, the tree is killed and execute rejects with what it threw.
+   */
+  onSpawn?: (report: SpawnReport) => void | Promise<void>;
+}
+
+export interface ExecuteResult extends ProcessResult {
+  facts: ProcessFacts;
+}
+
+export interface ExecutorOptions {
+  /** harness's own environment: what commands' environments are filtered from. Default process.env. */
+  environment?: Readonly<Record<string, string | undefined>>;
+  /** Variables whose values are secrets whatever their names (e.g. the provider key variable). */
+  secretNames?: readonly string[];
+}
+
+export class Executor {
+  readonly environment: Readonly<Record<string, string | undefined>>;
+  readonly secrets: readonly Secret[];
+
+  constructor(options: ExecutorOptions = {}) {
+    this.environment = options.environment ?? process.env;
+    this.secrets = secretsOf(this.environment, options.secretNames);
+  }
+
+  /** The facts a process with this profile would run under (for a caller that reports before running). */
+  factsFor(purpose: ProcessPurpose, profile: ProcessProfile): ProcessFacts {
+    return {
+      purpose,
+      sandbox_profile: profile.sandbox.profile,
+      env_names: Object.keys(filterEnvironment(this.environment, profile.env)).sort(),
+    };
+  }
+
+  /**
+   * Run one process to its end. Rejects with SandboxUnavailableError (nothing ran), SpawnError
+   * (nothing ran) or what onSpawn threw (the tree was killed); resolves for every outcome of a
+   * process that started.
+   */
+  async execute(request: ExecuteRequest): Promise<ExecuteResult> {
+    const { sandbox } = request.profile;
+    await sandbox.ensureAvailable();
+    const env = filterEnvironment(this.environment, request.profile.env);
+    const launch = await sandbox.prepare({ argv: request.argv, workspace: request.workspace, env });
+    const facts: ProcessFacts = {
+      purpose: request.purpose,
+      sandbox_profile: sandbox.profile,
+      env_names: Object.keys(launch.env).sort(),
+    };
+    const secrets = this.secrets;
+    const options: RunProcessOptions = {
+      ...launch,
+      timeoutMs: request.timeoutMs,
+      outputFilter: () => secretFilter(secrets),
+    };
+    if (request.killGraceMs !== undefined) options.killGraceMs = request.killGraceMs;
+    if (request.drainMs !== undefined) options.drainMs = request.drainMs;
+    if (request.signal !== undefined) options.signal = request.signal;
+    if (request.artifacts !== undefined) options.artifacts = request.artifacts;
+    if (request.capture !== undefined) options.capture = request.capture;
+    if (request.stdin !== undefined) options.stdin = request.stdin;
+    const onSpawn = request.onSpawn;
+    if (onSpawn !== undefined) {
+      options.onSpawn = (identity) => onSpawn({ ...identity, ...facts, sandboxed: sandbox.isolating });
+    }
+    const result = await runProcess(options);
+    return { ...result, facts };
+  }
+}
