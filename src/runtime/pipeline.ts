@@ -236,7 +236,7 @@ export class ToolRuntime {
     const id = identity(call);
     await this.notify("before_permission", call, entry);
     const history = this.options.history?.();
-    const decision = this.options.permissions.decide({
+    const decision = await this.options.permissions.decide({
       tool: call.name,
       effect: entry.tool.effect,
       arguments: call.arguments,

@@ -39,9 +39,12 @@ export interface PermissionDecision {
   reason: string;
 }
 
-/** The policy seam: decides allow / ask / deny for a validated call. */
+/**
+ * The policy seam: decides allow / ask / deny for a validated call. It may look at what the
+ * call touches (e.g. where a symlink leads), so it may answer asynchronously.
+ */
 export interface PermissionPort {
-  decide(request: PermissionRequest): PermissionDecision;
+  decide(request: PermissionRequest): PermissionDecision | Promise<PermissionDecision>;
 }
 
 export interface ApprovalRequest {

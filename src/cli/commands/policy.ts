@@ -1,4 +1,5 @@
 import { explain, formatExplanation } from "../../policy/explain.js";
+import { pathResolverOf } from "../../policy/ports.js";
 import { subjectKindOf } from "../../policy/subject-kind.js";
 import { isJsonObject } from "../../shared/json.js";
 import { createFileTools } from "../../tools/builtin.js";
@@ -69,7 +70,14 @@ export const policyCommand = {
       interactive,
     );
     const { policy } = await loadGovernanceWithDefaults(workspace.root, flags, process.env);
-    const explanation = explain(policy, tool, definition.effect, callArgs, subjectKindOf(definition));
+    const explanation = await explain(
+      policy,
+      tool,
+      definition.effect,
+      callArgs,
+      subjectKindOf(definition),
+      pathResolverOf(workspace.fs),
+    );
     if (values.json)
       process.stdout.write(`${JSON.stringify({ tool, effect: definition.effect, ...explanation })}\n`);
     else process.stdout.write(`${formatExplanation(tool, explanation)}\n`);
