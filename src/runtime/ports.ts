@@ -20,6 +20,8 @@ export interface HistoryEntry {
   arguments: JsonObject;
   status: ToolStatus;
   data?: JsonObject;
+  /** The id of the artifact that holds this result's whole content, when it was too large. */
+  artifact?: string;
 }
 
 export interface PermissionRequest {
