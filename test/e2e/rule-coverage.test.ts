@@ -272,4 +272,18 @@ describe("policy explain shows each part of a command", () => {
     expect(text.stdout).toContain("read_file: deny");
     expect(text.stdout).toContain("resolves to: .env");
   });
+
+  it("a rule that does not parse is a usage error naming it, not an internal error", async () => {
+    const workspace = await workspaceWith({});
+    const result = await finished(
+      startHarnessWith(
+        ["policy", "explain", "shell", '{"command":"ls"}', "--workspace", workspace, "--deny", "shell(ls"],
+        { HARNESS_CONFIG: config },
+      ),
+    );
+    expectExit(result, 64);
+    expect(result.stderr).toContain("shell(ls");
+    expect(result.stderr).not.toContain("internal error");
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+  });
 });

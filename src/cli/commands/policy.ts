@@ -1,5 +1,7 @@
+import { ConfigError } from "../../config/errors.js";
 import { explain, formatExplanation } from "../../policy/explain.js";
 import { pathResolverOf } from "../../policy/ports.js";
+import { RuleSyntaxError } from "../../policy/rules.js";
 import { subjectKindOf } from "../../policy/subject-kind.js";
 import { isJsonObject } from "../../shared/json.js";
 import { createFileTools } from "../../tools/builtin.js";
@@ -69,7 +71,14 @@ export const policyCommand = {
       undefined,
       interactive,
     );
-    const { policy } = await loadGovernanceWithDefaults(workspace.root, flags, process.env);
+    const { policy } = await loadGovernanceWithDefaults(workspace.root, flags, process.env).catch(
+      (error: unknown) => {
+        // A broken config or rule is the user's input to fix, never an internal error.
+        if (error instanceof ConfigError) throw new UsageError(`configuration error: ${error.message}`);
+        if (error instanceof RuleSyntaxError) throw new UsageError(error.message);
+        throw error;
+      },
+    );
     const explanation = await explain(
       policy,
       tool,
