@@ -80,8 +80,29 @@ function split(command: string, depth: number): CommandPart[] {
   }
 }
 
+/**
+ * Variables that change which program a command name runs or what a shell runs first: a line
+ * that sets one is not decided by the names it shows.
+ */
+const PROGRAM_VARIABLES = new Set([
+  "PATH",
+  "LD_PRELOAD",
+  "LD_LIBRARY_PATH",
+  "BASH_ENV",
+  "ENV",
+  "IFS",
+  "SHELLOPTS",
+  "BASHOPTS",
+]);
+
 function collect(node: Node, parts: CommandPart[], depth: number): void {
   if (node.type === "command") parts.push(...simpleCommand(node, depth));
+  if (node.type === "variable_assignment") {
+    const name = node.childForFieldName("name")?.text ?? "";
+    if (PROGRAM_VARIABLES.has(name)) {
+      parts.push({ text: collapse(node.text), unknown: `setting ${name} changes what a command name runs` });
+    }
+  }
   // Children too: `$(...)`, backticks and process substitutions inside words are commands of their own.
   for (const child of node.namedChildren) if (child !== null) collect(child, parts, depth);
 }
@@ -232,12 +253,66 @@ function throughWrappers(given: readonly Word[], redirects: readonly string[], d
         words = index >= rest.length ? [{ value: "echo", static: true }] : rest.slice(index);
         continue;
       }
+      case "sudo":
+      case "doas":
+      case "coproc": {
+        const withValue = ["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T"];
+        const index = skipOptions(rest, { withValue: name === "coproc" ? [] : withValue });
+        if (index === undefined) return unknownPart(words, redirects, `${name} options that cannot be read`);
+        if (index >= rest.length) return whole();
+        words = rest.slice(index);
+        continue;
+      }
+      case "watch":
+      case "trap": {
+        // Both run text as shell code: watch its joined arguments, trap its first argument.
+        const index = skipOptions(rest, { withValue: name === "watch" ? ["-n", "--interval", "-d"] : [] });
+        const code =
+          index === undefined
+            ? undefined
+            : name === "watch"
+              ? rest.slice(index)
+              : rest.slice(index, index + 1);
+        if (code === undefined || code.some((word) => !word.static) || depth >= MAX_DEPTH) {
+          return unknownPart(words, redirects, `${name} runs code that is only known when it runs`);
+        }
+        const text = code.map((word) => word.value).join(" ");
+        return text === "" || text === "-" ? whole() : [...whole(), ...split(text, depth + 1)];
+      }
+      case "alias":
+      case "enable":
+        return unknownPart(words, redirects, `${name} changes what later command names run`);
+      case "hash":
+        if (rest.some((word) => word.value.startsWith("-p"))) {
+          return unknownPart(words, redirects, "hash -p changes what a later command name runs");
+        }
+        return whole();
+      case "find":
+        return [...whole(), ...findCommands(rest, depth)];
       default:
         if (SHELLS.has(name)) return shellInvocation(words, redirects, depth);
         return whole();
     }
   }
   return unknownPart(words, redirects, "wrappers nest too deeply to be checked");
+}
+
+/** `find ... -exec CMD {} ;` runs CMD for each file: check it (its `{}` arguments come at run time). */
+function findCommands(words: readonly Word[], depth: number): CommandPart[] {
+  const parts: CommandPart[] = [];
+  for (let i = 0; i < words.length; i++) {
+    if (!["-exec", "-execdir", "-ok", "-okdir"].includes((words[i] as Word).value)) continue;
+    let end = i + 1;
+    while (end < words.length && ![";", "+"].includes((words[end] as Word).value)) end++;
+    const command = words.slice(i + 1, end);
+    if (command.length > 0) {
+      const inner = throughWrappers(command, [], depth + 1);
+      for (const part of inner)
+        parts.push(part.unknown === undefined ? { ...part, dynamicArguments: true } : part);
+    }
+    i = end;
+  }
+  return parts;
 }
 
 /** `bash -c 'script'` runs the script: check the script's commands. Otherwise the shell itself. */

