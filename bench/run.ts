@@ -1,5 +1,6 @@
 // `npm run bench`: every benchmark in one run, printed as one table (and --json for scripts).
 import { benchJournal } from "./journal.js";
+import { benchPolicy } from "./policy.js";
 import { benchRuntime } from "./runtime.js";
 import { benchSteps, benchVersion } from "./session.js";
 import { benchShell } from "./shell.js";
@@ -11,6 +12,7 @@ const sections: [string, () => Promise<BenchRow[]> | BenchRow[]][] = [
   ["start-up (issue 2: d)", benchVersion],
   ["tool runtime (issue 3)", benchRuntime],
   ["shell and sandbox (issue 4)", benchShell],
+  ["shell rules on parsed commands (issue 10)", benchPolicy],
 ];
 
 const json = process.argv.includes("--json");

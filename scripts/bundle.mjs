@@ -34,7 +34,8 @@ await build({
   format: "cjs",
   target: "node20",
   outfile: BUNDLE,
-  external: ["better-sqlite3"],
+  // web-tree-sitter finds its .wasm next to itself; it is loaded only when a shell call is decided.
+  external: ["better-sqlite3", "web-tree-sitter"],
   logLevel: "warning",
   plugins: [englishOnlyZodLocales],
   // A vm.Script has no import() on Node 20: lazy imports of bundled code and built-ins become

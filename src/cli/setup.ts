@@ -19,7 +19,13 @@ import { type ConfigHooksOptions, hooksFromConfig } from "../policy/config-hooks
 import { grantFromDecision, SessionGrants } from "../policy/grants.js";
 import { HookRunner } from "../policy/hooks.js";
 import { buildPolicy, type PermissionLayer } from "../policy/permissions.js";
-import { ApproverPort, HookRunnerPort, PolicyPermissionPort, SessionGrantPort } from "../policy/ports.js";
+import {
+  ApproverPort,
+  HookRunnerPort,
+  PolicyPermissionPort,
+  pathResolverOf,
+  SessionGrantPort,
+} from "../policy/ports.js";
 import { ScopedPermissions, ScopeError, validateScope } from "../policy/scope.js";
 import { subjectKindOf } from "../policy/subject-kind.js";
 import { TtyApprover } from "../policy/tty-approver.js";
@@ -198,7 +204,9 @@ export async function buildSetup(options: {
     return entry ? subjectKindOf(entry.tool) : undefined;
   };
 
-  const policyPort = new PolicyPermissionPort(governance.policy, kinds);
+  // Rules on a file cover every symlink to it: each path is also decided under its target.
+  const resolvePath = pathResolverOf(workspace.fs);
+  const policyPort = new PolicyPermissionPort(governance.policy, kinds, resolvePath);
   const scoped = await scopedPermissions(policyPort, flags, workspace, kinds);
   const permissions = scoped?.port ?? policyPort;
   const approver = new ApproverPort(
@@ -482,7 +490,8 @@ async function scopedPermissions(
       { readPaths: flags.readPaths ?? [], editPaths: flags.editPaths ?? [] },
       workspace.fs,
     );
-    return { port: new ScopedPermissions(inner, scope, kinds), describe: scope.describe() };
+    const port = new ScopedPermissions(inner, scope, kinds, pathResolverOf(workspace.fs));
+    return { port, describe: scope.describe() };
   } catch (error) {
     if (error instanceof ScopeError) throw new UsageError(error.message);
     throw error;

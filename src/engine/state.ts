@@ -133,6 +133,7 @@ export class SessionState {
           status: record.data.status,
         };
         if (data !== undefined) entry.data = data;
+        if (record.data.artifact !== undefined) entry.artifact = record.data.artifact.id;
         this.history.push(entry);
         break;
       }

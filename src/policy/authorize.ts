@@ -11,6 +11,7 @@ import { policyDenialMessage, userDenialMessage } from "./denials.js";
 import { grantFromRequest, grantSubject, type SessionGrants } from "./grants.js";
 import { type Evaluation, evaluate, type PermissionQuery, type Policy } from "./permissions.js";
 import type { SubjectKind } from "./rules.js";
+import { loadShellParser } from "./shell-command.js";
 
 /** A validated call as the runtime hands it to authorization. */
 export interface AuthorizeCall {
@@ -22,6 +23,8 @@ export interface AuthorizeCall {
   subjectKind?: SubjectKind;
   /** Canonical subject (e.g. the resolved path), when the runtime has one. */
   subject?: string;
+  /** Other names of the path subject (what its symlinks resolve to); all are decided. */
+  aliases?: readonly string[];
 }
 
 export interface AuthorizeInput {
@@ -61,6 +64,8 @@ export async function authorize(input: AuthorizeInput): Promise<Authorization> {
   const query: PermissionQuery = { tool: call.tool, effect: call.effect, args: call.arguments };
   if (call.subjectKind !== undefined) query.subjectKind = call.subjectKind;
   if (call.subject !== undefined) query.subject = call.subject;
+  if (call.aliases !== undefined) query.aliases = call.aliases;
+  await loadShellParser();
   const evaluation = evaluate(policy, query);
 
   switch (evaluation.decision) {

@@ -12,12 +12,14 @@ import type {
   PermissionDecision as PortPermissionDecision,
 } from "../runtime/ports.js";
 import type { JsonObject } from "../shared/json.js";
+import { WorkspaceError, type WorkspaceFs } from "../workspace/fs.js";
 import type { ApprovalDisplay, ApprovalRequest, Approver } from "./approver.js";
 import { type CliPermissionFlags, cliLayer } from "./cli-flags.js";
 import { grantFromRequest, grantSubject, SessionGrants } from "./grants.js";
 import type { HookInput, HookRunner } from "./hooks.js";
 import { buildPolicy, evaluate, type Policy } from "./permissions.js";
-import { type SubjectKind, subjectOf } from "./rules.js";
+import { type Subject, type SubjectKind, subjectOf } from "./rules.js";
+import { loadShellParser } from "./shell-command.js";
 
 /**
  * Adapters from governance to the runtime's ports (src/runtime/ports.ts), so the pipeline can
@@ -27,6 +29,31 @@ import { type SubjectKind, subjectOf } from "./rules.js";
 /** Which argument a tool's rules match; build it from the registry with `subjectKindOf`. */
 export type SubjectKindLookup = (tool: string) => SubjectKind | undefined;
 
+/**
+ * Where a workspace path really leads: its canonical workspace-relative form with symlinks
+ * resolved, or undefined when it cannot be resolved (the file tools refuse such paths anyway).
+ */
+export type PathResolver = (path: string) => Promise<string | undefined>;
+
+/** A PathResolver over a workspace: `fs.resolve`, with boundary failures as undefined. */
+export function pathResolverOf(fs: Pick<WorkspaceFs, "resolve">): PathResolver {
+  return async (path) => {
+    try {
+      return await fs.resolve(path);
+    } catch (error) {
+      if (error instanceof WorkspaceError) return undefined;
+      throw error;
+    }
+  };
+}
+
+/** The names a path subject goes by: what its symlinks resolve to (an empty list for other kinds). */
+export async function aliasesOf(subject: Subject, resolvePath: PathResolver | undefined): Promise<string[]> {
+  if (subject.kind !== "path" || resolvePath === undefined) return [];
+  const resolved = await resolvePath(subject.value);
+  return resolved === undefined || resolved === subject.value ? [] : [resolved];
+}
+
 const inferSubject: SubjectKindLookup = () => undefined;
 
 export class PolicyPermissionPort implements PermissionPort {
@@ -34,21 +61,28 @@ export class PolicyPermissionPort implements PermissionPort {
   readonly digest: string;
   readonly #policy: Policy;
   readonly #subjectKinds: SubjectKindLookup;
+  readonly #resolvePath: PathResolver | undefined;
 
-  constructor(policy: Policy, subjectKinds: SubjectKindLookup = inferSubject) {
+  /** `resolvePath`: rules on a file then also cover every symlink that leads to it. */
+  constructor(policy: Policy, subjectKinds: SubjectKindLookup = inferSubject, resolvePath?: PathResolver) {
     this.#policy = policy;
     this.#subjectKinds = subjectKinds;
+    this.#resolvePath = resolvePath;
     this.describe = policy.describe();
     this.digest = policy.digest;
   }
 
-  decide(request: PermissionRequest): PortPermissionDecision {
+  async decide(request: PermissionRequest): Promise<PortPermissionDecision> {
     const kind = this.#subjectKinds(request.tool);
+    const subject = subjectOf(request.arguments, kind);
+    if (subject.kind === "command") await loadShellParser();
+    const aliases = await aliasesOf(subject, this.#resolvePath);
     const evaluation = evaluate(this.#policy, {
       tool: request.tool,
       effect: request.effect,
       args: request.arguments,
       ...(kind === undefined ? {} : { subjectKind: kind }),
+      ...(aliases.length > 0 ? { aliases } : {}),
     });
     // "propose": the runtime runs the call against a proposal overlay; nothing is applied.
     const decision = evaluation.decision;
@@ -194,6 +228,7 @@ function toHookInput(context: HookCallContext): HookInput {
 export function modePolicy(
   flags: CliPermissionFlags,
   subjectKinds?: SubjectKindLookup,
+  resolvePath?: PathResolver,
 ): PolicyPermissionPort {
-  return new PolicyPermissionPort(buildPolicy([cliLayer(flags)]), subjectKinds);
+  return new PolicyPermissionPort(buildPolicy([cliLayer(flags)]), subjectKinds, resolvePath);
 }

@@ -3,8 +3,8 @@ import type { JsonObject } from "../shared/json.js";
 import { normalizeRelativePath } from "../workspace/boundary.js";
 import { WorkspaceError, type WorkspaceFs } from "../workspace/fs.js";
 import { compareCodeUnits } from "../workspace/order.js";
-import type { SubjectKindLookup } from "./ports.js";
-import { subjectOf } from "./rules.js";
+import { aliasesOf, type PathResolver, type SubjectKindLookup } from "./ports.js";
+import { type Subject, type SubjectKind, subjectOf } from "./rules.js";
 
 /**
  * A task's scope: the files a task may read and the files it may change.
@@ -140,20 +140,30 @@ const SCOPE_SOURCE = "task scope";
 
 /** Wraps a policy so that no call reaches outside the task's scope; checked at every call. */
 export class ScopedPermissions implements PermissionPort {
+  /** `resolvePath`: a symlink is in scope only when the file it leads to is too. */
   constructor(
     private readonly inner: PermissionPort,
     private readonly scope: ValidatedScope,
     private readonly subjectKinds: SubjectKindLookup,
+    private readonly resolvePath?: PathResolver,
   ) {}
 
-  decide(request: PermissionRequest): PermissionDecision {
-    const denial = this.check(request);
-    return denial ?? this.inner.decide(request);
-  }
-
-  private check(request: PermissionRequest): PermissionDecision | undefined {
+  async decide(request: PermissionRequest): Promise<PermissionDecision> {
     const kind = this.subjectKinds(request.tool) ?? "none";
     const subject = subjectOf(request.arguments, kind);
+    const names = [subject.value, ...(await aliasesOf(subject, this.resolvePath))];
+    for (const name of names) {
+      const denial = this.check(request, kind, { kind: subject.kind, value: name });
+      if (denial !== undefined) return denial;
+    }
+    return this.inner.decide(request);
+  }
+
+  private check(
+    request: PermissionRequest,
+    kind: SubjectKind,
+    subject: Subject,
+  ): PermissionDecision | undefined {
     switch (request.effect) {
       case "pure":
       case "network_read":

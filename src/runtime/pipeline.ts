@@ -5,7 +5,7 @@ import { digestOf } from "../shared/hash.js";
 import type { JsonObject } from "../shared/json.js";
 import { sleep } from "../shared/sleep.js";
 import { ToolError } from "../tools/errors.js";
-import type { AnyTool, ArtifactStore, ResourceSet, ToolContext } from "../tools/tool.js";
+import type { AnyTool, ArtifactStore, ReadAccess, ResourceSet, ToolContext } from "../tools/tool.js";
 import type { WorkspaceFs } from "../workspace/fs.js";
 import type {
   ApprovalPort,
@@ -87,6 +87,8 @@ interface Prepared {
 type Slot = { kind: "done"; result: ToolResult } | { kind: "run"; prepared: Prepared } | { kind: "pending" };
 
 const TIMEOUT = Symbol("timeout");
+/** The tool whose permission decides what any tool may reveal of a file's content. */
+const READ_TOOL = "read_file";
 const TRANSIENT_CODES = new Set(["IO_ERROR"]);
 
 /**
@@ -236,7 +238,7 @@ export class ToolRuntime {
     const id = identity(call);
     await this.notify("before_permission", call, entry);
     const history = this.options.history?.();
-    const decision = this.options.permissions.decide({
+    const decision = await this.options.permissions.decide({
       tool: call.name,
       effect: entry.tool.effect,
       arguments: call.arguments,
@@ -331,6 +333,34 @@ export class ToolRuntime {
       }
     }
     return undefined;
+  }
+
+  /**
+   * What read_file would be allowed to read, for tools that reach file content another way
+   * (grep, glob, read_artifact): the same permission port and session grants, never a prompt.
+   */
+  private async readAccess(path: string): Promise<ReadAccess> {
+    const request = { tool: READ_TOOL, effect: "read_only" as const, arguments: { path } };
+    const decision = await this.options.permissions.decide(request);
+    if (decision.decision === "allow") return "allowed";
+    if (decision.decision !== "ask") return "denied";
+    const covered = this.options.grants.covers({
+      ...request,
+      callId: "",
+      callHash: digestOf({ tool: READ_TOOL, arguments: request.arguments }),
+      display: {},
+    });
+    return covered ? "allowed" : "ask";
+  }
+
+  /** Files whose content a stored artifact holds: the path of the result it was stored for. */
+  private artifactSources(id: string): string[] {
+    const sources: string[] = [];
+    for (const entry of this.options.history?.() ?? []) {
+      const path = entry.data?.path;
+      if (entry.artifact === id && typeof path === "string" && !sources.includes(path)) sources.push(path);
+    }
+    return sources;
   }
 
   private async runBatch(
@@ -473,6 +503,8 @@ export class ToolRuntime {
       artifacts: this.options.artifacts,
       observedVersion: (path) => this.options.observedVersion(path),
       ...(this.options.hostRoot !== undefined ? { hostRoot: this.options.hostRoot } : {}),
+      readAccess: (path) => this.readAccess(path),
+      artifactSources: (artifactId) => this.artifactSources(artifactId),
     };
     const began = Date.now();
     await this.notify("before_execute", call, entry);

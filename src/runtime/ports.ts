@@ -20,6 +20,8 @@ export interface HistoryEntry {
   arguments: JsonObject;
   status: ToolStatus;
   data?: JsonObject;
+  /** The id of the artifact that holds this result's whole content, when it was too large. */
+  artifact?: string;
 }
 
 export interface PermissionRequest {
@@ -39,9 +41,12 @@ export interface PermissionDecision {
   reason: string;
 }
 
-/** The policy seam: decides allow / ask / deny for a validated call. */
+/**
+ * The policy seam: decides allow / ask / deny for a validated call. It may look at what the
+ * call touches (e.g. where a symlink leads), so it may answer asynchronously.
+ */
 export interface PermissionPort {
-  decide(request: PermissionRequest): PermissionDecision;
+  decide(request: PermissionRequest): PermissionDecision | Promise<PermissionDecision>;
 }
 
 export interface ApprovalRequest {

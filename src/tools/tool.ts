@@ -20,6 +20,13 @@ export type Idempotency = "pure" | "idempotent" | "conditionally_idempotent" | "
  */
 export type ResourceSet = { read: string[]; write: string[] } | { exclusive: true };
 
+/**
+ * What the policy says about reading a workspace file with read_file: `allowed` (a rule, the
+ * default, or a session grant the user already gave), `ask` (only a person could allow it, and
+ * nobody has yet), or `denied`.
+ */
+export type ReadAccess = "allowed" | "ask" | "denied";
+
 /** What a handler may use. Tools never see the engine or the journal. */
 export interface ToolContext {
   readonly callId: string;
@@ -34,6 +41,14 @@ export interface ToolContext {
    * Only process-running tools need it; file tools must go through `fs`.
    */
   readonly hostRoot?: string;
+  /**
+   * Whether the policy lets read_file read this workspace path. Tools that reveal file content
+   * or names by other means (search, listings, stored results) ask it per file, without
+   * prompting anyone. Absent means no policy governs the call (everything readable).
+   */
+  readAccess?(path: string): Promise<ReadAccess>;
+  /** The workspace files whose content an artifact of this session holds (canonical paths). */
+  artifactSources?(id: string): readonly string[];
 }
 
 export interface ArtifactRef {

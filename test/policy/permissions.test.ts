@@ -1,9 +1,12 @@
 import fc from "fast-check";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { cliLayer } from "../../src/policy/cli-flags.js";
 import { explain, formatExplanation } from "../../src/policy/explain.js";
 import { buildPolicy, evaluate, type PermissionLayer } from "../../src/policy/permissions.js";
+import { loadShellParser } from "../../src/policy/shell-command.js";
 import type { EffectClass } from "../../src/tools/tool.js";
+
+beforeAll(loadShellParser);
 
 const USER = "user config (~/.config/harness/config.json)";
 const PROJECT = "project config (harness.config.json)";
@@ -160,9 +163,9 @@ describe("project config trust", () => {
 });
 
 describe("explain", () => {
-  it("names the deciding rule and the file it came from", () => {
+  it("names the deciding rule and the file it came from", async () => {
     const policy = buildPolicy([user({ deny: ["read_file(.env)"] }), cliLayer({ allow: ["read_file"] })]);
-    const explanation = explain(policy, "read_file", "read_only", { path: ".env" });
+    const explanation = await explain(policy, "read_file", "read_only", { path: ".env" });
     expect(explanation).toMatchObject({ decision: "deny", rule: "read_file(.env)", source: USER });
     expect(explanation.reason).toContain("read_file(.env)");
     const text = formatExplanation("read_file", explanation);
@@ -170,14 +173,14 @@ describe("explain", () => {
     expect(text).toContain("read_file(.env)");
   });
 
-  it("explains a fallback by its mode and source", () => {
+  it("explains a fallback by its mode and source", async () => {
     const policy = buildPolicy([cliLayer({ write: "propose" })]);
-    expect(explain(policy, "edit_file", "local_write", { path: "a.ts" })).toMatchObject({
+    expect(await explain(policy, "edit_file", "local_write", { path: "a.ts" })).toMatchObject({
       decision: "propose",
       source: "cli",
       reason: expect.stringContaining("write mode is propose"),
     });
-    expect(explain(policy, "grep", "read_only", {}, "path")).toMatchObject({
+    expect(await explain(policy, "grep", "read_only", {}, "path")).toMatchObject({
       decision: "allow",
       source: "default",
     });

@@ -21,20 +21,20 @@ const portRequest = (args: Record<string, string | number>): PortRequest => ({
 });
 
 describe("runtime port adapters", () => {
-  it("decides through the policy, turning writes into proposals in propose mode", () => {
+  it("decides through the policy, turning writes into proposals in propose mode", async () => {
     const port = new PolicyPermissionPort(
       buildPolicy([cliLayer({ write: "propose", deny: ["grep(secret/**)"] })]),
       (tool) => (tool === "grep" ? "path" : undefined),
     );
-    expect(port.decide({ tool: "edit_file", effect: "local_write", arguments: { path: "a" } })).toMatchObject(
-      {
-        decision: "propose",
-        source: "cli",
-        reason: expect.stringContaining("proposed for review"),
-      },
-    );
     expect(
-      port.decide({ tool: "grep", effect: "read_only", arguments: { pattern: "x", path: "secret/k" } }),
+      await port.decide({ tool: "edit_file", effect: "local_write", arguments: { path: "a" } }),
+    ).toMatchObject({
+      decision: "propose",
+      source: "cli",
+      reason: expect.stringContaining("proposed for review"),
+    });
+    expect(
+      await port.decide({ tool: "grep", effect: "read_only", arguments: { pattern: "x", path: "secret/k" } }),
     ).toEqual({
       decision: "deny",
       rule: "grep(secret/**)",

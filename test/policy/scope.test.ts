@@ -96,53 +96,55 @@ describe("validateScope", () => {
 describe("ScopedPermissions", () => {
   it("denies reads outside readPaths, and passes reads inside to the wrapped policy", async () => {
     const permissions = await scoped();
-    const denied = permissions.decide(request("read_file", "read_only", { path: ".env" }));
+    const denied = await permissions.decide(request("read_file", "read_only", { path: ".env" }));
     expect(denied).toMatchObject({ decision: "deny", source: "task scope", rule: "scope.read" });
     expect(denied.reason).toContain("outside the task's read scope");
-    expect(permissions.decide(request("read_file", "read_only", { path: "src/../.env" })).decision).toBe(
-      "deny",
-    );
-    expect(permissions.decide(request("read_file", "read_only", { path: "README.md" }))).toMatchObject({
+    expect(
+      (await permissions.decide(request("read_file", "read_only", { path: "src/../.env" }))).decision,
+    ).toBe("deny");
+    expect(await permissions.decide(request("read_file", "read_only", { path: "README.md" }))).toMatchObject({
       decision: "ask",
       source: "inner",
     });
-    expect(permissions.decide(request("read_file", "read_only", { path: "./src/sum.ts" })).source).toBe(
-      "inner",
-    );
+    expect(
+      (await permissions.decide(request("read_file", "read_only", { path: "./src/sum.ts" }))).source,
+    ).toBe("inner");
   });
 
   it("denies writes outside editPaths, even to readable files", async () => {
     const permissions = await scoped();
-    const denied = permissions.decide(request("edit_file", "local_write", { path: "README.md" }));
+    const denied = await permissions.decide(request("edit_file", "local_write", { path: "README.md" }));
     expect(denied).toMatchObject({ decision: "deny", rule: "scope.edit" });
     expect(denied.reason).toContain("outside the task's edit scope");
-    expect(permissions.decide(request("write_file", "local_write", { path: "new.ts" })).decision).toBe(
-      "deny",
-    );
-    expect(permissions.decide(request("edit_file", "local_write", { path: "src/sum.ts" })).source).toBe(
-      "inner",
-    );
+    expect(
+      (await permissions.decide(request("write_file", "local_write", { path: "new.ts" }))).decision,
+    ).toBe("deny");
+    expect(
+      (await permissions.decide(request("edit_file", "local_write", { path: "src/sum.ts" }))).source,
+    ).toBe("inner");
   });
 
   it("allows a search only over a file in scope, never over a directory", async () => {
     const permissions = await scoped();
-    expect(permissions.decide(request("grep", "read_only", { pattern: "x" })).decision).toBe("deny");
-    expect(permissions.decide(request("grep", "read_only", { pattern: "x", path: "src" })).decision).toBe(
+    expect((await permissions.decide(request("grep", "read_only", { pattern: "x" }))).decision).toBe("deny");
+    expect(
+      (await permissions.decide(request("grep", "read_only", { pattern: "x", path: "src" }))).decision,
+    ).toBe("deny");
+    expect((await permissions.decide(request("glob", "read_only", { pattern: "**/*" }))).decision).toBe(
       "deny",
     );
-    expect(permissions.decide(request("glob", "read_only", { pattern: "**/*" })).decision).toBe("deny");
-    expect(permissions.decide(request("grep", "read_only", { pattern: "x", path: "README.md" })).source).toBe(
-      "inner",
-    );
+    expect(
+      (await permissions.decide(request("grep", "read_only", { pattern: "x", path: "README.md" }))).source,
+    ).toBe("inner");
   });
 
   it("leaves path-less reads to the wrapped policy and denies commands", async () => {
     const permissions = await scoped();
-    expect(permissions.decide(request("read_artifact", "read_only", { id: "0".repeat(64) })).source).toBe(
-      "inner",
-    );
     expect(
-      permissions.decide(request("shell", "process_execution", { command: "cat README.md" })),
+      (await permissions.decide(request("read_artifact", "read_only", { id: "0".repeat(64) }))).source,
+    ).toBe("inner");
+    expect(
+      await permissions.decide(request("shell", "process_execution", { command: "cat README.md" })),
     ).toMatchObject({
       decision: "deny",
       rule: "scope.effect",

@@ -1,4 +1,7 @@
+import { ConfigError } from "../../config/errors.js";
 import { explain, formatExplanation } from "../../policy/explain.js";
+import { pathResolverOf } from "../../policy/ports.js";
+import { RuleSyntaxError } from "../../policy/rules.js";
 import { subjectKindOf } from "../../policy/subject-kind.js";
 import { isJsonObject } from "../../shared/json.js";
 import { createFileTools } from "../../tools/builtin.js";
@@ -68,8 +71,22 @@ export const policyCommand = {
       undefined,
       interactive,
     );
-    const { policy } = await loadGovernanceWithDefaults(workspace.root, flags, process.env);
-    const explanation = explain(policy, tool, definition.effect, callArgs, subjectKindOf(definition));
+    const { policy } = await loadGovernanceWithDefaults(workspace.root, flags, process.env).catch(
+      (error: unknown) => {
+        // A broken config or rule is the user's input to fix, never an internal error.
+        if (error instanceof ConfigError) throw new UsageError(`configuration error: ${error.message}`);
+        if (error instanceof RuleSyntaxError) throw new UsageError(error.message);
+        throw error;
+      },
+    );
+    const explanation = await explain(
+      policy,
+      tool,
+      definition.effect,
+      callArgs,
+      subjectKindOf(definition),
+      pathResolverOf(workspace.fs),
+    );
     if (values.json)
       process.stdout.write(`${JSON.stringify({ tool, effect: definition.effect, ...explanation })}\n`);
     else process.stdout.write(`${formatExplanation(tool, explanation)}\n`);

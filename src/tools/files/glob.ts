@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { defineTool, type ToolDefinition } from "../tool.js";
+import { defineTool, type ToolContext, type ToolDefinition } from "../tool.js";
 import { FILE_TOOL_VERSION, PATH_RULES, plural, readResources, viaWorkspace } from "./common.js";
 
 /** Most paths one glob call lists. */
@@ -31,7 +31,8 @@ export function createGlobTool(): ToolDefinition<GlobArgs> {
       "them, instead of shell commands such as ls or find; to search file contents use grep.",
       "Returns matching file paths (files only, including dot-files), one per line, relative to the",
       "workspace root with '/' separators and sorted by code unit, or '(no matches)'. Symbolic links are",
-      "neither listed nor followed, and the .harness directory is never listed.",
+      "neither listed nor followed, and the .harness directory is never listed. Files the permission policy",
+      "denies to read_file are not listed.",
       `At most ${GLOB_MAX_RESULTS} paths are returned; the last line then says how many matched in total.`,
       "Fails with PATH_ESCAPE/INVALID_PATH/RESERVED_PATH for rejected patterns or paths, and NOT_FOUND",
       "when `path` does not exist.",
@@ -44,7 +45,10 @@ export function createGlobTool(): ToolDefinition<GlobArgs> {
     concurrencySafe: () => true,
     async execute(args, context) {
       const options = args.path === undefined ? {} : { cwd: args.path };
-      const paths = await viaWorkspace(() => context.fs.glob(args.pattern, options));
+      const found = await viaWorkspace(() => context.fs.glob(args.pattern, options));
+      // Names are not content: a file whose read needs an approval (e.g. .env) is listed, so the
+      // model can ask for it; a file the policy denies to read_file is not even named.
+      const paths = await listable(found, context);
       const total = paths.length;
       const truncated = total > GLOB_MAX_RESULTS;
       const shown = paths.slice(0, GLOB_MAX_RESULTS);
@@ -59,4 +63,12 @@ export function createGlobTool(): ToolDefinition<GlobArgs> {
       };
     },
   });
+}
+
+async function listable(paths: readonly string[], context: ToolContext): Promise<string[]> {
+  const access = context.readAccess;
+  if (access === undefined) return [...paths];
+  const shown: string[] = [];
+  for (const path of paths) if ((await access(path)) !== "denied") shown.push(path);
+  return shown;
 }

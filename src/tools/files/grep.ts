@@ -73,6 +73,8 @@ export function createGrepTool(options: GrepOptions = {}): ToolDefinition<GrepAr
       `ascending; lines longer than ${GREP_LINE_CHARS} characters are cut. Respects .gitignore files (root and`,
       "nested), skips .git, .harness, binary files (a NUL byte in the first 8 KiB), files that are not",
       `valid UTF-8 and files over ${GREP_MAX_FILE_BYTES / (1024 * 1024)} MiB; symbolic links to directories are not followed.`,
+      "Files the permission policy does not let read_file read (denied, or needing an approval not yet given)",
+      "are not searched; the output says how many.",
       `Returns at most max_results lines (default ${GREP_DEFAULT_RESULTS}); the last line then gives the total.`,
       "Returns '(no matches)' when nothing matches. Fails with INVALID_REGEX for a bad pattern, REGEX_TOO_SLOW",
       "for one that backtracks too long on some file, NOT_FOUND",
@@ -121,6 +123,10 @@ async function search(
     candidates = [start];
   }
   candidates = candidates.filter(included).sort(compareCodeUnits);
+  // A search must not reveal what read_file could not: files the policy denies, or whose read
+  // needs an approval nobody has given yet (secret files by default), are not searched.
+  const { readable, withheld } = await readableFiles(candidates, context);
+  candidates = readable;
 
   const shown: string[] = [];
   let total = 0;
@@ -148,11 +154,38 @@ async function search(
     );
   }
   if (skipped > 0) lines.push(`(${plural(skipped, "file")} skipped: binary, not UTF-8 or too large)`);
+  if (withheld > 0) {
+    lines.push(
+      `(${plural(withheld, "file")} not searched: the policy does not let read_file read ${withheld === 1 ? "it" : "them"} ` +
+        "without an approval)",
+    );
+  }
   return {
     summary: `grep ${args.pattern}: ${plural(total, "match", "matches")} in ${plural(files, "file")}`,
     content: lines.join("\n"),
-    data: { total, files, truncated, skipped_files: skipped },
+    data: {
+      total,
+      files,
+      truncated,
+      skipped_files: skipped,
+      ...(withheld > 0 ? { withheld_files: withheld } : {}),
+    },
   };
+}
+
+/** The candidates read_file may read now; the others are only counted. */
+async function readableFiles(
+  candidates: readonly string[],
+  context: ToolContext,
+): Promise<{ readable: string[]; withheld: number }> {
+  const access = context.readAccess;
+  if (access === undefined) return { readable: [...candidates], withheld: 0 };
+  const readable: string[] = [];
+  for (const file of candidates) {
+    throwIfAborted(context.signal);
+    if ((await access(file)) === "allowed") readable.push(file);
+  }
+  return { readable, withheld: candidates.length - readable.length };
 }
 
 function compileRegex(pattern: string, ignoreCase: boolean): RegExp {

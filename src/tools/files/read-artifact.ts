@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { ToolError } from "../errors.js";
-import { defineTool, type ToolDefinition } from "../tool.js";
+import { defineTool, type ToolContext, type ToolDefinition } from "../tool.js";
 import { FILE_TOOL_VERSION, isValidUtf8 } from "./common.js";
 
 export const ARTIFACT_DEFAULT_BYTES = 16 * 1024;
@@ -38,7 +38,8 @@ export function createReadArtifactTool(): ToolDefinition<ReadArtifactArgs> {
       "moved to whole UTF-8 characters, so a character is never split. Returns a header with the range and",
       "total size and, when more remains, the offset to continue with, followed by the text. Invalid UTF-8",
       "bytes, if any, are shown as U+FFFD and the header says so. Fails with ARTIFACT_NOT_FOUND for an",
-      "unknown id and SEMANTIC_VALIDATION_ERROR for an offset past the end.",
+      "unknown id, SEMANTIC_VALIDATION_ERROR for an offset past the end, and POLICY_DENIED when the artifact",
+      "holds a file that the policy does not (or no longer without approval) let read_file read.",
     ].join(" "),
     input: readArtifactInput,
     effect: "read_only",
@@ -47,6 +48,7 @@ export function createReadArtifactTool(): ToolDefinition<ReadArtifactArgs> {
     resources: (args) => ({ read: [`artifact:${args.id}`], write: [] }),
     concurrencySafe: () => true,
     async execute(args, context) {
+      await checkSources(args.id, context);
       const bytes = await context.artifacts.read(args.id);
       if (bytes === undefined) {
         throw new ToolError("ARTIFACT_NOT_FOUND", `no artifact with id ${args.id} in this session`, {
@@ -86,6 +88,27 @@ export function createReadArtifactTool(): ToolDefinition<ReadArtifactArgs> {
       };
     },
   });
+}
+
+/**
+ * An artifact that holds a file's content is that file to the policy: it is read only while
+ * read_file may read the file (allowed, or approved for the session), so a stored result cannot
+ * carry a file's content past a rule.
+ */
+async function checkSources(id: string, context: ToolContext): Promise<void> {
+  const access = context.readAccess;
+  if (access === undefined) return;
+  for (const path of context.artifactSources?.(id) ?? []) {
+    const decision = await access(path);
+    if (decision === "allowed") continue;
+    throw new ToolError(
+      "POLICY_DENIED",
+      decision === "ask"
+        ? `artifact ${id} holds the content of ${path}, and reading ${path} needs an approval that has not been given for this session`
+        : `artifact ${id} holds the content of ${path}, which the policy does not let read_file read`,
+      { data: { id, path } },
+    );
+  }
 }
 
 /**
