@@ -1,5 +1,5 @@
 import { EngineError } from "../engine/errors.js";
-import { JournalError } from "../journal/store.js";
+import { JournalError, type JournalErrorCode } from "../journal/store.js";
 import { ScriptError } from "../providers/scripted/script.js";
 import { EXIT } from "./exit-codes.js";
 import { UsageError } from "./usage-error.js";
@@ -31,7 +31,7 @@ const SUMMARIES: Record<string, string> = {
   demo: "run the built-in offline demo (fix hello.txt, verified by the host)",
   sessions: "list the sessions recorded in a workspace",
   inspect: "show a readable timeline of a session",
-  journal: "verify or repair a session journal",
+  journal: "verify, repair or adopt a session journal",
   unlock: "clear a writer lock whose owner is gone",
   policy: "explain how the effective policy decides a call",
   diff: "show the changes a session proposed",
@@ -90,6 +90,20 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
+/**
+ * Journal states a person resolves (the message says how: wait, `harness unlock`, `harness journal
+ * repair`, `harness journal adopt`, fix the key file), as opposed to harness failing.
+ */
+const JOURNAL_REFUSALS: ReadonlySet<JournalErrorCode> = new Set<JournalErrorCode>([
+  "LOCKED",
+  "STALE_LOCK",
+  "TORN_TAIL",
+  "CORRUPT",
+  "TAMPERED",
+  "UNTRUSTED",
+  "KEY",
+]);
+
 function reportError(error: unknown, command: string): number {
   if (error instanceof UsageError) {
     process.stderr.write(`harness ${command}: ${error.message}\n(see: harness ${command} --help)\n`);
@@ -108,8 +122,15 @@ function reportError(error: unknown, command: string): number {
       : EXIT.internal;
   }
   if (error instanceof JournalError) {
-    process.stderr.write(`harness ${command}: journal error (${error.code}): ${error.message}\n`);
-    return EXIT.internal;
+    if (error.code === "INVALID_SESSION_ID") {
+      process.stderr.write(`harness ${command}: ${error.message}\n`);
+      return EXIT.usage;
+    }
+    const refused = JOURNAL_REFUSALS.has(error.code);
+    process.stderr.write(
+      `harness ${command}: ${refused ? "journal refused" : "journal error"} (${error.code}): ${error.message}\n`,
+    );
+    return refused ? EXIT.journalRefused : EXIT.internal;
   }
   const detail = error instanceof Error ? (error.stack ?? error.message) : String(error);
   process.stderr.write(`harness ${command}: internal error: ${detail}\n`);

@@ -28,18 +28,21 @@ export const inspectCommand = {
     const workspace = await openWorkspace(values.workspace);
     if (!(await workspace.backend.exists(sessionId)))
       throw new UsageError(`no session "${sessionId}" in ${workspace.root}`);
-    const records = await workspace.backend.read(sessionId);
+    // Showing a journal runs nothing, so an untrusted one is shown, labelled as such.
+    const { records, trust } = await workspace.backend.readReport(sessionId);
     const state = SessionState.from(records);
     const tools = toolStats(records);
     if (values.json) {
+      const trusted = trust.trusted ? { trusted: true } : { trusted: false, untrusted: trust.message };
       process.stdout.write(
-        `${JSON.stringify({ session: sessionId, status: statusOf(state), timeline: records.map(describe), tools, usage: state.usage })}\n`,
+        `${JSON.stringify({ session: sessionId, status: statusOf(state), ...trusted, timeline: records.map(describe), tools, usage: state.usage })}\n`,
       );
       return EXIT.ok;
     }
     const style = createStyle(colorEnabled(process.stdout));
     const start = records[0] ? Date.parse(records[0].time) : 0;
     const out: string[] = [];
+    if (!trust.trusted) out.push(style.red(`UNTRUSTED: ${trust.message}`), "");
     out.push(`${style.bold("session")} ${sessionId}   ${style.bold("status")} ${statusOf(state)}`);
     if (state.goal) out.push(`${style.bold("goal")}    ${state.goal}`);
     out.push("");
@@ -133,6 +136,14 @@ function render(record: AnyRecord, style: Style): string {
       return style.bold(`stopped: ${record.data.status} (${record.data.reason}): ${record.data.message}`);
     case "run.cancelled":
       return style.bold(`cancelled: ${record.data.reason}`);
+    case "journal.adopted":
+      return style.yellow(
+        `adopted by ${record.data.by} (key ${record.data.key_id}; was ${record.data.previous_key_id ?? "unauthenticated"})`,
+      );
+    case "lock.recovered":
+      return style.yellow(
+        `took over the stale lock of pid ${record.data.pid} on ${record.data.host}: ${record.data.reason}`,
+      );
   }
 }
 

@@ -18,11 +18,11 @@ export const sessionsCommand = {
     const rows = [];
     for (const id of await workspace.backend.list()) {
       try {
-        const records = await workspace.backend.read(id);
+        const { records, trust } = await workspace.backend.readReport(id);
         const state = SessionState.from(records);
         rows.push({
           session: id,
-          status: statusOf(state),
+          status: trust.trusted ? statusOf(state) : `untrusted (${statusOf(state)})`,
           started: records[0]?.time ?? null,
           events: state.records,
           model_requests: state.modelRequests,
