@@ -1,4 +1,4 @@
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
@@ -9,9 +9,11 @@ import { canonicalJson, digestOf } from "../../src/shared/hash.js";
 import { cliEnv, runCli } from "../e2e-providers/cli.js";
 import { startMockServer } from "../e2e-providers/mock-server.js";
 import {
+  BIN,
   type CliResult,
   ensureBuilt,
   expectExit,
+  finished,
   journalFile,
   jsonScript,
   jsonSummary,
@@ -158,6 +160,39 @@ describe("a repository that ships a session recorded under another key", () => {
     } finally {
       await server.close();
     }
+  });
+});
+
+/** Run `harness ARGS` on a pseudo-terminal (util-linux `script`), typing `answer` once the adopt prompt shows. */
+function onTerminal(args: readonly string[], env: NodeJS.ProcessEnv, answer: string): Promise<CliResult> {
+  const command = [process.execPath, BIN, ...args].map((arg) => `'${arg.replace(/'/g, "'\\''")}'`).join(" ");
+  const child = spawn("script", ["-qec", command, "/dev/null"], { env, stdio: ["pipe", "pipe", "pipe"] });
+  let typed = false;
+  child.stdout.on("data", (chunk: Buffer) => {
+    if (!typed && chunk.toString("utf8").includes("Only y or yes adopts")) {
+      typed = true;
+      child.stdin.write(`${answer}\n`);
+    }
+  });
+  return finished(child);
+}
+
+describe("journal adopt on a terminal", () => {
+  it("adopts only on y or yes; any other answer changes nothing", async () => {
+    const owner = await userEnv();
+    const session = "colleague";
+    const { workspace } = await ownSession(owner, session);
+    const me = await userEnv();
+    const before = readFileSync(journalFile(workspace, session));
+    const declined = await onTerminal(["journal", "adopt", session, "-w", workspace], me, "sure");
+    expectExit(declined, JOURNAL_REFUSED);
+    expect(declined.stdout).toContain("not adopted; nothing was changed");
+    expect(readFileSync(journalFile(workspace, session))).toEqual(before);
+    const accepted = await onTerminal(["journal", "adopt", session, "-w", workspace], me, "yes");
+    expectExit(accepted, 0);
+    expect(accepted.stdout).toContain(`session ${session}: adopted`);
+    expect((await readJournal(workspace, session)).at(-1)!.type).toBe("journal.adopted");
+    expectExit(await runCli(["journal", "verify", session, "-w", workspace], me), 0);
   });
 });
 

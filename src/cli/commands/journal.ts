@@ -124,6 +124,11 @@ async function verify(workspace: OpenedWorkspace, sessionId: string, json: boole
  * zero-width marks) are spelled out as escapes too.
  */
 function shown(value: string): string {
+  return shownJson(value);
+}
+
+/** Any JSON value as JSON text, with the same format characters spelled out. */
+function shownJson(value: unknown): string {
   return JSON.stringify(value).replace(
     /[\u00ad\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g,
     (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
@@ -159,7 +164,7 @@ function adoptionSummary(header: EventData<"session.started"> | undefined): {
     `  provider:            ${text(facts.provider)}  model: ${text(facts.model)}`,
     `  base URL:            ${text(facts.base_url)}  (your API key would be sent there)`,
     `  key variable:        ${text(facts.api_key_env)}`,
-    `  policy flags:        ${shown(JSON.stringify(options))}`,
+    `  policy flags:        ${shownJson(options)}`,
     `  recorded key id:     ${text(facts.recorded_key_id)}`,
   ];
   return { lines, facts };

@@ -30,6 +30,8 @@ export const sessionsCommand = {
           goal: state.goal ?? "",
         });
       } catch (error) {
+        // An unusable key file is not one session's damage: it stops the listing with its own message.
+        if (error instanceof JournalError && error.code === "KEY") throw error;
         const code = error instanceof JournalError ? error.code : "UNREADABLE";
         rows.push({
           session: id,
