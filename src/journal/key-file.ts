@@ -13,7 +13,7 @@ import {
   writeSync,
 } from "node:fs";
 import { homedir } from "node:os";
-import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { JOURNAL_KEY_BYTES, JournalKey } from "./key.js";
 import { JournalError } from "./store.js";
 
@@ -120,15 +120,25 @@ const loaded = new Map<string, JournalKey>();
  * read by others. Throws JournalError("KEY") with what to do.
  */
 export function loadJournalKey(options: { path?: string; workspaceRoot?: string } = {}): JournalKey {
-  const path = options.path ?? journalKeyPath();
-  const realPath = join(realDirectory(path), path.slice(dirname(path).length + 1));
-  if (options.workspaceRoot !== undefined && isInside(realpathSync(options.workspaceRoot), realPath)) {
-    throw refused(
-      path,
-      `lies inside the workspace ${options.workspaceRoot}, where a repository could ship or read it; ` +
-        `set ${KEY_FILE_ENV} to a file outside any workspace`,
-    );
+  const path = resolve(options.path ?? journalKeyPath());
+  const workspace = options.workspaceRoot === undefined ? undefined : realpathSync(options.workspaceRoot);
+  const insideWorkspace = (candidate: string) =>
+    workspace !== undefined &&
+    (isInside(workspace, candidate) || isInside(resolve(options.workspaceRoot ?? workspace), candidate));
+  // Checked before anything is created (the path as written) and after (the real path, so a
+  // symlinked directory cannot lead into the workspace).
+  if (!insideWorkspace(path)) {
+    const realPath = join(realDirectory(path), basename(path));
+    if (!insideWorkspace(realPath)) return loadAt(path, realPath);
   }
+  throw refused(
+    path,
+    `lies inside the workspace ${options.workspaceRoot}, where a repository could ship or read it; ` +
+      `set ${KEY_FILE_ENV} to a file outside any workspace`,
+  );
+}
+
+function loadAt(path: string, realPath: string): JournalKey {
   const cached = loaded.get(realPath);
   if (cached) return cached;
   try {

@@ -76,6 +76,14 @@ describe("the journal key file", () => {
       "inside the workspace",
     );
     expect(() => statSync(inside)).toThrow();
+    // Nothing is created inside the workspace on the way to refusing, not even a directory.
+    const nested = join(workspace, "new-dir", "journal.key");
+    refusal(() => loadJournalKey({ path: nested, workspaceRoot: workspace }));
+    expect(() => statSync(join(workspace, "new-dir"))).toThrow();
+    // Nor can a symlinked directory outside lead into it.
+    const door = join(dir, "door");
+    symlinkSync(workspace, door);
+    refusal(() => loadJournalKey({ path: join(door, "journal.key"), workspaceRoot: workspace }));
   });
 
   it("refuses a key owned by another user", () => {
