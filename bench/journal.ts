@@ -13,8 +13,12 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { encodeRecord } from "../src/journal/codec.js";
 import { FileJournalBackend } from "../src/journal/file-store.js";
+import { JournalKey } from "../src/journal/key.js";
 import { sessionPaths } from "../src/journal/session-path.js";
 import { type AnyNewEvent, event, GENESIS_HASH } from "../src/journal/vocabulary.js";
+
+/** Records written directly by the benchmark must authenticate under the key the backend loads with. */
+const BENCH_KEY = JournalKey.ephemeral();
 
 export type BenchRow = { name: string; value: number; unit: string; note?: string };
 
@@ -76,7 +80,7 @@ function mixedEvent(i: number): AnyNewEvent {
 }
 
 async function benchAppend(root: string): Promise<BenchRow[]> {
-  const backend = new FileJournalBackend(join(root, "append", ".harness"));
+  const backend = new FileJournalBackend(join(root, "append", ".harness"), { key: BENCH_KEY });
   const writer = await backend.openWriter("append-bench", { create: true });
   const rawDir = join(root, "raw");
   mkdirSync(rawDir, { recursive: true });
@@ -85,7 +89,7 @@ async function benchAppend(root: string): Promise<BenchRow[]> {
     constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT,
     0o600,
   );
-  const sample = encodeRecord(smallEvent(1), 1000, GENESIS_HASH, new Date());
+  const sample = encodeRecord(smallEvent(1), 1000, GENESIS_HASH, new Date(), BENCH_KEY);
   const rawBytes = Buffer.from(sample.line, "utf8");
   const journalTimes: number[] = [];
   const rawTimes: number[] = [];
@@ -127,7 +131,7 @@ function writeBigJournal(harnessDir: string, sessionId: string, count: number): 
     let chunk: string[] = [];
     const start = Date.parse("2025-01-01T00:00:00.000Z");
     for (let seq = 0; seq < count; seq++) {
-      const { record, line } = encodeRecord(mixedEvent(seq), seq, prev, new Date(start + seq));
+      const { record, line } = encodeRecord(mixedEvent(seq), seq, prev, new Date(start + seq), BENCH_KEY);
       prev = record.hash;
       chunk.push(line);
       if (chunk.length === 10_000 || seq === count - 1) {
@@ -147,7 +151,7 @@ function collectGarbage(): void {
 
 async function benchLoad(root: string): Promise<BenchRow[]> {
   const harnessDir = join(root, "load", ".harness");
-  const backend = new FileJournalBackend(harnessDir);
+  const backend = new FileJournalBackend(harnessDir, { key: BENCH_KEY });
   const rows: BenchRow[] = [];
   const perHundredK: number[] = [];
   for (const count of LOAD_SIZES) {

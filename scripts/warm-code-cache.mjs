@@ -19,6 +19,8 @@ await mkdir(workspace);
 const config = join(scratch, "config.json");
 await writeFile(config, "{}\n");
 process.env.HARNESS_CONFIG = config;
+// Nor may it create or read the developer's journal key.
+process.env.HARNESS_KEY_FILE = join(scratch, "journal.key");
 const bundle = loadBundle(bundlePath);
 bundle.exports.setFileImporter((url) => import(url));
 const main = bundle.exports.main;

@@ -6,6 +6,8 @@ export const EXIT = {
   stopped: 2,
   reviewRequired: 3,
   needsReview: 4,
+  /** The journal cannot be acted on as it is: locked, torn, tampered, untrusted, or the key is unusable. */
+  journalRefused: 5,
   usage: 64,
   cancelled: 130,
 } as const;

@@ -1,5 +1,5 @@
 import { EngineError } from "../engine/errors.js";
-import { JournalError } from "../journal/store.js";
+import { JournalError, type JournalErrorCode } from "../journal/store.js";
 import { ScriptError } from "../providers/scripted/script.js";
 import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
 import { EXIT } from "./exit-codes.js";
@@ -32,7 +32,7 @@ const SUMMARIES: Record<string, string> = {
   demo: "run the built-in offline demo (fix hello.txt, verified by the host)",
   sessions: "list the sessions recorded in a workspace",
   inspect: "show a readable timeline of a session",
-  journal: "verify or repair a session journal",
+  journal: "verify, repair or adopt a session journal",
   unlock: "clear a writer lock whose owner is gone",
   policy: "explain how the effective policy decides a call",
   diff: "show the changes a session proposed",
@@ -91,6 +91,20 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
+/**
+ * Journal states a person resolves (the message says how: wait, `harness unlock`, `harness journal
+ * repair`, `harness journal adopt`, fix the key file), as opposed to harness failing.
+ */
+const JOURNAL_REFUSALS: ReadonlySet<JournalErrorCode> = new Set<JournalErrorCode>([
+  "LOCKED",
+  "STALE_LOCK",
+  "TORN_TAIL",
+  "CORRUPT",
+  "TAMPERED",
+  "UNTRUSTED",
+  "KEY",
+]);
+
 /** Error messages may quote model output, a script or a journal: they are escaped like any of those. */
 function reportError(error: unknown, command: string): number {
   if (error instanceof UsageError) {
@@ -112,10 +126,15 @@ function reportError(error: unknown, command: string): number {
       : EXIT.internal;
   }
   if (error instanceof JournalError) {
+    if (error.code === "INVALID_SESSION_ID") {
+      process.stderr.write(`harness ${command}: ${escapeForTerminal(error.message)}\n`);
+      return EXIT.usage;
+    }
+    const refused = JOURNAL_REFUSALS.has(error.code);
     process.stderr.write(
-      `harness ${command}: journal error (${error.code}): ${escapeForTerminal(error.message)}\n`,
+      `harness ${command}: ${refused ? "journal refused" : "journal error"} (${error.code}): ${escapeForTerminal(error.message)}\n`,
     );
-    return EXIT.internal;
+    return refused ? EXIT.journalRefused : EXIT.internal;
   }
   const detail = error instanceof Error ? (error.stack ?? error.message) : String(error);
   process.stderr.write(`harness ${command}: internal error: ${escapeLines(detail).join("\n  ")}\n`);

@@ -58,6 +58,15 @@ export function createProgress(options: {
       if (options.events) out.write(`${JSON.stringify(record)}\n`);
       if (options.quiet) return;
       switch (record.type) {
+        case "lock.recovered":
+          endLine();
+          err.write(
+            style.yellow(
+              `harness: took over the stale writer lock of pid ${record.data.pid} on ${record.data.host} ` +
+                `(started ${record.data.started_at}): ${record.data.reason}\n`,
+            ),
+          );
+          break;
         case "model.started":
           endLine();
           err.write(

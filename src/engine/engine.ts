@@ -190,7 +190,9 @@ export class Engine {
         `no session "${sessionId}" in this workspace (see: harness sessions)`,
       );
     }
-    this.writer = await backend.openWriter(sessionId, { create: mode !== "resume" });
+    // A lock whose owner is provably gone is taken over and journaled below; a live or
+    // unverifiable owner still refuses.
+    this.writer = await backend.openWriter(sessionId, { create: mode !== "resume", recoverStaleLock: true });
     this.options.processes?.journal.attach(async (info) => {
       await this.record({
         type: "process.spawned",
@@ -209,12 +211,26 @@ export class Engine {
     });
     try {
       this.state = SessionState.from(this.writer.records);
-      if (!this.state.header) {
+      const recovered = this.writer.recoveredLock;
+      const resuming = this.state.header !== undefined;
+      if (!resuming) {
         await this.begin();
       } else {
         this.checkIdentity();
-        await this.record({ type: "session.resumed", data: { pid: process.pid } });
       }
+      if (recovered) {
+        await this.record({
+          type: "lock.recovered",
+          data: {
+            pid: recovered.owner.pid,
+            host: recovered.owner.host,
+            started_at: recovered.owner.started_at,
+            proc_start: recovered.owner.proc_start,
+            reason: recovered.reason,
+          },
+        });
+      }
+      if (resuming) await this.record({ type: "session.resumed", data: { pid: process.pid } });
       return await this.drive();
     } finally {
       this.options.processes?.journal.attach(undefined);
@@ -375,6 +391,7 @@ export class Engine {
           tools_digest: snapshot.digest,
           acceptance: this.options.acceptance.map((check) => check.name),
           ...(this.options.setup ? { options: this.options.setup } : {}),
+          key_id: this.writer.keyId,
         },
       },
       { type: "user.input", data: { text: goal } },
@@ -387,6 +404,7 @@ export class Engine {
     const differences: string[] = [];
     if (header.format_version !== JOURNAL_FORMAT_VERSION) differences.push("journal format version");
     if (header.workspace.fingerprint !== o.workspace.fingerprint) differences.push("workspace");
+    if (header.session_id !== o.sessionId) differences.push("session id");
     if (o.goal !== undefined && o.goal !== header.goal) differences.push("goal");
     if (header.policy_digest !== o.policy.digest) differences.push("policy");
     if (digestOf(header.provider) !== digestOf(o.provider.identity)) differences.push("model provider");

@@ -1,5 +1,6 @@
 import { canonicalJson, sha256Hex } from "../shared/hash.js";
 import { isJsonObject } from "../shared/json.js";
+import type { JournalKey } from "./key.js";
 import { JournalError } from "./store.js";
 import {
   type AnyNewEvent,
@@ -11,8 +12,10 @@ import {
 
 /**
  * One journal line is the RFC 8785 canonical JSON of the whole record plus "\n". Canonical key
- * order is data, hash, prev, seq, time, type, so the hashed text (the record without `hash`) is
- * the line with `"hash":"…",` left out. Only `data` needs the general canonicalizer; the other
+ * order is data, hash, mac, prev, seq, time, type, so the hashed text (the record without `hash`
+ * and `mac`) is the line with `"hash":"…","mac":"…",` left out. `mac` is the HMAC-SHA256 of
+ * `hash` under the user's journal key (see key.ts); a line without it is from an older format or
+ * another tool and is read, but never trusted. Only `data` needs the general canonicalizer; the other
  * fields have fixed, escape-free shapes (checked on load) and are spelled out here, which keeps
  * both the append path and the load path to one canonicalization per record.
  */
@@ -21,9 +24,15 @@ const HEX64 = /^[0-9a-f]{64}$/;
 /** Exactly what Date.prototype.toISOString produces for years 0000-9999. */
 const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const RECORD_KEY_COUNT = 6;
+const AUTHENTICATED_KEY_COUNT = 7;
 
 const DATA_OPEN = '{"data":';
 const HASH_OPEN = ',"hash":"';
+
+/** The canonical text of the mac field, between hash and prev; empty for a record without one. */
+function macPart(mac: string | undefined): string {
+  return mac === undefined ? "" : `,"mac":"${mac}"`;
+}
 
 /** Everything after `data` in the canonical text, the hash field excluded. */
 function envelopeTail(prev: string, seq: number, time: string, type: string): string {
@@ -35,10 +44,11 @@ function envelopeTail(prev: string, seq: number, time: string, type: string): st
  * compared whole: V8 compares two flat strings with one memory comparison, while comparing
  * pieces in place (startsWith at an offset) goes character by character and measured slower.
  */
-function isCanonicalLine(line: string, dataText: string, hash: string, tail: string): boolean {
+function isCanonicalLine(line: string, dataText: string, hash: string, mac: string, tail: string): boolean {
   return (
-    line.length === DATA_OPEN.length + dataText.length + HASH_OPEN.length + hash.length + 1 + tail.length &&
-    line === `${DATA_OPEN}${dataText}${HASH_OPEN}${hash}"${tail}`
+    line.length ===
+      DATA_OPEN.length + dataText.length + HASH_OPEN.length + hash.length + 1 + mac.length + tail.length &&
+    line === `${DATA_OPEN}${dataText}${HASH_OPEN}${hash}"${mac}${tail}`
   );
 }
 
@@ -81,11 +91,17 @@ export interface EncodedRecord {
 }
 
 /**
- * Build the record that follows `prev` at position `seq`. Throws JournalError("INVALID_EVENT")
+ * Build the record that follows `prev` at position `seq`, authenticated with `key`. Throws JournalError("INVALID_EVENT")
  * for an unknown type, data that fails its schema, or data with no canonical JSON form (a lone
  * surrogate), so that a programming error never reaches the file.
  */
-export function encodeRecord(event: AnyNewEvent, seq: number, prev: string, at: Date): EncodedRecord {
+export function encodeRecord(
+  event: AnyNewEvent,
+  seq: number,
+  prev: string,
+  at: Date,
+  key: JournalKey,
+): EncodedRecord {
   const problem = newEventProblem(event);
   if (problem) throw new JournalError("INVALID_EVENT", `cannot journal event: ${problem}`);
   if (Number.isNaN(at.getTime()))
@@ -101,10 +117,11 @@ export function encodeRecord(event: AnyNewEvent, seq: number, prev: string, at: 
   }
   const tail = envelopeTail(prev, seq, time, event.type);
   const hash = sha256Hex(DATA_OPEN + dataText + tail);
+  const mac = key.sign(hash);
   // The returned data is a fresh parse of what was written, so it equals what a later load
   // returns (undefined-valued keys dropped) and the caller's object can change without effect.
-  const record = { seq, type: event.type, time, data: JSON.parse(dataText), prev, hash } as AnyRecord;
-  return { record, line: `${DATA_OPEN}${dataText}${HASH_OPEN}${hash}"${tail}\n` };
+  const record = { seq, type: event.type, time, data: JSON.parse(dataText), prev, hash, mac } as AnyRecord;
+  return { record, line: `${DATA_OPEN}${dataText}${HASH_OPEN}${hash}"${macPart(mac)}${tail}\n` };
 }
 
 export type RecordFaultCode = "CORRUPT" | "TAMPERED";
@@ -168,11 +185,12 @@ export function decodeRecordLine(line: string, seq: number, prev: string): AnyRe
     return corrupt(`${where} is not valid JSON`);
   }
   if (!isJsonObject(value)) return corrupt(`${where} is not a JSON object`);
-  const { seq: foundSeq, type, time, data, prev: foundPrev, hash } = value;
+  const { seq: foundSeq, type, time, data, prev: foundPrev, hash, mac } = value;
   let keyCount = 0;
   for (const _ in value) keyCount += 1;
   if (
-    keyCount !== RECORD_KEY_COUNT ||
+    (keyCount !== RECORD_KEY_COUNT && (keyCount !== AUTHENTICATED_KEY_COUNT || mac === undefined)) ||
+    (mac !== undefined && (typeof mac !== "string" || !HEX64.test(mac))) ||
     typeof foundSeq !== "number" ||
     typeof type !== "string" ||
     typeof time !== "string" ||
@@ -180,7 +198,7 @@ export function decodeRecordLine(line: string, seq: number, prev: string): AnyRe
     typeof foundPrev !== "string" ||
     typeof hash !== "string"
   ) {
-    return corrupt(`${where} does not have the record fields {seq, type, time, data, prev, hash}`);
+    return corrupt(`${where} does not have the record fields {seq, type, time, data, prev, hash[, mac]}`);
   }
   if (foundSeq !== seq) {
     return corrupt(`${where} holds seq ${foundSeq}: a record is missing, duplicated or out of order`);
@@ -198,7 +216,7 @@ export function decodeRecordLine(line: string, seq: number, prev: string): AnyRe
     return { fault: "TAMPERED", message: `record seq ${seq} was modified: its data has no canonical form` };
   }
   const tail = envelopeTail(foundPrev, seq, time, type);
-  if (!isCanonicalLine(line, dataText, hash, tail)) {
+  if (!isCanonicalLine(line, dataText, hash, macPart(mac as string | undefined), tail)) {
     return {
       fault: "TAMPERED",
       message: `record seq ${seq} was modified: its bytes are not the canonical encoding the writer produced`,

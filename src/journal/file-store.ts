@@ -14,6 +14,8 @@ import {
 import { dirname, join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { encodeRecord } from "./codec.js";
+import type { JournalKey } from "./key.js";
+import { loadJournalKey } from "./key-file.js";
 import { acquireLock, type HeldLock, inspectLockFile, lockFileLinked, releaseLock } from "./lock.js";
 import {
   assertHarnessDir,
@@ -23,13 +25,19 @@ import {
   sessionPaths,
   sessionsDirOf,
 } from "./session-path.js";
-import { type JournalBackend, JournalError, type JournalWriter } from "./store.js";
+import { type JournalBackend, JournalError, type JournalWriter, type OpenWriterOptions } from "./store.js";
+import { assertAdoptionFirst, assessTrust, type JournalReading, untrustedError } from "./trust.js";
 import { loadError, verifyJournalBytes } from "./verify.js";
 import { type AnyNewEvent, type AnyRecord, GENESIS_HASH } from "./vocabulary.js";
 
 export interface FileJournalOptions {
   /** Clock for record times and lock start times; defaults to real time. */
   now?: () => Date;
+  /**
+   * The key that authenticates records; defaults to this user's journal key (see key-file.ts),
+   * loaded on first use and refused when it lies inside the workspace that holds `harnessDir`.
+   */
+  key?: JournalKey;
 }
 
 function errnoOf(error: unknown): string {
@@ -61,25 +69,36 @@ function fsyncDirectory(path: string): void {
  */
 export class FileJournalBackend implements JournalBackend {
   private readonly now: () => Date;
+  private givenKey: JournalKey | undefined;
 
   constructor(
     readonly harnessDir: string,
     options: FileJournalOptions = {},
   ) {
     this.now = options.now ?? (() => new Date());
+    this.givenKey = options.key;
     assertHarnessDir(harnessDir);
   }
 
-  async openWriter(sessionId: string, options: { create: boolean }): Promise<JournalWriter> {
+  /** The key records are authenticated with (this user's, unless one was given). Throws JournalError("KEY"). */
+  get key(): JournalKey {
+    this.givenKey ??= loadJournalKey({ workspaceRoot: dirname(this.harnessDir) });
+    return this.givenKey;
+  }
+
+  async openWriter(sessionId: string, options: OpenWriterOptions): Promise<JournalWriter> {
     const paths = sessionPaths(this.harnessDir, sessionId);
+    const key = this.key;
     if (options.create) {
       mkdirIn(paths);
     } else if (!existsSync(paths.events)) {
       throw notFound(sessionId);
     }
-    const lock = acquireLock(paths.lock, sessionId, this.now());
+    const lock = acquireLock(paths.lock, sessionId, this.now(), {
+      recoverStale: options.recoverStaleLock === true,
+    });
     try {
-      return this.openLocked(paths, sessionId, lock, options.create);
+      return this.openLocked(paths, sessionId, lock, key, options);
     } catch (error) {
       releaseLock(lock);
       throw error;
@@ -91,8 +110,10 @@ export class FileJournalBackend implements JournalBackend {
     paths: SessionPaths,
     sessionId: string,
     lock: HeldLock,
-    create: boolean,
+    key: JournalKey,
+    options: OpenWriterOptions,
   ): FileJournalWriter {
+    const create = options.create;
     const flags = constants.O_RDWR | constants.O_APPEND;
     let fd = openIfExists(paths.events, flags);
     let created = false;
@@ -106,6 +127,8 @@ export class FileJournalBackend implements JournalBackend {
       const bytes = readFileSync(fd);
       const result = verifyJournalBytes(bytes, sessionId);
       if (!result.ok) throw loadError(sessionId, result);
+      const trust = assessTrust(result.records, key, sessionId);
+      if (!trust.trusted && !options.adopt) throw untrustedError(trust);
       // A new (or still empty) session's directory entries must reach the disk with its first records.
       const syncDirs = created || result.records.length === 0;
       return new FileJournalWriter(
@@ -117,6 +140,8 @@ export class FileJournalBackend implements JournalBackend {
         bytes.length,
         syncDirs,
         this.now,
+        key,
+        !trust.trusted,
       );
     } catch (error) {
       closeSync(fd);
@@ -127,10 +152,17 @@ export class FileJournalBackend implements JournalBackend {
   }
 
   async read(sessionId: string): Promise<AnyRecord[]> {
+    const { records, trust } = await this.readReport(sessionId);
+    if (!trust.trusted) throw untrustedError(trust);
+    return records;
+  }
+
+  async readReport(sessionId: string): Promise<JournalReading> {
     const paths = sessionPaths(this.harnessDir, sessionId);
+    const key = this.key;
     for (let attempt = 1; ; attempt++) {
       const result = verifyJournalBytes(readEvents(paths, sessionId), sessionId);
-      if (result.ok) return result.records;
+      if (result.ok) return { records: result.records, trust: assessTrust(result.records, key, sessionId) };
       // While another process appends, a reader can catch its write half done; that tail is an
       // append in flight, not a torn one, so look again shortly before calling it damage.
       const writerActive = result.code === "TORN_TAIL" && inspectLockFile(paths.lock)?.state === "alive";
@@ -187,6 +219,8 @@ class FileJournalWriter implements JournalWriter {
   private readonly all: AnyRecord[];
   private size: number;
   private state: "open" | "closed" | "failed" = "open";
+  readonly keyId: string;
+  readonly recoveredLock: HeldLock["recovered"];
 
   constructor(
     readonly sessionId: string,
@@ -197,9 +231,14 @@ class FileJournalWriter implements JournalWriter {
     size: number,
     private syncDirsOnAppend: boolean,
     private readonly now: () => Date,
+    private readonly key: JournalKey,
+    /** Opened to adopt an untrusted journal: the first append must be its journal.adopted. */
+    private mustAdopt: boolean,
   ) {
     this.all = records;
     this.size = size;
+    this.keyId = key.id;
+    this.recoveredLock = lock.recovered;
   }
 
   get records(): readonly AnyRecord[] {
@@ -210,19 +249,21 @@ class FileJournalWriter implements JournalWriter {
     this.assertWritable();
     if (events.length === 0) return [];
     const last = this.all[this.all.length - 1];
+    if (this.mustAdopt) assertAdoptionFirst(this.sessionId, events, last);
     let prev = last ? last.hash : GENESIS_HASH;
     let seq = this.all.length;
     const time = this.now();
     const added: AnyRecord[] = [];
     let text = "";
     for (const event of events) {
-      const { record, line } = encodeRecord(event, seq, prev, time);
+      const { record, line } = encodeRecord(event, seq, prev, time, this.key);
       added.push(record);
       text += line;
       prev = record.hash;
       seq += 1;
     }
     this.write(Buffer.from(text, "utf8"));
+    this.mustAdopt = false;
     for (const record of added) this.all.push(record);
     return added;
   }

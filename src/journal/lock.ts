@@ -17,8 +17,10 @@ import { JournalError } from "./store.js";
 /**
  * The single-writer lock: `<session>/writer.lock`, created with O_EXCL, holding who took it.
  * A lock is never taken over silently. When its owner is provably gone (same host, and the pid no
- * longer exists or now belongs to a process with a different start time) the lock is reported as
- * stale and a person clears it with `harness unlock <session>`; age alone proves nothing.
+ * longer exists or now belongs to a process with a different start time) the lock is stale: a
+ * writer opened to recover it (resume) takes it over and reports whose it was, for the journal;
+ * otherwise a person clears it with `harness unlock <session>`. Age alone proves nothing, a live
+ * owner is never displaced, and a lock from another host cannot be judged from here.
  */
 export interface LockOwner {
   pid: number;
@@ -39,6 +41,8 @@ export interface HeldLock {
   readonly text: string;
   readonly ino: number;
   readonly fd: number;
+  /** The stale lock this one replaced, when it was taken over. */
+  readonly recovered?: { owner: LockOwner; reason: string };
 }
 
 export type LockStatus =
@@ -148,7 +152,7 @@ export function lockHeldError(sessionId: string, status: LockStatus): JournalErr
     return new JournalError(
       "STALE_LOCK",
       `session ${sessionId} has a stale writer lock: its owner (${describeOwner(status.owner)}) is gone: ${status.reason}. ` +
-        `Nothing was changed. If no harness is working on this session, clear the lock with \`${unlockCommand(sessionId)}\`.`,
+        `Nothing was changed. \`harness resume ${sessionId}\` takes such a lock over; or clear it with \`${unlockCommand(sessionId)}\`.`,
     );
   }
   if (status.state === "alive") {
@@ -162,20 +166,57 @@ export function lockHeldError(sessionId: string, status: LockStatus): JournalErr
   return new JournalError(
     "LOCKED",
     `session ${sessionId} is locked by another writer (${who}${status.reason}). ` +
-      `If you are sure no harness is working on this session, clear it with \`${unlockCommand(sessionId)} --force\`.`,
+      `It is not taken over automatically. If you are sure no harness is working on this session, ` +
+      `clear it with \`${unlockCommand(sessionId)} --force\`.`,
   );
 }
 
 const CREATE_EXCLUSIVE = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL;
 
 /**
- * Take the writer lock at `path` or throw LOCKED / STALE_LOCK naming the owner. The owner record
- * is written with one write right after the exclusive create, so readers almost never see an empty
- * lock; one that is empty or garbled reads as "unknown owner" and is never removed without force.
+ * Remove a stale lock so that the caller can take the session. Two recoverers could otherwise
+ * both see the same stale lock, and the second would remove the lock the first just created; a
+ * short exclusive `.recover` file makes the check-and-remove one step, and the lock is removed
+ * only if it still holds exactly the stale owner's text.
  */
-export function acquireLock(path: string, sessionId: string, now: Date): HeldLock {
+function removeStaleLock(path: string, sessionId: string, staleText: string): void {
+  const mutex = `${path}.recover`;
+  let fd: number;
+  try {
+    fd = openSync(mutex, CREATE_EXCLUSIVE, 0o600);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST")
+      throw ioError("cannot recover the writer lock", error);
+    throw new JournalError(
+      "LOCKED",
+      `session ${sessionId}: another process is taking over its stale writer lock; try again ` +
+        `(if none is, remove ${mutex})`,
+    );
+  }
+  try {
+    if (readLockText(path) === staleText) unlinkSync(path);
+  } finally {
+    closeSync(fd);
+    rmSync(mutex, { force: true });
+  }
+}
+
+/**
+ * Take the writer lock at `path` or throw LOCKED / STALE_LOCK naming the owner. With
+ * `recoverStale`, a lock whose owner is provably gone is taken over and named in the result. The
+ * owner record is written with one write right after the exclusive create, so readers almost
+ * never see an empty lock; one that is empty or garbled reads as "unknown owner" and is never
+ * removed without force.
+ */
+export function acquireLock(
+  path: string,
+  sessionId: string,
+  now: Date,
+  options: { recoverStale?: boolean } = {},
+): HeldLock {
   const owner = currentOwner(now);
   const text = `${JSON.stringify(owner)}\n`;
+  let recovered: { owner: LockOwner; reason: string } | undefined;
   // A few attempts only cover a holder that releases between our create and our inspection.
   for (let attempt = 0; attempt < 3; attempt++) {
     let fd: number;
@@ -184,13 +225,22 @@ export function acquireLock(path: string, sessionId: string, now: Date): HeldLoc
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "EEXIST")
         throw ioError("cannot create the writer lock", error);
-      const status = inspectLockFile(path);
-      if (status) throw lockHeldError(sessionId, status);
-      continue;
+      const staleText = readLockText(path);
+      if (staleText === undefined) continue;
+      const stale = parseLockOwner(staleText);
+      const status: LockStatus = stale
+        ? ownerStatus(stale)
+        : { state: "unknown", owner: null, reason: "its lock file cannot be read as an owner record" };
+      if (status.state === "gone" && options.recoverStale) {
+        removeStaleLock(path, sessionId, staleText);
+        recovered = { owner: status.owner, reason: status.reason };
+        continue;
+      }
+      throw lockHeldError(sessionId, status);
     }
     try {
       writeSync(fd, text);
-      return { path, owner, text, ino: fstatSync(fd).ino, fd };
+      return { path, owner, text, ino: fstatSync(fd).ino, fd, ...(recovered ? { recovered } : {}) };
     } catch (error) {
       closeSync(fd);
       rmSync(path, { force: true });

@@ -1,11 +1,15 @@
 import { decodeRecordLine, encodeRecord, isRecordFault } from "./codec.js";
+import { JournalKey } from "./key.js";
 import { currentOwner, type LockOwner, lockHeldError } from "./lock.js";
 import { assertSessionId } from "./session-path.js";
-import { type JournalBackend, JournalError, type JournalWriter } from "./store.js";
+import { type JournalBackend, JournalError, type JournalWriter, type OpenWriterOptions } from "./store.js";
+import { assertAdoptionFirst, assessTrust, type JournalReading, untrustedError } from "./trust.js";
 import { type AnyNewEvent, type AnyRecord, GENESIS_HASH } from "./vocabulary.js";
 
 export interface MemoryJournalOptions {
   now?: () => Date;
+  /** The key that authenticates records; defaults to one that lives as long as this backend. */
+  key?: JournalKey;
 }
 
 interface MemorySession {
@@ -20,14 +24,23 @@ interface MemorySession {
  * backend, without durability. Reads decode the stored lines again, so callers get fresh objects.
  */
 export class MemoryJournalBackend implements JournalBackend {
-  private readonly sessions = new Map<string, MemorySession>();
+  private sessions = new Map<string, MemorySession>();
   private readonly now: () => Date;
+  readonly key: JournalKey;
 
   constructor(options: MemoryJournalOptions = {}) {
     this.now = options.now ?? (() => new Date());
+    this.key = options.key ?? JournalKey.ephemeral();
   }
 
-  async openWriter(sessionId: string, options: { create: boolean }): Promise<JournalWriter> {
+  /** Another handle on the same sessions that authenticates with `key` (as another user would). */
+  withKey(key: JournalKey): MemoryJournalBackend {
+    const other = new MemoryJournalBackend({ now: this.now, key });
+    other.sessions = this.sessions;
+    return other;
+  }
+
+  async openWriter(sessionId: string, options: OpenWriterOptions): Promise<JournalWriter> {
     assertSessionId(sessionId);
     let session = this.sessions.get(sessionId);
     if (!session) {
@@ -37,16 +50,30 @@ export class MemoryJournalBackend implements JournalBackend {
     }
     if (session.holder) throw lockHeldError(sessionId, { state: "alive", owner: session.holder.owner });
     const records = decodeAll(sessionId, session.lines);
+    const trust = assessTrust(records, this.key, sessionId);
+    if (!trust.trusted && !options.adopt) throw untrustedError(trust);
     const holder = { owner: currentOwner(this.now()) };
     session.holder = holder;
-    return new MemoryJournalWriter(sessionId, session, holder, records, this.now);
+    return new MemoryJournalWriter(sessionId, session, holder, records, this.now, this.key, !trust.trusted);
   }
 
   async read(sessionId: string): Promise<AnyRecord[]> {
+    const { records, trust } = await this.readReport(sessionId);
+    if (!trust.trusted) throw untrustedError(trust);
+    return records;
+  }
+
+  async readReport(sessionId: string): Promise<JournalReading> {
     assertSessionId(sessionId);
     const session = this.sessions.get(sessionId);
     if (!session) throw notFound(sessionId);
-    return decodeAll(sessionId, session.lines);
+    const records = decodeAll(sessionId, session.lines);
+    return { records, trust: assessTrust(records, this.key, sessionId) };
+  }
+
+  /** The stored lines of a session (for tests that play a forger with direct access to storage). */
+  linesOf(sessionId: string): string[] | undefined {
+    return this.sessions.get(sessionId)?.lines;
   }
 
   async exists(sessionId: string): Promise<boolean> {
@@ -78,6 +105,9 @@ function decodeAll(sessionId: string, lines: readonly string[]): AnyRecord[] {
 
 class MemoryJournalWriter implements JournalWriter {
   private closed = false;
+  readonly keyId: string;
+  /** Memory sessions die with their process, so there is never a stale lock to take over. */
+  readonly recoveredLock = undefined;
 
   constructor(
     readonly sessionId: string,
@@ -85,7 +115,11 @@ class MemoryJournalWriter implements JournalWriter {
     private readonly holder: { owner: LockOwner },
     private readonly all: AnyRecord[],
     private readonly now: () => Date,
-  ) {}
+    private readonly key: JournalKey,
+    private mustAdopt: boolean,
+  ) {
+    this.keyId = key.id;
+  }
 
   get records(): readonly AnyRecord[] {
     return this.all;
@@ -96,10 +130,11 @@ class MemoryJournalWriter implements JournalWriter {
       throw new JournalError("LOCKED", `session ${this.sessionId}: this writer is closed; open a new writer`);
     }
     const last = this.all[this.all.length - 1];
+    if (this.mustAdopt && events.length > 0) assertAdoptionFirst(this.sessionId, events, last);
     let prev = last ? last.hash : GENESIS_HASH;
     const time = this.now();
     const encoded = events.map((event, index) => {
-      const result = encodeRecord(event, this.all.length + index, prev, time);
+      const result = encodeRecord(event, this.all.length + index, prev, time, this.key);
       prev = result.record.hash;
       return result;
     });
@@ -108,6 +143,7 @@ class MemoryJournalWriter implements JournalWriter {
       this.session.lines.push(line.slice(0, -1));
       this.all.push(record);
     }
+    if (encoded.length > 0) this.mustAdopt = false;
     return encoded.map((item) => item.record);
   }
 

@@ -1,3 +1,5 @@
+import type { LockOwner } from "./lock.js";
+import type { JournalReading } from "./trust.js";
 import type { AnyNewEvent, AnyRecord } from "./vocabulary.js";
 
 /**
@@ -15,6 +17,25 @@ export interface JournalWriter {
   append(events: readonly AnyNewEvent[]): Promise<AnyRecord[]>;
   /** Release the writer lock. */
   close(): Promise<void>;
+  /** Fingerprint of the key this writer authenticates records with (recorded in session.started). */
+  readonly keyId: string;
+  /**
+   * Set when opening took over a lock whose owner was provably gone: who held it and why it was
+   * judged gone. The caller journals it (`lock.recovered`).
+   */
+  readonly recoveredLock: { owner: LockOwner; reason: string } | undefined;
+}
+
+export interface OpenWriterOptions {
+  /** Make the session if it does not exist. */
+  create: boolean;
+  /**
+   * Open a journal that is not trusted, to adopt it: the first append must be the
+   * `journal.adopted` record naming its head. Without it an untrusted journal is refused (UNTRUSTED).
+   */
+  adopt?: boolean;
+  /** Take over a writer lock whose owner is provably gone instead of refusing (STALE_LOCK). */
+  recoverStaleLock?: boolean;
 }
 
 export interface SessionSummary {
@@ -24,9 +45,14 @@ export interface SessionSummary {
 
 export interface JournalBackend {
   /** Open a session for writing: take the lock, load and verify. `create` makes it if absent. */
-  openWriter(sessionId: string, options: { create: boolean }): Promise<JournalWriter>;
-  /** Load and verify a session without taking the lock. */
+  openWriter(sessionId: string, options: OpenWriterOptions): Promise<JournalWriter>;
+  /** Load and verify a session without taking the lock; an untrusted journal is refused (UNTRUSTED). */
   read(sessionId: string): Promise<AnyRecord[]>;
+  /**
+   * Load and verify a session's chain and report whether it is trusted, without refusing an
+   * untrusted one: for commands that only show a journal (inspect, sessions, adopt).
+   */
+  readReport(sessionId: string): Promise<JournalReading>;
   exists(sessionId: string): Promise<boolean>;
   list(): Promise<string[]>;
 }
@@ -43,7 +69,11 @@ export type JournalErrorCode =
   /** A session id that does not match SESSION_ID_PATTERN (a caller or user error). */
   | "INVALID_SESSION_ID"
   /** An event whose type is unknown or whose data fails its schema; nothing was written. */
-  | "INVALID_EVENT";
+  | "INVALID_EVENT"
+  /** A journal this user did not record (or adopt): forged, re-chained, unauthenticated or another key's. */
+  | "UNTRUSTED"
+  /** The user's journal key cannot be used (missing directory, wrong owner or mode, inside a workspace). */
+  | "KEY";
 
 /** An engine-level journal failure; the message says what to do next. */
 export class JournalError extends Error {

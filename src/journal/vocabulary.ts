@@ -49,6 +49,8 @@ export const EVENT_SCHEMAS = {
     acceptance: z.array(z.string()).optional(),
     /** How the run was set up (CLI flags without secrets or host paths), so resume can rebuild it. */
     options: jsonObject.optional(),
+    /** Fingerprint of the journal key that authenticates this session (never the key). */
+    key_id: z.string().optional(),
   }),
   "session.resumed": z.object({ pid: z.number().int() }),
   "user.input": z.object({ text: z.string() }),
@@ -195,6 +197,27 @@ export const EVENT_SCHEMAS = {
     message: z.string(),
   }),
   "run.cancelled": z.object({ reason: z.string() }),
+  /**
+   * A person chose to trust a journal recorded elsewhere (or before journals were authenticated).
+   * Authenticated with their key, it vouches for the chain up to `head_hash` (the chain commits to
+   * every record before it), so history is never rewritten.
+   */
+  "journal.adopted": z.object({
+    head_hash: hex64,
+    records: z.number().int(),
+    key_id: z.string(),
+    previous_key_id: z.string().nullable(),
+    reason: z.string(),
+    by: z.string(),
+  }),
+  /** A writer lock whose owner was provably gone (same host, process absent or replaced) was taken over. */
+  "lock.recovered": z.object({
+    pid: z.number().int(),
+    host: z.string(),
+    started_at: z.string(),
+    proc_start: z.string().nullable(),
+    reason: z.string(),
+  }),
 } as const;
 
 export type EventType = keyof typeof EVENT_SCHEMAS;
@@ -205,7 +228,11 @@ export function isEventType(type: string): type is EventType {
   return Object.hasOwn(EVENT_SCHEMAS, type);
 }
 
-/** One durable journal line. `hash` = SHA-256 of RFC 8785 JSON of the record without `hash`. */
+/**
+ * One durable journal line. `hash` = SHA-256 of RFC 8785 JSON of the record without `hash` and
+ * `mac`; `mac` = HMAC-SHA256 of `hash` under the writer's journal key (absent in records written
+ * before journals were authenticated, which are never trusted).
+ */
 export interface JournalRecord<T extends EventType = EventType> {
   seq: number;
   type: T;
@@ -213,6 +240,7 @@ export interface JournalRecord<T extends EventType = EventType> {
   data: EventData<T>;
   prev: string;
   hash: string;
+  mac?: string;
 }
 
 export type AnyRecord = { [T in EventType]: JournalRecord<T> }[EventType];

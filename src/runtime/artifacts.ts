@@ -1,8 +1,9 @@
 import { createHash, randomBytes } from "node:crypto";
 import { closeSync, fsyncSync, openSync, writeSync } from "node:fs";
-import { mkdir, open, readFile, rename, rm, stat } from "node:fs/promises";
+import { mkdir, open, readdir, readFile, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { sha256Hex } from "../shared/hash.js";
+import { ToolError } from "../tools/errors.js";
 import type { ArtifactRef, ArtifactSink, ArtifactStore } from "../tools/tool.js";
 
 const ID = /^[0-9a-f]{64}$/;
@@ -14,14 +15,27 @@ const ID = /^[0-9a-f]{64}$/;
 export class FileArtifactStore implements ArtifactStore {
   constructor(private readonly dir: string) {}
 
+  /**
+   * The artifact's bytes, checked against the SHA-256 that is its name: a file changed on disk
+   * (by a hostile repository, say) fails with ARTIFACT_CORRUPT instead of passing forged bytes on.
+   */
   async read(id: string): Promise<Uint8Array | undefined> {
     if (!ID.test(id)) return undefined;
+    let bytes: Buffer;
     try {
-      return await readFile(join(this.dir, id));
+      bytes = await readFile(join(this.dir, id));
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
       throw error;
     }
+    if (sha256Hex(bytes) !== id) {
+      throw new ToolError(
+        "ARTIFACT_CORRUPT",
+        `artifact ${id} was modified after it was stored: its bytes no longer have that SHA-256`,
+        { data: { id } },
+      );
+    }
+    return bytes;
   }
 
   async put(bytes: Uint8Array): Promise<ArtifactRef> {
@@ -71,6 +85,45 @@ export class FileArtifactStore implements ArtifactStore {
       },
     };
   }
+}
+
+export interface ArtifactCheck {
+  /** Artifacts whose bytes match their name. */
+  intact: number;
+  /** Ids of artifacts whose bytes no longer match their name. */
+  modified: string[];
+  /** Ids that `expected` names but that are not stored. */
+  missing: string[];
+}
+
+/**
+ * Check every stored artifact of a session folder against its SHA-256, and that each id in
+ * `expected` (the artifacts its journal refers to) is present. Hashes streamed, one file at a time.
+ */
+export async function checkArtifacts(dir: string, expected: Iterable<string> = []): Promise<ArtifactCheck> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    names = [];
+  }
+  const stored = new Set(names.filter((name) => ID.test(name)));
+  const check: ArtifactCheck = { intact: 0, modified: [], missing: [] };
+  for (const id of [...stored].sort()) {
+    const hash = createHash("sha256");
+    const handle = await open(join(dir, id), "r");
+    try {
+      for await (const chunk of handle.createReadStream({ autoClose: false })) hash.update(chunk as Buffer);
+    } finally {
+      await handle.close();
+    }
+    if (hash.digest("hex") === id) check.intact += 1;
+    else check.modified.push(id);
+  }
+  for (const id of new Set(expected)) if (!stored.has(id)) check.missing.push(id);
+  check.missing.sort();
+  return check;
 }
 
 /** In-memory artifacts, for library users without a disk session and for tests. */

@@ -113,6 +113,13 @@ export const ERROR_CODES = {
     false,
     "Use an artifact id returned by an earlier tool result.",
   ),
+  ARTIFACT_CORRUPT: info(
+    "error",
+    false,
+    false,
+    false,
+    "The stored artifact no longer matches its SHA-256 (it was changed on disk); its bytes are not shown. Do not rely on it.",
+  ),
   TIMEOUT: info(
     "timeout",
     true,

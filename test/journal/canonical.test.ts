@@ -1,9 +1,12 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { decodeRecordLine, encodeRecord, isRecordFault } from "../../src/journal/codec.js";
+import { JournalKey } from "../../src/journal/key.js";
 import { event, GENESIS_HASH } from "../../src/journal/vocabulary.js";
 import { canonicalJson, digestOf } from "../../src/shared/hash.js";
 import type { JsonObject } from "../../src/shared/json.js";
+
+const key = JournalKey.ephemeral();
 
 function float64(hex: string): number {
   return Buffer.from(hex, "hex").readDoubleBE(0);
@@ -74,11 +77,12 @@ describe("record codec", () => {
       batch: 0,
     });
 
-  it("writes exactly the canonical JSON of the record, hashed without its hash field", () => {
+  it("writes exactly the canonical JSON of the record, hashed without its hash and mac fields", () => {
     fc.assert(
       fc.property(fc.dictionary(fc.string(), fc.jsonValue()), fc.nat(1_000_000), (args, seq) => {
-        const { record, line } = encodeRecord(toolStarted(args as JsonObject), seq, GENESIS_HASH, at);
-        const { hash, ...rest } = record;
+        const { record, line } = encodeRecord(toolStarted(args as JsonObject), seq, GENESIS_HASH, at, key);
+        const { hash, mac, ...rest } = record;
+        expect(key.verifies(hash, mac)).toBe(true);
         expect(line).toBe(`${canonicalJson(record)}\n`);
         expect(hash).toBe(digestOf(rest));
         expect(decodeRecordLine(line.slice(0, -1), seq, GENESIS_HASH)).toEqual(record);
@@ -87,14 +91,15 @@ describe("record codec", () => {
     );
   });
 
-  it("rejects any single-character change to a line", () => {
-    const { line } = encodeRecord(event("user.input", { text: "abc" }), 0, GENESIS_HASH, at);
+  it("rejects any single-character change to a line: as a fault, or as a tag that no longer authenticates", () => {
+    const { line } = encodeRecord(event("user.input", { text: "abc" }), 0, GENESIS_HASH, at, key);
     const text = line.slice(0, -1);
     fc.assert(
       fc.property(fc.nat(text.length - 1), fc.string({ minLength: 1, maxLength: 1 }), (index, char) => {
         fc.pre(text[index] !== char);
         const changed = text.slice(0, index) + char + text.slice(index + 1);
-        expect(isRecordFault(decodeRecordLine(changed, 0, GENESIS_HASH))).toBe(true);
+        const decoded = decodeRecordLine(changed, 0, GENESIS_HASH);
+        expect(isRecordFault(decoded) || !key.verifies(decoded.hash, decoded.mac)).toBe(true);
       }),
       { numRuns: 500 },
     );

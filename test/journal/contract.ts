@@ -1,12 +1,20 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { JournalKey } from "../../src/journal/key.js";
 import { type JournalBackend, JournalError, type JournalWriter } from "../../src/journal/store.js";
 import { type AnyNewEvent, type AnyRecord, event, GENESIS_HASH } from "../../src/journal/vocabulary.js";
-import { digestOf } from "../../src/shared/hash.js";
+import { canonicalJson, digestOf } from "../../src/shared/hash.js";
 
 export interface BackendUnderTest {
   backend: JournalBackend;
   /** Another handle on the same storage, as a second process would have. */
   reopen(): JournalBackend;
+  /** The key `backend` authenticates records with. */
+  key: JournalKey;
+  /** A handle on the same storage that authenticates with another key (another user or machine). */
+  withKey(key: JournalKey): JournalBackend;
+  /** The stored lines of a session, and a way to replace them: what a forger with access to storage does. */
+  lines(sessionId: string): Promise<string[]>;
+  replaceLines(sessionId: string, lines: readonly string[]): Promise<void>;
   cleanup(): Promise<void>;
 }
 
@@ -32,6 +40,35 @@ export function fixedClock(start = Date.parse("2025-03-01T12:00:00.000Z")): Test
   );
 }
 
+function sessionStarted(keyId: string) {
+  const digest = "a".repeat(64);
+  return {
+    format_version: 1,
+    session_id: "s1",
+    harness_version: "test",
+    workspace: { name: "w", fingerprint: digest },
+    goal: "goal",
+    policy: {},
+    policy_digest: digest,
+    provider: { kind: "scripted" },
+    system_prompt_digest: digest,
+    tools: [],
+    tools_digest: digest,
+    key_id: keyId,
+  };
+}
+
+function adoption(headHash: string, records: number, keyId: string): AnyNewEvent {
+  return event("journal.adopted", {
+    head_hash: headHash,
+    records,
+    key_id: keyId,
+    previous_key_id: null,
+    reason: "FOREIGN_KEY",
+    by: "tester",
+  });
+}
+
 export function input(text: string): AnyNewEvent {
   return event("user.input", { text });
 }
@@ -46,20 +83,48 @@ export async function rejection(promise: Promise<unknown>): Promise<JournalError
   throw new Error("expected the promise to reject");
 }
 
-function withoutHash(record: AnyRecord): Omit<AnyRecord, "hash"> {
-  const { hash: _hash, ...rest } = record;
+function withoutHashAndMac(record: AnyRecord): Omit<AnyRecord, "hash" | "mac"> {
+  const { hash: _hash, mac: _mac, ...rest } = record;
   return rest;
 }
 
-/** Check the chain invariants directly from the definition (not through the codec). */
-export function expectValidChain(records: readonly AnyRecord[]): void {
+/**
+ * Check the chain invariants directly from the definition (not through the codec), and, given
+ * the key, that every record's mac is the HMAC-SHA256 of its hash under it.
+ */
+export function expectValidChain(records: readonly AnyRecord[], key?: JournalKey): void {
   let prev = GENESIS_HASH;
   records.forEach((record, index) => {
     expect(record.seq).toBe(index);
     expect(record.prev).toBe(prev);
-    expect(record.hash).toBe(digestOf(withoutHash(record)));
-    expect(Object.keys(record).sort()).toEqual(["data", "hash", "prev", "seq", "time", "type"]);
+    expect(record.hash).toBe(digestOf(withoutHashAndMac(record)));
+    expect(Object.keys(record).sort()).toEqual(["data", "hash", "mac", "prev", "seq", "time", "type"]);
+    if (key) expect(key.verifies(record.hash, record.mac)).toBe(true);
     prev = record.hash;
+  });
+}
+
+/**
+ * What a forger who knows the chain algorithm but not the key does: parse the lines, let `edit`
+ * change records, and hash the whole chain again. `mac` decides each record's tag (kept as it
+ * was by default, which no longer matches the new hash; undefined drops it).
+ */
+export function rechain(
+  lines: readonly string[],
+  edit: (record: Record<string, unknown>, index: number) => void,
+  mac: (record: Record<string, unknown>, hash: string) => string | undefined = (record) =>
+    record.mac as string | undefined,
+): string[] {
+  let prev = GENESIS_HASH;
+  return lines.map((line, index) => {
+    const record = JSON.parse(line) as Record<string, unknown>;
+    edit(record, index);
+    const { hash: _hash, mac: _mac, ...body } = record;
+    body.prev = prev;
+    const hash = digestOf(body);
+    prev = hash;
+    const tag = mac(record, hash);
+    return canonicalJson({ ...body, hash, ...(tag === undefined ? {} : { mac: tag }) });
   });
 }
 
@@ -193,6 +258,117 @@ export function journalContract(name: string, factory: BackendFactory): void {
       for (const id of ["b-2", "a_1", "B.3", "a"]) await (await writer(id)).append([input(id)]);
       expect(await subject.backend.list()).toEqual(["B.3", "a", "a_1", "b-2"]);
       expect(await subject.backend.exists("a_1")).toBe(true);
+    });
+
+    it("authenticates every record with the backend's key", async () => {
+      const w = await writer("s1");
+      await w.append([input("one"), input("two")]);
+      expect(w.keyId).toBe(subject.key.id);
+      expect(w.recoveredLock).toBeUndefined();
+      const reading = await subject.backend.readReport("s1");
+      expect(reading.trust).toEqual({ trusted: true, keyId: subject.key.id });
+      expectValidChain(reading.records, subject.key);
+    });
+
+    it("refuses a journal recorded under another key, and still shows it as untrusted", async () => {
+      const w = await writer("s1");
+      await w.append([event("session.started", sessionStarted(subject.key.id)), input("goal")]);
+      await w.close();
+      const stranger = JournalKey.ephemeral();
+      const other = subject.withKey(stranger);
+      const refused = await rejection(other.read("s1"));
+      expect(refused.code).toBe("UNTRUSTED");
+      expect(refused.message).toContain(subject.key.id);
+      expect(refused.message).toContain(stranger.id);
+      expect(refused.message).toContain("harness journal adopt s1");
+      expect((await rejection(other.openWriter("s1", { create: false }))).code).toBe("UNTRUSTED");
+      const reading = await other.readReport("s1");
+      expect(reading.records).toHaveLength(2);
+      expect(reading.trust).toMatchObject({
+        trusted: false,
+        problem: "FOREIGN_KEY",
+        recordedKeyId: subject.key.id,
+      });
+      // Refusing left the journal as it was.
+      expect(await subject.lines("s1")).toHaveLength(2);
+    });
+
+    it("refuses a record changed and re-chained without the key, with or without its old tag", async () => {
+      const w = await writer("s1");
+      await w.append([input("one"), input("two"), input("three")]);
+      await w.close();
+      const original = await subject.lines("s1");
+      for (const mac of [undefined, (record: Record<string, unknown>) => record.mac as string]) {
+        const forged = rechain(
+          original,
+          (record, index) => {
+            if (index === 1) record.data = { text: "forged" };
+          },
+          mac ?? (() => undefined),
+        );
+        await subject.replaceLines("s1", forged);
+        const refused = await rejection(subject.backend.read("s1"));
+        expect(refused.code).toBe("UNTRUSTED");
+        expect((await rejection(subject.backend.openWriter("s1", { create: false }))).code).toBe("UNTRUSTED");
+        const reading = await subject.backend.readReport("s1");
+        expect(reading.records[1]?.data).toEqual({ text: "forged" });
+        expect(reading.trust.trusted).toBe(false);
+      }
+      // With the old tags kept, the first record whose tag fails is named.
+      expect((await rejection(subject.backend.read("s1"))).message).toContain("record seq 1 (user.input)");
+    });
+
+    it("refuses a journal with no authentication at all (an older format or another tool)", async () => {
+      const w = await writer("s1");
+      await w.append([input("one"), input("two")]);
+      await w.close();
+      await subject.replaceLines(
+        "s1",
+        rechain(
+          await subject.lines("s1"),
+          () => {},
+          () => undefined,
+        ),
+      );
+      const reading = await subject.backend.readReport("s1");
+      expect(reading.trust).toMatchObject({ trusted: false, problem: "UNAUTHENTICATED" });
+      expect((await rejection(subject.backend.read("s1"))).message).toContain("not authenticated");
+    });
+
+    it("adopts a journal only through a first journal.adopted record naming its head, after which it is trusted", async () => {
+      const w = await writer("s1");
+      await w.append([event("session.started", sessionStarted(subject.key.id)), input("goal")]);
+      await w.close();
+      const mine = JournalKey.ephemeral();
+      const adopter = subject.withKey(mine);
+      const { records } = await adopter.readReport("s1");
+      const head = records[records.length - 1]!;
+      const adopting = await adopter.openWriter("s1", { create: false, adopt: true });
+      open.push(adopting);
+      // Nothing else may come first, and the adoption must name the real head.
+      expect((await rejection(adopting.append([input("sneaked in")]))).code).toBe("UNTRUSTED");
+      const wrongHead = adoption(GENESIS_HASH, records.length, mine.id);
+      expect((await rejection(adopting.append([wrongHead]))).code).toBe("UNTRUSTED");
+      expect(await subject.lines("s1")).toHaveLength(2);
+      await adopting.append([adoption(head.hash, records.length, mine.id), input("after adoption")]);
+      await adopting.close();
+      const after = await adopter.read("s1");
+      expect(after.map((r) => r.type)).toEqual([
+        "session.started",
+        "user.input",
+        "journal.adopted",
+        "user.input",
+      ]);
+      // The adopted history is unchanged: the same bytes, now vouched for.
+      expect(after.slice(0, 2)).toEqual(records);
+      // The original key holder now sees a journal another key took over.
+      expect((await rejection(subject.backend.read("s1"))).code).toBe("UNTRUSTED");
+      // An adoption record forged by someone without the key vouches for nothing.
+      const forgedAdoption = rechain(await subject.lines("s1"), (record, index) => {
+        if (index === 3) record.data = { text: "changed after adoption" };
+      });
+      await subject.replaceLines("s1", forgedAdoption);
+      expect((await rejection(adopter.read("s1"))).message).toContain("record seq 3");
     });
 
     it("rejects session ids that are not plain names", async () => {

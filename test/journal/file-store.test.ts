@@ -33,6 +33,10 @@ journalContract("FileJournalBackend", async (now) => {
   return {
     backend: h.backend,
     reopen: () => new FileJournalBackend(h.harnessDir, { now }),
+    key: h.backend.key,
+    withKey: (key) => new FileJournalBackend(h.harnessDir, { now, key }),
+    lines: async (sessionId) => readLines(eventsPath(h.harnessDir, sessionId)),
+    replaceLines: async (sessionId, lines) => writeLines(eventsPath(h.harnessDir, sessionId), lines),
     cleanup: async () => h.cleanup(),
   };
 });

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { encodeRecord } from "../../src/journal/codec.js";
 import { FileJournalBackend } from "../../src/journal/file-store.js";
+import { loadJournalKey } from "../../src/journal/key-file.js";
 import { sessionPaths } from "../../src/journal/session-path.js";
 import { type AnyNewEvent, GENESIS_HASH } from "../../src/journal/vocabulary.js";
 import { canonicalJson, sha256Hex } from "../../src/shared/hash.js";
@@ -50,16 +51,21 @@ export function writeLines(path: string, lines: readonly string[]): void {
   writeFileSync(path, lines.map((line) => `${line}\n`).join(""));
 }
 
-/** A correctly hashed line for arbitrary fields, bypassing the encoder's checks. */
+/**
+ * A correctly hashed line for arbitrary fields, bypassing the encoder's checks: what a forger who
+ * knows the chain algorithm but not the journal key can write (no mac, or `mac` if given).
+ */
 export function forgeLine(fields: {
   seq: number;
   type: string;
   data: JsonObject;
   prev: string;
   time?: string;
+  mac?: string;
 }): string {
-  const body = { ...fields, time: fields.time ?? "2025-03-01T12:00:00.000Z" };
-  return canonicalJson({ ...body, hash: sha256Hex(canonicalJson(body)) });
+  const { mac, ...rest } = fields;
+  const body = { ...rest, time: fields.time ?? "2025-03-01T12:00:00.000Z" };
+  return canonicalJson({ ...body, hash: sha256Hex(canonicalJson(body)), ...(mac ? { mac } : {}) });
 }
 
 /** The canonical line (without "\n") the writer would produce. */
@@ -68,6 +74,12 @@ export function encodedLine(
   seq: number,
   prev = GENESIS_HASH,
 ): { line: string; hash: string } {
-  const { record, line } = encodeRecord(event, seq, prev, new Date("2025-03-01T12:00:00.000Z"));
+  const { record, line } = encodeRecord(
+    event,
+    seq,
+    prev,
+    new Date("2025-03-01T12:00:00.000Z"),
+    loadJournalKey(),
+  );
   return { line: line.slice(0, -1), hash: record.hash };
 }

@@ -182,4 +182,74 @@ describe("writer lock ownership", () => {
     expect(next?.seq).toBe(1);
     await writer.close();
   }, 60_000);
+
+  it("takes over a provably stale lock only when asked to recover, and reports whose it was", async () => {
+    await seedSession(h, "s1", 2);
+    const pid = await deadPid();
+    const owner: LockOwner = {
+      pid,
+      host: hostname(),
+      started_at: "2025-01-01T00:00:00.000Z",
+      proc_start: "1",
+    };
+    writeLock(h, "s1", owner);
+    expect((await rejection(h.backend.openWriter("s1", { create: false }))).code).toBe("STALE_LOCK");
+    const writer = await h.backend.openWriter("s1", { create: false, recoverStaleLock: true });
+    expect(writer.recoveredLock).toEqual({ owner, reason: `no process ${pid} exists` });
+    const lock = JSON.parse(readFileSync(lockPath(h.harnessDir, "s1"), "utf8")) as LockOwner;
+    expect(lock.pid).toBe(process.pid);
+    expect(existsSync(`${lockPath(h.harnessDir, "s1")}.recover`)).toBe(false);
+    await writer.append([input("after takeover")]);
+    await writer.close();
+    expect(existsSync(lockPath(h.harnessDir, "s1"))).toBe(false);
+  });
+
+  it("takes over the lock of a reused pid (live, other start time), never a live owner's or another host's", async () => {
+    await seedSession(h, "s1", 1);
+    const child = sleepingChild();
+    const start = await waitForProcStart(child.pid!);
+    const live = writeLock(h, "s1", {
+      pid: child.pid!,
+      host: hostname(),
+      started_at: "t",
+      proc_start: start,
+    });
+    expect(
+      (await rejection(h.backend.openWriter("s1", { create: false, recoverStaleLock: true }))).code,
+    ).toBe("LOCKED");
+    expect(readFileSync(lockPath(h.harnessDir, "s1"), "utf8")).toBe(live);
+    const remote = writeLock(h, "s1", {
+      pid: 1,
+      host: `${hostname()}-elsewhere`,
+      started_at: "t",
+      proc_start: null,
+    });
+    const refused = await rejection(h.backend.openWriter("s1", { create: false, recoverStaleLock: true }));
+    expect(refused.code).toBe("LOCKED");
+    expect(refused.message).toContain("--force");
+    expect(readFileSync(lockPath(h.harnessDir, "s1"), "utf8")).toBe(remote);
+    writeLock(h, "s1", "not an owner record");
+    expect(
+      (await rejection(h.backend.openWriter("s1", { create: false, recoverStaleLock: true }))).code,
+    ).toBe("LOCKED");
+    writeLock(h, "s1", { pid: child.pid!, host: hostname(), started_at: "t", proc_start: `${start}0` });
+    const writer = await h.backend.openWriter("s1", { create: false, recoverStaleLock: true });
+    expect(writer.recoveredLock?.reason).toContain("pid reused");
+    await writer.close();
+  });
+
+  it("refuses a takeover while another recoverer holds the recovery file", async () => {
+    await seedSession(h, "s1", 1);
+    const stale = writeLock(h, "s1", {
+      pid: await deadPid(),
+      host: hostname(),
+      started_at: "t",
+      proc_start: null,
+    });
+    writeFileSync(`${lockPath(h.harnessDir, "s1")}.recover`, "");
+    const refused = await rejection(h.backend.openWriter("s1", { create: false, recoverStaleLock: true }));
+    expect(refused.code).toBe("LOCKED");
+    expect(refused.message).toContain("taking over");
+    expect(readFileSync(lockPath(h.harnessDir, "s1"), "utf8")).toBe(stale);
+  });
 });

@@ -3,5 +3,20 @@ import { journalContract } from "./contract.js";
 
 journalContract("MemoryJournalBackend", async (now) => {
   const backend = new MemoryJournalBackend({ now });
-  return { backend, reopen: () => backend, cleanup: async () => {} };
+  const stored = (sessionId: string) => {
+    const lines = backend.linesOf(sessionId);
+    if (!lines) throw new Error(`no session ${sessionId}`);
+    return lines;
+  };
+  return {
+    backend,
+    reopen: () => backend,
+    key: backend.key,
+    withKey: (key) => backend.withKey(key),
+    lines: async (sessionId) => [...stored(sessionId)],
+    replaceLines: async (sessionId, lines) => {
+      stored(sessionId).splice(0, Infinity, ...lines);
+    },
+    cleanup: async () => {},
+  };
 });

@@ -37,6 +37,7 @@ export function spyingBackend(inner: JournalBackend): { backend: JournalBackend;
   const appends: string[][] = [];
   const backend: JournalBackend = {
     read: (id) => inner.read(id),
+    readReport: (id) => inner.readReport(id),
     exists: (id) => inner.exists(id),
     list: () => inner.list(),
     async openWriter(id, options) {
@@ -53,6 +54,8 @@ export function spyingBackend(inner: JournalBackend): { backend: JournalBackend;
           return writer.append(events);
         },
         close: () => writer.close(),
+        keyId: writer.keyId,
+        recoveredLock: writer.recoveredLock,
       };
       return spied;
     },

@@ -29,18 +29,21 @@ export const inspectCommand = {
     const workspace = await openWorkspace(values.workspace);
     if (!(await workspace.backend.exists(sessionId)))
       throw new UsageError(`no session "${sessionId}" in ${workspace.root}`);
-    const records = await workspace.backend.read(sessionId);
+    // Showing a journal runs nothing, so an untrusted one is shown, labelled as such.
+    const { records, trust } = await workspace.backend.readReport(sessionId);
     const state = SessionState.from(records);
     const tools = toolStats(records);
     if (values.json) {
+      const trusted = trust.trusted ? { trusted: true } : { trusted: false, untrusted: trust.message };
       process.stdout.write(
-        `${JSON.stringify({ session: sessionId, status: statusOf(state), timeline: records.map(describe), tools, usage: state.usage })}\n`,
+        `${JSON.stringify({ session: sessionId, status: statusOf(state), ...trusted, timeline: records.map(describe), tools, usage: state.usage })}\n`,
       );
       return EXIT.ok;
     }
     const style = createStyle(colorEnabled(process.stdout));
     const start = records[0] ? Date.parse(records[0].time) : 0;
     const out: string[] = [];
+    if (!trust.trusted) out.push(style.red(`UNTRUSTED: ${escapeForTerminal(trust.message)}`), "");
     out.push(
       `${style.bold("session")} ${escapeForTerminal(sessionId)}   ${style.bold("status")} ${escapeForTerminal(statusOf(state))}`,
     );
@@ -144,6 +147,14 @@ function render(record: AnyRecord, style: Style): string {
       );
     case "run.cancelled":
       return style.bold(`cancelled: ${escapeForTerminal(record.data.reason)}`);
+    case "journal.adopted":
+      return style.yellow(
+        `adopted by ${escapeForTerminal(record.data.by)} (key ${escapeForTerminal(record.data.key_id)}; was ${escapeForTerminal(record.data.previous_key_id ?? "unauthenticated")})`,
+      );
+    case "lock.recovered":
+      return style.yellow(
+        `took over the stale lock of pid ${record.data.pid} on ${escapeForTerminal(record.data.host)}: ${escapeForTerminal(record.data.reason)}`,
+      );
   }
 }
 

@@ -1,56 +1,272 @@
+import { userInfo } from "node:os";
 import { join } from "node:path";
+import { createInterface } from "node:readline/promises";
+import { SessionState } from "../../engine/state.js";
 import { describeOwner, unlockSession } from "../../journal/lock.js";
 import { repairJournal } from "../../journal/repair.js";
+import { assessTrust } from "../../journal/trust.js";
 import { verifyJournal } from "../../journal/verify.js";
+import type { AnyRecord, EventData } from "../../journal/vocabulary.js";
+import { checkArtifacts } from "../../runtime/artifacts.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { UsageError } from "../usage-error.js";
-import { openWorkspace } from "../workspace.js";
+import { type OpenedWorkspace, openWorkspace } from "../workspace.js";
 
 const JOURNAL_HELP = `Usage: harness journal verify SESSION [--workspace DIR] [--json]
        harness journal repair SESSION [--workspace DIR] [--json]
+       harness journal adopt SESSION [--workspace DIR] [--yes] [--json]
 
-verify  check every record: sequence, hash chain, record hashes, event shapes.
-        Exit 0 when intact, 2 when damaged (the message says what and where).
+verify  check every record (sequence, hash chain, record hashes, event shapes), that the journal
+        was recorded (or adopted) by you: its records authenticate under your journal key, and
+        that every stored artifact still has its SHA-256.
+        Exit 0 when intact and yours, 5 when damaged or not trusted (the message says what and where).
 repair  keep a byte-identical backup (events.jsonl.bak-<time>), then cut the journal back to
-        its last valid record. Refused while a live writer holds the session.`;
+        its last valid record. Refused while a live writer holds the session.
+adopt   trust a journal you did not record (a colleague's, another machine's, or one written by
+        an older harness): shows what resuming it would run (acceptance commands, provider,
+        base URL, key variable, goal, recorded policy flags) and asks. Only y or yes adopts;
+        --yes adopts without asking (for scripts); without a terminal and without --yes it is
+        refused. Adopting appends a journal.adopted record authenticated with your key that
+        vouches for the chain as it is now; no earlier record is changed.
+
+Your journal key: $HARNESS_KEY_FILE, else $XDG_CONFIG_HOME/harness/journal.key or
+~/.config/harness/journal.key (created on first use, mode 0600, never inside a workspace).`;
 
 const UNLOCK_HELP = `Usage: harness unlock SESSION [--workspace DIR] [--force]
 
 Clear a session's writer lock whose owner process is gone (after a crash or SIGKILL).
-A lock held by a live process is never removed; --force removes a lock whose owner cannot be
-checked from here (e.g. another host) once you have made sure nothing is using the session.`;
+harness resume takes such a lock over by itself (and journals lock.recovered); this command
+is for clearing it without resuming. A lock held by a live process is never removed; --force
+removes a lock whose owner cannot be checked from here (e.g. another host) once you have made
+sure nothing is using the session. Exit 0 when unlocked, 5 when refused.`;
+
+async function openSession(workspaceDir: string | undefined, sessionId: string): Promise<OpenedWorkspace> {
+  const workspace = await openWorkspace(workspaceDir);
+  if (!(await workspace.backend.exists(sessionId)))
+    throw new UsageError(`no session "${sessionId}" in ${workspace.root}`);
+  return workspace;
+}
+
+/** Ids of every `artifact: {id}` a tool result names (its own, and those in its data, e.g. a command's streams). */
+function referencedArtifacts(records: readonly AnyRecord[]): string[] {
+  const ids: string[] = [];
+  const visit = (value: unknown): void => {
+    if (typeof value !== "object" || value === null) return;
+    if (Array.isArray(value)) {
+      for (const item of value) visit(item);
+      return;
+    }
+    for (const [key, inner] of Object.entries(value)) {
+      const id =
+        key === "artifact" && typeof inner === "object" && inner !== null
+          ? (inner as { id?: unknown }).id
+          : undefined;
+      if (typeof id === "string") ids.push(id);
+      else visit(inner);
+    }
+  };
+  for (const record of records) if (record.type === "tool.result") visit(record.data);
+  return ids;
+}
+
+async function verify(workspace: OpenedWorkspace, sessionId: string, json: boolean): Promise<number> {
+  const sessionDir = workspace.sessionDir(sessionId);
+  const result = await verifyJournal(join(sessionDir, "events.jsonl"));
+  if (!result.ok) {
+    if (json) {
+      process.stdout.write(`${JSON.stringify({ session: sessionId, ...result })}\n`);
+    } else {
+      process.stdout.write(
+        `journal ${sessionId}: ${result.code}: ${result.message}\n` +
+          `the first ${result.validRecords} records are valid; repair with: harness journal repair ${sessionId}\n`,
+      );
+    }
+    return EXIT.journalRefused;
+  }
+  const trust = assessTrust(result.records, workspace.backend.key, sessionId);
+  const artifacts = await checkArtifacts(join(sessionDir, "artifacts"), referencedArtifacts(result.records));
+  const artifactsOk = artifacts.modified.length === 0 && artifacts.missing.length === 0;
+  const ok = trust.trusted && artifactsOk;
+  if (json) {
+    const body = {
+      session: sessionId,
+      ok,
+      records: result.records.length,
+      trusted: trust.trusted,
+      ...(trust.trusted ? {} : { code: "UNTRUSTED", problem: trust.problem, message: trust.message }),
+      artifacts,
+    };
+    process.stdout.write(`${JSON.stringify(body)}\n`);
+    return ok ? EXIT.ok : EXIT.journalRefused;
+  }
+  const lines: string[] = [];
+  if (!trust.trusted) lines.push(`journal ${sessionId}: UNTRUSTED: ${trust.message}`);
+  for (const id of artifacts.modified) {
+    lines.push(`journal ${sessionId}: artifact ${id} was modified: its bytes no longer have that SHA-256`);
+  }
+  for (const id of artifacts.missing) {
+    lines.push(`journal ${sessionId}: artifact ${id} is referenced by the journal but missing`);
+  }
+  if (ok) {
+    lines.push(
+      `journal ${sessionId}: intact (${result.records.length} records, authenticated by your key; ` +
+        `${artifacts.intact} artifact(s) match their SHA-256)`,
+    );
+  }
+  process.stdout.write(`${lines.join("\n")}\n`);
+  return ok ? EXIT.ok : EXIT.journalRefused;
+}
+
+/**
+ * A string from a journal that may be hostile, shown so that it cannot steer the terminal:
+ * JSON quoting makes control characters visible, and format characters (bidirectional overrides,
+ * zero-width marks) are spelled out as escapes too.
+ */
+function shown(value: string): string {
+  return shownJson(value);
+}
+
+/** Any JSON value as JSON text, with the same format characters spelled out. */
+function shownJson(value: unknown): string {
+  return JSON.stringify(value).replace(
+    /[\u00ad\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g,
+    (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+}
+
+/** What resuming the session would do with the user's machine and credentials. */
+function adoptionSummary(header: EventData<"session.started"> | undefined): {
+  lines: string[];
+  facts: Record<string, unknown>;
+} {
+  if (!header)
+    return { lines: ["  (no session.started record: resuming would run nothing recorded)"], facts: {} };
+  const options = header.options ?? {};
+  const provider = header.provider;
+  const text = (value: unknown) => (typeof value === "string" ? shown(value) : "(none)");
+  const facts = {
+    goal: header.goal,
+    acceptance: header.acceptance ?? [],
+    provider: provider.kind ?? null,
+    model: provider.model ?? options.model ?? null,
+    base_url: provider.base_url ?? options.baseUrl ?? null,
+    api_key_env: options.apiKeyEnv ?? null,
+    policy_flags: options,
+    recorded_key_id: header.key_id ?? null,
+  };
+  const acceptance =
+    facts.acceptance.length > 0 ? facts.acceptance.map((c) => `    ${shown(c)}`) : ["    (none)"];
+  const lines = [
+    `  goal:                ${shown(header.goal)}`,
+    "  acceptance commands (run on resume, in your workspace):",
+    ...acceptance,
+    `  provider:            ${text(facts.provider)}  model: ${text(facts.model)}`,
+    `  base URL:            ${text(facts.base_url)}  (your API key would be sent there)`,
+    `  key variable:        ${text(facts.api_key_env)}`,
+    `  policy flags:        ${shownJson(options)}`,
+    `  recorded key id:     ${text(facts.recorded_key_id)}`,
+  ];
+  return { lines, facts };
+}
+
+async function askYes(question: string): Promise<boolean> {
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    const answer = await rl.question(question);
+    return /^\s*(y|yes)\s*$/i.test(answer);
+  } catch {
+    return false;
+  } finally {
+    rl.close();
+  }
+}
+
+async function adopt(
+  workspace: OpenedWorkspace,
+  sessionId: string,
+  options: { yes: boolean; json: boolean },
+): Promise<number> {
+  const { records, trust } = await workspace.backend.readReport(sessionId);
+  if (trust.trusted) {
+    const message = `session ${sessionId} is already trusted: it authenticates under your journal key; nothing to adopt`;
+    process.stdout.write(
+      options.json
+        ? `${JSON.stringify({ session: sessionId, adopted: false, trusted: true })}\n`
+        : `${message}\n`,
+    );
+    return EXIT.ok;
+  }
+  const header = SessionState.from(records).header;
+  const summary = adoptionSummary(header);
+  process.stderr.write(
+    `session ${sessionId} is not trusted: ${trust.message}\n\n` +
+      `Adopting it means harness treats it as yours. Resuming it would:\n${summary.lines.join("\n")}\n\n`,
+  );
+  if (!options.yes) {
+    const interactive = process.stdin.isTTY === true && process.stderr.isTTY === true;
+    if (!interactive) {
+      process.stderr.write(
+        `harness journal adopt: refused: no terminal to ask on; after checking the above, run it again with --yes\n`,
+      );
+      return EXIT.journalRefused;
+    }
+    if (!(await askYes(`Adopt session ${sessionId}? Only y or yes adopts: `))) {
+      process.stderr.write("not adopted; nothing was changed\n");
+      return EXIT.journalRefused;
+    }
+  }
+  const head = records[records.length - 1];
+  if (!head) throw new UsageError(`session ${sessionId} has no records to adopt`);
+  const writer = await workspace.backend.openWriter(sessionId, { create: false, adopt: true });
+  try {
+    await writer.append([
+      {
+        type: "journal.adopted",
+        data: {
+          head_hash: head.hash,
+          records: records.length,
+          key_id: writer.keyId,
+          previous_key_id: trust.recordedKeyId,
+          reason: trust.problem,
+          by: userInfo().username,
+        },
+      },
+    ]);
+  } finally {
+    await writer.close();
+  }
+  if (options.json) {
+    process.stdout.write(
+      `${JSON.stringify({ session: sessionId, adopted: true, head_hash: head.hash, records: records.length, ...summary.facts })}\n`,
+    );
+  } else {
+    process.stdout.write(
+      `session ${sessionId}: adopted (vouched for ${records.length} records up to ${head.hash.slice(0, 12)}); ` +
+        `continue with: harness resume ${sessionId}\n`,
+    );
+  }
+  return EXIT.ok;
+}
 
 export const journalCommand = {
-  summary: "verify or repair a session journal",
+  summary: "verify, repair or adopt a session journal",
   help: JOURNAL_HELP,
   async run(args: string[]): Promise<number> {
     const { values, positionals } = parse(args, {
       workspace: { type: "string", short: "w" },
       json: { type: "boolean" },
+      yes: { type: "boolean" },
     });
     const [action, sessionId] = positionals;
-    if (action !== "verify" && action !== "repair")
-      throw new UsageError("expected: harness journal verify|repair SESSION");
+    if (action !== "verify" && action !== "repair" && action !== "adopt")
+      throw new UsageError("expected: harness journal verify|repair|adopt SESSION");
     if (!sessionId) throw new UsageError(`which session? harness journal ${action} SESSION`);
-    const workspace = await openWorkspace(values.workspace);
-    if (!(await workspace.backend.exists(sessionId)))
-      throw new UsageError(`no session "${sessionId}" in ${workspace.root}`);
-    if (action === "verify") {
-      const result = await verifyJournal(join(workspace.sessionDir(sessionId), "events.jsonl"));
-      if (values.json) {
-        const body = result.ok ? { ok: true, records: result.records.length } : { ...result };
-        process.stdout.write(`${JSON.stringify({ session: sessionId, ...body })}\n`);
-      } else if (result.ok) {
-        process.stdout.write(`journal ${sessionId}: intact (${result.records.length} records)\n`);
-      } else {
-        process.stdout.write(
-          `journal ${sessionId}: ${result.code}: ${result.message}\n` +
-            `the first ${result.validRecords} records are valid; repair with: harness journal repair ${sessionId}\n`,
-        );
-      }
-      return result.ok ? EXIT.ok : EXIT.stopped;
-    }
+    if (values.yes && action !== "adopt") throw new UsageError("--yes applies to harness journal adopt only");
+    const workspace = await openSession(values.workspace, sessionId);
+    if (action === "verify") return verify(workspace, sessionId, values.json === true);
+    if (action === "adopt")
+      return adopt(workspace, sessionId, { yes: values.yes === true, json: values.json === true });
     const repaired = await repairJournal(workspace.harnessDir, sessionId);
     if (values.json) {
       process.stdout.write(`${JSON.stringify({ session: sessionId, ...repaired })}\n`);
@@ -93,7 +309,7 @@ export const unlockCommand = {
       }
       case "refused":
         process.stderr.write(`${result.message}\n`);
-        return EXIT.stopped;
+        return EXIT.journalRefused;
     }
   },
 };

@@ -78,7 +78,8 @@ Run:
   -h, --help                 show this help
 
 Exit codes: 0 verified or unverified, 2 stopped, 3 review required, 4 needs review
-(proposals), 130 cancelled, 1 internal error, 64 usage error.
+(proposals), 5 journal refused (locked, torn, tampered or not recorded by you; the message says
+what to do), 130 cancelled, 1 internal error, 64 usage error.
 
 Example:
   harness run --script replies.json --workspace ./repo --write allow --accept "npm test" "fix the failing test"`;
@@ -89,6 +90,12 @@ Continue a recorded session: calls recorded but never started run without a new 
 request; a call that started without a recorded outcome is marked unknown and the session
 stops for review (nothing is run twice); a finished session re-runs its acceptance checks.
 The workspace, goal, policy and model must be the ones the session was started with.
+
+Only a journal you recorded (or adopted with harness journal adopt) is resumed: one recorded
+under another journal key, or changed after it was written, is refused (exit 5) before anything
+it recorded runs. A writer lock whose owner is provably gone (same host; the process is absent
+or another process now has its pid) is taken over, with a printed line and a lock.recovered
+record; a live owner, or one on another host, is never displaced (exit 5).
 
 Options: the same as harness run (--workspace, --script, --write, --read-only, --accept,
 --max-model-requests, --max-tool-calls, --json, --events). Policy flags and acceptance

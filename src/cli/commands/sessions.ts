@@ -19,11 +19,11 @@ export const sessionsCommand = {
     const rows = [];
     for (const id of await workspace.backend.list()) {
       try {
-        const records = await workspace.backend.read(id);
+        const { records, trust } = await workspace.backend.readReport(id);
         const state = SessionState.from(records);
         rows.push({
           session: id,
-          status: statusOf(state),
+          status: trust.trusted ? statusOf(state) : `untrusted (${statusOf(state)})`,
           started: records[0]?.time ?? null,
           events: state.records,
           model_requests: state.modelRequests,
@@ -31,6 +31,8 @@ export const sessionsCommand = {
           goal: state.goal ?? "",
         });
       } catch (error) {
+        // An unusable key file is not one session's damage: it stops the listing with its own message.
+        if (error instanceof JournalError && error.code === "KEY") throw error;
         const code = error instanceof JournalError ? error.code : "UNREADABLE";
         rows.push({
           session: id,
