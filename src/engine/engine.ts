@@ -1,4 +1,4 @@
-import type { JournalBackend, JournalWriter } from "../journal/store.js";
+import { type JournalBackend, JournalError, type JournalWriter } from "../journal/store.js";
 import {
   type AnyNewEvent,
   type AnyRecord,
@@ -6,7 +6,7 @@ import {
   JOURNAL_FORMAT_VERSION,
 } from "../journal/vocabulary.js";
 import { SessionGrantPort } from "../policy/ports.js";
-import { decodeStream, ProtocolError, type StreamEvidence } from "../protocol/decoder.js";
+import { decodeStream, ProtocolError, replyEvidence, type StreamEvidence } from "../protocol/decoder.js";
 import type { ModelMessage, Reply, StreamEvent } from "../protocol/types.js";
 import { type Provider, ProviderError } from "../providers/provider.js";
 import { retryDelay } from "../providers/retry.js";
@@ -25,6 +25,7 @@ import { errorResult, okResult, type ToolResult } from "../runtime/result.js";
 import { digestOf } from "../shared/hash.js";
 import type { JsonObject } from "../shared/json.js";
 import { sleep } from "../shared/sleep.js";
+import { toWellFormed } from "../shared/unicode.js";
 import type { ArtifactStore } from "../tools/tool.js";
 import type { WorkspaceFs } from "../workspace/fs.js";
 import type { AcceptanceCheck } from "./acceptance.js";
@@ -457,24 +458,19 @@ export class Engine {
       if ("reply" in decoded) {
         const reused = this.reusedCallId(decoded.reply);
         if (reused) {
-          await this.recordProtocolError(step, attempt, `tool call id "${reused}" was already used`, {
-            text: decoded.reply.text,
-            calls: decoded.reply.calls.map((c) => ({
-              id: c.id,
-              name: c.name,
-              arguments: JSON.stringify(c.arguments),
-            })),
-            stop_reason: decoded.reply.stop_reason,
-            events: 0,
-          });
+          await this.recordProtocolError(
+            step,
+            attempt,
+            `tool call id "${reused}" was already used`,
+            replyEvidence(decoded.reply),
+          );
           return this.stop(
             "stopped",
             "protocol_error",
             `the model reused tool call id "${reused}"; nothing from that reply ran`,
           );
         }
-        await this.record({ type: "model.reply", data: { step, ...decoded.reply } });
-        return undefined;
+        return this.recordReply(step, attempt, decoded.reply);
       }
       const { error, evidence } = decoded;
       if (error instanceof ProtocolError) {
@@ -484,7 +480,9 @@ export class Engine {
       const failure =
         error instanceof ProviderError
           ? error
-          : new ProviderError("TRANSPORT", `the model stream failed (${(error as Error)?.name ?? "error"})`);
+          : new ProviderError("TRANSPORT", `the model stream failed (${errorName(error)})`);
+      // Provider messages can quote a server's body: keep them recordable (no lone surrogates).
+      const failureMessage = toWellFormed(failure.message);
       const details = {
         ...(failure.status !== undefined ? { status: failure.status } : {}),
         ...(failure.requestId !== undefined ? { request_id: failure.requestId } : {}),
@@ -502,7 +500,7 @@ export class Engine {
             step,
             attempt,
             code: failure.code,
-            message: failure.message,
+            message: failureMessage,
             retry_in_ms: delay,
             ...details,
           },
@@ -512,14 +510,14 @@ export class Engine {
       }
       await this.record({
         type: "model.failed",
-        data: { step, attempt, code: failure.code, message: failure.message, ...details },
+        data: { step, attempt, code: failure.code, message: failureMessage, ...details },
       });
       const why = failure.retryable ? `gave up after ${attempt + 1} attempts: ` : "";
       const advice = (this.options.providerAdvice ?? generalProviderAdvice)(failure.code);
       return this.stop(
         "stopped",
         "provider_error",
-        `${why}${failure.code}: ${failure.message}${advice === undefined ? "" : ` (what to do: ${advice})`}`,
+        `${why}${failure.code}: ${failureMessage}${advice === undefined ? "" : ` (what to do: ${advice})`}`,
       );
     }
   }
@@ -550,6 +548,24 @@ export class Engine {
       seen.add(call.id);
     }
     return undefined;
+  }
+
+  /**
+   * Journal a decoded reply. The decoder bounds and cleans model output, so the journal should
+   * accept every reply; should one still be refused (an event the journal cannot encode), it is
+   * recorded as a protocol error instead: the run stops cleanly and a resume does not meet the
+   * same unrecordable reply half-processed.
+   */
+  private async recordReply(step: number, attempt: number, reply: Reply): Promise<RunSummary | undefined> {
+    try {
+      await this.record({ type: "model.reply", data: { step, ...reply } });
+      return undefined;
+    } catch (error) {
+      if (!(error instanceof JournalError) || error.code !== "INVALID_EVENT") throw error;
+    }
+    const message = "the reply could not be recorded in the journal; nothing from it ran";
+    await this.recordProtocolError(step, attempt, message, replyEvidence(reply));
+    return this.stop("stopped", "protocol_error", message);
   }
 
   private async recordProtocolError(step: number, attempt: number, error: string, evidence: StreamEvidence) {
@@ -702,6 +718,10 @@ function proposalRecords(state: SessionState): ProposalRecord[] {
   return [...state.proposals.values()]
     .filter((p) => !state.appliedProposals.has(p.proposal_id))
     .map(({ call_id: _call, ...record }) => record);
+}
+
+function errorName(error: unknown): string {
+  return error instanceof Error ? toWellFormed(String(error.name).slice(0, 40)) : "error";
 }
 
 function hasEvidence(evidence: StreamEvidence): boolean {

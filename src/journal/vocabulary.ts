@@ -16,7 +16,13 @@ const usage = z.object({
   reasoning_tokens: z.number().optional(),
   cached_tokens: z.number().optional(),
 });
-const call = z.object({ id: z.string().min(1), name: z.string().min(1), arguments: jsonObject });
+const call = z.object({
+  id: z.string().min(1),
+  name: z.string().min(1),
+  arguments: jsonObject,
+  /** Arguments the decoder refused (a limit, or not recordable): the call never runs. */
+  refused: z.object({ reason: z.string(), characters: z.number().int(), head: z.string() }).optional(),
+});
 const reasoning = z.object({ text: z.string(), signature: z.string().optional() });
 const toolStatus = z.enum(TOOL_STATUSES);
 const evidence = z.object({

@@ -26,6 +26,21 @@ export interface ToolCall {
   id: string;
   name: string;
   arguments: JsonObject;
+  /** Set when the decoder refused the arguments; `arguments` is then `{}` and the call never runs. */
+  refused?: RefusedArguments;
+}
+
+/**
+ * Arguments that broke an output limit or cannot be recorded: the call stays in the reply,
+ * paired with an INVALID_ARGUMENTS result that tells the model why; only bounded evidence of
+ * what was sent is kept.
+ */
+export interface RefusedArguments {
+  reason: string;
+  /** Length of the argument text as sent. */
+  characters: number;
+  /** Its beginning, made well-formed. */
+  head: string;
 }
 
 export interface Reasoning {

@@ -178,6 +178,14 @@ export class ToolRuntime {
   /** Lookup, schema validation and semantic validation. No side effects. */
   private async prepare(index: number, call: ToolCall): Promise<Slot> {
     const id = identity(call);
+    if (call.refused !== undefined) {
+      // The decoder kept no usable arguments (over a limit, or not recordable): never run.
+      return done(
+        errorResult(id, "INVALID_ARGUMENTS", `Invalid arguments for ${call.name}: ${call.refused.reason}`, {
+          data: { refused: { reason: call.refused.reason, characters: call.refused.characters } },
+        }),
+      );
+    }
     const entry = this.options.snapshot.get(call.name);
     if (!entry) {
       const names = this.options.snapshot.names;

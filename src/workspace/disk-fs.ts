@@ -21,6 +21,7 @@ import {
   quote,
   relativeParts,
 } from "./boundary.js";
+import { FileLockDirectoryError, FileLockTimeout, withFileLock } from "./file-lock.js";
 import {
   type DirEntry,
   type FileStat,
@@ -91,6 +92,11 @@ export class DiskWorkspaceFs implements WorkspaceFs {
       throw new WorkspaceError("NOT_A_DIRECTORY", ".", "the workspace root is not a directory");
     }
     return new DiskWorkspaceFs(realRoot, options.label ?? (path.basename(realRoot) || "workspace"));
+  }
+
+  /** Where per-file write locks live: inside the reserved directory, never visible to a model. */
+  get #locksDir(): string {
+    return path.join(this.hostRoot, RESERVED_DIR, "locks");
   }
 
   async resolve(p: string): Promise<string> {
@@ -185,10 +191,25 @@ export class DiskWorkspaceFs implements WorkspaceFs {
       } finally {
         await handle.close();
       }
-      await this.#checkExpectedVersion(abs, p, options.expectedVersion);
-      await fsp.rename(temp, abs);
-      committed = true;
+      // Check and rename under the file's lock: another harness process writing the same file
+      // cannot slip its rename between our check and ours, so exactly one of two writers
+      // holding the same expected version succeeds and no reported write is overwritten unseen.
+      await withFileLock(this.#locksDir, canonical, async () => {
+        await this.#checkExpectedVersion(abs, p, options.expectedVersion);
+        await fsp.rename(temp, abs);
+        committed = true;
+      });
     } catch (error) {
+      if (error instanceof FileLockTimeout) {
+        throw new WorkspaceError(
+          "IO_ERROR",
+          p,
+          `${quote(p)} is being written by another process; ${error.message}`,
+        );
+      }
+      if (error instanceof FileLockDirectoryError) {
+        throw new WorkspaceError("IO_ERROR", p, `could not lock ${quote(p)} for writing: ${error.message}`);
+      }
       throw mapNodeError(error, p, "write");
     } finally {
       if (!committed) await fsp.rm(temp, { force: true }).catch(() => undefined);

@@ -155,7 +155,9 @@ describe("DiskWorkspaceFs writes", () => {
       fixture.fs.writeFileAtomic("a.txt", utf8("two"), { expectedVersion: "0".repeat(64) }),
       "STALE_VERSION",
     );
-    expect(await readdir(fixture.root)).toEqual(["a.txt"]);
+    // The reserved directory holds the (released) per-file write locks.
+    expect((await readdir(fixture.root)).sort()).toEqual([".harness", "a.txt"]);
+    expect(await readdir(path.join(fixture.root, ".harness", "locks"))).toEqual([]);
     expect(await readFile(path.join(fixture.root, "a.txt"), "utf8")).toBe("one");
   });
 

@@ -2,6 +2,7 @@ import { readFile } from "node:fs/promises";
 import { basename, extname } from "node:path";
 import { sha256Hex } from "../../shared/hash.js";
 import { importFile } from "../../shared/import-file.js";
+import { toWellFormed } from "../../shared/unicode.js";
 import { type ModelRequest, type Provider, ProviderError, type ProviderIdentity } from "../provider.js";
 import { parseScriptFile, parseTurn, ScriptError, type ScriptedTurn, type ScriptFunction } from "./script.js";
 
@@ -46,8 +47,15 @@ export class ScriptedProvider implements Provider {
     const identity: ProviderIdentity = { kind: "scripted", name: basename(file), sha256: sha256Hex(bytes) };
     const extension = extname(file);
     if (extension === ".mjs" || extension === ".js") {
-      const module = (await importFile(file)) as { default?: unknown };
-      if (typeof module.default !== "function") {
+      let module: { default?: unknown };
+      try {
+        module = (await importFile(file)) as { default?: unknown };
+      } catch (error) {
+        // A syntax error or a throw while the module loads: the user's script is broken, which
+        // is a usage problem to report in one line, not a crash with a stack trace.
+        throw new ScriptError(`${basename(file)} could not be loaded: ${describeFailure(error)}`);
+      }
+      if (typeof module?.default !== "function") {
         throw new ScriptError(
           `${basename(file)}: the default export must be a function (messages, step) => reply`,
         );
@@ -64,7 +72,7 @@ export class ScriptedProvider implements Provider {
     if (signal.aborted) throw new ProviderError("CANCELLED", "request cancelled");
     const produced = await this.turnFor(request);
     if (isIterable(produced)) {
-      yield* produced;
+      yield* scriptEvents(produced);
       return;
     }
     const turn = produced;
@@ -106,13 +114,46 @@ export class ScriptedProvider implements Provider {
     try {
       value = await this.source.fn(request.messages, request.step);
     } catch (error) {
-      throw new ProviderError("SCRIPT_ERROR", `script function failed: ${(error as Error).message}`, {
-        retryable: false,
-      });
+      throw scriptFailure(`script function failed: ${describeFailure(error)}`);
     }
-    if (isIterable(value)) return value;
-    return parseTurn(value, `script reply #${request.ordinal + 1}`);
+    const label = `script reply #${request.ordinal + 1}`;
+    try {
+      if (isIterable(value)) return value;
+      if (typeof value !== "object" || value === null || Array.isArray(value)) {
+        const what = value === null ? "null" : Array.isArray(value) ? "an array" : typeof value;
+        throw scriptFailure(`${label}: the script function returned ${what}, not a reply object`);
+      }
+      return parseTurn(value, label);
+    } catch (error) {
+      // A function that answers with something that is not a reply is a broken script: the
+      // same call would answer the same way, so this is final, never a retried transport error.
+      if (error instanceof ProviderError) throw error;
+      throw scriptFailure(error instanceof ScriptError ? error.message : describeFailure(error));
+    }
   }
+}
+
+/** A fault of the script itself: fatal, and never retried. */
+function scriptFailure(message: string): ProviderError {
+  return new ProviderError("SCRIPT_ERROR", toWellFormed(message), { retryable: false });
+}
+
+/** Pass a script's own events through; its iterator failing is a script fault, not the wire's. */
+async function* scriptEvents(events: Iterable<unknown> | AsyncIterable<unknown>): AsyncIterable<unknown> {
+  try {
+    yield* events;
+  } catch (error) {
+    throw scriptFailure(`the script's event stream failed: ${describeFailure(error)}`);
+  }
+}
+
+/** One line about a thrown value: its name and the start of its message, never a stack. */
+function describeFailure(error: unknown): string {
+  if (error instanceof Error) {
+    const message = String(error.message).split("\n")[0]?.slice(0, 300) ?? "";
+    return message === "" ? error.name : `${error.name}: ${message}`;
+  }
+  return `threw ${typeof error}`;
 }
 
 function isIterable(value: unknown): value is Iterable<unknown> | AsyncIterable<unknown> {

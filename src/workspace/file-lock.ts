@@ -1,0 +1,201 @@
+import { randomBytes } from "node:crypto";
+import { linkSync, lstatSync, mkdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
+import { hostname } from "node:os";
+import path from "node:path";
+import { sha256Hex } from "../shared/hash.js";
+import { isJsonObject } from "../shared/json.js";
+
+/**
+ * Per-file write locks shared by every harness process on a workspace, so that a
+ * compare-and-swap write (check the version, then rename) is atomic across processes.
+ *
+ * A lock is `<dir>/<sha256 of the file's canonical path>.lock`, naming its owner: pid, host,
+ * the process's start time (from /proc) and a random nonce. It is taken with link(2) of a
+ * fully written temporary file, so it appears whole or not at all, and link fails if it exists.
+ * Why not a library: the maintained npm lock packages decide staleness by age (mtime), so a
+ * slow holder can lose its lock and a crashed one blocks others until the age passes; here a
+ * lock is broken only when its owner is provably gone (same host, and the pid is absent or is a
+ * different process now), and a live owner's lock is never taken, however old.
+ */
+export interface FileLockOptions {
+  /** How long to wait for a live holder before giving up. */
+  timeoutMs?: number;
+}
+
+export class FileLockTimeout extends Error {
+  constructor(readonly waitedMs: number) {
+    super(`another writer held the lock for over ${waitedMs} ms`);
+    this.name = "FileLockTimeout";
+  }
+}
+
+/** The lock directory is not a plain directory (a symlink planted in its place, say). */
+export class FileLockDirectoryError extends Error {
+  constructor() {
+    super("the lock directory is not a plain directory inside the workspace");
+    this.name = "FileLockDirectoryError";
+  }
+}
+
+interface Owner {
+  pid: number;
+  host: string;
+  proc_start: string | null;
+  nonce: string;
+}
+
+const DEFAULT_TIMEOUT_MS = 10_000;
+const MAX_BACKOFF_MS = 20;
+
+/**
+ * Run `action` holding the lock on `key` in `dir` (created, with its parent, if missing: both
+ * must be real directories). The lock is released on every path out of `action`.
+ */
+export async function withFileLock<T>(
+  dir: string,
+  key: string,
+  action: () => Promise<T>,
+  options: FileLockOptions = {},
+): Promise<T> {
+  const release = await acquire(dir, key, options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+  try {
+    return await action();
+  } finally {
+    release();
+  }
+}
+
+async function acquire(dir: string, key: string, timeoutMs: number): Promise<() => void> {
+  ensureDirectory(path.dirname(dir));
+  ensureDirectory(dir);
+  const lockPath = path.join(dir, `${sha256Hex(key)}.lock`);
+  const owner: Owner = {
+    pid: process.pid,
+    host: hostname(),
+    proc_start: processStartTime(process.pid),
+    nonce: randomBytes(8).toString("hex"),
+  };
+  const text = JSON.stringify(owner);
+  const temp = `${lockPath}.${owner.nonce}.tmp`;
+  writeFileSync(temp, text, { flag: "wx", mode: 0o600 });
+  const started = Date.now();
+  let backoff = 1;
+  try {
+    for (;;) {
+      try {
+        linkSync(temp, lockPath);
+        return () => release(lockPath, text);
+      } catch (error) {
+        if (errnoCode(error) !== "EEXIST") throw error;
+      }
+      const held = readOrUndefined(lockPath);
+      if (held === undefined) continue; // released between our link and our read
+      const holder = parseOwner(held);
+      if (holder !== undefined && ownerIsGone(holder)) {
+        breakStale(lockPath, held, owner.nonce);
+        continue;
+      }
+      if (Date.now() - started >= timeoutMs) throw new FileLockTimeout(timeoutMs);
+      await new Promise((resolve) => setTimeout(resolve, backoff));
+      backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
+    }
+  } finally {
+    unlinkSync(temp);
+  }
+}
+
+/** Remove the lock only if it is still ours (nobody removes a live owner's lock, but be exact). */
+function release(lockPath: string, text: string): void {
+  if (readOrUndefined(lockPath) === text) unlinkSync(lockPath);
+}
+
+/**
+ * Remove a lock whose owner is gone. The lock is first moved aside atomically, then compared
+ * with what was judged stale: if a live writer replaced it in between, its lock is put back.
+ */
+function breakStale(lockPath: string, staleText: string, nonce: string): void {
+  const aside = `${lockPath}.${nonce}.stale`;
+  try {
+    renameSync(lockPath, aside);
+  } catch (error) {
+    if (errnoCode(error) === "ENOENT") return; // someone else broke or released it
+    throw error;
+  }
+  try {
+    if (readOrUndefined(aside) !== staleText) {
+      try {
+        linkSync(aside, lockPath);
+      } catch {
+        // Another writer took the lock meanwhile; it holds it now.
+      }
+    }
+  } finally {
+    unlinkSync(aside);
+  }
+}
+
+function ensureDirectory(dir: string): void {
+  try {
+    mkdirSync(dir, { mode: 0o700 });
+  } catch (error) {
+    if (errnoCode(error) !== "EEXIST") throw error;
+  }
+  // lstat: a symlink in place of the directory would put lock files wherever it points.
+  if (!lstatSync(dir).isDirectory()) throw new FileLockDirectoryError();
+}
+
+function readOrUndefined(file: string): string | undefined {
+  try {
+    return readFileSync(file, "utf8");
+  } catch (error) {
+    if (errnoCode(error) === "ENOENT") return undefined;
+    throw error;
+  }
+}
+
+/** A lock file's owner, or undefined when it is not one of ours (then it is never broken). */
+function parseOwner(text: string): Owner | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (!isJsonObject(value)) return undefined;
+  const { pid, host, proc_start, nonce } = value;
+  // A positive pid only: kill(0 or -n) would address process groups.
+  if (typeof pid !== "number" || !Number.isSafeInteger(pid) || pid <= 0) return undefined;
+  if (typeof host !== "string" || typeof nonce !== "string") return undefined;
+  if (proc_start !== null && typeof proc_start !== "string") return undefined;
+  return { pid, host, proc_start, nonce };
+}
+
+/** Gone only on evidence from this host: no such pid, or the pid is another process now. */
+function ownerIsGone(owner: Owner): boolean {
+  if (owner.host !== hostname()) return false;
+  try {
+    process.kill(owner.pid, 0);
+  } catch (error) {
+    return errnoCode(error) === "ESRCH";
+  }
+  const start = processStartTime(owner.pid);
+  return owner.proc_start !== null && start !== null && start !== owner.proc_start;
+}
+
+/** Field 22 of /proc/<pid>/stat (start time in clock ticks since boot), or null where unreadable. */
+function processStartTime(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+    // Field 2 (comm) may contain spaces and parentheses; the fields after the last ")" are plain.
+    const field22 = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+    return field22 !== undefined && /^\d+$/.test(field22) ? field22 : null;
+  } catch {
+    return null;
+  }
+}
+
+function errnoCode(error: unknown): string | undefined {
+  return typeof error === "object" && error !== null && "code" in error && typeof error.code === "string"
+    ? error.code
+    : undefined;
+}

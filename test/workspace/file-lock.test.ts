@@ -1,0 +1,154 @@
+import { spawn } from "node:child_process";
+import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import { hostname, tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { sha256Hex } from "../../src/shared/hash.js";
+import { DiskWorkspaceFs } from "../../src/workspace/disk-fs.js";
+import { FileLockDirectoryError, FileLockTimeout, withFileLock } from "../../src/workspace/file-lock.js";
+import { versionOf } from "../../src/workspace/version.js";
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), "harness-lock-"));
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const locks = () => path.join(dir, ".harness", "locks");
+const lockFile = (key: string) => path.join(locks(), `${sha256Hex(key)}.lock`);
+
+/** A pid that existed and is gone now. */
+async function deadPid(): Promise<number> {
+  const child = spawn(process.execPath, ["-e", ""], { stdio: "ignore" });
+  await new Promise((resolve) => child.on("exit", resolve));
+  return child.pid!;
+}
+
+describe("per-file write lock", () => {
+  it("is released when the action throws, and the lock directory is left empty", async () => {
+    await expect(
+      withFileLock(locks(), "a.txt", async () => {
+        expect(await readdir(locks())).toHaveLength(1);
+        throw new Error("handler failed");
+      }),
+    ).rejects.toThrow("handler failed");
+    expect(await readdir(locks())).toEqual([]);
+  });
+
+  it("serializes actions on one key within a process", async () => {
+    const order: string[] = [];
+    const slow = (name: string) =>
+      withFileLock(locks(), "same.txt", async () => {
+        order.push(`${name} in`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        order.push(`${name} out`);
+      });
+    await Promise.all([slow("a"), slow("b")]);
+    expect(order).toEqual(["a in", "a out", "b in", "b out"]);
+  });
+
+  it("waits for a live holder and gives up after the timeout, leaving its lock alone", async () => {
+    await mkdir(locks(), { recursive: true });
+    // The test process itself is alive: its lock must never be broken.
+    const live = JSON.stringify({ pid: process.pid, host: hostname(), proc_start: null, nonce: "live" });
+    await writeFile(lockFile("b.txt"), live);
+    let ran = false;
+    await expect(
+      withFileLock(
+        locks(),
+        "b.txt",
+        async () => {
+          ran = true;
+        },
+        { timeoutMs: 150 },
+      ),
+    ).rejects.toBeInstanceOf(FileLockTimeout);
+    expect(ran).toBe(false);
+    expect(await readFile(lockFile("b.txt"), "utf8")).toBe(live);
+  });
+
+  it("breaks a lock whose owner is gone (a crashed writer) and takes it", async () => {
+    await mkdir(locks(), { recursive: true });
+    const stale = JSON.stringify({ pid: await deadPid(), host: hostname(), proc_start: "1", nonce: "dead" });
+    await writeFile(lockFile("c.txt"), stale);
+    let ran = false;
+    await withFileLock(
+      locks(),
+      "c.txt",
+      async () => {
+        ran = true;
+        expect(await readFile(lockFile("c.txt"), "utf8")).not.toBe(stale);
+      },
+      { timeoutMs: 1000 },
+    );
+    expect(ran).toBe(true);
+    expect(await readdir(locks())).toEqual([]);
+  });
+
+  it("never breaks a lock from another host or one it cannot read", async () => {
+    await mkdir(locks(), { recursive: true });
+    const foreign = JSON.stringify({
+      pid: await deadPid(),
+      host: `${hostname()}-other`,
+      proc_start: null,
+      nonce: "x",
+    });
+    await writeFile(lockFile("d.txt"), foreign);
+    await writeFile(lockFile("e.txt"), "not a lock");
+    for (const key of ["d.txt", "e.txt"]) {
+      await expect(
+        withFileLock(locks(), key, async () => undefined, { timeoutMs: 100 }),
+      ).rejects.toBeInstanceOf(FileLockTimeout);
+    }
+  });
+
+  it("refuses a symlink planted in place of the lock directory", async () => {
+    const elsewhere = await mkdtemp(path.join(tmpdir(), "harness-lock-target-"));
+    try {
+      await mkdir(path.join(dir, ".harness"));
+      await symlink(elsewhere, locks());
+      await expect(withFileLock(locks(), "f.txt", async () => undefined)).rejects.toBeInstanceOf(
+        FileLockDirectoryError,
+      );
+      expect(await readdir(elsewhere)).toEqual([]);
+    } finally {
+      await rm(elsewhere, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("DiskWorkspaceFs writes under the lock", () => {
+  it("a write after a crashed writer's stale lock succeeds; a live holder makes it wait", async () => {
+    const fs = await DiskWorkspaceFs.create(dir);
+    await fs.writeFileAtomic("g.txt", new TextEncoder().encode("one"));
+    await mkdir(locks(), { recursive: true });
+    const stale = JSON.stringify({ pid: await deadPid(), host: hostname(), proc_start: "1", nonce: "dead" });
+    await writeFile(lockFile("g.txt"), stale);
+    await fs.writeFileAtomic("g.txt", new TextEncoder().encode("two"), {
+      expectedVersion: versionOf(new TextEncoder().encode("one")),
+    });
+    expect(await readFile(path.join(dir, "g.txt"), "utf8")).toBe("two");
+    expect(await readdir(locks())).toEqual([]);
+  });
+
+  it("a STALE_VERSION refusal releases the lock and leaves no temporary file", async () => {
+    const fs = await DiskWorkspaceFs.create(dir);
+    await fs.writeFileAtomic("h.txt", new TextEncoder().encode("now"));
+    await expect(
+      fs.writeFileAtomic("h.txt", new TextEncoder().encode("late"), { expectedVersion: "0".repeat(64) }),
+    ).rejects.toMatchObject({ code: "STALE_VERSION" });
+    expect(await readdir(locks())).toEqual([]);
+    expect((await readdir(dir)).sort()).toEqual([".harness", "h.txt"]);
+    expect(await readFile(path.join(dir, "h.txt"), "utf8")).toBe("now");
+  });
+
+  it("the lock directory is never visible through the workspace", async () => {
+    const fs = await DiskWorkspaceFs.create(dir);
+    await fs.writeFileAtomic("i.txt", new TextEncoder().encode("x"));
+    expect((await fs.readDir(".")).map((e) => e.name)).toEqual(["i.txt"]);
+    expect(await fs.glob("**/*")).toEqual(["i.txt"]);
+    await expect(fs.readDir(".harness/locks")).rejects.toMatchObject({ code: "RESERVED_PATH" });
+  });
+});
