@@ -12,6 +12,7 @@ import {
   ensureBuilt,
   expectExit,
   finished,
+  type JournalLine,
   jsonScript,
   jsonSummary,
   ofType,
@@ -127,6 +128,13 @@ async function expectContained(workspace: string): Promise<void> {
   expect(await readFile(join(workspace, ".git/hooks/pre-commit"), "utf8")).toBe(PRE_COMMIT);
 }
 
+/** The first check of the first acceptance.checked record. */
+function firstCheck(records: JournalLine[]): Record<string, unknown> {
+  const [checked] = ofType(records, "acceptance.checked");
+  expect(checked).toBeDefined();
+  return (checked!.data.checks as Record<string, unknown>[])[0]!;
+}
+
 async function run(workspace: string, args: string[], env: Record<string, string>) {
   const child = startHarnessWith(["run", "-w", workspace, "--session", SESSION, "--json", ...args], {
     OPENAI_API_KEY: KEY,
@@ -158,8 +166,7 @@ describe("acceptance commands run the model's code sandboxed", () => {
     await expectContained(workspace);
     // The workspace stays writable for builds and caches.
     expect(await readFile(join(workspace, "accept-wrote-here.txt"), "utf8")).toBe("accept\n");
-    const [checked] = ofType(records, "acceptance.checked");
-    const check = (checked?.data.checks as Record<string, unknown>[])[0]!;
+    const check = firstCheck(records);
     expect(check).toMatchObject({ purpose: "acceptance", sandbox_profile: "workspace-write" });
     expect(check.env_names).not.toContain("OPENAI_API_KEY");
     expect(check.env_names).toContain("PATH");
@@ -190,7 +197,7 @@ describe("acceptance commands run the model's code sandboxed", () => {
     expectExit(result, 0);
     expect(existsSync(join(outside.dir, "marker"))).toBe(true);
     expect(connections).toBe(1);
-    const check = (ofType(records, "acceptance.checked")[0]?.data.checks as Record<string, unknown>[])[0]!;
+    const check = firstCheck(records);
     expect(check).toMatchObject({ sandbox_profile: "none" });
     // Still: the environment is filtered and the output scrubbed.
     expect(check.env_names).not.toContain("OPENAI_API_KEY");
@@ -214,7 +221,7 @@ describe("acceptance commands run the model's code sandboxed", () => {
     expectExit(result, 0);
     expect(result.stderr).toContain(`"acceptance" is ignored; only your user config`);
     await expectContained(workspace);
-    const check = (ofType(records, "acceptance.checked")[0]?.data.checks as Record<string, unknown>[])[0]!;
+    const check = firstCheck(records);
     expect(check).toMatchObject({ sandbox_profile: "workspace-write" });
     expect(check.env_names).not.toContain("OPENAI_API_KEY");
     expect(await everythingRecorded(workspace, result)).not.toContain(KEY);
@@ -369,7 +376,7 @@ describe("modes bind the shell", () => {
     );
     expect(await treeHash(workspace)).toBe(before);
     expectExit(result, 2);
-    const check = (ofType(records, "acceptance.checked")[0]?.data.checks as Record<string, unknown>[])[0]!;
+    const check = firstCheck(records);
     expect(check).toMatchObject({ passed: false, sandbox_profile: "read-only" });
   });
 
