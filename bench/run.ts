@@ -1,4 +1,5 @@
 // `npm run bench`: every benchmark in one run, printed as one table (and --json for scripts).
+import { benchAcceptance } from "./acceptance.js";
 import { benchJournal } from "./journal.js";
 import { benchRuntime } from "./runtime.js";
 import { benchSteps, benchVersion } from "./session.js";
@@ -11,6 +12,7 @@ const sections: [string, () => Promise<BenchRow[]> | BenchRow[]][] = [
   ["start-up (issue 2: d)", benchVersion],
   ["tool runtime (issue 3)", benchRuntime],
   ["shell and sandbox (issue 4)", benchShell],
+  ["acceptance sandboxed vs unsandboxed (issue 10)", benchAcceptance],
 ];
 
 const json = process.argv.includes("--json");
