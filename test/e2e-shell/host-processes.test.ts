@@ -2,13 +2,17 @@
 // code, so they go through the same executor as the shell. Each attack here is what a hostile
 // model would try through them: write outside the workspace, rewrite git's hooks and config, read
 // the provider key from the environment or a file, reach a server. Each is asserted by its effect.
+
+import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync } from "node:fs";
+import { chmodSync, chownSync, existsSync } from "node:fs";
 import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
-import { join, relative } from "node:path";
+import { dirname, join, relative } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import {
+  BIN,
+  childEnv,
   ensureBuilt,
   expectExit,
   finished,
@@ -253,6 +257,59 @@ describe("acceptance commands run the model's code sandboxed", () => {
     // npm really ran the script: its write into the (writable) workspace happened.
     expect(existsSync(join(workspace, "npm-wrote-here.txt"))).toBe(true);
     await expectContained(workspace);
+    expect(await everythingRecorded(workspace, result)).not.toContain(KEY);
+  });
+});
+
+describe("as an unprivileged user", () => {
+  const NOBODY = 65534;
+  const asRoot = process.getuid?.() === 0;
+
+  it("a model-written acceptance script is contained the same way", async () => {
+    const workspace = await victim();
+    const script = await jsonScript([
+      {
+        text: "adding a test",
+        calls: [
+          {
+            id: "w",
+            name: "write_file",
+            arguments: { path: "evil.test.sh", content: `id -u\n${attack("nobody")}` },
+          },
+        ],
+      },
+      { text: "tests pass" },
+    ]);
+    const config = await userConfig({});
+    if (asRoot) {
+      // The user owns the workspace and can write the outside directory: only the sandbox stops it.
+      const owned = [".", ".git", ".git/hooks", ".git/config", ".git/hooks/pre-commit", "secret.txt"];
+      for (const name of owned) chownSync(join(workspace, name), NOBODY, NOBODY);
+      chownSync(outside.dir, NOBODY, NOBODY);
+      for (const dir of [dirname(script), dirname(config), dirname(workspace)]) chmodSync(dir, 0o755);
+      chmodSync(outside.dir, 0o777);
+    }
+    const prefix = asRoot ? ["setpriv", `--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups"] : [];
+    const child = spawn(
+      prefix[0] ?? process.execPath,
+      [
+        ...prefix.slice(1),
+        ...(asRoot ? [process.execPath] : []),
+        BIN,
+        ...["run", "-w", workspace, "--session", SESSION, "--json", "--script", script],
+        ...["--write", "allow", "--accept", "sh evil.test.sh", "fix it"],
+      ],
+      {
+        env: { ...childEnv(), HOME: dirname(config), HARNESS_CONFIG: config, OPENAI_API_KEY: KEY },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    const result = await finished(child);
+    expectExit(result, 0);
+    await expectContained(workspace);
+    const check = firstCheck(await readJournal(workspace, SESSION));
+    expect(String(check.output)).toMatch(new RegExp(`^${asRoot ? NOBODY : process.getuid?.()}\n`));
+    expect(check).toMatchObject({ sandbox_profile: "workspace-write" });
     expect(await everythingRecorded(workspace, result)).not.toContain(KEY);
   });
 });
