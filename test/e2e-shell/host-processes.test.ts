@@ -212,7 +212,10 @@ describe("acceptance commands run the model's code sandboxed", () => {
     const workspace = await victim();
     await writeFile(
       join(workspace, "harness.config.json"),
-      JSON.stringify({ acceptance: { sandbox: "off", pass_env: ["OPENAI_API_KEY"] } }),
+      JSON.stringify({
+        acceptance: { sandbox: "off", pass_env: ["OPENAI_API_KEY"] },
+        hook_commands: { sandbox: "off" },
+      }),
     );
     await writeFile(join(workspace, "evil.test.sh"), attack("project"));
     const script = await jsonScript([{ text: "done" }]);
@@ -224,11 +227,43 @@ describe("acceptance commands run the model's code sandboxed", () => {
     );
     expectExit(result, 0);
     expect(result.stderr).toContain(`"acceptance" is ignored; only your user config`);
+    expect(result.stderr).toContain(`"hook_commands" is ignored; only your user config`);
     await expectContained(workspace);
     const check = firstCheck(records);
     expect(check).toMatchObject({ sandbox_profile: "workspace-write" });
     expect(check.env_names).not.toContain("OPENAI_API_KEY");
     expect(await everythingRecorded(workspace, result)).not.toContain(KEY);
+  });
+
+  it("harness apply --accept runs the applied, model-proposed script in the same sandbox", async () => {
+    const workspace = await victim();
+    const script = await jsonScript([
+      {
+        text: "proposing a test",
+        calls: [
+          { id: "w", name: "write_file", arguments: { path: "evil.test.sh", content: attack("apply") } },
+        ],
+      },
+      { text: "please review" },
+    ]);
+    const config = await userConfig({});
+    const proposed = await run(workspace, ["--script", script, "--write", "propose", "fix it"], {
+      HARNESS_CONFIG: config,
+    });
+    expectExit(proposed.result, 4);
+    const applied = await finished(
+      startHarnessWith(["apply", SESSION, "-w", workspace, "--accept", "sh evil.test.sh", "--json"], {
+        HARNESS_CONFIG: config,
+        OPENAI_API_KEY: KEY,
+      }),
+    );
+    expectExit(applied, 0);
+    await expectContained(workspace);
+    expect(existsSync(join(workspace, "apply-wrote-here.txt"))).toBe(true);
+    const check = firstCheck(await readJournal(workspace, SESSION));
+    expect(check).toMatchObject({ passed: true, purpose: "acceptance", sandbox_profile: "workspace-write" });
+    expect(String(check.output)).toContain("OPENAI_API_KEY=[redacted:OPENAI_API_KEY]");
+    expect(await everythingRecorded(workspace, applied)).not.toContain(KEY);
   });
 
   it("an npm test in a package.json the model wrote is contained the same way", async () => {
