@@ -1,4 +1,5 @@
 // `npm run bench`: every benchmark in one run, printed as one table (and --json for scripts).
+import { benchAcceptance } from "./acceptance.js";
 import { benchJournal } from "./journal.js";
 import { benchPolicy } from "./policy.js";
 import { benchRuntime } from "./runtime.js";
@@ -13,6 +14,7 @@ const sections: [string, () => Promise<BenchRow[]> | BenchRow[]][] = [
   ["tool runtime (issue 3)", benchRuntime],
   ["shell and sandbox (issue 4)", benchShell],
   ["shell rules on parsed commands (issue 10)", benchPolicy],
+  ["acceptance sandboxed vs unsandboxed (issue 10)", benchAcceptance],
 ];
 
 const json = process.argv.includes("--json");

@@ -1,13 +1,7 @@
 import { homedir } from "node:os";
 import { ConfigError } from "../config/errors.js";
 import { loadConfig, permissionLayers } from "../config/load.js";
-import {
-  modelProfiles,
-  processSetting,
-  sandboxSetting,
-  shellSetting,
-  toolTimeouts,
-} from "../config/sections.js";
+import { modelProfiles, shellSetting, toolTimeouts } from "../config/sections.js";
 import { type AcceptanceCheck, CommandCheck } from "../engine/acceptance.js";
 import type { PolicyHandle, ProcessSupervision } from "../engine/engine.js";
 import { SpawnJournal } from "../engine/engine.js";
@@ -41,9 +35,7 @@ import type { Provider } from "../providers/provider.js";
 import { ScriptedProvider } from "../providers/scripted/provider.js";
 import type { ApprovalPort, GrantPort, HookPort, ProposalPort, ProposalRecord } from "../runtime/ports.js";
 import { ToolRegistry, type ToolSnapshot } from "../runtime/registry.js";
-import { createSandbox } from "../sandbox/create.js";
-import { Executor, type ProcessProfile } from "../sandbox/executor.js";
-import { commandProfile, type SandboxOverride } from "../sandbox/profiles.js";
+import { Executor } from "../sandbox/executor.js";
 import { killSurvivors } from "../sandbox/tree.js";
 import { digestOf } from "../shared/hash.js";
 import type { JsonObject } from "../shared/json.js";
@@ -51,6 +43,7 @@ import { createFileTools } from "../tools/builtin.js";
 import { selectTools, ToolSelectionError } from "../tools/profiles.js";
 import { createShellTool } from "../tools/shell/shell.js";
 import type { AnyTool } from "../tools/tool.js";
+import { providerKeyNames, sessionProcesses } from "./processes.js";
 import { UsageError } from "./usage-error.js";
 import type { OpenedWorkspace } from "./workspace.js";
 
@@ -162,26 +155,20 @@ export async function buildSetup(options: {
   const { workspace, flags, interactive } = options;
   const env = options.env ?? process.env;
   const spawnJournal = new SpawnJournal();
-  let executor: Executor | undefined;
   const governance = await loadGovernanceWithDefaults(workspace.root, flags, env, {
-    executor: (config) => {
-      executor = new Executor({ environment: env, secretNames: providerKeyNames(flags, config) });
-      return executor;
-    },
     onSpawn: (report) => spawnJournal.onSpawn(report),
   }).catch((error: unknown) => {
     if (error instanceof ConfigError) throw new UsageError(`configuration error: ${error.message}`);
     if (error instanceof Error && error.name === "RuleSyntaxError") throw new UsageError(error.message);
     throw error;
   });
-  const processes = governance.processes;
-  const sessionExecutor = executor ?? new Executor({ environment: env });
+  const { processes, executor } = governance;
 
   const toolSelection = flags.tools ?? "coding";
   const shell = shellSetting(governance.config);
   const shellTool = createShellTool({
     sandbox: { profile: processes.shell, ...(processes.bwrapPath ? { bwrapPath: processes.bwrapPath } : {}) },
-    executor: sessionExecutor,
+    executor,
     ...(processes.shellRefusal ? { refusal: processes.shellRefusal } : {}),
     onSpawn: (info) => spawnJournal.onSpawn(info),
     ...(shell.pass_env ? { passEnv: shell.pass_env } : {}),
@@ -247,108 +234,10 @@ export async function buildSetup(options: {
     acceptanceCheck: (command, timeoutMs) =>
       new CommandCheck(command, {
         workspace: workspace.root,
-        executor: sessionExecutor,
-        profile: processes.acceptance,
-        timeoutMs,
-      }),
-  };
-}
-
-/** How the session's processes run, resolved from flags, the user config and the run's modes. */
-export interface SessionProcesses {
-  /** The shell tool's profile. */
-  shell: "workspace-write" | "read-only" | "none";
-  /** Set when the shell may not run at all (a read-only or propose run without a sandbox). */
-  shellRefusal?: string;
-  acceptance: ProcessProfile;
-  bwrapPath?: string;
-  notices: string[];
-}
-
-/**
- * Binds the run's modes to every process. A read-only run (`--read-only`) and a propose run
- * (`--write propose`) promise an unchanged workspace, so commands run in the read-only sandbox
- * profile: the model can still inspect, build into /tmp and run read-only checks, and nothing
- * it starts can change a file (a refused write is a SANDBOX_VIOLATION it can read). Without a
- * sandbox that promise cannot be kept, so the shell is refused with the reason. The user's own
- * `--sandbox off` for a new session still turns the sandbox off for acceptance and hooks.
- */
-function sessionProcesses(
-  config: Parameters<typeof sandboxSetting>[0],
-  flags: RunFlags,
-  modes: { readOnly: boolean; propose: boolean },
-): SessionProcesses & { override?: SandboxOverride } {
-  const sandbox = sandboxSetting(config);
-  const bwrapPath = sandbox?.bwrapPath;
-  const chosen = flags.sandbox ?? sandbox?.profile ?? "workspace-write";
-  const restricted = modes.readOnly || modes.propose;
-  const override: SandboxOverride | undefined =
-    flags.sandbox === "off" ? "off" : restricted || flags.sandbox === "read-only" ? "read-only" : undefined;
-  const notices: string[] = [];
-  const acceptance = processSetting(config, "acceptance");
-  if (acceptance.notice) notices.push(acceptance.notice);
-  const hooks = processSetting(config, "hook_commands");
-  if (hooks.notice) notices.push(hooks.notice);
-  const result: SessionProcesses & { override?: SandboxOverride } = {
-    shell: restricted ? "read-only" : chosen === "off" ? "none" : chosen,
-    acceptance: {
-      sandbox: createSandbox({
-        profile: commandProfile(acceptance.setting.sandbox, "workspace-write", override),
-        ...(bwrapPath ? { bwrapPath } : {}),
-      }),
-      env: acceptance.setting.pass_env ? { pass: acceptance.setting.pass_env } : {},
-    },
-    notices,
-  };
-  if (bwrapPath) result.bwrapPath = bwrapPath;
-  if (override) result.override = override;
-  if (restricted && chosen === "off") {
-    const mode = modes.readOnly ? "read-only (--read-only)" : "in propose mode (--write propose)";
-    result.shellRefusal =
-      `the run is ${mode} and the sandbox is off, so a command could change the workspace; ` +
-      "use the file tools (read_file, grep, glob) instead";
-  }
-  return result;
-}
-
-/** Variables that hold the provider key, whatever their names: their values are scrubbed from output. */
-function providerKeyNames(flags: RunFlags, config: Parameters<typeof modelProfiles>[0]): string[] {
-  const names = new Set<string>();
-  if (flags.apiKeyEnv) names.add(flags.apiKeyEnv);
-  if (flags.profile) {
-    const variable = modelProfiles(config)[flags.profile]?.api_key_env;
-    if (variable) names.add(variable);
-  }
-  if (flags.provider) {
-    const variable = DEFAULT_KEY_ENV[flags.provider as keyof typeof DEFAULT_KEY_ENV];
-    if (variable) names.add(variable);
-  }
-  return [...names];
-}
-
-/**
- * The executor and acceptance profile for acceptance commands run outside a session (`harness
- * apply --accept`): the user config decides, as for a run.
- */
-export async function standaloneAcceptance(
-  workspaceRoot: string,
-  env: NodeJS.ProcessEnv,
-): Promise<{ check: (command: string, timeoutMs: number) => AcceptanceCheck; notices: string[] }> {
-  const config = await loadConfig({ workspaceRoot, env, homedir: homedir() }).catch((error: unknown) => {
-    if (error instanceof ConfigError) throw new UsageError(`configuration error: ${error.message}`);
-    throw error;
-  });
-  const processes = sessionProcesses(config, {}, { readOnly: false, propose: false });
-  const executor = new Executor({ environment: env });
-  return {
-    check: (command, timeoutMs) =>
-      new CommandCheck(command, {
-        workspace: workspaceRoot,
         executor,
         profile: processes.acceptance,
         timeoutMs,
       }),
-    notices: processes.notices,
   };
 }
 
@@ -356,10 +245,7 @@ export async function loadGovernanceWithDefaults(
   workspaceRoot: string,
   flags: RunFlags,
   env: NodeJS.ProcessEnv,
-  commands: {
-    executor?: (config: Parameters<typeof modelProfiles>[0]) => Executor;
-    onSpawn?: ConfigHooksOptions["onSpawn"];
-  } = {},
+  commands: { onSpawn?: ConfigHooksOptions["onSpawn"] } = {},
 ) {
   const config = await loadConfig({ workspaceRoot, env, homedir: homedir() });
   const defaults: PermissionLayer = { source: "default (no terminal: deny; terminal: ask)", trusted: true };
@@ -380,15 +266,17 @@ export async function loadGovernanceWithDefaults(
     readOnly: policy.readOnly.value,
     propose: policy.write.value === "propose",
   });
+  // One executor for the session: the shell, acceptance checks and command hooks all use it.
+  const executor = new Executor({ environment: env, secretNames: providerKeyNames(flags, config) });
   const hooks = await hooksFromConfig(config, {
     workspaceRoot,
     env,
-    ...(commands.executor ? { executor: commands.executor(config) } : {}),
+    executor,
     ...(processes.override ? { sandboxOverride: processes.override } : {}),
     ...(processes.bwrapPath ? { bwrapPath: processes.bwrapPath } : {}),
     ...(commands.onSpawn ? { onSpawn: commands.onSpawn } : {}),
   });
-  return { config, policy, hooks, processes };
+  return { config, policy, hooks, processes, executor };
 }
 
 /** Session-scoped approvals survive a resume: rebuilt from the journal, bound to the call hash. */

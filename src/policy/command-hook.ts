@@ -23,7 +23,10 @@ export interface CommandHookSpec {
 }
 
 const MAX_STDOUT_BYTES = 64 * 1024;
-/** Only the first line of stderr is used (the deny reason); keep a little more than that. */
+/**
+ * Bytes kept per stream: stdout whole up to the limit, plus one byte to tell an overflow; stderr
+ * is only read for its first line (a deny reason), under the same bound.
+ */
 const CAPTURE_BYTES = MAX_STDOUT_BYTES + 1;
 /** The runner's own timeout aborts the hook; this backstop only matters for a caller without one. */
 const BACKSTOP_TIMEOUT_MS = 10 * 60_000;

@@ -2,7 +2,7 @@ import type { ArtifactStore } from "../tools/tool.js";
 import type { CaptureLimits } from "./capture.js";
 import { type EnvPolicy, filterEnvironment } from "./env.js";
 import { type ProcessResult, type RunProcessOptions, runProcess } from "./process.js";
-import type { Sandbox, SandboxProfile } from "./sandbox.js";
+import type { Launch, Sandbox, SandboxProfile } from "./sandbox.js";
 import { type Secret, secretFilter, secretsOf } from "./scrub.js";
 import type { SpawnIdentity } from "./tree.js";
 
@@ -88,11 +88,14 @@ export class Executor {
   }
 
   /**
-   * Run one process to its end. Rejects with SandboxUnavailableError (nothing ran), SpawnError
-   * (nothing ran) or what onSpawn threw (the tree was killed); resolves for every outcome of a
-   * process that started.
+   * The policy part of starting a process, without starting it: the sandbox is available, the
+   * environment filtered, the argv wrapped, and the facts to journal known. `execute` runs the
+   * result to its end; a long-lived process (an MCP stdio server) will start from the same launch
+   * and keep its pipes, so every process gets the same environment and confinement.
    */
-  async execute(request: ExecuteRequest): Promise<ExecuteResult> {
+  async prepare(
+    request: Pick<ExecuteRequest, "purpose" | "argv" | "workspace" | "profile">,
+  ): Promise<{ launch: Launch; facts: ProcessFacts }> {
     const { sandbox } = request.profile;
     await sandbox.ensureAvailable();
     const env = filterEnvironment(this.environment, request.profile.env);
@@ -102,6 +105,17 @@ export class Executor {
       sandbox_profile: sandbox.profile,
       env_names: Object.keys(launch.env).sort(),
     };
+    return { launch, facts };
+  }
+
+  /**
+   * Run one process to its end. Rejects with SandboxUnavailableError (nothing ran), SpawnError
+   * (nothing ran) or what onSpawn threw (the tree was killed); resolves for every outcome of a
+   * process that started.
+   */
+  async execute(request: ExecuteRequest): Promise<ExecuteResult> {
+    const { launch, facts } = await this.prepare(request);
+    const { sandbox } = request.profile;
     const secrets = this.secrets;
     const options: RunProcessOptions = {
       ...launch,

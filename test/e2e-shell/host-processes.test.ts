@@ -2,16 +2,21 @@
 // code, so they go through the same executor as the shell. Each attack here is what a hostile
 // model would try through them: write outside the workspace, rewrite git's hooks and config, read
 // the provider key from the environment or a file, reach a server. Each is asserted by its effect.
+
+import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync } from "node:fs";
+import { chmodSync, chownSync, existsSync } from "node:fs";
 import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
-import { join, relative } from "node:path";
+import { dirname, join, relative } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import {
+  BIN,
+  childEnv,
   ensureBuilt,
   expectExit,
   finished,
+  type JournalLine,
   jsonScript,
   jsonSummary,
   ofType,
@@ -127,6 +132,13 @@ async function expectContained(workspace: string): Promise<void> {
   expect(await readFile(join(workspace, ".git/hooks/pre-commit"), "utf8")).toBe(PRE_COMMIT);
 }
 
+/** The first check of the first acceptance.checked record. */
+function firstCheck(records: JournalLine[]): Record<string, unknown> {
+  const [checked] = ofType(records, "acceptance.checked");
+  expect(checked).toBeDefined();
+  return (checked!.data.checks as Record<string, unknown>[])[0]!;
+}
+
 async function run(workspace: string, args: string[], env: Record<string, string>) {
   const child = startHarnessWith(["run", "-w", workspace, "--session", SESSION, "--json", ...args], {
     OPENAI_API_KEY: KEY,
@@ -158,8 +170,7 @@ describe("acceptance commands run the model's code sandboxed", () => {
     await expectContained(workspace);
     // The workspace stays writable for builds and caches.
     expect(await readFile(join(workspace, "accept-wrote-here.txt"), "utf8")).toBe("accept\n");
-    const [checked] = ofType(records, "acceptance.checked");
-    const check = (checked?.data.checks as Record<string, unknown>[])[0]!;
+    const check = firstCheck(records);
     expect(check).toMatchObject({ purpose: "acceptance", sandbox_profile: "workspace-write" });
     expect(check.env_names).not.toContain("OPENAI_API_KEY");
     expect(check.env_names).toContain("PATH");
@@ -190,7 +201,7 @@ describe("acceptance commands run the model's code sandboxed", () => {
     expectExit(result, 0);
     expect(existsSync(join(outside.dir, "marker"))).toBe(true);
     expect(connections).toBe(1);
-    const check = (ofType(records, "acceptance.checked")[0]?.data.checks as Record<string, unknown>[])[0]!;
+    const check = firstCheck(records);
     expect(check).toMatchObject({ sandbox_profile: "none" });
     // Still: the environment is filtered and the output scrubbed.
     expect(check.env_names).not.toContain("OPENAI_API_KEY");
@@ -201,7 +212,10 @@ describe("acceptance commands run the model's code sandboxed", () => {
     const workspace = await victim();
     await writeFile(
       join(workspace, "harness.config.json"),
-      JSON.stringify({ acceptance: { sandbox: "off", pass_env: ["OPENAI_API_KEY"] } }),
+      JSON.stringify({
+        acceptance: { sandbox: "off", pass_env: ["OPENAI_API_KEY"] },
+        hook_commands: { sandbox: "off" },
+      }),
     );
     await writeFile(join(workspace, "evil.test.sh"), attack("project"));
     const script = await jsonScript([{ text: "done" }]);
@@ -213,11 +227,43 @@ describe("acceptance commands run the model's code sandboxed", () => {
     );
     expectExit(result, 0);
     expect(result.stderr).toContain(`"acceptance" is ignored; only your user config`);
+    expect(result.stderr).toContain(`"hook_commands" is ignored; only your user config`);
     await expectContained(workspace);
-    const check = (ofType(records, "acceptance.checked")[0]?.data.checks as Record<string, unknown>[])[0]!;
+    const check = firstCheck(records);
     expect(check).toMatchObject({ sandbox_profile: "workspace-write" });
     expect(check.env_names).not.toContain("OPENAI_API_KEY");
     expect(await everythingRecorded(workspace, result)).not.toContain(KEY);
+  });
+
+  it("harness apply --accept runs the applied, model-proposed script in the same sandbox", async () => {
+    const workspace = await victim();
+    const script = await jsonScript([
+      {
+        text: "proposing a test",
+        calls: [
+          { id: "w", name: "write_file", arguments: { path: "evil.test.sh", content: attack("apply") } },
+        ],
+      },
+      { text: "please review" },
+    ]);
+    const config = await userConfig({});
+    const proposed = await run(workspace, ["--script", script, "--write", "propose", "fix it"], {
+      HARNESS_CONFIG: config,
+    });
+    expectExit(proposed.result, 4);
+    const applied = await finished(
+      startHarnessWith(["apply", SESSION, "-w", workspace, "--accept", "sh evil.test.sh", "--json"], {
+        HARNESS_CONFIG: config,
+        OPENAI_API_KEY: KEY,
+      }),
+    );
+    expectExit(applied, 0);
+    await expectContained(workspace);
+    expect(existsSync(join(workspace, "apply-wrote-here.txt"))).toBe(true);
+    const check = firstCheck(await readJournal(workspace, SESSION));
+    expect(check).toMatchObject({ passed: true, purpose: "acceptance", sandbox_profile: "workspace-write" });
+    expect(String(check.output)).toContain("OPENAI_API_KEY=[redacted:OPENAI_API_KEY]");
+    expect(await everythingRecorded(workspace, applied)).not.toContain(KEY);
   });
 
   it("an npm test in a package.json the model wrote is contained the same way", async () => {
@@ -246,6 +292,59 @@ describe("acceptance commands run the model's code sandboxed", () => {
     // npm really ran the script: its write into the (writable) workspace happened.
     expect(existsSync(join(workspace, "npm-wrote-here.txt"))).toBe(true);
     await expectContained(workspace);
+    expect(await everythingRecorded(workspace, result)).not.toContain(KEY);
+  });
+});
+
+describe("as an unprivileged user", () => {
+  const NOBODY = 65534;
+  const asRoot = process.getuid?.() === 0;
+
+  it("a model-written acceptance script is contained the same way", async () => {
+    const workspace = await victim();
+    const script = await jsonScript([
+      {
+        text: "adding a test",
+        calls: [
+          {
+            id: "w",
+            name: "write_file",
+            arguments: { path: "evil.test.sh", content: `id -u\n${attack("nobody")}` },
+          },
+        ],
+      },
+      { text: "tests pass" },
+    ]);
+    const config = await userConfig({});
+    if (asRoot) {
+      // The user owns the workspace and can write the outside directory: only the sandbox stops it.
+      const owned = [".", ".git", ".git/hooks", ".git/config", ".git/hooks/pre-commit", "secret.txt"];
+      for (const name of owned) chownSync(join(workspace, name), NOBODY, NOBODY);
+      chownSync(outside.dir, NOBODY, NOBODY);
+      for (const dir of [dirname(script), dirname(config), dirname(workspace)]) chmodSync(dir, 0o755);
+      chmodSync(outside.dir, 0o777);
+    }
+    const prefix = asRoot ? ["setpriv", `--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups"] : [];
+    const child = spawn(
+      prefix[0] ?? process.execPath,
+      [
+        ...prefix.slice(1),
+        ...(asRoot ? [process.execPath] : []),
+        BIN,
+        ...["run", "-w", workspace, "--session", SESSION, "--json", "--script", script],
+        ...["--write", "allow", "--accept", "sh evil.test.sh", "fix it"],
+      ],
+      {
+        env: { ...childEnv(), HOME: dirname(config), HARNESS_CONFIG: config, OPENAI_API_KEY: KEY },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    const result = await finished(child);
+    expectExit(result, 0);
+    await expectContained(workspace);
+    const check = firstCheck(await readJournal(workspace, SESSION));
+    expect(String(check.output)).toMatch(new RegExp(`^${asRoot ? NOBODY : process.getuid?.()}\n`));
+    expect(check).toMatchObject({ sandbox_profile: "workspace-write" });
     expect(await everythingRecorded(workspace, result)).not.toContain(KEY);
   });
 });
@@ -369,7 +468,7 @@ describe("modes bind the shell", () => {
     );
     expect(await treeHash(workspace)).toBe(before);
     expectExit(result, 2);
-    const check = (ofType(records, "acceptance.checked")[0]?.data.checks as Record<string, unknown>[])[0]!;
+    const check = firstCheck(records);
     expect(check).toMatchObject({ passed: false, sandbox_profile: "read-only" });
   });
 

@@ -104,6 +104,7 @@ describe("external command hooks", () => {
     [`echo '["allow"]'`, /malformed answer/],
     [`kill -9 $$`, /killed by SIGKILL/],
     [`exec /nonexistent/binary`, /exited with status 127/],
+    [`head -c 70000 /dev/zero; echo '{"decision":"allow"}'`, /wrote more than 65536 bytes to stdout/],
   ])("denies (fail closed) for %s", async (command, reason) => {
     const outcome = await runner(command).admit("before_execute", input);
     expect(outcome.allowed).toBe(false);

@@ -9,7 +9,7 @@ import { WorkspaceError, type WorkspaceFs } from "../../workspace/fs.js";
 import { versionOf } from "../../workspace/version.js";
 import { parse, positiveInt } from "../args.js";
 import { EXIT } from "../exit-codes.js";
-import { standaloneAcceptance } from "../setup.js";
+import { standaloneAcceptance } from "../processes.js";
 import { colorEnabled, createStyle, type Style } from "../style.js";
 import { UsageError } from "../usage-error.js";
 import { type OpenedWorkspace, openWorkspace } from "../workspace.js";
