@@ -1,14 +1,20 @@
 import { homedir } from "node:os";
 import { ConfigError } from "../config/errors.js";
 import { loadConfig, permissionLayers } from "../config/load.js";
-import { modelProfiles, sandboxSetting, shellSetting, toolTimeouts } from "../config/sections.js";
+import {
+  modelProfiles,
+  sandboxReadPaths,
+  sandboxSetting,
+  shellSetting,
+  toolTimeouts,
+} from "../config/sections.js";
 import type { PolicyHandle, ProcessSupervision } from "../engine/engine.js";
 import { SpawnJournal } from "../engine/engine.js";
 import { generalProviderAdvice, type ProviderAdvice } from "../engine/provider-advice.js";
 import type { AnyRecord, EventData } from "../journal/vocabulary.js";
 import { DenyApprover } from "../policy/approver.js";
 import { type CliPermissionFlags, cliLayer } from "../policy/cli-flags.js";
-import { hooksFromConfig } from "../policy/config-hooks.js";
+import { configNamedFiles, hooksFromConfig } from "../policy/config-hooks.js";
 import { grantFromDecision, SessionGrants } from "../policy/grants.js";
 import { HookRunner } from "../policy/hooks.js";
 import { buildPolicy, type PermissionLayer } from "../policy/permissions.js";
@@ -149,6 +155,8 @@ export async function buildSetup(options: {
     throw error;
   });
 
+  // Files the configs name (hook scripts, modules) join the protected set before any tool runs.
+  workspace.fs.protectFiles(configNamedFiles(governance.config, workspace.root));
   const spawnJournal = new SpawnJournal();
   const sandbox = sandboxSetting(governance.config);
   const profile = flags.sandbox ?? sandbox?.profile ?? "workspace-write";
@@ -158,6 +166,8 @@ export async function buildSetup(options: {
     sandbox: {
       profile: profile === "off" ? "none" : profile,
       ...(sandbox?.bwrapPath ? { bwrapPath: sandbox.bwrapPath } : {}),
+      readPaths: governance.readPaths,
+      protectedPaths: workspace.fs.protectedPaths,
     },
     onSpawn: (info) => spawnJournal.onSpawn(info),
     ...(shell.pass_env ? { passEnv: shell.pass_env } : {}),
@@ -221,6 +231,16 @@ export async function buildSetup(options: {
   };
 }
 
+/** The config files alone, a config error being a usage error (exit 64). */
+export async function loadConfigForCli(workspaceRoot: string, env: NodeJS.ProcessEnv = process.env) {
+  try {
+    return await loadConfig({ workspaceRoot, env, homedir: homedir() });
+  } catch (error) {
+    if (error instanceof ConfigError) throw new UsageError(`configuration error: ${error.message}`);
+    throw error;
+  }
+}
+
 export async function loadGovernanceWithDefaults(
   workspaceRoot: string,
   flags: RunFlags,
@@ -242,7 +262,8 @@ export async function loadGovernanceWithDefaults(
   };
   const policy = buildPolicy([defaults, ...permissionLayers(config), cliLayer(cli)]);
   const hooks = await hooksFromConfig(config, { workspaceRoot, env });
-  return { config, policy, hooks };
+  const readPaths = sandboxReadPaths(config, homedir());
+  return { config, policy, hooks, readPaths };
 }
 
 /** Session-scoped approvals survive a resume: rebuilt from the journal, bound to the call hash. */

@@ -16,8 +16,8 @@ import { isWithin } from "./host-view.js";
  * written yet) is sealed: an empty read-only directory (`.git`) or an empty file (anything else)
  * is mounted there, so the command cannot create it. The mount point bwrap has to create on the
  * host is removed again when the command ends (`removeSeals`); one left by a crash is harmless
- * (git ignores an empty `.git` directory, the config loader ignores an empty harness.config.json
- * directory, and the next run seals it again).
+ * (git ignores an empty `.git` directory, the config loader treats an empty harness.config.json
+ * as absent, and the next run seals it again).
  */
 
 export interface ProtectedMounts {

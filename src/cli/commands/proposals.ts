@@ -2,12 +2,14 @@ import { type CheckOutcome, CommandCheck } from "../../engine/acceptance.js";
 import { SessionState } from "../../engine/state.js";
 import { SESSION_ID_PATTERN } from "../../journal/session-path.js";
 import type { AnyNewEvent } from "../../journal/vocabulary.js";
+import { configNamedFiles } from "../../policy/config-hooks.js";
 import { applyProposals, short } from "../../proposals/apply.js";
 import { type ApplyOutcome, proposalsOf, type RecordedProposal } from "../../proposals/ledger.js";
 import { WorkspaceError, type WorkspaceFs } from "../../workspace/fs.js";
 import { versionOf } from "../../workspace/version.js";
 import { parse, positiveInt } from "../args.js";
 import { EXIT } from "../exit-codes.js";
+import { loadConfigForCli } from "../setup.js";
 import { colorEnabled, createStyle, type Style } from "../style.js";
 import { UsageError } from "../usage-error.js";
 import { type OpenedWorkspace, openWorkspace } from "../workspace.js";
@@ -102,6 +104,8 @@ export const applyCommand = {
     if (commands.some((command) => command.trim() === "")) throw new UsageError("--accept needs a command");
     const workspace = await openWorkspace(values.workspace);
     await requireSession(workspace, sessionId);
+    // A proposal for a hook file the configs name is refused like a write to it would be.
+    workspace.fs.protectFiles(configNamedFiles(await loadConfigForCli(workspace.root), workspace.root));
 
     const writer = await workspace.backend.openWriter(sessionId, { create: false });
     const header = SessionState.from(writer.records).header;
