@@ -104,20 +104,22 @@ export class BwrapSandbox implements Sandbox {
       realHome: homedir(),
       readPaths: this.options.readPaths ?? [],
     });
-    const mounts = protectedMounts(workspace, this.#protectedPaths());
+    // A read-only workspace needs no pins or seals: nothing in it can change.
+    const mounts =
+      this.profile === "workspace-write"
+        ? await protectedMounts(workspace, this.#protectedPaths())
+        : { args: [], seals: [] };
     const args = bwrapArguments({
       profile: this.profile,
       workspace,
       hostView,
-      // A read-only workspace needs no pins: nothing in it can change. Its missing names need
-      // no seals either, for the same reason.
-      protectedMounts: this.profile === "workspace-write" ? mounts.args : [],
+      protectedMounts: mounts.args,
       argv: request.argv,
     });
     // The host's TMPDIR may point at a directory that is not mounted here; /tmp is private and
     // writable. Without a usable home, the command gets one under the private /tmp.
     const env = { ...request.env, TMPDIR: "/tmp", HOME: home ?? "/tmp" };
-    const seals = this.profile === "workspace-write" ? mounts.seals : [];
+    const seals = mounts.seals;
     return {
       file: this.bwrapPath,
       args,

