@@ -116,14 +116,11 @@ function hookModulePath(source: ConfigSource, modulePath: string): string {
   return isAbsolute(modulePath) ? modulePath : resolve(configDirectory(source), modulePath);
 }
 
-/**
- * Words of a hook command that name files: they contain a `/` and no shell syntax (quotes,
- * `$`, globs, redirections). `./check.sh --fast` names `./check.sh`; `cat > out.json` names none.
- */
+/** A word with no shell syntax (quotes, `$`, globs, redirections) that contains a `/`. */
 const PATH_WORD = /^[A-Za-z0-9_.+@%,~/-]*\/[A-Za-z0-9_.+@%,~/-]*$/;
 
 export interface ResolvedCommand {
-  /** The command with every relative path word made absolute (quoted for the shell). */
+  /** The command with every relative file word made absolute (quoted for the shell). */
   text: string;
   /** The absolute paths of the files it names. */
   files: string[];
@@ -132,15 +129,26 @@ export interface ResolvedCommand {
 /**
  * A command hook's file words, resolved against the directory of the config file that names them
  * (never the workspace or the current directory): `./check.sh` in ~/.config/harness/config.json
- * is ~/.config/harness/check.sh. Other words are kept as written.
+ * is ~/.config/harness/check.sh. File words are the program when it contains a `/`
+ * (`hooks/check.sh`), any word starting with `./` or `../`, and absolute words (kept as written).
+ * Other words (`origin/main`, `cat > out.json`) are arguments and stay as written.
  */
 export function resolveHookCommand(source: ConfigSource, command: string): ResolvedCommand {
   const files: string[] = [];
+  let first = true;
   const words = command.split(/(\s+)/).map((word) => {
-    if (!PATH_WORD.test(word) || word.startsWith("-") || word.startsWith("~")) return word;
-    const absolute = isAbsolute(word) ? word : resolve(configDirectory(source), word);
+    if (word === "" || /^\s+$/.test(word)) return word;
+    const program = first;
+    first = false;
+    if (!PATH_WORD.test(word) || word.startsWith("~")) return word;
+    if (isAbsolute(word)) {
+      files.push(word);
+      return word;
+    }
+    if (!program && !word.startsWith("./") && !word.startsWith("../")) return word;
+    const absolute = resolve(configDirectory(source), word);
     files.push(absolute);
-    return isAbsolute(word) ? word : shellQuote(absolute);
+    return shellQuote(absolute);
   });
   return { text: words.join(""), files };
 }

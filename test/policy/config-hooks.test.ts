@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ConfigError } from "../../src/config/errors.js";
-import { configNamedFiles } from "../../src/policy/config-hooks.js";
+import { configNamedFiles, resolveHookCommand } from "../../src/policy/config-hooks.js";
 import { type HookInput, HookRunner } from "../../src/policy/hooks.js";
 import { loadGovernance } from "../../src/policy/setup.js";
 
@@ -149,5 +149,24 @@ describe("hook file paths", () => {
     );
     const { config } = await govern();
     expect(configNamedFiles(config, workspace)).toEqual(["hooks/admit.sh", "tools/wrap.mjs"]);
+  });
+});
+
+describe("resolveHookCommand", () => {
+  const source = {
+    kind: "user" as const,
+    label: "user config",
+    path: "/cfg/harness/config.json",
+    config: {},
+  };
+  it.each([
+    ["./check.sh --fast", "'/cfg/harness/check.sh' --fast", ["/cfg/harness/check.sh"]],
+    ["hooks/check.sh", "'/cfg/harness/hooks/check.sh'", ["/cfg/harness/hooks/check.sh"]],
+    ["node ../lib/hook.mjs x/y", "node '/cfg/lib/hook.mjs' x/y", ["/cfg/lib/hook.mjs"]],
+    ["/opt/hooks/run origin/main", "/opt/hooks/run origin/main", ["/opt/hooks/run"]],
+    ["git diff origin/main", "git diff origin/main", []],
+    ["cat > notified.json", "cat > notified.json", []],
+  ])("%j runs as %j", (command, text, files) => {
+    expect(resolveHookCommand(source, command)).toEqual({ text, files });
   });
 });
