@@ -22,8 +22,8 @@ const PROBE_TIMEOUT_MS = 10_000;
 
 /**
  * Isolation that does not depend on the profile. Root keeps all capabilities inside bwrap unless
- * told otherwise, and with them could remount `/` read-write: drop them all. /proc/sys is
- * re-bound read-only because uid 0 may otherwise write global sysctls (kernel.core_pattern).
+ * told otherwise, and with them could remount `/` read-write: drop them all. (The host view
+ * re-binds /proc/sys read-only: uid 0 may otherwise write global sysctls, kernel.core_pattern.)
  */
 const ISOLATION_ARGS: readonly string[] = [
   "--unshare-net",
