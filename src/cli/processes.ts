@@ -1,14 +1,14 @@
 import { homedir } from "node:os";
-import { ConfigError } from "../config/errors.js";
-import { type LoadedConfig, loadConfig } from "../config/load.js";
-import { modelProfiles, processSetting, sandboxSetting } from "../config/sections.js";
+import type { LoadedConfig } from "../config/load.js";
+import { modelProfiles, processSetting, sandboxReadPaths, sandboxSetting } from "../config/sections.js";
 import { type AcceptanceCheck, CommandCheck } from "../engine/acceptance.js";
 import { DEFAULT_KEY_ENV } from "../providers/config.js";
 import { createSandbox } from "../sandbox/create.js";
 import { Executor, type ProcessProfile } from "../sandbox/executor.js";
 import { commandProfile, type SandboxOverride } from "../sandbox/profiles.js";
+import type { SandboxView } from "../sandbox/sandbox.js";
+import type { ProtectedPaths } from "../workspace/protected.js";
 import type { RunFlags } from "./setup.js";
-import { UsageError } from "./usage-error.js";
 
 // How each process a session starts is confined: the shell's, acceptance commands' and command
 // hooks' sandbox profiles, from the flags, the user config and the run's modes, in one place.
@@ -21,6 +21,8 @@ export interface SessionProcesses {
   shellRefusal?: string;
   acceptance: ProcessProfile;
   bwrapPath?: string;
+  /** What every sandboxed process of the session may see and may not change. */
+  view: SandboxView;
   notices: string[];
 }
 
@@ -36,6 +38,7 @@ export function sessionProcesses(
   config: LoadedConfig,
   flags: RunFlags,
   modes: { readOnly: boolean; propose: boolean },
+  view: SandboxView,
 ): SessionProcesses & { override?: SandboxOverride } {
   const sandbox = sandboxSetting(config);
   const bwrapPath = sandbox?.bwrapPath;
@@ -54,9 +57,11 @@ export function sessionProcesses(
       sandbox: createSandbox({
         profile: commandProfile(acceptance.setting.sandbox, "workspace-write", override),
         ...(bwrapPath ? { bwrapPath } : {}),
+        ...view,
       }),
       env: acceptance.setting.pass_env ? { pass: acceptance.setting.pass_env } : {},
     },
+    view,
     notices,
   };
   if (bwrapPath) result.bwrapPath = bwrapPath;
@@ -89,15 +94,14 @@ export function providerKeyNames(flags: RunFlags, config: LoadedConfig): string[
  * The executor and acceptance profile for acceptance commands run outside a session (`harness
  * apply --accept`): the user config decides, as for a run.
  */
-export async function standaloneAcceptance(
+export function standaloneAcceptance(
+  config: LoadedConfig,
   workspaceRoot: string,
+  protectedPaths: ProtectedPaths,
   env: NodeJS.ProcessEnv,
-): Promise<{ check: (command: string, timeoutMs: number) => AcceptanceCheck; notices: string[] }> {
-  const config = await loadConfig({ workspaceRoot, env, homedir: homedir() }).catch((error: unknown) => {
-    if (error instanceof ConfigError) throw new UsageError(`configuration error: ${error.message}`);
-    throw error;
-  });
-  const processes = sessionProcesses(config, {}, { readOnly: false, propose: false });
+): { check: (command: string, timeoutMs: number) => AcceptanceCheck; notices: string[] } {
+  const view: SandboxView = { readPaths: sandboxReadPaths(config, homedir()), protectedPaths };
+  const processes = sessionProcesses(config, {}, { readOnly: false, propose: false }, view);
   const executor = new Executor({ environment: env });
   return {
     check: (command, timeoutMs) =>

@@ -1,7 +1,7 @@
 import { homedir } from "node:os";
 import { ConfigError } from "../config/errors.js";
 import { loadConfig, permissionLayers } from "../config/load.js";
-import { modelProfiles, shellSetting, toolTimeouts } from "../config/sections.js";
+import { modelProfiles, sandboxReadPaths, shellSetting, toolTimeouts } from "../config/sections.js";
 import { type AcceptanceCheck, CommandCheck } from "../engine/acceptance.js";
 import type { PolicyHandle, ProcessSupervision } from "../engine/engine.js";
 import { SpawnJournal } from "../engine/engine.js";
@@ -9,7 +9,7 @@ import { generalProviderAdvice, type ProviderAdvice } from "../engine/provider-a
 import type { AnyRecord, EventData } from "../journal/vocabulary.js";
 import { DenyApprover } from "../policy/approver.js";
 import { type CliPermissionFlags, cliLayer } from "../policy/cli-flags.js";
-import { type ConfigHooksOptions, hooksFromConfig } from "../policy/config-hooks.js";
+import { type ConfigHooksOptions, configNamedFiles, hooksFromConfig } from "../policy/config-hooks.js";
 import { grantFromDecision, SessionGrants } from "../policy/grants.js";
 import { HookRunner } from "../policy/hooks.js";
 import { buildPolicy, type PermissionLayer } from "../policy/permissions.js";
@@ -36,6 +36,7 @@ import { ScriptedProvider } from "../providers/scripted/provider.js";
 import type { ApprovalPort, GrantPort, HookPort, ProposalPort, ProposalRecord } from "../runtime/ports.js";
 import { ToolRegistry, type ToolSnapshot } from "../runtime/registry.js";
 import { Executor } from "../sandbox/executor.js";
+import type { SandboxView } from "../sandbox/sandbox.js";
 import { killSurvivors } from "../sandbox/tree.js";
 import { digestOf } from "../shared/hash.js";
 import type { JsonObject } from "../shared/json.js";
@@ -43,6 +44,7 @@ import { createFileTools } from "../tools/builtin.js";
 import { selectTools, ToolSelectionError } from "../tools/profiles.js";
 import { createShellTool } from "../tools/shell/shell.js";
 import type { AnyTool } from "../tools/tool.js";
+import { DEFAULT_PROTECTED_PATHS } from "../workspace/protected.js";
 import { providerKeyNames, sessionProcesses } from "./processes.js";
 import { UsageError } from "./usage-error.js";
 import type { OpenedWorkspace } from "./workspace.js";
@@ -164,10 +166,16 @@ export async function buildSetup(options: {
   });
   const { processes, executor } = governance;
 
+  // Files the configs name (hook scripts, modules) join the protected set before any tool runs.
+  workspace.fs.protectFiles(configNamedFiles(governance.config, workspace.root));
   const toolSelection = flags.tools ?? "coding";
   const shell = shellSetting(governance.config);
   const shellTool = createShellTool({
-    sandbox: { profile: processes.shell, ...(processes.bwrapPath ? { bwrapPath: processes.bwrapPath } : {}) },
+    sandbox: {
+      profile: processes.shell,
+      ...(processes.bwrapPath ? { bwrapPath: processes.bwrapPath } : {}),
+      ...processes.view,
+    },
     executor,
     ...(processes.shellRefusal ? { refusal: processes.shellRefusal } : {}),
     onSpawn: (info) => spawnJournal.onSpawn(info),
@@ -241,6 +249,16 @@ export async function buildSetup(options: {
   };
 }
 
+/** The config files alone, a config error being a usage error (exit 64). */
+export async function loadConfigForCli(workspaceRoot: string, env: NodeJS.ProcessEnv = process.env) {
+  try {
+    return await loadConfig({ workspaceRoot, env, homedir: homedir() });
+  } catch (error) {
+    if (error instanceof ConfigError) throw new UsageError(`configuration error: ${error.message}`);
+    throw error;
+  }
+}
+
 export async function loadGovernanceWithDefaults(
   workspaceRoot: string,
   flags: RunFlags,
@@ -262,16 +280,24 @@ export async function loadGovernanceWithDefaults(
     ...(flags.readOnly ? { readOnly: true } : {}),
   };
   const policy = buildPolicy([defaults, ...permissionLayers(config), cliLayer(cli)]);
-  const processes = sessionProcesses(config, flags, {
-    readOnly: policy.readOnly.value,
-    propose: policy.write.value === "propose",
-  });
+  // What every sandboxed process may see beyond the workspace, and what in it none may change.
+  const view: SandboxView = {
+    readPaths: sandboxReadPaths(config, homedir()),
+    protectedPaths: DEFAULT_PROTECTED_PATHS.withFiles(configNamedFiles(config, workspaceRoot)),
+  };
+  const processes = sessionProcesses(
+    config,
+    flags,
+    { readOnly: policy.readOnly.value, propose: policy.write.value === "propose" },
+    view,
+  );
   // One executor for the session: the shell, acceptance checks and command hooks all use it.
   const executor = new Executor({ environment: env, secretNames: providerKeyNames(flags, config) });
   const hooks = await hooksFromConfig(config, {
     workspaceRoot,
     env,
     executor,
+    view,
     ...(processes.override ? { sandboxOverride: processes.override } : {}),
     ...(processes.bwrapPath ? { bwrapPath: processes.bwrapPath } : {}),
     ...(commands.onSpawn ? { onSpawn: commands.onSpawn } : {}),

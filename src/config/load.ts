@@ -75,7 +75,10 @@ export async function loadConfig(options: LoadConfigOptions): Promise<LoadedConf
       : { kind: "user", label: userLabel, path: userPath, config: parseConfigText(userText, userLabel) };
 
   const projectPath = join(workspaceRoot, PROJECT_CONFIG_FILE);
-  const projectText = await readConfigFile(projectPath, PROJECT_CONFIG_LABEL, false);
+  // An empty file is no config: it is what a sandboxed command's seal leaves if harness died
+  // while the command ran (see src/sandbox/protected-mounts.ts).
+  const projectRead = await readConfigFile(projectPath, PROJECT_CONFIG_LABEL, false);
+  const projectText = projectRead === "" ? undefined : projectRead;
   const project: ConfigSource | undefined =
     projectText === undefined
       ? undefined
@@ -91,6 +94,11 @@ export async function loadConfig(options: LoadConfigOptions): Promise<LoadedConf
       `${PROJECT_CONFIG_LABEL}: trusted_projects is ignored; only the user config can trust a project`,
     );
   }
+  if (isObject(project?.config.sandbox) && project.config.sandbox.read_paths !== undefined) {
+    notices.push(
+      `${PROJECT_CONFIG_LABEL}: sandbox.read_paths is ignored; only the user config can widen what the sandbox shows`,
+    );
+  }
   const projectTrusted = await isTrustedProject(workspaceRoot, user?.config.trusted_projects ?? [], homedir);
   if (project !== undefined && !projectTrusted) {
     if ((project.config.permissions?.allow ?? []).length > 0) {
@@ -104,6 +112,10 @@ export async function loadConfig(options: LoadConfigOptions): Promise<LoadedConf
   if (user !== undefined) loaded.user = user;
   if (project !== undefined) loaded.project = project;
   return loaded;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 async function readConfigFile(path: string, label: string, required: boolean): Promise<string | undefined> {

@@ -1,5 +1,7 @@
+import { join, resolve } from "node:path";
 import { z } from "zod";
 import { type ModelProfile, modelProfilesSchema } from "../providers/config.js";
+import { readPathProblem } from "../sandbox/host-view.js";
 import { ConfigError } from "./errors.js";
 import type { LoadedConfig } from "./load.js";
 
@@ -8,6 +10,8 @@ const sandboxSection = z.union([
   z.strictObject({
     profile: z.enum(["off", "workspace-write", "read-only"]),
     bwrap_path: z.string().min(1).optional(),
+    /** Host paths the sandbox shows read-only (caches, toolchains under home). User config only. */
+    read_paths: z.array(z.string().min(1)).optional(),
   }),
 ]);
 
@@ -72,6 +76,31 @@ export function sandboxSetting(loaded: LoadedConfig): SandboxSetting | undefined
     if (profile === "read-only") setting = { profile, source: project.label };
   }
   return setting;
+}
+
+/**
+ * The extra read-only paths the sandbox shows, from the USER config only: a repository must not
+ * be able to widen what its own commands can read. `~/` means the user's home. A path that would
+ * show credentials, sockets or a whole home is a config error.
+ */
+export function sandboxReadPaths(loaded: LoadedConfig, homedir: string): string[] {
+  const user = loaded.user;
+  if (user?.config.sandbox === undefined) return [];
+  const value = parse(sandboxSection, user.config.sandbox, user.label, "sandbox");
+  if (typeof value === "string") return [];
+  const paths: string[] = [];
+  for (const [index, entry] of (value.read_paths ?? []).entries()) {
+    const expanded = entry === "~" ? homedir : entry.startsWith("~/") ? join(homedir, entry.slice(2)) : entry;
+    const problem = readPathProblem(expanded, [homedir]);
+    if (problem !== undefined) {
+      throw new ConfigError(
+        user.label,
+        `"sandbox.read_paths[${index}]" ${JSON.stringify(entry)}: ${problem}`,
+      );
+    }
+    paths.push(resolve(expanded));
+  }
+  return paths;
 }
 
 export function shellSetting(loaded: LoadedConfig): ShellSetting {

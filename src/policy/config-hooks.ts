@@ -1,4 +1,5 @@
-import { isAbsolute, resolve } from "node:path";
+import { realpathSync } from "node:fs";
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { ConfigError } from "../config/errors.js";
 import { type ConfigSource, configDirectory, type LoadedConfig } from "../config/load.js";
 import type { HookEntryConfig } from "../config/schema.js";
@@ -6,6 +7,7 @@ import { processSetting } from "../config/sections.js";
 import { createSandbox } from "../sandbox/create.js";
 import { Executor, type ProcessProfile, type SpawnReport } from "../sandbox/executor.js";
 import { commandProfile, type SandboxOverride } from "../sandbox/profiles.js";
+import type { SandboxView } from "../sandbox/sandbox.js";
 import { importFile } from "../shared/import-file.js";
 import { type CommandHookSpec, commandHook } from "./command-hook.js";
 import { HOOK_POINTS, type HookPoint, WRAP_POINT } from "./hook-points.js";
@@ -22,6 +24,8 @@ export interface ConfigHooksOptions {
   sandboxOverride?: SandboxOverride;
   /** Where bubblewrap lives, when the user config says. */
   bwrapPath?: string;
+  /** What a hook's sandbox shows beyond the workspace and protects in it (the session's view). */
+  view?: SandboxView;
   /** Called when a hook's process exists (the engine journals it). */
   onSpawn?: (report: SpawnReport & { callId: string }) => void | Promise<void>;
 }
@@ -40,7 +44,11 @@ export function hookProcessProfile(loaded: LoadedConfig, options: ConfigHooksOpt
   const { setting } = processSetting(loaded, "hook_commands");
   const profile = commandProfile(setting.sandbox, DEFAULT_HOOK_PROFILE, options.sandboxOverride);
   return {
-    sandbox: createSandbox({ profile, ...(options.bwrapPath ? { bwrapPath: options.bwrapPath } : {}) }),
+    sandbox: createSandbox({
+      profile,
+      ...(options.bwrapPath ? { bwrapPath: options.bwrapPath } : {}),
+      ...options.view,
+    }),
     env: setting.pass_env ? { pass: setting.pass_env } : {},
   };
 }
@@ -88,10 +96,15 @@ async function hookOf(
   if (entry.command !== undefined) {
     if (entry.kind === "wrap" || point === WRAP_POINT)
       throw new ConfigError(source.label, `${where}: a command cannot wrap`);
+    const command = resolveHookCommand(source, entry.command);
+    if (source.kind === "user") {
+      for (const file of command.files)
+        refuseInsideWorkspace(source, where, "command", file, options.workspaceRoot);
+    }
     return commandHook({
       kind: entry.kind,
       point,
-      command: entry.command,
+      command: command.text,
       name: entry.name ?? `${source.kind}:${point}[${index}]`,
       cwd: options.workspaceRoot,
       ...commands,
@@ -99,6 +112,9 @@ async function hookOf(
     });
   }
   const modulePath = entry.module!;
+  if (source.kind === "user") {
+    refuseInsideWorkspace(source, where, "module", hookModulePath(source, modulePath), options.workspaceRoot);
+  }
   const run = await loadModuleFunction(source, where, modulePath);
   const name = entry.name ?? `module:${modulePath}`;
   if (entry.kind === "wrap") {
@@ -121,7 +137,7 @@ async function loadModuleFunction(
   where: string,
   modulePath: string,
 ): Promise<(...args: unknown[]) => unknown> {
-  const absolute = isAbsolute(modulePath) ? modulePath : resolve(configDirectory(source), modulePath);
+  const absolute = hookModulePath(source, modulePath);
   let loaded: unknown;
   try {
     loaded = await importFile(absolute);
@@ -139,4 +155,125 @@ async function loadModuleFunction(
     );
   }
   return run as (...args: unknown[]) => unknown;
+}
+
+/** A hook module's absolute path: relative paths resolve against the directory of its config file. */
+function hookModulePath(source: ConfigSource, modulePath: string): string {
+  return isAbsolute(modulePath) ? modulePath : resolve(configDirectory(source), modulePath);
+}
+
+/** A word with no shell syntax (quotes, `$`, globs, redirections) that contains a `/`. */
+const PATH_WORD = /^[A-Za-z0-9_.+@%,~/-]*\/[A-Za-z0-9_.+@%,~/-]*$/;
+
+export interface ResolvedCommand {
+  /** The command with every relative file word made absolute (quoted for the shell). */
+  text: string;
+  /** The absolute paths of the files it names. */
+  files: string[];
+}
+
+/**
+ * A command hook's file words, resolved against the directory of the config file that names them
+ * (never the workspace or the current directory): `./check.sh` in ~/.config/harness/config.json
+ * is ~/.config/harness/check.sh. File words are the program when it contains a `/`
+ * (`hooks/check.sh`), any word starting with `./` or `../`, and absolute words (kept as written).
+ * Other words (`origin/main`, `cat > out.json`) are arguments and stay as written.
+ */
+export function resolveHookCommand(source: ConfigSource, command: string): ResolvedCommand {
+  const files: string[] = [];
+  let first = true;
+  const words = command.split(/(\s+)/).map((word) => {
+    if (word === "" || /^\s+$/.test(word)) return word;
+    const program = first;
+    first = false;
+    if (!PATH_WORD.test(word) || word.startsWith("~")) return word;
+    if (isAbsolute(word)) {
+      files.push(word);
+      return word;
+    }
+    if (!program && !word.startsWith("./") && !word.startsWith("../")) return word;
+    const absolute = resolve(configDirectory(source), word);
+    files.push(absolute);
+    return shellQuote(absolute);
+  });
+  return { text: words.join(""), files };
+}
+
+/**
+ * The workspace-relative paths of files the config files name (hook commands and modules) that
+ * lie inside the workspace: the model must never be able to rewrite them. Every config counts,
+ * trusted or not, so trusting a project later cannot run a file the agent changed before.
+ */
+export function configNamedFiles(loaded: LoadedConfig, workspaceRoot: string): string[] {
+  const files: string[] = [];
+  for (const source of [loaded.user, loaded.project]) {
+    if (source === undefined) continue;
+    for (const point of [...HOOK_POINTS, WRAP_POINT] as const) {
+      for (const entry of source.config.hooks?.[point] ?? []) {
+        const named =
+          entry.command !== undefined
+            ? resolveHookCommand(source, entry.command).files
+            : [hookModulePath(source, entry.module!)];
+        for (const file of named) {
+          const inside = workspaceRelative(file, workspaceRoot);
+          if (inside !== undefined) files.push(inside);
+        }
+      }
+    }
+  }
+  return [...new Set(files)].sort();
+}
+
+/** A user-config hook file inside the workspace could be rewritten by the model: refuse it. */
+function refuseInsideWorkspace(
+  source: ConfigSource,
+  where: string,
+  what: "command" | "module",
+  file: string,
+  workspaceRoot: string,
+): void {
+  const inside = workspaceRelative(file, workspaceRoot);
+  if (inside === undefined) return;
+  throw new ConfigError(
+    source.label,
+    `${where}: hook ${what} file ${JSON.stringify(inside)} lies inside the workspace, where the agent could rewrite it; ` +
+      "keep hook files next to your config file, outside any workspace",
+  );
+}
+
+/** `file`'s path relative to the workspace (both compared as real paths), or undefined when outside. */
+function workspaceRelative(file: string, workspaceRoot: string): string | undefined {
+  const root = realOrSelf(workspaceRoot);
+  const target = realNearest(file);
+  const rel = relative(root, target);
+  if (rel === "" || rel.startsWith("..") || isAbsolute(rel)) return undefined;
+  return rel.split(sep).join("/");
+}
+
+function realOrSelf(path: string): string {
+  try {
+    return realpathSync.native(path);
+  } catch {
+    return resolve(path);
+  }
+}
+
+/** The real path of `path`, or of its nearest existing ancestor with the rest appended. */
+function realNearest(path: string): string {
+  let current = resolve(path);
+  const rest: string[] = [];
+  for (;;) {
+    try {
+      return join(realpathSync.native(current), ...rest.reverse());
+    } catch {
+      const parent = dirname(current);
+      if (parent === current) return resolve(path);
+      rest.push(basename(current));
+      current = parent;
+    }
+  }
+}
+
+function shellQuote(word: string): string {
+  return `'${word.replaceAll("'", `'\\''`)}'`;
 }

@@ -1,7 +1,7 @@
 import picomatch from "picomatch";
 import type { ProposalPort, ProposalRecord } from "../runtime/ports.js";
 import { sha256Hex } from "../shared/hash.js";
-import { checkGlobPattern, quote } from "../workspace/boundary.js";
+import { checkGlobPattern, quote, relativeParts } from "../workspace/boundary.js";
 import {
   type DirEntry,
   type FileStat,
@@ -11,6 +11,7 @@ import {
   type WriteOptions,
 } from "../workspace/fs.js";
 import { compareCodeUnits } from "../workspace/order.js";
+import type { ProtectedPaths } from "../workspace/protected.js";
 import { versionOf } from "../workspace/version.js";
 import { unifiedDiff } from "./diff.js";
 
@@ -115,6 +116,10 @@ class OverlayView implements WorkspaceFs {
     this.label = `${base.label} (proposals)`;
   }
 
+  get protectedPaths(): ProtectedPaths {
+    return this.base.protectedPaths;
+  }
+
   close(): Held[] {
     this.#closed = true;
     return [...this.#staged.values()];
@@ -155,6 +160,8 @@ class OverlayView implements WorkspaceFs {
     }
     const path = await this.base.resolve(p);
     if (path === ".") throw new WorkspaceError("IS_DIRECTORY", p, `${quote(p)} is the workspace root`);
+    // Refused now, not recorded for a later apply (which refuses it again).
+    this.protectedPaths.assertWritable(p, relativeParts(p), path.split("/"));
     await this.#assertPlaceable(path, p);
 
     const previous = this.#proposal(path);

@@ -1,16 +1,17 @@
 import { type ChildProcess, execFile } from "node:child_process";
 import { constants } from "node:fs";
 import { access, realpath } from "node:fs/promises";
+import { homedir } from "node:os";
 import path from "node:path";
 import type { Readable } from "node:stream";
+import { DEFAULT_PROTECTED_PATHS, type ProtectedPaths } from "../workspace/protected.js";
+import { hostViewArguments, isWithin, usableHome } from "./host-view.js";
 import { liveNamespaceMembers, pidNamespaceOf, signalQuietly } from "./proc.js";
+import { protectedMounts, removeSeals } from "./protected-mounts.js";
 import { type Launch, type LaunchRequest, type Sandbox, SandboxUnavailableError } from "./sandbox.js";
 import { type ProcessTree, processGroupTree } from "./tree.js";
 
 export const DEFAULT_BWRAP_PATH = "/usr/bin/bwrap";
-
-/** Workspace paths the command must never change: harness state and code git runs on the host. */
-export const PROTECTED_WORKSPACE_PATHS: readonly string[] = [".harness", ".git/hooks", ".git/config"];
 
 /** Host directories that are private (fresh, empty) inside the sandbox, so writable there. */
 const PRIVATE_DIRECTORIES: readonly string[] = ["/tmp", "/dev"];
@@ -21,8 +22,8 @@ const PROBE_TIMEOUT_MS = 10_000;
 
 /**
  * Isolation that does not depend on the profile. Root keeps all capabilities inside bwrap unless
- * told otherwise, and with them could remount `/` read-write: drop them all. /proc/sys is
- * re-bound read-only because uid 0 may otherwise write global sysctls (kernel.core_pattern).
+ * told otherwise, and with them could remount `/` read-write: drop them all. (The host view
+ * re-binds /proc/sys read-only: uid 0 may otherwise write global sysctls, kernel.core_pattern.)
  */
 const ISOLATION_ARGS: readonly string[] = [
   "--unshare-net",
@@ -38,33 +39,33 @@ export interface BwrapLayout {
   profile: "workspace-write" | "read-only";
   /** Canonical (symlink-free) absolute workspace path. */
   workspace: string;
-  /** Canonical absolute paths inside the workspace to re-bind read-only (existing ones only). */
-  readOnlyPaths: readonly string[];
+  /** What the command sees of the host, mounted before the workspace (see host-view.ts). */
+  hostView: readonly string[];
+  /** The protected paths' mounts, after the workspace (see protected-mounts.ts). */
+  protectedMounts: readonly string[];
   argv: readonly string[];
+}
+
+export interface BwrapOptions {
+  /** Extra read-only host paths from the user config (absolute). */
+  readPaths?: readonly string[];
+  /** What no command may change, beyond the fixed rules: the files the configs name. */
+  protectedPaths?: ProtectedPaths;
 }
 
 /** bwrap's arguments for a layout. Order matters: later mounts cover earlier ones. */
 export function bwrapArguments(layout: BwrapLayout): string[] {
-  const args = [
-    "--ro-bind",
-    "/",
-    "/",
-    "--dev",
-    "/dev",
-    "--proc",
-    "/proc",
-    "--ro-bind",
-    "/proc/sys",
-    "/proc/sys",
-  ];
-  // The private /tmp comes before the workspace bind: a workspace under /tmp must stay visible.
-  args.push("--tmpfs", "/tmp");
+  // The host view (with the private /tmp and HOME) comes before the workspace bind: a workspace
+  // under /tmp or under $HOME must stay visible.
+  const args = [...layout.hostView];
   args.push(
     layout.profile === "workspace-write" ? "--bind" : "--ro-bind",
     layout.workspace,
     layout.workspace,
   );
-  for (const protectedPath of layout.readOnlyPaths) args.push("--ro-bind", protectedPath, protectedPath);
+  args.push(...layout.protectedMounts);
+  // The sandbox's own root (an empty tmpfs holding the mount points) is not writable either.
+  args.push("--remount-ro", "/");
   args.push(
     ...ISOLATION_ARGS,
     "--info-fd",
@@ -77,13 +78,17 @@ export function bwrapArguments(layout: BwrapLayout): string[] {
   return args;
 }
 
-/** bubblewrap: read-only root, private /tmp and /dev, no network, own pid namespace. */
+/**
+ * bubblewrap: an empty root with read-only toolchains, private /tmp, /dev and HOME, the workspace
+ * (protected paths read-only), no network, own pid namespace.
+ */
 export class BwrapSandbox implements Sandbox {
   readonly isolating = true;
 
   constructor(
     readonly profile: "workspace-write" | "read-only",
     private readonly bwrapPath: string = DEFAULT_BWRAP_PATH,
+    private readonly options: BwrapOptions = {},
   ) {}
 
   async ensureAvailable(): Promise<void> {
@@ -93,11 +98,44 @@ export class BwrapSandbox implements Sandbox {
 
   async prepare(request: LaunchRequest): Promise<Launch> {
     const workspace = await realpath(request.workspace);
-    const readOnlyPaths = await existingProtectedPaths(workspace);
-    const args = bwrapArguments({ profile: this.profile, workspace, readOnlyPaths, argv: request.argv });
-    // The host's TMPDIR may point at a read-only directory in here; /tmp is private and writable.
-    const env = { ...request.env, TMPDIR: "/tmp" };
-    return { file: this.bwrapPath, args, cwd: workspace, env, extraPipes: 1, createTree: namespaceTree };
+    const home = usableHome(request.env.HOME);
+    const hostView = hostViewArguments({
+      home,
+      realHome: homedir(),
+      readPaths: this.options.readPaths ?? [],
+    });
+    // A read-only workspace needs no pins or seals: nothing in it can change.
+    const mounts =
+      this.profile === "workspace-write"
+        ? await protectedMounts(workspace, this.#protectedPaths())
+        : { args: [], seals: [] };
+    const args = bwrapArguments({
+      profile: this.profile,
+      workspace,
+      hostView,
+      protectedMounts: mounts.args,
+      argv: request.argv,
+    });
+    // The host's TMPDIR may point at a directory that is not mounted here; /tmp is private and
+    // writable. Without a usable home, the command gets one under the private /tmp.
+    const env = { ...request.env, TMPDIR: "/tmp", HOME: home ?? "/tmp" };
+    const seals = mounts.seals;
+    return {
+      file: this.bwrapPath,
+      args,
+      cwd: workspace,
+      env,
+      extraPipes: 1,
+      createTree: (child) => {
+        // The seals' mount points exist on the host while the command runs; remove them after.
+        if (seals.length > 0) child.once("exit", () => removeSeals(seals));
+        return namespaceTree(child);
+      },
+    };
+  }
+
+  #protectedPaths(): ProtectedPaths {
+    return this.options.protectedPaths ?? DEFAULT_PROTECTED_PATHS;
   }
 
   async forbidsWrite(absolutePath: string, workspace: string): Promise<boolean> {
@@ -105,8 +143,9 @@ export class BwrapSandbox implements Sandbox {
     const target = await canonicalize(absolutePath);
     if (isWithin(target, root)) {
       if (this.profile === "read-only") return true;
-      const relative = path.relative(root, target).split(path.sep).join("/");
-      return PROTECTED_WORKSPACE_PATHS.some((p) => relative === p || relative.startsWith(`${p}/`));
+      const relative = path.relative(root, target);
+      if (relative === "") return false;
+      return this.#protectedPaths().protectionOf(relative.split(path.sep)) !== undefined;
     }
     return !PRIVATE_DIRECTORIES.some((directory) => isWithin(target, directory));
   }
@@ -173,21 +212,6 @@ async function runProbe(bwrapPath: string): Promise<ProbeOutcome> {
   });
 }
 
-async function existingProtectedPaths(workspace: string): Promise<string[]> {
-  const found: string[] = [];
-  for (const relative of PROTECTED_WORKSPACE_PATHS) {
-    try {
-      // Follow symlinks: protect what the name points at, if that is inside the workspace
-      // (outside it, everything is read-only already).
-      const target = await realpath(path.join(workspace, relative));
-      if (isWithin(target, workspace) && target !== workspace) found.push(target);
-    } catch {
-      // Absent: nothing to protect.
-    }
-  }
-  return found;
-}
-
 /** The canonical form of a path that may not exist yet: resolve its nearest existing ancestor. */
 async function canonicalize(absolutePath: string): Promise<string> {
   let current = path.resolve(absolutePath);
@@ -202,11 +226,6 @@ async function canonicalize(absolutePath: string): Promise<string> {
       current = parent;
     }
   }
-}
-
-function isWithin(target: string, directory: string): boolean {
-  const relative = path.relative(directory, target);
-  return relative === "" || (!relative.startsWith("..") && !path.isAbsolute(relative));
 }
 
 /**

@@ -1,11 +1,13 @@
 import type { ChildProcess } from "node:child_process";
+import type { ProtectedPaths } from "../workspace/protected.js";
 import type { ProcessTree } from "./tree.js";
 
 /**
  * The OS sandbox seam: how a command is wrapped so that it can only touch what its profile allows.
  *
- * - `workspace-write`: the whole file system read-only, the workspace writable (except `.harness/`
- *   and `.git/hooks`, `.git/config`), a private /tmp, no network, a private pid namespace.
+ * - `workspace-write`: toolchains and /etc (minus secrets) read-only, the rest of the host hidden
+ *   (host-view.ts), the workspace writable except its protected paths (protected-mounts.ts), a
+ *   private /tmp and HOME, no network, a private pid namespace.
  * - `read-only`: the same, with the workspace read-only too.
  * - `none`: no isolation (the user opted out).
  */
@@ -17,7 +19,14 @@ export interface SandboxConfig {
   profile: SandboxProfile;
   /** Where bubblewrap lives. Default /usr/bin/bwrap. */
   bwrapPath?: string;
+  /** Extra read-only host paths (absolute), from the user config's `sandbox.read_paths`. */
+  readPaths?: readonly string[];
+  /** What no command may change; default: the fixed rules without config-named files. */
+  protectedPaths?: ProtectedPaths;
 }
+
+/** What a sandboxed process sees beyond the workspace, and what in the workspace it may not change. */
+export type SandboxView = Pick<SandboxConfig, "readPaths" | "protectedPaths">;
 
 export interface LaunchRequest {
   /** The command and its arguments; argv[0] is an absolute executable path. */

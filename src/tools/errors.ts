@@ -59,6 +59,13 @@ export const ERROR_CODES = {
     false,
     "The .harness directory is reserved for harness itself.",
   ),
+  PROTECTED_PATH: info(
+    "denied",
+    false,
+    false,
+    false,
+    "The host runs or obeys this file (git metadata, harness config, hook scripts); it can be read but never changed. Do not retry; change something else.",
+  ),
   INVALID_PATH: info(
     "invalid",
     false,

@@ -34,6 +34,7 @@ import {
 } from "./fs.js";
 import { descriptorPath, openedPath } from "./opened-path.js";
 import { compareCodeUnits } from "./order.js";
+import { DEFAULT_PROTECTED_PATHS, type ProtectedPaths } from "./protected.js";
 import { versionOf } from "./version.js";
 
 /** Symlink hops followed while resolving one path before giving up (as the kernel does). */
@@ -71,14 +72,31 @@ export class DiskWorkspaceFs implements WorkspaceFs {
   readonly label: string;
   /** Real absolute path of the workspace root (for process-running tools; never shown to models). */
   readonly hostRoot: string;
+  #protected: ProtectedPaths;
 
-  private constructor(realRoot: string, label: string) {
+  private constructor(realRoot: string, label: string, protectedPaths: ProtectedPaths) {
     this.hostRoot = realRoot;
     this.label = label;
+    this.#protected = protectedPaths;
+  }
+
+  get protectedPaths(): ProtectedPaths {
+    return this.#protected;
+  }
+
+  /**
+   * Add files the loaded configs name (hook scripts and modules) to what no write may change.
+   * Called once the configs are read, before any tool runs.
+   */
+  protectFiles(files: readonly string[]): void {
+    this.#protected = this.#protected.withFiles(files);
   }
 
   /** Open a workspace on an existing directory; `root` must be absolute. */
-  static async create(root: string, options: { label?: string } = {}): Promise<DiskWorkspaceFs> {
+  static async create(
+    root: string,
+    options: { label?: string; protectedPaths?: ProtectedPaths } = {},
+  ): Promise<DiskWorkspaceFs> {
     if (!path.isAbsolute(root)) throw new TypeError("the workspace root must be an absolute path");
     let realRoot: string;
     let stats: Stats;
@@ -91,7 +109,11 @@ export class DiskWorkspaceFs implements WorkspaceFs {
     if (!stats.isDirectory()) {
       throw new WorkspaceError("NOT_A_DIRECTORY", ".", "the workspace root is not a directory");
     }
-    return new DiskWorkspaceFs(realRoot, options.label ?? (path.basename(realRoot) || "workspace"));
+    return new DiskWorkspaceFs(
+      realRoot,
+      options.label ?? (path.basename(realRoot) || "workspace"),
+      options.protectedPaths ?? DEFAULT_PROTECTED_PATHS,
+    );
   }
 
   /** Where per-file write locks live: inside the reserved directory, never visible to a model. */
@@ -154,6 +176,7 @@ export class DiskWorkspaceFs implements WorkspaceFs {
   async writeFileAtomic(p: string, data: Uint8Array, options: WriteOptions = {}): Promise<void> {
     const { abs, canonical } = await this.#locate(p);
     if (canonical === ".") throw new WorkspaceError("IS_DIRECTORY", p, `${quote(p)} is the workspace root`);
+    this.#protected.assertWritable(p, relativeParts(p), canonical.split("/"));
     const dir = path.dirname(abs);
     try {
       await fsp.mkdir(dir, { recursive: true });

@@ -1,3 +1,5 @@
+import type { ProtectedPaths } from "./protected.js";
+
 /**
  * The workspace file-system seam. Tools see only this interface, so the same tool runs on
  * a real directory (DiskWorkspaceFs) or an in-memory repository (MemoryWorkspaceFs).
@@ -9,6 +11,12 @@
 export interface WorkspaceFs {
   /** A stable label for messages (never an absolute host path). */
   readonly label: string;
+
+  /**
+   * What no write may change (see protected.ts): `writeFileAtomic` refuses these paths, by the
+   * name given and by where it leads, with PROTECTED_PATH. Reading them stays allowed.
+   */
+  readonly protectedPaths: ProtectedPaths;
 
   /**
    * Check a path against the workspace boundary and return its canonical relative POSIX form
@@ -28,6 +36,7 @@ export interface WorkspaceFs {
    * Parent directories are created; an existing file's mode is kept.
    * `expectedVersion`: the SHA-256 hex the current bytes must still have at commit time
    * (`null`: the file must not exist); otherwise STALE_VERSION and nothing changes.
+   * A protected path (see `protectedPaths`) is PROTECTED_PATH and nothing changes.
    */
   writeFileAtomic(path: string, data: Uint8Array, options?: WriteOptions): Promise<void>;
 
@@ -64,6 +73,7 @@ export interface GlobOptions {
 export type WorkspaceErrorCode =
   | "PATH_ESCAPE"
   | "RESERVED_PATH"
+  | "PROTECTED_PATH"
   | "INVALID_PATH"
   | "NOT_FOUND"
   | "IS_DIRECTORY"

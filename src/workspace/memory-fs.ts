@@ -16,6 +16,7 @@ import {
   type WriteOptions,
 } from "./fs.js";
 import { compareCodeUnits } from "./order.js";
+import { DEFAULT_PROTECTED_PATHS, type ProtectedPaths } from "./protected.js";
 import { versionOf } from "./version.js";
 
 const DEFAULT_FILE_MODE = 0o644;
@@ -33,6 +34,7 @@ interface MemoryFile {
  */
 export class MemoryWorkspaceFs implements WorkspaceFs {
   readonly label: string;
+  readonly protectedPaths: ProtectedPaths;
   readonly #files = new Map<string, MemoryFile>();
 
   /**
@@ -40,8 +42,12 @@ export class MemoryWorkspaceFs implements WorkspaceFs {
    * through the lexical boundary, except that `.harness/...` is allowed so tests can prove the
    * reserved directory stays hidden.
    */
-  constructor(files: Record<string, string | Uint8Array> = {}, options: { label?: string } = {}) {
+  constructor(
+    files: Record<string, string | Uint8Array> = {},
+    options: { label?: string; protectedPaths?: ProtectedPaths } = {},
+  ) {
     this.label = options.label ?? "memory";
+    this.protectedPaths = options.protectedPaths ?? DEFAULT_PROTECTED_PATHS;
     for (const [p, content] of Object.entries(files)) {
       const key = joinParts(lexicalParts(p));
       const bytes = typeof content === "string" ? new TextEncoder().encode(content) : content.slice();
@@ -75,6 +81,7 @@ export class MemoryWorkspaceFs implements WorkspaceFs {
 
   async writeFileAtomic(p: string, data: Uint8Array, options: WriteOptions = {}): Promise<void> {
     const key = normalize(p);
+    if (key !== ".") this.protectedPaths.assertWritable(p, key.split("/"));
     if (key === "." || this.#isDirectory(key))
       throw new WorkspaceError("IS_DIRECTORY", p, `${quote(p)} is a directory`);
     this.#assertPlaceable(key, p);

@@ -24,7 +24,7 @@ function loaded(user: ConfigFile = {}, project?: ConfigFile): LoadedConfig {
 const open = { readOnly: false, propose: false };
 
 function profiles(config: LoadedConfig, flags: RunFlags = {}, modes = open) {
-  const processes = sessionProcesses(config, flags, modes);
+  const processes = sessionProcesses(config, flags, modes, {});
   const hooks = hookProcessProfile(config, {
     workspaceRoot: "/w",
     env: {},
@@ -54,13 +54,13 @@ describe("the profile of each process a session starts", () => {
       hook_commands: { sandbox: "workspace-write" },
     });
     expect(profiles(config)).toMatchObject({ acceptance: "none", hooks: "workspace-write" });
-    expect(sessionProcesses(config, {}, open).acceptance.env).toEqual({ pass: ["NPM_TOKEN"] });
+    expect(sessionProcesses(config, {}, open, {}).acceptance.env).toEqual({ pass: ["NPM_TOKEN"] });
   });
 
   it("a project config's sections are ignored with a notice", () => {
     const config = loaded({}, { acceptance: { sandbox: "off" }, hook_commands: { sandbox: "off" } });
     expect(profiles(config)).toMatchObject({ acceptance: "workspace-write", hooks: "read-only" });
-    expect(sessionProcesses(config, {}, open).notices).toEqual([
+    expect(sessionProcesses(config, {}, open, {}).notices).toEqual([
       expect.stringContaining(`"acceptance" is ignored`),
       expect.stringContaining(`"hook_commands" is ignored`),
     ]);

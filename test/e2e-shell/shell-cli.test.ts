@@ -110,9 +110,15 @@ describe("shell through the CLI", () => {
       const target = join(outside.dir, "escaped.txt");
       const sandboxed = await runShell(`echo out > ${target}`, ["--shell", "allow"]);
       expectExit(sandboxed.result, 0);
-      expect(sandboxed.shellResult).toMatchObject({ status: "error", error_type: "SANDBOX_VIOLATION" });
-      expect(String(sandboxed.shellResult?.content)).toContain("Read-only file system");
+      // /var is not even mounted in the sandbox: the directory does not exist there.
+      expect(sandboxed.shellResult).toMatchObject({ status: "error", error_type: "PROCESS_ERROR" });
+      expect(String(sandboxed.shellResult?.content)).toContain("No such file or directory");
       expect(existsSync(target)).toBe(false);
+      // Where a host directory is visible (read-only), the refusal is a reported violation.
+      const visible = await runShell("echo out > /usr/harness-escaped.txt", ["--shell", "allow"]);
+      expect(visible.shellResult).toMatchObject({ status: "error", error_type: "SANDBOX_VIOLATION" });
+      expect(String(visible.shellResult?.content)).toContain("Read-only file system");
+      expect(existsSync("/usr/harness-escaped.txt")).toBe(false);
 
       const open = await runShell(`echo out > ${target}`, ["--shell", "allow", "--sandbox", "off"]);
       expectExit(open.result, 0);

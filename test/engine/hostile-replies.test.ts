@@ -16,12 +16,15 @@ afterEach(async () => ws.cleanup());
 function refusingReplies(inner: JournalBackend): JournalBackend {
   return {
     read: (id) => inner.read(id),
+    readReport: (id) => inner.readReport(id),
     exists: (id) => inner.exists(id),
     list: () => inner.list(),
     async openWriter(id, options) {
       const writer = await inner.openWriter(id, options);
       const wrapped: JournalWriter = {
         sessionId: writer.sessionId,
+        keyId: writer.keyId,
+        recoveredLock: writer.recoveredLock,
         get records() {
           return writer.records;
         },

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ConfigError } from "../../src/config/errors.js";
+import { configNamedFiles, resolveHookCommand } from "../../src/policy/config-hooks.js";
 import { type HookInput, HookRunner } from "../../src/policy/hooks.js";
 import { loadGovernance } from "../../src/policy/setup.js";
 
@@ -93,5 +94,81 @@ describe("hooks from config", () => {
     expect(untrusted.config.notices).toEqual([expect.stringContaining("hooks are ignored")]);
     await userConfig({ trusted_projects: [workspace] });
     expect((await govern()).hooks.map((hook) => hook.name)).toEqual(["project:before_execute[0]"]);
+  });
+});
+
+describe("hook file paths", () => {
+  const configDir = () => join(home, ".config", "harness");
+  const script = (marker: string) => `#!/bin/sh\ncat > /dev/null\ntouch '${marker}'\nexit 0\n`;
+
+  it("resolves a user-config command's ./file next to the config file, not in the workspace", async () => {
+    const outsideMarker = join(root, "ran-config-dir");
+    const insideMarker = join(root, "ran-workspace");
+    await writeFile(join(configDir(), "check.sh"), script(outsideMarker), { mode: 0o755 });
+    await writeFile(join(workspace, "check.sh"), script(insideMarker), { mode: 0o755 });
+    await userConfig({ hooks: { after_execute: [{ kind: "notify", command: "./check.sh --quiet" }] } });
+    const { hooks } = await govern();
+    await new HookRunner(hooks).notify("after_execute", input);
+    await expect(readFile(outsideMarker)).resolves.toBeDefined();
+    await expect(readFile(insideMarker)).rejects.toThrow(/ENOENT/);
+  });
+
+  it.each([
+    ["an absolute command path", (ws: string) => ({ kind: "notify", command: `${ws}/check.sh` })],
+    ["a relative command path", () => ({ kind: "notify", command: "sh ../../../ws/check.sh" })],
+    ["a module", (ws: string) => ({ kind: "admit", module: `${ws}/guard.mjs` })],
+  ])(
+    "refuses a user-config hook whose file lies inside the workspace (%s), naming the config",
+    async (_, entry) => {
+      const marker = join(root, "ran");
+      await writeFile(join(workspace, "check.sh"), script(marker), { mode: 0o755 });
+      await writeFile(
+        join(workspace, "guard.mjs"),
+        `import { writeFileSync } from "node:fs"; writeFileSync(${JSON.stringify(marker)}, "x"); export default () => ({ decision: "allow" });`,
+      );
+      const point = entry(workspace).kind === "admit" ? "before_execute" : "after_execute";
+      await userConfig({ hooks: { [point]: [entry(workspace)] } });
+      const error = await govern().then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
+      expect(error).toBeInstanceOf(ConfigError);
+      expect(String((error as Error).message)).toMatch(/user config .*lies inside the workspace/);
+      await expect(readFile(marker)).rejects.toThrow(/ENOENT/);
+    },
+  );
+
+  it("lists the workspace files every config names, trusted or not, for protection", async () => {
+    await writeFile(
+      join(workspace, "harness.config.json"),
+      JSON.stringify({
+        hooks: {
+          before_execute: [{ kind: "admit", command: "./hooks/admit.sh" }],
+          execute: [{ kind: "wrap", module: "tools/wrap.mjs" }],
+          after_execute: [{ kind: "notify", command: "cat > notified.json" }],
+        },
+      }),
+    );
+    const { config } = await govern();
+    expect(configNamedFiles(config, workspace)).toEqual(["hooks/admit.sh", "tools/wrap.mjs"]);
+  });
+});
+
+describe("resolveHookCommand", () => {
+  const source = {
+    kind: "user" as const,
+    label: "user config",
+    path: "/cfg/harness/config.json",
+    config: {},
+  };
+  it.each([
+    ["./check.sh --fast", "'/cfg/harness/check.sh' --fast", ["/cfg/harness/check.sh"]],
+    ["hooks/check.sh", "'/cfg/harness/hooks/check.sh'", ["/cfg/harness/hooks/check.sh"]],
+    ["node ../lib/hook.mjs x/y", "node '/cfg/lib/hook.mjs' x/y", ["/cfg/lib/hook.mjs"]],
+    ["/opt/hooks/run origin/main", "/opt/hooks/run origin/main", ["/opt/hooks/run"]],
+    ["git diff origin/main", "git diff origin/main", []],
+    ["cat > notified.json", "cat > notified.json", []],
+  ])("%j runs as %j", (command, text, files) => {
+    expect(resolveHookCommand(source, command)).toEqual({ text, files });
   });
 });

@@ -112,6 +112,7 @@ describe("applyProposals", () => {
     // Someone writes the file after apply's check, just before its atomic write commits.
     const racing: WorkspaceFs = {
       label: fs.label,
+      protectedPaths: fs.protectedPaths,
       resolve: (p) => fs.resolve(p),
       stat: (p) => fs.stat(p),
       readFile: (p) => fs.readFile(p),

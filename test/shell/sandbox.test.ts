@@ -39,14 +39,16 @@ function stderrOf(error: ToolError): string {
 }
 
 describe("bwrap arguments", () => {
-  it("mounts the private /tmp before the workspace so a workspace under /tmp stays visible", () => {
+  it("mounts the host view (private /tmp) before the workspace, and the protected paths after it", () => {
     const args = bwrapArguments({
       profile: "workspace-write",
       workspace: "/tmp/ws",
-      readOnlyPaths: ["/tmp/ws/.harness"],
+      hostView: ["--ro-bind", "/usr", "/usr", "--tmpfs", "/tmp"],
+      protectedMounts: ["--ro-bind", "/tmp/ws/.harness", "/tmp/ws/.harness"],
       argv: ["/bin/bash", "-c", "true"],
     });
     const joined = args.join(" ");
+    expect(joined).not.toContain("--ro-bind / /");
     expect(joined.indexOf("--tmpfs /tmp")).toBeLessThan(joined.indexOf("--bind /tmp/ws /tmp/ws"));
     expect(joined.indexOf("--bind /tmp/ws /tmp/ws")).toBeLessThan(
       joined.indexOf("--ro-bind /tmp/ws/.harness /tmp/ws/.harness"),

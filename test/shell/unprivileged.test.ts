@@ -1,5 +1,5 @@
-import { execFile } from "node:child_process";
-import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync } from "node:fs";
+import { execFile, execFileSync } from "node:child_process";
+import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -84,5 +84,50 @@ describe("the workspace-write sandbox for an unprivileged user", () => {
     const done = await shell(`exec 3<>/dev/tcp/127.0.0.1/${port} && head -c 5 <&3`);
     expect(done.status).not.toBe("ok");
     expect(done.data.stdout?.head ?? "").not.toContain("hello");
+  });
+
+  it("cannot rename, remove or rewrite .git, and cannot create one where there is none", async () => {
+    execFileSync("git", ["init", "-q", dirs.workspace]);
+    const configBefore = readFileSync(path.join(dirs.workspace, ".git", "config"));
+    if (asRoot) execFileSync("chown", ["-R", `${NOBODY}:${NOBODY}`, dirs.workspace]);
+    const shell = await standIn();
+    for (const command of ["mv .git .git2", "rm -rf .git", "echo '[core] fsmonitor = x' > .git/config"]) {
+      expect((await shell(command)).status, command).not.toBe("ok");
+    }
+    expect(readFileSync(path.join(dirs.workspace, ".git", "config"))).toEqual(configBefore);
+    expect(existsSync(path.join(dirs.workspace, ".git2"))).toBe(false);
+
+    rmSync(path.join(dirs.workspace, ".git"), { recursive: true });
+    expect((await shell("git init -q . || mkdir .git/x")).status).not.toBe("ok");
+    expect(existsSync(path.join(dirs.workspace, ".git"))).toBe(false);
+  });
+
+  it("sees no /etc/shadow, /run, /root, /home or host Unix socket under /tmp", async () => {
+    const socketDir = path.join("/tmp", `harness-unpriv-sock-${process.pid}-${Date.now()}`);
+    mkdirSync(socketDir, { mode: 0o777 });
+    chmodSync(socketDir, 0o777);
+    const socketPath = path.join(socketDir, "agent.sock");
+    const received: string[] = [];
+    server = createServer(() => {
+      received.push("connection");
+    });
+    await new Promise<void>((resolve) => server?.listen(socketPath, resolve));
+    chmodSync(socketPath, 0o777);
+    try {
+      const shell = await standIn();
+      for (const command of ["cat /etc/shadow", "ls /run", "ls /root", "ls /home", `test -e ${socketPath}`]) {
+        expect((await shell(command)).status, command).not.toBe("ok");
+      }
+      const connect = await shell(
+        `node -e "require('net').connect('${socketPath}',()=>console.log('CONNECTED')).on('error',()=>process.exit(3))"`,
+      );
+      expect(connect.status).not.toBe("ok");
+      expect(received).toEqual([]);
+      expect(
+        (await shell("node -e 'console.log(6*7)' && git --version && ls /usr/bin >/dev/null")).status,
+      ).toBe("ok");
+    } finally {
+      rmSync(socketDir, { recursive: true, force: true });
+    }
   });
 });

@@ -185,6 +185,7 @@ describe.each(FACTORIES)("edit_file on %s", (_name, factory) => {
     let races = 0;
     const racing: WorkspaceFs = {
       label: inner.label,
+      protectedPaths: inner.protectedPaths,
       resolve: (path) => inner.resolve(path),
       stat: (path) => inner.stat(path),
       readFile: (path) => inner.readFile(path),

@@ -160,6 +160,48 @@ export function runWorkspaceFsContract(name: string, factory: FsFactory): void {
       });
     });
 
+    describe("protected paths", () => {
+      const PROTECTED = {
+        ".git/config": "[core]\n",
+        ".git/hooks/pre-commit": "#!/bin/sh\n",
+        "vendor/lib/.git/config": "[core]\n",
+        "harness.config.json": "{}\n",
+        "ok.txt": "ok\n",
+      };
+
+      it.each([
+        ".git/config",
+        ".git/hooks/pre-commit",
+        ".git/hooks/post-checkout",
+        ".git/info/attributes",
+        ".git",
+        ".GIT/config",
+        ".Git/HOOKS/pre-push",
+        "vendor/lib/.git/config",
+        "sub/.git",
+        "new/.git/config",
+        "harness.config.json",
+        "HARNESS.CONFIG.JSON",
+        "./.git/config",
+      ])("refuses to write %j with PROTECTED_PATH and changes nothing", async (input) => {
+        const { fs, files } = await open(PROTECTED);
+        const before = await files();
+        const error = await expectWorkspaceError(fs.writeFileAtomic(input, utf8("pwned")), "PROTECTED_PATH");
+        expect(error.message).toContain("is protected");
+        expect(await files()).toEqual(before);
+      });
+
+      it("keeps protected files readable, and a nested harness.config.json or .github writable", async () => {
+        const { fs, files } = await open(PROTECTED);
+        expect(text(await fs.readFile(".git/config"))).toBe("[core]\n");
+        expect(text(await fs.readFile("vendor/lib/.git/config"))).toBe("[core]\n");
+        await fs.writeFileAtomic("sub/harness.config.json", utf8("{}"));
+        await fs.writeFileAtomic(".github/workflows/ci.yml", utf8("on: push\n"));
+        await fs.writeFileAtomic(".gitignore", utf8("x\n"));
+        expect((await files())["sub/harness.config.json"]).toEqual(utf8("{}"));
+      });
+    });
+
     describe("readDir", () => {
       it("lists sorted entries and hides .harness at the root", async () => {
         const { fs } = await open();

@@ -88,6 +88,39 @@ describe("DiskWorkspaceFs symlink boundary", () => {
     expect(await readFile(path.join(f.root, "real", "b.txt"), "utf8")).toBe("via link");
   });
 
+  it("refuses writes through a symlink that leads to a protected file, and reads through it", async () => {
+    fixture = await createDiskFixture({
+      ".git/config": "[core]\n",
+      ".git/hooks/pre-commit": "#!/bin/sh\n",
+      "realgit/config": "[core]\n",
+      "sub/x": "x\n",
+    });
+    const f = fixture;
+    await symlink(".git/config", path.join(f.root, "cfg-link"));
+    await symlink(".git/hooks", path.join(f.root, "hooks-link"), "dir");
+    await symlink("realgit", path.join(f.root, "sub", ".git"), "dir");
+    const before = await collectFiles(f.root);
+    for (const input of ["cfg-link", "hooks-link/pre-commit", "hooks-link/post-merge", "sub/.git/config"]) {
+      const error = await expectWorkspaceError(f.fs.writeFileAtomic(input, utf8("pwned")), "PROTECTED_PATH");
+      expect(error.message).not.toContain(f.root);
+    }
+    expect(await collectFiles(f.root)).toEqual(before);
+    expect(Buffer.from(await f.fs.readFile("cfg-link")).toString()).toBe("[core]\n");
+  });
+
+  it("refuses files a config names once they are protected, by name and through a symlink", async () => {
+    fixture = await createDiskFixture({ "hooks/check.sh": "#!/bin/sh\nexit 0\n", "other.sh": "x\n" });
+    const f = fixture;
+    await f.fs.writeFileAtomic("hooks/check.sh", utf8("#!/bin/sh\nexit 0\n"));
+    f.fs.protectFiles(["hooks/check.sh"]);
+    await symlink("hooks/check.sh", path.join(f.root, "alias.sh"));
+    await expectWorkspaceError(f.fs.writeFileAtomic("hooks/check.sh", utf8("pwned")), "PROTECTED_PATH");
+    await expectWorkspaceError(f.fs.writeFileAtomic("HOOKS/Check.sh", utf8("pwned")), "PROTECTED_PATH");
+    await expectWorkspaceError(f.fs.writeFileAtomic("alias.sh", utf8("pwned")), "PROTECTED_PATH");
+    expect(await readFile(path.join(f.root, "hooks", "check.sh"), "utf8")).toBe("#!/bin/sh\nexit 0\n");
+    await f.fs.writeFileAtomic("other.sh", utf8("fine"));
+  });
+
   it("refuses a symlink into .harness as RESERVED_PATH", async () => {
     const f = await withLinks();
     const before = await collectFiles(path.join(f.root, ".harness"));

@@ -2,6 +2,7 @@ import type { CheckOutcome } from "../../engine/acceptance.js";
 import { SessionState } from "../../engine/state.js";
 import { SESSION_ID_PATTERN } from "../../journal/session-path.js";
 import type { AnyNewEvent } from "../../journal/vocabulary.js";
+import { configNamedFiles } from "../../policy/config-hooks.js";
 import { applyProposals, short } from "../../proposals/apply.js";
 import { type ApplyOutcome, proposalsOf, type RecordedProposal } from "../../proposals/ledger.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
@@ -10,6 +11,7 @@ import { versionOf } from "../../workspace/version.js";
 import { parse, positiveInt } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { standaloneAcceptance } from "../processes.js";
+import { loadConfigForCli } from "../setup.js";
 import { colorEnabled, createStyle, type Style } from "../style.js";
 import { UsageError } from "../usage-error.js";
 import { type OpenedWorkspace, openWorkspace } from "../workspace.js";
@@ -104,7 +106,15 @@ export const applyCommand = {
     if (commands.some((command) => command.trim() === "")) throw new UsageError("--accept needs a command");
     const workspace = await openWorkspace(values.workspace);
     await requireSession(workspace, sessionId);
-    const acceptanceRunner = await standaloneAcceptance(workspace.root, process.env);
+    const config = await loadConfigForCli(workspace.root);
+    // A proposal for a hook file the configs name is refused like a write to it would be.
+    workspace.fs.protectFiles(configNamedFiles(config, workspace.root));
+    const acceptanceRunner = standaloneAcceptance(
+      config,
+      workspace.root,
+      workspace.fs.protectedPaths,
+      process.env,
+    );
     if (commands.length > 0) {
       for (const notice of acceptanceRunner.notices) process.stderr.write(`harness: note: ${notice}\n`);
     }

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { normalizeRelativePath } from "../../workspace/boundary.js";
+import { normalizeRelativePath, relativeParts } from "../../workspace/boundary.js";
 import { WorkspaceError, type WorkspaceErrorCode } from "../../workspace/fs.js";
 import { versionOf } from "../../workspace/version.js";
 import { type ErrorCode, ToolError } from "../errors.js";
@@ -21,6 +21,7 @@ export const versionField = z
 const WORKSPACE_TO_TOOL_CODE: Record<WorkspaceErrorCode, ErrorCode> = {
   PATH_ESCAPE: "PATH_ESCAPE",
   RESERVED_PATH: "RESERVED_PATH",
+  PROTECTED_PATH: "PROTECTED_PATH",
   INVALID_PATH: "INVALID_PATH",
   NOT_FOUND: "NOT_FOUND",
   IS_DIRECTORY: "IS_DIRECTORY",
@@ -188,6 +189,11 @@ export async function bindForChange(
   expectedVersion: string | undefined,
 ): Promise<BoundTarget> {
   const canonical = await viaWorkspace(() => context.fs.resolve(path));
+  // Before the read and version checks: a protected file is refused whether or not it was read.
+  // (writeFileAtomic checks again at commit time.)
+  await viaWorkspace(async () =>
+    context.fs.protectedPaths.assertWritable(path, relativeParts(path), canonical.split("/")),
+  );
   const stat = await viaWorkspace(() => context.fs.stat(canonical));
   if (stat?.kind === "directory") throw new ToolError("IS_DIRECTORY", `${canonical} is a directory`);
   if (stat === undefined) {

@@ -256,8 +256,9 @@ function describeTool(
     return `Run a bash command line in the workspace. Not available in this session: ${refusal}`;
   const isolation =
     sandbox.profile === "workspace-write"
-      ? "It runs in a sandbox: the workspace is writable (except .harness/, .git/hooks and .git/config), " +
-        "everything else is read-only, /tmp is private and empty, and there is no network access."
+      ? "It runs in a sandbox: the workspace is writable except protected paths (.harness/, every .git, " +
+        "harness.config.json, hook scripts: read-only, so git can read history but not commit), system " +
+        "toolchains are read-only, HOME and /tmp are private and empty, and there is no network access."
       : sandbox.profile === "read-only"
         ? "It runs in a read-only sandbox: nothing can be written except the private /tmp, and there is no network access."
         : "It runs without a sandbox, as the harness user.";

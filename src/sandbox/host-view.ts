@@ -1,0 +1,196 @@
+import { lstatSync, readdirSync, readlinkSync, realpathSync } from "node:fs";
+import path from "node:path";
+
+/**
+ * What of the host a sandboxed command can see: toolchains, not secrets. The sandbox root is an
+ * empty tmpfs; only these are mounted into it (read-only), in this order:
+ *
+ * 1. the toolchain allow-list (TOOLCHAIN_PATHS; a top-level symlink such as /bin -> usr/bin is
+ *    recreated as the same symlink),
+ * 2. /etc minus the secrets in ETC_SECRETS (masked by an empty file or an empty directory),
+ * 3. a private, empty, writable HOME (tmpfs at $HOME), so tools that need a home work and none of
+ *    the user's home is visible,
+ * 4. the read paths the USER config names (`sandbox.read_paths`: language caches and toolchains
+ *    under home), with the credentials in HOME_CREDENTIALS masked again if a read path holds them.
+ *
+ * Never mounted: /root, /home (except the workspace and read paths below them), /run, /var/run
+ * (so no host Unix sockets, no $XDG_RUNTIME_DIR), /var, /srv, /mnt, /media, /sys. /tmp and /dev
+ * are private and empty. The workspace is mounted after all of this (see bwrap.ts).
+ */
+
+/** Readable system directories: where compilers, interpreters and their libraries live. */
+export const TOOLCHAIN_PATHS: readonly string[] = [
+  "/usr",
+  "/bin",
+  "/sbin",
+  "/lib",
+  "/lib32",
+  "/lib64",
+  "/libx32",
+  "/opt",
+  "/nix",
+  "/etc",
+];
+
+/** Under /etc: password hashes, sudo rules, host keys, stored network and service credentials. */
+export const ETC_SECRETS: readonly string[] = [
+  "/etc/shadow",
+  "/etc/shadow-",
+  "/etc/gshadow",
+  "/etc/gshadow-",
+  "/etc/sudoers",
+  "/etc/sudoers.d",
+  "/etc/security/opasswd",
+  "/etc/ssl/private",
+  "/etc/krb5.keytab",
+  "/etc/credstore",
+  "/etc/credstore.encrypted",
+  "/etc/NetworkManager/system-connections",
+  "/etc/wireguard",
+  "/etc/docker/key.json",
+];
+
+/** Under any home: keys, tokens and tool credentials. Never readable, even below a read path. */
+export const HOME_CREDENTIALS: readonly string[] = [
+  ".ssh",
+  ".aws",
+  ".azure",
+  ".config",
+  ".docker",
+  ".gnupg",
+  ".kube",
+  ".netrc",
+  ".npmrc",
+  ".pypirc",
+  ".git-credentials",
+  ".cargo/credentials",
+  ".cargo/credentials.toml",
+  ".local/share/keyrings",
+  ".password-store",
+];
+
+/** Directories that may never be a read path as a whole: they hold everyone's secrets or sockets. */
+const NEVER_WHOLE: readonly string[] = [
+  "/",
+  "/root",
+  "/home",
+  "/run",
+  "/var/run",
+  "/var",
+  "/tmp",
+  "/proc",
+  "/sys",
+];
+/** Directories nothing below which may be a read path: host sockets and runtime state. */
+const NEVER_BELOW: readonly string[] = ["/run", "/var/run", "/proc", "/sys"];
+
+export interface HostViewOptions {
+  /** $HOME as the command will see it (a private empty directory); undefined: none. */
+  home?: string | undefined;
+  /** Absolute read paths from the user config (already `~`-expanded and checked). */
+  readPaths?: readonly string[];
+  /** The real home directory of the user running harness, whose credentials are masked too. */
+  realHome?: string | undefined;
+}
+
+/**
+ * Why `candidate` (absolute, `~` expanded) cannot be a read path, or undefined when it can.
+ * `homes`: the home directories whose credentials must stay hidden.
+ */
+export function readPathProblem(candidate: string, homes: readonly string[]): string | undefined {
+  if (!path.isAbsolute(candidate)) return "must be absolute or start with ~/";
+  const resolved = path.resolve(candidate);
+  if (NEVER_WHOLE.includes(resolved) || homes.includes(resolved)) {
+    return "would show a whole directory of other users' or the host's secrets; name the cache or toolchain directory itself";
+  }
+  if (NEVER_BELOW.some((dir) => isWithin(resolved, dir))) return "would show host sockets or runtime state";
+  for (const home of homes) {
+    for (const credential of HOME_CREDENTIALS) {
+      if (isWithin(resolved, path.join(home, credential)))
+        return `lies in ~/${credential}, which holds credentials`;
+    }
+  }
+  return undefined;
+}
+
+/** The bwrap arguments for everything the command sees of the host (before the workspace). */
+export function hostViewArguments(options: HostViewOptions): string[] {
+  const args: string[] = [];
+  for (const dir of TOOLCHAIN_PATHS) {
+    const stats = lstatOrUndefined(dir);
+    if (stats === undefined) continue;
+    if (stats.isSymbolicLink()) args.push("--symlink", readlinkSync(dir), dir);
+    else if (stats.isDirectory()) args.push("--ro-bind", dir, dir);
+  }
+  for (const secret of ETC_SECRETS) args.push(...maskArguments(secret));
+  for (const key of sshHostKeys()) args.push(...maskArguments(key));
+  args.push("--dev", "/dev", "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--tmpfs", "/tmp");
+  const home = usableHome(options.home);
+  if (home !== undefined) args.push("--tmpfs", home);
+  const homes = [home, options.realHome].filter((h): h is string => h !== undefined);
+  for (const readPath of options.readPaths ?? []) {
+    if (readPathProblem(readPath, homes) !== undefined) continue;
+    const real = realOrUndefined(readPath);
+    if (real === undefined || readPathProblem(real, homes) !== undefined) continue;
+    args.push("--ro-bind", real, real);
+    if (real !== readPath) args.push("--ro-bind", real, readPath);
+    for (const shown of new Set([real, readPath])) {
+      for (const h of homes) {
+        for (const credential of HOME_CREDENTIALS) {
+          const hidden = path.join(h, credential);
+          if (isWithin(hidden, shown) && hidden !== shown) args.push(...maskArguments(hidden));
+        }
+      }
+    }
+  }
+  return args;
+}
+
+/** A home the sandbox can replace with an empty tmpfs: absolute, and not a system directory. */
+export function usableHome(home: string | undefined): string | undefined {
+  if (home === undefined || !path.isAbsolute(home)) return undefined;
+  const resolved = path.resolve(home);
+  if (resolved === "/" || TOOLCHAIN_PATHS.some((dir) => isWithin(resolved, dir))) return undefined;
+  if (resolved === "/tmp" || resolved === "/dev" || resolved === "/proc") return undefined;
+  return resolved;
+}
+
+/** Hide an existing file (an empty file over it) or directory (an empty read-only tmpfs). */
+function maskArguments(target: string): string[] {
+  const stats = lstatOrUndefined(target);
+  if (stats === undefined || stats.isSymbolicLink()) return [];
+  if (stats.isDirectory()) return ["--tmpfs", target, "--remount-ro", target];
+  return ["--ro-bind", "/dev/null", target];
+}
+
+/** /etc/ssh's private host keys (`ssh_host_*_key`, not the `.pub` halves). */
+function sshHostKeys(): string[] {
+  try {
+    return readdirSync("/etc/ssh")
+      .filter((name) => name.startsWith("ssh_host_") && name.endsWith("_key"))
+      .map((name) => path.join("/etc/ssh", name));
+  } catch {
+    return [];
+  }
+}
+
+function lstatOrUndefined(p: string) {
+  try {
+    return lstatSync(p);
+  } catch {
+    return undefined;
+  }
+}
+
+function realOrUndefined(p: string): string | undefined {
+  try {
+    return realpathSync.native(p);
+  } catch {
+    return undefined;
+  }
+}
+
+export function isWithin(target: string, directory: string): boolean {
+  const relative = path.relative(directory, target);
+  return relative === "" || (!relative.startsWith("..") && !path.isAbsolute(relative));
+}
