@@ -65,16 +65,17 @@ export async function withFileLock<T>(
   }
 }
 
+/** This process as a lock owner: read once, since /proc costs more than the rest of a lock. */
+let self: Omit<Owner, "nonce"> | undefined;
+
+/** Lock directories already created (or found) by this process. */
+const ensured = new Set<string>();
+
 async function acquire(dir: string, key: string, timeoutMs: number): Promise<() => void> {
-  ensureDirectory(path.dirname(dir));
-  ensureDirectory(dir);
+  prepareDirectory(dir);
   const lockPath = path.join(dir, `${sha256Hex(key)}.lock`);
-  const owner: Owner = {
-    pid: process.pid,
-    host: hostname(),
-    proc_start: processStartTime(process.pid),
-    nonce: randomBytes(8).toString("hex"),
-  };
+  self ??= { pid: process.pid, host: hostname(), proc_start: processStartTime(process.pid) };
+  const owner: Owner = { ...self, nonce: randomBytes(8).toString("hex") };
   const text = JSON.stringify(owner);
   const temp = `${lockPath}.${owner.nonce}.tmp`;
   writeFileSync(temp, text, { flag: "wx", mode: 0o600 });
@@ -132,6 +133,25 @@ function breakStale(lockPath: string, staleText: string, nonce: string): void {
   } finally {
     unlinkSync(aside);
   }
+}
+
+/**
+ * Make sure `dir` and its parent exist as real directories. After the first time only `dir`
+ * is checked (one lstat), so a symlink planted later is still refused.
+ */
+function prepareDirectory(dir: string): void {
+  if (ensured.has(dir)) {
+    try {
+      if (!lstatSync(dir).isDirectory()) throw new FileLockDirectoryError();
+      return;
+    } catch (error) {
+      if (errnoCode(error) !== "ENOENT") throw error;
+      ensured.delete(dir); // removed meanwhile: create it again
+    }
+  }
+  ensureDirectory(path.dirname(dir));
+  ensureDirectory(dir);
+  ensured.add(dir);
 }
 
 function ensureDirectory(dir: string): void {

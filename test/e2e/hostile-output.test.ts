@@ -236,6 +236,22 @@ describe("scripts that are broken", () => {
     },
   );
 
+  it("a JSON script whose arguments nest 100,000 deep is a usage error (64), not a crash", async () => {
+    const workspace = await workspaceWith({});
+    const dir = await tempDir("harness-script-");
+    const script = join(dir, "deep.json");
+    const nested = `${"[".repeat(100_000)}${"]".repeat(100_000)}`;
+    await writeFile(
+      script,
+      `{"replies":[{"calls":[{"id":"a","name":"read_file","arguments":{"x":${nested}}}]}]}`,
+    );
+    const result = await cli(["run", "--script", script, "--workspace", workspace, "go"]);
+    expectExit(result, 64);
+    expect(result.stderr).toContain("bad script: deep.json");
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+    expect(sessionIds(workspace)).toEqual([]);
+  });
+
   it.each([
     ["undefined", "() => undefined", "returned undefined"],
     ["a number", "() => 42", "returned number"],

@@ -48,7 +48,7 @@ export function parseScriptFile(text: string, label: string): ScriptedTurn[] {
   } catch (error) {
     throw new ScriptError(`${label}: not valid JSON (${(error as Error).message})`);
   }
-  const parsed = scriptFileSchema.safeParse(raw);
+  const parsed = checked(scriptFileSchema, raw, label);
   if (!parsed.success) {
     throw new ScriptError(`${label}: not a harness script: ${z.prettifyError(parsed.error)}`);
   }
@@ -56,8 +56,21 @@ export function parseScriptFile(text: string, label: string): ScriptedTurn[] {
 }
 
 export function parseTurn(value: unknown, label: string): ScriptedTurn {
-  const parsed = scriptedTurnSchema.safeParse(value);
+  const parsed = checked(scriptedTurnSchema, value, label);
   if (!parsed.success)
     throw new ScriptError(`${label}: invalid scripted reply: ${z.prettifyError(parsed.error)}`);
   return parsed.data;
+}
+
+/**
+ * Schema checks recurse into argument values: JSON nested thousands deep overflows the stack
+ * (RangeError), which is the script's fault and reported as such, never as a crash.
+ */
+function checked<T extends z.ZodType>(schema: T, value: unknown, label: string) {
+  try {
+    return schema.safeParse(value);
+  } catch (error) {
+    const name = error instanceof Error ? error.name : typeof error;
+    throw new ScriptError(`${label}: cannot be checked (${name}: nested too deeply?)`);
+  }
 }
