@@ -120,7 +120,7 @@ describe("per-file write lock", () => {
 });
 
 describe("DiskWorkspaceFs writes under the lock", () => {
-  it("a write after a crashed writer's stale lock succeeds; a live holder makes it wait", async () => {
+  it("a write after a crashed writer's stale lock succeeds and releases the lock", async () => {
     const fs = await DiskWorkspaceFs.create(dir);
     await fs.writeFileAtomic("g.txt", new TextEncoder().encode("one"));
     await mkdir(locks(), { recursive: true });
@@ -142,6 +142,23 @@ describe("DiskWorkspaceFs writes under the lock", () => {
     expect(await readdir(locks())).toEqual([]);
     expect((await readdir(dir)).sort()).toEqual([".harness", "h.txt"]);
     expect(await readFile(path.join(dir, "h.txt"), "utf8")).toBe("now");
+  });
+
+  it("with .harness replaced by a symlink, a write is refused (IO_ERROR) and nothing is created where it points", async () => {
+    const elsewhere = await mkdtemp(path.join(tmpdir(), "harness-lock-target-"));
+    try {
+      await writeFile(path.join(dir, "j.txt"), "before");
+      await symlink(elsewhere, path.join(dir, ".harness"));
+      const fs = await DiskWorkspaceFs.create(dir);
+      await expect(fs.writeFileAtomic("j.txt", new TextEncoder().encode("after"))).rejects.toMatchObject({
+        code: "IO_ERROR",
+      });
+      expect(await readFile(path.join(dir, "j.txt"), "utf8")).toBe("before");
+      expect(await readdir(elsewhere)).toEqual([]);
+      expect((await readdir(dir)).sort()).toEqual([".harness", "j.txt"]);
+    } finally {
+      await rm(elsewhere, { recursive: true, force: true });
+    }
   });
 
   it("the lock directory is never visible through the workspace", async () => {
