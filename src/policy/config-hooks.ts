@@ -48,6 +48,11 @@ export function hookProcessProfile(loaded: LoadedConfig, options: ConfigHooksOpt
       profile,
       ...(options.bwrapPath ? { bwrapPath: options.bwrapPath } : {}),
       ...options.view,
+      // The user config's hook files outside the workspace (the workspace is mounted anyway); a
+      // project config never chooses what of the host a sandbox shows.
+      readFiles: namedHookFiles([loaded.user]).filter(
+        (file) => workspaceRelative(file, options.workspaceRoot) === undefined,
+      ),
     }),
     env: setting.pass_env ? { pass: setting.pass_env } : {},
   };
@@ -205,23 +210,25 @@ export function resolveHookCommand(source: ConfigSource, command: string): Resol
  * trusted or not, so trusting a project later cannot run a file the agent changed before.
  */
 export function configNamedFiles(loaded: LoadedConfig, workspaceRoot: string): string[] {
+  const files = namedHookFiles([loaded.user, loaded.project])
+    .map((file) => workspaceRelative(file, workspaceRoot))
+    .filter((inside): inside is string => inside !== undefined);
+  return [...new Set(files)].sort();
+}
+
+/** The absolute paths of every hook file (command path words and modules) the given configs name. */
+function namedHookFiles(sources: readonly (ConfigSource | undefined)[]): string[] {
   const files: string[] = [];
-  for (const source of [loaded.user, loaded.project]) {
+  for (const source of sources) {
     if (source === undefined) continue;
     for (const point of [...HOOK_POINTS, WRAP_POINT] as const) {
       for (const entry of source.config.hooks?.[point] ?? []) {
-        const named =
-          entry.command !== undefined
-            ? resolveHookCommand(source, entry.command).files
-            : [hookModulePath(source, entry.module!)];
-        for (const file of named) {
-          const inside = workspaceRelative(file, workspaceRoot);
-          if (inside !== undefined) files.push(inside);
-        }
+        if (entry.command !== undefined) files.push(...resolveHookCommand(source, entry.command).files);
+        else files.push(hookModulePath(source, entry.module!));
       }
     }
   }
-  return [...new Set(files)].sort();
+  return files;
 }
 
 /** A user-config hook file inside the workspace could be rewritten by the model: refuse it. */

@@ -49,6 +49,8 @@ export interface BwrapLayout {
 export interface BwrapOptions {
   /** Extra read-only host paths from the user config (absolute). */
   readPaths?: readonly string[];
+  /** Single host files shown read-only (see SandboxConfig.readFiles). */
+  readFiles?: readonly string[];
   /** What no command may change, beyond the fixed rules: the files the configs name. */
   protectedPaths?: ProtectedPaths;
 }
@@ -103,6 +105,7 @@ export class BwrapSandbox implements Sandbox {
       home,
       realHome: homedir(),
       readPaths: this.options.readPaths ?? [],
+      readFiles: this.options.readFiles ?? [],
     });
     // A read-only workspace needs no pins or seals: nothing in it can change.
     const mounts =

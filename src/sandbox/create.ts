@@ -7,6 +7,7 @@ export function createSandbox(config: SandboxConfig): Sandbox {
   if (config.profile === "none") return new NoSandbox();
   return new BwrapSandbox(config.profile, config.bwrapPath, {
     ...(config.readPaths ? { readPaths: config.readPaths } : {}),
+    ...(config.readFiles ? { readFiles: config.readFiles } : {}),
     ...(config.protectedPaths ? { protectedPaths: config.protectedPaths } : {}),
   });
 }

@@ -89,6 +89,8 @@ export interface HostViewOptions {
   home?: string | undefined;
   /** Absolute read paths from the user config (already `~`-expanded and checked). */
   readPaths?: readonly string[];
+  /** Single files the user config names (hook scripts), shown read-only at their own path. */
+  readFiles?: readonly string[];
   /** The real home directory of the user running harness, whose credentials are masked too. */
   realHome?: string | undefined;
 }
@@ -142,6 +144,13 @@ export function hostViewArguments(options: HostViewOptions): string[] {
         }
       }
     }
+  }
+  // Only the file itself, never its directory: a hook script in ~/.config/harness must not show
+  // the journal key or anything else beside it. Anything but an existing regular file is skipped.
+  for (const file of options.readFiles ?? []) {
+    const real = realOrUndefined(file);
+    if (real === undefined || !lstatOrUndefined(real)?.isFile()) continue;
+    for (const at of new Set([real, file])) args.push("--ro-bind", real, at);
   }
   return args;
 }

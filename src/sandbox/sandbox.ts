@@ -21,6 +21,12 @@ export interface SandboxConfig {
   bwrapPath?: string;
   /** Extra read-only host paths (absolute), from the user config's `sandbox.read_paths`. */
   readPaths?: readonly string[];
+  /**
+   * Single host files shown read-only at their own path: the hook scripts and modules the user
+   * config names outside the workspace, so a sandboxed hook can run them without the sandbox
+   * showing the directory around them (often ~/.config, which holds credentials).
+   */
+  readFiles?: readonly string[];
   /** What no command may change; default: the fixed rules without config-named files. */
   protectedPaths?: ProtectedPaths;
 }

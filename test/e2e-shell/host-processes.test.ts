@@ -6,8 +6,9 @@
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { chmodSync, chownSync, existsSync } from "node:fs";
-import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
+import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import {
@@ -316,6 +317,9 @@ describe("as an unprivileged user", () => {
       { text: "tests pass" },
     ]);
     const config = await userConfig({});
+    // The unprivileged user's own journal key, in a directory only that user can write.
+    const keyDir = await mkdtemp(join(tmpdir(), "harness-key-"));
+    if (asRoot) chownSync(keyDir, NOBODY, NOBODY);
     if (asRoot) {
       // The user owns the workspace and can write the outside directory: only the sandbox stops it.
       const owned = [".", ".git", ".git/hooks", ".git/config", ".git/hooks/pre-commit", "secret.txt"];
@@ -335,7 +339,13 @@ describe("as an unprivileged user", () => {
         ...["--write", "allow", "--accept", "sh evil.test.sh", "fix it"],
       ],
       {
-        env: { ...childEnv(), HOME: dirname(config), HARNESS_CONFIG: config, OPENAI_API_KEY: KEY },
+        env: {
+          ...childEnv(),
+          HOME: dirname(config),
+          HARNESS_CONFIG: config,
+          HARNESS_KEY_FILE: join(keyDir, "journal.key"),
+          OPENAI_API_KEY: KEY,
+        },
         stdio: ["ignore", "pipe", "pipe"],
       },
     );

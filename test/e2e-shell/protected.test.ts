@@ -381,7 +381,23 @@ describe("hook files are resolved next to the user config", () => {
     const hookConfig = (command: string) => ({
       hooks: { after_execute: [{ kind: "notify", command }] },
     });
-    const good = await run(workspace, calls, flags, { home, userConfig: hookConfig("./check.sh") });
+    // Hooks run sandboxed (read-only): the script next to the config is shown to the sandbox as a
+    // single read-only file. An admit hook that could not run would deny the call.
+    writeFileSync(join(home, "allow.sh"), `#!/bin/sh\ncat > /dev/null\necho '{"decision":"allow"}'\n`, {
+      mode: 0o755,
+    });
+    const admit = { hooks: { before_execute: [{ kind: "admit", command: "./allow.sh" }] } };
+    const sandboxed = await run(workspace, calls, flags, { home, userConfig: admit });
+    expectExit(sandboxed.result, 0);
+    expect(sandboxed.results.get("echo")).toMatchObject({ status: "ok" });
+    expect(ofType(sandboxed.records, "hook.decided").map((r) => r.data.decision)).toEqual(["allow"]);
+
+    // The notify hook writes beside the config, so it needs the user's own "off" profile.
+    rmSync(join(workspace, ".harness", "sessions", SESSION), { recursive: true });
+    const good = await run(workspace, calls, flags, {
+      home,
+      userConfig: { ...hookConfig("./check.sh"), hook_commands: { sandbox: "off" } },
+    });
     expectExit(good.result, 0);
     expect(existsSync(marker)).toBe(true);
 

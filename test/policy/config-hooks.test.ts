@@ -106,7 +106,11 @@ describe("hook file paths", () => {
     const insideMarker = join(root, "ran-workspace");
     await writeFile(join(configDir(), "check.sh"), script(outsideMarker), { mode: 0o755 });
     await writeFile(join(workspace, "check.sh"), script(insideMarker), { mode: 0o755 });
-    await userConfig({ hooks: { after_execute: [{ kind: "notify", command: "./check.sh --quiet" }] } });
+    // The markers are written outside the workspace, which a sandboxed hook cannot do.
+    await userConfig({
+      hooks: { after_execute: [{ kind: "notify", command: "./check.sh --quiet" }] },
+      hook_commands: { sandbox: "off" },
+    });
     const { hooks } = await govern();
     await new HookRunner(hooks).notify("after_execute", input);
     await expect(readFile(outsideMarker)).resolves.toBeDefined();
