@@ -1,5 +1,6 @@
-import { lstatSync, readdirSync, readlinkSync, realpathSync } from "node:fs";
+import { readdirSync, readlinkSync } from "node:fs";
 import path from "node:path";
+import { lstatOrUndefined, realOrUndefined } from "./stat.js";
 
 /**
  * What of the host a sandboxed command can see: toolchains, not secrets. The sandbox root is an
@@ -180,22 +181,6 @@ function sshHostKeys(): string[] {
       .map((name) => path.join("/etc/ssh", name));
   } catch {
     return [];
-  }
-}
-
-function lstatOrUndefined(p: string) {
-  try {
-    return lstatSync(p);
-  } catch {
-    return undefined;
-  }
-}
-
-function realOrUndefined(p: string): string | undefined {
-  try {
-    return realpathSync.native(p);
-  } catch {
-    return undefined;
   }
 }
 

@@ -1,9 +1,10 @@
-import { lstatSync, realpathSync, rmdirSync, statSync, unlinkSync } from "node:fs";
+import { rmdirSync, statSync, unlinkSync } from "node:fs";
 import { readdir } from "node:fs/promises";
 import path from "node:path";
 import { RESERVED_DIR } from "../workspace/fs.js";
 import { GIT_DIR_NAME, PROJECT_CONFIG_NAME, type ProtectedPaths } from "../workspace/protected.js";
 import { isWithin } from "./host-view.js";
+import { lstatOrUndefined, realOrUndefined } from "./stat.js";
 
 /**
  * How the sandbox applies the protected-path list (src/workspace/protected.ts) to a writable
@@ -132,21 +133,5 @@ export function removeSeals(seals: readonly Seal[]): void {
     } catch {
       // Gone already, not empty, or still mounted somewhere: leave it.
     }
-  }
-}
-
-function lstatOrUndefined(p: string) {
-  try {
-    return lstatSync(p);
-  } catch {
-    return undefined;
-  }
-}
-
-function realOrUndefined(p: string): string | undefined {
-  try {
-    return realpathSync.native(p);
-  } catch {
-    return undefined;
   }
 }
