@@ -6,6 +6,7 @@ import path from "node:path";
 import type { Readable } from "node:stream";
 import { DEFAULT_PROTECTED_PATHS, type ProtectedPaths } from "../workspace/protected.js";
 import { hostViewArguments, isWithin, usableHome } from "./host-view.js";
+import { probeMemoPath, probeRemembered, rememberProbe } from "./probe-memo.js";
 import { liveNamespaceMembers, pidNamespaceOf, signalQuietly } from "./proc.js";
 import { protectedMounts, removeSeals } from "./protected-mounts.js";
 import { type Launch, type LaunchRequest, type Sandbox, SandboxUnavailableError } from "./sandbox.js";
@@ -181,6 +182,14 @@ async function runProbe(bwrapPath: string): Promise<ProbeOutcome> {
       detail: "bubblewrap (bwrap) was not found at the configured path",
     };
   }
+  const memo = probeMemoPath(bwrapPath);
+  if (probeRemembered(memo)) return { ok: true };
+  const outcome = await spawnProbe(bwrapPath);
+  if (outcome.ok) rememberProbe(memo);
+  return outcome;
+}
+
+function spawnProbe(bwrapPath: string): Promise<ProbeOutcome> {
   const args = [
     "--ro-bind",
     "/",
