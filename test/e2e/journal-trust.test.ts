@@ -4,8 +4,8 @@ import { writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { processStartTime } from "../../src/journal/lock.js";
 import { canonicalJson, digestOf } from "../../src/shared/hash.js";
+import { processStartTime } from "../../src/shared/proc-stat.js";
 import { cliEnv, runCli } from "../e2e-providers/cli.js";
 import { startMockServer } from "../e2e-providers/mock-server.js";
 import {
