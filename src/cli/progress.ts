@@ -62,8 +62,8 @@ export function createProgress(options: {
           endLine();
           err.write(
             style.yellow(
-              `harness: took over the stale writer lock of pid ${record.data.pid} on ${record.data.host} ` +
-                `(started ${record.data.started_at}): ${record.data.reason}\n`,
+              `harness: took over the stale writer lock of pid ${record.data.pid} on ${escapeForTerminal(record.data.host)} ` +
+                `(started ${escapeForTerminal(record.data.started_at)}): ${escapeForTerminal(record.data.reason)}\n`,
             ),
           );
           break;

@@ -11,6 +11,7 @@ import {
 } from "node:fs";
 import { hostname } from "node:os";
 import { isJsonObject } from "../shared/json.js";
+import { processStartTime } from "../shared/proc-stat.js";
 import { sessionPaths } from "./session-path.js";
 import { JournalError } from "./store.js";
 
@@ -53,19 +54,6 @@ export type LockStatus =
 
 export function unlockCommand(sessionId: string): string {
   return `harness unlock ${sessionId}`;
-}
-
-/** Start time of a process from /proc, or null when it cannot be read (no procfs, no process). */
-export function processStartTime(pid: number): string | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
-    // Field 2 (comm) may contain spaces and parentheses; fields after the last ")" are plain.
-    const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    const field22 = rest[19]; // rest[0] is field 3
-    return field22 !== undefined && /^\d+$/.test(field22) ? field22 : null;
-  } catch {
-    return null;
-  }
 }
 
 export function currentOwner(now: Date): LockOwner {

@@ -1,4 +1,5 @@
 import type { JsonObject } from "../shared/json.js";
+import { escapeForTerminal } from "../shared/terminal-text.js";
 import type { EffectClass } from "../tools/tool.js";
 import type { PermissionDecision } from "./defaults.js";
 import {
@@ -45,21 +46,26 @@ export async function explain(
   return evaluate(policy, query);
 }
 
-/** One human-readable paragraph of an explanation. */
+/**
+ * One human-readable paragraph of an explanation. Rule text, sources (config file names), paths
+ * and command parts come from a project config or the user's argument, so each is escaped for
+ * the terminal; only the layout is harness's own.
+ */
 export function formatExplanation(tool: string, explanation: Explanation): string {
-  const lines = [`${tool}: ${explanation.decision}`, `  because: ${explanation.reason}`];
-  if (explanation.rule !== undefined) lines.push(`  rule:    ${explanation.rule}`);
-  lines.push(`  source:  ${explanation.source}`);
+  const t = escapeForTerminal;
+  const lines = [`${t(tool)}: ${explanation.decision}`, `  because: ${t(explanation.reason)}`];
+  if (explanation.rule !== undefined) lines.push(`  rule:    ${t(explanation.rule)}`);
+  lines.push(`  source:  ${t(explanation.source)}`);
   if (explanation.subject.kind !== "none")
-    lines.push(`  ${explanation.subject.kind}: ${explanation.subject.value}`);
-  if (explanation.resolved !== undefined) lines.push(`  resolves to: ${explanation.resolved}`);
+    lines.push(`  ${explanation.subject.kind}: ${t(explanation.subject.value)}`);
+  if (explanation.resolved !== undefined) lines.push(`  resolves to: ${t(explanation.resolved)}`);
   for (const part of explanation.parts ?? []) {
-    const rule = part.rule === undefined ? "" : ` by ${part.rule}`;
-    lines.push(`  part:    ${part.command}`);
-    lines.push(`           ${part.decision}${rule} (${part.source}): ${part.reason}`);
+    const rule = part.rule === undefined ? "" : ` by ${t(part.rule)}`;
+    lines.push(`  part:    ${t(part.command)}`);
+    lines.push(`           ${part.decision}${rule} (${t(part.source)}): ${t(part.reason)}`);
   }
   for (const entry of explanation.ignored ?? []) {
-    lines.push(`  ignored: ${entry.setting} from ${entry.source} (${entry.reason})`);
+    lines.push(`  ignored: ${t(entry.setting)} from ${t(entry.source)} (${t(entry.reason)})`);
   }
   return lines.join("\n");
 }

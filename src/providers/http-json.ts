@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { DEFAULT_OUTPUT_LIMITS, scanArguments } from "../protocol/limits.js";
 import type { StreamEvent } from "../protocol/types.js";
 import { publicUrl } from "./endpoint.js";
 import { classifyFailure, formatMessage, normalizeProviderError, parseErrorBody } from "./errors.js";
@@ -15,9 +16,9 @@ import { RequestControl } from "./request-control.js";
  *   response: 2xx with ONE action as a JSON object, exactly one of
  *             `{"kind":"tool","name":<tool name>,"args":{...}}`
  *             `{"kind":"finish","status":<text>}`
- * Field sets are exact (seed 003): an unknown field or kind, a missing field, or a body that is
- * not JSON is rejected with INVALID_REQUEST / `invalid_action` (not retryable: a deterministic
- * policy would answer the same). A finish has no separate answer field: `status` is the text
+ * Field sets are exact: an unknown field or kind, a missing field, or a body that is
+ * not JSON, or args nested deeper than a model's call arguments may be, is rejected with
+ * INVALID_REQUEST / `invalid_action` (not retryable: a deterministic policy would answer the same). A finish has no separate answer field: `status` is the text
  * recorded as the reply (e.g. "reserved", or a sentence for a human).
  *
  * Mapping to the protocol: a tool action is one `tool_call_delta` (call id `hj-<ordinal>-0`,
@@ -27,6 +28,14 @@ import { RequestControl } from "./request-control.js";
  */
 
 const MAX_BODY_BYTES = 1024 * 1024;
+
+/**
+ * How deep a body may nest: the action object, then its args nested as deep as a model's call
+ * arguments may be. Checked on the text before parsing, since validating deeper JSON recurses
+ * until the stack overflows; anything deeper would be refused as a call's arguments anyway.
+ */
+const MAX_BODY_DEPTH = DEFAULT_OUTPUT_LIMITS.maxDepth + 1;
+const BODY_LIMITS = { ...DEFAULT_OUTPUT_LIMITS, maxDepth: MAX_BODY_DEPTH, maxStringChars: MAX_BODY_BYTES };
 
 const toolAction = z.strictObject({
   kind: z.literal("tool"),
@@ -85,7 +94,15 @@ function splitInTwo(text: string): [string, string] {
 
 /** Validate a decoded body as an action, or throw INVALID_REQUEST naming what was wrong. */
 export function parseAction(body: unknown): HttpJsonAction {
-  const parsed = httpJsonActionSchema.safeParse(body);
+  let parsed: ReturnType<typeof httpJsonActionSchema.safeParse>;
+  try {
+    parsed = httpJsonActionSchema.safeParse(body);
+  } catch (error) {
+    // Only a body nested too deep for the validator's recursion gets here (callers with text
+    // check its depth first); any other failure is a bug and stays one.
+    if (error instanceof RangeError) throw tooDeep();
+    throw error;
+  }
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
   const where = issue === undefined || issue.path.length === 0 ? "action" : issue.path.join(".");
@@ -141,6 +158,7 @@ async function requestAction(
 }
 
 function parseJson(text: string): unknown {
+  if (scanArguments(text, BODY_LIMITS) !== undefined) throw tooDeep();
   try {
     return JSON.parse(text);
   } catch {
@@ -162,6 +180,16 @@ async function readBounded(response: HttpResponse): Promise<string> {
     text += chunk;
   }
   return text;
+}
+
+/** The same answer would come again: an invalid action, not a server hiccup to retry. */
+function tooDeep(): ProviderError {
+  return new ProviderError(
+    "INVALID_REQUEST",
+    `http-json: invalid action: the body is nested deeper than ${MAX_BODY_DEPTH} levels ` +
+      `(args may nest at most ${DEFAULT_OUTPUT_LIMITS.maxDepth})`,
+    { providerCode: "invalid_action", retryable: false },
+  );
 }
 
 function tooLarge(): ProviderError {

@@ -1,40 +1,12 @@
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { type ProcStat, readProcStat } from "../shared/proc-stat.js";
 
 /**
  * Read-only views of Linux /proc used to find the processes a command left behind. All reads are
  * synchronous: procfs answers from kernel memory, and a consistent snapshot matters more than
- * not blocking for the few microseconds a read takes.
+ * not blocking for the few microseconds a read takes. One process's stat is read by
+ * shared/proc-stat.ts.
  */
-
-export interface ProcStat {
-  pid: number;
-  /** One-letter state; "Z" (zombie) and "X" (dead) are exited processes awaiting their reaper. */
-  state: string;
-  ppid: number;
-  pgid: number;
-  sid: number;
-  /** Start time in clock ticks since boot: with the boot id, it identifies a process uniquely. */
-  startTicks: number;
-}
-
-/** Parse /proc/<pid>/stat, or undefined when the process is gone. */
-export function readProcStat(pid: number): ProcStat | undefined {
-  let text: string;
-  try {
-    text = readFileSync(`/proc/${pid}/stat`, "utf8");
-  } catch {
-    return undefined;
-  }
-  // The command name is in parentheses and may itself contain ") ", so split after the last one.
-  const close = text.lastIndexOf(")");
-  if (close < 0) return undefined;
-  const fields = text.slice(close + 2).split(" ");
-  const state = fields[0];
-  const numbers = [fields[1], fields[2], fields[3], fields[19]].map((field) => Number(field));
-  if (state === undefined || numbers.some((n) => !Number.isInteger(n))) return undefined;
-  const [ppid, pgid, sid, startTicks] = numbers as [number, number, number, number];
-  return { pid, state, ppid, pgid, sid, startTicks };
-}
 
 export function isLive(stat: ProcStat): boolean {
   return stat.state !== "Z" && stat.state !== "X";

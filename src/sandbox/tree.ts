@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { currentBootId, liveGroupMembers, readProcStat, signalQuietly } from "./proc.js";
+import { readProcStat } from "../shared/proc-stat.js";
+import { currentBootId, liveGroupMembers, signalQuietly } from "./proc.js";
 
 /**
  * The set of processes one command owns. Implementations differ in how membership is known:

@@ -82,6 +82,13 @@ export const ERROR_CODES = {
     false,
     "The file changed since you read it. Read it again, then retry.",
   ),
+  FILE_BUSY: info(
+    "error",
+    true,
+    false,
+    false,
+    "Another process was writing this file and kept its write lock too long; nothing was written. Retry the same call; if the file changed meanwhile, the retry reports STALE_VERSION.",
+  ),
   NOT_READ: info(
     "conflict",
     false,

@@ -21,7 +21,7 @@ import {
   quote,
   relativeParts,
 } from "./boundary.js";
-import { FileLockDirectoryError, FileLockTimeout, withFileLock } from "./file-lock.js";
+import { FileLockDirectoryError, type FileLockOptions, FileLockTimeout, withFileLock } from "./file-lock.js";
 import {
   type DirEntry,
   type FileStat,
@@ -73,11 +73,18 @@ export class DiskWorkspaceFs implements WorkspaceFs {
   /** Real absolute path of the workspace root (for process-running tools; never shown to models). */
   readonly hostRoot: string;
   #protected: ProtectedPaths;
+  readonly #lockOptions: FileLockOptions;
 
-  private constructor(realRoot: string, label: string, protectedPaths: ProtectedPaths) {
+  private constructor(
+    realRoot: string,
+    label: string,
+    protectedPaths: ProtectedPaths,
+    lockOptions: FileLockOptions,
+  ) {
     this.hostRoot = realRoot;
     this.label = label;
     this.#protected = protectedPaths;
+    this.#lockOptions = lockOptions;
   }
 
   get protectedPaths(): ProtectedPaths {
@@ -92,10 +99,13 @@ export class DiskWorkspaceFs implements WorkspaceFs {
     this.#protected = this.#protected.withFiles(files);
   }
 
-  /** Open a workspace on an existing directory; `root` must be absolute. */
+  /**
+   * Open a workspace on an existing directory; `root` must be absolute. `writeLockTimeoutMs`: how
+   * long a write waits for another process's lock on the same file (default 10 s).
+   */
   static async create(
     root: string,
-    options: { label?: string; protectedPaths?: ProtectedPaths } = {},
+    options: { label?: string; protectedPaths?: ProtectedPaths; writeLockTimeoutMs?: number } = {},
   ): Promise<DiskWorkspaceFs> {
     if (!path.isAbsolute(root)) throw new TypeError("the workspace root must be an absolute path");
     let realRoot: string;
@@ -113,6 +123,7 @@ export class DiskWorkspaceFs implements WorkspaceFs {
       realRoot,
       options.label ?? (path.basename(realRoot) || "workspace"),
       options.protectedPaths ?? DEFAULT_PROTECTED_PATHS,
+      options.writeLockTimeoutMs === undefined ? {} : { timeoutMs: options.writeLockTimeoutMs },
     );
   }
 
@@ -217,17 +228,24 @@ export class DiskWorkspaceFs implements WorkspaceFs {
       // Check and rename under the file's lock: another harness process writing the same file
       // cannot slip its rename between our check and ours, so exactly one of two writers
       // holding the same expected version succeeds and no reported write is overwritten unseen.
-      await withFileLock(this.#locksDir, canonical, async () => {
-        await this.#checkExpectedVersion(abs, p, options.expectedVersion);
-        await fsp.rename(temp, abs);
-        committed = true;
-      });
+      await withFileLock(
+        this.#locksDir,
+        canonical,
+        async () => {
+          await this.#checkExpectedVersion(abs, p, options.expectedVersion);
+          await fsp.rename(temp, abs);
+          committed = true;
+        },
+        this.#lockOptions,
+      );
     } catch (error) {
+      // The lock is taken before the version check and the rename, so timing out waiting for it
+      // means nothing was applied: a clear, retryable refusal, not an I/O error of unknown effect.
       if (error instanceof FileLockTimeout) {
         throw new WorkspaceError(
-          "IO_ERROR",
+          "FILE_BUSY",
           p,
-          `${quote(p)} is being written by another process; ${error.message}`,
+          `${quote(p)} is being written by another process (${error.message}); nothing was written`,
         );
       }
       if (error instanceof FileLockDirectoryError) {

@@ -4,6 +4,7 @@ import { hostname } from "node:os";
 import path from "node:path";
 import { sha256Hex } from "../shared/hash.js";
 import { isJsonObject } from "../shared/json.js";
+import { processStartTime } from "../shared/proc-stat.js";
 
 /**
  * Per-file write locks shared by every harness process on a workspace, so that a
@@ -200,18 +201,6 @@ function ownerIsGone(owner: Owner): boolean {
   }
   const start = processStartTime(owner.pid);
   return owner.proc_start !== null && start !== null && start !== owner.proc_start;
-}
-
-/** Field 22 of /proc/<pid>/stat (start time in clock ticks since boot), or null where unreadable. */
-function processStartTime(pid: number): string | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
-    // Field 2 (comm) may contain spaces and parentheses; the fields after the last ")" are plain.
-    const field22 = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
-    return field22 !== undefined && /^\d+$/.test(field22) ? field22 : null;
-  } catch {
-    return null;
-  }
 }
 
 function errnoCode(error: unknown): string | undefined {

@@ -79,6 +79,8 @@ export type WorkspaceErrorCode =
   | "IS_DIRECTORY"
   | "NOT_A_DIRECTORY"
   | "STALE_VERSION"
+  /** Another process held the file's write lock too long; nothing was written. */
+  | "FILE_BUSY"
   | "IO_ERROR";
 
 export class WorkspaceError extends Error {

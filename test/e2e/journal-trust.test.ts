@@ -4,8 +4,8 @@ import { writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { processStartTime } from "../../src/journal/lock.js";
 import { canonicalJson, digestOf } from "../../src/shared/hash.js";
+import { processStartTime } from "../../src/shared/proc-stat.js";
 import { cliEnv, runCli } from "../e2e-providers/cli.js";
 import { startMockServer } from "../e2e-providers/mock-server.js";
 import {
@@ -130,9 +130,9 @@ describe("a repository that ships a session recorded under another key", () => {
       // Adopting asks; with no terminal and no --yes it is refused and changes nothing.
       const unasked = await runCli(["journal", "adopt", session, "-w", workspace], victim);
       expectExit(unasked, JOURNAL_REFUSED);
-      expect(unasked.stderr).toContain('"touch acceptance-ran"');
+      expect(unasked.stderr).toContain("\n    touch acceptance-ran\n");
       expect(unasked.stderr).toContain(server.baseUrl);
-      expect(unasked.stderr).toContain('"OPENAI_API_KEY"');
+      expect(unasked.stderr).toMatch(/^ {2}key variable: +OPENAI_API_KEY$/m);
       expect(unasked.stderr).toContain("--yes");
       expect(readFileSync(journalFile(workspace, session))).toEqual(shipped);
 

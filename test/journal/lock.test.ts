@@ -3,8 +3,9 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type LockOwner, processStartTime, unlockSession } from "../../src/journal/lock.js";
+import { type LockOwner, unlockSession } from "../../src/journal/lock.js";
 import { repairJournal } from "../../src/journal/repair.js";
+import { processStartTime } from "../../src/shared/proc-stat.js";
 import { input, rejection } from "./contract.js";
 import { lockPath, seedSession, type TempHarness, tempHarness } from "./helpers.js";
 

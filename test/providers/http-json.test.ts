@@ -99,6 +99,35 @@ describe("http-json: rejected actions", () => {
     });
   }
 
+  it("a body nested 250k deep is a non-retryable invalid action saying so, not a stack overflow", async () => {
+    const n = 250_000;
+    const p = await provider([
+      { body: `{"kind":"tool","name":"x","args":{"a":${"[".repeat(n)}${"]".repeat(n)}}}` },
+    ]);
+    const { events, error } = await collect(p);
+    expect(events).toEqual([]);
+    expect(error).toMatchObject({
+      code: "INVALID_REQUEST",
+      providerCode: "invalid_action",
+      retryable: false,
+    });
+    expect(error?.message).toBe(
+      "http-json: invalid action: the body is nested deeper than 65 levels (args may nest at most 64)",
+    );
+  });
+
+  it("args nested as deep as a model's may be pass, one level more is an invalid action; brackets in strings do not count", async () => {
+    const deepest = JSON.parse(`${"[".repeat(63)}${"]".repeat(63)}`) as unknown;
+    const p = await provider([
+      json({ kind: "tool", name: "x", args: { a: deepest } }),
+      json({ kind: "tool", name: "x", args: { a: "[".repeat(100_000) } }),
+      json({ kind: "tool", name: "x", args: { a: [deepest] } }),
+    ]);
+    expect((await collect(p)).error).toBeUndefined();
+    expect((await collect(p)).error).toBeUndefined();
+    expect((await collect(p)).error).toMatchObject({ code: "INVALID_REQUEST", retryable: false });
+  });
+
   it("an empty body is EMPTY_RESPONSE (retryable)", async () => {
     const p = await provider([{ body: "" }]);
     expect((await collect(p)).error).toMatchObject({ code: "EMPTY_RESPONSE", retryable: true });

@@ -3,10 +3,14 @@ import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from "node:
 import { hostname, tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { resultFromThrown } from "../../src/runtime/result.js";
 import { sha256Hex } from "../../src/shared/hash.js";
+import { createReadFileTool } from "../../src/tools/files/read-file.js";
+import { createWriteFileTool } from "../../src/tools/files/write-file.js";
 import { DiskWorkspaceFs } from "../../src/workspace/disk-fs.js";
 import { FileLockDirectoryError, FileLockTimeout, withFileLock } from "../../src/workspace/file-lock.js";
 import { versionOf } from "../../src/workspace/version.js";
+import { Session } from "../tools/helpers.js";
 
 let dir: string;
 beforeEach(async () => {
@@ -159,6 +163,58 @@ describe("DiskWorkspaceFs writes under the lock", () => {
     } finally {
       await rm(elsewhere, { recursive: true, force: true });
     }
+  });
+
+  it("a write that times out waiting for another writer's lock is FILE_BUSY: retryable, nothing applied", async () => {
+    await writeFile(path.join(dir, "busy.txt"), "before");
+    const fs = await DiskWorkspaceFs.create(dir, { writeLockTimeoutMs: 50 });
+    const session = new Session(fs);
+    await session.run(createReadFileTool(), { path: "busy.txt" });
+    let releaseHolder!: () => void;
+    const holderMayRelease = new Promise<void>((resolve) => {
+      releaseHolder = resolve;
+    });
+    let holding!: () => void;
+    const held = new Promise<void>((resolve) => {
+      holding = resolve;
+    });
+    // Another writer holds busy.txt's lock (a live owner: this very process) until told to stop.
+    const holder = withFileLock(locks(), "busy.txt", async () => {
+      holding();
+      await holderMayRelease;
+    });
+    try {
+      await held;
+      const direct = await fs
+        .writeFileAtomic("busy.txt", new TextEncoder().encode("after"))
+        .catch((caught: unknown) => caught);
+      expect(direct).toMatchObject({ code: "FILE_BUSY", path: "busy.txt" });
+      expect((direct as Error).message).toContain("nothing was written");
+
+      // Only busy.txt's lock is held: another file is written meanwhile.
+      await session.run(createWriteFileTool(), { path: "new.txt", content: "x" });
+      const failed = await session.fail(
+        createWriteFileTool(),
+        { path: "busy.txt", content: "after" },
+        "FILE_BUSY",
+      );
+      expect(resultFromThrown({ call_id: "w", name: "write_file" }, failed, 0)).toMatchObject({
+        status: "error",
+        error_type: "FILE_BUSY",
+        retryable: true,
+        operation_applied: false,
+        hint: expect.stringContaining("nothing was written"),
+      });
+      expect(await readFile(path.join(dir, "busy.txt"), "utf8")).toBe("before");
+      // No temporary file left beside it.
+      expect((await readdir(dir)).sort()).toEqual([".harness", "busy.txt", "new.txt"]);
+    } finally {
+      releaseHolder();
+      await holder;
+    }
+    // Once the holder is done, the same call succeeds.
+    await session.run(createWriteFileTool(), { path: "busy.txt", content: "after" });
+    expect(await readFile(path.join(dir, "busy.txt"), "utf8")).toBe("after");
   });
 
   it("the lock directory is never visible through the workspace", async () => {

@@ -11,8 +11,10 @@ import { openWorkspace } from "../workspace.js";
 const HELP = `Usage: harness inspect SESSION [--workspace DIR] [--json]
 
 A readable timeline of a session: model requests, tool calls with status and duration,
-approvals, acceptance checks and the outcome; then per-tool counts, p50/p95 durations,
-errors, denials and the time calls waited for ordered commit.
+approvals, acceptance checks and the outcome; for each process harness started (shell
+commands, command hooks, acceptance commands), its purpose, sandbox profile and the names of
+the environment variables it received; then per-tool counts, p50/p95 durations, errors,
+denials and the time calls waited for ordered commit.
 --json prints {session, status, timeline, tools, usage} instead.`;
 
 export const inspectCommand = {
@@ -113,7 +115,7 @@ function render(record: AnyRecord, style: Style): string {
       );
     case "process.spawned":
       return style.dim(
-        `process group ${record.data.pgid} for ${escapeForTerminal(record.data.call_id)}${record.data.sandboxed ? " (sandboxed)" : ""}`,
+        `process group ${record.data.pgid} for ${escapeForTerminal(record.data.call_id)}${ranUnder(record.data, record.data.sandboxed)}`,
       );
     case "tool.retrying":
       return style.yellow(
@@ -137,7 +139,7 @@ function render(record: AnyRecord, style: Style): string {
       return `review of ${escapeForTerminal(record.data.call_id)} resolved: ${record.data.resolution} (by ${escapeForTerminal(record.data.by)})`;
     case "acceptance.checked":
       return `${record.data.accepted ? style.green("acceptance passed") : style.red("acceptance failed")}: ${record.data.checks
-        .map((c) => `${c.passed ? "✓" : "✗"} ${escapeForTerminal(c.name)}`)
+        .map((c) => `${c.passed ? "✓" : "✗"} ${escapeForTerminal(c.name)}${ranUnder(c)}`)
         .join("; ")}`;
     case "run.finished":
       return style.bold(`finished: ${record.data.status}`);
@@ -160,6 +162,32 @@ function render(record: AnyRecord, style: Style): string {
 
 function describe(record: AnyRecord) {
   return { seq: record.seq, time: record.time, type: record.type, text: render(record, createStyle(false)) };
+}
+
+/** What a process ran under, as the journal recorded it (a process.spawned or an acceptance check). */
+interface ProcessFacts {
+  purpose?: string | undefined;
+  sandbox_profile?: string | undefined;
+  env_names?: string[] | undefined;
+}
+
+/**
+ * ` (purpose; sandbox PROFILE; env NAME,NAME)`: what a process ran under, so a reader sees which
+ * sandbox profile and which environment variables (names only) it had. Journals written before
+ * these facts were recorded show only whether the process was sandboxed, where that is known.
+ */
+function ranUnder(facts: ProcessFacts, sandboxed?: boolean): string {
+  const parts: string[] = [];
+  if (facts.purpose !== undefined) parts.push(escapeForTerminal(facts.purpose));
+  if (facts.sandbox_profile !== undefined) parts.push(`sandbox ${escapeForTerminal(facts.sandbox_profile)}`);
+  else if (sandboxed !== undefined) parts.push(sandboxed ? "sandboxed" : "not sandboxed");
+  if (facts.env_names !== undefined)
+    parts.push(
+      facts.env_names.length > 0
+        ? `env ${facts.env_names.map((name) => escapeForTerminal(name)).join(",")}`
+        : "no env variables",
+    );
+  return parts.length > 0 ? ` (${parts.join("; ")})` : "";
 }
 
 /** `tool#call-id`, both as the model sent them, escaped. */

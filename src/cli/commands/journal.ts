@@ -8,6 +8,7 @@ import { assessTrust } from "../../journal/trust.js";
 import { verifyJournal } from "../../journal/verify.js";
 import type { AnyRecord, EventData } from "../../journal/vocabulary.js";
 import { checkArtifacts } from "../../runtime/artifacts.js";
+import { escapeForTerminal, jsonForTerminal } from "../../shared/terminal-text.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { UsageError } from "../usage-error.js";
@@ -75,10 +76,10 @@ async function verify(workspace: OpenedWorkspace, sessionId: string, json: boole
   const result = await verifyJournal(join(sessionDir, "events.jsonl"));
   if (!result.ok) {
     if (json) {
-      process.stdout.write(`${JSON.stringify({ session: sessionId, ...result })}\n`);
+      process.stdout.write(`${jsonForTerminal({ session: sessionId, ...result })}\n`);
     } else {
       process.stdout.write(
-        `journal ${sessionId}: ${result.code}: ${result.message}\n` +
+        `journal ${sessionId}: ${result.code}: ${escapeForTerminal(result.message)}\n` +
           `the first ${result.validRecords} records are valid; repair with: harness journal repair ${sessionId}\n`,
       );
     }
@@ -97,16 +98,20 @@ async function verify(workspace: OpenedWorkspace, sessionId: string, json: boole
       ...(trust.trusted ? {} : { code: "UNTRUSTED", problem: trust.problem, message: trust.message }),
       artifacts,
     };
-    process.stdout.write(`${JSON.stringify(body)}\n`);
+    process.stdout.write(`${jsonForTerminal(body)}\n`);
     return ok ? EXIT.ok : EXIT.journalRefused;
   }
   const lines: string[] = [];
-  if (!trust.trusted) lines.push(`journal ${sessionId}: UNTRUSTED: ${trust.message}`);
+  if (!trust.trusted) lines.push(`journal ${sessionId}: UNTRUSTED: ${escapeForTerminal(trust.message)}`);
   for (const id of artifacts.modified) {
-    lines.push(`journal ${sessionId}: artifact ${id} was modified: its bytes no longer have that SHA-256`);
+    lines.push(
+      `journal ${sessionId}: artifact ${escapeForTerminal(id)} was modified: its bytes no longer have that SHA-256`,
+    );
   }
   for (const id of artifacts.missing) {
-    lines.push(`journal ${sessionId}: artifact ${id} is referenced by the journal but missing`);
+    lines.push(
+      `journal ${sessionId}: artifact ${escapeForTerminal(id)} is referenced by the journal but missing`,
+    );
   }
   if (ok) {
     lines.push(
@@ -118,23 +123,6 @@ async function verify(workspace: OpenedWorkspace, sessionId: string, json: boole
   return ok ? EXIT.ok : EXIT.journalRefused;
 }
 
-/**
- * A string from a journal that may be hostile, shown so that it cannot steer the terminal:
- * JSON quoting makes control characters visible, and format characters (bidirectional overrides,
- * zero-width marks) are spelled out as escapes too.
- */
-function shown(value: string): string {
-  return shownJson(value);
-}
-
-/** Any JSON value as JSON text, with the same format characters spelled out. */
-function shownJson(value: unknown): string {
-  return JSON.stringify(value).replace(
-    /[\u00ad\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g,
-    (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
-  );
-}
-
 /** What resuming the session would do with the user's machine and credentials. */
 function adoptionSummary(header: EventData<"session.started"> | undefined): {
   lines: string[];
@@ -144,7 +132,7 @@ function adoptionSummary(header: EventData<"session.started"> | undefined): {
     return { lines: ["  (no session.started record: resuming would run nothing recorded)"], facts: {} };
   const options = header.options ?? {};
   const provider = header.provider;
-  const text = (value: unknown) => (typeof value === "string" ? shown(value) : "(none)");
+  const text = (value: unknown) => (typeof value === "string" ? escapeForTerminal(value) : "(none)");
   const facts = {
     goal: header.goal,
     acceptance: header.acceptance ?? [],
@@ -156,15 +144,15 @@ function adoptionSummary(header: EventData<"session.started"> | undefined): {
     recorded_key_id: header.key_id ?? null,
   };
   const acceptance =
-    facts.acceptance.length > 0 ? facts.acceptance.map((c) => `    ${shown(c)}`) : ["    (none)"];
+    facts.acceptance.length > 0 ? facts.acceptance.map((c) => `    ${escapeForTerminal(c)}`) : ["    (none)"];
   const lines = [
-    `  goal:                ${shown(header.goal)}`,
+    `  goal:                ${escapeForTerminal(header.goal)}`,
     "  acceptance commands (run on resume, in your workspace):",
     ...acceptance,
     `  provider:            ${text(facts.provider)}  model: ${text(facts.model)}`,
     `  base URL:            ${text(facts.base_url)}  (your API key would be sent there)`,
     `  key variable:        ${text(facts.api_key_env)}`,
-    `  policy flags:        ${shownJson(options)}`,
+    `  policy flags:        ${jsonForTerminal(options)}`,
     `  recorded key id:     ${text(facts.recorded_key_id)}`,
   ];
   return { lines, facts };
@@ -192,7 +180,7 @@ async function adopt(
     const message = `session ${sessionId} is already trusted: it authenticates under your journal key; nothing to adopt`;
     process.stdout.write(
       options.json
-        ? `${JSON.stringify({ session: sessionId, adopted: false, trusted: true })}\n`
+        ? `${jsonForTerminal({ session: sessionId, adopted: false, trusted: true })}\n`
         : `${message}\n`,
     );
     return EXIT.ok;
@@ -200,7 +188,7 @@ async function adopt(
   const header = SessionState.from(records).header;
   const summary = adoptionSummary(header);
   process.stderr.write(
-    `session ${sessionId} is not trusted: ${trust.message}\n\n` +
+    `session ${sessionId} is not trusted: ${escapeForTerminal(trust.message)}\n\n` +
       `Adopting it means harness treats it as yours. Resuming it would:\n${summary.lines.join("\n")}\n\n`,
   );
   if (!options.yes) {
@@ -238,7 +226,7 @@ async function adopt(
   }
   if (options.json) {
     process.stdout.write(
-      `${JSON.stringify({ session: sessionId, adopted: true, head_hash: head.hash, records: records.length, ...summary.facts })}\n`,
+      `${jsonForTerminal({ session: sessionId, adopted: true, head_hash: head.hash, records: records.length, ...summary.facts })}\n`,
     );
   } else {
     process.stdout.write(
@@ -269,7 +257,7 @@ export const journalCommand = {
       return adopt(workspace, sessionId, { yes: values.yes === true, json: values.json === true });
     const repaired = await repairJournal(workspace.harnessDir, sessionId);
     if (values.json) {
-      process.stdout.write(`${JSON.stringify({ session: sessionId, ...repaired })}\n`);
+      process.stdout.write(`${jsonForTerminal({ session: sessionId, ...repaired })}\n`);
     } else if (repaired.backup === null) {
       process.stdout.write(
         `journal ${sessionId}: intact, nothing to repair (${repaired.keptRecords} records)\n`,
@@ -277,7 +265,7 @@ export const journalCommand = {
     } else {
       process.stdout.write(
         `journal ${sessionId}: kept ${repaired.keptRecords} records, dropped ${repaired.droppedLines} line(s) ` +
-          `(${repaired.droppedBytes} bytes)\nbackup: ${repaired.backup}\n`,
+          `(${repaired.droppedBytes} bytes)\nbackup: ${escapeForTerminal(repaired.backup)}\n`,
       );
     }
     return EXIT.ok;
@@ -301,14 +289,16 @@ export const unlockCommand = {
         process.stdout.write(`session ${sessionId}: not locked\n`);
         return EXIT.ok;
       case "removed": {
-        const owner = result.status.owner ? describeOwner(result.status.owner) : "an unreadable owner";
+        const owner = result.status.owner
+          ? escapeForTerminal(describeOwner(result.status.owner))
+          : "an unreadable owner";
         process.stdout.write(
           `session ${sessionId}: removed the lock of ${owner}${result.forced ? " (forced)" : ""}\n`,
         );
         return EXIT.ok;
       }
       case "refused":
-        process.stderr.write(`${result.message}\n`);
+        process.stderr.write(`${escapeForTerminal(result.message)}\n`);
         return EXIT.journalRefused;
     }
   },

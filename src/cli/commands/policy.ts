@@ -4,6 +4,7 @@ import { pathResolverOf } from "../../policy/ports.js";
 import { RuleSyntaxError } from "../../policy/rules.js";
 import { subjectKindOf } from "../../policy/subject-kind.js";
 import { isJsonObject } from "../../shared/json.js";
+import { jsonForTerminal } from "../../shared/terminal-text.js";
 import { createFileTools } from "../../tools/builtin.js";
 import { createShellTool } from "../../tools/shell/shell.js";
 import { oneOf, parse } from "../args.js";
@@ -88,7 +89,7 @@ export const policyCommand = {
       pathResolverOf(workspace.fs),
     );
     if (values.json)
-      process.stdout.write(`${JSON.stringify({ tool, effect: definition.effect, ...explanation })}\n`);
+      process.stdout.write(`${jsonForTerminal({ tool, effect: definition.effect, ...explanation })}\n`);
     else process.stdout.write(`${formatExplanation(tool, explanation)}\n`);
     return EXIT.ok;
   },

@@ -28,6 +28,7 @@ const WORKSPACE_TO_TOOL_CODE: Record<WorkspaceErrorCode, ErrorCode> = {
   // There is no tool-level NOT_A_DIRECTORY: the model fixes it the same way as any bad path.
   NOT_A_DIRECTORY: "INVALID_PATH",
   STALE_VERSION: "STALE_VERSION",
+  FILE_BUSY: "FILE_BUSY",
   IO_ERROR: "IO_ERROR",
 };
 
