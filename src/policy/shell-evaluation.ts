@@ -140,7 +140,8 @@ class LineFacts {
   #expansion(node: Node): void {
     const text = node.text;
     if (/@P\}$/.test(text)) {
-      this.reason = "prompt expansion (the @P operator) runs command substitutions found in a variable's value";
+      this.reason =
+        "prompt expansion (the @P operator) runs command substitutions found in a variable's value";
       return;
     }
     if (text.startsWith("${!") && !/^\$\{![A-Za-z_]\w*(\*|@|\[[@*]\])\}$/.test(text)) {

@@ -93,6 +93,8 @@ export interface HostViewOptions {
   readFiles?: readonly string[];
   /** The real home directory of the user running harness, whose credentials are masked too. */
   realHome?: string | undefined;
+  /** Host files covered by an empty file wherever the view shows them (the journal key). */
+  hiddenFiles?: readonly string[];
 }
 
 /**
@@ -151,6 +153,18 @@ export function hostViewArguments(options: HostViewOptions): string[] {
     const real = realOrUndefined(file);
     if (real === undefined || !lstatOrUndefined(real)?.isFile()) continue;
     for (const at of new Set([real, file])) args.push("--ro-bind", real, at);
+  }
+  // Last, so no read path or read file shows them again. Only where the view shows the directory:
+  // elsewhere the file is invisible already, and a mask would make bwrap create its parents.
+  const shown = [
+    ...TOOLCHAIN_PATHS.filter((dir) => lstatOrUndefined(dir)?.isDirectory() === true),
+    ...(options.readPaths ?? []).flatMap((p) => [p, realOrUndefined(p) ?? p]),
+    ...(options.readFiles ?? []).flatMap((p) => [p, realOrUndefined(p) ?? p]),
+  ];
+  for (const file of options.hiddenFiles ?? []) {
+    for (const at of new Set([file, realOrUndefined(file) ?? file])) {
+      if (shown.some((dir) => isWithin(at, dir))) args.push(...maskArguments(at));
+    }
   }
   return args;
 }
