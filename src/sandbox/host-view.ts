@@ -215,5 +215,9 @@ function realOrUndefined(p: string): string | undefined {
 
 export function isWithin(target: string, directory: string): boolean {
   const relative = path.relative(directory, target);
-  return relative === "" || (!relative.startsWith("..") && !path.isAbsolute(relative));
+  // `..` as a whole component, not as a prefix: `..hooks/x` is inside.
+  return (
+    relative === "" ||
+    (relative !== ".." && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative))
+  );
 }
