@@ -18,16 +18,31 @@ import { JournalError } from "./store.js";
  * Creates `.harness/sessions` when missing. Throws JournalError("UNTRUSTED") naming the entry.
  */
 export function prepareStateDir(harnessDir: string): void {
-  refuseUnlessDirectory(harnessDir, harnessDir);
-  mkdirIfMissing(harnessDir);
-  const sessionsDir = sessionsDirOf(harnessDir);
-  refuseUnlessDirectory(sessionsDir, harnessDir);
-  mkdirIfMissing(sessionsDir);
-  walk(harnessDir, harnessDir);
+  try {
+    refuseUnlessDirectory(harnessDir, harnessDir);
+    mkdirIfMissing(harnessDir);
+    const sessionsDir = sessionsDirOf(harnessDir);
+    refuseUnlessDirectory(sessionsDir, harnessDir);
+    mkdirIfMissing(sessionsDir);
+    walk(harnessDir, harnessDir);
+  } catch (error) {
+    if (error instanceof JournalError) throw error;
+    const code = (error as NodeJS.ErrnoException).code ?? "unknown error";
+    throw new JournalError("IO", `cannot prepare the workspace's .harness directory (${code})`);
+  }
 }
 
 function walk(dir: string, harnessDir: string): void {
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+  let entries: import("node:fs").Dirent[];
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch (error) {
+    // Another harness process may remove a directory of its own (a lock's) while this one walks.
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") return;
+    throw error;
+  }
+  for (const entry of entries) {
     const full = join(dir, entry.name);
     if (entry.isDirectory()) walk(full, harnessDir);
     else if (!entry.isFile()) throw refusal(full, harnessDir, entry.isSymbolicLink());
