@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import type { Node, Parser } from "web-tree-sitter";
-import { hiddenEvaluation } from "./shell-evaluation.js";
+import { hiddenEvaluation, PROGRAM_VARIABLES } from "./shell-evaluation.js";
 
 /**
  * What a shell command line runs, as permission rules see it: every simple command it contains,
@@ -82,21 +82,6 @@ function split(command: string, depth: number): CommandPart[] {
     tree.delete();
   }
 }
-
-/**
- * Variables that change which program a command name runs or what a shell runs first: a line
- * that sets one is not decided by the names it shows.
- */
-const PROGRAM_VARIABLES = new Set([
-  "PATH",
-  "LD_PRELOAD",
-  "LD_LIBRARY_PATH",
-  "BASH_ENV",
-  "ENV",
-  "IFS",
-  "SHELLOPTS",
-  "BASHOPTS",
-]);
 
 function collect(node: Node, parts: CommandPart[], depth: number): void {
   if (node.type === "command") parts.push(...simpleCommand(node, depth));

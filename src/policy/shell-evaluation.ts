@@ -32,6 +32,21 @@ export function hiddenEvaluation(root: Node, text: string): string | undefined {
   return undefined;
 }
 
+/**
+ * Variables that change which program a command name runs or what a shell runs first: a line
+ * that sets one is not decided by the names it shows.
+ */
+export const PROGRAM_VARIABLES = new Set([
+  "PATH",
+  "LD_PRELOAD",
+  "LD_LIBRARY_PATH",
+  "BASH_ENV",
+  "ENV",
+  "IFS",
+  "SHELLOPTS",
+  "BASHOPTS",
+]);
+
 /** A name followed by `[ ... $(` or a backtick: a subscript with a command substitution in it. */
 const SUBSCRIPT_CODE = /[A-Za-z0-9_]\[[^\]]*(\$\(|`)/;
 
@@ -182,6 +197,11 @@ class LineFacts {
   #nameOperands(node: Node, what: string): void {
     for (const child of node.namedChildren) {
       if (child === null || child.type === "variable_assignment") continue;
+      // `declare -n r=PATH; r=.` sets PATH through a reference no assignment names.
+      if (/^-[A-Za-z]*n[A-Za-z]*$/.test(child.text) && what === "declare") {
+        this.reason = "a name reference (declare -n) assigns a variable the line does not name";
+        return;
+      }
       if (!isLiteral(child)) {
         this.reason = `${what} of a name only known at run time evaluates its subscript`;
         return;
@@ -211,6 +231,13 @@ class LineFacts {
       ((base === "test" || base === "[") && args.some((arg) => arg.text === "-v" || arg.text === "-R")) ||
       (base === "printf" && args.some((arg) => arg.text.startsWith("-v"))) ||
       (base === "wait" && args.some((arg) => arg.text.startsWith("-p") || /^-\w*p/.test(arg.text)));
+    const program = args
+      .map((arg) => literalText(arg).replace(/[[=].*$/s, ""))
+      .find((word) => PROGRAM_VARIABLES.has(word));
+    if (takesNames && program !== undefined) {
+      this.reason = `${base} ${program} changes what a command name runs`;
+      return;
+    }
     if (takesNames && args.some((arg) => !isLiteral(arg))) {
       this.reason = `${base} with an operand only known at run time may evaluate it as a variable name and its subscript`;
     }

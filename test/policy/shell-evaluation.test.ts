@@ -30,6 +30,10 @@ describe("hidden evaluation", () => {
     "let 'y=x'",
     "echo $(( $(cat f) ))",
     "n=3; read n; echo $((n))",
+    "declare -n r=PATH; r=.; npm test",
+    "read PATH <<< /tmp; npm test",
+    "printf -v PATH %s .",
+    "mapfile -t LD_PRELOAD < f",
   ])("%s is unknown", (command) => {
     expect(unknown(command)).toBe(true);
   });
@@ -44,6 +48,8 @@ describe("hidden evaluation", () => {
     "read -r line < f; echo $line",
     "echo $((RANDOM % 6)) $((16#ff))",
     "test -f x && echo '$(not run)'",
+    "printf '%s' PATH; read -r line < f",
+    "declare -a arr=(1 2)",
   ])("%s stays decidable", (command) => {
     expect(unknown(command)).toBe(false);
   });
