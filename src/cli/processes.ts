@@ -2,6 +2,7 @@ import { homedir } from "node:os";
 import type { LoadedConfig } from "../config/load.js";
 import { modelProfiles, processSetting, sandboxReadPaths, sandboxSetting } from "../config/sections.js";
 import { type AcceptanceCheck, CommandCheck } from "../engine/acceptance.js";
+import { journalKeyPath } from "../journal/key-file.js";
 import { DEFAULT_KEY_ENV } from "../providers/config.js";
 import { createSandbox } from "../sandbox/create.js";
 import { Executor, type ProcessProfile } from "../sandbox/executor.js";
@@ -100,7 +101,11 @@ export function standaloneAcceptance(
   protectedPaths: ProtectedPaths,
   env: NodeJS.ProcessEnv,
 ): { check: (command: string, timeoutMs: number) => AcceptanceCheck; notices: string[] } {
-  const view: SandboxView = { readPaths: sandboxReadPaths(config, homedir()), protectedPaths };
+  const view: SandboxView = {
+    readPaths: sandboxReadPaths(config, homedir()),
+    protectedPaths,
+    hiddenFiles: [journalKeyPath(env)],
+  };
   const processes = sessionProcesses(config, {}, { readOnly: false, propose: false }, view);
   const executor = new Executor({ environment: env });
   return {

@@ -6,6 +6,7 @@ import { type AcceptanceCheck, CommandCheck } from "../engine/acceptance.js";
 import type { PolicyHandle, ProcessSupervision } from "../engine/engine.js";
 import { SpawnJournal } from "../engine/engine.js";
 import { generalProviderAdvice, type ProviderAdvice } from "../engine/provider-advice.js";
+import { journalKeyPath } from "../journal/key-file.js";
 import type { AnyRecord, EventData } from "../journal/vocabulary.js";
 import { DenyApprover } from "../policy/approver.js";
 import { type CliPermissionFlags, cliLayer } from "../policy/cli-flags.js";
@@ -284,6 +285,7 @@ export async function loadGovernanceWithDefaults(
   const view: SandboxView = {
     readPaths: sandboxReadPaths(config, homedir()),
     protectedPaths: DEFAULT_PROTECTED_PATHS.withFiles(configNamedFiles(config, workspaceRoot)),
+    hiddenFiles: [journalKeyPath(env)],
   };
   const processes = sessionProcesses(
     config,

@@ -1,6 +1,7 @@
 import { mkdir, realpath, stat } from "node:fs/promises";
 import { basename, join, resolve } from "node:path";
 import { FileJournalBackend } from "../journal/file-store.js";
+import { prepareStateDir } from "../journal/state-dir.js";
 import { sha256Hex } from "../shared/hash.js";
 import { DiskWorkspaceFs } from "../workspace/disk-fs.js";
 import { UsageError } from "./usage-error.js";
@@ -28,7 +29,8 @@ export async function openWorkspace(
   if (!info.isDirectory()) throw new UsageError(`workspace ${requested} is not a directory`);
   const root = await realpath(requested);
   const harnessDir = join(root, ".harness");
-  await mkdir(join(harnessDir, "sessions"), { recursive: true });
+  // Refuses a shipped .harness holding symlinks (they would lead harness's writes elsewhere).
+  prepareStateDir(harnessDir);
   const fs = await DiskWorkspaceFs.create(root);
   return {
     root,

@@ -18,7 +18,8 @@ export function userConfigPath(env: Readonly<Record<string, string | undefined>>
 export function displayPath(path: string, homedir: string): string {
   const fromHome = relative(homedir, path);
   if (fromHome === "") return "~";
-  if (!fromHome.startsWith("..") && !isAbsolute(fromHome)) return `~/${fromHome.split(sep).join("/")}`;
+  if (fromHome !== ".." && !fromHome.startsWith(`..${sep}`) && !isAbsolute(fromHome))
+    return `~/${fromHome.split(sep).join("/")}`;
   return path;
 }
 

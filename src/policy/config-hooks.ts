@@ -253,7 +253,8 @@ function workspaceRelative(file: string, workspaceRoot: string): string | undefi
   const root = realOrSelf(workspaceRoot);
   const target = realNearest(file);
   const rel = relative(root, target);
-  if (rel === "" || rel.startsWith("..") || isAbsolute(rel)) return undefined;
+  // `..hooks/x.mjs` is inside: only a whole `..` component leaves the workspace.
+  if (rel === "" || rel === ".." || rel.startsWith(`..${sep}`) || isAbsolute(rel)) return undefined;
   return rel.split(sep).join("/");
 }
 

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import type { Node, Parser } from "web-tree-sitter";
+import { hiddenEvaluation, PROGRAM_VARIABLES } from "./shell-evaluation.js";
 
 /**
  * What a shell command line runs, as permission rules see it: every simple command it contains,
@@ -72,6 +73,8 @@ function split(command: string, depth: number): CommandPart[] {
       return [{ text: collapse(text), unknown: "the command does not parse as shell syntax" }];
     const parts: CommandPart[] = [];
     collect(root, parts, depth);
+    const hidden = hiddenEvaluation(root, text);
+    if (hidden !== undefined) parts.push({ text: collapse(text), unknown: hidden });
     // Only assignments, declarations or comments: nothing is run, the line itself is the subject.
     if (parts.length === 0) parts.push({ text: collapse(text) });
     return parts;
@@ -79,21 +82,6 @@ function split(command: string, depth: number): CommandPart[] {
     tree.delete();
   }
 }
-
-/**
- * Variables that change which program a command name runs or what a shell runs first: a line
- * that sets one is not decided by the names it shows.
- */
-const PROGRAM_VARIABLES = new Set([
-  "PATH",
-  "LD_PRELOAD",
-  "LD_LIBRARY_PATH",
-  "BASH_ENV",
-  "ENV",
-  "IFS",
-  "SHELLOPTS",
-  "BASHOPTS",
-]);
 
 function collect(node: Node, parts: CommandPart[], depth: number): void {
   if (node.type === "command") parts.push(...simpleCommand(node, depth));

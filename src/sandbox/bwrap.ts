@@ -54,6 +54,8 @@ export interface BwrapOptions {
   readFiles?: readonly string[];
   /** What no command may change, beyond the fixed rules: the files the configs name. */
   protectedPaths?: ProtectedPaths;
+  /** Host files hidden wherever the view shows them (see SandboxConfig.hiddenFiles). */
+  hiddenFiles?: readonly string[];
 }
 
 /** bwrap's arguments for a layout. Order matters: later mounts cover earlier ones. */
@@ -107,6 +109,7 @@ export class BwrapSandbox implements Sandbox {
       realHome: homedir(),
       readPaths: this.options.readPaths ?? [],
       readFiles: this.options.readFiles ?? [],
+      hiddenFiles: this.options.hiddenFiles ?? [],
     });
     // A read-only workspace needs no pins or seals: nothing in it can change.
     const mounts =

@@ -94,6 +94,8 @@ export interface HostViewOptions {
   readFiles?: readonly string[];
   /** The real home directory of the user running harness, whose credentials are masked too. */
   realHome?: string | undefined;
+  /** Host files covered by an empty file wherever the view shows them (the journal key). */
+  hiddenFiles?: readonly string[];
 }
 
 /**
@@ -153,6 +155,18 @@ export function hostViewArguments(options: HostViewOptions): string[] {
     if (real === undefined || !lstatOrUndefined(real)?.isFile()) continue;
     for (const at of new Set([real, file])) args.push("--ro-bind", real, at);
   }
+  // Last, so no read path or read file shows them again. Only where the view shows the directory:
+  // elsewhere the file is invisible already, and a mask would make bwrap create its parents.
+  const shown = [
+    ...TOOLCHAIN_PATHS.filter((dir) => lstatOrUndefined(dir)?.isDirectory() === true),
+    ...(options.readPaths ?? []).flatMap((p) => [p, realOrUndefined(p) ?? p]),
+    ...(options.readFiles ?? []).flatMap((p) => [p, realOrUndefined(p) ?? p]),
+  ];
+  for (const file of options.hiddenFiles ?? []) {
+    for (const at of new Set([file, realOrUndefined(file) ?? file])) {
+      if (shown.some((dir) => isWithin(at, dir))) args.push(...maskArguments(at));
+    }
+  }
   return args;
 }
 
@@ -186,5 +200,9 @@ function sshHostKeys(): string[] {
 
 export function isWithin(target: string, directory: string): boolean {
   const relative = path.relative(directory, target);
-  return relative === "" || (!relative.startsWith("..") && !path.isAbsolute(relative));
+  // `..` as a whole component, not as a prefix: `..hooks/x` is inside.
+  return (
+    relative === "" ||
+    (relative !== ".." && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative))
+  );
 }

@@ -2,7 +2,12 @@ import { rmdirSync, statSync, unlinkSync } from "node:fs";
 import { readdir } from "node:fs/promises";
 import path from "node:path";
 import { RESERVED_DIR } from "../workspace/fs.js";
-import { GIT_DIR_NAME, PROJECT_CONFIG_NAME, type ProtectedPaths } from "../workspace/protected.js";
+import {
+  BARE_HEAD_NAME,
+  GIT_DIR_NAME,
+  PROJECT_CONFIG_NAME,
+  type ProtectedPaths,
+} from "../workspace/protected.js";
 import { isWithin } from "./host-view.js";
 import { lstatOrUndefined, realOrUndefined } from "./stat.js";
 
@@ -83,13 +88,16 @@ export async function protectedMounts(
   protect(PROJECT_CONFIG_NAME, "file");
   const gitDirs = await findGitEntries(workspace);
   if (!gitDirs.includes(GIT_DIR_NAME)) protect(GIT_DIR_NAME, "directory");
+  // A HEAD at the root (with objects/ and refs/, which are ordinary names) would make the
+  // workspace a bare repository that host git obeys once the .git seal is gone: seal it too.
+  if (!gitDirs.includes(BARE_HEAD_NAME)) protect(BARE_HEAD_NAME, "file");
   for (const relative of gitDirs) protect(relative, "directory");
   for (const file of protectedPaths.files) protect(file, "file");
   return { args, seals };
 }
 
 /**
- * Workspace-relative paths of every `.git` entry (directory, file or link), at any depth. The
+ * Workspace-relative paths of every `.git` entry (directory, file or link) and every `HEAD` file, at any depth. The
  * walk reads directories concurrently on the thread pool and does not block the event loop
  * (about 20 ms for a few thousand files, under a second for 60 000).
  */
@@ -105,7 +113,8 @@ export async function findGitEntries(workspace: string): Promise<string[]> {
     const below: Promise<void>[] = [];
     for (const entry of entries) {
       const child = relative === "" ? entry.name : `${relative}/${entry.name}`;
-      if (entry.name.toLowerCase() === GIT_DIR_NAME) {
+      const lower = entry.name.toLowerCase();
+      if (lower === GIT_DIR_NAME || (lower === BARE_HEAD_NAME.toLowerCase() && !entry.isDirectory())) {
         found.push(child);
         continue;
       }

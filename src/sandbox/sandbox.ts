@@ -29,10 +29,16 @@ export interface SandboxConfig {
   readFiles?: readonly string[];
   /** What no command may change; default: the fixed rules without config-named files. */
   protectedPaths?: ProtectedPaths;
+  /**
+   * Host files no sandboxed process may read even where the sandbox shows their directory (a
+   * toolchain directory or a read path): the journal key, which would let a command forge
+   * journals this user trusts.
+   */
+  hiddenFiles?: readonly string[];
 }
 
 /** What a sandboxed process sees beyond the workspace, and what in the workspace it may not change. */
-export type SandboxView = Pick<SandboxConfig, "readPaths" | "protectedPaths">;
+export type SandboxView = Pick<SandboxConfig, "readPaths" | "protectedPaths" | "hiddenFiles">;
 
 export interface LaunchRequest {
   /** The command and its arguments; argv[0] is an absolute executable path. */

@@ -1,4 +1,5 @@
 import path from "node:path";
+import { isWithin } from "./host-view.js";
 import type { Sandbox } from "./sandbox.js";
 
 /** The error texts a refused write produces (EROFS from a read-only bind, EACCES otherwise). */
@@ -41,7 +42,7 @@ export async function findSandboxViolation(
       const absolute = path.resolve(workspace, candidate);
       if (!(await sandbox.forbidsWrite(absolute, workspace))) continue;
       const relative = path.relative(workspace, absolute);
-      const inside = relative === "" || (!relative.startsWith("..") && !path.isAbsolute(relative));
+      const inside = isWithin(absolute, workspace);
       return inside
         ? `${relative.split(path.sep).join("/") || "."} (read-only in the sandbox)`
         : "outside the workspace";

@@ -14,6 +14,12 @@ import { RESERVED_DIR, WorkspaceError } from "./fs.js";
 export const PROJECT_CONFIG_NAME = "harness.config.json";
 /** A git repository's metadata directory (or `gitdir:` file), at any depth. */
 export const GIT_DIR_NAME = ".git";
+/**
+ * The file that, next to `objects/` and `refs/`, makes a directory a bare repository to git: git
+ * run in a directory without `.git` that holds all three obeys its `config` (`core.worktree` plus
+ * `core.fsmonitor` runs a command on `git status`). Protected at any depth.
+ */
+export const BARE_HEAD_NAME = "HEAD";
 
 export type ProtectionKind = "harness_state" | "git_metadata" | "project_config" | "config_named_file";
 
@@ -34,7 +40,7 @@ export const PROTECTION_RULES: readonly ProtectionRule[] = [
   },
   {
     kind: "git_metadata",
-    paths: `every ${GIT_DIR_NAME} entry at any depth (directory or gitdir file) and everything below it`,
+    paths: `every ${GIT_DIR_NAME} entry at any depth (directory or gitdir file) and everything below it, and every file named ${BARE_HEAD_NAME} (with objects/ and refs/ it makes a directory a bare repository)`,
     reason:
       "git on the host runs hooks and obeys config (core.fsmonitor, core.hooksPath, aliases, filters) from it without asking",
   },
@@ -82,7 +88,8 @@ export class ProtectedPaths {
       reason: PROTECTION_RULES.find((r) => r.kind === kind)!.reason,
     });
     if (lower[0] === RESERVED_DIR) return rule("harness_state");
-    if (lower.includes(GIT_DIR_NAME)) return rule("git_metadata");
+    if (lower.includes(GIT_DIR_NAME) || lower.at(-1) === BARE_HEAD_NAME.toLowerCase())
+      return rule("git_metadata");
     if (lower.length === 1 && lower[0] === PROJECT_CONFIG_NAME) return rule("project_config");
     if (this.#files.has(lower.join("/"))) return rule("config_named_file");
     return undefined;

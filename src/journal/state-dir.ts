@@ -1,0 +1,81 @@
+import { lstatSync, mkdirSync, readdirSync } from "node:fs";
+import { join, relative } from "node:path";
+import { sessionsDirOf } from "./session-path.js";
+import { JournalError } from "./store.js";
+
+/**
+ * Make sure a workspace's `.harness` state directory is harness's own before anything is read
+ * from or written to it: real directories and regular files only, no symbolic link anywhere in
+ * it, and nothing else (a FIFO named `events.jsonl` would hang every reader).
+ *
+ * Why: the directory can come with the repository. A shipped `.harness -> /elsewhere`, a
+ * `sessions/ID/artifacts -> /etc/cron.d` or an `events.jsonl -> ~/.bashrc` would make harness
+ * write journals, locks and model-controlled artifact bytes outside the workspace (or truncate a
+ * user file on repair), and an alias of `.harness` under another name would let the file tools
+ * reach harness's state. Nothing inside a run can add a link later: the sandbox mounts `.harness`
+ * read-only and the file tools refuse the name, so one check when the workspace is opened holds.
+ *
+ * Creates `.harness/sessions` when missing. Throws JournalError("UNTRUSTED") naming the entry.
+ */
+export function prepareStateDir(harnessDir: string): void {
+  try {
+    refuseUnlessDirectory(harnessDir, harnessDir);
+    mkdirIfMissing(harnessDir);
+    const sessionsDir = sessionsDirOf(harnessDir);
+    refuseUnlessDirectory(sessionsDir, harnessDir);
+    mkdirIfMissing(sessionsDir);
+    walk(harnessDir, harnessDir);
+  } catch (error) {
+    if (error instanceof JournalError) throw error;
+    const code = (error as NodeJS.ErrnoException).code ?? "unknown error";
+    throw new JournalError("IO", `cannot prepare the workspace's .harness directory (${code})`);
+  }
+}
+
+function walk(dir: string, harnessDir: string): void {
+  let entries: import("node:fs").Dirent[];
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch (error) {
+    // Another harness process may remove a directory of its own (a lock's) while this one walks.
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") return;
+    throw error;
+  }
+  for (const entry of entries) {
+    const full = join(dir, entry.name);
+    if (entry.isDirectory()) walk(full, harnessDir);
+    else if (!entry.isFile()) throw refusal(full, harnessDir, entry.isSymbolicLink());
+  }
+}
+
+function refuseUnlessDirectory(path: string, harnessDir: string): void {
+  let stats: import("node:fs").Stats;
+  try {
+    stats = lstatSync(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
+    throw error;
+  }
+  if (!stats.isDirectory()) throw refusal(path, harnessDir, stats.isSymbolicLink());
+}
+
+function mkdirIfMissing(path: string): void {
+  try {
+    mkdirSync(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+  }
+}
+
+function refusal(path: string, harnessDir: string, symlink: boolean): JournalError {
+  const inside = relative(harnessDir, path);
+  const shown = JSON.stringify(inside === "" ? ".harness" : `.harness/${inside}`);
+  const what = symlink ? "is a symbolic link" : "is not a regular file or directory";
+  return new JournalError(
+    "UNTRUSTED",
+    `${shown} ${what}: harness's state directory must hold only its own files, or harness could be made ` +
+      "to write journals and artifacts outside the workspace. It was not created by harness (a repository may " +
+      "have shipped it); nothing was run. Remove it, or move the workspace's .harness directory away.",
+  );
+}
