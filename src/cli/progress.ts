@@ -1,5 +1,5 @@
 import type { EngineListener } from "../engine/engine.js";
-import { escapeForTerminal } from "../shared/terminal-text.js";
+import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
 import type { Style } from "./style.js";
 
 /**
@@ -123,8 +123,12 @@ export function createProgress(options: {
           : info.status === "unknown"
             ? style.yellow(glyph)
             : style.red(glyph);
+      // A summary can quote a command's output over several lines: each continuation line carries
+      // the model-text marker, so none of them can pass for one of harness's own lines.
+      const [first = "", ...rest] = escapeLines(info.summary.replace(/\n+$/, ""));
+      const continued = rest.map((line) => `\n  ${style.dim("│")} ${line}`).join("");
       err.write(
-        `${colored} ${style.bold(escapeForTerminal(info.name))} ${info.status} ${style.dim(`${info.duration_ms} ms`)}  ${escapeForTerminal(info.summary)}\n`,
+        `${colored} ${style.bold(escapeForTerminal(info.name))} ${info.status} ${style.dim(`${info.duration_ms} ms`)}  ${first}${continued}\n`,
       );
     },
   };

@@ -228,7 +228,8 @@ describe("the terminal shows what happened, not what the model printed", () => {
     expect(result.stderr.split("\n").filter((line) => /^[✓✗] acceptance/.test(line))).toEqual([
       expect.stringMatching(/^✗ acceptance: false \(\d+ ms\)$/),
     ]);
-    expect(result.stderr).toContain("tests\\x1b]0;pwned\\x07\\x0a✓ acceptance");
+    // A multi-line summary continues on marked lines, which harness's own lines never start with.
+    expect(result.stderr).toContain("tests\\x1b]0;pwned\\x07\n  │ ✓ acceptance");
     expect(result.stdout).toMatch(/^status\s+stopped \(acceptance_failed\)/m);
 
     const [session] = sessionIds(workspace);
