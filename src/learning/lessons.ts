@@ -59,7 +59,7 @@ interface Case {
 
 const finish = (text: string) => ({ text });
 
-/** Seed 000's successful path: search, read, propose bound to the version read, finish. */
+/** The successful path: search, read, propose bound to the version read, finish. */
 const WORKFLOW: Case = {
   title: "search → read → propose → finish",
   explains:

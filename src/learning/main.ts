@@ -3,7 +3,7 @@ import { renderLesson } from "./report.js";
 
 const USAGE = `Usage: npm run learning:harness -- workflow|boundaries [--json]
 
-Seed 000's demonstrations, run on the real runtime (engine, tool pipeline, built-in file tools)
+The change-proposal demonstrations, run on the real runtime (engine, tool pipeline, built-in file tools)
 over an in-memory repository, with writes proposed (never applied) and a scripted model.
 
   workflow    search, read, propose a fix bound to the version read, finish: needs_review

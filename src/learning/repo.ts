@@ -1,7 +1,7 @@
 import type { TaskScope } from "../policy/scope.js";
 
 /**
- * The virtual repository of seed 000: the README says what `sum` should do, the source does
+ * The virtual repository of the change-proposal lessons: the README says what `sum` should do, the source does
  * something else, and a `.env` sits next to them that no task scope lists.
  */
 export const VIRTUAL_REPO: Readonly<Record<string, string>> = {

@@ -9,7 +9,7 @@ import { type Subject, type SubjectKind, subjectOf } from "./rules.js";
 /**
  * A task's scope: the files a task may read and the files it may change.
  *
- * Decisions (seed 000, "least privilege from the task"):
+ * Decisions (least privilege, derived from the task):
  * - Paths are EXACT workspace-relative file paths, not globs or directories: a scope is granted
  *   per file, so what a task may touch can be read off the list, and a listed path can be
  *   checked to exist when the task starts.

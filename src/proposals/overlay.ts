@@ -32,7 +32,7 @@ import { unifiedDiff } from "./diff.js";
  * and its diff is against the original file, so the reviewer sees and applies one change from
  * the file as it is on disk. Any other write to that file is a STALE_VERSION conflict (based on
  * the original: the earlier proposal would be silently lost; no expected version: the writer has
- * not seen the preview). This keeps the guarantee of seed 000 ("a second change must not use the
+ * not seen the preview). This keeps the one-proposal-per-file guarantee ("a second change must not use the
  * old base while looking like it continues the first preview") without forbidding an agent from
  * refining its own proposal. A superseding write also fails when the real file has changed since
  * the first proposal: that proposal can only conflict when applied, so building on it is futile.

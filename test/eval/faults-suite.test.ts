@@ -3,7 +3,7 @@ import { formatReport } from "../../src/eval/report.js";
 import { runSuite } from "../../src/eval/runner.js";
 import { createFaultsSuite } from "../../src/eval/suites/faults.js";
 
-describe("the faults suite (seed 001 chapter 20)", () => {
+describe("the faults suite", () => {
   it("every row of the fault table shows its expected observation and evidence", async () => {
     const report = await runSuite(createFaultsSuite());
     expect(

@@ -1,4 +1,4 @@
-// The eight practice experiments of the tool-runtime chapter (seed 002, §49), at engine level.
+// The eight practice experiments of the tool runtime (timeouts, cancellation, retries, scheduling...), at engine level.
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";

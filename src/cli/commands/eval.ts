@@ -18,10 +18,11 @@ workspace (its own journal and, for reservations, a fresh SQLite database) and i
 host-side checks of its effects, never by the decision source's own words.
 
 Suites:
-  reservations  seed 003: 17 equipment-reservation tasks (reserve, info, insufficient, not found,
+  reservations  17 equipment-reservation tasks (reserve, info, insufficient, not found,
                 ambiguous, denied, untrusted policy, injected document, bad quantities, exact
                 budget, budget exhausted, crash recovery)
-  faults        seed 001 chapter 20: the fault table over the file tools
+  faults        the fault table over the file tools (truncated stream, writes disabled,
+                stale version, started without result, claimed completion, changed after finish)
 
 Options:
   --json                 print the JSON report on stdout instead of the table

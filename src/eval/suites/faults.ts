@@ -17,7 +17,7 @@ import { createFileTools } from "../../tools/builtin.js";
 import type { Check, EvalSuite, EvalTask, TaskRun, TaskWorkspace } from "../suite.js";
 
 /**
- * The fault table of seed 001 chapter 20 as eval tasks: each injects one fault into a run of
+ * The fault table (one row per way a run can go wrong) as eval tasks: each injects one fault into a run of
  * the file tools on a temp workspace and checks the evidence the table names, on disk and in
  * the journal.
  */
@@ -313,7 +313,7 @@ export function createFaultsSuite(): EvalSuite {
   return {
     name: "faults",
     version: FAULTS_SUITE_VERSION,
-    description: "seed 001 chapter 20: the fault table over the file tools",
+    description: "the fault table over the file tools",
     decision: "scripted",
     tasks: [
       truncatedStream,

@@ -79,7 +79,7 @@ const badQuantity = (name: PolicyName, shown: string): ReservationCase => ({
   reserveNeverStarts: true,
 });
 
-/** The 17 fixed tasks (seed 003). */
+/** The 17 fixed tasks. */
 export const RESERVATION_CASES: readonly ReservationCase[] = Object.freeze([
   {
     id: "reserve-camera",
@@ -231,7 +231,7 @@ export function createReservationsSuite(options: ReservationsSuiteOptions = {}):
   return {
     name: "reservations",
     version: RESERVATIONS_SUITE_VERSION,
-    description: "seed 003: equipment reservations through the executor, 17 fixed tasks",
+    description: "equipment reservations through the executor, 17 fixed tasks",
     decision,
     tasks,
     async setup() {

@@ -1,5 +1,5 @@
 /**
- * Seed 003's equipment-reservation pack: SQLite inventory, four tools, a task record, the
+ * The equipment-reservation pack: SQLite inventory, four tools, a task record, the
  * executor's permission policy, decision sources (deterministic workflow, untrusted variants,
  * an HTTP policy server) and the host's claim check.
  */
