@@ -11,7 +11,16 @@ export { MemoryJournalBackend } from "./journal/memory-store.js";
 export * from "./journal/store.js";
 export { adoptCommand, assessTrust, type JournalReading, type JournalTrust } from "./journal/trust.js";
 export * from "./journal/vocabulary.js";
-export { modePolicy } from "./policy/ports.js";
+export { type Approver, DenyApprover, FunctionApprover } from "./policy/approver.js";
+export { HookRunner } from "./policy/hooks.js";
+export {
+  ApproverPort,
+  HookRunnerPort,
+  modePolicy,
+  PolicyPermissionPort,
+  SessionGrantPort,
+} from "./policy/ports.js";
+export { TtyApprover } from "./policy/tty-approver.js";
 export { decodeStream, ProtocolError, StreamDecoder } from "./protocol/decoder.js";
 export * from "./protocol/types.js";
 export { createProvider } from "./providers/config.js";
@@ -23,7 +32,9 @@ export * from "./runtime/ports.js";
 export { ToolRegistry, ToolSnapshot } from "./runtime/registry.js";
 export type { ToolResult } from "./runtime/result.js";
 export { createSandbox } from "./sandbox/create.js";
-export type { Sandbox } from "./sandbox/sandbox.js";
+export { Executor } from "./sandbox/executor.js";
+export { type Sandbox, SandboxUnavailableError } from "./sandbox/sandbox.js";
+export { escapeForTerminal, escapeLines } from "./shared/terminal-text.js";
 export { createFileTools } from "./tools/builtin.js";
 export { ERROR_CODES, ToolError } from "./tools/errors.js";
 export { selectTools, TOOL_PROFILES } from "./tools/profiles.js";

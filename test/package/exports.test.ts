@@ -1,0 +1,59 @@
+// What a team embedding the runtime needs comes from the package entry: approvers, the hook
+// runner, the executor and the terminal escaper, and they behave as the CLI's own.
+import { describe, expect, it } from "vitest";
+import {
+  Executor,
+  escapeForTerminal,
+  FunctionApprover,
+  HookRunner,
+  SandboxUnavailableError,
+  TtyApprover,
+} from "../../src/index.js";
+
+const request = {
+  callId: "c1",
+  tool: "shell",
+  arguments: { command: "npm test" },
+  effect: "process_execution" as const,
+  callHash: "h",
+  subject: { tool: "shell", value: "npm test" },
+};
+
+describe("the library surface", () => {
+  it("a FunctionApprover from the package approves what its callback allows and denies on a throw", async () => {
+    const signal = new AbortController().signal;
+    const allow = new FunctionApprover(() => ({ decision: "allow", scope: "once" }), "ci-bot");
+    expect(await allow.request(request as never, signal)).toMatchObject({ decision: "allow", by: "ci-bot" });
+    const broken = new FunctionApprover(() => {
+      throw new Error("bug");
+    });
+    expect((await broken.request(request as never, signal)).decision).toBe("deny");
+  });
+
+  it("a HookRunner from the package lets an admit hook deny a call, with a record to journal", async () => {
+    const runner = new HookRunner([
+      {
+        name: "no-push",
+        kind: "admit",
+        point: "before_execute",
+        run: () => ({ decision: "deny", reason: "frozen" }),
+      },
+    ]);
+    const outcome = await runner.admit("before_execute", {
+      session: "s",
+      callId: "c1",
+      tool: "shell",
+      arguments: { command: "git push" },
+      effect: "process_execution",
+    });
+    expect(outcome).toMatchObject({ allowed: false, hook: "no-push", reason: "frozen" });
+    expect(outcome.records).toEqual([expect.objectContaining({ call_id: "c1", decision: "deny" })]);
+  });
+
+  it("exports the executor, the sandbox error, the terminal approver and the escaper", () => {
+    expect(typeof Executor).toBe("function");
+    expect(new SandboxUnavailableError("not_found", "x")).toBeInstanceOf(Error);
+    expect(typeof TtyApprover).toBe("function");
+    expect(escapeForTerminal("a\u001b[2Jb\u202e")).toBe("a\\x1b[2Jb\\u202e");
+  });
+});
