@@ -12,9 +12,9 @@ import {
   expectExit,
   finished,
   jsonScript,
-  ofType,
   readJournal,
   removeTempDirs,
+  resultsByCall,
   tempDir,
   workspaceWith,
 } from "../e2e/helpers.js";
@@ -87,12 +87,7 @@ describe("the model cannot make the workspace a bare repository that host git ob
     expectExit(result, 0);
     hostGitStatus(workspace);
     expect(existsSync(join(workspace, "FSMONITOR-RAN"))).toBe(false);
-    const results = new Map(
-      ofType(await readJournal(workspace, "bare"), "tool.result").map((r) => [
-        r.data.call_id as string,
-        r.data,
-      ]),
-    );
+    const results = resultsByCall(await readJournal(workspace, "bare"));
     expect(results.get("head")?.error_type).toBe("PROTECTED_PATH");
     expect(results.get("nested")?.error_type).toBe("PROTECTED_PATH");
     expect(existsSync(join(workspace, "HEAD"))).toBe(false);

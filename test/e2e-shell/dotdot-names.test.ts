@@ -10,9 +10,9 @@ import {
   expectExit,
   finished,
   jsonScript,
-  ofType,
   readJournal,
   removeTempDirs,
+  resultsByCall,
   tempDir,
   workspaceWith,
 } from "../e2e/helpers.js";
@@ -74,12 +74,7 @@ describe("a hook module under a directory named ..hooks is protected like any ot
       ),
     );
     expectExit(result, 0);
-    const results = new Map(
-      ofType(await readJournal(workspace, "dd"), "tool.result").map((r) => [
-        r.data.call_id as string,
-        r.data,
-      ]),
-    );
+    const results = resultsByCall(await readJournal(workspace, "dd"));
     expect(results.get("write")?.error_type).toBe("PROTECTED_PATH");
     expect(results.get("append")?.status).not.toBe("ok");
     expect(readFileSync(join(workspace, "..hooks/guard.mjs"), "utf8")).toBe(GUARD);

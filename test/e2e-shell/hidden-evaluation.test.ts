@@ -10,9 +10,9 @@ import {
   expectExit,
   finished,
   jsonScript,
-  ofType,
   readJournal,
   removeTempDirs,
+  resultsByCall,
   tempDir,
   workspaceWith,
 } from "../e2e/helpers.js";
@@ -72,12 +72,7 @@ describe("a line that sets PATH through a builtin's name operand is not decided 
       ),
     );
     expectExit(result, 0);
-    const results = new Map(
-      ofType(await readJournal(workspace, "path"), "tool.result").map((r) => [
-        r.data.call_id as string,
-        r.data,
-      ]),
-    );
+    const results = resultsByCall(await readJournal(workspace, "path"));
     expect(readdirSync(workspace).filter((name) => name.startsWith("pwned"))).toEqual([]);
     for (const id of Object.keys(attacks)) expect(results.get(id)?.status, id).toBe("denied");
   });
@@ -120,12 +115,7 @@ describe("code hidden in subscripts, arithmetic and prompt expansion is not allo
       ),
     );
     expectExit(result, 0);
-    const results = new Map(
-      ofType(await readJournal(workspace, "hidden"), "tool.result").map((r) => [
-        r.data.call_id as string,
-        r.data,
-      ]),
-    );
+    const results = resultsByCall(await readJournal(workspace, "hidden"));
     for (const id of Object.keys(ATTACKS)) {
       expect(results.get(id)?.status, id).toBe("denied");
     }

@@ -24,6 +24,7 @@ import {
   ofType,
   readJournal,
   removeTempDirs,
+  resultsByCall,
   tempDir,
   workspaceWith,
 } from "../e2e/helpers.js";
@@ -60,9 +61,7 @@ async function run(
   const records = existsSync(join(workspace, ".harness", "sessions", SESSION))
     ? await readJournal(workspace, SESSION)
     : [];
-  const results = new Map(
-    ofType(records, "tool.result").map((r) => [r.data.call_id as string, r.data as Record<string, unknown>]),
-  );
+  const results = resultsByCall(records);
   return { result, records, results, home };
 }
 

@@ -155,6 +155,11 @@ export function ofType(records: readonly JournalLine[], type: string): JournalLi
   return records.filter((record) => record.type === type);
 }
 
+/** Each call's `tool.result` data, by call id. */
+export function resultsByCall(records: readonly JournalLine[]): Map<string, Record<string, unknown>> {
+  return new Map(ofType(records, "tool.result").map((r) => [String(r.data.call_id), r.data]));
+}
+
 /** How many records of each `type` mention each call id (for tool.started / tool.result). */
 export function perCall(records: readonly JournalLine[], type: string): Map<string, number> {
   const counts = new Map<string, number>();

@@ -16,6 +16,7 @@ import {
   ofType,
   readJournal,
   removeTempDirs,
+  resultsByCall,
   tempDir,
   workspaceWith,
 } from "./helpers.js";
@@ -63,7 +64,7 @@ async function runCalls(workspace: string, calls: Call[], flags: string[]) {
   expectExit(result, 0);
   const summary = jsonSummary(result);
   const journal = await readJournal(workspace, String(summary.session));
-  const results = new Map(ofType(journal, "tool.result").map((record) => [record.data.call_id, record.data]));
+  const results = resultsByCall(journal);
   return { journal, results, stdout: result.stdout, stderr: result.stderr };
 }
 
