@@ -25,6 +25,7 @@ import {
   sessionPaths,
   sessionsDirOf,
 } from "./session-path.js";
+import { checkSessionDir } from "./state-dir.js";
 import { type JournalBackend, JournalError, type JournalWriter, type OpenWriterOptions } from "./store.js";
 import { assertAdoptionFirst, assessTrust, type JournalReading, untrustedError } from "./trust.js";
 import { loadError, verifyJournalBytes } from "./verify.js";
@@ -88,6 +89,7 @@ export class FileJournalBackend implements JournalBackend {
 
   async openWriter(sessionId: string, options: OpenWriterOptions): Promise<JournalWriter> {
     const paths = sessionPaths(this.harnessDir, sessionId);
+    checkSessionDir(this.harnessDir, paths.sessionDir);
     const key = this.key;
     if (options.create) {
       mkdirIn(paths);
@@ -159,6 +161,7 @@ export class FileJournalBackend implements JournalBackend {
 
   async readReport(sessionId: string): Promise<JournalReading> {
     const paths = sessionPaths(this.harnessDir, sessionId);
+    checkSessionDir(this.harnessDir, paths.sessionDir);
     const key = this.key;
     for (let attempt = 1; ; attempt++) {
       const result = verifyJournalBytes(readEvents(paths, sessionId), sessionId);

@@ -15,16 +15,35 @@ import { JournalError } from "./store.js";
  * reach harness's state. Nothing inside a run can add a link later: the sandbox mounts `.harness`
  * read-only and the file tools refuse the name, so one check when the workspace is opened holds.
  *
+ * Opening a workspace checks everything but the inside of each session directory (only that each
+ * session is a real directory): a session's files are checked when that session is opened
+ * (`checkSessionDir`), so the cost of opening a workspace does not grow with every artifact of
+ * every session it ever recorded.
+ *
  * Creates `.harness/sessions` when missing. Throws JournalError("UNTRUSTED") naming the entry.
  */
 export function prepareStateDir(harnessDir: string): void {
-  try {
+  guarded(() => {
     refuseUnlessDirectory(harnessDir, harnessDir);
     mkdirIfMissing(harnessDir);
     const sessionsDir = sessionsDirOf(harnessDir);
     refuseUnlessDirectory(sessionsDir, harnessDir);
     mkdirIfMissing(sessionsDir);
-    walk(harnessDir, harnessDir);
+    walk(harnessDir, harnessDir, sessionsDir);
+  });
+}
+
+/** The same check for one session's directory, before its journal or artifacts are touched. */
+export function checkSessionDir(harnessDir: string, sessionDir: string): void {
+  guarded(() => {
+    refuseUnlessDirectory(sessionDir, harnessDir);
+    walk(sessionDir, harnessDir);
+  });
+}
+
+function guarded(check: () => void): void {
+  try {
+    check();
   } catch (error) {
     if (error instanceof JournalError) throw error;
     const code = (error as NodeJS.ErrnoException).code ?? "unknown error";
@@ -32,7 +51,8 @@ export function prepareStateDir(harnessDir: string): void {
   }
 }
 
-function walk(dir: string, harnessDir: string): void {
+/** Refuse links and special files below `dir`; below `shallow`, only look at the entries themselves. */
+function walk(dir: string, harnessDir: string, shallow?: string): void {
   let entries: import("node:fs").Dirent[];
   try {
     entries = readdirSync(dir, { withFileTypes: true });
@@ -44,8 +64,9 @@ function walk(dir: string, harnessDir: string): void {
   }
   for (const entry of entries) {
     const full = join(dir, entry.name);
-    if (entry.isDirectory()) walk(full, harnessDir);
-    else if (!entry.isFile()) throw refusal(full, harnessDir, entry.isSymbolicLink());
+    if (entry.isDirectory()) {
+      if (dir !== shallow) walk(full, harnessDir, shallow);
+    } else if (!entry.isFile()) throw refusal(full, harnessDir, entry.isSymbolicLink());
   }
 }
 

@@ -31,8 +31,11 @@ export const sessionsCommand = {
           goal: state.goal ?? "",
         });
       } catch (error) {
-        // An unusable key file is not one session's damage: it stops the listing with its own message.
-        if (error instanceof JournalError && error.code === "KEY") throw error;
+        // An unusable key file is not one session's damage, and a session directory harness did not
+        // make (links, special files: readReport shows foreign journals, it does not throw for them)
+        // means the state directory came from elsewhere: both stop the listing with their own message.
+        if (error instanceof JournalError && (error.code === "KEY" || error.code === "UNTRUSTED"))
+          throw error;
         const code = error instanceof JournalError ? error.code : "UNREADABLE";
         rows.push({
           session: id,
