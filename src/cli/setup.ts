@@ -56,22 +56,22 @@ export type SandboxFlag = "workspace-write" | "read-only" | "off";
 
 /** Run options as given on the command line; recorded (minus the script path) for resume. */
 export interface RunFlags {
-  write?: WriteFlag;
-  readOnly?: boolean;
-  shell?: ShellFlag;
-  allow?: string[];
-  ask?: string[];
-  deny?: string[];
-  tools?: string;
-  sandbox?: SandboxFlag;
-  provider?: string;
-  model?: string;
-  baseUrl?: string;
-  apiKeyEnv?: string;
-  profile?: string;
+  write?: WriteFlag | undefined;
+  readOnly?: boolean | undefined;
+  shell?: ShellFlag | undefined;
+  allow?: string[] | undefined;
+  ask?: string[] | undefined;
+  deny?: string[] | undefined;
+  tools?: string | undefined;
+  sandbox?: SandboxFlag | undefined;
+  provider?: string | undefined;
+  model?: string | undefined;
+  baseUrl?: string | undefined;
+  apiKeyEnv?: string | undefined;
+  profile?: string | undefined;
   /** Task scope: the only files the agent may read / edit (checked at every call). */
-  readPaths?: string[];
-  editPaths?: string[];
+  readPaths?: string[] | undefined;
+  editPaths?: string[] | undefined;
   /** The defaults in force when no config or flag decides (lowest precedence). */
   defaults?: { write: WriteFlag; shell: ShellFlag };
 }

@@ -5,10 +5,10 @@ export type StopReason = "stop" | "tool_calls" | "length" | "content_filter" | "
 export const NORMAL_STOP_REASONS: readonly StopReason[] = ["stop", "tool_calls"];
 
 export interface Usage {
-  input_tokens?: number;
-  output_tokens?: number;
-  reasoning_tokens?: number;
-  cached_tokens?: number;
+  input_tokens?: number | undefined;
+  output_tokens?: number | undefined;
+  reasoning_tokens?: number | undefined;
+  cached_tokens?: number | undefined;
 }
 
 /**
@@ -17,17 +17,17 @@ export interface Usage {
  */
 export type StreamEvent =
   | { type: "text_delta"; text: string }
-  | { type: "reasoning_delta"; text: string; signature?: string }
-  | { type: "tool_call_delta"; call_id: string; name?: string; arguments: string }
+  | { type: "reasoning_delta"; text: string; signature?: string | undefined }
+  | { type: "tool_call_delta"; call_id: string; name?: string | undefined; arguments: string }
   | { type: "usage"; usage: Usage }
-  | { type: "end"; reason: StopReason; message?: string };
+  | { type: "end"; reason: StopReason; message?: string | undefined };
 
 export interface ToolCall {
   id: string;
   name: string;
   arguments: JsonObject;
   /** Set when the decoder refused the arguments; `arguments` is then `{}` and the call never runs. */
-  refused?: RefusedArguments;
+  refused?: RefusedArguments | undefined;
 }
 
 /**
@@ -45,7 +45,7 @@ export interface RefusedArguments {
 
 export interface Reasoning {
   text: string;
-  signature?: string;
+  signature?: string | undefined;
 }
 
 /** A complete, executable model reply: only the decoder produces one. */
@@ -53,8 +53,8 @@ export interface Reply {
   text: string;
   calls: ToolCall[];
   stop_reason: "stop" | "tool_calls";
-  usage?: Usage;
-  reasoning?: Reasoning[];
+  usage?: Usage | undefined;
+  reasoning?: Reasoning[] | undefined;
 }
 
 export const TOOL_STATUSES = [
@@ -73,7 +73,7 @@ export type ToolStatus = (typeof TOOL_STATUSES)[number];
 export type ModelMessage =
   | { role: "system"; content: string }
   | { role: "user"; content: string }
-  | { role: "assistant"; content: string; calls: ToolCall[]; reasoning?: Reasoning[] }
+  | { role: "assistant"; content: string; calls: ToolCall[]; reasoning?: Reasoning[] | undefined }
   | { role: "tool"; call_id: string; name: string; status: ToolStatus; content: string };
 
 /** A tool as the model sees it. */

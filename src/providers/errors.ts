@@ -69,7 +69,7 @@ export interface FailureInput {
   /** Provider kind for the message prefix, e.g. "anthropic". */
   provider: string;
   /** HTTP status of the response; undefined for errors inside a 200 stream. */
-  status?: number;
+  status?: number | undefined;
   body?: unknown;
   headers?: HeaderSource;
   /** Key values that must never appear in the message. */
@@ -162,9 +162,9 @@ export interface NormalizeContext {
   provider: string;
   secrets: readonly string[];
   /** Headers of the successful response, when the failure happened inside its stream. */
-  responseHeaders?: HeaderSource;
+  responseHeaders?: HeaderSource | undefined;
   /** Why our own abort signal fired, if it did. */
-  abortedBy?: "caller" | "timeout";
+  abortedBy?: "caller" | "timeout" | undefined;
 }
 
 const NETWORK_CODES = new Set([

@@ -1,4 +1,4 @@
-import type { AnyNewEvent } from "../journal/vocabulary.js";
+import type { AnyNewEvent, EventData } from "../journal/vocabulary.js";
 import type { ToolStatus } from "../protocol/types.js";
 import type { JsonObject } from "../shared/json.js";
 import type { EffectClass } from "../tools/tool.js";
@@ -91,15 +91,8 @@ export interface HookCallContext {
   status?: ToolStatus;
 }
 
-export interface HookRecord {
-  call_id: string;
-  point: string;
-  hook: string;
-  kind: "notify" | "admit" | "wrap";
-  decision: "allow" | "deny" | "observed" | "error";
-  reason?: string;
-  duration_ms: number;
-}
+/** One hook decision, exactly as the journal records it (`hook.decided`). */
+export type HookRecord = EventData<"hook.decided">;
 
 /** The hook seam. Hooks observe, admit, or wrap; none can widen a decision or forge a result. */
 export interface HookPort {
