@@ -10,7 +10,8 @@ import { decodeStream, ProtocolError, replyEvidence, type StreamEvidence } from 
 import type { ModelMessage, Reply, StreamEvent } from "../protocol/types.js";
 import { type Provider, ProviderError } from "../providers/provider.js";
 import { retryDelay } from "../providers/retry.js";
-import { type RuntimeOptions, ToolRuntime } from "../runtime/pipeline.js";
+import type { RuntimeOptions } from "../runtime/environment.js";
+import { ToolRuntime } from "../runtime/pipeline.js";
 import type {
   ApprovalPort,
   GrantPort,

@@ -33,6 +33,11 @@ export interface CallIdentity {
   name: string;
 }
 
+/** The identity a call's result carries. */
+export function identity(call: { id: string; name: string }): CallIdentity {
+  return { call_id: call.id, name: call.name };
+}
+
 export function okResult(
   call: CallIdentity,
   output: { summary: string; content: string; data?: JsonObject },

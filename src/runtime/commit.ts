@@ -1,0 +1,77 @@
+import type { AnyNewEvent } from "../journal/vocabulary.js";
+import type { ProgressListener, Recorder } from "./ports.js";
+import type { ToolResult } from "./result.js";
+
+/** Tell a live observer that a call has its result (before it is committed, in any order). */
+export function reportFinished(progress: ProgressListener | undefined, result: ToolResult): void {
+  progress?.callFinished?.({
+    call_id: result.call_id,
+    name: result.name,
+    status: result.status,
+    duration_ms: result.duration_ms,
+    summary: result.summary,
+  });
+}
+
+/**
+ * Every call of a reply ends in exactly one committed result, in call order: a result is
+ * committed as soon as every earlier call has one, whatever order the calls finished in.
+ */
+export class OrderedCommitter {
+  readonly committed: ToolResult[] = [];
+  private readonly results: (ToolResult | undefined)[];
+  private readonly finishedAt: number[] = [];
+  private next = 0;
+  private flushing: Promise<void> = Promise.resolve();
+
+  /** `decided` holds the results known before anything runs (by call index); reported at once. */
+  constructor(
+    decided: readonly (ToolResult | undefined)[],
+    private readonly recorder: Recorder,
+    private readonly progress?: ProgressListener,
+  ) {
+    this.results = [...decided];
+    for (const result of decided) if (result) reportFinished(progress, result);
+  }
+
+  isDone(index: number): boolean {
+    return this.results[index] !== undefined;
+  }
+
+  /** A result decided without running the call (a denial): reported live, committed in order. */
+  settle(index: number, result: ToolResult): void {
+    this.complete(index, result);
+    reportFinished(this.progress, result);
+  }
+
+  complete(index: number, result: ToolResult): void {
+    this.results[index] = result;
+    this.finishedAt[index] = Date.now();
+  }
+
+  /** Journal every result whose predecessors all have one; one write per flush. */
+  flush(): Promise<void> {
+    this.flushing = this.flushing.then(async () => {
+      const ready: ToolResult[] = [];
+      while (this.next < this.results.length && this.results[this.next] !== undefined) {
+        ready.push(this.results[this.next] as ToolResult);
+        this.next += 1;
+      }
+      if (ready.length === 0) return;
+      const now = Date.now();
+      const events: AnyNewEvent[] = [];
+      for (const [offset, result] of ready.entries()) {
+        const finished = this.finishedAt[this.next - ready.length + offset];
+        if (result.trace && finished !== undefined) result.trace.commit_wait_ms = now - finished;
+        const { proposals, ...settled } = result;
+        for (const proposal of proposals ?? []) {
+          events.push({ type: "proposal.recorded", data: { ...proposal, call_id: result.call_id } });
+        }
+        events.push({ type: "tool.result", data: settled });
+      }
+      await this.recorder.record(events);
+      this.committed.push(...ready);
+    });
+    return this.flushing;
+  }
+}

@@ -1,0 +1,63 @@
+import type { AnyTool, ArtifactStore } from "../tools/tool.js";
+import type { WorkspaceFs } from "../workspace/fs.js";
+import type {
+  ApprovalPort,
+  GrantPort,
+  HistoryEntry,
+  HookPort,
+  PermissionPort,
+  ProgressListener,
+  ProposalPort,
+} from "./ports.js";
+import type { ToolSnapshot } from "./registry.js";
+
+/** Runtime-level retries of transient infrastructure failures (pure/idempotent tools only). */
+export interface RetryLimits {
+  maxAttempts: number;
+  baseDelayMs: number;
+  maxDelayMs: number;
+}
+
+export const DEFAULT_RETRY: RetryLimits = { maxAttempts: 3, baseDelayMs: 50, maxDelayMs: 1000 };
+export const DEFAULT_SETTLE_GRACE_MS = 10_000;
+
+/**
+ * What tool calls run in: the tools, the workspace, and the people and hooks that may stop a
+ * call. Whoever embeds the runtime (the CLI, an evaluation, an example, a test) builds it once;
+ * the engine carries it whole and adds only what belongs to a session (see RuntimeOptions).
+ */
+export interface RuntimeEnvironment {
+  snapshot: ToolSnapshot;
+  fs: WorkspaceFs;
+  /** Absolute host path of the workspace, when it is a real directory (process-running tools). */
+  hostRoot?: string;
+  artifacts: ArtifactStore;
+  approver: ApprovalPort;
+  /** Approvals given "for this session" (default: a fresh in-memory set). */
+  grants?: GrantPort;
+  hooks?: HookPort;
+  /** Per-tool time budget (default: the tool's own timeoutMs). */
+  timeoutFor?(tool: AnyTool): number;
+  /** Extra time a handler gets to settle after its signal fired, before it is abandoned. */
+  settleGraceMs?: number;
+  retry?: RetryLimits;
+}
+
+/** The runtime's full configuration: the environment, plus what the session running it owns. */
+export interface RuntimeOptions extends Omit<RuntimeEnvironment, "grants" | "settleGraceMs" | "retry"> {
+  sessionId: string;
+  permissions: PermissionPort;
+  grants: GrantPort;
+  settleGraceMs: number;
+  retry: RetryLimits;
+  /** Propose mode: where proposing calls write instead of the workspace. */
+  proposals?: ProposalPort;
+  observedVersion(canonicalPath: string): string | undefined;
+  /** Settled calls of the session so far, for policies that depend on observations. */
+  history?(): readonly HistoryEntry[];
+  previewLimitBytes: number;
+  poolSize: number;
+  progress?: ProgressListener;
+  sleep?(ms: number, signal: AbortSignal): Promise<void>;
+  random?(): number;
+}

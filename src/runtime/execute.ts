@@ -1,0 +1,185 @@
+import { sleep } from "../shared/sleep.js";
+import { ToolError } from "../tools/errors.js";
+import type { ToolContext } from "../tools/tool.js";
+import type { RuntimeOptions } from "./environment.js";
+import type { HookLog } from "./hook-log.js";
+import type { Recorder } from "./ports.js";
+import type { Prepared } from "./prepare.js";
+import {
+  type CallIdentity,
+  errorResult,
+  identity,
+  okResult,
+  resultFromThrown,
+  type ToolResult,
+  toJsonObject,
+} from "./result.js";
+
+/** What running a handler needs from the runtime. */
+export interface Execution {
+  options: Pick<RuntimeOptions, "retry" | "settleGraceMs" | "timeoutFor" | "sleep" | "random">;
+  hooks: HookLog;
+  /** The context the handler of this call gets. */
+  context(prepared: Prepared, signal: AbortSignal): ToolContext;
+}
+
+const TIMEOUT = Symbol("timeout");
+/** Failures of the infrastructure rather than of the call, worth another attempt. */
+const TRANSIENT_CODES = new Set(["IO_ERROR"]);
+
+/**
+ * Run a call's handler with timeout, cancellation and wrap hooks. Retries happen only for
+ * pure/idempotent tools, only on transient codes, with bounded jittered back-off, each one
+ * journaled (`tool.retrying`) before it waits.
+ */
+export async function executeWithRetries(
+  prepared: Prepared,
+  execution: Execution,
+  signal: AbortSignal,
+  recorder: Recorder,
+): Promise<{ result: ToolResult; attempts: number }> {
+  const { call, entry } = prepared;
+  const { options } = execution;
+  const tool = entry.tool;
+  const timeoutMs = options.timeoutFor?.(tool) ?? tool.timeoutMs;
+  const retriable = tool.idempotency === "pure" || tool.idempotency === "idempotent";
+  let attempts = 0;
+  let result: ToolResult;
+  for (;;) {
+    attempts += 1;
+    result = await attempt(prepared, execution, timeoutMs, signal);
+    const transient = result.error_type !== undefined && TRANSIENT_CODES.has(result.error_type);
+    if (!transient || !retriable || attempts >= options.retry.maxAttempts || signal.aborted) break;
+    const delay = backoff(attempts, options);
+    await recorder.record([
+      {
+        type: "tool.retrying",
+        data: {
+          call_id: call.id,
+          attempt: attempts,
+          error_type: result.error_type ?? "",
+          message: result.summary,
+          retry_in_ms: delay,
+        },
+      },
+    ]);
+    await (options.sleep ?? sleep)(delay, signal);
+    if (signal.aborted) {
+      // Cancelled during the back-off: no further attempt; the failed one's outcome stays unknown.
+      result = errorResult(
+        identity(call),
+        "CANCELLED",
+        `${call.name} was cancelled while waiting to retry after ${result.error_type ?? "a failure"}.`,
+        { data: { last_error: result.error_type ?? null } },
+      );
+      break;
+    }
+  }
+  return { result, attempts };
+}
+
+/**
+ * One attempt. A handler that ignores its signal (timeout or cancellation) is abandoned after the
+ * grace period: the result says its outcome is unknown rather than waiting for it forever.
+ */
+async function attempt(
+  prepared: Prepared,
+  execution: Execution,
+  timeoutMs: number,
+  runSignal: AbortSignal,
+): Promise<ToolResult> {
+  const { call, entry } = prepared;
+  const { hooks, options } = execution;
+  const id = identity(call);
+  const controller = new AbortController();
+  const onRunAbort = () => controller.abort(runSignal.reason);
+  if (runSignal.aborted) controller.abort(runSignal.reason);
+  else runSignal.addEventListener("abort", onRunAbort, { once: true });
+  const timer = setTimeout(() => controller.abort(TIMEOUT), timeoutMs);
+  const context = execution.context(prepared, controller.signal);
+  const began = Date.now();
+  await hooks.notify("before_execute", call, entry);
+  const run = () => entry.tool.execute(prepared.args, context);
+  const running = (async (): Promise<ToolResult> => {
+    try {
+      if (hooks.hooks) {
+        const wrapped = await hooks.hooks.wrap(hooks.context("before_execute", call, entry), run);
+        hooks.keep(wrapped.records);
+        if (wrapped.violation !== undefined || !wrapped.executed || wrapped.value === undefined) {
+          // When the handler never ran, nothing can have been applied.
+          return errorResult(
+            id,
+            "HOOK_VIOLATION",
+            wrapped.violation ?? "a wrap hook did not execute the call",
+            {
+              data: { executed: wrapped.executed },
+              ...(wrapped.executed ? {} : { operationApplied: false }),
+            },
+          );
+        }
+        return okResult(id, wrapped.value, Date.now() - began);
+      }
+      return okResult(id, await run(), Date.now() - began);
+    } catch (error) {
+      return classifyFailure(id, error, controller.signal, Date.now() - began);
+    }
+  })();
+  const abandon = new Promise<ToolResult>((resolve) => {
+    const onAbort = () => {
+      const grace = setTimeout(() => {
+        const timedOut = controller.signal.reason === TIMEOUT;
+        resolve(
+          errorResult(
+            id,
+            timedOut ? "TIMEOUT" : "CANCELLED",
+            timedOut
+              ? `${call.name} did not finish within ${timeoutMs} ms and did not stop when asked; its outcome is unknown.`
+              : `${call.name} was cancelled and did not stop in time; its outcome is unknown.`,
+            { durationMs: Date.now() - began, data: { abandoned: true } },
+          ),
+        );
+      }, options.settleGraceMs);
+      grace.unref();
+      void running.finally(() => clearTimeout(grace));
+    };
+    if (controller.signal.aborted) onAbort();
+    else controller.signal.addEventListener("abort", onAbort, { once: true });
+  });
+  try {
+    const result = await Promise.race([running, abandon]);
+    await hooks.notify("after_execute", call, entry, result.status);
+    return result;
+  } finally {
+    clearTimeout(timer);
+    runSignal.removeEventListener("abort", onRunAbort);
+  }
+}
+
+/** A thrown failure as a result; a fired signal decides between timeout and cancellation. */
+function classifyFailure(id: CallIdentity, error: unknown, signal: AbortSignal, ms: number): ToolResult {
+  if (
+    signal.aborted &&
+    !(error instanceof ToolError && (error.code === "TIMEOUT" || error.code === "CANCELLED"))
+  ) {
+    const timedOut = signal.reason === TIMEOUT;
+    return errorResult(
+      id,
+      timedOut ? "TIMEOUT" : "CANCELLED",
+      timedOut ? `${id.name} ran out of time.` : `${id.name} was cancelled.`,
+      { durationMs: ms },
+    );
+  }
+  // A handler that reports "cancelled" because the runtime's time budget fired timed out.
+  if (signal.reason === TIMEOUT && error instanceof ToolError && error.code === "CANCELLED") {
+    const data = error.data === undefined ? {} : { data: toJsonObject(error.data) };
+    return errorResult(id, "TIMEOUT", `${id.name} ran out of time.`, { durationMs: ms, ...data });
+  }
+  return resultFromThrown(id, error, ms);
+}
+
+/** Exponential back-off with half jitter, capped. */
+function backoff(attempt: number, options: Execution["options"]): number {
+  const { baseDelayMs, maxDelayMs } = options.retry;
+  const ceiling = Math.min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1));
+  return Math.round(ceiling / 2 + (options.random ?? Math.random)() * (ceiling / 2));
+}

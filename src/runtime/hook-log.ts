@@ -1,0 +1,71 @@
+import type { AnyNewEvent } from "../journal/vocabulary.js";
+import type { ToolCall } from "../protocol/types.js";
+import type { HookCallContext, HookPort, HookRecord, Recorder } from "./ports.js";
+import type { SnapshotEntry } from "./registry.js";
+import type { ToolResult } from "./result.js";
+
+/**
+ * The hooks a run calls, and the decisions they return until the journal takes them. Decisions
+ * gathered between writes go into the journal with the next write, so the journal keeps them
+ * in the order they happened at no extra fsync.
+ */
+export class HookLog {
+  private pending: HookRecord[] = [];
+
+  constructor(
+    private readonly sessionId: string,
+    readonly hooks: HookPort | undefined,
+  ) {}
+
+  /** What a hook is shown of a call. */
+  context(point: HookCallContext["point"], call: ToolCall, entry?: SnapshotEntry): HookCallContext {
+    return {
+      point,
+      session: this.sessionId,
+      call_id: call.id,
+      tool: call.name,
+      arguments: structuredClone(call.arguments),
+      effect: entry?.tool.effect ?? "unknown",
+    };
+  }
+
+  async notify(
+    point: HookCallContext["point"],
+    call: ToolCall,
+    entry: SnapshotEntry | undefined,
+    status?: ToolResult["status"],
+  ): Promise<void> {
+    if (!this.hooks) return;
+    const context = this.context(point, call, entry);
+    if (status !== undefined) context.status = status;
+    this.pending.push(...(await this.hooks.notify(point, context)));
+  }
+
+  /** Admit decisions are journaled at once: the denial that follows must not precede them. */
+  async recordNow(records: HookRecord[], recorder: Recorder): Promise<void> {
+    this.pending.push(...records);
+    if (this.pending.length > 0) await recorder.record([]);
+  }
+
+  /** Records that ride along with the next write. */
+  keep(records: HookRecord[]): void {
+    this.pending.push(...records);
+  }
+
+  /** A recorder that writes the pending hook records ahead of the events it is given. */
+  journaling(recorder: Recorder): Recorder {
+    return {
+      record: (events) => {
+        const hooks = this.drain().map((data): AnyNewEvent => ({ type: "hook.decided", data }));
+        return recorder.record([...hooks, ...events]);
+      },
+    };
+  }
+
+  /** Hook records not yet written (the engine journals what is left after a reply's calls). */
+  drain(): HookRecord[] {
+    const all = this.pending;
+    this.pending = [];
+    return all;
+  }
+}

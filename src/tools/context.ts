@@ -1,0 +1,31 @@
+import type { WorkspaceFs } from "../workspace/fs.js";
+import type { ArtifactStore, ReadAccess, ToolContext } from "./tool.js";
+
+/** What a context is built from; everything optional has the default a plain run needs. */
+export interface ToolContextParts {
+  callId: string;
+  fs: WorkspaceFs;
+  artifacts: ArtifactStore;
+  /** Default: a signal that never fires. */
+  signal?: AbortSignal;
+  /** Default: nothing observed yet. */
+  observedVersion?(canonicalPath: string): string | undefined;
+  hostRoot?: string | undefined;
+  readAccess?(path: string): Promise<ReadAccess>;
+  artifactSources?(id: string): readonly string[];
+}
+
+/** The one way to build a ToolContext: the runtime, crash recovery, evaluations and tests. */
+export function toolContext(parts: ToolContextParts): ToolContext {
+  const { hostRoot, readAccess, artifactSources } = parts;
+  return {
+    callId: parts.callId,
+    signal: parts.signal ?? new AbortController().signal,
+    fs: parts.fs,
+    artifacts: parts.artifacts,
+    observedVersion: parts.observedVersion ?? (() => undefined),
+    ...(hostRoot !== undefined ? { hostRoot } : {}),
+    ...(readAccess ? { readAccess } : {}),
+    ...(artifactSources ? { artifactSources } : {}),
+  };
+}
