@@ -27,6 +27,7 @@ import { digestOf } from "../shared/hash.js";
 import type { JsonObject } from "../shared/json.js";
 import { sleep } from "../shared/sleep.js";
 import { toWellFormed } from "../shared/unicode.js";
+import { createToolContext } from "../tools/context.js";
 import type { ArtifactStore } from "../tools/tool.js";
 import type { WorkspaceFs } from "../workspace/fs.js";
 import type { AcceptanceCheck } from "./acceptance.js";
@@ -340,14 +341,15 @@ export class Engine {
       const parsed = entry.tool.input.safeParse(started.arguments);
       if (parsed.success) {
         try {
-          const output = await entry.tool.reconcile(parsed.data, {
+          const context = createToolContext({
             callId: started.call_id,
             signal: this.signal,
             fs: this.options.fs,
             artifacts: this.options.artifacts,
             observedVersion: (path) => this.state.observed.get(path),
-            ...(this.options.hostRoot !== undefined ? { hostRoot: this.options.hostRoot } : {}),
+            hostRoot: this.options.hostRoot,
           });
+          const output = await entry.tool.reconcile(parsed.data, context);
           if (output) {
             const result = okResult(id, output, 0);
             result.summary = `reconciled after an interruption: ${output.summary}`;

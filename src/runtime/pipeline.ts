@@ -2,7 +2,7 @@ import type { AnyNewEvent } from "../journal/vocabulary.js";
 import type { ToolCall } from "../protocol/types.js";
 import { digestOf } from "../shared/hash.js";
 import type { JsonObject } from "../shared/json.js";
-import { toolContext } from "../tools/context.js";
+import { createToolContext } from "../tools/context.js";
 import type { ReadAccess } from "../tools/tool.js";
 import { runBatch } from "./batch.js";
 import { OrderedCommitter } from "./commit.js";
@@ -273,7 +273,7 @@ export class ToolRuntime {
       options: this.options,
       hooks: this.hooks,
       context: (p: Prepared, signal: AbortSignal) =>
-        toolContext({
+        createToolContext({
           callId: p.call.id,
           signal,
           fs: p.overlay?.fs ?? this.options.fs,

@@ -16,7 +16,7 @@ export interface ToolContextParts {
 }
 
 /** The one way to build a ToolContext: the runtime, crash recovery, evaluations and tests. */
-export function toolContext(parts: ToolContextParts): ToolContext {
+export function createToolContext(parts: ToolContextParts): ToolContext {
   const { hostRoot, readAccess, artifactSources } = parts;
   return {
     callId: parts.callId,

@@ -1,5 +1,6 @@
 import { ReservationDb } from "../../src/packs/reservations/database.js";
 import { MemoryArtifactStore } from "../../src/runtime/artifacts.js";
+import { createToolContext } from "../../src/tools/context.js";
 import type { ToolContext } from "../../src/tools/tool.js";
 import { MemoryWorkspaceFs } from "../../src/workspace/memory-fs.js";
 
@@ -9,13 +10,11 @@ export function freshDb(): ReservationDb {
 }
 
 export function toolContext(): ToolContext {
-  return {
+  return createToolContext({
     callId: "test-call",
-    signal: new AbortController().signal,
     fs: new MemoryWorkspaceFs(),
     artifacts: new MemoryArtifactStore(),
-    observedVersion: () => undefined,
-  };
+  });
 }
 
 import type { RunSummary } from "../../src/engine/engine.js";

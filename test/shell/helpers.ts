@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, expect } from "vitest";
 import { FileArtifactStore } from "../../src/runtime/artifacts.js";
+import { createToolContext } from "../../src/tools/context.js";
 import { ToolError } from "../../src/tools/errors.js";
 import type { ToolContext } from "../../src/tools/tool.js";
 import type { WorkspaceFs } from "../../src/workspace/fs.js";
@@ -60,14 +61,13 @@ export interface TestContext {
 export function toolContext(hostRoot: string | undefined, artifactDir: string): TestContext {
   const controller = new AbortController();
   const artifacts = new FileArtifactStore(artifactDir);
-  const context: ToolContext = {
+  const context = createToolContext({
     callId: `call-${randomUUID()}`,
     signal: controller.signal,
     fs: unusedFs,
-    observedVersion: () => undefined,
     artifacts,
-    ...(hostRoot === undefined ? {} : { hostRoot }),
-  };
+    hostRoot,
+  });
   return { context, artifacts, controller };
 }
 

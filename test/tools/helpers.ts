@@ -1,5 +1,6 @@
 import { expect } from "vitest";
 import { sha256Hex } from "../../src/shared/hash.js";
+import { createToolContext } from "../../src/tools/context.js";
 import { ToolError } from "../../src/tools/errors.js";
 import type {
   ArtifactRef,
@@ -51,13 +52,13 @@ export class Session {
   #calls = 0;
 
   constructor(readonly fs: WorkspaceFs) {
-    this.context = {
+    this.context = createToolContext({
       callId: "call-0",
       signal: this.controller.signal,
       fs,
       observedVersion: (path) => this.observed.get(path),
       artifacts: this.artifacts,
-    };
+    });
   }
 
   /** Validate like the registry (schema, then semantic validation), execute, record observations. */

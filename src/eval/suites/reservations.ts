@@ -21,6 +21,7 @@ import type { Provider } from "../../providers/provider.js";
 import { ScriptedProvider } from "../../providers/scripted/provider.js";
 import { FileArtifactStore } from "../../runtime/artifacts.js";
 import { sha256Hex } from "../../shared/hash.js";
+import { createToolContext } from "../../tools/context.js";
 import type { Check, EvalSuite, EvalTask, TaskRun, TaskWorkspace } from "../suite.js";
 
 export const RESERVATIONS_SUITE_VERSION = "1";
@@ -372,13 +373,10 @@ async function crashAfterCommit(
     started[0]?.type === "tool.started" ? reserveInput.safeParse(started[0].data.arguments) : undefined;
   if (!crashed || !args?.success) return { name: "the run crashed after reserve started", passed: false };
   const tool = createReserveTool(session.db);
-  await tool.execute(args.data, {
-    callId: "crash-recovery",
-    signal: new AbortController().signal,
-    fs: session.fs,
-    artifacts: session.artifacts,
-    observedVersion: () => undefined,
-  });
+  await tool.execute(
+    args.data,
+    createToolContext({ callId: "crash-recovery", fs: session.fs, artifacts: session.artifacts }),
+  );
   return { name: "the run crashed after reserve started and its transaction committed", passed: true };
 }
 
