@@ -2,6 +2,7 @@ import { join } from "node:path";
 import type { AcceptanceCheck } from "../engine/acceptance.js";
 import { Engine, type Limits, type RunSummary } from "../engine/engine.js";
 import { FileArtifactStore } from "../runtime/artifacts.js";
+import type { RuntimeEnvironment } from "../runtime/environment.js";
 import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
 import { exitCodeFor } from "./exit-codes.js";
 import { createProgress, MODEL_TEXT_PREFIX } from "./progress.js";
@@ -20,6 +21,24 @@ export interface SessionRun {
   limits: Partial<Limits>;
   json: boolean;
   events: boolean;
+}
+
+/** Where a CLI session's tool calls run: its workspace, its artifacts, and the setup's ports. */
+export function runtimeEnvironment(
+  workspace: OpenedWorkspace,
+  sessionId: string,
+  setup: SessionRun["setup"],
+): RuntimeEnvironment {
+  return {
+    snapshot: setup.snapshot,
+    fs: workspace.fs,
+    hostRoot: workspace.root,
+    artifacts: new FileArtifactStore(join(workspace.sessionDir(sessionId), "artifacts")),
+    approver: setup.approver,
+    ...(setup.grants ? { grants: setup.grants } : {}),
+    ...(setup.hooks ? { hooks: setup.hooks } : {}),
+    ...(setup.timeoutFor ? { timeoutFor: setup.timeoutFor } : {}),
+  };
 }
 
 /**
@@ -58,19 +77,12 @@ export async function runSession(run: SessionRun): Promise<number> {
       sessionId: run.sessionId,
       backend: run.workspace.backend,
       provider: run.setup.provider,
-      snapshot: run.setup.snapshot,
-      fs: run.workspace.fs,
-      hostRoot: run.workspace.root,
-      artifacts: new FileArtifactStore(join(run.workspace.sessionDir(run.sessionId), "artifacts")),
+      runtime: runtimeEnvironment(run.workspace, run.sessionId, run.setup),
       workspace: run.workspace.identity,
       ...(run.goal !== undefined ? { goal: run.goal } : {}),
       policy: run.setup.policy,
-      approver: run.setup.approver,
-      ...(run.setup.grants ? { grants: run.setup.grants } : {}),
-      ...(run.setup.hooks ? { hooks: run.setup.hooks } : {}),
       ...(run.setup.processes ? { processes: run.setup.processes } : {}),
       ...(run.setup.proposals ? { proposals: run.setup.proposals } : {}),
-      ...(run.setup.timeoutFor ? { runtime: { timeoutFor: run.setup.timeoutFor } } : {}),
       ...(run.setup.providerAdvice ? { providerAdvice: run.setup.providerAdvice } : {}),
       ...(run.setup.flags ? { setup: recordableFlags(run.setup.flags) } : {}),
       acceptance: run.acceptance,

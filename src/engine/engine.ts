@@ -10,26 +10,15 @@ import { decodeStream, ProtocolError, replyEvidence, type StreamEvidence } from 
 import type { ModelMessage, Reply, StreamEvent } from "../protocol/types.js";
 import { type Provider, ProviderError } from "../providers/provider.js";
 import { retryDelay } from "../providers/retry.js";
-import type { RuntimeOptions } from "../runtime/environment.js";
+import { DEFAULT_RETRY, DEFAULT_SETTLE_GRACE_MS, type RuntimeEnvironment } from "../runtime/environment.js";
 import { ToolRuntime } from "../runtime/pipeline.js";
-import type {
-  ApprovalPort,
-  GrantPort,
-  HookPort,
-  PermissionPort,
-  ProgressListener,
-  ProposalPort,
-  ProposalRecord,
-} from "../runtime/ports.js";
-import type { ToolSnapshot } from "../runtime/registry.js";
+import type { PermissionPort, ProgressListener, ProposalPort, ProposalRecord } from "../runtime/ports.js";
 import { errorResult, okResult, type ToolResult } from "../runtime/result.js";
 import { digestOf } from "../shared/hash.js";
 import type { JsonObject } from "../shared/json.js";
 import { sleep } from "../shared/sleep.js";
 import { toWellFormed } from "../shared/unicode.js";
 import { createToolContext } from "../tools/context.js";
-import type { ArtifactStore } from "../tools/tool.js";
-import type { WorkspaceFs } from "../workspace/fs.js";
 import type { AcceptanceCheck } from "./acceptance.js";
 import { EngineError } from "./errors.js";
 import { generalProviderAdvice, type ProviderAdvice } from "./provider-advice.js";
@@ -134,17 +123,12 @@ export interface EngineOptions {
   sessionId: string;
   backend: JournalBackend;
   provider: Provider;
-  snapshot: ToolSnapshot;
-  fs: WorkspaceFs;
-  hostRoot?: string;
-  artifacts: ArtifactStore;
+  /** What tool calls run in: tools, workspace, approver, grants, hooks, time limits. */
+  runtime: RuntimeEnvironment;
   workspace: { name: string; fingerprint: string };
   /** Required for a new session; when resuming, it must equal the recorded goal if given. */
   goal?: string;
   policy: PolicyHandle;
-  approver: ApprovalPort;
-  grants?: GrantPort;
-  hooks?: HookPort;
   acceptance: readonly AcceptanceCheck[];
   /** Propose mode: builds the overlay proposing calls write to, from the session's proposals. */
   proposals?(existing: readonly ProposalRecord[]): ProposalPort;
@@ -163,7 +147,6 @@ export interface EngineOptions {
   systemPrompt?: string;
   sleep?(ms: number, signal: AbortSignal): Promise<void>;
   random?(): number;
-  runtime?: Partial<Pick<RuntimeOptions, "settleGraceMs" | "retry" | "timeoutFor">>;
 }
 
 /**
@@ -336,7 +319,7 @@ export class Engine {
       }
     }
     const note = killed > 0 ? ` ${killed} surviving process(es) of it were killed.` : "";
-    const entry = this.options.snapshot.get(started.name);
+    const entry = this.options.runtime.snapshot.get(started.name);
     if (entry?.tool.reconcile && entry.tool.version === started.tool_version) {
       const parsed = entry.tool.input.safeParse(started.arguments);
       if (parsed.success) {
@@ -344,10 +327,10 @@ export class Engine {
           const context = createToolContext({
             callId: started.call_id,
             signal: this.signal,
-            fs: this.options.fs,
-            artifacts: this.options.artifacts,
+            fs: this.options.runtime.fs,
+            artifacts: this.options.runtime.artifacts,
             observedVersion: (path) => this.state.observed.get(path),
-            hostRoot: this.options.hostRoot,
+            hostRoot: this.options.runtime.hostRoot,
           });
           const output = await entry.tool.reconcile(parsed.data, context);
           if (output) {
@@ -373,7 +356,8 @@ export class Engine {
     const goal = this.options.goal;
     if (goal === undefined || goal.trim() === "")
       throw new EngineError("BAD_INPUT", "a new session needs a goal");
-    const { snapshot, workspace, policy, provider, sessionId } = this.options;
+    const { runtime, workspace, policy, provider, sessionId } = this.options;
+    const snapshot = runtime.snapshot;
     await this.record(
       {
         type: "session.started",
@@ -413,7 +397,7 @@ export class Engine {
     if (header.policy_digest !== o.policy.digest) differences.push("policy");
     if (digestOf(header.provider) !== digestOf(o.provider.identity)) differences.push("model provider");
     if (header.system_prompt_digest !== digestOf(this.systemPrompt)) differences.push("system prompt");
-    if (header.tools_digest !== o.snapshot.digest) differences.push("tool set");
+    if (header.tools_digest !== o.runtime.snapshot.digest) differences.push("tool set");
     if (differences.length > 0) {
       throw new EngineError(
         "IDENTITY_MISMATCH",
@@ -450,10 +434,10 @@ export class Engine {
       }
       await this.record({
         type: "model.started",
-        data: { step, attempt, tools_digest: this.options.snapshot.digest },
+        data: { step, attempt, tools_digest: this.options.runtime.snapshot.digest },
       });
       const stream = this.options.provider.stream(
-        { messages, tools: this.options.snapshot.specs, step, attempt, ordinal: this.state.ordinal },
+        { messages, tools: this.options.runtime.snapshot.specs, step, attempt, ordinal: this.state.ordinal },
         this.signal,
       );
       const decoded = await decodeStream(stream, (event) => this.options.listener?.stream?.(event));
@@ -527,7 +511,7 @@ export class Engine {
 
   /** The request's size in JSON characters: system prompt, messages and tool specs. */
   private requestSize(): number {
-    this.specChars ??= JSON.stringify(this.options.snapshot.specs).length;
+    this.specChars ??= JSON.stringify(this.options.runtime.snapshot.specs).length;
     return JSON.stringify(this.systemPrompt).length + this.state.messageChars + this.specChars;
   }
 
@@ -690,25 +674,19 @@ export class Engine {
 
   private createRuntime(): ToolRuntime {
     const o = this.options;
-    const grants = o.grants ?? new SessionGrantPort();
+    // The environment passes through whole; the engine adds what the session owns.
     return new ToolRuntime({
+      ...o.runtime,
+      grants: o.runtime.grants ?? new SessionGrantPort(),
+      retry: o.runtime.retry ?? DEFAULT_RETRY,
+      settleGraceMs: o.runtime.settleGraceMs ?? DEFAULT_SETTLE_GRACE_MS,
       sessionId: o.sessionId,
-      snapshot: o.snapshot,
-      fs: o.fs,
-      ...(o.hostRoot !== undefined ? { hostRoot: o.hostRoot } : {}),
-      artifacts: o.artifacts,
       permissions: o.policy.permissions,
-      approver: o.approver,
-      grants,
-      ...(o.hooks ? { hooks: o.hooks } : {}),
       observedVersion: (path) => this.state.observed.get(path),
       history: () => this.state.history,
       ...(o.proposals ? { proposals: o.proposals(proposalRecords(this.state)) } : {}),
       previewLimitBytes: this.limits.previewLimitBytes,
       poolSize: this.limits.poolSize,
-      retry: o.runtime?.retry ?? { maxAttempts: 3, baseDelayMs: 50, maxDelayMs: 1000 },
-      settleGraceMs: o.runtime?.settleGraceMs ?? 10_000,
-      ...(o.runtime?.timeoutFor ? { timeoutFor: o.runtime.timeoutFor } : {}),
       ...(o.listener ? { progress: o.listener } : {}),
       ...(o.sleep ? { sleep: o.sleep } : {}),
       ...(o.random ? { random: o.random } : {}),

@@ -3,6 +3,7 @@
 import { readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { runtimeEnvironment } from "../../src/cli/session-runner.js";
 import { buildSetup, effectiveFlags, recordableFlags } from "../../src/cli/setup.js";
 import { openWorkspace } from "../../src/cli/workspace.js";
 import { Engine } from "../../src/engine/engine.js";
@@ -10,7 +11,6 @@ import type { ApprovalRequest } from "../../src/policy/approver.js";
 import { FunctionApprover } from "../../src/policy/approver.js";
 import { ApproverPort, SessionGrantPort } from "../../src/policy/ports.js";
 import { subjectKindOf } from "../../src/policy/subject-kind.js";
-import { FileArtifactStore } from "../../src/runtime/artifacts.js";
 import { ToolRegistry } from "../../src/runtime/registry.js";
 import { createFileTools } from "../../src/tools/builtin.js";
 import { Recording, run, scripted, tempWorkspace, type Workspace } from "../support/session.js";
@@ -168,7 +168,7 @@ describe("approvals at engine level", () => {
     await run(ws, {
       write: "ask",
       approver: approver.port,
-      extra: { grants: new SessionGrantPort(undefined, subjectKinds) },
+      runtime: { grants: new SessionGrantPort(undefined, subjectKinds) },
       turns: [
         { calls: [write("w1", "one\n")] },
         { calls: [write("w2", "two\n")] },
@@ -206,15 +206,10 @@ describe("session grants across a resume (CLI setup)", () => {
         sessionId: "s",
         backend: workspace.backend,
         provider: setup.provider,
-        snapshot: setup.snapshot,
-        fs: workspace.fs,
-        hostRoot: workspace.root,
-        artifacts: new FileArtifactStore(join(workspace.sessionDir("s"), "artifacts")),
+        runtime: { ...runtimeEnvironment(workspace, "s", setup), approver },
         workspace: workspace.identity,
         goal: "write x.txt twice",
         policy: setup.policy,
-        approver,
-        grants: setup.grants,
         processes: setup.processes,
         setup: recordableFlags(flags),
         acceptance: [],

@@ -173,7 +173,7 @@ describe("experiment 5: timeouts", () => {
     const summary = await run(ws, {
       tools: [slowIgnoringTool(lab, { timeoutMs: 100 })],
       turns: [{ calls: [{ id: "s", name: "slow_ignoring", arguments: { ms: 1_500 } }] }, done],
-      extra: { runtime: { settleGraceMs: 100 } },
+      runtime: { settleGraceMs: 100 },
     });
     expect(summary.status).toBe("unverified");
     const result = resultOf(await results(ws), "s");
@@ -237,7 +237,7 @@ describe("experiment 6b: cancelling a call that ignores its signal", () => {
       tools: [slowIgnoringTool(lab, { timeoutMs: 30_000 })],
       signal: controller.signal,
       turns: [{ calls: [{ id: "s", name: "slow_ignoring", arguments: { ms: 1_500 } }] }, done],
-      extra: { runtime: { settleGraceMs: 100 } },
+      runtime: { settleGraceMs: 100 },
     });
     expect(summary.status).toBe("cancelled");
     expect(resultOf(await results(ws), "s")).toMatchObject({

@@ -25,7 +25,7 @@ describe("runtime retries", () => {
     await run(ws, {
       tools: [flakyTool(lab, { name: "flaky", idempotency: "idempotent" })],
       turns: [{ calls: [{ id: "f", name: "flaky", arguments: { key: "k", failures: 2 } }] }, done],
-      extra: fastRetry,
+      ...fastRetry,
     });
     const retries = (await ws.events("tool.retrying")).map((r) => r.data as EventData<"tool.retrying">);
     expect(retries.map((r) => [r.call_id, r.attempt, r.error_type])).toEqual([
@@ -44,7 +44,7 @@ describe("runtime retries", () => {
     await run(ws, {
       tools: [flakyTool(lab, { name: "flaky", idempotency: "idempotent" })],
       turns: [{ calls: [{ id: "f", name: "flaky", arguments: { key: "k", failures: 5 } }] }, done],
-      extra: fastRetry,
+      ...fastRetry,
     });
     expect(await ws.events("tool.retrying")).toHaveLength(2);
     expect(resultOf(await results(ws), "f")).toMatchObject({ status: "error", error_type: "IO_ERROR" });
@@ -57,8 +57,8 @@ describe("runtime retries", () => {
       tools: [flakyTool(lab, { name: "flaky", idempotency: "idempotent" })],
       turns: [{ calls: [{ id: "f", name: "flaky", arguments: { key: "k", failures: 1 } }] }, done],
       signal: controller.signal,
+      ...fastRetry,
       extra: {
-        ...fastRetry,
         // The user interrupts while the runtime waits to retry.
         sleep: async () => controller.abort(),
       },
@@ -78,7 +78,7 @@ describe("runtime retries", () => {
     await run(ws, {
       tools: [flakyTool(lab, { name: "flaky_write", idempotency: "non_idempotent" })],
       turns: [{ calls: [{ id: "f", name: "flaky_write", arguments: { key: "k", failures: 2 } }] }, done],
-      extra: fastRetry,
+      ...fastRetry,
     });
     expect(await ws.events("tool.retrying")).toHaveLength(0);
     const result = resultOf(await results(ws), "f");
@@ -89,7 +89,7 @@ describe("runtime retries", () => {
 });
 
 function withHooks(hooks: Hook[]) {
-  return { hooks: new HookRunnerPort(new HookRunner(hooks)) };
+  return { runtime: { hooks: new HookRunnerPort(new HookRunner(hooks)) } };
 }
 
 const touchCall = { calls: [{ id: "t", name: "touch", arguments: { path: "marker.txt" } }] };
@@ -112,7 +112,7 @@ describe("hooks at engine level", () => {
         throw new Error("hook crashed");
       },
     };
-    await run(ws, { tools: [touchTool(lab)], turns: [touchCall, done], extra: withHooks([hook]) });
+    await run(ws, { tools: [touchTool(lab)], turns: [touchCall, done], ...withHooks([hook]) });
     const result = resultOf(await results(ws), "t");
     expect(result).toMatchObject({ status: "denied", error_type: "HOOK_DENIED", operation_applied: false });
     expect(lab.runs()).toBe(0);
@@ -140,7 +140,7 @@ describe("hooks at engine level", () => {
     const summary = await run(ws, {
       tools: [touchTool(lab)],
       turns: [touchCall, done],
-      extra: withHooks([hook]),
+      ...withHooks([hook]),
     });
     expect(summary.status).toBe("unverified");
     expect(resultOf(await results(ws), "t").status).toBe("ok");
@@ -161,7 +161,7 @@ describe("hooks at engine level", () => {
         return { summary: "forged", content: "forged" };
       },
     };
-    await run(ws, { tools: [touchTool(lab)], turns: [touchCall, done], extra: withHooks([hook]) });
+    await run(ws, { tools: [touchTool(lab)], turns: [touchCall, done], ...withHooks([hook]) });
     const result = resultOf(await results(ws), "t");
     expect(result).toMatchObject({
       status: "error",
@@ -191,7 +191,7 @@ describe("hooks at engine level", () => {
       tools: [touchTool(lab)],
       turns: [touchCall, done],
       readOnly: true,
-      extra: withHooks([hook]),
+      ...withHooks([hook]),
     });
     expect(resultOf(await results(ws), "t")).toMatchObject({ status: "denied", error_type: "POLICY_DENIED" });
     expect(lab.runs()).toBe(0);

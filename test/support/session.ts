@@ -11,6 +11,7 @@ import type { ModelRequest, Provider } from "../../src/providers/provider.js";
 import { ScriptedProvider } from "../../src/providers/scripted/provider.js";
 import type { ScriptFunction } from "../../src/providers/scripted/script.js";
 import { FileArtifactStore } from "../../src/runtime/artifacts.js";
+import type { RuntimeEnvironment } from "../../src/runtime/environment.js";
 import type { ApprovalPort } from "../../src/runtime/ports.js";
 import { ToolRegistry } from "../../src/runtime/registry.js";
 import { sha256Hex } from "../../src/shared/hash.js";
@@ -82,7 +83,9 @@ export interface RunOptions {
   signal?: AbortSignal;
   tools?: AnyTool[];
   approver?: ApprovalPort;
-  extra?: Partial<EngineOptions>;
+  /** Added to (or replacing parts of) the runtime environment the helper builds. */
+  runtime?: Partial<RuntimeEnvironment>;
+  extra?: Partial<Omit<EngineOptions, "runtime">>;
 }
 
 export function scripted(options: Pick<RunOptions, "turns" | "script">): Provider {
@@ -99,14 +102,17 @@ export function engineFor(ws: Workspace, options: RunOptions = {}): Engine {
     sessionId: session,
     backend: ws.backend,
     provider: options.provider ?? scripted(options),
-    snapshot: registry.snapshot(),
-    fs: ws.fs,
-    hostRoot: ws.root,
-    artifacts: new FileArtifactStore(join(ws.root, ".harness", "sessions", session, "artifacts")),
+    runtime: {
+      snapshot: registry.snapshot(),
+      fs: ws.fs,
+      hostRoot: ws.root,
+      artifacts: new FileArtifactStore(join(ws.root, ".harness", "sessions", session, "artifacts")),
+      approver: options.approver ?? denyApprover,
+      ...options.runtime,
+    },
     workspace: { name: "ws", fingerprint: sha256Hex(ws.root) },
     goal: options.goal ?? "fix hello.txt",
     policy: { describe: policy.describe, digest: policy.digest, permissions: policy },
-    approver: options.approver ?? denyApprover,
     acceptance: options.acceptance ?? [],
     limits: { modelRetryBaseMs: 1, modelRetryMaxMs: 5, ...options.limits },
     mode: options.mode ?? "auto",
