@@ -3,7 +3,8 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { Engine, type EngineListener } from "../src/engine/engine.js";
+import { Engine } from "../src/engine/engine.js";
+import type { EngineListener } from "../src/engine/options.js";
 import { FileJournalBackend } from "../src/journal/file-store.js";
 import { MemoryJournalBackend } from "../src/journal/memory-store.js";
 import type { JournalBackend } from "../src/journal/store.js";

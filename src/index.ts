@@ -2,6 +2,8 @@
 export * from "./engine/acceptance.js";
 export * from "./engine/engine.js";
 export * from "./engine/errors.js";
+export * from "./engine/options.js";
+export * from "./engine/recovery.js";
 export { SessionState } from "./engine/state.js";
 export { SYSTEM_PROMPT } from "./engine/system-prompt.js";
 export { FileJournalBackend } from "./journal/file-store.js";

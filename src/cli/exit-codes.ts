@@ -1,4 +1,4 @@
-import type { RunStatus } from "../engine/engine.js";
+import type { RunStatus } from "../engine/options.js";
 
 export const EXIT = {
   ok: 0,

@@ -1,4 +1,4 @@
-import type { EngineListener } from "../engine/engine.js";
+import type { EngineListener } from "../engine/options.js";
 import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
 import type { Style } from "./style.js";
 

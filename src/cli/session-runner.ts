@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import type { AcceptanceCheck } from "../engine/acceptance.js";
-import { Engine, type Limits, type RunSummary } from "../engine/engine.js";
+import { Engine } from "../engine/engine.js";
+import type { Limits, RunSummary } from "../engine/options.js";
 import { FileArtifactStore } from "../runtime/artifacts.js";
 import type { RuntimeEnvironment } from "../runtime/environment.js";
 import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";

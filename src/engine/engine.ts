@@ -1,153 +1,18 @@
-import { type JournalBackend, JournalError, type JournalWriter } from "../journal/store.js";
-import {
-  type AnyNewEvent,
-  type AnyRecord,
-  type EventData,
-  JOURNAL_FORMAT_VERSION,
-} from "../journal/vocabulary.js";
+import type { JournalWriter } from "../journal/store.js";
+import { type AnyNewEvent, JOURNAL_FORMAT_VERSION } from "../journal/vocabulary.js";
 import { SessionGrantPort } from "../policy/ports.js";
-import { decodeStream, ProtocolError, replyEvidence, type StreamEvidence } from "../protocol/decoder.js";
-import type { ModelMessage, Reply, StreamEvent } from "../protocol/types.js";
-import { type Provider, ProviderError } from "../providers/provider.js";
-import { retryDelay } from "../providers/retry.js";
-import { DEFAULT_RETRY, DEFAULT_SETTLE_GRACE_MS, type RuntimeEnvironment } from "../runtime/environment.js";
+import { DEFAULT_RETRY, DEFAULT_SETTLE_GRACE_MS } from "../runtime/environment.js";
 import { ToolRuntime } from "../runtime/pipeline.js";
-import type { PermissionPort, ProgressListener, ProposalPort, ProposalRecord } from "../runtime/ports.js";
-import { errorResult, okResult, type ToolResult } from "../runtime/result.js";
+import type { ProposalRecord } from "../runtime/ports.js";
 import { digestOf } from "../shared/hash.js";
-import type { JsonObject } from "../shared/json.js";
-import { sleep } from "../shared/sleep.js";
-import { toWellFormed } from "../shared/unicode.js";
-import { createToolContext } from "../tools/context.js";
-import type { AcceptanceCheck } from "./acceptance.js";
 import { EngineError } from "./errors.js";
-import { generalProviderAdvice, type ProviderAdvice } from "./provider-advice.js";
+import { finish, recheckFinished } from "./finish.js";
+import { ModelStep } from "./model-step.js";
+import { DEFAULT_LIMITS, type EngineOptions, type Limits, type RunSummary } from "./options.js";
+import { cancel, type SessionRun, stop } from "./outcome.js";
+import { recoverOrphans, spawnedEvent } from "./recovery.js";
 import { SessionState } from "./state.js";
 import { SYSTEM_PROMPT } from "./system-prompt.js";
-
-export type RunStatus =
-  | "verified"
-  | "unverified"
-  | "stopped"
-  | "review_required"
-  | "needs_review"
-  | "cancelled";
-
-export interface RunSummary {
-  status: RunStatus;
-  reason: string | null;
-  message: string | null;
-  session: string;
-  events: number;
-  model_requests: number;
-  tool_calls: number;
-  answer: string | null;
-  usage: SessionState["usage"];
-}
-
-export interface Limits {
-  maxModelRequests: number;
-  maxToolCalls: number;
-  /** Model attempts per step for retryable provider errors. */
-  maxModelAttempts: number;
-  modelRetryBaseMs: number;
-  modelRetryMaxMs: number;
-  previewLimitBytes: number;
-  poolSize: number;
-  /** Largest request (messages + tool specs, as JSON characters) the model may be sent. */
-  maxContextChars: number;
-  /** Longest total time to spend waiting between retries of one model step. */
-  modelRetryMaxTotalMs: number;
-}
-
-export const DEFAULT_LIMITS: Limits = {
-  maxModelRequests: 50,
-  maxToolCalls: 200,
-  maxModelAttempts: 4,
-  modelRetryBaseMs: 500,
-  modelRetryMaxMs: 20_000,
-  previewLimitBytes: 40 * 1024,
-  poolSize: 8,
-  maxContextChars: 2_000_000,
-  modelRetryMaxTotalMs: 120_000,
-};
-
-export interface PolicyHandle {
-  /** JSON description recorded in session.started. */
-  describe: JsonObject;
-  digest: string;
-  permissions: PermissionPort;
-}
-
-export interface SpawnInfo {
-  callId: string;
-  pid: number;
-  pgid: number;
-  bootId: string;
-  startTicks: number;
-  sandboxed: boolean;
-  /** What the process ran under (journaled when known). */
-  purpose?: "shell" | "acceptance" | "hook";
-  sandbox_profile?: "workspace-write" | "read-only" | "none";
-  env_names?: string[];
-}
-
-/**
- * Connects process-running tools to the journal: the tool reports each spawned process group
- * (before waiting on it) through `onSpawn`, and the engine journals it durably.
- */
-export class SpawnJournal {
-  private sink: ((info: SpawnInfo) => Promise<void>) | undefined;
-  readonly onSpawn = async (info: SpawnInfo): Promise<void> => {
-    if (!this.sink) throw new Error("no session is recording spawns");
-    await this.sink(info);
-  };
-  attach(sink: ((info: SpawnInfo) => Promise<void>) | undefined): void {
-    this.sink = sink;
-  }
-}
-
-export interface ProcessSupervision {
-  journal: SpawnJournal;
-  /** Kill what is left of a recorded process group; returns how many processes were killed. */
-  killSurvivors(spawn: { pgid: number; bootId: string; startTicks: number }): Promise<number>;
-}
-
-/** Live observation of a run (for the CLI's stderr progress and `--events`). */
-export interface EngineListener extends ProgressListener {
-  record?(record: AnyRecord): void;
-  stream?(event: StreamEvent): void;
-}
-
-export interface EngineOptions {
-  sessionId: string;
-  backend: JournalBackend;
-  provider: Provider;
-  /** What tool calls run in: tools, workspace, approver, grants, hooks, time limits. */
-  runtime: RuntimeEnvironment;
-  workspace: { name: string; fingerprint: string };
-  /** Required for a new session; when resuming, it must equal the recorded goal if given. */
-  goal?: string;
-  policy: PolicyHandle;
-  acceptance: readonly AcceptanceCheck[];
-  /** Propose mode: builds the overlay proposing calls write to, from the session's proposals. */
-  proposals?(existing: readonly ProposalRecord[]): ProposalPort;
-  /** Process-running tools: where spawns are journaled, and how survivors are killed on resume. */
-  processes?: ProcessSupervision;
-  limits?: Partial<Limits>;
-  signal?: AbortSignal;
-  listener?: EngineListener;
-  /** How the run was set up (recorded in session.started for resume; no secrets, no host paths). */
-  setup?: JsonObject;
-  /** `new`: the session must not exist; `resume`: it must; `auto`: either. */
-  mode: "new" | "resume" | "auto";
-  harnessVersion: string;
-  /** What to tell the user when a model request fails for good (default: general advice per code). */
-  providerAdvice?: ProviderAdvice;
-  systemPrompt?: string;
-  sleep?(ms: number, signal: AbortSignal): Promise<void>;
-  random?(): number;
-}
 
 /**
  * Runs one session: start or resume, recover what a crash left, then alternate model requests
@@ -160,6 +25,7 @@ export class Engine {
   private readonly signal: AbortSignal;
   private writer!: JournalWriter;
   private state!: SessionState;
+  private session!: SessionRun;
 
   constructor(private readonly options: EngineOptions) {
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
@@ -179,24 +45,17 @@ export class Engine {
     // A lock whose owner is provably gone is taken over and journaled below; a live or
     // unverifiable owner still refuses.
     this.writer = await backend.openWriter(sessionId, { create: mode !== "resume", recoverStaleLock: true });
-    this.options.processes?.journal.attach(async (info) => {
-      await this.record({
-        type: "process.spawned",
-        data: {
-          call_id: info.callId,
-          pid: info.pid,
-          pgid: info.pgid,
-          boot_id: info.bootId,
-          start_ticks: info.startTicks,
-          sandboxed: info.sandboxed,
-          ...(info.purpose ? { purpose: info.purpose } : {}),
-          ...(info.sandbox_profile ? { sandbox_profile: info.sandbox_profile } : {}),
-          ...(info.env_names ? { env_names: info.env_names } : {}),
-        },
-      });
-    });
+    this.options.processes?.journal.attach((info) => this.record(spawnedEvent(info)));
     try {
       this.state = SessionState.from(this.writer.records);
+      this.session = {
+        options: this.options,
+        limits: this.limits,
+        systemPrompt: this.systemPrompt,
+        signal: this.signal,
+        state: this.state,
+        record: (...events) => this.record(...events),
+      };
       const recovered = this.writer.recoveredLock;
       const resuming = this.state.header !== undefined;
       if (!resuming) {
@@ -243,34 +102,15 @@ export class Engine {
   }
 
   private async drive(): Promise<RunSummary> {
-    const orphans = this.state.startedWithoutResult();
-    if (orphans.length > 0) {
-      let unknown = 0;
-      for (const started of orphans) {
-        const result = await this.recover(started);
-        if (result.status === "unknown") unknown += 1;
-        await this.record({ type: "tool.result", data: result });
-      }
-      if (unknown > 0) {
-        return this.stop(
-          "review_required",
-          "unknown_outcome",
-          "a tool call's outcome is unknown; inspect the workspace",
-        );
-      }
-    }
-    if (this.state.hasUnknownOutcome()) {
-      return this.stop(
-        "review_required",
-        "unknown_outcome",
-        "a tool call's outcome is unknown; inspect the workspace",
-      );
-    }
-    if (this.state.outcome?.kind === "finished") return this.recheckFinished();
+    const run = this.session;
+    const recovered = await recoverOrphans(run);
+    if (recovered) return recovered;
+    if (this.state.outcome?.kind === "finished") return recheckFinished(run);
 
+    const model = new ModelStep(run);
     const runtime = this.createRuntime();
     for (;;) {
-      if (this.signal.aborted) return this.cancel();
+      if (this.signal.aborted) return cancel(run);
       const pending = this.state.pendingCalls();
       if (pending.length > 0) {
         const outcome = await runtime.runCalls({
@@ -283,9 +123,10 @@ export class Engine {
         const hookRecords = runtime.drainHookRecords();
         if (hookRecords.length > 0)
           await this.record(...hookRecords.map((data): AnyNewEvent => ({ type: "hook.decided", data })));
-        if (outcome.stop === "cancelled") return this.cancel();
+        if (outcome.stop === "cancelled") return cancel(run);
         if (outcome.stop === "budget_exhausted") {
-          return this.stop(
+          return stop(
+            run,
             "stopped",
             "budget_exhausted",
             `the tool-call budget (${this.limits.maxToolCalls}) is used up`,
@@ -294,62 +135,10 @@ export class Engine {
         continue;
       }
       const last = this.state.lastReply;
-      if (last && last.calls.length === 0) return this.finish(last.text);
-      const next = await this.requestModel();
+      if (last && last.calls.length === 0) return finish(run, last.text);
+      const next = await model.next();
       if (next) return next;
     }
-  }
-
-  /**
-   * The outcome of a call that started but never settled. Survivors of its process group are
-   * killed first. A tool that can look the outcome up (reconcile) reports the real one;
-   * otherwise it is unknown: never guessed, never replayed.
-   */
-  private async recover(started: EventData<"tool.started">): Promise<ToolResult> {
-    const id = { call_id: started.call_id, name: started.name };
-    let killed = 0;
-    const supervision = this.options.processes;
-    if (supervision) {
-      for (const spawn of this.state.spawns.filter((s) => s.call_id === started.call_id)) {
-        killed += await supervision.killSurvivors({
-          pgid: spawn.pgid,
-          bootId: spawn.boot_id,
-          startTicks: spawn.start_ticks,
-        });
-      }
-    }
-    const note = killed > 0 ? ` ${killed} surviving process(es) of it were killed.` : "";
-    const entry = this.options.runtime.snapshot.get(started.name);
-    if (entry?.tool.reconcile && entry.tool.version === started.tool_version) {
-      const parsed = entry.tool.input.safeParse(started.arguments);
-      if (parsed.success) {
-        try {
-          const context = createToolContext({
-            callId: started.call_id,
-            signal: this.signal,
-            fs: this.options.runtime.fs,
-            artifacts: this.options.runtime.artifacts,
-            observedVersion: (path) => this.state.observed.get(path),
-            hostRoot: this.options.runtime.hostRoot,
-          });
-          const output = await entry.tool.reconcile(parsed.data, context);
-          if (output) {
-            const result = okResult(id, output, 0);
-            result.summary = `reconciled after an interruption: ${output.summary}`;
-            result.data = { ...output.data, reconciled: true };
-            return result;
-          }
-        } catch {
-          // A failed lookup proves nothing either way: fall through to unknown.
-        }
-      }
-    }
-    return errorResult(
-      id,
-      "UNKNOWN_OUTCOME",
-      `${started.name} (call ${started.call_id}) started but its outcome was never recorded; it was not run again.${note}`,
-      { data: { killed_processes: killed } },
-    );
   }
 
   private async begin(): Promise<void> {
@@ -407,263 +196,6 @@ export class Engine {
     }
   }
 
-  /** One model step: request, decode completely, record. Returns a summary when the run ends. */
-  private async requestModel(): Promise<RunSummary | undefined> {
-    for (;;) {
-      const attempt = this.state.retriesSinceReply;
-      if (this.signal.aborted) return this.cancel();
-      if (this.state.modelRequests >= this.limits.maxModelRequests) {
-        return this.stop(
-          "stopped",
-          "budget_exhausted",
-          `the model-request budget (${this.limits.maxModelRequests}) is used up`,
-        );
-      }
-      const step = this.state.replies.length;
-      const messages: ModelMessage[] = [
-        { role: "system", content: this.systemPrompt },
-        ...this.state.messages,
-      ];
-      const size = this.requestSize();
-      if (size > this.limits.maxContextChars) {
-        return this.stop(
-          "stopped",
-          "context_budget_exhausted",
-          `the request would be ${size} characters, over the context budget of ${this.limits.maxContextChars}`,
-        );
-      }
-      await this.record({
-        type: "model.started",
-        data: { step, attempt, tools_digest: this.options.runtime.snapshot.digest },
-      });
-      const stream = this.options.provider.stream(
-        { messages, tools: this.options.runtime.snapshot.specs, step, attempt, ordinal: this.state.ordinal },
-        this.signal,
-      );
-      const decoded = await decodeStream(stream, (event) => this.options.listener?.stream?.(event));
-      if (this.signal.aborted) return this.cancel();
-      if ("reply" in decoded) {
-        const reused = this.reusedCallId(decoded.reply);
-        if (reused) {
-          await this.recordProtocolError(
-            step,
-            attempt,
-            `tool call id "${reused}" was already used`,
-            replyEvidence(decoded.reply),
-          );
-          return this.stop(
-            "stopped",
-            "protocol_error",
-            `the model reused tool call id "${reused}"; nothing from that reply ran`,
-          );
-        }
-        return this.recordReply(step, attempt, decoded.reply);
-      }
-      const { error, evidence } = decoded;
-      if (error instanceof ProtocolError) {
-        await this.recordProtocolError(step, attempt, error.message, evidence);
-        return this.stop("stopped", "protocol_error", `${error.message}`);
-      }
-      const failure =
-        error instanceof ProviderError
-          ? error
-          : new ProviderError("TRANSPORT", `the model stream failed (${errorName(error)})`);
-      // Provider messages can quote a server's body: keep them recordable (no lone surrogates).
-      const failureMessage = toWellFormed(failure.message);
-      const details = {
-        ...(failure.status !== undefined ? { status: failure.status } : {}),
-        ...(failure.requestId !== undefined ? { request_id: failure.requestId } : {}),
-        ...(hasEvidence(evidence) ? { evidence } : {}),
-      };
-      const delay = this.retryDelay(attempt, failure.retryAfterMs);
-      if (
-        failure.retryable &&
-        attempt + 1 < this.limits.maxModelAttempts &&
-        this.state.retryWaitSinceReply + delay <= this.limits.modelRetryMaxTotalMs
-      ) {
-        await this.record({
-          type: "model.retryable_error",
-          data: {
-            step,
-            attempt,
-            code: failure.code,
-            message: failureMessage,
-            retry_in_ms: delay,
-            ...details,
-          },
-        });
-        await (this.options.sleep ?? sleep)(delay, this.signal);
-        continue;
-      }
-      await this.record({
-        type: "model.failed",
-        data: { step, attempt, code: failure.code, message: failureMessage, ...details },
-      });
-      const why = failure.retryable ? `gave up after ${attempt + 1} attempts: ` : "";
-      const advice = (this.options.providerAdvice ?? generalProviderAdvice)(failure.code);
-      return this.stop(
-        "stopped",
-        "provider_error",
-        `${why}${failure.code}: ${failureMessage}${advice === undefined ? "" : ` (what to do: ${advice})`}`,
-      );
-    }
-  }
-
-  /** The request's size in JSON characters: system prompt, messages and tool specs. */
-  private requestSize(): number {
-    this.specChars ??= JSON.stringify(this.options.runtime.snapshot.specs).length;
-    return JSON.stringify(this.systemPrompt).length + this.state.messageChars + this.specChars;
-  }
-
-  private specChars: number | undefined;
-
-  /** Exponential backoff with full jitter, or exactly what the server's Retry-After asked. */
-  private retryDelay(attempt: number, retryAfterMs: number | undefined): number {
-    return retryDelay({
-      attempt,
-      ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
-      baseMs: this.limits.modelRetryBaseMs,
-      maxMs: this.limits.modelRetryMaxMs,
-      jitter: this.options.random ?? Math.random,
-    });
-  }
-
-  private reusedCallId(reply: Reply): string | undefined {
-    const seen = new Set<string>();
-    for (const call of reply.calls) {
-      if (this.state.callIds.has(call.id) || seen.has(call.id)) return call.id;
-      seen.add(call.id);
-    }
-    return undefined;
-  }
-
-  /**
-   * Journal a decoded reply. The decoder bounds and cleans model output, so the journal should
-   * accept every reply; should one still be refused (an event the journal cannot encode), it is
-   * recorded as a protocol error instead: the run stops cleanly and a resume does not meet the
-   * same unrecordable reply half-processed.
-   */
-  private async recordReply(step: number, attempt: number, reply: Reply): Promise<RunSummary | undefined> {
-    try {
-      await this.record({ type: "model.reply", data: { step, ...reply } });
-      return undefined;
-    } catch (error) {
-      if (!(error instanceof JournalError) || error.code !== "INVALID_EVENT") throw error;
-    }
-    const message = "the reply could not be recorded in the journal; nothing from it ran";
-    await this.recordProtocolError(step, attempt, message, replyEvidence(reply));
-    return this.stop("stopped", "protocol_error", message);
-  }
-
-  private async recordProtocolError(step: number, attempt: number, error: string, evidence: StreamEvidence) {
-    await this.record({ type: "model.protocol_error", data: { step, attempt, error, evidence } });
-  }
-
-  private async finish(answer: string): Promise<RunSummary> {
-    const pending = [...this.state.proposals.values()].filter(
-      (p) => !this.state.appliedProposals.has(p.proposal_id),
-    );
-    if (this.options.proposals && pending.length > 0) {
-      // Acceptance runs after a reviewer applies the proposals, never against an unchanged workspace.
-      return this.stop(
-        "needs_review",
-        "proposals_pending",
-        `${pending.length} proposed change(s) await review: harness diff ${this.options.sessionId}; harness apply ${this.options.sessionId}`,
-      );
-    }
-    const checks = this.options.acceptance;
-    if (checks.length === 0) {
-      await this.record({ type: "run.finished", data: { status: "unverified", answer } });
-      return this.summary();
-    }
-    const accepted = await this.runAcceptance();
-    if (this.signal.aborted) return this.cancel();
-    if (!accepted) {
-      return this.stop("stopped", "acceptance_failed", "the model finished but the acceptance checks failed");
-    }
-    await this.record({ type: "run.finished", data: { status: "verified", answer } });
-    return this.summary();
-  }
-
-  /** A finished session is judged by the workspace as it is now, not by its old success. */
-  private async recheckFinished(): Promise<RunSummary> {
-    const outcome = this.state.outcome;
-    const answer = outcome?.kind === "finished" ? outcome.data.answer : "";
-    if (this.options.acceptance.length === 0) return this.summary();
-    const accepted = await this.runAcceptance();
-    if (this.signal.aborted) return this.cancel();
-    if (!accepted) {
-      return this.stop(
-        "stopped",
-        "acceptance_failed",
-        "the recorded completion no longer holds: acceptance failed now",
-      );
-    }
-    await this.record({ type: "run.finished", data: { status: "verified", answer } });
-    return this.summary();
-  }
-
-  private async runAcceptance(): Promise<boolean> {
-    const results = [];
-    for (const check of this.options.acceptance) results.push(await check.run(this.signal));
-    const accepted = results.every((r) => r.passed);
-    await this.record({ type: "acceptance.checked", data: { accepted, checks: results } });
-    return accepted;
-  }
-
-  private async stop(
-    status: "stopped" | "review_required" | "needs_review",
-    reason: string,
-    message: string,
-  ) {
-    await this.record({ type: "run.stopped", data: { status, reason, message } });
-    return this.summary();
-  }
-
-  private async cancel(): Promise<RunSummary> {
-    await this.record({ type: "run.cancelled", data: { reason: "interrupted by signal" } });
-    return this.summary();
-  }
-
-  private summary(): RunSummary {
-    const state = this.state;
-    const outcome = state.outcome;
-    const base = {
-      session: this.options.sessionId,
-      events: state.records,
-      model_requests: state.modelRequests,
-      tool_calls: state.toolCalls,
-      usage: state.usage,
-    };
-    if (!outcome) return { ...base, status: "stopped", reason: "incomplete", message: null, answer: null };
-    switch (outcome.kind) {
-      case "finished":
-        return {
-          ...base,
-          status: outcome.data.status,
-          reason: null,
-          message: null,
-          answer: outcome.data.answer,
-        };
-      case "stopped":
-        return {
-          ...base,
-          status: outcome.data.status,
-          reason: outcome.data.reason,
-          message: outcome.data.message,
-          answer: null,
-        };
-      case "cancelled":
-        return {
-          ...base,
-          status: "cancelled",
-          reason: "cancelled",
-          message: outcome.data.reason,
-          answer: null,
-        };
-    }
-  }
-
   private async record(...events: AnyNewEvent[]): Promise<void> {
     const records = await this.writer.append(events);
     for (const record of records) {
@@ -699,12 +231,4 @@ function proposalRecords(state: SessionState): ProposalRecord[] {
   return [...state.proposals.values()]
     .filter((p) => !state.appliedProposals.has(p.proposal_id))
     .map(({ call_id: _call, ...record }) => record);
-}
-
-function errorName(error: unknown): string {
-  return error instanceof Error ? toWellFormed(String(error.name).slice(0, 40)) : "error";
-}
-
-function hasEvidence(evidence: StreamEvidence): boolean {
-  return evidence.events > 0;
 }

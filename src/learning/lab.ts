@@ -1,4 +1,5 @@
-import { Engine, type Limits, type RunSummary } from "../engine/engine.js";
+import { Engine } from "../engine/engine.js";
+import type { Limits, RunSummary } from "../engine/options.js";
 import { MemoryJournalBackend } from "../journal/memory-store.js";
 import type { AnyRecord } from "../journal/vocabulary.js";
 import { modePolicy } from "../policy/ports.js";

@@ -1,4 +1,4 @@
-import type { RunStatus } from "../engine/engine.js";
+import type { RunStatus } from "../engine/options.js";
 import type { AnyRecord } from "../journal/vocabulary.js";
 import { sha256Hex } from "../shared/hash.js";
 import type { JsonObject } from "../shared/json.js";

@@ -17,7 +17,7 @@ export function toolContext(): ToolContext {
   });
 }
 
-import type { RunSummary } from "../../src/engine/engine.js";
+import type { RunSummary } from "../../src/engine/options.js";
 import { MemoryJournalBackend } from "../../src/journal/memory-store.js";
 import type { AnyRecord } from "../../src/journal/vocabulary.js";
 import { type ReservationSessionOptions, reservationEngine } from "../../src/packs/reservations/session.js";

@@ -2,7 +2,7 @@
 // the survivors of exactly the calls that never settled.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { type ProcessSupervision, SpawnJournal } from "../../src/engine/engine.js";
+import { type ProcessSupervision, SpawnJournal } from "../../src/engine/recovery.js";
 import { defineTool } from "../../src/tools/tool.js";
 import { run, tempWorkspace, type Workspace } from "../support/session.js";
 import { ofType, resultOf, results, truncateAfter } from "./helpers.js";

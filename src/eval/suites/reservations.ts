@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import type { RunSummary } from "../../engine/engine.js";
+import type { RunSummary } from "../../engine/options.js";
 import type { AnyRecord } from "../../journal/vocabulary.js";
 import { CATALOG } from "../../packs/reservations/catalog.js";
 import { ReservationDb } from "../../packs/reservations/database.js";

@@ -1,4 +1,5 @@
-import { Engine, type EngineListener, type RunSummary } from "../../engine/engine.js";
+import { Engine } from "../../engine/engine.js";
+import type { EngineListener, RunSummary } from "../../engine/options.js";
 import type { JournalBackend } from "../../journal/store.js";
 import type { Provider } from "../../providers/provider.js";
 import type { ApprovalPort } from "../../runtime/ports.js";

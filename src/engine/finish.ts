@@ -1,0 +1,60 @@
+import type { RunSummary } from "./options.js";
+import { cancel, type SessionRun, stop, summary } from "./outcome.js";
+
+/**
+ * The model has stopped calling tools: pending proposals wait for review; otherwise the host's
+ * own acceptance checks decide whether the run is verified.
+ */
+export async function finish(run: SessionRun, answer: string): Promise<RunSummary> {
+  const pending = [...run.state.proposals.values()].filter(
+    (p) => !run.state.appliedProposals.has(p.proposal_id),
+  );
+  if (run.options.proposals && pending.length > 0) {
+    // Acceptance runs after a reviewer applies the proposals, never against an unchanged workspace.
+    return stop(
+      run,
+      "needs_review",
+      "proposals_pending",
+      `${pending.length} proposed change(s) await review: harness diff ${run.options.sessionId}; harness apply ${run.options.sessionId}`,
+    );
+  }
+  const checks = run.options.acceptance;
+  if (checks.length === 0) {
+    await run.record({ type: "run.finished", data: { status: "unverified", answer } });
+    return summary(run);
+  }
+  const accepted = await runAcceptance(run);
+  if (run.signal.aborted) return cancel(run);
+  if (!accepted) {
+    return stop(run, "stopped", "acceptance_failed", "the model finished but the acceptance checks failed");
+  }
+  await run.record({ type: "run.finished", data: { status: "verified", answer } });
+  return summary(run);
+}
+
+/** A finished session is judged by the workspace as it is now, not by its old success. */
+export async function recheckFinished(run: SessionRun): Promise<RunSummary> {
+  const outcome = run.state.outcome;
+  const answer = outcome?.kind === "finished" ? outcome.data.answer : "";
+  if (run.options.acceptance.length === 0) return summary(run);
+  const accepted = await runAcceptance(run);
+  if (run.signal.aborted) return cancel(run);
+  if (!accepted) {
+    return stop(
+      run,
+      "stopped",
+      "acceptance_failed",
+      "the recorded completion no longer holds: acceptance failed now",
+    );
+  }
+  await run.record({ type: "run.finished", data: { status: "verified", answer } });
+  return summary(run);
+}
+
+async function runAcceptance(run: SessionRun): Promise<boolean> {
+  const results = [];
+  for (const check of run.options.acceptance) results.push(await check.run(run.signal));
+  const accepted = results.every((r) => r.passed);
+  await run.record({ type: "acceptance.checked", data: { accepted, checks: results } });
+  return accepted;
+}

@@ -1,0 +1,189 @@
+import { JournalError } from "../journal/store.js";
+import { decodeStream, ProtocolError, replyEvidence, type StreamEvidence } from "../protocol/decoder.js";
+import type { ModelMessage, Reply } from "../protocol/types.js";
+import { ProviderError } from "../providers/provider.js";
+import { retryDelay } from "../providers/retry.js";
+import { sleep } from "../shared/sleep.js";
+import { toWellFormed } from "../shared/unicode.js";
+import type { RunSummary } from "./options.js";
+import { cancel, type SessionRun, stop } from "./outcome.js";
+import { generalProviderAdvice } from "./provider-advice.js";
+
+/**
+ * Model steps of a run: build the request (within the context budget), stream and decode the
+ * reply completely, retry retryable provider failures within their budget, and journal the
+ * reply before any of its calls can run.
+ */
+export class ModelStep {
+  constructor(private readonly run: SessionRun) {}
+
+  /** One model step: request, decode completely, record. Returns a summary when the run ends. */
+  async next(): Promise<RunSummary | undefined> {
+    for (;;) {
+      const attempt = this.run.state.retriesSinceReply;
+      if (this.run.signal.aborted) return cancel(this.run);
+      if (this.run.state.modelRequests >= this.run.limits.maxModelRequests) {
+        return stop(
+          this.run,
+          "stopped",
+          "budget_exhausted",
+          `the model-request budget (${this.run.limits.maxModelRequests}) is used up`,
+        );
+      }
+      const step = this.run.state.replies.length;
+      const messages: ModelMessage[] = [
+        { role: "system", content: this.run.systemPrompt },
+        ...this.run.state.messages,
+      ];
+      const size = this.requestSize();
+      if (size > this.run.limits.maxContextChars) {
+        return stop(
+          this.run,
+          "stopped",
+          "context_budget_exhausted",
+          `the request would be ${size} characters, over the context budget of ${this.run.limits.maxContextChars}`,
+        );
+      }
+      await this.run.record({
+        type: "model.started",
+        data: { step, attempt, tools_digest: this.run.options.runtime.snapshot.digest },
+      });
+      const stream = this.run.options.provider.stream(
+        {
+          messages,
+          tools: this.run.options.runtime.snapshot.specs,
+          step,
+          attempt,
+          ordinal: this.run.state.ordinal,
+        },
+        this.run.signal,
+      );
+      const decoded = await decodeStream(stream, (event) => this.run.options.listener?.stream?.(event));
+      if (this.run.signal.aborted) return cancel(this.run);
+      if ("reply" in decoded) {
+        const reused = this.reusedCallId(decoded.reply);
+        if (reused) {
+          await this.recordProtocolError(
+            step,
+            attempt,
+            `tool call id "${reused}" was already used`,
+            replyEvidence(decoded.reply),
+          );
+          return stop(
+            this.run,
+            "stopped",
+            "protocol_error",
+            `the model reused tool call id "${reused}"; nothing from that reply ran`,
+          );
+        }
+        return this.recordReply(step, attempt, decoded.reply);
+      }
+      const { error, evidence } = decoded;
+      if (error instanceof ProtocolError) {
+        await this.recordProtocolError(step, attempt, error.message, evidence);
+        return stop(this.run, "stopped", "protocol_error", `${error.message}`);
+      }
+      const failure =
+        error instanceof ProviderError
+          ? error
+          : new ProviderError("TRANSPORT", `the model stream failed (${errorName(error)})`);
+      // Provider messages can quote a server's body: keep them recordable (no lone surrogates).
+      const failureMessage = toWellFormed(failure.message);
+      const details = {
+        ...(failure.status !== undefined ? { status: failure.status } : {}),
+        ...(failure.requestId !== undefined ? { request_id: failure.requestId } : {}),
+        ...(hasEvidence(evidence) ? { evidence } : {}),
+      };
+      const delay = this.retryDelay(attempt, failure.retryAfterMs);
+      if (
+        failure.retryable &&
+        attempt + 1 < this.run.limits.maxModelAttempts &&
+        this.run.state.retryWaitSinceReply + delay <= this.run.limits.modelRetryMaxTotalMs
+      ) {
+        await this.run.record({
+          type: "model.retryable_error",
+          data: {
+            step,
+            attempt,
+            code: failure.code,
+            message: failureMessage,
+            retry_in_ms: delay,
+            ...details,
+          },
+        });
+        await (this.run.options.sleep ?? sleep)(delay, this.run.signal);
+        continue;
+      }
+      await this.run.record({
+        type: "model.failed",
+        data: { step, attempt, code: failure.code, message: failureMessage, ...details },
+      });
+      const why = failure.retryable ? `gave up after ${attempt + 1} attempts: ` : "";
+      const advice = (this.run.options.providerAdvice ?? generalProviderAdvice)(failure.code);
+      return stop(
+        this.run,
+        "stopped",
+        "provider_error",
+        `${why}${failure.code}: ${failureMessage}${advice === undefined ? "" : ` (what to do: ${advice})`}`,
+      );
+    }
+  }
+
+  /** The request's size in JSON characters: system prompt, messages and tool specs. */
+  private requestSize(): number {
+    this.specChars ??= JSON.stringify(this.run.options.runtime.snapshot.specs).length;
+    return JSON.stringify(this.run.systemPrompt).length + this.run.state.messageChars + this.specChars;
+  }
+
+  private specChars: number | undefined;
+
+  /** Exponential backoff with full jitter, or exactly what the server's Retry-After asked. */
+  private retryDelay(attempt: number, retryAfterMs: number | undefined): number {
+    return retryDelay({
+      attempt,
+      ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+      baseMs: this.run.limits.modelRetryBaseMs,
+      maxMs: this.run.limits.modelRetryMaxMs,
+      jitter: this.run.options.random ?? Math.random,
+    });
+  }
+
+  private reusedCallId(reply: Reply): string | undefined {
+    const seen = new Set<string>();
+    for (const call of reply.calls) {
+      if (this.run.state.callIds.has(call.id) || seen.has(call.id)) return call.id;
+      seen.add(call.id);
+    }
+    return undefined;
+  }
+
+  /**
+   * Journal a decoded reply. The decoder bounds and cleans model output, so the journal should
+   * accept every reply; should one still be refused (an event the journal cannot encode), it is
+   * recorded as a protocol error instead: the run stops cleanly and a resume does not meet the
+   * same unrecordable reply half-processed.
+   */
+  private async recordReply(step: number, attempt: number, reply: Reply): Promise<RunSummary | undefined> {
+    try {
+      await this.run.record({ type: "model.reply", data: { step, ...reply } });
+      return undefined;
+    } catch (error) {
+      if (!(error instanceof JournalError) || error.code !== "INVALID_EVENT") throw error;
+    }
+    const message = "the reply could not be recorded in the journal; nothing from it ran";
+    await this.recordProtocolError(step, attempt, message, replyEvidence(reply));
+    return stop(this.run, "stopped", "protocol_error", message);
+  }
+
+  private async recordProtocolError(step: number, attempt: number, error: string, evidence: StreamEvidence) {
+    await this.run.record({ type: "model.protocol_error", data: { step, attempt, error, evidence } });
+  }
+}
+
+function errorName(error: unknown): string {
+  return error instanceof Error ? toWellFormed(String(error.name).slice(0, 40)) : "error";
+}
+
+function hasEvidence(evidence: StreamEvidence): boolean {
+  return evidence.events > 0;
+}

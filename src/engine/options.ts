@@ -1,0 +1,101 @@
+import type { JournalBackend } from "../journal/store.js";
+import type { AnyRecord } from "../journal/vocabulary.js";
+import type { StreamEvent } from "../protocol/types.js";
+import type { Provider } from "../providers/provider.js";
+import type { RuntimeEnvironment } from "../runtime/environment.js";
+import type { PermissionPort, ProgressListener, ProposalPort, ProposalRecord } from "../runtime/ports.js";
+import type { JsonObject } from "../shared/json.js";
+import type { AcceptanceCheck } from "./acceptance.js";
+import type { ProviderAdvice } from "./provider-advice.js";
+import type { ProcessSupervision } from "./recovery.js";
+import type { SessionState } from "./state.js";
+
+export type RunStatus =
+  | "verified"
+  | "unverified"
+  | "stopped"
+  | "review_required"
+  | "needs_review"
+  | "cancelled";
+
+export interface RunSummary {
+  status: RunStatus;
+  reason: string | null;
+  message: string | null;
+  session: string;
+  events: number;
+  model_requests: number;
+  tool_calls: number;
+  answer: string | null;
+  usage: SessionState["usage"];
+}
+
+export interface Limits {
+  maxModelRequests: number;
+  maxToolCalls: number;
+  /** Model attempts per step for retryable provider errors. */
+  maxModelAttempts: number;
+  modelRetryBaseMs: number;
+  modelRetryMaxMs: number;
+  previewLimitBytes: number;
+  poolSize: number;
+  /** Largest request (messages + tool specs, as JSON characters) the model may be sent. */
+  maxContextChars: number;
+  /** Longest total time to spend waiting between retries of one model step. */
+  modelRetryMaxTotalMs: number;
+}
+
+export const DEFAULT_LIMITS: Limits = {
+  maxModelRequests: 50,
+  maxToolCalls: 200,
+  maxModelAttempts: 4,
+  modelRetryBaseMs: 500,
+  modelRetryMaxMs: 20_000,
+  previewLimitBytes: 40 * 1024,
+  poolSize: 8,
+  maxContextChars: 2_000_000,
+  modelRetryMaxTotalMs: 120_000,
+};
+
+export interface PolicyHandle {
+  /** JSON description recorded in session.started. */
+  describe: JsonObject;
+  digest: string;
+  permissions: PermissionPort;
+}
+
+/** Live observation of a run (for the CLI's stderr progress and `--events`). */
+export interface EngineListener extends ProgressListener {
+  record?(record: AnyRecord): void;
+  stream?(event: StreamEvent): void;
+}
+
+export interface EngineOptions {
+  sessionId: string;
+  backend: JournalBackend;
+  provider: Provider;
+  /** What tool calls run in: tools, workspace, approver, grants, hooks, time limits. */
+  runtime: RuntimeEnvironment;
+  workspace: { name: string; fingerprint: string };
+  /** Required for a new session; when resuming, it must equal the recorded goal if given. */
+  goal?: string;
+  policy: PolicyHandle;
+  acceptance: readonly AcceptanceCheck[];
+  /** Propose mode: builds the overlay proposing calls write to, from the session's proposals. */
+  proposals?(existing: readonly ProposalRecord[]): ProposalPort;
+  /** Process-running tools: where spawns are journaled, and how survivors are killed on resume. */
+  processes?: ProcessSupervision;
+  limits?: Partial<Limits>;
+  signal?: AbortSignal;
+  listener?: EngineListener;
+  /** How the run was set up (recorded in session.started for resume; no secrets, no host paths). */
+  setup?: JsonObject;
+  /** `new`: the session must not exist; `resume`: it must; `auto`: either. */
+  mode: "new" | "resume" | "auto";
+  harnessVersion: string;
+  /** What to tell the user when a model request fails for good (default: general advice per code). */
+  providerAdvice?: ProviderAdvice;
+  systemPrompt?: string;
+  sleep?(ms: number, signal: AbortSignal): Promise<void>;
+  random?(): number;
+}

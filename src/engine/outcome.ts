@@ -1,0 +1,71 @@
+import type { AnyNewEvent } from "../journal/vocabulary.js";
+import type { EngineOptions, Limits, RunSummary } from "./options.js";
+import type { SessionState } from "./state.js";
+
+/** What every step of a run works with: its options, the session as journaled, and the journal. */
+export interface SessionRun {
+  readonly options: EngineOptions;
+  readonly limits: Limits;
+  readonly systemPrompt: string;
+  readonly signal: AbortSignal;
+  readonly state: SessionState;
+  /** Append events durably, then apply them to the state and show them to the listener. */
+  record(...events: AnyNewEvent[]): Promise<void>;
+}
+
+/** The run ends short of success (stopped, review required, needs review): journaled, then summarized. */
+export async function stop(
+  run: SessionRun,
+  status: "stopped" | "review_required" | "needs_review",
+  reason: string,
+  message: string,
+) {
+  await run.record({ type: "run.stopped", data: { status, reason, message } });
+  return summary(run);
+}
+
+/** The run was interrupted: journaled, then summarized. */
+export async function cancel(run: SessionRun): Promise<RunSummary> {
+  await run.record({ type: "run.cancelled", data: { reason: "interrupted by signal" } });
+  return summary(run);
+}
+
+/** The run's summary, from the outcome the journal holds (incomplete when it holds none). */
+export function summary(run: SessionRun): RunSummary {
+  const state = run.state;
+  const outcome = state.outcome;
+  const base = {
+    session: run.options.sessionId,
+    events: state.records,
+    model_requests: state.modelRequests,
+    tool_calls: state.toolCalls,
+    usage: state.usage,
+  };
+  if (!outcome) return { ...base, status: "stopped", reason: "incomplete", message: null, answer: null };
+  switch (outcome.kind) {
+    case "finished":
+      return {
+        ...base,
+        status: outcome.data.status,
+        reason: null,
+        message: null,
+        answer: outcome.data.answer,
+      };
+    case "stopped":
+      return {
+        ...base,
+        status: outcome.data.status,
+        reason: outcome.data.reason,
+        message: outcome.data.message,
+        answer: null,
+      };
+    case "cancelled":
+      return {
+        ...base,
+        status: "cancelled",
+        reason: "cancelled",
+        message: outcome.data.reason,
+        answer: null,
+      };
+  }
+}

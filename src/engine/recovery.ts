@@ -1,0 +1,130 @@
+import type { AnyNewEvent, EventData } from "../journal/vocabulary.js";
+import { errorResult, okResult, type ToolResult } from "../runtime/result.js";
+import { createToolContext } from "../tools/context.js";
+import type { RunSummary } from "./options.js";
+import { type SessionRun, stop } from "./outcome.js";
+
+export interface SpawnInfo {
+  callId: string;
+  pid: number;
+  pgid: number;
+  bootId: string;
+  startTicks: number;
+  sandboxed: boolean;
+  /** What the process ran under (journaled when known). */
+  purpose?: "shell" | "acceptance" | "hook";
+  sandbox_profile?: "workspace-write" | "read-only" | "none";
+  env_names?: string[];
+}
+
+/**
+ * Connects process-running tools to the journal: the tool reports each spawned process group
+ * (before waiting on it) through `onSpawn`, and the engine journals it durably.
+ */
+export class SpawnJournal {
+  private sink: ((info: SpawnInfo) => Promise<void>) | undefined;
+  readonly onSpawn = async (info: SpawnInfo): Promise<void> => {
+    if (!this.sink) throw new Error("no session is recording spawns");
+    await this.sink(info);
+  };
+  attach(sink: ((info: SpawnInfo) => Promise<void>) | undefined): void {
+    this.sink = sink;
+  }
+}
+
+export interface ProcessSupervision {
+  journal: SpawnJournal;
+  /** Kill what is left of a recorded process group; returns how many processes were killed. */
+  killSurvivors(spawn: { pgid: number; bootId: string; startTicks: number }): Promise<number>;
+}
+
+/** The `process.spawned` event for a reported process group. */
+export function spawnedEvent(info: SpawnInfo): AnyNewEvent {
+  return {
+    type: "process.spawned",
+    data: {
+      call_id: info.callId,
+      pid: info.pid,
+      pgid: info.pgid,
+      boot_id: info.bootId,
+      start_ticks: info.startTicks,
+      sandboxed: info.sandboxed,
+      ...(info.purpose ? { purpose: info.purpose } : {}),
+      ...(info.sandbox_profile ? { sandbox_profile: info.sandbox_profile } : {}),
+      ...(info.env_names ? { env_names: info.env_names } : {}),
+    },
+  };
+}
+
+/**
+ * The outcome of a call that started but never settled. Survivors of its process group are
+ * killed first. A tool that can look the outcome up (reconcile) reports the real one;
+ * otherwise it is unknown: never guessed, never replayed.
+ */
+async function recover(run: SessionRun, started: EventData<"tool.started">): Promise<ToolResult> {
+  const id = { call_id: started.call_id, name: started.name };
+  let killed = 0;
+  const supervision = run.options.processes;
+  if (supervision) {
+    for (const spawn of run.state.spawns.filter((s) => s.call_id === started.call_id)) {
+      killed += await supervision.killSurvivors({
+        pgid: spawn.pgid,
+        bootId: spawn.boot_id,
+        startTicks: spawn.start_ticks,
+      });
+    }
+  }
+  const note = killed > 0 ? ` ${killed} surviving process(es) of it were killed.` : "";
+  const entry = run.options.runtime.snapshot.get(started.name);
+  if (entry?.tool.reconcile && entry.tool.version === started.tool_version) {
+    const parsed = entry.tool.input.safeParse(started.arguments);
+    if (parsed.success) {
+      try {
+        const context = createToolContext({
+          callId: started.call_id,
+          signal: run.signal,
+          fs: run.options.runtime.fs,
+          artifacts: run.options.runtime.artifacts,
+          observedVersion: (path) => run.state.observed.get(path),
+          hostRoot: run.options.runtime.hostRoot,
+        });
+        const output = await entry.tool.reconcile(parsed.data, context);
+        if (output) {
+          const result = okResult(id, output, 0);
+          result.summary = `reconciled after an interruption: ${output.summary}`;
+          result.data = { ...output.data, reconciled: true };
+          return result;
+        }
+      } catch {
+        // A failed lookup proves nothing either way: fall through to unknown.
+      }
+    }
+  }
+  return errorResult(
+    id,
+    "UNKNOWN_OUTCOME",
+    `${started.name} (call ${started.call_id}) started but its outcome was never recorded; it was not run again.${note}`,
+    { data: { killed_processes: killed } },
+  );
+}
+
+/**
+ * Before anything else on resume, every call a crash left started without a result gets one
+ * (reconciled, or unknown). An unknown outcome stops the run for a person to review.
+ */
+export async function recoverOrphans(run: SessionRun): Promise<RunSummary | undefined> {
+  const orphans = run.state.startedWithoutResult();
+  for (const started of orphans) {
+    const result = await recover(run, started);
+    await run.record({ type: "tool.result", data: result });
+  }
+  if (run.state.hasUnknownOutcome()) {
+    return stop(
+      run,
+      "review_required",
+      "unknown_outcome",
+      "a tool call's outcome is unknown; inspect the workspace",
+    );
+  }
+  return undefined;
+}
