@@ -7,7 +7,7 @@ import type { ReadAccess } from "../tools/tool.js";
 import { runBatch } from "./batch.js";
 import { OrderedCommitter } from "./commit.js";
 import type { RuntimeOptions } from "./environment.js";
-import { executeWithRetries } from "./execute.js";
+import { type Execution, executeWithRetries } from "./execute.js";
 import { HookLog } from "./hook-log.js";
 import { asProposal, normalize } from "./normalize.js";
 import type { ApprovalPort, ApprovalRequest, HookCallContext, HookRecord, Recorder } from "./ports.js";
@@ -45,9 +45,25 @@ const READ_TOOL = "read_file";
  */
 export class ToolRuntime {
   private readonly hooks: HookLog;
+  private readonly execution: Execution;
 
   constructor(private readonly options: RuntimeOptions) {
     this.hooks = new HookLog(options.sessionId, options.hooks);
+    this.execution = {
+      options,
+      hooks: this.hooks,
+      context: (prepared, signal) =>
+        createToolContext({
+          callId: prepared.call.id,
+          signal,
+          fs: prepared.overlay?.fs ?? options.fs,
+          artifacts: options.artifacts,
+          observedVersion: (path) => options.observedVersion(path),
+          hostRoot: options.hostRoot,
+          readAccess: (path) => this.readAccess(path),
+          artifactSources: (artifactId) => this.artifactSources(artifactId),
+        }),
+    };
   }
 
   async runCalls(given: RunCallsInput): Promise<RunCallsOutcome> {
@@ -269,22 +285,12 @@ export class ToolRuntime {
     const viewsProposals =
       prepared.permission?.decision === "propose" || tool.effect === "read_only" || tool.effect === "pure";
     if (this.options.proposals && viewsProposals) prepared.overlay = this.options.proposals.begin(call.id);
-    const execution = {
-      options: this.options,
-      hooks: this.hooks,
-      context: (p: Prepared, signal: AbortSignal) =>
-        createToolContext({
-          callId: p.call.id,
-          signal,
-          fs: p.overlay?.fs ?? this.options.fs,
-          artifacts: this.options.artifacts,
-          observedVersion: (path) => this.options.observedVersion(path),
-          hostRoot: this.options.hostRoot,
-          readAccess: (path) => this.readAccess(path),
-          artifactSources: (artifactId) => this.artifactSources(artifactId),
-        }),
-    };
-    let { result, attempts } = await executeWithRetries(prepared, execution, input.signal, input.recorder);
+    let { result, attempts } = await executeWithRetries(
+      prepared,
+      this.execution,
+      input.signal,
+      input.recorder,
+    );
     if (prepared.overlay) result = asProposal(result, prepared.overlay.finish());
     if (result.status !== "ok") await this.notify("on_error", call, entry, result.status);
     await this.notify("before_project", call, entry, result.status);
