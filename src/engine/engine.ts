@@ -5,7 +5,7 @@ import {
   type EventData,
   JOURNAL_FORMAT_VERSION,
 } from "../journal/vocabulary.js";
-import { SessionGrantPort } from "../policy/ports.js";
+import { SessionGrants } from "../policy/grants.js";
 import { decodeStream, ProtocolError, replyEvidence, type StreamEvidence } from "../protocol/decoder.js";
 import type { ModelMessage, Reply, StreamEvent } from "../protocol/types.js";
 import { type Provider, ProviderError } from "../providers/provider.js";
@@ -687,7 +687,7 @@ export class Engine {
 
   private createRuntime(): ToolRuntime {
     const o = this.options;
-    const grants = o.grants ?? new SessionGrantPort();
+    const grants = o.grants ?? new SessionGrants();
     return new ToolRuntime({
       sessionId: o.sessionId,
       snapshot: o.snapshot,

@@ -1,7 +1,7 @@
 import { Engine, type Limits, type RunSummary } from "../engine/engine.js";
 import { MemoryJournalBackend } from "../journal/memory-store.js";
 import type { AnyRecord } from "../journal/vocabulary.js";
-import { modePolicy } from "../policy/ports.js";
+import { modePolicy } from "../policy/policy-permissions.js";
 import { ScopedPermissions, validateScope } from "../policy/scope.js";
 import { subjectKindOf } from "../policy/subject-kind.js";
 import { proposalsOf, type RecordedProposal } from "../proposals/ledger.js";

@@ -1,7 +1,8 @@
+import type { PermissionVerdict, Subject, SubjectKind } from "../runtime/ports.js";
 import type { JsonObject } from "../shared/json.js";
 import { escapeForTerminal } from "../shared/terminal-text.js";
 import type { EffectClass } from "../tools/tool.js";
-import type { PermissionDecision } from "./defaults.js";
+import { aliasesOf, type PathResolver } from "./path-aliases.js";
 import {
   evaluate,
   type IgnoredSetting,
@@ -9,13 +10,12 @@ import {
   type PermissionQuery,
   type Policy,
 } from "./permissions.js";
-import { aliasesOf, type PathResolver } from "./ports.js";
-import { type Subject, type SubjectKind, subjectOf } from "./rules.js";
+import { subjectOf } from "./rules.js";
 import { loadShellParser } from "./shell-command.js";
 
 /** What `harness policy explain TOOL 'ARGS_JSON'` prints (as JSON or text). */
 export interface Explanation {
-  decision: PermissionDecision;
+  decision: PermissionVerdict;
   rule?: string;
   source: string;
   reason: string;

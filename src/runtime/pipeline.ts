@@ -5,11 +5,12 @@ import { digestOf } from "../shared/hash.js";
 import type { JsonObject } from "../shared/json.js";
 import { sleep } from "../shared/sleep.js";
 import { ToolError } from "../tools/errors.js";
-import type { AnyTool, ArtifactStore, ReadAccess, ResourceSet, ToolContext } from "../tools/tool.js";
+import type { AnyTool, ArtifactStore, ResourceSet, ToolContext } from "../tools/tool.js";
 import type { WorkspaceFs } from "../workspace/fs.js";
+import { authorize, readAccess } from "./authorize.js";
+import type { HookPoint } from "./hook-points.js";
 import type {
   ApprovalPort,
-  ApprovalRequest,
   GrantPort,
   HistoryEntry,
   HookCallContext,
@@ -87,8 +88,6 @@ interface Prepared {
 type Slot = { kind: "done"; result: ToolResult } | { kind: "run"; prepared: Prepared } | { kind: "pending" };
 
 const TIMEOUT = Symbol("timeout");
-/** The tool whose permission decides what any tool may reveal of a file's content. */
-const READ_TOOL = "read_file";
 const TRANSIENT_CODES = new Set(["IO_ERROR"]);
 
 /**
@@ -236,129 +235,34 @@ export class ToolRuntime {
     };
   }
 
-  /** Permission: policy, then the approver when asked, then admit hooks. Returns a denial or nothing. */
+  /** The authorization stage (src/runtime/authorize.ts). Returns a denial or nothing. */
   private async authorize(
     prepared: Prepared,
     recorder: Recorder,
     signal: AbortSignal,
   ): Promise<ToolResult | undefined> {
     const { call, entry } = prepared;
-    const id = identity(call);
-    await this.notify("before_permission", call, entry);
-    const history = this.options.history?.();
-    const decision = await this.options.permissions.decide({
-      tool: call.name,
-      effect: entry.tool.effect,
-      arguments: call.arguments,
-      ...(history ? { history } : {}),
-    });
-    prepared.permission = decision;
-    const ruleData: JsonObject = {
-      decision: decision.decision,
-      source: decision.source,
-      reason: decision.reason,
-    };
-    if (decision.rule !== undefined) ruleData.rule = decision.rule;
-    if (decision.decision === "deny") {
-      return errorResult(id, "POLICY_DENIED", `Denied by policy: ${decision.reason}`, {
-        data: { permission: ruleData },
-      });
-    }
-    if (decision.decision === "propose" && !this.options.proposals) {
-      return errorResult(
-        id,
-        "POLICY_DENIED",
-        "Writes are proposals in this run, but no proposal store is set up; nothing was run.",
-        {
-          data: { permission: ruleData },
-        },
-      );
-    }
-    if (decision.decision === "ask") {
-      const request: ApprovalRequest = {
-        callId: call.id,
-        tool: call.name,
+    const display = entry.tool.approvalDetails?.(prepared.args);
+    const authorization = await authorize(
+      {
+        id: call.id,
+        name: call.name,
         effect: entry.tool.effect,
         arguments: call.arguments,
-        callHash: digestOf({ tool: call.name, arguments: call.arguments }),
-        display: entry.tool.approvalDetails?.(prepared.args) ?? {},
-      };
-      if (this.options.grants.covers(request)) {
-        prepared.permission = { ...decision, decision: "allow", reason: "approved earlier for this session" };
-      } else {
-        await recorder.record([
-          {
-            type: "approval.requested",
-            data: {
-              call_id: call.id,
-              name: call.name,
-              call_hash: request.callHash,
-              effect: entry.tool.effect,
-            },
-          },
-        ]);
-        let answer: Awaited<ReturnType<ApprovalPort["request"]>>;
-        try {
-          answer = await this.options.approver.request(request, signal);
-        } catch {
-          answer = { decision: "deny", scope: "once", by: "approver", reason: "the approver failed" };
-        }
-        const decided: AnyNewEvent = {
-          type: "approval.decided",
-          data: {
-            call_id: call.id,
-            call_hash: request.callHash,
-            decision: answer.decision,
-            scope: answer.scope,
-            by: answer.by,
-            ...(answer.reason !== undefined ? { reason: answer.reason } : {}),
-          },
-        };
-        await recorder.record([decided]);
-        if (answer.decision !== "allow" && signal.aborted) {
-          // An interrupted prompt is not the user's refusal: the model must not read it as one.
-          return errorResult(id, "CANCELLED", "The run was cancelled while approval was pending.", {
-            data: { started: false },
-            operationApplied: false,
-          });
-        }
-        if (answer.decision !== "allow") {
-          const why = answer.reason ? ` (${answer.reason})` : "";
-          return errorResult(id, "USER_DENIED", `Not approved${why}.`, { data: { permission: ruleData } });
-        }
-        if (answer.scope === "session") this.options.grants.add(request);
-        prepared.permission = { ...decision, decision: "allow", reason: `approved by ${answer.by}` };
-      }
-    }
-    if (this.options.hooks) {
-      const admitted = await this.options.hooks.admit(
-        "before_execute",
-        this.hookContext("before_execute", call, entry),
-      );
-      await this.recordHooks(admitted.records, recorder);
-      if (!admitted.allowed) {
-        return errorResult(id, "HOOK_DENIED", `Refused by a hook: ${admitted.reason ?? "no reason given"}`);
-      }
-    }
+        ...(display === undefined ? {} : { display }),
+      },
+      { ...this.options, proposals: this.options.proposals !== undefined },
+      {
+        recorder,
+        signal,
+        hookContext: () => this.hookContext(call, entry),
+        hookRecords: (records, now) =>
+          now ? this.recordHooks(records, recorder) : this.recordHooksLater(records),
+      },
+    );
+    if (authorization.outcome === "deny") return authorization.denial;
+    prepared.permission = authorization.permission;
     return undefined;
-  }
-
-  /**
-   * What read_file would be allowed to read, for tools that reach file content another way
-   * (grep, glob, read_artifact): the same permission port and session grants, never a prompt.
-   */
-  private async readAccess(path: string): Promise<ReadAccess> {
-    const request = { tool: READ_TOOL, effect: "read_only" as const, arguments: { path } };
-    const decision = await this.options.permissions.decide(request);
-    if (decision.decision === "allow") return "allowed";
-    if (decision.decision !== "ask") return "denied";
-    const covered = this.options.grants.covers({
-      ...request,
-      callId: "",
-      callHash: digestOf({ tool: READ_TOOL, arguments: request.arguments }),
-      display: {},
-    });
-    return covered ? "allowed" : "ask";
   }
 
   /** Files whose content a stored artifact holds: the path of the result it was stored for. */
@@ -511,7 +415,7 @@ export class ToolRuntime {
       artifacts: this.options.artifacts,
       observedVersion: (path) => this.options.observedVersion(path),
       ...(this.options.hostRoot !== undefined ? { hostRoot: this.options.hostRoot } : {}),
-      readAccess: (path) => this.readAccess(path),
+      readAccess: (path) => readAccess(path, this.options),
       artifactSources: (artifactId) => this.artifactSources(artifactId),
     };
     const began = Date.now();
@@ -520,19 +424,16 @@ export class ToolRuntime {
     const execution = (async (): Promise<ToolResult> => {
       try {
         if (this.options.hooks) {
-          const wrapped = await this.options.hooks.wrap(this.hookContext("before_execute", call, entry), run);
+          const wrapped = await this.options.hooks.wrap(this.hookContext(call, entry), run);
           await this.recordHooksLater(wrapped.records);
-          if (wrapped.violation !== undefined || !wrapped.executed || wrapped.value === undefined) {
+          // A handler failure passed through unchanged is handled as if no hook were there.
+          if (wrapped.status === "threw") throw wrapped.error;
+          if (wrapped.status === "violation") {
             // When the handler never ran, nothing can have been applied.
-            return errorResult(
-              id,
-              "HOOK_VIOLATION",
-              wrapped.violation ?? "a wrap hook did not execute the call",
-              {
-                data: { executed: wrapped.executed },
-                ...(wrapped.executed ? {} : { operationApplied: false }),
-              },
-            );
+            return errorResult(id, "HOOK_VIOLATION", wrapped.message, {
+              data: { executed: wrapped.executed },
+              ...(wrapped.executed ? {} : { operationApplied: false }),
+            });
           }
           return okResult(id, wrapped.value, Date.now() - began);
         }
@@ -607,15 +508,10 @@ export class ToolRuntime {
 
   private pendingHookRecords: HookRecord[] = [];
 
-  private hookContext(
-    point: HookCallContext["point"],
-    call: ToolCall,
-    entry?: SnapshotEntry,
-  ): HookCallContext {
+  private hookContext(call: ToolCall, entry?: SnapshotEntry): HookCallContext {
     return {
-      point,
       session: this.options.sessionId,
-      call_id: call.id,
+      callId: call.id,
       tool: call.name,
       arguments: structuredClone(call.arguments),
       effect: entry?.tool.effect ?? "unknown",
@@ -623,14 +519,14 @@ export class ToolRuntime {
   }
 
   private async notify(
-    point: HookCallContext["point"],
+    point: HookPoint,
     call: ToolCall,
     entry: SnapshotEntry | undefined,
     status?: ToolResult["status"],
   ): Promise<void> {
     if (!this.options.hooks) return;
-    const context = this.hookContext(point, call, entry);
-    if (status !== undefined) context.status = status;
+    const context = this.hookContext(call, entry);
+    if (status !== undefined) Object.assign(context, { status });
     this.pendingHookRecords.push(...(await this.options.hooks.notify(point, context)));
   }
 
