@@ -1,10 +1,10 @@
 import type { PermissionDecision, PermissionPort, PermissionRequest, SubjectKind } from "../runtime/ports.js";
 import type { JsonObject } from "../shared/json.js";
 import { type CliPermissionFlags, cliLayer } from "./cli-flags.js";
-import { aliasesOf, type PathResolver } from "./path-aliases.js";
-import { buildPolicy, evaluate, type Policy } from "./permissions.js";
+import { explain } from "./explain.js";
+import type { PathResolver } from "./path-aliases.js";
+import { buildPolicy, type Policy } from "./permissions.js";
 import { subjectOf } from "./rules.js";
-import { loadShellParser } from "./shell-command.js";
 
 /** Which argument a tool's rules match; build it from the registry with `subjectKindOf`. */
 export type SubjectKindLookup = (tool: string) => SubjectKind | undefined;
@@ -30,22 +30,21 @@ export class PolicyPermissions implements PermissionPort {
 
   async decide(request: PermissionRequest): Promise<PermissionDecision> {
     const kind = this.#subjectKinds(request.tool);
-    const subject = subjectOf(request.arguments, kind);
-    if (subject.kind === "command") await loadShellParser();
-    const aliases = await aliasesOf(subject, this.#resolvePath);
-    const evaluation = evaluate(this.#policy, {
-      tool: request.tool,
-      effect: request.effect,
-      args: request.arguments,
-      ...(kind === undefined ? {} : { subjectKind: kind }),
-      ...(aliases.length > 0 ? { aliases } : {}),
-    });
+    const evaluation = await explain(
+      this.#policy,
+      request.tool,
+      request.effect,
+      request.arguments,
+      kind,
+      this.#resolvePath,
+    );
     // "propose": the runtime runs the call against a proposal overlay; nothing is applied.
     const reason =
       evaluation.decision === "propose"
         ? `${evaluation.reason}: changes are proposed for review, not applied`
         : evaluation.reason;
     // The whole call's subject (not the command part that decided): what a session grant covers.
+    const subject = subjectOf(request.arguments, kind);
     const result: PermissionDecision = {
       decision: evaluation.decision,
       source: evaluation.source,
