@@ -1,3 +1,4 @@
+import type { EventData } from "../journal/vocabulary.js";
 import { callHashOf, grantFor } from "../runtime/authorize.js";
 import type { GrantPort, SessionGrant, SubjectKind } from "../runtime/ports.js";
 import type { JsonObject } from "../shared/json.js";
@@ -38,11 +39,7 @@ export interface DecidedCall {
 }
 
 /** The fields of an `approval.decided` event that matter here. */
-export interface DecidedApproval {
-  decision: "allow" | "deny";
-  scope: "once" | "session";
-  call_hash: string;
-}
+export type DecidedApproval = Pick<EventData<"approval.decided">, "decision" | "scope" | "call_hash">;
 
 /**
  * The grant a journaled decision created, or undefined (a denial, a once-approval, or a hash
