@@ -526,8 +526,8 @@ export class ToolRuntime {
   ): Promise<void> {
     if (!this.options.hooks) return;
     const context = this.hookContext(call, entry);
-    if (status !== undefined) Object.assign(context, { status });
-    this.pendingHookRecords.push(...(await this.options.hooks.notify(point, context)));
+    const seen = status === undefined ? context : { ...context, status };
+    this.pendingHookRecords.push(...(await this.options.hooks.notify(point, seen)));
   }
 
   /** Admit decisions are journaled at once: the denial that follows must not precede them. */
