@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { modePolicy } from "../src/policy/ports.js";
+import { modePolicy } from "../src/policy/policy-permissions.js";
 import { MemoryArtifactStore } from "../src/runtime/artifacts.js";
 import { ToolRuntime } from "../src/runtime/pipeline.js";
 import { ToolRegistry } from "../src/runtime/registry.js";

@@ -8,7 +8,7 @@ import type { EngineListener } from "../src/engine/options.js";
 import { FileJournalBackend } from "../src/journal/file-store.js";
 import { MemoryJournalBackend } from "../src/journal/memory-store.js";
 import type { JournalBackend } from "../src/journal/store.js";
-import { modePolicy } from "../src/policy/ports.js";
+import { modePolicy } from "../src/policy/policy-permissions.js";
 import { ScriptedProvider } from "../src/providers/scripted/provider.js";
 import { MemoryArtifactStore } from "../src/runtime/artifacts.js";
 import { ToolRegistry } from "../src/runtime/registry.js";

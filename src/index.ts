@@ -13,15 +13,10 @@ export { MemoryJournalBackend } from "./journal/memory-store.js";
 export * from "./journal/store.js";
 export { adoptCommand, assessTrust, type JournalReading, type JournalTrust } from "./journal/trust.js";
 export * from "./journal/vocabulary.js";
-export { type Approver, DenyApprover, FunctionApprover } from "./policy/approver.js";
+export { DenyApprover, FunctionApprover } from "./policy/approver.js";
+export { SessionGrants } from "./policy/grants.js";
 export { HookRunner } from "./policy/hooks.js";
-export {
-  ApproverPort,
-  HookRunnerPort,
-  modePolicy,
-  PolicyPermissionPort,
-  SessionGrantPort,
-} from "./policy/ports.js";
+export { modePolicy, PolicyPermissions } from "./policy/policy-permissions.js";
 export { TtyApprover } from "./policy/tty-approver.js";
 export { decodeStream, ProtocolError, StreamDecoder } from "./protocol/decoder.js";
 export * from "./protocol/types.js";
@@ -30,6 +25,7 @@ export * from "./providers/provider.js";
 export { ScriptedProvider } from "./providers/scripted/provider.js";
 export { FileArtifactStore, MemoryArtifactStore } from "./runtime/artifacts.js";
 export type { RetryLimits, RuntimeEnvironment } from "./runtime/environment.js";
+export * from "./runtime/hook-points.js";
 export { ToolRuntime } from "./runtime/pipeline.js";
 export * from "./runtime/ports.js";
 export { ToolRegistry, ToolSnapshot } from "./runtime/registry.js";

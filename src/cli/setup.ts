@@ -14,14 +14,9 @@ import { type CliPermissionFlags, cliLayer } from "../policy/cli-flags.js";
 import { type ConfigHooksOptions, configNamedFiles, hooksFromConfig } from "../policy/config-hooks.js";
 import { grantFromDecision, SessionGrants } from "../policy/grants.js";
 import { HookRunner } from "../policy/hooks.js";
+import { pathResolverOf } from "../policy/path-aliases.js";
 import { buildPolicy, type PermissionLayer } from "../policy/permissions.js";
-import {
-  ApproverPort,
-  HookRunnerPort,
-  PolicyPermissionPort,
-  pathResolverOf,
-  SessionGrantPort,
-} from "../policy/ports.js";
+import { PolicyPermissions } from "../policy/policy-permissions.js";
 import { ScopedPermissions, ScopeError, validateScope } from "../policy/scope.js";
 import { subjectKindOf } from "../policy/subject-kind.js";
 import { TtyApprover } from "../policy/tty-approver.js";
@@ -203,18 +198,13 @@ export async function buildSetup(options: {
 
   // Rules on a file cover every symlink to it: each path is also decided under its target.
   const resolvePath = pathResolverOf(workspace.fs);
-  const policyPort = new PolicyPermissionPort(governance.policy, kinds, resolvePath);
+  const policyPort = new PolicyPermissions(governance.policy, kinds, resolvePath);
   const scoped = await scopedPermissions(policyPort, flags, workspace, kinds);
   const permissions = scoped?.port ?? policyPort;
-  const approver = new ApproverPort(
-    interactive ? new TtyApprover(process.stdin, process.stderr) : new DenyApprover(),
-    kinds,
-  );
-  const sessionGrants = new SessionGrants();
-  restoreGrants(sessionGrants, options.records ?? [], kinds);
-  const grants = new SessionGrantPort(sessionGrants, kinds);
-  const hooks =
-    governance.hooks.length > 0 ? new HookRunnerPort(new HookRunner(governance.hooks)) : undefined;
+  const approver = interactive ? new TtyApprover(process.stdin, process.stderr) : new DenyApprover();
+  const grants = new SessionGrants();
+  restoreGrants(grants, options.records ?? [], kinds);
+  const hooks = governance.hooks.length > 0 ? new HookRunner(governance.hooks) : undefined;
 
   const model = await loadProvider(options.script, flags, governance.config, env);
   return {
@@ -396,7 +386,7 @@ function timeoutOverrides(config: Parameters<typeof toolTimeouts>[0]): Pick<RunS
 
 /** `--read-path`/`--edit-path`: a task scope that wraps the policy, validated before the run starts. */
 async function scopedPermissions(
-  inner: PolicyPermissionPort,
+  inner: PolicyPermissions,
   flags: RunFlags,
   workspace: OpenedWorkspace,
   kinds: (name: string) => ReturnType<typeof subjectKindOf> | undefined,

@@ -1,6 +1,6 @@
 import type { JournalWriter } from "../journal/store.js";
 import { type AnyNewEvent, JOURNAL_FORMAT_VERSION } from "../journal/vocabulary.js";
-import { SessionGrantPort } from "../policy/ports.js";
+import { SessionGrants } from "../policy/grants.js";
 import { DEFAULT_RETRY, DEFAULT_SETTLE_GRACE_MS } from "../runtime/environment.js";
 import { ToolRuntime } from "../runtime/pipeline.js";
 import type { ProposalRecord } from "../runtime/ports.js";
@@ -209,7 +209,7 @@ export class Engine {
     // The environment passes through whole; the engine adds what the session owns.
     return new ToolRuntime({
       ...o.runtime,
-      grants: o.runtime.grants ?? new SessionGrantPort(),
+      grants: o.runtime.grants ?? new SessionGrants(),
       retry: o.runtime.retry ?? DEFAULT_RETRY,
       settleGraceMs: o.runtime.settleGraceMs ?? DEFAULT_SETTLE_GRACE_MS,
       sessionId: o.sessionId,

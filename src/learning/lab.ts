@@ -2,7 +2,7 @@ import { Engine } from "../engine/engine.js";
 import type { Limits, RunSummary } from "../engine/options.js";
 import { MemoryJournalBackend } from "../journal/memory-store.js";
 import type { AnyRecord } from "../journal/vocabulary.js";
-import { modePolicy } from "../policy/ports.js";
+import { modePolicy } from "../policy/policy-permissions.js";
 import { ScopedPermissions, validateScope } from "../policy/scope.js";
 import { subjectKindOf } from "../policy/subject-kind.js";
 import { proposalsOf, type RecordedProposal } from "../proposals/ledger.js";

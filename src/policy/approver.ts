@@ -1,58 +1,9 @@
-import { digestOf } from "../shared/hash.js";
-import type { JsonObject } from "../shared/json.js";
-import type { EffectClass } from "../tools/tool.js";
-import type { Subject } from "./rules.js";
+import type { ApprovalDecision, ApprovalPort, ApprovalRequest, ApprovalScope } from "../runtime/ports.js";
 
-/** Extra facts a prompt shows for process-running tools; all optional. */
-export interface ApprovalDisplay {
-  command?: string;
-  /** Workspace-relative working directory. */
-  cwd?: string;
-  timeoutMs?: number;
-  /** Sandbox profile name, e.g. "bwrap" or "none". */
-  sandbox?: string;
-  /** Other facts a tool wants shown (label → value). */
-  details?: Record<string, string>;
-}
-
-/** One `ask`: everything a person needs to decide about exactly this call. */
-export interface ApprovalRequest {
-  callId: string;
-  tool: string;
-  /** The normalized arguments the call will run with. */
-  arguments: JsonObject;
-  effect: EffectClass;
-  /** digestOf({tool, arguments}): the decision is bound to exactly this call. */
-  callHash: string;
-  /** What a session grant from this request would cover. */
-  subject: Subject;
-  /** Why the policy asked (the deciding rule or default). */
-  reason?: string;
-  display?: ApprovalDisplay;
-}
-
-export type ApprovalScope = "once" | "session";
-
-export interface ApprovalDecision {
-  decision: "allow" | "deny";
-  scope: ApprovalScope;
-  /** Who decided: "user", "policy", "session_grant", or a library caller's label. */
-  by: string;
-  reason?: string;
-}
-
-/** Decides `ask` calls. Implementations must resolve (deny) rather than reject on failure. */
-export interface Approver {
-  request(request: ApprovalRequest, signal: AbortSignal): Promise<ApprovalDecision>;
-}
-
-/** The hash an approval is bound to: a retried or changed call is a new decision. */
-export function callHashOf(tool: string, args: JsonObject): string {
-  return digestOf({ tool, arguments: args });
-}
+/* Approvers: the implementations of the runtime's approval seam (ApprovalPort). */
 
 /** For runs without a terminal: every ask is denied. */
-export class DenyApprover implements Approver {
+export class DenyApprover implements ApprovalPort {
   async request(): Promise<ApprovalDecision> {
     return { decision: "deny", scope: "once", by: "policy", reason: "no TTY to ask" };
   }
@@ -62,7 +13,7 @@ export class DenyApprover implements Approver {
  * For library users: a function decides. A throw, an abort or an answer that is not a
  * decision denies, so a buggy callback cannot approve by accident.
  */
-export class FunctionApprover implements Approver {
+export class FunctionApprover implements ApprovalPort {
   readonly #decide: (request: ApprovalRequest, signal: AbortSignal) => unknown;
   readonly #by: string;
 

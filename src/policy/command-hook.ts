@@ -1,8 +1,9 @@
+import type { HookPoint } from "../runtime/hook-points.js";
+import type { HookContext } from "../runtime/ports.js";
 import type { Executor, ProcessProfile, SpawnReport } from "../sandbox/executor.js";
 import { SpawnError } from "../sandbox/process.js";
 import { SandboxUnavailableError } from "../sandbox/sandbox.js";
-import type { HookPoint } from "./hook-points.js";
-import { type AdmitHook, type HookContext, HookFailure, type NotifyHook } from "./hooks.js";
+import { type AdmitHook, HookFailure, type NotifyHook } from "./hooks.js";
 
 export interface CommandHookSpec {
   kind: "notify" | "admit";
@@ -44,8 +45,6 @@ export function commandHookInput(context: HookContext): string {
     effect: context.effect,
   };
   if (context.status !== undefined) input.status = context.status;
-  if (context.result !== undefined) input.result = context.result;
-  if (context.error !== undefined) input.error = context.error;
   return `${JSON.stringify(input)}\n`;
 }
 

@@ -1,3 +1,4 @@
+import type { PermissionVerdict } from "../runtime/ports.js";
 import type { EffectClass } from "../tools/tool.js";
 import type { RuleDecision } from "./rules.js";
 
@@ -8,12 +9,6 @@ export const WRITE_MODES: readonly WriteMode[] = ["allow", "ask", "deny", "propo
 /** How process execution is treated when no rule matches. */
 export type ShellMode = "allow" | "ask" | "deny";
 export const SHELL_MODES: readonly ShellMode[] = ["allow", "ask", "deny"];
-
-/**
- * The outcome of evaluating a call. `propose`: a write may only produce a proposal for review,
- * never change the workspace.
- */
-export type PermissionDecision = RuleDecision | "propose";
 
 export const DEFAULT_SOURCE = "default";
 
@@ -64,7 +59,7 @@ export interface EffectiveModes {
 export function defaultDecision(
   effect: EffectClass,
   modes: EffectiveModes,
-): { decision: PermissionDecision; reason: string } {
+): { decision: PermissionVerdict; reason: string } {
   switch (effect) {
     case "pure":
     case "read_only":

@@ -1,33 +1,17 @@
+import type { SubjectKind } from "../runtime/ports.js";
 import type { JsonObject } from "../shared/json.js";
 import { escapeForTerminal } from "../shared/terminal-text.js";
 import type { EffectClass } from "../tools/tool.js";
-import type { PermissionDecision } from "./defaults.js";
-import {
-  evaluate,
-  type IgnoredSetting,
-  type PartEvaluation,
-  type PermissionQuery,
-  type Policy,
-} from "./permissions.js";
-import { aliasesOf, type PathResolver } from "./ports.js";
-import { type Subject, type SubjectKind, subjectOf } from "./rules.js";
+import { aliasesOf, type PathResolver } from "./path-aliases.js";
+import { type Evaluation, evaluate, type PermissionQuery, type Policy } from "./permissions.js";
+import { subjectOf } from "./rules.js";
 import { loadShellParser } from "./shell-command.js";
-
-/** What `harness policy explain TOOL 'ARGS_JSON'` prints (as JSON or text). */
-export interface Explanation {
-  decision: PermissionDecision;
-  rule?: string;
-  source: string;
-  reason: string;
-  subject: Subject;
-  ignored?: IgnoredSetting[];
-  resolved?: string;
-  parts?: PartEvaluation[];
-}
 
 /**
  * Why the policy decides a call the way it does: the deciding rule and where it came from; for
  * a shell command, each simple command with its own rule; for a symlink, the file it leads to.
+ * The runtime decides through this too (PolicyPermissions), so `harness policy explain` shows
+ * exactly what a run would decide.
  */
 export async function explain(
   policy: Policy,
@@ -36,7 +20,7 @@ export async function explain(
   args: JsonObject,
   subjectKind?: SubjectKind,
   resolvePath?: PathResolver,
-): Promise<Explanation> {
+): Promise<Evaluation> {
   const query: PermissionQuery = { tool, effect, args };
   if (subjectKind !== undefined) query.subjectKind = subjectKind;
   const subject = subjectOf(args, subjectKind);
@@ -51,7 +35,7 @@ export async function explain(
  * and command parts come from a project config or the user's argument, so each is escaped for
  * the terminal; only the layout is harness's own.
  */
-export function formatExplanation(tool: string, explanation: Explanation): string {
+export function formatExplanation(tool: string, explanation: Evaluation): string {
   const t = escapeForTerminal;
   const lines = [`${t(tool)}: ${explanation.decision}`, `  because: ${t(explanation.reason)}`];
   if (explanation.rule !== undefined) lines.push(`  rule:    ${t(explanation.rule)}`);

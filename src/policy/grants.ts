@@ -1,32 +1,20 @@
+import type { EventData } from "../journal/vocabulary.js";
+import { callHashOf, grantFor } from "../runtime/authorize.js";
+import type { GrantPort, SessionGrant, SubjectKind } from "../runtime/ports.js";
 import type { JsonObject } from "../shared/json.js";
-import { type ApprovalRequest, callHashOf } from "./approver.js";
-import { exactArgumentsSubject, type Subject, type SubjectKind, subjectOf } from "./rules.js";
+import { subjectOf } from "./rules.js";
 
-/**
- * A session-scoped approval: later calls of the same tool with exactly the same subject (the
- * path or command shown; for tools without one, exactly the same arguments) run without asking.
- */
-export interface SessionGrant {
-  tool: string;
-  subject: Subject;
-}
-
-/** What a session grant from a call would cover. */
-export function grantSubject(subject: Subject, args: JsonObject): Subject {
-  return subject.kind === "none" ? { kind: "none", value: exactArgumentsSubject(args) } : subject;
-}
-
-/** The session's grants. The engine rebuilds it on resume with `grantFromDecision`. */
-export class SessionGrants {
+/** The session's grants, keyed by tool + subject. The engine rebuilds them on resume with `grantFromDecision`. */
+export class SessionGrants implements GrantPort {
   readonly #keys = new Set<string>();
   readonly #grants: SessionGrant[] = [];
 
-  matches(request: Pick<ApprovalRequest, "tool" | "subject">): boolean {
-    return this.#keys.has(keyOf(request.tool, request.subject));
+  covers(grant: SessionGrant): boolean {
+    return this.#keys.has(keyOf(grant));
   }
 
   add(grant: SessionGrant): void {
-    const key = keyOf(grant.tool, grant.subject);
+    const key = keyOf(grant);
     if (this.#keys.has(key)) return;
     this.#keys.add(key);
     this.#grants.push({ tool: grant.tool, subject: { ...grant.subject } });
@@ -37,8 +25,8 @@ export class SessionGrants {
   }
 }
 
-function keyOf(tool: string, subject: Subject): string {
-  return JSON.stringify([tool, subject.kind, subject.value]);
+function keyOf(grant: SessionGrant): string {
+  return JSON.stringify([grant.tool, grant.subject.kind, grant.subject.value]);
 }
 
 /** The call a journaled decision was about, as found in the session's model.reply. */
@@ -51,24 +39,15 @@ export interface DecidedCall {
 }
 
 /** The fields of an `approval.decided` event that matter here. */
-export interface DecidedApproval {
-  decision: "allow" | "deny";
-  scope: "once" | "session";
-  call_hash: string;
-}
+export type DecidedApproval = Pick<EventData<"approval.decided">, "decision" | "scope" | "call_hash">;
 
 /**
  * The grant a journaled decision created, or undefined (a denial, a once-approval, or a hash
  * that does not belong to this call: a journal that disagrees with itself grants nothing).
+ * The same grant the live approval added: the policy decides on `subjectOf` the arguments.
  */
 export function grantFromDecision(call: DecidedCall, decided: DecidedApproval): SessionGrant | undefined {
   if (decided.decision !== "allow" || decided.scope !== "session") return undefined;
   if (callHashOf(call.tool, call.arguments) !== decided.call_hash) return undefined;
-  const subject = subjectOf(call.arguments, call.subjectKind, call.subject);
-  return { tool: call.tool, subject: grantSubject(subject, call.arguments) };
-}
-
-/** The grant an approved request creates (used live; resume uses grantFromDecision). */
-export function grantFromRequest(request: Pick<ApprovalRequest, "tool" | "subject">): SessionGrant {
-  return { tool: request.tool, subject: { ...request.subject } };
+  return grantFor(call.tool, call.arguments, subjectOf(call.arguments, call.subjectKind, call.subject));
 }

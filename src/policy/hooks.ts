@@ -1,30 +1,14 @@
 import { performance } from "node:perf_hooks";
-import type { EventData } from "../journal/vocabulary.js";
-import type { ToolStatus } from "../protocol/types.js";
-import type { JsonObject } from "../shared/json.js";
-import type { EffectClass } from "../tools/tool.js";
+import type { HookKind, HookPoint, WrapPoint } from "../runtime/hook-points.js";
+import type {
+  AdmitOutcome,
+  HookCallContext,
+  HookContext,
+  HookPort,
+  HookRecord,
+  WrapOutcome,
+} from "../runtime/ports.js";
 import { deepFreeze } from "./approver.js";
-import type { HookKind, HookPoint, WrapPoint } from "./hook-points.js";
-
-/** What every hook sees: a deep-frozen copy, so no hook can change the call. */
-export interface HookContext {
-  readonly point: HookPoint | WrapPoint;
-  readonly session: string;
-  readonly callId: string;
-  readonly tool: string;
-  readonly arguments: Readonly<JsonObject>;
-  /** "unknown" before lookup succeeded (e.g. before_validate of an unknown tool). */
-  readonly effect: EffectClass | "unknown";
-  /** after_execute and later: the result status. */
-  readonly status?: ToolStatus;
-  /** after_execute, before_project, after_project: the normalized result. */
-  readonly result?: Readonly<JsonObject>;
-  /** on_error: what failed. */
-  readonly error?: Readonly<{ code: string; message: string }>;
-}
-
-/** The call facts the runtime passes in; the runner adds `point` and freezes a copy. */
-export type HookInput = Omit<HookContext, "point">;
 
 /** What an admit hook must answer. */
 export interface AdmitAnswer {
@@ -63,37 +47,7 @@ export interface WrapHook extends HookBase {
 
 export type Hook = NotifyHook | AdmitHook | WrapHook;
 
-/** One `hook.decided` event's data. */
-export type HookRecord = EventData<"hook.decided">;
-
-export interface AdmitOutcome {
-  allowed: boolean;
-  /** The denying hook and its reason, when denied. */
-  hook?: string;
-  reason?: string;
-  records: HookRecord[];
-}
-
 export const HOOK_VIOLATION = "HOOK_VIOLATION";
-
-export type WrapOutcome<T> =
-  /** Execution ran and every wrap hook passed its result through. */
-  | { status: "ok"; value: T; records: HookRecord[] }
-  /** Execution itself failed and the error was passed through unchanged. */
-  | { status: "threw"; error: unknown; records: HookRecord[] }
-  /**
-   * A wrap hook broke the contract. Whatever it returned is discarded. `executed` says whether
-   * the handler ran; when it did, `execution` holds its real outcome for the trace.
-   */
-  | {
-      status: "violation";
-      code: typeof HOOK_VIOLATION;
-      hook: string;
-      message: string;
-      executed: boolean;
-      execution?: { ok: true; value: T } | { ok: false; error: unknown };
-      records: HookRecord[];
-    };
 
 export interface HookRunnerOptions {
   defaultTimeoutMs?: number;
@@ -107,9 +61,10 @@ const MAX_REASON_LENGTH = 500;
 /**
  * Runs hooks at the lifecycle points of a call. Hooks observe (notify), veto (admit) or
  * surround execution (wrap); none can allow what policy denied, change arguments or forge a
- * result. Every decision comes back as a record for the engine to journal.
+ * result. Every decision comes back as a record for the engine to journal. Hooks see a call's
+ * facts and, after execution, its status (HookCallContext), never its content.
  */
-export class HookRunner {
+export class HookRunner implements HookPort {
   readonly #hooks: readonly Hook[];
   readonly #defaultTimeoutMs: number;
   readonly #log: (line: string) => void;
@@ -126,7 +81,7 @@ export class HookRunner {
   }
 
   /** Run observers concurrently. Never throws and never vetoes; failures become `error` records. */
-  async notify(point: HookPoint, input: HookInput): Promise<HookRecord[]> {
+  async notify(point: HookPoint, input: HookCallContext): Promise<HookRecord[]> {
     const hooks = this.#select("notify", point, input.tool) as NotifyHook[];
     if (hooks.length === 0) return [];
     const context = freezeContext(point, input);
@@ -146,7 +101,7 @@ export class HookRunner {
    * Ask admit hooks in order; the first deny stops. A throw, a timeout or an answer that is not
    * `{decision: "allow"|"deny"}` denies (fail closed).
    */
-  async admit(point: HookPoint, input: HookInput): Promise<AdmitOutcome> {
+  async admit(point: HookPoint, input: HookCallContext): Promise<AdmitOutcome> {
     const hooks = this.#select("admit", point, input.tool) as AdmitHook[];
     const records: HookRecord[] = [];
     if (hooks.length === 0) return { allowed: true, records };
@@ -182,7 +137,7 @@ export class HookRunner {
    * Execute through the wrap hooks (the first registered is outermost). `execute` runs at most
    * once, and only when every hook called `next()`.
    */
-  async wrap<T>(input: HookInput, execute: () => Promise<T>): Promise<WrapOutcome<T>> {
+  async wrap<T>(input: HookCallContext, execute: () => Promise<T>): Promise<WrapOutcome<T>> {
     const hooks = this.#select("wrap", "execute", input.tool) as WrapHook[];
     const records: HookRecord[] = [];
     let execution: { ok: true; value: T } | { ok: false; error: unknown } | undefined;
@@ -417,7 +372,7 @@ function truncate(text: string): string {
   return text.length > MAX_REASON_LENGTH ? `${text.slice(0, MAX_REASON_LENGTH)}…` : text;
 }
 
-function freezeContext(point: HookPoint | WrapPoint, input: HookInput): HookContext {
+function freezeContext(point: HookPoint | WrapPoint, input: HookCallContext): HookContext {
   return deepFreeze(structuredClone({ ...input, point }));
 }
 

@@ -1,3 +1,4 @@
+import type { PermissionVerdict, Subject, SubjectKind } from "../runtime/ports.js";
 import { digestOf } from "../shared/hash.js";
 import type { JsonObject } from "../shared/json.js";
 import type { EffectClass } from "../tools/tool.js";
@@ -8,7 +9,6 @@ import {
   DEFAULT_WRITE_MODE,
   defaultDecision,
   type EffectiveModes,
-  type PermissionDecision,
   type ShellMode,
   stricterShellMode,
   stricterWriteMode,
@@ -21,8 +21,6 @@ import {
   type Rule,
   type RuleDecision,
   ruleMatches,
-  type Subject,
-  type SubjectKind,
   subjectOf,
 } from "./rules.js";
 import { type CommandPart, splitCommand } from "./shell-command.js";
@@ -92,14 +90,14 @@ export interface PermissionQuery {
 export interface PartEvaluation {
   /** The simple command as rules match it (normalized, wrappers removed). */
   command: string;
-  decision: PermissionDecision;
+  decision: PermissionVerdict;
   rule?: string;
   source: string;
   reason: string;
 }
 
 export interface Evaluation {
-  decision: PermissionDecision;
+  decision: PermissionVerdict;
   /** The deciding rule's text, when a rule decided. */
   rule?: string;
   /** Provenance of whatever decided: a rule's source, a mode's source, or "default". */
@@ -357,7 +355,7 @@ function restrictionOnCommand(policy: Policy, tool: string, text: string): Rule 
 }
 
 /** deny > ask > propose > allow. */
-function severity(decision: PermissionDecision): number {
+function severity(decision: PermissionVerdict): number {
   return decision === "deny" ? 3 : decision === "ask" ? 2 : decision === "propose" ? 1 : 0;
 }
 

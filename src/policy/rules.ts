@@ -1,25 +1,11 @@
 import { posix } from "node:path";
 import picomatch from "picomatch";
-import { canonicalJson } from "../shared/hash.js";
+import type { Subject, SubjectKind } from "../runtime/ports.js";
 import type { JsonObject } from "../shared/json.js";
 
 /** What a rule says about the calls it matches. */
 export type RuleDecision = "allow" | "ask" | "deny";
 export const RULE_DECISIONS: readonly RuleDecision[] = ["allow", "ask", "deny"];
-
-/**
- * Which argument a rule's pattern is matched against. `path`: a workspace path (glob match);
- * `command`: a shell command line (`*` wildcard match); `none`: patterns never match, only a
- * bare tool rule does.
- */
-export type SubjectKind = "path" | "command" | "none";
-
-/** The part of a call that rules, grants and approval prompts talk about. */
-export interface Subject {
-  kind: SubjectKind;
-  /** The path ("." when the tool takes an optional path and none was given), the command, or "" for none. */
-  value: string;
-}
 
 /** A parsed rule; `pattern` absent means "every call of this tool". */
 export interface Rule {
@@ -122,14 +108,6 @@ export function normalizeSubjectPath(raw: string): string {
   if (normalized.length > 1 && normalized.endsWith("/")) normalized = normalized.slice(0, -1);
   if (normalized.startsWith("./")) normalized = normalized.slice(2);
   return normalized === "" ? "." : normalized;
-}
-
-/**
- * A stable text for a subject of kind none: the canonical JSON of the whole arguments, so a
- * session grant for such a tool covers exactly the call the user saw.
- */
-export function exactArgumentsSubject(args: JsonObject): string {
-  return canonicalJson(args);
 }
 
 const pathMatchers = new Map<string, (path: string) => boolean>();

@@ -1,10 +1,17 @@
-import type { PermissionDecision, PermissionPort, PermissionRequest } from "../runtime/ports.js";
+import type {
+  PermissionDecision,
+  PermissionPort,
+  PermissionRequest,
+  Subject,
+  SubjectKind,
+} from "../runtime/ports.js";
 import type { JsonObject } from "../shared/json.js";
 import { normalizeRelativePath } from "../workspace/boundary.js";
 import { WorkspaceError, type WorkspaceFs } from "../workspace/fs.js";
 import { compareCodeUnits } from "../workspace/order.js";
-import { aliasesOf, type PathResolver, type SubjectKindLookup } from "./ports.js";
-import { type Subject, type SubjectKind, subjectOf } from "./rules.js";
+import { aliasesOf, type PathResolver } from "./path-aliases.js";
+import type { SubjectKindLookup } from "./policy-permissions.js";
+import { subjectOf } from "./rules.js";
 
 /**
  * A task's scope: the files a task may read and the files it may change.

@@ -1,6 +1,6 @@
 import { z } from "zod";
+import type { SubjectKind } from "../runtime/ports.js";
 import type { AnyTool } from "../tools/tool.js";
-import type { SubjectKind } from "./rules.js";
 
 /**
  * Which argument permission rules match for a tool, read from its input schema rather than

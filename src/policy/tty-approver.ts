@@ -1,7 +1,7 @@
 import type { Readable, Writable } from "node:stream";
 import { StringDecoder } from "node:string_decoder";
+import type { ApprovalDecision, ApprovalPort, ApprovalRequest } from "../runtime/ports.js";
 import { escapeForTerminal, jsonForTerminal } from "../shared/terminal-text.js";
-import type { ApprovalDecision, ApprovalRequest, Approver } from "./approver.js";
 
 export interface TtyApproverOptions {
   /** How long to wait for an answer before denying. Default 5 minutes. */
@@ -23,7 +23,7 @@ type Answer =
  * every other line, EOF, an input error, a timeout or cancellation denies. Input typed before
  * the prompt appeared is discarded so it cannot approve an action nobody saw.
  */
-export class TtyApprover implements Approver {
+export class TtyApprover implements ApprovalPort {
   readonly #input: Readable;
   readonly #output: Writable;
   readonly #timeoutMs: number;

@@ -1,7 +1,7 @@
 import type { AnyNewEvent, EventData } from "../journal/vocabulary.js";
 import { digestOf } from "../shared/hash.js";
-import type { JsonObject } from "../shared/json.js";
 import { type OrderedCommitter, reportFinished } from "./commit.js";
+import { permissionRecord } from "./denials.js";
 import type { ProgressListener, Recorder } from "./ports.js";
 import type { Prepared } from "./prepare.js";
 import type { ToolResult } from "./result.js";
@@ -55,14 +55,6 @@ function startedEvent(p: Prepared, batchId: number): AnyNewEvent {
     effect: p.entry.tool.effect,
     batch: batchId,
   };
-  if (p.permission) {
-    const permission: JsonObject = {
-      decision: p.permission.decision,
-      source: p.permission.source,
-      reason: p.permission.reason,
-    };
-    if (p.permission.rule !== undefined) permission.rule = p.permission.rule;
-    data.permission = permission;
-  }
+  if (p.permission) data.permission = permissionRecord(p.permission);
   return { type: "tool.started", data };
 }

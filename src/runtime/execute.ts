@@ -103,19 +103,16 @@ async function attempt(
   const running = (async (): Promise<ToolResult> => {
     try {
       if (hooks.hooks) {
-        const wrapped = await hooks.hooks.wrap(hooks.context("before_execute", call, entry), run);
+        const wrapped = await hooks.hooks.wrap(hooks.context(call, entry), run);
         hooks.keep(wrapped.records);
-        if (wrapped.violation !== undefined || !wrapped.executed || wrapped.value === undefined) {
+        // A handler failure passed through unchanged is handled as if no hook were there.
+        if (wrapped.status === "threw") throw wrapped.error;
+        if (wrapped.status === "violation") {
           // When the handler never ran, nothing can have been applied.
-          return errorResult(
-            id,
-            "HOOK_VIOLATION",
-            wrapped.violation ?? "a wrap hook did not execute the call",
-            {
-              data: { executed: wrapped.executed },
-              ...(wrapped.executed ? {} : { operationApplied: false }),
-            },
-          );
+          return errorResult(id, "HOOK_VIOLATION", wrapped.message, {
+            data: { executed: wrapped.executed },
+            ...(wrapped.executed ? {} : { operationApplied: false }),
+          });
         }
         return okResult(id, wrapped.value, Date.now() - began);
       }

@@ -1,5 +1,6 @@
 import type { AnyNewEvent } from "../journal/vocabulary.js";
 import type { ToolCall } from "../protocol/types.js";
+import type { HookPoint } from "./hook-points.js";
 import type { HookCallContext, HookPort, HookRecord, Recorder } from "./ports.js";
 import type { SnapshotEntry } from "./registry.js";
 import type { ToolResult } from "./result.js";
@@ -18,11 +19,10 @@ export class HookLog {
   ) {}
 
   /** What a hook is shown of a call. */
-  context(point: HookCallContext["point"], call: ToolCall, entry?: SnapshotEntry): HookCallContext {
+  context(call: ToolCall, entry?: SnapshotEntry): HookCallContext {
     return {
-      point,
       session: this.sessionId,
-      call_id: call.id,
+      callId: call.id,
       tool: call.name,
       arguments: structuredClone(call.arguments),
       effect: entry?.tool.effect ?? "unknown",
@@ -30,15 +30,15 @@ export class HookLog {
   }
 
   async notify(
-    point: HookCallContext["point"],
+    point: HookPoint,
     call: ToolCall,
     entry: SnapshotEntry | undefined,
     status?: ToolResult["status"],
   ): Promise<void> {
     if (!this.hooks) return;
-    const context = this.context(point, call, entry);
-    if (status !== undefined) context.status = status;
-    this.pending.push(...(await this.hooks.notify(point, context)));
+    const context = this.context(call, entry);
+    const seen = status === undefined ? context : { ...context, status };
+    this.pending.push(...(await this.hooks.notify(point, seen)));
   }
 
   /** Admit decisions are journaled at once: the denial that follows must not precede them. */

@@ -1,16 +1,14 @@
-import type { AnyNewEvent } from "../journal/vocabulary.js";
 import type { ToolCall } from "../protocol/types.js";
-import { digestOf } from "../shared/hash.js";
-import type { JsonObject } from "../shared/json.js";
 import { createToolContext } from "../tools/context.js";
-import type { ReadAccess } from "../tools/tool.js";
+import { authorize, readAccess } from "./authorize.js";
 import { runBatch } from "./batch.js";
 import { OrderedCommitter } from "./commit.js";
 import type { RuntimeOptions } from "./environment.js";
 import { type Execution, executeWithRetries } from "./execute.js";
 import { HookLog } from "./hook-log.js";
+import type { HookPoint } from "./hook-points.js";
 import { asProposal, normalize } from "./normalize.js";
-import type { ApprovalPort, ApprovalRequest, HookCallContext, HookRecord, Recorder } from "./ports.js";
+import type { HookRecord, Recorder } from "./ports.js";
 import { type Prepared, prepare } from "./prepare.js";
 import type { SnapshotEntry } from "./registry.js";
 import { errorResult, identity, type ToolResult } from "./result.js";
@@ -31,9 +29,6 @@ export interface RunCallsOutcome {
   committed: ToolResult[];
   stop?: "budget_exhausted" | "cancelled";
 }
-
-/** The tool whose permission decides what any tool may reveal of a file's content. */
-const READ_TOOL = "read_file";
 
 /**
  * The tool-call pipeline, one stage per module: lookup and validation (prepare.ts) →
@@ -60,7 +55,7 @@ export class ToolRuntime {
           artifacts: options.artifacts,
           observedVersion: (path) => options.observedVersion(path),
           hostRoot: options.hostRoot,
-          readAccess: (path) => this.readAccess(path),
+          readAccess: (path) => readAccess(path, this.options),
           artifactSources: (artifactId) => this.artifactSources(artifactId),
         }),
     };
@@ -140,129 +135,36 @@ export class ToolRuntime {
     return outcome;
   }
 
-  /** Permission: policy, then the approver when asked, then admit hooks. Returns a denial or nothing. */
+  /** The authorization stage (authorize.ts). Returns a denial or nothing. */
   private async authorize(
     prepared: Prepared,
     recorder: Recorder,
     signal: AbortSignal,
   ): Promise<ToolResult | undefined> {
     const { call, entry } = prepared;
-    const id = identity(call);
-    await this.notify("before_permission", call, entry);
-    const history = this.options.history?.();
-    const decision = await this.options.permissions.decide({
-      tool: call.name,
-      effect: entry.tool.effect,
-      arguments: call.arguments,
-      ...(history ? { history } : {}),
-    });
-    prepared.permission = decision;
-    const ruleData: JsonObject = {
-      decision: decision.decision,
-      source: decision.source,
-      reason: decision.reason,
-    };
-    if (decision.rule !== undefined) ruleData.rule = decision.rule;
-    if (decision.decision === "deny") {
-      return errorResult(id, "POLICY_DENIED", `Denied by policy: ${decision.reason}`, {
-        data: { permission: ruleData },
-      });
-    }
-    if (decision.decision === "propose" && !this.options.proposals) {
-      return errorResult(
-        id,
-        "POLICY_DENIED",
-        "Writes are proposals in this run, but no proposal store is set up; nothing was run.",
-        {
-          data: { permission: ruleData },
-        },
-      );
-    }
-    if (decision.decision === "ask") {
-      const request: ApprovalRequest = {
-        callId: call.id,
-        tool: call.name,
+    const display = entry.tool.approvalDetails?.(prepared.args);
+    const authorization = await authorize(
+      {
+        id: call.id,
+        name: call.name,
         effect: entry.tool.effect,
         arguments: call.arguments,
-        callHash: digestOf({ tool: call.name, arguments: call.arguments }),
-        display: entry.tool.approvalDetails?.(prepared.args) ?? {},
-      };
-      if (this.options.grants.covers(request)) {
-        prepared.permission = { ...decision, decision: "allow", reason: "approved earlier for this session" };
-      } else {
-        await recorder.record([
-          {
-            type: "approval.requested",
-            data: {
-              call_id: call.id,
-              name: call.name,
-              call_hash: request.callHash,
-              effect: entry.tool.effect,
-            },
-          },
-        ]);
-        let answer: Awaited<ReturnType<ApprovalPort["request"]>>;
-        try {
-          answer = await this.options.approver.request(request, signal);
-        } catch {
-          answer = { decision: "deny", scope: "once", by: "approver", reason: "the approver failed" };
-        }
-        const decided: AnyNewEvent = {
-          type: "approval.decided",
-          data: {
-            call_id: call.id,
-            call_hash: request.callHash,
-            decision: answer.decision,
-            scope: answer.scope,
-            by: answer.by,
-            ...(answer.reason !== undefined ? { reason: answer.reason } : {}),
-          },
-        };
-        await recorder.record([decided]);
-        if (answer.decision !== "allow" && signal.aborted) {
-          // An interrupted prompt is not the user's refusal: the model must not read it as one.
-          return errorResult(id, "CANCELLED", "The run was cancelled while approval was pending.", {
-            data: { started: false },
-            operationApplied: false,
-          });
-        }
-        if (answer.decision !== "allow") {
-          const why = answer.reason ? ` (${answer.reason})` : "";
-          return errorResult(id, "USER_DENIED", `Not approved${why}.`, { data: { permission: ruleData } });
-        }
-        if (answer.scope === "session") this.options.grants.add(request);
-        prepared.permission = { ...decision, decision: "allow", reason: `approved by ${answer.by}` };
-      }
-    }
-    if (this.options.hooks) {
-      const admitted = await this.options.hooks.admit(
-        "before_execute",
-        this.hookContext("before_execute", call, entry),
-      );
-      await this.recordHooks(admitted.records, recorder);
-      if (!admitted.allowed) {
-        return errorResult(id, "HOOK_DENIED", `Refused by a hook: ${admitted.reason ?? "no reason given"}`);
-      }
-    }
+        ...(display === undefined ? {} : { display }),
+      },
+      { ...this.options, proposals: this.options.proposals !== undefined },
+      {
+        recorder,
+        signal,
+        hookContext: () => this.hooks.context(call, entry),
+        hookRecords: async (records, now) => {
+          if (now) await this.hooks.recordNow(records, recorder);
+          else this.hooks.keep(records);
+        },
+      },
+    );
+    if (authorization.outcome === "deny") return authorization.denial;
+    prepared.permission = authorization.permission;
     return undefined;
-  }
-
-  /**
-   * What read_file would be allowed to read, for tools that reach file content another way
-   * (grep, glob, read_artifact): the same permission port and session grants, never a prompt.
-   */
-  private async readAccess(path: string): Promise<ReadAccess> {
-    const request = { tool: READ_TOOL, effect: "read_only" as const, arguments: { path } };
-    const decision = await this.options.permissions.decide(request);
-    if (decision.decision === "allow") return "allowed";
-    if (decision.decision !== "ask") return "denied";
-    const covered = this.options.grants.covers({
-      ...request,
-      callId: "",
-      callHash: digestOf({ tool: READ_TOOL, arguments: request.arguments }),
-      display: {},
-    });
-    return covered ? "allowed" : "ask";
   }
 
   /** Files whose content a stored artifact holds: the path of the result it was stored for. */
@@ -300,26 +202,13 @@ export class ToolRuntime {
     return normalized;
   }
 
-  // The hook log as authorize() uses it.
-  private hookContext(
-    point: HookCallContext["point"],
-    call: ToolCall,
-    entry?: SnapshotEntry,
-  ): HookCallContext {
-    return this.hooks.context(point, call, entry);
-  }
-
   private notify(
-    point: HookCallContext["point"],
+    point: HookPoint,
     call: ToolCall,
     entry: SnapshotEntry | undefined,
     status?: ToolResult["status"],
   ): Promise<void> {
     return this.hooks.notify(point, call, entry, status);
-  }
-
-  private recordHooks(records: HookRecord[], recorder: Recorder): Promise<void> {
-    return this.hooks.recordNow(records, recorder);
   }
 
   /** Hook records not yet written (the engine journals what is left after a reply's calls). */

@@ -1,8 +1,15 @@
 import type { AnyNewEvent, EventData } from "../journal/vocabulary.js";
 import type { ToolStatus } from "../protocol/types.js";
 import type { JsonObject } from "../shared/json.js";
-import type { EffectClass } from "../tools/tool.js";
+import type { ApprovalDisplay, EffectClass } from "../tools/tool.js";
 import type { WorkspaceFs } from "../workspace/fs.js";
+import type { HookPoint, WrapPoint } from "./hook-points.js";
+
+/*
+ * The runtime's seams. Each concept the runtime shares with what sits above it (policy,
+ * approvers, grants, hooks, proposals) is defined here once; the implementations (src/policy,
+ * src/proposals) implement these interfaces directly, with these types.
+ */
 
 /** Durable recording, supplied by the engine (the only writer of the journal). */
 export interface Recorder {
@@ -24,6 +31,23 @@ export interface HistoryEntry {
   artifact?: string;
 }
 
+/**
+ * Which argument a tool's permission rules match. `path`: a workspace path (glob match);
+ * `command`: a shell command line (`*` wildcard match); `none`: patterns never match, only a
+ * bare tool rule does.
+ */
+export type SubjectKind = "path" | "command" | "none";
+
+/** The part of a call that rules, session grants and approval prompts talk about. */
+export interface Subject {
+  kind: SubjectKind;
+  /**
+   * The path ("." when the tool takes an optional path and none was given), the command; for
+   * kind none "" while deciding, and the canonical JSON of the arguments in a grant.
+   */
+  value: string;
+}
+
 export interface PermissionRequest {
   tool: string;
   effect: EffectClass;
@@ -39,76 +63,125 @@ export interface PermissionDecision {
   /** Where that rule came from: "default", "cli", a config file label. */
   source: string;
   reason: string;
+  /**
+   * What the decision was about (the path or command its rules matched). A session grant from
+   * an approval of this call covers exactly this subject; absent, exactly these arguments.
+   */
+  subject?: Subject;
 }
 
 /**
- * The policy seam: decides allow / ask / deny for a validated call. It may look at what the
- * call touches (e.g. where a symlink leads), so it may answer asynchronously.
+ * The policy seam: decides allow / ask / deny / propose for a validated call. It may look at
+ * what the call touches (e.g. where a symlink leads), so it may answer asynchronously.
  */
 export interface PermissionPort {
   decide(request: PermissionRequest): PermissionDecision | Promise<PermissionDecision>;
 }
 
+/** One `ask`: everything a person needs to decide about exactly this call. */
 export interface ApprovalRequest {
   callId: string;
   tool: string;
-  effect: EffectClass;
+  /** The arguments the call will run with. */
   arguments: JsonObject;
+  effect: EffectClass;
   /** SHA-256 of the canonical {tool, arguments}: a decision binds to exactly this call. */
   callHash: string;
-  display: Record<string, string>;
-}
-
-export interface ApprovalDecision {
-  decision: "allow" | "deny";
-  scope: "once" | "session";
-  by: string;
+  /** What a session grant from this request would cover. */
+  subject: Subject;
+  /** Why the policy asked (the deciding rule or default). */
   reason?: string;
+  /** Facts the tool wants shown besides the arguments (command, cwd, timeout, sandbox...). */
+  display?: ApprovalDisplay;
 }
 
-/** The approver seam: asked when policy says `ask`. Anything but an explicit yes denies. */
+/** An approver's answer, as `approval.decided` records it. */
+export type ApprovalDecision = Omit<EventData<"approval.decided">, "call_id" | "call_hash">;
+
+export type ApprovalScope = ApprovalDecision["scope"];
+
+/**
+ * The approver seam: asked when policy says `ask`. Anything but an explicit yes denies;
+ * implementations resolve (deny) rather than reject on failure.
+ */
 export interface ApprovalPort {
   request(request: ApprovalRequest, signal: AbortSignal): Promise<ApprovalDecision>;
 }
 
-export type HookPoint =
-  | "before_validate"
-  | "after_validate"
-  | "before_permission"
-  | "before_execute"
-  | "after_execute"
-  | "on_error"
-  | "before_project"
-  | "after_project";
-
-export interface HookCallContext {
-  point: HookPoint;
-  session: string;
-  call_id: string;
+/**
+ * A session-scoped approval: later calls of the same tool with exactly the same subject (the
+ * path or command shown; for tools without one, exactly the same arguments) run without asking.
+ */
+export interface SessionGrant {
   tool: string;
-  arguments: JsonObject;
-  effect: EffectClass | "unknown";
-  status?: ToolStatus;
+  subject: Subject;
+}
+
+/** Approvals granted "for this session", keyed by tool + subject. */
+export interface GrantPort {
+  covers(grant: SessionGrant): boolean;
+  add(grant: SessionGrant): void;
+}
+
+/**
+ * What a hook sees of a call: its identity, arguments and effect, and from `after_execute` on
+ * the result's status. Hooks never see the result's content or error details: they decide
+ * about calls, and a result reaches the model only through the runtime.
+ */
+export interface HookCallContext {
+  readonly session: string;
+  readonly callId: string;
+  readonly tool: string;
+  readonly arguments: Readonly<JsonObject>;
+  /** "unknown" before lookup succeeded (e.g. before_validate of an unknown tool). */
+  readonly effect: EffectClass | "unknown";
+  /** after_execute, on_error, before_project, after_project: the result status. */
+  readonly status?: ToolStatus;
+}
+
+/** What a hook function receives: the call at one point, as a deep-frozen copy. */
+export interface HookContext extends HookCallContext {
+  readonly point: HookPoint | WrapPoint;
 }
 
 /** One hook decision, exactly as the journal records it (`hook.decided`). */
 export type HookRecord = EventData<"hook.decided">;
 
+export interface AdmitOutcome {
+  allowed: boolean;
+  /** The denying hook and its reason, when denied. */
+  hook?: string;
+  reason?: string;
+  records: HookRecord[];
+}
+
+export type WrapOutcome<T> =
+  /** Execution ran and every wrap hook passed its result through. */
+  | { status: "ok"; value: T; records: HookRecord[] }
+  /** Execution itself failed and the error was passed through unchanged. */
+  | { status: "threw"; error: unknown; records: HookRecord[] }
+  /**
+   * A wrap hook broke the contract. Whatever it returned is discarded. `executed` says whether
+   * the handler ran; when it did, `execution` holds its real outcome for the trace.
+   */
+  | {
+      status: "violation";
+      code: "HOOK_VIOLATION";
+      hook: string;
+      message: string;
+      executed: boolean;
+      execution?: { ok: true; value: T } | { ok: false; error: unknown };
+      records: HookRecord[];
+    };
+
 /** The hook seam. Hooks observe, admit, or wrap; none can widen a decision or forge a result. */
 export interface HookPort {
+  /** Observers; never vetoes. */
   notify(point: HookPoint, context: HookCallContext): Promise<HookRecord[]>;
-  admit(
-    point: HookPoint,
-    context: HookCallContext,
-  ): Promise<{ allowed: boolean; reason?: string; records: HookRecord[] }>;
-  /**
-   * Run `next` inside the wrap hooks. `violation` is set when a hook did not call next or
-   * returned something it did not get from next; the runtime then discards the value.
-   */
-  wrap<T>(
-    context: HookCallContext,
-    next: () => Promise<T>,
-  ): Promise<{ value: T | undefined; executed: boolean; violation?: string; records: HookRecord[] }>;
+  /** Admit hooks in order; the first deny stops. */
+  admit(point: HookPoint, context: HookCallContext): Promise<AdmitOutcome>;
+  /** Run `execute` inside the wrap hooks, at most once. */
+  wrap<T>(context: HookCallContext, execute: () => Promise<T>): Promise<WrapOutcome<T>>;
 }
 
 /** Live progress for humans (stderr) and `--events`; not the durable record. */
@@ -122,21 +195,8 @@ export interface ProgressListener {
   }): void;
 }
 
-/** Approvals granted "for this session": exact tool + argument subject. */
-export interface GrantPort {
-  covers(request: ApprovalRequest): boolean;
-  add(request: ApprovalRequest): void;
-}
-
-/** A proposed file change: recorded in the journal, applied later by `harness apply`. */
-export interface ProposalRecord {
-  proposal_id: string;
-  path: string;
-  base_version: string | null;
-  content: string;
-  content_sha256: string;
-  diff: string;
-}
+/** A proposed file change: recorded in the journal (with its call), applied later by `harness apply`. */
+export type ProposalRecord = Omit<EventData<"proposal.recorded">, "call_id">;
 
 /** Propose mode: writes of a proposing call are captured instead of performed. */
 export interface ProposalPort {

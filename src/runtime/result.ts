@@ -1,32 +1,15 @@
-import type { ToolStatus } from "../protocol/types.js";
+import type { EventData } from "../journal/vocabulary.js";
 import type { JsonObject } from "../shared/json.js";
 import { ERROR_CODES, type ErrorCode, ToolError } from "../tools/errors.js";
-import type { ArtifactRef } from "../tools/tool.js";
 import type { ProposalRecord } from "./ports.js";
 
 /**
  * The normalized result: one shape for every call, whatever happened. This is what the journal
- * records (`tool.result`) and what the model's observation is projected from.
+ * records (`tool.result`, whose schema defines the shape) and what the model's observation is
+ * projected from. In propose mode it also carries the captured changes, which the journal
+ * records as `proposal.recorded` before the result itself.
  */
-export interface ToolResult {
-  call_id: string;
-  name: string;
-  status: ToolStatus;
-  error_type?: string;
-  summary: string;
-  /** Full text when small; the preview when `artifact` holds the whole. */
-  content: string;
-  hint?: string;
-  data?: JsonObject;
-  retryable?: boolean;
-  requires_new_observation?: boolean;
-  operation_applied?: boolean | "unknown";
-  artifact?: ArtifactRef;
-  duration_ms: number;
-  trace?: JsonObject;
-  /** Propose mode only: the captured changes, journaled before the result itself. */
-  proposals?: ProposalRecord[];
-}
+export type ToolResult = EventData<"tool.result"> & { proposals?: ProposalRecord[] };
 
 export interface CallIdentity {
   call_id: string;

@@ -111,7 +111,19 @@ export interface ToolDefinition<Args = unknown> {
    */
   reconcile?(args: Args, context: ToolContext): Promise<ToolOutput | undefined>;
   /** Facts an approver must show besides the arguments (e.g. cwd, timeout, sandbox profile). */
-  approvalDetails?(args: Args): Record<string, string>;
+  approvalDetails?(args: Args): ApprovalDisplay;
+}
+
+/** Extra facts an approval prompt shows for a call; all optional. */
+export interface ApprovalDisplay {
+  command?: string;
+  /** Workspace-relative working directory. */
+  cwd?: string;
+  timeoutMs?: number;
+  /** Sandbox profile name, e.g. "bwrap" or "none". */
+  sandbox?: string;
+  /** Other facts a tool wants shown (label → value). */
+  details?: Record<string, string>;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: a registry holds tools of different argument types

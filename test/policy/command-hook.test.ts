@@ -3,14 +3,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { commandHook } from "../../src/policy/command-hook.js";
-import { type HookInput, HookRunner } from "../../src/policy/hooks.js";
+import { HookRunner } from "../../src/policy/hooks.js";
+import type { HookCallContext } from "../../src/runtime/ports.js";
 import { filterEnvironment } from "../../src/sandbox/env.js";
 import { Executor } from "../../src/sandbox/executor.js";
 import { NoSandbox } from "../../src/sandbox/none.js";
 
 let workspace: string;
 const env = { PATH: process.env.PATH, HOME: "/nonexistent", OPENAI_API_KEY: "sk-secret-value", LC_ALL: "C" };
-const input: HookInput = {
+const input: HookCallContext = {
   session: "sess-1",
   callId: "call_7",
   tool: "edit_file",
@@ -142,12 +143,12 @@ describe("external command hooks", () => {
   it("as notify: observes on exit 0, records an error otherwise, never vetoes", async () => {
     const ok = await runner(`cat > seen.json`, "notify").notify("after_execute", {
       ...input,
-      result: { status: "ok" },
+      status: "ok",
     });
     expect(ok).toEqual([expect.objectContaining({ decision: "observed", kind: "notify" })]);
     expect(JSON.parse(await readFile(join(workspace, "seen.json"), "utf8"))).toMatchObject({
       point: "after_execute",
-      result: { status: "ok" },
+      status: "ok",
     });
     const failed = await runner(`exit 3`, "notify").notify("after_execute", input);
     expect(failed).toEqual([expect.objectContaining({ decision: "error", reason: "exited with status 3" })]);

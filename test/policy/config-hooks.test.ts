@@ -4,13 +4,14 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ConfigError } from "../../src/config/errors.js";
 import { configNamedFiles, resolveHookCommand } from "../../src/policy/config-hooks.js";
-import { type HookInput, HookRunner } from "../../src/policy/hooks.js";
+import { HookRunner } from "../../src/policy/hooks.js";
 import { loadGovernance } from "../../src/policy/setup.js";
+import type { HookCallContext } from "../../src/runtime/ports.js";
 
 let root: string;
 let home: string;
 let workspace: string;
-const input: HookInput = {
+const input: HookCallContext = {
   session: "s",
   callId: "c1",
   tool: "edit_file",

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { type Hook, type HookContext, type HookInput, HookRunner } from "../../src/policy/hooks.js";
+import { type Hook, HookRunner } from "../../src/policy/hooks.js";
+import type { HookCallContext, HookContext } from "../../src/runtime/ports.js";
 
-const input: HookInput = {
+const input: HookCallContext = {
   session: "s1",
   callId: "call_1",
   tool: "edit_file",
@@ -125,19 +126,19 @@ describe("notify hooks", () => {
           kind: "notify",
           point: "after_execute",
           run: (context) => {
-            seen.push(`${context.tool} ${JSON.stringify(context.result)}`);
+            seen.push(`${context.tool} ${context.status}`);
           },
         },
       ],
       { log: (line) => logged.push(line) },
     );
-    const records = await runner.notify("after_execute", { ...input, result: { status: "ok" } });
+    const records = await runner.notify("after_execute", { ...input, status: "ok" });
     expect(records.map((r) => [r.hook, r.decision])).toEqual([
       ["boom", "error"],
       ["hang", "error"],
       ["audit", "observed"],
     ]);
-    expect(seen).toEqual(['edit_file {"status":"ok"}']);
+    expect(seen).toEqual(["edit_file ok"]);
     expect(logged.join("\n")).toContain("observer broke");
   });
 });

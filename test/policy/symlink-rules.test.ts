@@ -4,8 +4,9 @@ import { rm, symlink } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { cliLayer } from "../../src/policy/cli-flags.js";
+import { pathResolverOf } from "../../src/policy/path-aliases.js";
 import { buildPolicy } from "../../src/policy/permissions.js";
-import { PolicyPermissionPort, pathResolverOf } from "../../src/policy/ports.js";
+import { PolicyPermissions } from "../../src/policy/policy-permissions.js";
 import { ScopedPermissions, validateScope } from "../../src/policy/scope.js";
 import type { PermissionRequest } from "../../src/runtime/ports.js";
 import { tempWorkspace, type Workspace } from "../support/session.js";
@@ -27,7 +28,7 @@ describe("path rules and symlinks", () => {
     await symlink(".env", join(ws.root, "link"));
     await symlink("../.env", join(ws.root, "dir", "link"));
     await symlink(".", join(ws.root, "cfg"));
-    const port = new PolicyPermissionPort(
+    const port = new PolicyPermissions(
       buildPolicy([cliLayer({ allow: ["read_file(**)"], deny: ["read_file(.env)"] })]),
       kinds,
       pathResolverOf(ws.fs),
@@ -45,14 +46,14 @@ describe("path rules and symlinks", () => {
   it("applies the built-in ask for secret files to a link that leads to one", async () => {
     ws = await tempWorkspace({ ".env": "A=1\n" });
     await symlink(".env", join(ws.root, "innocent.txt"));
-    const port = new PolicyPermissionPort(buildPolicy([]), kinds, pathResolverOf(ws.fs));
+    const port = new PolicyPermissions(buildPolicy([]), kinds, pathResolverOf(ws.fs));
     expect(await port.decide(read("innocent.txt"))).toMatchObject({ decision: "ask", rule: "*(**/.env)" });
   });
 
   it("the control: without a resolver only the name given is decided", async () => {
     ws = await tempWorkspace({ ".env": "A=1\n" });
     await symlink(".env", join(ws.root, "link"));
-    const port = new PolicyPermissionPort(buildPolicy([cliLayer({ deny: ["read_file(.env)"] })]), kinds);
+    const port = new PolicyPermissions(buildPolicy([cliLayer({ deny: ["read_file(.env)"] })]), kinds);
     expect((await port.decide(read("link"))).decision).toBe("allow");
   });
 });

@@ -1,6 +1,5 @@
 import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { ApproverPort } from "../../src/policy/ports.js";
 import { TtyApprover } from "../../src/policy/tty-approver.js";
 import { digestOf } from "../../src/shared/hash.js";
 import { createShellTool } from "../../src/tools/shell/shell.js";
@@ -23,7 +22,7 @@ async function askAbout(command: string, tool = "shell") {
     screen += chunk.toString("utf8");
     if (screen.endsWith("anything else denies: ")) input.write("n\n");
   });
-  const approver = new ApproverPort(new TtyApprover(input, output, { timeoutMs: 5_000 }), () => "command");
+  const approver = new TtyApprover(input, output, { timeoutMs: 5_000 });
   const decision = await approver.request(
     {
       callId: "c1",
@@ -31,6 +30,7 @@ async function askAbout(command: string, tool = "shell") {
       effect: "process_execution",
       arguments: args,
       callHash: digestOf({ tool, arguments: args }),
+      subject: { kind: "command", value: command.trim() },
       display: shell.approvalDetails?.(args) ?? {},
     },
     new AbortController().signal,

@@ -7,12 +7,9 @@ import { runtimeEnvironment } from "../../src/cli/session-runner.js";
 import { buildSetup, effectiveFlags, recordableFlags } from "../../src/cli/setup.js";
 import { openWorkspace } from "../../src/cli/workspace.js";
 import { Engine } from "../../src/engine/engine.js";
-import type { ApprovalRequest } from "../../src/policy/approver.js";
 import { FunctionApprover } from "../../src/policy/approver.js";
-import { ApproverPort, SessionGrantPort } from "../../src/policy/ports.js";
-import { subjectKindOf } from "../../src/policy/subject-kind.js";
-import { ToolRegistry } from "../../src/runtime/registry.js";
-import { createFileTools } from "../../src/tools/builtin.js";
+import { SessionGrants } from "../../src/policy/grants.js";
+import type { ApprovalRequest } from "../../src/runtime/ports.js";
 import { Recording, run, scripted, tempWorkspace, type Workspace } from "../support/session.js";
 import { ofType, resultOf, results } from "./helpers.js";
 
@@ -32,24 +29,11 @@ const write = (id: string, content: string) => ({
 /** An approver that answers from a list and remembers what it was asked. */
 function answering(answers: unknown[]) {
   const asked: ApprovalRequest[] = [];
-  const port = new ApproverPort(
-    new FunctionApprover((request) => {
-      asked.push(request);
-      return answers.shift() ?? { decision: "deny", reason: "no more answers" };
-    }, "tester"),
-    subjectKinds,
-  );
+  const port = new FunctionApprover((request) => {
+    asked.push(request);
+    return answers.shift() ?? { decision: "deny", reason: "no more answers" };
+  }, "tester");
   return { port, asked };
-}
-
-const snapshot = (() => {
-  const registry = new ToolRegistry();
-  for (const tool of createFileTools()) registry.register(tool);
-  return registry.snapshot();
-})();
-function subjectKinds(name: string) {
-  const entry = snapshot.get(name);
-  return entry ? subjectKindOf(entry.tool) : undefined;
 }
 
 describe("approvals at engine level", () => {
@@ -95,14 +79,11 @@ describe("approvals at engine level", () => {
   it("an interrupt while the user is being asked cancels the calls instead of recording a refusal", async () => {
     const controller = new AbortController();
     const asked: string[] = [];
-    const approver = new ApproverPort(
-      new FunctionApprover((request) => {
-        asked.push(request.callId);
-        controller.abort();
-        return { decision: "deny", reason: "prompt interrupted" };
-      }),
-      subjectKinds,
-    );
+    const approver = new FunctionApprover((request) => {
+      asked.push(request.callId);
+      controller.abort();
+      return { decision: "deny", reason: "prompt interrupted" };
+    });
     const provider = new Recording(
       scripted({
         turns: [
@@ -168,7 +149,7 @@ describe("approvals at engine level", () => {
     await run(ws, {
       write: "ask",
       approver: approver.port,
-      runtime: { grants: new SessionGrantPort(undefined, subjectKinds) },
+      runtime: { grants: new SessionGrants() },
       turns: [
         { calls: [write("w1", "one\n")] },
         { calls: [write("w2", "two\n")] },
@@ -199,7 +180,7 @@ describe("session grants across a resume (CLI setup)", () => {
     );
     const workspace = await openWorkspace(ws.root);
     const flags = effectiveFlags({ write: "ask" }, undefined, false);
-    const engine = async (approver: ApproverPort, maxToolCalls: number, mode: "new" | "resume") => {
+    const engine = async (approver: FunctionApprover, maxToolCalls: number, mode: "new" | "resume") => {
       const records = mode === "resume" ? await workspace.backend.read("s") : [];
       const setup = await buildSetup({ workspace, flags, script: scriptPath, interactive: false, records });
       return new Engine({
@@ -226,14 +207,7 @@ describe("session grants across a resume (CLI setup)", () => {
       expect(await ws.file("x.txt")).toBe("one\n");
 
       // A fresh setup without the journal would have to ask again; with it, it does not.
-      const request = {
-        callId: "probe",
-        tool: "write_file",
-        effect: "local_write" as const,
-        arguments: { path: "x.txt", content: "anything" },
-        callHash: "0".repeat(64),
-        display: {},
-      };
+      const grant = { tool: "write_file", subject: { kind: "path" as const, value: "x.txt" } };
       const records = await workspace.backend.read("s");
       const fresh = await buildSetup({
         workspace,
@@ -249,9 +223,9 @@ describe("session grants across a resume (CLI setup)", () => {
         interactive: false,
         records,
       });
-      expect(fresh.grants.covers(request)).toBe(false);
-      expect(restored.grants.covers(request)).toBe(true);
-      expect(restored.grants.covers({ ...request, arguments: { path: "y.txt", content: "" } })).toBe(false);
+      expect(fresh.grants.covers(grant)).toBe(false);
+      expect(restored.grants.covers(grant)).toBe(true);
+      expect(restored.grants.covers({ ...grant, subject: { kind: "path", value: "y.txt" } })).toBe(false);
 
       const second = answering([]);
       const resumed = await engine(second.port, 10, "resume");

@@ -4,7 +4,8 @@ import { symlink } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { FunctionApprover } from "../../src/policy/approver.js";
-import { ApproverPort, modePolicy, pathResolverOf } from "../../src/policy/ports.js";
+import { pathResolverOf } from "../../src/policy/path-aliases.js";
+import { modePolicy } from "../../src/policy/policy-permissions.js";
 import type { ScriptFunction } from "../../src/providers/scripted/script.js";
 import { engineFor, tempWorkspace, type Workspace } from "../support/session.js";
 import { ofType, resultOf, results } from "./helpers.js";
@@ -78,9 +79,7 @@ describe("grep searches only what read_file may read", () => {
 
   it("searches a secret file once the user approved reading it for the session", async () => {
     ws = await tempWorkspace({ ".env": `API=${SECRET}\n` });
-    const approver = new ApproverPort(
-      new FunctionApprover(() => ({ decision: "allow", scope: "session" }), "tester"),
-    );
+    const approver = new FunctionApprover(() => ({ decision: "allow", scope: "session" }), "tester");
     const engine = engineFor(ws, {
       approver,
       turns: [
@@ -130,9 +129,7 @@ describe("read_artifact re-checks the file an artifact holds", () => {
 
   it("refuses an artifact of a secret file read with a once-only approval", async () => {
     ws = await tempWorkspace({ ".env": big });
-    const approver = new ApproverPort(
-      new FunctionApprover(() => ({ decision: "allow", scope: "once" }), "tester"),
-    );
+    const approver = new FunctionApprover(() => ({ decision: "allow", scope: "once" }), "tester");
     await engineFor(ws, { approver, script, limits, extra: { policy: policyOf(ws, {}) } }).run();
     const all = await results(ws);
     expect(resultOf(all, "r").status).toBe("ok");
@@ -146,9 +143,7 @@ describe("read_artifact re-checks the file an artifact holds", () => {
 
   it("reads it when the approval covers the session", async () => {
     ws = await tempWorkspace({ ".env": big });
-    const approver = new ApproverPort(
-      new FunctionApprover(() => ({ decision: "allow", scope: "session" }), "tester"),
-    );
+    const approver = new FunctionApprover(() => ({ decision: "allow", scope: "session" }), "tester");
     await engineFor(ws, { approver, script, limits, extra: { policy: policyOf(ws, {}) } }).run();
     const all = await results(ws);
     expect(resultOf(all, "a").status).toBe("ok");

@@ -1,10 +1,9 @@
-// Runtime retries by idempotency, and hooks at engine level through HookRunnerPort.
+// Runtime retries by idempotency, and hooks at engine level through the HookRunner.
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { EventData } from "../../src/journal/vocabulary.js";
 import { type Hook, HookRunner } from "../../src/policy/hooks.js";
-import { HookRunnerPort } from "../../src/policy/ports.js";
 import { run, tempWorkspace, type Workspace } from "../support/session.js";
 import { ofType, resultOf, results } from "./helpers.js";
 import { flakyTool, ToolLab, touchTool } from "./tools.js";
@@ -89,7 +88,7 @@ describe("runtime retries", () => {
 });
 
 function withHooks(hooks: Hook[]) {
-  return { runtime: { hooks: new HookRunnerPort(new HookRunner(hooks)) } };
+  return { runtime: { hooks: new HookRunner(hooks) } };
 }
 
 const touchCall = { calls: [{ id: "t", name: "touch", arguments: { path: "marker.txt" } }] };

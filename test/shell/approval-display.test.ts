@@ -1,6 +1,5 @@
 import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { ApproverPort } from "../../src/policy/ports.js";
 import { TtyApprover } from "../../src/policy/tty-approver.js";
 import { digestOf } from "../../src/shared/hash.js";
 import { createShellTool } from "../../src/tools/shell/shell.js";
@@ -18,7 +17,7 @@ async function ask(answer: string | null) {
       else input.write(`${answer}\n`);
     }
   });
-  const approver = new ApproverPort(new TtyApprover(input, output, { timeoutMs: 5_000 }), () => "command");
+  const approver = new TtyApprover(input, output, { timeoutMs: 5_000 });
   const decision = await approver.request(
     {
       callId: "c1",
@@ -26,6 +25,7 @@ async function ask(answer: string | null) {
       effect: "process_execution",
       arguments: args,
       callHash: digestOf({ tool: "shell", arguments: args }),
+      subject: { kind: "command", value: args.command },
       display: tool.approvalDetails?.(args) ?? {},
     },
     new AbortController().signal,

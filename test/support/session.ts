@@ -7,7 +7,7 @@ import type { EngineOptions, RunSummary } from "../../src/engine/options.js";
 import { FileJournalBackend } from "../../src/journal/file-store.js";
 import type { AnyRecord } from "../../src/journal/vocabulary.js";
 import type { WriteMode } from "../../src/policy/defaults.js";
-import { modePolicy } from "../../src/policy/ports.js";
+import { modePolicy } from "../../src/policy/policy-permissions.js";
 import type { ModelRequest, Provider } from "../../src/providers/provider.js";
 import { ScriptedProvider } from "../../src/providers/scripted/provider.js";
 import type { ScriptFunction } from "../../src/providers/scripted/script.js";

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DEMO_EXPECTED, DEMO_FILE, DEMO_GOAL, DEMO_INITIAL, demoScript } from "../../demo/script.js";
 import { FileEqualsCheck } from "../../engine/acceptance.js";
-import { modePolicy } from "../../policy/ports.js";
+import { modePolicy } from "../../policy/policy-permissions.js";
 import { ScriptedProvider } from "../../providers/scripted/provider.js";
 import { ToolRegistry } from "../../runtime/registry.js";
 import { createFileTools } from "../../tools/builtin.js";

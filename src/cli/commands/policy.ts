@@ -1,6 +1,6 @@
 import { ConfigError } from "../../config/errors.js";
 import { explain, formatExplanation } from "../../policy/explain.js";
-import { pathResolverOf } from "../../policy/ports.js";
+import { pathResolverOf } from "../../policy/path-aliases.js";
 import { RuleSyntaxError } from "../../policy/rules.js";
 import { subjectKindOf } from "../../policy/subject-kind.js";
 import { isJsonObject } from "../../shared/json.js";

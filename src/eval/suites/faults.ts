@@ -6,7 +6,7 @@ import { Engine } from "../../engine/engine.js";
 import type { RunSummary } from "../../engine/options.js";
 import type { AnyRecord } from "../../journal/vocabulary.js";
 import type { WriteMode } from "../../policy/defaults.js";
-import { modePolicy } from "../../policy/ports.js";
+import { modePolicy } from "../../policy/policy-permissions.js";
 import type { ModelMessage } from "../../protocol/types.js";
 import type { ModelRequest, Provider } from "../../providers/provider.js";
 import { ScriptedProvider } from "../../providers/scripted/provider.js";

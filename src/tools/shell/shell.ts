@@ -122,7 +122,7 @@ export function createShellTool(options: ShellToolOptions): ToolDefinition<Shell
     approvalDetails: (args) => ({
       command: args.command,
       cwd: ". (the workspace root)",
-      timeout_ms: String(args.timeout_ms ?? defaultTimeoutMs),
+      timeoutMs: args.timeout_ms ?? defaultTimeoutMs,
       sandbox: sandbox.profile,
     }),
     execute: (args, context) =>

@@ -1,0 +1,69 @@
+import type { PermissionDecision, PermissionPort, PermissionRequest, SubjectKind } from "../runtime/ports.js";
+import type { JsonObject } from "../shared/json.js";
+import { type CliPermissionFlags, cliLayer } from "./cli-flags.js";
+import { explain } from "./explain.js";
+import type { PathResolver } from "./path-aliases.js";
+import { buildPolicy, type Policy } from "./permissions.js";
+import { subjectOf } from "./rules.js";
+
+/** Which argument a tool's rules match; build it from the registry with `subjectKindOf`. */
+export type SubjectKindLookup = (tool: string) => SubjectKind | undefined;
+
+const inferSubject: SubjectKindLookup = () => undefined;
+
+/** The run's policy as the runtime's permission seam: rules, modes and defaults decide each call. */
+export class PolicyPermissions implements PermissionPort {
+  readonly describe: JsonObject;
+  readonly digest: string;
+  readonly #policy: Policy;
+  readonly #subjectKinds: SubjectKindLookup;
+  readonly #resolvePath: PathResolver | undefined;
+
+  /** `resolvePath`: rules on a file then also cover every symlink that leads to it. */
+  constructor(policy: Policy, subjectKinds: SubjectKindLookup = inferSubject, resolvePath?: PathResolver) {
+    this.#policy = policy;
+    this.#subjectKinds = subjectKinds;
+    this.#resolvePath = resolvePath;
+    this.describe = policy.describe();
+    this.digest = policy.digest;
+  }
+
+  async decide(request: PermissionRequest): Promise<PermissionDecision> {
+    const kind = this.#subjectKinds(request.tool);
+    const evaluation = await explain(
+      this.#policy,
+      request.tool,
+      request.effect,
+      request.arguments,
+      kind,
+      this.#resolvePath,
+    );
+    // "propose": the runtime runs the call against a proposal overlay; nothing is applied.
+    const reason =
+      evaluation.decision === "propose"
+        ? `${evaluation.reason}: changes are proposed for review, not applied`
+        : evaluation.reason;
+    // The whole call's subject (not the command part that decided): what a session grant covers.
+    const subject = subjectOf(request.arguments, kind);
+    const result: PermissionDecision = {
+      decision: evaluation.decision,
+      source: evaluation.source,
+      reason,
+      subject,
+    };
+    if (evaluation.rule !== undefined) result.rule = evaluation.rule;
+    return result;
+  }
+}
+
+/**
+ * A policy from modes and rules given in code (no config files): for the demo, the labs and
+ * library users. The same evaluation, defaults and digest as a CLI run with these flags.
+ */
+export function modePolicy(
+  flags: CliPermissionFlags,
+  subjectKinds?: SubjectKindLookup,
+  resolvePath?: PathResolver,
+): PolicyPermissions {
+  return new PolicyPermissions(buildPolicy([cliLayer(flags)]), subjectKinds, resolvePath);
+}
