@@ -9,7 +9,7 @@ import { EngineError } from "./errors.js";
 import { finish, recheckFinished } from "./finish.js";
 import { ModelStep } from "./model-step.js";
 import { DEFAULT_LIMITS, type EngineOptions, type Limits, type RunSummary } from "./options.js";
-import { cancel, type SessionRun, stop } from "./outcome.js";
+import { cancel, type EngineRun, stop } from "./outcome.js";
 import { recoverOrphans, spawnedEvent } from "./recovery.js";
 import { SessionState } from "./state.js";
 import { SYSTEM_PROMPT } from "./system-prompt.js";
@@ -25,7 +25,7 @@ export class Engine {
   private readonly signal: AbortSignal;
   private writer!: JournalWriter;
   private state!: SessionState;
-  private session!: SessionRun;
+  private session!: EngineRun;
 
   constructor(private readonly options: EngineOptions) {
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };

@@ -1,11 +1,11 @@
 import type { RunSummary } from "./options.js";
-import { cancel, type SessionRun, stop, summary } from "./outcome.js";
+import { cancel, type EngineRun, stop, summary } from "./outcome.js";
 
 /**
  * The model has stopped calling tools: pending proposals wait for review; otherwise the host's
  * own acceptance checks decide whether the run is verified.
  */
-export async function finish(run: SessionRun, answer: string): Promise<RunSummary> {
+export async function finish(run: EngineRun, answer: string): Promise<RunSummary> {
   const pending = [...run.state.proposals.values()].filter(
     (p) => !run.state.appliedProposals.has(p.proposal_id),
   );
@@ -33,7 +33,7 @@ export async function finish(run: SessionRun, answer: string): Promise<RunSummar
 }
 
 /** A finished session is judged by the workspace as it is now, not by its old success. */
-export async function recheckFinished(run: SessionRun): Promise<RunSummary> {
+export async function recheckFinished(run: EngineRun): Promise<RunSummary> {
   const outcome = run.state.outcome;
   const answer = outcome?.kind === "finished" ? outcome.data.answer : "";
   if (run.options.acceptance.length === 0) return summary(run);
@@ -51,7 +51,7 @@ export async function recheckFinished(run: SessionRun): Promise<RunSummary> {
   return summary(run);
 }
 
-async function runAcceptance(run: SessionRun): Promise<boolean> {
+async function runAcceptance(run: EngineRun): Promise<boolean> {
   const results = [];
   for (const check of run.options.acceptance) results.push(await check.run(run.signal));
   const accepted = results.every((r) => r.passed);

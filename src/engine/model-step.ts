@@ -6,7 +6,7 @@ import { retryDelay } from "../providers/retry.js";
 import { sleep } from "../shared/sleep.js";
 import { toWellFormed } from "../shared/unicode.js";
 import type { RunSummary } from "./options.js";
-import { cancel, type SessionRun, stop } from "./outcome.js";
+import { cancel, type EngineRun, stop } from "./outcome.js";
 import { generalProviderAdvice } from "./provider-advice.js";
 
 /**
@@ -15,7 +15,7 @@ import { generalProviderAdvice } from "./provider-advice.js";
  * reply before any of its calls can run.
  */
 export class ModelStep {
-  constructor(private readonly run: SessionRun) {}
+  constructor(private readonly run: EngineRun) {}
 
   /** One model step: request, decode completely, record. Returns a summary when the run ends. */
   async next(): Promise<RunSummary | undefined> {

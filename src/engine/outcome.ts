@@ -2,8 +2,8 @@ import type { AnyNewEvent } from "../journal/vocabulary.js";
 import type { EngineOptions, Limits, RunSummary } from "./options.js";
 import type { SessionState } from "./state.js";
 
-/** What every step of a run works with: its options, the session as journaled, and the journal. */
-export interface SessionRun {
+/** What every step of an engine run works with: its options, the session as journaled, and the journal. */
+export interface EngineRun {
   readonly options: EngineOptions;
   readonly limits: Limits;
   readonly systemPrompt: string;
@@ -15,7 +15,7 @@ export interface SessionRun {
 
 /** The run ends short of success (stopped, review required, needs review): journaled, then summarized. */
 export async function stop(
-  run: SessionRun,
+  run: EngineRun,
   status: "stopped" | "review_required" | "needs_review",
   reason: string,
   message: string,
@@ -25,13 +25,13 @@ export async function stop(
 }
 
 /** The run was interrupted: journaled, then summarized. */
-export async function cancel(run: SessionRun): Promise<RunSummary> {
+export async function cancel(run: EngineRun): Promise<RunSummary> {
   await run.record({ type: "run.cancelled", data: { reason: "interrupted by signal" } });
   return summary(run);
 }
 
 /** The run's summary, from the outcome the journal holds (incomplete when it holds none). */
-export function summary(run: SessionRun): RunSummary {
+export function summary(run: EngineRun): RunSummary {
   const state = run.state;
   const outcome = state.outcome;
   const base = {

@@ -2,7 +2,7 @@ import type { AnyNewEvent, EventData } from "../journal/vocabulary.js";
 import { errorResult, okResult, type ToolResult } from "../runtime/result.js";
 import { createToolContext } from "../tools/context.js";
 import type { RunSummary } from "./options.js";
-import { type SessionRun, stop } from "./outcome.js";
+import { type EngineRun, stop } from "./outcome.js";
 
 export interface SpawnInfo {
   callId: string;
@@ -61,7 +61,7 @@ export function spawnedEvent(info: SpawnInfo): AnyNewEvent {
  * killed first. A tool that can look the outcome up (reconcile) reports the real one;
  * otherwise it is unknown: never guessed, never replayed.
  */
-async function recover(run: SessionRun, started: EventData<"tool.started">): Promise<ToolResult> {
+async function recover(run: EngineRun, started: EventData<"tool.started">): Promise<ToolResult> {
   const id = { call_id: started.call_id, name: started.name };
   let killed = 0;
   const supervision = run.options.processes;
@@ -112,7 +112,7 @@ async function recover(run: SessionRun, started: EventData<"tool.started">): Pro
  * Before anything else on resume, every call a crash left started without a result gets one
  * (reconciled, or unknown). An unknown outcome stops the run for a person to review.
  */
-export async function recoverOrphans(run: SessionRun): Promise<RunSummary | undefined> {
+export async function recoverOrphans(run: EngineRun): Promise<RunSummary | undefined> {
   const orphans = run.state.startedWithoutResult();
   for (const started of orphans) {
     const result = await recover(run, started);
