@@ -1,7 +1,7 @@
 import { join } from "node:path";
+import { FileArtifactStore } from "../artifacts/file-store.js";
 import type { AcceptanceCheck } from "../engine/acceptance.js";
 import { Engine, type Limits, type RunSummary } from "../engine/engine.js";
-import { FileArtifactStore } from "../runtime/artifacts.js";
 import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
 import { exitCodeFor } from "./exit-codes.js";
 import { createProgress, MODEL_TEXT_PREFIX } from "./progress.js";

@@ -1,3 +1,4 @@
+import type { ArtifactStore } from "../artifacts/store.js";
 import { type JournalBackend, JournalError, type JournalWriter } from "../journal/store.js";
 import {
   type AnyNewEvent,
@@ -26,7 +27,6 @@ import { digestOf } from "../shared/hash.js";
 import type { JsonObject } from "../shared/json.js";
 import { sleep } from "../shared/sleep.js";
 import { toWellFormed } from "../shared/unicode.js";
-import type { ArtifactStore } from "../tools/tool.js";
 import type { WorkspaceFs } from "../workspace/fs.js";
 import type { AcceptanceCheck } from "./acceptance.js";
 import { EngineError } from "./errors.js";

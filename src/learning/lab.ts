@@ -1,3 +1,4 @@
+import { MemoryArtifactStore } from "../artifacts/memory-store.js";
 import { Engine, type Limits, type RunSummary } from "../engine/engine.js";
 import { MemoryJournalBackend } from "../journal/memory-store.js";
 import type { AnyRecord } from "../journal/vocabulary.js";
@@ -8,7 +9,6 @@ import { proposalsOf, type RecordedProposal } from "../proposals/ledger.js";
 import { ProposalOverlay } from "../proposals/overlay.js";
 import type { ModelMessage } from "../protocol/types.js";
 import { ScriptedProvider } from "../providers/scripted/provider.js";
-import { MemoryArtifactStore } from "../runtime/artifacts.js";
 import type { ApprovalPort } from "../runtime/ports.js";
 import { ToolRegistry } from "../runtime/registry.js";
 import { digestOf, sha256Hex } from "../shared/hash.js";

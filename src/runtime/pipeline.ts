@@ -1,11 +1,12 @@
 import type { z } from "zod";
+import type { ArtifactStore } from "../artifacts/store.js";
 import type { AnyNewEvent } from "../journal/vocabulary.js";
 import type { ToolCall } from "../protocol/types.js";
 import { digestOf } from "../shared/hash.js";
 import type { JsonObject } from "../shared/json.js";
 import { sleep } from "../shared/sleep.js";
 import { ToolError } from "../tools/errors.js";
-import type { AnyTool, ArtifactStore, ReadAccess, ResourceSet, ToolContext } from "../tools/tool.js";
+import type { AnyTool, ReadAccess, ResourceSet, ToolContext } from "../tools/tool.js";
 import type { WorkspaceFs } from "../workspace/fs.js";
 import type {
   ApprovalPort,

@@ -1,7 +1,7 @@
+import type { ArtifactRef } from "../artifacts/store.js";
 import type { ToolStatus } from "../protocol/types.js";
 import type { JsonObject } from "../shared/json.js";
 import { ERROR_CODES, type ErrorCode, ToolError } from "../tools/errors.js";
-import type { ArtifactRef } from "../tools/tool.js";
 import type { ProposalRecord } from "./ports.js";
 
 /**

@@ -1,5 +1,5 @@
+import { MemoryArtifactStore } from "../../src/artifacts/memory-store.js";
 import { ReservationDb } from "../../src/packs/reservations/database.js";
-import { MemoryArtifactStore } from "../../src/runtime/artifacts.js";
 import type { ToolContext } from "../../src/tools/tool.js";
 import { MemoryWorkspaceFs } from "../../src/workspace/memory-fs.js";
 

@@ -3,6 +3,7 @@
 import { readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { FileArtifactStore } from "../../src/artifacts/file-store.js";
 import { buildSetup, effectiveFlags, recordableFlags } from "../../src/cli/setup.js";
 import { openWorkspace } from "../../src/cli/workspace.js";
 import { Engine } from "../../src/engine/engine.js";
@@ -10,7 +11,6 @@ import type { ApprovalRequest } from "../../src/policy/approver.js";
 import { FunctionApprover } from "../../src/policy/approver.js";
 import { ApproverPort, SessionGrantPort } from "../../src/policy/ports.js";
 import { subjectKindOf } from "../../src/policy/subject-kind.js";
-import { FileArtifactStore } from "../../src/runtime/artifacts.js";
 import { ToolRegistry } from "../../src/runtime/registry.js";
 import { createFileTools } from "../../src/tools/builtin.js";
 import { Recording, run, scripted, tempWorkspace, type Workspace } from "../support/session.js";

@@ -1,6 +1,7 @@
 import { mkdtemp, readFile, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { FileArtifactStore } from "../../src/artifacts/file-store.js";
 import { type AcceptanceCheck, FileEqualsCheck } from "../../src/engine/acceptance.js";
 import { Engine, type EngineOptions, type RunSummary } from "../../src/engine/engine.js";
 import { FileJournalBackend } from "../../src/journal/file-store.js";
@@ -10,7 +11,6 @@ import { modePolicy } from "../../src/policy/ports.js";
 import type { ModelRequest, Provider } from "../../src/providers/provider.js";
 import { ScriptedProvider } from "../../src/providers/scripted/provider.js";
 import type { ScriptFunction } from "../../src/providers/scripted/script.js";
-import { FileArtifactStore } from "../../src/runtime/artifacts.js";
 import type { ApprovalPort } from "../../src/runtime/ports.js";
 import { ToolRegistry } from "../../src/runtime/registry.js";
 import { sha256Hex } from "../../src/shared/hash.js";

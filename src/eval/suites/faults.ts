@@ -1,5 +1,6 @@
 import { readFile, truncate, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { FileArtifactStore } from "../../artifacts/file-store.js";
 import { DEMO_EXPECTED, DEMO_FILE, DEMO_GOAL, DEMO_INITIAL, demoScript } from "../../demo/script.js";
 import { FileEqualsCheck } from "../../engine/acceptance.js";
 import { Engine, type RunSummary } from "../../engine/engine.js";
@@ -9,7 +10,6 @@ import { modePolicy } from "../../policy/ports.js";
 import type { ModelMessage } from "../../protocol/types.js";
 import type { ModelRequest, Provider } from "../../providers/provider.js";
 import { ScriptedProvider } from "../../providers/scripted/provider.js";
-import { FileArtifactStore } from "../../runtime/artifacts.js";
 import type { ApprovalPort } from "../../runtime/ports.js";
 import { ToolRegistry } from "../../runtime/registry.js";
 import { sha256Hex } from "../../shared/hash.js";

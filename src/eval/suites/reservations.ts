@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import { FileArtifactStore } from "../../artifacts/file-store.js";
 import type { RunSummary } from "../../engine/engine.js";
 import type { AnyRecord } from "../../journal/vocabulary.js";
 import { CATALOG } from "../../packs/reservations/catalog.js";
@@ -19,7 +20,6 @@ import {
 import { createHttpJsonProvider } from "../../providers/http-json.js";
 import type { Provider } from "../../providers/provider.js";
 import { ScriptedProvider } from "../../providers/scripted/provider.js";
-import { FileArtifactStore } from "../../runtime/artifacts.js";
 import { sha256Hex } from "../../shared/hash.js";
 import type { Check, EvalSuite, EvalTask, TaskRun, TaskWorkspace } from "../suite.js";
 

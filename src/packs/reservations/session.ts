@@ -1,9 +1,9 @@
+import type { ArtifactStore } from "../../artifacts/store.js";
 import { Engine, type EngineListener, type RunSummary } from "../../engine/engine.js";
 import type { JournalBackend } from "../../journal/store.js";
 import type { Provider } from "../../providers/provider.js";
 import type { ApprovalPort } from "../../runtime/ports.js";
 import { ToolRegistry } from "../../runtime/registry.js";
-import type { ArtifactStore } from "../../tools/tool.js";
 import type { WorkspaceFs } from "../../workspace/fs.js";
 import type { ReservationDb } from "./database.js";
 import { TaskPermissionPolicy } from "./policy.js";

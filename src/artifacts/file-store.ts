@@ -3,8 +3,7 @@ import { closeSync, fsyncSync, openSync, writeSync } from "node:fs";
 import { mkdir, open, readdir, readFile, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { sha256Hex } from "../shared/hash.js";
-import { ToolError } from "../tools/errors.js";
-import type { ArtifactRef, ArtifactSink, ArtifactStore } from "../tools/tool.js";
+import { ArtifactCorruptError, type ArtifactRef, type ArtifactSink, type ArtifactStore } from "./store.js";
 
 const ID = /^[0-9a-f]{64}$/;
 
@@ -17,7 +16,8 @@ export class FileArtifactStore implements ArtifactStore {
 
   /**
    * The artifact's bytes, checked against the SHA-256 that is its name: a file changed on disk
-   * (by a hostile repository, say) fails with ARTIFACT_CORRUPT instead of passing forged bytes on.
+   * (by a hostile repository, say) fails with ArtifactCorruptError (ARTIFACT_CORRUPT to the model)
+   * instead of passing forged bytes on.
    */
   async read(id: string): Promise<Uint8Array | undefined> {
     if (!ID.test(id)) return undefined;
@@ -29,11 +29,7 @@ export class FileArtifactStore implements ArtifactStore {
       throw error;
     }
     if (sha256Hex(bytes) !== id) {
-      throw new ToolError(
-        "ARTIFACT_CORRUPT",
-        `artifact ${id} was modified after it was stored: its bytes no longer have that SHA-256`,
-        { data: { id } },
-      );
+      throw new ArtifactCorruptError(id);
     }
     return bytes;
   }
@@ -124,32 +120,4 @@ export async function checkArtifacts(dir: string, expected: Iterable<string> = [
   for (const id of new Set(expected)) if (!stored.has(id)) check.missing.push(id);
   check.missing.sort();
   return check;
-}
-
-/** In-memory artifacts, for library users without a disk session and for tests. */
-export class MemoryArtifactStore implements ArtifactStore {
-  private readonly items = new Map<string, Uint8Array>();
-
-  async read(id: string): Promise<Uint8Array | undefined> {
-    return this.items.get(id);
-  }
-
-  async put(bytes: Uint8Array): Promise<ArtifactRef> {
-    const id = sha256Hex(bytes);
-    this.items.set(id, new Uint8Array(bytes));
-    return { id, sha256: id, bytes: bytes.byteLength };
-  }
-
-  async open(): Promise<ArtifactSink> {
-    const chunks: Uint8Array[] = [];
-    return {
-      write: async (chunk) => {
-        chunks.push(new Uint8Array(chunk));
-      },
-      finish: () => this.put(Buffer.concat(chunks)),
-      abort: async () => {
-        chunks.length = 0;
-      },
-    };
-  }
 }
