@@ -1,13 +1,6 @@
+import type { RuleDecision } from "../rules/grammar.js";
+import type { ShellMode, WriteMode } from "../rules/modes.js";
 import type { EffectClass } from "../tools/tool.js";
-import type { RuleDecision } from "./rules.js";
-
-/** How writes inside the workspace are treated when no rule matches. */
-export type WriteMode = "allow" | "ask" | "deny" | "propose";
-export const WRITE_MODES: readonly WriteMode[] = ["allow", "ask", "deny", "propose"];
-
-/** How process execution is treated when no rule matches. */
-export type ShellMode = "allow" | "ask" | "deny";
-export const SHELL_MODES: readonly ShellMode[] = ["allow", "ask", "deny"];
 
 /**
  * The outcome of evaluating a call. `propose`: a write may only produce a proposal for review,

@@ -1,3 +1,5 @@
+import { parseRule, RULE_DECISIONS, type Rule, type RuleDecision } from "../rules/grammar.js";
+import type { ShellMode, WriteMode } from "../rules/modes.js";
 import { digestOf } from "../shared/hash.js";
 import type { JsonObject } from "../shared/json.js";
 import type { EffectClass } from "../tools/tool.js";
@@ -9,22 +11,10 @@ import {
   defaultDecision,
   type EffectiveModes,
   type PermissionDecision,
-  type ShellMode,
   stricterShellMode,
   stricterWriteMode,
-  type WriteMode,
 } from "./defaults.js";
-import {
-  normalizeSubjectPath,
-  parseRule,
-  RULE_DECISIONS,
-  type Rule,
-  type RuleDecision,
-  ruleMatches,
-  type Subject,
-  type SubjectKind,
-  subjectOf,
-} from "./rules.js";
+import { normalizeSubjectPath, ruleMatches, type Subject, type SubjectKind, subjectOf } from "./rules.js";
 import { type CommandPart, splitCommand } from "./shell-command.js";
 
 /**

@@ -6,11 +6,11 @@ import { type AcceptanceCheck, FileEqualsCheck } from "../../src/engine/acceptan
 import { Engine, type EngineOptions, type RunSummary } from "../../src/engine/engine.js";
 import { FileJournalBackend } from "../../src/journal/file-store.js";
 import type { AnyRecord } from "../../src/journal/vocabulary.js";
-import type { WriteMode } from "../../src/policy/defaults.js";
 import { modePolicy } from "../../src/policy/ports.js";
 import type { ModelRequest, Provider } from "../../src/providers/provider.js";
 import { ScriptedProvider } from "../../src/providers/scripted/provider.js";
 import type { ScriptFunction } from "../../src/providers/scripted/script.js";
+import type { WriteMode } from "../../src/rules/modes.js";
 import type { ApprovalPort } from "../../src/runtime/ports.js";
 import { ToolRegistry } from "../../src/runtime/registry.js";
 import { sha256Hex } from "../../src/shared/hash.js";

@@ -1,15 +1,16 @@
 import { ConfigError } from "../../config/errors.js";
 import { explain, formatExplanation } from "../../policy/explain.js";
 import { pathResolverOf } from "../../policy/ports.js";
-import { RuleSyntaxError } from "../../policy/rules.js";
 import { subjectKindOf } from "../../policy/subject-kind.js";
+import { RuleSyntaxError } from "../../rules/grammar.js";
 import { isJsonObject } from "../../shared/json.js";
 import { jsonForTerminal } from "../../shared/terminal-text.js";
 import { createFileTools } from "../../tools/builtin.js";
 import { createShellTool } from "../../tools/shell/shell.js";
 import { oneOf, parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
-import { effectiveFlags, loadGovernanceWithDefaults } from "../setup.js";
+import { loadGovernanceWithDefaults } from "../governance.js";
+import { effectiveFlags } from "../run-flags.js";
 import { UsageError } from "../usage-error.js";
 import { openWorkspace } from "../workspace.js";
 

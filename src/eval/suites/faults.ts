@@ -5,11 +5,11 @@ import { DEMO_EXPECTED, DEMO_FILE, DEMO_GOAL, DEMO_INITIAL, demoScript } from ".
 import { FileEqualsCheck } from "../../engine/acceptance.js";
 import { Engine, type RunSummary } from "../../engine/engine.js";
 import type { AnyRecord } from "../../journal/vocabulary.js";
-import type { WriteMode } from "../../policy/defaults.js";
 import { modePolicy } from "../../policy/ports.js";
 import type { ModelMessage } from "../../protocol/types.js";
 import type { ModelRequest, Provider } from "../../providers/provider.js";
 import { ScriptedProvider } from "../../providers/scripted/provider.js";
+import type { WriteMode } from "../../rules/modes.js";
 import type { ApprovalPort } from "../../runtime/ports.js";
 import { ToolRegistry } from "../../runtime/registry.js";
 import { sha256Hex } from "../../shared/hash.js";

@@ -2,10 +2,10 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { configNamedFiles, resolveHookCommand } from "../../src/cli/config-hooks.js";
+import { loadGovernance } from "../../src/cli/governance.js";
 import { ConfigError } from "../../src/config/errors.js";
-import { configNamedFiles, resolveHookCommand } from "../../src/policy/config-hooks.js";
 import { type HookInput, HookRunner } from "../../src/policy/hooks.js";
-import { loadGovernance } from "../../src/policy/setup.js";
 
 let root: string;
 let home: string;

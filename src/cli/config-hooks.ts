@@ -4,14 +4,14 @@ import { ConfigError } from "../config/errors.js";
 import { type ConfigSource, configDirectory, type LoadedConfig } from "../config/load.js";
 import type { HookEntryConfig } from "../config/schema.js";
 import { processSetting } from "../config/sections.js";
+import { type CommandHookSpec, commandHook } from "../policy/command-hook.js";
+import { HOOK_POINTS, type HookPoint, WRAP_POINT } from "../policy/hook-points.js";
+import type { Hook } from "../policy/hooks.js";
 import { createSandbox } from "../sandbox/create.js";
 import { Executor, type ProcessProfile, type SpawnReport } from "../sandbox/executor.js";
 import { commandProfile, type SandboxOverride } from "../sandbox/profiles.js";
 import type { SandboxView } from "../sandbox/sandbox.js";
 import { importFile } from "../shared/import-file.js";
-import { type CommandHookSpec, commandHook } from "./command-hook.js";
-import { HOOK_POINTS, type HookPoint, WRAP_POINT } from "./hook-points.js";
-import type { Hook } from "./hooks.js";
 
 export interface ConfigHooksOptions {
   /** Absolute workspace root: command hooks run there. */
