@@ -5,8 +5,8 @@ import { type ConfigSource, configDirectory, type LoadedConfig } from "../config
 import type { HookEntryConfig } from "../config/schema.js";
 import { processSetting } from "../config/sections.js";
 import { type CommandHookSpec, commandHook } from "../policy/command-hook.js";
-import { HOOK_POINTS, type HookPoint, WRAP_POINT } from "../policy/hook-points.js";
 import type { Hook } from "../policy/hooks.js";
+import { HOOK_POINTS, type HookPoint, WRAP_POINT } from "../runtime/hook-points.js";
 import { createSandbox } from "../sandbox/create.js";
 import { Executor, type ProcessProfile, type SpawnReport } from "../sandbox/executor.js";
 import { commandProfile, type SandboxOverride } from "../sandbox/profiles.js";

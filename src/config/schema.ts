@@ -1,7 +1,7 @@
 import { z } from "zod";
-import { ADMIT_POINTS, HOOK_POINTS, type HookPoint, WRAP_POINT } from "../policy/hook-points.js";
 import { parseRule, RULE_DECISIONS, RuleSyntaxError } from "../rules/grammar.js";
 import { SHELL_MODES, WRITE_MODES } from "../rules/modes.js";
+import { ADMIT_POINTS, HOOK_POINTS, type HookPoint, WRAP_POINT } from "../runtime/hook-points.js";
 import { ConfigError } from "./errors.js";
 
 const MAX_HOOK_TIMEOUT_MS = 600_000;

@@ -1,7 +1,7 @@
+import type { HookPoint } from "../runtime/hook-points.js";
 import type { Executor, ProcessProfile, SpawnReport } from "../sandbox/executor.js";
 import { SpawnError } from "../sandbox/process.js";
 import { SandboxUnavailableError } from "../sandbox/sandbox.js";
-import type { HookPoint } from "./hook-points.js";
 import { type AdmitHook, type HookContext, HookFailure, type NotifyHook } from "./hooks.js";
 
 export interface CommandHookSpec {

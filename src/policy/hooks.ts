@@ -1,10 +1,10 @@
 import { performance } from "node:perf_hooks";
 import type { EventData } from "../journal/vocabulary.js";
 import type { ToolStatus } from "../protocol/types.js";
+import type { HookKind, HookPoint, WrapPoint } from "../runtime/hook-points.js";
 import type { JsonObject } from "../shared/json.js";
 import type { EffectClass } from "../tools/tool.js";
 import { deepFreeze } from "./approver.js";
-import type { HookKind, HookPoint, WrapPoint } from "./hook-points.js";
 
 /** What every hook sees: a deep-frozen copy, so no hook can change the call. */
 export interface HookContext {

@@ -6,7 +6,6 @@ export * from "./defaults.js";
 export * from "./denials.js";
 export * from "./explain.js";
 export * from "./grants.js";
-export * from "./hook-points.js";
 export * from "./hooks.js";
 export * from "./permissions.js";
 export * from "./ports.js";

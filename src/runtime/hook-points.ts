@@ -1,4 +1,7 @@
-/** The lifecycle points of one tool call, in the order the runtime passes them. */
+/**
+ * The lifecycle points of one tool call, in the order the runtime passes them. Defined here, at
+ * the runtime floor, because the runtime calls hooks at these points; config and policy name them.
+ */
 export const HOOK_POINTS = [
   "before_validate",
   "after_validate",
