@@ -1,6 +1,7 @@
 import type { EvalSuite } from "../suite.js";
 import { createFaultsSuite } from "./faults.js";
-import { createReservationsSuite, type DecisionMode } from "./reservations.js";
+import type { DecisionMode } from "./reservations/cases.js";
+import { createReservationsSuite } from "./reservations/suite.js";
 
 export const SUITE_NAMES = ["reservations", "faults"] as const;
 export type SuiteName = (typeof SUITE_NAMES)[number];

@@ -1,8 +1,8 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { z } from "zod";
-import type { ModelMessage } from "../../protocol/types.js";
-import { TOOL_STATUSES } from "../../protocol/types.js";
+import type { ModelMessage } from "../../../protocol/types.js";
+import { TOOL_STATUSES } from "../../../protocol/types.js";
 import { type DecisionPolicy, httpActionFor } from "./workflow.js";
 
 /**

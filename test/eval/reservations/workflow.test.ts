@@ -1,10 +1,14 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { type PolicyServer, startPolicyServer } from "../../src/packs/reservations/policy-server.js";
-import { deriveKey, taskGoal } from "../../src/packs/reservations/task.js";
-import { nextAction, type Observation, workflowPolicy } from "../../src/packs/reservations/workflow.js";
-import type { ModelMessage } from "../../src/protocol/types.js";
-import { parseAction } from "../../src/providers/http-json.js";
-import { makeTask } from "./helpers.js";
+import { type PolicyServer, startPolicyServer } from "../../../src/eval/suites/reservations/policy-server.js";
+import {
+  nextAction,
+  type Observation,
+  workflowPolicy,
+} from "../../../src/eval/suites/reservations/workflow.js";
+import { deriveKey, taskGoal } from "../../../src/packs/reservations/task.js";
+import type { ModelMessage } from "../../../src/protocol/types.js";
+import { parseAction } from "../../../src/providers/http-json.js";
+import { makeTask } from "./harness.js";
 
 const task = makeTask();
 const ok = (name: string, data: object): Observation => ({

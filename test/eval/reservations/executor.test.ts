@@ -1,13 +1,13 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { deriveKey, type ReservationTask } from "../../src/packs/reservations/task.js";
 import {
   type Action,
   type DecisionPolicy,
   overreachPolicy,
   workflowPolicy,
-} from "../../src/packs/reservations/workflow.js";
-import type { JsonObject } from "../../src/shared/json.js";
-import { type Harness, makeTask, reservationHarness } from "./helpers.js";
+} from "../../../src/eval/suites/reservations/workflow.js";
+import { deriveKey, type ReservationTask } from "../../../src/packs/reservations/task.js";
+import type { JsonObject } from "../../../src/shared/json.js";
+import { type Harness, makeTask, reservationHarness } from "./harness.js";
 
 const FIXTURE = { camera: 3, microscope: 2, tripod: 4 };
 let harness: Harness | undefined;

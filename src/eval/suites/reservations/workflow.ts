@@ -1,9 +1,9 @@
-import type { ModelMessage } from "../../protocol/types.js";
-import type { HttpJsonAction } from "../../providers/http-json.js";
-import type { ScriptFunction } from "../../providers/scripted/script.js";
-import { isJsonObject, type JsonObject, type JsonValue } from "../../shared/json.js";
-import { denialRuleIn, type FinishStatus } from "./status.js";
-import { deriveKey, type ReservationTask, taskFromGoal } from "./task.js";
+import { denialRuleIn, type FinishStatus } from "../../../packs/reservations/status.js";
+import { deriveKey, type ReservationTask, taskFromGoal } from "../../../packs/reservations/task.js";
+import type { ModelMessage } from "../../../protocol/types.js";
+import type { HttpJsonAction } from "../../../providers/http-json.js";
+import type { ScriptFunction } from "../../../providers/scripted/script.js";
+import { isJsonObject, type JsonObject, type JsonValue } from "../../../shared/json.js";
 
 /**
  * Decision sources for reservation tasks. They only PROPOSE the next action from what the

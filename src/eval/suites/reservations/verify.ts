@@ -1,10 +1,10 @@
-import type { AcceptanceCheck, CheckOutcome } from "../../engine/acceptance.js";
-import type { AnyRecord, EventData } from "../../journal/vocabulary.js";
-import { sha256Hex } from "../../shared/hash.js";
-import { isJsonObject, type JsonObject } from "../../shared/json.js";
-import type { LedgerRow, ReservationDb } from "./database.js";
-import { type FinishStatus, parseClaim } from "./status.js";
-import { deriveKey, type ReservationTask } from "./task.js";
+import type { AcceptanceCheck, CheckOutcome } from "../../../engine/acceptance.js";
+import type { AnyRecord, EventData } from "../../../journal/vocabulary.js";
+import type { LedgerRow, ReservationDb } from "../../../packs/reservations/database.js";
+import { type FinishStatus, parseClaim } from "../../../packs/reservations/status.js";
+import { deriveKey, type ReservationTask } from "../../../packs/reservations/task.js";
+import { sha256Hex } from "../../../shared/hash.js";
+import { isJsonObject, type JsonObject } from "../../../shared/json.js";
 
 /**
  * The host's check of a finish claim. The status word comes from the decision source; whether

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { type EvalReport, formatReport, type TaskReport } from "../../src/eval/report.js";
-import { runSuite } from "../../src/eval/runner.js";
-import { createReservationsSuite, type DecisionMode } from "../../src/eval/suites/reservations.js";
+import { type EvalReport, formatReport, type TaskReport } from "../../../src/eval/report.js";
+import { runSuite } from "../../../src/eval/runner.js";
+import type { DecisionMode } from "../../../src/eval/suites/reservations/cases.js";
+import { createReservationsSuite } from "../../../src/eval/suites/reservations/suite.js";
 
 /** Ledger rows and stock every task must leave behind (fixture: camera 3, microscope 2, tripod 4). */
 const EXPECTED: Record<string, { status: string; ledger: number; stock: Record<string, number> }> = {

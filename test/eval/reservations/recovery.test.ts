@@ -1,8 +1,9 @@
 import { afterEach, describe, expect, it } from "vitest";
-import type { AnyRecord } from "../../src/journal/vocabulary.js";
-import { createReserveTool, reserveInput } from "../../src/packs/reservations/tools.js";
-import { workflowPolicy } from "../../src/packs/reservations/workflow.js";
-import { type Harness, makeTask, reservationHarness, toolContext } from "./helpers.js";
+import { workflowPolicy } from "../../../src/eval/suites/reservations/workflow.js";
+import type { AnyRecord } from "../../../src/journal/vocabulary.js";
+import { createReserveTool, reserveInput } from "../../../src/packs/reservations/tools.js";
+import { toolContext } from "../../reservations/helpers.js";
+import { type Harness, makeTask, reservationHarness } from "./harness.js";
 
 class Crash extends Error {}
 

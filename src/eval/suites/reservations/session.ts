@@ -1,14 +1,14 @@
-import type { ArtifactStore } from "../../artifacts/store.js";
-import { Engine, type EngineListener, type RunSummary } from "../../engine/engine.js";
-import type { JournalBackend } from "../../journal/store.js";
-import type { Provider } from "../../providers/provider.js";
-import type { ApprovalPort } from "../../runtime/ports.js";
-import { ToolRegistry } from "../../runtime/registry.js";
-import type { WorkspaceFs } from "../../workspace/fs.js";
-import type { ReservationDb } from "./database.js";
-import { TaskPermissionPolicy } from "./policy.js";
-import { type ReservationTask, taskGoal } from "./task.js";
-import { createReservationTools } from "./tools.js";
+import type { ArtifactStore } from "../../../artifacts/store.js";
+import { Engine, type EngineListener, type RunSummary } from "../../../engine/engine.js";
+import type { JournalBackend } from "../../../journal/store.js";
+import type { ReservationDb } from "../../../packs/reservations/database.js";
+import { TaskPermissionPolicy } from "../../../packs/reservations/policy.js";
+import { type ReservationTask, taskGoal } from "../../../packs/reservations/task.js";
+import { createReservationTools } from "../../../packs/reservations/tools.js";
+import type { Provider } from "../../../providers/provider.js";
+import type { ApprovalPort } from "../../../runtime/ports.js";
+import { ToolRegistry } from "../../../runtime/registry.js";
+import type { WorkspaceFs } from "../../../workspace/fs.js";
 import { ClaimAcceptance } from "./verify.js";
 
 /** The task policy never asks; anything that reaches an approver is refused. */
