@@ -1,19 +1,19 @@
-import { MemoryArtifactStore } from "../artifacts/memory-store.js";
-import { Engine, type Limits, type RunSummary } from "../engine/engine.js";
-import { MemoryJournalBackend } from "../journal/memory-store.js";
-import type { AnyRecord } from "../journal/vocabulary.js";
-import { modePolicy } from "../policy/ports.js";
-import { ScopedPermissions, validateScope } from "../policy/scope.js";
-import { subjectKindOf } from "../policy/subject-kind.js";
-import { proposalsOf, type RecordedProposal } from "../proposals/ledger.js";
-import { ProposalOverlay } from "../proposals/overlay.js";
-import type { ModelMessage } from "../protocol/types.js";
-import { ScriptedProvider } from "../providers/scripted/provider.js";
-import type { ApprovalPort } from "../runtime/ports.js";
-import { ToolRegistry } from "../runtime/registry.js";
-import { digestOf, sha256Hex } from "../shared/hash.js";
-import { createFileTools } from "../tools/builtin.js";
-import { MemoryWorkspaceFs } from "../workspace/memory-fs.js";
+import { MemoryArtifactStore } from "../../artifacts/memory-store.js";
+import { Engine, type Limits, type RunSummary } from "../../engine/engine.js";
+import { MemoryJournalBackend } from "../../journal/memory-store.js";
+import type { AnyRecord } from "../../journal/vocabulary.js";
+import { modePolicy } from "../../policy/ports.js";
+import { ScopedPermissions, validateScope } from "../../policy/scope.js";
+import { subjectKindOf } from "../../policy/subject-kind.js";
+import { proposalsOf, type RecordedProposal } from "../../proposals/ledger.js";
+import { ProposalOverlay } from "../../proposals/overlay.js";
+import type { ModelMessage } from "../../protocol/types.js";
+import { ScriptedProvider } from "../../providers/scripted/provider.js";
+import type { ApprovalPort } from "../../runtime/ports.js";
+import { ToolRegistry } from "../../runtime/registry.js";
+import { digestOf, sha256Hex } from "../../shared/hash.js";
+import { createFileTools } from "../../tools/builtin.js";
+import { MemoryWorkspaceFs } from "../../workspace/memory-fs.js";
 import { TASK_GOAL, TASK_SCOPE, VIRTUAL_REPO } from "./repo.js";
 
 /** What a lesson's scripted model sees at each step. */

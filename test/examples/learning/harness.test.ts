@@ -1,13 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { runLesson, sameFiles } from "../../src/learning/lab.js";
+import { runLesson, sameFiles } from "../../../src/examples/learning/lab.js";
 import {
   boundaryLessons,
   type LessonReport,
   lessonSetup,
   workflowLesson,
-} from "../../src/learning/lessons.js";
-import { HUMAN_EDIT, SUM_FILE, VIRTUAL_REPO } from "../../src/learning/repo.js";
-import { sha256Hex } from "../../src/shared/hash.js";
+} from "../../../src/examples/learning/lessons.js";
+import { HUMAN_EDIT, SUM_FILE, VIRTUAL_REPO } from "../../../src/examples/learning/repo.js";
+import { sha256Hex } from "../../../src/shared/hash.js";
 
 const text = (bytes: Uint8Array | undefined) =>
   bytes === undefined ? undefined : Buffer.from(bytes).toString("utf8");

@@ -1,7 +1,7 @@
-import type { RunStatus } from "../engine/engine.js";
-import type { AnyRecord } from "../journal/vocabulary.js";
-import { sha256Hex } from "../shared/hash.js";
-import type { JsonObject } from "../shared/json.js";
+import type { RunStatus } from "../../engine/engine.js";
+import type { AnyRecord } from "../../journal/vocabulary.js";
+import { sha256Hex } from "../../shared/hash.js";
+import type { JsonObject } from "../../shared/json.js";
 import { type LessonRun, type LessonSetup, lastReadVersion, runLesson } from "./lab.js";
 import { HUMAN_EDIT, SUM_FILE } from "./repo.js";
 

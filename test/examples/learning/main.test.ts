@@ -1,17 +1,21 @@
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { ensureBuilt, REPO_ROOT } from "../e2e/helpers.js";
+import { ensureBuilt, REPO_ROOT } from "../../e2e/helpers.js";
 
 beforeAll(() => ensureBuilt(), 240_000);
 
 /** `npm run learning:harness -- ARGS` without npm: the script line runs exactly this. */
 function learning(...args: string[]) {
-  const result = spawnSync(process.execPath, [join(REPO_ROOT, "dist/src/learning/main.js"), ...args], {
-    cwd: REPO_ROOT,
-    encoding: "utf8",
-    env: { ...process.env, NO_COLOR: "1" },
-  });
+  const result = spawnSync(
+    process.execPath,
+    [join(REPO_ROOT, "dist/src/examples/learning/main.js"), ...args],
+    {
+      cwd: REPO_ROOT,
+      encoding: "utf8",
+      env: { ...process.env, NO_COLOR: "1" },
+    },
+  );
   return { code: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 

@@ -1,4 +1,4 @@
-import type { TaskScope } from "../policy/scope.js";
+import type { TaskScope } from "../../policy/scope.js";
 
 /**
  * The virtual repository of the change-proposal lessons: the README says what `sum` should do, the source does

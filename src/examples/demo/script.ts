@@ -1,4 +1,4 @@
-import type { ModelMessage } from "../protocol/types.js";
+import type { ModelMessage } from "../../protocol/types.js";
 
 export const DEMO_FILE = "hello.txt";
 export const DEMO_INITIAL = "helo, harness\n";
@@ -38,3 +38,12 @@ export function demoScript(messages: readonly ModelMessage[], step: number) {
     text: "I changed 'helo' to 'hello'. Whether the task is complete is for the host's check to decide.",
   };
 }
+
+/** The demo as one run: the faults suite injects its faults into this (see `FaultBaseline`). */
+export const demoRun = {
+  file: DEMO_FILE,
+  initial: DEMO_INITIAL,
+  expected: DEMO_EXPECTED,
+  goal: DEMO_GOAL,
+  script: demoScript,
+};
