@@ -1,10 +1,9 @@
 import { homedir } from "node:os";
 import { ConfigError } from "../config/errors.js";
-import { type ConfigSource, type LoadConfigOptions, type LoadedConfig, loadConfig } from "../config/load.js";
+import { type ConfigSource, type LoadedConfig, loadConfig } from "../config/load.js";
 import { sandboxReadPaths } from "../config/sections.js";
 import { journalKeyPath } from "../journal/key-file.js";
 import { type CliPermissionFlags, cliLayer } from "../policy/cli-flags.js";
-import type { Hook } from "../policy/hooks.js";
 import { buildPolicy, type PermissionLayer, type Policy } from "../policy/permissions.js";
 import { Executor } from "../sandbox/executor.js";
 import type { SandboxView } from "../sandbox/sandbox.js";
@@ -52,25 +51,6 @@ export function policyFromConfig(
   return buildPolicy([...(defaults ? [defaults] : []), ...permissionLayers(loaded), cliLayer(flags)]);
 }
 
-export interface Governance {
-  config: LoadedConfig;
-  policy: Policy;
-  hooks: Hook[];
-}
-
-/**
- * Everything governance needs before a run starts: config files, the effective policy and the
- * configured hooks. Any error (ConfigError, RuleSyntaxError) means the run must not start.
- */
-export async function loadGovernance(
-  options: LoadConfigOptions & Pick<ConfigHooksOptions, "env"> & { flags?: CliPermissionFlags },
-): Promise<Governance> {
-  const config = await loadConfig(options);
-  const policy = policyFromConfig(config, options.flags);
-  const hooks = await hooksFromConfig(config, { workspaceRoot: options.workspaceRoot, env: options.env });
-  return { config, policy, hooks };
-}
-
 /** The config files alone, a config error being a usage error (exit 64). */
 export async function loadConfigForCli(workspaceRoot: string, env: NodeJS.ProcessEnv = process.env) {
   try {
@@ -81,13 +61,19 @@ export async function loadConfigForCli(workspaceRoot: string, env: NodeJS.Proces
   }
 }
 
-export async function loadGovernanceWithDefaults(
+/**
+ * Everything governance needs before a run starts: config files, the effective policy over the
+ * run's defaults, the configured hooks, how the session's processes run and their one executor.
+ * Any error (ConfigError, RuleSyntaxError) means the run must not start.
+ */
+export async function loadGovernance(
   workspaceRoot: string,
   flags: RunFlags,
   env: NodeJS.ProcessEnv,
-  commands: { onSpawn?: ConfigHooksOptions["onSpawn"] } = {},
+  options: { onSpawn?: ConfigHooksOptions["onSpawn"]; homedir?: string } = {},
 ) {
-  const config = await loadConfig({ workspaceRoot, env, homedir: homedir() });
+  const home = options.homedir ?? homedir();
+  const config = await loadConfig({ workspaceRoot, env, homedir: home });
   const defaults: PermissionLayer = { source: "default (no terminal: deny; terminal: ask)", trusted: true };
   if (flags.defaults) {
     defaults.write = flags.defaults.write;
@@ -104,7 +90,7 @@ export async function loadGovernanceWithDefaults(
   const policy = policyFromConfig(config, cli, defaults);
   // What every sandboxed process may see beyond the workspace, and what in it none may change.
   const view: SandboxView = {
-    readPaths: sandboxReadPaths(config, homedir()),
+    readPaths: sandboxReadPaths(config, home),
     protectedPaths: DEFAULT_PROTECTED_PATHS.withFiles(configNamedFiles(config, workspaceRoot)),
     hiddenFiles: [journalKeyPath(env)],
   };
@@ -123,7 +109,7 @@ export async function loadGovernanceWithDefaults(
     view,
     ...(processes.override ? { sandboxOverride: processes.override } : {}),
     ...(processes.bwrapPath ? { bwrapPath: processes.bwrapPath } : {}),
-    ...(commands.onSpawn ? { onSpawn: commands.onSpawn } : {}),
+    ...(options.onSpawn ? { onSpawn: options.onSpawn } : {}),
   });
   return { config, policy, hooks, processes, executor };
 }

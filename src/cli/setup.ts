@@ -38,7 +38,7 @@ import { selectTools, ToolSelectionError } from "../tools/profiles.js";
 import { createShellTool } from "../tools/shell/shell.js";
 import type { AnyTool } from "../tools/tool.js";
 import { configNamedFiles } from "./config-hooks.js";
-import { loadGovernanceWithDefaults } from "./governance.js";
+import { loadGovernance } from "./governance.js";
 import type { RunFlags } from "./run-flags.js";
 import { UsageError } from "./usage-error.js";
 import type { OpenedWorkspace } from "./workspace.js";
@@ -75,7 +75,7 @@ export async function buildSetup(options: {
   const { workspace, flags, interactive } = options;
   const env = options.env ?? process.env;
   const spawnJournal = new SpawnJournal();
-  const governance = await loadGovernanceWithDefaults(workspace.root, flags, env, {
+  const governance = await loadGovernance(workspace.root, flags, env, {
     onSpawn: (report) => spawnJournal.onSpawn(report),
   }).catch((error: unknown) => {
     if (error instanceof ConfigError) throw new UsageError(`configuration error: ${error.message}`);

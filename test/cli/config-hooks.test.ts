@@ -31,8 +31,7 @@ afterEach(async () => {
 
 const userConfig = (value: unknown) =>
   writeFile(join(home, ".config", "harness", "config.json"), JSON.stringify(value));
-const govern = () =>
-  loadGovernance({ workspaceRoot: workspace, env: { PATH: process.env.PATH }, homedir: home });
+const govern = () => loadGovernance(workspace, {}, { PATH: process.env.PATH }, { homedir: home });
 
 describe("hooks from config", () => {
   it("loads module hooks relative to the config file and command hooks, filtered by tool", async () => {
