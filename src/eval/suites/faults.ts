@@ -37,6 +37,7 @@ export interface FaultBaseline {
   goal: string;
   script: ScriptFunction;
 }
+
 const SESSION = "fault";
 
 const denyAll: ApprovalPort = {
