@@ -1,6 +1,6 @@
 import { z } from "zod";
+import { MemoryArtifactStore } from "../src/artifacts/memory-store.js";
 import { modePolicy } from "../src/policy/policy-permissions.js";
-import { MemoryArtifactStore } from "../src/runtime/artifacts.js";
 import { ToolRuntime } from "../src/runtime/pipeline.js";
 import { ToolRegistry } from "../src/runtime/registry.js";
 import { defineTool } from "../src/tools/tool.js";

@@ -3,6 +3,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { MemoryArtifactStore } from "../src/artifacts/memory-store.js";
 import { Engine } from "../src/engine/engine.js";
 import type { EngineListener } from "../src/engine/options.js";
 import { FileJournalBackend } from "../src/journal/file-store.js";
@@ -10,7 +11,6 @@ import { MemoryJournalBackend } from "../src/journal/memory-store.js";
 import type { JournalBackend } from "../src/journal/store.js";
 import { modePolicy } from "../src/policy/policy-permissions.js";
 import { ScriptedProvider } from "../src/providers/scripted/provider.js";
-import { MemoryArtifactStore } from "../src/runtime/artifacts.js";
 import { ToolRegistry } from "../src/runtime/registry.js";
 import { sha256Hex } from "../src/shared/hash.js";
 import { createFileTools } from "../src/tools/builtin.js";

@@ -2,8 +2,9 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import type { ArtifactStore } from "../src/artifacts/store.js";
 import { createShellTool } from "../src/tools/shell/shell.js";
-import type { ArtifactStore, ToolContext } from "../src/tools/tool.js";
+import type { ToolContext } from "../src/tools/tool.js";
 import type { WorkspaceFs } from "../src/workspace/fs.js";
 
 export interface BenchResult {

@@ -1,4 +1,8 @@
 // The library surface: the engine, the runtime, and every seam with its implementations.
+
+export { FileArtifactStore } from "./artifacts/file-store.js";
+export { MemoryArtifactStore } from "./artifacts/memory-store.js";
+export type { ArtifactRef, ArtifactSink, ArtifactStore } from "./artifacts/store.js";
 export * from "./engine/acceptance.js";
 export * from "./engine/engine.js";
 export * from "./engine/errors.js";
@@ -23,7 +27,6 @@ export * from "./protocol/types.js";
 export { createProvider } from "./providers/config.js";
 export * from "./providers/provider.js";
 export { ScriptedProvider } from "./providers/scripted/provider.js";
-export { FileArtifactStore, MemoryArtifactStore } from "./runtime/artifacts.js";
 export type { RetryLimits, RuntimeEnvironment } from "./runtime/environment.js";
 export * from "./runtime/hook-points.js";
 export { ToolRuntime } from "./runtime/pipeline.js";

@@ -9,7 +9,7 @@ import { Executor, type ProcessProfile } from "../sandbox/executor.js";
 import { commandProfile, type SandboxOverride } from "../sandbox/profiles.js";
 import type { SandboxView } from "../sandbox/sandbox.js";
 import type { ProtectedPaths } from "../workspace/protected.js";
-import type { RunFlags } from "./setup.js";
+import type { RunFlags } from "./run-flags.js";
 
 // How each process a session starts is confined: the shell's, acceptance commands' and command
 // hooks' sandbox profiles, from the flags, the user config and the run's modes, in one place.

@@ -1,13 +1,14 @@
 import { join } from "node:path";
+import { FileArtifactStore } from "../artifacts/file-store.js";
 import type { AcceptanceCheck } from "../engine/acceptance.js";
 import { Engine } from "../engine/engine.js";
 import type { Limits, RunSummary } from "../engine/options.js";
-import { FileArtifactStore } from "../runtime/artifacts.js";
 import type { RuntimeEnvironment } from "../runtime/environment.js";
 import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
 import { exitCodeFor } from "./exit-codes.js";
 import { createProgress, MODEL_TEXT_PREFIX } from "./progress.js";
-import { type RunSetup, recordableFlags } from "./setup.js";
+import { recordableFlags } from "./run-flags.js";
+import type { RunSetup } from "./setup.js";
 import { colorEnabled, createStyle } from "./style.js";
 import { harnessVersion } from "./version.js";
 import type { OpenedWorkspace } from "./workspace.js";

@@ -1,21 +1,15 @@
-import { homedir } from "node:os";
 import { ConfigError } from "../config/errors.js";
-import { loadConfig, permissionLayers } from "../config/load.js";
-import { modelProfiles, sandboxReadPaths, shellSetting, toolTimeouts } from "../config/sections.js";
+import { modelProfiles, shellSetting, toolTimeouts } from "../config/sections.js";
 import { type AcceptanceCheck, CommandCheck } from "../engine/acceptance.js";
 import type { PolicyHandle } from "../engine/options.js";
 import { generalProviderAdvice, type ProviderAdvice } from "../engine/provider-advice.js";
 import type { ProcessSupervision } from "../engine/recovery.js";
 import { SpawnJournal } from "../engine/recovery.js";
-import { journalKeyPath } from "../journal/key-file.js";
 import type { AnyRecord, EventData } from "../journal/vocabulary.js";
 import { DenyApprover } from "../policy/approver.js";
-import { type CliPermissionFlags, cliLayer } from "../policy/cli-flags.js";
-import { type ConfigHooksOptions, configNamedFiles, hooksFromConfig } from "../policy/config-hooks.js";
 import { grantFromDecision, SessionGrants } from "../policy/grants.js";
 import { HookRunner } from "../policy/hooks.js";
 import { pathResolverOf } from "../policy/path-aliases.js";
-import { buildPolicy, type PermissionLayer } from "../policy/permissions.js";
 import { PolicyPermissions } from "../policy/policy-permissions.js";
 import { ScopedPermissions, ScopeError, validateScope } from "../policy/scope.js";
 import { subjectKindOf } from "../policy/subject-kind.js";
@@ -32,8 +26,6 @@ import type { Provider } from "../providers/provider.js";
 import { ScriptedProvider } from "../providers/scripted/provider.js";
 import type { ApprovalPort, GrantPort, HookPort, ProposalPort, ProposalRecord } from "../runtime/ports.js";
 import { ToolRegistry, type ToolSnapshot } from "../runtime/registry.js";
-import { Executor } from "../sandbox/executor.js";
-import type { SandboxView } from "../sandbox/sandbox.js";
 import { killSurvivors } from "../sandbox/tree.js";
 import { digestOf } from "../shared/hash.js";
 import type { JsonObject } from "../shared/json.js";
@@ -41,37 +33,13 @@ import { createFileTools } from "../tools/builtin.js";
 import { selectTools, ToolSelectionError } from "../tools/profiles.js";
 import { createShellTool } from "../tools/shell/shell.js";
 import type { AnyTool } from "../tools/tool.js";
-import { DEFAULT_PROTECTED_PATHS } from "../workspace/protected.js";
-import { providerKeyNames, sessionProcesses } from "./processes.js";
+import { configNamedFiles } from "./config-hooks.js";
+import { loadGovernance } from "./governance.js";
+import type { RunFlags } from "./run-flags.js";
 import { UsageError } from "./usage-error.js";
 import type { OpenedWorkspace } from "./workspace.js";
 
-export type WriteFlag = "allow" | "ask" | "deny" | "propose";
-export type ShellFlag = "allow" | "ask" | "deny";
-export type SandboxFlag = "workspace-write" | "read-only" | "off";
-
-/** Run options as given on the command line; recorded (minus the script path) for resume. */
-export interface RunFlags {
-  write?: WriteFlag | undefined;
-  readOnly?: boolean | undefined;
-  shell?: ShellFlag | undefined;
-  allow?: string[] | undefined;
-  ask?: string[] | undefined;
-  deny?: string[] | undefined;
-  tools?: string | undefined;
-  sandbox?: SandboxFlag | undefined;
-  provider?: string | undefined;
-  model?: string | undefined;
-  baseUrl?: string | undefined;
-  apiKeyEnv?: string | undefined;
-  profile?: string | undefined;
-  /** Task scope: the only files the agent may read / edit (checked at every call). */
-  readPaths?: string[] | undefined;
-  editPaths?: string[] | undefined;
-  /** The defaults in force when no config or flag decides (lowest precedence). */
-  defaults?: { write: WriteFlag; shell: ShellFlag };
-}
-
+/** A run's setup from flags and config files: the provider, tools, policy ports, hooks and processes. */
 export interface RunSetup {
   flags: RunFlags;
   provider: Provider;
@@ -92,57 +60,6 @@ export interface RunSetup {
   acceptanceCheck: (command: string, timeoutMs: number) => AcceptanceCheck;
 }
 
-const RECORDED_KEYS: (keyof RunFlags)[] = [
-  "write",
-  "readOnly",
-  "shell",
-  "allow",
-  "ask",
-  "deny",
-  "tools",
-  "sandbox",
-  "provider",
-  "model",
-  "baseUrl",
-  "apiKeyEnv",
-  "profile",
-  "readPaths",
-  "editPaths",
-];
-
-/**
- * The flags to use: those given now, else those recorded when the session started. The
- * write/shell defaults (ask on a terminal, deny otherwise) sit BELOW the config files, and the
- * ones a session started with are recorded too, so resuming elsewhere rebuilds the same policy.
- */
-export function effectiveFlags(
-  given: RunFlags,
-  recorded: JsonObject | undefined,
-  interactive: boolean,
-): RunFlags {
-  const flags: RunFlags = {};
-  for (const key of RECORDED_KEYS) {
-    const value = given[key] ?? (recorded?.[key] as RunFlags[typeof key] | undefined);
-    if (value !== undefined) Object.assign(flags, { [key]: value });
-  }
-  const defaults = recorded?.defaults as { write?: WriteFlag; shell?: ShellFlag } | undefined;
-  flags.defaults = {
-    write: defaults?.write ?? (interactive ? "ask" : "deny"),
-    shell: defaults?.shell ?? (interactive ? "ask" : "deny"),
-  };
-  return flags;
-}
-
-export function recordableFlags(flags: RunFlags): JsonObject {
-  const out: JsonObject = {};
-  for (const key of RECORDED_KEYS) {
-    const value = flags[key];
-    if (value !== undefined) out[key] = value as JsonObject[string];
-  }
-  if (flags.defaults) out.defaults = { ...flags.defaults };
-  return out;
-}
-
 export async function buildSetup(options: {
   workspace: OpenedWorkspace;
   flags: RunFlags;
@@ -154,7 +71,7 @@ export async function buildSetup(options: {
   const { workspace, flags, interactive } = options;
   const env = options.env ?? process.env;
   const spawnJournal = new SpawnJournal();
-  const governance = await loadGovernanceWithDefaults(workspace.root, flags, env, {
+  const governance = await loadGovernance(workspace.root, flags, env, {
     onSpawn: (report) => spawnJournal.onSpawn(report),
   }).catch((error: unknown) => {
     if (error instanceof ConfigError) throw new UsageError(`configuration error: ${error.message}`);
@@ -239,63 +156,6 @@ export async function buildSetup(options: {
         timeoutMs,
       }),
   };
-}
-
-/** The config files alone, a config error being a usage error (exit 64). */
-export async function loadConfigForCli(workspaceRoot: string, env: NodeJS.ProcessEnv = process.env) {
-  try {
-    return await loadConfig({ workspaceRoot, env, homedir: homedir() });
-  } catch (error) {
-    if (error instanceof ConfigError) throw new UsageError(`configuration error: ${error.message}`);
-    throw error;
-  }
-}
-
-export async function loadGovernanceWithDefaults(
-  workspaceRoot: string,
-  flags: RunFlags,
-  env: NodeJS.ProcessEnv,
-  commands: { onSpawn?: ConfigHooksOptions["onSpawn"] } = {},
-) {
-  const config = await loadConfig({ workspaceRoot, env, homedir: homedir() });
-  const defaults: PermissionLayer = { source: "default (no terminal: deny; terminal: ask)", trusted: true };
-  if (flags.defaults) {
-    defaults.write = flags.defaults.write;
-    defaults.shell = flags.defaults.shell;
-  }
-  const cli: CliPermissionFlags = {
-    ...(flags.allow ? { allow: flags.allow } : {}),
-    ...(flags.ask ? { ask: flags.ask } : {}),
-    ...(flags.deny ? { deny: flags.deny } : {}),
-    ...(flags.write ? { write: flags.write } : {}),
-    ...(flags.shell ? { shell: flags.shell } : {}),
-    ...(flags.readOnly ? { readOnly: true } : {}),
-  };
-  const policy = buildPolicy([defaults, ...permissionLayers(config), cliLayer(cli)]);
-  // What every sandboxed process may see beyond the workspace, and what in it none may change.
-  const view: SandboxView = {
-    readPaths: sandboxReadPaths(config, homedir()),
-    protectedPaths: DEFAULT_PROTECTED_PATHS.withFiles(configNamedFiles(config, workspaceRoot)),
-    hiddenFiles: [journalKeyPath(env)],
-  };
-  const processes = sessionProcesses(
-    config,
-    flags,
-    { readOnly: policy.readOnly.value, propose: policy.write.value === "propose" },
-    view,
-  );
-  // One executor for the session: the shell, acceptance checks and command hooks all use it.
-  const executor = new Executor({ environment: env, secretNames: providerKeyNames(flags, config) });
-  const hooks = await hooksFromConfig(config, {
-    workspaceRoot,
-    env,
-    executor,
-    view,
-    ...(processes.override ? { sandboxOverride: processes.override } : {}),
-    ...(processes.bwrapPath ? { bwrapPath: processes.bwrapPath } : {}),
-    ...(commands.onSpawn ? { onSpawn: commands.onSpawn } : {}),
-  });
-  return { config, policy, hooks, processes, executor };
 }
 
 /** Session-scoped approvals survive a resume: rebuilt from the journal, bound to the call hash. */

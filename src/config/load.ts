@@ -1,6 +1,5 @@
 import { readFile, realpath } from "node:fs/promises";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
-import type { PermissionLayer } from "../policy/permissions.js";
 import { ConfigError } from "./errors.js";
 import { type ConfigFile, parseConfigText } from "./schema.js";
 
@@ -154,26 +153,6 @@ async function realOrResolved(path: string): Promise<string> {
   } catch {
     return resolve(path);
   }
-}
-
-/** The permission layers of the loaded files, in increasing precedence (user, then project). */
-export function permissionLayers(loaded: LoadedConfig): PermissionLayer[] {
-  const layers: PermissionLayer[] = [];
-  if (loaded.user !== undefined) layers.push(layerOf(loaded.user, true));
-  if (loaded.project !== undefined) layers.push(layerOf(loaded.project, loaded.projectTrusted));
-  return layers;
-}
-
-function layerOf(source: ConfigSource, trusted: boolean): PermissionLayer {
-  const permissions = source.config.permissions ?? {};
-  const layer: PermissionLayer = { source: source.label, trusted };
-  if (permissions.allow !== undefined) layer.allow = permissions.allow;
-  if (permissions.ask !== undefined) layer.ask = permissions.ask;
-  if (permissions.deny !== undefined) layer.deny = permissions.deny;
-  if (permissions.write !== undefined) layer.write = permissions.write;
-  if (permissions.shell !== undefined) layer.shell = permissions.shell;
-  if (permissions.read_only !== undefined) layer.readOnly = permissions.read_only;
-  return layer;
 }
 
 /** The directory a config file's relative hook modules resolve against. */

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { SHELL_MODES, WRITE_MODES } from "../policy/defaults.js";
-import { parseRule, RULE_DECISIONS, RuleSyntaxError } from "../policy/rules.js";
+import { parseRule, RULE_DECISIONS, RuleSyntaxError } from "../rules/grammar.js";
+import { SHELL_MODES, WRITE_MODES } from "../rules/modes.js";
 import { ADMIT_POINTS, HOOK_POINTS, type HookPoint, WRAP_POINT } from "../runtime/hook-points.js";
 import { ConfigError } from "./errors.js";
 

@@ -1,4 +1,4 @@
-import type { ShellMode, WriteMode } from "./defaults.js";
+import type { ShellMode, WriteMode } from "../rules/modes.js";
 import type { PermissionLayer } from "./permissions.js";
 
 export const CLI_SOURCE = "cli";

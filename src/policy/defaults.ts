@@ -1,14 +1,7 @@
+import type { RuleDecision } from "../rules/grammar.js";
+import type { ShellMode, WriteMode } from "../rules/modes.js";
 import type { PermissionVerdict } from "../runtime/ports.js";
 import type { EffectClass } from "../tools/tool.js";
-import type { RuleDecision } from "./rules.js";
-
-/** How writes inside the workspace are treated when no rule matches. */
-export type WriteMode = "allow" | "ask" | "deny" | "propose";
-export const WRITE_MODES: readonly WriteMode[] = ["allow", "ask", "deny", "propose"];
-
-/** How process execution is treated when no rule matches. */
-export type ShellMode = "allow" | "ask" | "deny";
-export const SHELL_MODES: readonly ShellMode[] = ["allow", "ask", "deny"];
 
 export const DEFAULT_SOURCE = "default";
 

@@ -1,7 +1,6 @@
 export * from "./approver.js";
 export * from "./cli-flags.js";
 export * from "./command-hook.js";
-export * from "./config-hooks.js";
 export * from "./defaults.js";
 export * from "./explain.js";
 export * from "./grants.js";
@@ -10,6 +9,5 @@ export * from "./path-aliases.js";
 export * from "./permissions.js";
 export * from "./policy-permissions.js";
 export * from "./rules.js";
-export * from "./setup.js";
 export * from "./subject-kind.js";
 export * from "./tty-approver.js";

@@ -1,3 +1,5 @@
+import { parseRule, RULE_DECISIONS, type Rule, type RuleDecision } from "../rules/grammar.js";
+import type { ShellMode, WriteMode } from "../rules/modes.js";
 import type { PermissionVerdict, Subject, SubjectKind } from "../runtime/ports.js";
 import { digestOf } from "../shared/hash.js";
 import type { JsonObject } from "../shared/json.js";
@@ -9,20 +11,10 @@ import {
   DEFAULT_WRITE_MODE,
   defaultDecision,
   type EffectiveModes,
-  type ShellMode,
   stricterShellMode,
   stricterWriteMode,
-  type WriteMode,
 } from "./defaults.js";
-import {
-  normalizeSubjectPath,
-  parseRule,
-  RULE_DECISIONS,
-  type Rule,
-  type RuleDecision,
-  ruleMatches,
-  subjectOf,
-} from "./rules.js";
+import { normalizeSubjectPath, ruleMatches, subjectOf } from "./rules.js";
 import { type CommandPart, splitCommand } from "./shell-command.js";
 
 /**

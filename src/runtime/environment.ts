@@ -1,4 +1,5 @@
-import type { AnyTool, ArtifactStore } from "../tools/tool.js";
+import type { ArtifactStore } from "../artifacts/store.js";
+import type { AnyTool } from "../tools/tool.js";
 import type { WorkspaceFs } from "../workspace/fs.js";
 import type {
   ApprovalPort,

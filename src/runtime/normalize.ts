@@ -1,5 +1,5 @@
+import type { ArtifactStore } from "../artifacts/store.js";
 import type { JsonObject } from "../shared/json.js";
-import type { ArtifactStore } from "../tools/tool.js";
 import type { ProposalRecord } from "./ports.js";
 import { applyPreviewLimit } from "./projection.js";
 import type { ToolResult } from "./result.js";

@@ -1,4 +1,4 @@
-import type { ArtifactStore } from "../tools/tool.js";
+import type { ArtifactStore } from "../artifacts/store.js";
 import type { ToolResult } from "./result.js";
 
 const encoder = new TextEncoder();

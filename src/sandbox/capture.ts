@@ -1,5 +1,5 @@
 import type { Readable } from "node:stream";
-import type { ArtifactRef, ArtifactSink, ArtifactStore } from "../tools/tool.js";
+import type { ArtifactRef, ArtifactSink, ArtifactStore } from "../artifacts/store.js";
 import type { ByteFilter } from "./scrub.js";
 
 export interface CaptureLimits {

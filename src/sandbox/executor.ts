@@ -1,4 +1,4 @@
-import type { ArtifactStore } from "../tools/tool.js";
+import type { ArtifactStore } from "../artifacts/store.js";
 import type { CaptureLimits } from "./capture.js";
 import { type EnvPolicy, filterEnvironment } from "./env.js";
 import { type ProcessResult, type RunProcessOptions, runProcess } from "./process.js";

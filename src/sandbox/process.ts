@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import type { Readable, Writable } from "node:stream";
-import type { ArtifactStore } from "../tools/tool.js";
+import type { ArtifactStore } from "../artifacts/store.js";
 import { type CaptureLimits, DEFAULT_CAPTURE_LIMITS, OutputCapture, type StreamSummary } from "./capture.js";
 import type { ByteFilter } from "./scrub.js";
 import {

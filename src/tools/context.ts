@@ -1,5 +1,6 @@
+import type { ArtifactStore } from "../artifacts/store.js";
 import type { WorkspaceFs } from "../workspace/fs.js";
-import type { ArtifactStore, ReadAccess, ToolContext } from "./tool.js";
+import type { ReadAccess, ToolContext } from "./tool.js";
 
 /** What a context is built from; everything optional has the default a plain run needs. */
 export interface ToolContextParts {

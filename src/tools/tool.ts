@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import type { ArtifactStore } from "../artifacts/store.js";
 import type { JsonObject } from "../shared/json.js";
 import type { WorkspaceFs } from "../workspace/fs.js";
 
@@ -49,31 +50,6 @@ export interface ToolContext {
   readAccess?(path: string): Promise<ReadAccess>;
   /** The workspace files whose content an artifact of this session holds (canonical paths). */
   artifactSources?(id: string): readonly string[];
-}
-
-export interface ArtifactRef {
-  /** Content address: the SHA-256 hex of the bytes. */
-  id: string;
-  sha256: string;
-  bytes: number;
-}
-
-/** The session's content-addressed artifact store. */
-export interface ArtifactStore {
-  /** Bytes of a stored artifact, or undefined when the id is unknown. */
-  read(id: string): Promise<Uint8Array | undefined>;
-  /** Store bytes whole; returns their content address. Idempotent. */
-  put(bytes: Uint8Array): Promise<ArtifactRef>;
-  /** Stream bytes into a new artifact without holding them in memory. */
-  open(): Promise<ArtifactSink>;
-}
-
-export interface ArtifactSink {
-  write(chunk: Uint8Array): Promise<void>;
-  /** Make the artifact durable and return its address. */
-  finish(): Promise<ArtifactRef>;
-  /** Drop a partial artifact. */
-  abort(): Promise<void>;
 }
 
 /** A successful handler outcome (status ok). Failures are thrown as ToolError. */

@@ -4,7 +4,7 @@ import { readFile, truncate, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { DEMO_GOAL, demoScript } from "../../src/demo/script.js";
+import { DEMO_GOAL, demoScript } from "../../src/examples/demo/script.js";
 import { ScriptedProvider } from "../../src/providers/scripted/provider.js";
 import {
   count,

@@ -2,8 +2,8 @@
 import { appendFile, readFile, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { DEMO_GOAL, demoScript } from "../../src/demo/script.js";
 import { EngineError } from "../../src/engine/errors.js";
+import { DEMO_GOAL, demoScript } from "../../src/examples/demo/script.js";
 import { JournalError } from "../../src/journal/store.js";
 import { decodeStream } from "../../src/protocol/decoder.js";
 import { ProviderError } from "../../src/providers/provider.js";

@@ -2,10 +2,11 @@ import { describe, expect, it } from "vitest";
 import { formatReport } from "../../src/eval/report.js";
 import { runSuite } from "../../src/eval/runner.js";
 import { createFaultsSuite } from "../../src/eval/suites/faults.js";
+import { demoRun } from "../../src/examples/demo/script.js";
 
 describe("the faults suite", () => {
   it("every row of the fault table shows its expected observation and evidence", async () => {
-    const report = await runSuite(createFaultsSuite());
+    const report = await runSuite(createFaultsSuite(demoRun));
     expect(
       report.tasks.filter((t) => !t.passed),
       formatReport(report),
@@ -25,9 +26,9 @@ describe("the faults suite", () => {
   });
 
   it("--filter runs one task; an unknown id is an error", async () => {
-    const report = await runSuite(createFaultsSuite(), { filter: "writes-disabled" });
+    const report = await runSuite(createFaultsSuite(demoRun), { filter: "writes-disabled" });
     expect(report.tasks.map((t) => t.id)).toEqual(["writes-disabled"]);
     expect(report.totals.tasks_run).toBe(1);
-    await expect(runSuite(createFaultsSuite(), { filter: "nope" })).rejects.toThrow(/no task "nope"/);
+    await expect(runSuite(createFaultsSuite(demoRun), { filter: "nope" })).rejects.toThrow(/no task "nope"/);
   });
 });

@@ -1,5 +1,5 @@
+import { MemoryArtifactStore } from "../../src/artifacts/memory-store.js";
 import { ReservationDb } from "../../src/packs/reservations/database.js";
-import { MemoryArtifactStore } from "../../src/runtime/artifacts.js";
 import { createToolContext } from "../../src/tools/context.js";
 import type { ToolContext } from "../../src/tools/tool.js";
 import { MemoryWorkspaceFs } from "../../src/workspace/memory-fs.js";
@@ -15,66 +15,4 @@ export function toolContext(): ToolContext {
     fs: new MemoryWorkspaceFs(),
     artifacts: new MemoryArtifactStore(),
   });
-}
-
-import type { RunSummary } from "../../src/engine/options.js";
-import { MemoryJournalBackend } from "../../src/journal/memory-store.js";
-import type { AnyRecord } from "../../src/journal/vocabulary.js";
-import { type ReservationSessionOptions, reservationEngine } from "../../src/packs/reservations/session.js";
-import { parseTask, type ReservationTask } from "../../src/packs/reservations/task.js";
-import { type DecisionPolicy, scriptFor } from "../../src/packs/reservations/workflow.js";
-import { ScriptedProvider } from "../../src/providers/scripted/provider.js";
-
-export function makeTask(over: Partial<ReservationTask> = {}): ReservationTask {
-  return parseTask({
-    id: "t",
-    query: "camera",
-    mode: "reserve",
-    quantity: 1,
-    allow_write: true,
-    max_tool_calls: 8,
-    ...over,
-  });
-}
-
-export interface Harness {
-  db: ReservationDb;
-  backend: MemoryJournalBackend;
-  run(policy: DecisionPolicy, extra?: Partial<ReservationSessionOptions>): Promise<RunSummary>;
-  records(): Promise<AnyRecord[]>;
-  results(name: string): Promise<Extract<AnyRecord, { type: "tool.result" }>["data"][]>;
-  starts(name: string): Promise<number>;
-}
-
-/** One reservation task on a fresh database and an in-memory journal. */
-export function reservationHarness(task: ReservationTask): Harness {
-  const db = freshDb();
-  const backend = new MemoryJournalBackend();
-  const stockBefore = db.stockLevels();
-  const records = () => backend.read(task.id);
-  return {
-    db,
-    backend,
-    run: (policy, extra = {}) =>
-      reservationEngine({
-        task,
-        db,
-        provider: ScriptedProvider.fromFunction(scriptFor(policy), "test-policy"),
-        backend,
-        fs: new MemoryWorkspaceFs(),
-        artifacts: new MemoryArtifactStore(),
-        workspace: { name: "test", fingerprint: "0".repeat(64) },
-        stockBefore,
-        ...extra,
-      }).run(),
-    records,
-    async results(name) {
-      return (await records()).flatMap((r) =>
-        r.type === "tool.result" && r.data.name === name ? [r.data] : [],
-      );
-    },
-    async starts(name) {
-      return (await records()).filter((r) => r.type === "tool.started" && r.data.name === name).length;
-    },
-  };
 }

@@ -3,8 +3,9 @@
 import { readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { effectiveFlags, recordableFlags } from "../../src/cli/run-flags.js";
 import { runtimeEnvironment } from "../../src/cli/session-runner.js";
-import { buildSetup, effectiveFlags, recordableFlags } from "../../src/cli/setup.js";
+import { buildSetup } from "../../src/cli/setup.js";
 import { openWorkspace } from "../../src/cli/workspace.js";
 import { Engine } from "../../src/engine/engine.js";
 import { FunctionApprover } from "../../src/policy/approver.js";

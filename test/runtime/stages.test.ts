@@ -1,9 +1,9 @@
 // The pipeline's stages, each checked on its own (the engine-level tests beside this file check
 // them together): validation, execution with retries and abandonment, normalization, ordered commit.
 import { describe, expect, it } from "vitest";
+import { MemoryArtifactStore } from "../../src/artifacts/memory-store.js";
 import type { AnyNewEvent } from "../../src/journal/vocabulary.js";
 import type { ToolCall } from "../../src/protocol/types.js";
-import { MemoryArtifactStore } from "../../src/runtime/artifacts.js";
 import { OrderedCommitter } from "../../src/runtime/commit.js";
 import { type Execution, executeWithRetries } from "../../src/runtime/execute.js";
 import { HookLog } from "../../src/runtime/hook-log.js";

@@ -1,10 +1,10 @@
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { FileArtifactStore } from "../../src/artifacts/file-store.js";
 import { CommandCheck } from "../../src/engine/acceptance.js";
 import { commandHook } from "../../src/policy/command-hook.js";
 import { HookRunner } from "../../src/policy/hooks.js";
-import { FileArtifactStore } from "../../src/runtime/artifacts.js";
 import { BwrapSandbox } from "../../src/sandbox/bwrap.js";
 import { Executor, type SpawnReport } from "../../src/sandbox/executor.js";
 import { NoSandbox } from "../../src/sandbox/none.js";

@@ -1,8 +1,8 @@
 import { Readable } from "node:stream";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import type { ArtifactRef, ArtifactSink, ArtifactStore } from "../../src/artifacts/store.js";
 import { OutputCapture } from "../../src/sandbox/capture.js";
-import type { ArtifactRef, ArtifactSink, ArtifactStore } from "../../src/tools/tool.js";
 
 /** Records what reaches the store, to check the artifact holds exactly the stream's bytes. */
 class RecordingStore implements ArtifactStore {

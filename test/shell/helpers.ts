@@ -3,7 +3,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, expect } from "vitest";
-import { FileArtifactStore } from "../../src/runtime/artifacts.js";
+import { FileArtifactStore } from "../../src/artifacts/file-store.js";
 import { createToolContext } from "../../src/tools/context.js";
 import { ToolError } from "../../src/tools/errors.js";
 import type { ToolContext } from "../../src/tools/tool.js";

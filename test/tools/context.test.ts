@@ -1,6 +1,6 @@
 // The one ToolContext factory: what a context holds when only the required parts are given.
 import { describe, expect, it } from "vitest";
-import { MemoryArtifactStore } from "../../src/runtime/artifacts.js";
+import { MemoryArtifactStore } from "../../src/artifacts/memory-store.js";
 import { createToolContext } from "../../src/tools/context.js";
 import { MemoryWorkspaceFs } from "../../src/workspace/memory-fs.js";
 

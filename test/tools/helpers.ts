@@ -1,15 +1,9 @@
 import { expect } from "vitest";
+import type { ArtifactRef, ArtifactSink, ArtifactStore } from "../../src/artifacts/store.js";
 import { sha256Hex } from "../../src/shared/hash.js";
 import { createToolContext } from "../../src/tools/context.js";
 import { ToolError } from "../../src/tools/errors.js";
-import type {
-  ArtifactRef,
-  ArtifactSink,
-  ArtifactStore,
-  ToolContext,
-  ToolDefinition,
-  ToolOutput,
-} from "../../src/tools/tool.js";
+import type { ToolContext, ToolDefinition, ToolOutput } from "../../src/tools/tool.js";
 import type { WorkspaceFs } from "../../src/workspace/fs.js";
 
 /** Content-addressed artifacts held in memory. */

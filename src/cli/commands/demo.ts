@@ -1,8 +1,8 @@
 import { mkdtemp, open } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { DEMO_EXPECTED, DEMO_FILE, DEMO_GOAL, DEMO_INITIAL, demoScript } from "../../demo/script.js";
 import { FileEqualsCheck } from "../../engine/acceptance.js";
+import { DEMO_EXPECTED, DEMO_FILE, DEMO_GOAL, DEMO_INITIAL, demoScript } from "../../examples/demo/script.js";
 import { modePolicy } from "../../policy/policy-permissions.js";
 import { ScriptedProvider } from "../../providers/scripted/provider.js";
 import { ToolRegistry } from "../../runtime/registry.js";

@@ -3,6 +3,7 @@ import { resolve } from "node:path";
 import { formatReport } from "../../eval/report.js";
 import { runSuite, SuiteError } from "../../eval/runner.js";
 import { builtinSuite, SUITE_NAMES } from "../../eval/suites/index.js";
+import { demoRun } from "../../examples/demo/script.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { oneOf, parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
@@ -50,7 +51,11 @@ export const evalCommand = {
     if (decision !== undefined && name !== "reservations")
       throw new UsageError("--decision applies to the reservations suite only");
     const version = harnessVersion();
-    const suite = builtinSuite(name, { ...(decision ? { decision } : {}), harnessVersion: version });
+    const suite = builtinSuite(name, {
+      ...(decision ? { decision } : {}),
+      harnessVersion: version,
+      faultBaseline: demoRun,
+    });
     if (!suite) throw new UsageError(`unknown suite "${name}" (suites: ${SUITE_NAMES.join(", ")})`);
 
     const controller = new AbortController();

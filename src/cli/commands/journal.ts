@@ -1,13 +1,13 @@
 import { userInfo } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline/promises";
+import { checkArtifacts } from "../../artifacts/file-store.js";
 import { SessionState } from "../../engine/state.js";
 import { describeOwner, unlockSession } from "../../journal/lock.js";
 import { repairJournal } from "../../journal/repair.js";
 import { assessTrust } from "../../journal/trust.js";
 import { verifyJournal } from "../../journal/verify.js";
 import type { AnyRecord, EventData } from "../../journal/vocabulary.js";
-import { checkArtifacts } from "../../runtime/artifacts.js";
 import { escapeForTerminal, jsonForTerminal } from "../../shared/terminal-text.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";

@@ -1,15 +1,16 @@
 import { ConfigError } from "../../config/errors.js";
 import { explain, formatExplanation } from "../../policy/explain.js";
 import { pathResolverOf } from "../../policy/path-aliases.js";
-import { RuleSyntaxError } from "../../policy/rules.js";
 import { subjectKindOf } from "../../policy/subject-kind.js";
+import { RuleSyntaxError } from "../../rules/grammar.js";
 import { isJsonObject } from "../../shared/json.js";
 import { jsonForTerminal } from "../../shared/terminal-text.js";
 import { createFileTools } from "../../tools/builtin.js";
 import { createShellTool } from "../../tools/shell/shell.js";
 import { oneOf, parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
-import { effectiveFlags, loadGovernanceWithDefaults } from "../setup.js";
+import { loadGovernance } from "../governance.js";
+import { effectiveFlags } from "../run-flags.js";
 import { UsageError } from "../usage-error.js";
 import { openWorkspace } from "../workspace.js";
 
@@ -72,14 +73,12 @@ export const policyCommand = {
       undefined,
       interactive,
     );
-    const { policy } = await loadGovernanceWithDefaults(workspace.root, flags, process.env).catch(
-      (error: unknown) => {
-        // A broken config or rule is the user's input to fix, never an internal error.
-        if (error instanceof ConfigError) throw new UsageError(`configuration error: ${error.message}`);
-        if (error instanceof RuleSyntaxError) throw new UsageError(error.message);
-        throw error;
-      },
-    );
+    const { policy } = await loadGovernance(workspace.root, flags, process.env).catch((error: unknown) => {
+      // A broken config or rule is the user's input to fix, never an internal error.
+      if (error instanceof ConfigError) throw new UsageError(`configuration error: ${error.message}`);
+      if (error instanceof RuleSyntaxError) throw new UsageError(error.message);
+      throw error;
+    });
     const explanation = await explain(
       policy,
       tool,

@@ -4,8 +4,9 @@ import { PROVIDER_KINDS } from "../../providers/config.js";
 import { isLooser, profileOf } from "../../sandbox/profiles.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { oneOf, parse, positiveInt } from "../args.js";
+import { effectiveFlags, type RunFlags, type SandboxFlag } from "../run-flags.js";
 import { runSession } from "../session-runner.js";
-import { buildSetup, effectiveFlags, type RunFlags, type SandboxFlag } from "../setup.js";
+import { buildSetup } from "../setup.js";
 import { UsageError } from "../usage-error.js";
 import { newSessionId, openWorkspace } from "../workspace.js";
 

@@ -1,16 +1,16 @@
 import { readFile, truncate, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { DEMO_EXPECTED, DEMO_FILE, DEMO_GOAL, DEMO_INITIAL, demoScript } from "../../demo/script.js";
+import { FileArtifactStore } from "../../artifacts/file-store.js";
 import { FileEqualsCheck } from "../../engine/acceptance.js";
 import { Engine } from "../../engine/engine.js";
 import type { RunSummary } from "../../engine/options.js";
 import type { AnyRecord } from "../../journal/vocabulary.js";
-import type { WriteMode } from "../../policy/defaults.js";
 import { modePolicy } from "../../policy/policy-permissions.js";
 import type { ModelMessage } from "../../protocol/types.js";
 import type { ModelRequest, Provider } from "../../providers/provider.js";
 import { ScriptedProvider } from "../../providers/scripted/provider.js";
-import { FileArtifactStore } from "../../runtime/artifacts.js";
+import type { ScriptFunction } from "../../providers/scripted/script.js";
+import type { WriteMode } from "../../rules/modes.js";
 import type { ApprovalPort } from "../../runtime/ports.js";
 import { ToolRegistry } from "../../runtime/registry.js";
 import { sha256Hex } from "../../shared/hash.js";
@@ -24,6 +24,21 @@ import type { Check, EvalSuite, EvalTask, TaskRun, TaskWorkspace } from "../suit
  */
 
 export const FAULTS_SUITE_VERSION = "1";
+
+/**
+ * The well-behaved run every fault is injected into: a scripted model that reads one file and
+ * fixes it with one edit bound to the version it read, and the content the host's check wants.
+ * The caller supplies it (the CLI passes the offline demo's run, src/examples/demo), so this
+ * suite does not reach up to the examples.
+ */
+export interface FaultBaseline {
+  file: string;
+  initial: string;
+  expected: string;
+  goal: string;
+  script: ScriptFunction;
+}
+
 const SESSION = "fault";
 
 const denyAll: ApprovalPort = {
@@ -51,7 +66,7 @@ interface FaultRun {
   accept?: boolean;
 }
 
-async function runEngine(ws: TaskWorkspace, options: FaultRun): Promise<RunSummary> {
+async function runEngine(ws: TaskWorkspace, b: FaultBaseline, options: FaultRun): Promise<RunSummary> {
   const policy = modePolicy({ write: options.write ?? "allow" });
   const registry = new ToolRegistry();
   for (const tool of createFileTools()) registry.register(tool);
@@ -67,24 +82,24 @@ async function runEngine(ws: TaskWorkspace, options: FaultRun): Promise<RunSumma
       approver: denyAll,
     },
     workspace: { name: "eval", fingerprint: sha256Hex(`faults/${ws.root}`) },
-    goal: DEMO_GOAL,
+    goal: b.goal,
     policy: { describe: policy.describe, digest: policy.digest, permissions: policy },
-    acceptance: options.accept === false ? [] : [new FileEqualsCheck(ws.fs, DEMO_FILE, DEMO_EXPECTED)],
+    acceptance: options.accept === false ? [] : [new FileEqualsCheck(ws.fs, b.file, b.expected)],
     limits: { maxModelAttempts: 1 },
     mode: "auto",
     harnessVersion: "eval",
   }).run();
 }
 
-const demo = () => ScriptedProvider.fromFunction(demoScript, "faults-demo");
+const baseline = (b: FaultBaseline) => ScriptedProvider.fromFunction(b.script, "faults-demo");
 const turns = (list: unknown[]) => ScriptedProvider.fromTurns(list, "faults-turns");
 
 function termination(summary: RunSummary): string {
   return summary.reason ? `${summary.status}:${summary.reason}` : summary.status;
 }
 
-async function fileText(ws: TaskWorkspace): Promise<string> {
-  return readFile(join(ws.root, DEMO_FILE), "utf8");
+async function fileText(ws: TaskWorkspace, b: FaultBaseline): Promise<string> {
+  return readFile(join(ws.root, b.file), "utf8");
 }
 
 function count(records: readonly AnyRecord[], type: string): number {
@@ -97,144 +112,133 @@ function resultsOf(records: readonly AnyRecord[], name: string) {
 
 async function outcome(
   ws: TaskWorkspace,
+  b: FaultBaseline,
   summary: RunSummary,
   checks: Check[],
   effects: Record<string, string | number | boolean>,
 ): Promise<TaskRun> {
-  const content = await fileText(ws);
+  const content = await fileText(ws, b);
   return {
     actual: termination(summary),
     termination: termination(summary),
     checks,
     effects: { ...effects, file: content },
-    effectsSummary: `${DEMO_FILE}: ${JSON.stringify(content)}`,
+    effectsSummary: `${b.file}: ${JSON.stringify(content)}`,
     model_requests: summary.model_requests,
     tool_calls: summary.tool_calls,
   };
 }
 
-async function seeded(ws: TaskWorkspace): Promise<void> {
-  await writeFile(join(ws.root, DEMO_FILE), DEMO_INITIAL);
+async function seeded(ws: TaskWorkspace, b: FaultBaseline): Promise<void> {
+  await writeFile(join(ws.root, b.file), b.initial);
 }
 
-const truncatedStream: EvalTask = {
+const truncatedStream = (b: FaultBaseline): EvalTask => ({
   id: "truncated-arguments",
   description: "the model's argument stream is cut off: nothing is executed",
   expected: "stopped:protocol_error",
   async run(ws) {
-    await seeded(ws);
-    const args = JSON.stringify({ path: DEMO_FILE, content: "overwritten by a truncated reply" });
+    await seeded(ws, b);
+    const args = JSON.stringify({ path: b.file, content: "overwritten by a truncated reply" });
     const stream = [
       { type: "tool_call_delta", call_id: "w", name: "write_file", arguments: args.slice(0, 20) },
       { type: "end", reason: "length" },
     ];
-    const summary = await runEngine(ws, { provider: turns([{ stream }]) });
+    const summary = await runEngine(ws, b, { provider: turns([{ stream }]) });
     const records = await ws.backend.read(SESSION);
     return outcome(
       ws,
+      b,
       summary,
       [
         { name: "no tool.started", passed: count(records, "tool.started") === 0 },
-        { name: "the file is unchanged", passed: (await fileText(ws)) === DEMO_INITIAL },
+        { name: "the file is unchanged", passed: (await fileText(ws, b)) === b.initial },
       ],
       { tool_started: count(records, "tool.started") },
     );
   },
-};
+});
 
-const writesDisabled: EvalTask = {
+const writesDisabled = (b: FaultBaseline): EvalTask => ({
   id: "writes-disabled",
   description: "writes are denied by policy: a denied result and the original content kept",
   expected: "stopped:acceptance_failed",
   async run(ws) {
-    await seeded(ws);
-    const summary = await runEngine(ws, { provider: demo(), write: "deny" });
+    await seeded(ws, b);
+    const summary = await runEngine(ws, b, { provider: baseline(b), write: "deny" });
     const records = await ws.backend.read(SESSION);
     const edit = resultsOf(records, "edit_file")[0];
     return outcome(
       ws,
+      b,
       summary,
       [
         {
           name: "the edit was denied by policy",
           passed: edit?.status === "denied" && edit.error_type === "POLICY_DENIED",
         },
-        { name: "the original content is kept", passed: (await fileText(ws)) === DEMO_INITIAL },
+        { name: "the original content is kept", passed: (await fileText(ws, b)) === b.initial },
         { name: "no run.finished", passed: count(records, "run.finished") === 0 },
       ],
       { edit_status: edit?.status ?? "none" },
     );
   },
-};
+});
 
-const modifiedAfterRead: EvalTask = {
+const modifiedAfterRead = (b: FaultBaseline): EvalTask => ({
   id: "modified-after-read",
   description: "the file changes between read and edit: conflict, the newer content is not overwritten",
   expected: "unverified",
   async run(ws) {
-    await seeded(ws);
-    const other = "helo, someone else's edit\n";
+    await seeded(ws, b);
+    // Someone else's content that still starts with the baseline's first word (the text its edit
+    // replaces): only the version the edit is bound to can stop it.
+    const other = `${b.initial.split(" ")[0]} someone else's edit\n`;
     const script = async (messages: readonly ModelMessage[], step: number) => {
-      if (step === 0) return { calls: [{ id: "read-1", name: "read_file", arguments: { path: DEMO_FILE } }] };
-      if (step === 1) {
-        await writeFile(join(ws.root, DEMO_FILE), other);
-        const version = lastVersion(messages);
-        return {
-          calls: [
-            {
-              id: "edit-1",
-              name: "edit_file",
-              arguments: {
-                path: DEMO_FILE,
-                old_text: "helo,",
-                new_text: "hello,",
-                expected_version: version ?? "",
-              },
-            },
-          ],
-        };
-      }
-      return { text: "done" };
+      if (step === 1) await writeFile(join(ws.root, b.file), other);
+      return step <= 1 ? b.script(messages, step) : { text: "done" };
     };
-    const summary = await runEngine(ws, {
+    const summary = await runEngine(ws, b, {
       provider: ScriptedProvider.fromFunction(script, "faults-modified"),
       accept: false,
     });
     const edit = resultsOf(await ws.backend.read(SESSION), "edit_file")[0];
     return outcome(
       ws,
+      b,
       summary,
       [
         {
           name: "the edit ended in a STALE_VERSION conflict",
           passed: edit?.status === "conflict" && edit.error_type === "STALE_VERSION",
         },
-        { name: "the newer content is not overwritten", passed: (await fileText(ws)) === other },
+        { name: "the newer content is not overwritten", passed: (await fileText(ws, b)) === other },
       ],
       { edit_status: edit?.status ?? "none" },
     );
   },
-};
+});
 
-const startedWithoutResult: EvalTask = {
+const startedWithoutResult = (b: FaultBaseline): EvalTask => ({
   id: "started-without-result",
   description: "a call started but its result is missing: unknown, review required, never re-executed",
   expected: "review_required:unknown_outcome",
   async run(ws) {
-    await seeded(ws);
-    await runEngine(ws, { provider: demo() });
+    await seeded(ws, b);
+    await runEngine(ws, b, { provider: baseline(b) });
     // Cut the journal right after the edit's tool.started: the process "died" after the effect.
     const path = join(ws.root, ".harness", "sessions", SESSION, "events.jsonl");
     const lines = (await readFile(path, "utf8")).split("\n");
     const at = lines.findIndex((l) => l.includes('"tool.started"') && l.includes('"edit-1"'));
     if (at < 0) throw new Error("the edit never started");
     await truncate(path, Buffer.byteLength(`${lines.slice(0, at + 1).join("\n")}\n`));
-    const provider = new CountingProvider(demo());
-    const summary = await runEngine(ws, { provider });
+    const provider = new CountingProvider(baseline(b));
+    const summary = await runEngine(ws, b, { provider });
     const records = await ws.backend.read(SESSION);
     const edits = resultsOf(records, "edit_file");
     return outcome(
       ws,
+      b,
       summary,
       [
         {
@@ -247,19 +251,20 @@ const startedWithoutResult: EvalTask = {
       { resumed_model_requests: provider.requests },
     );
   },
-};
+});
 
-const claimsCompletion: EvalTask = {
+const claimsCompletion = (b: FaultBaseline): EvalTask => ({
   id: "model-claims-completion",
   description: "the model claims it is done without doing anything: acceptance fails, no run.finished",
   expected: "stopped:acceptance_failed",
   async run(ws) {
-    await seeded(ws);
-    const summary = await runEngine(ws, { provider: turns([{ text: "All done, the file is fixed." }]) });
+    await seeded(ws, b);
+    const summary = await runEngine(ws, b, { provider: turns([{ text: "All done, the file is fixed." }]) });
     const records = await ws.backend.read(SESSION);
     const checked = records.find((r) => r.type === "acceptance.checked");
     return outcome(
       ws,
+      b,
       summary,
       [
         {
@@ -267,28 +272,29 @@ const claimsCompletion: EvalTask = {
           passed: checked?.type === "acceptance.checked" && !checked.data.accepted,
         },
         { name: "no run.finished", passed: count(records, "run.finished") === 0 },
-        { name: "the file is unchanged", passed: (await fileText(ws)) === DEMO_INITIAL },
+        { name: "the file is unchanged", passed: (await fileText(ws, b)) === b.initial },
       ],
       {},
     );
   },
-};
+});
 
-const changedAfterFinish: EvalTask = {
+const changedAfterFinish = (b: FaultBaseline): EvalTask => ({
   id: "changed-after-finish",
   description:
     "the file changes after a verified finish: the re-check fails, the old success does not mask it",
   expected: "stopped:acceptance_failed",
   async run(ws) {
-    await seeded(ws);
-    const first = await runEngine(ws, { provider: demo() });
-    await writeFile(join(ws.root, DEMO_FILE), `${DEMO_EXPECTED}and more\n`);
-    const provider = new CountingProvider(demo());
-    const second = await runEngine(ws, { provider });
+    await seeded(ws, b);
+    const first = await runEngine(ws, b, { provider: baseline(b) });
+    await writeFile(join(ws.root, b.file), `${b.expected}and more\n`);
+    const provider = new CountingProvider(baseline(b));
+    const second = await runEngine(ws, b, { provider });
     const records = await ws.backend.read(SESSION);
     const verdicts = records.flatMap((r) => (r.type === "acceptance.checked" ? [r.data.accepted] : []));
     return outcome(
       ws,
+      b,
       second,
       [
         { name: "the first run was verified", passed: first.status === "verified" },
@@ -298,33 +304,21 @@ const changedAfterFinish: EvalTask = {
       { first: termination(first) },
     );
   },
-};
+});
 
-/** Parse `version: <hex>` from the last tool observation. */
-function lastVersion(messages: readonly ModelMessage[]): string | undefined {
-  for (let i = messages.length - 1; i >= 0; i--) {
-    const m = messages[i]!;
-    if (m.role === "tool") {
-      const match = /^version: ([0-9a-f]{64})$/m.exec(m.content);
-      if (match) return match[1];
-    }
-  }
-  return undefined;
-}
-
-export function createFaultsSuite(): EvalSuite {
+export function createFaultsSuite(b: FaultBaseline): EvalSuite {
   return {
     name: "faults",
     version: FAULTS_SUITE_VERSION,
     description: "the fault table over the file tools",
     decision: "scripted",
     tasks: [
-      truncatedStream,
-      writesDisabled,
-      modifiedAfterRead,
-      startedWithoutResult,
-      claimsCompletion,
-      changedAfterFinish,
+      truncatedStream(b),
+      writesDisabled(b),
+      modifiedAfterRead(b),
+      startedWithoutResult(b),
+      claimsCompletion(b),
+      changedAfterFinish(b),
     ],
   };
 }

@@ -1,6 +1,7 @@
 import type { EvalSuite } from "../suite.js";
-import { createFaultsSuite } from "./faults.js";
-import { createReservationsSuite, type DecisionMode } from "./reservations.js";
+import { createFaultsSuite, type FaultBaseline } from "./faults.js";
+import type { DecisionMode } from "./reservations/cases.js";
+import { createReservationsSuite } from "./reservations/suite.js";
 
 export const SUITE_NAMES = ["reservations", "faults"] as const;
 export type SuiteName = (typeof SUITE_NAMES)[number];
@@ -8,15 +9,17 @@ export type SuiteName = (typeof SUITE_NAMES)[number];
 export interface SuiteOptions {
   decision?: DecisionMode;
   harnessVersion?: string;
+  /** The well-behaved run the faults suite injects its faults into. */
+  faultBaseline: FaultBaseline;
 }
 
 /** A built-in suite by name; undefined for an unknown name. */
-export function builtinSuite(name: string, options: SuiteOptions = {}): EvalSuite | undefined {
+export function builtinSuite(name: string, options: SuiteOptions): EvalSuite | undefined {
   switch (name) {
     case "reservations":
       return createReservationsSuite(options);
     case "faults":
-      return createFaultsSuite();
+      return createFaultsSuite(options.faultBaseline);
     default:
       return undefined;
   }

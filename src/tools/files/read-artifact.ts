@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ArtifactCorruptError } from "../../artifacts/store.js";
 import { ToolError } from "../errors.js";
 import { defineTool, type ToolContext, type ToolDefinition } from "../tool.js";
 import { FILE_TOOL_VERSION, isValidUtf8 } from "./common.js";
@@ -49,7 +50,7 @@ export function createReadArtifactTool(): ToolDefinition<ReadArtifactArgs> {
     concurrencySafe: () => true,
     async execute(args, context) {
       await checkSources(args.id, context);
-      const bytes = await context.artifacts.read(args.id);
+      const bytes = await readChecked(args.id, context);
       if (bytes === undefined) {
         throw new ToolError("ARTIFACT_NOT_FOUND", `no artifact with id ${args.id} in this session`, {
           data: { id: args.id },
@@ -134,4 +135,15 @@ export function snapRange(bytes: Uint8Array, offset: number, length: number): { 
 
 function isContinuation(byte: number | undefined): boolean {
   return byte !== undefined && (byte & 0xc0) === 0x80;
+}
+
+/** A stored artifact whose bytes no longer match their name is a tool failure, not a crash. */
+async function readChecked(id: string, context: ToolContext): Promise<Uint8Array | undefined> {
+  try {
+    return await context.artifacts.read(id);
+  } catch (error) {
+    if (error instanceof ArtifactCorruptError)
+      throw new ToolError("ARTIFACT_CORRUPT", error.message, { data: { id } });
+    throw error;
+  }
 }

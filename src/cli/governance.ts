@@ -1,0 +1,115 @@
+import { homedir } from "node:os";
+import { ConfigError } from "../config/errors.js";
+import { type ConfigSource, type LoadedConfig, loadConfig } from "../config/load.js";
+import { sandboxReadPaths } from "../config/sections.js";
+import { journalKeyPath } from "../journal/key-file.js";
+import { type CliPermissionFlags, cliLayer } from "../policy/cli-flags.js";
+import { buildPolicy, type PermissionLayer, type Policy } from "../policy/permissions.js";
+import { Executor } from "../sandbox/executor.js";
+import type { SandboxView } from "../sandbox/sandbox.js";
+import { DEFAULT_PROTECTED_PATHS } from "../workspace/protected.js";
+import { type ConfigHooksOptions, configNamedFiles, hooksFromConfig } from "./config-hooks.js";
+import { providerKeyNames, sessionProcesses } from "./processes.js";
+import type { RunFlags } from "./run-flags.js";
+import { UsageError } from "./usage-error.js";
+
+/**
+ * Governance from config files and flags: the effective policy, the configured hooks and how a
+ * session's processes run. This is where config (plain, validated settings) meets policy (which
+ * decides calls); neither of those folders imports the other.
+ */
+
+/** The permission layers of the loaded files, in increasing precedence (user, then project). */
+function permissionLayers(loaded: LoadedConfig): PermissionLayer[] {
+  const layers: PermissionLayer[] = [];
+  if (loaded.user !== undefined) layers.push(layerOf(loaded.user, true));
+  if (loaded.project !== undefined) layers.push(layerOf(loaded.project, loaded.projectTrusted));
+  return layers;
+}
+
+function layerOf(source: ConfigSource, trusted: boolean): PermissionLayer {
+  const permissions = source.config.permissions ?? {};
+  const layer: PermissionLayer = { source: source.label, trusted };
+  if (permissions.allow !== undefined) layer.allow = permissions.allow;
+  if (permissions.ask !== undefined) layer.ask = permissions.ask;
+  if (permissions.deny !== undefined) layer.deny = permissions.deny;
+  if (permissions.write !== undefined) layer.write = permissions.write;
+  if (permissions.shell !== undefined) layer.shell = permissions.shell;
+  if (permissions.read_only !== undefined) layer.readOnly = permissions.read_only;
+  return layer;
+}
+
+/**
+ * The run's policy from loaded config files and CLI flags (CLI has the highest precedence), over
+ * the run's defaults layer when there is one (the lowest).
+ */
+export function policyFromConfig(
+  loaded: LoadedConfig,
+  flags: CliPermissionFlags = {},
+  defaults?: PermissionLayer,
+): Policy {
+  return buildPolicy([...(defaults ? [defaults] : []), ...permissionLayers(loaded), cliLayer(flags)]);
+}
+
+/** The config files alone, a config error being a usage error (exit 64). */
+export async function loadConfigForCli(workspaceRoot: string, env: NodeJS.ProcessEnv = process.env) {
+  try {
+    return await loadConfig({ workspaceRoot, env, homedir: homedir() });
+  } catch (error) {
+    if (error instanceof ConfigError) throw new UsageError(`configuration error: ${error.message}`);
+    throw error;
+  }
+}
+
+/**
+ * Everything governance needs before a run starts: config files, the effective policy over the
+ * run's defaults, the configured hooks, how the session's processes run and their one executor.
+ * Any error (ConfigError, RuleSyntaxError) means the run must not start.
+ */
+export async function loadGovernance(
+  workspaceRoot: string,
+  flags: RunFlags,
+  env: NodeJS.ProcessEnv,
+  options: { onSpawn?: ConfigHooksOptions["onSpawn"]; homedir?: string } = {},
+) {
+  const home = options.homedir ?? homedir();
+  const config = await loadConfig({ workspaceRoot, env, homedir: home });
+  const defaults: PermissionLayer = { source: "default (no terminal: deny; terminal: ask)", trusted: true };
+  if (flags.defaults) {
+    defaults.write = flags.defaults.write;
+    defaults.shell = flags.defaults.shell;
+  }
+  const cli: CliPermissionFlags = {
+    ...(flags.allow ? { allow: flags.allow } : {}),
+    ...(flags.ask ? { ask: flags.ask } : {}),
+    ...(flags.deny ? { deny: flags.deny } : {}),
+    ...(flags.write ? { write: flags.write } : {}),
+    ...(flags.shell ? { shell: flags.shell } : {}),
+    ...(flags.readOnly ? { readOnly: true } : {}),
+  };
+  const policy = policyFromConfig(config, cli, defaults);
+  // What every sandboxed process may see beyond the workspace, and what in it none may change.
+  const view: SandboxView = {
+    readPaths: sandboxReadPaths(config, home),
+    protectedPaths: DEFAULT_PROTECTED_PATHS.withFiles(configNamedFiles(config, workspaceRoot)),
+    hiddenFiles: [journalKeyPath(env)],
+  };
+  const processes = sessionProcesses(
+    config,
+    flags,
+    { readOnly: policy.readOnly.value, propose: policy.write.value === "propose" },
+    view,
+  );
+  // One executor for the session: the shell, acceptance checks and command hooks all use it.
+  const executor = new Executor({ environment: env, secretNames: providerKeyNames(flags, config) });
+  const hooks = await hooksFromConfig(config, {
+    workspaceRoot,
+    env,
+    executor,
+    view,
+    ...(processes.override ? { sandboxOverride: processes.override } : {}),
+    ...(processes.bwrapPath ? { bwrapPath: processes.bwrapPath } : {}),
+    ...(options.onSpawn ? { onSpawn: options.onSpawn } : {}),
+  });
+  return { config, policy, hooks, processes, executor };
+}

@@ -1,0 +1,78 @@
+import type { JsonObject } from "../shared/json.js";
+
+export type WriteFlag = "allow" | "ask" | "deny" | "propose";
+export type ShellFlag = "allow" | "ask" | "deny";
+export type SandboxFlag = "workspace-write" | "read-only" | "off";
+
+/** Run options as given on the command line; recorded (minus the script path) for resume. */
+export interface RunFlags {
+  write?: WriteFlag | undefined;
+  readOnly?: boolean | undefined;
+  shell?: ShellFlag | undefined;
+  allow?: string[] | undefined;
+  ask?: string[] | undefined;
+  deny?: string[] | undefined;
+  tools?: string | undefined;
+  sandbox?: SandboxFlag | undefined;
+  provider?: string | undefined;
+  model?: string | undefined;
+  baseUrl?: string | undefined;
+  apiKeyEnv?: string | undefined;
+  profile?: string | undefined;
+  /** Task scope: the only files the agent may read / edit (checked at every call). */
+  readPaths?: string[] | undefined;
+  editPaths?: string[] | undefined;
+  /** The defaults in force when no config or flag decides (lowest precedence). */
+  defaults?: { write: WriteFlag; shell: ShellFlag };
+}
+
+const RECORDED_KEYS: (keyof RunFlags)[] = [
+  "write",
+  "readOnly",
+  "shell",
+  "allow",
+  "ask",
+  "deny",
+  "tools",
+  "sandbox",
+  "provider",
+  "model",
+  "baseUrl",
+  "apiKeyEnv",
+  "profile",
+  "readPaths",
+  "editPaths",
+];
+
+/**
+ * The flags to use: those given now, else those recorded when the session started. The
+ * write/shell defaults (ask on a terminal, deny otherwise) sit BELOW the config files, and the
+ * ones a session started with are recorded too, so resuming elsewhere rebuilds the same policy.
+ */
+export function effectiveFlags(
+  given: RunFlags,
+  recorded: JsonObject | undefined,
+  interactive: boolean,
+): RunFlags {
+  const flags: RunFlags = {};
+  for (const key of RECORDED_KEYS) {
+    const value = given[key] ?? (recorded?.[key] as RunFlags[typeof key] | undefined);
+    if (value !== undefined) Object.assign(flags, { [key]: value });
+  }
+  const defaults = recorded?.defaults as { write?: WriteFlag; shell?: ShellFlag } | undefined;
+  flags.defaults = {
+    write: defaults?.write ?? (interactive ? "ask" : "deny"),
+    shell: defaults?.shell ?? (interactive ? "ask" : "deny"),
+  };
+  return flags;
+}
+
+export function recordableFlags(flags: RunFlags): JsonObject {
+  const out: JsonObject = {};
+  for (const key of RECORDED_KEYS) {
+    const value = flags[key];
+    if (value !== undefined) out[key] = value as JsonObject[string];
+  }
+  if (flags.defaults) out.defaults = { ...flags.defaults };
+  return out;
+}
