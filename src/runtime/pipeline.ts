@@ -292,15 +292,15 @@ export class ToolRuntime {
       input.recorder,
     );
     if (prepared.overlay) result = asProposal(result, prepared.overlay.finish());
-    if (result.status !== "ok") await this.notify("on_error", call, entry, result.status);
-    await this.notify("before_project", call, entry, result.status);
+    if (result.status !== "ok") await this.hooks.notify("on_error", call, entry, result.status);
+    await this.hooks.notify("before_project", call, entry, result.status);
     const facts = { batch: batchId, queueWaitMs, startedAt, attempts };
     const normalized = await normalize(result, facts, this.options.previewLimitBytes, this.options.artifacts);
-    await this.notify("after_project", call, entry, normalized.status);
+    await this.hooks.notify("after_project", call, entry, normalized.status);
     return normalized;
   }
 
-  // The hook log as authorize() uses it.
+  // authorize() reaches the hook log through these three.
   private hookContext(
     point: HookCallContext["point"],
     call: ToolCall,
