@@ -194,21 +194,12 @@ export class ToolRuntime {
       input.recorder,
     );
     if (prepared.overlay) result = asProposal(result, prepared.overlay.finish());
-    if (result.status !== "ok") await this.notify("on_error", call, entry, result.status);
-    await this.notify("before_project", call, entry, result.status);
+    if (result.status !== "ok") await this.hooks.notify("on_error", call, entry, result.status);
+    await this.hooks.notify("before_project", call, entry, result.status);
     const facts = { batch: batchId, queueWaitMs, startedAt, attempts };
     const normalized = await normalize(result, facts, this.options.previewLimitBytes, this.options.artifacts);
-    await this.notify("after_project", call, entry, normalized.status);
+    await this.hooks.notify("after_project", call, entry, normalized.status);
     return normalized;
-  }
-
-  private notify(
-    point: HookPoint,
-    call: ToolCall,
-    entry: SnapshotEntry | undefined,
-    status?: ToolResult["status"],
-  ): Promise<void> {
-    return this.hooks.notify(point, call, entry, status);
   }
 
   /** Hook records not yet written (the engine journals what is left after a reply's calls). */
