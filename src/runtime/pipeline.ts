@@ -6,11 +6,9 @@ import { OrderedCommitter } from "./commit.js";
 import type { RuntimeOptions } from "./environment.js";
 import { type Execution, executeWithRetries } from "./execute.js";
 import { HookLog } from "./hook-log.js";
-import type { HookPoint } from "./hook-points.js";
 import { asProposal, normalize } from "./normalize.js";
 import type { HookRecord, Recorder } from "./ports.js";
 import { type Prepared, prepare } from "./prepare.js";
-import type { SnapshotEntry } from "./registry.js";
 import { errorResult, identity, type ToolResult } from "./result.js";
 import { planBatches } from "./scheduler.js";
 
