@@ -21,6 +21,7 @@ import {
   pathResolverOf,
   SessionGrantPort,
 } from "../policy/ports.js";
+import { RuleSyntaxError } from "../policy/rules.js";
 import { ScopedPermissions, ScopeError, validateScope } from "../policy/scope.js";
 import { subjectKindOf } from "../policy/subject-kind.js";
 import { TtyApprover } from "../policy/tty-approver.js";
@@ -162,7 +163,7 @@ export async function buildSetup(options: {
     onSpawn: (report) => spawnJournal.onSpawn(report),
   }).catch((error: unknown) => {
     if (error instanceof ConfigError) throw new UsageError(`configuration error: ${error.message}`);
-    if (error instanceof Error && error.name === "RuleSyntaxError") throw new UsageError(error.message);
+    if (error instanceof RuleSyntaxError) throw new UsageError(error.message);
     throw error;
   });
   const { processes, executor } = governance;

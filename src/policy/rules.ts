@@ -1,5 +1,6 @@
 import { posix } from "node:path";
 import picomatch from "picomatch";
+import { CodedError } from "../shared/coded-error.js";
 import { canonicalJson } from "../shared/hash.js";
 import type { JsonObject } from "../shared/json.js";
 
@@ -34,17 +35,14 @@ export interface Rule {
 }
 
 /** A rule text that does not parse. `origin` names where it came from (a file label or "cli"). */
-export class RuleSyntaxError extends Error {
-  readonly origin: string;
-  readonly rule: string;
-  readonly problem: string;
-  readonly code = "RULE_INVALID";
-  constructor(origin: string, rule: string, problem: string) {
-    super(`${origin}: invalid permission rule ${JSON.stringify(rule)}: ${problem}`);
-    this.name = "RuleSyntaxError";
-    this.origin = origin;
-    this.rule = rule;
-    this.problem = problem;
+export class RuleSyntaxError extends CodedError<"RULE_INVALID"> {
+  override readonly name = "RuleSyntaxError";
+  constructor(
+    readonly origin: string,
+    readonly rule: string,
+    readonly problem: string,
+  ) {
+    super("RULE_INVALID", `${origin}: invalid permission rule ${JSON.stringify(rule)}: ${problem}`);
   }
 }
 

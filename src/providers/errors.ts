@@ -1,4 +1,14 @@
-import { APICallError, EmptyResponseBodyError } from "@ai-sdk/provider";
+import {
+  APICallError,
+  EmptyResponseBodyError,
+  InvalidArgumentError,
+  InvalidPromptError,
+  InvalidResponseDataError,
+  JSONParseError,
+  LoadAPIKeyError,
+  TypeValidationError,
+  UnsupportedFunctionalityError,
+} from "@ai-sdk/provider";
 import { isJsonObject } from "../shared/json.js";
 import { ProviderError, type ProviderErrorCode, type ProviderErrorDetails } from "./provider.js";
 import { type HeaderSource, headerValue, parseRetryAfter } from "./retry.js";
@@ -226,7 +236,6 @@ export function normalizeProviderError(error: unknown, context: NormalizeContext
       secrets,
     });
   }
-  const name = error instanceof Error ? error.name : "";
   const message = describe(error);
   if (/without a finish reason/i.test(message)) {
     return new ProviderError(
@@ -234,20 +243,26 @@ export function normalizeProviderError(error: unknown, context: NormalizeContext
       formatMessage(provider, "stream ended before the model finished", secrets),
     );
   }
+  // The AI SDK's errors carry a global-symbol brand, so `isInstance` holds across package copies.
   if (
-    /InvalidResponseData|JSONParse|TypeValidation/.test(name) ||
-    /^AI_(InvalidResponseData|JSONParse|TypeValidation)/.test(name)
+    InvalidResponseDataError.isInstance(error) ||
+    JSONParseError.isInstance(error) ||
+    TypeValidationError.isInstance(error)
   ) {
     return new ProviderError("SERVER", formatMessage(provider, `malformed response: ${message}`, secrets), {
       providerCode: "invalid_response",
     });
   }
-  if (/UnsupportedFunctionality|InvalidPrompt|InvalidArgument/.test(name)) {
+  if (
+    UnsupportedFunctionalityError.isInstance(error) ||
+    InvalidPromptError.isInstance(error) ||
+    InvalidArgumentError.isInstance(error)
+  ) {
     return new ProviderError("INVALID_REQUEST", formatMessage(provider, message, secrets), {
       retryable: false,
     });
   }
-  if (/LoadAPIKey/.test(name)) {
+  if (LoadAPIKeyError.isInstance(error)) {
     return new ProviderError("AUTH", formatMessage(provider, "API key is missing", secrets));
   }
   // Unknown failures are most likely bugs: report them, but never retry them blindly.
@@ -338,11 +353,12 @@ function isNetworkFailure(error: unknown): boolean {
     const code = (current as { code?: unknown }).code;
     if (typeof code === "string" && NETWORK_CODES.has(code)) return true;
     if (
-      current.name === "TypeError" &&
+      current instanceof TypeError &&
       /^(terminated|fetch failed|other side closed)$/i.test(current.message)
     ) {
       return true;
     }
+    // Node's built-in fetch (undici) does not export its error classes: only their names tell them apart.
     if (/SocketError|ConnectTimeoutError|HeadersTimeoutError|BodyTimeoutError/.test(current.name))
       return true;
     current = current.cause;

@@ -1,4 +1,5 @@
 import type { ModelMessage, ToolSpec } from "../protocol/types.js";
+import { CodedError } from "../shared/coded-error.js";
 import type { JsonObject } from "../shared/json.js";
 
 /** One model request: the journal's projection plus the frozen tool snapshot. */
@@ -66,8 +67,8 @@ export interface ProviderErrorDetails {
 }
 
 /** A normalized provider failure. Messages must never contain keys or absolute paths. */
-export class ProviderError extends Error {
-  readonly code: ProviderErrorCode;
+export class ProviderError extends CodedError<ProviderErrorCode> {
+  override readonly name = "ProviderError";
   readonly retryable: boolean;
   readonly status?: number;
   readonly providerCode?: string;
@@ -75,9 +76,7 @@ export class ProviderError extends Error {
   readonly retryAfterMs?: number;
 
   constructor(code: ProviderErrorCode, message: string, details: ProviderErrorDetails = {}) {
-    super(message);
-    this.name = "ProviderError";
-    this.code = code;
+    super(code, message);
     this.retryable = details.retryable ?? isRetryableCode(code);
     if (details.status !== undefined) this.status = details.status;
     if (details.providerCode !== undefined) this.providerCode = details.providerCode;

@@ -1,4 +1,5 @@
 import type { ToolStatus } from "../protocol/types.js";
+import { CodedError } from "../shared/coded-error.js";
 
 /**
  * The error taxonomy: one stable code per way a tool call can fail, with what it means for the
@@ -186,8 +187,8 @@ function info(
  * A known, expected tool failure. Handlers throw it; the runtime turns it into a result the
  * model sees. Messages name relative paths only.
  */
-export class ToolError extends Error {
-  readonly code: ErrorCode;
+export class ToolError extends CodedError<ErrorCode> {
+  override readonly name = "ToolError";
   readonly hint?: string;
   readonly data?: Record<string, unknown>;
   constructor(
@@ -195,9 +196,7 @@ export class ToolError extends Error {
     message: string,
     options: { hint?: string; data?: Record<string, unknown> } = {},
   ) {
-    super(message);
-    this.name = "ToolError";
-    this.code = code;
+    super(code, message);
     if (options.hint !== undefined) this.hint = options.hint;
     if (options.data !== undefined) this.data = options.data;
   }
