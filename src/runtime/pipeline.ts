@@ -4,7 +4,7 @@ import type { ToolCall } from "../protocol/types.js";
 import { digestOf } from "../shared/hash.js";
 import type { JsonObject } from "../shared/json.js";
 import { sleep } from "../shared/sleep.js";
-import { ToolError } from "../tools/errors.js";
+import { ToolError, TRANSIENT_ERROR_CODES } from "../tools/errors.js";
 import type { AnyTool, ArtifactStore, ReadAccess, ResourceSet, ToolContext } from "../tools/tool.js";
 import type { WorkspaceFs } from "../workspace/fs.js";
 import type {
@@ -89,7 +89,7 @@ type Slot = { kind: "done"; result: ToolResult } | { kind: "run"; prepared: Prep
 const TIMEOUT = Symbol("timeout");
 /** The tool whose permission decides what any tool may reveal of a file's content. */
 const READ_TOOL = "read_file";
-const TRANSIENT_CODES = new Set(["IO_ERROR"]);
+const TRANSIENT_CODES = TRANSIENT_ERROR_CODES;
 
 /**
  * The tool-call pipeline: lookup → schema validation → semantic validation → permission
