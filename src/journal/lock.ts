@@ -10,6 +10,7 @@ import {
   writeSync,
 } from "node:fs";
 import { hostname } from "node:os";
+import { errnoCode, errnoText } from "../shared/errno.js";
 import { isJsonObject } from "../shared/json.js";
 import { processStartTime } from "../shared/proc-stat.js";
 import { sessionPaths } from "./session-path.js";
@@ -98,7 +99,7 @@ export function ownerStatus(owner: LockOwner): LockStatus {
   try {
     process.kill(owner.pid, 0);
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
+    const code = errnoCode(error);
     if (code === "ESRCH") return { state: "gone", owner, reason: `no process ${owner.pid} exists` };
     // EPERM: the process exists but belongs to another user.
     if (code !== "EPERM") return { state: "unknown", owner, reason: `cannot check process ${owner.pid}` };
@@ -114,7 +115,7 @@ function readLockText(path: string): string | undefined {
   try {
     return readFileSync(path, "utf8");
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    if (errnoCode(error) === "ENOENT") return undefined;
     throw ioError("cannot read the writer lock", error);
   }
 }
@@ -130,7 +131,7 @@ export function inspectLockFile(path: string): LockStatus | undefined {
 }
 
 function ioError(what: string, error: unknown): JournalError {
-  const code = (error as NodeJS.ErrnoException).code ?? "unknown error";
+  const code = errnoText(error);
   return new JournalError("IO", `${what} (${code})`);
 }
 
@@ -173,8 +174,7 @@ function removeStaleLock(path: string, sessionId: string, staleText: string): vo
   try {
     fd = openSync(mutex, CREATE_EXCLUSIVE, 0o600);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "EEXIST")
-      throw ioError("cannot recover the writer lock", error);
+    if (errnoCode(error) !== "EEXIST") throw ioError("cannot recover the writer lock", error);
     throw new JournalError(
       "LOCKED",
       `session ${sessionId}: another process is taking over its stale writer lock; try again ` +
@@ -211,8 +211,7 @@ export function acquireLock(
     try {
       fd = openSync(path, CREATE_EXCLUSIVE, 0o600);
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST")
-        throw ioError("cannot create the writer lock", error);
+      if (errnoCode(error) !== "EEXIST") throw ioError("cannot create the writer lock", error);
       const staleText = readLockText(path);
       if (staleText === undefined) continue;
       const stale = parseLockOwner(staleText);
@@ -257,7 +256,7 @@ export function releaseLock(lock: HeldLock): void {
     if (!isStillHeld(lock)) return;
     unlinkSync(lock.path);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") {
+    if (errnoCode(error) !== "ENOENT") {
       throw ioError("cannot remove the writer lock", error);
     }
   } finally {
@@ -288,7 +287,7 @@ export async function unlockSession(
   try {
     unlinkSync(paths.lock);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return { outcome: "no_lock" };
+    if (errnoCode(error) === "ENOENT") return { outcome: "no_lock" };
     throw ioError("cannot remove the writer lock", error);
   }
   return { outcome: "removed", status, forced: status.state !== "gone" };

@@ -9,6 +9,7 @@ import {
   readFileSync,
 } from "node:fs";
 import { basename } from "node:path";
+import { errnoCode, errnoText } from "../shared/errno.js";
 import { acquireLock, releaseLock } from "./lock.js";
 import { type SessionPaths, sessionPaths } from "./session-path.js";
 import { JournalError } from "./store.js";
@@ -28,10 +29,6 @@ export interface RepairResult {
 export interface RepairOptions {
   /** Clock for the backup name and the lock record; defaults to real time. */
   now?: () => Date;
-}
-
-function errnoOf(error: unknown): string {
-  return (error as NodeJS.ErrnoException).code ?? "unknown error";
 }
 
 function fsyncPath(path: string): void {
@@ -57,7 +54,7 @@ function backUp(paths: SessionPaths, at: Date): string {
     try {
       copyFileSync(paths.events, backup, constants.COPYFILE_EXCL);
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "EEXIST") continue;
+      if (errnoCode(error) === "EEXIST") continue;
       throw error;
     }
     fsyncPath(backup);
@@ -86,7 +83,7 @@ export async function repairJournal(
     return repairLocked(paths, sessionId, now);
   } catch (error) {
     if (error instanceof JournalError) throw error;
-    throw new JournalError("IO", `session ${sessionId}: repair failed (${errnoOf(error)})`);
+    throw new JournalError("IO", `session ${sessionId}: repair failed (${errnoText(error)})`);
   } finally {
     releaseLock(lock);
   }
@@ -97,7 +94,7 @@ function repairLocked(paths: SessionPaths, sessionId: string, now: () => Date): 
   try {
     bytes = readFileSync(paths.events);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") {
+    if (errnoCode(error) === "ENOENT") {
       throw new JournalError("SESSION_NOT_FOUND", `session ${sessionId} does not exist`);
     }
     throw error;

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { linkSync, lstatSync, mkdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import path from "node:path";
+import { errnoCode } from "../shared/errno.js";
 import { sha256Hex } from "../shared/hash.js";
 import { isJsonObject } from "../shared/json.js";
 import { processStartTime } from "../shared/proc-stat.js";
@@ -201,10 +202,4 @@ function ownerIsGone(owner: Owner): boolean {
   }
   const start = processStartTime(owner.pid);
   return owner.proc_start !== null && start !== null && start !== owner.proc_start;
-}
-
-function errnoCode(error: unknown): string | undefined {
-  return typeof error === "object" && error !== null && "code" in error && typeof error.code === "string"
-    ? error.code
-    : undefined;
 }

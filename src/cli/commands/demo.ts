@@ -6,6 +6,7 @@ import { FileEqualsCheck } from "../../engine/acceptance.js";
 import { modePolicy } from "../../policy/ports.js";
 import { ScriptedProvider } from "../../providers/scripted/provider.js";
 import { ToolRegistry } from "../../runtime/registry.js";
+import { errnoCode } from "../../shared/errno.js";
 import { createFileTools } from "../../tools/builtin.js";
 import { parse } from "../args.js";
 import { runSession } from "../session-runner.js";
@@ -76,6 +77,6 @@ async function createIfAbsent(path: string, content: string): Promise<void> {
     await handle.sync();
     await handle.close();
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    if (errnoCode(error) !== "EEXIST") throw error;
   }
 }
