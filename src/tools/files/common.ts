@@ -3,7 +3,7 @@ import { normalizeRelativePath, relativeParts } from "../../workspace/boundary.j
 import { WorkspaceError, type WorkspaceErrorCode } from "../../workspace/fs.js";
 import { versionOf } from "../../workspace/version.js";
 import { type ErrorCode, ToolError } from "../errors.js";
-import type { ResourceSet, ToolContext } from "../tool.js";
+import type { ToolContext, ToolDefinition } from "../tool.js";
 
 /** Every built-in file tool is at this version; bump when a tool's contract changes. */
 export const FILE_TOOL_VERSION = "1";
@@ -69,12 +69,40 @@ export function fileResource(path: string | undefined): string {
   }
 }
 
-export function readResources(path: string | undefined): ResourceSet {
-  return { read: [fileResource(path)], write: [] };
+/** What a tool definition says about how it may be scheduled and retried. */
+type Traits<Args> = Pick<
+  ToolDefinition<Args>,
+  "version" | "effect" | "idempotency" | "resources" | "concurrencySafe"
+>;
+
+/**
+ * What every tool that only reads the files at or under `args.path` is: read-only, idempotent,
+ * scheduled as a read of that path, so it runs beside other reads.
+ */
+export function readsFiles<Args extends { path?: string | undefined }>(): Traits<Args> {
+  return {
+    version: FILE_TOOL_VERSION,
+    effect: "read_only",
+    idempotency: "idempotent",
+    resources: (args) => ({ read: [fileResource(args.path)], write: [] }),
+    concurrencySafe: () => true,
+  };
 }
 
-export function writeResources(path: string): ResourceSet {
-  return { read: [], write: [fileResource(path)] };
+/**
+ * What every tool that changes the file at `args.path` is: a local write that applies only to
+ * the version read (so a repeat is refused, not applied twice), scheduled as a write of that path
+ * and never run beside another call.
+ */
+export function changesFile<Args extends { path: string }>(): Traits<Args> & { timeoutMs: number } {
+  return {
+    version: FILE_TOOL_VERSION,
+    effect: "local_write",
+    idempotency: "conditionally_idempotent",
+    timeoutMs: 30_000,
+    resources: (args) => ({ read: [], write: [fileResource(args.path)] }),
+    concurrencySafe: () => false,
+  };
 }
 
 const strictDecoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });

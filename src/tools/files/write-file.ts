@@ -4,13 +4,12 @@ import { defineTool, type ToolDefinition } from "../tool.js";
 import {
   assertEncodable,
   bindForChange,
+  changesFile,
   encodeUtf8,
-  FILE_TOOL_VERSION,
   PATH_RULES,
   plural,
   versionField,
   viaWorkspace,
-  writeResources,
 } from "./common.js";
 
 export const writeFileInput = z.strictObject({
@@ -30,8 +29,8 @@ export type WriteFileArgs = z.infer<typeof writeFileInput>;
 
 export function createWriteFileTool(): ToolDefinition<WriteFileArgs> {
   return defineTool<WriteFileArgs>({
+    ...changesFile(),
     name: "write_file",
-    version: FILE_TOOL_VERSION,
     description: [
       "Create a new file, or replace the whole content of an existing one, with UTF-8 text. Use it for new",
       "files and full rewrites; for a small change to an existing file prefer edit_file. Parent directories are",
@@ -45,11 +44,6 @@ export function createWriteFileTool(): ToolDefinition<WriteFileArgs> {
       "is unchanged.",
     ].join(" "),
     input: writeFileInput,
-    effect: "local_write",
-    idempotency: "conditionally_idempotent",
-    timeoutMs: 30_000,
-    resources: (args) => writeResources(args.path),
-    concurrencySafe: () => false,
     validate(args) {
       assertEncodable(args.content, "content");
     },
