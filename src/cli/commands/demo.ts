@@ -28,7 +28,6 @@ Run it twice in the same workspace: the second run re-checks the file and is ver
 new model request and no new tool call.`;
 
 export const demoCommand = {
-  summary: "run the built-in offline demo",
   help: HELP,
   async run(args: string[]): Promise<number> {
     const { values } = parse(args, {
