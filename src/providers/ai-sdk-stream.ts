@@ -205,7 +205,7 @@ export interface AiSdkProviderOptions {
   callOptions(request: ModelRequest): LanguageModelV3CallOptions;
   mapping: Omit<StreamMappingOptions, "responseHeaders">;
   /** Longest time without progress (connecting, headers, or between stream parts). */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
 }
 
 /**
