@@ -9,10 +9,9 @@ import {
   unlinkSync,
   writeSync,
 } from "node:fs";
-import { hostname } from "node:os";
 import { errnoCode, errnoText } from "../shared/errno.js";
-import { isJsonObject } from "../shared/json.js";
-import { processStartTime } from "../shared/proc-stat.js";
+import { parseJsonObject } from "../shared/json.js";
+import { ownerLiveness, type ProcessOwner, parseProcessOwner, thisProcess } from "../shared/process-owner.js";
 import { sessionPaths } from "./session-path.js";
 import { JournalError } from "./store.js";
 
@@ -24,12 +23,8 @@ import { JournalError } from "./store.js";
  * otherwise a person clears it with `harness unlock <session>`. Age alone proves nothing, a live
  * owner is never displaced, and a lock from another host cannot be judged from here.
  */
-export interface LockOwner {
-  pid: number;
-  host: string;
+export interface LockOwner extends ProcessOwner {
   started_at: string;
-  /** Field 22 of /proc/<pid>/stat (start time in clock ticks since boot); null where unreadable. */
-  proc_start: string | null;
 }
 
 /**
@@ -58,12 +53,8 @@ export function unlockCommand(sessionId: string): string {
 }
 
 export function currentOwner(now: Date): LockOwner {
-  return {
-    pid: process.pid,
-    host: hostname(),
-    started_at: now.toISOString(),
-    proc_start: processStartTime(process.pid),
-  };
+  const { pid, host, proc_start } = thisProcess();
+  return { pid, host, started_at: now.toISOString(), proc_start };
 }
 
 export function describeOwner(owner: LockOwner): string {
@@ -72,43 +63,15 @@ export function describeOwner(owner: LockOwner): string {
 
 /** Parse lock file text; null when it is not a well-formed owner record (external input). */
 export function parseLockOwner(text: string): LockOwner | null {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return null;
-  }
-  if (!isJsonObject(value)) return null;
-  const { pid, host, started_at, proc_start } = value;
-  // pid must be a positive integer: kill(0, …) or kill(-n, …) would address process groups.
-  if (typeof pid !== "number" || !Number.isSafeInteger(pid) || pid <= 0) return null;
-  if (typeof host !== "string" || typeof started_at !== "string") return null;
-  if (proc_start !== null && typeof proc_start !== "string") return null;
-  return { pid, host, started_at, proc_start };
+  const value = parseJsonObject(text);
+  const owner = value && parseProcessOwner(value);
+  if (owner === undefined || typeof value?.started_at !== "string") return null;
+  return { pid: owner.pid, host: owner.host, started_at: value.started_at, proc_start: owner.proc_start };
 }
 
 /** Whether the owner of a lock still runs, judged only from evidence on this host. */
 export function ownerStatus(owner: LockOwner): LockStatus {
-  if (owner.host !== hostname()) {
-    return {
-      state: "unknown",
-      owner,
-      reason: "it was taken on another host, so it cannot be checked from here",
-    };
-  }
-  try {
-    process.kill(owner.pid, 0);
-  } catch (error) {
-    const code = errnoCode(error);
-    if (code === "ESRCH") return { state: "gone", owner, reason: `no process ${owner.pid} exists` };
-    // EPERM: the process exists but belongs to another user.
-    if (code !== "EPERM") return { state: "unknown", owner, reason: `cannot check process ${owner.pid}` };
-  }
-  const start = processStartTime(owner.pid);
-  if (owner.proc_start !== null && start !== null && start !== owner.proc_start) {
-    return { state: "gone", owner, reason: `process ${owner.pid} is a different process now (pid reused)` };
-  }
-  return { state: "alive", owner };
+  return { ...ownerLiveness(owner), owner };
 }
 
 function readLockText(path: string): string | undefined {
