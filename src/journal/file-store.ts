@@ -14,6 +14,7 @@ import {
 import { dirname, join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { errnoCode, errnoText } from "../shared/errno.js";
+import { fsyncPath } from "../shared/fsync.js";
 import { encodeRecord } from "./codec.js";
 import type { JournalKey } from "./key.js";
 import { loadJournalKey } from "./key-file.js";
@@ -49,15 +50,6 @@ function openIfExists(path: string, flags: number): number | undefined {
   } catch (error) {
     if (errnoCode(error) === "ENOENT") return undefined;
     throw new JournalError("IO", `cannot open the journal (${errnoText(error)})`);
-  }
-}
-
-function fsyncDirectory(path: string): void {
-  const fd = openSync(path, constants.O_RDONLY);
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
   }
 }
 
@@ -290,9 +282,9 @@ class FileJournalWriter implements JournalWriter {
       fsyncSync(this.fd);
       if (this.syncDirsOnAppend) {
         // The new entries (session directory, possibly `sessions/` itself) live in these three.
-        fsyncDirectory(this.paths.sessionDir);
-        fsyncDirectory(this.paths.sessionsDir);
-        fsyncDirectory(dirname(this.paths.sessionsDir));
+        fsyncPath(this.paths.sessionDir);
+        fsyncPath(this.paths.sessionsDir);
+        fsyncPath(dirname(this.paths.sessionsDir));
         this.syncDirsOnAppend = false;
       }
       this.size += bytes.length;

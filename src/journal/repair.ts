@@ -10,6 +10,7 @@ import {
 } from "node:fs";
 import { basename } from "node:path";
 import { errnoCode, errnoText } from "../shared/errno.js";
+import { fsyncPath } from "../shared/fsync.js";
 import { acquireLock, releaseLock } from "./lock.js";
 import { type SessionPaths, sessionPaths } from "./session-path.js";
 import { JournalError } from "./store.js";
@@ -29,15 +30,6 @@ export interface RepairResult {
 export interface RepairOptions {
   /** Clock for the backup name and the lock record; defaults to real time. */
   now?: () => Date;
-}
-
-function fsyncPath(path: string): void {
-  const fd = openSync(path, constants.O_RDONLY);
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
 }
 
 function countLines(tail: Buffer): number {
