@@ -258,6 +258,22 @@ export async function bindForChange(
   return { path: canonical, current, expectedVersion: currentVersion };
 }
 
+/**
+ * Write `text` to a bound target, atomically and only if it still has the version it was bound
+ * to (otherwise STALE_VERSION and nothing changes). Returns what was written and its version.
+ */
+export async function commitChange(
+  context: ToolContext,
+  target: BoundTarget,
+  text: string,
+): Promise<{ bytes: Uint8Array; version: string }> {
+  const bytes = encodeUtf8(text);
+  await viaWorkspace(() =>
+    context.fs.writeFileAtomic(target.path, bytes, { expectedVersion: target.expectedVersion }),
+  );
+  return { bytes, version: versionOf(bytes) };
+}
+
 export function plural(count: number, singular: string, pluralForm = `${singular}s`): string {
   return `${count} ${count === 1 ? singular : pluralForm}`;
 }

@@ -1,18 +1,16 @@
 import { z } from "zod";
-import { versionOf } from "../../workspace/version.js";
 import { ToolError } from "../errors.js";
 import { defineTool, type ToolDefinition } from "../tool.js";
 import {
   assertEncodable,
   bindForChange,
   changesFile,
+  commitChange,
   decodeUtf8,
-  encodeUtf8,
   lineAt,
   PATH_RULES,
   plural,
   versionField,
-  viaWorkspace,
 } from "./common.js";
 import { whitespaceHint } from "./whitespace-hint.js";
 
@@ -82,11 +80,7 @@ export function createEditFileTool(): ToolDefinition<EditFileArgs> {
       }
 
       const updated = replaceAt(text, matches, args.old_text.length, args.new_text);
-      const bytes = encodeUtf8(updated);
-      await viaWorkspace(() =>
-        context.fs.writeFileAtomic(target.path, bytes, { expectedVersion: target.expectedVersion }),
-      );
-      const version = versionOf(bytes);
+      const { bytes, version } = await commitChange(context, target, updated);
       const diff = renderDiff(text, updated, matches, args.old_text, args.new_text);
       return {
         summary: `edited ${target.path} (${plural(matches.length, "replacement")})`,

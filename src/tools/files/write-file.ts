@@ -1,15 +1,13 @@
 import { z } from "zod";
-import { versionOf } from "../../workspace/version.js";
 import { defineTool, type ToolDefinition } from "../tool.js";
 import {
   assertEncodable,
   bindForChange,
   changesFile,
-  encodeUtf8,
+  commitChange,
   PATH_RULES,
   plural,
   versionField,
-  viaWorkspace,
 } from "./common.js";
 
 export const writeFileInput = z.strictObject({
@@ -50,11 +48,7 @@ export function createWriteFileTool(): ToolDefinition<WriteFileArgs> {
     async execute(args, context) {
       assertEncodable(args.content, "content");
       const target = await bindForChange(context, args.path, args.expected_version);
-      const bytes = encodeUtf8(args.content);
-      await viaWorkspace(() =>
-        context.fs.writeFileAtomic(target.path, bytes, { expectedVersion: target.expectedVersion }),
-      );
-      const version = versionOf(bytes);
+      const { bytes, version } = await commitChange(context, target, args.content);
       const created = target.current === undefined;
       return {
         summary: `${created ? "created" : "wrote"} ${target.path} (${plural(bytes.byteLength, "byte")})`,
