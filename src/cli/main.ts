@@ -68,7 +68,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }
 // The bundle's entry (bin.ts) installs an importer for user files through this; see import-file.ts.
 export { setFileImporter } from "../shared/import-file.js";
 
-export function topLevelHelp(): string {
+function topLevelHelp(): string {
   const width = Math.max(...Object.keys(COMMANDS).map((k) => k.length));
   const lines = Object.entries(COMMANDS).map(([name, { summary }]) => `  ${name.padEnd(width)}  ${summary}`);
   return [

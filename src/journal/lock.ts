@@ -48,7 +48,7 @@ export type LockStatus =
   /** The owner cannot be checked from here (unreadable lock file, or another host). */
   | { state: "unknown"; owner: LockOwner | null; reason: string };
 
-export function unlockCommand(sessionId: string): string {
+function unlockCommand(sessionId: string): string {
   return `harness unlock ${sessionId}`;
 }
 
@@ -62,7 +62,7 @@ export function describeOwner(owner: LockOwner): string {
 }
 
 /** Parse lock file text; null when it is not a well-formed owner record (external input). */
-export function parseLockOwner(text: string): LockOwner | null {
+function parseLockOwner(text: string): LockOwner | null {
   const value = parseJsonObject(text);
   const owner = value && parseProcessOwner(value);
   if (owner === undefined || typeof value?.started_at !== "string") return null;
@@ -70,7 +70,7 @@ export function parseLockOwner(text: string): LockOwner | null {
 }
 
 /** Whether the owner of a lock still runs, judged only from evidence on this host. */
-export function ownerStatus(owner: LockOwner): LockStatus {
+function ownerStatus(owner: LockOwner): LockStatus {
   return { ...ownerLiveness(owner), owner };
 }
 

@@ -16,8 +16,6 @@ import { type SessionPaths, sessionPaths } from "./session-path.js";
 import { JournalError } from "./store.js";
 import { verifyJournalBytes } from "./verify.js";
 
-export { type VerifyResult, verifyJournal } from "./verify.js";
-
 export interface RepairResult {
   /** Absolute path of the byte-identical copy taken before truncating; null when nothing was wrong. */
   backup: string | null;

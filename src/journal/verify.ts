@@ -24,7 +24,7 @@ export type VerifyResult =
     };
 
 /** The command a person runs to repair a damaged journal (shown in messages). */
-export function repairCommand(sessionId: string): string {
+function repairCommand(sessionId: string): string {
   return `harness journal repair ${sessionId}`;
 }
 

@@ -46,7 +46,7 @@ interface CallState {
 }
 
 /** Translate AI SDK stream parts into protocol events. Throws `ProviderError` on failure. */
-export async function* mapStreamParts(
+async function* mapStreamParts(
   parts: AsyncIterable<LanguageModelV3StreamPart>,
   options: StreamMappingOptions,
 ): AsyncGenerator<StreamEvent> {

@@ -59,7 +59,7 @@ export function sdkConnection(
  * Wrap fetch so that requests made without a key (loopback endpoints) carry no credential
  * header at all, instead of the AI SDK's `Bearer ` / empty `x-api-key`.
  */
-export function fetchWithoutEmptyCredentials(base: typeof fetch = globalThis.fetch): typeof fetch {
+function fetchWithoutEmptyCredentials(base: typeof fetch = globalThis.fetch): typeof fetch {
   return (input, init) => {
     if (init?.headers === undefined) return base(input, init);
     const headers = new Headers(init.headers);

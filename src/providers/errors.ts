@@ -45,7 +45,7 @@ export interface ErrorFields {
  * `{type:"error",error:{type,message},request_id}`, stream frames `{type:"error",error:{...}}`,
  * vLLM `{object:"error",message,type,code}`, Ollama `{error:"..."}`, and bare `{message}`.
  */
-export function extractErrorFields(body: unknown): ErrorFields {
+function extractErrorFields(body: unknown): ErrorFields {
   const fields: ErrorFields = {};
   if (!isJsonObject(body)) return fields;
   const inner = isJsonObject(body.error) ? body.error : body;

@@ -14,8 +14,6 @@ import type { ProcessTree } from "./tree.js";
  */
 export type SandboxProfile = "workspace-write" | "read-only" | "none";
 
-export const SANDBOX_PROFILES: readonly SandboxProfile[] = ["workspace-write", "read-only", "none"];
-
 export interface SandboxConfig {
   profile: SandboxProfile;
   /** Where bubblewrap lives. Default /usr/bin/bwrap. */

@@ -65,7 +65,7 @@ export function isReservedParts(parts: readonly string[]): boolean {
   return first !== undefined && first.toLowerCase() === RESERVED_DIR;
 }
 
-export function assertNotReserved(parts: readonly string[], original: string): void {
+function assertNotReserved(parts: readonly string[], original: string): void {
   if (isReservedParts(parts)) {
     throw new WorkspaceError(
       "RESERVED_PATH",

@@ -163,7 +163,7 @@ function isIterable(value: unknown): value is Iterable<unknown> | AsyncIterable<
 }
 
 /** Split text into up to `parts` non-empty pieces (fewer when it is short). */
-export function splitInto(text: string, parts: number): string[] {
+function splitInto(text: string, parts: number): string[] {
   if (text.length === 0) return [];
   const count = Math.max(1, Math.min(parts, text.length));
   const size = Math.ceil(text.length / count);

@@ -33,7 +33,7 @@ const WORKSPACE_TO_TOOL_CODE: Record<WorkspaceErrorCode, ErrorCode> = {
 };
 
 /** Turn a WorkspaceError into the matching ToolError; anything else is unexpected and rethrown. */
-export function toToolError(error: unknown): unknown {
+function toToolError(error: unknown): unknown {
   if (error instanceof WorkspaceError) {
     return new ToolError(WORKSPACE_TO_TOOL_CODE[error.code], error.message, {
       data: { path: error.path, workspace_code: error.code },
@@ -60,7 +60,7 @@ export function throwIfAborted(signal: AbortSignal): void {
  * normalized when the path is valid so `./a.ts` and `a.ts` conflict; an invalid path is kept
  * verbatim (the call will fail before touching anything).
  */
-export function fileResource(path: string | undefined): string {
+function fileResource(path: string | undefined): string {
   const raw = path ?? ".";
   try {
     return `file:${normalizeRelativePath(raw)}`;
@@ -134,12 +134,12 @@ export function isValidUtf8(bytes: Uint8Array): boolean {
   }
 }
 
-export function encodeUtf8(text: string): Uint8Array {
+function encodeUtf8(text: string): Uint8Array {
   return encoder.encode(text);
 }
 
 /** Byte offset of the first byte that is not part of a well-formed UTF-8 sequence (-1: none). */
-export function firstInvalidUtf8Offset(bytes: Uint8Array): number {
+function firstInvalidUtf8Offset(bytes: Uint8Array): number {
   let i = 0;
   while (i < bytes.length) {
     const lead = bytes[i] as number;
