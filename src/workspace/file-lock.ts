@@ -24,17 +24,17 @@ export interface FileLockOptions {
 }
 
 export class FileLockTimeout extends Error {
+  override readonly name = "FileLockTimeout";
   constructor(readonly waitedMs: number) {
     super(`another writer held the lock for over ${waitedMs} ms`);
-    this.name = "FileLockTimeout";
   }
 }
 
 /** The lock directory is not a plain directory (a symlink planted in its place, say). */
 export class FileLockDirectoryError extends Error {
+  override readonly name = "FileLockDirectoryError";
   constructor() {
     super("the lock directory is not a plain directory inside the workspace");
-    this.name = "FileLockDirectoryError";
   }
 }
 
