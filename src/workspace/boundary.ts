@@ -1,3 +1,4 @@
+import picomatch from "picomatch";
 import { RESERVED_DIR, WorkspaceError } from "./fs.js";
 
 /**
@@ -112,6 +113,15 @@ export function checkGlobPattern(pattern: string): string {
     );
   }
   return parts.join("/");
+}
+
+/**
+ * Whether a path relative to the glob's directory matches a checked pattern, with the options
+ * tinyglobby uses for DiskWorkspaceFs (dotfiles match, `/` separators), so every workspace
+ * implementation matches alike.
+ */
+export function globMatcher(checkedPattern: string): (relative: string) => boolean {
+  return picomatch(checkedPattern, { dot: true, posix: true });
 }
 
 /** How messages name the checked text: a workspace path or a glob pattern. */
