@@ -9,6 +9,7 @@ import {
   TypeValidationError,
   UnsupportedFunctionalityError,
 } from "@ai-sdk/provider";
+import { errnoCode } from "../shared/errno.js";
 import { isJsonObject } from "../shared/json.js";
 import { ProviderError, type ProviderErrorCode, type ProviderErrorDetails } from "./provider.js";
 import { type HeaderSource, headerValue, parseRetryAfter } from "./retry.js";
@@ -340,8 +341,8 @@ const UNTRUSTED_CERTIFICATE_CODES = new Set([
 /** The verification code of a TLS failure anywhere in the cause chain (fetch wraps it). */
 function untrustedCertificateCode(error: unknown): string | undefined {
   for (let current = error, depth = 0; current instanceof Error && depth < 5; depth += 1) {
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === "string" && UNTRUSTED_CERTIFICATE_CODES.has(code)) return code;
+    const code = errnoCode(current);
+    if (code !== undefined && UNTRUSTED_CERTIFICATE_CODES.has(code)) return code;
     current = current.cause;
   }
   return undefined;
@@ -350,8 +351,8 @@ function untrustedCertificateCode(error: unknown): string | undefined {
 function isNetworkFailure(error: unknown): boolean {
   for (let current = error, depth = 0; current !== undefined && current !== null && depth < 5; depth += 1) {
     if (!(current instanceof Error)) return false;
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === "string" && NETWORK_CODES.has(code)) return true;
+    const code = errnoCode(current);
+    if (code !== undefined && NETWORK_CODES.has(code)) return true;
     if (
       current instanceof TypeError &&
       /^(terminated|fetch failed|other side closed)$/i.test(current.message)
@@ -368,8 +369,8 @@ function isNetworkFailure(error: unknown): boolean {
 
 function describe(error: unknown): string {
   if (error instanceof Error) {
-    const code = (error as { code?: unknown }).code;
-    return typeof code === "string" ? `${error.message} (${code})` : error.message;
+    const code = errnoCode(error);
+    return code !== undefined ? `${error.message} (${code})` : error.message;
   }
   return typeof error === "string" ? error : "unknown error";
 }
