@@ -2,6 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { closeSync, fsyncSync, openSync, writeSync } from "node:fs";
 import { mkdir, open, readdir, readFile, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
+import { errnoCode } from "../shared/errno.js";
 import { sha256Hex } from "../shared/hash.js";
 import { ArtifactCorruptError, type ArtifactRef, type ArtifactSink, type ArtifactStore } from "./store.js";
 
@@ -25,7 +26,7 @@ export class FileArtifactStore implements ArtifactStore {
     try {
       bytes = await readFile(join(this.dir, id));
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      if (errnoCode(error) === "ENOENT") return undefined;
       throw error;
     }
     if (sha256Hex(bytes) !== id) {
@@ -101,7 +102,7 @@ export async function checkArtifacts(dir: string, expected: Iterable<string> = [
   try {
     names = await readdir(dir);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    if (errnoCode(error) !== "ENOENT") throw error;
     names = [];
   }
   const stored = new Set(names.filter((name) => ID.test(name)));

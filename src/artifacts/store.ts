@@ -1,3 +1,4 @@
+import { CodedError } from "../shared/coded-error.js";
 /**
  * The artifact store seam: content-addressed bytes a session keeps (a tool's whole output when
  * only a preview goes to the model, a process's captured streams). Below both the sandbox, which
@@ -31,11 +32,12 @@ export interface ArtifactSink {
 }
 
 /** A stored artifact whose bytes no longer have the SHA-256 that names it. */
-export class ArtifactCorruptError extends Error {
-  readonly id: string;
-  constructor(id: string) {
-    super(`artifact ${id} was modified after it was stored: its bytes no longer have that SHA-256`);
-    this.name = "ArtifactCorruptError";
-    this.id = id;
+export class ArtifactCorruptError extends CodedError<"ARTIFACT_CORRUPT"> {
+  override readonly name = "ArtifactCorruptError";
+  constructor(readonly id: string) {
+    super(
+      "ARTIFACT_CORRUPT",
+      `artifact ${id} was modified after it was stored: its bytes no longer have that SHA-256`,
+    );
   }
 }

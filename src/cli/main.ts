@@ -6,47 +6,71 @@ import { EXIT } from "./exit-codes.js";
 import { UsageError } from "./usage-error.js";
 
 interface Command {
-  summary: string;
   help: string;
   run(args: string[]): Promise<number>;
 }
 
-const COMMANDS: Record<string, () => Promise<Command>> = {
-  run: async () => (await import("./commands/run.js")).runCommand,
-  resume: async () => (await import("./commands/run.js")).resumeCommand,
-  demo: async () => (await import("./commands/demo.js")).demoCommand,
-  sessions: async () => (await import("./commands/sessions.js")).sessionsCommand,
-  inspect: async () => (await import("./commands/inspect.js")).inspectCommand,
-  journal: async () => (await import("./commands/journal.js")).journalCommand,
-  unlock: async () => (await import("./commands/journal.js")).unlockCommand,
-  policy: async () => (await import("./commands/policy.js")).policyCommand,
-  diff: async () => (await import("./commands/proposals.js")).diffCommand,
-  apply: async () => (await import("./commands/proposals.js")).applyCommand,
-  eval: async () => (await import("./commands/eval.js")).evalCommand,
-  review: async () => (await import("./commands/review.js")).reviewCommand,
-};
-
-const SUMMARIES: Record<string, string> = {
-  run: "run an agent on a goal in a workspace",
-  resume: "continue a recorded session",
-  demo: "run the built-in offline demo (fix hello.txt, verified by the host)",
-  sessions: "list the sessions recorded in a workspace",
-  inspect: "show a readable timeline of a session",
-  journal: "verify, repair or adopt a session journal",
-  unlock: "clear a writer lock whose owner is gone",
-  policy: "explain how the effective policy decides a call",
-  diff: "show the changes a session proposed",
-  apply: "apply a session's proposed changes (compare-and-swap per file)",
-  eval: "run an evaluation suite (reservations, faults) and report",
-  review: "resolve a call whose outcome is unknown, with evidence",
+/**
+ * Every command: its one-line summary for `harness --help`, and how to load it. Commands are
+ * imported only when run, so the top-level help loads none of them.
+ */
+const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }> = {
+  run: {
+    summary: "run an agent on a goal in a workspace",
+    load: async () => (await import("./commands/run.js")).runCommand,
+  },
+  resume: {
+    summary: "continue a recorded session",
+    load: async () => (await import("./commands/run.js")).resumeCommand,
+  },
+  demo: {
+    summary: "run the built-in offline demo (fix hello.txt, verified by the host)",
+    load: async () => (await import("./commands/demo.js")).demoCommand,
+  },
+  sessions: {
+    summary: "list the sessions recorded in a workspace",
+    load: async () => (await import("./commands/sessions.js")).sessionsCommand,
+  },
+  inspect: {
+    summary: "show a readable timeline of a session",
+    load: async () => (await import("./commands/inspect.js")).inspectCommand,
+  },
+  journal: {
+    summary: "verify, repair or adopt a session journal",
+    load: async () => (await import("./commands/journal.js")).journalCommand,
+  },
+  unlock: {
+    summary: "clear a writer lock whose owner is gone",
+    load: async () => (await import("./commands/journal.js")).unlockCommand,
+  },
+  policy: {
+    summary: "explain how the effective policy decides a call",
+    load: async () => (await import("./commands/policy.js")).policyCommand,
+  },
+  diff: {
+    summary: "show the changes a session proposed",
+    load: async () => (await import("./commands/proposals.js")).diffCommand,
+  },
+  apply: {
+    summary: "apply a session's proposed changes (compare-and-swap per file)",
+    load: async () => (await import("./commands/proposals.js")).applyCommand,
+  },
+  eval: {
+    summary: "run an evaluation suite (reservations, faults) and report",
+    load: async () => (await import("./commands/eval.js")).evalCommand,
+  },
+  review: {
+    summary: "resolve a call whose outcome is unknown, with evidence",
+    load: async () => (await import("./commands/review.js")).reviewCommand,
+  },
 };
 
 // The bundle's entry (bin.ts) installs an importer for user files through this; see import-file.ts.
 export { setFileImporter } from "../shared/import-file.js";
 
-export function topLevelHelp(): string {
-  const width = Math.max(...Object.keys(SUMMARIES).map((k) => k.length));
-  const lines = Object.entries(SUMMARIES).map(([name, summary]) => `  ${name.padEnd(width)}  ${summary}`);
+function topLevelHelp(): string {
+  const width = Math.max(...Object.keys(COMMANDS).map((k) => k.length));
+  const lines = Object.entries(COMMANDS).map(([name, { summary }]) => `  ${name.padEnd(width)}  ${summary}`);
   return [
     "harness: run AI agents so that what they did can be proven.",
     "",
@@ -74,12 +98,12 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(`harness ${harnessVersion()}\n`);
     return EXIT.ok;
   }
-  const load = COMMANDS[name];
-  if (!load) {
+  const entry = COMMANDS[name];
+  if (!entry) {
     process.stderr.write(`harness: unknown command "${escapeForTerminal(name)}"\n\n${topLevelHelp()}\n`);
     return EXIT.usage;
   }
-  const command = await load();
+  const command = await entry.load();
   if (rest.includes("--help") || rest.includes("-h")) {
     process.stdout.write(`${command.help}\n`);
     return EXIT.ok;

@@ -24,6 +24,7 @@ import {
 } from "../providers/config.js";
 import type { Provider } from "../providers/provider.js";
 import { ScriptedProvider } from "../providers/scripted/provider.js";
+import { RuleSyntaxError } from "../rules/grammar.js";
 import type { ApprovalPort, GrantPort, HookPort, ProposalPort, ProposalRecord } from "../runtime/ports.js";
 import { ToolRegistry, type ToolSnapshot } from "../runtime/registry.js";
 import { killSurvivors } from "../sandbox/tree.js";
@@ -75,7 +76,7 @@ export async function buildSetup(options: {
     onSpawn: (report) => spawnJournal.onSpawn(report),
   }).catch((error: unknown) => {
     if (error instanceof ConfigError) throw new UsageError(`configuration error: ${error.message}`);
-    if (error instanceof Error && error.name === "RuleSyntaxError") throw new UsageError(error.message);
+    if (error instanceof RuleSyntaxError) throw new UsageError(error.message);
     throw error;
   });
   const { processes, executor } = governance;

@@ -42,6 +42,15 @@ export async function openWorkspace(
   };
 }
 
+/** Open the workspace and check that the session exists in it (otherwise a usage error saying where to look). */
+export async function openSession(dir: string | undefined, sessionId: string): Promise<OpenedWorkspace> {
+  const workspace = await openWorkspace(dir);
+  if (!(await workspace.backend.exists(sessionId))) {
+    throw new UsageError(`no session "${sessionId}" in ${workspace.root} (list them with: harness sessions)`);
+  }
+  return workspace;
+}
+
 /** A sortable, unique, readable session id: 20261130-064233-a1b2c3. */
 export function newSessionId(now = new Date()): string {
   const stamp = now.toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);

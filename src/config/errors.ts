@@ -1,15 +1,15 @@
+import { CodedError } from "../shared/coded-error.js";
+
 /**
  * A config file that cannot be used. The run must not start. `file` is a display label
  * (home shown as ~), never a secret; `problem` says what to fix.
  */
-export class ConfigError extends Error {
-  readonly code = "CONFIG_INVALID";
-  readonly file: string;
-  readonly problem: string;
-  constructor(file: string, problem: string) {
-    super(`${file}: ${problem}`);
-    this.name = "ConfigError";
-    this.file = file;
-    this.problem = problem;
+export class ConfigError extends CodedError<"CONFIG_INVALID"> {
+  override readonly name = "ConfigError";
+  constructor(
+    readonly file: string,
+    readonly problem: string,
+  ) {
+    super("CONFIG_INVALID", `${file}: ${problem}`);
   }
 }

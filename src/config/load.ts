@@ -1,5 +1,6 @@
 import { readFile, realpath } from "node:fs/promises";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { errnoCode } from "../shared/errno.js";
 import { ConfigError } from "./errors.js";
 import { type ConfigFile, parseConfigText } from "./schema.js";
 
@@ -122,7 +123,7 @@ async function readConfigFile(path: string, label: string, required: boolean): P
   try {
     return await readFile(path, "utf8");
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
+    const code = errnoCode(error);
     if (code === "ENOENT" && !required) return undefined;
     if (code === "ENOENT") throw new ConfigError(label, "file not found ($HARNESS_CONFIG names it)");
     if (code === "EISDIR") throw new ConfigError(label, "is a directory, not a file");

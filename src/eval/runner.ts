@@ -14,10 +14,7 @@ export interface RunSuiteOptions {
 }
 
 export class SuiteError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "SuiteError";
-  }
+  override readonly name = "SuiteError";
 }
 
 /** Run a suite's tasks in order, each in a fresh temp workspace, and build the report. */

@@ -13,6 +13,8 @@ import {
 } from "node:fs";
 import { dirname, join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
+import { errnoCode, errnoText } from "../shared/errno.js";
+import { fsyncPath } from "../shared/fsync.js";
 import { encodeRecord } from "./codec.js";
 import type { JournalKey } from "./key.js";
 import { loadJournalKey } from "./key-file.js";
@@ -41,26 +43,13 @@ export interface FileJournalOptions {
   key?: JournalKey;
 }
 
-function errnoOf(error: unknown): string {
-  return (error as NodeJS.ErrnoException).code ?? "unknown error";
-}
-
 /** Open a file descriptor, or undefined when the file does not exist. */
 function openIfExists(path: string, flags: number): number | undefined {
   try {
     return openSync(path, flags, 0o600);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw new JournalError("IO", `cannot open the journal (${errnoOf(error)})`);
-  }
-}
-
-function fsyncDirectory(path: string): void {
-  const fd = openSync(path, constants.O_RDONLY);
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
+    if (errnoCode(error) === "ENOENT") return undefined;
+    throw new JournalError("IO", `cannot open the journal (${errnoText(error)})`);
   }
 }
 
@@ -149,7 +138,7 @@ export class FileJournalBackend implements JournalBackend {
       closeSync(fd);
       throw error instanceof JournalError
         ? error
-        : new JournalError("IO", `session ${sessionId}: cannot load the journal (${errnoOf(error)})`);
+        : new JournalError("IO", `session ${sessionId}: cannot load the journal (${errnoText(error)})`);
     }
   }
 
@@ -185,8 +174,8 @@ export class FileJournalBackend implements JournalBackend {
     try {
       names = readdirSync(sessionsDir);
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
-      throw new JournalError("IO", `cannot list sessions (${errnoOf(error)})`);
+      if (errnoCode(error) === "ENOENT") return [];
+      throw new JournalError("IO", `cannot list sessions (${errnoText(error)})`);
     }
     return names
       .filter((name) => SESSION_ID_PATTERN.test(name) && existsSync(join(sessionsDir, name, EVENTS_FILE)))
@@ -201,8 +190,8 @@ function readEvents(paths: SessionPaths, sessionId: string): Buffer {
   try {
     return readFileSync(paths.events);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") throw notFound(sessionId);
-    throw new JournalError("IO", `session ${sessionId}: cannot read the journal (${errnoOf(error)})`);
+    if (errnoCode(error) === "ENOENT") throw notFound(sessionId);
+    throw new JournalError("IO", `session ${sessionId}: cannot read the journal (${errnoText(error)})`);
   }
 }
 
@@ -214,7 +203,7 @@ function mkdirIn(paths: SessionPaths): void {
   try {
     mkdirSync(paths.sessionDir, { recursive: true, mode: 0o700 });
   } catch (error) {
-    throw new JournalError("IO", `cannot create the session directory (${errnoOf(error)})`);
+    throw new JournalError("IO", `cannot create the session directory (${errnoText(error)})`);
   }
 }
 
@@ -293,9 +282,9 @@ class FileJournalWriter implements JournalWriter {
       fsyncSync(this.fd);
       if (this.syncDirsOnAppend) {
         // The new entries (session directory, possibly `sessions/` itself) live in these three.
-        fsyncDirectory(this.paths.sessionDir);
-        fsyncDirectory(this.paths.sessionsDir);
-        fsyncDirectory(dirname(this.paths.sessionsDir));
+        fsyncPath(this.paths.sessionDir);
+        fsyncPath(this.paths.sessionsDir);
+        fsyncPath(dirname(this.paths.sessionsDir));
         this.syncDirsOnAppend = false;
       }
       this.size += bytes.length;
@@ -311,7 +300,7 @@ class FileJournalWriter implements JournalWriter {
       }
       throw new JournalError(
         "IO",
-        `session ${this.sessionId}: append failed (${errnoOf(error)}); the records were not made durable and the run must stop`,
+        `session ${this.sessionId}: append failed (${errnoText(error)}); the records were not made durable and the run must stop`,
       );
     }
   }

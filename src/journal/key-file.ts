@@ -14,6 +14,7 @@ import {
 } from "node:fs";
 import { homedir } from "node:os";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { errnoCode, errnoText } from "../shared/errno.js";
 import { JOURNAL_KEY_BYTES, JournalKey } from "./key.js";
 import { JournalError } from "./store.js";
 
@@ -34,10 +35,6 @@ function refused(path: string, problem: string): JournalError {
   return new JournalError("KEY", `the journal key ${path} ${problem}`);
 }
 
-function errnoOf(error: unknown): string {
-  return (error as NodeJS.ErrnoException).code ?? "unknown error";
-}
-
 /** The real path of `path`'s directory (created when absent), so a symlinked directory cannot hide where the key is. */
 function realDirectory(path: string): string {
   const dir = dirname(path);
@@ -45,7 +42,7 @@ function realDirectory(path: string): string {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     return realpathSync(dir);
   } catch (error) {
-    throw refused(path, `cannot be created: its directory is not usable (${errnoOf(error)})`);
+    throw refused(path, `cannot be created: its directory is not usable (${errnoText(error)})`);
   }
 }
 
@@ -70,7 +67,7 @@ function createKeyFile(path: string): void {
   try {
     linkSync(temp, path);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    if (errnoCode(error) !== "EEXIST") throw error;
     // Another process created it first: use theirs.
   } finally {
     unlinkSync(temp);
@@ -82,7 +79,8 @@ function readKeyFile(path: string): JournalKey {
   try {
     fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
   } catch (error) {
-    if (errnoOf(error) === "ELOOP") throw refused(path, "is a symbolic link; keep the key in a regular file");
+    if (errnoText(error) === "ELOOP")
+      throw refused(path, "is a symbolic link; keep the key in a regular file");
     throw error;
   }
   try {
@@ -146,7 +144,7 @@ function loadAt(path: string, realPath: string): JournalKey {
     try {
       key = readKeyFile(realPath);
     } catch (error) {
-      if (errnoOf(error) !== "ENOENT") throw error;
+      if (errnoText(error) !== "ENOENT") throw error;
       createKeyFile(realPath);
       key = readKeyFile(realPath);
     }
@@ -154,6 +152,6 @@ function loadAt(path: string, realPath: string): JournalKey {
     return key;
   } catch (error) {
     if (error instanceof JournalError) throw error;
-    throw refused(path, `cannot be read or created (${errnoOf(error)})`);
+    throw refused(path, `cannot be read or created (${errnoText(error)})`);
   }
 }

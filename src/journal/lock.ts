@@ -9,9 +9,9 @@ import {
   unlinkSync,
   writeSync,
 } from "node:fs";
-import { hostname } from "node:os";
-import { isJsonObject } from "../shared/json.js";
-import { processStartTime } from "../shared/proc-stat.js";
+import { errnoCode, errnoText } from "../shared/errno.js";
+import { parseJsonObject } from "../shared/json.js";
+import { ownerLiveness, type ProcessOwner, parseProcessOwner, thisProcess } from "../shared/process-owner.js";
 import { sessionPaths } from "./session-path.js";
 import { JournalError } from "./store.js";
 
@@ -23,12 +23,8 @@ import { JournalError } from "./store.js";
  * otherwise a person clears it with `harness unlock <session>`. Age alone proves nothing, a live
  * owner is never displaced, and a lock from another host cannot be judged from here.
  */
-export interface LockOwner {
-  pid: number;
-  host: string;
+export interface LockOwner extends ProcessOwner {
   started_at: string;
-  /** Field 22 of /proc/<pid>/stat (start time in clock ticks since boot); null where unreadable. */
-  proc_start: string | null;
 }
 
 /**
@@ -52,17 +48,13 @@ export type LockStatus =
   /** The owner cannot be checked from here (unreadable lock file, or another host). */
   | { state: "unknown"; owner: LockOwner | null; reason: string };
 
-export function unlockCommand(sessionId: string): string {
+function unlockCommand(sessionId: string): string {
   return `harness unlock ${sessionId}`;
 }
 
 export function currentOwner(now: Date): LockOwner {
-  return {
-    pid: process.pid,
-    host: hostname(),
-    started_at: now.toISOString(),
-    proc_start: processStartTime(process.pid),
-  };
+  const { pid, host, proc_start } = thisProcess();
+  return { pid, host, started_at: now.toISOString(), proc_start };
 }
 
 export function describeOwner(owner: LockOwner): string {
@@ -70,51 +62,23 @@ export function describeOwner(owner: LockOwner): string {
 }
 
 /** Parse lock file text; null when it is not a well-formed owner record (external input). */
-export function parseLockOwner(text: string): LockOwner | null {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return null;
-  }
-  if (!isJsonObject(value)) return null;
-  const { pid, host, started_at, proc_start } = value;
-  // pid must be a positive integer: kill(0, …) or kill(-n, …) would address process groups.
-  if (typeof pid !== "number" || !Number.isSafeInteger(pid) || pid <= 0) return null;
-  if (typeof host !== "string" || typeof started_at !== "string") return null;
-  if (proc_start !== null && typeof proc_start !== "string") return null;
-  return { pid, host, started_at, proc_start };
+function parseLockOwner(text: string): LockOwner | null {
+  const value = parseJsonObject(text);
+  const owner = value && parseProcessOwner(value);
+  if (owner === undefined || typeof value?.started_at !== "string") return null;
+  return { pid: owner.pid, host: owner.host, started_at: value.started_at, proc_start: owner.proc_start };
 }
 
 /** Whether the owner of a lock still runs, judged only from evidence on this host. */
-export function ownerStatus(owner: LockOwner): LockStatus {
-  if (owner.host !== hostname()) {
-    return {
-      state: "unknown",
-      owner,
-      reason: "it was taken on another host, so it cannot be checked from here",
-    };
-  }
-  try {
-    process.kill(owner.pid, 0);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ESRCH") return { state: "gone", owner, reason: `no process ${owner.pid} exists` };
-    // EPERM: the process exists but belongs to another user.
-    if (code !== "EPERM") return { state: "unknown", owner, reason: `cannot check process ${owner.pid}` };
-  }
-  const start = processStartTime(owner.pid);
-  if (owner.proc_start !== null && start !== null && start !== owner.proc_start) {
-    return { state: "gone", owner, reason: `process ${owner.pid} is a different process now (pid reused)` };
-  }
-  return { state: "alive", owner };
+function ownerStatus(owner: LockOwner): LockStatus {
+  return { ...ownerLiveness(owner), owner };
 }
 
 function readLockText(path: string): string | undefined {
   try {
     return readFileSync(path, "utf8");
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    if (errnoCode(error) === "ENOENT") return undefined;
     throw ioError("cannot read the writer lock", error);
   }
 }
@@ -130,7 +94,7 @@ export function inspectLockFile(path: string): LockStatus | undefined {
 }
 
 function ioError(what: string, error: unknown): JournalError {
-  const code = (error as NodeJS.ErrnoException).code ?? "unknown error";
+  const code = errnoText(error);
   return new JournalError("IO", `${what} (${code})`);
 }
 
@@ -173,8 +137,7 @@ function removeStaleLock(path: string, sessionId: string, staleText: string): vo
   try {
     fd = openSync(mutex, CREATE_EXCLUSIVE, 0o600);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "EEXIST")
-      throw ioError("cannot recover the writer lock", error);
+    if (errnoCode(error) !== "EEXIST") throw ioError("cannot recover the writer lock", error);
     throw new JournalError(
       "LOCKED",
       `session ${sessionId}: another process is taking over its stale writer lock; try again ` +
@@ -211,8 +174,7 @@ export function acquireLock(
     try {
       fd = openSync(path, CREATE_EXCLUSIVE, 0o600);
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST")
-        throw ioError("cannot create the writer lock", error);
+      if (errnoCode(error) !== "EEXIST") throw ioError("cannot create the writer lock", error);
       const staleText = readLockText(path);
       if (staleText === undefined) continue;
       const stale = parseLockOwner(staleText);
@@ -257,7 +219,7 @@ export function releaseLock(lock: HeldLock): void {
     if (!isStillHeld(lock)) return;
     unlinkSync(lock.path);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") {
+    if (errnoCode(error) !== "ENOENT") {
       throw ioError("cannot remove the writer lock", error);
     }
   } finally {
@@ -288,7 +250,7 @@ export async function unlockSession(
   try {
     unlinkSync(paths.lock);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return { outcome: "no_lock" };
+    if (errnoCode(error) === "ENOENT") return { outcome: "no_lock" };
     throw ioError("cannot remove the writer lock", error);
   }
   return { outcome: "removed", status, forced: status.state !== "gone" };

@@ -9,12 +9,12 @@ import {
   readFileSync,
 } from "node:fs";
 import { basename } from "node:path";
+import { errnoCode, errnoText } from "../shared/errno.js";
+import { fsyncPath } from "../shared/fsync.js";
 import { acquireLock, releaseLock } from "./lock.js";
 import { type SessionPaths, sessionPaths } from "./session-path.js";
 import { JournalError } from "./store.js";
 import { verifyJournalBytes } from "./verify.js";
-
-export { type VerifyResult, verifyJournal } from "./verify.js";
 
 export interface RepairResult {
   /** Absolute path of the byte-identical copy taken before truncating; null when nothing was wrong. */
@@ -28,19 +28,6 @@ export interface RepairResult {
 export interface RepairOptions {
   /** Clock for the backup name and the lock record; defaults to real time. */
   now?: () => Date;
-}
-
-function errnoOf(error: unknown): string {
-  return (error as NodeJS.ErrnoException).code ?? "unknown error";
-}
-
-function fsyncPath(path: string): void {
-  const fd = openSync(path, constants.O_RDONLY);
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
 }
 
 function countLines(tail: Buffer): number {
@@ -57,7 +44,7 @@ function backUp(paths: SessionPaths, at: Date): string {
     try {
       copyFileSync(paths.events, backup, constants.COPYFILE_EXCL);
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "EEXIST") continue;
+      if (errnoCode(error) === "EEXIST") continue;
       throw error;
     }
     fsyncPath(backup);
@@ -86,7 +73,7 @@ export async function repairJournal(
     return repairLocked(paths, sessionId, now);
   } catch (error) {
     if (error instanceof JournalError) throw error;
-    throw new JournalError("IO", `session ${sessionId}: repair failed (${errnoOf(error)})`);
+    throw new JournalError("IO", `session ${sessionId}: repair failed (${errnoText(error)})`);
   } finally {
     releaseLock(lock);
   }
@@ -97,7 +84,7 @@ function repairLocked(paths: SessionPaths, sessionId: string, now: () => Date): 
   try {
     bytes = readFileSync(paths.events);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") {
+    if (errnoCode(error) === "ENOENT") {
       throw new JournalError("SESSION_NOT_FOUND", `session ${sessionId} does not exist`);
     }
     throw error;

@@ -1,5 +1,6 @@
 import { lstatSync, mkdirSync, readdirSync } from "node:fs";
 import { join, relative } from "node:path";
+import { errnoCode, errnoText } from "../shared/errno.js";
 import { sessionsDirOf } from "./session-path.js";
 import { JournalError } from "./store.js";
 
@@ -46,7 +47,7 @@ function guarded(check: () => void): void {
     check();
   } catch (error) {
     if (error instanceof JournalError) throw error;
-    const code = (error as NodeJS.ErrnoException).code ?? "unknown error";
+    const code = errnoText(error);
     throw new JournalError("IO", `cannot prepare the workspace's .harness directory (${code})`);
   }
 }
@@ -58,7 +59,7 @@ function walk(dir: string, harnessDir: string, shallow?: string): void {
     entries = readdirSync(dir, { withFileTypes: true });
   } catch (error) {
     // Another harness process may remove a directory of its own (a lock's) while this one walks.
-    const code = (error as NodeJS.ErrnoException).code;
+    const code = errnoCode(error);
     if (code === "ENOENT" || code === "ENOTDIR") return;
     throw error;
   }
@@ -75,7 +76,7 @@ function refuseUnlessDirectory(path: string, harnessDir: string): void {
   try {
     stats = lstatSync(path);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
+    if (errnoCode(error) === "ENOENT") return;
     throw error;
   }
   if (!stats.isDirectory()) throw refusal(path, harnessDir, stats.isSymbolicLink());
@@ -85,7 +86,7 @@ function mkdirIfMissing(path: string): void {
   try {
     mkdirSync(path);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    if (errnoCode(error) !== "EEXIST") throw error;
   }
 }
 

@@ -1,3 +1,4 @@
+import { CodedError } from "../shared/coded-error.js";
 import type { LockOwner } from "./lock.js";
 import type { JournalReading } from "./trust.js";
 import type { AnyNewEvent, AnyRecord } from "./vocabulary.js";
@@ -76,11 +77,6 @@ export type JournalErrorCode =
   | "KEY";
 
 /** An engine-level journal failure; the message says what to do next. */
-export class JournalError extends Error {
-  readonly code: JournalErrorCode;
-  constructor(code: JournalErrorCode, message: string) {
-    super(message);
-    this.name = "JournalError";
-    this.code = code;
-  }
+export class JournalError extends CodedError<JournalErrorCode> {
+  override readonly name = "JournalError";
 }

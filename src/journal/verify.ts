@@ -1,6 +1,7 @@
 import { isUtf8 } from "node:buffer";
 import { readFile } from "node:fs/promises";
 import { basename, dirname } from "node:path";
+import { errnoCode } from "../shared/errno.js";
 import { decodeRecordLine, isRecordFault } from "./codec.js";
 import { EVENTS_FILE, SESSION_ID_PATTERN } from "./session-path.js";
 import { JournalError } from "./store.js";
@@ -23,7 +24,7 @@ export type VerifyResult =
     };
 
 /** The command a person runs to repair a damaged journal (shown in messages). */
-export function repairCommand(sessionId: string): string {
+function repairCommand(sessionId: string): string {
   return `harness journal repair ${sessionId}`;
 }
 
@@ -94,7 +95,7 @@ export async function verifyJournal(path: string): Promise<VerifyResult> {
   try {
     bytes = await readFile(path);
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
+    const code = errnoCode(error);
     if (code === "ENOENT") throw new JournalError("SESSION_NOT_FOUND", "no journal file at the given path");
     throw new JournalError("IO", `cannot read the journal file (${code ?? "unknown error"})`);
   }

@@ -31,6 +31,16 @@ const evidence = z.object({
   stop_reason: z.string().optional(),
   events: z.number().int(),
 });
+/** A model request that failed; a retryable one also says when the next attempt starts. */
+const modelFailure = z.object({
+  step: z.number().int(),
+  attempt: z.number().int(),
+  code: z.string(),
+  message: z.string(),
+  status: z.number().int().optional(),
+  request_id: z.string().optional(),
+  evidence: evidence.optional(),
+});
 const artifact = z.object({ id: z.string(), sha256: hex64, bytes: z.number().int() });
 /** What a process ran under (never environment values: only the names of the variables passed). */
 const processFacts = {
@@ -61,25 +71,8 @@ export const EVENT_SCHEMAS = {
   "session.resumed": z.object({ pid: z.number().int() }),
   "user.input": z.object({ text: z.string() }),
   "model.started": z.object({ step: z.number().int(), attempt: z.number().int(), tools_digest: hex64 }),
-  "model.retryable_error": z.object({
-    step: z.number().int(),
-    attempt: z.number().int(),
-    code: z.string(),
-    message: z.string(),
-    status: z.number().int().optional(),
-    request_id: z.string().optional(),
-    retry_in_ms: z.number().int(),
-    evidence: evidence.optional(),
-  }),
-  "model.failed": z.object({
-    step: z.number().int(),
-    attempt: z.number().int(),
-    code: z.string(),
-    message: z.string(),
-    status: z.number().int().optional(),
-    request_id: z.string().optional(),
-    evidence: evidence.optional(),
-  }),
+  "model.retryable_error": modelFailure.extend({ retry_in_ms: z.number().int() }),
+  "model.failed": modelFailure,
   "model.protocol_error": z.object({
     step: z.number().int(),
     attempt: z.number().int(),

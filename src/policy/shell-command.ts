@@ -52,10 +52,6 @@ export function loadShellParser(): Promise<void> {
   return loading;
 }
 
-export function shellParserLoaded(): boolean {
-  return parser !== undefined;
-}
-
 /** Split a command line into its simple commands. Never throws for any input. */
 export function splitCommand(command: string): CommandSplit {
   return { parts: split(command, 0) };

@@ -1,7 +1,6 @@
-import picomatch from "picomatch";
 import type { ProposalPort, ProposalRecord } from "../runtime/ports.js";
 import { sha256Hex } from "../shared/hash.js";
-import { checkGlobPattern, quote, relativeParts } from "../workspace/boundary.js";
+import { checkGlobPattern, globMatcher, quote, relativeParts } from "../workspace/boundary.js";
 import {
   type DirEntry,
   type FileStat,
@@ -246,8 +245,7 @@ class OverlayView implements WorkspaceFs {
       if (!(error instanceof WorkspaceError && error.code === "NOT_FOUND" && proposed.length > 0))
         throw error;
     }
-    // The same matcher options as the workspace implementations.
-    const matches = picomatch(normalized, { dot: true, posix: true });
+    const matches = globMatcher(normalized);
     const all = new Set(found);
     for (const key of proposed) if (matches(key.slice(prefix.length))) all.add(key);
     return [...all].sort(compareCodeUnits);

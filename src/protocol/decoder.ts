@@ -21,11 +21,12 @@ export interface StreamEvidence {
 
 /** A stream that did not yield a complete, executable reply. */
 export class ProtocolError extends Error {
-  readonly evidence: StreamEvidence;
-  constructor(message: string, evidence: StreamEvidence) {
+  override readonly name = "ProtocolError";
+  constructor(
+    message: string,
+    readonly evidence: StreamEvidence,
+  ) {
     super(message);
-    this.name = "ProtocolError";
-    this.evidence = evidence;
   }
 }
 

@@ -46,7 +46,7 @@ interface CallState {
 }
 
 /** Translate AI SDK stream parts into protocol events. Throws `ProviderError` on failure. */
-export async function* mapStreamParts(
+async function* mapStreamParts(
   parts: AsyncIterable<LanguageModelV3StreamPart>,
   options: StreamMappingOptions,
 ): AsyncGenerator<StreamEvent> {
@@ -205,7 +205,7 @@ export interface AiSdkProviderOptions {
   callOptions(request: ModelRequest): LanguageModelV3CallOptions;
   mapping: Omit<StreamMappingOptions, "responseHeaders">;
   /** Longest time without progress (connecting, headers, or between stream parts). */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
 }
 
 /**

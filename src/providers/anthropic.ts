@@ -1,7 +1,7 @@
 import { createAnthropic } from "@ai-sdk/anthropic";
 import type { LanguageModelV3CallOptions } from "@ai-sdk/provider";
 import { createAiSdkProvider } from "./ai-sdk-stream.js";
-import { ANTHROPIC_DEFAULT_BASE_URL, fetchWithoutEmptyCredentials, publicUrl } from "./endpoint.js";
+import { ANTHROPIC_DEFAULT_BASE_URL, publicUrl, sdkConnection } from "./endpoint.js";
 import { toFunctionTools, toLanguageModelPrompt } from "./prompt.js";
 import type { ModelRequest, Provider } from "./provider.js";
 
@@ -33,11 +33,7 @@ export const ANTHROPIC_NORMAL_STOP_REASONS: ReadonlySet<string | undefined> = ne
  */
 export function createAnthropicProvider(options: AnthropicOptions): Provider {
   const baseUrl = options.baseUrl ?? ANTHROPIC_DEFAULT_BASE_URL;
-  const anthropic = createAnthropic({
-    baseURL: baseUrl,
-    apiKey: options.apiKey ?? "",
-    fetch: fetchWithoutEmptyCredentials(options.fetch),
-  });
+  const anthropic = createAnthropic(sdkConnection(baseUrl, options));
   return createAiSdkProvider({
     identity: { kind: "anthropic", model: options.model, base_url: publicUrl(baseUrl) },
     model: anthropic.messages(options.model),
@@ -47,7 +43,7 @@ export function createAnthropicProvider(options: AnthropicOptions): Provider {
       normalRawReasons: ANTHROPIC_NORMAL_STOP_REASONS,
       secrets: options.apiKey === undefined ? [] : [options.apiKey],
     },
-    ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+    timeoutMs: options.timeoutMs,
   });
 }
 

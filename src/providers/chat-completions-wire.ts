@@ -15,7 +15,7 @@ type ChatMessage = { [key: string]: JsonValue };
  * followed by its paired `tool` message exactly as the journal's projection wrote them.
  * Reasoning goes back as `reasoning_content` (DeepSeek and vLLM expect it; others ignore it).
  */
-export function toChatMessages(messages: readonly ModelMessage[]): ChatMessage[] {
+function toChatMessages(messages: readonly ModelMessage[]): ChatMessage[] {
   return messages.map(toChatMessage);
 }
 
@@ -45,7 +45,7 @@ function toChatMessage(message: ModelMessage): ChatMessage {
   }
 }
 
-export function toChatTools(tools: readonly ToolSpec[]): JsonObject[] {
+function toChatTools(tools: readonly ToolSpec[]): JsonObject[] {
   return tools.map((tool) => ({
     type: "function",
     function: { name: tool.name, description: tool.description, parameters: tool.input_schema },

@@ -46,11 +46,12 @@ export const modelProfilesSchema = z.record(z.string().regex(/^[A-Za-z0-9_.-]+$/
 
 /** A profile that cannot become a provider. The message names fields and variables, never values. */
 export class ProviderConfigError extends Error {
-  readonly field: string;
-  constructor(field: string, message: string) {
+  override readonly name = "ProviderConfigError";
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
     super(message);
-    this.name = "ProviderConfigError";
-    this.field = field;
   }
 }
 

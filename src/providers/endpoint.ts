@@ -41,10 +41,25 @@ export function publicUrl(raw: string): string {
 }
 
 /**
+ * The settings an AI SDK provider factory needs to reach `baseUrl`: the key (empty for loopback
+ * endpoints, whose credential header is then dropped) and that fetch.
+ */
+export function sdkConnection(
+  baseUrl: string,
+  options: { apiKey?: string; fetch?: typeof fetch },
+): { baseURL: string; apiKey: string; fetch: typeof fetch } {
+  return {
+    baseURL: baseUrl,
+    apiKey: options.apiKey ?? "",
+    fetch: fetchWithoutEmptyCredentials(options.fetch),
+  };
+}
+
+/**
  * Wrap fetch so that requests made without a key (loopback endpoints) carry no credential
  * header at all, instead of the AI SDK's `Bearer ` / empty `x-api-key`.
  */
-export function fetchWithoutEmptyCredentials(base: typeof fetch = globalThis.fetch): typeof fetch {
+function fetchWithoutEmptyCredentials(base: typeof fetch = globalThis.fetch): typeof fetch {
   return (input, init) => {
     if (init?.headers === undefined) return base(input, init);
     const headers = new Headers(init.headers);

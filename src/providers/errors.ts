@@ -1,4 +1,15 @@
-import { APICallError, EmptyResponseBodyError } from "@ai-sdk/provider";
+import {
+  APICallError,
+  EmptyResponseBodyError,
+  InvalidArgumentError,
+  InvalidPromptError,
+  InvalidResponseDataError,
+  JSONParseError,
+  LoadAPIKeyError,
+  TypeValidationError,
+  UnsupportedFunctionalityError,
+} from "@ai-sdk/provider";
+import { errnoCode } from "../shared/errno.js";
 import { isJsonObject } from "../shared/json.js";
 import { ProviderError, type ProviderErrorCode, type ProviderErrorDetails } from "./provider.js";
 import { type HeaderSource, headerValue, parseRetryAfter } from "./retry.js";
@@ -35,7 +46,7 @@ export interface ErrorFields {
  * `{type:"error",error:{type,message},request_id}`, stream frames `{type:"error",error:{...}}`,
  * vLLM `{object:"error",message,type,code}`, Ollama `{error:"..."}`, and bare `{message}`.
  */
-export function extractErrorFields(body: unknown): ErrorFields {
+function extractErrorFields(body: unknown): ErrorFields {
   const fields: ErrorFields = {};
   if (!isJsonObject(body)) return fields;
   const inner = isJsonObject(body.error) ? body.error : body;
@@ -226,7 +237,6 @@ export function normalizeProviderError(error: unknown, context: NormalizeContext
       secrets,
     });
   }
-  const name = error instanceof Error ? error.name : "";
   const message = describe(error);
   if (/without a finish reason/i.test(message)) {
     return new ProviderError(
@@ -234,20 +244,26 @@ export function normalizeProviderError(error: unknown, context: NormalizeContext
       formatMessage(provider, "stream ended before the model finished", secrets),
     );
   }
+  // The AI SDK's errors carry a global-symbol brand, so `isInstance` holds across package copies.
   if (
-    /InvalidResponseData|JSONParse|TypeValidation/.test(name) ||
-    /^AI_(InvalidResponseData|JSONParse|TypeValidation)/.test(name)
+    InvalidResponseDataError.isInstance(error) ||
+    JSONParseError.isInstance(error) ||
+    TypeValidationError.isInstance(error)
   ) {
     return new ProviderError("SERVER", formatMessage(provider, `malformed response: ${message}`, secrets), {
       providerCode: "invalid_response",
     });
   }
-  if (/UnsupportedFunctionality|InvalidPrompt|InvalidArgument/.test(name)) {
+  if (
+    UnsupportedFunctionalityError.isInstance(error) ||
+    InvalidPromptError.isInstance(error) ||
+    InvalidArgumentError.isInstance(error)
+  ) {
     return new ProviderError("INVALID_REQUEST", formatMessage(provider, message, secrets), {
       retryable: false,
     });
   }
-  if (/LoadAPIKey/.test(name)) {
+  if (LoadAPIKeyError.isInstance(error)) {
     return new ProviderError("AUTH", formatMessage(provider, "API key is missing", secrets));
   }
   // Unknown failures are most likely bugs: report them, but never retry them blindly.
@@ -325,8 +341,8 @@ const UNTRUSTED_CERTIFICATE_CODES = new Set([
 /** The verification code of a TLS failure anywhere in the cause chain (fetch wraps it). */
 function untrustedCertificateCode(error: unknown): string | undefined {
   for (let current = error, depth = 0; current instanceof Error && depth < 5; depth += 1) {
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === "string" && UNTRUSTED_CERTIFICATE_CODES.has(code)) return code;
+    const code = errnoCode(current);
+    if (code !== undefined && UNTRUSTED_CERTIFICATE_CODES.has(code)) return code;
     current = current.cause;
   }
   return undefined;
@@ -335,14 +351,15 @@ function untrustedCertificateCode(error: unknown): string | undefined {
 function isNetworkFailure(error: unknown): boolean {
   for (let current = error, depth = 0; current !== undefined && current !== null && depth < 5; depth += 1) {
     if (!(current instanceof Error)) return false;
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === "string" && NETWORK_CODES.has(code)) return true;
+    const code = errnoCode(current);
+    if (code !== undefined && NETWORK_CODES.has(code)) return true;
     if (
-      current.name === "TypeError" &&
+      current instanceof TypeError &&
       /^(terminated|fetch failed|other side closed)$/i.test(current.message)
     ) {
       return true;
     }
+    // Node's built-in fetch (undici) does not export its error classes: only their names tell them apart.
     if (/SocketError|ConnectTimeoutError|HeadersTimeoutError|BodyTimeoutError/.test(current.name))
       return true;
     current = current.cause;
@@ -352,8 +369,8 @@ function isNetworkFailure(error: unknown): boolean {
 
 function describe(error: unknown): string {
   if (error instanceof Error) {
-    const code = (error as { code?: unknown }).code;
-    return typeof code === "string" ? `${error.message} (${code})` : error.message;
+    const code = errnoCode(error);
+    return code !== undefined ? `${error.message} (${code})` : error.message;
   }
   return typeof error === "string" ? error : "unknown error";
 }

@@ -2,7 +2,7 @@ import { createOpenAI } from "@ai-sdk/openai";
 import type { LanguageModelV3CallOptions } from "@ai-sdk/provider";
 import { isJsonObject } from "../shared/json.js";
 import { createAiSdkProvider } from "./ai-sdk-stream.js";
-import { fetchWithoutEmptyCredentials, OPENAI_DEFAULT_BASE_URL, publicUrl } from "./endpoint.js";
+import { OPENAI_DEFAULT_BASE_URL, publicUrl, sdkConnection } from "./endpoint.js";
 import { toFunctionTools, toLanguageModelPrompt } from "./prompt.js";
 import type { ModelRequest, Provider } from "./provider.js";
 
@@ -32,11 +32,7 @@ const TERMINAL_EVENTS: ReadonlySet<string> = new Set([
  */
 export function createOpenAIResponsesProvider(options: OpenAIResponsesOptions): Provider {
   const baseUrl = options.baseUrl ?? OPENAI_DEFAULT_BASE_URL;
-  const openai = createOpenAI({
-    baseURL: baseUrl,
-    apiKey: options.apiKey ?? "",
-    fetch: fetchWithoutEmptyCredentials(options.fetch),
-  });
+  const openai = createOpenAI(sdkConnection(baseUrl, options));
   return createAiSdkProvider({
     identity: { kind: "openai", model: options.model, base_url: publicUrl(baseUrl) },
     model: openai.responses(options.model),
@@ -49,7 +45,7 @@ export function createOpenAIResponsesProvider(options: OpenAIResponsesOptions): 
       isTerminalChunk: (raw) =>
         isJsonObject(raw) && typeof raw.type === "string" && TERMINAL_EVENTS.has(raw.type),
     },
-    ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+    timeoutMs: options.timeoutMs,
   });
 }
 

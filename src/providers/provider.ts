@@ -1,4 +1,5 @@
 import type { ModelMessage, ToolSpec } from "../protocol/types.js";
+import { CodedError } from "../shared/coded-error.js";
 import type { JsonObject } from "../shared/json.js";
 
 /** One model request: the journal's projection plus the frozen tool snapshot. */
@@ -29,33 +30,27 @@ export interface Provider {
   stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<unknown>;
 }
 
-export type ProviderErrorCode =
-  | "AUTH"
-  | "QUOTA"
-  | "RATE_LIMIT"
-  | "CONTEXT_WINDOW_EXCEEDED"
-  | "INVALID_REQUEST"
-  | "NOT_FOUND"
-  | "SERVER"
-  | "OVERLOADED"
-  | "TRANSPORT"
-  | "TIMEOUT"
-  | "EMPTY_RESPONSE"
-  | "SCRIPT_ERROR"
-  | "CANCELLED";
+/**
+ * Every provider failure code, and whether waiting and sending the same request again may
+ * succeed (the engine's retry budget decides how often). The one place that says so.
+ */
+const RETRYABLE = {
+  AUTH: false,
+  QUOTA: false,
+  RATE_LIMIT: true,
+  CONTEXT_WINDOW_EXCEEDED: false,
+  INVALID_REQUEST: false,
+  NOT_FOUND: false,
+  SERVER: true,
+  OVERLOADED: true,
+  TRANSPORT: true,
+  TIMEOUT: true,
+  EMPTY_RESPONSE: true,
+  SCRIPT_ERROR: false,
+  CANCELLED: false,
+} as const satisfies Record<string, boolean>;
 
-const RETRYABLE: ReadonlySet<ProviderErrorCode> = new Set([
-  "RATE_LIMIT",
-  "SERVER",
-  "OVERLOADED",
-  "TRANSPORT",
-  "TIMEOUT",
-  "EMPTY_RESPONSE",
-]);
-
-export function isRetryableCode(code: ProviderErrorCode): boolean {
-  return RETRYABLE.has(code);
-}
+export type ProviderErrorCode = keyof typeof RETRYABLE;
 
 export interface ProviderErrorDetails {
   status?: number;
@@ -66,8 +61,8 @@ export interface ProviderErrorDetails {
 }
 
 /** A normalized provider failure. Messages must never contain keys or absolute paths. */
-export class ProviderError extends Error {
-  readonly code: ProviderErrorCode;
+export class ProviderError extends CodedError<ProviderErrorCode> {
+  override readonly name = "ProviderError";
   readonly retryable: boolean;
   readonly status?: number;
   readonly providerCode?: string;
@@ -75,10 +70,8 @@ export class ProviderError extends Error {
   readonly retryAfterMs?: number;
 
   constructor(code: ProviderErrorCode, message: string, details: ProviderErrorDetails = {}) {
-    super(message);
-    this.name = "ProviderError";
-    this.code = code;
-    this.retryable = details.retryable ?? isRetryableCode(code);
+    super(code, message);
+    this.retryable = details.retryable ?? RETRYABLE[code];
     if (details.status !== undefined) this.status = details.status;
     if (details.providerCode !== undefined) this.providerCode = details.providerCode;
     if (details.requestId !== undefined) this.requestId = details.requestId;

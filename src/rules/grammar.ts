@@ -1,3 +1,4 @@
+import { CodedError } from "../shared/coded-error.js";
 /**
  * The permission rule grammar, `TOOL` or `TOOL(PATTERN)`: what a user writes in config files and
  * after --allow/--ask/--deny. Config validates rules with it when a file loads (so an error names
@@ -21,17 +22,14 @@ export interface Rule {
 }
 
 /** A rule text that does not parse. `origin` names where it came from (a file label or "cli"). */
-export class RuleSyntaxError extends Error {
-  readonly origin: string;
-  readonly rule: string;
-  readonly problem: string;
-  readonly code = "RULE_INVALID";
-  constructor(origin: string, rule: string, problem: string) {
-    super(`${origin}: invalid permission rule ${JSON.stringify(rule)}: ${problem}`);
-    this.name = "RuleSyntaxError";
-    this.origin = origin;
-    this.rule = rule;
-    this.problem = problem;
+export class RuleSyntaxError extends CodedError<"RULE_INVALID"> {
+  override readonly name = "RuleSyntaxError";
+  constructor(
+    readonly origin: string,
+    readonly rule: string,
+    readonly problem: string,
+  ) {
+    super("RULE_INVALID", `${origin}: invalid permission rule ${JSON.stringify(rule)}: ${problem}`);
   }
 }
 

@@ -1,5 +1,5 @@
 import { sleep } from "../shared/sleep.js";
-import { ToolError } from "../tools/errors.js";
+import { ToolError, TRANSIENT_ERROR_CODES } from "../tools/errors.js";
 import type { ToolContext } from "../tools/tool.js";
 import type { RuntimeOptions } from "./environment.js";
 import type { HookLog } from "./hook-log.js";
@@ -25,7 +25,6 @@ export interface Execution {
 
 const TIMEOUT = Symbol("timeout");
 /** Failures of the infrastructure rather than of the call, worth another attempt. */
-const TRANSIENT_CODES = new Set(["IO_ERROR"]);
 
 /**
  * Run a call's handler with timeout, cancellation and wrap hooks. Retries happen only for
@@ -48,7 +47,7 @@ export async function executeWithRetries(
   for (;;) {
     attempts += 1;
     result = await attempt(prepared, execution, timeoutMs, signal);
-    const transient = result.error_type !== undefined && TRANSIENT_CODES.has(result.error_type);
+    const transient = result.error_type !== undefined && TRANSIENT_ERROR_CODES.has(result.error_type);
     if (!transient || !retriable || attempts >= options.retry.maxAttempts || signal.aborted) break;
     const delay = backoff(attempts, options);
     await recorder.record([

@@ -18,10 +18,7 @@ const EFFECTS = new Set([
 const IDEMPOTENCY = new Set(["pure", "idempotent", "conditionally_idempotent", "non_idempotent"]);
 
 export class RegistrationError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "RegistrationError";
-  }
+  override readonly name = "RegistrationError";
 }
 
 /** A tool together with what the model was shown of it. */

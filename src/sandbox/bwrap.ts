@@ -4,6 +4,7 @@ import { access, realpath } from "node:fs/promises";
 import { homedir } from "node:os";
 import path from "node:path";
 import type { Readable } from "node:stream";
+import { parseJsonObject } from "../shared/json.js";
 import { DEFAULT_PROTECTED_PATHS, type ProtectedPaths } from "../workspace/protected.js";
 import { hostViewArguments, isWithin, usableHome } from "./host-view.js";
 import { probeMemoPath, probeRemembered, rememberProbe } from "./probe-memo.js";
@@ -287,14 +288,8 @@ function namespaceTree(child: ChildProcess): ProcessTree {
 }
 
 function parseInfo(text: string): { childPid: number; pidNamespace?: number } | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  if (typeof value !== "object" || value === null) return undefined;
-  const record = value as Record<string, unknown>;
+  const record = parseJsonObject(text);
+  if (record === undefined) return undefined;
   const childPid = record["child-pid"];
   const pidNamespace = record["pid-namespace"];
   if (typeof childPid !== "number" || !Number.isInteger(childPid) || childPid <= 0) return undefined;

@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { errnoCode } from "../shared/errno.js";
 import { type ProcStat, readProcStat } from "../shared/proc-stat.js";
 
 /**
@@ -74,7 +75,7 @@ export function signalQuietly(target: number, signal: NodeJS.Signals): void {
   try {
     process.kill(target, signal);
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
+    const code = errnoCode(error);
     if (code !== "ESRCH" && code !== "EPERM") throw error;
   }
 }

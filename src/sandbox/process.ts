@@ -63,11 +63,10 @@ export interface ProcessResult {
 
 /** The executable could not be started at all (nothing ran). */
 export class SpawnError extends Error {
-  readonly code: string | undefined;
-  constructor(code: string | undefined) {
+  override readonly name = "SpawnError";
+  /** The errno code of the failed spawn (ENOENT, EACCES…), when there is one. */
+  constructor(readonly code: string | undefined) {
     super(`the process could not be started${code === undefined ? "" : ` (${code})`}`);
-    this.name = "SpawnError";
-    this.code = code;
   }
 }
 

@@ -1,4 +1,5 @@
 import type { ChildProcess } from "node:child_process";
+import { CodedError } from "../shared/coded-error.js";
 import type { ProtectedPaths } from "../workspace/protected.js";
 import type { ProcessTree } from "./tree.js";
 
@@ -12,8 +13,6 @@ import type { ProcessTree } from "./tree.js";
  * - `none`: no isolation (the user opted out).
  */
 export type SandboxProfile = "workspace-write" | "read-only" | "none";
-
-export const SANDBOX_PROFILES: readonly SandboxProfile[] = ["workspace-write", "read-only", "none"];
 
 export interface SandboxConfig {
   profile: SandboxProfile;
@@ -63,14 +62,9 @@ export interface Launch {
 
 export type UnavailableReason = "not_found" | "probe_failed";
 
-/** The profile needs an OS sandbox and none can be started here. Nothing was run. */
-export class SandboxUnavailableError extends Error {
-  readonly reason: UnavailableReason;
-  constructor(reason: UnavailableReason, detail: string) {
-    super(detail);
-    this.name = "SandboxUnavailableError";
-    this.reason = reason;
-  }
+/** The profile needs an OS sandbox and none can be started here (`code` says why). Nothing was run. */
+export class SandboxUnavailableError extends CodedError<UnavailableReason> {
+  override readonly name = "SandboxUnavailableError";
 }
 
 export interface Sandbox {

@@ -61,11 +61,6 @@ export function scrubBytes(bytes: Buffer, secrets: readonly Secret[]): Buffer {
   return current;
 }
 
-export function scrubText(text: string, secrets: readonly Secret[]): string {
-  if (secrets.length === 0) return text;
-  return scrubBytes(Buffer.from(text, "utf8"), secrets).toString("utf8");
-}
-
 /** Turns a stream's chunks into scrubbed chunks (see OutputCapture). */
 export interface ByteFilter {
   write(chunk: Buffer): Buffer;

@@ -11,10 +11,7 @@ export const TOOL_PROFILES = {
 export type ToolProfile = keyof typeof TOOL_PROFILES;
 
 export class ToolSelectionError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "ToolSelectionError";
-  }
+  override readonly name = "ToolSelectionError";
 }
 
 /**

@@ -1,3 +1,4 @@
+import picomatch from "picomatch";
 import { RESERVED_DIR, WorkspaceError } from "./fs.js";
 
 /**
@@ -65,7 +66,7 @@ export function isReservedParts(parts: readonly string[]): boolean {
   return first !== undefined && first.toLowerCase() === RESERVED_DIR;
 }
 
-export function assertNotReserved(parts: readonly string[], original: string): void {
+function assertNotReserved(parts: readonly string[], original: string): void {
   if (isReservedParts(parts)) {
     throw new WorkspaceError(
       "RESERVED_PATH",
@@ -99,17 +100,7 @@ export function isValidComponent(name: string): boolean {
  * Glob syntax characters are allowed. Returns the pattern with `.` and empty components dropped.
  */
 export function checkGlobPattern(pattern: string): string {
-  if (pattern.length === 0) throw invalid(pattern, "the pattern is empty");
-  if (pattern.length > MAX_PATH_LENGTH) throw invalid(pattern, "the pattern is too long");
-  if (pattern.includes("\0")) throw invalid(pattern, "the pattern contains a NUL byte");
-  if (pattern.startsWith("/") || pattern.startsWith("\\")) {
-    throw escapeError(pattern, "absolute patterns are not allowed; use a workspace-relative pattern");
-  }
-  if (DRIVE.test(pattern))
-    throw escapeError(pattern, "drive letters are not allowed; use a workspace-relative pattern");
-  if (pattern.split(/[\\/]/).includes("..")) throw escapeError(pattern, "'..' is not allowed in patterns");
-  if (pattern.includes("\\"))
-    throw invalid(pattern, "use '/' as the separator; backslashes are not supported");
+  checkSharedRules(pattern, pattern, PATTERN_WORDS);
   if (/[\u0001-\u001f]/.test(pattern)) throw invalid(pattern, "the pattern contains a control character");
   if (pattern.startsWith("!")) throw invalid(pattern, "negated patterns are not supported");
   const parts = pattern.split("/").filter((component) => component !== "" && component !== ".");
@@ -124,20 +115,52 @@ export function checkGlobPattern(pattern: string): string {
   return parts.join("/");
 }
 
-function checkWholeString(path: string, original: string): void {
-  if (path.length === 0) throw invalid(original, "the path is empty");
-  if (path.length > MAX_PATH_LENGTH) throw invalid(original, "the path is too long");
-  if (path.includes("\0")) throw invalid(original, "the path contains a NUL byte");
-  if (path.startsWith("/") || path.startsWith("\\")) {
-    throw escapeError(original, "absolute paths are not allowed; use a path relative to the workspace root");
+/**
+ * Whether a path relative to the glob's directory matches a checked pattern, with the options
+ * tinyglobby uses for DiskWorkspaceFs (dotfiles match, `/` separators), so every workspace
+ * implementation matches alike.
+ */
+export function globMatcher(checkedPattern: string): (relative: string) => boolean {
+  return picomatch(checkedPattern, { dot: true, posix: true });
+}
+
+/** How messages name the checked text: a workspace path or a glob pattern. */
+interface Words {
+  noun: "path" | "pattern";
+  /** What to use instead of an absolute one. */
+  relative: string;
+  /** Where `..` is not allowed. */
+  dotDot: string;
+}
+const PATH_WORDS: Words = {
+  noun: "path",
+  relative: "a path relative to the workspace root",
+  dotDot: "workspace paths",
+};
+const PATTERN_WORDS: Words = {
+  noun: "pattern",
+  relative: "a workspace-relative pattern",
+  dotDot: "patterns",
+};
+
+/** The rules a path and a glob pattern share, in the same order for both. */
+function checkSharedRules(text: string, original: string, words: Words): void {
+  if (text.length === 0) throw invalid(original, `the ${words.noun} is empty`);
+  if (text.length > MAX_PATH_LENGTH) throw invalid(original, `the ${words.noun} is too long`);
+  if (text.includes("\0")) throw invalid(original, `the ${words.noun} contains a NUL byte`);
+  if (text.startsWith("/") || text.startsWith("\\")) {
+    throw escapeError(original, `absolute ${words.noun}s are not allowed; use ${words.relative}`);
   }
-  if (DRIVE.test(path))
-    throw escapeError(original, "drive letters are not allowed; use a path relative to the workspace root");
+  if (DRIVE.test(text)) throw escapeError(original, `drive letters are not allowed; use ${words.relative}`);
   // `..` is classified as an escape before any other complaint, wherever it sits, and also when
   // spelled with Windows separators (`a\..\b`), which is an escape attempt there.
-  if (path.split(/[\\/]/).includes(".."))
-    throw escapeError(original, "'..' is not allowed in workspace paths");
-  if (path.includes("\\")) throw invalid(original, "use '/' as the separator; backslashes are not supported");
+  if (text.split(/[\\/]/).includes(".."))
+    throw escapeError(original, `'..' is not allowed in ${words.dotDot}`);
+  if (text.includes("\\")) throw invalid(original, "use '/' as the separator; backslashes are not supported");
+}
+
+function checkWholeString(path: string, original: string): void {
+  checkSharedRules(path, original, PATH_WORDS);
   if (path.includes(":")) throw invalid(original, "':' is not allowed (alternate data streams)");
   if (LONE_SURROGATE.test(path)) throw invalid(original, "the path contains an unpaired UTF-16 surrogate");
 }

@@ -1,26 +1,21 @@
 import { randomBytes } from "node:crypto";
-import {
-  closeSync,
-  constants,
-  promises as fsp,
-  fstatSync,
-  lstatSync,
-  openSync,
-  read,
-  readlinkSync,
-  realpathSync,
-  type Stats,
-} from "node:fs";
+import { closeSync, type Dirent, promises as fsp, realpathSync, type Stats } from "node:fs";
 import path from "node:path";
 import picomatch from "picomatch";
+import { errnoCode } from "../shared/errno.js";
+import { checkGlobPattern, isReservedParts, isValidComponent, quote, relativeParts } from "./boundary.js";
+import { escapeError, mapNodeError } from "./disk-errors.js";
 import {
-  checkGlobPattern,
-  isReservedParts,
-  isValidComponent,
-  joinParts,
-  quote,
-  relativeParts,
-} from "./boundary.js";
+  DIRECTORY_FLAGS,
+  direntKind,
+  type Opened,
+  openConfirmed,
+  READ_FLAGS,
+  readWhole,
+  syncDirectory,
+  toFileStat,
+} from "./disk-io.js";
+import { isInside, type Located, locate, lstatOrUndefined } from "./disk-paths.js";
 import { FileLockDirectoryError, type FileLockOptions, FileLockTimeout, withFileLock } from "./file-lock.js";
 import {
   type DirEntry,
@@ -28,7 +23,6 @@ import {
   type GlobOptions,
   RESERVED_DIR,
   WorkspaceError,
-  type WorkspaceErrorCode,
   type WorkspaceFs,
   type WriteOptions,
 } from "./fs.js";
@@ -37,25 +31,12 @@ import { compareCodeUnits } from "./order.js";
 import { DEFAULT_PROTECTED_PATHS, type ProtectedPaths } from "./protected.js";
 import { versionOf } from "./version.js";
 
-/** Symlink hops followed while resolving one path before giving up (as the kernel does). */
-const MAX_SYMLINK_HOPS = 40;
-// O_NOFOLLOW and O_NONBLOCK are POSIX-only; on Windows they are absent and 0 is harmless.
-const READ_FLAGS = constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0);
-const DIRECTORY_FLAGS = READ_FLAGS | (constants.O_DIRECTORY ?? 0);
-
-interface Located {
-  /** Canonical workspace-relative POSIX path ("." for the root). */
-  canonical: string;
-  /** Absolute host path; every existing ancestor is symlink-free and inside the root. */
-  abs: string;
-}
-
 /**
  * The workspace on a real directory. Every operation applies the lexical boundary
  * (boundary.ts) and then the disk stage: the deepest existing ancestor of the target is resolved
  * with realpath and must stay inside the (real) root, so a symlink or junction inside the
  * workspace cannot lead a file tool outside it. Dangling symlinks are followed by reading their
- * target, so writing through one cannot create a file outside either.
+ * target, so writing through one cannot create a file outside either (disk-paths.ts).
  *
  * Path resolution and the checks around opening use synchronous metadata calls (realpath,
  * lstat, open, fstat, readlink): each takes microseconds in the kernel but tens of
@@ -66,7 +47,8 @@ interface Located {
  * caught after opening. Every read, listing and stat opens its target (the final component with
  * O_NOFOLLOW) and asks the kernel where the open descriptor really is (/proc/self/fd on Linux),
  * then reads through the descriptor; a write's temporary file is checked the same way before it
- * is renamed over the target. Where /proc is absent only the check before opening applies.
+ * is renamed over the target (disk-io.ts). Where /proc is absent only the check before opening
+ * applies.
  */
 export class DiskWorkspaceFs implements WorkspaceFs {
   readonly label: string;
@@ -133,11 +115,11 @@ export class DiskWorkspaceFs implements WorkspaceFs {
   }
 
   async resolve(p: string): Promise<string> {
-    return (await this.#locate(p)).canonical;
+    return this.#locate(p).canonical;
   }
 
   async stat(p: string): Promise<FileStat | undefined> {
-    const { abs } = await this.#locate(p);
+    const { abs } = this.#locate(p);
     try {
       const { fd, stats } = this.#openConfirmed(abs, p, READ_FLAGS);
       closeSync(fd);
@@ -165,7 +147,7 @@ export class DiskWorkspaceFs implements WorkspaceFs {
   }
 
   async readFile(p: string): Promise<Uint8Array> {
-    const { abs } = await this.#locate(p);
+    const { abs } = this.#locate(p);
     let opened: Opened;
     try {
       opened = this.#openConfirmed(abs, p, READ_FLAGS);
@@ -185,7 +167,7 @@ export class DiskWorkspaceFs implements WorkspaceFs {
   }
 
   async writeFileAtomic(p: string, data: Uint8Array, options: WriteOptions = {}): Promise<void> {
-    const { abs, canonical } = await this.#locate(p);
+    const { abs, canonical } = this.#locate(p);
     if (canonical === ".") throw new WorkspaceError("IS_DIRECTORY", p, `${quote(p)} is the workspace root`);
     this.#protected.assertWritable(p, relativeParts(p), canonical.split("/"));
     const dir = path.dirname(abs);
@@ -259,8 +241,8 @@ export class DiskWorkspaceFs implements WorkspaceFs {
   }
 
   async readDir(p: string): Promise<DirEntry[]> {
-    const { abs, canonical } = await this.#locate(p);
-    let entries: import("node:fs").Dirent[];
+    const { abs, canonical } = this.#locate(p);
+    let entries: Dirent[];
     let fd: number | undefined;
     try {
       const opened = this.#openConfirmed(abs, p, DIRECTORY_FLAGS);
@@ -282,7 +264,7 @@ export class DiskWorkspaceFs implements WorkspaceFs {
   async glob(pattern: string, options: GlobOptions = {}): Promise<string[]> {
     const normalized = checkGlobPattern(pattern);
     const cwdInput = options.cwd ?? ".";
-    const cwd = await this.#locate(cwdInput);
+    const cwd = this.#locate(cwdInput);
     const cwdStat = await this.stat(cwdInput);
     if (cwdStat === undefined)
       throw new WorkspaceError("NOT_FOUND", cwdInput, `${quote(cwdInput)} does not exist`);
@@ -292,7 +274,7 @@ export class DiskWorkspaceFs implements WorkspaceFs {
     // The literal prefix before the first wildcard is where the crawl starts: check it like any
     // path, so `escape/*.txt` cannot list a directory an inside symlink points to.
     const base = picomatch.scan(normalized).base;
-    if (base !== "") await this.#locate(prefixed(cwd.canonical, base));
+    if (base !== "") this.#locate(prefixed(cwd.canonical, base));
 
     // Loaded on first use: its directory walker eagerly requires a second copy of picomatch,
     // a cost every run would pay at start even when no tool ever globs.
@@ -314,41 +296,20 @@ export class DiskWorkspaceFs implements WorkspaceFs {
     return candidates.filter((relative) => this.#isInside(relative)).sort(compareCodeUnits);
   }
 
-  /**
-   * Open `abs` (checked by #locate) and confirm from the descriptor that what was opened is
-   * inside the workspace and outside its reserved directory; a concurrent symlink swap fails.
-   * The open, fstat and check are synchronous: metadata calls that take microseconds in the
-   * kernel but tens of microseconds each through the thread pool.
-   */
-  #openConfirmed(abs: string, p: string, flags: number): Opened {
-    const fd = openSync(abs, flags);
-    try {
-      const stats = fstatSync(fd);
-      const real = openedPath(fd);
-      if (real !== undefined) {
-        if (!isInside(this.hostRoot, real)) throw escapeError(p);
-        const relative = path.relative(this.hostRoot, real);
-        if (relative !== "" && isReservedParts(relative.split(path.sep))) {
-          throw new WorkspaceError(
-            "RESERVED_PATH",
-            p,
-            `${quote(p)} leads into the reserved ${RESERVED_DIR} directory`,
-          );
-        }
-      }
-      return { fd, stats, confirmed: real !== undefined };
-    } catch (error) {
-      closeSync(fd);
-      throw error;
-    }
-  }
-
   #isInside(relative: string): boolean {
     try {
       return isInside(this.hostRoot, realpathSync.native(path.join(this.hostRoot, ...relative.split("/"))));
     } catch {
       return false;
     }
+  }
+
+  #locate(input: string): Located {
+    return locate(this.hostRoot, input);
+  }
+
+  #openConfirmed(abs: string, p: string, flags: number): Opened {
+    return openConfirmed(this.hostRoot, abs, p, flags);
   }
 
   async #checkExpectedVersion(abs: string, p: string, expected: string | null | undefined): Promise<void> {
@@ -371,228 +332,8 @@ export class DiskWorkspaceFs implements WorkspaceFs {
       throw new WorkspaceError("STALE_VERSION", p, `${quote(p)} changed since it was read`);
     }
   }
-
-  async #locate(input: string): Promise<Located> {
-    const parts = relativeParts(input);
-    const abs = await this.#realTarget(this.hostRoot, parts, input, 0);
-    const relative = path.relative(this.hostRoot, abs);
-    const canonicalParts = relative === "" ? [] : relative.split(path.sep);
-    // The canonical path comes from the disk (through symlinks), so it gets the same rules.
-    if (!canonicalParts.every(isValidComponent)) {
-      throw new WorkspaceError(
-        "INVALID_PATH",
-        input,
-        `${quote(input)} leads to a name that is not a valid workspace path`,
-      );
-    }
-    if (isReservedParts(canonicalParts)) {
-      throw new WorkspaceError(
-        "RESERVED_PATH",
-        input,
-        `${quote(input)} leads into the reserved ${RESERVED_DIR} directory`,
-      );
-    }
-    return { canonical: joinParts(canonicalParts), abs };
-  }
-
-  /**
-   * The real location of `base/parts...`: the deepest existing prefix is resolved with realpath
-   * and must lie inside the root; the missing rest is appended. `base` is a real directory;
-   * `parts` may contain `..` only when it came from a symlink target, and is joined without
-   * lexical normalization so the kernel, not string arithmetic, decides what `..` means.
-   */
-  async #realTarget(base: string, parts: readonly string[], input: string, hops: number): Promise<string> {
-    for (let i = parts.length; i >= 0; i--) {
-      const candidate = joinVerbatim(base, parts.slice(0, i));
-      let real: string;
-      try {
-        real = realpathSync.native(candidate);
-      } catch (error) {
-        const code = errnoCode(error);
-        if (code === "ENOENT" && i > 0 && lstatOrUndefined(candidate)?.isSymbolicLink()) {
-          return this.#followDangling(base, parts, i, input, hops);
-        }
-        if (code === "ENOENT" || code === "ENOTDIR") continue;
-        throw mapNodeError(error, input, "resolve");
-      }
-      if (!isInside(this.hostRoot, real)) throw escapeError(input);
-      const rest = parts.slice(i);
-      // A missing directory followed by `..` fails in the kernel too.
-      if (rest.includes("..")) throw new WorkspaceError("NOT_FOUND", input, `${quote(input)} does not exist`);
-      return path.join(real, ...rest);
-    }
-    throw new WorkspaceError("NOT_FOUND", input, "the workspace root no longer exists");
-  }
-
-  /** `base/parts[0..i)` is a symlink whose target does not exist: resolve where it would write. */
-  async #followDangling(
-    base: string,
-    parts: readonly string[],
-    i: number,
-    input: string,
-    hops: number,
-  ): Promise<string> {
-    if (hops >= MAX_SYMLINK_HOPS) {
-      throw new WorkspaceError(
-        "INVALID_PATH",
-        input,
-        `${quote(input)} has too many levels of symbolic links`,
-      );
-    }
-    const link = joinVerbatim(base, parts.slice(0, i));
-    let target: string;
-    let parent: string;
-    try {
-      target = readlinkSync(link);
-      parent = realpathSync.native(joinVerbatim(base, parts.slice(0, i - 1)));
-    } catch (error) {
-      throw mapNodeError(error, input, "resolve");
-    }
-    if (!isInside(this.hostRoot, parent)) throw escapeError(input);
-    const rest = parts.slice(i);
-    if (path.isAbsolute(target)) {
-      const { root } = path.parse(target);
-      return this.#realTarget(root, [...splitTarget(target.slice(root.length)), ...rest], input, hops + 1);
-    }
-    return this.#realTarget(parent, [...splitTarget(target), ...rest], input, hops + 1);
-  }
 }
 
 function prefixed(dir: string, relative: string): string {
   return dir === "." ? relative : `${dir}/${relative}`;
-}
-
-function splitTarget(target: string): string[] {
-  return target.split(/[\\/]/).filter((part) => part !== "" && part !== ".");
-}
-
-/** Join without collapsing `..` (path.join would resolve it lexically, not like the kernel). */
-function joinVerbatim(base: string, parts: readonly string[]): string {
-  if (parts.length === 0) return base;
-  return base.endsWith(path.sep) ? base + parts.join(path.sep) : base + path.sep + parts.join(path.sep);
-}
-
-function isInside(root: string, candidate: string): boolean {
-  if (candidate === root) return true;
-  const prefix = root.endsWith(path.sep) ? root : root + path.sep;
-  return candidate.startsWith(prefix);
-}
-
-function lstatOrUndefined(p: string): Stats | undefined {
-  try {
-    return lstatSync(p);
-  } catch {
-    return undefined;
-  }
-}
-
-interface Opened {
-  fd: number;
-  stats: Stats;
-  /** Whether the kernel confirmed the descriptor's location (false where /proc is absent). */
-  confirmed: boolean;
-}
-
-/** One positional read into `buffer`, as a promise (the callback API skips FileHandle's layers). */
-function readAt(fd: number, buffer: Buffer, offset: number, position: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    read(fd, buffer, offset, buffer.length - offset, position, (error, bytesRead) => {
-      if (error) reject(error);
-      else resolve(bytesRead);
-    });
-  });
-}
-
-/**
- * The whole file from an open descriptor: usually one read, since the buffer has room for one
- * byte more than the file's size and a short read of a regular file means its end. More reads
- * only if it grew. The data itself is read off the main thread.
- */
-async function readWhole(fd: number, sizeHint: number): Promise<Uint8Array> {
-  // Unpooled: the result is a view of this memory, and must not share it with other buffers.
-  let buffer = Buffer.allocUnsafeSlow(sizeHint + 1);
-  let length = 0;
-  for (;;) {
-    if (length === buffer.length) {
-      const bigger = Buffer.allocUnsafeSlow(buffer.length * 2);
-      buffer.copy(bigger, 0, 0, length);
-      buffer = bigger;
-    }
-    const wanted = buffer.length - length;
-    const bytesRead = await readAt(fd, buffer, length, length);
-    length += bytesRead;
-    if (bytesRead < wanted) return new Uint8Array(buffer.buffer, buffer.byteOffset, length);
-  }
-}
-
-/** Make a rename durable. Directories cannot be opened for fsync everywhere (Windows): best effort. */
-async function syncDirectory(dir: string): Promise<void> {
-  let handle: fsp.FileHandle | undefined;
-  try {
-    handle = await fsp.open(dir, constants.O_RDONLY);
-    await handle.sync();
-  } catch {
-    // The data itself was fsynced before the rename; only the rename's durability is best effort.
-  } finally {
-    await handle?.close();
-  }
-}
-
-function toFileStat(stats: Stats): FileStat {
-  const kind = stats.isFile() ? "file" : stats.isDirectory() ? "directory" : "other";
-  return { kind, size: kind === "file" ? stats.size : 0, mode: stats.mode & 0o7777 };
-}
-
-function direntKind(entry: import("node:fs").Dirent): DirEntry["kind"] {
-  if (entry.isFile()) return "file";
-  if (entry.isDirectory()) return "directory";
-  if (entry.isSymbolicLink()) return "symlink";
-  return "other";
-}
-
-function escapeError(input: string): WorkspaceError {
-  return new WorkspaceError(
-    "PATH_ESCAPE",
-    input,
-    `path escapes the workspace: ${quote(input)} resolves (through a symbolic link) to a location outside it`,
-  );
-}
-
-function errnoCode(error: unknown): string | undefined {
-  if (typeof error === "object" && error !== null && "code" in error && typeof error.code === "string") {
-    return error.code;
-  }
-  return undefined;
-}
-
-const ERRNO_CODES: Record<string, WorkspaceErrorCode> = {
-  ENOENT: "NOT_FOUND",
-  EISDIR: "IS_DIRECTORY",
-  ENOTDIR: "NOT_A_DIRECTORY",
-  ENAMETOOLONG: "INVALID_PATH",
-  EINVAL: "INVALID_PATH",
-  ELOOP: "INVALID_PATH",
-};
-
-const ERRNO_MESSAGES: Partial<Record<WorkspaceErrorCode, string>> = {
-  NOT_FOUND: "does not exist",
-  IS_DIRECTORY: "is a directory",
-  NOT_A_DIRECTORY: "has a parent that is not a directory",
-  INVALID_PATH: "is not a usable path on this file system",
-};
-
-/**
- * Node errors carry absolute host paths in `message`; only the errno code survives, next to the
- * relative path the caller gave. WorkspaceErrors pass through unchanged.
- */
-function mapNodeError(error: unknown, p: string, action: string): WorkspaceError {
-  if (error instanceof WorkspaceError) return error;
-  const errno = errnoCode(error);
-  const code = (errno !== undefined && ERRNO_CODES[errno]) || "IO_ERROR";
-  const detail = ERRNO_MESSAGES[code];
-  const message =
-    detail !== undefined
-      ? `${quote(p)} ${detail}`
-      : `could not ${action} ${quote(p)} (${errno ?? "unknown error"})`;
-  return new WorkspaceError(code, p, message);
 }

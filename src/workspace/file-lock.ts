@@ -1,10 +1,10 @@
 import { randomBytes } from "node:crypto";
 import { linkSync, lstatSync, mkdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
-import { hostname } from "node:os";
 import path from "node:path";
+import { errnoCode } from "../shared/errno.js";
 import { sha256Hex } from "../shared/hash.js";
-import { isJsonObject } from "../shared/json.js";
-import { processStartTime } from "../shared/proc-stat.js";
+import { parseJsonObject } from "../shared/json.js";
+import { ownerLiveness, type ProcessOwner, parseProcessOwner, thisProcess } from "../shared/process-owner.js";
 
 /**
  * Per-file write locks shared by every harness process on a workspace, so that a
@@ -24,24 +24,21 @@ export interface FileLockOptions {
 }
 
 export class FileLockTimeout extends Error {
+  override readonly name = "FileLockTimeout";
   constructor(readonly waitedMs: number) {
     super(`another writer held the lock for over ${waitedMs} ms`);
-    this.name = "FileLockTimeout";
   }
 }
 
 /** The lock directory is not a plain directory (a symlink planted in its place, say). */
 export class FileLockDirectoryError extends Error {
+  override readonly name = "FileLockDirectoryError";
   constructor() {
     super("the lock directory is not a plain directory inside the workspace");
-    this.name = "FileLockDirectoryError";
   }
 }
 
-interface Owner {
-  pid: number;
-  host: string;
-  proc_start: string | null;
+interface Owner extends ProcessOwner {
   nonce: string;
 }
 
@@ -75,7 +72,7 @@ const ensured = new Set<string>();
 async function acquire(dir: string, key: string, timeoutMs: number): Promise<() => void> {
   prepareDirectory(dir);
   const lockPath = path.join(dir, `${sha256Hex(key)}.lock`);
-  self ??= { pid: process.pid, host: hostname(), proc_start: processStartTime(process.pid) };
+  self ??= thisProcess();
   const owner: Owner = { ...self, nonce: randomBytes(8).toString("hex") };
   const text = JSON.stringify(owner);
   const temp = `${lockPath}.${owner.nonce}.tmp`;
@@ -93,7 +90,7 @@ async function acquire(dir: string, key: string, timeoutMs: number): Promise<() 
       const held = readOrUndefined(lockPath);
       if (held === undefined) continue; // released between our link and our read
       const holder = parseOwner(held);
-      if (holder !== undefined && ownerIsGone(holder)) {
+      if (holder !== undefined && ownerLiveness(holder).state === "gone") {
         breakStale(lockPath, held, owner.nonce);
         continue;
       }
@@ -176,35 +173,8 @@ function readOrUndefined(file: string): string | undefined {
 
 /** A lock file's owner, or undefined when it is not one of ours (then it is never broken). */
 function parseOwner(text: string): Owner | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  if (!isJsonObject(value)) return undefined;
-  const { pid, host, proc_start, nonce } = value;
-  // A positive pid only: kill(0 or -n) would address process groups.
-  if (typeof pid !== "number" || !Number.isSafeInteger(pid) || pid <= 0) return undefined;
-  if (typeof host !== "string" || typeof nonce !== "string") return undefined;
-  if (proc_start !== null && typeof proc_start !== "string") return undefined;
-  return { pid, host, proc_start, nonce };
-}
-
-/** Gone only on evidence from this host: no such pid, or the pid is another process now. */
-function ownerIsGone(owner: Owner): boolean {
-  if (owner.host !== hostname()) return false;
-  try {
-    process.kill(owner.pid, 0);
-  } catch (error) {
-    return errnoCode(error) === "ESRCH";
-  }
-  const start = processStartTime(owner.pid);
-  return owner.proc_start !== null && start !== null && start !== owner.proc_start;
-}
-
-function errnoCode(error: unknown): string | undefined {
-  return typeof error === "object" && error !== null && "code" in error && typeof error.code === "string"
-    ? error.code
-    : undefined;
+  const value = parseJsonObject(text);
+  const owner = value && parseProcessOwner(value);
+  if (owner === undefined || typeof value?.nonce !== "string") return undefined;
+  return { ...owner, nonce: value.nonce };
 }

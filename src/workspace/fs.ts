@@ -1,3 +1,4 @@
+import { CodedError } from "../shared/coded-error.js";
 import type { ProtectedPaths } from "./protected.js";
 
 /**
@@ -83,15 +84,15 @@ export type WorkspaceErrorCode =
   | "FILE_BUSY"
   | "IO_ERROR";
 
-export class WorkspaceError extends Error {
-  readonly code: WorkspaceErrorCode;
-  /** The offending relative path as given (safe to show to a model). */
-  readonly path: string;
-  constructor(code: WorkspaceErrorCode, path: string, message: string) {
-    super(message);
-    this.name = "WorkspaceError";
-    this.code = code;
-    this.path = path;
+export class WorkspaceError extends CodedError<WorkspaceErrorCode> {
+  override readonly name = "WorkspaceError";
+  constructor(
+    code: WorkspaceErrorCode,
+    /** The offending relative path as given (safe to show to a model). */
+    readonly path: string,
+    message: string,
+  ) {
+    super(code, message);
   }
 }
 

@@ -1,6 +1,6 @@
-import picomatch from "picomatch";
 import {
   checkGlobPattern,
+  globMatcher,
   isReservedParts,
   joinParts,
   lexicalParts,
@@ -130,8 +130,7 @@ export class MemoryWorkspaceFs implements WorkspaceFs {
     }
     if (!this.#isDirectory(cwd))
       throw new WorkspaceError("NOT_FOUND", cwdInput, `${quote(cwdInput)} does not exist`);
-    // The same matcher options tinyglobby builds for DiskWorkspaceFs.
-    const matches = picomatch(normalized, { dot: true, posix: true });
+    const matches = globMatcher(normalized);
     const prefix = cwd === "." ? "" : `${cwd}/`;
     const result: string[] = [];
     for (const path of this.#files.keys()) {

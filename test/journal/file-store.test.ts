@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FileJournalBackend } from "../../src/journal/file-store.js";
 import { unlockSession } from "../../src/journal/lock.js";
-import { verifyJournal } from "../../src/journal/repair.js";
+import { verifyJournal } from "../../src/journal/verify.js";
 import { event, GENESIS_HASH } from "../../src/journal/vocabulary.js";
 import { canonicalJson } from "../../src/shared/hash.js";
 import { processStartTime } from "../../src/shared/proc-stat.js";

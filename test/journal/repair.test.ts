@@ -1,7 +1,8 @@
 import { appendFileSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, dirname } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { repairJournal, verifyJournal } from "../../src/journal/repair.js";
+import { repairJournal } from "../../src/journal/repair.js";
+import { verifyJournal } from "../../src/journal/verify.js";
 import { expectValidChain, fixedClock, input, rejection } from "./contract.js";
 import { encodedLine, eventsPath, lockPath, seedSession, type TempHarness, tempHarness } from "./helpers.js";
 

@@ -6,6 +6,7 @@ import { DEMO_EXPECTED, DEMO_FILE, DEMO_GOAL, DEMO_INITIAL, demoScript } from ".
 import { modePolicy } from "../../policy/policy-permissions.js";
 import { ScriptedProvider } from "../../providers/scripted/provider.js";
 import { ToolRegistry } from "../../runtime/registry.js";
+import { errnoCode } from "../../shared/errno.js";
 import { createFileTools } from "../../tools/builtin.js";
 import { parse } from "../args.js";
 import { runSession } from "../session-runner.js";
@@ -27,7 +28,6 @@ Run it twice in the same workspace: the second run re-checks the file and is ver
 new model request and no new tool call.`;
 
 export const demoCommand = {
-  summary: "run the built-in offline demo",
   help: HELP,
   async run(args: string[]): Promise<number> {
     const { values } = parse(args, {
@@ -76,6 +76,6 @@ async function createIfAbsent(path: string, content: string): Promise<void> {
     await handle.sync();
     await handle.close();
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    if (errnoCode(error) !== "EEXIST") throw error;
   }
 }

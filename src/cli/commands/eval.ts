@@ -35,7 +35,6 @@ Options:
 Exit status: 0 when every task passed, 2 otherwise.`;
 
 export const evalCommand = {
-  summary: "run a built-in evaluation suite (reservations, faults)",
   help: HELP,
   async run(args: string[]): Promise<number> {
     const { values, positionals } = parse(args, {

@@ -6,7 +6,7 @@ import { EXIT } from "../exit-codes.js";
 import { statusOf } from "../status.js";
 import { colorEnabled, createStyle, type Style } from "../style.js";
 import { UsageError } from "../usage-error.js";
-import { openWorkspace } from "../workspace.js";
+import { openSession } from "../workspace.js";
 
 const HELP = `Usage: harness inspect SESSION [--workspace DIR] [--json]
 
@@ -18,7 +18,6 @@ denials and the time calls waited for ordered commit.
 --json prints {session, status, timeline, tools, usage} instead.`;
 
 export const inspectCommand = {
-  summary: "show a readable timeline of a session",
   help: HELP,
   async run(args: string[]): Promise<number> {
     const { values, positionals } = parse(args, {
@@ -28,9 +27,7 @@ export const inspectCommand = {
     const [sessionId] = positionals;
     if (!sessionId)
       throw new UsageError("which session? harness inspect SESSION (list them with: harness sessions)");
-    const workspace = await openWorkspace(values.workspace);
-    if (!(await workspace.backend.exists(sessionId)))
-      throw new UsageError(`no session "${sessionId}" in ${workspace.root}`);
+    const workspace = await openSession(values.workspace, sessionId);
     // Showing a journal runs nothing, so an untrusted one is shown, labelled as such.
     const { records, trust } = await workspace.backend.readReport(sessionId);
     const state = SessionState.from(records);

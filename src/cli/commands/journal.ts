@@ -12,7 +12,7 @@ import { escapeForTerminal, jsonForTerminal } from "../../shared/terminal-text.j
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { UsageError } from "../usage-error.js";
-import { type OpenedWorkspace, openWorkspace } from "../workspace.js";
+import { type OpenedWorkspace, openSession, openWorkspace } from "../workspace.js";
 
 const JOURNAL_HELP = `Usage: harness journal verify SESSION [--workspace DIR] [--json]
        harness journal repair SESSION [--workspace DIR] [--json]
@@ -41,13 +41,6 @@ harness resume takes such a lock over by itself (and journals lock.recovered); t
 is for clearing it without resuming. A lock held by a live process is never removed; --force
 removes a lock whose owner cannot be checked from here (e.g. another host) once you have made
 sure nothing is using the session. Exit 0 when unlocked, 5 when refused.`;
-
-async function openSession(workspaceDir: string | undefined, sessionId: string): Promise<OpenedWorkspace> {
-  const workspace = await openWorkspace(workspaceDir);
-  if (!(await workspace.backend.exists(sessionId)))
-    throw new UsageError(`no session "${sessionId}" in ${workspace.root}`);
-  return workspace;
-}
 
 /** Ids of every `artifact: {id}` a tool result names (its own, and those in its data, e.g. a command's streams). */
 function referencedArtifacts(records: readonly AnyRecord[]): string[] {
@@ -238,7 +231,6 @@ async function adopt(
 }
 
 export const journalCommand = {
-  summary: "verify, repair or adopt a session journal",
   help: JOURNAL_HELP,
   async run(args: string[]): Promise<number> {
     const { values, positionals } = parse(args, {
@@ -273,7 +265,6 @@ export const journalCommand = {
 };
 
 export const unlockCommand = {
-  summary: "clear a writer lock whose owner is gone",
   help: UNLOCK_HELP,
   async run(args: string[]): Promise<number> {
     const { values, positionals } = parse(args, {

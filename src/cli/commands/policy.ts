@@ -28,7 +28,6 @@ Example:
   harness policy explain edit_file '{"path":"src/app.ts","old_text":"a","new_text":"b"}' --write ask`;
 
 export const policyCommand = {
-  summary: "explain how the effective policy decides a call",
   help: HELP,
   async run(args: string[]): Promise<number> {
     const { values, positionals } = parse(args, {

@@ -14,7 +14,7 @@ import { loadConfigForCli } from "../governance.js";
 import { standaloneAcceptance } from "../processes.js";
 import { colorEnabled, createStyle, type Style } from "../style.js";
 import { UsageError } from "../usage-error.js";
-import { type OpenedWorkspace, openWorkspace } from "../workspace.js";
+import { openSession } from "../workspace.js";
 
 const DIFF_HELP = `Usage: harness diff SESSION [--workspace DIR] [--json]
 
@@ -48,7 +48,6 @@ Exit codes: 0 everything applied (and accepted), 2 a conflict or a failed check,
 type ProposalState = "pending" | "applied" | "stale";
 
 export const diffCommand = {
-  summary: "show the changes a session proposed",
   help: DIFF_HELP,
   async run(args: string[]): Promise<number> {
     const { values, positionals } = parse(args, {
@@ -56,8 +55,7 @@ export const diffCommand = {
       json: { type: "boolean" },
     });
     const sessionId = sessionArgument(positionals, "diff");
-    const workspace = await openWorkspace(values.workspace);
-    await requireSession(workspace, sessionId);
+    const workspace = await openSession(values.workspace, sessionId);
     const ledger = proposalsOf(await workspace.backend.read(sessionId));
     const shown = [];
     for (const proposal of ledger.current) {
@@ -91,7 +89,6 @@ export const diffCommand = {
 };
 
 export const applyCommand = {
-  summary: "apply a session's proposed changes (compare-and-swap per file)",
   help: APPLY_HELP,
   async run(args: string[]): Promise<number> {
     const { values, positionals } = parse(args, {
@@ -104,8 +101,7 @@ export const applyCommand = {
     const acceptTimeout = positiveInt(values["accept-timeout"], "--accept-timeout") ?? 600_000;
     const commands = values.accept ?? [];
     if (commands.some((command) => command.trim() === "")) throw new UsageError("--accept needs a command");
-    const workspace = await openWorkspace(values.workspace);
-    await requireSession(workspace, sessionId);
+    const workspace = await openSession(values.workspace, sessionId);
     const config = await loadConfigForCli(workspace.root);
     // A proposal for a hook file the configs name is refused like a write to it would be.
     workspace.fs.protectFiles(configNamedFiles(config, workspace.root));
@@ -194,12 +190,6 @@ function sessionArgument(positionals: string[], command: string): string {
   if (extra.length > 0) throw new UsageError(`unexpected arguments: ${extra.join(" ")}`);
   if (!SESSION_ID_PATTERN.test(sessionId)) throw new UsageError(`invalid session id "${sessionId}"`);
   return sessionId;
-}
-
-async function requireSession(workspace: OpenedWorkspace, sessionId: string): Promise<void> {
-  if (!(await workspace.backend.exists(sessionId))) {
-    throw new UsageError(`no session "${sessionId}" in ${workspace.root} (list them with: harness sessions)`);
-  }
 }
 
 async function stateOf(

@@ -4,7 +4,7 @@ import { escapeForTerminal, jsonForTerminal } from "../../shared/terminal-text.j
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { UsageError } from "../usage-error.js";
-import { openWorkspace } from "../workspace.js";
+import { openSession } from "../workspace.js";
 
 const HELP = `Usage: harness review SESSION                       list calls whose outcome is unknown
        harness review SESSION CALL_ID --applied|--not-applied|--undetermined --evidence TEXT [--by NAME]
@@ -16,7 +16,6 @@ external system) yourself, record what you found. The resolution and its evidenc
 resolved as applied or not applied, "harness resume SESSION" continues the session.`;
 
 export const reviewCommand = {
-  summary: "resolve a call whose outcome is unknown, with evidence",
   help: HELP,
   async run(args: string[]): Promise<number> {
     const { values, positionals } = parse(args, {
@@ -30,9 +29,7 @@ export const reviewCommand = {
     });
     const [sessionId, callId] = positionals;
     if (!sessionId) throw new UsageError("which session? harness review SESSION [CALL_ID ...]");
-    const workspace = await openWorkspace(values.workspace);
-    if (!(await workspace.backend.exists(sessionId)))
-      throw new UsageError(`no session "${sessionId}" in ${workspace.root}`);
+    const workspace = await openSession(values.workspace, sessionId);
     const state = SessionState.from(await workspace.backend.read(sessionId));
     const unknown = state.unresolvedUnknowns();
     if (!callId) {

@@ -8,7 +8,7 @@ import { effectiveFlags, type RunFlags, type SandboxFlag } from "../run-flags.js
 import { runSession } from "../session-runner.js";
 import { buildSetup } from "../setup.js";
 import { UsageError } from "../usage-error.js";
-import { newSessionId, openWorkspace } from "../workspace.js";
+import { newSessionId, openSession, openWorkspace } from "../workspace.js";
 
 const SESSION_OPTIONS = {
   workspace: { type: "string", short: "w" },
@@ -105,7 +105,6 @@ commands default to the ones recorded when the session started.`;
 type Parsed = ReturnType<typeof parse<typeof SESSION_OPTIONS>>;
 
 export const runCommand = {
-  summary: "run an agent on a goal in a workspace",
   help: RUN_HELP,
   async run(args: string[]): Promise<number> {
     const parsed = parse(args, SESSION_OPTIONS);
@@ -126,7 +125,6 @@ export const runCommand = {
 };
 
 export const resumeCommand = {
-  summary: "continue a recorded session",
   help: RESUME_HELP,
   async run(args: string[]): Promise<number> {
     const parsed = parse(args, SESSION_OPTIONS);
@@ -135,12 +133,7 @@ export const resumeCommand = {
       throw new UsageError("which session? harness resume SESSION (list them with: harness sessions)");
     if (extra.length > 0) throw new UsageError(`unexpected arguments: ${extra.join(" ")}`);
     validateSessionId(sessionId);
-    const workspace = await openWorkspace(parsed.values.workspace);
-    if (!(await workspace.backend.exists(sessionId))) {
-      throw new UsageError(
-        `no session "${sessionId}" in ${workspace.root} (list them with: harness sessions)`,
-      );
-    }
+    const workspace = await openSession(parsed.values.workspace, sessionId);
     return startOrResume(parsed, workspace, sessionId, "resume", undefined);
   },
 };

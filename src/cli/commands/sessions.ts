@@ -11,7 +11,6 @@ const HELP = `Usage: harness sessions [--workspace DIR] [--json]
 List the sessions recorded in a workspace with their status, activity and goal.`;
 
 export const sessionsCommand = {
-  summary: "list the sessions recorded in a workspace",
   help: HELP,
   async run(args: string[]): Promise<number> {
     const { values } = parse(args, { workspace: { type: "string", short: "w" }, json: { type: "boolean" } });

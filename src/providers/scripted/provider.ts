@@ -1,5 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { basename, extname } from "node:path";
+import { errnoCode } from "../../shared/errno.js";
 import { sha256Hex } from "../../shared/hash.js";
 import { importFile } from "../../shared/import-file.js";
 import { toWellFormed } from "../../shared/unicode.js";
@@ -41,7 +42,7 @@ export class ScriptedProvider implements Provider {
     try {
       bytes = await readFile(file);
     } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code ?? "error";
+      const code = errnoCode(error) ?? "error";
       throw new ScriptError(`cannot read script ${basename(file)} (${code})`);
     }
     const identity: ProviderIdentity = { kind: "scripted", name: basename(file), sha256: sha256Hex(bytes) };
@@ -162,7 +163,7 @@ function isIterable(value: unknown): value is Iterable<unknown> | AsyncIterable<
 }
 
 /** Split text into up to `parts` non-empty pieces (fewer when it is short). */
-export function splitInto(text: string, parts: number): string[] {
+function splitInto(text: string, parts: number): string[] {
   if (text.length === 0) return [];
   const count = Math.max(1, Math.min(parts, text.length));
   const size = Math.ceil(text.length / count);

@@ -35,10 +35,7 @@ export type ScriptFunction = (
 ) => unknown | Promise<unknown> | AsyncIterable<unknown> | Iterable<unknown>;
 
 export class ScriptError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "ScriptError";
-  }
+  override readonly name = "ScriptError";
 }
 
 export function parseScriptFile(text: string, label: string): ScriptedTurn[] {

@@ -3,7 +3,7 @@ import { normalizeRelativePath, relativeParts } from "../../workspace/boundary.j
 import { WorkspaceError, type WorkspaceErrorCode } from "../../workspace/fs.js";
 import { versionOf } from "../../workspace/version.js";
 import { type ErrorCode, ToolError } from "../errors.js";
-import type { ResourceSet, ToolContext } from "../tool.js";
+import type { ToolContext, ToolDefinition } from "../tool.js";
 
 /** Every built-in file tool is at this version; bump when a tool's contract changes. */
 export const FILE_TOOL_VERSION = "1";
@@ -33,7 +33,7 @@ const WORKSPACE_TO_TOOL_CODE: Record<WorkspaceErrorCode, ErrorCode> = {
 };
 
 /** Turn a WorkspaceError into the matching ToolError; anything else is unexpected and rethrown. */
-export function toToolError(error: unknown): unknown {
+function toToolError(error: unknown): unknown {
   if (error instanceof WorkspaceError) {
     return new ToolError(WORKSPACE_TO_TOOL_CODE[error.code], error.message, {
       data: { path: error.path, workspace_code: error.code },
@@ -60,7 +60,7 @@ export function throwIfAborted(signal: AbortSignal): void {
  * normalized when the path is valid so `./a.ts` and `a.ts` conflict; an invalid path is kept
  * verbatim (the call will fail before touching anything).
  */
-export function fileResource(path: string | undefined): string {
+function fileResource(path: string | undefined): string {
   const raw = path ?? ".";
   try {
     return `file:${normalizeRelativePath(raw)}`;
@@ -69,12 +69,40 @@ export function fileResource(path: string | undefined): string {
   }
 }
 
-export function readResources(path: string | undefined): ResourceSet {
-  return { read: [fileResource(path)], write: [] };
+/** What a tool definition says about how it may be scheduled and retried. */
+type Traits<Args> = Pick<
+  ToolDefinition<Args>,
+  "version" | "effect" | "idempotency" | "resources" | "concurrencySafe"
+>;
+
+/**
+ * What every tool that only reads the files at or under `args.path` is: read-only, idempotent,
+ * scheduled as a read of that path, so it runs beside other reads.
+ */
+export function readsFiles<Args extends { path?: string | undefined }>(): Traits<Args> {
+  return {
+    version: FILE_TOOL_VERSION,
+    effect: "read_only",
+    idempotency: "idempotent",
+    resources: (args) => ({ read: [fileResource(args.path)], write: [] }),
+    concurrencySafe: () => true,
+  };
 }
 
-export function writeResources(path: string): ResourceSet {
-  return { read: [], write: [fileResource(path)] };
+/**
+ * What every tool that changes the file at `args.path` is: a local write that applies only to
+ * the version read (so a repeat is refused, not applied twice), scheduled as a write of that path
+ * and never run beside another call.
+ */
+export function changesFile<Args extends { path: string }>(): Traits<Args> & { timeoutMs: number } {
+  return {
+    version: FILE_TOOL_VERSION,
+    effect: "local_write",
+    idempotency: "conditionally_idempotent",
+    timeoutMs: 30_000,
+    resources: (args) => ({ read: [], write: [fileResource(args.path)] }),
+    concurrencySafe: () => false,
+  };
 }
 
 const strictDecoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
@@ -106,12 +134,12 @@ export function isValidUtf8(bytes: Uint8Array): boolean {
   }
 }
 
-export function encodeUtf8(text: string): Uint8Array {
+function encodeUtf8(text: string): Uint8Array {
   return encoder.encode(text);
 }
 
 /** Byte offset of the first byte that is not part of a well-formed UTF-8 sequence (-1: none). */
-export function firstInvalidUtf8Offset(bytes: Uint8Array): number {
+function firstInvalidUtf8Offset(bytes: Uint8Array): number {
   let i = 0;
   while (i < bytes.length) {
     const lead = bytes[i] as number;
@@ -228,6 +256,22 @@ export async function bindForChange(
     });
   }
   return { path: canonical, current, expectedVersion: currentVersion };
+}
+
+/**
+ * Write `text` to a bound target, atomically and only if it still has the version it was bound
+ * to (otherwise STALE_VERSION and nothing changes). Returns what was written and its version.
+ */
+export async function commitChange(
+  context: ToolContext,
+  target: BoundTarget,
+  text: string,
+): Promise<{ bytes: Uint8Array; version: string }> {
+  const bytes = encodeUtf8(text);
+  await viaWorkspace(() =>
+    context.fs.writeFileAtomic(target.path, bytes, { expectedVersion: target.expectedVersion }),
+  );
+  return { bytes, version: versionOf(bytes) };
 }
 
 export function plural(count: number, singular: string, pluralForm = `${singular}s`): string {

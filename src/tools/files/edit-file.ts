@@ -1,19 +1,16 @@
 import { z } from "zod";
-import { versionOf } from "../../workspace/version.js";
 import { ToolError } from "../errors.js";
 import { defineTool, type ToolDefinition } from "../tool.js";
 import {
   assertEncodable,
   bindForChange,
+  changesFile,
+  commitChange,
   decodeUtf8,
-  encodeUtf8,
-  FILE_TOOL_VERSION,
   lineAt,
   PATH_RULES,
   plural,
   versionField,
-  viaWorkspace,
-  writeResources,
 } from "./common.js";
 import { whitespaceHint } from "./whitespace-hint.js";
 
@@ -44,8 +41,8 @@ export type EditFileArgs = z.infer<typeof editFileInput>;
 
 export function createEditFileTool(): ToolDefinition<EditFileArgs> {
   return defineTool<EditFileArgs>({
+    ...changesFile(),
     name: "edit_file",
-    version: FILE_TOOL_VERSION,
     description: [
       "Replace exact text in an existing UTF-8 file. Workflow: read_file first, then copy the exact text to",
       "change into old_text (it takes no line numbers, because line numbers shift after every edit). old_text",
@@ -59,11 +56,6 @@ export function createEditFileTool(): ToolDefinition<EditFileArgs> {
       "PROTECTED_PATH (any .git, harness.config.json, hook scripts: readable, never writable).",
     ].join(" "),
     input: editFileInput,
-    effect: "local_write",
-    idempotency: "conditionally_idempotent",
-    timeoutMs: 30_000,
-    resources: (args) => writeResources(args.path),
-    concurrencySafe: () => false,
     validate(args) {
       assertEncodable(args.new_text, "new_text");
     },
@@ -88,11 +80,7 @@ export function createEditFileTool(): ToolDefinition<EditFileArgs> {
       }
 
       const updated = replaceAt(text, matches, args.old_text.length, args.new_text);
-      const bytes = encodeUtf8(updated);
-      await viaWorkspace(() =>
-        context.fs.writeFileAtomic(target.path, bytes, { expectedVersion: target.expectedVersion }),
-      );
-      const version = versionOf(bytes);
+      const { bytes, version } = await commitChange(context, target, updated);
       const diff = renderDiff(text, updated, matches, args.old_text, args.new_text);
       return {
         summary: `edited ${target.path} (${plural(matches.length, "replacement")})`,

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { defineTool, type ToolContext, type ToolDefinition } from "../tool.js";
-import { FILE_TOOL_VERSION, PATH_RULES, plural, readResources, viaWorkspace } from "./common.js";
+import { PATH_RULES, plural, readsFiles, viaWorkspace } from "./common.js";
 
 /** Most paths one glob call lists. */
 export const GLOB_MAX_RESULTS = 500;
@@ -24,8 +24,8 @@ export type GlobArgs = z.infer<typeof globInput>;
 
 export function createGlobTool(): ToolDefinition<GlobArgs> {
   return defineTool<GlobArgs>({
+    ...readsFiles(),
     name: "glob",
-    version: FILE_TOOL_VERSION,
     description: [
       "Find files in the workspace by name pattern. Use it to discover which files exist before reading",
       "them, instead of shell commands such as ls or find; to search file contents use grep.",
@@ -38,11 +38,7 @@ export function createGlobTool(): ToolDefinition<GlobArgs> {
       "when `path` does not exist.",
     ].join(" "),
     input: globInput,
-    effect: "read_only",
-    idempotency: "idempotent",
     timeoutMs: 60_000,
-    resources: (args) => readResources(args.path),
-    concurrencySafe: () => true,
     async execute(args, context) {
       const options = args.path === undefined ? {} : { cwd: args.path };
       const found = await viaWorkspace(() => context.fs.glob(args.pattern, options));

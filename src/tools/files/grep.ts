@@ -6,15 +6,7 @@ import { WorkspaceError, type WorkspaceFs } from "../../workspace/fs.js";
 import { compareCodeUnits } from "../../workspace/order.js";
 import { ToolError } from "../errors.js";
 import { defineTool, type ToolContext, type ToolDefinition, type ToolOutput } from "../tool.js";
-import {
-  FILE_TOOL_VERSION,
-  isValidUtf8,
-  PATH_RULES,
-  plural,
-  readResources,
-  throwIfAborted,
-  viaWorkspace,
-} from "./common.js";
+import { isValidUtf8, PATH_RULES, plural, readsFiles, throwIfAborted, viaWorkspace } from "./common.js";
 import { LineMatcher } from "./line-matcher.js";
 
 export const GREP_DEFAULT_RESULTS = 200;
@@ -64,8 +56,8 @@ export interface GrepOptions {
 
 export function createGrepTool(options: GrepOptions = {}): ToolDefinition<GrepArgs> {
   return defineTool<GrepArgs>({
+    ...readsFiles(),
     name: "grep",
-    version: FILE_TOOL_VERSION,
     description: [
       "Search file contents in the workspace with a JavaScript regular expression, line by line. Use it to",
       "find where something is defined or used, instead of shell commands such as grep or rg; to find files",
@@ -81,11 +73,7 @@ export function createGrepTool(options: GrepOptions = {}): ToolDefinition<GrepAr
       "when `path` does not exist, and PATH_ESCAPE/INVALID_PATH/RESERVED_PATH for rejected paths.",
     ].join(" "),
     input: grepInput,
-    effect: "read_only",
-    idempotency: "idempotent",
     timeoutMs: 120_000,
-    resources: (args) => readResources(args.path),
-    concurrencySafe: () => true,
     validate(args) {
       compileRegex(args.pattern, args.ignore_case === true);
     },

@@ -2,15 +2,7 @@ import { z } from "zod";
 import { versionOf } from "../../workspace/version.js";
 import { ToolError } from "../errors.js";
 import { defineTool, type ToolDefinition } from "../tool.js";
-import {
-  decodeUtf8,
-  FILE_TOOL_VERSION,
-  PATH_RULES,
-  plural,
-  readResources,
-  splitLines,
-  viaWorkspace,
-} from "./common.js";
+import { decodeUtf8, PATH_RULES, plural, readsFiles, splitLines, viaWorkspace } from "./common.js";
 
 /** Lines returned when `limit` is omitted, and the largest `limit` accepted. */
 export const READ_MAX_LINES = 2000;
@@ -42,8 +34,8 @@ export type ReadFileArgs = z.infer<typeof readFileInput>;
 
 export function createReadFileTool(): ToolDefinition<ReadFileArgs> {
   return defineTool<ReadFileArgs>({
+    ...readsFiles(),
     name: "read_file",
-    version: FILE_TOOL_VERSION,
     description: [
       "Read a UTF-8 text file in the workspace. Use it instead of shell commands such as cat, and always",
       "before write_file or edit_file on an existing file: changes are bound to the version you read.",
@@ -56,11 +48,7 @@ export function createReadFileTool(): ToolDefinition<ReadFileArgs> {
       "and SEMANTIC_VALIDATION_ERROR when offset is past the last line.",
     ].join(" "),
     input: readFileInput,
-    effect: "read_only",
-    idempotency: "idempotent",
     timeoutMs: 30_000,
-    resources: (args) => readResources(args.path),
-    concurrencySafe: () => true,
     async execute(args, context) {
       const path = await viaWorkspace(() => context.fs.resolve(args.path));
       const stat = await viaWorkspace(() => context.fs.stat(path));

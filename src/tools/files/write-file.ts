@@ -1,16 +1,13 @@
 import { z } from "zod";
-import { versionOf } from "../../workspace/version.js";
 import { defineTool, type ToolDefinition } from "../tool.js";
 import {
   assertEncodable,
   bindForChange,
-  encodeUtf8,
-  FILE_TOOL_VERSION,
+  changesFile,
+  commitChange,
   PATH_RULES,
   plural,
   versionField,
-  viaWorkspace,
-  writeResources,
 } from "./common.js";
 
 export const writeFileInput = z.strictObject({
@@ -30,8 +27,8 @@ export type WriteFileArgs = z.infer<typeof writeFileInput>;
 
 export function createWriteFileTool(): ToolDefinition<WriteFileArgs> {
   return defineTool<WriteFileArgs>({
+    ...changesFile(),
     name: "write_file",
-    version: FILE_TOOL_VERSION,
     description: [
       "Create a new file, or replace the whole content of an existing one, with UTF-8 text. Use it for new",
       "files and full rewrites; for a small change to an existing file prefer edit_file. Parent directories are",
@@ -45,22 +42,13 @@ export function createWriteFileTool(): ToolDefinition<WriteFileArgs> {
       "is unchanged.",
     ].join(" "),
     input: writeFileInput,
-    effect: "local_write",
-    idempotency: "conditionally_idempotent",
-    timeoutMs: 30_000,
-    resources: (args) => writeResources(args.path),
-    concurrencySafe: () => false,
     validate(args) {
       assertEncodable(args.content, "content");
     },
     async execute(args, context) {
       assertEncodable(args.content, "content");
       const target = await bindForChange(context, args.path, args.expected_version);
-      const bytes = encodeUtf8(args.content);
-      await viaWorkspace(() =>
-        context.fs.writeFileAtomic(target.path, bytes, { expectedVersion: target.expectedVersion }),
-      );
-      const version = versionOf(bytes);
+      const { bytes, version } = await commitChange(context, target, args.content);
       const created = target.current === undefined;
       return {
         summary: `${created ? "created" : "wrote"} ${target.path} (${plural(bytes.byteLength, "byte")})`,

@@ -229,7 +229,7 @@ function unavailable(error: SandboxUnavailableError, sandbox: Sandbox): ToolErro
     `${error.message}. The command was not run. To enable the sandbox, install bubblewrap ` +
       `(e.g. \`apt-get install bubblewrap\`). To run commands without a sandbox, the user can opt out ` +
       `with \`--sandbox off\` on the command line or \`"sandbox": "off"\` in the config.`,
-    { data: { reason: error.reason, sandbox: sandbox.profile } },
+    { data: { reason: error.code, sandbox: sandbox.profile } },
   );
 }
 
