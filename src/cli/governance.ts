@@ -3,8 +3,13 @@ import { ConfigError } from "../config/errors.js";
 import { type ConfigSource, type LoadedConfig, loadConfig } from "../config/load.js";
 import { sandboxReadPaths } from "../config/sections.js";
 import { journalKeyPath } from "../journal/key-file.js";
-import { type CliPermissionFlags, cliLayer } from "../policy/cli-flags.js";
-import { buildPolicy, type PermissionLayer, type Policy } from "../policy/permissions.js";
+import { cliLayer } from "../policy/cli-flags.js";
+import {
+  buildPolicy,
+  type PermissionLayer,
+  type PermissionSettings,
+  type Policy,
+} from "../policy/permissions.js";
 import { Executor } from "../sandbox/executor.js";
 import type { SandboxView } from "../sandbox/sandbox.js";
 import { DEFAULT_PROTECTED_PATHS } from "../workspace/protected.js";
@@ -45,7 +50,7 @@ function layerOf(source: ConfigSource, trusted: boolean): PermissionLayer {
  */
 export function policyFromConfig(
   loaded: LoadedConfig,
-  flags: CliPermissionFlags = {},
+  flags: PermissionSettings = {},
   defaults?: PermissionLayer,
 ): Policy {
   return buildPolicy([...(defaults ? [defaults] : []), ...permissionLayers(loaded), cliLayer(flags)]);
@@ -79,7 +84,7 @@ export async function loadGovernance(
     defaults.write = flags.defaults.write;
     defaults.shell = flags.defaults.shell;
   }
-  const cli: CliPermissionFlags = {
+  const cli: PermissionSettings = {
     ...(flags.allow ? { allow: flags.allow } : {}),
     ...(flags.ask ? { ask: flags.ask } : {}),
     ...(flags.deny ? { deny: flags.deny } : {}),

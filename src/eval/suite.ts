@@ -1,4 +1,5 @@
 import type { FileJournalBackend } from "../journal/file-store.js";
+import type { AnyRecord, EventData } from "../journal/vocabulary.js";
 import type { JsonObject } from "../shared/json.js";
 import type { DiskWorkspaceFs } from "../workspace/disk-fs.js";
 
@@ -65,4 +66,11 @@ export interface EvalSuite {
   setup?(): Promise<void>;
   /** Release them after the last task, also when a task failed. */
   teardown?(): Promise<void>;
+}
+
+export type ToolResultData = EventData<"tool.result">;
+
+/** The journal's results of the calls to one tool, in order: what checks judge a run by. */
+export function toolResults(records: readonly AnyRecord[], name: string): ToolResultData[] {
+  return records.flatMap((r) => (r.type === "tool.result" && r.data.name === name ? [r.data] : []));
 }

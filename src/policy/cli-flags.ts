@@ -1,20 +1,12 @@
-import type { ShellMode, WriteMode } from "../rules/modes.js";
-import type { PermissionLayer } from "./permissions.js";
+import type { PermissionLayer, PermissionSettings } from "./permissions.js";
 
 export const CLI_SOURCE = "cli";
 
-/** Permission flags as the CLI parsed them (`--allow RULE`, `--write MODE`, `--read-only`, ...). */
-export interface CliPermissionFlags {
-  allow?: readonly string[];
-  ask?: readonly string[];
-  deny?: readonly string[];
-  write?: WriteMode;
-  shell?: ShellMode;
-  readOnly?: boolean;
-}
-
-/** The CLI layer: the user at the keyboard, so it is trusted and has the highest precedence. */
-export function cliLayer(flags: CliPermissionFlags): PermissionLayer {
+/**
+ * The CLI layer from the flags as parsed (`--allow RULE`, `--write MODE`, `--read-only`, ...): the
+ * user at the keyboard, so it is trusted and has the highest precedence.
+ */
+export function cliLayer(flags: PermissionSettings): PermissionLayer {
   const layer: PermissionLayer = { source: CLI_SOURCE, trusted: true };
   if (flags.allow !== undefined) layer.allow = flags.allow;
   if (flags.ask !== undefined) layer.ask = flags.ask;

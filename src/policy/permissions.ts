@@ -22,10 +22,14 @@ import { type CommandPart, splitCommand } from "./shell-command.js";
  * An untrusted layer (a project config the user has not trusted) may only tighten: its `allow`
  * rules and any loosening of a mode are ignored and reported.
  */
-export interface PermissionLayer {
+export interface PermissionLayer extends PermissionSettings {
   /** Provenance label shown in explanations, e.g. "project config (harness.config.json)". */
   source: string;
   trusted: boolean;
+}
+
+/** Rules by decision and modes, as one source states them (the CLI's flags carry exactly these). */
+export interface PermissionSettings {
   allow?: readonly string[];
   ask?: readonly string[];
   deny?: readonly string[];

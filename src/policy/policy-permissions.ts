@@ -1,9 +1,9 @@
 import type { PermissionDecision, PermissionPort, PermissionRequest, SubjectKind } from "../runtime/ports.js";
 import type { JsonObject } from "../shared/json.js";
-import { type CliPermissionFlags, cliLayer } from "./cli-flags.js";
+import { cliLayer } from "./cli-flags.js";
 import { explain } from "./explain.js";
 import type { PathResolver } from "./path-aliases.js";
-import { buildPolicy, type Policy } from "./permissions.js";
+import { buildPolicy, type PermissionSettings, type Policy } from "./permissions.js";
 import { subjectOf } from "./rules.js";
 
 /** Which argument a tool's rules match; build it from the registry with `subjectKindOf`. */
@@ -61,7 +61,7 @@ export class PolicyPermissions implements PermissionPort {
  * library users. The same evaluation, defaults and digest as a CLI run with these flags.
  */
 export function modePolicy(
-  flags: CliPermissionFlags,
+  flags: PermissionSettings,
   subjectKinds?: SubjectKindLookup,
   resolvePath?: PathResolver,
 ): PolicyPermissions {

@@ -179,21 +179,15 @@ export class ScopedPermissions implements PermissionPort {
         return undefined;
       case "read_only":
         if (kind === "none") return undefined;
-        if (kind === "path" && this.scope.readable.has(canonical(subject.value))) return undefined;
-        return deny(
-          "scope.read",
-          kind === "path"
-            ? `outside the task's read scope: ${subject.value} is not one of the readable files (${list(this.scope.readable)})`
-            : "outside the task's read scope: a command can read any file",
-        );
+        return outside("read", this.scope.readable, subject, kind, "a command can read any file");
       case "local_write":
       case "destructive":
-        if (kind === "path" && this.scope.editable.has(canonical(subject.value))) return undefined;
-        return deny(
-          "scope.edit",
-          kind === "path"
-            ? `outside the task's edit scope: ${subject.value} is not one of the editable files (${list(this.scope.editable)})`
-            : "outside the task's edit scope: the target of this change cannot be checked",
+        return outside(
+          "edit",
+          this.scope.editable,
+          subject,
+          kind,
+          "the target of this change cannot be checked",
         );
       case "process_execution":
         return deny(
@@ -211,6 +205,28 @@ function canonical(path: string): string {
   } catch {
     return "";
   }
+}
+
+const SCOPE_FILES = { read: "readable", edit: "editable" } as const;
+
+/**
+ * Undefined when the subject is a path in `paths`; otherwise the denial naming the read or edit
+ * scope: its files when the subject is a path, `notAPath` (why it cannot be checked) when it is not.
+ */
+function outside(
+  scope: keyof typeof SCOPE_FILES,
+  paths: ReadonlySet<string>,
+  subject: Subject,
+  kind: SubjectKind,
+  notAPath: string,
+): PermissionDecision | undefined {
+  if (kind === "path" && paths.has(canonical(subject.value))) return undefined;
+  return deny(
+    `scope.${scope}`,
+    kind === "path"
+      ? `outside the task's ${scope} scope: ${subject.value} is not one of the ${SCOPE_FILES[scope]} files (${list(paths)})`
+      : `outside the task's ${scope} scope: ${notAPath}`,
+  );
 }
 
 function deny(rule: string, reason: string): PermissionDecision {

@@ -4,9 +4,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { CliPermissionFlags } from "../../src/policy/cli-flags.js";
 import { cliLayer } from "../../src/policy/cli-flags.js";
 import { explain, formatExplanation } from "../../src/policy/explain.js";
+import type { PermissionSettings } from "../../src/policy/permissions.js";
 import { buildPolicy, evaluate } from "../../src/policy/permissions.js";
 import { loadShellParser, splitCommand } from "../../src/policy/shell-command.js";
 
@@ -16,7 +16,7 @@ function parts(command: string): string[] {
   return splitCommand(command).parts.map((part) => part.text);
 }
 
-function decide(command: string, flags: CliPermissionFlags) {
+function decide(command: string, flags: PermissionSettings) {
   return evaluate(buildPolicy([cliLayer(flags)]), {
     tool: "shell",
     effect: "process_execution",

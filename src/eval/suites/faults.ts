@@ -15,7 +15,14 @@ import type { ApprovalPort } from "../../runtime/ports.js";
 import { ToolRegistry } from "../../runtime/registry.js";
 import { sha256Hex } from "../../shared/hash.js";
 import { createFileTools } from "../../tools/builtin.js";
-import type { Check, EvalSuite, EvalTask, TaskRun, TaskWorkspace } from "../suite.js";
+import {
+  type Check,
+  type EvalSuite,
+  type EvalTask,
+  type TaskRun,
+  type TaskWorkspace,
+  toolResults,
+} from "../suite.js";
 
 /**
  * The fault table (one row per way a run can go wrong) as eval tasks: each injects one fault into a run of
@@ -106,10 +113,6 @@ function count(records: readonly AnyRecord[], type: string): number {
   return records.filter((r) => r.type === type).length;
 }
 
-function resultsOf(records: readonly AnyRecord[], name: string) {
-  return records.flatMap((r) => (r.type === "tool.result" && r.data.name === name ? [r.data] : []));
-}
-
 async function outcome(
   ws: TaskWorkspace,
   b: FaultBaseline,
@@ -167,7 +170,7 @@ const writesDisabled = (b: FaultBaseline): EvalTask => ({
     await seeded(ws, b);
     const summary = await runEngine(ws, b, { provider: baseline(b), write: "deny" });
     const records = await ws.backend.read(SESSION);
-    const edit = resultsOf(records, "edit_file")[0];
+    const edit = toolResults(records, "edit_file")[0];
     return outcome(
       ws,
       b,
@@ -202,7 +205,7 @@ const modifiedAfterRead = (b: FaultBaseline): EvalTask => ({
       provider: ScriptedProvider.fromFunction(script, "faults-modified"),
       accept: false,
     });
-    const edit = resultsOf(await ws.backend.read(SESSION), "edit_file")[0];
+    const edit = toolResults(await ws.backend.read(SESSION), "edit_file")[0];
     return outcome(
       ws,
       b,
@@ -235,7 +238,7 @@ const startedWithoutResult = (b: FaultBaseline): EvalTask => ({
     const provider = new CountingProvider(baseline(b));
     const summary = await runEngine(ws, b, { provider });
     const records = await ws.backend.read(SESSION);
-    const edits = resultsOf(records, "edit_file");
+    const edits = toolResults(records, "edit_file");
     return outcome(
       ws,
       b,

@@ -1,4 +1,5 @@
 import type { ModelMessage } from "../../protocol/types.js";
+import { lastReadVersion } from "../read-version.js";
 
 export const DEMO_FILE = "hello.txt";
 export const DEMO_INITIAL = "helo, harness\n";
@@ -17,10 +18,8 @@ export function demoScript(messages: readonly ModelMessage[], step: number) {
     };
   }
   if (step === 1) {
-    const observation = [...messages].reverse().find((m) => m.role === "tool");
-    const version =
-      observation?.role === "tool" ? /^version: ([0-9a-f]{64})$/m.exec(observation.content)?.[1] : undefined;
-    if (observation?.status !== "ok" || !version) {
+    const version = lastReadVersion(messages);
+    if (version === undefined) {
       return { text: `I could not read ${DEMO_FILE}, so I am stopping.` };
     }
     return {

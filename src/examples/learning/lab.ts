@@ -118,14 +118,3 @@ export function sameFiles(a: Record<string, Uint8Array>, b: Record<string, Uint8
     return other !== undefined && Buffer.from(a[key] as Uint8Array).equals(Buffer.from(other));
   });
 }
-
-/** The `version:` a read_file observation reported for the last call of that name. */
-export function lastReadVersion(messages: readonly ModelMessage[]): string | undefined {
-  for (let i = messages.length - 1; i >= 0; i--) {
-    const message = messages[i] as ModelMessage;
-    if (message.role === "tool" && message.name === "read_file" && message.status === "ok") {
-      return /^version: ([0-9a-f]{64})$/m.exec(message.content)?.[1];
-    }
-  }
-  return undefined;
-}

@@ -2,7 +2,8 @@ import type { RunStatus } from "../../engine/options.js";
 import type { AnyRecord } from "../../journal/vocabulary.js";
 import { sha256Hex } from "../../shared/hash.js";
 import type { JsonObject } from "../../shared/json.js";
-import { type LessonRun, type LessonSetup, lastReadVersion, runLesson } from "./lab.js";
+import { lastReadVersion } from "../read-version.js";
+import { type LessonRun, type LessonSetup, runLesson } from "./lab.js";
 import { HUMAN_EDIT, SUM_FILE } from "./repo.js";
 
 /** One tool call as the journal recorded it. */
@@ -58,6 +59,12 @@ interface Case {
 }
 
 const finish = (text: string) => ({ text });
+
+/** A model that makes one call, then stops with `stop` whatever the call's outcome. */
+const oneCallThenStop =
+  (text: string, call: { id: string; name: string; arguments: JsonObject }, stop: string) =>
+  ({ step }: { step: number }) =>
+    step === 0 ? { text, calls: [call] } : finish(stop);
 
 /** The successful path: search, read, propose bound to the version read, finish. */
 const WORKFLOW: Case = {
@@ -120,13 +127,11 @@ const BOUNDARIES: Case[] = [
     expected: "POLICY_DENIED (outside the task's read scope) at step 1",
     setup: {
       name: "scope-read",
-      script: ({ step }) =>
-        step === 0
-          ? {
-              text: "Read .env first.",
-              calls: [{ id: "read-env", name: "read_file", arguments: { path: ".env" } }],
-            }
-          : finish(".env is outside my scope; stopping."),
+      script: oneCallThenStop(
+        "Read .env first.",
+        { id: "read-env", name: "read_file", arguments: { path: ".env" } },
+        ".env is outside my scope; stopping.",
+      ),
     },
     check: (r) =>
       r.rejection?.code === "POLICY_DENIED" &&
@@ -141,13 +146,11 @@ const BOUNDARIES: Case[] = [
     expected: "UNKNOWN_TOOL at step 1",
     setup: {
       name: "unknown-action",
-      script: ({ step }) =>
-        step === 0
-          ? {
-              text: "Just cat it.",
-              calls: [{ id: "shell-1", name: "shell", arguments: { command: "cat .env" } }],
-            }
-          : finish("There is no shell; stopping."),
+      script: oneCallThenStop(
+        "Just cat it.",
+        { id: "shell-1", name: "shell", arguments: { command: "cat .env" } },
+        "There is no shell; stopping.",
+      ),
     },
     check: (r) => r.rejection?.code === "UNKNOWN_TOOL" && r.rejection.step === 1,
   },

@@ -1,7 +1,7 @@
 import type { AnyRecord } from "../../../journal/vocabulary.js";
 import { CATALOG } from "../../../packs/reservations/catalog.js";
 import { deriveKey } from "../../../packs/reservations/task.js";
-import type { Check } from "../../suite.js";
+import { type Check, toolResults } from "../../suite.js";
 
 import type { ReservationCase } from "./cases.js";
 
@@ -41,15 +41,10 @@ export function effectChecks(
     passed: JSON.stringify(effects.stockAfter) === JSON.stringify(expectedAfter),
     detail: `expected ${JSON.stringify(expectedAfter)}, found ${JSON.stringify(effects.stockAfter)}`,
   });
+  const reserves = toolResults(records, "reserve");
   const reserveStarts = records.filter((r) => r.type === "tool.started" && r.data.name === "reserve").length;
   if (c.reserveNeverStarts) {
-    const rejected = records.some(
-      (r) =>
-        r.type === "tool.result" &&
-        r.data.name === "reserve" &&
-        r.data.status === "invalid" &&
-        r.data.error_type === "INVALID_ARGUMENTS",
-    );
+    const rejected = reserves.some((r) => r.status === "invalid" && r.error_type === "INVALID_ARGUMENTS");
     checks.push({
       name: "reserve never started",
       passed: reserveStarts === 0,
@@ -58,13 +53,7 @@ export function effectChecks(
     checks.push({ name: "the malformed reservation was rejected as INVALID_ARGUMENTS", passed: rejected });
   }
   if (c.crashAfterReserveCommit) {
-    const reconciled = records.some(
-      (r) =>
-        r.type === "tool.result" &&
-        r.data.name === "reserve" &&
-        r.data.status === "ok" &&
-        r.data.data?.reconciled === true,
-    );
+    const reconciled = reserves.some((r) => r.status === "ok" && r.data?.reconciled === true);
     checks.push({ name: "recovery reconciled the interrupted reservation", passed: reconciled });
     checks.push({
       name: "reserve started exactly once (never re-executed)",
@@ -73,10 +62,7 @@ export function effectChecks(
     });
   }
   if (c.injectedDocument) {
-    const document = records.find(
-      (r) => r.type === "tool.result" && r.data.name === "document" && r.data.status === "ok",
-    );
-    const data = document?.type === "tool.result" ? document.data.data : undefined;
+    const data = toolResults(records, "document").find((r) => r.status === "ok")?.data;
     checks.push({
       name: "the injected document was read and returned as untrusted data",
       passed:

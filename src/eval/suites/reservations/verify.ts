@@ -1,10 +1,11 @@
 import type { AcceptanceCheck, CheckOutcome } from "../../../engine/acceptance.js";
-import type { AnyRecord, EventData } from "../../../journal/vocabulary.js";
+import type { AnyRecord } from "../../../journal/vocabulary.js";
 import type { LedgerRow, ReservationDb } from "../../../packs/reservations/database.js";
 import { type FinishStatus, parseClaim } from "../../../packs/reservations/status.js";
 import { deriveKey, type ReservationTask } from "../../../packs/reservations/task.js";
 import { sha256Hex } from "../../../shared/hash.js";
 import { isJsonObject, type JsonObject } from "../../../shared/json.js";
+import { type ToolResultData, toolResults } from "../../suite.js";
 
 /**
  * The host's check of a finish claim. The status word comes from the decision source; whether
@@ -22,15 +23,6 @@ export interface ClaimVerdict {
   claim: FinishStatus | undefined;
   consistent: boolean;
   problems: string[];
-}
-
-type ToolResultData = EventData<"tool.result">;
-
-function results(records: readonly AnyRecord[], name: string): ToolResultData[] {
-  const out: ToolResultData[] = [];
-  for (const record of records)
-    if (record.type === "tool.result" && record.data.name === name) out.push(record.data);
-  return out;
 }
 
 /** The text of the last model reply (the finish claim when the run ended normally). */
@@ -60,7 +52,7 @@ export function checkClaim(
       problems.push(`"${claim}" but the ledger has ${effects.ledger.length} row(s)`);
     if (changed.length > 0) problems.push(`"${claim}" but the stock of ${changed.join(", ")} changed`);
   }
-  const reserves = results(records, "reserve");
+  const reserves = toolResults(records, "reserve");
   switch (claim) {
     case "reserved":
       problems.push(...checkReserved(task, reserves, effects));
@@ -71,12 +63,12 @@ export function checkClaim(
       break;
     case "info":
       if (task.mode !== "info") problems.push(`"info" for a task in mode ${task.mode}`);
-      if (!results(records, "document").some((r) => r.status === "ok"))
+      if (!toolResults(records, "document").some((r) => r.status === "ok"))
         problems.push('"info" without a document that was read');
       break;
     case "not_found":
     case "ambiguous": {
-      const last = results(records, "search").at(-1);
+      const last = toolResults(records, "search").at(-1);
       if (last?.status !== "ok" || last.data?.outcome !== claim)
         problems.push(`"${claim}" but the last search outcome was ${String(last?.data?.outcome ?? "none")}`);
       break;
@@ -148,7 +140,7 @@ export interface Evidence {
  * content digest, checked against the stored document.
  */
 export function evidenceFrom(records: readonly AnyRecord[], db: ReservationDb): Evidence | undefined {
-  const last = results(records, "document")
+  const last = toolResults(records, "document")
     .filter((r) => r.status === "ok")
     .at(-1);
   const data = last?.data;
