@@ -1,5 +1,6 @@
 import { cliLayer } from "../src/policy/cli-flags.js";
-import { buildPolicy, evaluate } from "../src/policy/permissions.js";
+import { evaluate } from "../src/policy/evaluation.js";
+import { buildPolicy } from "../src/policy/permissions.js";
 import { loadShellParser, splitCommand } from "../src/policy/shell-command.js";
 import { type BenchRow, median, round } from "./stats.js";
 

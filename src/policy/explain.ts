@@ -2,8 +2,9 @@ import type { SubjectKind } from "../runtime/ports.js";
 import type { JsonObject } from "../shared/json.js";
 import { escapeForTerminal } from "../shared/terminal-text.js";
 import type { EffectClass } from "../tools/tool.js";
+import { type Evaluation, evaluate, type PermissionQuery } from "./evaluation.js";
 import { aliasesOf, type PathResolver } from "./path-aliases.js";
-import { type Evaluation, evaluate, type PermissionQuery, type Policy } from "./permissions.js";
+import type { Policy } from "./permissions.js";
 import { subjectOf } from "./rules.js";
 import { loadShellParser } from "./shell-command.js";
 

@@ -1,21 +1,17 @@
 import { parseRule, RULE_DECISIONS, type Rule, type RuleDecision } from "../rules/grammar.js";
 import type { ShellMode, WriteMode } from "../rules/modes.js";
-import type { PermissionVerdict, Subject, SubjectKind } from "../runtime/ports.js";
+import type { Subject } from "../runtime/ports.js";
 import { digestOf } from "../shared/hash.js";
 import type { JsonObject } from "../shared/json.js";
-import type { EffectClass } from "../tools/tool.js";
 import {
   DEFAULT_RULES,
   DEFAULT_SHELL_MODE,
   DEFAULT_SOURCE,
   DEFAULT_WRITE_MODE,
-  defaultDecision,
-  type EffectiveModes,
   stricterShellMode,
   stricterWriteMode,
 } from "./defaults.js";
-import { normalizeSubjectPath, ruleMatches, subjectOf } from "./rules.js";
-import { type CommandPart, splitCommand } from "./shell-command.js";
+import { ruleMatches } from "./rules.js";
 
 /**
  * One source of permission settings, as the config loader or the CLI produced it.
@@ -66,48 +62,6 @@ export interface Policy {
   describe(): JsonObject;
 }
 
-/** A call as permission evaluation sees it. */
-export interface PermissionQuery {
-  tool: string;
-  effect: EffectClass;
-  args: JsonObject;
-  /** From the tool's schema (`subjectKindOf`); inferred from `args` when absent. */
-  subjectKind?: SubjectKind;
-  /** The canonical subject when the runtime already resolved it (e.g. a symlink-free path). */
-  subject?: string;
-  /**
-   * Other names of what a path subject touches: the workspace-relative target its symlinks
-   * resolve to. Every name is evaluated; the strictest decision wins.
-   */
-  aliases?: readonly string[];
-}
-
-/** How one simple command of a shell command line was decided. */
-export interface PartEvaluation {
-  /** The simple command as rules match it (normalized, wrappers removed). */
-  command: string;
-  decision: PermissionVerdict;
-  rule?: string;
-  source: string;
-  reason: string;
-}
-
-export interface Evaluation {
-  decision: PermissionVerdict;
-  /** The deciding rule's text, when a rule decided. */
-  rule?: string;
-  /** Provenance of whatever decided: a rule's source, a mode's source, or "default". */
-  source: string;
-  reason: string;
-  subject: Subject;
-  /** Ignored settings that would have matched this call. */
-  ignored?: IgnoredSetting[];
-  /** For a path: the other name (a symlink's target) whose decision this is. */
-  resolved?: string;
-  /** For a shell command: every simple command and its decision, in the order they appear. */
-  parts?: PartEvaluation[];
-}
-
 interface IgnoredRule extends IgnoredSetting {
   parsed: Rule;
 }
@@ -115,7 +69,6 @@ interface IgnoredRule extends IgnoredSetting {
 /** Ignored rules with their parsed form, kept off the public object so it stays plain data. */
 const ignoredRulesOf = new WeakMap<Policy, readonly IgnoredRule[]>();
 
-const WRITE_EFFECTS: ReadonlySet<EffectClass> = new Set(["local_write", "destructive"]);
 const UNTRUSTED_REASON = "a project config may only add deny/ask rules unless the project is trusted";
 
 /**
@@ -224,199 +177,8 @@ function normalizedRules(rules: readonly Rule[]): string[][] {
   return [...unique].sort().map((entry) => JSON.parse(entry) as string[]);
 }
 
-/**
- * Decide a call. Order-independent: any matching deny wins, then ask, then allow, across all
- * configured sources; built-in rules and then per-effect defaults apply only when none matched.
- * A path is decided under each of its names (the path given and what its symlinks resolve to);
- * a shell command line is decided per simple command (see shell-command.ts). The strictest
- * decision wins. Deciding a shell command needs `loadShellParser()` to have resolved.
- */
-export function evaluate(policy: Policy, query: PermissionQuery): Evaluation {
-  const subject = subjectOf(query.args, query.subjectKind, query.subject);
-  const ignored = matchingIgnored(policy, query.tool, subject);
-  const evaluation =
-    subject.kind === "command"
-      ? evaluateCommand(policy, query, subject)
-      : evaluatePath(policy, query, subject);
-  return ignored.length > 0 ? { ...evaluation, ignored } : evaluation;
-}
-
-function evaluatePath(policy: Policy, query: PermissionQuery, subject: Subject): Evaluation {
-  let strictest = evaluateSubject(policy, query.tool, query.effect, subject);
-  if (subject.kind !== "path") return strictest;
-  for (const raw of query.aliases ?? []) {
-    const alias = normalizeSubjectPath(raw);
-    if (alias === subject.value) continue;
-    const other = evaluateSubject(policy, query.tool, query.effect, { kind: "path", value: alias });
-    if (severity(other.decision) > severity(strictest.decision)) {
-      strictest = {
-        ...other,
-        subject,
-        resolved: alias,
-        reason: `${subject.value} is ${alias} (a symbolic link): ${other.reason}`,
-      };
-    }
-  }
-  return strictest;
-}
-
-const PARSER_SOURCE = "shell command analysis";
-
-function evaluateCommand(policy: Policy, query: PermissionQuery, subject: Subject): Evaluation {
-  const parts = splitCommand(subject.value).parts.map((part) => evaluatePart(policy, query, part));
-  // A deny rule written for the whole line as typed still denies it.
-  const whole = strongestMatch(policy.rules, query.tool, subject);
-  if (whole?.decision === "deny") {
-    return { ...fromRule(whole, subject), parts };
-  }
-  let deciding = parts[0] as PartEvaluation;
-  for (const part of parts) if (severity(part.decision) > severity(deciding.decision)) deciding = part;
-  const evaluation: Evaluation = {
-    decision: deciding.decision,
-    source: deciding.source,
-    reason: parts.length > 1 ? `${deciding.command}: ${deciding.reason}` : deciding.reason,
-    subject,
-    parts,
-  };
-  if (deciding.rule !== undefined) evaluation.rule = deciding.rule;
-  return evaluation;
-}
-
-function evaluatePart(policy: Policy, query: PermissionQuery, part: CommandPart): PartEvaluation {
-  const subject: Subject = { kind: "command", value: part.text };
-  let evaluation = evaluateSubject(policy, query.tool, query.effect, subject);
-  // `/usr/bin/git push` is `git push` to a deny or ask rule.
-  const bare = bareCommandName(part.text);
-  if (bare !== part.text) {
-    const restriction = strongestMatch(policy.rules, query.tool, { kind: "command", value: bare });
-    if (restriction !== undefined && restriction.decision !== "allow") {
-      const other = fromRule(restriction, subject);
-      if (severity(other.decision) > severity(evaluation.decision)) evaluation = other;
-    }
-  }
-  if (part.unknown !== undefined && evaluation.decision !== "deny") {
-    evaluation = {
-      decision: "ask",
-      source: PARSER_SOURCE,
-      reason: `${part.unknown}, so no rule can allow it`,
-      subject,
-    };
-  } else if (part.dynamicArguments === true && evaluation.decision === "allow") {
-    const restriction = restrictionOnCommand(policy, query.tool, part.text);
-    if (restriction !== undefined) {
-      evaluation = {
-        decision: "ask",
-        source: PARSER_SOURCE,
-        reason: `an argument is only known when it runs, and ${restriction.decision} rule ${restriction.text} from ${restriction.source} may cover it`,
-        subject,
-      };
-    }
-  }
-  const result: PartEvaluation = {
-    command: part.text,
-    decision: evaluation.decision,
-    source: evaluation.source,
-    reason: evaluation.reason,
-  };
-  if (evaluation.rule !== undefined) result.rule = evaluation.rule;
-  return result;
-}
-
-/** `/usr/bin/git push` -> `git push`. */
-function bareCommandName(text: string): string {
-  const space = text.indexOf(" ");
-  const name = space === -1 ? text : text.slice(0, space);
-  const slash = name.lastIndexOf("/");
-  return slash === -1 || slash === name.length - 1 ? text : text.slice(slash + 1);
-}
-
-/**
- * A configured deny or ask rule that could match this command once its run-time arguments are
- * known: one for the same command name (`git push*` for `git $P`), or one that starts with a
- * wildcard (`*curl*`).
- */
-function restrictionOnCommand(policy: Policy, tool: string, text: string): Rule | undefined {
-  const name = bareCommandName(text).split(" ")[0] ?? "";
-  let found: Rule | undefined;
-  for (const rule of policy.rules) {
-    if (rule.decision === "allow" || rule.pattern === undefined) continue;
-    if (rule.tool !== tool) continue;
-    const literal = rule.pattern.split("*")[0] ?? "";
-    const ruleName = bareCommandName(literal.trim()).split(" ")[0] ?? "";
-    const covers =
-      literal === "" || ruleName === name || (!literal.includes(" ") && name.startsWith(literal));
-    if (covers && (found === undefined || rank(rule.decision) > rank(found.decision))) found = rule;
-  }
-  return found;
-}
-
-/** deny > ask > propose > allow. */
-function severity(decision: PermissionVerdict): number {
-  return decision === "deny" ? 3 : decision === "ask" ? 2 : decision === "propose" ? 1 : 0;
-}
-
-/** One subject under the rules, the read-only mode, the built-in rules and the defaults. */
-function evaluateSubject(policy: Policy, tool: string, effect: EffectClass, subject: Subject): Evaluation {
-  const configured = strongestMatch(policy.rules, tool, subject);
-  if (configured?.decision === "deny") return fromRule(configured, subject);
-  if (policy.readOnly.value && WRITE_EFFECTS.has(effect)) {
-    return {
-      decision: "deny",
-      source: policy.readOnly.source,
-      reason: `the run is read-only: ${effect} calls are denied`,
-      subject,
-    };
-  }
-  if (configured !== undefined) return fromRule(configured, subject);
-
-  const builtIn = strongestMatch(policy.defaultRules, tool, subject);
-  if (builtIn !== undefined) return fromRule(builtIn, subject);
-
-  const modes: EffectiveModes = {
-    write: policy.write.value,
-    shell: policy.shell.value,
-    readOnly: policy.readOnly.value,
-  };
-  const fallback = defaultDecision(effect, modes);
-  const source =
-    effect === "local_write"
-      ? policy.write.source
-      : effect === "process_execution"
-        ? policy.shell.source
-        : DEFAULT_SOURCE;
-  return {
-    decision: fallback.decision,
-    source,
-    reason: `no rule matched; ${fallback.reason}`,
-    subject,
-  };
-}
-
-/** The matching rule with the strongest decision; among equals, the one from the latest source. */
-function strongestMatch(rules: readonly Rule[], tool: string, subject: Subject): Rule | undefined {
-  let best: Rule | undefined;
-  for (const rule of rules) {
-    if (!ruleMatches(rule, tool, subject)) continue;
-    if (best === undefined || rank(rule.decision) >= rank(best.decision)) best = rule;
-  }
-  return best;
-}
-
-function rank(decision: RuleDecision): number {
-  return decision === "deny" ? 2 : decision === "ask" ? 1 : 0;
-}
-
-function fromRule(rule: Rule, subject: Subject): Evaluation {
-  return {
-    decision: rule.decision,
-    rule: rule.text,
-    source: rule.source,
-    reason: `${rule.decision} rule ${rule.text} from ${rule.source}`,
-    subject,
-  };
-}
-
-function matchingIgnored(policy: Policy, tool: string, subject: Subject): IgnoredSetting[] {
+/** The settings this policy ignored that would have matched a call on `subject` by `tool`. */
+export function matchingIgnored(policy: Policy, tool: string, subject: Subject): IgnoredSetting[] {
   const all = ignoredRulesOf.get(policy) ?? [];
   return all
     .filter((entry) => entry.parsed.tool !== "" && ruleMatches(entry.parsed, tool, subject))

@@ -6,7 +6,7 @@ import { policyFromConfig } from "../../src/cli/governance.js";
 import { ConfigError } from "../../src/config/errors.js";
 import { loadConfig, userConfigPath } from "../../src/config/load.js";
 import { parseConfigText } from "../../src/config/schema.js";
-import { evaluate } from "../../src/policy/permissions.js";
+import { evaluate } from "../../src/policy/evaluation.js";
 import { loadShellParser } from "../../src/policy/shell-command.js";
 
 beforeAll(loadShellParser);

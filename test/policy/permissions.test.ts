@@ -1,8 +1,9 @@
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { cliLayer } from "../../src/policy/cli-flags.js";
+import { evaluate } from "../../src/policy/evaluation.js";
 import { explain, formatExplanation } from "../../src/policy/explain.js";
-import { buildPolicy, evaluate, type PermissionLayer } from "../../src/policy/permissions.js";
+import { buildPolicy, type PermissionLayer } from "../../src/policy/permissions.js";
 import { loadShellParser } from "../../src/policy/shell-command.js";
 import type { EffectClass } from "../../src/tools/tool.js";
 

@@ -5,9 +5,10 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { cliLayer } from "../../src/policy/cli-flags.js";
+import { evaluate } from "../../src/policy/evaluation.js";
 import { explain, formatExplanation } from "../../src/policy/explain.js";
 import type { PermissionSettings } from "../../src/policy/permissions.js";
-import { buildPolicy, evaluate } from "../../src/policy/permissions.js";
+import { buildPolicy } from "../../src/policy/permissions.js";
 import { loadShellParser, splitCommand } from "../../src/policy/shell-command.js";
 
 beforeAll(loadShellParser);
