@@ -82,8 +82,7 @@ export const configFileSchema = z.strictObject({
 });
 
 export type ConfigFile = z.infer<typeof configFileSchema>;
-export type PermissionsConfig = z.infer<typeof permissionsSchema>;
-export type HooksConfig = z.infer<typeof hooksSchema>;
+
 export type HookEntryConfig = z.infer<typeof hookEntrySchema>;
 
 const TOP_LEVEL_KEYS = Object.keys(configFileSchema.shape).filter((key) => key !== "$schema");

@@ -22,7 +22,7 @@ export async function applyPreviewLimit(
 }
 
 /** Largest prefix length ≤ limit that ends on a UTF-8 character boundary. */
-export function utf8Prefix(bytes: Uint8Array, limit: number): number {
+function utf8Prefix(bytes: Uint8Array, limit: number): number {
   let end = Math.min(limit, bytes.byteLength);
   while (end > 0 && end < bytes.byteLength && ((bytes[end] ?? 0) & 0xc0) === 0x80) end -= 1;
   return end;

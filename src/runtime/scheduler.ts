@@ -8,7 +8,7 @@ export interface Schedulable {
 }
 
 /** Two calls conflict when either is exclusive or one writes what the other reads or writes. */
-export function conflicts(a: ResourceSet, b: ResourceSet): boolean {
+function conflicts(a: ResourceSet, b: ResourceSet): boolean {
   if ("exclusive" in a || "exclusive" in b) return true;
   const touches = (set: { read: string[]; write: string[] }, resource: string) =>
     set.read.some((r) => overlaps(r, resource)) || set.write.some((r) => overlaps(r, resource));
@@ -20,7 +20,7 @@ export function conflicts(a: ResourceSet, b: ResourceSet): boolean {
  * directory covers everything below it (a grep of `src` overlaps a write of `src/a.ts`; `.` is
  * the whole workspace). Other kinds compare exactly.
  */
-export function overlaps(x: string, y: string): boolean {
+function overlaps(x: string, y: string): boolean {
   if (x === y) return true;
   if (!x.startsWith("file:") || !y.startsWith("file:")) return false;
   const p = x.slice(5);

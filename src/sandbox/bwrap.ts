@@ -13,7 +13,7 @@ import { protectedMounts, removeSeals } from "./protected-mounts.js";
 import { type Launch, type LaunchRequest, type Sandbox, SandboxUnavailableError } from "./sandbox.js";
 import { type ProcessTree, processGroupTree } from "./tree.js";
 
-export const DEFAULT_BWRAP_PATH = "/usr/bin/bwrap";
+const DEFAULT_BWRAP_PATH = "/usr/bin/bwrap";
 
 /** Host directories that are private (fresh, empty) inside the sandbox, so writable there. */
 const PRIVATE_DIRECTORIES: readonly string[] = ["/tmp", "/dev"];
@@ -167,7 +167,7 @@ const probes = new Map<string, Promise<ProbeOutcome>>();
  * Whether bwrap at `bwrapPath` can create the namespaces a sandboxed command needs. Cached per
  * path for the life of the process: availability does not change while harness runs.
  */
-export function probeBwrap(bwrapPath: string): Promise<ProbeOutcome> {
+function probeBwrap(bwrapPath: string): Promise<ProbeOutcome> {
   let probe = probes.get(bwrapPath);
   if (probe === undefined) {
     probe = runProbe(bwrapPath);

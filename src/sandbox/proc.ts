@@ -9,12 +9,12 @@ import { type ProcStat, readProcStat } from "../shared/proc-stat.js";
  * shared/proc-stat.ts.
  */
 
-export function isLive(stat: ProcStat): boolean {
+function isLive(stat: ProcStat): boolean {
   return stat.state !== "Z" && stat.state !== "X";
 }
 
 /** Pids of all processes currently listed in /proc. */
-export function allPids(): number[] {
+function allPids(): number[] {
   const pids: number[] = [];
   for (const name of readdirSync("/proc")) {
     const pid = Number(name);

@@ -101,7 +101,7 @@ export async function protectedMounts(
  * walk reads directories concurrently on the thread pool and does not block the event loop
  * (about 20 ms for a few thousand files, under a second for 60 000).
  */
-export async function findGitEntries(workspace: string): Promise<string[]> {
+async function findGitEntries(workspace: string): Promise<string[]> {
   const found: string[] = [];
   const walk = async (relative: string): Promise<void> => {
     let entries: import("node:fs").Dirent[];

@@ -37,12 +37,12 @@ export function secretsOf(
 }
 
 /** What replaces a secret: names the variable (names are not secret), never the value. */
-export function redaction(name: string): string {
+function redaction(name: string): string {
   return `[redacted:${name}]`;
 }
 
 /** Every occurrence of every secret in `bytes`, replaced. */
-export function scrubBytes(bytes: Buffer, secrets: readonly Secret[]): Buffer {
+function scrubBytes(bytes: Buffer, secrets: readonly Secret[]): Buffer {
   let current = bytes;
   for (const secret of secrets) {
     let at = current.indexOf(secret.value);

@@ -4,7 +4,6 @@ import type { DecisionMode } from "./reservations/cases.js";
 import { createReservationsSuite } from "./reservations/suite.js";
 
 export const SUITE_NAMES = ["reservations", "faults"] as const;
-export type SuiteName = (typeof SUITE_NAMES)[number];
 
 export interface SuiteOptions {
   decision?: DecisionMode;
