@@ -8,6 +8,7 @@ import type {
   HookRecord,
   WrapOutcome,
 } from "../runtime/ports.js";
+import { CodedError } from "../shared/coded-error.js";
 import { deepFreeze } from "./approver.js";
 
 /** What an admit hook must answer. */
@@ -320,22 +321,18 @@ export class HookRunner implements HookPort {
 }
 
 /** Thrown into outer wrap layers when an inner one broke the contract. */
-export class HookViolationError extends Error {
-  readonly code = HOOK_VIOLATION;
+export class HookViolationError extends CodedError<typeof HOOK_VIOLATION> {
+  override readonly name = "HookViolationError";
   readonly hook: string;
   constructor(hook: string, message: string) {
-    super(`wrap hook ${hook} ${message}`);
-    this.name = "HookViolationError";
+    super(HOOK_VIOLATION, `wrap hook ${hook} ${message}`);
     this.hook = hook;
   }
 }
 
 /** A failure whose reason is safe to journal (e.g. "exited with status 1"); others are generic. */
 export class HookFailure extends Error {
-  constructor(reason: string) {
-    super(reason);
-    this.name = "HookFailure";
-  }
+  override readonly name = "HookFailure";
 }
 
 /**

@@ -5,6 +5,7 @@ import type {
   Subject,
   SubjectKind,
 } from "../runtime/ports.js";
+import { CodedError } from "../shared/coded-error.js";
 import type { JsonObject } from "../shared/json.js";
 import { normalizeRelativePath } from "../workspace/boundary.js";
 import { WorkspaceError, type WorkspaceFs } from "../workspace/fs.js";
@@ -50,13 +51,14 @@ export interface ScopeProblem {
 }
 
 /** A scope that cannot be used; the task must not start. Lists every problem found. */
-export class ScopeError extends Error {
-  readonly code: ScopeProblemCode;
+export class ScopeError extends CodedError<ScopeProblemCode> {
+  override readonly name = "ScopeError";
   readonly problems: readonly ScopeProblem[];
   constructor(problems: readonly ScopeProblem[]) {
-    super(`invalid task scope: ${problems.map((p) => p.message).join("; ")}`);
-    this.name = "ScopeError";
-    this.code = (problems[0] as ScopeProblem).code;
+    super(
+      (problems[0] as ScopeProblem).code,
+      `invalid task scope: ${problems.map((p) => p.message).join("; ")}`,
+    );
     this.problems = problems;
   }
 }

@@ -33,10 +33,7 @@ export const reservationTaskSchema = z.strictObject({
 export type ReservationTask = z.infer<typeof reservationTaskSchema>;
 
 export class TaskError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "TaskError";
-  }
+  override readonly name = "TaskError";
 }
 
 /** Parse untrusted input as a task, or throw TaskError naming the first bad field. */

@@ -71,10 +71,7 @@ export function createReservationsSuite(options: ReservationsSuiteOptions = {}):
 
 /** Thrown from the journal listener to stop the process "between" tool.started and tool.result. */
 class SimulatedCrash extends Error {
-  constructor() {
-    super("simulated crash after reserve started");
-    this.name = "SimulatedCrash";
-  }
+  override readonly name = "SimulatedCrash";
 }
 
 async function runCase(
@@ -182,7 +179,8 @@ async function crashAfterCommit(
       provider,
       listener: {
         record(record: AnyRecord) {
-          if (record.type === "tool.started" && record.data.name === "reserve") throw new SimulatedCrash();
+          if (record.type === "tool.started" && record.data.name === "reserve")
+            throw new SimulatedCrash("simulated crash after reserve started");
         },
       },
     });
