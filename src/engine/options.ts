@@ -39,8 +39,13 @@ export interface Limits {
   modelRetryMaxMs: number;
   previewLimitBytes: number;
   poolSize: number;
-  /** Largest request (messages + tool specs, as JSON characters) the model may be sent. */
-  maxContextChars: number;
+  /**
+   * Tokens the model takes in one request (default: the table in providers/context-window.ts
+   * for the provider's model). No request is sent whose estimate exceeds window - reserve.
+   */
+  contextWindowTokens?: number;
+  /** Tokens kept free for the reply (default: a quarter of the window, at most 8K). */
+  replyReserveTokens?: number;
   /** Longest total time to spend waiting between retries of one model step. */
   modelRetryMaxTotalMs: number;
 }
@@ -53,7 +58,6 @@ export const DEFAULT_LIMITS: Limits = {
   modelRetryMaxMs: 20_000,
   previewLimitBytes: 40 * 1024,
   poolSize: 8,
-  maxContextChars: 2_000_000,
   modelRetryMaxTotalMs: 120_000,
 };
 
