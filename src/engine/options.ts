@@ -28,6 +28,12 @@ export interface RunSummary {
   tool_calls: number;
   answer: string | null;
   usage: SessionState["usage"];
+  /** The window requests were held to, and the largest request: estimated before sending, reported after (null: none). */
+  tokens: {
+    context_window: number;
+    peak_estimated_input_tokens: number | null;
+    peak_reported_input_tokens: number | null;
+  };
 }
 
 export interface Limits {

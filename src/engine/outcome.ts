@@ -43,6 +43,11 @@ export function summary(run: EngineRun): RunSummary {
     model_requests: state.modelRequests,
     tool_calls: state.toolCalls,
     usage: state.usage,
+    tokens: {
+      context_window: run.budget.window,
+      peak_estimated_input_tokens: state.peakEstimatedInputTokens,
+      peak_reported_input_tokens: state.peakReportedInputTokens,
+    },
   };
   if (!outcome) return { ...base, status: "stopped", reason: "incomplete", message: null, answer: null };
   switch (outcome.kind) {

@@ -56,6 +56,9 @@ export class SessionState {
   readonly calibration = new TokenCalibration();
   /** The basis of the request in flight (from its model.started), paired with the reply's report. */
   private pendingBasis: number | undefined;
+  /** The largest request so far: harness's estimate before sending, the provider's report after. */
+  peakEstimatedInputTokens: number | null = null;
+  peakReportedInputTokens: number | null = null;
 
   static from(records: readonly AnyRecord[]): SessionState {
     const state = new SessionState();
@@ -76,6 +79,10 @@ export class SessionState {
       case "model.started":
         this.modelRequests += 1;
         this.pendingBasis = record.data.basis_tokens;
+        this.peakEstimatedInputTokens = larger(
+          this.peakEstimatedInputTokens,
+          record.data.estimated_input_tokens,
+        );
         break;
       case "model.retryable_error":
         this.ordinal += 1;
@@ -108,6 +115,7 @@ export class SessionState {
           this.calibration.add(this.pendingBasis, usage.input_tokens);
         }
         this.pendingBasis = undefined;
+        this.peakReportedInputTokens = larger(this.peakReportedInputTokens, usage?.input_tokens);
         if (usage) {
           this.usage.input_tokens += usage.input_tokens ?? 0;
           this.usage.output_tokens += usage.output_tokens ?? 0;
@@ -238,4 +246,8 @@ export class SessionState {
 
 function jsonBytes(value: unknown): number {
   return Buffer.byteLength(JSON.stringify(value));
+}
+
+function larger(peak: number | null, value: number | undefined): number | null {
+  return value === undefined ? peak : Math.max(peak ?? 0, value);
 }

@@ -107,7 +107,13 @@ export class ContextBudgetError extends Error {
  */
 export function resolveContextBudget(input: {
   flag?: number | undefined;
-  profile?: { context_window?: number; reply_reserve?: number; max_output_tokens?: number } | undefined;
+  profile?:
+    | {
+        context_window?: number | undefined;
+        reply_reserve?: number | undefined;
+        max_output_tokens?: number | undefined;
+      }
+    | undefined;
   model?: string | undefined;
 }): ContextBudget {
   const known = input.model === undefined ? undefined : knownContextWindow(input.model);
