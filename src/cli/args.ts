@@ -1,4 +1,5 @@
 import { type ParseArgsConfig, parseArgs } from "node:util";
+import { MAX_CONTEXT_TOKENS } from "../providers/context-window.js";
 import { UsageError } from "./usage-error.js";
 
 type Options = NonNullable<ParseArgsConfig["options"]>;
@@ -33,4 +34,16 @@ export function oneOf<T extends string>(
     throw new UsageError(`${flag} must be one of ${allowed.join(", ")}; got "${value}"`);
   }
   return value as T;
+}
+
+/** A token count (`--context-window`): a positive whole number no larger than any model's window. */
+export function tokenCount(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  const count = /^[0-9]{1,9}$/.test(value) ? Number(value) : Number.NaN;
+  if (!(count >= 1 && count <= MAX_CONTEXT_TOKENS)) {
+    throw new UsageError(
+      `${flag} must be a whole number of tokens from 1 to ${MAX_CONTEXT_TOKENS}, got "${value}"`,
+    );
+  }
+  return count;
 }

@@ -19,6 +19,8 @@ export interface RunFlags {
   baseUrl?: string | undefined;
   apiKeyEnv?: string | undefined;
   profile?: string | undefined;
+  /** `--context-window`: tokens per request, beating the profile and the table (kept for resume). */
+  contextWindow?: number | undefined;
   /** Task scope: the only files the agent may read / edit (checked at every call). */
   readPaths?: string[] | undefined;
   editPaths?: string[] | undefined;
@@ -40,6 +42,7 @@ const RECORDED_KEYS: (keyof RunFlags)[] = [
   "baseUrl",
   "apiKeyEnv",
   "profile",
+  "contextWindow",
   "readPaths",
   "editPaths",
 ];

@@ -105,8 +105,8 @@ export async function runSession(run: SessionRun): Promise<number> {
 
 function printSummary(summary: RunSummary, run: SessionRun, style: ReturnType<typeof createStyle>): void {
   if (run.json) {
-    const { usage, ...rest } = summary;
-    process.stdout.write(`${JSON.stringify({ ...rest, workspace: run.workspace.root, usage })}\n`);
+    const { usage, tokens, ...rest } = summary;
+    process.stdout.write(`${JSON.stringify({ ...rest, workspace: run.workspace.root, usage, tokens })}\n`);
     return;
   }
   const color =

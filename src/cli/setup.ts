@@ -22,6 +22,7 @@ import {
   ProviderConfigError,
   parseProfile,
 } from "../providers/config.js";
+import type { ContextBudget } from "../providers/context-window.js";
 import type { Provider } from "../providers/provider.js";
 import { ScriptedProvider } from "../providers/scripted/provider.js";
 import { RuleSyntaxError } from "../rules/grammar.js";
@@ -35,6 +36,7 @@ import { selectTools, ToolSelectionError } from "../tools/profiles.js";
 import { createShellTool } from "../tools/shell/shell.js";
 import type { AnyTool } from "../tools/tool.js";
 import { configNamedFiles } from "./config-hooks.js";
+import { contextBudgetFor } from "./context-budget.js";
 import { loadGovernance } from "./governance.js";
 import type { RunFlags } from "./run-flags.js";
 import { UsageError } from "./usage-error.js";
@@ -57,6 +59,8 @@ export interface RunSetup {
   notices: string[];
   /** Per-tool timeout overrides from config (milliseconds). */
   timeoutFor?: (tool: AnyTool) => number;
+  /** The context window requests must fit, and the reserve kept for the reply. */
+  context: ContextBudget;
   /** An acceptance check for a command: run through the session's executor, in its profile. */
   acceptanceCheck: (command: string, timeoutMs: number) => AcceptanceCheck;
 }
@@ -125,6 +129,8 @@ export async function buildSetup(options: {
   const hooks = governance.hooks.length > 0 ? new HookRunner(governance.hooks) : undefined;
 
   const model = await loadProvider(options.script, flags, governance.config, env);
+  const notices = [...governance.config.notices, ...processes.notices];
+  const context = contextBudgetFor(flags, model.profile, notices);
   return {
     flags,
     provider: model.provider,
@@ -148,7 +154,8 @@ export async function buildSetup(options: {
       journal: spawnJournal,
       killSurvivors: (spawn) => killSurvivors(spawn),
     },
-    notices: [...governance.config.notices, ...processes.notices],
+    context,
+    notices,
     acceptanceCheck: (command, timeoutMs) =>
       new CommandCheck(command, {
         workspace: workspace.root,
@@ -185,7 +192,7 @@ async function loadProvider(
   flags: RunFlags,
   config: Parameters<typeof modelProfiles>[0],
   env: NodeJS.ProcessEnv,
-): Promise<{ provider: Provider; advice?: ProviderAdvice }> {
+): Promise<{ provider: Provider; advice?: ProviderAdvice; profile?: ModelProfile }> {
   if (script !== undefined) {
     if (flags.provider || flags.profile)
       throw new UsageError("--script and --provider/--profile are exclusive");
@@ -222,7 +229,8 @@ async function loadProvider(
   }
   try {
     const provider = createProvider(profile, env);
-    return { provider, advice: keyAwareAdvice(parseProfile(profile)) };
+    const parsed = parseProfile(profile);
+    return { provider, advice: keyAwareAdvice(parsed), profile: parsed };
   } catch (error) {
     if (error instanceof ProviderConfigError) throw new UsageError(error.message);
     throw error;

@@ -1,6 +1,11 @@
 import type { JournalWriter } from "../journal/store.js";
 import { type AnyNewEvent, JOURNAL_FORMAT_VERSION } from "../journal/vocabulary.js";
 import { SessionGrants } from "../policy/grants.js";
+import {
+  type ContextBudget,
+  defaultReplyReserve,
+  resolveContextBudget,
+} from "../providers/context-window.js";
 import { DEFAULT_RETRY, DEFAULT_SETTLE_GRACE_MS } from "../runtime/environment.js";
 import { ToolRuntime } from "../runtime/pipeline.js";
 import type { ProposalRecord } from "../runtime/ports.js";
@@ -21,6 +26,7 @@ import { SYSTEM_PROMPT } from "./system-prompt.js";
  */
 export class Engine {
   private readonly limits: Limits;
+  private readonly budget: ContextBudget;
   private readonly systemPrompt: string;
   private readonly signal: AbortSignal;
   private writer!: JournalWriter;
@@ -29,6 +35,7 @@ export class Engine {
 
   constructor(private readonly options: EngineOptions) {
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
+    this.budget = contextBudgetOf(this.limits, options.provider.identity.model);
     this.systemPrompt = options.systemPrompt ?? SYSTEM_PROMPT;
     this.signal = options.signal ?? new AbortController().signal;
   }
@@ -51,6 +58,7 @@ export class Engine {
       this.session = {
         options: this.options,
         limits: this.limits,
+        budget: this.budget,
         systemPrompt: this.systemPrompt,
         signal: this.signal,
         state: this.state,
@@ -231,4 +239,20 @@ function proposalRecords(state: SessionState): ProposalRecord[] {
   return [...state.proposals.values()]
     .filter((p) => !state.appliedProposals.has(p.proposal_id))
     .map(({ call_id: _call, ...record }) => record);
+}
+
+/** The limits' window and reserve, else the table's window for the provider's model. */
+function contextBudgetOf(limits: Limits, model: unknown): ContextBudget {
+  const budget = resolveContextBudget({
+    flag: limits.contextWindowTokens,
+    model: typeof model === "string" ? model : undefined,
+  });
+  const reserve = limits.replyReserveTokens ?? defaultReplyReserve(budget.window, undefined);
+  if (reserve >= budget.window) {
+    throw new EngineError(
+      "BAD_INPUT",
+      `the reply reserve (${reserve}) must be smaller than the context window (${budget.window} tokens)`,
+    );
+  }
+  return { ...budget, reserve };
 }

@@ -8,9 +8,10 @@ import { toWellFormed } from "../shared/unicode.js";
 import type { RunSummary } from "./options.js";
 import { cancel, type EngineRun, stop } from "./outcome.js";
 import { generalProviderAdvice } from "./provider-advice.js";
+import { basisTokens } from "./tokens.js";
 
 /**
- * Model steps of a run: build the request (within the context budget), stream and decode the
+ * Model steps of a run: build the request (never one over the context window), stream and decode the
  * reply completely, retry retryable provider failures within their budget, and journal the
  * reply before any of its calls can run.
  */
@@ -35,18 +36,20 @@ export class ModelStep {
         { role: "system", content: this.run.systemPrompt },
         ...this.run.state.messages,
       ];
-      const size = this.requestSize();
-      if (size > this.run.limits.maxContextChars) {
+      const tokens = this.estimate();
+      if (tokens.estimated_input_tokens > tokens.context_window - tokens.reply_reserve) {
         return stop(
           this.run,
           "stopped",
-          "context_budget_exhausted",
-          `the request would be ${size} characters, over the context budget of ${this.run.limits.maxContextChars}`,
+          "context_exhausted",
+          `the next request would be about ${tokens.estimated_input_tokens} tokens, over the ${tokens.context_window}-token ` +
+            `context window minus ${tokens.reply_reserve} reserved for the reply; it was not sent ` +
+            "(a larger --context-window, if the model has one, or a new session with a narrower goal)",
         );
       }
       await this.run.record({
         type: "model.started",
-        data: { step, attempt, tools_digest: this.run.options.runtime.snapshot.digest },
+        data: { step, attempt, tools_digest: this.run.options.runtime.snapshot.digest, ...tokens },
       });
       const stream = this.run.options.provider.stream(
         {
@@ -129,13 +132,24 @@ export class ModelStep {
     }
   }
 
-  /** The request's size in JSON characters: system prompt, messages and tool specs. */
-  private requestSize(): number {
-    this.specChars ??= JSON.stringify(this.run.options.runtime.snapshot.specs).length;
-    return JSON.stringify(this.run.systemPrompt).length + this.run.state.messageChars + this.specChars;
+  /**
+   * The request's size in tokens: its JSON bytes (system prompt, messages, tool specs) as a
+   * basis, calibrated by the provider's reports for this session's earlier requests.
+   */
+  private estimate() {
+    this.specBytes ??= Buffer.byteLength(JSON.stringify(this.run.options.runtime.snapshot.specs));
+    const bytes =
+      Buffer.byteLength(JSON.stringify(this.run.systemPrompt)) + this.run.state.messageBytes + this.specBytes;
+    const basis = basisTokens(bytes);
+    return {
+      basis_tokens: basis,
+      estimated_input_tokens: this.run.state.calibration.estimate(basis),
+      context_window: this.run.budget.window,
+      reply_reserve: this.run.budget.reserve,
+    };
   }
 
-  private specChars: number | undefined;
+  private specBytes: number | undefined;
 
   /** Exponential backoff with full jitter, or exactly what the server's Retry-After asked. */
   private retryDelay(attempt: number, retryAfterMs: number | undefined): number {

@@ -28,6 +28,12 @@ export interface RunSummary {
   tool_calls: number;
   answer: string | null;
   usage: SessionState["usage"];
+  /** The window requests were held to, and the largest request: estimated before sending, reported after (null: none). */
+  tokens: {
+    context_window: number;
+    peak_estimated_input_tokens: number | null;
+    peak_reported_input_tokens: number | null;
+  };
 }
 
 export interface Limits {
@@ -39,8 +45,13 @@ export interface Limits {
   modelRetryMaxMs: number;
   previewLimitBytes: number;
   poolSize: number;
-  /** Largest request (messages + tool specs, as JSON characters) the model may be sent. */
-  maxContextChars: number;
+  /**
+   * Tokens the model takes in one request (default: the table in providers/context-window.ts
+   * for the provider's model). No request is sent whose estimate exceeds window - reserve.
+   */
+  contextWindowTokens?: number;
+  /** Tokens kept free for the reply (default: a quarter of the window, at most 8K). */
+  replyReserveTokens?: number;
   /** Longest total time to spend waiting between retries of one model step. */
   modelRetryMaxTotalMs: number;
 }
@@ -53,7 +64,6 @@ export const DEFAULT_LIMITS: Limits = {
   modelRetryMaxMs: 20_000,
   previewLimitBytes: 40 * 1024,
   poolSize: 8,
-  maxContextChars: 2_000_000,
   modelRetryMaxTotalMs: 120_000,
 };
 

@@ -1,4 +1,5 @@
 import type { AnyNewEvent } from "../journal/vocabulary.js";
+import type { ContextBudget } from "../providers/context-window.js";
 import type { EngineOptions, Limits, RunSummary } from "./options.js";
 import type { SessionState } from "./state.js";
 
@@ -6,6 +7,8 @@ import type { SessionState } from "./state.js";
 export interface EngineRun {
   readonly options: EngineOptions;
   readonly limits: Limits;
+  /** The context window requests must fit, and the reserve kept for the reply. */
+  readonly budget: ContextBudget;
   readonly systemPrompt: string;
   readonly signal: AbortSignal;
   readonly state: SessionState;
@@ -40,6 +43,11 @@ export function summary(run: EngineRun): RunSummary {
     model_requests: state.modelRequests,
     tool_calls: state.toolCalls,
     usage: state.usage,
+    tokens: {
+      context_window: run.budget.window,
+      peak_estimated_input_tokens: state.peakEstimatedInputTokens,
+      peak_reported_input_tokens: state.peakReportedInputTokens,
+    },
   };
   if (!outcome) return { ...base, status: "stopped", reason: "incomplete", message: null, answer: null };
   switch (outcome.kind) {

@@ -3,6 +3,7 @@ import type { ModelMessage, ToolCall } from "../protocol/types.js";
 import type { HistoryEntry } from "../runtime/ports.js";
 import { projectForModel } from "../runtime/projection.js";
 import type { ToolResult } from "../runtime/result.js";
+import { TokenCalibration } from "./tokens.js";
 
 const RESOLUTION_NOTES = {
   applied: "the operation was verified to have taken effect; do not repeat it.",
@@ -51,6 +52,13 @@ export class SessionState {
   outcome: Outcome | undefined;
   records = 0;
   usage = { input_tokens: 0, output_tokens: 0, reasoning_tokens: 0, cached_tokens: 0 };
+  /** Reported input tokens against estimated bases of this session's requests. */
+  readonly calibration = new TokenCalibration();
+  /** The basis of the request in flight (from its model.started), paired with the reply's report. */
+  private pendingBasis: number | undefined;
+  /** The largest request so far: harness's estimate before sending, the provider's report after. */
+  peakEstimatedInputTokens: number | null = null;
+  peakReportedInputTokens: number | null = null;
 
   static from(records: readonly AnyRecord[]): SessionState {
     const state = new SessionState();
@@ -70,6 +78,11 @@ export class SessionState {
         break;
       case "model.started":
         this.modelRequests += 1;
+        this.pendingBasis = record.data.basis_tokens;
+        this.peakEstimatedInputTokens = larger(
+          this.peakEstimatedInputTokens,
+          record.data.estimated_input_tokens,
+        );
         break;
       case "model.retryable_error":
         this.ordinal += 1;
@@ -79,6 +92,7 @@ export class SessionState {
       case "model.failed":
       case "model.protocol_error":
         this.ordinal += 1;
+        this.pendingBasis = undefined;
         break;
       case "model.reply": {
         this.ordinal += 1;
@@ -97,6 +111,11 @@ export class SessionState {
         if (record.data.reasoning) message.reasoning = record.data.reasoning;
         this.addMessage(message);
         const usage = record.data.usage;
+        if (this.pendingBasis !== undefined && usage?.input_tokens !== undefined) {
+          this.calibration.add(this.pendingBasis, usage.input_tokens);
+        }
+        this.pendingBasis = undefined;
+        this.peakReportedInputTokens = larger(this.peakReportedInputTokens, usage?.input_tokens);
         if (usage) {
           this.usage.input_tokens += usage.input_tokens ?? 0;
           this.usage.output_tokens += usage.output_tokens ?? 0;
@@ -148,7 +167,7 @@ export class SessionState {
             ...message,
             content: `${message.content}\n[Review by ${record.data.by}: ${note} Evidence: ${record.data.evidence}]`,
           };
-          this.messageChars += updated.content.length - message.content.length;
+          this.messageBytes += jsonBytes(updated) - jsonBytes(message);
           this.messages[index] = updated;
         }
         break;
@@ -176,12 +195,12 @@ export class SessionState {
     }
   }
 
-  /** JSON characters of `messages`, kept as they are added so budget checks stay O(1). */
-  messageChars = 0;
+  /** UTF-8 bytes of `messages` as JSON, kept as they are added so estimates stay O(1). */
+  messageBytes = 0;
 
   private addMessage(message: ModelMessage): void {
     this.messages.push(message);
-    this.messageChars += JSON.stringify(message).length + 1;
+    this.messageBytes += jsonBytes(message) + 1;
   }
 
   get toolCalls(): number {
@@ -223,4 +242,12 @@ export class SessionState {
         (this.resolutions.get(r.call_id)?.resolution ?? "undetermined") === "undetermined",
     );
   }
+}
+
+function jsonBytes(value: unknown): number {
+  return Buffer.byteLength(JSON.stringify(value));
+}
+
+function larger(peak: number | null, value: number | undefined): number | null {
+  return value === undefined ? peak : Math.max(peak ?? 0, value);
 }

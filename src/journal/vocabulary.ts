@@ -70,7 +70,20 @@ export const EVENT_SCHEMAS = {
   }),
   "session.resumed": z.object({ pid: z.number().int() }),
   "user.input": z.object({ text: z.string() }),
-  "model.started": z.object({ step: z.number().int(), attempt: z.number().int(), tools_digest: hex64 }),
+  "model.started": z.object({
+    step: z.number().int(),
+    attempt: z.number().int(),
+    tools_digest: hex64,
+    /**
+     * The request's size before it was sent (absent in journals written before estimates):
+     * `basis_tokens` is UTF-8 bytes / 4, `estimated_input_tokens` that basis calibrated by the
+     * provider's reports for earlier requests; the window and reply reserve it was checked against.
+     */
+    basis_tokens: z.number().int().nonnegative().optional(),
+    estimated_input_tokens: z.number().int().nonnegative().optional(),
+    context_window: z.number().int().positive().optional(),
+    reply_reserve: z.number().int().nonnegative().optional(),
+  }),
   "model.retryable_error": modelFailure.extend({ retry_in_ms: z.number().int() }),
   "model.failed": modelFailure,
   "model.protocol_error": z.object({

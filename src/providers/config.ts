@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { digestOf } from "../shared/hash.js";
+import { tokenCountSchema } from "./context-window.js";
 import {
   ANTHROPIC_DEFAULT_BASE_URL,
   isLoopbackUrl,
@@ -38,6 +39,10 @@ export const modelProfileSchema = z.strictObject({
   timeout_ms: z.number().int().positive().optional(),
   /** Anthropic only: enable extended thinking with this budget. */
   thinking_budget_tokens: z.number().int().min(1024).optional(),
+  /** Tokens the model takes in one request (default: the table in context-window.ts). */
+  context_window: tokenCountSchema.optional(),
+  /** Tokens kept free for the reply (default: max_output_tokens, at most a quarter of the window). */
+  reply_reserve: tokenCountSchema.optional(),
 });
 export type ModelProfile = z.infer<typeof modelProfileSchema>;
 

@@ -54,6 +54,7 @@ describe("harness run with a scripted model", () => {
         "reason",
         "session",
         "status",
+        "tokens",
         "tool_calls",
         "usage",
         "workspace",

@@ -1,4 +1,5 @@
 import { SessionState } from "../../engine/state.js";
+import { requestTokens } from "../../engine/tokens.js";
 import type { AnyRecord } from "../../journal/vocabulary.js";
 import { escapeForTerminal, jsonForTerminal } from "../../shared/terminal-text.js";
 import { parse } from "../args.js";
@@ -14,8 +15,11 @@ A readable timeline of a session: model requests, tool calls with status and dur
 approvals, acceptance checks and the outcome; for each process harness started (shell
 commands, command hooks, acceptance commands), its purpose, sandbox profile and the names of
 the environment variables it received; then per-tool counts, p50/p95 durations, errors,
-denials and the time calls waited for ordered commit.
---json prints {session, status, timeline, tools, usage} instead.`;
+denials and the time calls waited for ordered commit, and the input tokens per model request
+(harness's estimate before sending, the provider's report after) with their peaks.
+--json prints {session, status, timeline, tools, usage, tokens} instead; tokens is
+{requests: [{step, attempt, estimated_input_tokens, reported_input_tokens, context_window}],
+peak: {estimated_input_tokens, reported_input_tokens}} (null where a journal has no number).`;
 
 export const inspectCommand = {
   help: HELP,
@@ -32,10 +36,11 @@ export const inspectCommand = {
     const { records, trust } = await workspace.backend.readReport(sessionId);
     const state = SessionState.from(records);
     const tools = toolStats(records);
+    const tokens = requestTokens(records);
     if (values.json) {
       const trusted = trust.trusted ? { trusted: true } : { trusted: false, untrusted: trust.message };
       process.stdout.write(
-        `${JSON.stringify({ session: sessionId, status: statusOf(state), ...trusted, timeline: records.map(describe), tools, usage: state.usage })}\n`,
+        `${JSON.stringify({ session: sessionId, status: statusOf(state), ...trusted, timeline: records.map(describe), tools, usage: state.usage, tokens })}\n`,
       );
       return EXIT.ok;
     }
@@ -56,6 +61,10 @@ export const inspectCommand = {
     out.push(
       `${style.bold("totals")}  ${state.modelRequests} model requests, ${state.toolCalls} tool calls, ${records.length} events; ` +
         `tokens in ${state.usage.input_tokens} / out ${state.usage.output_tokens}`,
+    );
+    out.push(
+      `${style.bold("peak")}    input tokens per request: estimated ${tokens.peak.estimated_input_tokens ?? "-"}, ` +
+        `reported ${tokens.peak.reported_input_tokens ?? "-"}`,
     );
     if (tools.length > 0) {
       out.push("");
@@ -80,11 +89,19 @@ function render(record: AnyRecord, style: Style): string {
       return style.dim("resumed");
     case "user.input":
       return `user: ${escapeForTerminal(record.data.text)}`;
-    case "model.started":
-      return style.dim(`model request: step ${record.data.step + 1}, attempt ${record.data.attempt + 1}`);
+    case "model.started": {
+      const { estimated_input_tokens: estimate, context_window: window } = record.data;
+      const size =
+        estimate === undefined ? "" : `, ~${estimate} tokens${window === undefined ? "" : ` of ${window}`}`;
+      return style.dim(
+        `model request: step ${record.data.step + 1}, attempt ${record.data.attempt + 1}${size}`,
+      );
+    }
     case "model.reply": {
       const calls = record.data.calls.map((c) => callLabel(c.name, c.id)).join(", ");
-      return `model: ${jsonForTerminal(truncate(record.data.text, 100))}${calls ? ` → calls ${calls}` : " (no calls: finished)"}`;
+      const reported = record.data.usage?.input_tokens;
+      const tokens = reported === undefined ? "" : ` [${reported} input tokens]`;
+      return `model: ${jsonForTerminal(truncate(record.data.text, 100))}${calls ? ` → calls ${calls}` : " (no calls: finished)"}${tokens}`;
     }
     case "model.retryable_error":
       return style.yellow(

@@ -3,7 +3,7 @@ import { SESSION_ID_PATTERN } from "../../journal/session-path.js";
 import { PROVIDER_KINDS } from "../../providers/config.js";
 import { isLooser, profileOf } from "../../sandbox/profiles.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
-import { oneOf, parse, positiveInt } from "../args.js";
+import { oneOf, parse, positiveInt, tokenCount } from "../args.js";
 import { effectiveFlags, type RunFlags, type SandboxFlag } from "../run-flags.js";
 import { runSession } from "../session-runner.js";
 import { buildSetup } from "../setup.js";
@@ -33,6 +33,7 @@ const SESSION_OPTIONS = {
   "max-model-requests": { type: "string" },
   "max-tool-calls": { type: "string" },
   "pool-size": { type: "string" },
+  "context-window": { type: "string" },
   session: { type: "string" },
   json: { type: "boolean" },
   events: { type: "boolean" },
@@ -73,6 +74,10 @@ Run:
   --max-model-requests N     model request budget, retries included (default 50)
   --max-tool-calls N         tool call budget (default 200)
   --pool-size N              parallel tool calls per batch (default 8)
+  --context-window TOKENS    tokens the model takes per request (default: the profile's
+                             context_window, else the model's known window, else 32768);
+                             a request estimated over it minus the reply reserve is never
+                             sent: the run stops with context_exhausted
   --session ID               session id (an existing one is resumed if its task matches)
   --json                     print exactly one JSON summary object on stdout
   --events                   print journal events as NDJSON on stdout while running
@@ -99,8 +104,8 @@ or another process now has its pid) is taken over, with a printed line and a loc
 record; a live owner, or one on another host, is never displaced (exit 5).
 
 Options: the same as harness run (--workspace, --script, --write, --read-only, --accept,
---max-model-requests, --max-tool-calls, --json, --events). Policy flags and acceptance
-commands default to the ones recorded when the session started.`;
+--max-model-requests, --max-tool-calls, --context-window, --json, --events). Policy flags,
+--context-window and acceptance commands default to the ones recorded when the session started.`;
 
 type Parsed = ReturnType<typeof parse<typeof SESSION_OPTIONS>>;
 
@@ -188,7 +193,11 @@ async function startOrResume(
     ...(goal !== undefined ? { goal } : {}),
     setup,
     acceptance: commands.map((command) => setup.acceptanceCheck(command, acceptTimeout)),
-    limits,
+    limits: {
+      ...limits,
+      contextWindowTokens: setup.context.window,
+      replyReserveTokens: setup.context.reserve,
+    },
     json: values.json === true,
     events: values.events === true,
   });
@@ -234,6 +243,8 @@ function givenFlags(values: Parsed["values"]): RunFlags {
   if (values["base-url"]) flags.baseUrl = values["base-url"];
   if (values["api-key-env"]) flags.apiKeyEnv = values["api-key-env"];
   if (values.profile) flags.profile = values.profile;
+  const contextWindow = tokenCount(values["context-window"], "--context-window");
+  if (contextWindow !== undefined) flags.contextWindow = contextWindow;
   return flags;
 }
 

@@ -247,17 +247,17 @@ const BOUNDARIES: Case[] = [
     check: (r) => r.status === "stopped" && r.reason === "budget_exhausted" && r.model_requests === 2,
   },
   {
-    title: "a context budget too small for the first request",
+    title: "a context window too small for the first request",
     explains:
-      "The first request (system prompt, goal, tool definitions) is larger than the context " +
-      "budget, so the run stops before any model call.",
-    expected: "context_budget_exhausted with 0 model requests",
+      "The first request (system prompt, goal, tool definitions) is estimated at more tokens " +
+      "than the context window leaves after the reply's reserve, so the run stops before any model call.",
+    expected: "context_exhausted with 0 model requests",
     setup: {
       name: "context-budget",
-      limits: { maxContextChars: 200 },
+      limits: { contextWindowTokens: 200 },
       script: () => finish("unreachable"),
     },
-    check: (r) => r.status === "stopped" && r.reason === "context_budget_exhausted" && r.model_requests === 0,
+    check: (r) => r.status === "stopped" && r.reason === "context_exhausted" && r.model_requests === 0,
   },
 ];
 

@@ -115,11 +115,11 @@ describe("learning:harness boundaries", () => {
     expect(r.repository_unchanged).toBe(true);
   });
 
-  it("stops before the first model call when the context budget is too small", () => {
+  it("stops before the first model call when the context window is too small", () => {
     const r = byName("context-budget");
     expect(r).toMatchObject({
       status: "stopped",
-      reason: "context_budget_exhausted",
+      reason: "context_exhausted",
       model_requests: 0,
       tool_calls: 0,
     });

@@ -46,7 +46,7 @@ describe("npm run learning:harness", () => {
       ["unread-version", "NOT_READ", 3, true],
       ["stale-version", "STALE_VERSION", 3, true],
       ["step-budget", "budget_exhausted", 2, true],
-      ["context-budget", "context_budget_exhausted", 0, true],
+      ["context-budget", "context_exhausted", 0, true],
     ]);
   });
 
