@@ -7,6 +7,12 @@ import type { ProposalRecord } from "../runtime/ports.js";
 import { digestOf } from "../shared/hash.js";
 import { EngineError } from "./errors.js";
 import { finish, recheckFinished } from "./finish.js";
+import {
+  changedInstructions,
+  type InstructionFile,
+  NestedInstructions,
+  startInstructionFiles,
+} from "./instructions.js";
 import { ModelStep } from "./model-step.js";
 import { DEFAULT_LIMITS, type EngineOptions, type Limits, type RunSummary } from "./options.js";
 import { cancel, type EngineRun, stop } from "./outcome.js";
@@ -58,10 +64,14 @@ export class Engine {
       };
       const recovered = this.writer.recoveredLock;
       const resuming = this.state.header !== undefined;
+      const instructions =
+        this.options.instructions === undefined
+          ? undefined
+          : await startInstructionFiles(this.options.instructions, this.options.runtime.fs);
       if (!resuming) {
-        await this.begin();
+        await this.begin(instructions);
       } else {
-        this.checkIdentity();
+        this.checkIdentity(instructions);
       }
       if (recovered) {
         await this.record({
@@ -109,8 +119,14 @@ export class Engine {
 
     const model = new ModelStep(run);
     const runtime = this.createRuntime();
+    const nested = new NestedInstructions(this.options.runtime.fs);
     for (;;) {
       if (this.signal.aborted) return cancel(run);
+      // Sessions recorded before instructions were keep sending what they always did.
+      if (this.state.startInstructions !== undefined) {
+        const loaded = await nested.check(this.state);
+        if (loaded) await this.record({ type: "instructions.loaded", data: loaded });
+      }
       const pending = this.state.pendingCalls();
       if (pending.length > 0) {
         const outcome = await runtime.runCalls({
@@ -141,7 +157,7 @@ export class Engine {
     }
   }
 
-  private async begin(): Promise<void> {
+  private async begin(instructions: InstructionFile[] | undefined): Promise<void> {
     const goal = this.options.goal;
     if (goal === undefined || goal.trim() === "")
       throw new EngineError("BAD_INPUT", "a new session needs a goal");
@@ -169,13 +185,17 @@ export class Engine {
           acceptance: this.options.acceptance.map((check) => check.name),
           ...(this.options.setup ? { options: this.options.setup } : {}),
           key_id: this.writer.keyId,
+          ...(this.options.environment ? { environment: this.options.environment } : {}),
         },
       },
       { type: "user.input", data: { text: goal } },
+      ...(instructions
+        ? [{ type: "instructions.loaded", data: { trigger: "start", files: instructions } } as const]
+        : []),
     );
   }
 
-  private checkIdentity(): void {
+  private checkIdentity(instructions: InstructionFile[] | undefined): void {
     const header = this.state.header!;
     const o = this.options;
     const differences: string[] = [];
@@ -187,11 +207,19 @@ export class Engine {
     if (digestOf(header.provider) !== digestOf(o.provider.identity)) differences.push("model provider");
     if (header.system_prompt_digest !== digestOf(this.systemPrompt)) differences.push("system prompt");
     if (header.tools_digest !== o.runtime.snapshot.digest) differences.push("tool set");
+    // Instructions are part of the identity from the sessions that recorded them on.
+    const recorded = this.state.startInstructions;
+    const changed =
+      recorded !== undefined && instructions !== undefined ? changedInstructions(recorded, instructions) : [];
+    differences.push(...changed);
     if (differences.length > 0) {
       throw new EngineError(
         "IDENTITY_MISMATCH",
         `session "${o.sessionId}" was recorded with a different ${differences.join(", ")}; ` +
-          "a changed task needs a new session (run again without --session, or with a new session id)",
+          "a changed task needs a new session (run again without --session, or with a new session id)" +
+          (changed.length > 0
+            ? "; or restore the instructions the session was recorded with (see: harness inspect)"
+            : ""),
       );
     }
   }

@@ -5,6 +5,7 @@ import { ProviderError } from "../providers/provider.js";
 import { retryDelay } from "../providers/retry.js";
 import { sleep } from "../shared/sleep.js";
 import { toWellFormed } from "../shared/unicode.js";
+import { systemText } from "./instructions.js";
 import type { RunSummary } from "./options.js";
 import { cancel, type EngineRun, stop } from "./outcome.js";
 import { generalProviderAdvice } from "./provider-advice.js";
@@ -32,7 +33,7 @@ export class ModelStep {
       }
       const step = this.run.state.replies.length;
       const messages: ModelMessage[] = [
-        { role: "system", content: this.run.systemPrompt },
+        { role: "system", content: this.systemMessage() },
         ...this.run.state.messages,
       ];
       const size = this.requestSize();
@@ -132,8 +133,17 @@ export class ModelStep {
   /** The request's size in JSON characters: system prompt, messages and tool specs. */
   private requestSize(): number {
     this.specChars ??= JSON.stringify(this.run.options.runtime.snapshot.specs).length;
-    return JSON.stringify(this.run.systemPrompt).length + this.run.state.messageChars + this.specChars;
+    return JSON.stringify(this.systemMessage()).length + this.run.state.messageChars + this.specChars;
   }
+
+  /** The rules, then the environment and instructions the session recorded at start. */
+  private systemMessage(): string {
+    const { state, systemPrompt } = this.run;
+    this.system ??= systemText(systemPrompt, state.header?.environment, state.startInstructions ?? []);
+    return this.system;
+  }
+
+  private system: string | undefined;
 
   private specChars: number | undefined;
 
