@@ -1,9 +1,10 @@
 import type { JournalWriter } from "../journal/store.js";
 import { type AnyNewEvent, JOURNAL_FORMAT_VERSION } from "../journal/vocabulary.js";
 import { SessionGrants } from "../policy/grants.js";
+import { readAccess } from "../runtime/authorize.js";
 import { DEFAULT_RETRY, DEFAULT_SETTLE_GRACE_MS } from "../runtime/environment.js";
 import { ToolRuntime } from "../runtime/pipeline.js";
-import type { ProposalRecord } from "../runtime/ports.js";
+import type { GrantPort, ProposalRecord } from "../runtime/ports.js";
 import { digestOf } from "../shared/hash.js";
 import { EngineError } from "./errors.js";
 import { finish, recheckFinished } from "./finish.js";
@@ -32,11 +33,14 @@ export class Engine {
   private writer!: JournalWriter;
   private state!: SessionState;
   private session!: EngineRun;
+  /** Approvals "for this session": the runtime's, and what nested instructions are read under. */
+  private grants!: GrantPort;
 
   constructor(private readonly options: EngineOptions) {
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
     this.systemPrompt = options.systemPrompt ?? SYSTEM_PROMPT;
     this.signal = options.signal ?? new AbortController().signal;
+    this.grants = options.runtime.grants ?? new SessionGrants();
   }
 
   async run(): Promise<RunSummary> {
@@ -119,7 +123,13 @@ export class Engine {
 
     const model = new ModelStep(run);
     const runtime = this.createRuntime();
-    const nested = new NestedInstructions(this.options.runtime.fs);
+    // A nested file is sent only where read_file could read it without asking.
+    const nested = new NestedInstructions(
+      this.options.runtime.fs,
+      async (path) =>
+        (await readAccess(path, { permissions: this.options.policy.permissions, grants: this.grants })) ===
+        "allowed",
+    );
     for (;;) {
       if (this.signal.aborted) return cancel(run);
       // Sessions recorded before instructions were keep sending what they always did.
@@ -237,7 +247,7 @@ export class Engine {
     // The environment passes through whole; the engine adds what the session owns.
     return new ToolRuntime({
       ...o.runtime,
-      grants: o.runtime.grants ?? new SessionGrants(),
+      grants: this.grants,
       retry: o.runtime.retry ?? DEFAULT_RETRY,
       settleGraceMs: o.runtime.settleGraceMs ?? DEFAULT_SETTLE_GRACE_MS,
       sessionId: o.sessionId,

@@ -162,7 +162,11 @@ export class NestedInstructions {
   /** History entries already scanned by this process (a resume scans the whole history once). */
   private scanned = 0;
 
-  constructor(private readonly fs: WorkspaceFs) {}
+  constructor(
+    private readonly fs: WorkspaceFs,
+    /** Whether the session's policy lets read_file read this path (a denied file is not sent). */
+    private readonly readable: (path: string) => Promise<boolean>,
+  ) {}
 
   async check(state: {
     history: readonly { name: string; status: string; data?: Record<string, unknown> }[];
@@ -182,7 +186,7 @@ export class NestedInstructions {
     const files: InstructionFile[] = [];
     for (const directory of directories) {
       const file = await readWorkspaceInstructions(this.fs, directory);
-      if (file) files.push(file);
+      if (file && (await this.readable(file.path))) files.push(file);
     }
     return { trigger: "nested", files, checked: directories };
   }

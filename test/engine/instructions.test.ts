@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { EngineError } from "../../src/engine/errors.js";
 import type { SessionEnvironment, StartInstructions } from "../../src/engine/instructions.js";
 import { SYSTEM_PROMPT } from "../../src/engine/system-prompt.js";
+import { modePolicy } from "../../src/policy/policy-permissions.js";
 import type { ModelMessage } from "../../src/protocol/types.js";
 import { ScriptedProvider } from "../../src/providers/scripted/provider.js";
 import type { ScriptFunction } from "../../src/providers/scripted/script.js";
@@ -139,6 +140,30 @@ describe("project instructions", () => {
       // Directories without their own file are looked at once and recorded as looked at.
       { trigger: "nested", files: [], checked: ["src/deep", "src/deep/er"] },
     ]);
+  });
+
+  it("does not send a nested AGENTS.md the policy would not let read_file read", async () => {
+    await writeFile(join(ws.root, "src/deep/AGENTS.md"), "secret rules\n");
+    const policy = modePolicy({ write: "allow", deny: ["read_file(src/deep/AGENTS.md)"] });
+    const provider = recording((_m, step) =>
+      step === 0 ? read("r1", "src/deep/er/c.ts") : { text: "done" },
+    );
+    await run(ws, {
+      provider,
+      extra: {
+        instructions: { workspace: true },
+        policy: { describe: policy.describe, digest: policy.digest, permissions: policy },
+      },
+    });
+    const nested = (await ws.events("instructions.loaded")).slice(1).map((r) => r.data);
+    expect(nested).toEqual([
+      {
+        trigger: "nested",
+        files: [expect.objectContaining({ path: "src/AGENTS.md" })],
+        checked: ["src", "src/deep", "src/deep/er"],
+      },
+    ]);
+    expect(JSON.stringify(provider.requests.at(-1))).not.toContain("secret rules");
   });
 
   it("cuts a file over 32 KiB at the limit with a visible marker; the digest is of the whole file", async () => {
