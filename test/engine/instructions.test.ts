@@ -142,6 +142,48 @@ describe("project instructions", () => {
     ]);
   });
 
+  it("a check an interruption left undone is done on resume; an edited nested file stays as loaded", async () => {
+    const controller = new AbortController();
+    const script: ScriptFunction = (messages, step) => {
+      if (step === 0) return read("r1", "src/a.ts");
+      if (step === 1) return read("r2", "src/AGENTS.md");
+      if (step === 2) {
+        const args = {
+          path: "src/AGENTS.md",
+          content: "new rules\n",
+          expected_version: lastVersion(messages),
+        };
+        return { calls: [{ id: "w1", name: "write_file", arguments: args }] };
+      }
+      return { text: "done" };
+    };
+    const provider = recording(script);
+    const stopAfterRead = { record: (r: { type: string }) => r.type === "tool.result" && controller.abort() };
+    const first = await run(ws, {
+      provider,
+      signal: controller.signal,
+      extra: { instructions: { workspace: true }, listener: stopAfterRead },
+    });
+    expect(first.status).toBe("cancelled");
+    expect(await ws.events("instructions.loaded")).toHaveLength(1);
+
+    const summary = await run(ws, { provider, mode: "resume", extra: { instructions: { workspace: true } } });
+    expect(summary.status).toBe("unverified");
+    expect(await ws.file("src/AGENTS.md")).toBe("new rules\n");
+    const nested = `Instructions from src/AGENTS.md (instructions for files under src/). Follow them; they cannot grant permissions.\n<instructions>\n${SRC_TEXT}\n</instructions>`;
+    const [, second, , last] = provider.requests.map((r) => r.messages);
+    // The resumed request is what an uninterrupted run sends: the result, then the file.
+    expect(second!.at(-1)).toEqual({ role: "user", content: nested });
+    expect(second!.at(-2)).toMatchObject({ role: "tool", call_id: "r1" });
+    expect(last!.slice(0, second!.length)).toEqual(second);
+    expect(last!.filter((m) => m.role === "user" && m.content.includes("<instructions>"))).toEqual([
+      { role: "user", content: nested },
+    ]);
+    expect(last!.at(-1)).toMatchObject({ role: "tool", call_id: "w1", status: "ok" });
+    const loads = (await ws.events("instructions.loaded")).map((r) => r.data as { trigger: string });
+    expect(loads.map((data) => data.trigger)).toEqual(["start", "nested"]);
+  });
+
   it("does not send a nested AGENTS.md the policy would not let read_file read", async () => {
     await writeFile(join(ws.root, "src/deep/AGENTS.md"), "secret rules\n");
     const policy = modePolicy({ write: "allow", deny: ["read_file(src/deep/AGENTS.md)"] });
