@@ -1,6 +1,7 @@
 import type { EventData } from "../journal/vocabulary.js";
 import { sha256Hex } from "../shared/hash.js";
 import { WorkspaceError, type WorkspaceFs } from "../workspace/fs.js";
+import { EngineError } from "./errors.js";
 
 /**
  * Project instructions (`AGENTS.md`) and the statement of the environment the agent works in.
@@ -50,8 +51,9 @@ export async function readWorkspaceInstructions(
     if (stat?.kind !== "file") return undefined;
     return instructionFile(directory === "." ? "workspace" : "nested", path, await fs.readFile(path));
   } catch (error) {
-    // Outside the boundary (a symlink out) or gone meanwhile: no instructions from there.
-    if (error instanceof WorkspaceError) return undefined;
+    // Outside the boundary (a symlink out) or gone meanwhile: no instructions from there. A file
+    // that exists and cannot be read is the caller's to judge.
+    if (error instanceof WorkspaceError && error.code !== "IO_ERROR") return undefined;
     throw error;
   }
 }
@@ -127,7 +129,14 @@ export async function startInstructionFiles(
   const files: InstructionFile[] = [];
   if (start.user) files.push(instructionFile("user", start.user.path, start.user.bytes));
   if (start.workspace) {
-    const root = await readWorkspaceInstructions(fs, ".");
+    const root = await readWorkspaceInstructions(fs, ".").catch((error: unknown) => {
+      // The project's rules must not silently go missing from a session.
+      if (!(error instanceof WorkspaceError)) throw error;
+      throw new EngineError(
+        "BAD_INPUT",
+        `${INSTRUCTIONS_FILE} at the workspace root cannot be read (${error.message}); fix its permissions or remove it`,
+      );
+    });
     if (root) files.push(root);
   }
   return files;
@@ -185,7 +194,8 @@ export class NestedInstructions {
     if (directories.length === 0) return undefined;
     const files: InstructionFile[] = [];
     for (const directory of directories) {
-      const file = await readWorkspaceInstructions(this.fs, directory);
+      // A nested file that cannot be read is treated as absent: the agent could not read it either.
+      const file = await readWorkspaceInstructions(this.fs, directory).catch(() => undefined);
       if (file && (await this.readable(file.path))) files.push(file);
     }
     return { trigger: "nested", files, checked: directories };

@@ -9,6 +9,7 @@ import type { ModelMessage } from "../../src/protocol/types.js";
 import { ScriptedProvider } from "../../src/providers/scripted/provider.js";
 import type { ScriptFunction } from "../../src/providers/scripted/script.js";
 import { sha256Hex } from "../../src/shared/hash.js";
+import { WorkspaceError } from "../../src/workspace/fs.js";
 import { lastVersion, Recording, run, tempWorkspace, type Workspace } from "../support/session.js";
 
 let ws: Workspace;
@@ -206,6 +207,29 @@ describe("project instructions", () => {
       },
     ]);
     expect(JSON.stringify(provider.requests.at(-1))).not.toContain("secret rules");
+  });
+
+  it("a root AGENTS.md that exists but cannot be read stops a new session before anything is recorded", async () => {
+    const real = ws.fs;
+    const fs = new Proxy(real, {
+      get(target, key) {
+        if (key === "readFile")
+          return async (path: string) => {
+            if (path === "AGENTS.md")
+              throw new WorkspaceError("IO_ERROR", path, "AGENTS.md: permission denied");
+            return real.readFile(path);
+          };
+        const value = Reflect.get(target, key, target) as unknown;
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const provider = recording(() => ({ text: "done" }));
+    const started = run(ws, { provider, runtime: { fs }, extra: { instructions: { workspace: true } } });
+    await expect(started).rejects.toThrow(
+      /AGENTS\.md at the workspace root cannot be read .*permission denied/,
+    );
+    expect(provider.requests).toEqual([]);
+    expect(await ws.journal()).toEqual([]);
   });
 
   it("cuts a file over 32 KiB at the limit with a visible marker; the digest is of the whole file", async () => {
