@@ -86,6 +86,8 @@ export async function runSession(run: SessionRun): Promise<number> {
       ...(run.setup.processes ? { processes: run.setup.processes } : {}),
       ...(run.setup.proposals ? { proposals: run.setup.proposals } : {}),
       ...(run.setup.providerAdvice ? { providerAdvice: run.setup.providerAdvice } : {}),
+      ...(run.setup.instructions ? { instructions: run.setup.instructions } : {}),
+      ...(run.setup.environment ? { environment: run.setup.environment } : {}),
       ...(run.setup.flags ? { setup: recordableFlags(run.setup.flags) } : {}),
       acceptance: run.acceptance,
       limits: run.limits,

@@ -1,6 +1,7 @@
 import { ConfigError } from "../config/errors.js";
 import { modelProfiles, shellSetting, toolTimeouts } from "../config/sections.js";
 import { type AcceptanceCheck, CommandCheck } from "../engine/acceptance.js";
+import type { SessionEnvironment, StartInstructions } from "../engine/instructions.js";
 import type { PolicyHandle } from "../engine/options.js";
 import { generalProviderAdvice, type ProviderAdvice } from "../engine/provider-advice.js";
 import type { ProcessSupervision } from "../engine/recovery.js";
@@ -38,6 +39,7 @@ import type { AnyTool } from "../tools/tool.js";
 import { configNamedFiles } from "./config-hooks.js";
 import { contextBudgetFor } from "./context-budget.js";
 import { loadGovernance } from "./governance.js";
+import { sessionEnvironment, startInstructions } from "./instructions.js";
 import type { RunFlags } from "./run-flags.js";
 import { UsageError } from "./usage-error.js";
 import type { OpenedWorkspace } from "./workspace.js";
@@ -61,6 +63,10 @@ export interface RunSetup {
   timeoutFor?: (tool: AnyTool) => number;
   /** The context window requests must fit, and the reserve kept for the reply. */
   context: ContextBudget;
+  /** The user's AGENTS.md (and the workspace root's, read by the engine). */
+  instructions?: StartInstructions;
+  /** The environment stated to the model in a new session. */
+  environment?: SessionEnvironment;
   /** An acceptance check for a command: run through the session's executor, in its profile. */
   acceptanceCheck: (command: string, timeoutMs: number) => AcceptanceCheck;
 }
@@ -131,7 +137,15 @@ export async function buildSetup(options: {
   const model = await loadProvider(options.script, flags, governance.config, env);
   const notices = [...governance.config.notices, ...processes.notices];
   const context = contextBudgetFor(flags, model.profile, notices);
+  const { policy } = governance;
   return {
+    instructions: await startInstructions(env),
+    environment: sessionEnvironment(
+      snapshot,
+      processes,
+      { write: policy.write.value, shell: policy.shell.value, read_only: policy.readOnly.value },
+      env,
+    ),
     flags,
     provider: model.provider,
     ...(model.advice ? { providerAdvice: model.advice } : {}),

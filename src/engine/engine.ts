@@ -6,12 +6,19 @@ import {
   defaultReplyReserve,
   resolveContextBudget,
 } from "../providers/context-window.js";
+import { readAccess } from "../runtime/authorize.js";
 import { DEFAULT_RETRY, DEFAULT_SETTLE_GRACE_MS } from "../runtime/environment.js";
 import { ToolRuntime } from "../runtime/pipeline.js";
-import type { ProposalRecord } from "../runtime/ports.js";
+import type { GrantPort, ProposalRecord } from "../runtime/ports.js";
 import { digestOf } from "../shared/hash.js";
 import { EngineError } from "./errors.js";
 import { finish, recheckFinished } from "./finish.js";
+import {
+  changedInstructions,
+  type InstructionFile,
+  NestedInstructions,
+  startInstructionFiles,
+} from "./instructions.js";
 import { ModelStep } from "./model-step.js";
 import { DEFAULT_LIMITS, type EngineOptions, type Limits, type RunSummary } from "./options.js";
 import { cancel, type EngineRun, stop } from "./outcome.js";
@@ -32,12 +39,15 @@ export class Engine {
   private writer!: JournalWriter;
   private state!: SessionState;
   private session!: EngineRun;
+  /** Approvals "for this session": the runtime's, and what nested instructions are read under. */
+  private grants!: GrantPort;
 
   constructor(private readonly options: EngineOptions) {
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
     this.budget = contextBudgetOf(this.limits, options.provider.identity.model);
     this.systemPrompt = options.systemPrompt ?? SYSTEM_PROMPT;
     this.signal = options.signal ?? new AbortController().signal;
+    this.grants = options.runtime.grants ?? new SessionGrants();
   }
 
   async run(): Promise<RunSummary> {
@@ -66,10 +76,14 @@ export class Engine {
       };
       const recovered = this.writer.recoveredLock;
       const resuming = this.state.header !== undefined;
+      const instructions =
+        this.options.instructions === undefined
+          ? undefined
+          : await startInstructionFiles(this.options.instructions, this.options.runtime.fs);
       if (!resuming) {
-        await this.begin();
+        await this.begin(instructions);
       } else {
-        this.checkIdentity();
+        this.checkIdentity(instructions);
       }
       if (recovered) {
         await this.record({
@@ -117,8 +131,20 @@ export class Engine {
 
     const model = new ModelStep(run);
     const runtime = this.createRuntime();
+    // A nested file is sent only where read_file could read it without asking.
+    const nested = new NestedInstructions(
+      this.options.runtime.fs,
+      async (path) =>
+        (await readAccess(path, { permissions: this.options.policy.permissions, grants: this.grants })) ===
+        "allowed",
+    );
     for (;;) {
       if (this.signal.aborted) return cancel(run);
+      // Sessions recorded before instructions were keep sending what they always did.
+      if (this.state.startInstructions !== undefined) {
+        const loaded = await nested.check(this.state);
+        if (loaded) await this.record({ type: "instructions.loaded", data: loaded });
+      }
       const pending = this.state.pendingCalls();
       if (pending.length > 0) {
         const outcome = await runtime.runCalls({
@@ -149,7 +175,7 @@ export class Engine {
     }
   }
 
-  private async begin(): Promise<void> {
+  private async begin(instructions: InstructionFile[] | undefined): Promise<void> {
     const goal = this.options.goal;
     if (goal === undefined || goal.trim() === "")
       throw new EngineError("BAD_INPUT", "a new session needs a goal");
@@ -177,13 +203,17 @@ export class Engine {
           acceptance: this.options.acceptance.map((check) => check.name),
           ...(this.options.setup ? { options: this.options.setup } : {}),
           key_id: this.writer.keyId,
+          ...(this.options.environment ? { environment: this.options.environment } : {}),
         },
       },
       { type: "user.input", data: { text: goal } },
+      ...(instructions
+        ? [{ type: "instructions.loaded", data: { trigger: "start", files: instructions } } as const]
+        : []),
     );
   }
 
-  private checkIdentity(): void {
+  private checkIdentity(instructions: InstructionFile[] | undefined): void {
     const header = this.state.header!;
     const o = this.options;
     const differences: string[] = [];
@@ -195,11 +225,19 @@ export class Engine {
     if (digestOf(header.provider) !== digestOf(o.provider.identity)) differences.push("model provider");
     if (header.system_prompt_digest !== digestOf(this.systemPrompt)) differences.push("system prompt");
     if (header.tools_digest !== o.runtime.snapshot.digest) differences.push("tool set");
+    // Instructions are part of the identity from the sessions that recorded them on.
+    const recorded = this.state.startInstructions;
+    const changed =
+      recorded !== undefined && instructions !== undefined ? changedInstructions(recorded, instructions) : [];
+    differences.push(...changed);
     if (differences.length > 0) {
       throw new EngineError(
         "IDENTITY_MISMATCH",
         `session "${o.sessionId}" was recorded with a different ${differences.join(", ")}; ` +
-          "a changed task needs a new session (run again without --session, or with a new session id)",
+          "a changed task needs a new session (run again without --session, or with a new session id)" +
+          (changed.length > 0
+            ? "; or restore the instructions the session was recorded with (see: harness inspect)"
+            : ""),
       );
     }
   }
@@ -217,7 +255,7 @@ export class Engine {
     // The environment passes through whole; the engine adds what the session owns.
     return new ToolRuntime({
       ...o.runtime,
-      grants: o.runtime.grants ?? new SessionGrants(),
+      grants: this.grants,
       retry: o.runtime.retry ?? DEFAULT_RETRY,
       settleGraceMs: o.runtime.settleGraceMs ?? DEFAULT_SETTLE_GRACE_MS,
       sessionId: o.sessionId,

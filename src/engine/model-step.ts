@@ -5,6 +5,7 @@ import { ProviderError } from "../providers/provider.js";
 import { retryDelay } from "../providers/retry.js";
 import { sleep } from "../shared/sleep.js";
 import { toWellFormed } from "../shared/unicode.js";
+import { systemText } from "./instructions.js";
 import type { RunSummary } from "./options.js";
 import { cancel, type EngineRun, stop } from "./outcome.js";
 import { generalProviderAdvice } from "./provider-advice.js";
@@ -33,7 +34,7 @@ export class ModelStep {
       }
       const step = this.run.state.replies.length;
       const messages: ModelMessage[] = [
-        { role: "system", content: this.run.systemPrompt },
+        { role: "system", content: this.systemMessage() },
         ...this.run.state.messages,
       ];
       const tokens = this.estimate();
@@ -139,7 +140,7 @@ export class ModelStep {
   private estimate() {
     this.specBytes ??= Buffer.byteLength(JSON.stringify(this.run.options.runtime.snapshot.specs));
     const bytes =
-      Buffer.byteLength(JSON.stringify(this.run.systemPrompt)) + this.run.state.messageBytes + this.specBytes;
+      Buffer.byteLength(JSON.stringify(this.systemMessage())) + this.run.state.messageBytes + this.specBytes;
     const basis = basisTokens(bytes);
     return {
       basis_tokens: basis,
@@ -150,6 +151,15 @@ export class ModelStep {
   }
 
   private specBytes: number | undefined;
+
+  /** The rules, then the environment and instructions the session recorded at start. */
+  private systemMessage(): string {
+    const { state, systemPrompt } = this.run;
+    this.system ??= systemText(systemPrompt, state.header?.environment, state.startInstructions ?? []);
+    return this.system;
+  }
+
+  private system: string | undefined;
 
   /** Exponential backoff with full jitter, or exactly what the server's Retry-After asked. */
   private retryDelay(attempt: number, retryAfterMs: number | undefined): number {

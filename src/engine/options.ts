@@ -6,6 +6,7 @@ import type { RuntimeEnvironment } from "../runtime/environment.js";
 import type { PermissionPort, ProgressListener, ProposalPort, ProposalRecord } from "../runtime/ports.js";
 import type { JsonObject } from "../shared/json.js";
 import type { AcceptanceCheck } from "./acceptance.js";
+import type { SessionEnvironment, StartInstructions } from "./instructions.js";
 import type { ProviderAdvice } from "./provider-advice.js";
 import type { ProcessSupervision } from "./recovery.js";
 import type { SessionState } from "./state.js";
@@ -106,6 +107,13 @@ export interface EngineOptions {
   /** What to tell the user when a model request fails for good (default: general advice per code). */
   providerAdvice?: ProviderAdvice;
   systemPrompt?: string;
+  /**
+   * Project instructions: the user's file (read by the embedder) and whether to read the
+   * workspace root's AGENTS.md. Without it a session records and pins none (nor nested ones).
+   */
+  instructions?: StartInstructions;
+  /** The environment stated to the model in a new session (recorded in `session.started`). */
+  environment?: SessionEnvironment;
   sleep?(ms: number, signal: AbortSignal): Promise<void>;
   random?(): number;
 }

@@ -3,6 +3,7 @@ import type { ModelMessage, ToolCall } from "../protocol/types.js";
 import type { HistoryEntry } from "../runtime/ports.js";
 import { projectForModel } from "../runtime/projection.js";
 import type { ToolResult } from "../runtime/result.js";
+import { type InstructionFile, instructionsText } from "./instructions.js";
 import { TokenCalibration } from "./tokens.js";
 
 const RESOLUTION_NOTES = {
@@ -42,6 +43,12 @@ export class SessionState {
   private readonly callArguments = new Map<string, ToolCall>();
   /** Human resolutions of unknown outcomes, by call id (the latest wins). */
   readonly resolutions = new Map<string, EventData<"review.resolved">>();
+  /** Instructions recorded at start (undefined: a session recorded before they were). */
+  startInstructions: InstructionFile[] | undefined;
+  /** Every instructions file pinned for this session, in load order. */
+  readonly instructions: InstructionFile[] = [];
+  /** Directories already looked at for a nested AGENTS.md. */
+  readonly checkedDirectories = new Set<string>();
   modelRequests = 0;
   /** Retryable failures since the last reply, and the backoff they asked for (resume keeps both). */
   retriesSinceReply = 0;
@@ -75,6 +82,17 @@ export class SessionState {
       case "user.input":
         this.goal ??= record.data.text;
         this.addMessage({ role: "user", content: record.data.text });
+        break;
+      case "instructions.loaded":
+        this.instructions.push(...record.data.files);
+        for (const directory of record.data.checked ?? []) this.checkedDirectories.add(directory);
+        if (record.data.trigger === "start") {
+          this.startInstructions = record.data.files;
+        } else {
+          // Appended where it was read, so every earlier request stays a prefix of the next.
+          for (const file of record.data.files)
+            this.addMessage({ role: "user", content: instructionsText(file) });
+        }
         break;
       case "model.started":
         this.modelRequests += 1;

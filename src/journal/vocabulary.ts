@@ -67,6 +67,39 @@ export const EVENT_SCHEMAS = {
     options: jsonObject.optional(),
     /** Fingerprint of the journal key that authenticates this session (never the key). */
     key_id: z.string().optional(),
+    /** The environment stated to the model (absent in sessions recorded before it was). */
+    environment: z
+      .object({
+        os: z.string(),
+        shell_program: z.string(),
+        sandbox: z.enum(["workspace-write", "read-only", "none"]),
+        write: z.enum(["allow", "ask", "deny", "propose"]),
+        shell: z.enum(["allow", "ask", "deny"]),
+        read_only: z.boolean(),
+      })
+      .optional(),
+  }),
+  /**
+   * Project instructions (AGENTS.md) as read: `start` (the user's and the workspace root's, pinned
+   * in the system message; part of the session identity) or `nested` (a directory's, read when a
+   * call first touched a file under it, with every directory looked at in `checked`).
+   */
+  "instructions.loaded": z.object({
+    trigger: z.enum(["start", "nested"]),
+    files: z.array(
+      z.object({
+        source: z.enum(["user", "workspace", "nested"]),
+        /** Workspace-relative, or the user's file with the home directory as `~`. */
+        path: z.string(),
+        /** SHA-256 of the whole file. */
+        sha256: hex64,
+        bytes: z.number().int(),
+        truncated: z.boolean(),
+        /** What the model is sent (the file, cut at the size limit with a marker). */
+        text: z.string(),
+      }),
+    ),
+    checked: z.array(z.string()).optional(),
   }),
   "session.resumed": z.object({ pid: z.number().int() }),
   "user.input": z.object({ text: z.string() }),

@@ -41,9 +41,9 @@ const ACCEPT = Object.entries(EXPECTED)
   .map(([name, content]) => `printf '${content.replace("\n", "\\n")}' | cmp -s - ${name}`)
   .join(" && ");
 const CALL_IDS = ["read-a", "edit-a", "read-b", "write-c", "edit-b"];
-/** session.started, user.input; per tool step model.started, model.reply, tool.started, tool.result;
+/** session.started, user.input, instructions.loaded; per tool step model.started, model.reply, tool.started, tool.result;
  * then model.started, model.reply, acceptance.checked, run.finished. */
-const TOTAL_EVENTS = 2 + 4 * CALL_IDS.length + 4;
+const TOTAL_EVENTS = 3 + 4 * CALL_IDS.length + 4;
 const OUTCOMES = ["run.finished", "run.stopped", "run.cancelled"];
 
 const runArgs = (workspace: string, extra: string[] = []) => [

@@ -87,6 +87,14 @@ function render(record: AnyRecord, style: Style): string {
       return `session started (${escapeForTerminal(String(record.data.provider.kind))} model, tools ${record.data.tools.map((t) => escapeForTerminal(t.name)).join(", ")})`;
     case "session.resumed":
       return style.dim("resumed");
+    case "instructions.loaded": {
+      const files = record.data.files.map(
+        (f) =>
+          `${escapeForTerminal(f.path)} (${f.bytes} bytes${f.truncated ? ", truncated" : ""}, sha256 ${f.sha256.slice(0, 12)})`,
+      );
+      const what = files.length > 0 ? files.join(", ") : "none found";
+      return `instructions ${record.data.trigger === "start" ? "at start" : "nested"}: ${what}`;
+    }
     case "user.input":
       return `user: ${escapeForTerminal(record.data.text)}`;
     case "model.started": {

@@ -43,6 +43,9 @@ const RUN_HELP = `Usage: harness run [options] GOAL
 
 Run a model against a workspace. Every step is recorded under DIR/.harness/sessions/ID/.
 The run is "verified" only when every --accept command exits 0 after the model finishes.
+The model is sent AGENTS.md from the workspace root and from next to your user config
+(each up to 32 KiB; nested AGENTS.md files once a call touches their directory), recorded in
+the journal; a resume refuses when the root or user file changed (see README).
 
 Model (one of):
   --script FILE              scripted model: a .json script or an .mjs module (offline)
@@ -95,7 +98,8 @@ const RESUME_HELP = `Usage: harness resume SESSION [options]
 Continue a recorded session: calls recorded but never started run without a new model
 request; a call that started without a recorded outcome is marked unknown and the session
 stops for review (nothing is run twice); a finished session re-runs its acceptance checks.
-The workspace, goal, policy and model must be the ones the session was started with.
+The workspace, goal, policy and model must be the ones the session was started with, and
+the root and user AGENTS.md the ones it recorded (restore them, or start a new session).
 
 Only a journal you recorded (or adopted with harness journal adopt) is resumed: one recorded
 under another journal key, or changed after it was written, is refused (exit 5) before anything

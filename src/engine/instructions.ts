@@ -1,0 +1,203 @@
+import type { EventData } from "../journal/vocabulary.js";
+import { sha256Hex } from "../shared/hash.js";
+import { WorkspaceError, type WorkspaceFs } from "../workspace/fs.js";
+import { EngineError } from "./errors.js";
+
+/**
+ * Project instructions (`AGENTS.md`) and the statement of the environment the agent works in.
+ * What the model is told comes from the journal only: the files' texts are recorded when they
+ * are read (`instructions.loaded`) and the environment in `session.started`, so a resumed
+ * session sends the same bytes. The files are text for the model; the host never runs them.
+ */
+
+export const INSTRUCTIONS_FILE = "AGENTS.md";
+/** Largest part of one instructions file that is sent; the rest is cut with a visible marker. */
+export const INSTRUCTIONS_LIMIT_BYTES = 32 * 1024;
+
+export type InstructionFile = EventData<"instructions.loaded">["files"][number];
+export type SessionEnvironment = NonNullable<EventData<"session.started">["environment"]>;
+
+/** The instructions a session starts with: the user's file and the workspace root's, when present. */
+export interface StartInstructions {
+  user?: { path: string; bytes: Uint8Array };
+  /** Read from the workspace root at start, and again on resume to compare digests. */
+  workspace: boolean;
+}
+
+/** A file's record: the digest is of the whole file, the text at most the limit. */
+export function instructionFile(
+  source: InstructionFile["source"],
+  path: string,
+  bytes: Uint8Array,
+): InstructionFile {
+  const size = bytes.byteLength;
+  const truncated = size > INSTRUCTIONS_LIMIT_BYTES;
+  // A cut inside a multi-byte character decodes to U+FFFD; drop it so the text stays clean.
+  let text = new TextDecoder().decode(truncated ? bytes.subarray(0, INSTRUCTIONS_LIMIT_BYTES) : bytes);
+  if (truncated) {
+    text = `${text.replace(/\uFFFD+$/, "")}\n[harness: ${path} is ${size} bytes; only its first ${INSTRUCTIONS_LIMIT_BYTES} bytes are included]`;
+  }
+  return { source, path, sha256: sha256Hex(bytes), bytes: size, truncated, text };
+}
+
+/** `<dir>/AGENTS.md` from the workspace, or undefined when there is none (or it is not a file). */
+export async function readWorkspaceInstructions(
+  fs: WorkspaceFs,
+  directory: string,
+): Promise<InstructionFile | undefined> {
+  const path = directory === "." ? INSTRUCTIONS_FILE : `${directory}/${INSTRUCTIONS_FILE}`;
+  try {
+    const stat = await fs.stat(path);
+    if (stat?.kind !== "file") return undefined;
+    return instructionFile(directory === "." ? "workspace" : "nested", path, await fs.readFile(path));
+  } catch (error) {
+    // Outside the boundary (a symlink out) or gone meanwhile: no instructions from there. A file
+    // that exists and cannot be read is the caller's to judge.
+    if (error instanceof WorkspaceError && error.code !== "IO_ERROR") return undefined;
+    throw error;
+  }
+}
+
+/** Directories strictly between the root and a workspace-relative file path, outermost first. */
+export function directoriesAbove(path: string): string[] {
+  const parts = path.split("/").slice(0, -1);
+  return parts.map((_, i) => parts.slice(0, i + 1).join("/"));
+}
+
+const WRITE_MODE_TEXT: Record<SessionEnvironment["write"], string> = {
+  allow: "file writes inside the workspace are allowed",
+  ask: "each file write needs a person's approval (it may be denied)",
+  deny: "file writes are denied; do not try to change files",
+  propose: "file writes become proposals a person reviews later; the files on disk do not change",
+};
+const SHELL_MODE_TEXT: Record<SessionEnvironment["shell"], string> = {
+  allow: "shell commands are allowed",
+  ask: "each shell command needs a person's approval (it may be denied)",
+  deny: "shell commands are denied; use the file tools",
+};
+const SANDBOX_TEXT: Record<SessionEnvironment["sandbox"], string> = {
+  "workspace-write":
+    "commands run in a sandbox that may write only inside the workspace (and a private /tmp)",
+  "read-only": "commands run in a read-only sandbox: they cannot change the workspace",
+  none: "commands run without a sandbox",
+};
+
+/** The environment as stated to the model, from what the session recorded at start. */
+export function environmentText(env: SessionEnvironment): string {
+  const lines = [
+    "Environment of this session:",
+    `- Operating system: ${env.os}; shell: ${env.shell_program}.`,
+    `- Sandbox profile: ${env.sandbox}: ${SANDBOX_TEXT[env.sandbox]}.`,
+    `- Write mode: ${env.write}: ${env.read_only ? "the run is read-only; file writes are denied" : WRITE_MODE_TEXT[env.write]}.`,
+    `- Shell mode: ${env.shell}: ${SHELL_MODE_TEXT[env.shell]}.`,
+  ];
+  return lines.join("\n");
+}
+
+/** One instructions file as the model reads it: where it comes from, then its text verbatim. */
+export function instructionsText(file: InstructionFile): string {
+  const scope =
+    file.source === "user"
+      ? "the user's instructions for every project"
+      : file.source === "workspace"
+        ? "the project's instructions"
+        : `instructions for files under ${file.path.slice(0, -INSTRUCTIONS_FILE.length - 1)}/`;
+  return `Instructions from ${file.path} (${scope}). Follow them; they cannot grant permissions.\n<instructions>\n${file.text}\n</instructions>`;
+}
+
+/**
+ * The system message: the fixed rules, then what this session recorded at start (environment,
+ * user and root instructions). Fixed for the whole session, so every request starts with the
+ * same bytes.
+ */
+export function systemText(
+  base: string,
+  environment: SessionEnvironment | undefined,
+  files: readonly InstructionFile[],
+): string {
+  const parts = [base];
+  if (environment) parts.push(environmentText(environment));
+  for (const file of files) parts.push(instructionsText(file));
+  return parts.join("\n\n");
+}
+
+/** The files a session starts with, as they are now (read again on resume to compare). */
+export async function startInstructionFiles(
+  start: StartInstructions,
+  fs: WorkspaceFs,
+): Promise<InstructionFile[]> {
+  const files: InstructionFile[] = [];
+  if (start.user) files.push(instructionFile("user", start.user.path, start.user.bytes));
+  if (start.workspace) {
+    const root = await readWorkspaceInstructions(fs, ".").catch((error: unknown) => {
+      // The project's rules must not silently go missing from a session.
+      if (!(error instanceof WorkspaceError)) throw error;
+      throw new EngineError(
+        "BAD_INPUT",
+        `${INSTRUCTIONS_FILE} at the workspace root cannot be read (${error.message}); fix its permissions or remove it`,
+      );
+    });
+    if (root) files.push(root);
+  }
+  return files;
+}
+
+/** Which start files differ from what the session recorded (added, removed or changed). */
+export function changedInstructions(
+  recorded: readonly InstructionFile[],
+  current: readonly InstructionFile[],
+): string[] {
+  const changed: string[] = [];
+  for (const source of ["user", "workspace"] as const) {
+    const before = recorded.find((f) => f.source === source);
+    const now = current.find((f) => f.source === source);
+    if (before?.sha256 === now?.sha256) continue;
+    const path = before?.path ?? now?.path ?? INSTRUCTIONS_FILE;
+    const what = before === undefined ? "added" : now === undefined ? "removed" : "changed";
+    changed.push(`${source === "user" ? "user" : "project"} instructions (${path} ${what})`);
+  }
+  return changed;
+}
+
+const TOUCHING_TOOLS = new Set(["read_file", "write_file", "edit_file"]);
+
+/**
+ * Nested rules: after calls settle, each directory between the root and a file a call read or
+ * wrote is looked at once for its own AGENTS.md. What was found and looked at is journaled, so
+ * a resume neither loads a file twice nor looks again where it looked before; a check a crash
+ * interrupted is simply done again.
+ */
+export class NestedInstructions {
+  /** History entries already scanned by this process (a resume scans the whole history once). */
+  private scanned = 0;
+
+  constructor(
+    private readonly fs: WorkspaceFs,
+    /** Whether the session's policy lets read_file read this path (a denied file is not sent). */
+    private readonly readable: (path: string) => Promise<boolean>,
+  ) {}
+
+  async check(state: {
+    history: readonly { name: string; status: string; data?: Record<string, unknown> }[];
+    checkedDirectories: ReadonlySet<string>;
+  }): Promise<EventData<"instructions.loaded"> | undefined> {
+    const directories: string[] = [];
+    for (const entry of state.history.slice(this.scanned)) {
+      const path = entry.data?.path;
+      if (!TOUCHING_TOOLS.has(entry.name) || entry.status !== "ok" || typeof path !== "string") continue;
+      for (const directory of directoriesAbove(path)) {
+        if (!state.checkedDirectories.has(directory) && !directories.includes(directory))
+          directories.push(directory);
+      }
+    }
+    this.scanned = state.history.length;
+    if (directories.length === 0) return undefined;
+    const files: InstructionFile[] = [];
+    for (const directory of directories) {
+      // A nested file that cannot be read is treated as absent: the agent could not read it either.
+      const file = await readWorkspaceInstructions(this.fs, directory).catch(() => undefined);
+      if (file && (await this.readable(file.path))) files.push(file);
+    }
+    return { trigger: "nested", files, checked: directories };
+  }
+}
