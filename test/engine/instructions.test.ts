@@ -292,6 +292,26 @@ describe("project instructions", () => {
     expect(await ws.events("instructions.loaded")).toHaveLength(1);
   });
 
+  it("a resume states the environment the session recorded, whatever the resuming setup says", async () => {
+    const provider = recording((_m, step) => (step === 0 ? read("r1", "hello.txt") : { text: "done" }));
+    const first = await run(ws, {
+      provider,
+      limits: { maxToolCalls: 0 },
+      extra: { instructions: { workspace: true }, environment: ENV },
+    });
+    expect(first.reason).toBe("budget_exhausted");
+    const tighter: SessionEnvironment = { ...ENV, write: "deny", shell: "deny", read_only: true };
+    await run(ws, {
+      provider,
+      mode: "resume",
+      extra: { instructions: { workspace: true }, environment: tighter },
+    });
+    expect(provider.requests).toHaveLength(2);
+    const system = systemOf(provider.requests[1]!.messages);
+    expect(system).toBe(systemOf(provider.requests[0]!.messages));
+    expect(system).toContain("- Write mode: propose: file writes become proposals");
+  });
+
   it("a session recorded before instructions existed resumes and is sent exactly what it was sent before", async () => {
     const provider = recording((_m, step) => (step === 0 ? read("r1", "src/a.ts") : { text: "done" }));
     // No instructions option: the journal has no instructions.loaded and no environment.
