@@ -67,12 +67,18 @@ export function createProgress(options: {
             ),
           );
           break;
-        case "model.started":
+        case "model.started": {
           endLine();
+          const { estimated_input_tokens: estimate, context_window: window } = record.data;
+          const size =
+            estimate === undefined || window === undefined ? "" : `, ~${estimate} of ${window} tokens`;
           err.write(
-            style.dim(`· model request (step ${record.data.step + 1}, attempt ${record.data.attempt + 1})\n`),
+            style.dim(
+              `· model request (step ${record.data.step + 1}, attempt ${record.data.attempt + 1}${size})\n`,
+            ),
           );
           break;
+        }
         case "model.retryable_error":
           endLine();
           err.write(

@@ -114,6 +114,9 @@ describe("--context-window", () => {
     );
 
     // Resumed without the flag: the recorded window holds, and the same request is refused again.
+    const progress = await harness(["resume", "cw", "--script", script, "--workspace", workspace]);
+    expectExit(progress, 2);
+    expect(progress.stdout).toContain("context_exhausted");
     const again = await harness(["resume", "cw", ...common]);
     expectExit(again, 2);
     expect(jsonSummary(again)).toMatchObject({ reason: "context_exhausted", message: summary.message });
@@ -123,6 +126,7 @@ describe("--context-window", () => {
     const wider = await harness(["resume", "cw", ...common, "--context-window", "100000"]);
     expectExit(wider, 0);
     expect(jsonSummary(wider)).toMatchObject({ status: "unverified", tokens: { context_window: 100000 } });
+    expect(wider.stderr).toMatch(/· model request \(step \d+, attempt 1, ~\d+ of 100000 tokens\)/);
     expect(await received(log)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
   });
 

@@ -140,6 +140,26 @@ describe("context window", () => {
     }
   });
 
+  it("a scripted reply's usage is reported like a provider's, and calibrates the next estimate", async () => {
+    const turns = [
+      {
+        calls: [{ id: "r", name: "read_file", arguments: { path: "big.txt" } }],
+        usage: { input_tokens: 9_999 },
+      },
+      { text: "done" },
+    ];
+    await run(ws, { turns, limits: { contextWindowTokens: 100_000 } });
+    const records = await ws.journal();
+    const [first, second] = started(records);
+    expect(records.find((r) => r.type === "model.reply")?.data).toMatchObject({
+      usage: { input_tokens: 9_999, output_tokens: 0 },
+    });
+    expect(second!.estimated_input_tokens).toBe(
+      Math.ceil(second!.basis_tokens! * Math.min(4, 9_999 / first!.basis_tokens!)),
+    );
+    expect(second!.estimated_input_tokens).toBeGreaterThan(second!.basis_tokens!);
+  });
+
   it("a session resumed after a crash computes the same estimates as an uninterrupted one", async () => {
     const limits = { contextWindowTokens: 100_000 };
     await run(ws, { provider: reader(4, reportTwiceTheBytesOver4), session: "whole", limits });

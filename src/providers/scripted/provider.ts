@@ -93,7 +93,7 @@ export class ScriptedProvider implements Provider {
         yield { type: "tool_call_delta", call_id: call.id, arguments: fragment };
       }
     }
-    yield { type: "usage", usage: { input_tokens: 0, output_tokens: 0 } };
+    yield { type: "usage", usage: { input_tokens: 0, output_tokens: 0, ...turn.usage } };
     yield { type: "end", reason: turn.calls.length > 0 ? "tool_calls" : "stop" };
   }
 

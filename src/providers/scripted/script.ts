@@ -11,7 +11,17 @@ const scriptedCall = z.strictObject({
 
 /** One scripted model turn: a reply, a raw event stream (to script faults), or an error. */
 export const scriptedTurnSchema = z.union([
-  z.strictObject({ text: z.string().default(""), calls: z.array(scriptedCall).default([]) }),
+  z.strictObject({
+    text: z.string().default(""),
+    calls: z.array(scriptedCall).default([]),
+    /** Token counts to report as the provider would (default 0): scripts can exercise calibration. */
+    usage: z
+      .strictObject({
+        input_tokens: z.number().int().nonnegative().optional(),
+        output_tokens: z.number().int().nonnegative().optional(),
+      })
+      .optional(),
+  }),
   z.strictObject({ stream: z.array(z.unknown()) }),
   z.strictObject({
     error: z.strictObject({
