@@ -52,7 +52,8 @@ async function timedSession(root: string, backend: JournalBackend, session: stri
     goal: "read a file 200 times",
     policy: { describe: policy.describe, digest: policy.digest, permissions: policy },
     acceptance: [],
-    limits: { maxModelRequests: STEPS + 5, maxToolCalls: STEPS + 5 },
+    // A window no 200-step history outgrows: this measures step cost, not context management.
+    limits: { maxModelRequests: STEPS + 5, maxToolCalls: STEPS + 5, contextWindowTokens: 10_000_000 },
     mode: "new",
     harnessVersion: "bench",
     listener,
