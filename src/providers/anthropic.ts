@@ -1,5 +1,5 @@
 import { createAnthropic } from "@ai-sdk/anthropic";
-import type { LanguageModelV3CallOptions } from "@ai-sdk/provider";
+import type { LanguageModelV3CallOptions, LanguageModelV3Prompt } from "@ai-sdk/provider";
 import { createAiSdkProvider } from "./ai-sdk-stream.js";
 import { ANTHROPIC_DEFAULT_BASE_URL, publicUrl, sdkConnection } from "./endpoint.js";
 import { toFunctionTools, toLanguageModelPrompt } from "./prompt.js";
@@ -49,7 +49,7 @@ export function createAnthropicProvider(options: AnthropicOptions): Provider {
 
 function anthropicCallOptions(request: ModelRequest, options: AnthropicOptions): LanguageModelV3CallOptions {
   const callOptions: LanguageModelV3CallOptions = {
-    prompt: toLanguageModelPrompt(request.messages, "anthropic-signed"),
+    prompt: withCacheBreakpoints(toLanguageModelPrompt(request.messages, "anthropic-signed")),
   };
   if (request.tools.length > 0) {
     callOptions.tools = toFunctionTools(request.tools);
@@ -62,4 +62,22 @@ function anthropicCallOptions(request: ModelRequest, options: AnthropicOptions):
     };
   }
   return callOptions;
+}
+
+const EPHEMERAL = { anthropic: { cacheControl: { type: "ephemeral" } } };
+
+/**
+ * Anthropic caches only up to explicit breakpoints. Two are set: the system message (tools and
+ * system, the same for the whole session) and the last message, a rolling breakpoint: each
+ * request writes the cache at its end, and the next one, which extends it byte for byte, reads
+ * it back. The marker itself is not part of the cached content, so moving it keeps the prefix.
+ */
+function withCacheBreakpoints(prompt: LanguageModelV3Prompt): LanguageModelV3Prompt {
+  const system = prompt.findIndex((message) => message.role === "system");
+  const last = prompt.length - 1;
+  return prompt.map((message, i) =>
+    i === system || (i === last && message.role !== "system")
+      ? { ...message, providerOptions: EPHEMERAL }
+      : message,
+  );
 }

@@ -1,0 +1,101 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cliEnv, ensureBuilt, expectExit, removeTemps, runCli, tempDir, workspaceWith } from "./cli.js";
+import { HELLO_BEFORE, HELLO_FILE, helloRunArgs, helloScript } from "./hello-task.js";
+import { type MockRequest, startMockServer } from "./mock-server.js";
+import { providerFlags } from "./providers.js";
+import type { Dialect } from "./wire.js";
+
+beforeAll(() => ensureBuilt());
+afterAll(() => removeTemps());
+
+type Body = Record<string, unknown>;
+
+/** Anthropic's breakpoint marker is not part of the cached content: compared without it. */
+function withoutCacheControl(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutCacheControl);
+  if (value === null || typeof value !== "object") return value;
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([key]) => key !== "cache_control")
+      .map(([key, inner]) => [key, withoutCacheControl(inner)]),
+  );
+}
+
+/** What a provider caches, in the order it is hashed: everything before the conversation, then it. */
+function conversation(dialect: Dialect, body: Body): { fixed: string; messages: string } {
+  switch (dialect) {
+    case "chat":
+      return { fixed: JSON.stringify([body.model, body.tools]), messages: JSON.stringify(body.messages) };
+    case "responses":
+      return {
+        fixed: JSON.stringify([body.model, body.instructions, body.tools]),
+        messages: JSON.stringify(body.input),
+      };
+    default:
+      return {
+        fixed: JSON.stringify(withoutCacheControl([body.model, body.system, body.tools])),
+        messages: JSON.stringify(withoutCacheControl(body.messages)),
+      };
+  }
+}
+
+async function helloRequests(dialect: Dialect): Promise<MockRequest[]> {
+  const server = await startMockServer({ dialect, script: helloScript() });
+  try {
+    const workspace = await workspaceWith({ [HELLO_FILE]: HELLO_BEFORE });
+    const result = await runCli(
+      helloRunArgs(providerFlags(dialect, server.baseUrl), workspace, `cache-${dialect}`),
+      cliEnv(await tempDir("harness-prov-home-")),
+    );
+    expectExit(result, 0);
+    expect(server.failures).toEqual([]);
+    return server.requests;
+  } finally {
+    await server.close();
+  }
+}
+
+describe.each<Dialect>(["chat", "responses", "anthropic"])("requests over %s", (dialect) => {
+  it("extend the previous request byte for byte, so a provider's prompt cache can serve the prefix", async () => {
+    const requests = await helloRequests(dialect);
+    expect(requests).toHaveLength(3);
+    for (const [i, request] of requests.entries()) {
+      if (i === 0) continue;
+      const before = conversation(dialect, requests[i - 1]!.body as Body);
+      const after = conversation(dialect, request.body as Body);
+      expect(after.fixed).toBe(before.fixed);
+      // The earlier messages, serialized, are a prefix of the later ones: same bytes, same order.
+      const open = before.messages.slice(0, -1);
+      expect(after.messages.startsWith(open)).toBe(true);
+      expect(after.messages.length).toBeGreaterThan(before.messages.length);
+    }
+  });
+});
+
+describe("provider caching controls", () => {
+  it("anthropic: a breakpoint on the system block and a rolling one on the last message", async () => {
+    const requests = await helloRequests("anthropic");
+    for (const request of requests) {
+      const body = request.body as { system: Body[]; messages: { content: Body[] }[] };
+      expect(body.system.at(-1)!.cache_control).toEqual({ type: "ephemeral" });
+      const marked = body.messages.flatMap((m, i) =>
+        m.content.flatMap((block, j) => (block.cache_control === undefined ? [] : [[i, j]])),
+      );
+      const last = body.messages.length - 1;
+      expect(marked).toEqual([[last, body.messages[last]!.content.length - 1]]);
+      expect(body.messages[last]!.content.at(-1)!.cache_control).toEqual({ type: "ephemeral" });
+    }
+  });
+
+  it("openai responses: one prompt_cache_key for every request of the session", async () => {
+    const requests = await helloRequests("responses");
+    const keys = requests.map((r) => (r.body as Body).prompt_cache_key);
+    expect(keys[0]).toMatch(/^harness-[0-9a-f]{32}$/);
+    expect(new Set(keys)).toEqual(new Set([keys[0]]));
+  });
+
+  it("chat completions: no prompt_cache_key to an endpoint that is not OpenAI's", async () => {
+    const requests = await helloRequests("chat");
+    for (const request of requests) expect(request.body).not.toHaveProperty("prompt_cache_key");
+  });
+});
