@@ -1,5 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cliEnv, ensureBuilt, expectExit, removeTemps, runCli, tempDir, workspaceWith } from "./cli.js";
+import {
+  cliEnv,
+  ensureBuilt,
+  expectExit,
+  jsonSummary,
+  ofType,
+  readJournal,
+  removeTemps,
+  runCli,
+  tempDir,
+  workspaceWith,
+} from "./cli.js";
 import { HELLO_BEFORE, HELLO_FILE, helloRunArgs, helloScript } from "./hello-task.js";
 import { type MockRequest, startMockServer } from "./mock-server.js";
 import { providerFlags } from "./providers.js";
@@ -97,5 +108,58 @@ describe("provider caching controls", () => {
   it("chat completions: no prompt_cache_key to an endpoint that is not OpenAI's", async () => {
     const requests = await helloRequests("chat");
     for (const request of requests) expect(request.body).not.toHaveProperty("prompt_cache_key");
+  });
+});
+
+describe("prompt cache usage over anthropic", () => {
+  it("is journaled per reply and shown by inspect (per request and total) and in run --json", async () => {
+    // Anthropic reports uncached input apart from cache reads and writes; harness records the
+    // whole input and, within it, what was read from and written to the cache.
+    const usage = [
+      { input: 100, output: 10, cached: 0, cacheWrite: 1500 },
+      { input: 120, output: 20, cached: 1500, cacheWrite: 300 },
+      { input: 90, output: 5, cached: 1800, cacheWrite: 200 },
+    ];
+    const server = await startMockServer({ dialect: "anthropic", script: helloScript({ usage }) });
+    try {
+      const workspace = await workspaceWith({ [HELLO_FILE]: HELLO_BEFORE });
+      const env = cliEnv(await tempDir("harness-prov-home-"));
+      const result = await runCli(
+        helloRunArgs(providerFlags("anthropic", server.baseUrl), workspace, "cache-usage"),
+        env,
+      );
+      expectExit(result, 0);
+      const perReply = usage.map((u) => ({
+        input_tokens: u.input + u.cached + u.cacheWrite,
+        output_tokens: u.output,
+        cached_tokens: u.cached,
+        cache_write_tokens: u.cacheWrite,
+      }));
+      const records = await readJournal(workspace, "cache-usage");
+      expect(ofType(records, "model.reply").map((r) => r.data.usage)).toEqual(perReply);
+      const total = { input_tokens: 5610, output_tokens: 35, cached_tokens: 3300, cache_write_tokens: 2000 };
+      expect(jsonSummary(result)).toMatchObject({ usage: total });
+
+      const inspected = await runCli(["inspect", "cache-usage", "-w", workspace, "--json"], env);
+      expectExit(inspected, 0);
+      const json = JSON.parse(inspected.stdout) as { usage: unknown; tokens: { requests: unknown[] } };
+      expect(json.usage).toMatchObject(total);
+      expect(json.tokens.requests).toEqual(
+        perReply.map((u, step) =>
+          expect.objectContaining({
+            step,
+            reported_input_tokens: u.input_tokens,
+            cached_input_tokens: u.cached_tokens,
+            cache_write_tokens: u.cache_write_tokens,
+          }),
+        ),
+      );
+      const text = await runCli(["inspect", "cache-usage", "-w", workspace], env);
+      expectExit(text, 0);
+      expect(text.stdout).toContain("[1920 input tokens, 1500 cached, 300 written to cache]");
+      expect(text.stdout).toContain("tokens in 5610 / out 35, cached 3300 read / 2000 written");
+    } finally {
+      await server.close();
+    }
   });
 });
