@@ -130,7 +130,7 @@ export function createProvider(profile: unknown, env: Environment): Provider {
 }
 
 /** OpenAI's own API, where Chat Completions is known to accept `prompt_cache_key`. */
-function isOpenAIEndpoint(baseUrl: string | undefined): boolean {
+export function isOpenAIEndpoint(baseUrl: string | undefined): boolean {
   if (baseUrl === undefined) return false;
   try {
     return new URL(baseUrl).hostname === new URL(OPENAI_DEFAULT_BASE_URL).hostname;
