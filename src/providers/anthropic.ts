@@ -67,17 +67,20 @@ function anthropicCallOptions(request: ModelRequest, options: AnthropicOptions):
 const EPHEMERAL = { anthropic: { cacheControl: { type: "ephemeral" } } };
 
 /**
- * Anthropic caches only up to explicit breakpoints. Two are set: the system message (tools and
- * system, the same for the whole session) and the last message, a rolling breakpoint: each
- * request writes the cache at its end, and the next one, which extends it byte for byte, reads
- * it back. The marker itself is not part of the cached content, so moving it keeps the prefix.
+ * Anthropic caches only up to explicit breakpoints (at most 4). Three are set: the system message
+ * (tools and system, the same for the whole session); the last message, where this request
+ * writes the cache; and the end of the previous request (the message before the latest reply),
+ * where the previous request wrote it, so it is read back however many blocks one step added
+ * (Anthropic looks back only 20 blocks from a breakpoint). The markers are not part of the cached
+ * content, so moving them keeps the prefix.
  */
 function withCacheBreakpoints(prompt: LanguageModelV3Prompt): LanguageModelV3Prompt {
+  const marked = new Set<number>();
   const system = prompt.findIndex((message) => message.role === "system");
+  if (system !== -1) marked.add(system);
+  const lastReply = prompt.findLastIndex((message) => message.role === "assistant");
+  if (lastReply > 0 && prompt[lastReply - 1]!.role !== "system") marked.add(lastReply - 1);
   const last = prompt.length - 1;
-  return prompt.map((message, i) =>
-    i === system || (i === last && message.role !== "system")
-      ? { ...message, providerOptions: EPHEMERAL }
-      : message,
-  );
+  if (last >= 0 && prompt[last]!.role !== "system") marked.add(last);
+  return prompt.map((message, i) => (marked.has(i) ? { ...message, providerOptions: EPHEMERAL } : message));
 }

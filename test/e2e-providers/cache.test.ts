@@ -84,17 +84,28 @@ describe.each<Dialect>(["chat", "responses", "anthropic"])("requests over %s", (
 });
 
 describe("provider caching controls", () => {
-  it("anthropic: a breakpoint on the system block and a rolling one on the last message", async () => {
+  it("anthropic: breakpoints on the system block, where the previous request ended, and at the end", async () => {
     const requests = await helloRequests("anthropic");
-    for (const request of requests) {
-      const body = request.body as { system: Body[]; messages: { content: Body[] }[] };
+    type Message = { role: string; content: Body[] };
+    const lastBlock = (messages: Message[], i: number) => [i, messages[i]!.content.length - 1];
+    for (const [n, request] of requests.entries()) {
+      const body = request.body as { system: Body[]; messages: Message[] };
       expect(body.system.at(-1)!.cache_control).toEqual({ type: "ephemeral" });
       const marked = body.messages.flatMap((m, i) =>
         m.content.flatMap((block, j) => (block.cache_control === undefined ? [] : [[i, j]])),
       );
       const last = body.messages.length - 1;
-      expect(marked).toEqual([[last, body.messages[last]!.content.length - 1]]);
-      expect(body.messages[last]!.content.at(-1)!.cache_control).toEqual({ type: "ephemeral" });
+      if (n === 0) {
+        expect(marked).toEqual([lastBlock(body.messages, last)]);
+        continue;
+      }
+      // The previous request's last message, at the same position, is marked again: its cache
+      // entry is read back; the new end is where this request writes.
+      const before = (requests[n - 1]!.body as { messages: Message[] }).messages.length - 1;
+      expect(marked).toEqual([lastBlock(body.messages, before), lastBlock(body.messages, last)]);
+      for (const [i, j] of marked) {
+        expect(body.messages[i!]!.content[j!]!.cache_control).toEqual({ type: "ephemeral" });
+      }
     }
   });
 

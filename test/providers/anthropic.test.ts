@@ -365,11 +365,12 @@ describe("anthropic: what is sent", () => {
     expect(sent?.headers["x-api-key"]).toBeUndefined();
     const body = JSON.parse(sent?.body ?? "{}");
     expect(body.thinking).toEqual({ type: "enabled", budget_tokens: 1024 });
-    // Cache breakpoints: the system block, and the last message's last block (rolling).
+    // Cache breakpoints: the system block, and the last block of the last message (rolling).
     const ephemeral = { type: "ephemeral" };
     expect(body.system).toEqual([{ type: "text", text: "sys", cache_control: ephemeral }]);
     expect(body.messages).toEqual([
-      { role: "user", content: [{ type: "text", text: "read a and b" }] },
+      // The end of the previous request (before the latest reply) is a breakpoint too.
+      { role: "user", content: [{ type: "text", text: "read a and b", cache_control: ephemeral }] },
       {
         role: "assistant",
         content: [
