@@ -1,5 +1,6 @@
 // `npm run bench`: every benchmark in one run, printed as one table (and --json for scripts).
 import { benchAcceptance } from "./acceptance.js";
+import { benchContext } from "./context.js";
 import { benchJournal } from "./journal.js";
 import { benchPolicy } from "./policy.js";
 import { benchRuntime } from "./runtime.js";
@@ -15,6 +16,7 @@ const sections: [string, () => Promise<BenchRow[]> | BenchRow[]][] = [
   ["shell and sandbox (issue 4)", benchShell],
   ["shell rules on parsed commands (issue 10)", benchPolicy],
   ["acceptance sandboxed vs unsandboxed (issue 10)", benchAcceptance],
+  ["context: cacheable requests and build time (issue 12)", benchContext],
 ];
 
 const json = process.argv.includes("--json");

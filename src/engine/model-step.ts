@@ -5,6 +5,7 @@ import { ProviderError } from "../providers/provider.js";
 import { retryDelay } from "../providers/retry.js";
 import { sleep } from "../shared/sleep.js";
 import { toWellFormed } from "../shared/unicode.js";
+import { promptCacheKey } from "./cache-key.js";
 import { systemText } from "./instructions.js";
 import type { RunSummary } from "./options.js";
 import { cancel, type EngineRun, stop } from "./outcome.js";
@@ -59,6 +60,7 @@ export class ModelStep {
           step,
           attempt,
           ordinal: this.run.state.ordinal,
+          cacheKey: promptCacheKey(this.run.state.header),
         },
         this.run.signal,
       );

@@ -58,7 +58,7 @@ export class SessionState {
   batches = 0;
   outcome: Outcome | undefined;
   records = 0;
-  usage = { input_tokens: 0, output_tokens: 0, reasoning_tokens: 0, cached_tokens: 0 };
+  usage = { input_tokens: 0, output_tokens: 0, reasoning_tokens: 0, cached_tokens: 0, cache_write_tokens: 0 };
   /** Reported input tokens against estimated bases of this session's requests. */
   readonly calibration = new TokenCalibration();
   /** The basis of the request in flight (from its model.started), paired with the reply's report. */
@@ -139,6 +139,7 @@ export class SessionState {
           this.usage.output_tokens += usage.output_tokens ?? 0;
           this.usage.reasoning_tokens += usage.reasoning_tokens ?? 0;
           this.usage.cached_tokens += usage.cached_tokens ?? 0;
+          this.usage.cache_write_tokens += usage.cache_write_tokens ?? 0;
         }
         break;
       }

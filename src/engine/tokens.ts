@@ -45,6 +45,9 @@ export interface RequestTokens {
   attempt: number;
   estimated_input_tokens: number | null;
   reported_input_tokens: number | null;
+  /** Of the reported input, how much the provider read from / wrote to its prompt cache. */
+  cached_input_tokens: number | null;
+  cache_write_tokens: number | null;
   context_window: number | null;
 }
 
@@ -65,11 +68,15 @@ export function requestTokens(records: readonly AnyRecord[]): {
         attempt: record.data.attempt,
         estimated_input_tokens: record.data.estimated_input_tokens ?? null,
         reported_input_tokens: null,
+        cached_input_tokens: null,
+        cache_write_tokens: null,
         context_window: record.data.context_window ?? null,
       };
       requests.push(open);
     } else if (record.type === "model.reply" && open !== undefined) {
       open.reported_input_tokens = record.data.usage?.input_tokens ?? null;
+      open.cached_input_tokens = record.data.usage?.cached_tokens ?? null;
+      open.cache_write_tokens = record.data.usage?.cache_write_tokens ?? null;
       open = undefined;
     }
   }

@@ -15,6 +15,8 @@ const usage = z.object({
   output_tokens: z.number().optional(),
   reasoning_tokens: z.number().optional(),
   cached_tokens: z.number().optional(),
+  // Absent in journals written before cache writes were recorded.
+  cache_write_tokens: z.number().optional(),
 });
 const call = z.object({
   id: z.string().min(1),

@@ -35,6 +35,7 @@ const usageSchema = z.strictObject({
   output_tokens: z.number().int().nonnegative().optional(),
   reasoning_tokens: z.number().int().nonnegative().optional(),
   cached_tokens: z.number().int().nonnegative().optional(),
+  cache_write_tokens: z.number().int().nonnegative().optional(),
 });
 
 const eventSchema = z.discriminatedUnion("type", [

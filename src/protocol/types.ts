@@ -8,7 +8,10 @@ export interface Usage {
   input_tokens?: number | undefined;
   output_tokens?: number | undefined;
   reasoning_tokens?: number | undefined;
+  /** Input tokens read from the provider's prompt cache (part of input_tokens). */
   cached_tokens?: number | undefined;
+  /** Input tokens written to the provider's prompt cache (Anthropic; part of input_tokens). */
+  cache_write_tokens?: number | undefined;
 }
 
 /**

@@ -195,6 +195,7 @@ function toUsage(usage: LanguageModelV3Usage | undefined): Usage | undefined {
   setUsageCount(out, "output_tokens", usage.outputTokens?.total);
   setUsageCount(out, "reasoning_tokens", usage.outputTokens?.reasoning);
   setUsageCount(out, "cached_tokens", usage.inputTokens?.cacheRead);
+  setUsageCount(out, "cache_write_tokens", usage.inputTokens?.cacheWrite);
   return Object.keys(out).length > 0 ? out : undefined;
 }
 

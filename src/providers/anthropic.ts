@@ -1,5 +1,5 @@
 import { createAnthropic } from "@ai-sdk/anthropic";
-import type { LanguageModelV3CallOptions } from "@ai-sdk/provider";
+import type { LanguageModelV3CallOptions, LanguageModelV3Prompt } from "@ai-sdk/provider";
 import { createAiSdkProvider } from "./ai-sdk-stream.js";
 import { ANTHROPIC_DEFAULT_BASE_URL, publicUrl, sdkConnection } from "./endpoint.js";
 import { toFunctionTools, toLanguageModelPrompt } from "./prompt.js";
@@ -49,7 +49,7 @@ export function createAnthropicProvider(options: AnthropicOptions): Provider {
 
 function anthropicCallOptions(request: ModelRequest, options: AnthropicOptions): LanguageModelV3CallOptions {
   const callOptions: LanguageModelV3CallOptions = {
-    prompt: toLanguageModelPrompt(request.messages, "anthropic-signed"),
+    prompt: withCacheBreakpoints(toLanguageModelPrompt(request.messages, "anthropic-signed")),
   };
   if (request.tools.length > 0) {
     callOptions.tools = toFunctionTools(request.tools);
@@ -62,4 +62,25 @@ function anthropicCallOptions(request: ModelRequest, options: AnthropicOptions):
     };
   }
   return callOptions;
+}
+
+const EPHEMERAL = { anthropic: { cacheControl: { type: "ephemeral" } } };
+
+/**
+ * Anthropic caches only up to explicit breakpoints (at most 4). Three are set: the system message
+ * (tools and system, the same for the whole session); the last message, where this request
+ * writes the cache; and the end of the previous request (the message before the latest reply),
+ * where the previous request wrote it, so it is read back however many blocks one step added
+ * (Anthropic looks back only 20 blocks from a breakpoint). The markers are not part of the cached
+ * content, so moving them keeps the prefix.
+ */
+function withCacheBreakpoints(prompt: LanguageModelV3Prompt): LanguageModelV3Prompt {
+  const marked = new Set<number>();
+  const system = prompt.findIndex((message) => message.role === "system");
+  if (system !== -1) marked.add(system);
+  const lastReply = prompt.findLastIndex((message) => message.role === "assistant");
+  if (lastReply > 0 && prompt[lastReply - 1]!.role !== "system") marked.add(lastReply - 1);
+  const last = prompt.length - 1;
+  if (last >= 0 && prompt[last]!.role !== "system") marked.add(last);
+  return prompt.map((message, i) => (marked.has(i) ? { ...message, providerOptions: EPHEMERAL } : message));
 }

@@ -57,6 +57,8 @@ export interface ChatRequestInput {
   messages: readonly ModelMessage[];
   tools: readonly ToolSpec[];
   maxOutputTokens?: number;
+  /** Sent as `prompt_cache_key`; only to endpoints known to accept it (see openai-compatible.ts). */
+  cacheKey?: string | undefined;
 }
 
 export function chatRequestBody(input: ChatRequestInput): JsonObject {
@@ -71,6 +73,7 @@ export function chatRequestBody(input: ChatRequestInput): JsonObject {
     body.tool_choice = "auto";
   }
   if (input.maxOutputTokens !== undefined) body.max_tokens = input.maxOutputTokens;
+  if (input.cacheKey !== undefined) body.prompt_cache_key = input.cacheKey;
   return body;
 }
 

@@ -98,6 +98,7 @@ export function createProvider(profile: unknown, env: Environment): Provider {
           ...common,
           ...maxOutput,
           baseUrl: baseUrl ?? "",
+          promptCacheKey: isOpenAIEndpoint(baseUrl),
         }),
       );
     case "openai":
@@ -125,6 +126,16 @@ export function createProvider(profile: unknown, env: Environment): Provider {
       return lazyProvider(identityOf("http-json", parsed.model, baseUrl ?? ""), async () =>
         (await import("./http-json.js")).createHttpJsonProvider({ ...common, url: baseUrl ?? "" }),
       );
+  }
+}
+
+/** OpenAI's own API, where Chat Completions is known to accept `prompt_cache_key`. */
+export function isOpenAIEndpoint(baseUrl: string | undefined): boolean {
+  if (baseUrl === undefined) return false;
+  try {
+    return new URL(baseUrl).hostname === new URL(OPENAI_DEFAULT_BASE_URL).hostname;
+  } catch {
+    return false;
   }
 }
 

@@ -24,6 +24,11 @@ export interface OpenAICompatibleOptions {
   maxOutputTokens?: number;
   /** Longest time without progress (connecting, headers, or between stream chunks). */
   timeoutMs?: number;
+  /**
+   * Send the request's `prompt_cache_key`. Off unless the endpoint is OpenAI's own: other
+   * compatible servers may reject a field they do not know, and caching is never worth a failure.
+   */
+  promptCacheKey?: boolean;
 }
 
 const PROVIDER = "openai-compatible";
@@ -63,6 +68,7 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
           messages: request.messages,
           tools: request.tools,
           ...(options.maxOutputTokens === undefined ? {} : { maxOutputTokens: options.maxOutputTokens }),
+          ...(options.promptCacheKey === true ? { cacheKey: request.cacheKey } : {}),
         }),
       );
       const control = new RequestControl(signal, options.timeoutMs);

@@ -55,7 +55,12 @@ function responsesCallOptions(
 ): LanguageModelV3CallOptions {
   const callOptions: LanguageModelV3CallOptions = {
     prompt: toLanguageModelPrompt(request.messages, "none"),
-    providerOptions: { openai: { store: false } },
+    providerOptions: {
+      openai: {
+        store: false,
+        ...(request.cacheKey === undefined ? {} : { promptCacheKey: request.cacheKey }),
+      },
+    },
   };
   if (request.tools.length > 0) {
     callOptions.tools = toFunctionTools(request.tools);

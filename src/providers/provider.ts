@@ -12,6 +12,11 @@ export interface ModelRequest {
   attempt: number;
   /** Number of model attempts whose outcome is already recorded in the session. */
   ordinal: number;
+  /**
+   * A stable per-session value for the provider's prompt cache routing (OpenAI
+   * `prompt_cache_key`): equal for every request of one session, so they reach the same cache.
+   */
+  cacheKey?: string | undefined;
 }
 
 /**

@@ -53,6 +53,8 @@ export interface MockUsage {
   output: number;
   reasoning?: number;
   cached?: number;
+  /** Anthropic only: cache_creation_input_tokens. */
+  cacheWrite?: number;
 }
 
 export interface PartialCall {
@@ -613,7 +615,7 @@ function writeAnthropic(reply: StreamReply): WireResponse {
           usage: {
             input_tokens: usage?.input ?? 0,
             cache_read_input_tokens: usage?.cached ?? 0,
-            cache_creation_input_tokens: 0,
+            cache_creation_input_tokens: usage?.cacheWrite ?? 0,
             output_tokens: 1,
           },
         },

@@ -103,6 +103,8 @@ describe("--context-window", () => {
         attempt: 0,
         estimated_input_tokens: estimate,
         reported_input_tokens: 0,
+        cached_input_tokens: null,
+        cache_write_tokens: null,
         context_window: 8000,
       })),
     );

@@ -87,7 +87,10 @@ describe("anthropic: recorded streams", () => {
     expect(error).toBeUndefined();
     expect(text(events)).toBe("- Captain\n- Scoop");
     expect(events.slice(-2)).toEqual([
-      { type: "usage", usage: { input_tokens: 17, output_tokens: 10, cached_tokens: 0 } },
+      {
+        type: "usage",
+        usage: { input_tokens: 17, output_tokens: 10, cached_tokens: 0, cache_write_tokens: 0 },
+      },
       { type: "end", reason: "stop" },
     ]);
   });
@@ -125,7 +128,7 @@ describe("anthropic: recorded streams", () => {
     expect(lastEnd(events)?.reason).toBe("length");
     expect(events).toContainEqual({
       type: "usage",
-      usage: { input_tokens: 300, output_tokens: 300, cached_tokens: 0 },
+      usage: { input_tokens: 300, output_tokens: 300, cached_tokens: 0, cache_write_tokens: 0 },
     });
   });
 
@@ -162,7 +165,7 @@ describe("anthropic: scripted streams", () => {
     // input_tokens counts cached input too (Anthropic reports them apart), as OpenAI does.
     expect(events).toContainEqual({
       type: "usage",
-      usage: { input_tokens: 25, output_tokens: 30, cached_tokens: 5 },
+      usage: { input_tokens: 25, output_tokens: 30, cached_tokens: 5, cache_write_tokens: 0 },
     });
     expect(lastEnd(events)?.reason).toBe("tool_calls");
   });
@@ -362,9 +365,12 @@ describe("anthropic: what is sent", () => {
     expect(sent?.headers["x-api-key"]).toBeUndefined();
     const body = JSON.parse(sent?.body ?? "{}");
     expect(body.thinking).toEqual({ type: "enabled", budget_tokens: 1024 });
-    expect(body.system).toEqual([{ type: "text", text: "sys" }]);
+    // Cache breakpoints: the system block, and the last block of the last message (rolling).
+    const ephemeral = { type: "ephemeral" };
+    expect(body.system).toEqual([{ type: "text", text: "sys", cache_control: ephemeral }]);
     expect(body.messages).toEqual([
-      { role: "user", content: [{ type: "text", text: "read a and b" }] },
+      // The end of the previous request (before the latest reply) is a breakpoint too.
+      { role: "user", content: [{ type: "text", text: "read a and b", cache_control: ephemeral }] },
       {
         role: "assistant",
         content: [
@@ -378,7 +384,13 @@ describe("anthropic: what is sent", () => {
         role: "user",
         content: [
           { type: "tool_result", tool_use_id: "toolu_1", content: "A" },
-          { type: "tool_result", tool_use_id: "toolu_2", content: "denied by policy", is_error: true },
+          {
+            type: "tool_result",
+            tool_use_id: "toolu_2",
+            content: "denied by policy",
+            is_error: true,
+            cache_control: ephemeral,
+          },
         ],
       },
     ]);

@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { createProvider, modelProfilesSchema, ProviderConfigError } from "../../src/providers/config.js";
+import {
+  createProvider,
+  isOpenAIEndpoint,
+  modelProfilesSchema,
+  ProviderConfigError,
+} from "../../src/providers/config.js";
 import { collect } from "./helpers/collect.js";
 import { JSON_HEADERS, startServer } from "./helpers/server.js";
 
@@ -123,5 +128,16 @@ describe("createProvider", () => {
     } finally {
       await server.close();
     }
+  });
+});
+
+describe("which Chat Completions endpoints get prompt_cache_key", () => {
+  it("only OpenAI's own API", () => {
+    expect(isOpenAIEndpoint("https://api.openai.com/v1")).toBe(true);
+    expect(isOpenAIEndpoint("https://api.deepseek.com/v1")).toBe(false);
+    expect(isOpenAIEndpoint("https://api.openai.com.evil.example/v1")).toBe(false);
+    expect(isOpenAIEndpoint("http://127.0.0.1:8080/v1")).toBe(false);
+    expect(isOpenAIEndpoint("not a url")).toBe(false);
+    expect(isOpenAIEndpoint(undefined)).toBe(false);
   });
 });

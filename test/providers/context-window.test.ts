@@ -130,6 +130,8 @@ describe("token calibration", () => {
           attempt: 0,
           estimated_input_tokens: null,
           reported_input_tokens: 900,
+          cached_input_tokens: null,
+          cache_write_tokens: null,
           context_window: null,
         },
       ],

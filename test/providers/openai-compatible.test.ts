@@ -778,3 +778,20 @@ describe("openai-compatible: wire edge cases", () => {
     ]);
   });
 });
+
+describe("openai-compatible: prompt_cache_key", () => {
+  const reply = { body: fixture("openai-chat/text-usage.sse") };
+
+  it("is sent as the request's cache key when the endpoint is known to accept it", async () => {
+    const { origin } = await servers.start([reply]);
+    const p = createOpenAICompatibleProvider({ model: "m", baseUrl: `${origin}/v1`, promptCacheKey: true });
+    await collect(p, request({ cacheKey: "harness-abc" }));
+    expect(JSON.parse(servers.current.received[0]!.body)).toMatchObject({ prompt_cache_key: "harness-abc" });
+  });
+
+  it("is not sent to other compatible servers, which may reject a field they do not know", async () => {
+    const p = await provider([reply]);
+    await collect(p, request({ cacheKey: "harness-abc" }));
+    expect(JSON.parse(servers.current.received[0]!.body)).not.toHaveProperty("prompt_cache_key");
+  });
+});

@@ -1,6 +1,7 @@
 import { SessionState } from "../../engine/state.js";
 import { requestTokens } from "../../engine/tokens.js";
 import type { AnyRecord } from "../../journal/vocabulary.js";
+import type { Usage } from "../../protocol/types.js";
 import { escapeForTerminal, jsonForTerminal } from "../../shared/terminal-text.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
@@ -16,9 +17,13 @@ approvals, acceptance checks and the outcome; for each process harness started (
 commands, command hooks, acceptance commands), its purpose, sandbox profile and the names of
 the environment variables it received; then per-tool counts, p50/p95 durations, errors,
 denials and the time calls waited for ordered commit, and the input tokens per model request
-(harness's estimate before sending, the provider's report after) with their peaks.
---json prints {session, status, timeline, tools, usage, tokens} instead; tokens is
-{requests: [{step, attempt, estimated_input_tokens, reported_input_tokens, context_window}],
+(harness's estimate before sending, the provider's report after, and how much of it the
+provider read from its prompt cache) with their peaks and totals.
+--json prints {session, status, timeline, tools, usage, tokens} instead; usage totals
+input_tokens, output_tokens, reasoning_tokens, cached_tokens (read from the provider's prompt
+cache) and cache_write_tokens (written to it); tokens is
+{requests: [{step, attempt, estimated_input_tokens, reported_input_tokens, cached_input_tokens,
+cache_write_tokens, context_window}],
 peak: {estimated_input_tokens, reported_input_tokens}} (null where a journal has no number).`;
 
 export const inspectCommand = {
@@ -60,7 +65,8 @@ export const inspectCommand = {
     out.push("");
     out.push(
       `${style.bold("totals")}  ${state.modelRequests} model requests, ${state.toolCalls} tool calls, ${records.length} events; ` +
-        `tokens in ${state.usage.input_tokens} / out ${state.usage.output_tokens}`,
+        `tokens in ${state.usage.input_tokens} / out ${state.usage.output_tokens}` +
+        `, cached ${state.usage.cached_tokens} read / ${state.usage.cache_write_tokens} written`,
     );
     out.push(
       `${style.bold("peak")}    input tokens per request: estimated ${tokens.peak.estimated_input_tokens ?? "-"}, ` +
@@ -107,8 +113,7 @@ function render(record: AnyRecord, style: Style): string {
     }
     case "model.reply": {
       const calls = record.data.calls.map((c) => callLabel(c.name, c.id)).join(", ");
-      const reported = record.data.usage?.input_tokens;
-      const tokens = reported === undefined ? "" : ` [${reported} input tokens]`;
+      const tokens = replyTokens(record.data.usage);
       return `model: ${jsonForTerminal(truncate(record.data.text, 100))}${calls ? ` → calls ${calls}` : " (no calls: finished)"}${tokens}`;
     }
     case "model.retryable_error":
@@ -264,4 +269,14 @@ function percentile(values: number[], p: number): number {
   if (values.length === 0) return 0;
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)] ?? 0;
+}
+
+/** The provider's report for one reply: input tokens, and how many came from its prompt cache. */
+function replyTokens(usage: Usage | undefined): string {
+  if (usage?.input_tokens === undefined) return "";
+  const cache = [
+    usage.cached_tokens ? `${usage.cached_tokens} cached` : "",
+    usage.cache_write_tokens ? `${usage.cache_write_tokens} written to cache` : "",
+  ].filter((part) => part !== "");
+  return ` [${usage.input_tokens} input tokens${cache.map((part) => `, ${part}`).join("")}]`;
 }
