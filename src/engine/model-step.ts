@@ -9,6 +9,7 @@ import { systemText } from "./instructions.js";
 import type { RunSummary } from "./options.js";
 import { cancel, type EngineRun, stop } from "./outcome.js";
 import { generalProviderAdvice } from "./provider-advice.js";
+import { planPrune, pruneThreshold } from "./pruning.js";
 import { basisTokens } from "./tokens.js";
 
 /**
@@ -33,6 +34,7 @@ export class ModelStep {
         );
       }
       const step = this.run.state.replies.length;
+      await this.pruneIfNeeded(step);
       const messages: ModelMessage[] = [
         { role: "system", content: this.systemMessage() },
         ...this.run.state.messages,
@@ -138,10 +140,7 @@ export class ModelStep {
    * basis, calibrated by the provider's reports for this session's earlier requests.
    */
   private estimate() {
-    this.specBytes ??= Buffer.byteLength(JSON.stringify(this.run.options.runtime.snapshot.specs));
-    const bytes =
-      Buffer.byteLength(JSON.stringify(this.systemMessage())) + this.run.state.messageBytes + this.specBytes;
-    const basis = basisTokens(bytes);
+    const basis = basisTokens(this.requestBytes());
     return {
       basis_tokens: basis,
       estimated_input_tokens: this.run.state.calibration.estimate(basis),
@@ -151,6 +150,34 @@ export class ModelStep {
   }
 
   private specBytes: number | undefined;
+
+  private requestBytes(): number {
+    this.specBytes ??= Buffer.byteLength(JSON.stringify(this.run.options.runtime.snapshot.specs));
+    return (
+      Buffer.byteLength(JSON.stringify(this.systemMessage())) + this.run.state.messageBytes + this.specBytes
+    );
+  }
+
+  /**
+   * Over the threshold, replace the oldest tool results by placeholders before the request is
+   * built. Decided from the journal alone (messages, calibration), so a resume decides the same.
+   */
+  private async pruneIfNeeded(step: number): Promise<void> {
+    const before = this.estimate().estimated_input_tokens;
+    const target = pruneThreshold(this.run.budget);
+    if (before <= target) return;
+    const plan = await planPrune({
+      state: this.run.state,
+      requestBytes: this.requestBytes(),
+      target,
+      artifacts: this.run.options.runtime.artifacts,
+    });
+    if (plan === undefined) return;
+    await this.run.record({
+      type: "context.pruned",
+      data: { step, results: plan.results, tokens_before: before, tokens_after: plan.tokensAfter },
+    });
+  }
 
   /** The rules, then the environment and instructions the session recorded at start. */
   private systemMessage(): string {

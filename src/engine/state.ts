@@ -4,6 +4,7 @@ import type { HistoryEntry } from "../runtime/ports.js";
 import { projectForModel } from "../runtime/projection.js";
 import type { ToolResult } from "../runtime/result.js";
 import { type InstructionFile, instructionsText } from "./instructions.js";
+import { prunedPlaceholder } from "./pruning.js";
 import { TokenCalibration } from "./tokens.js";
 
 const RESOLUTION_NOTES = {
@@ -43,6 +44,8 @@ export class SessionState {
   private readonly callArguments = new Map<string, ToolCall>();
   /** Human resolutions of unknown outcomes, by call id (the latest wins). */
   readonly resolutions = new Map<string, EventData<"review.resolved">>();
+  /** Results replaced by a placeholder in what the model is sent: the artifact holding each, by call id. */
+  readonly pruned = new Map<string, EventData<"context.pruned">["results"][number]["artifact"]>();
   /** Instructions recorded at start (undefined: a session recorded before they were). */
   startInstructions: InstructionFile[] | undefined;
   /** Every instructions file pinned for this session, in load order. */
@@ -190,6 +193,9 @@ export class SessionState {
         }
         break;
       }
+      case "context.pruned":
+        for (const { call_id, artifact } of record.data.results) this.prune(call_id, artifact);
+        break;
       case "proposal.recorded":
         this.proposals.set(record.data.path, record.data);
         break;
@@ -211,6 +217,19 @@ export class SessionState {
       default:
         break;
     }
+  }
+
+  private prune(callId: string, artifact: EventData<"context.pruned">["results"][number]["artifact"]): void {
+    this.pruned.set(callId, artifact);
+    const index = this.messages.findIndex((m) => m.role === "tool" && m.call_id === callId);
+    const message = this.messages[index];
+    if (message?.role !== "tool") return;
+    const updated = { ...message, content: prunedPlaceholder(message.name, artifact) };
+    this.messageBytes += jsonBytes(updated) - jsonBytes(message);
+    this.messages[index] = updated;
+    // read_artifact checks the pruned artifact against the file it came from, like a preview's.
+    const entry = this.history.find((h) => h.call_id === callId);
+    if (entry !== undefined) entry.artifact ??= artifact.id;
   }
 
   /** UTF-8 bytes of `messages` as JSON, kept as they are added so estimates stay O(1). */

@@ -235,6 +235,17 @@ export const EVENT_SCHEMAS = {
       }),
     ),
   }),
+  /**
+   * Earlier tool results replaced, in every later request, by a short placeholder naming the
+   * artifact that holds the whole result (read_artifact brings it back). The artifacts are stored
+   * before this is journaled. Tokens are the estimates of the next request before and after.
+   */
+  "context.pruned": z.object({
+    step: z.number().int(),
+    results: z.array(z.object({ call_id: z.string(), artifact })).min(1),
+    tokens_before: z.number().int().nonnegative(),
+    tokens_after: z.number().int().nonnegative(),
+  }),
   "run.finished": z.object({ status: z.enum(["verified", "unverified"]), answer: z.string() }),
   "run.stopped": z.object({
     status: z.enum(["stopped", "review_required", "needs_review"]),

@@ -153,6 +153,11 @@ function render(record: AnyRecord, style: Style): string {
       const code = record.data.error_type ? ` ${escapeForTerminal(record.data.error_type)}` : "";
       return `${color(record.data.status)}${code} ${callLabel(record.data.name, record.data.call_id)} ${record.data.duration_ms} ms: ${escapeForTerminal(truncate(record.data.summary, 100))}`;
     }
+    case "context.pruned":
+      return style.dim(
+        `context pruned: ${record.data.results.length} earlier results replaced by artifact placeholders ` +
+          `(~${record.data.tokens_before} → ~${record.data.tokens_after} tokens)`,
+      );
     case "proposal.recorded":
       return `proposed ${escapeForTerminal(record.data.path)} (${escapeForTerminal(record.data.proposal_id)}, base ${record.data.base_version?.slice(0, 12) ?? "new file"})`;
     case "proposal.applied":
