@@ -5,6 +5,7 @@ import { ProviderError } from "../providers/provider.js";
 import { retryDelay } from "../providers/retry.js";
 import { sleep } from "../shared/sleep.js";
 import { toWellFormed } from "../shared/unicode.js";
+import { type CompactionOutcome, compactHistory, MAX_COMPACTIONS_PER_STEP } from "./compaction.js";
 import { systemText } from "./instructions.js";
 import type { RunSummary } from "./options.js";
 import { cancel, type EngineRun, stop } from "./outcome.js";
@@ -35,18 +36,26 @@ export class ModelStep {
       }
       const step = this.run.state.replies.length;
       await this.pruneIfNeeded(step);
+      const compaction = await this.compactIfNeeded(step);
+      if (compaction?.kind === "failed") return compaction.summary;
       const messages: ModelMessage[] = [
         { role: "system", content: this.systemMessage() },
         ...this.run.state.messages,
       ];
       const tokens = this.estimate();
       if (tokens.estimated_input_tokens > tokens.context_window - tokens.reply_reserve) {
+        const why =
+          compaction?.kind === "impossible"
+            ? ` (pruning was not enough and it could not be compacted: ${compaction.why})`
+            : (this.run.state.compactionsByStep.get(step) ?? 0) > 0
+              ? " even after pruning and compaction"
+              : "";
         return stop(
           this.run,
           "stopped",
           "context_exhausted",
           `the next request would be about ${tokens.estimated_input_tokens} tokens, over the ${tokens.context_window}-token ` +
-            `context window minus ${tokens.reply_reserve} reserved for the reply; it was not sent ` +
+            `context window minus ${tokens.reply_reserve} reserved for the reply${why}; it was not sent ` +
             "(a larger --context-window, if the model has one, or a new session with a narrower goal)",
         );
       }
@@ -156,6 +165,22 @@ export class ModelStep {
     return (
       Buffer.byteLength(JSON.stringify(this.systemMessage())) + this.run.state.messageBytes + this.specBytes
     );
+  }
+
+  /**
+   * Still over the threshold after pruning: summarize the older turns, at most
+   * MAX_COMPACTIONS_PER_STEP times per step (then the window check decides).
+   */
+  private async compactIfNeeded(step: number): Promise<CompactionOutcome | undefined> {
+    if (this.estimate().estimated_input_tokens <= pruneThreshold(this.run.budget)) return undefined;
+    if ((this.run.state.compactionsByStep.get(step) ?? 0) >= MAX_COMPACTIONS_PER_STEP) return undefined;
+    return compactHistory({
+      run: this.run,
+      step,
+      system: this.systemMessage(),
+      requestBytes: this.requestBytes(),
+      specBytes: this.specBytes ?? 0,
+    });
   }
 
   /**

@@ -3,6 +3,7 @@ import type { ModelMessage, ToolCall } from "../protocol/types.js";
 import type { HistoryEntry } from "../runtime/ports.js";
 import { projectForModel } from "../runtime/projection.js";
 import type { ToolResult } from "../runtime/result.js";
+import { pinnedMessages, summaryMessage } from "./compaction.js";
 import { type InstructionFile, instructionsText } from "./instructions.js";
 import { prunedPlaceholder } from "./pruning.js";
 import { TokenCalibration } from "./tokens.js";
@@ -50,6 +51,10 @@ export class SessionState {
   startInstructions: InstructionFile[] | undefined;
   /** Every instructions file pinned for this session, in load order. */
   readonly instructions: InstructionFile[] = [];
+  /** Instructions files loaded during the run (not at start), in load order: pinned across compactions. */
+  readonly nestedInstructions: InstructionFile[] = [];
+  /** Compactions recorded, by the step that did them. */
+  readonly compactionsByStep = new Map<number, number>();
   /** Directories already looked at for a nested AGENTS.md. */
   readonly checkedDirectories = new Set<string>();
   modelRequests = 0;
@@ -93,6 +98,7 @@ export class SessionState {
           this.startInstructions = record.data.files;
         } else {
           // Appended where it was read, so every earlier request stays a prefix of the next.
+          this.nestedInstructions.push(...record.data.files);
           for (const file of record.data.files)
             this.addMessage({ role: "user", content: instructionsText(file) });
         }
@@ -137,12 +143,7 @@ export class SessionState {
         }
         this.pendingBasis = undefined;
         this.peakReportedInputTokens = larger(this.peakReportedInputTokens, usage?.input_tokens);
-        if (usage) {
-          this.usage.input_tokens += usage.input_tokens ?? 0;
-          this.usage.output_tokens += usage.output_tokens ?? 0;
-          this.usage.reasoning_tokens += usage.reasoning_tokens ?? 0;
-          this.usage.cached_tokens += usage.cached_tokens ?? 0;
-        }
+        this.addUsage(usage);
         break;
       }
       case "tool.started":
@@ -193,6 +194,18 @@ export class SessionState {
         }
         break;
       }
+      case "context.compacted": {
+        this.compact(record.data.replaced_messages, record.data.summary);
+        const step = record.data.step;
+        this.compactionsByStep.set(step, (this.compactionsByStep.get(step) ?? 0) + 1);
+        const input = record.data.usage?.input_tokens;
+        if (this.pendingBasis !== undefined && input !== undefined)
+          this.calibration.add(this.pendingBasis, input);
+        this.pendingBasis = undefined;
+        this.peakReportedInputTokens = larger(this.peakReportedInputTokens, input);
+        this.addUsage(record.data.usage);
+        break;
+      }
       case "context.pruned":
         for (const { call_id, artifact } of record.data.results) this.prune(call_id, artifact);
         break;
@@ -217,6 +230,23 @@ export class SessionState {
       default:
         break;
     }
+  }
+
+  private addUsage(usage: EventData<"model.reply">["usage"]): void {
+    if (!usage) return;
+    this.usage.input_tokens += usage.input_tokens ?? 0;
+    this.usage.output_tokens += usage.output_tokens ?? 0;
+    this.usage.reasoning_tokens += usage.reasoning_tokens ?? 0;
+    this.usage.cached_tokens += usage.cached_tokens ?? 0;
+  }
+
+  /** The first `replaced` messages give way to the pinned set and the summary; the rest follow unchanged. */
+  private compact(replaced: number, summary: string): void {
+    const kept = this.messages.slice(replaced);
+    const next = [...pinnedMessages(this, kept), summaryMessage(summary), ...kept];
+    this.messages.length = 0;
+    this.messageBytes = 0;
+    for (const message of next) this.addMessage(message);
   }
 
   private prune(callId: string, artifact: EventData<"context.pruned">["results"][number]["artifact"]): void {

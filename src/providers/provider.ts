@@ -12,6 +12,8 @@ export interface ModelRequest {
   attempt: number;
   /** Number of model attempts whose outcome is already recorded in the session. */
   ordinal: number;
+  /** "compaction": a request without tools asking for a handoff summary (its text is the summary). */
+  purpose?: "compaction";
 }
 
 /**
