@@ -121,6 +121,68 @@ describe("compaction", () => {
     });
   }, 120_000);
 
+  it("a scripted reply list answers compaction requests with a default summary, without using up a reply", async () => {
+    const turns = [
+      ...Array.from({ length: 45 }, (_, i) => ({
+        text: "",
+        calls: [{ id: `read-${i}`, name: "read_file", arguments: { path: `sub/f${i % 20}.txt` } }],
+      })),
+      { text: "all read" },
+    ];
+    const { provider: _unused, ...rest } = options(reader(0));
+    const summary = await run(ws, { ...rest, turns });
+    expect(summary).toMatchObject({ status: "unverified" });
+    const records = await ws.journal();
+    const compactions = records.flatMap((r) => (r.type === "context.compacted" ? [r.data] : []));
+    expect(compactions.length).toBeGreaterThan(0);
+    for (const c of compactions)
+      expect(c.summary).toMatch(/^Scripted summary at step \d+: \d+ messages, \d+ tool results\.$/);
+    // Every scripted reply was used, in order: 45 reads and the final answer.
+    const replies = records.flatMap((r) => (r.type === "model.reply" ? [r.data] : []));
+    expect(replies).toHaveLength(46);
+    expect(replies.at(-1)!.text).toBe("all read");
+    expect(summary.model_requests).toBe(46 + compactions.length);
+  });
+
+  it("a summary request that would not fit is never sent: the run stops with context_exhausted and says why", async () => {
+    await ws.cleanup();
+    ws = await tempWorkspace({
+      "a.txt": "small a\n",
+      "b.txt": "small b\n",
+      "huge.txt": "a line of the huge file\n".repeat(2_000),
+    });
+    const paths = ["a.txt", "b.txt", "huge.txt"];
+    const model = new Recording({
+      identity: { kind: "test", model: "reader" },
+      async *stream(request: ModelRequest) {
+        const path = paths[request.step];
+        if (path !== undefined) {
+          yield {
+            type: "tool_call_delta",
+            call_id: `r${request.step}`,
+            name: "read_file",
+            arguments: JSON.stringify({ path }),
+          };
+        } else {
+          yield { type: "text_delta", text: request.purpose ?? "done" };
+        }
+        yield { type: "end", reason: path !== undefined ? "tool_calls" : "stop" };
+      },
+    });
+    const summary = await run(ws, {
+      provider: model,
+      limits: { contextWindowTokens: 6_000, replyReserveTokens: 500, previewLimitBytes: 1_000_000 },
+    });
+    expect(model.requests.map((r) => r.purpose)).toEqual([undefined, undefined, undefined]);
+    expect(summary).toMatchObject({ status: "stopped", reason: "context_exhausted" });
+    expect(summary.message).toMatch(
+      /reserved for the reply \(pruning was not enough and it could not be compacted: the request asking for a summary would itself be about \d+ tokens\); it was not sent/,
+    );
+    const records = await ws.journal();
+    expect(records.filter((r) => r.type === "model.started")).toHaveLength(3);
+    expect(records.some((r) => r.type === "context.compacted")).toBe(false);
+  });
+
   it("a crash after any record, then a resume, sends the same next request as the uninterrupted run", async () => {
     const STEPS = 45;
     const reference = new Recording(reader(STEPS));
