@@ -6,10 +6,12 @@ import { retryDelay } from "../providers/retry.js";
 import { sleep } from "../shared/sleep.js";
 import { toWellFormed } from "../shared/unicode.js";
 import { promptCacheKey } from "./cache-key.js";
+import { type CompactionOutcome, compactHistory, MAX_COMPACTIONS_PER_STEP } from "./compaction.js";
 import { systemText } from "./instructions.js";
 import type { RunSummary } from "./options.js";
 import { cancel, type EngineRun, stop } from "./outcome.js";
 import { generalProviderAdvice } from "./provider-advice.js";
+import { planPrune, pruneThreshold } from "./pruning.js";
 import { basisTokens } from "./tokens.js";
 
 /**
@@ -34,18 +36,27 @@ export class ModelStep {
         );
       }
       const step = this.run.state.replies.length;
+      await this.pruneIfNeeded(step);
+      const compaction = await this.compactIfNeeded(step);
+      if (compaction?.kind === "failed") return compaction.summary;
       const messages: ModelMessage[] = [
         { role: "system", content: this.systemMessage() },
         ...this.run.state.messages,
       ];
       const tokens = this.estimate();
       if (tokens.estimated_input_tokens > tokens.context_window - tokens.reply_reserve) {
+        const why =
+          compaction?.kind === "impossible"
+            ? ` (pruning was not enough and it could not be compacted: ${compaction.why})`
+            : (this.run.state.compactionsByStep.get(step) ?? 0) > 0
+              ? " even after pruning and compaction"
+              : "";
         return stop(
           this.run,
           "stopped",
           "context_exhausted",
           `the next request would be about ${tokens.estimated_input_tokens} tokens, over the ${tokens.context_window}-token ` +
-            `context window minus ${tokens.reply_reserve} reserved for the reply; it was not sent ` +
+            `context window minus ${tokens.reply_reserve} reserved for the reply${why}; it was not sent ` +
             "(a larger --context-window, if the model has one, or a new session with a narrower goal)",
         );
       }
@@ -140,10 +151,7 @@ export class ModelStep {
    * basis, calibrated by the provider's reports for this session's earlier requests.
    */
   private estimate() {
-    this.specBytes ??= Buffer.byteLength(JSON.stringify(this.run.options.runtime.snapshot.specs));
-    const bytes =
-      Buffer.byteLength(JSON.stringify(this.systemMessage())) + this.run.state.messageBytes + this.specBytes;
-    const basis = basisTokens(bytes);
+    const basis = basisTokens(this.requestBytes());
     return {
       basis_tokens: basis,
       estimated_input_tokens: this.run.state.calibration.estimate(basis),
@@ -153,6 +161,50 @@ export class ModelStep {
   }
 
   private specBytes: number | undefined;
+
+  private requestBytes(): number {
+    this.specBytes ??= Buffer.byteLength(JSON.stringify(this.run.options.runtime.snapshot.specs));
+    return (
+      Buffer.byteLength(JSON.stringify(this.systemMessage())) + this.run.state.messageBytes + this.specBytes
+    );
+  }
+
+  /**
+   * Still over the threshold after pruning: summarize the older turns, at most
+   * MAX_COMPACTIONS_PER_STEP times per step (then the window check decides).
+   */
+  private async compactIfNeeded(step: number): Promise<CompactionOutcome | undefined> {
+    if (this.estimate().estimated_input_tokens <= pruneThreshold(this.run.budget)) return undefined;
+    if ((this.run.state.compactionsByStep.get(step) ?? 0) >= MAX_COMPACTIONS_PER_STEP) return undefined;
+    return compactHistory({
+      run: this.run,
+      step,
+      system: this.systemMessage(),
+      requestBytes: this.requestBytes(),
+      specBytes: this.specBytes ?? 0,
+    });
+  }
+
+  /**
+   * Over the threshold, replace the oldest tool results by placeholders before the request is
+   * built. Decided from the journal alone (messages, calibration), so a resume decides the same.
+   */
+  private async pruneIfNeeded(step: number): Promise<void> {
+    const before = this.estimate().estimated_input_tokens;
+    const target = pruneThreshold(this.run.budget);
+    if (before <= target) return;
+    const plan = await planPrune({
+      state: this.run.state,
+      requestBytes: this.requestBytes(),
+      target,
+      artifacts: this.run.options.runtime.artifacts,
+    });
+    if (plan === undefined) return;
+    await this.run.record({
+      type: "context.pruned",
+      data: { step, results: plan.results, tokens_before: before, tokens_after: plan.tokensAfter },
+    });
+  }
 
   /** The rules, then the environment and instructions the session recorded at start. */
   private systemMessage(): string {

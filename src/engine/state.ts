@@ -3,7 +3,9 @@ import type { ModelMessage, ToolCall } from "../protocol/types.js";
 import type { HistoryEntry } from "../runtime/ports.js";
 import { projectForModel } from "../runtime/projection.js";
 import type { ToolResult } from "../runtime/result.js";
+import { pinnedMessages, summaryMessage } from "./compaction.js";
 import { type InstructionFile, instructionsText } from "./instructions.js";
+import { prunedPlaceholder } from "./pruning.js";
 import { TokenCalibration } from "./tokens.js";
 
 const RESOLUTION_NOTES = {
@@ -43,10 +45,16 @@ export class SessionState {
   private readonly callArguments = new Map<string, ToolCall>();
   /** Human resolutions of unknown outcomes, by call id (the latest wins). */
   readonly resolutions = new Map<string, EventData<"review.resolved">>();
+  /** Results replaced by a placeholder in what the model is sent: the artifact holding each, by call id. */
+  readonly pruned = new Map<string, EventData<"context.pruned">["results"][number]["artifact"]>();
   /** Instructions recorded at start (undefined: a session recorded before they were). */
   startInstructions: InstructionFile[] | undefined;
   /** Every instructions file pinned for this session, in load order. */
   readonly instructions: InstructionFile[] = [];
+  /** Instructions files loaded during the run (not at start), in load order: pinned across compactions. */
+  readonly nestedInstructions: InstructionFile[] = [];
+  /** Compactions recorded, by the step that did them. */
+  readonly compactionsByStep = new Map<number, number>();
   /** Directories already looked at for a nested AGENTS.md. */
   readonly checkedDirectories = new Set<string>();
   modelRequests = 0;
@@ -90,6 +98,7 @@ export class SessionState {
           this.startInstructions = record.data.files;
         } else {
           // Appended where it was read, so every earlier request stays a prefix of the next.
+          this.nestedInstructions.push(...record.data.files);
           for (const file of record.data.files)
             this.addMessage({ role: "user", content: instructionsText(file) });
         }
@@ -134,13 +143,7 @@ export class SessionState {
         }
         this.pendingBasis = undefined;
         this.peakReportedInputTokens = larger(this.peakReportedInputTokens, usage?.input_tokens);
-        if (usage) {
-          this.usage.input_tokens += usage.input_tokens ?? 0;
-          this.usage.output_tokens += usage.output_tokens ?? 0;
-          this.usage.reasoning_tokens += usage.reasoning_tokens ?? 0;
-          this.usage.cached_tokens += usage.cached_tokens ?? 0;
-          this.usage.cache_write_tokens += usage.cache_write_tokens ?? 0;
-        }
+        this.addUsage(usage);
         break;
       }
       case "tool.started":
@@ -191,6 +194,21 @@ export class SessionState {
         }
         break;
       }
+      case "context.compacted": {
+        this.compact(record.data.replaced_messages, record.data.summary);
+        const step = record.data.step;
+        this.compactionsByStep.set(step, (this.compactionsByStep.get(step) ?? 0) + 1);
+        const input = record.data.usage?.input_tokens;
+        if (this.pendingBasis !== undefined && input !== undefined)
+          this.calibration.add(this.pendingBasis, input);
+        this.pendingBasis = undefined;
+        this.peakReportedInputTokens = larger(this.peakReportedInputTokens, input);
+        this.addUsage(record.data.usage);
+        break;
+      }
+      case "context.pruned":
+        for (const { call_id, artifact } of record.data.results) this.prune(call_id, artifact);
+        break;
       case "proposal.recorded":
         this.proposals.set(record.data.path, record.data);
         break;
@@ -212,6 +230,37 @@ export class SessionState {
       default:
         break;
     }
+  }
+
+  private addUsage(usage: EventData<"model.reply">["usage"]): void {
+    if (!usage) return;
+    this.usage.input_tokens += usage.input_tokens ?? 0;
+    this.usage.output_tokens += usage.output_tokens ?? 0;
+    this.usage.reasoning_tokens += usage.reasoning_tokens ?? 0;
+    this.usage.cached_tokens += usage.cached_tokens ?? 0;
+    this.usage.cache_write_tokens += usage.cache_write_tokens ?? 0;
+  }
+
+  /** The first `replaced` messages give way to the pinned set and the summary; the rest follow unchanged. */
+  private compact(replaced: number, summary: string): void {
+    const kept = this.messages.slice(replaced);
+    const next = [...pinnedMessages(this, kept), summaryMessage(summary), ...kept];
+    this.messages.length = 0;
+    this.messageBytes = 0;
+    for (const message of next) this.addMessage(message);
+  }
+
+  private prune(callId: string, artifact: EventData<"context.pruned">["results"][number]["artifact"]): void {
+    this.pruned.set(callId, artifact);
+    const index = this.messages.findIndex((m) => m.role === "tool" && m.call_id === callId);
+    const message = this.messages[index];
+    if (message?.role !== "tool") return;
+    const updated = { ...message, content: prunedPlaceholder(message.name, artifact) };
+    this.messageBytes += jsonBytes(updated) - jsonBytes(message);
+    this.messages[index] = updated;
+    // read_artifact checks the pruned artifact against the file it came from, like a preview's.
+    const entry = this.history.find((h) => h.call_id === callId);
+    if (entry !== undefined) entry.artifact ??= artifact.id;
   }
 
   /** UTF-8 bytes of `messages` as JSON, kept as they are added so estimates stay O(1). */

@@ -118,6 +118,8 @@ export const EVENT_SCHEMAS = {
     estimated_input_tokens: z.number().int().nonnegative().optional(),
     context_window: z.number().int().positive().optional(),
     reply_reserve: z.number().int().nonnegative().optional(),
+    /** Absent for the ordinary requests; "compaction" for one asking for a summary (no tools). */
+    purpose: z.literal("compaction").optional(),
   }),
   "model.retryable_error": modelFailure.extend({ retry_in_ms: z.number().int() }),
   "model.failed": modelFailure,
@@ -236,6 +238,32 @@ export const EVENT_SCHEMAS = {
         ...processFacts,
       }),
     ),
+  }),
+  /**
+   * Earlier tool results replaced, in every later request, by a short placeholder naming the
+   * artifact that holds the whole result (read_artifact brings it back). The artifacts are stored
+   * before this is journaled. Tokens are the estimates of the next request before and after.
+   */
+  "context.pruned": z.object({
+    step: z.number().int(),
+    results: z.array(z.object({ call_id: z.string(), artifact })).min(1),
+    tokens_before: z.number().int().nonnegative(),
+    tokens_after: z.number().int().nonnegative(),
+  }),
+  /**
+   * The older conversation replaced by a summary the model wrote in one request without tools
+   * (that request's model.started has purpose "compaction"). `replaced_messages` counts the
+   * messages, as the fold had them, that the pinned set and the summary replace; the rest follow
+   * them unchanged. Tokens are the estimates of the next request before and after.
+   */
+  "context.compacted": z.object({
+    step: z.number().int(),
+    attempt: z.number().int(),
+    summary: z.string(),
+    replaced_messages: z.number().int().positive(),
+    tokens_before: z.number().int().nonnegative(),
+    tokens_after: z.number().int().nonnegative(),
+    usage: usage.optional(),
   }),
   "run.finished": z.object({ status: z.enum(["verified", "unverified"]), answer: z.string() }),
   "run.stopped": z.object({

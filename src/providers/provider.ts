@@ -17,6 +17,8 @@ export interface ModelRequest {
    * `prompt_cache_key`): equal for every request of one session, so they reach the same cache.
    */
   cacheKey?: string | undefined;
+  /** "compaction": a request without tools asking for a handoff summary (its text is the summary). */
+  purpose?: "compaction";
 }
 
 /**

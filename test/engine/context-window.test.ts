@@ -16,6 +16,11 @@ function reader(reads: number, report?: (request: ModelRequest) => number): Prov
   return {
     identity: { kind: "test", model: "reader" },
     async *stream(request: ModelRequest) {
+      if (request.purpose === "compaction") {
+        yield { type: "text_delta", text: BIG.repeat(3) };
+        yield { type: "end", reason: "stop" };
+        return;
+      }
       if (request.step < reads) {
         yield {
           type: "tool_call_delta",
@@ -86,13 +91,21 @@ describe("context window", () => {
       provider: model,
       limits: { contextWindowTokens: window, replyReserveTokens: reserve },
     });
-    expect(model.requests).toHaveLength(2);
-    expect(summary).toMatchObject({ status: "stopped", reason: "context_exhausted", model_requests: 2 });
-    expect(summary.message).toContain(
-      `about ${sizes[2]} tokens, over the ${window}-token context window minus ${reserve}`,
+    // Over 80% of the limit, the step first asks for a summary; this one is as long as what it
+    // replaces, so the request stays over and is not sent.
+    const ordinary = model.requests.filter((r) => r.purpose === undefined);
+    expect(ordinary).toHaveLength(2);
+    expect(model.requests.map((r) => r.purpose)).toEqual([undefined, undefined, "compaction"]);
+    expect(summary).toMatchObject({ status: "stopped", reason: "context_exhausted", model_requests: 3 });
+    expect(summary.message).toMatch(
+      new RegExp(
+        `about \\d+ tokens, over the ${window}-token context window minus ${reserve} reserved for the reply even after pruning and compaction; it was not sent`,
+      ),
     );
     const records = await ws.journal();
-    expect(started(records).map((r) => r.estimated_input_tokens)).toEqual(sizes.slice(0, 2));
+    const ordinaryStarted = started(records).filter((r) => r.purpose === undefined);
+    expect(ordinaryStarted.map((r) => r.estimated_input_tokens)).toEqual(sizes.slice(0, 2));
+    expect(records.filter((r) => r.type === "context.compacted")).toHaveLength(1);
     expect(records.at(-1)).toMatchObject({ type: "run.stopped", data: { reason: "context_exhausted" } });
     // The two reads ran; the over-window request was neither sent nor journaled as started.
     expect(records.filter((r) => r.type === "tool.result")).toHaveLength(2);

@@ -107,8 +107,9 @@ function render(record: AnyRecord, style: Style): string {
       const { estimated_input_tokens: estimate, context_window: window } = record.data;
       const size =
         estimate === undefined ? "" : `, ~${estimate} tokens${window === undefined ? "" : ` of ${window}`}`;
+      const purpose = record.data.purpose === undefined ? "" : ` (${record.data.purpose})`;
       return style.dim(
-        `model request: step ${record.data.step + 1}, attempt ${record.data.attempt + 1}${size}`,
+        `model request${purpose}: step ${record.data.step + 1}, attempt ${record.data.attempt + 1}${size}`,
       );
     }
     case "model.reply": {
@@ -158,6 +159,16 @@ function render(record: AnyRecord, style: Style): string {
       const code = record.data.error_type ? ` ${escapeForTerminal(record.data.error_type)}` : "";
       return `${color(record.data.status)}${code} ${callLabel(record.data.name, record.data.call_id)} ${record.data.duration_ms} ms: ${escapeForTerminal(truncate(record.data.summary, 100))}`;
     }
+    case "context.compacted":
+      return style.dim(
+        `context compacted: ${record.data.replaced_messages} earlier messages replaced by a summary of ` +
+          `${record.data.summary.length} characters (~${record.data.tokens_before} → ~${record.data.tokens_after} tokens)`,
+      );
+    case "context.pruned":
+      return style.dim(
+        `context pruned: ${record.data.results.length} earlier results replaced by artifact placeholders ` +
+          `(~${record.data.tokens_before} → ~${record.data.tokens_after} tokens)`,
+      );
     case "proposal.recorded":
       return `proposed ${escapeForTerminal(record.data.path)} (${escapeForTerminal(record.data.proposal_id)}, base ${record.data.base_version?.slice(0, 12) ?? "new file"})`;
     case "proposal.applied":

@@ -101,6 +101,8 @@ export class ScriptedProvider implements Provider {
     request: ModelRequest,
   ): Promise<ScriptedTurn | Iterable<unknown> | AsyncIterable<unknown>> {
     if (this.source.kind === "list") {
+      // A reply list scripts the task; a summary asked for along the way never uses up a reply.
+      if (request.purpose === "compaction") return parseTurn({ text: scriptedSummary(request) }, "summary");
       const turn = this.source.turns[request.ordinal];
       if (turn === undefined) {
         throw new ProviderError(
@@ -132,6 +134,12 @@ export class ScriptedProvider implements Provider {
       throw scriptFailure(error instanceof ScriptError ? error.message : describeFailure(error));
     }
   }
+}
+
+/** The summary a reply list answers a compaction request with: what it replaces, in numbers. */
+function scriptedSummary(request: ModelRequest): string {
+  const tools = request.messages.filter((m) => m.role === "tool").length;
+  return `Scripted summary at step ${request.step + 1}: ${request.messages.length} messages, ${tools} tool results.`;
 }
 
 /** A fault of the script itself: fatal, and never retried. */

@@ -1,0 +1,161 @@
+import { decodeStream } from "../protocol/decoder.js";
+import type { ModelMessage } from "../protocol/types.js";
+import { toWellFormed } from "../shared/unicode.js";
+import { instructionsText } from "./instructions.js";
+import type { RunSummary } from "./options.js";
+import { type EngineRun, stop } from "./outcome.js";
+import { jsonBytes } from "./pruning.js";
+import type { SessionState } from "./state.js";
+import { basisTokens } from "./tokens.js";
+
+/**
+ * Compaction: when pruning is not enough, the older turns are replaced by a handoff summary the
+ * model writes in one request sent without tools. What replaces them is rebuilt by the fold from
+ * the journal: first the pinned set, verbatim, then the summary, then the turns kept whole.
+ */
+
+/** The first line of the request's last message: how a script (or a reader) knows it is one. */
+export const COMPACTION_MARKER = "[harness: context compaction]";
+
+export const COMPACTION_PROMPT = [
+  COMPACTION_MARKER,
+  "The conversation is about to exceed the context window. Write a handoff summary that lets you",
+  "continue the task without the earlier messages. Do not call tools. Use these headings:",
+  "Goal; Constraints and preferences; Progress; Decisions; Files read and changed (with the versions",
+  "that matter); Next steps. The goal, the project instructions and any unresolved outcomes are kept",
+  "verbatim and need not be repeated.",
+].join("\n");
+
+/** How many compactions one step may do before the run stops as over the window. */
+export const MAX_COMPACTIONS_PER_STEP = 1;
+
+/**
+ * Where the kept turns begin: the current step's reply (its calls and their results are never
+ * separated). Undefined unless at least one whole earlier turn (a reply and its results) would
+ * be replaced: summarizing only the pinned messages cannot make a request smaller.
+ */
+export function compactionCut(state: SessionState): number | undefined {
+  const replies = state.messages.flatMap((m, i) => (m.role === "assistant" ? [i] : []));
+  return replies.length >= 2 ? replies.at(-1) : undefined;
+}
+
+/**
+ * Sent verbatim before every summary: the goal, every nested instructions file loaded so far
+ * (the start ones are in the system message) and every call whose outcome is still unknown.
+ * `kept` holds the messages that follow, so an unknown result already among them is not doubled.
+ */
+export function pinnedMessages(state: SessionState, kept: readonly ModelMessage[]): ModelMessage[] {
+  const pinned: ModelMessage[] = [{ role: "user", content: state.goal ?? "" }];
+  for (const file of state.nestedInstructions) pinned.push({ role: "user", content: instructionsText(file) });
+  const keptIds = new Set(kept.flatMap((m) => (m.role === "tool" ? [m.call_id] : [])));
+  for (const result of state.unresolvedUnknowns()) {
+    if (keptIds.has(result.call_id)) continue;
+    const call = state.history.find((h) => h.call_id === result.call_id);
+    pinned.push({
+      role: "user",
+      content:
+        `[Unresolved: the outcome of call ${result.call_id} (${result.name} ${JSON.stringify(call?.arguments ?? {})}) ` +
+        `is unknown: ${result.summary}]`,
+    });
+  }
+  return pinned;
+}
+
+export function summaryMessage(summary: string): ModelMessage {
+  return { role: "user", content: `[Summary of the earlier conversation]\n${summary}` };
+}
+
+/** What a compaction needs from the model step: the system message and the request sizes. */
+export interface CompactionInput {
+  run: EngineRun;
+  step: number;
+  system: string;
+  /** UTF-8 bytes of the next ordinary request as it stands, and the tool specs' share of them. */
+  requestBytes: number;
+  specBytes: number;
+}
+
+export type CompactionOutcome =
+  | { kind: "compacted" }
+  | { kind: "impossible"; why: string }
+  | { kind: "failed"; summary: RunSummary };
+
+/**
+ * One compaction: journal the request (model.started, purpose "compaction"), send it without
+ * tools, and journal the summary as context.compacted. A request that would not fit is never
+ * sent. Interrupted before context.compacted, it is simply redone on resume.
+ */
+export async function compactHistory(input: CompactionInput): Promise<CompactionOutcome> {
+  const { run, step, system } = input;
+  const state = run.state;
+  const cut = compactionCut(state);
+  if (cut === undefined)
+    return { kind: "impossible", why: "there is nothing older than the current step to summarize" };
+  const estimate = (bytes: number) => state.calibration.estimate(basisTokens(bytes));
+  const prompt: ModelMessage = { role: "user", content: COMPACTION_PROMPT };
+  const bytes = input.requestBytes - input.specBytes + jsonBytes(prompt) + 1;
+  const tokens = {
+    basis_tokens: basisTokens(bytes),
+    estimated_input_tokens: estimate(bytes),
+    context_window: run.budget.window,
+    reply_reserve: run.budget.reserve,
+  };
+  if (tokens.estimated_input_tokens > run.budget.window - run.budget.reserve) {
+    return {
+      kind: "impossible",
+      why: `the request asking for a summary would itself be about ${tokens.estimated_input_tokens} tokens`,
+    };
+  }
+  const attempt = state.retriesSinceReply;
+  await run.record({
+    type: "model.started",
+    data: {
+      step,
+      attempt,
+      tools_digest: run.options.runtime.snapshot.digest,
+      ...tokens,
+      purpose: "compaction",
+    },
+  });
+  const stream = run.options.provider.stream(
+    {
+      messages: [{ role: "system", content: system }, ...state.messages, prompt],
+      tools: [],
+      step,
+      attempt,
+      ordinal: state.ordinal,
+      purpose: "compaction",
+    },
+    run.signal,
+  );
+  const decoded = await decodeStream(stream);
+  if (!("reply" in decoded) || decoded.reply.text.trim() === "") {
+    const message =
+      "reply" in decoded
+        ? "the compaction reply had no summary text"
+        : `the compaction request failed: ${decoded.error instanceof Error ? decoded.error.message : "unknown error"}`;
+    await run.record({
+      type: "model.failed",
+      data: { step, attempt, code: "COMPACTION_FAILED", message: toWellFormed(message) },
+    });
+    return { kind: "failed", summary: await stop(run, "stopped", "context_exhausted", message) };
+  }
+  const summary = decoded.reply.text;
+  const kept = state.messages.slice(cut);
+  const after = [...pinnedMessages(state, kept), summaryMessage(summary), ...kept];
+  const afterBytes =
+    input.requestBytes - state.messageBytes + after.reduce((n, m) => n + jsonBytes(m) + 1, 0);
+  await run.record({
+    type: "context.compacted",
+    data: {
+      step,
+      attempt,
+      summary,
+      replaced_messages: cut,
+      tokens_before: estimate(input.requestBytes),
+      tokens_after: estimate(afterBytes),
+      ...(decoded.reply.usage ? { usage: decoded.reply.usage } : {}),
+    },
+  });
+  return { kind: "compacted" };
+}
