@@ -46,6 +46,8 @@ export interface RequestTokens {
   estimated_input_tokens: number | null;
   reported_input_tokens: number | null;
   context_window: number | null;
+  /** Present for a request that was not an ordinary step (a compaction). */
+  purpose?: "compaction";
 }
 
 /**
@@ -66,9 +68,10 @@ export function requestTokens(records: readonly AnyRecord[]): {
         estimated_input_tokens: record.data.estimated_input_tokens ?? null,
         reported_input_tokens: null,
         context_window: record.data.context_window ?? null,
+        ...(record.data.purpose !== undefined ? { purpose: record.data.purpose } : {}),
       };
       requests.push(open);
-    } else if (record.type === "model.reply" && open !== undefined) {
+    } else if ((record.type === "model.reply" || record.type === "context.compacted") && open !== undefined) {
       open.reported_input_tokens = record.data.usage?.input_tokens ?? null;
       open = undefined;
     }
