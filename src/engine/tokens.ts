@@ -49,6 +49,8 @@ export interface RequestTokens {
   cached_input_tokens: number | null;
   cache_write_tokens: number | null;
   context_window: number | null;
+  /** Present for a request that was not an ordinary step (a compaction). */
+  purpose?: "compaction";
 }
 
 /**
@@ -71,9 +73,10 @@ export function requestTokens(records: readonly AnyRecord[]): {
         cached_input_tokens: null,
         cache_write_tokens: null,
         context_window: record.data.context_window ?? null,
+        ...(record.data.purpose !== undefined ? { purpose: record.data.purpose } : {}),
       };
       requests.push(open);
-    } else if (record.type === "model.reply" && open !== undefined) {
+    } else if ((record.type === "model.reply" || record.type === "context.compacted") && open !== undefined) {
       open.reported_input_tokens = record.data.usage?.input_tokens ?? null;
       open.cached_input_tokens = record.data.usage?.cached_tokens ?? null;
       open.cache_write_tokens = record.data.usage?.cache_write_tokens ?? null;
