@@ -23,6 +23,10 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }
     summary: "continue a recorded session",
     load: async () => (await import("./commands/run.js")).resumeCommand,
   },
+  compact: {
+    summary: "summarize a stopped session's older turns now (the next resume sends the summary)",
+    load: async () => (await import("./commands/compact.js")).compactCommand,
+  },
   demo: {
     summary: "run the built-in offline demo (fix hello.txt, verified by the host)",
     load: async () => (await import("./commands/demo.js")).demoCommand,

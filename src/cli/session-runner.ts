@@ -18,6 +18,8 @@ export interface SessionRun {
   sessionId: string;
   mode: "new" | "resume" | "auto";
   goal?: string;
+  /** harness compact: compact the stopped session now instead of continuing it. */
+  compactOnly?: { instructions?: string };
   setup: Pick<RunSetup, "provider" | "snapshot" | "policy" | "approver"> & Partial<RunSetup>;
   acceptance: AcceptanceCheck[];
   limits: Partial<Limits>;
@@ -94,15 +96,33 @@ export async function runSession(run: SessionRun): Promise<number> {
       signal: controller.signal,
       listener,
       mode: run.mode,
+      ...(run.compactOnly ? { compactOnly: run.compactOnly } : {}),
       harnessVersion: harnessVersion(),
     });
     const summary = await engine.run();
+    if (run.compactOnly && summary.compacted) return printCompacted(summary, run);
     printSummary(summary, run, style);
     return exitCodeFor(summary.status);
   } finally {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
   }
+}
+
+/** harness compact succeeded: the session is as it was, with its older turns now summarized. */
+function printCompacted(summary: RunSummary, run: SessionRun): number {
+  const compacted = summary.compacted;
+  if (run.json) {
+    process.stdout.write(
+      `${JSON.stringify({ session: summary.session, workspace: run.workspace.root, compacted })}\n`,
+    );
+  } else if (compacted) {
+    process.stdout.write(
+      `compacted session ${summary.session}: ${compacted.replaced_messages} messages replaced by a summary ` +
+        `(about ${compacted.tokens_before} -> ${compacted.tokens_after} tokens); continue with: harness resume ${summary.session}\n`,
+    );
+  }
+  return 0;
 }
 
 function printSummary(summary: RunSummary, run: SessionRun, style: ReturnType<typeof createStyle>): void {

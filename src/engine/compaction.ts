@@ -73,10 +73,12 @@ export interface CompactionInput {
   /** UTF-8 bytes of the next ordinary request as it stands, and the tool specs' share of them. */
   requestBytes: number;
   specBytes: number;
+  /** The user's own ask (harness compact --instructions), appended to the prompt and journaled. */
+  instructions?: string;
 }
 
 export type CompactionOutcome =
-  | { kind: "compacted" }
+  | { kind: "compacted"; replaced_messages: number; tokens_before: number; tokens_after: number }
   | { kind: "impossible"; why: string }
   | { kind: "failed"; summary: RunSummary };
 
@@ -92,7 +94,8 @@ export async function compactHistory(input: CompactionInput): Promise<Compaction
   if (cut === undefined)
     return { kind: "impossible", why: "there is nothing older than the current step to summarize" };
   const estimate = (bytes: number) => state.calibration.estimate(basisTokens(bytes));
-  const prompt: ModelMessage = { role: "user", content: COMPACTION_PROMPT };
+  const ask = input.instructions === undefined ? "" : `\n${toWellFormed(input.instructions)}`;
+  const prompt: ModelMessage = { role: "user", content: `${COMPACTION_PROMPT}${ask}` };
   const bytes = input.requestBytes - input.specBytes + jsonBytes(prompt) + 1;
   const tokens = {
     basis_tokens: basisTokens(bytes),
@@ -115,6 +118,7 @@ export async function compactHistory(input: CompactionInput): Promise<Compaction
       tools_digest: run.options.runtime.snapshot.digest,
       ...tokens,
       purpose: "compaction",
+      ...(input.instructions !== undefined ? { instructions: toWellFormed(input.instructions) } : {}),
     },
   });
   const stream = run.options.provider.stream(
@@ -145,17 +149,20 @@ export async function compactHistory(input: CompactionInput): Promise<Compaction
   const after = [...pinnedMessages(state, kept), summaryMessage(summary), ...kept];
   const afterBytes =
     input.requestBytes - state.messageBytes + after.reduce((n, m) => n + jsonBytes(m) + 1, 0);
+  const sizes = {
+    replaced_messages: cut,
+    tokens_before: estimate(input.requestBytes),
+    tokens_after: estimate(afterBytes),
+  };
   await run.record({
     type: "context.compacted",
     data: {
       step,
       attempt,
       summary,
-      replaced_messages: cut,
-      tokens_before: estimate(input.requestBytes),
-      tokens_after: estimate(afterBytes),
+      ...sizes,
       ...(decoded.reply.usage ? { usage: decoded.reply.usage } : {}),
     },
   });
-  return { kind: "compacted" };
+  return { kind: "compacted", ...sizes };
 }

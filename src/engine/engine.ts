@@ -11,6 +11,7 @@ import { DEFAULT_RETRY, DEFAULT_SETTLE_GRACE_MS } from "../runtime/environment.j
 import { ToolRuntime } from "../runtime/pipeline.js";
 import type { GrantPort, ProposalRecord } from "../runtime/ports.js";
 import { digestOf } from "../shared/hash.js";
+import { compactionCut } from "./compaction.js";
 import { EngineError } from "./errors.js";
 import { finish, recheckFinished } from "./finish.js";
 import {
@@ -21,7 +22,7 @@ import {
 } from "./instructions.js";
 import { ModelStep } from "./model-step.js";
 import { DEFAULT_LIMITS, type EngineOptions, type Limits, type RunSummary } from "./options.js";
-import { cancel, type EngineRun, stop } from "./outcome.js";
+import { cancel, type EngineRun, stop, summary } from "./outcome.js";
 import { recoverOrphans, spawnedEvent } from "./recovery.js";
 import { SessionState } from "./state.js";
 import { SYSTEM_PROMPT } from "./system-prompt.js";
@@ -80,6 +81,7 @@ export class Engine {
         this.options.instructions === undefined
           ? undefined
           : await startInstructionFiles(this.options.instructions, this.options.runtime.fs);
+      if (this.options.compactOnly) refuseCompaction(this.state, sessionId);
       if (!resuming) {
         await this.begin(instructions);
       } else {
@@ -97,6 +99,7 @@ export class Engine {
           },
         });
       }
+      if (this.options.compactOnly) return await this.compactNow(this.options.compactOnly.instructions);
       if (resuming) await this.record({ type: "session.resumed", data: { pid: process.pid } });
       return await this.drive();
     } finally {
@@ -121,6 +124,15 @@ export class Engine {
       }
     }
     void this.writer.close();
+  }
+
+  /** harness compact: one summary request now; the session stays stopped. */
+  private async compactNow(instructions: string | undefined): Promise<RunSummary> {
+    const outcome = await new ModelStep(this.session).compactNow(instructions);
+    if (outcome.kind === "failed") return outcome.summary;
+    if (outcome.kind === "impossible") throw new EngineError("BAD_INPUT", `cannot compact: ${outcome.why}`);
+    const { kind: _kind, ...compacted } = outcome;
+    return { ...summary(this.session), compacted };
   }
 
   private async drive(): Promise<RunSummary> {
@@ -269,6 +281,18 @@ export class Engine {
       ...(o.sleep ? { sleep: o.sleep } : {}),
       ...(o.random ? { random: o.random } : {}),
     });
+  }
+}
+
+/** Checked before anything is appended: a compaction needs a stopped session with older turns. */
+function refuseCompaction(state: SessionState, sessionId: string): void {
+  if (state.header === undefined)
+    throw new EngineError("SESSION_NOT_FOUND", `session "${sessionId}" has no records to compact`);
+  if (compactionCut(state) === undefined) {
+    throw new EngineError(
+      "BAD_INPUT",
+      `session "${sessionId}" has nothing older than its current step to summarize (it needs at least two model replies)`,
+    );
   }
 }
 

@@ -160,6 +160,18 @@ export class ModelStep {
     };
   }
 
+  /** A compaction asked for by the user (harness compact): now, whatever the context's size. */
+  async compactNow(instructions: string | undefined): Promise<CompactionOutcome> {
+    return compactHistory({
+      run: this.run,
+      step: this.run.state.replies.length,
+      system: this.systemMessage(),
+      requestBytes: this.requestBytes(),
+      specBytes: this.specBytes ?? 0,
+      ...(instructions !== undefined ? { instructions } : {}),
+    });
+  }
+
   private specBytes: number | undefined;
 
   private requestBytes(): number {

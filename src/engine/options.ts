@@ -35,6 +35,8 @@ export interface RunSummary {
     peak_estimated_input_tokens: number | null;
     peak_reported_input_tokens: number | null;
   };
+  /** Only from a compaction asked for by the user (compactOnly): what context.compacted recorded. */
+  compacted?: { replaced_messages: number; tokens_before: number; tokens_after: number };
 }
 
 export interface Limits {
@@ -103,6 +105,11 @@ export interface EngineOptions {
   setup?: JsonObject;
   /** `new`: the session must not exist; `resume`: it must; `auto`: either. */
   mode: "new" | "resume" | "auto";
+  /**
+   * Compact the stopped session now instead of continuing it (harness compact): one summary
+   * request, journaled as automatic compaction is, then return. Requires mode "resume".
+   */
+  compactOnly?: { instructions?: string };
   harnessVersion: string;
   /** What to tell the user when a model request fails for good (default: general advice per code). */
   providerAdvice?: ProviderAdvice;

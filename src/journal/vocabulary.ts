@@ -120,6 +120,8 @@ export const EVENT_SCHEMAS = {
     reply_reserve: z.number().int().nonnegative().optional(),
     /** Absent for the ordinary requests; "compaction" for one asking for a summary (no tools). */
     purpose: z.literal("compaction").optional(),
+    /** What `harness compact --instructions` added to the summary request's ask, verbatim. */
+    instructions: z.string().optional(),
   }),
   "model.retryable_error": modelFailure.extend({ retry_in_ms: z.number().int() }),
   "model.failed": modelFailure,

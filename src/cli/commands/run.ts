@@ -10,7 +10,7 @@ import { buildSetup } from "../setup.js";
 import { UsageError } from "../usage-error.js";
 import { newSessionId, openSession, openWorkspace } from "../workspace.js";
 
-const SESSION_OPTIONS = {
+export const SESSION_OPTIONS = {
   workspace: { type: "string", short: "w" },
   script: { type: "string" },
   provider: { type: "string" },
@@ -111,7 +111,7 @@ Options: the same as harness run (--workspace, --script, --write, --read-only, -
 --max-model-requests, --max-tool-calls, --context-window, --json, --events). Policy flags,
 --context-window and acceptance commands default to the ones recorded when the session started.`;
 
-type Parsed = ReturnType<typeof parse<typeof SESSION_OPTIONS>>;
+export type Parsed = ReturnType<typeof parse<typeof SESSION_OPTIONS>>;
 
 export const runCommand = {
   help: RUN_HELP,
@@ -147,12 +147,14 @@ export const resumeCommand = {
   },
 };
 
-async function startOrResume(
+/** Start or continue a session (or, with `compactOnly`, only compact a stopped one: harness compact). */
+export async function startOrResume(
   parsed: Parsed,
   workspace: Awaited<ReturnType<typeof openWorkspace>>,
   sessionId: string,
   mode: "new" | "resume",
   goal: string | undefined,
+  compactOnly?: { instructions?: string },
 ): Promise<number> {
   const values = parsed.values;
   if (values.json && values.events)
@@ -195,6 +197,7 @@ async function startOrResume(
     sessionId,
     mode,
     ...(goal !== undefined ? { goal } : {}),
+    ...(compactOnly !== undefined ? { compactOnly } : {}),
     setup,
     acceptance: commands.map((command) => setup.acceptanceCheck(command, acceptTimeout)),
     limits: {
@@ -256,7 +259,7 @@ function optional<K extends string>(key: K, value: number | undefined): Partial<
   return value === undefined ? {} : ({ [key]: value } as Record<K, number>);
 }
 
-function validateSessionId(id: string): void {
+export function validateSessionId(id: string): void {
   if (!SESSION_ID_PATTERN.test(id)) {
     throw new UsageError(`invalid session id "${id}": use letters, digits, '.', '_' or '-' (at most 64)`);
   }
