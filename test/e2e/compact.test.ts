@@ -2,6 +2,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cliEnv, runCli } from "../e2e-providers/cli.js";
 import {
   ensureBuilt,
   expectExit,
@@ -160,6 +161,7 @@ describe("harness compact", () => {
     writeFileSync(journalFile(workspace, "few"), changed);
     const tampered = await harness(["compact", "few", ...common]);
     expectExit(tampered, 5);
+    expect(tampered.stderr).toContain("journal refused");
     expect(readFileSync(journalFile(workspace, "few")).equals(changed)).toBe(true);
 
     const unknown = await harness(["compact", "nope", ...common]);
@@ -167,5 +169,30 @@ describe("harness compact", () => {
     expect(unknown.stderr).toContain("nope");
 
     expect((await requests(log)).length).toBe(sentBefore);
+  });
+
+  it("refuses a session recorded under another user's journal key (untrusted), appending nothing", async () => {
+    const user = async () =>
+      cliEnv(await tempDir("harness-home-"), {
+        HARNESS_KEY_FILE: join(await tempDir("harness-key-"), "journal.key"),
+      });
+    const [author, other] = [await user(), await user()];
+    const workspace = await workspaceWith({ "notes.txt": "NOTE-CONTENT-42\n" });
+    const { script, log } = await loggingScript();
+    const common = ["--script", script, "--workspace", workspace];
+    const run = await runCli(
+      ["run", ...common, "--session", "theirs", "--max-model-requests", "2", "read notes"],
+      author,
+    );
+    expectExit(run, 2);
+    const sentBefore = (await requests(log)).length;
+    const bytes = readFileSync(journalFile(workspace, "theirs"));
+    const refused = await runCli(["compact", "theirs", ...common], other);
+    expectExit(refused, 5);
+    expect(refused.stderr).toContain("journal refused (UNTRUSTED)");
+    expect(readFileSync(journalFile(workspace, "theirs")).equals(bytes)).toBe(true);
+    expect((await requests(log)).length).toBe(sentBefore);
+    // The author's own compaction of the same session is accepted.
+    expectExit(await runCli(["compact", "theirs", ...common], author), 0);
   });
 });
