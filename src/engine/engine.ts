@@ -43,6 +43,15 @@ export class Engine {
   /** Approvals "for this session": the runtime's, and what nested instructions are read under. */
   private grants!: GrantPort;
 
+  /**
+   * Whether an AGENTS.md in the workspace may be sent: only where read_file could read it without
+   * asking. The root file comes from the repository like any other, so a root `AGENTS.md` that is
+   * a symlink to `.env` is held to the same deny rules as reading `.env` itself.
+   */
+  private readonly readable = async (path: string): Promise<boolean> =>
+    (await readAccess(path, { permissions: this.options.policy.permissions, grants: this.grants })) ===
+    "allowed";
+
   constructor(private readonly options: EngineOptions) {
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
     this.budget = contextBudgetOf(this.limits, options.provider.identity.model);
@@ -80,7 +89,7 @@ export class Engine {
       const instructions =
         this.options.instructions === undefined
           ? undefined
-          : await startInstructionFiles(this.options.instructions, this.options.runtime.fs);
+          : await startInstructionFiles(this.options.instructions, this.options.runtime.fs, this.readable);
       if (this.options.compactOnly) refuseCompaction(this.state, sessionId);
       if (!resuming) {
         await this.begin(instructions);
@@ -143,13 +152,7 @@ export class Engine {
 
     const model = new ModelStep(run);
     const runtime = this.createRuntime();
-    // A nested file is sent only where read_file could read it without asking.
-    const nested = new NestedInstructions(
-      this.options.runtime.fs,
-      async (path) =>
-        (await readAccess(path, { permissions: this.options.policy.permissions, grants: this.grants })) ===
-        "allowed",
-    );
+    const nested = new NestedInstructions(this.options.runtime.fs, this.readable);
     for (;;) {
       if (this.signal.aborted) return cancel(run);
       // Sessions recorded before instructions were keep sending what they always did.

@@ -125,10 +125,12 @@ export function systemText(
 export async function startInstructionFiles(
   start: StartInstructions,
   fs: WorkspaceFs,
+  readable: (path: string) => Promise<boolean>,
 ): Promise<InstructionFile[]> {
   const files: InstructionFile[] = [];
   if (start.user) files.push(instructionFile("user", start.user.path, start.user.bytes));
-  if (start.workspace) {
+  // A root file the policy would not let read_file read is never read here either.
+  if (start.workspace && (await readable(INSTRUCTIONS_FILE))) {
     const root = await readWorkspaceInstructions(fs, ".").catch((error: unknown) => {
       // The project's rules must not silently go missing from a session.
       if (!(error instanceof WorkspaceError)) throw error;

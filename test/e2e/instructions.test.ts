@@ -1,4 +1,4 @@
-import { readFile, writeFile } from "node:fs/promises";
+import { readFile, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -106,5 +106,31 @@ describe("AGENTS.md through the CLI", () => {
     expect(result.stdout).toMatch(
       /instructions at start: .*AGENTS\.md \(26 bytes, sha256 [0-9a-f]{12}\), AGENTS\.md \(32 bytes/,
     );
+  });
+});
+
+// A hostile repository ships `AGENTS.md` as a symlink to the user's untracked `.env`. The root
+// file is read like any file the agent could read: the default rule that denies `.env` to
+// read_file (matched on where the link leads) keeps the secret out of the request and the journal.
+describe("a root AGENTS.md that leads to a file the policy denies", () => {
+  it("is not read: the secret reaches neither the model nor the journal", async () => {
+    const configDir = await tempDir("harness-config-");
+    await writeFile(join(configDir, "config.json"), "{}\n");
+    const env = { ...childEnv(), HARNESS_CONFIG: join(configDir, "config.json") };
+    const workspace = await workspaceWith({ ".env": "API_TOKEN=hunter2-secret\n", "notes.txt": "x\n" });
+    await symlink(".env", join(workspace, "AGENTS.md"));
+    const script = join(await tempDir("harness-script-"), "echo.mjs");
+    await writeFile(script, ECHO_SYSTEM);
+    const result = await finished(
+      startHarness(["run", "--script", script, "--workspace", workspace, "--session", "s", "--json", "go"], {
+        env,
+      }),
+    );
+    expectExit(result, 0);
+    expect(String(jsonSummary(result).answer)).not.toContain("hunter2-secret");
+    const journal = await readFile(journalFile(workspace, "s"), "utf8");
+    expect(journal).not.toContain("hunter2-secret");
+    const loaded = ofType(await readJournal(workspace, "s"), "instructions.loaded");
+    expect(loaded.map((r) => r.data.files)).toEqual([[]]);
   });
 });
