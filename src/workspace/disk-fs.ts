@@ -15,6 +15,7 @@ import {
   syncDirectory,
   toFileStat,
 } from "./disk-io.js";
+import { type HeldDirectory, holdParentDirectory } from "./disk-parent.js";
 import { isInside, type Located, locate, lstatOrUndefined } from "./disk-paths.js";
 import { FileLockDirectoryError, type FileLockOptions, FileLockTimeout, withFileLock } from "./file-lock.js";
 import {
@@ -170,9 +171,29 @@ export class DiskWorkspaceFs implements WorkspaceFs {
     const { abs, canonical } = this.#locate(p);
     if (canonical === ".") throw new WorkspaceError("IS_DIRECTORY", p, `${quote(p)} is the workspace root`);
     this.#protected.assertWritable(p, relativeParts(p), canonical.split("/"));
-    const dir = path.dirname(abs);
+    const parentParts = canonical.split("/").slice(0, -1);
+    const held = await this.#holdParent(abs, parentParts, p);
     try {
-      await fsp.mkdir(dir, { recursive: true });
+      await this.#writeInto(held, path.basename(abs), canonical, p, data, options);
+    } finally {
+      held?.close();
+    }
+  }
+
+  /**
+   * The directory a write lands in: held open (disk-parent.ts) where /proc exists, so every later
+   * step names its file through the descriptor; created with mkdir -p otherwise.
+   */
+  async #holdParent(
+    abs: string,
+    parentParts: readonly string[],
+    p: string,
+  ): Promise<HeldDirectory | undefined> {
+    try {
+      const held = holdParentDirectory(this.hostRoot, parentParts, p);
+      if (held !== undefined) return held;
+      await fsp.mkdir(path.dirname(abs), { recursive: true });
+      return undefined;
     } catch (error) {
       const code = errnoCode(error);
       if (code === "EEXIST" || code === "ENOTDIR") {
@@ -180,22 +201,35 @@ export class DiskWorkspaceFs implements WorkspaceFs {
       }
       throw mapNodeError(error, p, "create the parent directory of");
     }
+  }
+
+  async #writeInto(
+    held: HeldDirectory | undefined,
+    name: string,
+    canonical: string,
+    p: string,
+    data: Uint8Array,
+    options: WriteOptions,
+  ): Promise<void> {
+    const dir = held?.path ?? path.dirname(path.join(this.hostRoot, ...canonical.split("/")));
+    const abs = held?.at(name) ?? path.join(dir, name);
     const previous = lstatOrUndefined(abs);
     if (previous?.isDirectory()) throw new WorkspaceError("IS_DIRECTORY", p, `${quote(p)} is a directory`);
     if (previous !== undefined && !previous.isFile()) {
       throw new WorkspaceError("INVALID_PATH", p, `${quote(p)} is not a regular file`);
     }
 
-    const temp = path.join(dir, `.${path.basename(abs)}.${randomBytes(6).toString("hex")}.tmp`);
+    const temp =
+      held?.at(`.${name}.${randomBytes(6).toString("hex")}.tmp`) ??
+      path.join(dir, `.${name}.${randomBytes(6).toString("hex")}.tmp`);
     let committed = false;
     try {
       // A new file gets 0o666 minus the umask, like any other created file; a replaced file keeps
       // its permission bits.
       const handle = await fsp.open(temp, "wx", previous === undefined ? 0o666 : 0o600);
       try {
-        // If a parent was swapped for a symlink, the temporary file was created elsewhere:
-        // remove it there and refuse. The rename below re-resolves the same parents, so a later
-        // swap makes it fail (the temporary file is not at the new location) rather than escape.
+        // Without a held directory (no /proc) a parent swapped for a symlink makes the temporary
+        // file land elsewhere: remove it there and refuse. With one, this cannot happen.
         const real = openedPath(handle.fd);
         if (real !== undefined && !isInside(this.hostRoot, real)) {
           await fsp.rm(real, { force: true });

@@ -1,9 +1,11 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdir, mkdtemp, readdir, rm, symlink, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rename, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { DiskWorkspaceFs } from "../../src/workspace/disk-fs.js";
+import { withFileLock } from "../../src/workspace/file-lock.js";
+import { versionOf } from "../../src/workspace/version.js";
 
 /**
  * A concurrent attacker (a process inside the workspace) keeps swapping a directory with a
@@ -113,6 +115,56 @@ describe.runIf(process.platform === "linux")(
       swapper?.kill("SIGKILL");
       expect(ok.length).toBeGreaterThan(0);
       expect((await readdir(outside)).sort()).toEqual(["f.txt", "outside-only.txt"]);
+    });
+
+    it("a write whose parent is swapped while it waits cannot rename its file into another directory", async () => {
+      // Deterministic version of the race: the write is held at its lock (as by another writer)
+      // after creating its temporary file; meanwhile the attacker moves that file into the
+      // directory of a protected hook script (the directory is writable, only the script is
+      // protected) and swaps the write's parent for a symlink to it. A rename that resolved its
+      // paths again would replace the hook with the model's bytes, and the version check would
+      // read the hook through the symlink and agree.
+      await mkdir(join(workspace, "hooks"));
+      const hook = join(workspace, "hooks", "pre.mjs");
+      await writeFile(hook, "export default () => 'original';");
+      const fs = await DiskWorkspaceFs.create(workspace);
+      fs.protectFiles(["hooks/pre.mjs"]);
+      const hookVersion = versionOf(await readFile(hook));
+
+      let release = (): void => undefined;
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let locked = (): void => undefined;
+      const lockTaken = new Promise<void>((resolve) => {
+        locked = resolve;
+      });
+      const holder = withFileLock(join(workspace, ".harness", "locks"), "d/pre.mjs", async () => {
+        locked();
+        await held;
+      });
+      await lockTaken;
+      const write = fs
+        .writeFileAtomic("d/pre.mjs", Buffer.from("evil"), { expectedVersion: hookVersion })
+        .then(
+          () => "written",
+          (error: unknown) => (error as { code?: string }).code ?? "error",
+        );
+      let temp: string | undefined;
+      for (let i = 0; i < 500 && temp === undefined; i += 1) {
+        temp = (await readdir(join(workspace, "d"))).find((name) => name.endsWith(".tmp"));
+        if (temp === undefined) await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      expect(temp).toBeDefined();
+      await rename(join(workspace, "d", temp as string), join(workspace, "hooks", temp as string));
+      await rename(join(workspace, "d"), join(workspace, "d.real"));
+      await symlink("hooks", join(workspace, "d"));
+      release();
+      await holder;
+
+      expect(await write).not.toBe("written");
+      expect(await readFile(hook, "utf8")).toBe("export default () => 'original';");
+      expect(await readdir(join(workspace, "d.real"))).toEqual(["f.txt"]);
     });
   },
 );
