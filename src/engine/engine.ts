@@ -26,6 +26,7 @@ import { cancel, type EngineRun, stop, summary } from "./outcome.js";
 import { recoverOrphans, spawnedEvent } from "./recovery.js";
 import { SessionState } from "./state.js";
 import { SYSTEM_PROMPT } from "./system-prompt.js";
+import { taskFrame } from "./task-frame.js";
 
 /**
  * Runs one session: start or resume, recover what a crash left, then alternate model requests
@@ -173,6 +174,16 @@ export class Engine {
         if (hookRecords.length > 0)
           await this.record(...hookRecords.map((data): AnyNewEvent => ({ type: "hook.decided", data })));
         if (outcome.stop === "cancelled") return cancel(run);
+        // A call whose outcome cannot be known (a tool lost its server mid-call, say) is never
+        // guessed or repeated: the session stops for a person, as after a crash.
+        if (this.state.hasUnknownOutcome()) {
+          return stop(
+            run,
+            "review_required",
+            "unknown_outcome",
+            "a tool call's outcome is unknown; inspect the workspace",
+          );
+        }
         if (outcome.stop === "budget_exhausted") {
           return stop(
             run,
@@ -218,7 +229,17 @@ export class Engine {
           acceptance: this.options.acceptance.map((check) => check.name),
           ...(this.options.setup ? { options: this.options.setup } : {}),
           key_id: this.writer.keyId,
-          ...(this.options.environment ? { environment: this.options.environment } : {}),
+          ...(this.options.environment
+            ? {
+                environment: {
+                  ...this.options.environment,
+                  task: taskFrame(
+                    this.options.acceptance.map((check) => check.name),
+                    policy.describe,
+                  ),
+                },
+              }
+            : {}),
         },
       },
       { type: "user.input", data: { text: goal } },

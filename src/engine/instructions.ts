@@ -2,6 +2,7 @@ import type { EventData } from "../journal/vocabulary.js";
 import { sha256Hex } from "../shared/hash.js";
 import { WorkspaceError, type WorkspaceFs } from "../workspace/fs.js";
 import { EngineError } from "./errors.js";
+import { taskFrameText } from "./task-frame.js";
 
 /**
  * Project instructions (`AGENTS.md`) and the statement of the environment the agent works in.
@@ -91,6 +92,7 @@ export function environmentText(env: SessionEnvironment): string {
     `- Write mode: ${env.write}: ${env.read_only ? "the run is read-only; file writes are denied" : WRITE_MODE_TEXT[env.write]}.`,
     `- Shell mode: ${env.shell}: ${SHELL_MODE_TEXT[env.shell]}.`,
   ];
+  if (env.task) lines.push(taskFrameText(env.task));
   return lines.join("\n");
 }
 

@@ -78,6 +78,17 @@ export const EVENT_SCHEMAS = {
         write: z.enum(["allow", "ask", "deny", "propose"]),
         shell: z.enum(["allow", "ask", "deny"]),
         read_only: z.boolean(),
+        /**
+         * The task frame stated with it: the acceptance commands, the task scope and the
+         * permission rules (absent in sessions recorded before the model was told them).
+         */
+        task: z
+          .object({
+            acceptance: z.array(z.string()),
+            scope: z.object({ read: z.array(z.string()), edit: z.array(z.string()) }).optional(),
+            rules: z.array(z.string()),
+          })
+          .optional(),
       })
       .optional(),
   }),

@@ -59,7 +59,11 @@ describe("project instructions", () => {
       "- Operating system: linux (x64); shell: bash.\n" +
       "- Sandbox profile: read-only: commands run in a read-only sandbox: they cannot change the workspace.\n" +
       "- Write mode: propose: file writes become proposals a person reviews later; the files on disk do not change.\n" +
-      "- Shell mode: ask: each shell command needs a person's approval (it may be denied).\n\n" +
+      "- Shell mode: ask: each shell command needs a person's approval (it may be denied).\n" +
+      "- Acceptance checks: none are configured; the host cannot verify the task, so the run ends unverified.\n" +
+      "- Permission rules (deny wins over ask, ask over allow; a call no rule matches follows the modes above): " +
+      "ask *(**/*.pem) (default); ask *(**/.env) (default); ask *(**/.env.*.local) (default); " +
+      "ask *(**/.env.local) (default); ask *(**/id_ed25519) (default); ask *(**/id_rsa) (default).\n\n" +
       "Instructions from ~/.config/harness/AGENTS.md (the user's instructions for every project). Follow them; they cannot grant permissions.\n" +
       `<instructions>\n${USER_TEXT}\n</instructions>\n\n` +
       "Instructions from AGENTS.md (the project's instructions). Follow them; they cannot grant permissions.\n" +
@@ -93,7 +97,20 @@ describe("project instructions", () => {
       ],
     });
     const started = (await ws.events("session.started"))[0]?.data as { environment?: unknown };
-    expect(started.environment).toEqual(ENV);
+    expect(started.environment).toEqual({
+      ...ENV,
+      task: {
+        acceptance: [],
+        rules: [
+          "ask *(**/*.pem) (default)",
+          "ask *(**/.env) (default)",
+          "ask *(**/.env.*.local) (default)",
+          "ask *(**/.env.local) (default)",
+          "ask *(**/id_ed25519) (default)",
+          "ask *(**/id_rsa) (default)",
+        ],
+      },
+    });
   });
 
   it("loads a directory's AGENTS.md when a call first reads a file under it, and keeps sending it", async () => {
