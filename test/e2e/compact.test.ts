@@ -105,6 +105,10 @@ describe("harness compact", () => {
     });
     expect(tail[1]?.data).toMatchObject({ summary: "SUMMARY: notes.txt was read twice; keep going" });
     expect(ofType(records, "session.resumed")).toHaveLength(0);
+    const shown = await harness(["inspect", "cmp", "--workspace", workspace]);
+    expectExit(shown, 0);
+    expect(shown.stdout).toContain("(compaction): step 3, attempt 1");
+    expect(shown.stdout).toContain('instructions: "keep the API design decisions"');
 
     const resumed = await harness(["resume", "cmp", ...common, "--max-model-requests", "10"]);
     expectExit(resumed, 0);

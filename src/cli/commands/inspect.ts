@@ -108,8 +108,13 @@ function render(record: AnyRecord, style: Style): string {
       const size =
         estimate === undefined ? "" : `, ~${estimate} tokens${window === undefined ? "" : ` of ${window}`}`;
       const purpose = record.data.purpose === undefined ? "" : ` (${record.data.purpose})`;
+      // A manual compaction's own ask is the user's text: shown, escaped, so the record explains itself.
+      const asked =
+        record.data.instructions === undefined
+          ? ""
+          : `; instructions: ${jsonForTerminal(truncate(record.data.instructions, 200))}`;
       return style.dim(
-        `model request${purpose}: step ${record.data.step + 1}, attempt ${record.data.attempt + 1}${size}`,
+        `model request${purpose}: step ${record.data.step + 1}, attempt ${record.data.attempt + 1}${size}${asked}`,
       );
     }
     case "model.reply": {
