@@ -25,6 +25,8 @@ export interface SessionRun {
   limits: Partial<Limits>;
   json: boolean;
   events: boolean;
+  /** --accept-tool-changes: resume with a tool surface that differs from the recorded one. */
+  acceptToolChanges?: boolean;
 }
 
 /** Where a CLI session's tool calls run: its workspace, its artifacts, and the setup's ports. */
@@ -97,6 +99,7 @@ export async function runSession(run: SessionRun): Promise<number> {
       listener,
       mode: run.mode,
       ...(run.compactOnly ? { compactOnly: run.compactOnly } : {}),
+      ...(run.acceptToolChanges ? { acceptToolChanges: true } : {}),
       harnessVersion: harnessVersion(),
     });
     const summary = await engine.run();

@@ -115,7 +115,7 @@ export async function compactHistory(input: CompactionInput): Promise<Compaction
     data: {
       step,
       attempt,
-      tools_digest: run.options.runtime.snapshot.digest,
+      tools_digest: run.tools().digest,
       ...tokens,
       purpose: "compaction",
       ...(input.instructions !== undefined ? { instructions: toWellFormed(input.instructions) } : {}),

@@ -10,6 +10,7 @@ import { readAccess } from "../runtime/authorize.js";
 import { DEFAULT_RETRY, DEFAULT_SETTLE_GRACE_MS } from "../runtime/environment.js";
 import { ToolRuntime } from "../runtime/pipeline.js";
 import type { GrantPort, ProposalRecord } from "../runtime/ports.js";
+import type { ToolSnapshot } from "../runtime/registry.js";
 import { digestOf } from "../shared/hash.js";
 import { compactionCut } from "./compaction.js";
 import { EngineError } from "./errors.js";
@@ -27,6 +28,7 @@ import { recoverOrphans, spawnedEvent } from "./recovery.js";
 import { SessionState } from "./state.js";
 import { SYSTEM_PROMPT } from "./system-prompt.js";
 import { taskFrame } from "./task-frame.js";
+import { toolDigests, toolsChanged } from "./tool-surface.js";
 
 /**
  * Runs one session: start or resume, recover what a crash left, then alternate model requests
@@ -41,6 +43,8 @@ export class Engine {
   private writer!: JournalWriter;
   private state!: SessionState;
   private session!: EngineRun;
+  /** The tools offered now (replaced when the surface changes at a step boundary). */
+  private tools: ToolSnapshot;
   /** Approvals "for this session": the runtime's, and what nested instructions are read under. */
   private grants!: GrantPort;
 
@@ -58,6 +62,7 @@ export class Engine {
     this.budget = contextBudgetOf(this.limits, options.provider.identity.model);
     this.systemPrompt = options.systemPrompt ?? SYSTEM_PROMPT;
     this.signal = options.signal ?? new AbortController().signal;
+    this.tools = options.runtime.snapshot;
     this.grants = options.runtime.grants ?? new SessionGrants();
   }
 
@@ -83,6 +88,7 @@ export class Engine {
         systemPrompt: this.systemPrompt,
         signal: this.signal,
         state: this.state,
+        tools: () => this.tools,
         record: (...events) => this.record(...events),
       };
       const recovered = this.writer.recoveredLock;
@@ -96,6 +102,7 @@ export class Engine {
         await this.begin(instructions);
       } else {
         this.checkIdentity(instructions);
+        if (this.state.toolsDigest !== this.tools.digest) await this.recordSurface(this.tools, "resume");
       }
       if (recovered) {
         await this.record({
@@ -152,7 +159,7 @@ export class Engine {
     if (this.state.outcome?.kind === "finished") return recheckFinished(run);
 
     const model = new ModelStep(run);
-    const runtime = this.createRuntime();
+    let runtime = this.createRuntime();
     const nested = new NestedInstructions(this.options.runtime.fs, this.readable);
     for (;;) {
       if (this.signal.aborted) return cancel(run);
@@ -196,6 +203,12 @@ export class Engine {
       }
       const last = this.state.lastReply;
       if (last && last.calls.length === 0) return finish(run, last.text);
+      // Between steps, never while calls run: a tool list that changed is taken up here.
+      const surface = await this.options.toolSurface?.refresh(this.tools, this.signal);
+      if (surface !== undefined && surface.digest !== this.tools.digest) {
+        await this.recordSurface(surface, "refresh");
+        runtime = this.createRuntime();
+      }
       const next = await model.next();
       if (next) return next;
     }
@@ -207,6 +220,7 @@ export class Engine {
       throw new EngineError("BAD_INPUT", "a new session needs a goal");
     const { runtime, workspace, policy, provider, sessionId } = this.options;
     const snapshot = runtime.snapshot;
+    const digests = toolDigests(snapshot);
     await this.record(
       {
         type: "session.started",
@@ -224,6 +238,7 @@ export class Engine {
             name: e.tool.name,
             version: e.tool.version,
             effect: e.tool.effect,
+            digest: digests.get(e.tool.name) as string,
           })),
           tools_digest: snapshot.digest,
           acceptance: this.options.acceptance.map((check) => check.name),
@@ -260,7 +275,9 @@ export class Engine {
     if (header.policy_digest !== o.policy.digest) differences.push("policy");
     if (digestOf(header.provider) !== digestOf(o.provider.identity)) differences.push("model provider");
     if (header.system_prompt_digest !== digestOf(this.systemPrompt)) differences.push("system prompt");
-    if (header.tools_digest !== o.runtime.snapshot.digest) differences.push("tool set");
+    // Against the surface the session last recorded: its start, or the latest tools.changed.
+    const toolsChanged = this.state.toolsDigest !== this.tools.digest;
+    if (toolsChanged && !o.acceptToolChanges) differences.push("tool set");
     // Instructions are part of the identity from the sessions that recorded them on.
     const recorded = this.state.startInstructions;
     const changed =
@@ -271,11 +288,27 @@ export class Engine {
         "IDENTITY_MISMATCH",
         `session "${o.sessionId}" was recorded with a different ${differences.join(", ")}; ` +
           "a changed task needs a new session (run again without --session, or with a new session id)" +
+          (differences.includes("tool set")
+            ? "; if only the tools changed (an MCP server's tool list), --accept-tool-changes continues with the new ones"
+            : "") +
           (changed.length > 0
             ? "; or restore the instructions the session was recorded with (see: harness inspect)"
             : ""),
       );
     }
+  }
+
+  /** Offer `next` from now on, journaled first (the whole new surface and what changed). */
+  private async recordSurface(next: ToolSnapshot, reason: "refresh" | "resume"): Promise<void> {
+    const data = toolsChanged(
+      this.state.surface,
+      this.state.toolsDigest ?? "",
+      next,
+      this.state.replies.length,
+      reason,
+    );
+    await this.record({ type: "tools.changed", data });
+    this.tools = next;
   }
 
   private async record(...events: AnyNewEvent[]): Promise<void> {
@@ -291,6 +324,7 @@ export class Engine {
     // The environment passes through whole; the engine adds what the session owns.
     return new ToolRuntime({
       ...o.runtime,
+      snapshot: this.tools,
       grants: this.grants,
       retry: o.runtime.retry ?? DEFAULT_RETRY,
       settleGraceMs: o.runtime.settleGraceMs ?? DEFAULT_SETTLE_GRACE_MS,

@@ -3,6 +3,7 @@ import { decodeStream, ProtocolError, replyEvidence, type StreamEvidence } from 
 import type { ModelMessage, Reply } from "../protocol/types.js";
 import { ProviderError } from "../providers/provider.js";
 import { retryDelay } from "../providers/retry.js";
+import type { ToolSnapshot } from "../runtime/registry.js";
 import { sleep } from "../shared/sleep.js";
 import { toWellFormed } from "../shared/unicode.js";
 import { promptCacheKey } from "./cache-key.js";
@@ -62,12 +63,12 @@ export class ModelStep {
       }
       await this.run.record({
         type: "model.started",
-        data: { step, attempt, tools_digest: this.run.options.runtime.snapshot.digest, ...tokens },
+        data: { step, attempt, tools_digest: this.run.tools().digest, ...tokens },
       });
       const stream = this.run.options.provider.stream(
         {
           messages,
-          tools: this.run.options.runtime.snapshot.specs,
+          tools: this.run.tools().specs,
           step,
           attempt,
           ordinal: this.run.state.ordinal,
@@ -173,9 +174,16 @@ export class ModelStep {
   }
 
   private specBytes: number | undefined;
+  /** The snapshot specBytes was measured on: a changed tool surface is measured again. */
+  private specsOf: ToolSnapshot | undefined;
 
   private requestBytes(): number {
-    this.specBytes ??= Buffer.byteLength(JSON.stringify(this.run.options.runtime.snapshot.specs));
+    const tools = this.run.tools();
+    if (this.specsOf !== tools) {
+      this.specBytes = Buffer.byteLength(JSON.stringify(tools.specs));
+      this.specsOf = tools;
+    }
+    this.specBytes ??= 0;
     return (
       Buffer.byteLength(JSON.stringify(this.systemMessage())) + this.run.state.messageBytes + this.specBytes
     );

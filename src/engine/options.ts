@@ -10,6 +10,7 @@ import type { SessionEnvironment, StartInstructions } from "./instructions.js";
 import type { ProviderAdvice } from "./provider-advice.js";
 import type { ProcessSupervision } from "./recovery.js";
 import type { SessionState } from "./state.js";
+import type { ToolSurfaceSource } from "./tool-surface.js";
 
 export type RunStatus =
   | "verified"
@@ -121,6 +122,13 @@ export interface EngineOptions {
   instructions?: StartInstructions;
   /** The environment stated to the model in a new session (recorded in `session.started`). */
   environment?: SessionEnvironment;
+  /** Where a changing tool surface comes from (MCP servers); refreshed at each step boundary. */
+  toolSurface?: ToolSurfaceSource;
+  /**
+   * On resume, a tool surface that differs from the one the session last recorded is accepted
+   * (journaled as `tools.changed`, reason "resume") instead of refused.
+   */
+  acceptToolChanges?: boolean;
   sleep?(ms: number, signal: AbortSignal): Promise<void>;
   random?(): number;
 }

@@ -1,5 +1,6 @@
 import type { AnyNewEvent } from "../journal/vocabulary.js";
 import type { ContextBudget } from "../providers/context-window.js";
+import type { ToolSnapshot } from "../runtime/registry.js";
 import type { EngineOptions, Limits, RunSummary } from "./options.js";
 import type { SessionState } from "./state.js";
 
@@ -12,6 +13,8 @@ export interface EngineRun {
   readonly systemPrompt: string;
   readonly signal: AbortSignal;
   readonly state: SessionState;
+  /** The tools offered now: the runtime's snapshot, replaced when the surface changes at a step boundary. */
+  tools(): ToolSnapshot;
   /** Append events durably, then apply them to the state and show them to the listener. */
   record(...events: AnyNewEvent[]): Promise<void>;
 }

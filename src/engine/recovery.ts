@@ -75,7 +75,7 @@ async function recover(run: EngineRun, started: EventData<"tool.started">): Prom
     }
   }
   const note = killed > 0 ? ` ${killed} surviving process(es) of it were killed.` : "";
-  const entry = run.options.runtime.snapshot.get(started.name);
+  const entry = run.tools().get(started.name);
   if (entry?.tool.reconcile && entry.tool.version === started.tool_version) {
     const parsed = entry.tool.input.safeParse(started.arguments);
     if (parsed.success) {

@@ -27,6 +27,9 @@ export type Outcome =
  */
 export class SessionState {
   header: EventData<"session.started"> | undefined;
+  /** The tools the model was last offered (name → digest), and their digest: the header's, then each `tools.changed`. */
+  surface = new Map<string, string | undefined>();
+  toolsDigest: string | undefined;
   goal: string | undefined;
   /** Messages after the system prompt, in model order. */
   readonly messages: ModelMessage[] = [];
@@ -86,6 +89,12 @@ export class SessionState {
     switch (record.type) {
       case "session.started":
         this.header = record.data;
+        this.surface = new Map(record.data.tools.map((t) => [t.name, t.digest]));
+        this.toolsDigest = record.data.tools_digest;
+        break;
+      case "tools.changed":
+        this.surface = new Map(record.data.tools.map((t) => [t.name, t.digest]));
+        this.toolsDigest = record.data.tools_digest;
         break;
       case "user.input":
         this.goal ??= record.data.text;

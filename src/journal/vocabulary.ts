@@ -62,7 +62,10 @@ export const EVENT_SCHEMAS = {
     policy_digest: hex64,
     provider: jsonObject,
     system_prompt_digest: hex64,
-    tools: z.array(z.object({ name: z.string(), version: z.string(), effect: z.string() })),
+    /** `digest`: each tool's own (spec, version, effect), absent in sessions recorded before it was. */
+    tools: z.array(
+      z.object({ name: z.string(), version: z.string(), effect: z.string(), digest: hex64.optional() }),
+    ),
     tools_digest: hex64,
     acceptance: z.array(z.string()).optional(),
     /** How the run was set up (CLI flags without secrets or host paths), so resume can rebuild it. */
@@ -91,6 +94,21 @@ export const EVENT_SCHEMAS = {
           .optional(),
       })
       .optional(),
+  }),
+  /**
+   * The tools offered to the model changed at a step boundary (`refresh`: a server announced a
+   * new list) or were accepted as changed on resume (`resume`): the whole new surface, its digest,
+   * and what was added, removed or changed since `previous_digest`.
+   */
+  "tools.changed": z.object({
+    step: z.number().int(),
+    reason: z.enum(["refresh", "resume"]),
+    previous_digest: hex64,
+    tools_digest: hex64,
+    tools: z.array(z.object({ name: z.string(), version: z.string(), effect: z.string(), digest: hex64 })),
+    added: z.array(z.string()),
+    removed: z.array(z.string()),
+    changed: z.array(z.string()),
   }),
   /**
    * Project instructions (AGENTS.md) as read: `start` (the user's and the workspace root's, pinned

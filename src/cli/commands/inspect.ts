@@ -93,6 +93,14 @@ function render(record: AnyRecord, style: Style): string {
       return `session started (${escapeForTerminal(String(record.data.provider.kind))} model, tools ${record.data.tools.map((t) => escapeForTerminal(t.name)).join(", ")})`;
     case "session.resumed":
       return style.dim("resumed");
+    case "tools.changed": {
+      const list = (names: readonly string[]) => names.map((n) => escapeForTerminal(n)).join(", ") || "none";
+      const why = record.data.reason === "resume" ? "accepted on resume" : "at a step boundary";
+      return (
+        `tools changed ${why} (step ${record.data.step + 1}): added ${list(record.data.added)}; ` +
+        `removed ${list(record.data.removed)}; changed ${list(record.data.changed)}`
+      );
+    }
     case "instructions.loaded": {
       const files = record.data.files.map(
         (f) =>

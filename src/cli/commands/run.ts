@@ -34,6 +34,7 @@ export const SESSION_OPTIONS = {
   "max-tool-calls": { type: "string" },
   "pool-size": { type: "string" },
   "context-window": { type: "string" },
+  "accept-tool-changes": { type: "boolean" },
   session: { type: "string" },
   json: { type: "boolean" },
   events: { type: "boolean" },
@@ -82,6 +83,8 @@ Run:
                              a request estimated over it minus the reply reserve is never
                              sent: the run stops with context_exhausted
   --session ID               session id (an existing one is resumed if its task matches)
+  --accept-tool-changes      resume even though the tools differ from those the session last
+                             recorded (e.g. an MCP server changed its tool list); journaled
   --json                     print exactly one JSON summary object on stdout
   --events                   print journal events as NDJSON on stdout while running
   -h, --help                 show this help
@@ -108,7 +111,8 @@ or another process now has its pid) is taken over, with a printed line and a loc
 record; a live owner, or one on another host, is never displaced (exit 5).
 
 Options: the same as harness run (--workspace, --script, --write, --read-only, --accept,
---max-model-requests, --max-tool-calls, --context-window, --json, --events). Policy flags,
+--max-model-requests, --max-tool-calls, --context-window, --accept-tool-changes, --json,
+--events). Policy flags,
 --context-window and acceptance commands default to the ones recorded when the session started.`;
 
 export type Parsed = ReturnType<typeof parse<typeof SESSION_OPTIONS>>;
@@ -207,6 +211,7 @@ export async function startOrResume(
     },
     json: values.json === true,
     events: values.events === true,
+    acceptToolChanges: values["accept-tool-changes"] === true,
   });
 }
 
