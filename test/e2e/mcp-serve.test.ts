@@ -191,4 +191,35 @@ describe("harness mcp serve over stdio, driven by the official MCP client", () =
       await served.close();
     }
   });
+
+  it("pairs concurrent calls with their own results, and ends the session when the client disconnects", async () => {
+    const workspace = await workspaceWith({ "a.txt": "alpha\n", "b.txt": "beta\n", "c.txt": "gamma\n" });
+    const served = await connectServe(["--workspace", workspace]);
+    const names = ["a.txt", "b.txt", "c.txt"];
+    const results = await Promise.all(
+      names.map((path) => served.client.callTool({ name: "read_file", arguments: { path } })),
+    );
+    expect(
+      results.map((r) =>
+        textOf(r)
+          .split("\n")
+          .find((line) => line.startsWith("path: ")),
+      ),
+    ).toEqual(names.map((path) => `path: ${path}`));
+    expect(textOf(results[1])).toContain("beta");
+    const session = factsOf(results[0]).session;
+    await served.close();
+    // The disconnect is the client's last word: a reply without calls, and the run is finished.
+    let types: string[] = [];
+    for (let i = 0; i < 100 && !types.includes("run.finished"); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      types = (await readJournal(workspace, session)).map((r) => r.type);
+    }
+    expect(types.at(-1)).toBe("run.finished");
+    expect(types.filter((t) => t === "tool.result")).toHaveLength(3);
+    const records = await readJournal(workspace, session);
+    expect(records.at(-1)?.data.status).toBe("unverified");
+    const replies = records.filter((r) => r.type === "model.reply");
+    expect(replies.at(-1)?.data.text).toBe("the MCP client closed the connection");
+  });
 });
