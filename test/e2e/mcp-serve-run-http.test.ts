@@ -9,6 +9,7 @@ import {
   fixture,
   readJournal,
   removeTempDirs,
+  sessionIds,
   startHarness,
   workspaceWith,
 } from "./helpers.js";
@@ -27,6 +28,8 @@ describe("harness_run over MCP", () => {
       workspace,
       "--write",
       "allow",
+      "--allow",
+      "shell(grep *)",
       "--script",
       fixture("read-edit.mjs"),
     ]);
@@ -53,6 +56,26 @@ describe("harness_run over MCP", () => {
       );
       const counts = progress.map((p) => p.progress);
       expect([...counts].sort((a, b) => a - b)).toEqual(counts);
+    } finally {
+      await served.close();
+    }
+  });
+
+  it("refuses acceptance commands the server's shell policy would not run, before any session starts", async () => {
+    const workspace = await workspaceWith({ "notes.txt": "status: draft\n" });
+    const served = await connectServe(["--workspace", workspace, "--script", fixture("read-edit.mjs")]);
+    try {
+      const result = await served.client.callTool({
+        name: "harness_run",
+        arguments: { goal: "mark the notes final", accept: ["touch pwned"] },
+      });
+      expect(result.isError).toBe(true);
+      expect(textOf(result)).toContain(
+        `acceptance command "touch pwned" is not allowed by the server's shell policy`,
+      );
+      expect(sessionIds(workspace)).toHaveLength(1);
+      await expect(readFile(join(workspace, "pwned"))).rejects.toThrow(/ENOENT/);
+      expect(await readFile(join(workspace, "notes.txt"), "utf8")).toBe("status: draft\n");
     } finally {
       await served.close();
     }

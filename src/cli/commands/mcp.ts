@@ -7,7 +7,7 @@ import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { parse, positiveInt } from "../args.js";
 import { effectiveFlags, type RunFlags } from "../run-flags.js";
 import { sessionEngineOptions } from "../session-runner.js";
-import { buildSetup } from "../setup.js";
+import { buildSetup, type RunSetup } from "../setup.js";
 import { UsageError } from "../usage-error.js";
 import { harnessVersion } from "../version.js";
 import { newSessionId, type OpenedWorkspace, openWorkspace } from "../workspace.js";
@@ -186,6 +186,7 @@ function runStarter(
       ...(script !== undefined ? { script } : {}),
       interactive: false,
     });
+    await refuseUnallowedChecks(request.accept, setup);
     const options = sessionEngineOptions(
       {
         workspace,
@@ -201,6 +202,28 @@ function runStarter(
     );
     return new Engine(options).run();
   };
+}
+
+/**
+ * Acceptance commands run on the host. From `harness run` they are the user's own; through
+ * harness_run they are the client's, so each must be one the server's policy would let the
+ * shell tool run without asking (an `ask` has no one to answer in a harness_run session).
+ */
+async function refuseUnallowedChecks(commands: readonly string[], setup: RunSetup): Promise<void> {
+  if (commands.length === 0) return;
+  const shell = setup.snapshot.get("shell")?.tool;
+  for (const command of commands) {
+    const decision = shell
+      ? await setup.policy.permissions.decide({ tool: "shell", effect: shell.effect, arguments: { command } })
+      : undefined;
+    if (decision?.decision !== "allow") {
+      throw new Error(
+        `acceptance command ${JSON.stringify(command)} is not allowed by the server's shell policy` +
+          (decision ? ` (${decision.decision}: ${decision.reason})` : " (the shell tool is not served)") +
+          "; the server's operator can allow it with --shell allow or an --allow 'shell(...)' rule",
+      );
+    }
+  }
 }
 
 function httpOption(
