@@ -30,7 +30,7 @@ export class ClientModel implements Provider {
   private wake: (() => void) | undefined;
   private closed = false;
 
-  /** A call for the next step. */
+  /** A call for the next step (the transport bounds its size; see take). */
   submit(call: ClientCall): void {
     if (this.closed) throw new Error("the served session is closed");
     this.queue.push(call);
@@ -81,6 +81,17 @@ export class ClientModel implements Provider {
         signal.addEventListener("abort", done, { once: true });
       });
     }
-    return this.queue.splice(0, DEFAULT_OUTPUT_LIMITS.maxCalls);
+    // One reply stays within what the decoder takes whole: a call whose arguments break a
+    // limit is refused on its own (INVALID_ARGUMENTS), never the whole session's stream.
+    const limits = DEFAULT_OUTPUT_LIMITS;
+    let characters = 0;
+    let count = 0;
+    for (const call of this.queue) {
+      const size = JSON.stringify(call.arguments).length;
+      if (count > 0 && (count >= limits.maxCalls || characters + size > limits.maxReplyArgumentsChars)) break;
+      characters += size;
+      count += 1;
+    }
+    return this.queue.splice(0, count);
   }
 }

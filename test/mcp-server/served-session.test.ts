@@ -101,3 +101,19 @@ describe("journal resource URIs", () => {
     }
   });
 });
+
+describe("replies built from many client calls", () => {
+  it("stay within one reply's argument budget: the rest waits for the next step", async () => {
+    const model = new ClientModel();
+    const big = "x".repeat(900_000);
+    for (let i = 1; i <= 6; i++)
+      model.submit({ id: `mcp-${i}`, name: "write_file", arguments: { path: "a", content: big } });
+    const first = await decodeStream(model.stream(request(), new AbortController().signal));
+    const second = await decodeStream(model.stream(request(), new AbortController().signal));
+    const ids = (decoded: typeof first) =>
+      "reply" in decoded ? decoded.reply.calls.map((call) => call.id) : [];
+    expect(ids(first)).toEqual(["mcp-1", "mcp-2", "mcp-3", "mcp-4"]);
+    expect(ids(second)).toEqual(["mcp-5", "mcp-6"]);
+    expect("reply" in first && first.reply.calls.every((call) => call.refused === undefined)).toBe(true);
+  });
+});
