@@ -104,15 +104,7 @@ describe("harness mcp serve --http", () => {
     );
     const exit = finished(child);
     try {
-      const url = await new Promise<string>((resolve, reject) => {
-        let seen = "";
-        child.stderr?.on("data", (chunk: Buffer) => {
-          seen += chunk.toString("utf8");
-          const match = /listening on (http:\/\/\S+)/.exec(seen);
-          if (match?.[1]) resolve(match[1]);
-        });
-        child.on("exit", () => reject(new Error(`the server exited: ${seen}`)));
-      });
+      const url = await listeningUrl(child);
       const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} });
       const headers = { "content-type": "application/json", accept: "application/json, text/event-stream" };
       const bare = await fetch(url, { method: "POST", headers, body });
@@ -137,6 +129,74 @@ describe("harness mcp serve --http", () => {
       const records = await readJournal(workspace, factsOf(read).session);
       expect(records.filter((r) => r.type === "tool.result").map((r) => r.data.name)).toEqual(["read_file"]);
       await client.close();
+    } finally {
+      child.kill("SIGTERM");
+    }
+    expectExit(await exit, 0);
+  });
+
+  it("asks a 2026-era client over HTTP by elicitation; a 2025-era client there cannot be asked and is denied", async () => {
+    const workspace = await workspaceWith({});
+    const env = { ...(await serveEnv()), MCP_TOKEN: TOKEN };
+    const child = startHarness(
+      [
+        "mcp",
+        "serve",
+        "-w",
+        workspace,
+        "--write",
+        "ask",
+        "--http",
+        "127.0.0.1:0",
+        "--token-env",
+        "MCP_TOKEN",
+      ],
+      { env },
+    );
+    const exit = finished(child);
+    try {
+      const url = await listeningUrl(child);
+      const connect = async (modern: boolean, asked: string[]) => {
+        const client = new Client(
+          { name: "harness-e2e-http", version: "1" },
+          {
+            capabilities: { elicitation: {} },
+            ...(modern ? { versionNegotiation: { mode: { pin: "2026-07-28" } } } : {}),
+          },
+        );
+        client.setRequestHandler("elicitation/create", async (request) => {
+          asked.push((request.params as { message: string }).message);
+          return { action: "accept", content: { approve: true } };
+        });
+        await client.connect(
+          new StreamableHTTPClientTransport(new URL(url), {
+            requestInit: { headers: { authorization: `Bearer ${TOKEN}` } },
+          }),
+        );
+        return client;
+      };
+      const modernAsked: string[] = [];
+      const modern = await connect(true, modernAsked);
+      const approved = await modern.callTool({
+        name: "write_file",
+        arguments: { path: "m.txt", content: "m\n" },
+      });
+      expect(approved.isError).toBeFalsy();
+      expect(modernAsked).toHaveLength(1);
+      expect(await readFile(join(workspace, "m.txt"), "utf8")).toBe("m\n");
+      await modern.close();
+
+      const legacyAsked: string[] = [];
+      const legacy = await connect(false, legacyAsked);
+      const denied = await legacy.callTool({
+        name: "write_file",
+        arguments: { path: "l.txt", content: "l\n" },
+      });
+      expect(denied.isError).toBe(true);
+      expect(factsOf(denied).error_type).toBe("USER_DENIED");
+      expect(legacyAsked).toEqual([]);
+      await expect(readFile(join(workspace, "l.txt"))).rejects.toThrow(/ENOENT/);
+      await legacy.close();
     } finally {
       child.kill("SIGTERM");
     }
@@ -168,3 +228,16 @@ describe("harness mcp serve --http", () => {
     expect(unset.stderr).toContain("NOT_SET_VAR");
   });
 });
+
+/** The URL a server started with --http prints on stderr once it listens. */
+function listeningUrl(child: ReturnType<typeof startHarness>): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    let seen = "";
+    child.stderr?.on("data", (chunk: Buffer) => {
+      seen += chunk.toString("utf8");
+      const match = /listening on (http:\/\/\S+)/.exec(seen);
+      if (match?.[1]) resolve(match[1]);
+    });
+    child.on("exit", () => reject(new Error(`the server exited: ${seen}`)));
+  });
+}
