@@ -51,6 +51,8 @@ export class ServedSession {
   private readonly controller = new AbortController();
   private counter = 0;
   private ended: string | undefined;
+  /** Why the engine failed (a refused journal, a bad setup), kept for the embedder to report. */
+  failure: unknown;
   private running: Promise<RunSummary | undefined> | undefined;
 
   constructor(readonly sessionId: string) {
@@ -77,6 +79,7 @@ export class ServedSession {
         return summary;
       },
       (error: unknown) => {
+        this.failure = error;
         this.end(
           `the served session ${this.sessionId} failed: ${error instanceof Error ? error.message : "error"}`,
         );

@@ -229,6 +229,26 @@ describe("harness mcp serve --http", () => {
   });
 });
 
+describe("harness mcp usage errors", () => {
+  it("names what is wrong and exits 64", async () => {
+    const workspace = await workspaceWith({});
+    const env = await serveEnv();
+    const cases: [string[], string][] = [
+      [["mcp"], "which subcommand? harness mcp serve"],
+      [["mcp", "frob"], 'unknown subcommand "frob"'],
+      [["mcp", "serve", "-w", workspace, "--write", "sometimes"], "--write"],
+      [["mcp", "serve", "-w", join(workspace, "missing")], "does not exist"],
+      [["mcp", "serve", "-w", workspace, "extra"], "unexpected arguments: extra"],
+    ];
+    for (const [args, message] of cases) {
+      const result = await finished(startHarness(args, { env }));
+      expectExit(result, 64);
+      expect(result.stderr).toContain(message);
+      expect(result.stderr).not.toContain("    at ");
+    }
+  });
+});
+
 /** The URL a server started with --http prints on stderr once it listens. */
 function listeningUrl(child: ReturnType<typeof startHarness>): Promise<string> {
   return new Promise<string>((resolve, reject) => {

@@ -151,6 +151,8 @@ async function serve(args: string[]): Promise<number> {
       ),
     ).run(),
   );
+  // A refused journal or a bad setup is reported as harness run reports it (exit code and message).
+  if (session.failure !== undefined) throw session.failure;
   if (session.stopped) throw new Error(session.stopped);
   process.stderr.write(`harness mcp serve: session ${sessionId} in ${workspace.root}\n`);
 
