@@ -164,6 +164,27 @@ describe("harness mcp serve over stdio, driven by the official MCP client", () =
     }
   });
 
+  it("runs a shell call in the sandbox and journals its process", async () => {
+    const workspace = await workspaceWith({});
+    const served = await connectServe(["--workspace", workspace, "--shell", "allow"]);
+    try {
+      const result = await served.client.callTool({
+        name: "shell",
+        arguments: { command: "echo hi > f.txt" },
+      });
+      expect(result.isError).toBeFalsy();
+      const facts = factsOf(result) as { session: string; data?: { sandbox?: string; exit_code?: number } };
+      expect(facts.data).toMatchObject({ sandbox: "workspace-write", exit_code: 0 });
+      expect(await readFile(join(workspace, "f.txt"), "utf8")).toBe("hi\n");
+      const records = await readJournal(workspace, facts.session);
+      expect(records.filter((r) => r.type === "process.spawned").map((r) => r.data.call_id)).toEqual([
+        factsOf(result).call_id,
+      ]);
+    } finally {
+      await served.close();
+    }
+  });
+
   it("serves every session journal of the workspace as a resource", async () => {
     const workspace = await workspaceWith({ "a.txt": "a\n" });
     const served = await connectServe(["--workspace", workspace, "--write", "allow"]);
