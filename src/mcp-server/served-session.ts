@@ -48,6 +48,9 @@ export class ServedSession {
   readonly model = new ClientModel();
   readonly approver: ApprovalPort;
   private readonly pending = new Map<string, PendingCall>();
+  /** Questions the client has not answered yet: denied at once when the session closes. */
+  private readonly unanswered = new Set<(reason: string) => void>();
+  private closing = false;
   private readonly controller = new AbortController();
   private counter = 0;
   private ended: string | undefined;
@@ -123,7 +126,10 @@ export class ServedSession {
 
   /** The client is gone or the server stops: the session ends with a reply without calls. */
   async close(): Promise<RunSummary | undefined> {
+    this.closing = true;
     this.model.close();
+    // Nobody is left to answer: a waiting approval would hold the session open until it timed out.
+    for (const deny of [...this.unanswered]) deny("the MCP client closed the connection");
     try {
       return await this.running;
     } catch {
@@ -155,6 +161,14 @@ export class ServedSession {
    */
   private async askClient(request: ApprovalRequest, signal: AbortSignal): Promise<ApprovalDecision> {
     const call = this.pending.get(request.callId);
+    if (this.closing) {
+      return {
+        decision: "deny",
+        scope: "once",
+        by: "mcp-client",
+        reason: "the MCP client closed the connection",
+      };
+    }
     if (!call?.canElicit) {
       return {
         decision: "deny",
@@ -168,6 +182,7 @@ export class ServedSession {
       const settle = (decision: ApprovalDecision) => {
         if (settled) return;
         settled = true;
+        this.unanswered.delete(deny);
         clearTimeout(timer);
         signal.removeEventListener("abort", onAbort);
         resolve(decision);
@@ -180,6 +195,7 @@ export class ServedSession {
       );
       timer.unref();
       signal.addEventListener("abort", onAbort, { once: true });
+      this.unanswered.add(deny);
       this.push(request.callId, { kind: "approval", ask: { request, answer: settle } });
     });
   }

@@ -13,7 +13,7 @@ export interface ServedClient {
 
 export interface ClientOptions {
   /** How the client answers an elicitation; without it, the client declares no elicitation capability. */
-  elicit?: (params: { message: string }) => Record<string, unknown>;
+  elicit?: (params: { message: string }) => Record<string, unknown> | Promise<Record<string, unknown>>;
   /** Pin the 2026-07-28 protocol revision instead of the default 2025 handshake. */
   modern?: boolean;
 }
@@ -48,7 +48,7 @@ export async function connectServe(
     client.setRequestHandler("elicitation/create", async (request) => {
       const params = request.params as { message: string };
       elicitations.push({ message: params.message });
-      return answer(params) as { action: "accept" | "decline" | "cancel" };
+      return (await answer(params)) as { action: "accept" | "decline" | "cancel" };
     });
   }
   const transport = new StdioClientTransport({

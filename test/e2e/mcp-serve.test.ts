@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ensureBuilt, readJournal, removeTempDirs, workspaceWith } from "./helpers.js";
+import { ensureBuilt, readJournal, removeTempDirs, sessionIds, workspaceWith } from "./helpers.js";
 import { connectServe, factsOf, textOf } from "./mcp-serve-client.js";
 
 beforeAll(() => ensureBuilt());
@@ -110,6 +110,39 @@ describe("harness mcp serve over stdio, driven by the official MCP client", () =
     } finally {
       await served.close();
     }
+  });
+
+  it("denies a question still unanswered when the client disconnects, and ends the session promptly", async () => {
+    const workspace = await workspaceWith({});
+    let asked!: () => void;
+    const wasAsked = new Promise<void>((resolve) => {
+      asked = resolve;
+    });
+    const served = await connectServe(["--workspace", workspace, "--write", "ask"], {
+      elicit: () => {
+        asked();
+        return new Promise<Record<string, unknown>>(() => undefined);
+      },
+    });
+    const call = served.client
+      .callTool({ name: "write_file", arguments: { path: "late.txt", content: "late\n" } })
+      .catch(() => undefined);
+    await wasAsked;
+    const [session] = sessionIds(workspace);
+    await served.close();
+    await call;
+    let types: string[] = [];
+    for (let i = 0; i < 100 && !types.includes("run.finished"); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      types = (await readJournal(workspace, session!)).map((r) => r.type);
+    }
+    expect(types.at(-1)).toBe("run.finished");
+    const records = await readJournal(workspace, session!);
+    const decided = records.filter((r) => r.type === "approval.decided").map((r) => r.data);
+    expect(decided).toEqual([
+      expect.objectContaining({ decision: "deny", reason: "the MCP client closed the connection" }),
+    ]);
+    await expect(readFile(join(workspace, "late.txt"))).rejects.toThrow(/ENOENT/);
   });
 
   it("denies an ask when the client declared no elicitation capability", async () => {

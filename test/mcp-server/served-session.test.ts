@@ -75,6 +75,17 @@ describe("the served session's approvals", () => {
     expect(await decision).toEqual({ decision: "allow", scope: "once", by: "mcp-client" });
   });
 
+  it("denies a waiting approval, and any later one, when the client goes away", async () => {
+    const session = new ServedSession("s3");
+    const first = session.submit("write_file", { path: "a.txt", content: "x" }, true);
+    const second = session.submit("write_file", { path: "b.txt", content: "x" }, true);
+    const waiting = session.approver.request(ask(first), new AbortController().signal);
+    await session.close();
+    expect(await waiting).toMatchObject({ decision: "deny", reason: "the MCP client closed the connection" });
+    const later = await session.approver.request(ask(second), new AbortController().signal);
+    expect(later).toMatchObject({ decision: "deny", reason: "the MCP client closed the connection" });
+  });
+
   it("denies a waiting approval when the run is cancelled", async () => {
     const session = new ServedSession("s2");
     const id = session.submit("write_file", { path: "a.txt", content: "x" }, true);
