@@ -63,6 +63,10 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }
     summary: "run an evaluation suite (reservations, faults) and report",
     load: async () => (await import("./commands/eval.js")).evalCommand,
   },
+  mcp: {
+    summary: "serve harness's governed tools to MCP clients (harness mcp serve)",
+    load: async () => (await import("./commands/mcp.js")).mcpCommand,
+  },
   review: {
     summary: "resolve a call whose outcome is unknown, with evidence",
     load: async () => (await import("./commands/review.js")).reviewCommand,

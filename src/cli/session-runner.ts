@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { FileArtifactStore } from "../artifacts/file-store.js";
 import type { AcceptanceCheck } from "../engine/acceptance.js";
 import { Engine } from "../engine/engine.js";
-import type { Limits, RunSummary } from "../engine/options.js";
+import type { EngineListener, EngineOptions, Limits, RunSummary } from "../engine/options.js";
 import type { RuntimeEnvironment } from "../runtime/environment.js";
 import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
 import { exitCodeFor } from "./exit-codes.js";
@@ -47,6 +47,37 @@ export function runtimeEnvironment(
   };
 }
 
+/** The engine options of a CLI session: its setup, workspace, task and limits (one place for every embedder). */
+export function sessionEngineOptions(
+  run: Omit<SessionRun, "json" | "events">,
+  signal: AbortSignal,
+  listener: EngineListener,
+): EngineOptions {
+  return {
+    sessionId: run.sessionId,
+    backend: run.workspace.backend,
+    provider: run.setup.provider,
+    runtime: runtimeEnvironment(run.workspace, run.sessionId, run.setup),
+    workspace: run.workspace.identity,
+    ...(run.goal !== undefined ? { goal: run.goal } : {}),
+    policy: run.setup.policy,
+    ...(run.setup.processes ? { processes: run.setup.processes } : {}),
+    ...(run.setup.proposals ? { proposals: run.setup.proposals } : {}),
+    ...(run.setup.providerAdvice ? { providerAdvice: run.setup.providerAdvice } : {}),
+    ...(run.setup.instructions ? { instructions: run.setup.instructions } : {}),
+    ...(run.setup.environment ? { environment: run.setup.environment } : {}),
+    ...(run.setup.flags ? { setup: recordableFlags(run.setup.flags) } : {}),
+    acceptance: run.acceptance,
+    limits: run.limits,
+    signal,
+    listener,
+    mode: run.mode,
+    ...(run.compactOnly ? { compactOnly: run.compactOnly } : {}),
+    ...(run.acceptToolChanges ? { acceptToolChanges: true } : {}),
+    harnessVersion: harnessVersion(),
+  };
+}
+
 /**
  * Run a session with the CLI's conventions: progress on stderr, `--events` NDJSON or one
  * `--json` summary on stdout, SIGINT/SIGTERM stop at the next boundary (a second SIGINT exits
@@ -79,29 +110,7 @@ export async function runSession(run: SessionRun): Promise<number> {
     quiet: false,
   });
   try {
-    engine = new Engine({
-      sessionId: run.sessionId,
-      backend: run.workspace.backend,
-      provider: run.setup.provider,
-      runtime: runtimeEnvironment(run.workspace, run.sessionId, run.setup),
-      workspace: run.workspace.identity,
-      ...(run.goal !== undefined ? { goal: run.goal } : {}),
-      policy: run.setup.policy,
-      ...(run.setup.processes ? { processes: run.setup.processes } : {}),
-      ...(run.setup.proposals ? { proposals: run.setup.proposals } : {}),
-      ...(run.setup.providerAdvice ? { providerAdvice: run.setup.providerAdvice } : {}),
-      ...(run.setup.instructions ? { instructions: run.setup.instructions } : {}),
-      ...(run.setup.environment ? { environment: run.setup.environment } : {}),
-      ...(run.setup.flags ? { setup: recordableFlags(run.setup.flags) } : {}),
-      acceptance: run.acceptance,
-      limits: run.limits,
-      signal: controller.signal,
-      listener,
-      mode: run.mode,
-      ...(run.compactOnly ? { compactOnly: run.compactOnly } : {}),
-      ...(run.acceptToolChanges ? { acceptToolChanges: true } : {}),
-      harnessVersion: harnessVersion(),
-    });
+    engine = new Engine(sessionEngineOptions(run, controller.signal, listener));
     const summary = await engine.run();
     if (run.compactOnly && summary.compacted) return printCompacted(summary, run);
     printSummary(summary, run, style);

@@ -78,6 +78,10 @@ export async function buildSetup(options: {
   interactive: boolean;
   records?: readonly AnyRecord[];
   env?: NodeJS.ProcessEnv;
+  /** Where calls come from instead of a configured model (harness mcp serve: the MCP client). */
+  provider?: Provider;
+  /** Who answers `ask` instead of the terminal (harness mcp serve: the MCP client, by elicitation). */
+  approver?: ApprovalPort;
 }): Promise<RunSetup> {
   const { workspace, flags, interactive } = options;
   const env = options.env ?? process.env;
@@ -129,12 +133,15 @@ export async function buildSetup(options: {
   const policyPort = new PolicyPermissions(governance.policy, kinds, resolvePath);
   const scoped = await scopedPermissions(policyPort, flags, workspace, kinds);
   const permissions = scoped?.port ?? policyPort;
-  const approver = interactive ? new TtyApprover(process.stdin, process.stderr) : new DenyApprover();
+  const approver =
+    options.approver ?? (interactive ? new TtyApprover(process.stdin, process.stderr) : new DenyApprover());
   const grants = new SessionGrants();
   restoreGrants(grants, options.records ?? [], kinds);
   const hooks = governance.hooks.length > 0 ? new HookRunner(governance.hooks) : undefined;
 
-  const model = await loadProvider(options.script, flags, governance.config, env);
+  const model = options.provider
+    ? { provider: options.provider }
+    : await loadProvider(options.script, flags, governance.config, env);
   const notices = [...governance.config.notices, ...processes.notices];
   const context = contextBudgetFor(flags, model.profile, notices);
   const { policy } = governance;

@@ -234,7 +234,7 @@ function refuseLooserSandbox(given: SandboxFlag | undefined, recorded: unknown):
   }
 }
 
-function givenFlags(values: Parsed["values"]): RunFlags {
+export function givenFlags(values: Parsed["values"]): RunFlags {
   const flags: RunFlags = {};
   const write = oneOf(values.write, "--write", ["allow", "ask", "deny", "propose"] as const);
   const shell = oneOf(values.shell, "--shell", ["allow", "ask", "deny"] as const);

@@ -1,0 +1,261 @@
+import { Engine } from "../../engine/engine.js";
+import type { EngineListener } from "../../engine/options.js";
+import { isLoopback } from "../../mcp-server/http.js";
+import { ServedSession } from "../../mcp-server/served-session.js";
+import { MAX_CONTEXT_TOKENS } from "../../providers/context-window.js";
+import { escapeForTerminal } from "../../shared/terminal-text.js";
+import { parse, positiveInt } from "../args.js";
+import { effectiveFlags, type RunFlags } from "../run-flags.js";
+import { sessionEngineOptions } from "../session-runner.js";
+import { buildSetup, type RunSetup } from "../setup.js";
+import { UsageError } from "../usage-error.js";
+import { harnessVersion } from "../version.js";
+import { newSessionId, type OpenedWorkspace, openWorkspace } from "../workspace.js";
+import { givenFlags, SESSION_OPTIONS } from "./run.js";
+
+const SERVE_OPTIONS = {
+  workspace: SESSION_OPTIONS.workspace,
+  write: SESSION_OPTIONS.write,
+  "read-only": SESSION_OPTIONS["read-only"],
+  shell: SESSION_OPTIONS.shell,
+  sandbox: SESSION_OPTIONS.sandbox,
+  tools: SESSION_OPTIONS.tools,
+  allow: SESSION_OPTIONS.allow,
+  ask: SESSION_OPTIONS.ask,
+  deny: SESSION_OPTIONS.deny,
+  "read-path": SESSION_OPTIONS["read-path"],
+  "edit-path": SESSION_OPTIONS["edit-path"],
+  script: SESSION_OPTIONS.script,
+  provider: SESSION_OPTIONS.provider,
+  model: SESSION_OPTIONS.model,
+  "base-url": SESSION_OPTIONS["base-url"],
+  "api-key-env": SESSION_OPTIONS["api-key-env"],
+  profile: SESSION_OPTIONS.profile,
+  "accept-timeout": SESSION_OPTIONS["accept-timeout"],
+  http: { type: "string" },
+  "token-env": { type: "string" },
+  "allow-remote": { type: "boolean" },
+} as const;
+
+const HELP = `Usage: harness mcp <subcommand> [options]
+
+Subcommands:
+  serve      serve harness's governed tools to an MCP client (stdio, or Streamable HTTP)
+
+harness mcp serve --workspace DIR [options]
+
+Any MCP client (an IDE, another agent) gets harness's tools: read_file, edit_file,
+write_file, glob, grep, shell, read_artifact. Every call is validated, decided by the
+policy, sandboxed and journaled in a session of its own (DIR/.harness/sessions/ID, goal
+"mcp serve"), exactly like an agent's call. When the policy says ask, the client is asked
+through an elicitation; a client that declared no elicitation capability, declines or
+cancels gets the call denied. read_file returns the file's version; pass it as
+expected_version to edit_file/write_file (a stale one is a STALE_VERSION error result).
+Also: harness_run (a whole agent session with acceptance checks, with progress
+notifications), and every session journal of DIR as a resource (harness://sessions/ID/events.jsonl).
+
+Permissions (as harness run; write and shell default to ask: the client is asked):
+  --write MODE               allow | ask | deny | propose
+  --read-only                deny every write
+  --shell MODE               allow | ask | deny for commands
+  --allow RULE, --ask RULE, --deny RULE
+                             permission rules such as 'read_file(src/**)' (repeatable)
+  --read-path PATH, --edit-path PATH
+                             task scope (repeatable)
+  --sandbox PROFILE          workspace-write (default) | read-only | off, for shell commands
+  --tools SET                readonly | coding (default) | shell-only | files | name,name,...
+
+The model harness_run uses (without one, harness_run answers with an error):
+  --script FILE | --provider NAME --model ID [--base-url URL] [--api-key-env VAR] | --profile NAME
+  --accept-timeout MS        timeout per acceptance command of harness_run (default 600000)
+  harness_run sessions have no one to ask: their asks are denied.
+
+Transport (default: stdio, the JSON-RPC stream on stdin/stdout; logs on stderr):
+  --http HOST:PORT           Streamable HTTP at http://HOST:PORT/ instead (port 0: any free port)
+  --token-env VAR            the environment variable holding the bearer token every HTTP
+                             request must carry (required with --http; never pass tokens as flags)
+  --allow-remote             listen on a HOST that is not loopback (off by default)
+
+  --workspace, -w DIR        the workspace (default: the current directory)
+  -h, --help                 show this help
+
+The server runs until the client disconnects (stdio) or it gets SIGINT/SIGTERM; the session
+then ends. Exit codes: 0 stopped cleanly, 64 usage error, 5 journal refused, 1 internal error.
+
+Example (a client configuration):
+  {"command": "harness", "args": ["mcp", "serve", "--workspace", "/path/to/repo", "--write", "ask"]}`;
+
+/** Model flags belong to harness_run; the served session's "model" is the client. */
+const MODEL_KEYS = ["provider", "model", "baseUrl", "apiKeyEnv", "profile"] as const;
+
+export const mcpCommand = {
+  help: HELP,
+  async run(args: string[]): Promise<number> {
+    const [sub, ...rest] = args;
+    if (sub === "serve") return serve(rest);
+    // `list` and `test` (the user's MCP servers) join here.
+    throw new UsageError(
+      sub === undefined
+        ? "which subcommand? harness mcp serve"
+        : `unknown subcommand "${sub}" (available: serve)`,
+    );
+  },
+};
+
+async function serve(args: string[]): Promise<number> {
+  const parsed = parse(args, SERVE_OPTIONS);
+  const values = parsed.values;
+  if (parsed.positionals.length > 0)
+    throw new UsageError(`unexpected arguments: ${parsed.positionals.join(" ")}`);
+  const http = httpOption(values.http, values["token-env"], values["allow-remote"] === true);
+  const acceptTimeout = positiveInt(values["accept-timeout"], "--accept-timeout") ?? 600_000;
+  const workspace = await openWorkspace(values.workspace);
+  const given = givenFlags(values);
+  const hasModel = values.script !== undefined || given.provider !== undefined || given.profile !== undefined;
+
+  const served: RunFlags = { ...given };
+  for (const key of MODEL_KEYS) delete served[key];
+  // The client can be asked, so what no flag or config decides is asked, not denied.
+  const flags = effectiveFlags(served, undefined, true);
+  const sessionId = newSessionId();
+  const session = new ServedSession(sessionId);
+  const setup = await buildSetup({
+    workspace,
+    flags,
+    interactive: false,
+    provider: session.model,
+    approver: session.approver,
+  });
+  for (const notice of setup.notices) process.stderr.write(`harness: note: ${escapeForTerminal(notice)}\n`);
+  // Without instructions: nobody reads a system message here, so no AGENTS.md is loaded.
+  const { instructions: _unused, ...servingSetup } = setup;
+  await session.start((_model, listener, signal) =>
+    new Engine(
+      sessionEngineOptions(
+        {
+          workspace,
+          sessionId,
+          mode: "new",
+          goal: "mcp serve",
+          setup: servingSetup,
+          acceptance: [],
+          limits: {
+            maxModelRequests: Number.MAX_SAFE_INTEGER,
+            maxToolCalls: Number.MAX_SAFE_INTEGER,
+            contextWindowTokens: MAX_CONTEXT_TOKENS,
+            replyReserveTokens: 1,
+          },
+        },
+        signal,
+        listener,
+      ),
+    ).run(),
+  );
+  // A refused journal or a bad setup is reported as harness run reports it (exit code and message).
+  if (session.failure !== undefined) throw session.failure;
+  if (session.stopped) throw new Error(session.stopped);
+  process.stderr.write(`harness mcp serve: session ${sessionId} in ${workspace.root}\n`);
+
+  const { serveMcp } = await import("../../mcp-server/serve.js");
+  return serveMcp({
+    session,
+    tools: setup.snapshot.specs,
+    backend: workspace.backend,
+    harnessDir: workspace.harnessDir,
+    version: harnessVersion(),
+    ...(hasModel ? { run: runStarter(workspace, given, values.script, acceptTimeout) } : {}),
+    ...(http ? { http } : {}),
+    log: (line) => process.stderr.write(`harness mcp serve: ${escapeForTerminal(line)}\n`),
+  });
+}
+
+/** harness_run: a new session per call, built like harness run's (no one to ask: asks deny). */
+function runStarter(
+  workspace: OpenedWorkspace,
+  given: RunFlags,
+  script: string | undefined,
+  acceptTimeout: number,
+) {
+  return async (
+    request: { goal: string; accept: string[] },
+    listener: EngineListener,
+    signal: AbortSignal,
+  ) => {
+    const flags = effectiveFlags(given, undefined, false);
+    const setup = await buildSetup({
+      workspace,
+      flags,
+      ...(script !== undefined ? { script } : {}),
+      interactive: false,
+    });
+    await refuseUnallowedChecks(request.accept, setup);
+    const options = sessionEngineOptions(
+      {
+        workspace,
+        sessionId: newSessionId(),
+        mode: "new",
+        goal: request.goal,
+        setup,
+        acceptance: request.accept.map((command) => setup.acceptanceCheck(command, acceptTimeout)),
+        limits: { contextWindowTokens: setup.context.window, replyReserveTokens: setup.context.reserve },
+      },
+      signal,
+      listener,
+    );
+    return new Engine(options).run();
+  };
+}
+
+/**
+ * Acceptance commands run on the host. From `harness run` they are the user's own; through
+ * harness_run they are the client's, so each must be one the server's policy would let the
+ * shell tool run without asking (an `ask` has no one to answer in a harness_run session).
+ */
+async function refuseUnallowedChecks(commands: readonly string[], setup: RunSetup): Promise<void> {
+  if (commands.length === 0) return;
+  const shell = setup.snapshot.get("shell")?.tool;
+  for (const command of commands) {
+    const decision = shell
+      ? await setup.policy.permissions.decide({ tool: "shell", effect: shell.effect, arguments: { command } })
+      : undefined;
+    if (decision?.decision !== "allow") {
+      throw new Error(
+        `acceptance command ${JSON.stringify(command)} is not allowed by the server's shell policy` +
+          (decision ? ` (${decision.decision}: ${decision.reason})` : " (the shell tool is not served)") +
+          "; the server's operator can allow it with --shell allow or an --allow 'shell(...)' rule",
+      );
+    }
+  }
+}
+
+function httpOption(
+  value: string | undefined,
+  tokenEnv: string | undefined,
+  allowRemote: boolean,
+): { host: string; port: number; token: string; allowRemote: boolean } | undefined {
+  if (value === undefined) {
+    if (tokenEnv !== undefined) throw new UsageError("--token-env is for --http HOST:PORT");
+    return undefined;
+  }
+  const match = /^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):([0-9]{1,5})$/.exec(value);
+  const port = Number(match?.[2]);
+  if (!match?.[1] || port > 65535)
+    throw new UsageError(`--http must be HOST:PORT (e.g. 127.0.0.1:8765), got "${value}"`);
+  const host = match[1].replace(/^\[|\]$/g, "");
+  if (!isLoopback(host) && !allowRemote) {
+    throw new UsageError(
+      `--http ${host} is not a loopback address: other machines could reach the server; pass --allow-remote if that is meant`,
+    );
+  }
+  if (tokenEnv === undefined)
+    throw new UsageError(
+      "--http needs --token-env VAR: the variable holding the bearer token clients must send",
+    );
+  const token = process.env[tokenEnv];
+  if (token === undefined || token.length < 16) {
+    throw new UsageError(
+      `the environment variable ${tokenEnv} must hold the bearer token (at least 16 characters); it is ${token === undefined ? "not set" : "too short"}`,
+    );
+  }
+  return { host, port, token, allowRemote };
+}

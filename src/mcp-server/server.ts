@@ -1,0 +1,139 @@
+import {
+  type CallToolResult,
+  CLIENT_CAPABILITIES_META_KEY,
+  type InputRequiredResult,
+  Server,
+  type ServerContext,
+  type Tool,
+} from "@modelcontextprotocol/server";
+import type { FileJournalBackend } from "../journal/file-store.js";
+import type { ToolSpec } from "../protocol/types.js";
+import { projectForModel } from "../runtime/projection.js";
+import type { ToolResult } from "../runtime/result.js";
+import type { JsonObject } from "../shared/json.js";
+import { ApprovalDesk } from "./approvals.js";
+import { listJournals, readJournal } from "./resources.js";
+import { callRunTool, RUN_TOOL, RUN_TOOL_SPEC, type RunStarter } from "./run-tool.js";
+import type { RecordedResult, ServedSession } from "./served-session.js";
+
+export interface McpServeOptions {
+  /** The session every governed call is journaled in. */
+  session: ServedSession;
+  /** The governed tools, as the session's frozen snapshot describes them. */
+  tools: readonly ToolSpec[];
+  /** The workspace's journals (resources). */
+  backend: FileJournalBackend;
+  harnessDir: string;
+  /** harness_run; undefined when the server was started without a model. */
+  run?: RunStarter;
+  version: string;
+}
+
+/**
+ * The MCP face of harness: a factory of SDK `Server`s (stdio makes one per connection, HTTP
+ * one per request), all sharing one served session and one approval desk, so a call and the
+ * retry that answers its approval meet whichever instance receives them.
+ */
+export function mcpServerFactory(options: McpServeOptions): () => Server {
+  const desk = new ApprovalDesk();
+  const governed = new Set(options.tools.map((tool) => tool.name));
+  const listed: Tool[] = [
+    ...options.tools.map((tool) => ({
+      name: tool.name,
+      description: tool.description,
+      inputSchema: tool.input_schema as Tool["inputSchema"],
+    })),
+    RUN_TOOL_SPEC,
+  ];
+
+  return () => {
+    const server = new Server(
+      { name: "harness", version: options.version },
+      {
+        capabilities: { tools: {}, resources: {} },
+        instructions:
+          "Tools run under harness's policy, sandbox and journal: every call is validated, authorized " +
+          "(approvals are asked through elicitation), and recorded in this server's session.",
+      },
+    );
+    server.setRequestHandler("tools/list", async () => ({ tools: listed }));
+    server.setRequestHandler("tools/call", async (request, ctx) => {
+      const name = request.params.name;
+      const args = (request.params.arguments ?? {}) as JsonObject;
+      if (name === RUN_TOOL) return callRunTool(args, options.run, progressOf(ctx), ctx.mcpReq.signal);
+      if (!governed.has(name)) {
+        return errorText(
+          `unknown tool "${name}"; the tools are: ${[...listed.map((tool) => tool.name)].join(", ")}`,
+        );
+      }
+      const state = ctx.mcpReq.requestState();
+      if (typeof state === "string") {
+        const answered = desk.answer(state, name, args, ctx.mcpReq.inputResponses);
+        if ("error" in answered) return errorText(answered.error);
+        return follow(answered.callId, name, args);
+      }
+      const stopped = options.session.stopped;
+      if (stopped) return errorText(stopped);
+      const callId = options.session.submit(name, args, canElicit(server, ctx));
+      return follow(callId, name, args);
+    });
+    server.setRequestHandler("resources/list", async () => listJournals(options.backend));
+    server.setRequestHandler("resources/read", async (request) =>
+      readJournal(options.harnessDir, request.params.uri),
+    );
+    return server;
+  };
+
+  /** Waits for what happens to a submitted call: its recorded result, or an approval to ask. */
+  async function follow(
+    callId: string,
+    name: string,
+    args: JsonObject,
+  ): Promise<CallToolResult | InputRequiredResult> {
+    const next = await options.session.next(callId);
+    if (next.kind === "stopped") return errorText(next.why);
+    if (next.kind === "approval") return desk.ask(callId, name, args, next.ask);
+    return resultFor(next.result, options.session.sessionId);
+  }
+}
+
+/** Whether the client can be asked: declared at initialize (2025 era) or on the request (2026 era). */
+function canElicit(server: Server, ctx: ServerContext): boolean {
+  if (server.getClientCapabilities()?.elicitation !== undefined) return true;
+  const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
+  const declared = envelope?.[CLIENT_CAPABILITIES_META_KEY] as { elicitation?: unknown } | undefined;
+  return declared?.elicitation !== undefined;
+}
+
+/**
+ * The recorded result as the client sees it: the same observation text a model would read
+ * (read_file's version line included), `isError` for anything but ok, and the facts to act on.
+ */
+export function resultFor(result: RecordedResult, sessionId: string): CallToolResult {
+  return {
+    content: [{ type: "text", text: projectForModel(result as ToolResult) }],
+    structuredContent: {
+      session: sessionId,
+      call_id: result.call_id,
+      status: result.status,
+      ...(result.error_type !== undefined ? { error_type: result.error_type } : {}),
+      ...(result.data !== undefined ? { data: result.data } : {}),
+    },
+    ...(result.status === "ok" ? {} : { isError: true }),
+  };
+}
+
+function errorText(text: string): CallToolResult {
+  return { content: [{ type: "text", text }], isError: true };
+}
+
+/** Progress notifications for the request, when its client gave a progress token. */
+function progressOf(ctx: ServerContext): ((progress: number, message: string) => Promise<void>) | undefined {
+  const token = ctx.mcpReq._meta?.progressToken;
+  if (token === undefined) return undefined;
+  return (progress, message) =>
+    ctx.mcpReq.notify({
+      method: "notifications/progress",
+      params: { progressToken: token, progress, message },
+    });
+}
