@@ -9,6 +9,7 @@ import {
   type Idempotency,
   type ToolContext,
 } from "../tools/tool.js";
+import { callFailure } from "./call-failure.js";
 import { type CompiledInputSchema, compileInputSchema } from "./input-schema.js";
 import { assignToolNames } from "./names.js";
 import { McpResultError, normalizeCallResult, wellFormed } from "./results.js";
@@ -255,63 +256,4 @@ async function errorMessage(
     text: `${shown.slice(0, MAX_ERROR_MESSAGE_CHARS)}… [error text cut: all ${ref.bytes} bytes are stored as artifact ${ref.id}]`,
     artifact: { id: ref.id, sha256: ref.sha256, bytes: ref.bytes },
   };
-}
-
-/** The connection's failure of a call (McpCallError), recognised by its shape. */
-interface McpCallFailure {
-  kind: string;
-  outcome: "not_sent" | "unknown";
-  message: string;
-}
-
-function isCallFailure(error: unknown): error is McpCallFailure {
-  if (!(error instanceof Error)) return false;
-  const { kind, outcome } = error as Error & { kind?: unknown; outcome?: unknown };
-  return typeof kind === "string" && (outcome === "not_sent" || outcome === "unknown");
-}
-
-/**
- * A failed call as a ToolError. Whether the request may have reached the server decides: never
- * sent is a plain failure; maybe applied is an unknown outcome for a person to review, except for
- * tools a trusted server marks read-only or idempotent, which may be sent again.
- */
-function callFailure(
-  error: unknown,
-  name: string,
-  timeoutMs: number,
-  safeToRepeat: boolean,
-  readOnly: boolean,
-): unknown {
-  if (!isCallFailure(error)) return error;
-  const reason = wellFormed(error.message.slice(0, 300));
-  const data = { kind: error.kind, outcome: error.outcome, reason };
-  const notSent = error.outcome === "not_sent";
-  if (error.kind === "timeout") {
-    return new ToolError("TIMEOUT", `${name}: the MCP server did not answer within ${timeoutMs} ms.`, {
-      data,
-      ...(notSent ? { operationApplied: false } : {}),
-    });
-  }
-  if (error.kind === "cancelled") {
-    return new ToolError("CANCELLED", `${name} was cancelled.`, {
-      data,
-      ...(notSent ? { operationApplied: false } : {}),
-    });
-  }
-  if (notSent) return new ToolError("MCP_UNAVAILABLE", `${name} was not sent: ${reason}`, { data });
-  if (safeToRepeat) {
-    return new ToolError(
-      "MCP_CONNECTION_LOST",
-      `${name}: the connection to the MCP server was lost: ${reason}`,
-      {
-        data,
-        operationApplied: readOnly ? false : "unknown",
-      },
-    );
-  }
-  return new ToolError(
-    "MCP_OUTCOME_UNKNOWN",
-    `${name}: the connection to the MCP server was lost after the call was sent (${reason}); whether it took effect is unknown.`,
-    { data },
-  );
 }

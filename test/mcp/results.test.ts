@@ -1,7 +1,13 @@
-import { describe, expect, it } from "vitest";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { MemoryArtifactStore } from "../../src/artifacts/memory-store.js";
 import { normalizeCallResult } from "../../src/mcp/results.js";
+import { buildMcpTools } from "../../src/mcp/tool.js";
+import { modePolicy } from "../../src/policy/policy-permissions.js";
 import { sha256Hex } from "../../src/shared/hash.js";
+import { Recording, run, scripted, tempWorkspace, type Workspace } from "../support/session.js";
+import { inProcessServer } from "./tool-support.js";
 
 const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 1, 2, 255]);
 const WAV = Buffer.from("RIFF....WAVEfmt ");
@@ -143,5 +149,108 @@ describe("normalizing an MCP tool result", () => {
     });
     await expect(normalizeCallResult({ content: "text" }, store)).rejects.toThrow(/not a tool result/);
     await expect(normalizeCallResult(null, store)).rejects.toThrow(/not a tool result/);
+  });
+});
+
+describe("MCP results in a session", () => {
+  let ws: Workspace;
+  beforeEach(async () => {
+    ws = await tempWorkspace();
+  });
+  afterEach(async () => {
+    await ws.cleanup();
+  });
+
+  async function callOnce(answer: unknown, options: { trusted?: boolean; annotations?: unknown } = {}) {
+    const server = await inProcessServer(
+      [{ name: "fetch", inputSchema: { type: "object" }, annotations: options.annotations ?? {} }],
+      () => answer,
+    );
+    const { entries } = buildMcpTools([
+      {
+        server: "srv",
+        trusted: options.trusted ?? false,
+        toolTimeoutMs: 5000,
+        caller: server.caller,
+        tools: await server.listed(),
+      },
+    ]);
+    const tools = entries.map((e) => e.tool);
+    const permissions = modePolicy({ allow: ["mcp__srv__*"] });
+    const provider = new Recording(
+      scripted({
+        turns: [{ calls: [{ id: "c", name: "mcp__srv__fetch", arguments: {} }] }, { text: "done" }],
+      }),
+    );
+    await run(ws, {
+      provider,
+      tools,
+      limits: { previewLimitBytes: 64 },
+      extra: { policy: { describe: permissions.describe, digest: permissions.digest, permissions } },
+    });
+    await server.close();
+    const [result] = (await ws.events("tool.result")).map((r) => r.data as Record<string, unknown>);
+    const observation = provider.requests[1]?.messages.find((m) => m.role === "tool") as { content: string };
+    return { result, observation };
+  }
+
+  const stored = (id: string) => readFile(join(ws.root, ".harness", "sessions", "s", "artifacts", id));
+
+  it("stores an image in the session's artifacts and cuts long text to a preview, stored whole", async () => {
+    const long = `${"line of text\n".repeat(20)}end`;
+    const { result, observation } = await callOnce({
+      content: [
+        { type: "image", data: PNG.toString("base64"), mimeType: "image/png" },
+        { type: "text", text: long },
+      ],
+    });
+    const png = sha256Hex(PNG);
+    const whole = `[image: "image/png", ${PNG.length} bytes, stored as artifact ${png}]\n${long}`;
+    expect(result).toMatchObject({
+      status: "ok",
+      artifact: { id: sha256Hex(whole), bytes: Buffer.byteLength(whole) },
+    });
+    expect(result?.data).toMatchObject({
+      server: "srv",
+      tool: "fetch",
+      artifacts: [{ id: png, mime: "image/png", bytes: PNG.length }],
+      preview_bytes: 64,
+    });
+    const trace = result?.trace as { artifacts: string[] } | undefined;
+    expect(trace?.artifacts.sort()).toEqual([png, sha256Hex(whole)].sort());
+    expect(observation.content.startsWith(whole.slice(0, 64))).toBe(true);
+    expect(observation.content).toContain(`The full output is stored as artifact ${sha256Hex(whole)}`);
+    expect(await stored(png)).toEqual(PNG);
+    expect((await stored(sha256Hex(whole))).toString("utf8")).toBe(whole);
+  });
+
+  it("reports isError as TOOL_FAILED with the server's text; applied unknown unless trusted read-only", async () => {
+    const answer = { isError: true, content: [{ type: "text", text: "rate limited by upstream" }] };
+    const { result, observation } = await callOnce(answer);
+    expect(result).toMatchObject({
+      status: "error",
+      error_type: "TOOL_FAILED",
+      summary: "rate limited by upstream",
+      operation_applied: "unknown",
+      retryable: false,
+    });
+    expect(observation.content).toMatch(
+      /^ERROR TOOL_FAILED \(status: error\): rate limited by upstream\nHint: /,
+    );
+    await ws.cleanup();
+    ws = await tempWorkspace();
+    const trusted = await callOnce(answer, { trusted: true, annotations: { readOnlyHint: true } });
+    expect(trusted.result).toMatchObject({ error_type: "TOOL_FAILED", operation_applied: false });
+  });
+
+  it("stores a long error text whole and shows its start", async () => {
+    const text = "x".repeat(5000);
+    const { result } = await callOnce({ isError: true, content: [{ type: "text", text }] });
+    const id = sha256Hex(text);
+    expect(result?.summary).toBe(
+      `${"x".repeat(4096)}… [error text cut: all 5000 bytes are stored as artifact ${id}]`,
+    );
+    expect(result?.data).toMatchObject({ error_text: { id, bytes: 5000 } });
+    expect((await stored(id)).toString("utf8")).toBe(text);
   });
 });
