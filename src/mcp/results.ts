@@ -84,7 +84,7 @@ export async function normalizeCallResult(raw: unknown, artifacts: ArtifactStore
     parts.push(await renderBlock(block.data, artifacts, stored, texts));
   }
   const structured = parsed.data.structuredContent;
-  if (structured !== undefined && !texts.some((t) => sameJson(t, structured))) {
+  if (structured !== undefined && !saidInText(texts, structured)) {
     kinds.push("structured");
     parts.push(`structured content:\n${wellFormed(JSON.stringify(structured, null, 2))}`);
   }
@@ -162,13 +162,31 @@ async function storeBinary(
   return `[${kind}${from}: ${quote(mime)}, ${ref.bytes} bytes, stored as artifact ${ref.id}]`;
 }
 
-/** Whether a text part is the structured content serialized (servers are asked to send both). */
-function sameJson(text: string, value: unknown): boolean {
+/**
+ * Whether the text parts already say what the structured content holds, so the model does not
+ * read it twice: a text part is its JSON (servers are asked to send both), or every value in it
+ * is a string found verbatim in the text (e.g. `{"content": <the file's text>}`).
+ */
+function saidInText(texts: readonly string[], value: unknown): boolean {
   try {
-    return canonicalJson(JSON.parse(text)) === canonicalJson(value);
+    if (texts.some((text) => canonicalJson(JSON.parse(text)) === canonicalJson(value))) return true;
   } catch {
-    return false;
+    // Not JSON, or too deep to compare: fall through.
   }
+  const joined = texts.join("\n");
+  const leaves: unknown[] = [];
+  const visit = (node: unknown, depth: number): void => {
+    if (depth > 32 || leaves.length > 1000) leaves.push(undefined);
+    else if (Array.isArray(node)) for (const item of node) visit(item, depth + 1);
+    else if (typeof node === "object" && node !== null)
+      for (const item of Object.values(node)) visit(item, depth + 1);
+    else leaves.push(node);
+  };
+  visit(value, 0);
+  return (
+    leaves.length > 0 &&
+    leaves.every((leaf) => typeof leaf === "string" && leaf !== "" && joined.includes(leaf))
+  );
 }
 
 function summarize(content: string, isError: boolean): string {

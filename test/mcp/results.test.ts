@@ -95,7 +95,7 @@ describe("normalizing an MCP tool result", () => {
     );
   });
 
-  it("shows structured content as JSON unless a text part already is that JSON", async () => {
+  it("shows structured content as JSON unless the text parts already say it", async () => {
     const store = new MemoryArtifactStore();
     const alone = await normalizeCallResult(
       { content: [], structuredContent: { temperature: 21.5, unit: "C" } },
@@ -111,6 +111,19 @@ describe("normalizing an MCP tool result", () => {
       store,
     );
     expect(echoed.content).toBe('{"unit": "C", "temperature": 21.5}');
+    const wrapped = await normalizeCallResult(
+      {
+        content: [{ type: "text", text: "first\nsecond\n" }],
+        structuredContent: { content: "first\nsecond\n" },
+      },
+      store,
+    );
+    expect(wrapped.content).toBe("first\nsecond\n");
+    const more = await normalizeCallResult(
+      { content: [{ type: "text", text: "3 files" }], structuredContent: { summary: "3 files", count: 3 } },
+      store,
+    );
+    expect(more.content).toBe('3 files\nstructured content:\n{\n  "summary": "3 files",\n  "count": 3\n}');
   });
 
   it("treats server text as text: a server cannot close harness's notes or forge a placeholder", async () => {
