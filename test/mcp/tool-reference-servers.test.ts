@@ -96,7 +96,8 @@ describe("the reference MCP servers' tools", () => {
       expect(results.image?.content).toMatch(
         /\[image: "image\/png", \d+ bytes, stored as artifact [0-9a-f]{64}\]/,
       );
-      const [stored] = (results.image?.data as { artifacts: { id: string }[] }).artifacts;
+      const imageData = results.image?.data as { artifacts: { id: string }[] } | undefined;
+      const stored = imageData?.artifacts[0];
       const png = await readFile(join(ws.root, ".harness", "sessions", "s", "artifacts", stored?.id ?? ""));
       expect(png.subarray(1, 4).toString("latin1")).toBe("PNG");
       expect(results.structured?.status).toBe("ok");
