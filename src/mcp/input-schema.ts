@@ -1,7 +1,6 @@
 import { Ajv, type ErrorObject, type Options, type ValidateFunction } from "ajv";
 import { Ajv2019 } from "ajv/dist/2019.js";
 import { Ajv2020 } from "ajv/dist/2020.js";
-import draft06 from "ajv/dist/refs/json-schema-draft-06.json" with { type: "json" };
 import { isJsonObject, type JsonObject } from "../shared/json.js";
 
 /**
@@ -38,19 +37,19 @@ const OPTIONS: Options = {
 
 const validators = {
   draft07: new Ajv(OPTIONS),
-  draft06: new Ajv(OPTIONS).addMetaSchema(draft06),
   draft2019: new Ajv2019(OPTIONS),
   draft2020: new Ajv2020(OPTIONS),
 };
 
 type Draft = keyof typeof validators;
 
-const DRAFTS: Record<string, Draft> = {
-  "http://json-schema.org/draft-07/schema": "draft07",
-  "http://json-schema.org/draft-06/schema": "draft06",
-  "https://json-schema.org/draft/2019-09/schema": "draft2019",
-  "https://json-schema.org/draft/2020-12/schema": "draft2020",
-};
+const DRAFTS: ReadonlyMap<string, Draft> = new Map<string, Draft>([
+  ["http://json-schema.org/draft-07/schema", "draft07"],
+  // Draft-07 only added keywords to draft-06 (if/then/else and annotations): one validator serves both.
+  ["http://json-schema.org/draft-06/schema", "draft07"],
+  ["https://json-schema.org/draft/2019-09/schema", "draft2019"],
+  ["https://json-schema.org/draft/2020-12/schema", "draft2020"],
+]);
 
 /**
  * Compile a server's input schema. Without `$schema` it is 2020-12 (the MCP default), falling back
@@ -68,7 +67,7 @@ export function compileInputSchema(schema: unknown): CompiledInputSchema {
   let drafts: Draft[];
   if (declared === undefined) drafts = ["draft2020", "draft07"];
   else {
-    const draft = typeof declared === "string" ? DRAFTS[declared.replace(/#$/, "")] : undefined;
+    const draft = typeof declared === "string" ? DRAFTS.get(declared.replace(/#$/, "")) : undefined;
     if (draft === undefined) {
       return { ok: false, reason: `the input schema's dialect ${JSON.stringify(declared)} is not supported` };
     }
@@ -77,9 +76,10 @@ export function compileInputSchema(schema: unknown): CompiledInputSchema {
   let firstError = "";
   for (const draft of drafts) {
     try {
-      const validate = validators[draft].compile(strict);
-      const { $schema: _dialect, ...modelSchema } = strict;
-      return { ok: true, modelSchema, validate: (args) => issuesOf(validate, args) };
+      // The dialect is chosen here; ajv would look the declared one up (and not know draft-06).
+      const { $schema: _declared, ...body } = strict;
+      const validate = validators[draft].compile(body);
+      return { ok: true, modelSchema: body, validate: (args) => issuesOf(validate, args) };
     } catch (error) {
       if (firstError === "") firstError = error instanceof Error ? error.message : String(error);
     }

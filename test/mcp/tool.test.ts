@@ -131,6 +131,25 @@ describe("an MCP server's tool in a session", () => {
     expect(t07?.input.safeParse({ pair: [1, "a"] }).success).toBe(false);
     expect(t2020?.input.safeParse({ pair: ["a", 1] }).success).toBe(true);
     expect(t2020?.input.safeParse({ pair: [1, "a"] }).success).toBe(false);
+    for (const $schema of [
+      "http://json-schema.org/draft-06/schema#",
+      "https://json-schema.org/draft/2019-09/schema",
+    ]) {
+      const built = buildMcpTools([
+        {
+          server: "srv",
+          trusted: false,
+          toolTimeoutMs: 1000,
+          caller: server.caller,
+          tools: [
+            { name: "n", inputSchema: { $schema, type: "object", properties: { n: { type: "number" } } } },
+          ],
+        },
+      ]);
+      const tool = built.entries[0]?.tool;
+      expect(tool?.input.safeParse({ n: 1 }).success).toBe(true);
+      expect(tool?.input.safeParse({ n: "1" }).success).toBe(false);
+    }
     // No coercion: the server gets what the model sent, or nothing.
     expect(t2020?.input.safeParse({ pair: ["a", "1"] }).success).toBe(false);
     await server.close();
@@ -161,6 +180,7 @@ describe("an MCP server's tool in a session", () => {
             name: "draft4",
             inputSchema: { $schema: "http://json-schema.org/draft-04/schema#", type: "object" },
           },
+          { name: "proto", inputSchema: { $schema: "constructor", type: "object" } },
           { name: "not_object", inputSchema: { type: "string" } },
           { name: "deep", inputSchema: deep },
           { name: "fine", inputSchema: { type: "object" } },
@@ -173,6 +193,7 @@ describe("an MCP server's tool in a session", () => {
       ["bad_type", "the input schema does not compile"],
       ["remote_ref", "the input schema does not compile"],
       ["draft4", "the input schema's dialect \"http"],
+      ["proto", 'the input schema\'s dialect "constructor" is not supported'],
       ["not_object", 'the input schema is not of type "object"'],
       ["deep", "the input schema is nested deeper than 64 levels"],
       ["fine", "the server lists this tool name more than once"],
