@@ -51,6 +51,10 @@ export interface McpServerTools {
   toolTimeoutMs: number;
   caller: McpCaller;
   tools: readonly McpToolListing[];
+  /** Only these tools (raw names) are offered, when given (the config's `enabled_tools`). */
+  enabledTools?: readonly string[];
+  /** These tools (raw names) are never offered (the config's `disabled_tools`). */
+  disabledTools?: readonly string[];
 }
 
 export interface McpToolEntry {
@@ -81,8 +85,9 @@ export const MAX_DESCRIPTION_CHARS = 4096;
 const MAX_ERROR_MESSAGE_CHARS = 4096;
 
 /**
- * Tools for every server's listing. Names are assigned over all servers together; a tool whose
- * schema does not compile, or that its server listed twice, is left out with the reason.
+ * Tools for every server's listing, less those the user's enabled/disabled lists leave out. Names
+ * are assigned over all servers together; a tool whose schema does not compile, or that its
+ * server listed twice, is left out with the reason.
  */
 export function buildMcpTools(servers: readonly McpServerTools[]): {
   entries: McpToolEntry[];
@@ -97,6 +102,9 @@ export function buildMcpTools(servers: readonly McpServerTools[]): {
   for (const server of servers) {
     const seen = new Set<string>();
     for (const listing of server.tools) {
+      // The user's choice: a tool filtered out is not offered, and not a fault to report.
+      if (server.enabledTools !== undefined && !server.enabledTools.includes(listing.name)) continue;
+      if (server.disabledTools?.includes(listing.name)) continue;
       const refuse = (reason: string) =>
         unavailable.push({ server: server.server, tool: listing.name, reason });
       if (seen.has(listing.name)) {

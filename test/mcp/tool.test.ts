@@ -104,6 +104,38 @@ describe("an MCP server's tool in a session", () => {
     }
   });
 
+  it("times out a call the server never answers: a timeout with an unknown outcome, sent once", async () => {
+    let release = () => {};
+    const hanging = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const server = await inProcessServer([{ name: "slow", inputSchema: { type: "object" } }], async () => {
+      await hanging;
+      return { content: [{ type: "text", text: "too late" }] };
+    });
+    try {
+      const tools = toolsOf("srv", server.caller, await server.listed());
+      const began = Date.now();
+      await run(ws, {
+        tools,
+        turns: [{ calls: [{ id: "slow", name: "mcp__srv__slow", arguments: {} }] }, { text: "done" }],
+        extra: { policy: policyAllowing(tools) },
+        runtime: { timeoutFor: () => 200 },
+      });
+      const [result] = (await ws.events("tool.result")).map((r) => r.data as Record<string, unknown>);
+      expect(result).toMatchObject({
+        status: "timeout",
+        error_type: "TIMEOUT",
+        operation_applied: "unknown",
+      });
+      expect(Date.now() - began).toBeLessThan(5000);
+      expect(server.received).toHaveLength(1);
+    } finally {
+      release();
+      await server.close();
+    }
+  });
+
   it("validates draft-07 and 2020-12 schemas by their own rules", async () => {
     const server = await inProcessServer([
       {
@@ -201,6 +233,22 @@ describe("an MCP server's tool in a session", () => {
   });
 });
 
+describe("which MCP tools are offered", () => {
+  it("follows the user's enabled and disabled lists by raw name, before naming", () => {
+    const caller: McpCaller = { callTool: async () => ({ content: [] }) };
+    const tools = ["a.b", "a_b", "c", "d"].map((name) => ({ name, inputSchema: { type: "object" } }));
+    const offered = (lists: { enabledTools?: string[]; disabledTools?: string[] }) =>
+      buildMcpTools([
+        { server: "s", trusted: false, toolTimeoutMs: 1000, caller, tools, ...lists },
+      ]).entries.map((e) => e.tool.name);
+    expect(offered({})).toHaveLength(4);
+    // Without its collision partner, "a_b" is the only one and keeps its plain name either way.
+    expect(offered({ enabledTools: ["a_b", "c", "nope"] })).toEqual(["mcp__s__a_b", "mcp__s__c"]);
+    expect(offered({ disabledTools: ["a.b", "d"] })).toEqual(["mcp__s__a_b", "mcp__s__c"]);
+    expect(offered({ enabledTools: ["c", "d"], disabledTools: ["d"] })).toEqual(["mcp__s__c"]);
+  });
+});
+
 describe("what an MCP tool may do", () => {
   const caller: McpCaller = { callTool: async () => ({ content: [] }) };
   const hinted = (annotations: unknown): McpToolListing => ({
@@ -224,6 +272,10 @@ describe("what an MCP tool may do", () => {
     ]);
     expect(tool.resources({})).toEqual({ exclusive: true });
     expect(tool.concurrencySafe({})).toBe(false);
+    expect(tool.approvalDetails?.({})).toEqual({
+      timeoutMs: 777,
+      details: { "MCP server": "s", tool: "t", trusted: "no" },
+    });
   });
 
   it.each([
