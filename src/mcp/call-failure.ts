@@ -22,8 +22,9 @@ function isCallFailure(error: unknown): error is McpCallFailure {
 
 /**
  * A failed call as a ToolError. Whether the request may have reached the server decides: never
- * sent is a plain failure; maybe applied is an unknown outcome for a person to review, except for
- * tools a trusted server marks read-only or idempotent, which may be sent again.
+ * sent is a plain failure; an error the server answered with is the tool's failure; a connection
+ * lost in flight is an unknown outcome for a person to review, except for tools a trusted server
+ * marks read-only or idempotent, which may be sent again.
  */
 export function callFailure(
   error: unknown,
@@ -49,6 +50,14 @@ export function callFailure(
     });
   }
   if (notSent) return new ToolError("MCP_UNAVAILABLE", `${name} was not sent: ${reason}`, { data });
+  if (error.kind === "protocol") {
+    // The server answered, with an error instead of a result: the connection is alive and nothing
+    // is lost in flight, but what the server did before failing is its own affair.
+    return new ToolError("TOOL_FAILED", `${name}: the MCP server answered with an error: ${reason}`, {
+      data,
+      operationApplied: readOnly ? false : "unknown",
+    });
+  }
   if (safeToRepeat) {
     return new ToolError(
       "MCP_CONNECTION_LOST",

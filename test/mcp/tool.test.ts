@@ -425,6 +425,21 @@ describe("a failed MCP call", () => {
     ]);
   });
 
+  it("that the server answered with a protocol error is the tool's failure, not a lost call", async () => {
+    const { result, calls } = await callFailing(
+      [new FakeCallError("protocol", "unknown", "MCP error -32603: internal error")],
+      {},
+      false,
+    );
+    expect(result).toMatchObject({
+      status: "error",
+      error_type: "TOOL_FAILED",
+      operation_applied: "unknown",
+      summary: "mcp__srv__t: the MCP server answered with an error: MCP error -32603: internal error",
+    });
+    expect(calls()).toBe(1);
+  });
+
   it("that timed out at the server is a timeout whose outcome is unknown", async () => {
     const { result } = await callFailing([new FakeCallError("timeout", "unknown")], {}, false);
     expect(result).toMatchObject({
