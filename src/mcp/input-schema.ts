@@ -54,8 +54,8 @@ const DRAFTS: ReadonlyMap<string, Draft> = new Map<string, Draft>([
 /**
  * Compile a server's input schema. Without `$schema` it is 2020-12 (the MCP default), falling back
  * to draft-07 for schemas only valid there (servers written before that default). At the top level
- * a plain object schema that does not say otherwise refuses unknown properties, as harness's own
- * tools do; the model is shown that same tightened schema (without `$schema`).
+ * an object schema that lists its properties and does not say otherwise refuses unknown ones, as
+ * harness's own tools do; the model is shown that same tightened schema (without `$schema`).
  */
 export function compileInputSchema(schema: unknown): CompiledInputSchema {
   if (!isJsonObject(schema)) return { ok: false, reason: "the input schema is not a JSON object" };
@@ -101,9 +101,12 @@ const OPEN_KEYWORDS = [
   "dependencies",
 ];
 
-/** Top-level unknown properties refused, unless the schema composes or already decides them. */
+/**
+ * Top-level unknown properties refused when the schema lists its properties, unless it composes
+ * or already decides them. A bare `{"type": "object"}` names none, so it stays open.
+ */
 function tightened(schema: JsonObject): JsonObject {
-  if (OPEN_KEYWORDS.some((keyword) => keyword in schema)) return schema;
+  if (!("properties" in schema) || OPEN_KEYWORDS.some((keyword) => keyword in schema)) return schema;
   return { ...schema, additionalProperties: false };
 }
 

@@ -182,6 +182,28 @@ describe("an MCP server's tool in a session", () => {
       expect(tool?.input.safeParse({ n: 1 }).success).toBe(true);
       expect(tool?.input.safeParse({ n: "1" }).success).toBe(false);
     }
+    // Unknown top-level properties are refused only where the schema names its properties.
+    const open = buildMcpTools([
+      {
+        server: "srv",
+        trusted: false,
+        toolTimeoutMs: 1000,
+        caller: server.caller,
+        tools: [
+          { name: "bare", inputSchema: { type: "object" } },
+          {
+            name: "open",
+            inputSchema: { type: "object", properties: { a: {} }, additionalProperties: true },
+          },
+          {
+            name: "composed",
+            inputSchema: { type: "object", properties: { a: {} }, allOf: [{ required: ["a"] }] },
+          },
+        ],
+      },
+    ]).entries.map((e) => e.tool);
+    for (const tool of open) expect(tool.input.safeParse({ a: 1, other: 2 }).success).toBe(true);
+    expect(open.map((t) => t.inputSchema?.additionalProperties)).toEqual([undefined, undefined, true]);
     // No coercion: the server gets what the model sent, or nothing.
     expect(t2020?.input.safeParse({ pair: ["a", "1"] }).success).toBe(false);
     await server.close();
