@@ -4,6 +4,7 @@ import { cliLayer } from "../../src/policy/cli-flags.js";
 import { buildPolicy } from "../../src/policy/permissions.js";
 import { PolicyPermissions } from "../../src/policy/policy-permissions.js";
 import { subjectKindOf } from "../../src/policy/subject-kind.js";
+import { ToolRegistry } from "../../src/runtime/registry.js";
 import type { AnyTool } from "../../src/tools/tool.js";
 import { Recording, run, scripted, tempWorkspace, type Workspace } from "../support/session.js";
 import { FakeCallError, inProcessServer } from "./tool-support.js";
@@ -129,6 +130,39 @@ describe("an MCP server's tool in a session", () => {
         operation_applied: "unknown",
       });
       expect(Date.now() - began).toBeLessThan(5000);
+      expect(server.received).toHaveLength(1);
+    } finally {
+      release();
+      await server.close();
+    }
+  });
+
+  it("cancels a call in flight when the run is cancelled: the call's outcome stays unknown", async () => {
+    let release = () => {};
+    const hanging = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const controller = new AbortController();
+    const server = await inProcessServer([{ name: "slow", inputSchema: { type: "object" } }], async () => {
+      controller.abort();
+      await hanging;
+      return { content: [{ type: "text", text: "too late" }] };
+    });
+    try {
+      const tools = toolsOf("srv", server.caller, await server.listed());
+      const summary = await run(ws, {
+        tools,
+        signal: controller.signal,
+        turns: [{ calls: [{ id: "slow", name: "mcp__srv__slow", arguments: {} }] }, { text: "done" }],
+        extra: { policy: policyAllowing(tools) },
+      });
+      expect(summary.status).toBe("cancelled");
+      const [result] = (await ws.events("tool.result")).map((r) => r.data as Record<string, unknown>);
+      expect(result).toMatchObject({
+        status: "cancelled",
+        error_type: "CANCELLED",
+        operation_applied: "unknown",
+      });
       expect(server.received).toHaveLength(1);
     } finally {
       release();
@@ -268,6 +302,34 @@ describe("which MCP tools are offered", () => {
     expect(offered({ enabledTools: ["a_b", "c", "nope"] })).toEqual(["mcp__s__a_b", "mcp__s__c"]);
     expect(offered({ disabledTools: ["a.b", "d"] })).toEqual(["mcp__s__a_b", "mcp__s__c"]);
     expect(offered({ enabledTools: ["c", "d"], disabledTools: ["d"] })).toEqual(["mcp__s__c"]);
+  });
+});
+
+describe("the MCP tools a session registers", () => {
+  it("are the same, in the same order, whatever order the server listed them in", () => {
+    const caller: McpCaller = { callTool: async () => ({ content: [] }) };
+    const listing = ["zeta", "alpha", "a.b", "a_b", "x".repeat(80)].map((name) => ({
+      name,
+      description: `tool ${name}`,
+      inputSchema: { type: "object", properties: { q: { type: "string" } } },
+    }));
+    const snapshot = (tools: McpToolListing[]) => {
+      const registry = new ToolRegistry();
+      for (const entry of buildMcpTools([
+        { server: "one", trusted: false, toolTimeoutMs: 1000, caller, tools },
+        { server: "two", trusted: true, toolTimeoutMs: 1000, caller, tools: [...tools].reverse() },
+      ]).entries)
+        registry.register(entry.tool);
+      return registry.snapshot();
+    };
+    const forward = snapshot(listing);
+    const backward = snapshot([...listing].reverse());
+    expect(backward.names).toEqual(forward.names);
+    expect(backward.digest).toBe(forward.digest);
+    expect(forward.names.slice(0, 2)).toEqual([
+      "mcp__one__a_b",
+      expect.stringMatching(/^mcp__one__a_b_[0-9a-f]{8}$/),
+    ]);
   });
 });
 
