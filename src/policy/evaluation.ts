@@ -4,7 +4,7 @@ import type { JsonObject } from "../shared/json.js";
 import type { EffectClass } from "../tools/tool.js";
 import { DEFAULT_SOURCE, defaultDecision, type EffectiveModes } from "./defaults.js";
 import { type IgnoredSetting, matchingIgnored, type Policy } from "./permissions.js";
-import { normalizeSubjectPath, ruleMatches, subjectOf } from "./rules.js";
+import { normalizeSubjectPath, ruleMatches, subjectOf, toolMatches } from "./rules.js";
 import { type CommandPart, splitCommand } from "./shell-command.js";
 
 /*
@@ -173,7 +173,7 @@ function restrictionOnCommand(policy: Policy, tool: string, text: string): Rule 
   let found: Rule | undefined;
   for (const rule of policy.rules) {
     if (rule.decision === "allow" || rule.pattern === undefined) continue;
-    if (rule.tool !== tool) continue;
+    if (!toolMatches(rule.tool, tool)) continue;
     const literal = rule.pattern.split("*")[0] ?? "";
     const ruleName = bareCommandName(literal.trim()).split(" ")[0] ?? "";
     const covers =

@@ -75,9 +75,14 @@ export function commandPatternMatches(pattern: string, command: string): boolean
   return command.length - last.length >= position && command.endsWith(last);
 }
 
+/** Whether a rule's tool name (`*` for any run of characters, e.g. `mcp__github__*`) names `tool`. */
+export function toolMatches(ruleTool: string, tool: string): boolean {
+  return ruleTool.includes("*") ? commandPatternMatches(ruleTool, tool) : ruleTool === tool;
+}
+
 /** Whether a rule covers a call of `tool` with `subject`. */
 export function ruleMatches(rule: Rule, tool: string, subject: Subject): boolean {
-  if (rule.tool !== "*" && rule.tool !== tool) return false;
+  if (!toolMatches(rule.tool, tool)) return false;
   if (rule.pattern === undefined) return true;
   switch (subject.kind) {
     case "path":

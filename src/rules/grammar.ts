@@ -14,7 +14,7 @@ export interface Rule {
   decision: RuleDecision;
   /** Canonical rule text, e.g. `read_file(src/**)`. */
   text: string;
-  /** A tool name, or "*" for every tool. */
+  /** A tool name, or a pattern of names where `*` matches any run of characters ("*": every tool). */
   tool: string;
   pattern?: string;
   /** Provenance label, e.g. "cli" or "user config (~/.config/harness/config.json)". */
@@ -33,8 +33,9 @@ export class RuleSyntaxError extends CodedError<"RULE_INVALID"> {
   }
 }
 
-// Tool names as the registry and MCP adapters spell them (e.g. `read_file`, `mcp__github__search`).
-const TOOL_NAME = /^[A-Za-z_][A-Za-z0-9_.:-]*$/;
+// Tool names as the registry and MCP adapters spell them (e.g. `read_file`, `mcp__github__search`);
+// `*` matches any run of name characters, so one rule can cover a server's tools (`mcp__github__*`).
+const TOOL_NAME = /^[A-Za-z_*][A-Za-z0-9_.:*-]*$/;
 const MAX_RULE_LENGTH = 1000;
 
 /** Parse `TOOL` or `TOOL(PATTERN)`; throws RuleSyntaxError naming `origin` and the rule. */
@@ -64,6 +65,8 @@ export function parseRule(decision: RuleDecision, text: string, origin: string):
 function checkToolName(name: string, fail: (problem: string) => never): void {
   if (name === "") fail("missing tool name");
   if (name !== "*" && !TOOL_NAME.test(name)) {
-    fail("a tool name is letters, digits, '_', '.', ':' or '-' (or '*' for every tool)");
+    fail(
+      "a tool name is letters, digits, '_', '.', ':' or '-', where '*' matches any run of them (e.g. mcp__github__*; '*' alone is every tool)",
+    );
   }
 }

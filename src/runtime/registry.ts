@@ -1,10 +1,11 @@
 import { z } from "zod";
 import type { ToolSpec } from "../protocol/types.js";
 import { digestOf } from "../shared/hash.js";
-import type { JsonObject } from "../shared/json.js";
+import { isJsonObject, type JsonObject } from "../shared/json.js";
 import type { AnyTool } from "../tools/tool.js";
 
-const NAME = /^[a-z][a-z0-9_]{0,63}$/;
+// What every provider accepts as a tool name (MCP tools keep their servers' upper case and '-').
+const NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
 const EFFECTS = new Set([
   "pure",
   "read_only",
@@ -74,11 +75,7 @@ export class ToolRegistry {
     if (this.entries.some((e) => e.tool.name === tool.name)) {
       throw new RegistrationError(`tool "${tool.name}" is already registered`);
     }
-    const inputSchema = z.toJSONSchema(tool.input, { io: "input" }) as JsonObject;
-    delete inputSchema.$schema;
-    if (inputSchema.type !== "object" || inputSchema.additionalProperties !== false) {
-      throw new RegistrationError(`tool "${tool.name}": the input schema must be a strict object`);
-    }
+    const inputSchema = modelSchema(tool);
     const spec: ToolSpec = { name: tool.name, description: tool.description, input_schema: inputSchema };
     this.entries.push({ tool, spec, schemaDigest: digestOf({ spec, version: tool.version }) });
     return this;
@@ -87,6 +84,25 @@ export class ToolRegistry {
   snapshot(): ToolSnapshot {
     return new ToolSnapshot(this.entries);
   }
+}
+
+/**
+ * The JSON Schema the model sees: derived from the tool's Zod input, or the foreign schema the
+ * tool publishes (copied, so a later change to the tool's object cannot change the snapshot).
+ */
+function modelSchema(tool: AnyTool): JsonObject {
+  if (tool.inputSchema !== undefined) {
+    if (!isJsonObject(tool.inputSchema) || tool.inputSchema.type !== "object") {
+      throw new RegistrationError(`tool "${tool.name}": the published input schema must be an object schema`);
+    }
+    return structuredClone(tool.inputSchema);
+  }
+  const inputSchema = z.toJSONSchema(tool.input, { io: "input" }) as JsonObject;
+  delete inputSchema.$schema;
+  if (inputSchema.type !== "object" || inputSchema.additionalProperties !== false) {
+    throw new RegistrationError(`tool "${tool.name}": the input schema must be a strict object`);
+  }
+  return inputSchema;
 }
 
 function checkMetadata(tool: AnyTool): void {

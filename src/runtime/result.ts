@@ -72,9 +72,15 @@ export function errorResult(
 /** Anything a handler threw: known ToolErrors keep their code; the rest is RUNTIME_EXCEPTION. */
 export function resultFromThrown(call: CallIdentity, thrown: unknown, durationMs: number): ToolResult {
   if (thrown instanceof ToolError) {
-    const options: { hint?: string; data?: JsonObject; durationMs: number } = { durationMs };
+    const options: {
+      hint?: string;
+      data?: JsonObject;
+      durationMs: number;
+      operationApplied?: boolean | "unknown";
+    } = { durationMs };
     if (thrown.hint !== undefined) options.hint = thrown.hint;
     if (thrown.data !== undefined) options.data = toJsonObject(thrown.data);
+    if (thrown.operationApplied !== undefined) options.operationApplied = thrown.operationApplied;
     return errorResult(call, thrown.code, thrown.message, options);
   }
   // Unknown exceptions may carry host paths or internals: the model gets a fixed message.

@@ -178,6 +178,35 @@ export const ERROR_CODES = {
   ),
   IO_ERROR: info("error", "transient", false, "unknown", "A file-system operation failed."),
   RUNTIME_EXCEPTION: info("error", "no", false, "unknown", "The tool failed unexpectedly."),
+  // A tool someone else runs (an MCP server's) answered that the call failed.
+  TOOL_FAILED: info(
+    "error",
+    "no",
+    false,
+    "unknown",
+    "The tool reported a failure; read its message, then fix the call or choose another approach.",
+  ),
+  MCP_UNAVAILABLE: info(
+    "error",
+    "resend",
+    false,
+    false,
+    "The MCP server could not be reached and nothing was sent to it; the next call to it reconnects once.",
+  ),
+  MCP_CONNECTION_LOST: info(
+    "error",
+    "transient",
+    false,
+    "unknown",
+    "The connection to the MCP server was lost during a call its server marks read-only or idempotent; sending it again is safe.",
+  ),
+  MCP_OUTCOME_UNKNOWN: info(
+    "unknown",
+    "no",
+    true,
+    "unknown",
+    "The connection to the MCP server was lost while the call ran; whether it took effect is unknown. Do not repeat it: a person must check.",
+  ),
 } as const satisfies Record<string, ErrorCodeInfo>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -212,13 +241,16 @@ export class ToolError extends CodedError<ErrorCode> {
   override readonly name = "ToolError";
   readonly hint?: string;
   readonly data?: Record<string, unknown>;
+  /** When the thrower knows better than the code's default (e.g. a read-only tool changed nothing). */
+  readonly operationApplied?: boolean | "unknown";
   constructor(
     code: ErrorCode,
     message: string,
-    options: { hint?: string; data?: Record<string, unknown> } = {},
+    options: { hint?: string; data?: Record<string, unknown>; operationApplied?: boolean | "unknown" } = {},
   ) {
     super(code, message);
     if (options.hint !== undefined) this.hint = options.hint;
     if (options.data !== undefined) this.data = options.data;
+    if (options.operationApplied !== undefined) this.operationApplied = options.operationApplied;
   }
 }

@@ -64,7 +64,8 @@ export interface ToolOutput {
 
 /**
  * A tool is defined once: the Zod schema is both the model-visible JSON Schema and the
- * run-time validator.
+ * run-time validator. A tool whose schema someone else wrote (an MCP server's tool) publishes
+ * that JSON Schema as `inputSchema`; its `input` must then enforce exactly that schema.
  */
 export interface ToolDefinition<Args = unknown> {
   readonly name: string;
@@ -72,6 +73,11 @@ export interface ToolDefinition<Args = unknown> {
   readonly description: string;
   readonly version: string;
   readonly input: z.ZodType<Args>;
+  /**
+   * The JSON Schema the model is shown when it is not derived from `input`: a foreign tool's
+   * own schema (an object schema), which `input` validates against (e.g. with ajv).
+   */
+  readonly inputSchema?: JsonObject;
   readonly effect: EffectClass;
   readonly idempotency: Idempotency;
   readonly timeoutMs: number;

@@ -21,6 +21,7 @@ const STACK: readonly (readonly string[])[] = [
   ["engine"],
   ["packs", "proposals", "policy", "config"],
   ["runtime"],
+  ["mcp"],
   ["tools"],
   ["journal", "providers", "sandbox"],
   ["protocol", "workspace", "artifacts", "rules"],

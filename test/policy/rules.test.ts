@@ -19,6 +19,17 @@ describe("matching", () => {
     expect(ruleMatches(rule("read_file(**/.env)"), "read_file", subjectOf({ path: "a/.env" }))).toBe(true);
   });
 
+  it("matches tool names with * as any run of characters, exactly otherwise", () => {
+    const none = subjectOf({});
+    expect(ruleMatches(rule("mcp__github__*"), "mcp__github__search_issues", none)).toBe(true);
+    expect(ruleMatches(rule("mcp__github__*"), "mcp__gitlab__search", none)).toBe(false);
+    expect(ruleMatches(rule("mcp__github__*"), "mcp__github_enterprise__search", none)).toBe(false);
+    expect(ruleMatches(rule("mcp__*__read*"), "mcp__fs__read_text_file", none)).toBe(true);
+    expect(ruleMatches(rule("mcp__*__read*"), "mcp__fs__write_file", none)).toBe(false);
+    expect(ruleMatches(rule("*"), "anything", none)).toBe(true);
+    expect(ruleMatches(rule("mcp__github__search"), "mcp__github__search_issues", none)).toBe(false);
+  });
+
   it("normalizes spellings of one path before matching", () => {
     expect(normalizeSubjectPath("./.env")).toBe(".env");
     expect(normalizeSubjectPath("src//a/../b.ts")).toBe("src/b.ts");

@@ -11,6 +11,8 @@ describe("parseRule", () => {
     ["shell(npm test*)", "shell", "npm test*"],
     ["shell(echo (hi))", "shell", "echo (hi)"],
     ["mcp__github__search", "mcp__github__search", undefined],
+    ["mcp__github__*", "mcp__github__*", undefined],
+    ["mcp__*__read*(x)", "mcp__*__read*", "x"],
   ])("parses %s", (text, tool, pattern) => {
     const rule = parseRule("allow", text, "cli");
     expect(rule.tool).toBe(tool);
@@ -27,6 +29,7 @@ describe("parseRule", () => {
     ["read_file()", "empty pattern"],
     ["(src/**)", "missing tool name"],
     ["read file", "tool name"],
+    ["mcp__git hub__*", "'*' matches any run"],
     ["read_file( src)", "leading or trailing spaces"],
     ["shell(rm\u0007)", "control characters"],
   ])("rejects %j naming the origin and the rule", (text, problem) => {

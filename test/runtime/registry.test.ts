@@ -47,10 +47,48 @@ describe("tool registry", () => {
     ["no concurrency declaration", { concurrencySafe: undefined }],
     ["no description for the model", { description: "reads" }],
     ["an invalid name", { name: "Read File" }],
+    ["a name longer than 64 characters", { name: `a${"b".repeat(64)}` }],
+    ["a name starting with a digit", { name: "1tool" }],
     ["a schema that is not a strict object", { input: z.object({ text: z.string() }) }],
   ])("refuses a tool with %s", (_what, change) => {
     const tool = { ...base, ...change } as unknown as AnyTool;
     expect(() => new ToolRegistry().register(tool)).toThrow(RegistrationError);
+  });
+
+  it("publishes a foreign tool's own JSON Schema to the model, as a copy, instead of one from Zod", () => {
+    const schema = {
+      $schema: "http://json-schema.org/draft-07/schema#",
+      type: "object",
+      properties: { query: { type: "string", minLength: 1 } },
+      required: ["query"],
+    };
+    const foreign = defineTool({
+      ...base,
+      name: "mcp__GitHub__search-issues",
+      input: z.unknown(),
+      inputSchema: schema,
+    });
+    const snapshot = new ToolRegistry().register(foreign).snapshot();
+    schema.properties.query.minLength = 99;
+    expect(snapshot.specs).toEqual([
+      {
+        name: "mcp__GitHub__search-issues",
+        description: base.description,
+        input_schema: {
+          $schema: "http://json-schema.org/draft-07/schema#",
+          type: "object",
+          properties: { query: { type: "string", minLength: 1 } },
+          required: ["query"],
+        },
+      },
+    ]);
+    const other = defineTool({ ...foreign, inputSchema: { ...schema, required: [] } });
+    expect(new ToolRegistry().register(other).snapshot().digest).not.toBe(snapshot.digest);
+  });
+
+  it("refuses a published schema that is not an object schema", () => {
+    const tool = defineTool({ ...base, input: z.unknown(), inputSchema: { type: "string" } });
+    expect(() => new ToolRegistry().register(tool)).toThrow(/must be an object schema/);
   });
 
   it("refuses a second tool with the same name", () => {

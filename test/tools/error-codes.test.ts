@@ -4,11 +4,18 @@ import { ERROR_CODES, TRANSIENT_ERROR_CODES } from "../../src/tools/errors.js";
 
 describe("the error-code tables", () => {
   it("derive the runtime's own retries from the tool table: transient codes are retryable ones", () => {
-    expect([...TRANSIENT_ERROR_CODES]).toEqual(["IO_ERROR"]);
+    expect([...TRANSIENT_ERROR_CODES]).toEqual(["IO_ERROR", "MCP_CONNECTION_LOST"]);
     for (const code of TRANSIENT_ERROR_CODES)
       expect(ERROR_CODES[code as keyof typeof ERROR_CODES].retryable).toBe(true);
     const retryable = Object.entries(ERROR_CODES).flatMap(([code, info]) => (info.retryable ? [code] : []));
-    expect(retryable.sort()).toEqual(["CANCELLED", "FILE_BUSY", "IO_ERROR", "TIMEOUT"]);
+    expect(retryable.sort()).toEqual([
+      "CANCELLED",
+      "FILE_BUSY",
+      "IO_ERROR",
+      "MCP_CONNECTION_LOST",
+      "MCP_UNAVAILABLE",
+      "TIMEOUT",
+    ]);
   });
 
   it("say per provider code whether waiting may help, unless the thrower knows better", () => {

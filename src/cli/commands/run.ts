@@ -61,8 +61,9 @@ Permissions:
   --read-only                deny every write
   --shell MODE               allow | ask | deny for commands (default: ask on a TTY, deny otherwise)
   --allow RULE, --ask RULE, --deny RULE
-                             permission rules such as 'read_file(src/**)' or 'shell(npm test*)'
-                             (repeatable; deny wins over ask, ask over allow; see README)
+                             permission rules such as 'read_file(src/**)', 'shell(npm test*)'
+                             or 'mcp__github__*' (a '*' in a tool name matches any run of
+                             characters; repeatable; deny wins over ask, ask over allow; see README)
   --read-path PATH, --edit-path PATH
                              task scope: the only files that may be read / edited (repeatable;
                              an edit path must also be a read path; checked at every call)
