@@ -31,15 +31,22 @@ export function summaryAt(step: number): string {
   return `${SUMMARY_HEAD}${step}${SUMMARY_TAIL}`;
 }
 
-/** The next move of the model, from the id of the last call it made (undefined: none yet). */
-export function nextMove(
-  lastCallId: string | undefined,
+/**
+ * The step a model is at, from the id of the last call it made (undefined: none yet): for a model
+ * that sees only the conversation (a server), not the step harness counts.
+ */
+export function stepAfter(lastCallId: string | undefined): number {
+  if (lastCallId === undefined) return 0;
+  return lastCallId === "write" ? STEPS + 1 : Number(lastCallId.slice(1)) + 1;
+}
+
+/** What the model does at `step`: the same as the scripted model's answer. */
+export function moveAt(
+  step: number,
 ):
   | { kind: "read"; id: string; path: string }
   | { kind: "write"; id: string; content: string }
   | { kind: "done" } {
-  const step =
-    lastCallId === undefined ? 0 : lastCallId === "write" ? STEPS + 1 : Number(lastCallId.slice(1)) + 1;
   if (step < STEPS) return { kind: "read", id: `r${step}`, path: `data/part-${step % 10}.txt` };
   if (step === STEPS) return { kind: "write", id: "write", content: `${DONE_TEXT}\n` };
   return { kind: "done" };
