@@ -141,9 +141,10 @@ export async function compactHistory(input: CompactionInput): Promise<Compaction
       run.signal,
     );
     const decoded = await decodeStream(stream);
-    if (run.signal.aborted) return { kind: "failed", summary: await cancel(run) };
     if ("reply" in decoded && decoded.reply.text.trim() !== "")
       return recordSummary(input, cut, attempt, decoded.reply);
+    // Interrupted: not a failure of the model, and nothing to retry.
+    if (run.signal.aborted) return { kind: "failed", summary: await cancel(run) };
     const error = "reply" in decoded ? undefined : decoded.error;
     const failure = providerFailure(error);
     const retry = failure === undefined ? undefined : retryDelay(run, attempt, failure);
@@ -162,6 +163,10 @@ export async function compactHistory(input: CompactionInput): Promise<Compaction
       });
       await (run.options.sleep ?? sleep)(retry, run.signal);
       if (run.signal.aborted) return { kind: "failed", summary: await cancel(run) };
+      if (state.modelRequests >= run.limits.maxModelRequests) {
+        const message = `the model-request budget (${run.limits.maxModelRequests}) is used up`;
+        return { kind: "failed", summary: await stop(run, "stopped", "budget_exhausted", message) };
+      }
       continue;
     }
     const why =

@@ -1,7 +1,9 @@
+import type { ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startMockServer } from "../e2e-providers/mock-server.js";
 import {
   COMPACTION_MARKER,
   GOAL,
@@ -146,6 +148,25 @@ describe("a summary request that fails", () => {
     expect(new Set(sent.map((r) => JSON.stringify(r.messages))).size).toBe(1);
     // No ordinary request followed the failed summary.
     expect((await loggedRequests(log)).at(-1)?.compaction).toBe(true);
+
+    // Retries count against the model-request budget: with room for two summary attempts, the
+    // run stops as budget_exhausted after the second, without sending a third.
+    const before =
+      (await readJournal(workspace, SESSION)).filter((r) => r.type === "model.started").length - 4;
+    const budgeted = await longWorkspace();
+    const limited = await harnessWith(
+      "transient",
+      runArgs(budgeted, path, ["--max-model-requests", String(before + 2)]),
+    );
+    expectExit(limited, 2);
+    expect(jsonSummary(limited)).toMatchObject({
+      reason: "budget_exhausted",
+      model_requests: before + 2,
+      message: `the model-request budget (${before + 2}) is used up`,
+    });
+    expect(fromFirstSummary(await readJournal(budgeted, SESSION)).map((r) => r.type)).toEqual([
+      ...["model.started", "model.retryable_error", "model.started", "model.retryable_error", "run.stopped"],
+    ]);
   });
 
   it.each([
@@ -227,5 +248,58 @@ describe("harness compact with a failing summary", () => {
     });
     const tail = (await readJournal(workspace, SESSION)).slice(-4).map((r) => r.type);
     expect(tail).toEqual(["model.started", "model.retryable_error", "model.started", "context.compacted"]);
+  });
+});
+
+describe("an interrupt while a summary is asked for", () => {
+  it("cancels the run (exit 130, run.cancelled), not a context_exhausted failure, and resume finishes it", async () => {
+    let child: ChildProcess | undefined;
+    const server = await startMockServer({
+      dialect: "chat",
+      script: (request) => {
+        const last = request.turns.at(-1);
+        if (last?.role === "user" && last.text.startsWith(COMPACTION_MARKER)) {
+          // Never answered: the interrupt lands while the request is in flight.
+          if (!interrupted) child?.kill("SIGINT");
+          if (!interrupted) return { kind: "stall" };
+          return { kind: "text", text: "Progress: reading. Next: keep reading." };
+        }
+        // The step from the last call (after a summary, older turns are gone).
+        const lastCall = request.turns.findLast((t) => t.role === "assistant")?.calls.at(-1)?.id;
+        const step = lastCall === undefined ? 0 : Number(lastCall.slice(1)) + 1;
+        return step < READS
+          ? {
+              kind: "calls",
+              calls: [{ id: `r${step}`, name: "read_file", args: { path: `data/part-${step % 10}.txt` } }],
+            }
+          : { kind: "text", text: "finished" };
+      },
+    });
+    let interrupted = false;
+    try {
+      const workspace = await longWorkspace();
+      const model = ["--provider", "openai-compatible", "--model", "mock", "--base-url", server.baseUrl];
+      const args = [
+        "run",
+        ...model,
+        ...["--workspace", workspace, "--tools", "read_file", "--context-window", String(WINDOW)],
+        ...["--session", SESSION, "--json", GOAL],
+      ];
+      const env = await longEnv();
+      child = startHarness(args, { env });
+      const result = await finished(child);
+      interrupted = true;
+      expectExit(result, 130);
+      expect(result.stderr).toContain("SIGINT received");
+      const records = fromFirstSummary(await readJournal(workspace, SESSION));
+      expect(records.map((r) => r.type)).toEqual(["model.started", "run.cancelled"]);
+      expect(records[0]?.data).toMatchObject({ purpose: "compaction" });
+
+      const resumed = await finished(startHarness(args, { env }));
+      expectExit(resumed, 0);
+      expect(jsonSummary(resumed)).toMatchObject({ status: "unverified", tool_calls: READS });
+    } finally {
+      await server.close();
+    }
   });
 });
