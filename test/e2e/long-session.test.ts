@@ -1,5 +1,14 @@
 import type { ChildProcess } from "node:child_process";
-import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  fstatSync,
+  openSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -134,12 +143,12 @@ describe("a long session with a small window", () => {
 
   it("SIGKILLed at seeded random moments and resumed until it ends, it sends every request exactly as the uninterrupted run did", async () => {
     const workspace = await longWorkspace();
-    const { script, log } = await longScript({ summaryDelayMs: 40 });
+    const { script, log, hold, holding } = await longScript();
     const env = await longEnv();
     const total = reference.records.length;
     const random = mulberry32(1207);
     // Kills after a random number of journal lines, and kills while a summary request is in
-    // flight (the script takes 40 ms to answer one), in the order they come.
+    // flight (held by the script until the kill), in the order they come.
     const plan: KillPoint[] = [
       ...Array.from({ length: 8 }, () => ({
         kind: "lines" as const,
@@ -158,7 +167,8 @@ describe("a long session with a small window", () => {
       const child = startHarness(longRunArgs(workspace, ["--script", script]), { env });
       const done = finished(child);
       const point = plan[0];
-      const killed = point === undefined ? false : await killAt(child, done, point, workspace, log);
+      const killed =
+        point === undefined ? false : await killAt(child, done, point, workspace, { hold, holding });
       if (killed && point !== undefined) {
         plan.shift();
         const records = await readJournal(workspace, SESSION);
@@ -200,40 +210,36 @@ describe("a long session with a small window", () => {
 type KillPoint = { kind: "lines"; atLeast: number } | { kind: "summary"; atLeast: number };
 
 /**
- * Watch the journal (and the model's log) of a running CLI and SIGKILL it at `point`. "lines":
- * once the journal holds at least that many lines; the process is stopped first and killed only
- * where the journal ends on a whole record that is not a started tool call (a call killed in
- * flight has an unknown outcome by design, which a person must review: that is the crash test's
- * subject, not this one's), else it continues until the next record. "summary": at the first
- * summary request the model receives after that many lines. Returns false when the process
- * ended first.
+ * Watch the journal of a running CLI and SIGKILL it at `point`. "lines": once the journal holds
+ * at least that many lines; the process is stopped first and killed only where the journal ends
+ * on a whole record that is not a started tool call (a call killed in flight has an unknown
+ * outcome by design, which a person must review: that is the crash test's subject, not this
+ * one's), else it continues until the next record. "summary": at the first summary request after
+ * that many lines, which the script holds until the kill. Returns false when the process ended
+ * first.
  */
 async function killAt(
   child: ChildProcess,
   done: Promise<CliResult>,
   point: KillPoint,
   workspace: string,
-  log: string,
+  script: { hold: string; holding: string },
 ): Promise<boolean> {
   let exited = false;
   void done.then(() => {
     exited = true;
   });
   const journal = new Tail(journalFile(workspace, SESSION));
-  const requests = new Tail(log);
-  requests.poll();
-  let summaryAsked = false;
   /** Lines the journal held at a refused stop: the next try waits for a new record. */
   let refusedAt = -1;
   try {
     while (!exited) {
       await sleep(2);
       journal.poll();
-      const newRequests = requests.poll();
       if (journal.lines < point.atLeast) continue;
       if (point.kind === "summary") {
-        summaryAsked ||= newRequests.some((line) => line.includes(`"compaction":true`));
-        if (!summaryAsked) continue;
+        if (!existsSync(script.hold)) writeFileSync(script.hold, "");
+        if (!existsSync(script.holding)) continue;
         child.kill("SIGKILL");
         return true;
       }
@@ -252,7 +258,8 @@ async function killAt(
     return false;
   } finally {
     journal.close();
-    requests.close();
+    rmSync(script.hold, { force: true });
+    rmSync(script.holding, { force: true });
   }
 }
 

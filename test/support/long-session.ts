@@ -66,26 +66,27 @@ export async function longWorkspace(): Promise<string> {
 
 /**
  * The scripted model as an .mjs module. It answers from the step harness passes, so it is the
- * same model however often a session is interrupted; summary requests wait `summaryDelayMs`
- * before answering, a window in which a test can kill the CLI while one is in flight.
+ * same model however often a session is interrupted. While the file `hold` exists, a summary
+ * request is held (the script creates `holding` and waits, up to 20 s, for `hold` to go): a
+ * window in which a test can kill the CLI with a summary request in flight, whatever the load.
  */
-export async function longScript(options: { summaryDelayMs?: number } = {}): Promise<{
-  script: string;
-  log: string;
-}> {
+export async function longScript(): Promise<{ script: string; log: string; hold: string; holding: string }> {
   const dir = await tempDir("harness-long-script-");
   const log = join(dir, "requests.jsonl");
   const script = join(dir, "long.mjs");
+  const hold = join(dir, "hold");
+  const holding = join(dir, "holding");
   await writeFile(
     script,
-    `import { appendFileSync } from "node:fs";
+    `import { appendFileSync, existsSync, writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 const STEPS = ${STEPS};
 export default async function (messages, step) {
   const compaction = String(messages[messages.length - 1].content).startsWith(${JSON.stringify(COMPACTION_MARKER)});
   appendFileSync(${JSON.stringify(log)}, JSON.stringify({ step, compaction, messages }) + "\\n");
   if (compaction) {
-    await sleep(${options.summaryDelayMs ?? 0});
+    if (existsSync(${JSON.stringify(hold)})) writeFileSync(${JSON.stringify(holding)}, String(step));
+    for (let waited = 0; existsSync(${JSON.stringify(hold)}) && waited < 20000; waited += 5) await sleep(5);
     return { text: ${JSON.stringify(SUMMARY_HEAD)} + step + ${JSON.stringify(SUMMARY_TAIL)} };
   }
   if (step < STEPS) return { calls: [{ id: "r" + step, name: "read_file", arguments: { path: "data/part-" + (step % 10) + ".txt" } }] };
@@ -95,7 +96,7 @@ export default async function (messages, step) {
 `,
   );
   await writeFile(log, "");
-  return { script, log };
+  return { script, log, hold, holding };
 }
 
 export interface LoggedRequest {
