@@ -147,8 +147,8 @@ describe("a long session with a small window", () => {
     const env = await longEnv();
     const total = reference.records.length;
     const random = mulberry32(1207);
-    // Kills after a random number of journal lines, and kills while a summary request is in
-    // flight (held by the script until the kill), in the order they come.
+    // Kills after a random number of journal lines, and kills while a summary request or an
+    // ordinary one is in flight (held by the script until the kill), in the order they come.
     const plan: KillPoint[] = [
       ...Array.from({ length: 8 }, () => ({
         kind: "lines" as const,
@@ -156,6 +156,10 @@ describe("a long session with a small window", () => {
       })),
       ...Array.from({ length: 3 }, () => ({
         kind: "summary" as const,
+        atLeast: 6 + Math.floor(random() * (total - 100)),
+      })),
+      ...Array.from({ length: 3 }, () => ({
+        kind: "step" as const,
         atLeast: 6 + Math.floor(random() * (total - 100)),
       })),
     ].sort((a, b) => a.atLeast - b.atLeast);
@@ -181,9 +185,9 @@ describe("a long session with a small window", () => {
     expectExit(final, 0);
     expect(jsonSummary(final)).toMatchObject({ status: "verified", tool_calls: STEPS + 1 });
     expect(plan).toEqual([]);
-    expect(kills).toHaveLength(11);
-    // The summary kills landed while the summary was asked for and not yet recorded.
-    for (const kill of kills.filter((k) => k.point.kind === "summary"))
+    expect(kills).toHaveLength(14);
+    // The in-flight kills landed while the request was asked for and its answer not recorded.
+    for (const kill of kills.filter((k) => k.point.kind !== "lines"))
       expect(kill.lastType).toBe("model.started");
 
     const expected = new Map(reference.requests.map((r) => [keyOf(r), sentBytes(r)]));
@@ -192,9 +196,14 @@ describe("a long session with a small window", () => {
     for (const request of requests)
       expect(sentBytes(request), keyOf(request)).toBe(expected.get(keyOf(request)));
     expect(new Set(requests.map(keyOf))).toEqual(new Set(expected.keys()));
-    // Requests sent again after a kill: at least the three summaries killed in flight.
-    const resent = requests.length - new Set(requests.map(keyOf)).size;
-    expect(resent).toBeGreaterThanOrEqual(3);
+    // Requests sent again after a kill: at least the three summaries and the three ordinary
+    // requests killed in flight, each equal to the uninterrupted run's (checked above).
+    const sentAgain = (summary: boolean) => {
+      const of = requests.filter((r) => r.compaction === summary);
+      return of.length - new Set(of.map(keyOf)).size;
+    };
+    expect(sentAgain(true)).toBeGreaterThanOrEqual(3);
+    expect(sentAgain(false)).toBeGreaterThanOrEqual(3);
 
     const records = await readJournal(workspace, SESSION);
     // A resume killed before it journaled anything leaves no session.resumed: at least one did.
@@ -207,15 +216,15 @@ describe("a long session with a small window", () => {
   }, 90_000);
 });
 
-type KillPoint = { kind: "lines"; atLeast: number } | { kind: "summary"; atLeast: number };
+type KillPoint = { kind: "lines" | "summary" | "step"; atLeast: number };
 
 /**
  * Watch the journal of a running CLI and SIGKILL it at `point`. "lines": once the journal holds
  * at least that many lines; the process is stopped first and killed only where the journal ends
  * on a whole record that is not a started tool call (a call killed in flight has an unknown
  * outcome by design, which a person must review: that is the crash test's subject, not this
- * one's), else it continues until the next record. "summary": at the first summary request after
- * that many lines, which the script holds until the kill. Returns false when the process ended
+ * one's), else it continues until the next record. "summary" ("step"): at the first summary
+ * (ordinary) request after that many lines, which the script holds until the kill. Returns false when the process ended
  * first.
  */
 async function killAt(
@@ -237,8 +246,8 @@ async function killAt(
       await sleep(2);
       journal.poll();
       if (journal.lines < point.atLeast) continue;
-      if (point.kind === "summary") {
-        if (!existsSync(script.hold)) writeFileSync(script.hold, "");
+      if (point.kind !== "lines") {
+        if (!existsSync(script.hold)) writeFileSync(script.hold, point.kind);
         if (!existsSync(script.holding)) continue;
         child.kill("SIGKILL");
         return true;

@@ -66,9 +66,10 @@ export async function longWorkspace(): Promise<string> {
 
 /**
  * The scripted model as an .mjs module. It answers from the step harness passes, so it is the
- * same model however often a session is interrupted. While the file `hold` exists, a summary
- * request is held (the script creates `holding` and waits, up to 20 s, for `hold` to go): a
- * window in which a test can kill the CLI with a summary request in flight, whatever the load.
+ * same model however often a session is interrupted. While the file `hold` holds "summary"
+ * (or "step"), the next summary (or ordinary) request is held: the script creates `holding` and
+ * waits, up to 20 s, for `hold` to go. A window in which a test can kill the CLI with such a
+ * request in flight, whatever the load.
  */
 export async function longScript(): Promise<{ script: string; log: string; hold: string; holding: string }> {
   const dir = await tempDir("harness-long-script-");
@@ -78,15 +79,18 @@ export async function longScript(): Promise<{ script: string; log: string; hold:
   const holding = join(dir, "holding");
   await writeFile(
     script,
-    `import { appendFileSync, existsSync, writeFileSync } from "node:fs";
+    `import { appendFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 const STEPS = ${STEPS};
 export default async function (messages, step) {
   const compaction = String(messages[messages.length - 1].content).startsWith(${JSON.stringify(COMPACTION_MARKER)});
   appendFileSync(${JSON.stringify(log)}, JSON.stringify({ step, compaction, messages }) + "\\n");
-  if (compaction) {
-    if (existsSync(${JSON.stringify(hold)})) writeFileSync(${JSON.stringify(holding)}, String(step));
+  const wanted = existsSync(${JSON.stringify(hold)}) ? readFileSync(${JSON.stringify(hold)}, "utf8") : "";
+  if (wanted === (compaction ? "summary" : "step")) {
+    writeFileSync(${JSON.stringify(holding)}, String(step));
     for (let waited = 0; existsSync(${JSON.stringify(hold)}) && waited < 20000; waited += 5) await sleep(5);
+  }
+  if (compaction) {
     return { text: ${JSON.stringify(SUMMARY_HEAD)} + step + ${JSON.stringify(SUMMARY_TAIL)} };
   }
   if (step < STEPS) return { calls: [{ id: "r" + step, name: "read_file", arguments: { path: "data/part-" + (step % 10) + ".txt" } }] };
