@@ -199,6 +199,38 @@ describe("a summary request that fails", () => {
   );
 });
 
+describe("a summary request and the model-request budget", () => {
+  it("counts: the request it made room for is not sent past the budget", async () => {
+    const first = await longWorkspace();
+    const { script: path, log } = await script();
+    expectExit(await harnessWith("ok", runArgs(first, path)), 0);
+    const started = (await readJournal(first, SESSION)).filter((r) => r.type === "model.started");
+    const before = started.findIndex((r) => r.data.purpose === "compaction");
+    expect(before).toBeGreaterThan(1);
+
+    // Room for the requests before the first summary and the summary itself, not one more.
+    const budgeted = await longWorkspace();
+    const sentBefore = (await loggedRequests(log)).length;
+    const result = await harnessWith(
+      "ok",
+      runArgs(budgeted, path, ["--max-model-requests", String(before + 1)]),
+    );
+    expectExit(result, 2);
+    expect(jsonSummary(result)).toMatchObject({
+      reason: "budget_exhausted",
+      model_requests: before + 1,
+      message: `the model-request budget (${before + 1}) is used up`,
+    });
+    const sent = (await loggedRequests(log)).slice(sentBefore);
+    expect(sent).toHaveLength(before + 1);
+    expect(sent.at(-1)?.compaction).toBe(true);
+    expect((await readJournal(budgeted, SESSION)).slice(-2).map((r) => r.type)).toEqual([
+      "context.compacted",
+      "run.stopped",
+    ]);
+  });
+});
+
 describe("harness compact with a failing summary", () => {
   /** A session stopped by its request budget after four reads (no compaction yet). */
   async function stopped(): Promise<{ workspace: string; path: string; log: string }> {
