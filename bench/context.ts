@@ -17,31 +17,59 @@ import { DiskWorkspaceFs } from "../src/workspace/disk-fs.js";
 import { type BenchRow, median, round } from "./stats.js";
 
 /**
- * Context benchmarks over scripted sessions whose every step reads a large file: (a) bytes sent
+ * Context benchmarks over scripted sessions whose every step reads a large file, with a window
+ * small enough that old results are pruned and the history compacted many times: (a) input sent
  * against a naive full history, (b) how much of each request repeats the previous one byte for
- * byte (what a provider's prompt cache can serve), (c) the cost of building a request late in a
- * long session against early in it.
+ * byte (what a provider's prompt cache can serve) between compactions, (c) the cost of building a
+ * request late in a long session against early in it.
  */
 
-/** Per request: the step, the messages sent, and when the engine handed it to the provider. */
+/**
+ * Small enough that a few ~2000-token results fill it: pruning and compaction really happen. The
+ * larger one holds a couple of dozen results, as a real model's window holds a real session's:
+ * there pruning alone keeps the session going, and what it does to the cache shows.
+ */
+const SMALL_WINDOW = 16_000;
+const LARGER_WINDOW = 64_000;
+
+/** Per ordinary request: the step, the messages sent, and when the engine handed it to the provider. */
 interface Sent {
   request: ModelRequest;
   at: number;
-  /** When the record before this request's model.started was written. */
-  previousRecordAt: number;
+  /**
+   * When the step before it ended (its last tool result was recorded): building a request
+   * includes pruning and compacting, whose records come before its model.started.
+   */
+  stepEndedAt: number;
+  /** Whether a summary replaced older turns, or old results were pruned, since the previous request. */
+  compactedBefore: boolean;
+  prunedBefore: boolean;
 }
 
-async function session(root: string, steps: number): Promise<Sent[]> {
+interface SessionRun {
+  sent: Sent[];
+  /** The requests that asked for a summary (their messages), which count as input sent too. */
+  summaries: ModelRequest[];
+  compactions: number;
+  prunes: number;
+}
+
+async function session(root: string, steps: number, window: number): Promise<SessionRun> {
   const registry = new ToolRegistry();
   for (const tool of createFileTools()) registry.register(tool);
   const policy = modePolicy({ write: "allow" });
   const sent: Sent[] = [];
-  let lastRecordAt = 0;
-  let beforeStarted = 0;
+  const summaries: ModelRequest[] = [];
+  let stepEndedAt = 0;
+  let compactions = 0;
+  let prunes = 0;
+  let compactedSince = false;
+  let prunedSince = false;
   const listener: EngineListener = {
     record(record) {
-      if (record.type === "model.started") beforeStarted = lastRecordAt;
-      lastRecordAt = performance.now();
+      if (record.type === "context.compacted") [compactions, compactedSince] = [compactions + 1, true];
+      if (record.type === "context.pruned") [prunes, prunedSince] = [prunes + 1, true];
+      if (record.type === "tool.result" || record.type === "user.input") stepEndedAt = performance.now();
     },
   };
   const scripted = ScriptedProvider.fromFunction(
@@ -63,7 +91,18 @@ async function session(root: string, steps: number): Promise<Sent[]> {
   const provider: Provider = {
     identity: scripted.identity,
     stream(request, signal) {
-      sent.push({ request, at: performance.now(), previousRecordAt: beforeStarted });
+      if (request.purpose === "compaction") {
+        summaries.push(request);
+        return summaryStream(request.step);
+      }
+      sent.push({
+        request,
+        at: performance.now(),
+        stepEndedAt,
+        compactedBefore: compactedSince,
+        prunedBefore: prunedSince,
+      });
+      [compactedSince, prunedSince] = [false, false];
       return scripted.stream(request, signal);
     },
   };
@@ -82,8 +121,7 @@ async function session(root: string, steps: number): Promise<Sent[]> {
     goal: `read a large file ${steps} times`,
     policy: { describe: policy.describe, digest: policy.digest, permissions: policy },
     acceptance: [],
-    // Nothing is pruned yet, so the whole history must fit: the window is set far above it.
-    limits: { maxModelRequests: steps + 5, maxToolCalls: steps + 5, contextWindowTokens: 100_000_000 },
+    limits: { maxModelRequests: 2 * steps + 5, maxToolCalls: steps + 5, contextWindowTokens: window },
     mode: "new",
     harnessVersion: "bench",
     listener,
@@ -93,7 +131,16 @@ async function session(root: string, steps: number): Promise<Sent[]> {
     throw new Error(
       `context bench session ended early: ${summary.status} (${summary.reason}, ${summary.tool_calls} calls)`,
     );
-  return sent;
+  return { sent, summaries, compactions, prunes };
+}
+
+/** A handoff summary as a model would stream it. */
+async function* summaryStream(step: number): AsyncIterable<unknown> {
+  yield {
+    type: "text_delta",
+    text: `Goal: read src/big.ts in parts. Progress: ${step} parts read. Next: keep reading.`,
+  };
+  yield { type: "end", reason: "stop" };
 }
 
 /** Length of the common prefix of two strings, compared in slices first. */
@@ -106,16 +153,18 @@ function commonPrefix(a: string, b: string): number {
   return i;
 }
 
-/** The Chat Completions body harness would send: the bytes a provider's prompt cache sees. */
-function wireBody(request: ModelRequest): string {
-  return JSON.stringify(
-    chatRequestBody({
-      model: "bench",
-      messages: request.messages,
-      tools: request.tools,
-      cacheKey: request.cacheKey,
-    }),
-  );
+/**
+ * The Chat Completions body harness would send, in the order a provider renders and caches it:
+ * the tool definitions, then the conversation.
+ */
+function cachedText(request: ModelRequest): string {
+  const body = chatRequestBody({
+    model: "bench",
+    messages: request.messages,
+    tools: request.tools,
+    cacheKey: request.cacheKey,
+  });
+  return JSON.stringify([body.model, body.tools]) + JSON.stringify(body.messages);
 }
 
 const bytes = (messages: readonly ModelMessage[]) => Buffer.byteLength(JSON.stringify(messages));
@@ -127,7 +176,79 @@ function newTail(messages: readonly ModelMessage[]): readonly ModelMessage[] {
 }
 
 function buildMs(sent: readonly Sent[], around: number): number {
-  return median(sent.slice(around - 5, around + 5).map((s) => s.at - s.previousRecordAt));
+  return median(sent.slice(around - 5, around + 5).map((s) => s.at - s.stepEndedAt));
+}
+
+/** (a) and (b) over one session. */
+function sessionRows(run: SessionRun, window: number): BenchRow[] {
+  // (b) the share of each request that repeats the previous one byte for byte, between
+  // compactions (a summary replaces the older turns: that request starts a new prefix); and
+  // the share of the previous request a prompt cache could serve again.
+  const shares: { share: number; reused: number; pruned: boolean }[] = [];
+  let previous: string | undefined;
+  for (const { request, compactedBefore, prunedBefore } of run.sent) {
+    const text = cachedText(request);
+    if (previous !== undefined && !compactedBefore) {
+      const common = commonPrefix(previous, text);
+      // The previous conversation's closing bracket is the one byte an extension changes.
+      shares.push({
+        share: common / text.length,
+        reused: (common + 1) / previous.length,
+        pruned: prunedBefore,
+      });
+    }
+    previous = text;
+  }
+  const unpruned = shares.filter((s) => !s.pruned).map((s) => s.share);
+  // (a) bytes sent (summary requests included) against a history that keeps everything.
+  let naive = 0;
+  let naiveTotal = 0;
+  let sentTotal = run.summaries.reduce((n, request) => n + bytes(request.messages), 0);
+  for (const [i, { request }] of run.sent.entries()) {
+    naive += i === 0 ? bytes(request.messages) : bytes(newTail(request.messages));
+    naiveTotal += naive;
+    sentTotal += bytes(request.messages);
+  }
+  const tokens = (n: number) => Math.round(n / 4);
+  const at = `${window / 1000}K window`;
+  return [
+    {
+      name: `200 steps of ~8 KB results, ${at}: prunes`,
+      value: run.prunes,
+      unit: "prunes",
+      note: `${run.compactions} compactions`,
+    },
+    {
+      name: `${at}: input sent / naive full history`,
+      value: round(sentTotal / naiveTotal, 3),
+      unit: "x",
+      note: `${tokens(sentTotal)} vs ${tokens(naiveTotal)} tokens (bytes/4), summary requests included`,
+    },
+    {
+      name: `${at}: request repeating the previous one's prefix, median`,
+      value: round(median(shares.map((s) => s.share)), 4),
+      unit: "share",
+      note: `tools + messages as cached, between compactions (${shares.length} pairs); goal >= 0.95`,
+    },
+    {
+      name: `${at}: the same, pairs with nothing pruned between them`,
+      value: unpruned.length === 0 ? Number.NaN : round(median(unpruned), 4),
+      unit: "share",
+      note: `median of ${unpruned.length} pairs; bounded by the new result's share of the request`,
+    },
+    {
+      name: `${at}: share of the previous request sent again unchanged`,
+      value: round(median(shares.map((s) => s.reused)), 4),
+      unit: "share",
+      note: "median; what a prompt cache can serve: 1.0 when a request extends the previous one",
+    },
+    {
+      name: `${at}: requests extending the previous one byte for byte`,
+      value: round(shares.filter((s) => s.reused >= 1).length / shares.length, 3),
+      unit: "of pairs",
+      note: "a result pruned since the previous request breaks the prefix there",
+    },
+  ];
 }
 
 export async function benchContext(): Promise<BenchRow[]> {
@@ -138,59 +259,21 @@ export async function benchContext(): Promise<BenchRow[]> {
     const line = (i: number) => `export const value${i} = "${"x".repeat(50)}"; // line ${i}`;
     writeFileSync(join(root, "src/big.ts"), Array.from({ length: 1000 }, (_, i) => line(i)).join("\n"));
 
-    const short = await session(root, 200);
-    // (b) the share of each request that repeats the previous one, on the wire.
-    const shares: number[] = [];
-    let previous: string | undefined;
-    for (const { request } of short) {
-      const body = wireBody(request);
-      if (previous !== undefined) shares.push(commonPrefix(previous, body) / body.length);
-      previous = body;
-    }
-    // (a) bytes sent against a history that keeps everything (≈ 4 bytes a token).
-    let naive = 0;
-    let naiveTotal = 0;
-    let sentTotal = 0;
-    for (const [i, { request }] of short.entries()) {
-      naive += i === 0 ? bytes(request.messages) : bytes(newTail(request.messages));
-      naiveTotal += naive;
-      sentTotal += bytes(request.messages);
-    }
-
-    const long = await session(root, 1000);
-    const early = buildMs(long, 10);
-    const late = buildMs(long, 1000);
-    const tokens = (n: number) => Math.round(n / 4);
+    const small = sessionRows(await session(root, 200, SMALL_WINDOW), SMALL_WINDOW);
+    const larger = sessionRows(await session(root, 200, LARGER_WINDOW), LARGER_WINDOW);
+    // (c) with the small window: the context stays bounded, so building a request should too.
+    const long = await session(root, 1000, SMALL_WINDOW);
+    const early = buildMs(long.sent, 10);
+    const late = buildMs(long.sent, 1000);
     return [
-      {
-        name: "200 steps of ~8 KB results: input sent, total",
-        value: tokens(sentTotal),
-        unit: "tokens",
-        note: "≈ bytes/4",
-      },
-      {
-        name: "200 steps: input sent / naive full history",
-        value: round(sentTotal / naiveTotal, 3),
-        unit: "x",
-        note: "1.0 until pruning or compaction removes anything",
-      },
-      {
-        name: "200 steps: request repeating the previous one's prefix, median",
-        value: round(median(shares), 4),
-        unit: "share",
-        note: "Chat Completions body; goal >= 0.95",
-      },
-      {
-        name: "200 steps: request repeating the previous one's prefix, minimum after step 10",
-        value: round(Math.min(...shares.slice(10)), 4),
-        unit: "share",
-      },
+      ...small,
+      ...larger,
       { name: "request build at step 10", value: round(early, 4), unit: "ms", note: "median of steps 5-14" },
       {
         name: "request build at step 1000",
         value: round(late, 4),
         unit: "ms",
-        note: "median of steps 995-1000",
+        note: `median of steps 995-1000; ${long.prunes} prunes, ${long.compactions} compactions in 1000 steps`,
       },
       {
         name: "request build: step 1000 / step 10",

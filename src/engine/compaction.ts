@@ -1,9 +1,12 @@
-import { decodeStream } from "../protocol/decoder.js";
-import type { ModelMessage } from "../protocol/types.js";
+import { decodeStream, ProtocolError } from "../protocol/decoder.js";
+import type { ModelMessage, Reply } from "../protocol/types.js";
+import { ProviderError } from "../providers/provider.js";
+import { retryDelay as backoff } from "../providers/retry.js";
+import { sleep } from "../shared/sleep.js";
 import { toWellFormed } from "../shared/unicode.js";
 import { instructionsText } from "./instructions.js";
 import type { RunSummary } from "./options.js";
-import { type EngineRun, stop } from "./outcome.js";
+import { cancel, type EngineRun, stop } from "./outcome.js";
 import { jsonBytes } from "./pruning.js";
 import type { SessionState } from "./state.js";
 import { basisTokens } from "./tokens.js";
@@ -85,7 +88,11 @@ export type CompactionOutcome =
 /**
  * One compaction: journal the request (model.started, purpose "compaction"), send it without
  * tools, and journal the summary as context.compacted. A request that would not fit is never
- * sent. Interrupted before context.compacted, it is simply redone on resume.
+ * sent. A retryable provider failure is journaled (model.retryable_error) and the request sent
+ * again after the same backoff, within the same attempt and wait budgets, as an ordinary
+ * request; a final failure or a reply without summary text is journaled (model.failed) and
+ * stops the run as context_exhausted. Interrupted before context.compacted, it is simply redone
+ * on resume.
  */
 export async function compactHistory(input: CompactionInput): Promise<CompactionOutcome> {
   const { run, step, system } = input;
@@ -109,42 +116,95 @@ export async function compactHistory(input: CompactionInput): Promise<Compaction
       why: `the request asking for a summary would itself be about ${tokens.estimated_input_tokens} tokens`,
     };
   }
-  const attempt = state.retriesSinceReply;
-  await run.record({
-    type: "model.started",
-    data: {
-      step,
-      attempt,
-      tools_digest: run.tools().digest,
-      ...tokens,
-      purpose: "compaction",
-      ...(input.instructions !== undefined ? { instructions: toWellFormed(input.instructions) } : {}),
-    },
-  });
-  const stream = run.options.provider.stream(
-    {
-      messages: [{ role: "system", content: system }, ...state.messages, prompt],
-      tools: [],
-      step,
-      attempt,
-      ordinal: state.ordinal,
-      purpose: "compaction",
-    },
-    run.signal,
-  );
-  const decoded = await decodeStream(stream);
-  if (!("reply" in decoded) || decoded.reply.text.trim() === "") {
-    const message =
-      "reply" in decoded
+  for (;;) {
+    const attempt = state.retriesSinceReply;
+    await run.record({
+      type: "model.started",
+      data: {
+        step,
+        attempt,
+        tools_digest: run.tools().digest,
+        ...tokens,
+        purpose: "compaction",
+        ...(input.instructions !== undefined ? { instructions: toWellFormed(input.instructions) } : {}),
+      },
+    });
+    const stream = run.options.provider.stream(
+      {
+        messages: [{ role: "system", content: system }, ...state.messages, prompt],
+        tools: [],
+        step,
+        attempt,
+        ordinal: state.ordinal,
+        purpose: "compaction",
+      },
+      run.signal,
+    );
+    const decoded = await decodeStream(stream);
+    if ("reply" in decoded && decoded.reply.text.trim() !== "")
+      return recordSummary(input, cut, attempt, decoded.reply);
+    // Interrupted: not a failure of the model, and nothing to retry.
+    if (run.signal.aborted) return { kind: "failed", summary: await cancel(run) };
+    const error = "reply" in decoded ? undefined : decoded.error;
+    const failure = providerFailure(error);
+    const retry = failure === undefined ? undefined : retryDelay(run, attempt, failure);
+    if (failure !== undefined && retry !== undefined) {
+      // Retried like an ordinary request, within the same step's attempt and wait budgets.
+      await run.record({
+        type: "model.retryable_error",
+        data: {
+          step,
+          attempt,
+          code: failure.code,
+          message: toWellFormed(failure.message),
+          retry_in_ms: retry,
+          ...failureDetails(failure),
+        },
+      });
+      await (run.options.sleep ?? sleep)(retry, run.signal);
+      if (run.signal.aborted) return { kind: "failed", summary: await cancel(run) };
+      if (state.modelRequests >= run.limits.maxModelRequests) {
+        const message = `the model-request budget (${run.limits.maxModelRequests}) is used up`;
+        return { kind: "failed", summary: await stop(run, "stopped", "budget_exhausted", message) };
+      }
+      continue;
+    }
+    const why =
+      error === undefined
         ? "the compaction reply had no summary text"
-        : `the compaction request failed: ${decoded.error instanceof Error ? decoded.error.message : "unknown error"}`;
+        : failure === undefined
+          ? `the compaction reply was malformed: ${error instanceof Error ? error.message : "unreadable"}`
+          : `the compaction request failed${failure.retryable ? ` (gave up after ${attempt + 1} attempts)` : ""}: ` +
+            `${failure.code}: ${failure.message}`;
+    const message = toWellFormed(
+      `${why}; the context could not be made small enough for the next request ` +
+        "(resume the session to try again, or give it a larger --context-window if the model has one)",
+    );
     await run.record({
       type: "model.failed",
-      data: { step, attempt, code: "COMPACTION_FAILED", message: toWellFormed(message) },
+      data: {
+        step,
+        attempt,
+        code: failure?.code ?? "COMPACTION_FAILED",
+        message,
+        ...(failure !== undefined ? failureDetails(failure) : {}),
+      },
     });
     return { kind: "failed", summary: await stop(run, "stopped", "context_exhausted", message) };
   }
-  const summary = decoded.reply.text;
+}
+
+/** Journal the summary as context.compacted, with what it replaces and the sizes before and after. */
+async function recordSummary(
+  input: CompactionInput,
+  cut: number,
+  attempt: number,
+  reply: Reply,
+): Promise<CompactionOutcome> {
+  const { run, step } = input;
+  const state = run.state;
+  const estimate = (bytes: number) => state.calibration.estimate(basisTokens(bytes));
+  const summary = reply.text;
   const kept = state.messages.slice(cut);
   const after = [...pinnedMessages(state, kept), summaryMessage(summary), ...kept];
   const afterBytes =
@@ -161,8 +221,38 @@ export async function compactHistory(input: CompactionInput): Promise<Compaction
       attempt,
       summary,
       ...sizes,
-      ...(decoded.reply.usage ? { usage: decoded.reply.usage } : {}),
+      ...(reply.usage ? { usage: reply.usage } : {}),
     },
   });
   return { kind: "compacted", ...sizes };
+}
+
+/**
+ * A failed stream's error as the provider error it is, or a transport failure (as model steps
+ * treat it); a malformed reply (protocol error) is no provider failure and is never retried.
+ */
+function providerFailure(error: unknown): ProviderError | undefined {
+  if (error === undefined || error instanceof ProtocolError) return undefined;
+  if (error instanceof ProviderError) return error;
+  return new ProviderError("TRANSPORT", "the model stream failed");
+}
+
+/** The wait before the next attempt, or undefined when the failure is final or the budgets are spent. */
+function retryDelay(run: EngineRun, attempt: number, failure: ProviderError): number | undefined {
+  if (!failure.retryable || attempt + 1 >= run.limits.maxModelAttempts) return undefined;
+  const delay = backoff({
+    attempt,
+    ...(failure.retryAfterMs !== undefined ? { retryAfterMs: failure.retryAfterMs } : {}),
+    baseMs: run.limits.modelRetryBaseMs,
+    maxMs: run.limits.modelRetryMaxMs,
+    jitter: run.options.random ?? Math.random,
+  });
+  return run.state.retryWaitSinceReply + delay <= run.limits.modelRetryMaxTotalMs ? delay : undefined;
+}
+
+function failureDetails(failure: ProviderError) {
+  return {
+    ...(failure.status !== undefined ? { status: failure.status } : {}),
+    ...(failure.requestId !== undefined ? { request_id: failure.requestId } : {}),
+  };
 }

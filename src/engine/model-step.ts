@@ -28,18 +28,13 @@ export class ModelStep {
     for (;;) {
       const attempt = this.run.state.retriesSinceReply;
       if (this.run.signal.aborted) return cancel(this.run);
-      if (this.run.state.modelRequests >= this.run.limits.maxModelRequests) {
-        return stop(
-          this.run,
-          "stopped",
-          "budget_exhausted",
-          `the model-request budget (${this.run.limits.maxModelRequests}) is used up`,
-        );
-      }
+      if (this.budgetSpent()) return this.stopForBudget();
       const step = this.run.state.replies.length;
       await this.pruneIfNeeded(step);
       const compaction = await this.compactIfNeeded(step);
       if (compaction?.kind === "failed") return compaction.summary;
+      // The summary request counted: the request it made room for must fit the budget too.
+      if (this.budgetSpent()) return this.stopForBudget();
       const messages: ModelMessage[] = [
         { role: "system", content: this.systemMessage() },
         ...this.run.state.messages,
@@ -145,6 +140,15 @@ export class ModelStep {
         `${why}${failure.code}: ${failureMessage}${advice === undefined ? "" : ` (what to do: ${advice})`}`,
       );
     }
+  }
+
+  private budgetSpent(): boolean {
+    return this.run.state.modelRequests >= this.run.limits.maxModelRequests;
+  }
+
+  private stopForBudget(): Promise<RunSummary> {
+    const message = `the model-request budget (${this.run.limits.maxModelRequests}) is used up`;
+    return stop(this.run, "stopped", "budget_exhausted", message);
   }
 
   /**

@@ -14,8 +14,9 @@ the pinned instructions, the summary and the latest turn instead of the older tu
 Refused, with nothing appended to the journal, when the session is unknown, running (its writer
 lock is held: exit 5), untrusted or changed (exit 5), recorded with another workspace, model or
 instructions (exit 64), or has nothing older than its latest turn to summarize (exit 64). A
-summary request that fails stops the session as context_exhausted (exit 2), as automatic
-compaction does; resume it or try again.
+summary request that fails transiently (rate limit, server error, timeout) is retried like any
+model request; one that still fails, or a reply without summary text, stops the session as
+context_exhausted (exit 2), as automatic compaction does; resume it or try again.
 
 Options: the same as harness resume (--workspace, --script, --provider, --model, --json, ...);
 with --json one line {session, workspace, compacted: {replaced_messages, tokens_before,
