@@ -12,7 +12,7 @@ import { systemText } from "./instructions.js";
 import type { RunSummary } from "./options.js";
 import { cancel, type EngineRun, stop } from "./outcome.js";
 import { generalProviderAdvice } from "./provider-advice.js";
-import { planPrune, pruneThreshold } from "./pruning.js";
+import { planPrune, pruneTarget, pruneThreshold } from "./pruning.js";
 import { basisTokens } from "./tokens.js";
 
 /**
@@ -215,12 +215,11 @@ export class ModelStep {
    */
   private async pruneIfNeeded(step: number): Promise<void> {
     const before = this.estimate().estimated_input_tokens;
-    const target = pruneThreshold(this.run.budget);
-    if (before <= target) return;
+    if (before <= pruneThreshold(this.run.budget)) return;
     const plan = await planPrune({
       state: this.run.state,
       requestBytes: this.requestBytes(),
-      target,
+      target: pruneTarget(this.run.budget),
       artifacts: this.run.options.runtime.artifacts,
     });
     if (plan === undefined) return;

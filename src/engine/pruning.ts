@@ -19,8 +19,20 @@ export const PRUNE_THRESHOLD = 0.8;
 /** Tool results at the end of the conversation that are always sent whole (besides the current step's). */
 export const KEEP_RECENT_RESULTS = 2;
 
+/**
+ * Where pruning brings a request down to once it passed the threshold. Pruning rewrites earlier
+ * messages, which ends the prefix a provider's cache can reuse; pruning well below the threshold
+ * in one go, rather than one result per step just under it, leaves many steps in a row whose
+ * requests each extend the previous one byte for byte.
+ */
+export const PRUNE_TARGET = 0.5;
+
 export function pruneThreshold(budget: ContextBudget): number {
   return Math.floor((budget.window - budget.reserve) * PRUNE_THRESHOLD);
+}
+
+export function pruneTarget(budget: ContextBudget): number {
+  return Math.floor((budget.window - budget.reserve) * PRUNE_TARGET);
 }
 
 /** What the model is sent instead of a pruned result. */
