@@ -17,10 +17,11 @@ import {
  */
 const STACK: readonly (readonly string[])[] = [
   ["cli"],
-  ["eval", "examples", PACKAGE_ENTRY],
+  ["eval", "examples", "mcp-server", PACKAGE_ENTRY],
   ["engine"],
   ["packs", "proposals", "policy", "config"],
   ["runtime"],
+  ["mcp"],
   ["tools"],
   ["journal", "providers", "sandbox"],
   ["protocol", "workspace", "artifacts", "rules"],
@@ -41,7 +42,11 @@ describe("the import graph of src/", () => {
   it("places every folder of src/ on the stack exactly once", () => {
     const placed = STACK.flat();
     expect(new Set(placed).size).toBe(placed.length);
-    expect([...graph.keys()].sort()).toEqual([...placed].sort());
+    // A floor may be declared before its folder is written (mcp-server is built separately).
+    const declaredAhead = new Set(["mcp-server"]);
+    expect([...graph.keys()].sort()).toEqual(
+      placed.filter((folder) => graph.has(folder) || !declaredAhead.has(folder)).sort(),
+    );
   });
 });
 

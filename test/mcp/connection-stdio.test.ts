@@ -1,0 +1,292 @@
+import { rmSync, writeFileSync } from "node:fs";
+import { networkInterfaces } from "node:os";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import { describe, expect, it } from "vitest";
+import { McpCallError, McpStartError } from "../../src/mcp/connection.js";
+import { dirsPerTest } from "../shell/helpers.js";
+import {
+  alive,
+  connectionsPerTest,
+  EVERYTHING,
+  lastPid,
+  logLines,
+  NODE_MODULES,
+  TOY_SERVER,
+  until,
+} from "./connection-fixtures.js";
+
+const dirs = dirsPerTest("mcp-stdio");
+const connect = connectionsPerTest();
+
+/** The rejection of a promise that must reject. */
+async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => {
+      throw new Error("expected a rejection");
+    },
+    (error: unknown) => error,
+  );
+}
+
+function toy(extra: Record<string, unknown> = {}): Record<string, unknown> {
+  const log = path.join(dirs.scratch, "toy.log");
+  return { command: process.execPath, args: [TOY_SERVER], env: { TOY_LOG: log }, sandbox: "off", ...extra };
+}
+
+const toyLog = () => logLines(path.join(dirs.scratch, "toy.log"));
+
+describe("a stdio server (the reference server-everything)", () => {
+  it("lists its tools as the server sent them and calls them; a bad call is an isError result", async () => {
+    const { connection } = connect(
+      { command: "node", args: [EVERYTHING, "stdio"], sandbox: "off" },
+      dirs.workspace,
+    );
+    await connection.start();
+    expect(connection.state).toBe("ready");
+    const tools = await connection.listTools();
+    const echo = tools.find((tool) => tool.name === "echo");
+    expect(echo).toMatchObject({
+      title: "Echo Tool",
+      description: "Echoes back the input string",
+      inputSchema: { type: "object", properties: { message: { type: "string" } }, required: ["message"] },
+      annotations: { readOnlyHint: true, idempotentHint: true },
+    });
+    expect(tools.map((tool) => tool.name)).toEqual(
+      expect.arrayContaining(["get-sum", "trigger-long-running-operation"]),
+    );
+
+    expect(await connection.callTool("echo", { message: "hi there" })).toMatchObject({
+      content: [{ type: "text", text: "Echo: hi there" }],
+    });
+    const sum = await connection.callTool("get-sum", { a: 2, b: 40 });
+    expect(JSON.stringify(sum.content)).toContain("42");
+    const bad = await connection.callTool("get-sum", { a: "two" });
+    expect(bad.isError).toBe(true);
+    expect(connection.starts).toBe(1);
+  });
+
+  it("runs sandboxed with the filtered environment plus exactly the variables its definition names", async () => {
+    const { connection, events } = connect(
+      {
+        command: "node",
+        args: [EVERYTHING, "stdio"],
+        env: { SERVER_MODE: "test" },
+        pass_env: ["GITHUB_TOKEN"],
+        read_paths: [NODE_MODULES],
+      },
+      dirs.workspace,
+    );
+    await connection.start();
+    const started = events.find((event) => event.type === "started");
+    expect(started).toMatchObject({
+      transport: "stdio",
+      facts: { purpose: "mcp_server", sandbox_profile: "workspace-write" },
+    });
+    const result = await connection.callTool("get-env", {});
+    const env = JSON.parse((result.content[0] as { text: string }).text) as Record<string, string>;
+    expect(env.SERVER_MODE).toBe("test");
+    expect(env.GITHUB_TOKEN).toBe("ghp_secret_value_1234567890");
+    expect(env.UNLISTED).toBeUndefined();
+    // The sandbox's private home and tmp, not the host's.
+    expect(env.TMPDIR).toBe("/tmp");
+  });
+
+  it("fails a call in flight at once when the server is killed, reconnects on the next call, never replays", async () => {
+    const { connection, events } = connect(
+      { command: "node", args: [EVERYTHING, "stdio"], sandbox: "off" },
+      dirs.workspace,
+    );
+    await connection.start();
+    const pid = lastPid(events);
+    const began = Date.now();
+    const call = rejection(connection.callTool("trigger-long-running-operation", { duration: 20, steps: 2 }));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    process.kill(pid, "SIGKILL");
+    const error = await call;
+    expect(Date.now() - began).toBeLessThan(3_000);
+    expect(error).toBeInstanceOf(McpCallError);
+    expect(error).toMatchObject({ kind: "disconnected", outcome: "unknown" });
+    expect(connection.state).toBe("failed");
+
+    expect(await connection.callTool("echo", { message: "again" })).toMatchObject({
+      content: [{ type: "text", text: "Echo: again" }],
+    });
+    expect(connection.starts).toBe(2);
+    expect(lastPid(events)).not.toBe(pid);
+    expect(events.map((event) => event.type)).toEqual(["started", "disconnected", "reconnecting", "started"]);
+  });
+});
+
+describe("a stdio server's failure semantics (a server that logs what reaches it)", () => {
+  it("sends a killed call once: after the reconnect the server has seen it exactly once", async () => {
+    const { connection, events } = connect(toy(), dirs.workspace);
+    await connection.start();
+    const call = rejection(connection.callTool("slow", { ms: 30_000, tag: "A" }));
+    await until(() => toyLog().includes("call slow A"));
+    process.kill(lastPid(events), "SIGKILL");
+    expect(await call).toMatchObject({ kind: "disconnected", outcome: "unknown" });
+    await connection.callTool("echo", { text: "B" });
+    const lines = toyLog().map((line) => line.replace(/^start \d+$/, "start"));
+    expect(lines).toEqual(["start", "call slow A", "start", "call echo B"]);
+  });
+
+  it("times a slow call out, tells the server to cancel it, and stays connected", async () => {
+    const { connection } = connect(toy(), dirs.workspace);
+    await connection.start();
+    const began = Date.now();
+    const error = await rejection(connection.callTool("slow", { ms: 20_000, tag: "T" }, { timeoutMs: 300 }));
+    expect(Date.now() - began).toBeLessThan(3_000);
+    expect(error).toMatchObject({ kind: "timeout", outcome: "unknown" });
+    await until(() => toyLog().includes("aborted slow T"));
+    expect(connection.state).toBe("ready");
+    expect(await connection.callTool("echo", { text: "after" })).toMatchObject({
+      content: [{ text: "after" }],
+    });
+    expect(connection.starts).toBe(1);
+  });
+
+  it("cancels a call when the caller's signal fires; a call aborted before sending never reaches the server", async () => {
+    const { connection } = connect(toy(), dirs.workspace);
+    await connection.start();
+    const controller = new AbortController();
+    const call = rejection(
+      connection.callTool("slow", { ms: 20_000, tag: "C" }, { signal: controller.signal }),
+    );
+    await until(() => toyLog().includes("call slow C"));
+    controller.abort();
+    expect(await call).toMatchObject({ kind: "cancelled", outcome: "unknown" });
+    await until(() => toyLog().includes("aborted slow C"));
+
+    const aborted = AbortSignal.abort();
+    const early = await rejection(connection.callTool("echo", { text: "never" }, { signal: aborted }));
+    expect(early).toMatchObject({ kind: "cancelled", outcome: "not_sent" });
+    await connection.callTool("echo", { text: "marker" });
+    expect(toyLog()).not.toContain("call echo never");
+  });
+
+  it("sets toolsChanged on notifications/tools/list_changed and clears it when the tools are listed again", async () => {
+    const { connection } = connect(toy(), dirs.workspace);
+    await connection.start();
+    const before = await connection.listTools();
+    expect(before.map((tool) => tool.name).sort()).toEqual(["add_tool", "echo", "slow", "spawn_child"]);
+    expect(connection.toolsChanged).toBe(false);
+    await connection.callTool("add_tool", {});
+    await until(() => connection.toolsChanged);
+    const after = await connection.listTools();
+    expect(after.find((tool) => tool.name === "extra_1")).toMatchObject({ description: "added at run time" });
+    expect(connection.toolsChanged).toBe(false);
+  });
+
+  it("kills the whole process tree on close, a grandchild included", async () => {
+    const { connection, events } = connect(toy(), dirs.workspace);
+    await connection.start();
+    const server = lastPid(events);
+    const result = await connection.callTool("spawn_child", {});
+    const grandchild = Number((result.content[0] as { text: string }).text);
+    expect(alive(grandchild)).toBe(true);
+    await connection.close();
+    expect(connection.state).toBe("closed");
+    expect(alive(server)).toBe(false);
+    expect(alive(grandchild)).toBe(false);
+  });
+
+  it("makes one reconnect attempt after a disconnect; when it fails, calls fail unsent until start()", async () => {
+    // The server runs from a wrapper the test can take away: the restart then fails.
+    const wrapper = path.join(dirs.scratch, "server.mjs");
+    const source = `await import(${JSON.stringify(pathToFileURL(TOY_SERVER).href)});\n`;
+    writeFileSync(wrapper, source);
+    const { connection, events } = connect(toy({ args: [wrapper] }), dirs.workspace);
+    await connection.start();
+    rmSync(wrapper);
+    process.kill(lastPid(events), "SIGKILL");
+    await until(() => connection.state === "failed");
+
+    const first = await rejection(connection.callTool("echo", { text: "x" }));
+    expect(first).toMatchObject({ kind: "not_connected", outcome: "not_sent" });
+    expect((first as Error).message).toContain('reconnecting to MCP server "test" failed');
+    expect(connection.starts).toBe(2);
+    const second = await rejection(connection.callTool("echo", { text: "y" }));
+    expect(second).toMatchObject({ kind: "not_connected", outcome: "not_sent" });
+    expect(connection.starts).toBe(2);
+
+    writeFileSync(wrapper, source);
+    await connection.start();
+    expect(await connection.callTool("echo", { text: "z" })).toMatchObject({ content: [{ text: "z" }] });
+    expect(toyLog().filter((line) => line.startsWith("call"))).toEqual(["call echo z"]);
+  });
+});
+
+describe("a sandboxed stdio server", () => {
+  it("gets only loopback in its sandbox unless its definition says network: true", async () => {
+    const sandboxed = (network: boolean) =>
+      toy({
+        sandbox: "workspace-write",
+        network,
+        env: { TOY_LOG: path.join(dirs.workspace, "toy.log") },
+        read_paths: [NODE_MODULES, path.dirname(TOY_SERVER)],
+      });
+    const offline = connect(sandboxed(false), dirs.workspace).connection;
+    await offline.start();
+    expect(await offline.callTool("interfaces", {})).toMatchObject({ content: [{ text: "lo" }] });
+    const online = connect(sandboxed(true), dirs.workspace).connection;
+    await online.start();
+    const names = ((await online.callTool("interfaces", {})).content[0] as { text: string }).text.split(",");
+    expect(names).toEqual(Object.keys(networkInterfaces()).sort());
+  });
+});
+
+describe("a stdio server that cannot start", () => {
+  it("reports a server that exits during startup with what it wrote to stderr", async () => {
+    const { connection } = connect(
+      {
+        command: "node",
+        args: ["-e", "console.error('boom: MISSING_DB_URL is not set'); process.exit(3)"],
+        sandbox: "off",
+      },
+      dirs.workspace,
+    );
+    const error = await rejection(connection.start());
+    expect(error).toBeInstanceOf(McpStartError);
+    expect(error).toMatchObject({ server: "test", failure: "handshake" });
+    expect((error as Error).message).toContain("boom: MISSING_DB_URL is not set");
+    expect(connection.state).toBe("failed");
+    const call = await rejection(connection.callTool("anything", {}));
+    expect(call).toMatchObject({ kind: "not_connected", outcome: "not_sent" });
+  });
+
+  it("reports a command that is not on PATH without starting anything", async () => {
+    const { connection } = connect({ command: "no-such-mcp-server-here", sandbox: "off" }, dirs.workspace);
+    const error = await rejection(connection.start());
+    expect(error).toMatchObject({ failure: "spawn" });
+    expect((error as Error).message).toBe(
+      'MCP server "test" could not be started: command "no-such-mcp-server-here" was not found on PATH',
+    );
+  });
+
+  it("stops a server that does not answer the handshake within startup_timeout_ms, and leaves no process", async () => {
+    const { connection } = connect(
+      {
+        command: "node",
+        args: [
+          "-e",
+          "require('node:fs').writeFileSync(process.argv[1], String(process.pid)); setInterval(() => {}, 1000)",
+          path.join(dirs.scratch, "pid"),
+        ],
+        sandbox: "off",
+        startup_timeout_ms: 700,
+      },
+      dirs.workspace,
+    );
+    const began = Date.now();
+    const error = await rejection(connection.start());
+    expect(Date.now() - began).toBeLessThan(5_000);
+    expect(error).toMatchObject({ failure: "timeout" });
+    expect((error as Error).message).toBe(
+      'MCP server "test" did not complete the MCP handshake within startup_timeout_ms',
+    );
+    const pid = Number(logLines(path.join(dirs.scratch, "pid"))[0]);
+    expect(pid).toBeGreaterThan(0);
+    expect(alive(pid)).toBe(false);
+  });
+});
