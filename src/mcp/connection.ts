@@ -9,7 +9,7 @@ import type { StreamSummary } from "../sandbox/capture.js";
 import type { ProcessFacts } from "../sandbox/executor.js";
 import { isStdioDefinition, type McpServerDefinition } from "./config.js";
 import { McpCallError, McpStartError, startFailure } from "./errors.js";
-import { createHttpTransport, suggestsSseFallback } from "./http-transport.js";
+import { connectionLost, createHttpTransport, suggestsSseFallback } from "./http-transport.js";
 import { launchStdioServer, ProcessTransport, type StdioHost } from "./process-transport.js";
 
 export { McpCallError, type McpCallErrorKind, type McpCallOutcome, McpStartError } from "./errors.js";
@@ -205,6 +205,7 @@ export class McpConnection {
           "not_connected",
           "not_sent",
           `reconnecting to MCP server "${this.name}" failed: ${reason}`,
+          { cause: error },
         );
       }
       if (this.#live !== undefined && this.#state === "ready") return this.#live;
@@ -285,6 +286,12 @@ export class McpConnection {
     }
     // Set after connect: a failed handshake is reported by start, not as a disconnect.
     client.onclose = () => this.#disconnected(live, stopped);
+    // HTTP has no process to watch: a broken stream or a refused request is the drop. Closing the
+    // client fails every call in flight at once (instead of the SDK resuming streams in the
+    // background while the calls wait for their timeouts).
+    client.onerror = (error) => {
+      if (connectionLost(error)) void client.close().catch(() => undefined);
+    };
     if (transport instanceof ProcessTransport && transport.process.hasExited)
       this.#disconnected(live, stopped);
     return live;

@@ -2,6 +2,7 @@ import {
   type FetchLike,
   SdkHttpError,
   SSEClientTransport,
+  SseError,
   StreamableHTTPClientTransport,
   type Transport,
 } from "@modelcontextprotocol/client";
@@ -39,6 +40,13 @@ export function createHttpTransport(
   };
   const options = {
     fetch: withHeaders,
+    // No background resumption of broken streams: a drop fails the calls in flight (connection.ts).
+    reconnectionOptions: {
+      maxRetries: 0,
+      initialReconnectionDelay: 1_000,
+      maxReconnectionDelay: 1_000,
+      reconnectionDelayGrowFactor: 1,
+    },
     ...(token !== undefined ? { authProvider: { token: async () => token } } : {}),
   };
   return kind === "sse"
@@ -63,4 +71,28 @@ function bearerToken(
  */
 export function suggestsSseFallback(error: unknown): boolean {
   return error instanceof SdkHttpError && error.status >= 400 && error.status < 500 && error.status !== 401;
+}
+
+const LOST_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "UND_ERR_SOCKET",
+]);
+
+/**
+ * Whether an error the SDK reports out of band means the connection to a remote server is gone:
+ * a response stream cut mid-way, a request that could not reach the server, the SSE stream lost.
+ */
+export function connectionLost(error: unknown): boolean {
+  if (error instanceof SseError) return true;
+  if (!(error instanceof Error)) return false;
+  if (/^(SSE stream disconnected|Failed to reconnect SSE stream)/.test(error.message)) return true;
+  if (error instanceof TypeError && /^(fetch failed|terminated)$/.test(error.message)) return true;
+  const cause = (error as { cause?: unknown }).cause;
+  const code = typeof cause === "object" && cause !== null ? (cause as { code?: unknown }).code : undefined;
+  return typeof code === "string" && LOST_CODES.has(code);
 }
