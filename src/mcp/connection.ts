@@ -72,6 +72,9 @@ export interface McpConnectionOptions {
   onEvent?: (event: McpConnectionEvent) => void;
 }
 
+/** How long a failed handshake waits for the server's exit to be reported. */
+const EXIT_GRACE_MS = 250;
+
 interface Live {
   client: Client;
   transport: Transport;
@@ -279,10 +282,23 @@ export class McpConnection {
     try {
       await client.connect(transport, { signal: deadline, timeout: this.definition.startup_timeout_ms });
     } catch (error) {
+      // An exit during the handshake is the real reason, not "connection closed". Its stdout may
+      // close a moment before the exit is reported: give the exit that moment, before we kill it.
+      let exited = false;
+      if (transport instanceof ProcessTransport) {
+        await Promise.race([
+          transport.process.exited,
+          new Promise((resolve) => setTimeout(resolve, EXIT_GRACE_MS)),
+        ]);
+        exited = transport.process.hasExited;
+      }
       await client.close().catch(() => undefined);
       const stderr = await stopped();
       if (stderr !== undefined) this.#lastStderr = stderr;
-      throw startFailure(this.name, deadline.aborted ? "timeout" : "handshake", error, stderr);
+      const reason = exited
+        ? new Error(exitText(await (transport as ProcessTransport).process.exited))
+        : error;
+      throw startFailure(this.name, deadline.aborted ? "timeout" : "handshake", reason, stderr);
     }
     // Set after connect: a failed handshake is reported by start, not as a disconnect.
     client.onclose = () => this.#disconnected(live, stopped);
@@ -335,6 +351,12 @@ export class McpConnection {
     }
     return new McpCallError("protocol", "unknown", message, { cause: error });
   }
+}
+
+function exitText(exit: { code: number | null; signal: NodeJS.Signals | null }): string {
+  return exit.signal !== null
+    ? `the process was killed by ${exit.signal}`
+    : `the process exited with code ${exit.code}`;
 }
 
 function toolInfo(tool: Record<string, unknown>): McpToolInfo {
