@@ -226,6 +226,22 @@ describe("a stdio server's failure semantics (a server that logs what reaches it
   });
 });
 
+describe("a server that lists its tools in pages", () => {
+  it("is listed whole: every page, in order, as the server described each tool", async () => {
+    const paged = path.join(path.dirname(TOY_SERVER), "paged-server.mjs");
+    const { connection } = connect({ command: "node", args: [paged], sandbox: "off" }, dirs.workspace);
+    await connection.start();
+    const tools = await connection.listTools();
+    expect(tools.map((tool) => tool.name)).toEqual(["tool_0", "tool_1", "tool_2", "tool_3", "tool_4"]);
+    expect(tools[2]).toEqual({
+      name: "tool_2",
+      description: "tool number 2",
+      inputSchema: { type: "object", properties: { n: { type: "integer" } } },
+      annotations: { readOnlyHint: true },
+    });
+  });
+});
+
 describe("harness exiting while a stdio server runs", () => {
   it("takes the server's whole tree with it, although nobody closed the connection", async () => {
     // A separate harness process: it starts a server whose tool spawns a grandchild, prints the
