@@ -1,18 +1,14 @@
-import {
-  type CallToolResult,
-  Client,
-  SdkError,
-  SdkErrorCode,
-  type Transport,
-} from "@modelcontextprotocol/client";
+import { type CallToolResult, Client, type Transport } from "@modelcontextprotocol/client";
 import type { StreamSummary } from "../sandbox/capture.js";
 import type { ProcessFacts } from "../sandbox/executor.js";
 import { isStdioDefinition, type McpServerDefinition } from "./config.js";
-import { McpCallError, McpStartError, startFailure } from "./errors.js";
+import { callFailure, exitText, McpCallError, McpStartError, startFailure } from "./errors.js";
 import { connectionLost, createHttpTransport, suggestsSseFallback } from "./http-transport.js";
 import { launchStdioServer, ProcessTransport, type StdioHost } from "./process-transport.js";
+import { type McpToolInfo, toolInfo } from "./tool-info.js";
 
 export { McpCallError, type McpCallErrorKind, type McpCallOutcome, McpStartError } from "./errors.js";
+export type { McpToolInfo } from "./tool-info.js";
 
 /**
  * One MCP server as harness uses it: started (bounded by startup_timeout_ms), its tools listed,
@@ -25,16 +21,6 @@ export { McpCallError, type McpCallErrorKind, type McpCallOutcome, McpStartError
  *   being sent, until `start()` is called again.
  * - A failed call is never sent again: retrying is the caller's decision, made with the outcome.
  */
-
-/** A tool as the server described it, unmodified (all pages of tools/list). */
-export interface McpToolInfo {
-  name: string;
-  title?: string;
-  description?: string;
-  inputSchema: Record<string, unknown>;
-  outputSchema?: Record<string, unknown>;
-  annotations?: Record<string, unknown>;
-}
 
 /** The server's CallToolResult as received (an `isError` result is a result, not an exception). */
 export type McpCallResult = CallToolResult;
@@ -78,6 +64,12 @@ const EXIT_GRACE_MS = 250;
 interface Live {
   client: Client;
   transport: Transport;
+  /** Stops what is left of the server (stdio: its tree) and returns its stderr. */
+  stopped: () => Promise<StreamSummary | undefined>;
+  /** The connection ended (possibly before start() adopted it). */
+  dropped: boolean;
+  /** Announced once start() adopted the connection (a start cancelled by close() announces nothing). */
+  started?: McpConnectionEvent;
 }
 
 export class McpConnection {
@@ -128,10 +120,24 @@ export class McpConnection {
       this.#state = "starting";
       try {
         await this.#stopping;
-        this.#live = await this.#connect();
+        const live = await this.#connect();
+        if (this.#closedMeanwhile()) {
+          // close() was called while the server started: it must not be left running.
+          await this.#shutdown(live);
+          throw startFailure(
+            this.name,
+            "handshake",
+            new Error("the connection was closed while starting"),
+            undefined,
+          );
+        }
+        this.#live = live;
         this.#state = "ready";
+        if (live.started !== undefined) this.options.onEvent?.(live.started);
+        // A server that died between its handshake and now is a disconnect like any other.
+        if (live.dropped) this.#disconnected(live);
       } catch (error) {
-        this.#state = "failed";
+        if (!this.#closedMeanwhile()) this.#state = "failed";
         throw error;
       } finally {
         this.#starting = undefined;
@@ -151,7 +157,7 @@ export class McpConnection {
       });
       return tools.map((tool) => toolInfo(tool as unknown as Record<string, unknown>));
     } catch (error) {
-      throw this.#callError(error, undefined);
+      throw callFailure(this.name, error, undefined);
     }
   }
 
@@ -173,7 +179,7 @@ export class McpConnection {
         },
       )) as McpCallResult;
     } catch (error) {
-      throw this.#callError(error, options.signal);
+      throw callFailure(this.name, error, options.signal);
     }
   }
 
@@ -184,6 +190,14 @@ export class McpConnection {
     const live = this.#live;
     this.#live = undefined;
     if (live !== undefined) await this.#shutdown(live);
+    // A start in progress stops what it started itself; wait for it, so nothing outlives close.
+    await this.#starting?.catch(() => undefined);
+    await this.#stopping;
+  }
+
+  /** Whether close() ran while a start was awaiting (the compiler cannot see it change). */
+  #closedMeanwhile(): boolean {
+    return this.#state === "closed";
   }
 
   /** The live client, reconnecting once after a disconnect; otherwise McpCallError not_connected. */
@@ -234,13 +248,13 @@ export class McpConnection {
       }
       const transport = new ProcessTransport(launched.process);
       const live = await this.#handshake(transport, deadline, async () => transport.stopped());
-      this.options.onEvent?.({
+      live.started = {
         type: "started",
         starts: this.#starts,
         transport: "stdio",
         facts: launched.facts,
         pid: launched.process.pid,
-      });
+      };
       return live;
     }
     const environment = this.options.environment ?? process.env;
@@ -255,7 +269,7 @@ export class McpConnection {
       }
       try {
         const live = await this.#handshake(transport, deadline, async () => undefined);
-        this.options.onEvent?.({ type: "started", starts: this.#starts, transport: kind });
+        live.started = { type: "started", starts: this.#starts, transport: kind };
         return live;
       } catch (error) {
         const last = index === kinds.length - 1;
@@ -278,7 +292,7 @@ export class McpConnection {
       this.#toolsChanged = true;
     });
     this.#starts += 1;
-    const live: Live = { client, transport };
+    const live: Live = { client, transport, stopped, dropped: false };
     try {
       await client.connect(transport, { signal: deadline, timeout: this.definition.startup_timeout_ms });
     } catch (error) {
@@ -301,26 +315,28 @@ export class McpConnection {
       throw startFailure(this.name, deadline.aborted ? "timeout" : "handshake", reason, stderr);
     }
     // Set after connect: a failed handshake is reported by start, not as a disconnect.
-    client.onclose = () => this.#disconnected(live, stopped);
+    client.onclose = () => {
+      live.dropped = true;
+      this.#disconnected(live);
+    };
     // HTTP has no process to watch: a broken stream or a refused request is the drop. Closing the
     // client fails every call in flight at once (instead of the SDK resuming streams in the
     // background while the calls wait for their timeouts).
     client.onerror = (error) => {
       if (connectionLost(error)) void client.close().catch(() => undefined);
     };
-    if (transport instanceof ProcessTransport && transport.process.hasExited)
-      this.#disconnected(live, stopped);
+    if (transport instanceof ProcessTransport && transport.process.hasExited) live.dropped = true;
     return live;
   }
 
-  #disconnected(live: Live, stopped: () => Promise<StreamSummary | undefined>): void {
+  #disconnected(live: Live): void {
     if (this.#live !== live) return;
     this.#live = undefined;
     if (this.#state === "closed") return;
     this.#state = "failed";
     this.#mayReconnect = true;
     // A reconnect waits for the old tree to be gone: never two servers at once.
-    this.#stopping = stopped().then((stderr) => {
+    this.#stopping = live.stopped().then((stderr) => {
       if (stderr !== undefined) this.#lastStderr = stderr;
       this.options.onEvent?.({ type: "disconnected", ...(stderr !== undefined ? { stderr } : {}) });
     });
@@ -330,47 +346,4 @@ export class McpConnection {
     await live.client.close().catch(() => undefined);
     if (live.transport instanceof ProcessTransport) this.#lastStderr = await live.transport.stopped();
   }
-
-  #callError(error: unknown, signal: AbortSignal | undefined): McpCallError {
-    if (error instanceof McpCallError) return error;
-    const message = error instanceof Error ? error.message : String(error);
-    if (signal?.aborted)
-      return new McpCallError("cancelled", "unknown", "the call was cancelled", { cause: error });
-    if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout) {
-      return new McpCallError("timeout", "unknown", `no answer within the tool timeout (${message})`, {
-        cause: error,
-      });
-    }
-    if (error instanceof SdkError && error.code === SdkErrorCode.ConnectionClosed) {
-      return new McpCallError(
-        "disconnected",
-        "unknown",
-        `MCP server "${this.name}" disconnected during the call`,
-        { cause: error },
-      );
-    }
-    return new McpCallError("protocol", "unknown", message, { cause: error });
-  }
-}
-
-function exitText(exit: { code: number | null; signal: NodeJS.Signals | null }): string {
-  return exit.signal !== null
-    ? `the process was killed by ${exit.signal}`
-    : `the process exited with code ${exit.code}`;
-}
-
-function toolInfo(tool: Record<string, unknown>): McpToolInfo {
-  const info: McpToolInfo = {
-    name: String(tool.name),
-    inputSchema: (tool.inputSchema ?? { type: "object" }) as Record<string, unknown>,
-  };
-  if (typeof tool.title === "string") info.title = tool.title;
-  if (typeof tool.description === "string") info.description = tool.description;
-  if (isRecord(tool.outputSchema)) info.outputSchema = tool.outputSchema;
-  if (isRecord(tool.annotations)) info.annotations = tool.annotations;
-  return info;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

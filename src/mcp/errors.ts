@@ -1,3 +1,4 @@
+import { SdkError, SdkErrorCode } from "@modelcontextprotocol/client";
 import type { StreamSummary } from "../sandbox/capture.js";
 import { CodedError } from "../shared/coded-error.js";
 
@@ -71,4 +72,33 @@ function stderrText(stderr: StreamSummary | undefined): string {
   if (stderr === undefined) return "";
   const text = `${stderr.head}${stderr.truncated ? "\n…\n" : ""}${stderr.tail}`.trim();
   return text.length <= STDERR_QUOTE_CHARS ? text : `…${text.slice(-STDERR_QUOTE_CHARS)}`;
+}
+
+/** What a call's rejection means for the caller: the kind of failure and whether the server may have acted. */
+export function callFailure(server: string, error: unknown, signal: AbortSignal | undefined): McpCallError {
+  if (error instanceof McpCallError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  if (signal?.aborted)
+    return new McpCallError("cancelled", "unknown", "the call was cancelled", { cause: error });
+  if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout) {
+    return new McpCallError("timeout", "unknown", `no answer within the tool timeout (${message})`, {
+      cause: error,
+    });
+  }
+  if (error instanceof SdkError && error.code === SdkErrorCode.ConnectionClosed) {
+    return new McpCallError(
+      "disconnected",
+      "unknown",
+      `MCP server "${server}" disconnected during the call`,
+      { cause: error },
+    );
+  }
+  return new McpCallError("protocol", "unknown", message, { cause: error });
+}
+
+/** How a server process ended, for a start error. */
+export function exitText(exit: { code: number | null; signal: NodeJS.Signals | null }): string {
+  return exit.signal !== null
+    ? `the process was killed by ${exit.signal}`
+    : `the process exited with code ${exit.code}`;
 }

@@ -122,16 +122,30 @@ describe("a stdio server (the reference server-everything)", () => {
 });
 
 describe("a stdio server's failure semantics (a server that logs what reaches it)", () => {
-  it("sends a killed call once: after the reconnect the server has seen it exactly once", async () => {
+  it("fails every call in flight when the server dies, sends none of them again after the reconnect", async () => {
     const { connection, events } = connect(toy(), dirs.workspace);
     await connection.start();
-    const call = rejection(connection.callTool("slow", { ms: 30_000, tag: "A" }));
-    await until(() => toyLog().includes("call slow A"));
+    const first = rejection(connection.callTool("slow", { ms: 30_000, tag: "A" }));
+    const second = rejection(connection.callTool("slow", { ms: 30_000, tag: "B" }));
+    await until(() => toyLog().includes("call slow A") && toyLog().includes("call slow B"));
     process.kill(lastPid(events), "SIGKILL");
-    expect(await call).toMatchObject({ kind: "disconnected", outcome: "unknown" });
-    await connection.callTool("echo", { text: "B" });
+    expect(await first).toMatchObject({ kind: "disconnected", outcome: "unknown" });
+    expect(await second).toMatchObject({ kind: "disconnected", outcome: "unknown" });
+    await connection.callTool("echo", { text: "C" });
     const lines = toyLog().map((line) => line.replace(/^start \d+$/, "start"));
-    expect(lines).toEqual(["start", "call slow A", "start", "call echo B"]);
+    expect(lines).toEqual(["start", "call slow A", "call slow B", "start", "call echo C"]);
+  });
+
+  it("leaves nothing running when closed while the server is still starting", async () => {
+    const { connection, events } = connect(toy(), dirs.workspace);
+    const starting = rejection(connection.start());
+    await until(() => toyLog().some((line) => line.startsWith("start")));
+    await connection.close();
+    expect(await starting).toMatchObject({ failure: "handshake" });
+    expect(connection.state).toBe("closed");
+    const pid = Number(toyLog()[0]!.split(" ")[1]);
+    expect(alive(pid)).toBe(false);
+    expect(events.filter((event) => event.type === "started")).toHaveLength(0);
   });
 
   it("times a slow call out, tells the server to cancel it, and stays connected", async () => {
