@@ -121,6 +121,26 @@ describe("a stdio server (the reference server-everything)", () => {
   });
 });
 
+describe("a slow tool of the reference server", () => {
+  it("hits its timeout as a timeout with an unknown outcome; the connection stays usable", async () => {
+    const { connection } = connect(
+      { command: "node", args: [EVERYTHING, "stdio"], sandbox: "off" },
+      dirs.workspace,
+    );
+    await connection.start();
+    const began = Date.now();
+    const error = await rejection(
+      connection.callTool("trigger-long-running-operation", { duration: 10, steps: 10 }, { timeoutMs: 500 }),
+    );
+    expect(Date.now() - began).toBeLessThan(3_000);
+    expect(error).toMatchObject({ kind: "timeout", outcome: "unknown" });
+    expect(await connection.callTool("echo", { message: "still here" })).toMatchObject({
+      content: [{ text: "Echo: still here" }],
+    });
+    expect(connection.starts).toBe(1);
+  });
+});
+
 describe("a stdio server's failure semantics (a server that logs what reaches it)", () => {
   it("fails every call in flight when the server dies, sends none of them again after the reconnect", async () => {
     const { connection, events } = connect(toy(), dirs.workspace);
@@ -315,10 +335,15 @@ describe("a sandboxed stdio server", () => {
     const offline = connect(sandboxed(false), dirs.workspace).connection;
     await offline.start();
     expect(await offline.callTool("interfaces", {})).toMatchObject({ content: [{ text: "lo" }] });
-    const online = connect(sandboxed(true), dirs.workspace).connection;
+    const { connection: online, events: onlineEvents } = connect(sandboxed(true), dirs.workspace);
     await online.start();
     const names = ((await online.callTool("interfaces", {})).content[0] as { text: string }).text.split(",");
     expect(names).toEqual(Object.keys(networkInterfaces()).sort());
+    // Closing takes the sandbox down with the server in it.
+    const sandboxPid = lastPid(onlineEvents);
+    expect(alive(sandboxPid)).toBe(true);
+    await online.close();
+    expect(alive(sandboxPid)).toBe(false);
   });
 });
 
