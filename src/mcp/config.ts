@@ -1,5 +1,7 @@
+import { homedir } from "node:os";
 import path from "node:path";
 import { z } from "zod";
+import { readPathProblem } from "../sandbox/host-view.js";
 import { CodedError } from "../shared/coded-error.js";
 import { digestOf } from "../shared/hash.js";
 
@@ -56,9 +58,17 @@ const stdioSchema = z.strictObject({
   sandbox: z.enum(["workspace-write", "read-only", "off"]).default("workspace-write"),
   /** Whether a sandboxed server may reach the network; default loopback only. */
   network: z.boolean().default(false),
-  /** Extra host paths (absolute) the sandboxed server may read, e.g. where it is installed. */
+  /**
+   * Extra host paths the sandboxed server may read, e.g. where it is installed: absolute or
+   * `~/...`, under the same rules as the user config's `sandbox.read_paths`.
+   */
   read_paths: z
-    .array(z.string().refine((value) => path.isAbsolute(value), "must be an absolute path"))
+    .array(
+      z.string().superRefine((value, context) => {
+        const problem = readPathProblem(expandHome(value, homedir()), [homedir()]);
+        if (problem !== undefined) context.addIssue({ code: "custom", message: problem });
+      }),
+    )
     .default([]),
   ...shared,
 });
@@ -165,4 +175,10 @@ export function definitionDigest(definition: McpServerDefinition): string {
 export function toolEnabled(definition: McpServerDefinition, rawName: string): boolean {
   if (definition.enabled_tools !== undefined && !definition.enabled_tools.includes(rawName)) return false;
   return !(definition.disabled_tools ?? []).includes(rawName);
+}
+
+/** `~` and `~/...` in a read path, as the user config's `sandbox.read_paths` spells them. */
+export function expandHome(entry: string, home: string): string {
+  if (entry === "~") return home;
+  return entry.startsWith("~/") ? path.join(home, entry.slice(2)) : entry;
 }

@@ -1,4 +1,5 @@
 import { accessSync, constants, realpathSync } from "node:fs";
+import { homedir } from "node:os";
 import path from "node:path";
 import {
   type JSONRPCMessage,
@@ -12,7 +13,7 @@ import type { Executor, ProcessFacts } from "../sandbox/executor.js";
 import { commandProfile, type SandboxOverride } from "../sandbox/profiles.js";
 import type { SandboxView } from "../sandbox/sandbox.js";
 import type { ServiceProcess } from "../sandbox/service.js";
-import type { McpStdioDefinition } from "./config.js";
+import { expandHome, type McpStdioDefinition } from "./config.js";
 
 /**
  * A stdio MCP server started by harness's own executor (sandbox profile, filtered environment,
@@ -53,7 +54,10 @@ export async function launchStdioServer(
     profile: commandProfile(definition.sandbox, "workspace-write", host.override),
     ...(host.bwrapPath !== undefined ? { bwrapPath: host.bwrapPath } : {}),
     ...view,
-    readPaths: [...(view.readPaths ?? []), ...definition.read_paths],
+    readPaths: [
+      ...(view.readPaths ?? []),
+      ...definition.read_paths.map((entry) => path.resolve(expandHome(entry, homedir()))),
+    ],
   });
   return host.executor.start({
     purpose: "mcp_server",

@@ -75,8 +75,15 @@ describe("an MCP server definition", () => {
       `${SOURCE}: mcp_servers.github.env.BAD NAME: not a variable name`,
     );
     expect(problem("github", { command: "x", read_paths: ["relative/dir"] })).toBe(
-      `${SOURCE}: mcp_servers.github.read_paths.0: must be an absolute path`,
+      `${SOURCE}: mcp_servers.github.read_paths.0: must be absolute or start with ~/`,
     );
+    expect(problem("github", { command: "x", read_paths: ["/opt/ok", "~/.ssh/keys"] })).toBe(
+      `${SOURCE}: mcp_servers.github.read_paths.1: lies in ~/.ssh, which holds credentials`,
+    );
+    expect(problem("github", { command: "x", read_paths: ["~"] })).toContain("would show a whole directory");
+    expect(() =>
+      parseMcpServer("github", { command: "x", read_paths: ["~/.npm", "/opt/srv"] }, SOURCE),
+    ).not.toThrow();
     expect(problem("docs", { url: "ftp://files.example" })).toBe(
       `${SOURCE}: mcp_servers.docs.url: must be an http:// or https:// URL`,
     );
