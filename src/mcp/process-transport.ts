@@ -10,6 +10,7 @@ import {
 import type { StreamSummary } from "../sandbox/capture.js";
 import { createSandbox } from "../sandbox/create.js";
 import type { Executor, ProcessFacts } from "../sandbox/executor.js";
+import { isWithin, TOOLCHAIN_PATHS } from "../sandbox/host-view.js";
 import { commandProfile, type SandboxOverride } from "../sandbox/profiles.js";
 import type { SandboxView } from "../sandbox/sandbox.js";
 import type { ServiceProcess } from "../sandbox/service.js";
@@ -50,14 +51,30 @@ export async function launchStdioServer(
   const env = { ...definition.env };
   const argv0 = resolveCommand(definition.command, cwd, host.executor.environment.PATH);
   const view = host.view ?? {};
+  const readPaths = [
+    ...(view.readPaths ?? []),
+    ...definition.read_paths.map((entry) => path.resolve(expandHome(entry, homedir()))),
+  ];
+  const profile = commandProfile(definition.sandbox, "workspace-write", host.override);
+  if (profile !== "none") {
+    // Said here rather than as a bare bwrap error in the server's stderr.
+    const visible = [...TOOLCHAIN_PATHS, realpathSync(host.workspace), ...readPaths];
+    for (const [what, where] of [
+      ["the command", realpathOr(argv0)],
+      ["the working directory", cwd],
+    ] as const) {
+      if (!visible.some((root) => isWithin(where, root))) {
+        throw new StdioLaunchError(
+          `${what} ${where} is not visible in the server's sandbox; add its directory to the server's read_paths`,
+        );
+      }
+    }
+  }
   const sandbox = createSandbox({
-    profile: commandProfile(definition.sandbox, "workspace-write", host.override),
+    profile,
     ...(host.bwrapPath !== undefined ? { bwrapPath: host.bwrapPath } : {}),
     ...view,
-    readPaths: [
-      ...(view.readPaths ?? []),
-      ...definition.read_paths.map((entry) => path.resolve(expandHome(entry, homedir()))),
-    ],
+    readPaths,
   });
   return host.executor.start({
     purpose: "mcp_server",
@@ -68,6 +85,14 @@ export async function launchStdioServer(
     profile: { sandbox, env: { pass: definition.pass_env } },
     extraEnv: env,
   });
+}
+
+function realpathOr(file: string): string {
+  try {
+    return realpathSync(file);
+  } catch {
+    return file;
+  }
 }
 
 function resolveCwd(definition: McpStdioDefinition, workspace: string): string {

@@ -62,6 +62,16 @@ describe("a stdio server that cannot start", () => {
     expect(connection.lastStderr?.head).toContain("[redacted:GITHUB_TOKEN]");
   });
 
+  it("says so when a sandboxed server's command is not visible in its sandbox", async () => {
+    const outside = path.join(dirs.scratch, "server.sh");
+    writeFileSync(outside, "#!/bin/sh\nexit 0\n", { mode: 0o755 });
+    const { connection } = connect({ command: outside }, dirs.workspace);
+    const error = await rejection(connection.start());
+    expect((error as Error).message).toBe(
+      `MCP server "test" could not be started: the command ${realpathSync(outside)} is not visible in the server's sandbox; add its directory to the server's read_paths`,
+    );
+  });
+
   it("reports a command that is not on PATH without starting anything", async () => {
     const { connection } = connect({ command: "no-such-mcp-server-here", sandbox: "off" }, dirs.workspace);
     const error = await rejection(connection.start());
