@@ -8,6 +8,7 @@ import {
   parseMcpServers,
   toolEnabled,
 } from "../../src/mcp/config.js";
+import { selectServers } from "../../src/mcp/selection.js";
 import { digestOf } from "../../src/shared/hash.js";
 
 const SOURCE = "~/.config/harness/config.json";
@@ -154,5 +155,39 @@ describe("toolEnabled", () => {
       SOURCE,
     );
     expect(["a", "b", "c"].map((tool) => toolEnabled(some, tool))).toEqual([true, false, false]);
+  });
+});
+
+describe("selectServers", () => {
+  const user = { github: parseMcpServer("github", { command: "github-mcp" }, SOURCE) };
+  const proposed = parseMcpServer("db", { command: "db-mcp", args: ["--ro"] }, "harness.config.json");
+  const changed = parseMcpServer("db", { command: "db-mcp", args: ["--rw"] }, "harness.config.json");
+
+  it("starts the user's servers and never a project proposal that was not approved", () => {
+    const selection = selectServers(user, { db: proposed }, () => false);
+    expect(selection.start.map((server) => [server.name, server.source])).toEqual([["github", "user"]]);
+    expect(selection.unapproved).toEqual([
+      { name: "db", definition: proposed, source: "project", digest: definitionDigest(proposed) },
+    ]);
+  });
+
+  it("starts a proposal approved with its exact digest, and not once its definition changed", () => {
+    const approvedDigest = definitionDigest(proposed);
+    const approved = (name: string, digest: string) => name === "db" && digest === approvedDigest;
+    expect(selectServers(user, { db: proposed }, approved).start.map((server) => server.name)).toEqual([
+      "github",
+      "db",
+    ]);
+    const after = selectServers(user, { db: changed }, approved);
+    expect(after.start.map((server) => server.name)).toEqual(["github"]);
+    expect(after.unapproved.map((server) => server.digest)).toEqual([definitionDigest(changed)]);
+  });
+
+  it("lets the user's own definition win over a project's of the same name", () => {
+    const selection = selectServers(user, { github: proposed }, () => true);
+    expect(selection.start).toEqual([
+      { name: "github", definition: user.github, source: "user", digest: definitionDigest(user.github) },
+    ]);
+    expect(selection.shadowed).toEqual(["github"]);
   });
 });
