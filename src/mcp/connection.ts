@@ -95,7 +95,10 @@ export class McpConnection {
     return this.#state;
   }
 
-  /** The server said its tool list changed since the last listTools. */
+  /**
+   * The server said its tool list changed since the last listTools, or it was restarted since
+   * (a restarted server may offer other tools).
+   */
   get toolsChanged(): boolean {
     return this.#toolsChanged;
   }
@@ -133,6 +136,8 @@ export class McpConnection {
         }
         this.#live = live;
         this.#state = "ready";
+        // A restarted server may offer other tools than the one that ended: list them again.
+        if (this.#starts > 1) this.#toolsChanged = true;
         if (live.started !== undefined) this.options.onEvent?.(live.started);
         // A server that died between its handshake and now is a disconnect like any other.
         if (live.dropped) this.#disconnected(live);
@@ -170,6 +175,9 @@ export class McpConnection {
       throw new McpCallError("cancelled", "not_sent", `the call to ${name} was cancelled before it was sent`);
     }
     const live = await this.#ready();
+    if (options.signal?.aborted) {
+      throw new McpCallError("cancelled", "not_sent", `the call to ${name} was cancelled before it was sent`);
+    }
     try {
       return (await live.client.callTool(
         { name, arguments: args },
@@ -202,6 +210,8 @@ export class McpConnection {
 
   /** The live client, reconnecting once after a disconnect; otherwise McpCallError not_connected. */
   async #ready(): Promise<Live> {
+    // A call made while the server is (re)starting waits for that start.
+    if (this.#starting !== undefined) await this.#starting.catch(() => undefined);
     if (this.#state === "ready" && this.#live !== undefined) return this.#live;
     if (this.#mayReconnect) {
       this.#reconnecting ??= (async () => {

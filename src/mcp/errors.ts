@@ -77,6 +77,12 @@ function stderrText(stderr: StreamSummary | undefined): string {
 /** What a call's rejection means for the caller: the kind of failure and whether the server may have acted. */
 export function callFailure(server: string, error: unknown, signal: AbortSignal | undefined): McpCallError {
   if (error instanceof McpCallError) return error;
+  // The SDK's own refusal to send on a transport that just closed: nothing left harness.
+  if (error instanceof Error && !(error instanceof SdkError) && error.message === "Not connected") {
+    return new McpCallError("not_connected", "not_sent", `MCP server "${server}" is not connected`, {
+      cause: error,
+    });
+  }
   const message = error instanceof Error ? error.message : String(error);
   if (signal?.aborted)
     return new McpCallError("cancelled", "unknown", "the call was cancelled", { cause: error });

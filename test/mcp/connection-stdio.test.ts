@@ -113,6 +113,7 @@ describe("a stdio server (the reference server-everything)", () => {
       content: [{ type: "text", text: "Echo: again" }],
     });
     expect(connection.starts).toBe(2);
+    expect(connection.toolsChanged).toBe(true);
     expect(lastPid(events)).not.toBe(pid);
     expect(events.map((event) => event.type)).toEqual(["started", "disconnected", "reconnecting", "started"]);
   });
@@ -151,6 +152,17 @@ describe("a stdio server's failure semantics (a server that logs what reaches it
     await connection.callTool("echo", { text: "C" });
     const lines = toyLog().map((line) => line.replace(/^start \d+$/, "start"));
     expect(lines).toEqual(["start", "call slow A", "call slow B", "start", "call echo C"]);
+  });
+
+  it("makes a call issued while the server is still starting wait for the start", async () => {
+    const { connection } = connect(toy(), dirs.workspace);
+    const starting = connection.start();
+    expect(connection.state).toBe("starting");
+    expect(await connection.callTool("echo", { text: "early" })).toMatchObject({
+      content: [{ text: "early" }],
+    });
+    await starting;
+    expect(connection.starts).toBe(1);
   });
 
   it("leaves nothing running when closed while the server is still starting", async () => {
