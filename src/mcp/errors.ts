@@ -77,8 +77,12 @@ function stderrText(stderr: StreamSummary | undefined): string {
 /** What a call's rejection means for the caller: the kind of failure and whether the server may have acted. */
 export function callFailure(server: string, error: unknown, signal: AbortSignal | undefined): McpCallError {
   if (error instanceof McpCallError) return error;
-  // The SDK's own refusal to send on a transport that just closed: nothing left harness.
-  if (error instanceof Error && !(error instanceof SdkError) && error.message === "Not connected") {
+  // The SDK's own refusal to send on a transport that just closed, or a remote server that
+  // refused the connection: the request never left harness.
+  if (
+    (error instanceof Error && !(error instanceof SdkError) && error.message === "Not connected") ||
+    refused(error)
+  ) {
     return new McpCallError("not_connected", "not_sent", `MCP server "${server}" is not connected`, {
       cause: error,
     });
@@ -107,4 +111,10 @@ export function exitText(exit: { code: number | null; signal: NodeJS.Signals | n
   return exit.signal !== null
     ? `the process was killed by ${exit.signal}`
     : `the process exited with code ${exit.code}`;
+}
+
+/** A request whose TCP connection was refused: it cannot have reached the server. */
+function refused(error: unknown): boolean {
+  const cause = error instanceof Error ? (error as { cause?: unknown }).cause : undefined;
+  return typeof cause === "object" && cause !== null && (cause as { code?: unknown }).code === "ECONNREFUSED";
 }

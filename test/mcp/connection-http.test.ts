@@ -95,6 +95,28 @@ describe("a remote server over Streamable HTTP (server-everything)", () => {
   });
 });
 
+describe("a remote server that went away while idle", () => {
+  it("fails the next call unsent after one reconnect attempt, and is reached again by start()", async () => {
+    const { port, server } = await everythingOverHttp("streamableHttp");
+    const remote = connection({ url: `http://127.0.0.1:${port}/mcp`, startup_timeout_ms: 2_000 });
+    await remote.start();
+    server.kill("SIGKILL");
+    await new Promise((resolve) => server.once("exit", resolve));
+    const error = await remote.callTool("echo", { message: "anyone?" }).then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    expect(error).toMatchObject({ kind: "not_connected", outcome: "not_sent" });
+    expect(remote.state).toBe("failed");
+
+    await everythingOverHttp("streamableHttp", port);
+    await remote.start();
+    expect(await remote.callTool("echo", { message: "hello again" })).toMatchObject({
+      content: [{ text: "Echo: hello again" }],
+    });
+  });
+});
+
 describe("a remote server over the older HTTP+SSE transport", () => {
   it("is reached by falling back from Streamable HTTP when the server refuses it", async () => {
     const { port } = await everythingOverHttp("sse");
