@@ -72,6 +72,22 @@ describe("a stdio server that cannot start", () => {
     );
   });
 
+  it("ends the connection to a server that sends a line longer than 16 MiB, and stops it", async () => {
+    const pidFile = path.join(dirs.scratch, "pid");
+    const script = [
+      "require('node:fs').writeFileSync(process.argv[1], String(process.pid));",
+      "process.stdin.once('data', () => process.stdout.write('x'.repeat(17 * 1024 * 1024)));",
+      "setInterval(() => {}, 1000);",
+    ].join("");
+    const { connection } = connect(
+      { command: "node", args: ["-e", script, pidFile], sandbox: "off" },
+      dirs.workspace,
+    );
+    const error = await rejection(connection.start());
+    expect(error).toMatchObject({ failure: "handshake" });
+    expect(alive(Number(logLines(pidFile)[0]))).toBe(false);
+  });
+
   it("reports a command that is not on PATH without starting anything", async () => {
     const { connection } = connect({ command: "no-such-mcp-server-here", sandbox: "off" }, dirs.workspace);
     const error = await rejection(connection.start());
