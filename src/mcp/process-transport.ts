@@ -2,8 +2,8 @@ import { accessSync, constants, realpathSync } from "node:fs";
 import { homedir } from "node:os";
 import path from "node:path";
 import {
+  deserializeMessage,
   type JSONRPCMessage,
-  ReadBuffer,
   serializeMessage,
   type Transport,
 } from "@modelcontextprotocol/client";
@@ -15,6 +15,7 @@ import { commandProfile, type SandboxOverride } from "../sandbox/profiles.js";
 import type { SandboxView } from "../sandbox/sandbox.js";
 import type { ServiceProcess } from "../sandbox/service.js";
 import { expandHome, type McpStdioDefinition } from "./config.js";
+import { LineSplitter } from "./lines.js";
 
 /**
  * A stdio MCP server started by harness's own executor (sandbox profile, filtered environment,
@@ -138,7 +139,7 @@ export class ProcessTransport implements Transport {
   onclose?: (() => void) | undefined;
   onerror?: ((error: Error) => void) | undefined;
   onmessage?: ((message: JSONRPCMessage) => void) | undefined;
-  #buffer = new ReadBuffer({ maxBufferSize: MAX_MESSAGE_BYTES });
+  #lines = new LineSplitter(MAX_MESSAGE_BYTES);
   #closed = false;
   #stderr: StreamSummary | undefined;
 
@@ -149,13 +150,9 @@ export class ProcessTransport implements Transport {
     stdout.on("data", (chunk: Buffer) => {
       if (this.#closed) return;
       try {
-        this.#buffer.append(chunk);
-        for (
-          let message = this.#buffer.readMessage();
-          message !== null;
-          message = this.#buffer.readMessage()
-        ) {
-          this.onmessage?.(message);
+        for (const line of this.#lines.push(chunk)) {
+          const message = parseLine(line);
+          if (message !== undefined) this.onmessage?.(message);
         }
       } catch (error) {
         // An oversized line or a message that is JSON but not JSON-RPC: the stream cannot be
@@ -181,7 +178,7 @@ export class ProcessTransport implements Transport {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#buffer.clear();
+    this.#lines.clear();
     // Report first: pending requests fail now, not after the tree's grace period.
     this.onclose?.();
     this.#stderr = await this.process.stop();
@@ -197,5 +194,19 @@ export class ProcessTransport implements Transport {
     await this.close();
     this.#stderr ??= await this.process.stop();
     return this.#stderr;
+  }
+}
+
+/**
+ * One line of a server's stdout as a JSON-RPC message. A line that is not JSON at all (a server
+ * logging to stdout) is skipped, as the SDK's own stdio transport does; JSON that is not JSON-RPC
+ * throws.
+ */
+function parseLine(line: string): JSONRPCMessage | undefined {
+  try {
+    return deserializeMessage(line);
+  } catch (error) {
+    if (error instanceof SyntaxError) return undefined;
+    throw error;
   }
 }

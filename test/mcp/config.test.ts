@@ -8,6 +8,7 @@ import {
   parseMcpServers,
   toolEnabled,
 } from "../../src/mcp/config.js";
+import { LineSplitter } from "../../src/mcp/lines.js";
 import { selectServers } from "../../src/mcp/selection.js";
 import { digestOf } from "../../src/shared/hash.js";
 
@@ -189,5 +190,21 @@ describe("selectServers", () => {
       { name: "github", definition: user.github, source: "user", digest: definitionDigest(user.github) },
     ]);
     expect(selection.shadowed).toEqual(["github"]);
+  });
+});
+
+describe("LineSplitter", () => {
+  it("joins a line split across chunks, drops the newline and a trailing CR, keeps an unfinished line", () => {
+    const lines = new LineSplitter(64);
+    expect(lines.push(Buffer.from('{"a":'))).toEqual([]);
+    expect(lines.push(Buffer.from('1}\r\n{"b":2}\n{"c"'))).toEqual(['{"a":1}', '{"b":2}']);
+    expect(lines.push(Buffer.from(":3}\n"))).toEqual(['{"c":3}']);
+  });
+
+  it("refuses a line longer than its limit, whether it arrives whole or in pieces", () => {
+    expect(() => new LineSplitter(8).push(Buffer.from("123456789\n"))).toThrow("longer than 8 bytes");
+    const pieces = new LineSplitter(8);
+    pieces.push(Buffer.from("12345"));
+    expect(() => pieces.push(Buffer.from("6789"))).toThrow("longer than 8 bytes");
   });
 });
