@@ -88,6 +88,25 @@ describe("a stdio server that cannot start", () => {
     expect(alive(Number(logLines(pidFile)[0]))).toBe(false);
   });
 
+  it("skips stdout lines that are not JSON, and ends the connection on JSON that is not JSON-RPC", async () => {
+    const noisy = connect(
+      { ...toy(), env: { TOY_LOG: path.join(dirs.scratch, "toy.log"), TOY_NOISE: "1" } },
+      dirs.workspace,
+    ).connection;
+    await noisy.start();
+    expect(await noisy.callTool("echo", { text: "through" })).toMatchObject({
+      content: [{ text: "through" }],
+    });
+
+    const script =
+      "process.stdin.once('data', () => process.stdout.write('{\"hello\":1}\\n')); setInterval(() => {}, 1000)";
+    const confused = connect(
+      { command: "node", args: ["-e", script], sandbox: "off" },
+      dirs.workspace,
+    ).connection;
+    expect(await rejection(confused.start())).toMatchObject({ failure: "handshake" });
+  });
+
   it("reports a command that is not on PATH without starting anything", async () => {
     const { connection } = connect({ command: "no-such-mcp-server-here", sandbox: "off" }, dirs.workspace);
     const error = await rejection(connection.start());
