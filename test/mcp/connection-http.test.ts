@@ -98,10 +98,25 @@ describe("a remote server over Streamable HTTP (server-everything)", () => {
 describe("a remote server that went away while idle", () => {
   it("fails the next call unsent after one reconnect attempt, and is reached again by start()", async () => {
     const { port, server } = await everythingOverHttp("streamableHttp");
-    const remote = connection({ url: `http://127.0.0.1:${port}/mcp`, startup_timeout_ms: 2_000 });
+    let noticed = (): void => undefined;
+    const dropped = new Promise<void>((resolve) => {
+      noticed = resolve;
+    });
+    const remote = new McpConnection({
+      name: "remote",
+      definition: definition({ url: `http://127.0.0.1:${port}/mcp`, startup_timeout_ms: 2_000 }),
+      environment: {},
+      onEvent: (event) => {
+        if (event.type === "disconnected") noticed();
+      },
+    });
+    connections.push(remote);
     await remote.start();
     server.kill("SIGKILL");
     await new Promise((resolve) => server.once("exit", resolve));
+    // Idle means the call comes after the client saw its event stream end (if it sees that at
+    // all): a drop noticed while a call is in flight is a different case (the call is unknown).
+    await Promise.race([dropped, new Promise((resolve) => setTimeout(resolve, 3_000))]);
     const error = await remote.callTool("echo", { message: "anyone?" }).then(
       () => undefined,
       (caught: unknown) => caught,
