@@ -61,8 +61,8 @@ function kindProblem(point: string, kind: "notify" | "admit" | "wrap"): string |
 
 /**
  * A harness config file. Governance sections are validated strictly; `sandbox`, `shell`,
- * `acceptance`, `hook_commands`, `models` and `env` belong to other modules and pass through as
- * unknown.
+ * `acceptance`, `hook_commands`, `models`, `env` and `mcp_servers` belong to other modules and
+ * pass through as unknown.
  */
 export const configFileSchema = z.strictObject({
   $schema: z.string().optional(),
@@ -77,6 +77,8 @@ export const configFileSchema = z.strictObject({
   hook_commands: z.unknown().optional(),
   models: z.unknown().optional(),
   env: z.unknown().optional(),
+  /** MCP servers by name (mcp/config.ts); a project's are proposals the user must approve. */
+  mcp_servers: z.unknown().optional(),
   /** Per-tool timeout overrides in milliseconds, e.g. {"shell": 300000}. */
   timeouts: z.record(z.string().regex(/^[a-z][a-z0-9_]*$/), z.number().int().positive()).optional(),
 });

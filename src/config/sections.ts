@@ -1,5 +1,6 @@
 import { join, resolve } from "node:path";
 import { z } from "zod";
+import { McpConfigError, type McpServerDefinition, parseMcpServers } from "../mcp/config.js";
 import { type ModelProfile, modelProfilesSchema } from "../providers/config.js";
 import { readPathProblem } from "../sandbox/host-view.js";
 import { ConfigError } from "./errors.js";
@@ -160,4 +161,26 @@ export function toolTimeouts(loaded: LoadedConfig): Map<string, number> {
     }
   }
   return timeouts;
+}
+
+/**
+ * The MCP servers the configs define: the user's own, and the ones the project proposes. A
+ * proposal is never started on the project's word, trusted project or not: only once the user
+ * approved its exact definition (mcp/selection.ts). A bad definition is a ConfigError naming the
+ * file, the server and the field.
+ */
+export function mcpServerSettings(loaded: LoadedConfig): {
+  user: Record<string, McpServerDefinition>;
+  proposed: Record<string, McpServerDefinition>;
+} {
+  const read = (source: LoadedConfig["user"]): Record<string, McpServerDefinition> => {
+    if (source?.config.mcp_servers === undefined) return {};
+    try {
+      return parseMcpServers(source.config.mcp_servers, source.label);
+    } catch (error) {
+      if (!(error instanceof McpConfigError)) throw error;
+      throw new ConfigError(source.label, error.message.slice(source.label.length + 2));
+    }
+  };
+  return { user: read(loaded.user), proposed: read(loaded.project) };
 }

@@ -46,6 +46,10 @@ export interface BwrapLayout {
   /** The protected paths' mounts, after the workspace (see protected-mounts.ts). */
   protectedMounts: readonly string[];
   argv: readonly string[];
+  /** Host working directory (visible inside); default the workspace. */
+  cwd?: string;
+  /** Keep the host's network (no --unshare-net); default false. */
+  network?: boolean;
 }
 
 export interface BwrapOptions {
@@ -73,11 +77,11 @@ export function bwrapArguments(layout: BwrapLayout): string[] {
   // The sandbox's own root (an empty tmpfs holding the mount points) is not writable either.
   args.push("--remount-ro", "/");
   args.push(
-    ...ISOLATION_ARGS,
+    ...ISOLATION_ARGS.filter((arg) => !(layout.network === true && arg === "--unshare-net")),
     "--info-fd",
     String(INFO_FD),
     "--chdir",
-    layout.workspace,
+    layout.cwd ?? layout.workspace,
     "--",
     ...layout.argv,
   );
@@ -123,6 +127,8 @@ export class BwrapSandbox implements Sandbox {
       hostView,
       protectedMounts: mounts.args,
       argv: request.argv,
+      ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
+      ...(request.network === true ? { network: true } : {}),
     });
     // The host's TMPDIR may point at a directory that is not mounted here; /tmp is private and
     // writable. Without a usable home, the command gets one under the private /tmp.
@@ -131,7 +137,7 @@ export class BwrapSandbox implements Sandbox {
     return {
       file: this.bwrapPath,
       args,
-      cwd: workspace,
+      cwd: request.cwd ?? workspace,
       env,
       extraPipes: 1,
       createTree: (child) => {

@@ -4,6 +4,7 @@ import { type EnvPolicy, filterEnvironment } from "./env.js";
 import { type ProcessResult, type RunProcessOptions, runProcess } from "./process.js";
 import type { Launch, Sandbox, SandboxProfile } from "./sandbox.js";
 import { type Secret, secretFilter, secretsOf } from "./scrub.js";
+import { type ServiceProcess, startService } from "./service.js";
 import type { SpawnIdentity } from "./tree.js";
 
 /**
@@ -15,8 +16,8 @@ import type { SpawnIdentity } from "./tree.js";
  * that output before anyone sees it.
  */
 
-/** Why a process runs. MCP stdio servers will be the next purpose. */
-export type ProcessPurpose = "shell" | "acceptance" | "hook";
+/** Why a process runs. */
+export type ProcessPurpose = "shell" | "acceptance" | "hook" | "mcp_server";
 
 /** What a process runs under: how it is confined and which variables it may see. */
 export interface ProcessProfile {
@@ -58,6 +59,28 @@ export interface ExecuteRequest {
   onSpawn?: (report: SpawnReport) => void | Promise<void>;
 }
 
+/** A long-lived process (an MCP stdio server): its pipes stay open until it is stopped. */
+export interface StartRequest {
+  purpose: ProcessPurpose;
+  /** argv[0] is an absolute executable path (the sandbox does no PATH lookup). */
+  argv: readonly string[];
+  /** Absolute host path of the workspace. */
+  workspace: string;
+  /** Absolute host working directory, visible in the sandbox; default the workspace. */
+  cwd?: string;
+  /** Whether the process keeps the host's network (default: loopback only in a sandbox). */
+  network?: boolean;
+  profile: ProcessProfile;
+  /** Variables set after filtering (values the user configured for this process). */
+  extraEnv?: Readonly<Record<string, string>>;
+}
+
+export interface StartedService {
+  process: ServiceProcess;
+  facts: ProcessFacts;
+  sandboxed: boolean;
+}
+
 export interface ExecuteResult extends ProcessResult {
   facts: ProcessFacts;
 }
@@ -94,18 +117,40 @@ export class Executor {
    * and keep its pipes, so every process gets the same environment and confinement.
    */
   async prepare(
-    request: Pick<ExecuteRequest, "purpose" | "argv" | "workspace" | "profile">,
+    request: Pick<ExecuteRequest, "purpose" | "argv" | "workspace" | "profile"> &
+      Pick<StartRequest, "cwd" | "network" | "extraEnv">,
   ): Promise<{ launch: Launch; facts: ProcessFacts }> {
     const { sandbox } = request.profile;
     await sandbox.ensureAvailable();
-    const env = filterEnvironment(this.environment, request.profile.env);
-    const launch = await sandbox.prepare({ argv: request.argv, workspace: request.workspace, env });
+    const env = { ...filterEnvironment(this.environment, request.profile.env), ...request.extraEnv };
+    const launch = await sandbox.prepare({
+      argv: request.argv,
+      workspace: request.workspace,
+      env,
+      ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
+      ...(request.network === true ? { network: true } : {}),
+    });
     const facts: ProcessFacts = {
       purpose: request.purpose,
       sandbox_profile: sandbox.profile,
       env_names: Object.keys(launch.env).sort(),
     };
     return { launch, facts };
+  }
+
+  /**
+   * Start a long-lived process under the same policy as `execute` and hand back its pipes; its
+   * stderr is kept bounded and scrubbed of secrets. The caller owns it: `process.stop()` kills
+   * the tree (and harness's exit does, should the caller not). Rejects with
+   * SandboxUnavailableError or SpawnError when nothing started.
+   */
+  async start(request: StartRequest): Promise<StartedService> {
+    const { launch, facts } = await this.prepare(request);
+    const process = await startService({
+      ...launch,
+      stderrFilter: secretFilter(this.secrets),
+    });
+    return { process, facts, sandboxed: request.profile.sandbox.isolating };
   }
 
   /**

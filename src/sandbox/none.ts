@@ -10,7 +10,7 @@ export class NoSandbox implements Sandbox {
   async prepare(request: LaunchRequest): Promise<Launch> {
     const [file, ...args] = request.argv;
     if (file === undefined) throw new TypeError("argv is empty");
-    return { file, args, cwd: request.workspace, env: { ...request.env }, extraPipes: 0 };
+    return { file, args, cwd: request.cwd ?? request.workspace, env: { ...request.env }, extraPipes: 0 };
   }
 
   async forbidsWrite(): Promise<boolean> {

@@ -46,6 +46,14 @@ export interface LaunchRequest {
   workspace: string;
   /** The already filtered environment. */
   env: Record<string, string>;
+  /** Absolute host working directory; default the workspace. In a sandbox it must be visible there. */
+  cwd?: string;
+  /**
+   * Whether the process may reach the network. Default false: a sandboxed process gets only
+   * loopback. Only a long-lived process the user configured with network access (an MCP server
+   * with `network: true`) asks for it.
+   */
+  network?: boolean;
 }
 
 /** A wrapped command, ready for runProcess. */

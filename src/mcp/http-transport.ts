@@ -1,0 +1,98 @@
+import {
+  type FetchLike,
+  SdkHttpError,
+  SSEClientTransport,
+  SseError,
+  StreamableHTTPClientTransport,
+  type Transport,
+} from "@modelcontextprotocol/client";
+import type { McpHttpDefinition } from "./config.js";
+
+/**
+ * The SDK's HTTP transports for a remote server: Streamable HTTP, and the older HTTP+SSE
+ * transport for servers that predate it. The configured headers go on every request; the bearer
+ * token is read from the variable the definition names when the transport is made, and lives
+ * only in memory (never in the definition, its digest or the journal).
+ */
+
+export type HttpTransportKind = "streamable-http" | "sse";
+
+/** A remote server whose bearer token variable is not set: nothing was sent. */
+export class MissingTokenError extends Error {
+  override readonly name = "MissingTokenError";
+  constructor(readonly variable: string) {
+    super(`bearer_token_env names ${variable}, which is not set in harness's environment`);
+  }
+}
+
+export function createHttpTransport(
+  definition: McpHttpDefinition,
+  kind: HttpTransportKind,
+  environment: Readonly<Record<string, string | undefined>>,
+): Transport {
+  const url = new URL(definition.url);
+  const token = bearerToken(definition, environment);
+  const headers = { ...definition.headers };
+  const withHeaders: FetchLike = (input, init) => {
+    const merged = new Headers(init?.headers);
+    for (const [name, value] of Object.entries(headers)) if (!merged.has(name)) merged.set(name, value);
+    return fetch(input, { ...init, headers: merged });
+  };
+  const options = {
+    fetch: withHeaders,
+    // No background resumption of broken streams: a drop fails the calls in flight (connection.ts).
+    reconnectionOptions: {
+      maxRetries: 0,
+      initialReconnectionDelay: 1_000,
+      maxReconnectionDelay: 1_000,
+      reconnectionDelayGrowFactor: 1,
+    },
+    ...(token !== undefined ? { authProvider: { token: async () => token } } : {}),
+  };
+  return kind === "sse"
+    ? new SSEClientTransport(url, options)
+    : new StreamableHTTPClientTransport(url, options);
+}
+
+function bearerToken(
+  definition: McpHttpDefinition,
+  environment: Readonly<Record<string, string | undefined>>,
+): string | undefined {
+  const variable = definition.bearer_token_env;
+  if (variable === undefined) return undefined;
+  const value = environment[variable];
+  if (value === undefined || value === "") throw new MissingTokenError(variable);
+  return value;
+}
+
+/**
+ * Whether a failed Streamable HTTP connect means "this server speaks the older SSE transport":
+ * the spec's backwards-compatibility rule is a 4xx answer to the initialize POST.
+ */
+export function suggestsSseFallback(error: unknown): boolean {
+  return error instanceof SdkHttpError && error.status >= 400 && error.status < 500 && error.status !== 401;
+}
+
+const LOST_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "UND_ERR_SOCKET",
+]);
+
+/**
+ * Whether an error the SDK reports out of band means the connection to a remote server is gone:
+ * a response stream cut mid-way, a request that could not reach the server, the SSE stream lost.
+ */
+export function connectionLost(error: unknown): boolean {
+  if (error instanceof SseError) return true;
+  if (!(error instanceof Error)) return false;
+  if (/^(SSE stream disconnected|Failed to reconnect SSE stream)/.test(error.message)) return true;
+  if (error instanceof TypeError && /^(fetch failed|terminated)$/.test(error.message)) return true;
+  const cause = (error as { cause?: unknown }).cause;
+  const code = typeof cause === "object" && cause !== null ? (cause as { code?: unknown }).code : undefined;
+  return typeof code === "string" && LOST_CODES.has(code);
+}
