@@ -195,6 +195,7 @@ export async function startOrResume(
     ...(values.script !== undefined ? { script: values.script } : {}),
     interactive,
     records,
+    mcp: (line) => process.stderr.write(`${line}\n`),
   });
   for (const notice of setup.notices) process.stderr.write(`harness: note: ${escapeForTerminal(notice)}\n`);
   return runSession({
