@@ -65,7 +65,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }
     load: async () => (await import("./commands/eval.js")).evalCommand,
   },
   mcp: {
-    summary: "serve harness's governed tools to MCP clients (harness mcp serve)",
+    summary: "your MCP servers (list, test, approve) and serving harness's tools to MCP clients (serve)",
     load: async () => (await import("./commands/mcp.js")).mcpCommand,
   },
   review: {
