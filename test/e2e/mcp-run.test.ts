@@ -213,6 +213,17 @@ describe("harness run with the user's MCP servers (reference server-everything o
     expect(perCall(after, "tool.started").get("c1")).toBe(1);
     expect(ofType(after, "tool.started")).toHaveLength(1);
     expect((await model.requests()).map((r) => r.step)).toEqual([0]);
+
+    // inspect counts the call under its server, as an unknown outcome.
+    const inspected = await run(["inspect", id, "--workspace", workspace, "--json"], env);
+    expectExit(inspected, 0);
+    expect(JSON.parse(inspected.stdout).mcp).toEqual([
+      { server: "everything", calls: 1, ok: 0, errors: 0, denied: 0, unknown: 1 },
+    ]);
+    const readable = await run(["inspect", id, "--workspace", workspace], env);
+    expect(readable.stdout).toMatch(
+      /^MCP SERVER\s+CALLS\s+OK\s+ERR\s+DENIED\s+UNKNOWN\neverything\s+1\s+0\s+0\s+0\s+1$/m,
+    );
   });
 });
 
