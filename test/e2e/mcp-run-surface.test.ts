@@ -14,7 +14,7 @@ import {
   tempDir,
   workspaceWith,
 } from "./helpers.js";
-import { NODE_MODULES, run, userConfig } from "./mcp-run-support.js";
+import { everything, NODE_MODULES, recordingScript, run, userConfig } from "./mcp-run-support.js";
 
 beforeAll(() => ensureBuilt());
 afterAll(removeTempDirs);
@@ -62,5 +62,44 @@ describe("an MCP server whose tool list changes during a run", () => {
     expect(changes[0]!.seq).toBeGreaterThan(seqOf("tool.result", "add"));
     expect(resultsByCall(records).get("use")).toMatchObject({ status: "ok", content: "extra_1" });
     expect(readFileSync(join(workspace, "toy.log"), "utf8")).toContain("call add_tool extra_1");
+  });
+
+  it("is part of the session on resume: the same servers continue it; a server gone is refused unless --accept-tool-changes", async () => {
+    const workspace = await workspaceWith({});
+    const withServer = await userConfig({ mcp_servers: { everything: everything() } });
+    const without = await userConfig({});
+    const model = await recordingScript({ name: "mcp__everything__echo", arguments: { message: "again" } });
+    const args = [
+      "--workspace",
+      workspace,
+      "--script",
+      model.path,
+      "--allow",
+      "mcp__everything__*",
+      "--json",
+    ];
+    const first = await run(
+      ["run", ...args, "--max-model-requests", "1", "--session", "s1", "echo"],
+      withServer.env,
+    );
+    expectExit(first, 2);
+    const resumed = await run(["resume", "s1", ...args], withServer.env);
+    expectExit(resumed, 0);
+    expect(ofType(await readJournal(workspace, "s1"), "tools.changed")).toEqual([]);
+
+    const second = await run(
+      ["run", ...args, "--max-model-requests", "1", "--session", "s2", "echo"],
+      withServer.env,
+    );
+    expectExit(second, 2);
+    const refused = await run(["resume", "s2", ...args], without.env);
+    expectExit(refused, 64);
+    expect(refused.stderr).toContain("--accept-tool-changes");
+    const accepted = await run(["resume", "s2", ...args, "--accept-tool-changes"], without.env);
+    expectExit(accepted, 0);
+    const changes = ofType(await readJournal(workspace, "s2"), "tools.changed");
+    expect(changes).toHaveLength(1);
+    expect(changes[0]!.data).toMatchObject({ reason: "resume", added: [] });
+    expect(changes[0]!.data.removed).toContain("mcp__everything__echo");
   });
 });

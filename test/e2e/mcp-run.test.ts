@@ -225,6 +225,30 @@ describe("harness run with the user's MCP servers (reference server-everything o
       /^MCP SERVER\s+CALLS\s+OK\s+ERR\s+DENIED\s+UNKNOWN\neverything\s+1\s+0\s+0\s+0\s+1$/m,
     );
   });
+
+  it("Ctrl-C during an MCP call ends the run (exit 130) and stops the server", async () => {
+    const serverDir = await tempDir("harness-mcp-server-");
+    const workspace = await workspaceWith({});
+    const marked = await markedServer(serverDir, workspace);
+    const { env } = await userConfig({
+      mcp_servers: { everything: { command: marked.command, sandbox: "off" } },
+    });
+    const model = await recordingScript({
+      name: "mcp__everything__trigger-long-running-operation",
+      arguments: { duration: 30, steps: 3 },
+    });
+    const child = startHarness(
+      ["run", "--workspace", workspace, "--script", model.path, "--allow", "mcp__everything__*", "go"],
+      { env },
+    );
+    const done = finished(child);
+    await waitFor(() => sessionIds(workspace).length === 1 && journalHas(workspace, "tool.started"));
+    const pid = Number(readFileSync(marked.pidFile, "utf8"));
+    child.kill("SIGINT");
+    const result = await done;
+    expectExit(result, 130);
+    expect(processAlive(pid)).toBe(false);
+  });
 });
 
 function journalHas(workspace: string, type: string): boolean {
@@ -238,5 +262,13 @@ async function waitFor(condition: () => boolean, timeoutMs = 20_000): Promise<vo
   while (!condition()) {
     if (Date.now() > deadline) throw new Error("timed out waiting");
     await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) [ZX]/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
   }
 }
