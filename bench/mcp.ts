@@ -90,7 +90,9 @@ async function throughHarness(root: string, journal: boolean): Promise<number[]>
       settleGraceMs: 1000,
     });
     const backend = new FileJournalBackend(join(root, ".harness"), { key: JournalKey.ephemeral() });
-    const writer = await backend.openWriter(journal ? "bench-mcp" : "bench-mcp-unjournaled", { create: true });
+    const writer = await backend.openWriter(journal ? "bench-mcp" : "bench-mcp-unjournaled", {
+      create: true,
+    });
     const recorder = !journal
       ? { record: async () => {} }
       : {
