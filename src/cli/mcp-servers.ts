@@ -22,6 +22,24 @@ import { harnessVersion } from "./version.js";
  * listed, and all of them stopped when the run ends.
  */
 
+/**
+ * A run's servers: the selected ones started (a required one failing throws
+ * McpRequiredServerError), and notes for the proposals left out.
+ */
+export async function startSessionServers(
+  config: LoadedConfig,
+  workspaceRoot: string,
+  host: StdioHost,
+  progress: (line: string) => void,
+): Promise<{ servers: McpServers; notices: string[] }> {
+  const selection = mcpSelection(config);
+  const notices = selection.unapproved.map((server) => unapprovedNote(server, workspaceRoot));
+  for (const name of selection.shadowed)
+    notices.push(`the project also proposes an MCP server "${name}"; your own definition of it is used`);
+  const started = await McpServers.start(selection.start, host, (event) => progress(progressLine(event)));
+  return { servers: started.servers, notices: [...notices, ...started.notices] };
+}
+
 /** The servers the configs define, split by whether they may start. */
 export function mcpSelection(config: LoadedConfig): ServerSelection {
   const { user, proposed } = mcpServerSettings(config);

@@ -1,5 +1,4 @@
 import { ConfigError } from "../config/errors.js";
-import type { LoadedConfig } from "../config/load.js";
 import { modelProfiles, shellSetting, toolTimeouts } from "../config/sections.js";
 import { type AcceptanceCheck, CommandCheck } from "../engine/acceptance.js";
 import type { SessionEnvironment, StartInstructions } from "../engine/instructions.js";
@@ -9,7 +8,6 @@ import type { ProcessSupervision } from "../engine/recovery.js";
 import { SpawnJournal } from "../engine/recovery.js";
 import type { ToolSurfaceSource } from "../engine/tool-surface.js";
 import type { AnyRecord, EventData } from "../journal/vocabulary.js";
-import type { StdioHost } from "../mcp/process-transport.js";
 import { DenyApprover } from "../policy/approver.js";
 import { grantFromDecision, SessionGrants } from "../policy/grants.js";
 import { HookRunner } from "../policy/hooks.js";
@@ -43,7 +41,7 @@ import { configNamedFiles } from "./config-hooks.js";
 import { contextBudgetFor } from "./context-budget.js";
 import { loadGovernance } from "./governance.js";
 import { sessionEnvironment, startInstructions } from "./instructions.js";
-import { McpServers, mcpSelection, progressLine, unapprovedNote, unavailableNote } from "./mcp-servers.js";
+import { type McpServers, startSessionServers, unavailableNote } from "./mcp-servers.js";
 import { McpToolSurface } from "./mcp-surface.js";
 import type { RunFlags } from "./run-flags.js";
 import { UsageError } from "./usage-error.js";
@@ -138,7 +136,7 @@ export async function buildSetup(options: {
 
   // The user's MCP servers start last: nothing after this may leave them running on an error.
   const mcp = options.mcp
-    ? await startMcp(
+    ? await startSessionServers(
         governance.config,
         workspace.root,
         {
@@ -224,21 +222,6 @@ export async function buildSetup(options: {
       ...(mcp ? { mcp: mcp.servers, toolSurface: surface } : {}),
     };
   }
-}
-
-/** Start the selected MCP servers (a required one failing throws McpRequiredServerError). */
-async function startMcp(
-  config: LoadedConfig,
-  workspaceRoot: string,
-  host: StdioHost,
-  progress: (line: string) => void,
-): Promise<{ servers: McpServers; notices: string[] }> {
-  const selection = mcpSelection(config);
-  const notices = selection.unapproved.map((server) => unapprovedNote(server, workspaceRoot));
-  for (const name of selection.shadowed)
-    notices.push(`the project also proposes an MCP server "${name}"; your own definition of it is used`);
-  const started = await McpServers.start(selection.start, host, (event) => progress(progressLine(event)));
-  return { servers: started.servers, notices: [...notices, ...started.notices] };
 }
 
 /** Session-scoped approvals survive a resume: rebuilt from the journal, bound to the call hash. */

@@ -58,6 +58,20 @@ describe("harness mcp list / test", () => {
     expect(listed.servers[1].digest).toMatch(/^[0-9a-f]{64}$/);
     expect(listed.shadowed).toEqual([{ name: "everything", source: "project", shadowed: true }]);
     expect(existsSync(marked.marker)).toBe(false);
+
+    // A project cannot approve its own proposal: approvals are read from the user config only.
+    const digest = listed.servers[1].digest as string;
+    await writeFile(
+      join(workspace, "harness.config.json"),
+      JSON.stringify({ mcp_servers: { proj: { command: marked.command } }, mcp_approvals: { proj: digest } }),
+    );
+    const selfApproved = await run(["mcp", "list", "--workspace", workspace, "--json"], env);
+    expectExit(selfApproved, 0);
+    expect(JSON.parse(selfApproved.stdout).servers[1]).toMatchObject({
+      name: "proj",
+      approved: false,
+      starts: false,
+    });
   });
 
   it("test starts a server, lists its tools as the model sees them with their effect classes, and stops it", async () => {
