@@ -144,14 +144,12 @@ export async function mcpTest(args: string[]): Promise<number> {
       const raw =
         tool.raw_name === tool.name.split("__").slice(2).join("__")
           ? ""
-          : ` (server name ${JSON.stringify(tool.raw_name)})`;
-      process.stdout.write(
-        `  ${escapeForTerminal(tool.name).padEnd(40)} ${tool.effect}${escapeForTerminal(raw)}\n`,
-      );
+          : ` (server name "${escapeForTerminal(tool.raw_name)}")`;
+      process.stdout.write(`  ${escapeForTerminal(tool.name).padEnd(40)} ${tool.effect}${raw}\n`);
     }
     for (const tool of unavailable)
       process.stdout.write(
-        `  not offered: ${escapeForTerminal(JSON.stringify(tool.tool))}: ${escapeForTerminal(tool.reason)}\n`,
+        `  not offered: "${escapeForTerminal(tool.tool)}": ${escapeForTerminal(tool.reason)}\n`,
       );
     return 0;
   } finally {

@@ -2,8 +2,26 @@ import { existsSync, readFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ensureBuilt, expectExit, removeTempDirs, tempDir, workspaceWith } from "./helpers.js";
-import { everything, markedServer, run, userConfig } from "./mcp-run-support.js";
+import {
+  ensureBuilt,
+  expectExit,
+  jsonSummary,
+  ofType,
+  REPO_ROOT,
+  readJournal,
+  removeTempDirs,
+  resultsByCall,
+  tempDir,
+  workspaceWith,
+} from "./helpers.js";
+import {
+  everything,
+  markedServer,
+  NODE_MODULES,
+  recordingScript,
+  run,
+  userConfig,
+} from "./mcp-run-support.js";
 
 beforeAll(() => ensureBuilt());
 afterAll(removeTempDirs);
@@ -126,6 +144,46 @@ describe("harness mcp list / test", () => {
     const unknown = await run(["mcp", "test", "nope", "--workspace", workspace], env);
     expectExit(unknown, 64);
     expect(unknown.stderr).toContain('no MCP server "nope" is configured');
+  });
+
+  it("a tool whose schema does not compile is left out with a note; a hostile tool name is escaped", async () => {
+    const fixtures = join(REPO_ROOT, "test/e2e/fixtures");
+    const { env } = await userConfig({
+      mcp_servers: {
+        odd: {
+          command: process.execPath,
+          args: [join(fixtures, "mcp-odd-server.mjs")],
+          read_paths: [fixtures, NODE_MODULES],
+        },
+      },
+    });
+    const tested = await run(["mcp", "test", "odd"], env);
+    expectExit(tested, 0);
+    expect(tested.stdout).toMatch(/^ {2}mcp__odd__fine\s+external_side_effect$/m);
+    expect(tested.stdout).toMatch(/^ {2}not offered: "broken": the input schema does not compile/m);
+    expect(tested.stdout).toMatch(
+      /^ {2}mcp__odd____31mred__0m_[0-9a-f]{8}\s+external_side_effect \(server name ".+"\)$/m,
+    );
+    expect(tested.stdout).not.toMatch(/[\u001b\u0007]/);
+
+    const workspace = await workspaceWith({});
+    const model = await recordingScript({ name: "mcp__odd__fine", arguments: {} });
+    const result = await run(
+      ["run", "--workspace", workspace, "--script", model.path, "--allow", "mcp__odd__*", "--json", "go"],
+      env,
+    );
+    expectExit(result, 0);
+    expect(result.stderr).toContain('harness: note: MCP tool "broken" of server "odd" is not offered');
+    expect(result.stderr).not.toMatch(/[\u001b\u0007]/);
+    const records = await readJournal(workspace, String(jsonSummary(result).session));
+    const offered = (ofType(records, "session.started")[0]!.data.tools as { name: string }[]).map(
+      (t) => t.name,
+    );
+    expect(offered.filter((name) => name.startsWith("mcp__odd__")).sort()).toEqual([
+      expect.stringMatching(/^mcp__odd____31mred__0m_[0-9a-f]{8}$/),
+      "mcp__odd__fine",
+    ]);
+    expect(resultsByCall(records).get("c1")).toMatchObject({ status: "ok", content: "called fine" });
   });
 
   it("approve refuses what the project does not propose, and keeps a malformed user config untouched", async () => {
