@@ -2,6 +2,7 @@
 import { benchAcceptance } from "./acceptance.js";
 import { benchContext } from "./context.js";
 import { benchJournal } from "./journal.js";
+import { benchMcp } from "./mcp.js";
 import { benchPolicy } from "./policy.js";
 import { benchRuntime } from "./runtime.js";
 import { benchSteps, benchVersion } from "./session.js";
@@ -17,11 +18,15 @@ const sections: [string, () => Promise<BenchRow[]> | BenchRow[]][] = [
   ["shell rules on parsed commands (issue 10)", benchPolicy],
   ["acceptance sandboxed vs unsandboxed (issue 10)", benchAcceptance],
   ["context: cacheable requests and build time (issue 12)", benchContext],
+  ["MCP tool call through harness vs the SDK directly (issue 13)", benchMcp],
 ];
 
 const json = process.argv.includes("--json");
+// `npm run bench -- --only mcp`: the sections whose title contains the word.
+const only = process.argv.includes("--only") ? process.argv[process.argv.indexOf("--only") + 1] : undefined;
 const results: { section: string; rows: BenchRow[] }[] = [];
 for (const [section, run] of sections) {
+  if (only !== undefined && !section.toLowerCase().includes(only.toLowerCase())) continue;
   process.stderr.write(`running: ${section}...\n`);
   try {
     results.push({ section, rows: await run() });

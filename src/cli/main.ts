@@ -1,6 +1,7 @@
 import { EngineError } from "../engine/errors.js";
 import { JournalError, type JournalErrorCode } from "../journal/store.js";
 import { ScriptError } from "../providers/scripted/script.js";
+import { CodedError } from "../shared/coded-error.js";
 import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
 import { EXIT } from "./exit-codes.js";
 import { UsageError } from "./usage-error.js";
@@ -64,7 +65,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }
     load: async () => (await import("./commands/eval.js")).evalCommand,
   },
   mcp: {
-    summary: "serve harness's governed tools to MCP clients (harness mcp serve)",
+    summary: "your MCP servers (list, test, approve) and serving harness's tools to MCP clients (serve)",
     load: async () => (await import("./commands/mcp.js")).mcpCommand,
   },
   review: {
@@ -148,6 +149,12 @@ function reportError(error: unknown, command: string): number {
   if (error instanceof ScriptError) {
     process.stderr.write(`harness ${command}: bad script: ${escapeForTerminal(error.message)}\n`);
     return EXIT.usage;
+  }
+  // McpRequiredServerError, by code: the MCP client SDK is loaded only by commands that use it.
+  if (error instanceof CodedError && error.code === "MCP_REQUIRED_SERVER_FAILED") {
+    // Nothing was recorded and no model was asked: the run stopped before it began.
+    process.stderr.write(`harness ${command}: ${escapeForTerminal(error.message)}\n`);
+    return EXIT.stopped;
   }
   if (error instanceof EngineError) {
     process.stderr.write(`harness ${command}: ${escapeForTerminal(error.message)}\n`);

@@ -74,6 +74,7 @@ export function sessionEngineOptions(
     mode: run.mode,
     ...(run.compactOnly ? { compactOnly: run.compactOnly } : {}),
     ...(run.acceptToolChanges ? { acceptToolChanges: true } : {}),
+    ...(run.setup.toolSurface ? { toolSurface: run.setup.toolSurface } : {}),
     harnessVersion: harnessVersion(),
   };
 }
@@ -118,6 +119,8 @@ export async function runSession(run: SessionRun): Promise<number> {
   } finally {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
+    // The session's MCP servers (whole process trees) end with it, on any outcome.
+    await run.setup.mcp?.close();
   }
 }
 

@@ -6,6 +6,7 @@ import type { PolicyHandle } from "../engine/options.js";
 import { generalProviderAdvice, type ProviderAdvice } from "../engine/provider-advice.js";
 import type { ProcessSupervision } from "../engine/recovery.js";
 import { SpawnJournal } from "../engine/recovery.js";
+import type { ToolSurfaceSource } from "../engine/tool-surface.js";
 import type { AnyRecord, EventData } from "../journal/vocabulary.js";
 import { DenyApprover } from "../policy/approver.js";
 import { grantFromDecision, SessionGrants } from "../policy/grants.js";
@@ -28,7 +29,7 @@ import type { Provider } from "../providers/provider.js";
 import { ScriptedProvider } from "../providers/scripted/provider.js";
 import { RuleSyntaxError } from "../rules/grammar.js";
 import type { ApprovalPort, GrantPort, HookPort, ProposalPort, ProposalRecord } from "../runtime/ports.js";
-import { ToolRegistry, type ToolSnapshot } from "../runtime/registry.js";
+import type { ToolSnapshot } from "../runtime/registry.js";
 import { killSurvivors } from "../sandbox/tree.js";
 import { digestOf } from "../shared/hash.js";
 import type { JsonObject } from "../shared/json.js";
@@ -40,6 +41,8 @@ import { configNamedFiles } from "./config-hooks.js";
 import { contextBudgetFor } from "./context-budget.js";
 import { loadGovernance } from "./governance.js";
 import { sessionEnvironment, startInstructions } from "./instructions.js";
+import { type McpServers, startSessionServers, unavailableNote } from "./mcp-servers.js";
+import { McpToolSurface } from "./mcp-surface.js";
 import type { RunFlags } from "./run-flags.js";
 import { UsageError } from "./usage-error.js";
 import type { OpenedWorkspace } from "./workspace.js";
@@ -69,6 +72,10 @@ export interface RunSetup {
   environment?: SessionEnvironment;
   /** An acceptance check for a command: run through the session's executor, in its profile. */
   acceptanceCheck: (command: string, timeoutMs: number) => AcceptanceCheck;
+  /** The started MCP servers: stopped when the session ends. */
+  mcp?: McpServers;
+  /** Built-ins plus the servers' current tools, refreshed at step boundaries. */
+  toolSurface?: ToolSurfaceSource;
 }
 
 export async function buildSetup(options: {
@@ -82,6 +89,8 @@ export async function buildSetup(options: {
   provider?: Provider;
   /** Who answers `ask` instead of the terminal (harness mcp serve: the MCP client, by elicitation). */
   approver?: ApprovalPort;
+  /** Start the user's MCP servers (harness run/resume), reporting progress lines here. */
+  mcp?: (line: string) => void;
 }): Promise<RunSetup> {
   const { workspace, flags, interactive } = options;
   const env = options.env ?? process.env;
@@ -120,71 +129,99 @@ export async function buildSetup(options: {
     if (error instanceof ToolSelectionError) throw new UsageError(`--tools: ${error.message}`);
     throw error;
   }
-  const registry = new ToolRegistry();
-  for (const tool of tools) registry.register(tool);
-  const snapshot = registry.snapshot();
-  const kinds = (name: string) => {
-    const entry = snapshot.get(name);
-    return entry ? subjectKindOf(entry.tool) : undefined;
-  };
-
-  // Rules on a file cover every symlink to it: each path is also decided under its target.
-  const resolvePath = pathResolverOf(workspace.fs);
-  const policyPort = new PolicyPermissions(governance.policy, kinds, resolvePath);
-  const scoped = await scopedPermissions(policyPort, flags, workspace, kinds);
-  const permissions = scoped?.port ?? policyPort;
-  const approver =
-    options.approver ?? (interactive ? new TtyApprover(process.stdin, process.stderr) : new DenyApprover());
-  const grants = new SessionGrants();
-  restoreGrants(grants, options.records ?? [], kinds);
-  const hooks = governance.hooks.length > 0 ? new HookRunner(governance.hooks) : undefined;
-
   const model = options.provider
     ? { provider: options.provider }
     : await loadProvider(options.script, flags, governance.config, env);
   const notices = [...governance.config.notices, ...processes.notices];
-  const context = contextBudgetFor(flags, model.profile, notices);
-  const { policy } = governance;
-  return {
-    instructions: await startInstructions(env),
-    environment: sessionEnvironment(
+
+  // The user's MCP servers start last: nothing after this may leave them running on an error.
+  const mcp = options.mcp
+    ? await startSessionServers(
+        governance.config,
+        workspace.root,
+        {
+          executor,
+          workspace: workspace.root,
+          view: processes.view,
+          ...(processes.bwrapPath ? { bwrapPath: processes.bwrapPath } : {}),
+          ...(processes.override ? { override: processes.override } : {}),
+        },
+        options.mcp,
+      )
+    : undefined;
+  try {
+    return await finishSetup();
+  } catch (error) {
+    await mcp?.servers.close();
+    throw error;
+  }
+
+  async function finishSetup(): Promise<RunSetup> {
+    if (mcp) notices.push(...mcp.notices);
+    const surface = new McpToolSurface(tools, mcp?.servers);
+    for (const tool of surface.unavailable) notices.push(unavailableNote(tool));
+    const snapshot = surface.current;
+    // By the current surface: tools an MCP server adds mid-session are classed like the first ones.
+    const kinds = (name: string) => {
+      const entry = surface.current.get(name);
+      return entry ? subjectKindOf(entry.tool) : undefined;
+    };
+
+    // Rules on a file cover every symlink to it: each path is also decided under its target.
+    const resolvePath = pathResolverOf(workspace.fs);
+    const policyPort = new PolicyPermissions(governance.policy, kinds, resolvePath);
+    const scoped = await scopedPermissions(policyPort, flags, workspace, kinds);
+    const permissions = scoped?.port ?? policyPort;
+    const approver =
+      options.approver ?? (interactive ? new TtyApprover(process.stdin, process.stderr) : new DenyApprover());
+    const grants = new SessionGrants();
+    restoreGrants(grants, options.records ?? [], kinds);
+    const hooks = governance.hooks.length > 0 ? new HookRunner(governance.hooks) : undefined;
+
+    const context = contextBudgetFor(flags, model.profile, notices);
+    const { policy } = governance;
+    return {
+      instructions: await startInstructions(env),
+      environment: sessionEnvironment(
+        snapshot,
+        processes,
+        { write: policy.write.value, shell: policy.shell.value, read_only: policy.readOnly.value },
+        env,
+      ),
+      flags,
+      provider: model.provider,
+      ...(model.advice ? { providerAdvice: model.advice } : {}),
       snapshot,
-      processes,
-      { write: policy.write.value, shell: policy.shell.value, read_only: policy.readOnly.value },
-      env,
-    ),
-    flags,
-    provider: model.provider,
-    ...(model.advice ? { providerAdvice: model.advice } : {}),
-    snapshot,
-    policy: scoped
-      ? {
-          describe: { ...policyPort.describe, scope: scoped.describe },
-          digest: digestOf({ policy: policyPort.digest, scope: scoped.describe }),
-          permissions,
-        }
-      : { describe: policyPort.describe, digest: policyPort.digest, permissions },
-    approver,
-    grants,
-    ...(hooks ? { hooks } : {}),
-    ...(governance.policy.write.value === "propose"
-      ? { proposals: (existing: readonly ProposalRecord[]) => new ProposalOverlay(workspace.fs, existing) }
-      : {}),
-    ...timeoutOverrides(governance.config),
-    processes: {
-      journal: spawnJournal,
-      killSurvivors: (spawn) => killSurvivors(spawn),
-    },
-    context,
-    notices,
-    acceptanceCheck: (command, timeoutMs) =>
-      new CommandCheck(command, {
-        workspace: workspace.root,
-        executor,
-        profile: processes.acceptance,
-        timeoutMs,
-      }),
-  };
+      policy: scoped
+        ? {
+            describe: { ...policyPort.describe, scope: scoped.describe },
+            digest: digestOf({ policy: policyPort.digest, scope: scoped.describe }),
+            permissions,
+          }
+        : { describe: policyPort.describe, digest: policyPort.digest, permissions },
+      approver,
+      grants,
+      ...(hooks ? { hooks } : {}),
+      ...(governance.policy.write.value === "propose"
+        ? { proposals: (existing: readonly ProposalRecord[]) => new ProposalOverlay(workspace.fs, existing) }
+        : {}),
+      ...timeoutOverrides(governance.config),
+      processes: {
+        journal: spawnJournal,
+        killSurvivors: (spawn) => killSurvivors(spawn),
+      },
+      context,
+      notices,
+      acceptanceCheck: (command, timeoutMs) =>
+        new CommandCheck(command, {
+          workspace: workspace.root,
+          executor,
+          profile: processes.acceptance,
+          timeoutMs,
+        }),
+      ...(mcp ? { mcp: mcp.servers, toolSurface: surface } : {}),
+    };
+  }
 }
 
 /** Session-scoped approvals survive a resume: rebuilt from the journal, bound to the call hash. */

@@ -79,6 +79,13 @@ export const configFileSchema = z.strictObject({
   env: z.unknown().optional(),
   /** MCP servers by name (mcp/config.ts); a project's are proposals the user must approve. */
   mcp_servers: z.unknown().optional(),
+  /**
+   * The project-proposed MCP servers the user approved, by name, with the digest of the exact
+   * definition approved (`harness mcp approve`). Read from the user config only.
+   */
+  mcp_approvals: z
+    .record(z.string(), z.string().regex(/^[0-9a-f]{64}$/, "not a definition digest"))
+    .optional(),
   /** Per-tool timeout overrides in milliseconds, e.g. {"shell": 300000}. */
   timeouts: z.record(z.string().regex(/^[a-z][a-z0-9_]*$/), z.number().int().positive()).optional(),
 });

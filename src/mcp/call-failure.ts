@@ -1,4 +1,5 @@
 import { ToolError } from "../tools/errors.js";
+import { McpCallError } from "./errors.js";
 import { wellFormed } from "./results.js";
 
 /*
@@ -7,33 +8,20 @@ import { wellFormed } from "./results.js";
  * session are told.
  */
 
-/** The connection's failure of a call (McpCallError), recognised by its shape. */
-interface McpCallFailure {
-  kind: string;
-  outcome: "not_sent" | "unknown";
-  message: string;
-}
-
-function isCallFailure(error: unknown): error is McpCallFailure {
-  if (!(error instanceof Error)) return false;
-  const { kind, outcome } = error as Error & { kind?: unknown; outcome?: unknown };
-  return typeof kind === "string" && (outcome === "not_sent" || outcome === "unknown");
-}
-
 /**
  * A failed call as a ToolError. Whether the request may have reached the server decides: never
  * sent is a plain failure; an error the server answered with is the tool's failure; a connection
  * lost in flight is an unknown outcome for a person to review, except for tools a trusted server
  * marks read-only or idempotent, which may be sent again.
  */
-export function callFailure(
+export function toolFailureOf(
   error: unknown,
   name: string,
   timeoutMs: number,
   safeToRepeat: boolean,
   readOnly: boolean,
 ): unknown {
-  if (!isCallFailure(error)) return error;
+  if (!(error instanceof McpCallError)) return error;
   const reason = wellFormed(error.message.slice(0, 300));
   const data = { kind: error.kind, outcome: error.outcome, reason };
   const notSent = error.outcome === "not_sent";

@@ -9,7 +9,7 @@ import {
   type Idempotency,
   type ToolContext,
 } from "../tools/tool.js";
-import { callFailure } from "./call-failure.js";
+import { toolFailureOf } from "./call-failure.js";
 import { type CompiledInputSchema, compileInputSchema } from "./input-schema.js";
 import { assignToolNames } from "./names.js";
 import { McpResultError, normalizeCallResult, wellFormed } from "./results.js";
@@ -40,7 +40,7 @@ export interface McpCallOptions {
 
 /** What a tool needs of its server's connection (the connection's `callTool`). */
 export interface McpCaller {
-  /** The CallToolResult as received; throws an McpCallError-shaped failure. */
+  /** The CallToolResult as received; throws McpCallError when no result came back. */
   callTool(name: string, args: JsonObject, options: McpCallOptions): Promise<unknown>;
 }
 
@@ -207,7 +207,7 @@ function mcpToolEntry(
           timeoutMs: server.toolTimeoutMs,
         });
       } catch (error) {
-        throw callFailure(error, exposed, server.toolTimeoutMs, safeToRepeat, server.trusted && readOnly);
+        throw toolFailureOf(error, exposed, server.toolTimeoutMs, safeToRepeat, server.trusted && readOnly);
       }
       const applied = server.trusted && readOnly ? false : "unknown";
       let result: Awaited<ReturnType<typeof normalizeCallResult>>;

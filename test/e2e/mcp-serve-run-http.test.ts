@@ -234,7 +234,7 @@ describe("harness mcp usage errors", () => {
     const workspace = await workspaceWith({});
     const env = await serveEnv();
     const cases: [string[], string][] = [
-      [["mcp"], "which subcommand? harness mcp serve"],
+      [["mcp"], "which subcommand? harness mcp list | test | approve | serve"],
       [["mcp", "frob"], 'unknown subcommand "frob"'],
       [["mcp", "serve", "-w", workspace, "--write", "sometimes"], "--write"],
       [["mcp", "serve", "-w", join(workspace, "missing")], "does not exist"],

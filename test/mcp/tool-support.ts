@@ -1,5 +1,6 @@
 import { Client } from "@modelcontextprotocol/client";
 import { InMemoryTransport, Server } from "@modelcontextprotocol/server";
+import { McpCallError, type McpCallErrorKind, type McpCallOutcome } from "../../src/mcp/errors.js";
 import type { McpCaller, McpToolListing } from "../../src/mcp/tool.js";
 import type { JsonObject } from "../../src/shared/json.js";
 
@@ -48,13 +49,9 @@ export async function inProcessServer(
   };
 }
 
-/** A failure shaped like the connection's McpCallError. */
-export class FakeCallError extends Error {
-  constructor(
-    readonly kind: "disconnected" | "timeout" | "cancelled" | "not_connected" | "protocol",
-    readonly outcome: "not_sent" | "unknown",
-    message = `call failed (${kind})`,
-  ) {
-    super(message);
+/** The connection's failure of a call, as a test's caller throws it. */
+export class FakeCallError extends McpCallError {
+  constructor(kind: McpCallErrorKind, outcome: McpCallOutcome, message = `call failed (${kind})`) {
+    super(kind, outcome, message);
   }
 }

@@ -5,6 +5,7 @@ import type { Usage } from "../../protocol/types.js";
 import { escapeForTerminal, jsonForTerminal } from "../../shared/terminal-text.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
+import { mcpStats } from "../mcp-stats.js";
 import { statusOf } from "../status.js";
 import { colorEnabled, createStyle, type Style } from "../style.js";
 import { UsageError } from "../usage-error.js";
@@ -16,10 +17,12 @@ A readable timeline of a session: model requests, tool calls with status and dur
 approvals, acceptance checks and the outcome; for each process harness started (shell
 commands, command hooks, acceptance commands), its purpose, sandbox profile and the names of
 the environment variables it received; then per-tool counts, p50/p95 durations, errors,
-denials and the time calls waited for ordered commit, and the input tokens per model request
+denials and the time calls waited for ordered commit, MCP calls per server (calls, ok,
+errors, denied, unknown outcomes), and the input tokens per model request
 (harness's estimate before sending, the provider's report after, and how much of it the
 provider read from its prompt cache) with their peaks and totals.
---json prints {session, status, timeline, tools, usage, tokens} instead; usage totals
+--json prints {session, status, timeline, tools, mcp, usage, tokens} instead (mcp:
+[{server, calls, ok, errors, denied, unknown}]); usage totals
 input_tokens, output_tokens, reasoning_tokens, cached_tokens (read from the provider's prompt
 cache) and cache_write_tokens (written to it); tokens is
 {requests: [{step, attempt, estimated_input_tokens, reported_input_tokens, cached_input_tokens,
@@ -41,11 +44,12 @@ export const inspectCommand = {
     const { records, trust } = await workspace.backend.readReport(sessionId);
     const state = SessionState.from(records);
     const tools = toolStats(records);
+    const mcp = mcpStats(records);
     const tokens = requestTokens(records);
     if (values.json) {
       const trusted = trust.trusted ? { trusted: true } : { trusted: false, untrusted: trust.message };
       process.stdout.write(
-        `${JSON.stringify({ session: sessionId, status: statusOf(state), ...trusted, timeline: records.map(describe), tools, usage: state.usage, tokens })}\n`,
+        `${JSON.stringify({ session: sessionId, status: statusOf(state), ...trusted, timeline: records.map(describe), tools, mcp, usage: state.usage, tokens })}\n`,
       );
       return EXIT.ok;
     }
@@ -79,6 +83,16 @@ export const inspectCommand = {
         out.push(
           `${escapeForTerminal(t.tool).padEnd(14)} ${String(t.calls).padStart(5)} ${String(t.ok).padStart(3)} ${String(t.errors).padStart(4)} ` +
             `${String(t.denied).padStart(7)} ${String(t.p50_ms).padStart(6)} ${String(t.p95_ms).padStart(6)} ${String(t.commit_wait_ms).padStart(14)}`,
+        );
+      }
+    }
+    if (mcp.length > 0) {
+      out.push("");
+      out.push(`${"MCP SERVER".padEnd(20)} CALLS  OK  ERR  DENIED  UNKNOWN`);
+      for (const m of mcp) {
+        out.push(
+          `${escapeForTerminal(m.server).padEnd(20)} ${String(m.calls).padStart(5)} ${String(m.ok).padStart(3)} ${String(m.errors).padStart(4)} ` +
+            `${String(m.denied).padStart(7)} ${String(m.unknown).padStart(8)}`,
         );
       }
     }

@@ -5,6 +5,7 @@ import { ServedSession } from "../../mcp-server/served-session.js";
 import { MAX_CONTEXT_TOKENS } from "../../providers/context-window.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { parse, positiveInt } from "../args.js";
+import { APPROVE_HELP, LIST_HELP, TEST_HELP } from "../mcp-help.js";
 import { effectiveFlags, type RunFlags } from "../run-flags.js";
 import { sessionEngineOptions } from "../session-runner.js";
 import { buildSetup, type RunSetup } from "../setup.js";
@@ -40,7 +41,20 @@ const SERVE_OPTIONS = {
 const HELP = `Usage: harness mcp <subcommand> [options]
 
 Subcommands:
+  list       the MCP servers your config defines and the project proposes (not started)
+  test NAME  start one server, list its tools as the model would see them, stop it
+  approve NAME
+             approve the exact definition of a server the project proposes
   serve      serve harness's governed tools to an MCP client (stdio, or Streamable HTTP)
+
+Your MCP servers (user config "mcp_servers") start with every harness run and resume;
+their tools are offered as mcp__SERVER__TOOL, governed like built-in tools.
+
+${LIST_HELP}
+
+${TEST_HELP}
+
+${APPROVE_HELP}
 
 harness mcp serve --workspace DIR [options]
 
@@ -93,11 +107,14 @@ export const mcpCommand = {
   async run(args: string[]): Promise<number> {
     const [sub, ...rest] = args;
     if (sub === "serve") return serve(rest);
-    // `list` and `test` (the user's MCP servers) join here.
+    const admin = await import("../mcp-admin.js");
+    if (sub === "list") return admin.mcpList(rest);
+    if (sub === "test") return admin.mcpTest(rest);
+    if (sub === "approve") return admin.mcpApprove(rest);
     throw new UsageError(
       sub === undefined
-        ? "which subcommand? harness mcp serve"
-        : `unknown subcommand "${sub}" (available: serve)`,
+        ? "which subcommand? harness mcp list | test | approve | serve"
+        : `unknown subcommand "${escapeForTerminal(sub)}" (available: list, test, approve, serve)`,
     );
   },
 };

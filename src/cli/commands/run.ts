@@ -71,6 +71,13 @@ Permissions:
                              read-only also binds acceptance commands and hooks, off turns
                              their sandbox off too (a resume may tighten it, never loosen it)
   --tools SET                readonly | coding (default) | shell-only | files | name,name,...
+                             (built-in tools; MCP servers' tools come from "mcp_servers")
+
+MCP servers: those in your user config's "mcp_servers" (and a project's proposals you
+approved with harness mcp approve) start before the first model request, with a progress
+line each on stderr; their tools are offered as mcp__SERVER__TOOL and ask unless allowed
+(--allow 'mcp__NAME__*'). A required server that cannot start stops the run with exit 2
+before anything is recorded. See: harness mcp --help.
 
 Run:
   --workspace, -w DIR        the workspace (default: the current directory)
@@ -90,7 +97,8 @@ Run:
   --events                   print journal events as NDJSON on stdout while running
   -h, --help                 show this help
 
-Exit codes: 0 verified or unverified, 2 stopped, 3 review required, 4 needs review
+Exit codes: 0 verified or unverified, 2 stopped (also: a required MCP server could not
+start), 3 review required, 4 needs review
 (proposals), 5 journal refused (locked, torn, tampered or not recorded by you; the message says
 what to do), 130 cancelled, 1 internal error, 64 usage error.
 
@@ -195,6 +203,7 @@ export async function startOrResume(
     ...(values.script !== undefined ? { script: values.script } : {}),
     interactive,
     records,
+    mcp: (line) => process.stderr.write(`${line}\n`),
   });
   for (const notice of setup.notices) process.stderr.write(`harness: note: ${escapeForTerminal(notice)}\n`);
   return runSession({

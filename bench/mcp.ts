@@ -1,0 +1,156 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { Client } from "@modelcontextprotocol/client";
+import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import { MemoryArtifactStore } from "../src/artifacts/memory-store.js";
+import { FileJournalBackend } from "../src/journal/file-store.js";
+import { JournalKey } from "../src/journal/key.js";
+import { parseMcpServer } from "../src/mcp/config.js";
+import { McpConnection } from "../src/mcp/connection.js";
+import { buildMcpTools } from "../src/mcp/tool.js";
+import { modePolicy } from "../src/policy/policy-permissions.js";
+import { ToolRuntime } from "../src/runtime/pipeline.js";
+import { ToolRegistry } from "../src/runtime/registry.js";
+import { Executor } from "../src/sandbox/executor.js";
+import { MemoryWorkspaceFs } from "../src/workspace/memory-fs.js";
+import { type BenchRow, median, round } from "./stats.js";
+
+/*
+ * Issue 13: what harness adds to one MCP tool call. The same reference server
+ * (@modelcontextprotocol/server-everything, stdio) is called sequentially with `echo`, once
+ * directly through the SDK client, once as the model's call through harness: argument
+ * validation against the server's schema, the policy decision, the runtime pipeline, result
+ * normalization and the journal (tool.started and tool.result appended with fsync).
+ * Goal: harness <= 1.2 x direct + 1 ms.
+ */
+
+const require = createRequire(import.meta.url);
+const EVERYTHING = join(
+  dirname(require.resolve("@modelcontextprotocol/server-everything/package.json")),
+  "dist/index.js",
+);
+const WARMUP = 50;
+const CALLS = 300;
+
+async function direct(): Promise<number[]> {
+  const client = new Client({ name: "bench", version: "1" });
+  await client.connect(new StdioClientTransport({ command: process.execPath, args: [EVERYTHING, "stdio"] }));
+  try {
+    const times: number[] = [];
+    for (let i = 0; i < WARMUP + CALLS; i++) {
+      const began = performance.now();
+      await client.callTool({ name: "echo", arguments: { message: `m${i}` } });
+      if (i >= WARMUP) times.push(performance.now() - began);
+    }
+    return times;
+  } finally {
+    await client.close();
+  }
+}
+
+async function throughHarness(root: string, journal: boolean): Promise<number[]> {
+  // Unsandboxed, like the direct client: the sandbox costs at start-up, not per call.
+  const definition = parseMcpServer(
+    "everything",
+    { command: process.execPath, args: [EVERYTHING, "stdio"], sandbox: "off" },
+    "bench",
+  );
+  const connection = new McpConnection({
+    name: "everything",
+    definition,
+    stdio: { executor: new Executor(), workspace: root },
+  });
+  await connection.start();
+  try {
+    const { entries } = buildMcpTools([
+      {
+        server: "everything",
+        trusted: false,
+        toolTimeoutMs: definition.tool_timeout_ms,
+        caller: connection,
+        tools: await connection.listTools(),
+      },
+    ]);
+    const registry = new ToolRegistry();
+    for (const entry of entries) registry.register(entry.tool);
+    const runtime = new ToolRuntime({
+      sessionId: "bench-mcp",
+      snapshot: registry.snapshot(),
+      fs: new MemoryWorkspaceFs({}),
+      artifacts: new MemoryArtifactStore(),
+      permissions: modePolicy({ allow: ["mcp__everything__*"] }),
+      approver: { request: async () => ({ decision: "deny", scope: "once", by: "bench" }) },
+      grants: { covers: () => false, add: () => {} },
+      observedVersion: () => undefined,
+      previewLimitBytes: 40_000,
+      poolSize: 8,
+      retry: { maxAttempts: 1, baseDelayMs: 1, maxDelayMs: 1 },
+      settleGraceMs: 1000,
+    });
+    const backend = new FileJournalBackend(join(root, ".harness"), { key: JournalKey.ephemeral() });
+    const writer = await backend.openWriter(journal ? "bench-mcp" : "bench-mcp-unjournaled", {
+      create: true,
+    });
+    const recorder = !journal
+      ? { record: async () => {} }
+      : {
+          record: async (events: Parameters<typeof writer.append>[0]) => void (await writer.append(events)),
+        };
+    const times: number[] = [];
+    try {
+      for (let i = 0; i < WARMUP + CALLS; i++) {
+        const began = performance.now();
+        const outcome = await runtime.runCalls({
+          calls: [{ id: `c${i}`, name: "mcp__everything__echo", arguments: { message: `m${i}` } }],
+          remainingToolCalls: 1,
+          signal: new AbortController().signal,
+          recorder,
+          firstBatchId: i,
+        });
+        if (outcome.committed.length !== 1) throw new Error("the call did not commit");
+        if (i >= WARMUP) times.push(performance.now() - began);
+      }
+    } finally {
+      await writer.close();
+    }
+    return times;
+  } finally {
+    await connection.close();
+  }
+}
+
+export async function benchMcp(): Promise<BenchRow[]> {
+  const root = mkdtempSync(join(tmpdir(), "harness-bench-mcp-"));
+  try {
+    const plain = median(await direct());
+    const governed = median(await throughHarness(root, true));
+    const unjournaled = median(await throughHarness(root, false));
+    const budget = 1.2 * plain + 1;
+    return [
+      { name: "mcp echo, SDK client directly (median)", value: round(plain, 3), unit: "ms" },
+      {
+        name: "mcp echo through harness (median)",
+        value: round(governed, 3),
+        unit: "ms",
+        note: "validate, policy, pipeline, journal with fsync",
+      },
+      {
+        name: "mcp echo through harness, journal not written",
+        value: round(unjournaled, 3),
+        unit: "ms",
+        note: `the difference is the journal's two appends with fsync; against the goal: ${unjournaled <= budget ? "met" : "NOT met"}`,
+      },
+      { name: "mcp harness / direct", value: round(governed / plain, 2), unit: "x" },
+      {
+        name: "mcp overhead per call",
+        value: round(governed - plain, 3),
+        unit: "ms",
+        note: `goal: harness <= 1.2 x direct + 1 ms = ${round(budget, 3)} ms: ${governed <= budget ? "met" : "NOT met"}`,
+      },
+    ];
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+}
