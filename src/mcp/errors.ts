@@ -81,7 +81,8 @@ export function callFailure(server: string, error: unknown, signal: AbortSignal 
   // refused the connection: the request never left harness.
   if (
     (error instanceof Error && !(error instanceof SdkError) && error.message === "Not connected") ||
-    refused(error)
+    refused(error) ||
+    brokenPipe(error)
   ) {
     return new McpCallError("not_connected", "not_sent", `MCP server "${server}" is not connected`, {
       cause: error,
@@ -117,4 +118,18 @@ export function exitText(exit: { code: number | null; signal: NodeJS.Signals | n
 function refused(error: unknown): boolean {
   const cause = error instanceof Error ? (error as { cause?: unknown }).cause : undefined;
   return typeof cause === "object" && cause !== null && (cause as { code?: unknown }).code === "ECONNREFUSED";
+}
+
+/**
+ * Writing the request to a stdio server that already exited: nothing reads the pipe any more, so
+ * the server cannot act on the request (a process that died cannot, and a request cut short is
+ * not a line it could parse).
+ */
+function brokenPipe(error: unknown): boolean {
+  const code = (value: unknown) =>
+    typeof value === "object" && value !== null ? (value as { code?: unknown }).code : undefined;
+  return (
+    code(error) === "EPIPE" ||
+    (error instanceof Error && code((error as { cause?: unknown }).cause) === "EPIPE")
+  );
 }

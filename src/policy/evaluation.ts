@@ -55,7 +55,17 @@ export interface Evaluation {
   parts?: PartEvaluation[];
 }
 
-const WRITE_EFFECTS: ReadonlySet<EffectClass> = new Set(["local_write", "destructive"]);
+/**
+ * What a read-only run denies whatever the rules say: every effect that changes something, here
+ * or elsewhere (an MCP tool from an untrusted server is an external side effect). Commands are
+ * governed by the read-only sandbox instead.
+ */
+const WRITE_EFFECTS: ReadonlySet<EffectClass> = new Set([
+  "local_write",
+  "destructive",
+  "network_write",
+  "external_side_effect",
+]);
 
 /**
  * Decide a call. Order-independent: any matching deny wins, then ask, then allow, across all

@@ -415,8 +415,10 @@ describe("what an MCP tool may do", () => {
     expect(await decide({ allow: ["mcp__github__*"], deny: ["mcp__github__t"] })).toMatchObject({
       decision: "deny",
     });
-    // Read-only mode denies writes, not external tools: those still ask.
-    expect(await decide({ readOnly: true })).toMatchObject({ decision: "ask" });
+    // A read-only run changes nothing anywhere: an untrusted tool (an external side effect) is
+    // denied, even where a rule would allow it; no one is asked.
+    expect(await decide({ readOnly: true })).toMatchObject({ decision: "deny" });
+    expect(await decide({ readOnly: true, allow: ["mcp__github__*"] })).toMatchObject({ decision: "deny" });
     const trusted = build({ readOnlyHint: true, openWorldHint: false }, true);
     expect(
       await new PolicyPermissions(buildPolicy([cliLayer({})])).decide({
