@@ -1,4 +1,4 @@
-import { accessSync, constants, realpathSync } from "node:fs";
+import { realpathSync } from "node:fs";
 import { homedir } from "node:os";
 import path from "node:path";
 import {
@@ -14,6 +14,7 @@ import { isWithin, TOOLCHAIN_PATHS } from "../sandbox/host-view.js";
 import { commandProfile, type SandboxOverride } from "../sandbox/profiles.js";
 import type { SandboxView } from "../sandbox/sandbox.js";
 import type { ServiceProcess } from "../sandbox/service.js";
+import { isExecutable } from "../tools/shell/locate.js";
 import { expandHome, type McpStdioDefinition } from "./config.js";
 import { LineSplitter } from "./lines.js";
 
@@ -119,15 +120,6 @@ function resolveCommand(command: string, cwd: string, searchPath: string | undef
     if (isExecutable(candidate)) return candidate;
   }
   throw new StdioLaunchError(`command ${JSON.stringify(command)} was not found on PATH`);
-}
-
-function isExecutable(file: string): boolean {
-  try {
-    accessSync(file, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /**

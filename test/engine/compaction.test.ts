@@ -3,6 +3,7 @@ import { FileEqualsCheck } from "../../src/engine/acceptance.js";
 import { COMPACTION_MARKER } from "../../src/engine/compaction.js";
 import type { AnyRecord } from "../../src/journal/vocabulary.js";
 import type { ModelRequest, Provider } from "../../src/providers/provider.js";
+import { reader } from "../support/reader.js";
 import { Recording, run, tempWorkspace, type Workspace } from "../support/session.js";
 
 /**
@@ -20,36 +21,6 @@ const WINDOW = 10_000;
 const RESERVE = 1_000;
 const LIMITS = { contextWindowTokens: WINDOW, replyReserveTokens: RESERVE };
 const GOAL = "read every file under sub/ in turn";
-
-/** Reads sub/f(step % 20).txt for `reads` steps, then finishes; a compaction request gets a numbered summary. */
-function reader(reads: number): Provider {
-  let summaries = 0;
-  return {
-    identity: { kind: "test", model: "reader" },
-    async *stream(request: ModelRequest) {
-      if (request.purpose === "compaction") {
-        summaries += 1;
-        yield {
-          type: "text_delta",
-          text: `Summary ${summaries} at step ${request.step}: read files in turn.`,
-        };
-        yield { type: "end", reason: "stop" };
-        return;
-      }
-      if (request.step < reads) {
-        yield {
-          type: "tool_call_delta",
-          call_id: `read-${request.step}`,
-          name: "read_file",
-          arguments: JSON.stringify({ path: `sub/f${request.step % 20}.txt` }),
-        };
-      } else {
-        yield { type: "text_delta", text: "done" };
-      }
-      yield { type: "end", reason: request.step < reads ? "tool_calls" : "stop" };
-    },
-  };
-}
 
 const options = (provider: Provider, session = "s") => ({
   provider,

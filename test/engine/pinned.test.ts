@@ -7,11 +7,12 @@ import { SYSTEM_PROMPT } from "../../src/engine/system-prompt.js";
 import { FunctionApprover } from "../../src/policy/approver.js";
 import { modePolicy } from "../../src/policy/policy-permissions.js";
 import { ScopedPermissions, validateScope } from "../../src/policy/scope.js";
-import type { ModelRequest, Provider } from "../../src/providers/provider.js";
+import type { Provider } from "../../src/providers/provider.js";
 import { ScriptedProvider } from "../../src/providers/scripted/provider.js";
 import { createFileTools } from "../../src/tools/builtin.js";
 import { ToolError } from "../../src/tools/errors.js";
 import { defineTool } from "../../src/tools/tool.js";
+import { reader } from "../support/reader.js";
 import { Recording, run, tempWorkspace, type Workspace } from "../support/session.js";
 
 /**
@@ -39,33 +40,6 @@ const ENV: SessionEnvironment = {
   shell: "deny",
   read_only: false,
 };
-
-/** Reads sub/f(step % 20).txt for `reads` steps, then finishes; summaries are numbered. */
-function reader(reads: number): Provider {
-  let summaries = 0;
-  return {
-    identity: { kind: "test", model: "reader" },
-    async *stream(request: ModelRequest) {
-      if (request.purpose === "compaction") {
-        summaries += 1;
-        yield { type: "text_delta", text: `Summary ${summaries} at step ${request.step}.` };
-        yield { type: "end", reason: "stop" };
-        return;
-      }
-      if (request.step < reads) {
-        yield {
-          type: "tool_call_delta",
-          call_id: `read-${request.step}`,
-          name: "read_file",
-          arguments: JSON.stringify({ path: `sub/f${request.step % 20}.txt` }),
-        };
-      } else {
-        yield { type: "text_delta", text: "done" };
-      }
-      yield { type: "end", reason: request.step < reads ? "tool_calls" : "stop" };
-    },
-  };
-}
 
 let ws: Workspace;
 beforeEach(async () => {

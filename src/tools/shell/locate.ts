@@ -16,7 +16,8 @@ export function locateShell(searchPath: string | undefined): string {
   return shell;
 }
 
-function isExecutable(file: string): boolean {
+/** Whether `file` exists and this process may execute it. */
+export function isExecutable(file: string): boolean {
   try {
     accessSync(file, constants.X_OK);
     return true;
