@@ -1,5 +1,5 @@
 import { ConfigError } from "../config/errors.js";
-import { modelProfiles, shellSetting, toolTimeouts } from "../config/sections.js";
+import { mcpServerSettings, modelProfiles, shellSetting, toolTimeouts } from "../config/sections.js";
 import { type AcceptanceCheck, CommandCheck } from "../engine/acceptance.js";
 import type { SessionEnvironment, StartInstructions } from "../engine/instructions.js";
 import type { PolicyHandle } from "../engine/options.js";
@@ -8,6 +8,7 @@ import type { ProcessSupervision } from "../engine/recovery.js";
 import { SpawnJournal } from "../engine/recovery.js";
 import type { ToolSurfaceSource } from "../engine/tool-surface.js";
 import type { AnyRecord, EventData } from "../journal/vocabulary.js";
+import { serverNamedFiles } from "../mcp/named-files.js";
 import { DenyApprover } from "../policy/approver.js";
 import { grantFromDecision, SessionGrants } from "../policy/grants.js";
 import { HookRunner } from "../policy/hooks.js";
@@ -104,8 +105,20 @@ export async function buildSetup(options: {
   });
   const { processes, executor } = governance;
 
-  // Files the configs name (hook scripts, modules) join the protected set before any tool runs.
-  workspace.fs.protectFiles(configNamedFiles(governance.config, workspace.root));
+  // Files the configs name (hook scripts, modules, MCP servers' programs) join the protected set
+  // before any tool runs.
+  const servers = (() => {
+    try {
+      return mcpServerSettings(governance.config);
+    } catch (error) {
+      if (error instanceof ConfigError) throw new UsageError(`configuration error: ${error.message}`);
+      throw error;
+    }
+  })();
+  workspace.fs.protectFiles([
+    ...configNamedFiles(governance.config, workspace.root),
+    ...serverNamedFiles([...Object.values(servers.user), ...Object.values(servers.proposed)], workspace.root),
+  ]);
   const toolSelection = flags.tools ?? "coding";
   const shell = shellSetting(governance.config);
   const shellTool = createShellTool({
