@@ -8,6 +8,8 @@ import { UsageError } from "./usage-error.js";
 
 interface Command {
   help: string;
+  /** A command with subcommands: the help of the one named in `args`, if it has its own. */
+  helpFor?(args: readonly string[]): string | undefined;
   run(args: string[]): Promise<number>;
 }
 
@@ -114,7 +116,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   const command = await entry.load();
   if (rest.includes("--help") || rest.includes("-h")) {
-    process.stdout.write(`${command.help}\n`);
+    process.stdout.write(`${command.helpFor?.(rest) ?? command.help}\n`);
     return EXIT.ok;
   }
   try {

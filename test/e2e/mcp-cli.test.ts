@@ -208,6 +208,16 @@ describe("harness mcp list / test", () => {
     ])
       expect(help.stdout).toContain(usage);
   });
+
+  it("each subcommand's --help is its own: list's does not describe serve", async () => {
+    const list = await run(["mcp", "list", "--help"], process.env);
+    expectExit(list, 0);
+    expect(list.stdout.startsWith("harness mcp list [--workspace DIR] [--json]")).toBe(true);
+    expect(list.stdout).not.toContain("harness mcp serve");
+    const approve = await run(["mcp", "approve", "-h"], process.env);
+    expectExit(approve, 0);
+    expect(approve.stdout.startsWith("harness mcp approve NAME")).toBe(true);
+  });
 });
 
 function alive(pid: number): boolean {

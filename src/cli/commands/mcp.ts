@@ -102,8 +102,16 @@ Example (a client configuration):
 /** Model flags belong to harness_run; the served session's "model" is the client. */
 const MODEL_KEYS = ["provider", "model", "baseUrl", "apiKeyEnv", "profile"] as const;
 
+const SUBCOMMAND_HELP: Readonly<Record<string, string>> = {
+  list: LIST_HELP,
+  test: TEST_HELP,
+  approve: APPROVE_HELP,
+};
+
 export const mcpCommand = {
   help: HELP,
+  helpFor: (args: readonly string[]): string | undefined =>
+    args[0] === undefined ? undefined : SUBCOMMAND_HELP[args[0]],
   async run(args: string[]): Promise<number> {
     const [sub, ...rest] = args;
     if (sub === "serve") return serve(rest);
