@@ -27,12 +27,11 @@ import { harnessVersion } from "./version.js";
  * McpRequiredServerError), and notes for the proposals left out.
  */
 export async function startSessionServers(
-  config: LoadedConfig,
+  selection: ServerSelection,
   workspaceRoot: string,
   host: StdioHost,
   progress: (line: string) => void,
 ): Promise<{ servers: McpServers; notices: string[] }> {
-  const selection = mcpSelection(config);
   const notices = selection.unapproved.map((server) => unapprovedNote(server, workspaceRoot));
   for (const name of selection.shadowed)
     notices.push(`the project also proposes an MCP server "${name}"; your own definition of it is used`);

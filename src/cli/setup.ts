@@ -1,5 +1,5 @@
 import { ConfigError } from "../config/errors.js";
-import { mcpServerSettings, modelProfiles, shellSetting, toolTimeouts } from "../config/sections.js";
+import { modelProfiles, shellSetting, toolTimeouts } from "../config/sections.js";
 import { type AcceptanceCheck, CommandCheck } from "../engine/acceptance.js";
 import type { SessionEnvironment, StartInstructions } from "../engine/instructions.js";
 import type { PolicyHandle } from "../engine/options.js";
@@ -42,7 +42,7 @@ import { configNamedFiles } from "./config-hooks.js";
 import { contextBudgetFor } from "./context-budget.js";
 import { loadGovernance } from "./governance.js";
 import { sessionEnvironment, startInstructions } from "./instructions.js";
-import { type McpServers, startSessionServers, unavailableNote } from "./mcp-servers.js";
+import { type McpServers, mcpSelection, startSessionServers, unavailableNote } from "./mcp-servers.js";
 import { McpToolSurface } from "./mcp-surface.js";
 import type { RunFlags } from "./run-flags.js";
 import { UsageError } from "./usage-error.js";
@@ -109,7 +109,7 @@ export async function buildSetup(options: {
   // before any tool runs.
   const servers = (() => {
     try {
-      return mcpServerSettings(governance.config);
+      return mcpSelection(governance.config);
     } catch (error) {
       if (error instanceof ConfigError) throw new UsageError(`configuration error: ${error.message}`);
       throw error;
@@ -117,7 +117,10 @@ export async function buildSetup(options: {
   })();
   workspace.fs.protectFiles([
     ...configNamedFiles(governance.config, workspace.root),
-    ...serverNamedFiles([...Object.values(servers.user), ...Object.values(servers.proposed)], workspace.root),
+    ...serverNamedFiles(
+      [...servers.start, ...servers.unapproved].map((server) => server.definition),
+      workspace.root,
+    ),
   ]);
   const toolSelection = flags.tools ?? "coding";
   const shell = shellSetting(governance.config);
@@ -150,7 +153,7 @@ export async function buildSetup(options: {
   // The user's MCP servers start last: nothing after this may leave them running on an error.
   const mcp = options.mcp
     ? await startSessionServers(
-        governance.config,
+        servers,
         workspace.root,
         {
           executor,

@@ -84,3 +84,19 @@ export async function until(condition: () => boolean, timeoutMs = 5_000): Promis
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
+
+/** The rejection of a promise that must reject. */
+export async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => {
+      throw new Error("expected a rejection");
+    },
+    (error: unknown) => error,
+  );
+}
+
+/** The toy server's definition, logging what reaches it to `scratch`/toy.log. */
+export function toyServer(scratch: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  const log = path.join(scratch, "toy.log");
+  return { command: process.execPath, args: [TOY_SERVER], env: { TOY_LOG: log }, sandbox: "off", ...extra };
+}

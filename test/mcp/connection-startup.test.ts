@@ -6,25 +6,20 @@ import { describe, expect, it } from "vitest";
 import { McpStartError } from "../../src/mcp/connection.js";
 import { McpRequiredServerError, startServers } from "../../src/mcp/startup.js";
 import { dirsPerTest } from "../shell/helpers.js";
-import { alive, connectionsPerTest, lastPid, logLines, TOY_SERVER, until } from "./connection-fixtures.js";
+import {
+  alive,
+  connectionsPerTest,
+  lastPid,
+  logLines,
+  rejection,
+  toyServer,
+  until,
+} from "./connection-fixtures.js";
 
 const dirs = dirsPerTest("mcp-start");
 const connect = connectionsPerTest();
 
-/** The rejection of a promise that must reject. */
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  return promise.then(
-    () => {
-      throw new Error("expected a rejection");
-    },
-    (error: unknown) => error,
-  );
-}
-
-function toy(extra: Record<string, unknown> = {}): Record<string, unknown> {
-  const log = path.join(dirs.scratch, "toy.log");
-  return { command: process.execPath, args: [TOY_SERVER], env: { TOY_LOG: log }, sandbox: "off", ...extra };
-}
+const toy = (extra: Record<string, unknown> = {}) => toyServer(dirs.scratch, extra);
 
 describe("a stdio server that cannot start", () => {
   it("reports a server that exits during startup with what it wrote to stderr", async () => {

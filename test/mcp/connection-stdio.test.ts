@@ -12,27 +12,16 @@ import {
   lastPid,
   logLines,
   NODE_MODULES,
+  rejection,
   TOY_SERVER,
+  toyServer,
   until,
 } from "./connection-fixtures.js";
 
 const dirs = dirsPerTest("mcp-stdio");
 const connect = connectionsPerTest();
 
-/** The rejection of a promise that must reject. */
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  return promise.then(
-    () => {
-      throw new Error("expected a rejection");
-    },
-    (error: unknown) => error,
-  );
-}
-
-function toy(extra: Record<string, unknown> = {}): Record<string, unknown> {
-  const log = path.join(dirs.scratch, "toy.log");
-  return { command: process.execPath, args: [TOY_SERVER], env: { TOY_LOG: log }, sandbox: "off", ...extra };
-}
+const toy = (extra: Record<string, unknown> = {}) => toyServer(dirs.scratch, extra);
 
 const toyLog = () => logLines(path.join(dirs.scratch, "toy.log"));
 
