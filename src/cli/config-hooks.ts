@@ -249,7 +249,8 @@ function refuseInsideWorkspace(
 }
 
 /** `file`'s path relative to the workspace (both compared as real paths), or undefined when outside. */
-function workspaceRelative(file: string, workspaceRoot: string): string | undefined {
+/** `file` as a workspace path, through symlinks (undefined when it lies outside). */
+export function workspaceRelative(file: string, workspaceRoot: string): string | undefined {
   const root = realOrSelf(workspaceRoot);
   const target = realNearest(file);
   const rel = relative(root, target);

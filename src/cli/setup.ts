@@ -38,7 +38,7 @@ import { createFileTools } from "../tools/builtin.js";
 import { selectTools, ToolSelectionError } from "../tools/profiles.js";
 import { createShellTool } from "../tools/shell/shell.js";
 import type { AnyTool } from "../tools/tool.js";
-import { configNamedFiles } from "./config-hooks.js";
+import { configNamedFiles, workspaceRelative } from "./config-hooks.js";
 import { contextBudgetFor } from "./context-budget.js";
 import { loadGovernance } from "./governance.js";
 import { sessionEnvironment, startInstructions } from "./instructions.js";
@@ -120,7 +120,7 @@ export async function buildSetup(options: {
     ...serverNamedFiles(
       [...servers.start, ...servers.unapproved].map((server) => server.definition),
       workspace.root,
-    ),
+    ).flatMap((file) => workspaceRelative(file, workspace.root) ?? []),
   ]);
   const toolSelection = flags.tools ?? "coding";
   const shell = shellSetting(governance.config);

@@ -1,4 +1,4 @@
-import { readFile } from "node:fs/promises";
+import { readFile, symlink } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -45,5 +45,28 @@ describe("a program an MCP server definition names inside the workspace", () => 
       error_type: "PROTECTED_PATH",
     });
     expect(await readFile(join(workspace, "tools/server.mjs"), "utf8")).toBe(SERVER);
+  });
+
+  it("is protected under its real name when the definition reaches it through a symlinked directory", async () => {
+    const workspace = await workspaceWith({ "real/server.mjs": SERVER });
+    await symlink("real", join(workspace, "link"));
+    const { env } = await userConfig({
+      mcp_servers: { local: { command: "node", args: ["link/server.mjs"], sandbox: "off" } },
+    });
+    const model = await recordingScript({
+      name: "write_file",
+      arguments: { path: "real/server.mjs", content: "process.exit(1);\n" },
+    });
+    const result = await run(
+      ["run", "--workspace", workspace, "--script", model.path, "--write", "allow", "--json", "rewrite it"],
+      env,
+    );
+    expectExit(result, 0);
+    const records = await readJournal(workspace, String(jsonSummary(result).session));
+    expect(ofType(records, "tool.result")[0]?.data).toMatchObject({
+      status: "denied",
+      error_type: "PROTECTED_PATH",
+    });
+    expect(await readFile(join(workspace, "real/server.mjs"), "utf8")).toBe(SERVER);
   });
 });
