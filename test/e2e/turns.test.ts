@@ -58,6 +58,9 @@ describe("sessions with many turns through the CLI", () => {
     expectExit(result, 64);
     expect(result.stderr).toContain("no session to continue");
     expect(result.stderr).toContain(`harness run --workspace ${workspace}`);
+    const both = await run(workspace, ["--continue", "--session", "x", "hello"]);
+    expectExit(both, 64);
+    expect(both.stderr).toContain("choose one");
   });
 
   it("a second turn killed by SIGKILL resumes that turn: its input is not repeated and nothing is lost", async () => {
