@@ -4,6 +4,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { JournalKey } from "../../src/journal/key.js";
 import { acquireLease, expiredLeases, type Lease, leaseOf } from "../../src/journal/pg/lease.js";
+import { leasedBackend } from "../../src/journal/pg/leased.js";
 import { PgJournalBackend } from "../../src/journal/pg/store.js";
 import type { JournalWriter } from "../../src/journal/store.js";
 import { event } from "../../src/journal/vocabulary.js";
@@ -280,5 +281,27 @@ describe("PostgreSQL journal: an unreachable database", () => {
     const refused = await rejection(new PgJournalBackend(pool, { key }).read("s1"));
     expect(refused.code).toBe("IO");
     expect(refused.message).toContain("cannot read the journal in PostgreSQL");
+  });
+});
+
+describe("PostgreSQL journal: the backend a worker hands the engine", () => {
+  it("journals lease.acquired when it opens a session that has records, and fences every writer it opens", async () => {
+    const first = await lease("s1", "worker-a", 60_000);
+    const a = track(await leasedBackend(worker(), first).openWriter("s1", { create: true }));
+    // A new session: nothing before the engine's own first record.
+    expect(a.records).toEqual([]);
+    await a.append([input("a: intent")]);
+    await a.close();
+    await first.release();
+    const second = await lease("s1", "worker-b", 60_000);
+    const b = track(await leasedBackend(worker(), second).openWriter("s1", { create: false }));
+    expect(b.records.map((r) => [r.type, r.data])).toEqual([
+      ["user.input", { text: "a: intent" }],
+      ["lease.acquired", { epoch: 2, owner: "worker-b", previous: { owner: "worker-a", epoch: 1 } }],
+    ]);
+    // Taken over again behind its back: the writer it opened is fenced.
+    await db.pool.query("UPDATE harness_leases SET owner = 'worker-c', epoch = 3 WHERE session_id = 's1'");
+    expect((await rejection(b.append([input("b: late")]))).code).toBe("FENCED");
+    expect((await worker().read("s1")).map((r) => r.type)).toEqual(["user.input", "lease.acquired"]);
   });
 });
