@@ -17,6 +17,8 @@ export interface EngineRun {
   tools(): ToolSnapshot;
   /** Append events durably, then apply them to the state and show them to the listener. */
   record(...events: AnyNewEvent[]): Promise<void>;
+  /** Append events that may wait for the next durable append; applied to the state at once. */
+  defer(...events: AnyNewEvent[]): Promise<void>;
 }
 
 /** The run ends short of success (stopped, review required, needs review): journaled, then summarized. */
