@@ -130,8 +130,8 @@ export class Engine {
 
   /**
    * For an immediate exit (a second Ctrl-C): synchronously kill the process groups of calls still
-   * running and release the writer lock. Every append is already whole and fsynced, so the journal
-   * stays consistent; the interrupted calls are reported unknown on resume.
+   * running and release the writer lock. Every append is whole (closing writes what was staged), so
+   * the journal stays consistent; the interrupted calls are reported unknown on resume.
    */
   exitNow(): void {
     if (!this.writer || !this.state) return;
