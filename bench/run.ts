@@ -2,6 +2,7 @@
 import { benchAcceptance } from "./acceptance.js";
 import { benchContext } from "./context.js";
 import { benchJournal } from "./journal.js";
+import { benchLargeRead } from "./large-file.js";
 import { benchMcp } from "./mcp.js";
 import { benchPg } from "./pg.js";
 import { benchPolicy } from "./policy.js";
@@ -21,6 +22,7 @@ const sections: [string, () => Promise<BenchRow[]> | BenchRow[]][] = [
   ["context: cacheable requests and build time (issue 12)", benchContext],
   ["MCP tool call through harness vs the SDK directly (issue 13)", benchMcp],
   ["journal: fenced PostgreSQL append vs local fsync (issue 16)", benchPg],
+  ["read_file on a large file (issue 17)", benchLargeRead],
 ];
 
 const json = process.argv.includes("--json");

@@ -1,5 +1,5 @@
 import type { JournalWriter } from "../journal/store.js";
-import { type AnyNewEvent, JOURNAL_FORMAT_VERSION } from "../journal/vocabulary.js";
+import { type AnyNewEvent, type AnyRecord, JOURNAL_FORMAT_VERSION } from "../journal/vocabulary.js";
 import { SessionGrants } from "../policy/grants.js";
 import {
   type ContextBudget,
@@ -98,6 +98,7 @@ export class Engine {
         tools: () => this.tools,
         record: (...events) => this.record(...events),
         interrupted: () => this.interruptRequested,
+        defer: (...events) => this.defer(...events),
       };
       const recovered = this.writer.recoveredLock;
       const resuming = this.state.header !== undefined;
@@ -129,6 +130,8 @@ export class Engine {
       return await this.drive(resuming);
     } finally {
       this.options.processes?.journal.attach(undefined);
+      // Whatever is still deferred (a run that ended by an exception) is written and shown.
+      if (this.undisclosed.length > 0) await this.record().catch(() => undefined);
       await this.writer.close();
     }
   }
@@ -154,8 +157,8 @@ export class Engine {
 
   /**
    * For an immediate exit (a second Ctrl-C): synchronously kill the process groups of calls still
-   * running and release the writer lock. Every append is already whole and fsynced, so the journal
-   * stays consistent; the interrupted calls are reported unknown on resume.
+   * running and release the writer lock. Every append is whole (closing writes what was staged), so
+   * the journal stays consistent; the interrupted calls are reported unknown on resume.
    */
   exitNow(): void {
     if (!this.writer || !this.state) return;
@@ -211,12 +214,12 @@ export class Engine {
           calls: pending,
           remainingToolCalls: this.limits.maxToolCalls - this.state.turnToolCalls,
           signal: this.signal,
-          recorder: { record: (events) => this.record(...events) },
+          recorder: { record: (events) => this.record(...events), defer: (events) => this.defer(...events) },
           firstBatchId: this.state.batches,
         });
         const hookRecords = runtime.drainHookRecords();
         if (hookRecords.length > 0)
-          await this.record(...hookRecords.map((data): AnyNewEvent => ({ type: "hook.decided", data })));
+          await this.defer(...hookRecords.map((data): AnyNewEvent => ({ type: "hook.decided", data })));
         if (outcome.stop === "cancelled") return cancel(run);
         // A call whose outcome cannot be known (a tool lost its server mid-call, say) is never
         // guessed or repeated: the session stops for a person, as after a crash.
@@ -360,13 +363,27 @@ export class Engine {
     this.tools = next;
   }
 
+  /** Durable append: it also writes what was deferred, and only now shows those records to the listener. */
   private async record(...events: AnyNewEvent[]): Promise<void> {
     const records = await this.writer.append(events);
-    for (const record of records) {
-      this.state.apply(record);
-      this.options.listener?.record?.(record);
-    }
+    for (const record of records) this.state.apply(record);
+    const shown = this.undisclosed.length > 0 ? [...this.undisclosed.splice(0), ...records] : records;
+    for (const record of shown) this.options.listener?.record?.(record);
   }
+
+  /**
+   * Append records that may wait for the next durable append (docs/architecture.md, "What may
+   * wait for the next fsync"). The state takes them at once, so the next request is built from
+   * them; nothing outside the process (listener, MCP client, --events) sees them before they are durable.
+   */
+  private async defer(...events: AnyNewEvent[]): Promise<void> {
+    const records = await this.writer.append(events, { durable: false });
+    for (const record of records) this.state.apply(record);
+    this.undisclosed.push(...records);
+  }
+
+  /** Deferred records the listener has not been shown, because they are not durable yet. */
+  private readonly undisclosed: AnyRecord[] = [];
 
   private createRuntime(): ToolRuntime {
     const o = this.options;

@@ -266,7 +266,10 @@ export class ModelStep {
    */
   private async recordReply(step: number, attempt: number, reply: Reply): Promise<RunSummary | undefined> {
     try {
-      await this.run.record({ type: "model.reply", data: { step, ...reply } });
+      // A reply with calls waits for the fsync of its first batch's intents (or of whatever the
+      // runtime records first); one without calls is durable before acceptance runs anything.
+      const event = { type: "model.reply", data: { step, ...reply } } as const;
+      await (reply.calls.length > 0 ? this.run.defer(event) : this.run.record(event));
       return undefined;
     } catch (error) {
       if (!(error instanceof JournalError) || error.code !== "INVALID_EVENT") throw error;

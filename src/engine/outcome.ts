@@ -19,6 +19,8 @@ export interface EngineRun {
   record(...events: AnyNewEvent[]): Promise<void>;
   /** Whether the signal fired because the user interrupted the turn (not because harness is exiting). */
   interrupted(): boolean;
+  /** Append events that may wait for the next durable append; applied to the state at once. */
+  defer(...events: AnyNewEvent[]): Promise<void>;
 }
 
 /** The run ends short of success (stopped, review required, needs review): journaled, then summarized. */

@@ -28,7 +28,13 @@ import {
   sessionsDirOf,
 } from "./session-path.js";
 import { checkSessionDir } from "./state-dir.js";
-import { type JournalBackend, JournalError, type JournalWriter, type OpenWriterOptions } from "./store.js";
+import {
+  type AppendOptions,
+  type JournalBackend,
+  JournalError,
+  type JournalWriter,
+  type OpenWriterOptions,
+} from "./store.js";
 import { assertAdoptionFirst, assessTrust, type JournalReading, untrustedError } from "./trust.js";
 import { loadError, verifyJournalBytes } from "./verify.js";
 import { type AnyNewEvent, type AnyRecord, GENESIS_HASH } from "./vocabulary.js";
@@ -60,6 +66,8 @@ function openIfExists(path: string, flags: number): number | undefined {
 export class FileJournalBackend implements JournalBackend {
   private readonly now: () => Date;
   private givenKey: JournalKey | undefined;
+  /** Every fsync this backend's writers made (journal files and directories), for tests and benchmarks. */
+  readonly syncs: SyncCounter = { fsyncs: 0 };
 
   constructor(
     readonly harnessDir: string,
@@ -133,6 +141,7 @@ export class FileJournalBackend implements JournalBackend {
         this.now,
         key,
         !trust.trusted,
+        this.syncs,
       );
     } catch (error) {
       closeSync(fd);
@@ -183,6 +192,11 @@ export class FileJournalBackend implements JournalBackend {
   }
 }
 
+/** A count shared by a backend and its writers. */
+export interface SyncCounter {
+  fsyncs: number;
+}
+
 const READ_ATTEMPTS_WHILE_WRITING = 5;
 const READ_RETRY_MS = 10;
 
@@ -211,6 +225,8 @@ class FileJournalWriter implements JournalWriter {
   private readonly all: AnyRecord[];
   private size: number;
   private state: "open" | "closed" | "failed" = "open";
+  /** Encoded lines of staged records (already in `all`), written with the next durable append. */
+  private staged = "";
   readonly keyId: string;
   readonly recoveredLock: HeldLock["recovered"];
 
@@ -226,6 +242,7 @@ class FileJournalWriter implements JournalWriter {
     private readonly key: JournalKey,
     /** Opened to adopt an untrusted journal: the first append must be its journal.adopted. */
     private mustAdopt: boolean,
+    private readonly syncs: SyncCounter,
   ) {
     this.all = records;
     this.size = size;
@@ -237,9 +254,13 @@ class FileJournalWriter implements JournalWriter {
     return this.all;
   }
 
-  async append(events: readonly AnyNewEvent[]): Promise<AnyRecord[]> {
+  async append(events: readonly AnyNewEvent[], options: AppendOptions = {}): Promise<AnyRecord[]> {
     this.assertWritable();
-    if (events.length === 0) return [];
+    const durable = options.durable !== false;
+    if (events.length === 0) {
+      if (durable) this.flushStaged();
+      return [];
+    }
     const last = this.all[this.all.length - 1];
     if (this.mustAdopt) assertAdoptionFirst(this.sessionId, events, last);
     let prev = last ? last.hash : GENESIS_HASH;
@@ -254,10 +275,21 @@ class FileJournalWriter implements JournalWriter {
       prev = record.hash;
       seq += 1;
     }
-    this.write(Buffer.from(text, "utf8"));
+    if (durable) {
+      this.write(Buffer.from(this.staged + text, "utf8"));
+      this.staged = "";
+    } else {
+      this.staged += text;
+    }
     this.mustAdopt = false;
     for (const record of added) this.all.push(record);
     return added;
+  }
+
+  private flushStaged(): void {
+    if (this.staged === "") return;
+    this.write(Buffer.from(this.staged, "utf8"));
+    this.staged = "";
   }
 
   private assertWritable(): void {
@@ -280,11 +312,13 @@ class FileJournalWriter implements JournalWriter {
       // Short writes on regular files happen only near a full disk; finish the same batch.
       while (written < bytes.length) written += writeSync(this.fd, bytes.subarray(written));
       fsyncSync(this.fd);
+      this.syncs.fsyncs += 1;
       if (this.syncDirsOnAppend) {
         // The new entries (session directory, possibly `sessions/` itself) live in these three.
         fsyncPath(this.paths.sessionDir);
         fsyncPath(this.paths.sessionsDir);
         fsyncPath(dirname(this.paths.sessionsDir));
+        this.syncs.fsyncs += 3;
         this.syncDirsOnAppend = false;
       }
       this.size += bytes.length;
@@ -323,11 +357,19 @@ class FileJournalWriter implements JournalWriter {
 
   async close(): Promise<void> {
     if (this.state === "closed") return;
-    this.state = "closed";
     try {
-      closeSync(this.fd);
+      // An orderly close keeps staged records. Should that write fail they are lost as in a
+      // crash (the file is cut back to its last durable record), which a resume handles.
+      if (this.state === "open") this.flushStaged();
+    } catch {
+      // reported by nothing: the run has already ended with its outcome
     } finally {
-      releaseLock(this.lock);
+      this.state = "closed";
+      try {
+        closeSync(this.fd);
+      } finally {
+        releaseLock(this.lock);
+      }
     }
   }
 }

@@ -2,7 +2,13 @@ import { decodeRecordLine, encodeRecord, isRecordFault } from "./codec.js";
 import { JournalKey } from "./key.js";
 import { currentOwner, type LockOwner, lockHeldError } from "./lock.js";
 import { assertSessionId } from "./session-path.js";
-import { type JournalBackend, JournalError, type JournalWriter, type OpenWriterOptions } from "./store.js";
+import {
+  type AppendOptions,
+  type JournalBackend,
+  JournalError,
+  type JournalWriter,
+  type OpenWriterOptions,
+} from "./store.js";
 import { assertAdoptionFirst, assessTrust, type JournalReading, untrustedError } from "./trust.js";
 import { type AnyNewEvent, type AnyRecord, GENESIS_HASH } from "./vocabulary.js";
 
@@ -27,6 +33,8 @@ export class MemoryJournalBackend implements JournalBackend {
   private sessions = new Map<string, MemorySession>();
   private readonly now: () => Date;
   readonly key: JournalKey;
+  /** Durable appends that stored something (what would each be one fsync on a file), for tests. */
+  readonly syncs = { fsyncs: 0 };
 
   constructor(options: MemoryJournalOptions = {}) {
     this.now = options.now ?? (() => new Date());
@@ -54,7 +62,16 @@ export class MemoryJournalBackend implements JournalBackend {
     if (!trust.trusted && !options.adopt) throw untrustedError(trust);
     const holder = { owner: currentOwner(this.now()) };
     session.holder = holder;
-    return new MemoryJournalWriter(sessionId, session, holder, records, this.now, this.key, !trust.trusted);
+    return new MemoryJournalWriter(
+      sessionId,
+      session,
+      holder,
+      records,
+      this.now,
+      this.key,
+      !trust.trusted,
+      this.syncs,
+    );
   }
 
   async read(sessionId: string): Promise<AnyRecord[]> {
@@ -117,15 +134,19 @@ class MemoryJournalWriter implements JournalWriter {
     private readonly now: () => Date,
     private readonly key: JournalKey,
     private mustAdopt: boolean,
+    private readonly syncs: { fsyncs: number },
   ) {
     this.keyId = key.id;
   }
+
+  /** Lines of staged records: invisible to readers until a durable append stores them. */
+  private staged: string[] = [];
 
   get records(): readonly AnyRecord[] {
     return this.all;
   }
 
-  async append(events: readonly AnyNewEvent[]): Promise<AnyRecord[]> {
+  async append(events: readonly AnyNewEvent[], options: AppendOptions = {}): Promise<AnyRecord[]> {
     if (this.closed || this.session.holder !== this.holder) {
       throw new JournalError("LOCKED", `session ${this.sessionId}: this writer is closed; open a new writer`);
     }
@@ -140,15 +161,24 @@ class MemoryJournalWriter implements JournalWriter {
     });
     // All-or-nothing like the file's single write: nothing is stored unless every event encoded.
     for (const { record, line } of encoded) {
-      this.session.lines.push(line.slice(0, -1));
+      this.staged.push(line.slice(0, -1));
       this.all.push(record);
     }
     if (encoded.length > 0) this.mustAdopt = false;
+    if (options.durable !== false) this.store();
     return encoded.map((item) => item.record);
+  }
+
+  private store(): void {
+    if (this.staged.length === 0) return;
+    this.session.lines.push(...this.staged);
+    this.staged = [];
+    this.syncs.fsyncs += 1;
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
+    if (this.session.holder === this.holder) this.store();
     this.closed = true;
     if (this.session.holder === this.holder) this.session.holder = undefined;
   }

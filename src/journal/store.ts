@@ -12,11 +12,15 @@ export interface JournalWriter {
   /** Verified records, in order. */
   readonly records: readonly AnyRecord[];
   /**
-   * Append events as consecutive records and make them durable (one fsync for the batch)
-   * before resolving. A failure here is an engine failure: the run must stop.
+   * Append events as consecutive records and make them durable (one fsync for the batch, which
+   * also carries every record staged before it) before resolving. With `{ durable: false }` the
+   * records are staged: encoded, chained and in `records` at once, written with the next durable
+   * append (an empty one just flushes). A crash loses at most the staged tail, which leaves a
+   * valid, shorter chain. A writer may make every append durable (ignoring the option): that is
+   * always allowed. A failure here is an engine failure: the run must stop.
    */
-  append(events: readonly AnyNewEvent[]): Promise<AnyRecord[]>;
-  /** Release the writer lock. */
+  append(events: readonly AnyNewEvent[], options?: AppendOptions): Promise<AnyRecord[]>;
+  /** Write what is staged (best effort), then release the writer lock. */
   close(): Promise<void>;
   /** Fingerprint of the key this writer authenticates records with (recorded in session.started). */
   readonly keyId: string;
@@ -25,6 +29,11 @@ export interface JournalWriter {
    * judged gone. The caller journals it (`lock.recovered`).
    */
   readonly recoveredLock: { owner: LockOwner; reason: string } | undefined;
+}
+
+export interface AppendOptions {
+  /** false: stage the records for the next durable append instead of syncing now. Default true. */
+  durable?: boolean;
 }
 
 export interface OpenWriterOptions {

@@ -1,5 +1,5 @@
 import type { AnyNewEvent } from "../journal/vocabulary.js";
-import type { ProgressListener, Recorder } from "./ports.js";
+import { deferRecord, type ProgressListener, type Recorder } from "./ports.js";
 import type { ToolResult } from "./result.js";
 
 /** Tell a live observer that a call has its result (before it is committed, in any order). */
@@ -49,7 +49,12 @@ export class OrderedCommitter {
     this.finishedAt[index] = Date.now();
   }
 
-  /** Journal every result whose predecessors all have one; one write per flush. */
+  /**
+   * Journal every result whose predecessors all have one; one write per flush. The write that
+   * completes every call is deferred: nothing runs any more, so the next durable append (the
+   * next model.started at the latest, before a request leaves the process) carries it. Earlier
+   * writes stay durable at once: a call still running must not make a finished one unknown.
+   */
   flush(): Promise<void> {
     this.flushing = this.flushing.then(async () => {
       const ready: ToolResult[] = [];
@@ -69,7 +74,8 @@ export class OrderedCommitter {
         }
         events.push({ type: "tool.result", data: settled });
       }
-      await this.recorder.record(events);
+      const last = this.next === this.results.length;
+      await (last ? deferRecord(this.recorder, events) : this.recorder.record(events));
       this.committed.push(...ready);
     });
     return this.flushing;

@@ -1,7 +1,7 @@
 import type { AnyNewEvent } from "../journal/vocabulary.js";
 import type { ToolCall } from "../protocol/types.js";
 import type { HookPoint } from "./hook-points.js";
-import type { HookCallContext, HookPort, HookRecord, Recorder } from "./ports.js";
+import { deferRecord, type HookCallContext, type HookPort, type HookRecord, type Recorder } from "./ports.js";
 import type { SnapshotEntry } from "./registry.js";
 import type { ToolResult } from "./result.js";
 
@@ -54,11 +54,13 @@ export class HookLog {
 
   /** A recorder that writes the pending hook records ahead of the events it is given. */
   journaling(recorder: Recorder): Recorder {
+    const withHooks = (events: AnyNewEvent[]): AnyNewEvent[] => [
+      ...this.drain().map((data): AnyNewEvent => ({ type: "hook.decided", data })),
+      ...events,
+    ];
     return {
-      record: (events) => {
-        const hooks = this.drain().map((data): AnyNewEvent => ({ type: "hook.decided", data }));
-        return recorder.record([...hooks, ...events]);
-      },
+      record: (events) => recorder.record(withHooks(events)),
+      defer: (events) => deferRecord(recorder, withHooks(events)),
     };
   }
 

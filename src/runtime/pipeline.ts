@@ -61,6 +61,9 @@ export class ToolRuntime {
 
   async runCalls(given: RunCallsInput): Promise<RunCallsOutcome> {
     const input: RunCallsInput = { ...given, recorder: this.hooks.journaling(given.recorder) };
+    // A hook is a party outside the journal: it sees a call only once the reply holding it is
+    // durable (without hooks, the batch's tool.started carries the deferred reply).
+    if (this.options.hooks !== undefined) await given.recorder.record([]);
     const prepared: Prepared[] = [];
     const decided: (ToolResult | undefined)[] = [];
     for (const [index, call] of input.calls.entries()) {

@@ -13,8 +13,21 @@ import type { HookPoint, WrapPoint } from "./hook-points.js";
 
 /** Durable recording, supplied by the engine (the only writer of the journal). */
 export interface Recorder {
-  /** Append events durably (one fsync for the batch) before resolving. */
+  /**
+   * Append events durably (one fsync for the batch, carrying whatever was deferred before it)
+   * before resolving. `record([])` makes everything deferred durable.
+   */
   record(events: AnyNewEvent[]): Promise<void>;
+  /**
+   * Append events that may wait for the next durable append (docs/architecture.md, "What may
+   * wait for the next fsync"). Only for records no side effect depends on; without it, `record`.
+   */
+  defer?(events: AnyNewEvent[]): Promise<void>;
+}
+
+/** Append events that may wait for the next durable append, durably where the recorder cannot defer. */
+export function deferRecord(recorder: Recorder, events: AnyNewEvent[]): Promise<void> {
+  return recorder.defer ? recorder.defer(events) : recorder.record(events);
 }
 
 /** `propose`: run the call against a proposal overlay; nothing in the workspace changes. */

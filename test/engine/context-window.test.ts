@@ -178,11 +178,12 @@ describe("context window", () => {
     await run(ws, { provider: reader(4, reportTwiceTheBytesOver4), session: "whole", limits });
     const whole = started(await ws.journal("whole"));
 
-    // The process dies right after the second reply is journaled (before its call runs).
-    let replies = 0;
+    // The process dies right after the second call's result is durable: it is written with the
+    // third request's model.started, so that request was never sent.
+    let results = 0;
     const crash = {
       record(record: AnyRecord) {
-        if (record.type === "model.reply" && ++replies === 2) throw new Error("simulated crash");
+        if (record.type === "tool.result" && ++results === 2) throw new Error("simulated crash");
       },
     };
     await expect(
@@ -193,7 +194,7 @@ describe("context window", () => {
         extra: { listener: crash },
       }),
     ).rejects.toThrow("simulated crash");
-    expect(started(await ws.journal("crashed"))).toHaveLength(2);
+    expect(started(await ws.journal("crashed"))).toHaveLength(3);
     const resumed = await run(ws, {
       provider: reader(4, reportTwiceTheBytesOver4),
       session: "crashed",
@@ -201,8 +202,10 @@ describe("context window", () => {
       limits,
     });
     expect(resumed.status).toBe("unverified");
+    // The request the crash kept from being sent is started again, with the same estimate.
     const afterResume = started(await ws.journal("crashed"));
-    expect(afterResume).toEqual(whole);
+    expect(afterResume[3]).toEqual(afterResume[2]);
+    expect(afterResume.filter((_, i) => i !== 2)).toEqual(whole);
     expect(new Set(afterResume.map((r) => r.estimated_input_tokens)).size).toBe(5);
   });
 });

@@ -176,7 +176,8 @@ describe("project instructions", () => {
       return { text: "done" };
     };
     const provider = recording(script);
-    const stopAfterRead = { record: (r: { type: string }) => r.type === "tool.result" && controller.abort() };
+    // Interrupted as the first read finishes: before the step's nested instructions are checked.
+    const stopAfterRead = { callFinished: () => controller.abort() };
     const first = await run(ws, {
       provider,
       signal: controller.signal,

@@ -6,6 +6,8 @@ import { canonicalJson, digestOf } from "../../src/shared/hash.js";
 
 export interface BackendUnderTest {
   backend: JournalBackend;
+  /** Durable writes (file fsyncs) made so far, where the backend counts them. */
+  syncs?: () => number;
   /** Another handle on the same storage, as a second process would have. */
   reopen(): JournalBackend;
   /** The key `backend` authenticates records with. */
@@ -185,6 +187,42 @@ export function journalContract(name: string, factory: BackendFactory): void {
       expect(w.records).toHaveLength(4);
       expect(await w.append([])).toEqual([]);
       expectValidChain(await subject.backend.read("s1"));
+    });
+
+    it("stages records that are not durable yet: in the writer at once, stored with the next durable append", async () => {
+      const w = await writer("s1");
+      await w.append([input("first")]);
+      const syncsBefore = subject.syncs?.();
+      const staged = await w.append([input("staged a"), input("staged b")], { durable: false });
+      expect(staged.map((r) => r.seq)).toEqual([1, 2]);
+      expect(w.records).toHaveLength(3);
+      // A reader (or a crash) sees only the durable prefix, which is a valid chain.
+      expect((await subject.reopen().read("s1")).map((r) => r.seq)).toEqual([0]);
+      const [next] = await w.append([input("durable")]);
+      expect(next?.prev).toBe(staged[1]?.hash);
+      const loaded = await subject.reopen().read("s1");
+      expect(loaded.map((r) => r.data)).toEqual([
+        { text: "first" },
+        { text: "staged a" },
+        { text: "staged b" },
+        { text: "durable" },
+      ]);
+      expectValidChain(loaded);
+      if (syncsBefore !== undefined) expect(subject.syncs?.()).toBe(syncsBefore + 1);
+    });
+
+    it("stores staged records on an empty durable append and on close", async () => {
+      const w = await writer("s1");
+      await w.append([input("first")]);
+      await w.append([input("staged")], { durable: false });
+      expect(await w.append([])).toEqual([]);
+      expect((await subject.reopen().read("s1")).map((r) => r.seq)).toEqual([0, 1]);
+      const syncs = subject.syncs?.();
+      expect(await w.append([])).toEqual([]);
+      if (syncs !== undefined) expect(subject.syncs?.()).toBe(syncs);
+      await w.append([input("staged at close")], { durable: false });
+      await w.close();
+      expect((await subject.reopen().read("s1")).map((r) => r.seq)).toEqual([0, 1, 2]);
     });
 
     it("continues the chain after close and reopen, in another handle on the same storage", async () => {

@@ -33,6 +33,7 @@ journalContract("FileJournalBackend", async (now) => {
   const h = tempHarness(now);
   return {
     backend: h.backend,
+    syncs: () => h.backend.syncs.fsyncs,
     reopen: () => new FileJournalBackend(h.harnessDir, { now }),
     key: h.backend.key,
     withKey: (key) => new FileJournalBackend(h.harnessDir, { now, key }),

@@ -10,6 +10,7 @@ journalContract("MemoryJournalBackend", async (now) => {
   };
   return {
     backend,
+    syncs: () => backend.syncs.fsyncs,
     reopen: () => backend,
     key: backend.key,
     withKey: (key) => backend.withKey(key),

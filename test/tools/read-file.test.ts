@@ -61,6 +61,42 @@ describe.each(FACTORIES)("read_file on %s", (_name, factory) => {
     expect(out.content).not.toContain("line 2001");
   });
 
+  it("pages a large file by bytes: any range of a 200k-line file, exact line text, the whole file's version", async () => {
+    const lines = Array.from({ length: 200_000 }, (_, i) => `ligne ${i + 1} é😀${i % 7 === 0 ? "\r" : ""}`);
+    const text = `${lines.join("\n")}\n`;
+    const session = await open({ "big.txt": text });
+    const middle = await session.run(readFile, { path: "big.txt", offset: 123_456, limit: 3 });
+    expect(middle.content.split("\n")).toEqual([
+      "path: big.txt",
+      `version: ${sha256Hex(Buffer.from(text))}`,
+      "lines 123456-123458 of 200000 (CRLF line endings)",
+      "truncated: 76542 more lines; continue with offset=123459",
+      "123456\tligne 123456 é😀",
+      "123457\tligne 123457 é😀",
+      "123458\tligne 123458 é😀",
+    ]);
+    const end = await session.run(readFile, { path: "big.txt", offset: 200_000 });
+    expect(end.content.split("\n").at(-1)).toBe("200000\tligne 200000 é😀");
+    expect(end.data).toMatchObject({ total_lines: 200_000, end_line: 200_000, truncated: false });
+  });
+
+  it("cuts one huge line at the budget without splitting a character, and refuses invalid UTF-8 anywhere", async () => {
+    const huge = "é".repeat(3_000_000);
+    const session = await open({
+      "one.txt": `${huge}\nnext\n`,
+      "bad.txt": Buffer.concat([Buffer.from("a\n".repeat(100_000)), Buffer.from([0xff]), Buffer.from("\n")]),
+    });
+    const out = await session.run(readFile, { path: "one.txt" });
+    const [shown] = out.content.split("\n").slice(4);
+    expect(shown).toMatch(/^ {3}1\té+ … \[line cut: too long to show\]$/);
+    expect(Buffer.byteLength(shown ?? "")).toBeLessThanOrEqual(READ_MAX_BYTES);
+    expect(out.data).toMatchObject({ total_lines: 2, end_line: 1, truncated: true, next_offset: 2 });
+    await expect(session.run(readFile, { path: "bad.txt" })).rejects.toMatchObject({
+      code: "INVALID_UTF8",
+      data: { offset: 200_000 },
+    });
+  });
+
   it("caps a call at 32 KiB of text and continues from the next line", async () => {
     const lines = Array.from(
       { length: 100 },

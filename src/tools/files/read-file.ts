@@ -1,14 +1,15 @@
+import { isUtf8 } from "node:buffer";
 import { z } from "zod";
 import { versionOf } from "../../workspace/version.js";
 import { ToolError } from "../errors.js";
 import { defineTool, type ToolDefinition } from "../tool.js";
-import { decodeUtf8, PATH_RULES, plural, readsFiles, splitLines, viaWorkspace } from "./common.js";
+import { decodeUtf8, PATH_RULES, plural, readsFiles, viaWorkspace } from "./common.js";
 
 /** Lines returned when `limit` is omitted, and the largest `limit` accepted. */
 export const READ_MAX_LINES = 2000;
 /** Most UTF-8 bytes of numbered file text one call returns. */
 export const READ_MAX_BYTES = 32 * 1024;
-/** Files larger than this are refused: the whole file is hashed and decoded for every read. */
+/** Files larger than this are refused: the whole file is hashed and scanned for every read. */
 export const READ_MAX_FILE_BYTES = 64 * 1024 * 1024;
 
 const LINE_CUT_MARKER = " … [line cut: too long to show]";
@@ -58,12 +59,14 @@ export function createReadFileTool(): ToolDefinition<ReadFileArgs> {
           `${path} is ${stat.size} bytes; read_file handles text files up to ${READ_MAX_FILE_BYTES} bytes (use grep to search it)`,
         );
       }
-      const bytes = await viaWorkspace(() => context.fs.readFile(path));
+      // The file stays bytes: hashed and checked as they are, lines found by scanning for LF, and
+      // only the requested lines decoded, so a large file is never held as a string (or as lines).
+      const bytes = toBuffer(await viaWorkspace(() => context.fs.readFile(path)));
       const version = versionOf(bytes);
-      const text = decodeUtf8(bytes, path);
-      const lines = splitLines(text);
-      const total = lines.length;
+      if (!isUtf8(bytes)) decodeUtf8(bytes, path);
       const offset = args.offset ?? 1;
+      const limit = args.limit ?? READ_MAX_LINES;
+      const { total, lines } = linesOf(bytes, offset, limit);
       if (offset > Math.max(total, 1)) {
         throw new ToolError(
           "SEMANTIC_VALIDATION_ERROR",
@@ -71,11 +74,11 @@ export function createReadFileTool(): ToolDefinition<ReadFileArgs> {
           { data: { path, total_lines: total } },
         );
       }
-      const window = takeWindow(lines, offset, args.limit ?? READ_MAX_LINES);
+      const window = takeWindow(lines, offset, total, limit);
       const endLine = offset + window.shown.length - 1;
       const more = endLine < total;
       const truncated = more || window.lineCut;
-      const crlf = text.includes("\r\n");
+      const crlf = bytes.includes("\r\n");
 
       const header = [`path: ${path}`, `version: ${version}`];
       if (total === 0) {
@@ -107,20 +110,54 @@ export function createReadFileTool(): ToolDefinition<ReadFileArgs> {
   });
 }
 
+/** A Buffer view of the bytes (no copy), for byte searches and ranged decoding. */
+function toBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+const LF = 0x0a;
+
 /**
- * Number up to `limit` lines from `offset`, stopping before the byte budget is exceeded. The
- * first line is always shown (cut if it alone exceeds the budget) so every call makes progress.
+ * The file's line count (as text split on LF, without a last empty line) and the text of lines
+ * `offset` to `offset + limit - 1`, decoded one by one from valid UTF-8 bytes. Decoding stops
+ * where the call's byte budget is spent: a line is decoded only up to just past the budget (it
+ * is cut when shown anyway), and no line after the budget is decoded at all.
+ */
+function linesOf(bytes: Buffer, offset: number, limit: number): { total: number; lines: string[] } {
+  const lines: string[] = [];
+  const last = offset + limit - 1;
+  let total = 0;
+  let start = 0;
+  let decoded = 0;
+  while (start < bytes.length) {
+    const newline = bytes.indexOf(LF, start);
+    const end = newline === -1 ? bytes.length : newline;
+    total += 1;
+    if (total >= offset && total <= last && decoded <= READ_MAX_BYTES) {
+      const upTo = Math.min(end, start + READ_MAX_BYTES + 4);
+      lines.push(bytes.toString("utf8", start, upTo));
+      decoded += upTo - start + 1;
+    }
+    start = end + 1;
+  }
+  return { total, lines };
+}
+
+/**
+ * Number the `lines` from `offset`, stopping before the byte budget is exceeded. The first line
+ * is always shown (cut if it alone exceeds the budget) so every call makes progress.
  */
 function takeWindow(
   lines: readonly string[],
   offset: number,
+  total: number,
   limit: number,
 ): { shown: string[]; lineCut: boolean } {
   const shown: string[] = [];
-  const width = String(Math.min(lines.length, offset + limit - 1)).length;
+  const width = String(Math.min(total, offset + limit - 1)).length;
   let used = 0;
-  for (let n = offset; n < offset + limit && n <= lines.length; n++) {
-    const raw = lines[n - 1] as string;
+  for (const [index, raw] of lines.entries()) {
+    const n = offset + index;
     const body = raw.endsWith("\r") ? raw.slice(0, -1) : raw;
     const numbered = `${String(n).padStart(Math.max(width, 4))}\t${body}`;
     const size = Buffer.byteLength(numbered, "utf8") + 1;
