@@ -4,7 +4,13 @@ import type { JournalKey } from "../key.js";
 import { loadJournalKey } from "../key-file.js";
 import { currentOwner, type LockOwner } from "../lock.js";
 import { assertSessionId } from "../session-path.js";
-import { type JournalBackend, JournalError, type JournalWriter, type OpenWriterOptions } from "../store.js";
+import {
+  type AppendOptions,
+  type JournalBackend,
+  JournalError,
+  type JournalWriter,
+  type OpenWriterOptions,
+} from "../store.js";
 import { assertAdoptionFirst, assessTrust, type JournalReading, untrustedError } from "../trust.js";
 import { type AnyNewEvent, type AnyRecord, GENESIS_HASH } from "../vocabulary.js";
 import type { Lease } from "./lease.js";
@@ -175,6 +181,8 @@ export async function database<T>(
 
 class PgJournalWriter implements JournalWriter {
   private state: "open" | "closed" | "failed" | "fenced" = "open";
+  /** Records appended with `durable: false`, written by the next durable append. */
+  private staged: { record: AnyRecord; line: string }[] = [];
   readonly keyId: string;
   readonly recoveredLock: { owner: LockOwner; reason: string } | undefined;
 
@@ -197,30 +205,47 @@ class PgJournalWriter implements JournalWriter {
     return this.all;
   }
 
-  async append(events: readonly AnyNewEvent[]): Promise<AnyRecord[]> {
+  async append(events: readonly AnyNewEvent[], options: AppendOptions = {}): Promise<AnyRecord[]> {
     this.assertWritable();
-    if (events.length === 0) return [];
+    const durable = options.durable !== false;
+    if (events.length === 0) {
+      if (durable) await this.flush();
+      return [];
+    }
     const last = this.all[this.all.length - 1];
     if (this.mustAdopt) assertAdoptionFirst(this.sessionId, events, last);
     let prev = last ? last.hash : GENESIS_HASH;
-    const expected = this.all.length;
     const time = this.now();
     const added = events.map((event, index) => {
-      const encoded = encodeRecord(event, expected + index, prev, time, this.key);
+      const encoded = encodeRecord(event, this.all.length + index, prev, time, this.key);
       prev = encoded.record.hash;
       return encoded;
     });
+    this.mustAdopt = false;
+    // Staged records are chained and visible to this writer at once; readers see them only when
+    // the next durable append's transaction stores them with its own (a crash loses a valid tail).
+    for (const item of added) {
+      this.all.push(item.record);
+      this.staged.push(item);
+    }
+    if (durable) await this.flush();
+    return added.map((item) => item.record);
+  }
+
+  /** Store every staged record in one fenced transaction. */
+  private async flush(): Promise<void> {
+    if (this.staged.length === 0) return;
+    const pending = this.staged;
+    const expected = this.all.length - pending.length;
     try {
       await database(this.sessionId, "append", () =>
-        inTransaction(this.pool, (client) => this.insert(client, expected, added)),
+        inTransaction(this.pool, (client) => this.insert(client, expected, pending)),
       );
     } catch (error) {
       this.state = error instanceof JournalError && error.code === "FENCED" ? "fenced" : "failed";
       throw error;
     }
-    this.mustAdopt = false;
-    for (const { record } of added) this.all.push(record);
-    return added.map((item) => item.record);
+    this.staged = [];
   }
 
   /** In the append's transaction: fence, check the expected seq and this writer's claim, insert. */
@@ -285,6 +310,8 @@ class PgJournalWriter implements JournalWriter {
 
   async close(): Promise<void> {
     if (this.state === "closed") return;
+    // Best effort, as the file store does: what was staged is written before the lock is released.
+    if (this.state === "open") await this.flush().catch(() => undefined);
     this.state = "closed";
     await database(this.sessionId, "release the writer lock", () =>
       this.pool.query(
