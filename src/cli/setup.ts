@@ -161,6 +161,8 @@ export async function buildSetup(options: {
           view: processes.view,
           ...(processes.bwrapPath ? { bwrapPath: processes.bwrapPath } : {}),
           ...(processes.override ? { override: processes.override } : {}),
+          onSpawn: (report, server) =>
+            spawnJournal.onServiceSpawn({ ...report, callId: `mcp_server:${server}` }),
         },
         options.mcp,
       )

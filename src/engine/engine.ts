@@ -24,7 +24,7 @@ import {
 import { ModelStep } from "./model-step.js";
 import { DEFAULT_LIMITS, type EngineOptions, type Limits, type RunSummary } from "./options.js";
 import { cancel, type EngineRun, stop, summary } from "./outcome.js";
-import { recoverOrphans, spawnedEvent } from "./recovery.js";
+import { recoverOrphans, settleServices, spawnedEvent } from "./recovery.js";
 import { SessionState } from "./state.js";
 import { SYSTEM_PROMPT } from "./system-prompt.js";
 import { taskFrame } from "./task-frame.js";
@@ -104,6 +104,7 @@ export class Engine {
         this.checkIdentity(instructions);
         if (this.state.toolsDigest !== this.tools.digest) await this.recordSurface(this.tools, "resume");
       }
+      await settleServices(this.session);
       if (recovered) {
         await this.record({
           type: "lock.recovered",
