@@ -13,7 +13,7 @@ import type { McpServers } from "./mcp-servers.js";
 export class McpToolSurface implements ToolSurfaceSource {
   #current: ToolSnapshot;
   /** Tools listed at the last build that could not be offered. */
-  unavailable: UnavailableMcpTool[];
+  #unavailable: UnavailableMcpTool[];
 
   constructor(
     private readonly builtins: readonly AnyTool[],
@@ -21,7 +21,7 @@ export class McpToolSurface implements ToolSurfaceSource {
   ) {
     const built = this.#build();
     this.#current = built.snapshot;
-    this.unavailable = built.unavailable;
+    this.#unavailable = built.unavailable;
   }
 
   /** The surface as last built (what policy lookups by tool name see). */
@@ -29,11 +29,16 @@ export class McpToolSurface implements ToolSurfaceSource {
     return this.#current;
   }
 
+  /** Tools listed at the last build that could not be offered, with why. */
+  unavailable(): readonly UnavailableMcpTool[] {
+    return this.#unavailable;
+  }
+
   async refresh(current: ToolSnapshot, signal: AbortSignal): Promise<ToolSnapshot | undefined> {
     if (this.servers === undefined || signal.aborted) return undefined;
     if (!(await this.servers.refresh())) return undefined;
     const built = this.#build();
-    this.unavailable = built.unavailable;
+    this.#unavailable = built.unavailable;
     if (built.snapshot.digest === current.digest) return undefined;
     this.#current = built.snapshot;
     return built.snapshot;

@@ -177,7 +177,7 @@ export async function buildSetup(options: {
   async function finishSetup(): Promise<RunSetup> {
     if (mcp) notices.push(...mcp.notices);
     const surface = new McpToolSurface(tools, mcp?.servers);
-    for (const tool of surface.unavailable) notices.push(unavailableNote(tool));
+    for (const tool of surface.unavailable()) notices.push(unavailableNote(tool));
     const snapshot = surface.current;
     // By the current surface: tools an MCP server adds mid-session are classed like the first ones.
     const kinds = (name: string) => {

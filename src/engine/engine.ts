@@ -307,6 +307,7 @@ export class Engine {
       next,
       this.state.replies.length,
       reason,
+      this.options.toolSurface?.unavailable?.(),
     );
     await this.record({ type: "tools.changed", data });
     this.tools = next;

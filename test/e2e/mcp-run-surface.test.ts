@@ -64,6 +64,42 @@ describe("an MCP server whose tool list changes during a run", () => {
     expect(readFileSync(join(workspace, "toy.log"), "utf8")).toContain("call add_tool extra_1");
   });
 
+  it("reports the tools a refresh made unusable: journaled in tools.changed with why, and said on stderr", async () => {
+    const workspace = await workspaceWith({});
+    const { env } = await userConfig({
+      mcp_servers: {
+        breaking: {
+          command: process.execPath,
+          args: [join(REPO_ROOT, "test/e2e/fixtures/mcp-breaking-server.mjs")],
+          read_paths: [join(REPO_ROOT, "test/e2e/fixtures"), NODE_MODULES],
+        },
+      },
+    });
+    const model = await recordingScript({ name: "mcp__breaking__break", arguments: {} });
+    const result = await run(
+      ["run", "--workspace", workspace, "--script", model.path, "--allow", "mcp__breaking__*", "--json", "x"],
+      env,
+    );
+    expectExit(result, 0);
+    const records = await readJournal(workspace, String(jsonSummary(result).session));
+    const first = (ofType(records, "session.started")[0]!.data.tools as { name: string }[]).map(
+      (t) => t.name,
+    );
+    expect(first).toEqual(expect.arrayContaining(["mcp__breaking__victim", "mcp__breaking__gone"]));
+    const changes = ofType(records, "tools.changed");
+    expect(changes).toHaveLength(1);
+    expect(changes[0]!.data).toMatchObject({
+      reason: "refresh",
+      added: [],
+      removed: ["mcp__breaking__gone", "mcp__breaking__victim"],
+      unavailable: [{ server: "breaking", tool: "victim", reason: expect.stringMatching(/schema/) }],
+    });
+    expect(result.stderr).toContain(
+      "harness: the tools changed before step 2: removed mcp__breaking__gone, mcp__breaking__victim",
+    );
+    expect(result.stderr).toMatch(/harness: MCP tool "victim" of server "breaking" cannot be used: .*schema/);
+  });
+
   it("is part of the session on resume: the same servers continue it; a server gone is refused unless --accept-tool-changes", async () => {
     const workspace = await workspaceWith({});
     const withServer = await userConfig({ mcp_servers: { everything: everything() } });
