@@ -18,6 +18,8 @@ export class McpToolSurface implements ToolSurfaceSource {
   constructor(
     private readonly builtins: readonly AnyTool[],
     private readonly servers: McpServers | undefined,
+    /** Which MCP tools `--tools` offers (mcp/tool-selection.ts); default all. */
+    private readonly selects: (tool: AnyTool) => boolean = () => true,
   ) {
     const built = this.#build();
     this.#current = built.snapshot;
@@ -50,6 +52,7 @@ export class McpToolSurface implements ToolSurfaceSource {
     if (this.servers === undefined) return { snapshot: registry.snapshot(), unavailable: [] };
     const { entries, unavailable } = this.servers.tools();
     for (const entry of entries) {
+      if (!this.selects(entry.tool)) continue;
       // A schema the registry refuses makes that one tool unavailable, never the run fail.
       try {
         registry.register(entry.tool);
