@@ -70,12 +70,12 @@ export function mcpServerFactory(options: McpServeOptions): () => Server {
       if (typeof state === "string") {
         const answered = desk.answer(state, name, args, ctx.mcpReq.inputResponses);
         if ("error" in answered) return errorText(answered.error);
-        return follow(answered.callId, name, args);
+        return follow(answered.callId, name, args, ctx.mcpReq.signal);
       }
       const stopped = options.session.stopped;
       if (stopped) return errorText(stopped);
       const callId = options.session.submit(name, args, canElicit(server, ctx));
-      return follow(callId, name, args);
+      return follow(callId, name, args, ctx.mcpReq.signal);
     });
     server.setRequestHandler("resources/list", async () => listJournals(options.backend));
     server.setRequestHandler("resources/read", async (request) =>
@@ -86,6 +86,23 @@ export function mcpServerFactory(options: McpServeOptions): () => Server {
 
   /** Waits for what happens to a submitted call: its recorded result, or an approval to ask. */
   async function follow(
+    callId: string,
+    name: string,
+    args: JsonObject,
+    cancelled: AbortSignal,
+  ): Promise<CallToolResult | InputRequiredResult> {
+    // The client's notifications/cancelled for this request stops the governed call itself.
+    const onCancel = () => options.session.cancel(callId);
+    if (cancelled.aborted) onCancel();
+    else cancelled.addEventListener("abort", onCancel, { once: true });
+    try {
+      return await settle(callId, name, args);
+    } finally {
+      cancelled.removeEventListener("abort", onCancel);
+    }
+  }
+
+  async function settle(
     callId: string,
     name: string,
     args: JsonObject,

@@ -154,28 +154,28 @@ async function serve(args: string[]): Promise<number> {
   for (const notice of setup.notices) process.stderr.write(`harness: note: ${escapeForTerminal(notice)}\n`);
   // Without instructions: nobody reads a system message here, so no AGENTS.md is loaded.
   const { instructions: _unused, ...servingSetup } = setup;
-  await session.start((_model, listener, signal) =>
-    new Engine(
-      sessionEngineOptions(
-        {
-          workspace,
-          sessionId,
-          mode: "new",
-          goal: "mcp serve",
-          setup: servingSetup,
-          acceptance: [],
-          limits: {
-            maxModelRequests: Number.MAX_SAFE_INTEGER,
-            maxToolCalls: Number.MAX_SAFE_INTEGER,
-            contextWindowTokens: MAX_CONTEXT_TOKENS,
-            replyReserveTokens: 1,
-          },
+  await session.start((_model, listener, signal) => {
+    const options = sessionEngineOptions(
+      {
+        workspace,
+        sessionId,
+        mode: "new",
+        goal: "mcp serve",
+        setup: servingSetup,
+        acceptance: [],
+        limits: {
+          maxModelRequests: Number.MAX_SAFE_INTEGER,
+          maxToolCalls: Number.MAX_SAFE_INTEGER,
+          contextWindowTokens: MAX_CONTEXT_TOKENS,
+          replyReserveTokens: 1,
         },
-        signal,
-        listener,
-      ),
-    ).run(),
-  );
+      },
+      signal,
+      listener,
+    );
+    // A client's notifications/cancelled stops its one call (served-session.ts).
+    return new Engine({ ...options, runtime: { ...options.runtime, callSignal: session.callSignal } }).run();
+  });
   // A refused journal or a bad setup is reported as harness run reports it (exit code and message).
   if (session.failure !== undefined) throw session.failure;
   if (session.stopped) throw new Error(session.stopped);
