@@ -61,6 +61,35 @@ describe("harness_run over MCP", () => {
     }
   });
 
+  it("denies what a harness_run session would have to ask for, and the result says why and how to allow it", async () => {
+    const workspace = await workspaceWith({ "notes.txt": "status: draft\n" });
+    const served = await connectServe(
+      ["--workspace", workspace, "--write", "ask", "--script", fixture("read-edit.mjs")],
+      {
+        elicit: () => ({ action: "accept", content: { approve: true } }),
+      },
+    );
+    try {
+      const result = await served.client.callTool({
+        name: "harness_run",
+        arguments: { goal: "mark the notes final" },
+      });
+      const outcome = result.structuredContent as { session: string };
+      const records = await readJournal(workspace, outcome.session);
+      const edit = records.find((r) => r.type === "tool.result" && r.data.call_id === "edit-1");
+      expect(edit?.data).toMatchObject({ status: "denied" });
+      expect(String(edit?.data.content)).toContain(
+        "harness_run sessions cannot ask the MCP client for approval",
+      );
+      expect(String(edit?.data.content)).toContain("--write allow");
+      // Nobody was asked, and nothing was written.
+      expect(served.elicitations).toEqual([]);
+      expect(await readFile(join(workspace, "notes.txt"), "utf8")).toBe("status: draft\n");
+    } finally {
+      await served.close();
+    }
+  });
+
   it("refuses acceptance commands the server's shell policy would not run, before any session starts", async () => {
     const workspace = await workspaceWith({ "notes.txt": "status: draft\n" });
     const served = await connectServe(["--workspace", workspace, "--script", fixture("read-edit.mjs")]);

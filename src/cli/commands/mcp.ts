@@ -1,6 +1,7 @@
 import { Engine } from "../../engine/engine.js";
 import type { EngineListener } from "../../engine/options.js";
 import { isLoopback } from "../../mcp-server/http.js";
+import { runToolApprover } from "../../mcp-server/run-tool.js";
 import { ServedSession } from "../../mcp-server/served-session.js";
 import { MAX_CONTEXT_TOKENS } from "../../providers/context-window.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
@@ -194,7 +195,7 @@ async function serve(args: string[]): Promise<number> {
   });
 }
 
-/** harness_run: a new session per call, built like harness run's (no one to ask: asks deny). */
+/** harness_run: a new session per call, built like harness run's (no one to ask: asks deny, saying why). */
 function runStarter(
   workspace: OpenedWorkspace,
   given: RunFlags,
@@ -212,6 +213,7 @@ function runStarter(
       flags,
       ...(script !== undefined ? { script } : {}),
       interactive: false,
+      approver: runToolApprover,
     });
     await refuseUnallowedChecks(request.accept, setup);
     const options = sessionEngineOptions(
