@@ -89,6 +89,8 @@ export async function callRunTool(
   starter: RunStarter | undefined,
   progress: ((progress: number, message: string) => Promise<void>) | undefined,
   signal: AbortSignal,
+  /** The run's journal now exists: the client's resource list changed. */
+  onJournal?: () => void,
 ): Promise<CallToolResult> {
   if (!starter) {
     return failure(
@@ -105,6 +107,7 @@ export async function callRunTool(
   let steps = 0;
   const listener: EngineListener = {
     record: (record) => {
+      if (record.type === "session.started") onJournal?.();
       const message = progressMessage(record);
       if (message === undefined || !progress) return;
       steps += 1;

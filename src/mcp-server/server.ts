@@ -50,7 +50,7 @@ export function mcpServerFactory(options: McpServeOptions): () => Server {
     const server = new Server(
       { name: "harness", version: options.version },
       {
-        capabilities: { tools: {}, resources: {} },
+        capabilities: { tools: {}, resources: { listChanged: true } },
         instructions:
           "Tools run under harness's policy, sandbox and journal: every call is validated, authorized " +
           "(approvals are asked through elicitation), and recorded in this server's session.",
@@ -60,7 +60,12 @@ export function mcpServerFactory(options: McpServeOptions): () => Server {
     server.setRequestHandler("tools/call", async (request, ctx) => {
       const name = request.params.name;
       const args = (request.params.arguments ?? {}) as JsonObject;
-      if (name === RUN_TOOL) return callRunTool(args, options.run, progressOf(ctx), ctx.mcpReq.signal);
+      if (name === RUN_TOOL) {
+        // Sent on this request's own stream, so an HTTP client hears it as a stdio one does.
+        const listChanged = () =>
+          void ctx.mcpReq.notify({ method: "notifications/resources/list_changed" }).catch(() => undefined);
+        return callRunTool(args, options.run, progressOf(ctx), ctx.mcpReq.signal, listChanged);
+      }
       if (!governed.has(name)) {
         return errorText(
           `unknown tool "${name}"; the tools are: ${[...listed.map((tool) => tool.name)].join(", ")}`,

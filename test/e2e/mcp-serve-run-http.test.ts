@@ -35,6 +35,10 @@ describe("harness_run over MCP", () => {
     ]);
     try {
       const progress: { progress: number; message?: string | undefined }[] = [];
+      let listChanged = 0;
+      served.client.setNotificationHandler("notifications/resources/list_changed", () => {
+        listChanged += 1;
+      });
       const result = await served.client.callTool(
         {
           name: "harness_run",
@@ -56,6 +60,10 @@ describe("harness_run over MCP", () => {
       );
       const counts = progress.map((p) => p.progress);
       expect([...counts].sort((a, b) => a - b)).toEqual(counts);
+      // The run's journal is a new resource: the client was told its list changed.
+      expect(listChanged).toBe(1);
+      const { resources } = await served.client.listResources();
+      expect(resources.map((r) => r.uri)).toContain(`harness://sessions/${outcome.session}/events.jsonl`);
     } finally {
       await served.close();
     }
