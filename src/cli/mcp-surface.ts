@@ -13,15 +13,17 @@ import type { McpServers } from "./mcp-servers.js";
 export class McpToolSurface implements ToolSurfaceSource {
   #current: ToolSnapshot;
   /** Tools listed at the last build that could not be offered. */
-  unavailable: UnavailableMcpTool[];
+  #unavailable: UnavailableMcpTool[];
 
   constructor(
     private readonly builtins: readonly AnyTool[],
     private readonly servers: McpServers | undefined,
+    /** Which MCP tools `--tools` offers (mcp/tool-selection.ts); default all. */
+    private readonly selects: (tool: AnyTool) => boolean = () => true,
   ) {
     const built = this.#build();
     this.#current = built.snapshot;
-    this.unavailable = built.unavailable;
+    this.#unavailable = built.unavailable;
   }
 
   /** The surface as last built (what policy lookups by tool name see). */
@@ -29,11 +31,16 @@ export class McpToolSurface implements ToolSurfaceSource {
     return this.#current;
   }
 
+  /** Tools listed at the last build that could not be offered, with why. */
+  unavailable(): readonly UnavailableMcpTool[] {
+    return this.#unavailable;
+  }
+
   async refresh(current: ToolSnapshot, signal: AbortSignal): Promise<ToolSnapshot | undefined> {
     if (this.servers === undefined || signal.aborted) return undefined;
     if (!(await this.servers.refresh())) return undefined;
     const built = this.#build();
-    this.unavailable = built.unavailable;
+    this.#unavailable = built.unavailable;
     if (built.snapshot.digest === current.digest) return undefined;
     this.#current = built.snapshot;
     return built.snapshot;
@@ -45,6 +52,7 @@ export class McpToolSurface implements ToolSurfaceSource {
     if (this.servers === undefined) return { snapshot: registry.snapshot(), unavailable: [] };
     const { entries, unavailable } = this.servers.tools();
     for (const entry of entries) {
+      if (!this.selects(entry.tool)) continue;
       // A schema the registry refuses makes that one tool unavailable, never the run fail.
       try {
         registry.register(entry.tool);

@@ -1,4 +1,5 @@
 import type { EngineListener } from "../engine/options.js";
+import type { EventData } from "../journal/vocabulary.js";
 import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
 import type { Style } from "./style.js";
 
@@ -104,6 +105,10 @@ export function createProgress(options: {
             ),
           );
           break;
+        case "tools.changed":
+          endLine();
+          for (const line of toolsChangedLines(record.data)) err.write(style.yellow(`harness: ${line}\n`));
+          break;
         case "acceptance.checked":
           endLine();
           for (const check of record.data.checks) {
@@ -143,4 +148,27 @@ export function createProgress(options: {
       );
     },
   };
+}
+
+/**
+ * What a change of the tool surface means for the user: which tools the model is offered from now
+ * on, and why a tool that was listed is not (its schema does not compile, or it was no longer
+ * listed). Names come from MCP servers: escaped.
+ */
+export function toolsChangedLines(change: EventData<"tools.changed">): string[] {
+  const names = (list: readonly string[]) => list.map(escapeForTerminal).join(", ");
+  const lines: string[] = [];
+  const counts = [
+    change.added.length > 0 ? `added ${names(change.added)}` : "",
+    change.changed.length > 0 ? `changed ${names(change.changed)}` : "",
+    change.removed.length > 0 ? `removed ${names(change.removed)}` : "",
+  ].filter(Boolean);
+  const when = change.reason === "resume" ? "since the session last ran" : `before step ${change.step + 1}`;
+  lines.push(`the tools changed ${when}: ${counts.length > 0 ? counts.join("; ") : "new descriptions"}`);
+  for (const tool of change.unavailable ?? []) {
+    lines.push(
+      `MCP tool ${escapeForTerminal(JSON.stringify(tool.tool))} of server "${escapeForTerminal(tool.server)}" cannot be used: ${escapeForTerminal(tool.reason)}`,
+    );
+  }
+  return lines;
 }

@@ -9,6 +9,7 @@ import { SpawnJournal } from "../engine/recovery.js";
 import type { ToolSurfaceSource } from "../engine/tool-surface.js";
 import type { AnyRecord, EventData } from "../journal/vocabulary.js";
 import { serverNamedFiles } from "../mcp/named-files.js";
+import { parseToolSelection } from "../mcp/tool-selection.js";
 import { DenyApprover } from "../policy/approver.js";
 import { grantFromDecision, SessionGrants } from "../policy/grants.js";
 import { HookRunner } from "../policy/hooks.js";
@@ -122,7 +123,7 @@ export async function buildSetup(options: {
       workspace.root,
     ).flatMap((file) => workspaceRelative(file, workspace.root) ?? []),
   ]);
-  const toolSelection = flags.tools ?? "coding";
+  const toolSelection = parseToolSelection(flags.tools ?? "coding");
   const shell = shellSetting(governance.config);
   const shellTool = createShellTool({
     sandbox: {
@@ -140,7 +141,8 @@ export async function buildSetup(options: {
   });
   let tools: AnyTool[];
   try {
-    tools = selectTools(toolSelection, [...createFileTools(), shellTool]);
+    const { builtins } = toolSelection;
+    tools = builtins === undefined ? [] : selectTools(builtins, [...createFileTools(), shellTool]);
   } catch (error) {
     if (error instanceof ToolSelectionError) throw new UsageError(`--tools: ${error.message}`);
     throw error;
@@ -161,6 +163,8 @@ export async function buildSetup(options: {
           view: processes.view,
           ...(processes.bwrapPath ? { bwrapPath: processes.bwrapPath } : {}),
           ...(processes.override ? { override: processes.override } : {}),
+          onSpawn: (report, server) =>
+            spawnJournal.onServiceSpawn({ ...report, callId: `mcp_server:${server}` }),
         },
         options.mcp,
       )
@@ -174,8 +178,8 @@ export async function buildSetup(options: {
 
   async function finishSetup(): Promise<RunSetup> {
     if (mcp) notices.push(...mcp.notices);
-    const surface = new McpToolSurface(tools, mcp?.servers);
-    for (const tool of surface.unavailable) notices.push(unavailableNote(tool));
+    const surface = new McpToolSurface(tools, mcp?.servers, toolSelection.mcp);
+    for (const tool of surface.unavailable()) notices.push(unavailableNote(tool));
     const snapshot = surface.current;
     // By the current surface: tools an MCP server adds mid-session are classed like the first ones.
     const kinds = (name: string) => {

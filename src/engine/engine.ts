@@ -24,7 +24,7 @@ import {
 import { ModelStep } from "./model-step.js";
 import { DEFAULT_LIMITS, type EngineOptions, type Limits, type RunSummary } from "./options.js";
 import { cancel, type EngineRun, stop, summary } from "./outcome.js";
-import { recoverOrphans, spawnedEvent } from "./recovery.js";
+import { recoverOrphans, settleServices, spawnedEvent } from "./recovery.js";
 import { SessionState } from "./state.js";
 import { Steering } from "./steering.js";
 import { SYSTEM_PROMPT } from "./system-prompt.js";
@@ -113,6 +113,7 @@ export class Engine {
         this.checkIdentity(instructions);
         if (this.state.toolsDigest !== this.tools.digest) await this.recordSurface(this.tools, "resume");
       }
+      await settleServices(this.session);
       if (recovered) {
         await this.record({
           type: "lock.recovered",
@@ -358,6 +359,7 @@ export class Engine {
       next,
       this.state.replies.length,
       reason,
+      this.options.toolSurface?.unavailable?.(),
     );
     await this.record({ type: "tools.changed", data });
     this.tools = next;

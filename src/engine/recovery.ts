@@ -23,12 +23,29 @@ export interface SpawnInfo {
  */
 export class SpawnJournal {
   private sink: ((info: SpawnInfo) => Promise<void>) | undefined;
+  /** Services started before the session could record them (MCP servers start before it opens). */
+  private held: SpawnInfo[] = [];
+  private open = false;
   readonly onSpawn = async (info: SpawnInfo): Promise<void> => {
     if (!this.sink) throw new Error("no session is recording spawns");
     await this.sink(info);
   };
+  /**
+   * A long-lived process that belongs to the session rather than to a call (an MCP stdio
+   * server): journaled at once while the session is open, otherwise held until `flush`.
+   */
+  readonly onServiceSpawn = async (info: SpawnInfo): Promise<void> => {
+    if (this.open) await this.onSpawn(info);
+    else this.held.push(info);
+  };
   attach(sink: ((info: SpawnInfo) => Promise<void>) | undefined): void {
     this.sink = sink;
+    if (sink === undefined) this.open = false;
+  }
+  /** Journal the held services; later ones are journaled as they start. */
+  async flush(): Promise<void> {
+    for (const info of this.held.splice(0)) await this.onSpawn(info);
+    this.open = true;
   }
 }
 
@@ -106,6 +123,24 @@ async function recover(run: EngineRun, started: EventData<"tool.started">): Prom
     `${started.name} (call ${started.call_id}) started but its outcome was never recorded; it was not run again.${note}`,
     { data: { killed_processes: killed } },
   );
+}
+
+/**
+ * Once the session has its header: the services (MCP servers) an earlier harness process of this
+ * session started and did not stop, because it was killed, are killed now, like a crashed call's
+ * processes; then this process's own services are journaled, so that they are found in turn.
+ */
+export async function settleServices(run: EngineRun): Promise<void> {
+  const supervision = run.options.processes;
+  if (!supervision) return;
+  for (const spawn of run.state.spawns.filter((s) => s.purpose === "mcp_server")) {
+    await supervision.killSurvivors({
+      pgid: spawn.pgid,
+      bootId: spawn.boot_id,
+      startTicks: spawn.start_ticks,
+    });
+  }
+  await supervision.journal.flush();
 }
 
 /**

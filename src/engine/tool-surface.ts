@@ -15,7 +15,11 @@ export interface ToolSurfaceSource {
    * stay (calls to them fail on their own).
    */
   refresh(current: ToolSnapshot, signal: AbortSignal): Promise<ToolSnapshot | undefined>;
+  /** Tools listed for the latest surface that cannot be offered, with why (journaled with it). */
+  unavailable?(): readonly UnavailableTool[];
 }
+
+export type UnavailableTool = NonNullable<ToolsChanged["unavailable"]>[number];
 
 export type ToolsChanged = EventData<"tools.changed">;
 
@@ -36,9 +40,11 @@ export function toolsChanged(
   next: ToolSnapshot,
   step: number,
   reason: ToolsChanged["reason"],
+  unavailable: readonly UnavailableTool[] = [],
 ): ToolsChanged {
   const after = toolDigests(next);
   return {
+    ...(unavailable.length > 0 ? { unavailable: unavailable.map((entry) => ({ ...entry })) } : {}),
     step,
     reason,
     previous_digest: previousDigest,

@@ -109,6 +109,11 @@ export const EVENT_SCHEMAS = {
     added: z.array(z.string()),
     removed: z.array(z.string()),
     changed: z.array(z.string()),
+    /**
+     * Tools a source listed but that are not offered, with why (an MCP tool whose schema does not
+     * compile); a removed name not here was no longer listed. Absent in journals written before.
+     */
+    unavailable: z.array(z.object({ server: z.string(), tool: z.string(), reason: z.string() })).optional(),
   }),
   /**
    * Project instructions (AGENTS.md) as read: `start` (the user's and the workspace root's, pinned

@@ -2,6 +2,7 @@ import type { CallToolResult, Tool } from "@modelcontextprotocol/server";
 import { z } from "zod";
 import type { EngineListener, RunSummary } from "../engine/options.js";
 import type { AnyRecord } from "../journal/vocabulary.js";
+import type { ApprovalPort } from "../runtime/ports.js";
 
 export const RUN_TOOL = "harness_run";
 
@@ -17,6 +18,21 @@ export type RunStarter = (
   listener: EngineListener,
   signal: AbortSignal,
 ) => Promise<RunSummary>;
+
+/**
+ * Who answers an `ask` inside a harness_run session: nobody, and the result says why. The whole
+ * session runs inside one tools/call; in the 2026-07-28 protocol a server asks only by ending
+ * the call with input_required, which would end the session's call, and the push-style
+ * elicitation of older revisions is deprecated. So the server's own policy must allow what a
+ * harness_run session needs.
+ */
+export const RUN_ASK_DENIED =
+  "harness_run sessions cannot ask the MCP client for approval (the session runs inside one tools/call); " +
+  "what needs approval is denied. The server's operator can allow it with --write allow, --shell allow or --allow rules";
+
+export const runToolApprover: ApprovalPort = {
+  request: async () => ({ decision: "deny", scope: "once", by: "mcp-client", reason: RUN_ASK_DENIED }),
+};
 
 const RunArguments = z
   .object({
@@ -73,6 +89,8 @@ export async function callRunTool(
   starter: RunStarter | undefined,
   progress: ((progress: number, message: string) => Promise<void>) | undefined,
   signal: AbortSignal,
+  /** The run's journal now exists: the client's resource list changed. */
+  onJournal?: () => void,
 ): Promise<CallToolResult> {
   if (!starter) {
     return failure(
@@ -89,6 +107,7 @@ export async function callRunTool(
   let steps = 0;
   const listener: EngineListener = {
     record: (record) => {
+      if (record.type === "session.started") onJournal?.();
       const message = progressMessage(record);
       if (message === undefined || !progress) return;
       steps += 1;

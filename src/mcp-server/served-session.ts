@@ -35,6 +35,8 @@ interface PendingCall {
   canElicit: boolean;
   /** Events for the waiting request, in order. */
   events: CallProgress[];
+  /** The client's cancellation of this call (notifications/cancelled). */
+  cancel: AbortController;
   wake: (() => void) | undefined;
 }
 
@@ -103,7 +105,7 @@ export class ServedSession {
     if (this.ended) throw new Error(this.ended);
     this.counter += 1;
     const id = `mcp-${this.counter}`;
-    this.pending.set(id, { id, canElicit, events: [], wake: undefined });
+    this.pending.set(id, { id, canElicit, events: [], cancel: new AbortController(), wake: undefined });
     this.model.submit({ id, name, arguments: args });
     return id;
   }
@@ -123,6 +125,18 @@ export class ServedSession {
     if (event.kind === "result") this.pending.delete(callId);
     return event;
   }
+
+  /**
+   * The client cancelled the call: its signal fires, so the runtime stops it like any cancelled
+   * call (a shell command's process tree is killed) and journals a cancelled result; a call not
+   * yet started is cancelled as it starts. The result still comes through `next`.
+   */
+  cancel(callId: string, reason = "the MCP client cancelled the call"): void {
+    this.pending.get(callId)?.cancel.abort(reason);
+  }
+
+  /** The runtime's per-call signal (RuntimeEnvironment.callSignal). */
+  readonly callSignal = (callId: string): AbortSignal | undefined => this.pending.get(callId)?.cancel.signal;
 
   /** The client is gone or the server stops: the session ends with a reply without calls. */
   async close(): Promise<RunSummary | undefined> {

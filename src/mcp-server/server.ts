@@ -50,7 +50,7 @@ export function mcpServerFactory(options: McpServeOptions): () => Server {
     const server = new Server(
       { name: "harness", version: options.version },
       {
-        capabilities: { tools: {}, resources: {} },
+        capabilities: { tools: {}, resources: { listChanged: true } },
         instructions:
           "Tools run under harness's policy, sandbox and journal: every call is validated, authorized " +
           "(approvals are asked through elicitation), and recorded in this server's session.",
@@ -60,7 +60,12 @@ export function mcpServerFactory(options: McpServeOptions): () => Server {
     server.setRequestHandler("tools/call", async (request, ctx) => {
       const name = request.params.name;
       const args = (request.params.arguments ?? {}) as JsonObject;
-      if (name === RUN_TOOL) return callRunTool(args, options.run, progressOf(ctx), ctx.mcpReq.signal);
+      if (name === RUN_TOOL) {
+        // Sent on this request's own stream, so an HTTP client hears it as a stdio one does.
+        const listChanged = () =>
+          void ctx.mcpReq.notify({ method: "notifications/resources/list_changed" }).catch(() => undefined);
+        return callRunTool(args, options.run, progressOf(ctx), ctx.mcpReq.signal, listChanged);
+      }
       if (!governed.has(name)) {
         return errorText(
           `unknown tool "${name}"; the tools are: ${[...listed.map((tool) => tool.name)].join(", ")}`,
@@ -70,12 +75,12 @@ export function mcpServerFactory(options: McpServeOptions): () => Server {
       if (typeof state === "string") {
         const answered = desk.answer(state, name, args, ctx.mcpReq.inputResponses);
         if ("error" in answered) return errorText(answered.error);
-        return follow(answered.callId, name, args);
+        return follow(answered.callId, name, args, ctx.mcpReq.signal);
       }
       const stopped = options.session.stopped;
       if (stopped) return errorText(stopped);
       const callId = options.session.submit(name, args, canElicit(server, ctx));
-      return follow(callId, name, args);
+      return follow(callId, name, args, ctx.mcpReq.signal);
     });
     server.setRequestHandler("resources/list", async () => listJournals(options.backend));
     server.setRequestHandler("resources/read", async (request) =>
@@ -86,6 +91,23 @@ export function mcpServerFactory(options: McpServeOptions): () => Server {
 
   /** Waits for what happens to a submitted call: its recorded result, or an approval to ask. */
   async function follow(
+    callId: string,
+    name: string,
+    args: JsonObject,
+    cancelled: AbortSignal,
+  ): Promise<CallToolResult | InputRequiredResult> {
+    // The client's notifications/cancelled for this request stops the governed call itself.
+    const onCancel = () => options.session.cancel(callId);
+    if (cancelled.aborted) onCancel();
+    else cancelled.addEventListener("abort", onCancel, { once: true });
+    try {
+      return await settle(callId, name, args);
+    } finally {
+      cancelled.removeEventListener("abort", onCancel);
+    }
+  }
+
+  async function settle(
     callId: string,
     name: string,
     args: JsonObject,

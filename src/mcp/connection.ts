@@ -256,6 +256,14 @@ export class McpConnection {
       } catch (error) {
         throw startFailure(this.name, "spawn", error, undefined);
       }
+      const { process: service, facts, sandboxed } = launched;
+      try {
+        const { pid, pgid, bootId, startTicks } = service;
+        await host.onSpawn?.({ pid, pgid, bootId, startTicks, ...facts, sandboxed }, this.name);
+      } catch (error) {
+        await service.stop();
+        throw startFailure(this.name, "spawn", error, undefined);
+      }
       const transport = new ProcessTransport(launched.process);
       const live = await this.#handshake(transport, deadline, async () => transport.stopped());
       live.started = {

@@ -9,7 +9,7 @@ import {
 } from "@modelcontextprotocol/client";
 import type { StreamSummary } from "../sandbox/capture.js";
 import { createSandbox } from "../sandbox/create.js";
-import type { Executor, ProcessFacts } from "../sandbox/executor.js";
+import type { Executor, ProcessFacts, SpawnReport } from "../sandbox/executor.js";
 import { isWithin, TOOLCHAIN_PATHS } from "../sandbox/host-view.js";
 import { commandProfile, type SandboxOverride } from "../sandbox/profiles.js";
 import type { SandboxView } from "../sandbox/sandbox.js";
@@ -34,6 +34,12 @@ export interface StdioHost {
   bwrapPath?: string;
   /** The run's override of configured profiles (`--sandbox off`, a read-only run). */
   override?: SandboxOverride;
+  /**
+   * Called once a server's process tree exists, before the handshake (the session journals it, so
+   * that a resume after harness was killed finds and kills the tree). If it throws, the server is
+   * stopped and does not start.
+   */
+  onSpawn?: (report: SpawnReport, server: string) => void | Promise<void>;
 }
 
 /** A stdio server whose process could not be started (bad command, sandbox unavailable...). */

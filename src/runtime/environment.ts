@@ -42,6 +42,11 @@ export interface RuntimeEnvironment {
   /** Extra time a handler gets to settle after its signal fired, before it is abandoned. */
   settleGraceMs?: number;
   retry?: RetryLimits;
+  /**
+   * One call's own cancellation, from whoever proposed it (an MCP client's
+   * notifications/cancelled in harness mcp serve): it stops that call as the run's signal would.
+   */
+  callSignal?(callId: string): AbortSignal | undefined;
 }
 
 /** The runtime's full configuration: the environment, plus what the session running it owns. */

@@ -17,7 +17,7 @@ import {
 
 /** What running a handler needs from the runtime. */
 export interface Execution {
-  options: Pick<RuntimeOptions, "retry" | "settleGraceMs" | "timeoutFor" | "sleep" | "random">;
+  options: Pick<RuntimeOptions, "retry" | "settleGraceMs" | "timeoutFor" | "sleep" | "random" | "callSignal">;
   hooks: HookLog;
   /** The context the handler of this call gets. */
   context(prepared: Prepared, signal: AbortSignal): ToolContext;
@@ -94,6 +94,10 @@ async function attempt(
   const onRunAbort = () => controller.abort(runSignal.reason);
   if (runSignal.aborted) controller.abort(runSignal.reason);
   else runSignal.addEventListener("abort", onRunAbort, { once: true });
+  const callSignal = execution.options.callSignal?.(call.id);
+  const onCallAbort = () => controller.abort(callSignal?.reason);
+  if (callSignal?.aborted) controller.abort(callSignal.reason);
+  else callSignal?.addEventListener("abort", onCallAbort, { once: true });
   const timer = setTimeout(() => controller.abort(TIMEOUT), timeoutMs);
   const context = execution.context(prepared, controller.signal);
   const began = Date.now();
@@ -148,6 +152,7 @@ async function attempt(
   } finally {
     clearTimeout(timer);
     runSignal.removeEventListener("abort", onRunAbort);
+    callSignal?.removeEventListener("abort", onCallAbort);
   }
 }
 

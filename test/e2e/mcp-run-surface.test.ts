@@ -64,6 +64,69 @@ describe("an MCP server whose tool list changes during a run", () => {
     expect(readFileSync(join(workspace, "toy.log"), "utf8")).toContain("call add_tool extra_1");
   });
 
+  it("reports the tools a refresh made unusable: journaled in tools.changed with why, and said on stderr", async () => {
+    const workspace = await workspaceWith({});
+    const { env } = await userConfig({
+      mcp_servers: {
+        breaking: {
+          command: process.execPath,
+          args: [join(REPO_ROOT, "test/e2e/fixtures/mcp-breaking-server.mjs")],
+          read_paths: [join(REPO_ROOT, "test/e2e/fixtures"), NODE_MODULES],
+        },
+      },
+    });
+    const model = await recordingScript({ name: "mcp__breaking__break", arguments: {} });
+    const result = await run(
+      ["run", "--workspace", workspace, "--script", model.path, "--allow", "mcp__breaking__*", "--json", "x"],
+      env,
+    );
+    expectExit(result, 0);
+    const records = await readJournal(workspace, String(jsonSummary(result).session));
+    const first = (ofType(records, "session.started")[0]!.data.tools as { name: string }[]).map(
+      (t) => t.name,
+    );
+    expect(first).toEqual(expect.arrayContaining(["mcp__breaking__victim", "mcp__breaking__gone"]));
+    const changes = ofType(records, "tools.changed");
+    expect(changes).toHaveLength(1);
+    expect(changes[0]!.data).toMatchObject({
+      reason: "refresh",
+      added: [],
+      removed: ["mcp__breaking__gone", "mcp__breaking__victim"],
+      unavailable: [{ server: "breaking", tool: "victim", reason: expect.stringMatching(/schema/) }],
+    });
+    expect(result.stderr).toContain(
+      "harness: the tools changed before step 2: removed mcp__breaking__gone, mcp__breaking__victim",
+    );
+    expect(result.stderr).toMatch(/harness: MCP tool "victim" of server "breaking" cannot be used: .*schema/);
+  });
+
+  it("--tools filters MCP tools: readonly offers an untrusted server's none, a list offers the names and patterns it holds", async () => {
+    const workspace = await workspaceWith({});
+    const { env } = await userConfig({ mcp_servers: { everything: everything() } });
+    const dir = await tempDir("harness-mcp-script-");
+    const script = join(dir, "model.mjs");
+    await writeFile(script, `export default function model() { return { text: "done" }; }\n`);
+    const offered = async (tools: string) => {
+      const result = await run(
+        ["run", "--workspace", workspace, "--script", script, "--tools", tools, "--json", "look"],
+        env,
+      );
+      expectExit(result, 0);
+      const records = await readJournal(workspace, String(jsonSummary(result).session));
+      return (ofType(records, "session.started")[0]!.data.tools as { name: string }[]).map((t) => t.name);
+    };
+    const all = await offered("coding");
+    expect(all).toEqual(
+      expect.arrayContaining(["shell", "mcp__everything__echo", "mcp__everything__get-sum"]),
+    );
+    expect(await offered("readonly")).toEqual(["read_file", "glob", "grep", "read_artifact"]);
+    expect(await offered("read_file,mcp__everything__echo,mcp__everything__get-*")).toEqual([
+      "read_file",
+      "mcp__everything__echo",
+      ...all.filter((name) => name.startsWith("mcp__everything__get-")),
+    ]);
+  });
+
   it("is part of the session on resume: the same servers continue it; a server gone is refused unless --accept-tool-changes", async () => {
     const workspace = await workspaceWith({});
     const withServer = await userConfig({ mcp_servers: { everything: everything() } });

@@ -35,6 +35,10 @@ describe("harness_run over MCP", () => {
     ]);
     try {
       const progress: { progress: number; message?: string | undefined }[] = [];
+      let listChanged = 0;
+      served.client.setNotificationHandler("notifications/resources/list_changed", () => {
+        listChanged += 1;
+      });
       const result = await served.client.callTool(
         {
           name: "harness_run",
@@ -56,6 +60,39 @@ describe("harness_run over MCP", () => {
       );
       const counts = progress.map((p) => p.progress);
       expect([...counts].sort((a, b) => a - b)).toEqual(counts);
+      // The run's journal is a new resource: the client was told its list changed.
+      expect(listChanged).toBe(1);
+      const { resources } = await served.client.listResources();
+      expect(resources.map((r) => r.uri)).toContain(`harness://sessions/${outcome.session}/events.jsonl`);
+    } finally {
+      await served.close();
+    }
+  });
+
+  it("denies what a harness_run session would have to ask for, and the result says why and how to allow it", async () => {
+    const workspace = await workspaceWith({ "notes.txt": "status: draft\n" });
+    const served = await connectServe(
+      ["--workspace", workspace, "--write", "ask", "--script", fixture("read-edit.mjs")],
+      {
+        elicit: () => ({ action: "accept", content: { approve: true } }),
+      },
+    );
+    try {
+      const result = await served.client.callTool({
+        name: "harness_run",
+        arguments: { goal: "mark the notes final" },
+      });
+      const outcome = result.structuredContent as { session: string };
+      const records = await readJournal(workspace, outcome.session);
+      const edit = records.find((r) => r.type === "tool.result" && r.data.call_id === "edit-1");
+      expect(edit?.data).toMatchObject({ status: "denied" });
+      expect(String(edit?.data.content)).toContain(
+        "harness_run sessions cannot ask the MCP client for approval",
+      );
+      expect(String(edit?.data.content)).toContain("--write allow");
+      // Nobody was asked, and nothing was written.
+      expect(served.elicitations).toEqual([]);
+      expect(await readFile(join(workspace, "notes.txt"), "utf8")).toBe("status: draft\n");
     } finally {
       await served.close();
     }

@@ -1,6 +1,7 @@
 import { Engine } from "../../engine/engine.js";
 import type { EngineListener } from "../../engine/options.js";
 import { isLoopback } from "../../mcp-server/http.js";
+import { runToolApprover } from "../../mcp-server/run-tool.js";
 import { ServedSession } from "../../mcp-server/served-session.js";
 import { MAX_CONTEXT_TOKENS } from "../../providers/context-window.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
@@ -154,28 +155,28 @@ async function serve(args: string[]): Promise<number> {
   for (const notice of setup.notices) process.stderr.write(`harness: note: ${escapeForTerminal(notice)}\n`);
   // Without instructions: nobody reads a system message here, so no AGENTS.md is loaded.
   const { instructions: _unused, ...servingSetup } = setup;
-  await session.start((_model, listener, signal) =>
-    new Engine(
-      sessionEngineOptions(
-        {
-          workspace,
-          sessionId,
-          mode: "new",
-          goal: "mcp serve",
-          setup: servingSetup,
-          acceptance: [],
-          limits: {
-            maxModelRequests: Number.MAX_SAFE_INTEGER,
-            maxToolCalls: Number.MAX_SAFE_INTEGER,
-            contextWindowTokens: MAX_CONTEXT_TOKENS,
-            replyReserveTokens: 1,
-          },
+  await session.start((_model, listener, signal) => {
+    const options = sessionEngineOptions(
+      {
+        workspace,
+        sessionId,
+        mode: "new",
+        goal: "mcp serve",
+        setup: servingSetup,
+        acceptance: [],
+        limits: {
+          maxModelRequests: Number.MAX_SAFE_INTEGER,
+          maxToolCalls: Number.MAX_SAFE_INTEGER,
+          contextWindowTokens: MAX_CONTEXT_TOKENS,
+          replyReserveTokens: 1,
         },
-        signal,
-        listener,
-      ),
-    ).run(),
-  );
+      },
+      signal,
+      listener,
+    );
+    // A client's notifications/cancelled stops its one call (served-session.ts).
+    return new Engine({ ...options, runtime: { ...options.runtime, callSignal: session.callSignal } }).run();
+  });
   // A refused journal or a bad setup is reported as harness run reports it (exit code and message).
   if (session.failure !== undefined) throw session.failure;
   if (session.stopped) throw new Error(session.stopped);
@@ -194,7 +195,7 @@ async function serve(args: string[]): Promise<number> {
   });
 }
 
-/** harness_run: a new session per call, built like harness run's (no one to ask: asks deny). */
+/** harness_run: a new session per call, built like harness run's (no one to ask: asks deny, saying why). */
 function runStarter(
   workspace: OpenedWorkspace,
   given: RunFlags,
@@ -212,6 +213,7 @@ function runStarter(
       flags,
       ...(script !== undefined ? { script } : {}),
       interactive: false,
+      approver: runToolApprover,
     });
     await refuseUnallowedChecks(request.accept, setup);
     const options = sessionEngineOptions(

@@ -77,7 +77,9 @@ Permissions:
                              read-only also binds acceptance commands and hooks, off turns
                              their sandbox off too (a resume may tighten it, never loosen it)
   --tools SET                readonly | coding (default) | shell-only | files | name,name,...
-                             (built-in tools; MCP servers' tools come from "mcp_servers")
+                             MCP tools: coding all, readonly only read-only ones of trusted
+                             servers, shell-only/files none; a list may name mcp__SERVER__TOOL
+                             (with * patterns, e.g. mcp__github__*)
 
 MCP servers: those in your user config's "mcp_servers" (and a project's proposals you
 approved with harness mcp approve) start before the first model request, with a progress

@@ -1,0 +1,36 @@
+import { mkdir, mkdtemp, realpath, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { parseMcpServer } from "../../src/mcp/config.js";
+import { serverNamedFiles } from "../../src/mcp/named-files.js";
+
+let root: string | undefined;
+afterEach(async () => {
+  if (root) await rm(root, { recursive: true, force: true });
+});
+
+describe("the files a stdio server definition names", () => {
+  it("a package directory argument names its package.json, the entry its main picks and its index.js", async () => {
+    root = await realpath(await mkdtemp(join(tmpdir(), "harness-named-")));
+    await mkdir(join(root, "server/lib"), { recursive: true });
+    await writeFile(join(root, "server/package.json"), JSON.stringify({ main: "lib/start" }));
+    await writeFile(join(root, "server/lib/start.js"), "");
+    await writeFile(join(root, "server/index.js"), "");
+    await writeFile(join(root, "server/lib/helper.js"), "");
+    await writeFile(join(root, "tool.mjs"), "");
+    const definition = parseMcpServer(
+      "s",
+      { command: "node", args: ["./server", "tool.mjs", "--flag", "missing.js"] },
+      "config.json",
+    );
+    expect(serverNamedFiles([definition], root)).toEqual(
+      [
+        join(root, "server/index.js"),
+        join(root, "server/lib/start.js"),
+        join(root, "server/package.json"),
+        join(root, "tool.mjs"),
+      ].sort(),
+    );
+  });
+});
