@@ -1,0 +1,132 @@
+import { Engine } from "../../engine/engine.js";
+import type { EngineListener, EngineOptions, RunSummary } from "../../engine/options.js";
+import type { AnyRecord } from "../../journal/vocabulary.js";
+import { type SessionRun, sessionEngineOptions } from "../session-runner.js";
+
+/** One running turn of the chat's session. */
+export interface Turn {
+  /** Resolves when the turn ends (the model answered, it was interrupted, or it stopped). */
+  readonly done: Promise<RunSummary>;
+  /** Typed while the turn runs: journaled and given to the model at the next step boundary. */
+  steer(text: string): Promise<void>;
+  /** Stop the turn at the next safe point; the session stays open for the next prompt. */
+  interrupt(): void;
+}
+
+/** The session a chat talks to: turn after turn on one journal. */
+export interface ChatSession {
+  /** The model as the footer and /model name it. */
+  readonly model: string;
+  /** The session's id (it exists on disk once the first turn started). */
+  readonly sessionId: string;
+  /** Whether a turn has run (the next input is a follow-up, not the goal). */
+  readonly started: boolean;
+  start(input: string, listener: EngineListener): Turn;
+  /** /compact: summarize the older turns now (one summary request); what happened, in words. */
+  compact(listener: EngineListener): Promise<string>;
+  /** The session's journal so far (for /diff). */
+  records(): Promise<readonly AnyRecord[]>;
+  /** Every session id in the workspace (for /sessions). */
+  sessions(): Promise<readonly string[]>;
+  /** End the session's resources (MCP servers). */
+  close(): Promise<void>;
+}
+
+/** What the multi-turn engine adds to `Engine` (steer, interrupt); absent on an engine without turns. */
+interface TurnEngine {
+  steer?(text: string): Promise<void>;
+  interrupt?(): void;
+}
+
+/**
+ * Whether this build's engine runs sessions of many turns (`EngineOptions.input`, `steer`,
+ * `interrupt`). Without it a chat has one turn; steering and follow-ups say so instead of
+ * pretending.
+ */
+export const ENGINE_HAS_TURNS = typeof (Engine.prototype as TurnEngine).steer === "function";
+
+/**
+ * The chat's session on the real engine, set up as `harness run` sets one up (the caller passes
+ * the same SessionRun): the first turn starts a new session whose goal is the first input; each
+ * later turn is a new Engine on the same session with that input, so every turn passes the
+ * identity checks a resume does.
+ */
+export class EngineChatSession implements ChatSession {
+  readonly #run: Omit<SessionRun, "json" | "events">;
+  readonly model: string;
+  #started: boolean;
+
+  constructor(run: Omit<SessionRun, "json" | "events">, model: string, existing: boolean) {
+    this.#run = run;
+    this.model = model;
+    this.#started = existing;
+  }
+
+  get sessionId(): string {
+    return this.#run.sessionId;
+  }
+
+  get started(): boolean {
+    return this.#started;
+  }
+
+  start(input: string, listener: EngineListener): Turn {
+    const controller = new AbortController();
+    const first = !this.#started;
+    if (!first && !ENGINE_HAS_TURNS) {
+      return {
+        done: Promise.reject(
+          new Error(
+            "this build's engine runs one turn per session: start a new chat for a new goal " +
+              `(the session ${this.sessionId} is recorded; harness inspect ${this.sessionId})`,
+          ),
+        ),
+        steer: async () => {},
+        interrupt: () => {},
+      };
+    }
+    const base = sessionEngineOptions(
+      first ? { ...this.#run, mode: "new", goal: input } : { ...this.#run, mode: "resume" },
+      controller.signal,
+      listener,
+    );
+    const options: EngineOptions = first ? base : Object.assign(base, { input });
+    const engine = new Engine(options) as Engine & TurnEngine;
+    this.#started = true;
+    return {
+      done: engine.run(),
+      steer: async (text) => {
+        if (engine.steer === undefined) throw new Error("steering needs the multi-turn engine");
+        await engine.steer(text);
+      },
+      interrupt: () => {
+        if (engine.interrupt !== undefined) engine.interrupt();
+        else controller.abort("interrupted");
+      },
+    };
+  }
+
+  async compact(listener: EngineListener): Promise<string> {
+    const controller = new AbortController();
+    const engine = new Engine(
+      sessionEngineOptions({ ...this.#run, mode: "resume", compactOnly: {} }, controller.signal, listener),
+    );
+    const summary = await engine.run();
+    const compacted = summary.compacted;
+    return compacted
+      ? `compacted: ${compacted.replaced_messages} messages replaced by a summary (about ${compacted.tokens_before} -> ${compacted.tokens_after} tokens)`
+      : "nothing was compacted";
+  }
+
+  records(): Promise<readonly AnyRecord[]> {
+    return this.#started ? this.#run.workspace.backend.read(this.sessionId) : Promise.resolve([]);
+  }
+
+  sessions(): Promise<readonly string[]> {
+    return this.#run.workspace.backend.list();
+  }
+
+  async close(): Promise<void> {
+    await this.#run.setup.mcp?.close();
+  }
+}
