@@ -30,7 +30,7 @@ export interface PiTuiOptions {
   terminal?: Terminal;
   /**
    * Keys pressed this soon after an approval question appears are ignored, so a person typing
-   * a message when it pops up cannot answer a question nobody read. Default 300 ms.
+   * a message when it pops up cannot answer a question nobody read. Default 250 ms.
    */
   answerGuardMs?: number;
   now?(): number;
@@ -72,7 +72,7 @@ export class PiTui implements ChatUi {
 
   constructor(style: UiStyle, options: PiTuiOptions = {}) {
     this.#style = style;
-    this.#guardMs = options.answerGuardMs ?? 300;
+    this.#guardMs = options.answerGuardMs ?? 250;
     this.#now = options.now ?? (() => Date.now());
     this.#tui = new TUI(options.terminal ?? new ProcessTerminal());
     this.#editor = new Editor(this.#tui, {
@@ -112,7 +112,11 @@ export class PiTui implements ChatUi {
     this.#stopTimer();
     this.#asking?.resolve("deny");
     this.#asking = undefined;
-    this.#tui.requestRender(true);
+    // The conversation stays in the scrollback; the editor, live lines and footer go, so the
+    // shell's prompt follows the last line of the conversation.
+    for (const part of [this.#live, this.#question, this.#editor, this.#footer]) this.#tui.removeChild(part);
+    this.#tui.requestRender();
+    await new Promise((resolve) => setTimeout(resolve, 50));
     this.#tui.stop();
   }
 

@@ -40,7 +40,7 @@ export class ChatController {
       own(
         this.#style,
         "dim",
-        `harness chat · session ${this.#session.sessionId} · Enter sends, Shift-Enter or \\ adds a line, Esc interrupts, /help`,
+        `harness chat · session ${this.#session.sessionId} · /help for keys and commands`,
       ),
     );
     this.#ui.footer(this.#footer);
