@@ -23,7 +23,9 @@ export function exitCodeFor(status: RunStatus): number {
       return EXIT.reviewRequired;
     case "needs_review":
       return EXIT.needsReview;
+    // An interrupted turn (the user stopped it; the session stays open) exits as a cancelled run does.
     case "cancelled":
+    case "interrupted":
       return EXIT.cancelled;
   }
 }

@@ -11,5 +11,7 @@ export function statusOf(state: SessionState): string {
       return outcome.data.status === "stopped" ? `stopped (${outcome.data.reason})` : outcome.data.status;
     case "cancelled":
       return "cancelled";
+    case "interrupted":
+      return `turn ${outcome.data.turn} interrupted (open for the next input)`;
   }
 }

@@ -163,7 +163,7 @@ export async function compactHistory(input: CompactionInput): Promise<Compaction
       });
       await (run.options.sleep ?? sleep)(retry, run.signal);
       if (run.signal.aborted) return { kind: "failed", summary: await cancel(run) };
-      if (state.modelRequests >= run.limits.maxModelRequests) {
+      if (state.turnModelRequests >= run.limits.maxModelRequests) {
         const message = `the model-request budget (${run.limits.maxModelRequests}) is used up`;
         return { kind: "failed", summary: await stop(run, "stopped", "budget_exhausted", message) };
       }

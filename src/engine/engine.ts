@@ -26,9 +26,11 @@ import { DEFAULT_LIMITS, type EngineOptions, type Limits, type RunSummary } from
 import { cancel, type EngineRun, stop, summary } from "./outcome.js";
 import { recoverOrphans, spawnedEvent } from "./recovery.js";
 import { SessionState } from "./state.js";
+import { Steering } from "./steering.js";
 import { SYSTEM_PROMPT } from "./system-prompt.js";
 import { taskFrame } from "./task-frame.js";
 import { toolDigests, toolsChanged } from "./tool-surface.js";
+import { beginTurn, checkInput } from "./turns.js";
 
 /**
  * Runs one session: start or resume, recover what a crash left, then alternate model requests
@@ -40,6 +42,10 @@ export class Engine {
   private readonly budget: ContextBudget;
   private readonly systemPrompt: string;
   private readonly signal: AbortSignal;
+  /** Fires the run's signal when the user interrupts the turn (as opposed to the embedder's signal). */
+  private readonly interruption = new AbortController();
+  private interruptRequested = false;
+  private readonly steering = new Steering(() => this.session);
   private writer!: JournalWriter;
   private state!: SessionState;
   private session!: EngineRun;
@@ -61,13 +67,14 @@ export class Engine {
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
     this.budget = contextBudgetOf(this.limits, options.provider.identity.model);
     this.systemPrompt = options.systemPrompt ?? SYSTEM_PROMPT;
-    this.signal = options.signal ?? new AbortController().signal;
+    this.signal = AbortSignal.any([...(options.signal ? [options.signal] : []), this.interruption.signal]);
     this.tools = options.runtime.snapshot;
     this.grants = options.runtime.grants ?? new SessionGrants();
   }
 
   async run(): Promise<RunSummary> {
     const { backend, sessionId, mode } = this.options;
+    checkInput(this.options.input);
     const exists = await backend.exists(sessionId);
     if (mode === "resume" && !exists) {
       throw new EngineError(
@@ -90,6 +97,7 @@ export class Engine {
         state: this.state,
         tools: () => this.tools,
         record: (...events) => this.record(...events),
+        interrupted: () => this.interruptRequested,
       };
       const recovered = this.writer.recoveredLock;
       const resuming = this.state.header !== undefined;
@@ -118,11 +126,30 @@ export class Engine {
       }
       if (this.options.compactOnly) return await this.compactNow(this.options.compactOnly.instructions);
       if (resuming) await this.record({ type: "session.resumed", data: { pid: process.pid } });
-      return await this.drive();
+      return await this.drive(resuming);
     } finally {
       this.options.processes?.journal.attach(undefined);
       await this.writer.close();
     }
+  }
+
+  /**
+   * Steer the running turn: journaled now, sent to the model at the next step boundary (after the
+   * current reply's calls have their results, before the next request). Rejected (BAD_INPUT) when
+   * no turn is running or it is already ending: then the text belongs in the next turn's `input`.
+   */
+  steer(text: string): Promise<void> {
+    return this.steering.steer(text);
+  }
+
+  /**
+   * Stop the turn at the next safe point: a model request is abandoned, running tools are cancelled
+   * (their process trees killed) and recorded, calls not yet started are recorded as cancelled;
+   * `run()` then resolves with status "interrupted" and the session waits for the next input.
+   */
+  interrupt(): void {
+    this.interruptRequested = true;
+    this.interruption.abort(new Error("interrupted by the user"));
   }
 
   /**
@@ -152,11 +179,21 @@ export class Engine {
     return { ...summary(this.session), compacted };
   }
 
-  private async drive(): Promise<RunSummary> {
+  private async drive(resuming: boolean): Promise<RunSummary> {
+    this.steering.openGate();
+    try {
+      return await this.turn(resuming);
+    } finally {
+      this.steering.closeGate();
+    }
+  }
+
+  private async turn(resuming: boolean): Promise<RunSummary> {
     const run = this.session;
     const recovered = await recoverOrphans(run);
     if (recovered) return recovered;
-    if (this.state.outcome?.kind === "finished") return recheckFinished(run);
+    if (resuming && this.options.input !== undefined) await beginTurn(run, this.options.input);
+    else if (this.state.outcome?.kind === "finished") return recheckFinished(run);
 
     const model = new ModelStep(run);
     let runtime = this.createRuntime();
@@ -172,7 +209,7 @@ export class Engine {
       if (pending.length > 0) {
         const outcome = await runtime.runCalls({
           calls: pending,
-          remainingToolCalls: this.limits.maxToolCalls - this.state.toolCalls,
+          remainingToolCalls: this.limits.maxToolCalls - this.state.turnToolCalls,
           signal: this.signal,
           recorder: { record: (events) => this.record(...events) },
           firstBatchId: this.state.batches,
@@ -201,8 +238,18 @@ export class Engine {
         }
         continue;
       }
+      // Steering typed meanwhile goes to the model now, before the next request (or instead of ending).
+      if (await this.steering.deliver(run)) continue;
       const last = this.state.lastReply;
-      if (last && last.calls.length === 0) return finish(run, last.text);
+      if (last && last.calls.length === 0 && !this.state.replyPending) {
+        // Steers from here on belong to the next turn; one typed just before the gate closed is delivered.
+        this.steering.closeGate();
+        if (await this.steering.deliver(run)) {
+          this.steering.openGate();
+          continue;
+        }
+        return finish(run, last.text);
+      }
       // Between steps, never while calls run: a tool list that changed is taken up here.
       const surface = await this.options.toolSurface?.refresh(this.tools, this.signal);
       if (surface !== undefined && surface.digest !== this.tools.digest) {
@@ -215,7 +262,7 @@ export class Engine {
   }
 
   private async begin(instructions: InstructionFile[] | undefined): Promise<void> {
-    const goal = this.options.goal;
+    const goal = this.options.goal ?? this.options.input;
     if (goal === undefined || goal.trim() === "")
       throw new EngineError("BAD_INPUT", "a new session needs a goal");
     const { runtime, workspace, policy, provider, sessionId } = this.options;
@@ -257,7 +304,7 @@ export class Engine {
             : {}),
         },
       },
-      { type: "user.input", data: { text: goal } },
+      { type: "user.input", data: { text: goal, turn: 1 } },
       ...(instructions
         ? [{ type: "instructions.loaded", data: { trigger: "start", files: instructions } } as const]
         : []),
@@ -270,7 +317,9 @@ export class Engine {
     const differences: string[] = [];
     if (header.format_version !== JOURNAL_FORMAT_VERSION) differences.push("journal format version");
     if (header.workspace.fingerprint !== o.workspace.fingerprint) differences.push("workspace");
-    if (header.session_id !== o.sessionId) differences.push("session id");
+    // A fork's history names its parent's id: the fork record says so.
+    const recordedId = this.state.forkedFrom?.parent === header.session_id ? o.sessionId : header.session_id;
+    if (recordedId !== o.sessionId) differences.push("session id");
     if (o.goal !== undefined && o.goal !== header.goal) differences.push("goal");
     if (header.policy_digest !== o.policy.digest) differences.push("policy");
     if (digestOf(header.provider) !== digestOf(o.provider.identity)) differences.push("model provider");

@@ -143,7 +143,7 @@ export class ModelStep {
   }
 
   private budgetSpent(): boolean {
-    return this.run.state.modelRequests >= this.run.limits.maxModelRequests;
+    return this.run.state.turnModelRequests >= this.run.limits.maxModelRequests;
   }
 
   private stopForBudget(): Promise<RunSummary> {

@@ -18,7 +18,9 @@ export type RunStatus =
   | "stopped"
   | "review_required"
   | "needs_review"
-  | "cancelled";
+  | "cancelled"
+  /** The user interrupted the turn (Engine.interrupt): the session stays open for the next input. */
+  | "interrupted";
 
 export interface RunSummary {
   status: RunStatus;
@@ -40,6 +42,7 @@ export interface RunSummary {
   compacted?: { replaced_messages: number; tokens_before: number; tokens_after: number };
 }
 
+/** Budgets are per turn: each turn of a session may use them afresh (a session with one turn: per session). */
 export interface Limits {
   maxModelRequests: number;
   maxToolCalls: number;
@@ -93,6 +96,12 @@ export interface EngineOptions {
   workspace: { name: string; fingerprint: string };
   /** Required for a new session; when resuming, it must equal the recorded goal if given. */
   goal?: string;
+  /**
+   * The user's input that starts the next turn of an existing session (mode "resume" or "auto"):
+   * journaled as `user.input` and sent after everything the session holds. For a session that
+   * does not exist yet (mode "new"/"auto") without a goal, it is the goal.
+   */
+  input?: string;
   policy: PolicyHandle;
   acceptance: readonly AcceptanceCheck[];
   /** Propose mode: builds the overlay proposing calls write to, from the session's proposals. */

@@ -17,6 +17,8 @@ export interface EngineRun {
   tools(): ToolSnapshot;
   /** Append events durably, then apply them to the state and show them to the listener. */
   record(...events: AnyNewEvent[]): Promise<void>;
+  /** Whether the signal fired because the user interrupted the turn (not because harness is exiting). */
+  interrupted(): boolean;
 }
 
 /** The run ends short of success (stopped, review required, needs review): journaled, then summarized. */
@@ -30,9 +32,19 @@ export async function stop(
   return summary(run);
 }
 
-/** The run was interrupted: journaled, then summarized. */
+/**
+ * The run was stopped at a safe point: by a signal (the process is exiting: `run.cancelled`) or by
+ * the user interrupting the turn (`turn.interrupted`: the session waits for the next input).
+ */
 export async function cancel(run: EngineRun): Promise<RunSummary> {
-  await run.record({ type: "run.cancelled", data: { reason: "interrupted by signal" } });
+  if (run.interrupted()) {
+    await run.record({
+      type: "turn.interrupted",
+      data: { turn: Math.max(run.state.turn, 1), reason: "interrupted by the user" },
+    });
+  } else {
+    await run.record({ type: "run.cancelled", data: { reason: "interrupted by signal" } });
+  }
   return summary(run);
 }
 
@@ -75,6 +87,14 @@ export function summary(run: EngineRun): RunSummary {
         ...base,
         status: "cancelled",
         reason: "cancelled",
+        message: outcome.data.reason,
+        answer: null,
+      };
+    case "interrupted":
+      return {
+        ...base,
+        status: "interrupted",
+        reason: "interrupted",
         message: outcome.data.reason,
         answer: null,
       };

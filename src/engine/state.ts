@@ -17,7 +17,8 @@ const RESOLUTION_NOTES = {
 export type Outcome =
   | { kind: "finished"; data: EventData<"run.finished"> }
   | { kind: "stopped"; data: EventData<"run.stopped"> }
-  | { kind: "cancelled"; data: EventData<"run.cancelled"> };
+  | { kind: "cancelled"; data: EventData<"run.cancelled"> }
+  | { kind: "interrupted"; data: EventData<"turn.interrupted"> };
 
 /**
  * Everything the engine needs to know about a session, derived from its records alone: a fold
@@ -61,6 +62,16 @@ export class SessionState {
   /** Directories already looked at for a nested AGENTS.md. */
   readonly checkedDirectories = new Set<string>();
   modelRequests = 0;
+  /** The current turn (1 for a session's goal) and the counters budgets apply to: this turn's own. */
+  turn = 0;
+  turnModelRequests = 0;
+  private turnToolCallsBefore = 0;
+  /** Steering typed but not yet sent to the model, oldest first. */
+  readonly pendingSteers: string[] = [];
+  /** The model owes a reply: input or steering arrived after its latest reply. */
+  replyPending = false;
+  /** Set when this session was forked from another (its first record). */
+  forkedFrom: EventData<"session.forked"> | undefined;
   /** Retryable failures since the last reply, and the backoff they asked for (resume keeps both). */
   retriesSinceReply = 0;
   retryWaitSinceReply = 0;
@@ -98,7 +109,27 @@ export class SessionState {
         break;
       case "user.input":
         this.goal ??= record.data.text;
+        // A new turn: its own budgets, and no outcome until it ends.
+        this.turn = record.data.turn ?? this.turn + 1;
+        this.turnModelRequests = 0;
+        this.turnToolCallsBefore = this.started.size;
+        this.outcome = undefined;
+        this.replyPending = true;
         this.addMessage({ role: "user", content: record.data.text });
+        break;
+      case "user.steered":
+        this.pendingSteers.push(record.data.text);
+        break;
+      case "steer.delivered":
+        for (const text of this.pendingSteers.splice(0, record.data.count))
+          this.addMessage({ role: "user", content: text });
+        this.replyPending = true;
+        break;
+      case "turn.interrupted":
+        this.outcome = { kind: "interrupted", data: record.data };
+        break;
+      case "session.forked":
+        this.forkedFrom = record.data;
         break;
       case "instructions.loaded":
         this.instructions.push(...record.data.files);
@@ -114,6 +145,7 @@ export class SessionState {
         break;
       case "model.started":
         this.modelRequests += 1;
+        this.turnModelRequests += 1;
         this.pendingBasis = record.data.basis_tokens;
         this.peakEstimatedInputTokens = larger(
           this.peakEstimatedInputTokens,
@@ -132,6 +164,7 @@ export class SessionState {
         break;
       case "model.reply": {
         this.ordinal += 1;
+        this.replyPending = false;
         this.retriesSinceReply = 0;
         this.retryWaitSinceReply = 0;
         this.replies.push(record.data);
@@ -282,6 +315,11 @@ export class SessionState {
 
   get toolCalls(): number {
     return this.started.size;
+  }
+
+  /** Calls started in the current turn (the tool-call budget is per turn). */
+  get turnToolCalls(): number {
+    return this.started.size - this.turnToolCallsBefore;
   }
 
   get lastReply(): EventData<"model.reply"> | undefined {

@@ -133,7 +133,11 @@ export const EVENT_SCHEMAS = {
     checked: z.array(z.string()).optional(),
   }),
   "session.resumed": z.object({ pid: z.number().int() }),
-  "user.input": z.object({ text: z.string() }),
+  /**
+   * A turn's input: the goal starts turn 1; each later turn starts with the user's next prompt.
+   * `turn` is absent in sessions recorded before sessions had turns (then it is the count so far).
+   */
+  "user.input": z.object({ text: z.string(), turn: z.number().int().positive().optional() }),
   "model.started": z.object({
     step: z.number().int(),
     attempt: z.number().int(),
@@ -323,6 +327,29 @@ export const EVENT_SCHEMAS = {
     started_at: z.string(),
     proc_start: z.string().nullable(),
     reason: z.string(),
+  }),
+  /**
+   * Steering: input the user typed while a turn ran, journaled when typed. The model is sent it
+   * only when `steer.delivered` takes it up, at a step boundary (after the results of the
+   * reply's calls, before the next model request), never in the middle of a call.
+   */
+  "user.steered": z.object({ text: z.string() }),
+  /** The oldest `count` undelivered steers become user messages here, before the request of `step`. */
+  "steer.delivered": z.object({ step: z.number().int().nonnegative(), count: z.number().int().positive() }),
+  /**
+   * The user interrupted the turn: running calls were cancelled (their process trees killed) and
+   * recorded; the session stays open for the next turn's `user.input`.
+   */
+  "turn.interrupted": z.object({ turn: z.number().int().positive(), reason: z.string() }),
+  /**
+   * This session was forked from another: the parent's records up to and including `at_seq` (whose
+   * hash is `at_hash`) follow as this session's own, re-chained and authenticated; the parent is unchanged.
+   */
+  "session.forked": z.object({
+    parent: z.string(),
+    at_seq: z.number().int().nonnegative(),
+    at_hash: hex64,
+    parent_records: z.number().int().positive(),
   }),
 } as const;
 

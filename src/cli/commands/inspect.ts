@@ -124,7 +124,15 @@ function render(record: AnyRecord, style: Style): string {
       return `instructions ${record.data.trigger === "start" ? "at start" : "nested"}: ${what}`;
     }
     case "user.input":
-      return `user: ${escapeForTerminal(record.data.text)}`;
+      return `${record.data.turn !== undefined && record.data.turn > 1 ? `turn ${record.data.turn}, ` : ""}user: ${escapeForTerminal(record.data.text)}`;
+    case "user.steered":
+      return `user steered: ${escapeForTerminal(record.data.text)}`;
+    case "steer.delivered":
+      return style.dim(`${record.data.count} steer(s) sent to the model (step ${record.data.step + 1})`);
+    case "turn.interrupted":
+      return style.bold(`turn ${record.data.turn} interrupted: ${escapeForTerminal(record.data.reason)}`);
+    case "session.forked":
+      return `forked from session ${escapeForTerminal(record.data.parent)} at record ${record.data.at_seq} (hash ${record.data.at_hash.slice(0, 12)})`;
     case "model.started": {
       const { estimated_input_tokens: estimate, context_window: window } = record.data;
       const size =
