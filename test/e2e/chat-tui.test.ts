@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   ensureBuilt,
+  fixture,
   jsonScript,
   ofType,
   readJournal,
@@ -27,8 +28,12 @@ describe("harness chat in a terminal", () => {
   });
   afterAll(removeTempDirs);
 
-  async function chat(workspace: string, replies: unknown[], ...flags: string[]): Promise<TmuxSession> {
-    const script = await jsonScript(replies);
+  async function chat(
+    workspace: string,
+    replies: unknown[] | string,
+    ...flags: string[]
+  ): Promise<TmuxSession> {
+    const script = typeof replies === "string" ? replies : await jsonScript(replies);
     const session = new TmuxSession(workspace, ["chat", "--script", script, ...flags], {
       HARNESS_CONFIG: config,
       HARNESS_KEY_FILE: process.env.HARNESS_KEY_FILE ?? "",
@@ -128,6 +133,48 @@ describe("harness chat in a terminal", () => {
     await session.waitFor("— unverified");
   });
 
+  it("a follow-up message is the session's next turn: the model is sent the first turn and the new input", async () => {
+    const workspace = await workspaceWith({});
+    const session = await chat(workspace, fixture("chat-echo.mjs"));
+    session.type("first question");
+    session.press("Enter");
+    await session.waitFor(/heard 1: .*first question/);
+    session.type("second question");
+    session.press("Enter");
+    const screen = await session.waitFor(/heard 2: .*first question \| .*second question/);
+    expect(screen.match(/— unverified/g)).toHaveLength(2);
+    session.press("C-d");
+    const left = await session.waitFor("[exited 0]");
+    const journal = await readJournal(workspace, sessionIdOn(left));
+    expect(ofType(journal, "user.input").map((r) => r.data.text)).toEqual([
+      "first question",
+      "second question",
+    ]);
+    expect(ofType(journal, "session.started")).toHaveLength(1);
+  });
+
+  it("typing while a turn runs steers it: journaled at once, delivered after the running call", async () => {
+    const workspace = await workspaceWith({});
+    const session = await chat(workspace, fixture("chat-echo.mjs"), "--shell", "allow");
+    session.type("run slow please");
+    session.press("Enter");
+    await session.waitFor(/shell sleep 3 .*\d+\.\ds/);
+    session.type("also mention bananas");
+    session.press("Enter");
+    await session.waitFor("↳ steer: also mention bananas");
+    const screen = await session.waitFor(/heard \d+: .*also mention bananas/);
+    // The steer waited for the call: its result is shown before the reply that heard it.
+    expect(screen.indexOf("✓ shell ok")).toBeLessThan(screen.search(/heard \d+: .*bananas/));
+    session.press("C-d");
+    const left = await session.waitFor("[exited 0]");
+    const journal = await readJournal(workspace, sessionIdOn(left));
+    const steered = ofType(journal, "user.steered");
+    expect(steered.map((r) => r.data.text)).toEqual(["also mention bananas"]);
+    const result = ofType(journal, "tool.result")[0];
+    const delivered = ofType(journal, "steer.delivered")[0];
+    expect(result?.seq).toBeLessThan(delivered?.seq ?? 0);
+  });
+
   it("Esc interrupts a running shell command: its process tree is killed and the outcome recorded", async () => {
     const workspace = await workspaceWith({});
     const session = await chat(
@@ -162,7 +209,7 @@ describe("harness chat in a terminal", () => {
     }
     expect(alive(pid)).toBe(true);
     session.press("Escape");
-    const done = await session.waitFor(/— (cancelled|interrupted)/);
+    const done = await session.waitFor("— interrupted");
     expect(done).toContain("interrupting");
     expect(done).not.toContain("should not be asked");
     expect(alive(pid)).toBe(false);

@@ -18,6 +18,8 @@ export class ChatController {
   #footer: FooterStatus;
   #exit: (() => void) | undefined;
   #leaving = false;
+  /** Steers typed as a turn was ending: each starts the next turn, in order. */
+  readonly #queued: string[] = [];
 
   constructor(ui: ChatUi, session: ChatSession, style: UiStyle) {
     this.#ui = ui;
@@ -71,8 +73,10 @@ export class ChatController {
       try {
         await turn.steer(text);
         this.#ui.line(own(this.#style, "dim", "  (delivered at the next step, after the running calls)"));
-      } catch (error) {
-        this.#ui.line(note(this.#style, "error", "  not delivered: ", messageOf(error)));
+      } catch {
+        // The turn is already ending: what was typed starts the next one instead of being lost.
+        this.#queued.push(text);
+        this.#ui.line(own(this.#style, "dim", "  (the turn is ending: this will be your next message)"));
       }
       return;
     }
@@ -93,6 +97,8 @@ export class ChatController {
       this.#turn = undefined;
       this.#setFooter({ running: false });
     }
+    const next = this.#queued.shift();
+    if (next !== undefined && !this.#leaving) await this.#submit(next);
   }
 
   #interrupt(): void {

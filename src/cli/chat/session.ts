@@ -1,5 +1,5 @@
 import { Engine } from "../../engine/engine.js";
-import type { EngineListener, EngineOptions, RunSummary } from "../../engine/options.js";
+import type { EngineListener, RunSummary } from "../../engine/options.js";
 import type { AnyRecord } from "../../journal/vocabulary.js";
 import { type SessionRun, sessionEngineOptions } from "../session-runner.js";
 
@@ -32,19 +32,6 @@ export interface ChatSession {
   close(): Promise<void>;
 }
 
-/** What the multi-turn engine adds to `Engine` (steer, interrupt); absent on an engine without turns. */
-interface TurnEngine {
-  steer?(text: string): Promise<void>;
-  interrupt?(): void;
-}
-
-/**
- * Whether this build's engine runs sessions of many turns (`EngineOptions.input`, `steer`,
- * `interrupt`). Without it a chat has one turn; steering and follow-ups say so instead of
- * pretending.
- */
-export const ENGINE_HAS_TURNS = typeof (Engine.prototype as TurnEngine).steer === "function";
-
 /**
  * The chat's session on the real engine, set up as `harness run` sets one up (the caller passes
  * the same SessionRun): the first turn starts a new session whose goal is the first input; each
@@ -71,38 +58,18 @@ export class EngineChatSession implements ChatSession {
   }
 
   start(input: string, listener: EngineListener): Turn {
-    const controller = new AbortController();
     const first = !this.#started;
-    if (!first && !ENGINE_HAS_TURNS) {
-      return {
-        done: Promise.reject(
-          new Error(
-            "this build's engine runs one turn per session: start a new chat for a new goal " +
-              `(the session ${this.sessionId} is recorded; harness inspect ${this.sessionId})`,
-          ),
-        ),
-        steer: async () => {},
-        interrupt: () => {},
-      };
-    }
-    const base = sessionEngineOptions(
+    const options = sessionEngineOptions(
       first ? { ...this.#run, mode: "new", goal: input } : { ...this.#run, mode: "resume" },
-      controller.signal,
+      new AbortController().signal,
       listener,
     );
-    const options: EngineOptions = first ? base : Object.assign(base, { input });
-    const engine = new Engine(options) as Engine & TurnEngine;
+    const engine = new Engine(first ? options : { ...options, input });
     this.#started = true;
     return {
       done: engine.run(),
-      steer: async (text) => {
-        if (engine.steer === undefined) throw new Error("steering needs the multi-turn engine");
-        await engine.steer(text);
-      },
-      interrupt: () => {
-        if (engine.interrupt !== undefined) engine.interrupt();
-        else controller.abort("interrupted");
-      },
+      steer: (text) => engine.steer(text),
+      interrupt: () => engine.interrupt(),
     };
   }
 
