@@ -30,6 +30,10 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }
     summary: "continue a recorded session",
     load: async () => (await import("./commands/run.js")).resumeCommand,
   },
+  fork: {
+    summary: "start a new session from a session's history (all of it, or up to a record)",
+    load: async () => (await import("./commands/fork.js")).forkCommand,
+  },
   compact: {
     summary: "summarize a stopped session's older turns now (the next resume sends the summary)",
     load: async () => (await import("./commands/compact.js")).compactCommand,

@@ -21,7 +21,8 @@ const GLYPH: Record<string, string> = {
 
 /**
  * Human progress on stderr: streamed model text, one line per tool call with status and
- * duration. `--events` adds every durable journal record as NDJSON on stdout. Every string that
+ * duration. `--events` adds every durable journal record as NDJSON on stdout, and the model's
+ * text as it streams as transient `{"transient":true,"type":"text.delta","text":...}` lines. Every string that
  * harness did not write itself is escaped (terminal-text.ts) before harness styles it.
  */
 export function createProgress(options: {
@@ -115,6 +116,10 @@ export function createProgress(options: {
       }
     },
     stream(event) {
+      // For UIs: the model's text as it streams, marked transient (never a journal record; the
+      // reply arrives whole as the model.reply record).
+      if (options.events && event.type === "text_delta" && event.text.length > 0)
+        out.write(`${JSON.stringify({ transient: true, type: "text.delta", text: event.text })}\n`);
       if (options.quiet) return;
       if (event.type === "text_delta" && event.text.length > 0) writeModelText(event.text);
       if (event.type === "end") endLine();

@@ -18,6 +18,8 @@ export interface SessionRun {
   sessionId: string;
   mode: "new" | "resume" | "auto";
   goal?: string;
+  /** The next turn's input for an existing session (harness run --continue / --session ID PROMPT). */
+  input?: string;
   /** harness compact: compact the stopped session now instead of continuing it. */
   compactOnly?: { instructions?: string };
   setup: Pick<RunSetup, "provider" | "snapshot" | "policy" | "approver"> & Partial<RunSetup>;
@@ -60,6 +62,7 @@ export function sessionEngineOptions(
     runtime: runtimeEnvironment(run.workspace, run.sessionId, run.setup),
     workspace: run.workspace.identity,
     ...(run.goal !== undefined ? { goal: run.goal } : {}),
+    ...(run.input !== undefined ? { input: run.input } : {}),
     policy: run.setup.policy,
     ...(run.setup.processes ? { processes: run.setup.processes } : {}),
     ...(run.setup.proposals ? { proposals: run.setup.proposals } : {}),

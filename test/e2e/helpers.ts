@@ -75,7 +75,13 @@ export function finished(child: ChildProcess): Promise<CliResult> {
   });
 }
 
-/** Call `onLine` for each complete stdout line as it arrives (for reacting to `--events`). */
+/** `--events` lines that are not journal records: streamed UI events such as text deltas. */
+export const isTransientLine = (line: string): boolean => line.startsWith('{"transient":true');
+
+/**
+ * Call `onLine` for each complete stdout line that is a journal record as it arrives (for reacting
+ * to `--events`; transient text deltas are skipped and not counted in `index`).
+ */
 export function onStdoutLine(child: ChildProcess, onLine: (line: string, index: number) => void): void {
   let buffered = "";
   let index = 0;
@@ -84,6 +90,7 @@ export function onStdoutLine(child: ChildProcess, onLine: (line: string, index: 
     for (let newline = buffered.indexOf("\n"); newline !== -1; newline = buffered.indexOf("\n")) {
       const line = buffered.slice(0, newline);
       buffered = buffered.slice(newline + 1);
+      if (isTransientLine(line)) continue;
       index += 1;
       onLine(line, index);
     }
@@ -182,11 +189,11 @@ export function jsonSummary(result: CliResult): Record<string, unknown> {
   return JSON.parse(lines[0]!) as Record<string, unknown>;
 }
 
-/** Parse `--events` output: every stdout line must be one JSON record. */
+/** Parse `--events` output: every stdout line but the transient ones must be one JSON record. */
 export function ndjson(stdout: string): JournalLine[] {
   return stdout
     .split("\n")
-    .filter((line) => line.length > 0)
+    .filter((line) => line.length > 0 && !isTransientLine(line))
     .map((line) => JSON.parse(line) as JournalLine);
 }
 

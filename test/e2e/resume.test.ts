@@ -58,7 +58,7 @@ describe("harness resume, sessions and inspect", () => {
     expect(await notes()).toBe(NOTES);
   });
 
-  it("run --session with a different goal is refused: a changed task needs a new session", async () => {
+  it("run --session with a new prompt (the next turn) keeps resume's identity checks: a changed policy is refused", async () => {
     const before = await journalBytes();
     const result = await harness([
       "run",
@@ -67,13 +67,15 @@ describe("harness resume, sessions and inspect", () => {
         READ_EDIT,
         "--workspace",
         workspace,
+        "--write",
+        "deny",
         "--session",
         "budget",
         "rewrite everything instead",
       ],
     ]);
     expectExit(result, 64);
-    expect(result.stderr).toContain("goal");
+    expect(result.stderr).toContain("policy");
     expect(result.stderr).toContain("new session");
     expect(await journalBytes()).toEqual(before);
   });

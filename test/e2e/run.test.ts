@@ -116,6 +116,22 @@ describe("harness run with a scripted model", () => {
     const id = String(printed[0]!.data.session_id);
     expect(printed).toEqual(await readJournal(workspace, id));
     expect(printed.at(-1)!.type).toBe("run.finished");
+    // The model's text also streams as transient lines, never journal records, in reply order.
+    const transient = result.stdout
+      .split("\n")
+      .filter((line) => line.length > 0)
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter((line) => line.transient === true);
+    expect(transient.length).toBeGreaterThan(0);
+    for (const line of transient) expect(Object.keys(line).sort()).toEqual(["text", "transient", "type"]);
+    expect(transient.every((line) => line.type === "text.delta")).toBe(true);
+    const replies = printed.filter((r) => r.type === "model.reply").map((r) => String(r.data.text));
+    expect(transient.map((line) => line.text).join("")).toBe(replies.join(""));
+    // Each delta comes before the reply it is part of is recorded.
+    const lines = result.stdout.split("\n");
+    const firstDelta = lines.findIndex((line) => line.includes('"text.delta"'));
+    const firstReply = lines.findIndex((line) => line.includes('"type":"model.reply"'));
+    expect(firstDelta).toBeLessThan(firstReply);
     // The human summary moves to stderr so stdout stays machine-readable.
     expect(result.stderr).toContain("verified");
   });

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { EngineError } from "../../src/engine/errors.js";
+import { forkSession } from "../../src/engine/fork.js";
 import type { ModelMessage } from "../../src/protocol/types.js";
 import { ScriptedProvider } from "../../src/providers/scripted/provider.js";
 import { count, engineFor, Recording, run, tempWorkspace, type Workspace } from "../support/session.js";
@@ -213,3 +214,41 @@ describe("steering", () => {
 function fingerprintOf(w: Workspace): string {
   return createHash("sha256").update(w.root).digest("hex");
 }
+
+describe("forking", () => {
+  it("refuses a cut inside a running call and leaves no session behind", async () => {
+    await run(ws, { script: () => readCall("c1"), limits: { maxToolCalls: 0 } });
+    const writer = await ws.backend.openWriter("s", { create: false });
+    await writer.append([
+      {
+        type: "tool.started",
+        data: {
+          call_id: "late",
+          name: "read_file",
+          arguments: { path: "notes.txt" },
+          arguments_hash: "0".repeat(64),
+          tool_version: "1",
+          schema_digest: "0".repeat(64),
+          effect: "read_only",
+          batch: 5,
+        },
+      },
+    ]);
+    await writer.close();
+    const records = await ws.journal();
+    const refused = await forkSession(ws.backend, "s", "f", records.length - 1).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(EngineError);
+    expect((refused as Error).message).toContain("inside a running call");
+    expect(await ws.backend.exists("f")).toBe(false);
+    // One record earlier the history is whole: the fork resumes under its own id and verifies.
+    const forked = await forkSession(ws.backend, "s", "f", records.length - 2);
+    expect(forked).toMatchObject({ parent: "s", at_seq: records.length - 2, at_hash: records.at(-2)!.hash });
+    const summary = await engineFor(ws, {
+      script: () => ({ text: "from the fork" }),
+      session: "f",
+      extra: { input: "go on" },
+    }).run();
+    expect(summary).toMatchObject({ status: "unverified", session: "f", answer: "from the fork" });
+    expect((await ws.journal()).length).toBe(records.length);
+  });
+});

@@ -4,6 +4,7 @@ import { PROVIDER_KINDS } from "../../providers/config.js";
 import { isLooser, profileOf } from "../../sandbox/profiles.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { oneOf, parse, positiveInt, tokenCount } from "../args.js";
+import { latestSession } from "../latest-session.js";
 import { effectiveFlags, type RunFlags, type SandboxFlag } from "../run-flags.js";
 import { runSession } from "../session-runner.js";
 import { buildSetup } from "../setup.js";
@@ -40,7 +41,12 @@ export const SESSION_OPTIONS = {
   events: { type: "boolean" },
 } as const;
 
+/** harness run's own: the session options plus --continue. */
+const RUN_OPTIONS = { ...SESSION_OPTIONS, continue: { type: "boolean", short: "c" } } as const;
+
 const RUN_HELP = `Usage: harness run [options] GOAL
+       harness run --continue [options] PROMPT
+       harness run --session ID [options] PROMPT
 
 Run a model against a workspace. Every step is recorded under DIR/.harness/sessions/ID/.
 The run is "verified" only when every --accept command exits 0 after the model finishes.
@@ -90,20 +96,29 @@ Run:
                              context_window, else the model's known window, else 32768);
                              a request estimated over it minus the reply reserve is never
                              sent: the run stops with context_exhausted
-  --session ID               session id (an existing one is resumed if its task matches)
+  --session ID               session id; an existing session takes PROMPT as its next turn
+                             (the same identity checks as resume), or is resumed without one
+  --continue, -c             the next turn of the workspace's latest session (latest activity);
+                             without PROMPT, resume it
   --accept-tool-changes      resume even though the tools differ from those the session last
                              recorded (e.g. an MCP server changed its tool list); journaled
   --json                     print exactly one JSON summary object on stdout
   --events                   print journal events as NDJSON on stdout while running
   -h, --help                 show this help
 
+Turns: a session is a sequence of turns. The goal is turn 1; each later PROMPT is sent after
+everything the session holds (its earlier turns, their calls and results). A turn ends when the
+model replies without calls (then --accept runs). Budgets (--max-model-requests,
+--max-tool-calls) apply to each turn.
+
 Exit codes: 0 verified or unverified, 2 stopped (also: a required MCP server could not
 start), 3 review required, 4 needs review
 (proposals), 5 journal refused (locked, torn, tampered or not recorded by you; the message says
-what to do), 130 cancelled, 1 internal error, 64 usage error.
+what to do), 130 cancelled (or a turn interrupted in a chat), 1 internal error, 64 usage error.
 
 Example:
-  harness run --script replies.json --workspace ./repo --write allow --accept "npm test" "fix the failing test"`;
+  harness run --script replies.json --workspace ./repo --write allow --accept "npm test" "fix the failing test"
+  harness run --continue --workspace ./repo --script replies.json "now add a test for it"`;
 
 const RESUME_HELP = `Usage: harness resume SESSION [options]
 
@@ -129,12 +144,22 @@ export type Parsed = ReturnType<typeof parse<typeof SESSION_OPTIONS>>;
 export const runCommand = {
   help: RUN_HELP,
   async run(args: string[]): Promise<number> {
-    const parsed = parse(args, SESSION_OPTIONS);
+    const parsed = parse(args, RUN_OPTIONS);
     const goal = parsed.positionals.join(" ").trim();
     const workspace = await openWorkspace(parsed.values.workspace);
-    const sessionId = parsed.values.session ?? newSessionId();
+    if (parsed.values.continue && parsed.values.session !== undefined)
+      throw new UsageError("--continue takes the latest session; --session names one: choose one");
+    const latest = parsed.values.continue ? await latestSession(workspace) : undefined;
+    if (parsed.values.continue && latest === undefined) {
+      throw new UsageError(
+        `no session to continue in ${workspace.root}; start one with: harness run --workspace ${workspace.root} [options] GOAL`,
+      );
+    }
+    const sessionId = latest ?? parsed.values.session ?? newSessionId();
     validateSessionId(sessionId);
-    const existing = parsed.values.session !== undefined && (await workspace.backend.exists(sessionId));
+    const existing =
+      latest !== undefined ||
+      (parsed.values.session !== undefined && (await workspace.backend.exists(sessionId)));
     if (!existing && goal === "") throw new UsageError("a goal is required: harness run [options] GOAL");
     return startOrResume(
       parsed,
@@ -180,10 +205,17 @@ export async function startOrResume(
         `start it again with: harness run --session ${sessionId} [options] GOAL`,
     );
   }
-  const recorded = records.length > 0 ? SessionState.from(records).header : undefined;
+  const state = records.length > 0 ? SessionState.from(records) : undefined;
+  const recorded = state?.header;
   const interactive = process.stdin.isTTY === true && process.stderr.isTTY === true;
   const given = givenFlags(values);
   if (recorded !== undefined) refuseLooserSandbox(given.sandbox, recorded.options?.sandbox);
+  // For an existing session the prompt is its next turn's input; only the session's own goal,
+  // while it has one turn, still resumes it (as `run --session ID GOAL` did before turns).
+  const input =
+    goal !== undefined && state?.header !== undefined && !(goal === state.header.goal && state.turn <= 1)
+      ? goal
+      : undefined;
   const flags = effectiveFlags(given, recorded?.options, interactive);
   if (recorded?.provider.kind === "scripted" && values.script === undefined) {
     throw new UsageError(
@@ -210,7 +242,7 @@ export async function startOrResume(
     workspace,
     sessionId,
     mode,
-    ...(goal !== undefined ? { goal } : {}),
+    ...(input !== undefined ? { input } : goal !== undefined ? { goal } : {}),
     ...(compactOnly !== undefined ? { compactOnly } : {}),
     setup,
     acceptance: commands.map((command) => setup.acceptanceCheck(command, acceptTimeout)),
