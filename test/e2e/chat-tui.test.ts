@@ -4,6 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   ensureBuilt,
   fixture,
+  journalFile,
   jsonScript,
   ofType,
   readJournal,
@@ -151,6 +152,34 @@ describe("harness chat in a terminal", () => {
       "second question",
     ]);
     expect(ofType(journal, "session.started")).toHaveLength(1);
+  });
+
+  it("/fork continues in a new session that starts by naming its parent; the parent's journal is untouched", async () => {
+    const workspace = await workspaceWith({});
+    const session = await chat(workspace, fixture("chat-echo.mjs"));
+    session.type("first question");
+    session.press("Enter");
+    const first = await session.waitFor(/heard 1: .*first question/);
+    const parent = sessionIdOn(first);
+    await session.waitFor("Ctrl-D exits");
+    const parentBytes = await readFile(journalFile(workspace, parent));
+    session.type("/fork");
+    session.press("Enter");
+    const forked = await session.waitFor(/forked: now in session \S+ \(from /);
+    const child = /forked: now in session (\S+) /.exec(forked)?.[1] ?? "";
+    session.type("second question");
+    session.press("Enter");
+    await session.waitFor(/heard 2: .*first question \| .*second question/);
+    session.press("C-d");
+    await session.waitFor("[exited 0]");
+    expect(await readFile(journalFile(workspace, parent))).toEqual(parentBytes);
+    const journal = await readJournal(workspace, child);
+    expect(journal[0]?.type).toBe("session.forked");
+    expect(journal[0]?.data.parent).toBe(parent);
+    expect(ofType(journal, "user.input").map((r) => r.data.text)).toEqual([
+      "first question",
+      "second question",
+    ]);
   });
 
   it("typing while a turn runs steers it: journaled at once, delivered after the running call", async () => {

@@ -1,7 +1,11 @@
+import { cp } from "node:fs/promises";
+import { join } from "node:path";
 import { Engine } from "../../engine/engine.js";
+import { forkSession } from "../../engine/fork.js";
 import type { EngineListener, RunSummary } from "../../engine/options.js";
 import type { AnyRecord } from "../../journal/vocabulary.js";
 import { type SessionRun, sessionEngineOptions } from "../session-runner.js";
+import { newSessionId } from "../workspace.js";
 
 /** One running turn of the chat's session. */
 export interface Turn {
@@ -28,6 +32,8 @@ export interface ChatSession {
   records(): Promise<readonly AnyRecord[]>;
   /** Every session id in the workspace (for /sessions). */
   sessions(): Promise<readonly string[]>;
+  /** /fork: continue in a new session holding this one's history (this one stays as it is); its id. */
+  fork(): Promise<string>;
   /** End the session's resources (MCP servers). */
   close(): Promise<void>;
 }
@@ -39,7 +45,7 @@ export interface ChatSession {
  * identity checks a resume does.
  */
 export class EngineChatSession implements ChatSession {
-  readonly #run: Omit<SessionRun, "json" | "events">;
+  #run: Omit<SessionRun, "json" | "events">;
   readonly model: string;
   #started: boolean;
 
@@ -91,6 +97,27 @@ export class EngineChatSession implements ChatSession {
 
   sessions(): Promise<readonly string[]> {
     return this.#run.workspace.backend.list();
+  }
+
+  async fork(): Promise<string> {
+    const parent = this.sessionId;
+    const child = newSessionId();
+    const workspace = this.#run.workspace;
+    await forkSession(workspace.backend, parent, child, undefined);
+    // Results the history points to (full outputs, pruned results) come along, as harness fork does.
+    await cp(
+      join(workspace.sessionDir(parent), "artifacts"),
+      join(workspace.sessionDir(child), "artifacts"),
+      {
+        recursive: true,
+        errorOnExist: false,
+        force: false,
+      },
+    ).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== "ENOENT") throw error;
+    });
+    this.#run = { ...this.#run, sessionId: child };
+    return child;
   }
 
   async close(): Promise<void> {

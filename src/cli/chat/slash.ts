@@ -75,16 +75,19 @@ export async function runSlash(text: string, context: SlashContext): Promise<voi
         }
         ui.line(note(style, "dim", await session.compact(context.listener)));
         return;
-      case "/fork":
+      case "/fork": {
         if (!betweenTurns()) return;
+        if (!session.started) {
+          say("nothing to fork yet: the session starts with your first message");
+          return;
+        }
+        const parent = session.sessionId;
+        const child = await session.fork();
         ui.line(
-          own(
-            style,
-            "warn",
-            `/fork needs harness fork, which this build does not have yet; the session is ${session.sessionId}`,
-          ),
+          note(style, "ok", "forked: now in session ", child, " (from ", parent, ", which stays as it is)"),
         );
         return;
+      }
       default:
         ui.line(note(style, "warn", "unknown command ", name, "; try /help"));
     }
