@@ -1,5 +1,6 @@
 // `npm run bench`: every benchmark in one run, printed as one table (and --json for scripts).
 import { benchAcceptance } from "./acceptance.js";
+import { benchChat } from "./chat.js";
 import { benchContext } from "./context.js";
 import { benchJournal } from "./journal.js";
 import { benchMcp } from "./mcp.js";
@@ -19,6 +20,7 @@ const sections: [string, () => Promise<BenchRow[]> | BenchRow[]][] = [
   ["acceptance sandboxed vs unsandboxed (issue 10)", benchAcceptance],
   ["context: cacheable requests and build time (issue 12)", benchContext],
   ["MCP tool call through harness vs the SDK directly (issue 13)", benchMcp],
+  ["chat: Enter to first streamed character, idle CPU (issue 14)", benchChat],
 ];
 
 const json = process.argv.includes("--json");
