@@ -130,14 +130,16 @@ export class PiTui implements ChatUi {
     if (matchesKey(data, "ctrl+c")) {
       const now = this.#now();
       if (this.#editor.getText() !== "") {
+        // Clearing what was typed does not count towards leaving.
         this.#editor.setText("");
+        this.#lastCtrlC = Number.NEGATIVE_INFINITY;
       } else if (now - this.#lastCtrlC < DOUBLE_CTRL_C_MS) {
         this.#handlers?.exit();
       } else {
         if (this.#running) this.#handlers?.interrupt();
         this.line({ text: this.#style.dim("(Ctrl-C again to exit)") });
+        this.#lastCtrlC = now;
       }
-      this.#lastCtrlC = this.#editor.getText() === "" ? now : Number.NEGATIVE_INFINITY;
       this.#tui.requestRender();
       return { consume: true };
     }

@@ -64,7 +64,8 @@ export class VirtualTerminal implements TuiTerminal {
     await this.#pending;
     const buffer = this.#term.buffer.active;
     const lines: string[] = [];
-    for (let i = 0; i < buffer.length; i += 1) lines.push(buffer.getLine(i)?.translateToString(true) ?? "");
+    for (let i = 0; i < buffer.length; i += 1)
+      lines.push((buffer.getLine(i)?.translateToString(true) ?? "").trimEnd());
     while (lines.length > 0 && lines[lines.length - 1] === "") lines.pop();
     return lines.join("\n");
   }
