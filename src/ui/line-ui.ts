@@ -16,8 +16,8 @@ import {
 /**
  * The chat as plain lines, for when stdin or stdout is not a terminal (a pipe, a script, a CI
  * log). Input is read as lines in order: a line answers the open approval question, or waits
- * while a turn runs (a question the turn asks takes the next waiting line) and starts the next
- * turn when this one ends. So a script can pipe in prompts and answers; only `y`/`s` lines
+ * while the previous message is handled (a question its turn asks takes the next waiting line)
+ * and is the next message once it has been. So a script can pipe in prompts and answers; only `y`/`s` lines
  * approve. The input closing leaves the chat once every waiting line is done. Nothing is
  * redrawn: a call prints a line when it starts and when it ends, the footer after each turn.
  */
@@ -32,6 +32,8 @@ export class LineUi implements ChatUi {
   #midLine = false;
   #pending: ((line: string | undefined) => void) | undefined;
   #running = false;
+  /** A message is being handled (its turn runs): lines wait, except as answers to its questions. */
+  #busy = false;
   #ended = false;
   #started = false;
 
@@ -90,16 +92,25 @@ export class LineUi implements ChatUi {
     this.#next();
   }
 
-  /** Between turns: the next waiting line is the next input; none left after the end: leave. */
+  /** When the last message has been handled: the next waiting line; none left after the end: leave. */
   #next(): void {
-    while (!this.#running && this.#pending === undefined && this.#started) {
-      const line = this.#waiting.shift();
-      if (line === undefined) {
-        if (this.#ended) this.#handlers?.exit();
-        return;
-      }
-      if (line.trim() !== "") this.#handlers?.submit(line);
+    if (this.#busy || this.#pending !== undefined || !this.#started) return;
+    const line = this.#waiting.shift();
+    if (line === undefined) {
+      if (this.#ended) this.#handlers?.exit();
+      return;
     }
+    if (line.trim() === "") {
+      this.#next();
+      return;
+    }
+    this.#busy = true;
+    void Promise.resolve(this.#handlers?.submit(line))
+      .catch(() => undefined)
+      .finally(() => {
+        this.#busy = false;
+        this.#next();
+      });
   }
 
   modelText(delta: string): void {
@@ -165,10 +176,7 @@ export class LineUi implements ChatUi {
     const ended = this.#running && !status.running;
     this.#running = status.running;
     // Printed when a turn ends: a line per turn, not per token.
-    if (ended) {
-      this.line({ text: footerLine(this.#style, status) });
-      this.#next();
-    }
+    if (ended) this.line({ text: footerLine(this.#style, status) });
   }
 
   #endLine(): void {

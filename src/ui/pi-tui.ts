@@ -88,7 +88,7 @@ export class PiTui implements ChatUi {
     this.#editor.onSubmit = (text) => {
       if (text.trim() === "") return;
       this.#editor.addToHistory(text);
-      this.#handlers?.submit(text);
+      void this.#handlers?.submit(text);
     };
     this.#tui.addChild(this.#history);
     this.#tui.addChild(this.#live);

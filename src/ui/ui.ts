@@ -12,8 +12,12 @@
 
 /** What a person did: the controller decides what each means for the running turn. */
 export interface ChatHandlers {
-  /** Enter with text: a prompt between turns, a steer while a turn runs. */
-  submit(text: string): void;
+  /**
+   * Enter with text: a prompt between turns, a steer while a turn runs, or a slash command.
+   * Resolves when it has been handled (a prompt: when its turn ended), for a UI that takes
+   * input one message at a time (line mode).
+   */
+  submit(text: string): Promise<void> | undefined;
   /** Esc, or Ctrl-C on an empty input: stop the running turn. */
   interrupt(): void;
   /** Ctrl-C twice, Ctrl-D on an empty input, or the input closing: leave the chat. */

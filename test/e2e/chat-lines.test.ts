@@ -86,6 +86,22 @@ describe("harness chat in line mode (stdin is not a terminal)", () => {
     ]);
   });
 
+  it("/compact summarizes the older turns between turns, journaled as context.compacted", async () => {
+    const workspace = await workspaceWith({ "a.txt": "alpha\n" });
+    const script = await jsonScript([
+      { text: "Reading.", calls: [{ id: "r1", name: "read_file", arguments: { path: "a.txt" } }] },
+      { text: "It says alpha.", calls: [] },
+      { text: "The user asked what a.txt says; it says alpha.", calls: [] },
+    ]);
+    const result = await chat(workspace, script, "/compact\nwhat does a.txt say?\n/compact\n");
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain("nothing to compact yet");
+    expect(result.stdout).toMatch(/compacted: \d+ messages replaced by a summary/);
+    const [id = ""] = sessionIds(workspace);
+    const journal = await readJournal(workspace, id);
+    expect(ofType(journal, "context.compacted")).toHaveLength(1);
+  });
+
   it("refuses a goal argument with the command to use instead", async () => {
     const workspace = await workspaceWith({});
     const script = await jsonScript([]);

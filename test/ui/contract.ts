@@ -35,7 +35,10 @@ interface Seen {
 function started(driver: UiDriver): Seen {
   const seen: Seen = { submitted: [], interrupts: 0, exits: 0 };
   const handlers: ChatHandlers = {
-    submit: (text) => seen.submitted.push(text),
+    submit: (text) => {
+      seen.submitted.push(text);
+      return undefined;
+    },
     interrupt: () => {
       seen.interrupts += 1;
     },

@@ -15,7 +15,10 @@ describe("PiTui keys", () => {
     ui = new PiTui(PLAIN, { terminal, answerGuardMs: 0, ...options });
     const seen = { submitted: [] as string[], interrupts: 0, exits: 0 };
     ui.start({
-      submit: (text) => seen.submitted.push(text),
+      submit: (text) => {
+        seen.submitted.push(text);
+        return undefined;
+      },
       interrupt: () => {
         seen.interrupts += 1;
       },

@@ -18,7 +18,9 @@ export class ChatController {
   #footer: FooterStatus;
   #exit: (() => void) | undefined;
   #leaving = false;
-  /** Steers typed as a turn was ending: each starts the next turn, in order. */
+  /** A slash command running (/compact, /fork use the journal). */
+  #slash: Promise<void> | undefined;
+  /** Steers typed as a turn was ending, input typed during a slash command: handled in order. */
   readonly #queued: string[] = [];
 
   constructor(ui: ChatUi, session: ChatSession, style: UiStyle) {
@@ -34,7 +36,7 @@ export class ChatController {
       this.#exit = resolve;
     });
     this.#ui.start({
-      submit: (text) => void this.#submit(text),
+      submit: (text) => this.#submit(text),
       interrupt: () => this.#interrupt(),
       exit: () => void this.#leave(),
     });
@@ -55,10 +57,15 @@ export class ChatController {
 
   async #submit(text: string): Promise<void> {
     if (this.#leaving) return;
+    if (this.#slash !== undefined) {
+      // One thing at a time on the journal: what comes during a slash command waits for it.
+      this.#queued.push(text);
+      return;
+    }
     const turn = this.#turn;
     if (text.startsWith("/")) {
       this.#ui.line(note(this.#style, "dim", "› ", text));
-      await runSlash(text, {
+      this.#slash = runSlash(text, {
         ui: this.#ui,
         style: this.#style,
         session: this.#session,
@@ -66,6 +73,10 @@ export class ChatController {
         leave: () => void this.#leave(),
         listener: this.#listener(),
       });
+      await this.#slash;
+      this.#slash = undefined;
+      const next = this.#queued.shift();
+      if (next !== undefined && !this.#leaving) await this.#submit(next);
       return;
     }
     if (turn !== undefined) {
@@ -115,6 +126,7 @@ export class ChatController {
       turn.interrupt();
       await turn.done.catch(() => undefined);
     }
+    await this.#slash;
     this.#exit?.();
   }
 
