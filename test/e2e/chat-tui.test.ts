@@ -98,6 +98,20 @@ describe("harness chat in a terminal", () => {
     ]);
   });
 
+  it("bare harness on a terminal is harness chat", async () => {
+    const workspace = await workspaceWith({});
+    const session = new TmuxSession(workspace, [], {
+      HARNESS_CONFIG: config,
+      HARNESS_KEY_FILE: process.env.HARNESS_KEY_FILE ?? "",
+      TERM: "xterm-256color",
+    });
+    sessions.push(session);
+    session.start();
+    // No model is configured here: the chat itself says so (a pipe would get the help instead).
+    const screen = await session.waitFor("[exited 64]");
+    expect(screen).toContain("harness chat: no model configured");
+  });
+
   it("denies on Enter alone: the file stays as it was and the journal says denied", async () => {
     const workspace = await workspaceWith({ "hello.txt": "hello wrld\n" });
     const session = await chat(workspace, EDIT);
