@@ -1,5 +1,6 @@
 // `npm run bench`: every benchmark in one run, printed as one table (and --json for scripts).
 import { benchAcceptance } from "./acceptance.js";
+import { benchChat } from "./chat.js";
 import { benchContext } from "./context.js";
 import { benchJournal } from "./journal.js";
 import { benchLargeRead } from "./large-file.js";
@@ -23,6 +24,7 @@ const sections: [string, () => Promise<BenchRow[]> | BenchRow[]][] = [
   ["MCP tool call through harness vs the SDK directly (issue 13)", benchMcp],
   ["journal: fenced PostgreSQL append vs local fsync (issue 16)", benchPg],
   ["read_file on a large file (issue 17)", benchLargeRead],
+  ["chat: Enter to first streamed character, idle CPU (issue 14)", benchChat],
 ];
 
 const json = process.argv.includes("--json");

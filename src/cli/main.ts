@@ -22,6 +22,10 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }
     summary: "run an agent on a goal in a workspace",
     load: async () => (await import("./commands/run.js")).runCommand,
   },
+  chat: {
+    summary: "talk to an agent turn by turn in a terminal (bare harness on a terminal)",
+    load: async () => (await import("./commands/chat.js")).chatCommand,
+  },
   resume: {
     summary: "continue a recorded session",
     load: async () => (await import("./commands/run.js")).resumeCommand,
@@ -103,6 +107,8 @@ function topLevelHelp(): string {
 }
 
 export async function main(argv: string[]): Promise<number> {
+  // Bare `harness` on a terminal opens the chat; off one it prints the help as before.
+  if (argv.length === 0 && process.stdin.isTTY === true && process.stdout.isTTY === true) argv = ["chat"];
   const [name, ...rest] = argv;
   if (name === undefined || name === "--help" || name === "-h" || name === "help") {
     process.stdout.write(`${topLevelHelp()}\n`);

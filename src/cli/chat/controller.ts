@@ -1,0 +1,239 @@
+import type { EngineListener, RunSummary } from "../../engine/options.js";
+import { note, own, quoted, toolDone, toolLabel } from "../../ui/lines.js";
+import type { ChatUi, FooterStatus, UiStyle } from "../../ui/ui.js";
+import type { ChatSession, Turn } from "./session.js";
+import { runSlash } from "./slash.js";
+
+/**
+ * The chat's loop: input between turns starts the next turn (or runs a slash command), input
+ * during a turn steers it, Esc interrupts it, and the journal's records and the model's stream
+ * become what the UI shows. Resolves when the person leaves; a running turn is interrupted and
+ * waited for first, so the journal is left at a safe point.
+ */
+export class ChatController {
+  readonly #ui: ChatUi;
+  readonly #session: ChatSession;
+  readonly #style: UiStyle;
+  #turn: Turn | undefined;
+  #footer: FooterStatus;
+  #exit: (() => void) | undefined;
+  #leaving = false;
+  /** A slash command running (/compact, /fork use the journal). */
+  #slash: Promise<void> | undefined;
+  /** Steers typed as a turn was ending, input typed during a slash command: handled in order. */
+  readonly #queued: string[] = [];
+
+  constructor(ui: ChatUi, session: ChatSession, style: UiStyle) {
+    this.#ui = ui;
+    this.#session = session;
+    this.#style = style;
+    this.#footer = { model: session.model, inputTokens: 0, outputTokens: 0, running: false };
+  }
+
+  /** Run until the person leaves; resolves with the exit code. */
+  run(): Promise<number> {
+    const left = new Promise<void>((resolve) => {
+      this.#exit = resolve;
+    });
+    this.#ui.start({
+      submit: (text) => this.#submit(text),
+      interrupt: () => this.#interrupt(),
+      exit: () => void this.#leave(),
+    });
+    this.#ui.line(
+      own(
+        this.#style,
+        "dim",
+        `harness chat · session ${this.#session.sessionId} · /help for keys and commands`,
+      ),
+    );
+    this.#ui.footer(this.#footer);
+    return left.then(async () => {
+      await this.#session.close();
+      await this.#ui.stop();
+      return 0;
+    });
+  }
+
+  async #submit(text: string): Promise<void> {
+    if (this.#leaving) return;
+    if (this.#slash !== undefined) {
+      // One thing at a time on the journal: what comes during a slash command waits for it.
+      this.#queued.push(text);
+      return;
+    }
+    const turn = this.#turn;
+    if (text.startsWith("/")) {
+      this.#ui.line(note(this.#style, "dim", "› ", text));
+      this.#slash = runSlash(text, {
+        ui: this.#ui,
+        style: this.#style,
+        session: this.#session,
+        running: turn !== undefined,
+        leave: () => void this.#leave(),
+        listener: this.#listener(),
+      });
+      await this.#slash;
+      this.#slash = undefined;
+      const next = this.#queued.shift();
+      if (next !== undefined && !this.#leaving) await this.#submit(next);
+      return;
+    }
+    if (turn !== undefined) {
+      this.#ui.line(note(this.#style, "warn", "↳ steer: ", text));
+      try {
+        await turn.steer(text);
+        this.#ui.line(own(this.#style, "dim", "  (delivered at the next step, after the running calls)"));
+      } catch {
+        // The turn is already ending: what was typed starts the next one instead of being lost.
+        this.#queued.push(text);
+        this.#ui.line(own(this.#style, "dim", "  (the turn is ending: this will be your next message)"));
+      }
+      return;
+    }
+    this.#ui.line(note(this.#style, "plain", "› ", text));
+    await this.#runTurn(text);
+  }
+
+  async #runTurn(input: string): Promise<void> {
+    const turn = this.#session.start(input, this.#listener());
+    this.#turn = turn;
+    this.#setFooter({ running: true });
+    try {
+      this.#showEnd(await turn.done);
+    } catch (error) {
+      this.#ui.endModelText();
+      this.#ui.line(note(this.#style, "error", "✗ ", messageOf(error)));
+    } finally {
+      this.#turn = undefined;
+      this.#setFooter({ running: false });
+    }
+    const next = this.#queued.shift();
+    if (next !== undefined && !this.#leaving) await this.#submit(next);
+  }
+
+  #interrupt(): void {
+    if (this.#turn === undefined) return;
+    this.#ui.line(own(this.#style, "warn", "interrupting: the turn stops at the next safe point"));
+    this.#turn.interrupt();
+  }
+
+  async #leave(): Promise<void> {
+    if (this.#leaving) return;
+    this.#leaving = true;
+    const turn = this.#turn;
+    if (turn !== undefined) {
+      turn.interrupt();
+      await turn.done.catch(() => undefined);
+    }
+    await this.#slash;
+    this.#exit?.();
+  }
+
+  #showEnd(summary: RunSummary): void {
+    this.#ui.endModelText();
+    const tone =
+      summary.status === "verified"
+        ? "ok"
+        : summary.status === "unverified" || summary.status === "needs_review"
+          ? "dim"
+          : "warn";
+    const why = summary.reason ? ` (${summary.reason})` : "";
+    this.#ui.line(note(this.#style, tone, `— ${summary.status}`, why));
+    if (summary.message) for (const line of quoted(this.#style, summary.message)) this.#ui.line(line);
+  }
+
+  #setFooter(change: Partial<FooterStatus>): void {
+    this.#footer = { ...this.#footer, ...change };
+    this.#ui.footer(this.#footer);
+  }
+
+  /** What the UI shows of a turn: streamed text, live calls, and the records people need to see. */
+  #listener(): EngineListener {
+    const style = this.#style;
+    return {
+      stream: (event) => {
+        if (event.type === "text_delta" && event.text.length > 0) this.#ui.modelText(event.text);
+        if (event.type === "end") this.#ui.endModelText();
+      },
+      callFinished: (info) => this.#ui.toolFinished(info.call_id, toolDone(style, info)),
+      record: (record) => {
+        switch (record.type) {
+          case "model.started":
+            this.#setFooter({
+              ...(record.data.estimated_input_tokens !== undefined
+                ? { contextUsed: record.data.estimated_input_tokens }
+                : {}),
+              ...(record.data.context_window !== undefined
+                ? { contextWindow: record.data.context_window }
+                : {}),
+            });
+            break;
+          case "model.reply": {
+            const usage = record.data.usage;
+            this.#setFooter({
+              inputTokens: this.#footer.inputTokens + (usage?.input_tokens ?? 0),
+              outputTokens: this.#footer.outputTokens + (usage?.output_tokens ?? 0),
+            });
+            break;
+          }
+          case "tool.started":
+            this.#ui.toolStarted(
+              record.data.call_id,
+              toolLabel(style, record.data.name, record.data.arguments),
+            );
+            break;
+          case "model.retryable_error":
+            this.#ui.line(
+              note(
+                style,
+                "warn",
+                `  ↻ ${record.data.code}: `,
+                record.data.message,
+                ` (retry in ${record.data.retry_in_ms} ms)`,
+              ),
+            );
+            break;
+          case "model.failed":
+            this.#ui.line(
+              note(style, "error", `  ✗ model failed: ${record.data.code}: `, record.data.message),
+            );
+            break;
+          case "model.protocol_error":
+            this.#ui.line(
+              note(
+                style,
+                "error",
+                "  ✗ protocol error: ",
+                record.data.error,
+                "; nothing from this reply runs",
+              ),
+            );
+            break;
+          case "acceptance.checked":
+            for (const check of record.data.checks) {
+              this.#ui.line(
+                note(
+                  style,
+                  check.passed ? "ok" : "error",
+                  `${check.passed ? "✓" : "✗"} acceptance: `,
+                  check.name,
+                ),
+              );
+            }
+            break;
+          case "context.compacted":
+            this.#ui.line(own(style, "dim", "  (older turns were summarized to fit the context window)"));
+            break;
+          default:
+            break;
+        }
+      },
+    };
+  }
+}
+
+/** An error's message, raw: lines.ts escapes it where it is shown. */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,120 @@
+import type { EngineListener } from "../../engine/options.js";
+import type { AnyRecord } from "../../journal/vocabulary.js";
+import { note, own, quoted } from "../../ui/lines.js";
+import type { ChatUi, UiStyle } from "../../ui/ui.js";
+import type { ChatSession } from "./session.js";
+
+export interface SlashContext {
+  ui: ChatUi;
+  style: UiStyle;
+  session: ChatSession;
+  /** Whether a turn is running (commands that use the journal wait for it to end). */
+  running: boolean;
+  leave(): void;
+  listener: EngineListener;
+}
+
+const HELP: readonly [string, string][] = [
+  ["/help", "this list"],
+  ["/diff", "the file changes made in this session"],
+  ["/compact", "summarize the older turns now (between turns)"],
+  ["/model", "the model this session talks to"],
+  ["/sessions", "the sessions recorded in this workspace"],
+  ["/fork", "continue from here in a new session (the journal stays as it is)"],
+  ["/quit", "leave the chat (also Ctrl-D on an empty input, or Ctrl-C twice)"],
+];
+
+/** The chat's slash commands; an unknown one says which exist. */
+export async function runSlash(text: string, context: SlashContext): Promise<void> {
+  const { ui, style, session } = context;
+  const [name = ""] = text.trim().split(/\s+/);
+  const say = (line: string) => ui.line(own(style, "plain", line));
+  const betweenTurns = () => {
+    if (context.running)
+      ui.line(own(style, "warn", `${name} runs between turns: wait for this one or press Esc`));
+    return !context.running;
+  };
+  try {
+    switch (name) {
+      case "/help":
+        for (const [command, what] of HELP) say(`  ${style.bold(command.padEnd(10))} ${what}`);
+        say(style.dim("  Keys: Enter sends · Shift-Enter or a trailing \\ adds a line · Up/Down history"));
+        say(style.dim("        Esc interrupts · Ctrl-C clears the input or interrupts, twice exits"));
+        return;
+      case "/quit":
+      case "/exit":
+        context.leave();
+        return;
+      case "/model":
+        ui.line(note(style, "plain", "model: ", session.model));
+        return;
+      case "/sessions": {
+        const ids = await session.sessions();
+        if (ids.length === 0) say("no sessions recorded in this workspace yet");
+        for (const id of ids) {
+          ui.line(
+            note(
+              style,
+              id === session.sessionId ? "ok" : "plain",
+              id === session.sessionId ? "* " : "  ",
+              id,
+            ),
+          );
+        }
+        return;
+      }
+      case "/diff":
+        if (!betweenTurns()) return;
+        showDiff(await session.records(), ui, style);
+        return;
+      case "/compact":
+        if (!betweenTurns()) return;
+        if (!session.started) {
+          say("nothing to compact yet: the session starts with your first message");
+          return;
+        }
+        ui.line(note(style, "dim", await session.compact(context.listener)));
+        return;
+      case "/fork": {
+        if (!betweenTurns()) return;
+        if (!session.started) {
+          say("nothing to fork yet: the session starts with your first message");
+          return;
+        }
+        const parent = session.sessionId;
+        const child = await session.fork();
+        ui.line(
+          note(style, "ok", "forked: now in session ", child, " (from ", parent, ", which stays as it is)"),
+        );
+        return;
+      }
+      default:
+        ui.line(note(style, "warn", "unknown command ", name, "; try /help"));
+    }
+  } catch (error) {
+    ui.line(note(style, "error", `${name}: `, error instanceof Error ? error.message : String(error)));
+  }
+}
+
+/** Each file the session changed (write_file, edit_file results that succeeded), with what it did. */
+function showDiff(records: readonly AnyRecord[], ui: ChatUi, style: UiStyle): void {
+  let shown = 0;
+  for (const record of records) {
+    if (record.type !== "tool.result" || record.data.status !== "ok") continue;
+    if (record.data.name !== "edit_file" && record.data.name !== "write_file") continue;
+    const path = record.data.data?.path;
+    ui.line(
+      note(
+        style,
+        "plain",
+        `${record.data.name} `,
+        typeof path === "string" ? path : "?",
+        ": ",
+        record.data.summary,
+      ),
+    );
+    for (const line of quoted(style, record.data.content)) ui.line(line);
+    shown += 1;
+  }
+  if (shown === 0) ui.line(own(style, "dim", "no file changes in this session yet"));
+}

@@ -1,0 +1,125 @@
+import { SessionState } from "../../engine/state.js";
+import { escapeForTerminal } from "../../shared/terminal-text.js";
+import { UiApprover } from "../../ui/approval.js";
+import { LineUi } from "../../ui/line-ui.js";
+import type { ChatUi } from "../../ui/ui.js";
+import { parse, positiveInt } from "../args.js";
+import { ChatController } from "../chat/controller.js";
+import { EngineChatSession } from "../chat/session.js";
+import { effectiveFlags } from "../run-flags.js";
+import { buildSetup } from "../setup.js";
+import { colorEnabled, createStyle } from "../style.js";
+import { UsageError } from "../usage-error.js";
+import { newSessionId, openWorkspace } from "../workspace.js";
+import { givenFlags, SESSION_OPTIONS, validateSessionId } from "./run.js";
+
+const { json: _json, events: _events, ...CHAT_OPTIONS } = SESSION_OPTIONS;
+
+/** Files larger than this are not read for an approval's diff preview (the arguments still show). */
+const PREVIEW_READ_LIMIT = 1024 * 1024;
+
+const HELP = `Usage: harness chat [options]
+       harness            (on a terminal, with no arguments)
+
+Talk to an agent in a workspace, turn after turn, in one recorded session. What you type first is
+the session's goal; each later message starts the next turn. While a turn runs, what you type is
+steering: journaled at once and given to the model at the next step (after the running calls).
+Every step is journaled as in harness run; approvals are asked inline.
+
+Keys:
+  Enter                  send (Shift-Enter, or a line ending in \\, adds a line; pastes keep their lines)
+  Up / Down              earlier inputs
+  Esc                    interrupt the running turn (running commands' process trees are killed)
+  Ctrl-C                 clear the input, or interrupt; twice exits
+  Ctrl-D                 exit (on an empty input)
+Approvals: y allows once, s for the session, anything else (Enter alone too) denies; an edit or
+write shows its diff first, a command its exact text, working directory and sandbox.
+
+Slash commands: /help /diff /compact /model /sessions /fork /quit
+
+Options: those of harness run (model, permissions, --workspace, --accept, limits), except --json
+and --events; --session ID continues a recorded session. When stdin or stdout is not a terminal
+the chat reads one message per line and prints plain lines; a question's answer is the next line.
+
+Exit codes: 0 when you leave; 64 usage error; 5 journal refused; 1 internal error.`;
+
+export const chatCommand = {
+  help: HELP,
+  async run(args: string[]): Promise<number> {
+    const parsed = parse(args, CHAT_OPTIONS);
+    if (parsed.positionals.length > 0) {
+      throw new UsageError(
+        `harness chat takes no goal argument (type it in the chat); for one goal use: harness run ${parsed.positionals.join(" ")}`,
+      );
+    }
+    const values = parsed.values;
+    const workspace = await openWorkspace(values.workspace);
+    const sessionId = values.session ?? newSessionId();
+    validateSessionId(sessionId);
+    const existing = values.session !== undefined && (await workspace.backend.exists(sessionId));
+    const records = existing ? await workspace.backend.read(sessionId) : [];
+    const recorded = records.length > 0 ? SessionState.from(records).header : undefined;
+    const terminal = process.stdin.isTTY === true && process.stdout.isTTY === true;
+    const style = createStyle(colorEnabled(process.stdout));
+    // Questions are answered in the chat itself, on a terminal or as the next input line.
+    const flags = effectiveFlags(givenFlags(values), recorded?.options, true);
+    const ui: ChatUi = terminal
+      ? new (await import("../../ui/pi-tui.js")).PiTui(style)
+      : new LineUi(process.stdin, process.stdout, style);
+    const approver = new UiApprover(ui, style, async (path) => {
+      try {
+        const stat = await workspace.fs.stat(path);
+        if (stat === undefined || stat.size > PREVIEW_READ_LIMIT) return undefined;
+        return new TextDecoder().decode(await workspace.fs.readFile(path));
+      } catch {
+        return undefined;
+      }
+    });
+    const setup = await buildSetup({
+      workspace,
+      flags,
+      ...(values.script !== undefined ? { script: values.script } : {}),
+      interactive: true,
+      records,
+      approver,
+      mcp: (line) => process.stderr.write(`${line}\n`),
+    });
+    for (const notice of setup.notices) process.stderr.write(`harness: note: ${escapeForTerminal(notice)}\n`);
+    const acceptTimeout = positiveInt(values["accept-timeout"], "--accept-timeout") ?? 600_000;
+    const limits = {
+      ...optional("maxModelRequests", positiveInt(values["max-model-requests"], "--max-model-requests")),
+      ...optional("maxToolCalls", positiveInt(values["max-tool-calls"], "--max-tool-calls")),
+      ...optional("poolSize", positiveInt(values["pool-size"], "--pool-size")),
+    };
+    const session = new EngineChatSession(
+      {
+        workspace,
+        sessionId,
+        mode: existing ? "resume" : "new",
+        setup,
+        acceptance: (values.accept ?? recorded?.acceptance ?? []).map((command) =>
+          setup.acceptanceCheck(command, acceptTimeout),
+        ),
+        limits: {
+          ...limits,
+          contextWindowTokens: setup.context.window,
+          replyReserveTokens: setup.context.reserve,
+        },
+        acceptToolChanges: values["accept-tool-changes"] === true,
+      },
+      modelName(setup.provider.identity),
+      existing,
+    );
+    return new ChatController(ui, session, style).run();
+  },
+};
+
+/** The model as people name it: the model id, else the provider's kind and name. */
+function modelName(identity: { kind: string; [key: string]: unknown }): string {
+  if (typeof identity.model === "string") return identity.model;
+  return typeof identity.name === "string" ? `${identity.kind}:${identity.name}` : identity.kind;
+}
+
+function optional<K extends string>(key: K, value: number | undefined): Partial<Record<K, number>> {
+  return value === undefined ? {} : ({ [key]: value } as Record<K, number>);
+}

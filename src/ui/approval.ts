@@ -1,0 +1,127 @@
+import { unifiedDiff } from "../proposals/diff.js";
+import type { ApprovalDecision, ApprovalPort, ApprovalRequest } from "../runtime/ports.js";
+import { escapeForTerminal, escapeLines, jsonForTerminal } from "../shared/terminal-text.js";
+import type { ApprovalView, ChatLine, ChatUi, UiStyle } from "./ui.js";
+
+/** Lines of a diff preview shown inline; the rest is counted, not shown. */
+const PREVIEW_LINES = 40;
+
+/** Reads a workspace file's current text for a write's preview (undefined: absent or unreadable). */
+export type CurrentText = (path: string) => Promise<string | undefined>;
+
+/**
+ * Approvals asked inline in the chat: the same once/session/deny decision `TtyApprover` takes,
+ * shown with what the call will do (a coloured diff for edit_file and write_file; the exact
+ * command, cwd and sandbox for shell). Anything but `y` or `s` denies, Enter alone included;
+ * an interrupted turn (the signal) denies.
+ */
+export class UiApprover implements ApprovalPort {
+  readonly #ui: ChatUi;
+  readonly #style: UiStyle;
+  readonly #current: CurrentText;
+  #queue: Promise<unknown> = Promise.resolve();
+
+  constructor(ui: ChatUi, style: UiStyle, current: CurrentText) {
+    this.#ui = ui;
+    this.#style = style;
+    this.#current = current;
+  }
+
+  /** One question at a time: concurrent asks wait their turn. */
+  request(request: ApprovalRequest, signal: AbortSignal): Promise<ApprovalDecision> {
+    const next = this.#queue.then(() => this.#ask(request, signal));
+    this.#queue = next.catch(() => undefined);
+    return next;
+  }
+
+  async #ask(request: ApprovalRequest, signal: AbortSignal): Promise<ApprovalDecision> {
+    if (signal.aborted) return denied("cancelled before the question was shown");
+    const view = await approvalView(request, this.#style, this.#current);
+    const answer = await this.#ui.ask(view, signal);
+    if (signal.aborted) return denied("cancelled while waiting for an answer");
+    if (answer === "once") return { decision: "allow", scope: "once", by: "user" };
+    if (answer === "session") return { decision: "allow", scope: "session", by: "user" };
+    return denied("the user did not approve");
+  }
+}
+
+function denied(reason: string): ApprovalDecision {
+  return { decision: "deny", scope: "once", by: "user", reason };
+}
+
+/** What a person sees before deciding: the call, its facts, a diff for file changes. */
+export async function approvalView(
+  request: ApprovalRequest,
+  style: UiStyle,
+  current: CurrentText,
+): Promise<ApprovalView> {
+  const lines: ChatLine[] = [
+    { text: style.yellow(`Approval needed: ${escapeForTerminal(request.tool)} (${request.effect})`) },
+  ];
+  const display = request.display;
+  const fact = (label: string, value: string) =>
+    lines.push({ text: `  ${label.padEnd(8)} ${style.bold(escapeForTerminal(value))}` });
+  if (display?.command !== undefined) fact("command:", display.command);
+  if (display?.cwd !== undefined) fact("cwd:", display.cwd);
+  if (display?.sandbox !== undefined) fact("sandbox:", display.sandbox);
+  if (display?.timeoutMs !== undefined) fact("timeout:", `${display.timeoutMs} ms`);
+  for (const [label, value] of Object.entries(display?.details ?? {})) fact(`${label}:`, value);
+  if (request.reason !== undefined) fact("why:", request.reason);
+  const diff = await diffPreview(request, current);
+  if (diff !== undefined) lines.push(...coloredDiff(diff, style));
+  else if (display?.command === undefined) {
+    for (const line of jsonForTerminal(request.arguments, 2).split("\n")) lines.push({ text: `  ${line}` });
+  }
+  const grant =
+    request.subject.kind === "none"
+      ? `${request.tool} with exactly these arguments`
+      : `${request.tool}(${request.subject.value})`;
+  return {
+    lines,
+    question: {
+      text: `Allow? ${style.bold("y")} once, ${style.bold("s")} session for ${escapeForTerminal(grant)}, anything else denies: `,
+    },
+  };
+}
+
+/** The unified diff an edit or write would make, or undefined for other tools. */
+async function diffPreview(request: ApprovalRequest, current: CurrentText): Promise<string | undefined> {
+  const args = request.arguments;
+  const path = typeof args.path === "string" ? args.path : undefined;
+  if (path === undefined) return undefined;
+  if (
+    request.tool === "edit_file" &&
+    typeof args.old_text === "string" &&
+    typeof args.new_text === "string"
+  ) {
+    const before = await current(path);
+    if (before?.includes(args.old_text)) {
+      const after =
+        args.replace_all === true
+          ? before.split(args.old_text).join(args.new_text)
+          : before.replace(args.old_text, () => String(args.new_text));
+      return unifiedDiff(path, before, after);
+    }
+    return unifiedDiff(path, args.old_text, args.new_text);
+  }
+  if (request.tool === "write_file" && typeof args.content === "string") {
+    const before = await current(path);
+    return unifiedDiff(path, before ?? null, args.content);
+  }
+  return undefined;
+}
+
+function coloredDiff(diff: string, style: UiStyle): ChatLine[] {
+  const all = escapeLines(diff);
+  const shown = all.slice(0, PREVIEW_LINES).map((line) => {
+    const text = `  ${line}`;
+    if (line.startsWith("+++") || line.startsWith("---")) return { text: style.bold(text) };
+    if (line.startsWith("+")) return { text: style.green(text) };
+    if (line.startsWith("-")) return { text: style.red(text) };
+    if (line.startsWith("@@")) return { text: style.cyan(text) };
+    return { text };
+  });
+  if (all.length > PREVIEW_LINES)
+    shown.push({ text: style.dim(`  … ${all.length - PREVIEW_LINES} more diff lines`) });
+  return shown;
+}

@@ -1,0 +1,186 @@
+import type { Readable, Writable } from "node:stream";
+import { StringDecoder } from "node:string_decoder";
+import { escapeForTerminal } from "../shared/terminal-text.js";
+import { footerLine, MODEL_PREFIX } from "./lines.js";
+import {
+  type ApprovalAnswer,
+  type ApprovalView,
+  approvalAnswerOf,
+  type ChatHandlers,
+  type ChatLine,
+  type ChatUi,
+  type FooterStatus,
+  type UiStyle,
+} from "./ui.js";
+
+/**
+ * The chat as plain lines, for when stdin or stdout is not a terminal (a pipe, a script, a CI
+ * log). Input is read as lines in order: a line answers the open approval question, or waits
+ * while the previous message is handled (a question its turn asks takes the next waiting line)
+ * and is the next message once it has been. So a script can pipe in prompts and answers; only `y`/`s` lines
+ * approve. The input closing leaves the chat once every waiting line is done. Nothing is
+ * redrawn: a call prints a line when it starts and when it ends, the footer after each turn.
+ */
+export class LineUi implements ChatUi {
+  readonly #input: Readable;
+  readonly #output: Writable;
+  readonly #style: UiStyle;
+  readonly #decoder = new StringDecoder("utf8");
+  readonly #waiting: string[] = [];
+  #handlers: ChatHandlers | undefined;
+  #buffered = "";
+  #midLine = false;
+  #pending: ((line: string | undefined) => void) | undefined;
+  #running = false;
+  /** A message is being handled (its turn runs): lines wait, except as answers to its questions. */
+  #busy = false;
+  #ended = false;
+  #started = false;
+
+  constructor(input: Readable, output: Writable, style: UiStyle) {
+    this.#input = input;
+    this.#output = output;
+    this.#style = style;
+  }
+
+  start(handlers: ChatHandlers): void {
+    this.#handlers = handlers;
+    this.#started = true;
+    this.#input.on("data", this.#onData);
+    this.#input.once("end", this.#onEnd);
+    this.#input.once("error", this.#onEnd);
+  }
+
+  async stop(): Promise<void> {
+    if (!this.#started) return;
+    this.#started = false;
+    this.#input.off("data", this.#onData);
+    this.#input.off("end", this.#onEnd);
+    this.#input.off("error", this.#onEnd);
+    this.#endLine();
+    this.#pending?.(undefined);
+    // Stop reading so a pipe left open does not keep the process alive.
+    this.#input.pause();
+    if ("unref" in this.#input && typeof this.#input.unref === "function") this.#input.unref();
+  }
+
+  readonly #onData = (chunk: Buffer | string): void => {
+    this.#buffered += typeof chunk === "string" ? chunk : this.#decoder.write(chunk);
+    for (let newline = this.#buffered.indexOf("\n"); newline !== -1; newline = this.#buffered.indexOf("\n")) {
+      const line = this.#buffered.slice(0, newline).replace(/\r$/, "");
+      this.#buffered = this.#buffered.slice(newline + 1);
+      this.#onLine(line);
+    }
+  };
+
+  readonly #onEnd = (): void => {
+    const rest = this.#buffered;
+    this.#buffered = "";
+    if (rest !== "") this.#onLine(rest);
+    this.#ended = true;
+    this.#pending?.(undefined);
+    this.#next();
+  };
+
+  #onLine(line: string): void {
+    const pending = this.#pending;
+    if (pending) {
+      pending(line);
+      return;
+    }
+    this.#waiting.push(line);
+    this.#next();
+  }
+
+  /** When the last message has been handled: the next waiting line; none left after the end: leave. */
+  #next(): void {
+    if (this.#busy || this.#pending !== undefined || !this.#started) return;
+    const line = this.#waiting.shift();
+    if (line === undefined) {
+      if (this.#ended) this.#handlers?.exit();
+      return;
+    }
+    if (line.trim() === "") {
+      this.#next();
+      return;
+    }
+    this.#busy = true;
+    void Promise.resolve(this.#handlers?.submit(line))
+      .catch(() => undefined)
+      .finally(() => {
+        this.#busy = false;
+        this.#next();
+      });
+  }
+
+  modelText(delta: string): void {
+    const pieces = delta.split("\n");
+    pieces.forEach((piece, index) => {
+      if (index > 0) {
+        if (!this.#midLine) this.#output.write(this.#style.dim(MODEL_PREFIX));
+        this.#output.write("\n");
+        this.#midLine = false;
+      }
+      if (piece === "") return;
+      // A piece may continue a line already started: the prefix only opens a line.
+      if (!this.#midLine) this.#output.write(this.#style.dim(MODEL_PREFIX));
+      this.#output.write(this.#style.cyan(escapeForTerminal(piece)));
+      this.#midLine = true;
+    });
+  }
+
+  endModelText(): void {
+    this.#endLine();
+  }
+
+  line(line: ChatLine): void {
+    this.#endLine();
+    this.#output.write(`${line.text}\n`);
+  }
+
+  toolStarted(_id: string, label: ChatLine): void {
+    this.line({ text: `… ${label.text}` });
+  }
+
+  toolOutput(): void {
+    // Plain lines are never redrawn: the finished line carries the outcome.
+  }
+
+  toolFinished(_id: string, line: ChatLine): void {
+    this.line(line);
+  }
+
+  ask(view: ApprovalView, signal: AbortSignal): Promise<ApprovalAnswer> {
+    if (signal.aborted || !this.#started) return Promise.resolve("deny");
+    for (const line of view.lines) this.line(line);
+    this.#endLine();
+    this.#output.write(view.question.text);
+    return new Promise<ApprovalAnswer>((resolve) => {
+      const answer = (line: string | undefined) => {
+        this.#pending = undefined;
+        signal.removeEventListener("abort", onAbort);
+        const decided = line === undefined ? "deny" : approvalAnswerOf(line);
+        this.#output.write(`${decided === "deny" ? "denied" : `approved (${decided})`}\n`);
+        resolve(decided);
+      };
+      const onAbort = () => answer(undefined);
+      signal.addEventListener("abort", onAbort, { once: true });
+      const waiting = this.#waiting.shift();
+      if (waiting !== undefined) answer(waiting);
+      else if (this.#ended) answer(undefined);
+      else this.#pending = answer;
+    });
+  }
+
+  footer(status: FooterStatus): void {
+    const ended = this.#running && !status.running;
+    this.#running = status.running;
+    // Printed when a turn ends: a line per turn, not per token.
+    if (ended) this.line({ text: footerLine(this.#style, status) });
+  }
+
+  #endLine(): void {
+    if (this.#midLine) this.#output.write("\n");
+    this.#midLine = false;
+  }
+}

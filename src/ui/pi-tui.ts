@@ -1,0 +1,267 @@
+import {
+  Container,
+  Editor,
+  matchesKey,
+  ProcessTerminal,
+  type Terminal,
+  Text,
+  TUI,
+} from "@mariozechner/pi-tui";
+import { footerLine, modelLine } from "./lines.js";
+import {
+  type ApprovalAnswer,
+  type ApprovalView,
+  approvalAnswerOf,
+  type ChatHandlers,
+  type ChatLine,
+  type ChatUi,
+  type FooterStatus,
+  type UiStyle,
+} from "./ui.js";
+
+const SPINNER = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+/** Spinner frame interval; the timer runs only while a call is running. */
+const FRAME_MS = 120;
+/** Two Ctrl-C within this long leave the chat. */
+const DOUBLE_CTRL_C_MS = 2000;
+
+export interface PiTuiOptions {
+  /** The terminal to draw on (default: this process's stdin and stdout). Tests pass a headless one. */
+  terminal?: Terminal;
+  /**
+   * Keys pressed this soon after an approval question appears are ignored, so a person typing
+   * a message when it pops up cannot answer a question nobody read. Default 250 ms.
+   */
+  answerGuardMs?: number;
+  now?(): number;
+}
+
+interface LiveCall {
+  label: ChatLine;
+  started: number;
+  output: readonly ChatLine[];
+  view: Text;
+}
+
+/**
+ * The chat on a terminal, drawn by pi-tui: the conversation is written into the terminal's own
+ * scrollback, and below it the live calls (spinner, elapsed time, a shell call's last output
+ * lines), an open approval question, the input editor (multi-line with Shift-Enter or a trailing
+ * backslash, bracketed paste, Up/Down history) and the footer. pi-tui redraws only lines that
+ * changed, and nothing is redrawn while nothing happens (the spinner's timer runs only while a
+ * call runs), so an idle chat costs no CPU.
+ */
+export class PiTui implements ChatUi {
+  readonly #style: UiStyle;
+  readonly #tui: TUI;
+  readonly #history = new Container();
+  readonly #live = new Container();
+  readonly #question = new Text("", 0, 0);
+  readonly #editor: Editor;
+  readonly #footer = new Text("", 0, 0);
+  readonly #calls = new Map<string, LiveCall>();
+  readonly #guardMs: number;
+  readonly #now: () => number;
+  #handlers: ChatHandlers | undefined;
+  #streaming: { raw: string; view: Text } | undefined;
+  #asking: { resolve(answer: ApprovalAnswer): void; shownAt: number } | undefined;
+  #running = false;
+  #lastCtrlC = Number.NEGATIVE_INFINITY;
+  #timer: NodeJS.Timeout | undefined;
+  #started = false;
+
+  constructor(style: UiStyle, options: PiTuiOptions = {}) {
+    this.#style = style;
+    this.#guardMs = options.answerGuardMs ?? 250;
+    this.#now = options.now ?? (() => Date.now());
+    this.#tui = new TUI(options.terminal ?? new ProcessTerminal());
+    this.#editor = new Editor(this.#tui, {
+      borderColor: (text) => style.dim(text),
+      selectList: {
+        selectedPrefix: (text) => text,
+        selectedText: (text) => style.bold(text),
+        description: (text) => style.dim(text),
+        scrollInfo: (text) => style.dim(text),
+        noMatch: (text) => style.dim(text),
+      },
+    });
+    this.#editor.onSubmit = (text) => {
+      if (text.trim() === "") return;
+      this.#editor.addToHistory(text);
+      void this.#handlers?.submit(text);
+    };
+    this.#tui.addChild(this.#history);
+    this.#tui.addChild(this.#live);
+    this.#tui.addChild(this.#question);
+    this.#tui.addChild(this.#editor);
+    this.#tui.addChild(this.#footer);
+    this.#tui.setFocus(this.#editor);
+    this.#tui.addInputListener((data) => this.#onKey(data));
+  }
+
+  start(handlers: ChatHandlers): void {
+    this.#handlers = handlers;
+    this.#started = true;
+    this.#tui.start();
+    this.#tui.requestRender();
+  }
+
+  async stop(): Promise<void> {
+    if (!this.#started) return;
+    this.#started = false;
+    this.#stopTimer();
+    this.#asking?.resolve("deny");
+    this.#asking = undefined;
+    // The conversation stays in the scrollback; the editor, live lines and footer go, so the
+    // shell's prompt follows the last line of the conversation.
+    for (const part of [this.#live, this.#question, this.#editor, this.#footer]) this.#tui.removeChild(part);
+    this.#tui.requestRender();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    this.#tui.stop();
+  }
+
+  /** Keys the chat itself handles; everything else goes to the editor. */
+  #onKey(data: string): { consume: boolean } | undefined {
+    if (this.#asking) return this.#answer(data);
+    if (matchesKey(data, "escape")) {
+      if (this.#running) this.#handlers?.interrupt();
+      return { consume: true };
+    }
+    if (matchesKey(data, "ctrl+c")) {
+      const now = this.#now();
+      if (this.#editor.getText() !== "") {
+        // Clearing what was typed does not count towards leaving.
+        this.#editor.setText("");
+        this.#lastCtrlC = Number.NEGATIVE_INFINITY;
+      } else if (now - this.#lastCtrlC < DOUBLE_CTRL_C_MS) {
+        this.#handlers?.exit();
+      } else {
+        if (this.#running) this.#handlers?.interrupt();
+        this.line({ text: this.#style.dim("(Ctrl-C again to exit)") });
+        this.#lastCtrlC = now;
+      }
+      this.#tui.requestRender();
+      return { consume: true };
+    }
+    if (matchesKey(data, "ctrl+d") && this.#editor.getText() === "") {
+      this.#handlers?.exit();
+      return { consume: true };
+    }
+    return undefined;
+  }
+
+  /** An open question takes the next key: `y` once, `s` session, anything else denies. */
+  #answer(data: string): { consume: boolean } {
+    const asking = this.#asking;
+    if (asking === undefined || this.#now() - asking.shownAt < this.#guardMs) return { consume: true };
+    this.#asking = undefined;
+    const key = data.length === 1 ? data : "";
+    asking.resolve(approvalAnswerOf(key));
+    if (matchesKey(data, "escape") && this.#running) this.#handlers?.interrupt();
+    return { consume: true };
+  }
+
+  modelText(delta: string): void {
+    if (this.#streaming === undefined) {
+      this.#streaming = { raw: "", view: new Text("", 0, 0) };
+      this.#history.addChild(this.#streaming.view);
+    }
+    this.#streaming.raw += delta;
+    this.#streaming.view.setText(
+      this.#streaming.raw
+        .split("\n")
+        .map((line) => modelLine(this.#style, line))
+        .join("\n"),
+    );
+    this.#tui.requestRender();
+  }
+
+  endModelText(): void {
+    this.#streaming = undefined;
+  }
+
+  line(line: ChatLine): void {
+    this.#streaming = undefined;
+    this.#history.addChild(new Text(line.text, 0, 0));
+    this.#tui.requestRender();
+  }
+
+  toolStarted(id: string, label: ChatLine): void {
+    this.#streaming = undefined;
+    const view = new Text("", 0, 0);
+    this.#calls.set(id, { label, started: this.#now(), output: [], view });
+    this.#live.addChild(view);
+    this.#drawCalls();
+    if (this.#timer === undefined) this.#timer = setInterval(() => this.#drawCalls(), FRAME_MS);
+  }
+
+  toolOutput(id: string, lines: readonly ChatLine[]): void {
+    const call = this.#calls.get(id);
+    if (call === undefined) return;
+    call.output = lines;
+    this.#drawCalls();
+  }
+
+  toolFinished(id: string, line: ChatLine): void {
+    const call = this.#calls.get(id);
+    if (call !== undefined) {
+      this.#live.removeChild(call.view);
+      this.#calls.delete(id);
+    }
+    if (this.#calls.size === 0) this.#stopTimer();
+    this.line(line);
+  }
+
+  ask(view: ApprovalView, signal: AbortSignal): Promise<ApprovalAnswer> {
+    if (signal.aborted || !this.#started) return Promise.resolve("deny");
+    this.#streaming = undefined;
+    const shown = new Text(view.lines.map((line) => line.text).join("\n"), 0, 0);
+    this.#live.addChild(shown);
+    this.#question.setText(view.question.text);
+    this.#tui.requestRender();
+    return new Promise<ApprovalAnswer>((resolve) => {
+      const finish = (answer: ApprovalAnswer) => {
+        signal.removeEventListener("abort", onAbort);
+        this.#live.removeChild(shown);
+        this.#question.setText("");
+        // The question and the answer stay in the scrollback.
+        this.#history.addChild(shown);
+        this.line({
+          text: `${view.question.text}${answer === "deny" ? this.#style.red("denied") : this.#style.green(`approved (${answer})`)}`,
+        });
+        resolve(answer);
+      };
+      const onAbort = () => {
+        this.#asking = undefined;
+        finish("deny");
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+      this.#asking = { resolve: finish, shownAt: this.#now() };
+    });
+  }
+
+  footer(status: FooterStatus): void {
+    this.#running = status.running;
+    this.#footer.setText(footerLine(this.#style, status));
+    this.#tui.requestRender();
+  }
+
+  #drawCalls(): void {
+    const now = this.#now();
+    const frame = SPINNER[Math.floor(now / FRAME_MS) % SPINNER.length] ?? "·";
+    for (const call of this.#calls.values()) {
+      const elapsed = ((now - call.started) / 1000).toFixed(1);
+      const lines = [
+        `${this.#style.cyan(frame)} ${call.label.text} ${this.#style.dim(`${elapsed}s`)}`,
+        ...call.output.map((line) => line.text),
+      ];
+      call.view.setText(lines.join("\n"));
+    }
+    this.#tui.requestRender();
+  }
+
+  #stopTimer(): void {
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+}

@@ -1,0 +1,93 @@
+/**
+ * The chat's UI seam: what `harness chat` shows and what a person does, independent of how the
+ * terminal is drawn. Two implementations pass one contract suite (test/ui/contract.ts): the
+ * full-screen editor (`pi-tui.ts`) on a terminal, and plain lines (`line-ui.ts`) when stdin or
+ * stdout is not one.
+ *
+ * Trust: `modelText` and `ChatLine.text` are the only ways text reaches the screen. Model text is
+ * raw and every implementation escapes it (shared/terminal-text.ts) under the model-text prefix;
+ * a `ChatLine` is built by `lines.ts`, which escapes every string harness did not write before
+ * adding colour. An implementation never prints anything else it was given.
+ */
+
+/** What a person did: the controller decides what each means for the running turn. */
+export interface ChatHandlers {
+  /**
+   * Enter with text: a prompt between turns, a steer while a turn runs, or a slash command.
+   * Resolves when it has been handled (a prompt: when its turn ended), for a UI that takes
+   * input one message at a time (line mode).
+   */
+  submit(text: string): Promise<void> | undefined;
+  /** Esc, or Ctrl-C on an empty input: stop the running turn. */
+  interrupt(): void;
+  /** Ctrl-C twice, Ctrl-D on an empty input, or the input closing: leave the chat. */
+  exit(): void;
+}
+
+/** One line harness lays out (already escaped and coloured by lines.ts). */
+export interface ChatLine {
+  readonly text: string;
+}
+
+/** An inline approval: the lines to show (diff preview, command, cwd, sandbox) and the question. */
+export interface ApprovalView {
+  lines: readonly ChatLine[];
+  question: ChatLine;
+}
+
+/** `y` once, `s` for the session; anything else (Enter alone included) denies. */
+export type ApprovalAnswer = "once" | "session" | "deny";
+
+/** The status footer: model, tokens used, context fill, cost when the profile has prices. */
+export interface FooterStatus {
+  model: string;
+  inputTokens: number;
+  outputTokens: number;
+  /** The last request's estimated size and the window it had to fit (unknown before the first). */
+  contextUsed?: number;
+  contextWindow?: number;
+  /** US dollars, only when the profile has prices. */
+  costUsd?: number;
+  /** Whether a turn is running (the footer says how to interrupt it). */
+  running: boolean;
+}
+
+export interface ChatUi {
+  /** Start reading input; the handlers are called for what the person does until `stop`. */
+  start(handlers: ChatHandlers): void;
+  /** Restore the terminal; safe to call twice. */
+  stop(): Promise<void>;
+  /** A piece of streamed model text, raw: the UI escapes it and lays it out under the prefix. */
+  modelText(delta: string): void;
+  /** The streamed reply ended: the next text starts a new block. */
+  endModelText(): void;
+  /** One of harness's own lines in the scrollback. */
+  line(line: ChatLine): void;
+  /** A tool call started: one live line (spinner, elapsed time) until `toolFinished`. */
+  toolStarted(id: string, label: ChatLine): void;
+  /** The last output lines of a running call (a shell command's), shown under its live line. */
+  toolOutput(id: string, lines: readonly ChatLine[]): void;
+  /** The call ended: its live line becomes this line in the scrollback. */
+  toolFinished(id: string, line: ChatLine): void;
+  /** Ask one approval; resolves "deny" when the signal aborts. Input typed before it is ignored. */
+  ask(view: ApprovalView, signal: AbortSignal): Promise<ApprovalAnswer>;
+  footer(status: FooterStatus): void;
+}
+
+/** The colours lines.ts uses (cli/style.ts's Style has this shape; none when colour is off). */
+export interface UiStyle {
+  bold(text: string): string;
+  dim(text: string): string;
+  red(text: string): string;
+  green(text: string): string;
+  yellow(text: string): string;
+  cyan(text: string): string;
+}
+
+/** How an answer typed at an approval prompt is read: only `y`/`yes` and `s`/`session` allow. */
+export function approvalAnswerOf(typed: string): ApprovalAnswer {
+  const text = typed.trim().toLowerCase();
+  if (text === "y" || text === "yes") return "once";
+  if (text === "s" || text === "session") return "session";
+  return "deny";
+}

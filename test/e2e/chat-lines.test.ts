@@ -1,0 +1,113 @@
+import { spawn } from "node:child_process";
+import { readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  BIN,
+  childEnv,
+  ensureBuilt,
+  finished,
+  jsonScript,
+  ofType,
+  readJournal,
+  removeTempDirs,
+  sessionIds,
+  tempDir,
+  workspaceWith,
+} from "./helpers.js";
+
+/** harness chat off a terminal: one message per input line, plain lines out, answers as lines. */
+describe("harness chat in line mode (stdin is not a terminal)", () => {
+  let config: string;
+  beforeAll(async () => {
+    ensureBuilt();
+    config = join(await tempDir("harness-chat-config-"), "config.json");
+    await writeFile(config, "{}");
+  });
+  afterAll(removeTempDirs);
+
+  async function chat(workspace: string, script: string, input: string, ...flags: string[]) {
+    const child = spawn(process.execPath, [BIN, "chat", "--script", script, ...flags], {
+      cwd: workspace,
+      env: { ...childEnv(), HARNESS_CONFIG: config },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    child.stdin.end(input);
+    return finished(child);
+  }
+
+  it("reads prompts and approval answers as lines, prints plain escaped lines, and exits 0 at the end of input", async () => {
+    const workspace = await workspaceWith({ "hello.txt": "hello wrld\n" });
+    const script = await jsonScript([
+      { calls: [{ id: "r1", name: "read_file", arguments: { path: "hello.txt" } }] },
+      {
+        text: "Editing \u001b]0;pwned\u0007now.",
+        calls: [
+          {
+            id: "e1",
+            name: "edit_file",
+            arguments: { path: "hello.txt", old_text: "wrld", new_text: "world" },
+          },
+        ],
+      },
+      { text: "Done.", calls: [] },
+      { text: "Second turn here.", calls: [] },
+    ]);
+    const result = await chat(workspace, script, "fix the typo\ny\nand now?\n/model\n/nope\n");
+    expect(result.code).toBe(0);
+    const out = result.stdout;
+    expect(out).not.toContain("\u001b");
+    expect(out).toContain("│ Editing \\x1b]0;pwned\\x07now.");
+    expect(out).toMatch(/-hello wrld\n\s+\+hello world/);
+    expect(out).toContain("approved (once)");
+    expect(out).toContain("│ Second turn here.");
+    expect(out).toContain("model: scripted:");
+    expect(out).toContain("unknown command /nope; try /help");
+    expect(await readFile(join(workspace, "hello.txt"), "utf8")).toBe("hello world\n");
+    const [id = ""] = sessionIds(workspace);
+    const journal = await readJournal(workspace, id);
+    expect(ofType(journal, "user.input").map((r) => r.data.text)).toEqual(["fix the typo", "and now?"]);
+    expect(ofType(journal, "approval.decided").map((r) => r.data.decision)).toEqual(["allow"]);
+  });
+
+  it("denies when the input ends before an answer", async () => {
+    const workspace = await workspaceWith({ "hello.txt": "hello wrld\n" });
+    const script = await jsonScript([
+      { calls: [{ id: "w1", name: "write_file", arguments: { path: "new.txt", content: "fresh\n" } }] },
+      { text: "ok", calls: [] },
+    ]);
+    const result = await chat(workspace, script, "make a file\n");
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain("+++ b/new.txt");
+    expect(result.stdout).toContain("denied");
+    const [id = ""] = sessionIds(workspace);
+    expect(ofType(await readJournal(workspace, id), "approval.decided").map((r) => r.data.decision)).toEqual([
+      "deny",
+    ]);
+  });
+
+  it("/compact summarizes the older turns between turns, journaled as context.compacted", async () => {
+    const workspace = await workspaceWith({ "a.txt": "alpha\n" });
+    const script = await jsonScript([
+      { text: "Reading.", calls: [{ id: "r1", name: "read_file", arguments: { path: "a.txt" } }] },
+      { text: "It says alpha.", calls: [] },
+      { text: "The user asked what a.txt says; it says alpha.", calls: [] },
+    ]);
+    const result = await chat(workspace, script, "/compact\nwhat does a.txt say?\n/compact\n");
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain("nothing to compact yet");
+    expect(result.stdout).toMatch(/compacted: \d+ messages replaced by a summary/);
+    const [id = ""] = sessionIds(workspace);
+    const journal = await readJournal(workspace, id);
+    expect(ofType(journal, "context.compacted")).toHaveLength(1);
+  });
+
+  it("refuses a goal argument with the command to use instead", async () => {
+    const workspace = await workspaceWith({});
+    const script = await jsonScript([]);
+    const result = await chat(workspace, script, "", "fix", "it");
+    expect(result.code).toBe(64);
+    expect(result.stderr).toContain("harness chat takes no goal argument");
+    expect(result.stderr).toContain("harness run fix it");
+  });
+});

@@ -1,0 +1,78 @@
+import { execFileSync } from "node:child_process";
+import { BIN } from "./helpers.js";
+
+/**
+ * The built CLI in a real pseudo-terminal: a tmux server of its own (its own socket, so tests
+ * never touch a person's tmux), keys sent as a terminal sends them, the screen read back as text.
+ */
+export class TmuxSession {
+  readonly #socket = `harness-test-${process.pid}-${Math.random().toString(36).slice(2)}`;
+  readonly #name = "chat";
+
+  constructor(
+    readonly cwd: string,
+    readonly args: readonly string[],
+    readonly env: Record<string, string>,
+  ) {}
+
+  start(): void {
+    const assignments = Object.entries(this.env).map(([key, value]) => `${key}=${shellQuote(value)}`);
+    const command = `env ${assignments.join(" ")} ${shellQuote(process.execPath)} ${shellQuote(BIN)} ${this.args
+      .map(shellQuote)
+      .join(" ")}; echo "[exited $?]"; sleep 600`;
+    this.#tmux(["new-session", "-d", "-s", this.#name, "-x", "110", "-y", "40", "-c", this.cwd, command]);
+  }
+
+  /** Type text literally (no key names). */
+  type(text: string): void {
+    this.#tmux(["send-keys", "-t", this.#name, "-l", text]);
+  }
+
+  /** Press keys by tmux name: Enter, Escape, C-c, C-d, S-Enter... */
+  press(...keys: string[]): void {
+    this.#tmux(["send-keys", "-t", this.#name, ...keys]);
+  }
+
+  /** Everything on the screen and in its scrollback, as text. */
+  screen(): string {
+    return this.#tmux(["capture-pane", "-p", "-J", "-S", "-2000", "-t", this.#name])
+      .split("\n")
+      .map((line) => line.trimEnd())
+      .join("\n")
+      .trimEnd();
+  }
+
+  async waitFor(expected: string | RegExp, timeoutMs = 15_000): Promise<string> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const screen = this.screen();
+      if (typeof expected === "string" ? screen.includes(expected) : expected.test(screen)) return screen;
+      if (Date.now() > deadline)
+        throw new Error(`timed out waiting for ${String(expected)}; the screen:\n${screen}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
+  /** Wait for an approval question, then past the chat's guard against keys typed as it appeared. */
+  async waitForQuestion(): Promise<string> {
+    const screen = await this.waitFor("anything else denies");
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    return screen;
+  }
+
+  kill(): void {
+    try {
+      this.#tmux(["kill-server"]);
+    } catch {
+      // already gone
+    }
+  }
+
+  #tmux(args: string[]): string {
+    return execFileSync("tmux", ["-L", this.#socket, "-f", "/dev/null", ...args], { encoding: "utf8" });
+  }
+}
+
+function shellQuote(text: string): string {
+  return `'${text.replace(/'/g, "'\\''")}'`;
+}
