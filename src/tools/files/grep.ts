@@ -70,6 +70,8 @@ export interface GrepOptions {
   /** Longest time one batch of a few files may take to match (see search/pool.ts). */
   matchBudgetMs?: number;
   engine?: GrepEngine;
+  /** rg's absolute path; default the one on PATH (looked up once per process). */
+  ripgrepPath?: string;
 }
 
 export function createGrepTool(options: GrepOptions = {}): ToolDefinition<GrepArgs> {
@@ -125,7 +127,7 @@ async function search(
   let prefiltered: Set<string> | undefined;
   if (stat.kind === "directory") {
     // rg runs while the tree is listed; it only narrows which listed files are read.
-    const hits = ripgrepHits(args, context, start, ignoreCase, options.engine ?? "auto");
+    const hits = ripgrepHits(args, context, start, ignoreCase, options);
     try {
       ({ files: candidates, links } = await viaWorkspace(() =>
         listCandidates(context.fs, start, context.signal),
@@ -133,7 +135,16 @@ async function search(
     } finally {
       void hits?.catch(() => undefined);
     }
-    if (hits !== undefined) prefiltered = new Set(await hits);
+    if (hits !== undefined) {
+      // When rg cannot answer (it crashed, could not start), `auto` searches every listed file.
+      prefiltered = await hits.then(
+        (paths) => new Set(paths),
+        (error: unknown) => {
+          if (options.engine !== "ripgrep" && !(error instanceof ToolError)) return undefined;
+          throw error;
+        },
+      );
+    }
   } else {
     candidates = [start];
     links = new Set([start]);
@@ -219,10 +230,11 @@ function ripgrepHits(
   context: ToolContext,
   start: string,
   ignoreCase: boolean,
-  engine: GrepEngine,
+  options: GrepOptions,
 ): Promise<string[]> | undefined {
+  const engine = options.engine ?? "auto";
   if (engine === "javascript") return undefined;
-  const rg = locateRipgrep();
+  const rg = options.ripgrepPath ?? locateRipgrep();
   if (rg === undefined && engine === "ripgrep") throw new Error("grep engine ripgrep: rg is not on PATH");
   const literal = requiredLiteral(args.pattern, ignoreCase);
   if (rg === undefined || literal === undefined || !(context.fs instanceof DiskWorkspaceFs)) return undefined;

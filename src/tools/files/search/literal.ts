@@ -8,10 +8,11 @@
 const SYNTAX = new Set(["\\", "^", "$", ".", "|", "?", "*", "+", "(", ")", "[", "]", "{", "}"]);
 
 /**
- * The runs of literal text every match must contain, in order, plus whether the pattern is one
- * run and nothing else. A top-level `|` means no run is required. Groups, classes, anchors and
- * escapes other than escaped punctuation end a run; a character followed by `?`, `*` or `{` is
- * dropped (it may be absent), one followed by `+` ends its run.
+ * The runs of literal text every match must contain, plus whether the pattern is one run and
+ * nothing else. A top-level `|` means no run is required. Groups, classes, anchors and escapes
+ * other than escaped punctuation end a run; a character followed by `?`, `*` or `{` is dropped
+ * (it may be absent), one followed by `+` ends its run. Anything unusual (`\x41`, `\p{L}`, a
+ * brace that is not a quantifier) makes the answer undefined.
  */
 function literalRuns(pattern: string): { runs: string[]; whole: boolean } | undefined {
   const runs: string[] = [];
@@ -24,53 +25,63 @@ function literalRuns(pattern: string): { runs: string[]; whole: boolean } | unde
   let i = 0;
   while (i < pattern.length) {
     const char = pattern[i] as string;
+    let atom: string | undefined; // a literal character, or undefined for any other atom
     if (char === "\\") {
       const next = pattern[i + 1];
-      if (next !== undefined && !/[A-Za-z0-9]/.test(next)) {
-        i += 2;
-        if (quantified(pattern, i)) {
-          whole = false;
-          end();
-          continue;
-        }
-        current += next;
-        continue;
+      if (next === undefined) return undefined;
+      if (!/[A-Za-z0-9]/.test(next)) {
+        atom = next;
+      } else if (
+        !/[dDwWsSbBfnrtv]/.test(next) &&
+        !(/[1-9]/.test(next) && !/[0-9]/.test(pattern[i + 2] ?? ""))
+      ) {
+        return undefined;
       }
-      return undefined; // \d, \b, \1, \x41, a trailing "\": treated as unknown
-    }
-    if (char === "|") return { runs: [], whole: false };
-    if (char === "(" || char === "[") {
+      i += 2;
+    } else if (char === "|") {
+      return { runs: [], whole: false };
+    } else if (char === "(" || char === "[") {
       const close = skipGroup(pattern, i);
       if (close === undefined) return undefined;
-      whole = false;
-      end();
       i = close;
-      if (quantified(pattern, i)) i++;
-      continue;
-    }
-    if (SYNTAX.has(char)) {
-      whole = false;
-      end();
+    } else if (char === "{" || char === "}") {
+      return undefined;
+    } else {
+      if (!SYNTAX.has(char)) atom = char;
       i++;
-      continue;
     }
-    i++;
-    if (quantified(pattern, i)) {
+    const after = skipQuantifier(pattern, i);
+    if (after === undefined) return undefined;
+    const quantifier = pattern[i];
+    i = after.next;
+    if (atom === undefined || after.quantified) {
       whole = false;
       // `a+` still needs one `a`; `a?`, `a*` and `a{0,2}` may have none.
-      if (pattern[i] === "+") current += char;
+      if (atom !== undefined && quantifier === "+") current += atom;
       end();
       continue;
     }
-    current += char;
+    current += atom;
   }
   end();
   return { runs, whole };
 }
 
-function quantified(pattern: string, i: number): boolean {
-  const next = pattern[i];
-  return next === "?" || next === "*" || next === "+" || next === "{";
+/** The index after a quantifier at `i` (`?`, `*`, `+`, `{n}`, `{n,}`, `{n,m}`, each maybe lazy). */
+function skipQuantifier(pattern: string, i: number): { next: number; quantified: boolean } | undefined {
+  const char = pattern[i];
+  let next: number;
+  if (char === "?" || char === "*" || char === "+") {
+    next = i + 1;
+  } else if (char === "{") {
+    const braces = /^\{\d+(,\d*)?\}/.exec(pattern.slice(i));
+    if (braces === null) return undefined;
+    next = i + braces[0].length;
+  } else {
+    return { next: i, quantified: false };
+  }
+  if (pattern[next] === "?") next++;
+  return { next, quantified: true };
 }
 
 /** Index after the group or class opening at `start` (escapes and nested groups respected). */
