@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { chmod, mkdir, readFile, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -206,6 +207,41 @@ describe("grep through ripgrep", () => {
       const argv = (await readFile(record, "utf8")).split("\n");
       expect(argv).toContain("--fixed-strings");
       expect(argv.slice(argv.indexOf("-e"), argv.indexOf("-e") + 4)).toEqual(["-e", "function", "--", "./"]);
+    } finally {
+      await fixture.dispose();
+    }
+  });
+
+  it("a cancelled call kills rg's process tree within 100 ms", async () => {
+    const fixture = await createDiskFixture({ "a.txt": "needle\n" });
+    try {
+      const fake = path.join(fixture.base, "slow-rg");
+      const pids = path.join(fixture.base, "pids.txt");
+      // rg that never answers, with a child of its own.
+      await writeFile(fake, `#!/bin/sh\nsleep 30 &\necho "$$ $!" > '${pids}'\nwait\n`);
+      await chmod(fake, 0o755);
+      const session = new Session(fixture.fs);
+      const tool = createGrepTool({ engine: "ripgrep", ripgrepPath: fake });
+      let cancelledAt = 0;
+      const running = session.fail(tool, { pattern: "needle" }, "CANCELLED");
+      while ((await readFile(pids, "utf8").catch(() => "")) === "")
+        await new Promise((r) => setTimeout(r, 10));
+      cancelledAt = Date.now();
+      session.controller.abort();
+      await running;
+      expect(Date.now() - cancelledAt).toBeLessThan(100);
+      const [shell, sleeper] = (await readFile(pids, "utf8")).trim().split(" ").map(Number);
+      // Gone, or a zombie waiting for its parent to collect it: either way it runs no more.
+      const alive = (pid: number | undefined): boolean => {
+        try {
+          return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+        } catch {
+          return false;
+        }
+      };
+      await new Promise((r) => setTimeout(r, 50));
+      expect(alive(shell)).toBe(false);
+      expect(alive(sleeper)).toBe(false);
     } finally {
       await fixture.dispose();
     }

@@ -87,8 +87,15 @@ export async function filesContaining(query: RipgrepQuery): Promise<string[]> {
   try {
     rg.stdin.end();
     const chunks: Buffer[] = [];
-    for await (const chunk of rg.stdout) chunks.push(chunk as Buffer);
-    const exit = await rg.exited;
+    let exit: Awaited<typeof rg.exited>;
+    try {
+      for await (const chunk of rg.stdout) chunks.push(chunk as Buffer);
+      exit = await rg.exited;
+    } catch (error) {
+      // Stopping rg on cancellation closes its output under the reader.
+      if (query.signal.aborted) throw cancelled();
+      throw new RipgrepFailed(`reading rg's output failed: ${String(error)}`);
+    }
     if (query.signal.aborted) throw cancelled();
     // 0: some file matched, 1: none did; anything else (a bad glob, a crash) is not an answer.
     if (exit.code !== 0 && exit.code !== 1) {
