@@ -127,23 +127,20 @@ async function search(
   let prefiltered: Set<string> | undefined;
   if (stat.kind === "directory") {
     // rg runs while the tree is listed; it only narrows which listed files are read.
-    const hits = ripgrepHits(args, context, start, ignoreCase, options);
-    try {
-      ({ files: candidates, links } = await viaWorkspace(() =>
-        listCandidates(context.fs, start, context.signal),
-      ));
-    } finally {
-      void hits?.catch(() => undefined);
-    }
-    if (hits !== undefined) {
+    // Settled at once into a value, so a failure while the walk runs is never an unhandled rejection.
+    const hits = ripgrepHits(args, context, start, ignoreCase, options)?.then(
+      (paths) => ({ paths: new Set(paths) }),
+      (error: unknown) => ({ error }),
+    );
+    ({ files: candidates, links } = await viaWorkspace(() =>
+      listCandidates(context.fs, start, context.signal),
+    ));
+    const answer = await hits;
+    if (answer !== undefined && "error" in answer) {
       // When rg cannot answer (it crashed, could not start), `auto` searches every listed file.
-      prefiltered = await hits.then(
-        (paths) => new Set(paths),
-        (error: unknown) => {
-          if (options.engine !== "ripgrep" && !(error instanceof ToolError)) return undefined;
-          throw error;
-        },
-      );
+      if (options.engine === "ripgrep" || answer.error instanceof ToolError) throw answer.error;
+    } else {
+      prefiltered = answer?.paths;
     }
   } else {
     candidates = [start];

@@ -45,6 +45,8 @@ export interface MatchJob {
 
 interface Slot {
   worker: Worker;
+  /** Resolves once the worker has booted: the budget counts matching time, not start-up. */
+  ready: Promise<void>;
   busy: boolean;
 }
 
@@ -64,6 +66,8 @@ class MatcherPool {
   ): Promise<FileMatches[]> {
     const slot = await this.#acquire(signal);
     try {
+      await slot.ready;
+      if (signal.aborted) throw cancelled();
       return await this.#send(slot, job, files, budgetMs, signal);
     } finally {
       this.#release(slot);
@@ -78,7 +82,7 @@ class MatcherPool {
       return Promise.resolve(idle);
     }
     if (this.#slots.length < this.size) {
-      const slot: Slot = { worker: spawnWorker(), busy: true };
+      const slot: Slot = { ...spawnWorker(), busy: true };
       this.#slots.push(slot);
       return Promise.resolve(slot);
     }
@@ -123,7 +127,7 @@ class MatcherPool {
       const fail = (error: Error): void => {
         settle();
         void worker.terminate();
-        slot.worker = spawnWorker();
+        Object.assign(slot, spawnWorker());
         reject(error);
       };
       const onMessage = (reply: { id: number; results: FileMatches[] }): void => {
@@ -151,12 +155,22 @@ class MatcherPool {
   }
 }
 
-function spawnWorker(): Worker {
+function spawnWorker(): { worker: Worker; ready: Promise<void> } {
   const worker = new Worker(WORKER_SOURCE, { eval: true });
   worker.unref();
   // Errors are reported to the batch that is running; one between batches must not crash harness.
   worker.on("error", () => undefined);
-  return worker;
+  const ready = new Promise<void>((resolve) => {
+    const onReady = (message: unknown): void => {
+      if (message !== "ready") return;
+      worker.off("message", onReady);
+      resolve();
+    };
+    worker.on("message", onReady);
+    // A worker that dies while booting is reported by the batch sent to it.
+    worker.once("exit", () => resolve());
+  });
+  return { worker, ready };
 }
 
 function cancelled(): ToolError {

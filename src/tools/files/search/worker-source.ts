@@ -124,4 +124,5 @@ parentPort.on("message", (job) => {
   }
   parentPort.postMessage({ id: job.id, results });
 });
+parentPort.postMessage("ready");
 `;
