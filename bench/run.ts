@@ -2,6 +2,7 @@
 import { benchAcceptance } from "./acceptance.js";
 import { benchChat } from "./chat.js";
 import { benchContext } from "./context.js";
+import { benchGrep } from "./grep.js";
 import { benchJournal } from "./journal.js";
 import { benchLargeRead } from "./large-file.js";
 import { benchMcp } from "./mcp.js";
@@ -25,6 +26,7 @@ const sections: [string, () => Promise<BenchRow[]> | BenchRow[]][] = [
   ["journal: fenced PostgreSQL append vs local fsync (issue 16)", benchPg],
   ["read_file on a large file (issue 17)", benchLargeRead],
   ["chat: Enter to first streamed character, idle CPU (issue 14)", benchChat],
+  ["grep and glob vs ripgrep on a 50k-file tree (issue 17)", benchGrep],
 ];
 
 const json = process.argv.includes("--json");

@@ -1,22 +1,32 @@
-import ignore, { type Ignore } from "ignore";
+import { existsSync } from "node:fs";
 import picomatch from "picomatch";
 import { z } from "zod";
-import { isValidComponent } from "../../workspace/boundary.js";
+import { DiskWorkspaceFs } from "../../workspace/disk-fs.js";
 import { WorkspaceError, type WorkspaceFs } from "../../workspace/fs.js";
 import { compareCodeUnits } from "../../workspace/order.js";
 import { ToolError } from "../errors.js";
 import { defineTool, type ToolContext, type ToolDefinition, type ToolOutput } from "../tool.js";
-import { isValidUtf8, PATH_RULES, plural, readsFiles, throwIfAborted, viaWorkspace } from "./common.js";
-import { LineMatcher } from "./line-matcher.js";
+import { PATH_RULES, plural, readsFiles, throwIfAborted, viaWorkspace } from "./common.js";
+import { requiredLiteral, wholeLiteral } from "./search/literal.js";
+import { pauser } from "./search/pause.js";
+import {
+  BATCH_FILES,
+  type BatchFile,
+  DEFAULT_MATCH_BUDGET_MS,
+  type FileMatches,
+  type MatchJob,
+  matcherPool,
+} from "./search/pool.js";
+import { filesContaining, locateRipgrep } from "./search/ripgrep.js";
+import { GREP_MAX_FILE_BYTES } from "./search/text.js";
+import { listCandidates } from "./search/walk.js";
+
+export { GREP_MAX_FILE_BYTES } from "./search/text.js";
 
 export const GREP_DEFAULT_RESULTS = 200;
 export const GREP_MAX_RESULTS = 2000;
 /** Characters of a matching line shown before it is cut. */
 export const GREP_LINE_CHARS = 500;
-/** A NUL byte this early marks a file as binary (as git and ripgrep do). */
-const BINARY_SNIFF_BYTES = 8 * 1024;
-/** Larger files are skipped: grep reads each file whole. */
-export const GREP_MAX_FILE_BYTES = 8 * 1024 * 1024;
 const LINE_CUT_MARKER = " … [cut]";
 
 export const grepInput = z.strictObject({
@@ -49,9 +59,19 @@ export const grepInput = z.strictObject({
 
 export type GrepArgs = z.infer<typeof grepInput>;
 
+/**
+ * How files are found that may match: `auto` uses ripgrep when it is installed and the workspace
+ * is a directory on disk, `javascript` never does (the fallback, and what tests force to compare
+ * both), `ripgrep` requires it (a test that must exercise it fails when rg is missing).
+ */
+export type GrepEngine = "auto" | "javascript" | "ripgrep";
+
 export interface GrepOptions {
-  /** Longest time one file's lines may take to match (see line-matcher.ts). */
+  /** Longest time one batch of a few files may take to match (see search/pool.ts). */
   matchBudgetMs?: number;
+  engine?: GrepEngine;
+  /** rg's absolute path; default the one on PATH (looked up once per process). */
+  ripgrepPath?: string;
 }
 
 export function createGrepTool(options: GrepOptions = {}): ToolDefinition<GrepArgs> {
@@ -63,8 +83,9 @@ export function createGrepTool(options: GrepOptions = {}): ToolDefinition<GrepAr
       "find where something is defined or used, instead of shell commands such as grep or rg; to find files",
       "by name use glob. Returns one line per match as `path:line:text`, files in sorted order and lines",
       `ascending; lines longer than ${GREP_LINE_CHARS} characters are cut. Respects .gitignore files (root and`,
-      "nested), skips .git, .harness, binary files (a NUL byte in the first 8 KiB), files that are not",
-      `valid UTF-8 and files over ${GREP_MAX_FILE_BYTES / (1024 * 1024)} MiB; symbolic links to directories are not followed.`,
+      "nested), skips .git, .harness and files over",
+      `${GREP_MAX_FILE_BYTES / (1024 * 1024)} MiB; symbolic links to directories are not followed. Binary files (a NUL byte in the first`,
+      "8 KiB) and files that are not valid UTF-8 are not shown; the output says how many of them would match.",
       "Files the permission policy does not let read_file read (denied, or needing an approval not yet given)",
       "are not searched; the output says how many.",
       `Returns at most max_results lines (default ${GREP_DEFAULT_RESULTS}); the last line then gives the total.`,
@@ -79,14 +100,7 @@ export function createGrepTool(options: GrepOptions = {}): ToolDefinition<GrepAr
     },
     async execute(args, context) {
       const regex = compileRegex(args.pattern, args.ignore_case === true);
-      const included = includeMatcher(args.include);
-      // Started first, so the worker boots while the files are listed.
-      const matcher = new LineMatcher(regex.source, regex.flags, options.matchBudgetMs);
-      try {
-        return await search(args, context, included, matcher);
-      } finally {
-        await matcher.close();
-      }
+      return search(args, context, includeMatcher(args.include), regex, options);
     },
   });
 }
@@ -95,43 +109,85 @@ async function search(
   args: GrepArgs,
   context: ToolContext,
   included: (path: string) => boolean,
-  matcher: LineMatcher,
+  regex: RegExp,
+  options: GrepOptions,
 ): Promise<ToolOutput> {
   const maxResults = args.max_results ?? GREP_DEFAULT_RESULTS;
+  const ignoreCase = args.ignore_case === true;
   const start = await viaWorkspace(() => context.fs.resolve(args.path ?? "."));
   const stat = await viaWorkspace(() => context.fs.stat(start));
   if (stat === undefined)
     throw new ToolError("NOT_FOUND", `${start} does not exist`, { data: { path: start } });
+  // Files on disk are opened by the matcher workers themselves, each confirmed through /proc.
+  const root =
+    context.fs instanceof DiskWorkspaceFs && existsSync("/proc/self/fd") ? context.fs.hostRoot : undefined;
 
   let candidates: string[];
+  let links = new Set<string>();
+  let prefiltered: Set<string> | undefined;
   if (stat.kind === "directory") {
-    const rules = await ancestorRules(context.fs, start);
-    candidates = await viaWorkspace(() => listFiles(context.fs, start, rules, context.signal));
+    // rg runs while the tree is listed; it only narrows which listed files are read.
+    // Settled at once into a value, so a failure while the walk runs is never an unhandled rejection.
+    const hits = ripgrepHits(args, context, start, ignoreCase, options)?.then(
+      (paths) => ({ paths: new Set(paths) }),
+      (error: unknown) => ({ error }),
+    );
+    ({ files: candidates, links } = await viaWorkspace(() =>
+      listCandidates(context.fs, start, context.signal),
+    ));
+    const answer = await hits;
+    if (answer !== undefined && "error" in answer) {
+      // When rg cannot answer (it crashed, could not start), `auto` searches every listed file.
+      if (options.engine === "ripgrep" || answer.error instanceof ToolError) throw answer.error;
+    } else {
+      prefiltered = answer?.paths;
+    }
   } else {
     candidates = [start];
+    links = new Set([start]);
   }
   candidates = candidates.filter(included).sort(compareCodeUnits);
   // A search must not reveal what read_file could not: files the policy denies, or whose read
-  // needs an approval nobody has given yet (secret files by default), are not searched.
+  // needs an approval nobody has given yet (secret files by default), are not searched. The
+  // count covers every listed file, so it says nothing about what they contain.
   const { readable, withheld } = await readableFiles(candidates, context);
-  candidates = readable;
+  // Links are not followed by rg: they are always read here, through the workspace.
+  const searched =
+    prefiltered === undefined
+      ? readable
+      : readable.filter((file) => prefiltered.has(file) || links.has(file));
+
+  const literal = ignoreCase ? undefined : wholeLiteral(args.pattern);
+  const job: MatchJob = {
+    pattern: regex.source,
+    flags: regex.flags,
+    ...(literal !== undefined ? { literal } : {}),
+    limit: maxResults,
+    lineChars: GREP_LINE_CHARS,
+    ...(root !== undefined ? { root } : {}),
+  };
+  const results = await matchAll(
+    searched,
+    links,
+    root,
+    job,
+    context,
+    options.matchBudgetMs ?? DEFAULT_MATCH_BUDGET_MS,
+  );
 
   const shown: string[] = [];
   let total = 0;
   let files = 0;
   let skipped = 0;
-  for (const file of candidates) {
-    throwIfAborted(context.signal);
-    const text = await readText(context.fs, file);
-    if (text === undefined) {
-      skipped++;
-      continue;
+  searched.forEach((file, index) => {
+    const matches = results[index] as FileMatches;
+    if (matches.skipped) skipped++;
+    for (const [line, text] of matches.shown) {
+      if (shown.length < maxResults) shown.push(`${file}:${line + 1}:${cutLine(text)}`);
     }
-    const matches = await matcher.match(text, maxResults - shown.length, context.signal);
-    for (const [index, line] of matches.shown) shown.push(`${file}:${index + 1}:${cutLine(line)}`);
     total += matches.total;
     if (matches.total > 0) files++;
-  }
+  });
 
   const truncated = total > shown.length;
   const lines = total === 0 ? ["(no matches)"] : shown;
@@ -141,7 +197,11 @@ async function search(
         `pattern, path or include, or raise max_results up to ${GREP_MAX_RESULTS})`,
     );
   }
-  if (skipped > 0) lines.push(`(${plural(skipped, "file")} skipped: binary, not UTF-8 or too large)`);
+  if (skipped > 0) {
+    lines.push(
+      `(${plural(skipped, "more file")} would match but ${skipped === 1 ? "is" : "are"} binary or not UTF-8)`,
+    );
+  }
   if (withheld > 0) {
     lines.push(
       `(${plural(withheld, "file")} not searched: the policy does not let read_file read ${withheld === 1 ? "it" : "them"} ` +
@@ -161,6 +221,80 @@ async function search(
   };
 }
 
+/** The files below `start` rg says contain a literal every match needs; undefined when rg is not used. */
+function ripgrepHits(
+  args: GrepArgs,
+  context: ToolContext,
+  start: string,
+  ignoreCase: boolean,
+  options: GrepOptions,
+): Promise<string[]> | undefined {
+  const engine = options.engine ?? "auto";
+  if (engine === "javascript") return undefined;
+  const rg = options.ripgrepPath ?? locateRipgrep();
+  if (rg === undefined && engine === "ripgrep") throw new Error("grep engine ripgrep: rg is not on PATH");
+  const literal = requiredLiteral(args.pattern, ignoreCase);
+  if (rg === undefined || literal === undefined || !(context.fs instanceof DiskWorkspaceFs)) return undefined;
+  const include = args.include;
+  return filesContaining({
+    rg,
+    root: context.fs.hostRoot,
+    start,
+    literal,
+    ignoreCase,
+    ...(include !== undefined && /^[A-Za-z0-9_.*-]+$/.test(include) ? { nameGlob: include } : {}),
+    signal: context.signal,
+  });
+}
+
+/** Every file matched on the worker pool, a few batches in flight; results in `files` order. */
+async function matchAll(
+  files: readonly string[],
+  links: ReadonlySet<string>,
+  root: string | undefined,
+  job: MatchJob,
+  context: ToolContext,
+  budgetMs: number,
+): Promise<FileMatches[]> {
+  const pool = matcherPool();
+  const results: FileMatches[] = new Array(files.length);
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    while (next < files.length) {
+      const first = next;
+      const batch = files.slice(first, first + BATCH_FILES);
+      next += batch.length;
+      const items: BatchFile[] = [];
+      for (const file of batch) {
+        throwIfAborted(context.signal);
+        items.push(
+          root !== undefined && !links.has(file)
+            ? { path: file }
+            : { bytes: await readBytes(context.fs, file) },
+        );
+      }
+      const answers = await pool.run(job, items, budgetMs, context.signal);
+      answers.forEach((answer, offset) => {
+        results[first + offset] = answer;
+      });
+    }
+  };
+  await Promise.all(Array.from({ length: pool.size + 1 }, lane));
+  return results;
+}
+
+/** A file's bytes through the workspace; empty when it is too large or unreadable (then it never matches). */
+async function readBytes(fs: WorkspaceFs, path: string): Promise<Uint8Array> {
+  try {
+    const stat = await fs.stat(path);
+    if (stat?.kind !== "file" || stat.size > GREP_MAX_FILE_BYTES) return new Uint8Array();
+    return await fs.readFile(path);
+  } catch (error) {
+    if (error instanceof WorkspaceError) return new Uint8Array();
+    throw error;
+  }
+}
+
 /** The candidates read_file may read now; the others are only counted. */
 async function readableFiles(
   candidates: readonly string[],
@@ -168,8 +302,10 @@ async function readableFiles(
 ): Promise<{ readable: string[]; withheld: number }> {
   const access = context.readAccess;
   if (access === undefined) return { readable: [...candidates], withheld: 0 };
+  const pause = pauser();
   const readable: string[] = [];
   for (const file of candidates) {
+    await pause();
     throwIfAborted(context.signal);
     if ((await access(file)) === "allowed") readable.push(file);
   }
@@ -195,90 +331,6 @@ function includeMatcher(include: string | undefined): (path: string) => boolean 
       "SEMANTIC_VALIDATION_ERROR",
       `include is not a valid glob: ${JSON.stringify(include)}`,
     );
-  }
-}
-
-interface IgnoreRules {
-  /** Directory the .gitignore lives in ("." for the root). */
-  base: string;
-  rules: Ignore;
-}
-
-/** Whether `path` (with a trailing "/" for directories) is ignored; the deepest decisive rule wins. */
-function isIgnored(path: string, stack: readonly IgnoreRules[]): boolean {
-  for (let i = stack.length - 1; i >= 0; i--) {
-    const { base, rules } = stack[i] as IgnoreRules;
-    const relative = base === "." ? path : path.slice(base.length + 1);
-    const result = rules.test(relative);
-    if (result.ignored) return true;
-    if (result.unignored) return false;
-  }
-  return false;
-}
-
-/** The .gitignore files of the directories above a search that starts below the root. */
-async function ancestorRules(fs: WorkspaceFs, start: string): Promise<IgnoreRules[]> {
-  if (start === ".") return [];
-  const parts = start.split("/");
-  const stack: IgnoreRules[] = [];
-  for (let i = 0; i < parts.length; i++) {
-    const dir = i === 0 ? "." : parts.slice(0, i).join("/");
-    const rules = await loadGitignore(fs, dir);
-    if (rules !== undefined) stack.push(rules);
-  }
-  return stack;
-}
-
-async function loadGitignore(fs: WorkspaceFs, dir: string): Promise<IgnoreRules | undefined> {
-  const text = await readText(fs, dir === "." ? ".gitignore" : `${dir}/.gitignore`);
-  return text === undefined ? undefined : { base: dir, rules: ignore().add(text) };
-}
-
-/** Files below `dir` through readDir, so it behaves the same on every WorkspaceFs. */
-async function listFiles(
-  fs: WorkspaceFs,
-  dir: string,
-  inherited: readonly IgnoreRules[],
-  signal: AbortSignal,
-): Promise<string[]> {
-  throwIfAborted(signal);
-  const entries = await fs.readDir(dir);
-  const own = entries.some((entry) => entry.name === ".gitignore") ? await loadGitignore(fs, dir) : undefined;
-  const stack = own === undefined ? inherited : [...inherited, own];
-  const files: string[] = [];
-  for (const entry of entries) {
-    // Names no tool could address (e.g. a Windows device name created on Linux) are skipped.
-    if (!isValidComponent(entry.name)) continue;
-    const path = dir === "." ? entry.name : `${dir}/${entry.name}`;
-    if (entry.kind === "directory") {
-      if (entry.name === ".git" || isIgnored(`${path}/`, stack)) continue;
-      files.push(...(await listFiles(fs, path, stack, signal)));
-    } else if (entry.kind === "file") {
-      if (!isIgnored(path, stack)) files.push(path);
-    } else if (entry.kind === "symlink" && !isIgnored(path, stack)) {
-      // A link to a file inside the workspace is searched; links to directories are not followed,
-      // and links that leave the workspace fail the boundary check and are skipped.
-      const target = await fs.stat(path).catch((error: unknown) => {
-        if (error instanceof WorkspaceError) return undefined;
-        throw error;
-      });
-      if (target?.kind === "file") files.push(path);
-    }
-  }
-  return files;
-}
-
-/** A file's text, or undefined when it is binary, not UTF-8, too large or unreadable. */
-async function readText(fs: WorkspaceFs, path: string): Promise<string | undefined> {
-  try {
-    const stat = await fs.stat(path);
-    if (stat?.kind !== "file" || stat.size > GREP_MAX_FILE_BYTES) return undefined;
-    const bytes = await fs.readFile(path);
-    if (bytes.subarray(0, BINARY_SNIFF_BYTES).includes(0) || !isValidUtf8(bytes)) return undefined;
-    return new TextDecoder("utf-8", { ignoreBOM: true }).decode(bytes);
-  } catch (error) {
-    if (error instanceof WorkspaceError) return undefined;
-    throw error;
   }
 }
 

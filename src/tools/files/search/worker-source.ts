@@ -1,0 +1,128 @@
+import { BINARY_SNIFF_BYTES, GREP_MAX_FILE_BYTES } from "./text.js";
+
+/**
+ * The matcher worker, as CommonJS source evaluated with `eval: true` (no file to locate, bundled
+ * or not). It receives batches of files and answers, per file, the matching lines (0-based index
+ * and the line without its "\r", cut to `lineChars + 1` characters so the caller can tell that it
+ * was cut) and whether a file that is not text (binary or not UTF-8) would have matched.
+ *
+ * A file comes either as bytes read by the caller through the workspace, or as a path the worker
+ * opens itself under the workspace's real root: with O_NOFOLLOW, and only if /proc/self/fd says
+ * the opened file is exactly at that path (so a directory swapped for a symlink cannot lead the
+ * read outside), and only if it is a regular file no larger than the limit.
+ *
+ * Literal patterns (no regular-expression syntax, case-sensitive) are searched in the bytes with
+ * Buffer.indexOf and never decoded unless they match; everything else is a JavaScript RegExp
+ * tested on each line, as it always was.
+ */
+export const WORKER_SOURCE = `
+const { parentPort } = require("node:worker_threads");
+const fs = require("node:fs");
+const { isUtf8 } = require("node:buffer");
+const SNIFF = ${BINARY_SNIFF_BYTES};
+const MAX = ${GREP_MAX_FILE_BYTES};
+const FLAGS = fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK;
+let cached = { key: undefined };
+
+function compile(job) {
+  const key = job.pattern + "\\u0000" + job.flags + "\\u0000" + (job.literal ?? "");
+  if (cached.key !== key) {
+    cached = {
+      key,
+      regex: new RegExp(job.pattern, job.flags),
+      needle: job.literal === undefined ? undefined : Buffer.from(job.literal, "utf8"),
+    };
+  }
+  return cached;
+}
+
+function readConfirmed(root, path) {
+  const full = root + "/" + path;
+  let fd;
+  try {
+    fd = fs.openSync(full, FLAGS);
+  } catch {
+    return undefined;
+  }
+  try {
+    if (fs.readlinkSync("/proc/self/fd/" + fd) !== full) return undefined;
+    const stat = fs.fstatSync(fd);
+    if (!stat.isFile() || stat.size > MAX) return undefined;
+    return fs.readFileSync(fd);
+  } catch {
+    return undefined;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+function isText(bytes) {
+  return bytes.subarray(0, SNIFF).indexOf(0) === -1 && isUtf8(bytes);
+}
+
+function cut(line, chars) {
+  return line.length > chars + 1 ? line.slice(0, chars + 1) : line;
+}
+
+function stripCr(raw) {
+  return raw.endsWith("\\r") ? raw.slice(0, -1) : raw;
+}
+
+function byLiteral(bytes, needle, limit, chars) {
+  let at = bytes.indexOf(needle);
+  if (at === -1) return { total: 0, shown: [], skipped: false };
+  if (!isText(bytes)) return { total: 0, shown: [], skipped: true };
+  const shown = [];
+  let total = 0;
+  let lineStart = 0;
+  let index = 0;
+  while (at !== -1) {
+    let newline = bytes.indexOf(10, lineStart);
+    while (newline !== -1 && newline < at) {
+      index++;
+      lineStart = newline + 1;
+      newline = bytes.indexOf(10, lineStart);
+    }
+    const end = newline === -1 ? bytes.length : newline;
+    total++;
+    if (shown.length < limit) shown.push([index, cut(stripCr(bytes.toString("utf8", lineStart, end)), chars)]);
+    if (newline === -1) break;
+    lineStart = newline + 1;
+    index++;
+    at = bytes.indexOf(needle, lineStart);
+  }
+  return { total, shown, skipped: false };
+}
+
+function byRegex(bytes, regex, limit, chars) {
+  const text = isText(bytes);
+  const lines = bytes.toString("utf8").split("\\n");
+  if (lines[lines.length - 1] === "") lines.pop();
+  const shown = [];
+  let total = 0;
+  for (let index = 0; index < lines.length; index++) {
+    const line = stripCr(lines[index]);
+    if (!regex.test(line)) continue;
+    // A file that is not text is not shown; whether it would match is all that is counted.
+    if (!text) return { total: 0, shown: [], skipped: true };
+    total++;
+    if (shown.length < limit) shown.push([index, cut(line, chars)]);
+  }
+  return { total, shown, skipped: false };
+}
+
+parentPort.on("message", (job) => {
+  const { regex, needle } = compile(job);
+  const results = [];
+  for (const file of job.files) {
+    const bytes = file.bytes !== undefined ? Buffer.from(file.bytes.buffer, file.bytes.byteOffset, file.bytes.byteLength) : readConfirmed(job.root, file.path);
+    if (bytes === undefined) {
+      results.push({ total: 0, shown: [], skipped: false });
+      continue;
+    }
+    results.push(needle !== undefined ? byLiteral(bytes, needle, job.limit, job.lineChars) : byRegex(bytes, regex, job.limit, job.lineChars));
+  }
+  parentPort.postMessage({ id: job.id, results });
+});
+parentPort.postMessage("ready");
+`;

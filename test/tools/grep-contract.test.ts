@@ -1,0 +1,265 @@
+import { readFileSync } from "node:fs";
+import { chmod, mkdir, readFile, symlink, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { SessionGrants } from "../../src/policy/grants.js";
+import { modePolicy } from "../../src/policy/policy-permissions.js";
+import { readAccess } from "../../src/runtime/authorize.js";
+import { createGrepTool, GREP_LINE_CHARS, type GrepOptions } from "../../src/tools/files/grep.js";
+import type { ToolOutput } from "../../src/tools/tool.js";
+import { createDiskFixture, type FsFixture, memoryFactory } from "../workspace/fixtures.js";
+import { Session } from "./helpers.js";
+
+/**
+ * One contract for every way grep finds its files: ripgrep as the pre-filter (required: this
+ * instance fails where rg is not installed, as in a CI without it), the JavaScript walk and
+ * matcher on disk, and the same on an in-memory workspace. Each case states the exact output.
+ */
+type Engine = { name: string; options: GrepOptions; disk: boolean };
+const ENGINES: Engine[] = [
+  { name: "ripgrep on disk", options: { engine: "ripgrep" }, disk: true },
+  { name: "javascript on disk", options: { engine: "javascript" }, disk: true },
+  { name: "javascript in memory", options: { engine: "javascript" }, disk: false },
+];
+
+const TREE: Record<string, string | Uint8Array> = {
+  "b.ts": "const x = 1;\nTODO second\n",
+  "a/z.ts": "TODO in a/z\nfunction   main() {}\n",
+  "a.ts": "nothing\nTODO: one\nmore\nTODO: two\nfunction main(argv) {\n",
+  "crlf.txt": "x needle\r\nplain needle\r\n",
+  "bom.txt": "\uFEFFneedle at the start\n",
+  "long.txt": `${"a".repeat(GREP_LINE_CHARS + 100)}needle\n`,
+  "Upper.md": "NEEDLE loud\n",
+  "sub/.harness/kept.txt": "needle in a nested .harness\n",
+  "bin.dat": new Uint8Array([0x6e, 0x65, 0x65, 0x64, 0x6c, 0x65, 0x00, 0x0a]),
+  "latin1.txt": new Uint8Array([0x6e, 0x65, 0x65, 0x64, 0x6c, 0x65, 0xe9, 0x0a]),
+  "late-nul.txt": `${"x\n".repeat(5000)}needle late\n\0\n`,
+  ".gitignore": "*.log\nbuild/\n",
+  "app.log": "needle\n",
+  "build/out.js": "needle\n",
+  "src/.gitignore": "generated/\n!keep.log\n",
+  "src/keep.log": "needle\n",
+  "src/generated/x.ts": "needle\n",
+  "src/main.ts": "needle\n",
+  ".hidden/h.txt": "needle hidden\n",
+  ".git/config": "needle in git\n",
+  ".harness/state.txt": "needle in state\n",
+  ".env": "TOKEN=needle\n",
+  "secret/key.txt": "needle secret\n",
+};
+
+describe.each(ENGINES)("grep contract: $name", ({ options, disk }) => {
+  let fixture: FsFixture;
+  let session: Session;
+  const tool = createGrepTool(options);
+  const permissions = modePolicy({ deny: ["read_file(secret/**)"] });
+  const grants = new SessionGrants();
+  const open = async (files: Record<string, string | Uint8Array>): Promise<Session> => {
+    fixture = disk ? await createDiskFixture(files) : await memoryFactory(files);
+    session = new Session(fixture.fs);
+    return session;
+  };
+  const grep = async (args: Record<string, unknown>, policed = true): Promise<ToolOutput> => {
+    const parsed = tool.input.parse(args);
+    tool.validate?.(parsed);
+    const context = policed
+      ? { ...session.context, readAccess: (file: string) => readAccess(file, { permissions, grants }) }
+      : session.context;
+    return tool.execute(parsed, context);
+  };
+  afterEach(async () => {
+    await fixture.dispose();
+  });
+
+  it("reports the same files, lines and order for literals and regular expressions", async () => {
+    await open(TREE);
+    const todo = await grep({ pattern: "TODO" });
+    expect(todo.content).toBe(
+      "a.ts:2:TODO: one\na.ts:4:TODO: two\na/z.ts:1:TODO in a/z\nb.ts:2:TODO second\n" +
+        "(2 files not searched: the policy does not let read_file read them without an approval)",
+    );
+    expect(todo.data).toEqual({ total: 4, files: 3, truncated: false, skipped_files: 0, withheld_files: 2 });
+    expect((await grep({ pattern: "function\\s+main\\(" })).content.split("\n").slice(0, 2)).toEqual([
+      "a.ts:5:function main(argv) {",
+      "a/z.ts:2:function   main() {}",
+    ]);
+    // No literal every match needs: every listed file is searched by the JavaScript matcher.
+    expect((await grep({ pattern: "^T\\w+:" })).content.split("\n").slice(0, 2)).toEqual([
+      "a.ts:2:TODO: one",
+      "a.ts:4:TODO: two",
+    ]);
+  });
+
+  it("applies .gitignore (root, nested, negation, above the start), skips .git and the root .harness", async () => {
+    await open(TREE);
+    const lines = (await grep({ pattern: "needle" }, false)).content.split("\n");
+    expect(lines).toEqual([
+      ".env:1:TOKEN=needle",
+      ".hidden/h.txt:1:needle hidden",
+      "bom.txt:1:\uFEFFneedle at the start",
+      "crlf.txt:1:x needle",
+      "crlf.txt:2:plain needle",
+      "late-nul.txt:5001:needle late",
+      `long.txt:1:${"a".repeat(GREP_LINE_CHARS)} … [cut]`,
+      "secret/key.txt:1:needle secret",
+      "src/keep.log:1:needle",
+      "src/main.ts:1:needle",
+      "sub/.harness/kept.txt:1:needle in a nested .harness",
+      "(2 more files would match but are binary or not UTF-8)",
+    ]);
+    expect((await grep({ pattern: "needle", path: "src" }, false)).content).toBe(
+      "src/keep.log:1:needle\nsrc/main.ts:1:needle",
+    );
+  });
+
+  it("matches lines without their \\r, anchors at line ends, case-insensitively on request, with include", async () => {
+    await open(TREE);
+    expect((await grep({ pattern: "needle$", include: "*.txt" })).content).toBe(
+      "crlf.txt:1:x needle\ncrlf.txt:2:plain needle\n" +
+        `long.txt:1:${"a".repeat(GREP_LINE_CHARS)} … [cut]\n` +
+        "(1 file not searched: the policy does not let read_file read it without an approval)",
+    );
+    expect((await grep({ pattern: "^\uFEFFneedle", path: "bom.txt" })).content).toBe(
+      "bom.txt:1:\uFEFFneedle at the start",
+    );
+    expect((await grep({ pattern: "needle loud", ignore_case: true }, false)).content).toBe(
+      "Upper.md:1:NEEDLE loud",
+    );
+    expect((await grep({ pattern: "needle", include: "src/**" }, false)).content).toBe(
+      "src/keep.log:1:needle\nsrc/main.ts:1:needle",
+    );
+    expect((await grep({ pattern: "TODO", max_results: 1 }, false)).content).toBe(
+      "a.ts:2:TODO: one\n(showing the first 1 of 4 matching lines in 3 files; narrow the pattern, path or include, or raise max_results up to 2000)",
+    );
+  });
+
+  it("never searches files read_file may not read, and the count does not depend on their content", async () => {
+    await open(TREE);
+    const found = await grep({ pattern: "needle", include: "*.txt" });
+    expect(found.content).not.toContain("secret");
+    expect(found.content).not.toContain(".env");
+    const absent = await grep({ pattern: "no such text anywhere" });
+    const present = await grep({ pattern: "TOKEN=needle" });
+    expect(absent.data).toMatchObject({ total: 0, withheld_files: 2 });
+    expect(present.data).toEqual(absent.data);
+    expect(present.content).toBe(absent.content);
+  });
+
+  it("fails REGEX_TOO_SLOW for a catastrophic pattern and answers the next call", async () => {
+    await open({ "slow.txt": `x${"a".repeat(40)}!\n`, "fine.txt": "needle\n" });
+    const slow = createGrepTool({ ...options, matchBudgetMs: 300 });
+    const started = Date.now();
+    await session.fail(slow, { pattern: "x(a+)+$" }, "REGEX_TOO_SLOW");
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect((await session.run(slow, { pattern: "needle" })).content).toBe("fine.txt:1:needle");
+  });
+
+  it("stops within 100 ms when cancelled", async () => {
+    await open({ "slow.txt": `x${"a".repeat(40)}!\n` });
+    let cancelledAt = 0;
+    setTimeout(() => {
+      cancelledAt = Date.now();
+      session.controller.abort();
+    }, 150);
+    await session.fail(
+      createGrepTool({ ...options, matchBudgetMs: 600_000 }),
+      { pattern: "x(a+)+$" },
+      "CANCELLED",
+    );
+    expect(Date.now() - cancelledAt).toBeLessThan(100);
+  });
+});
+
+describe.each(ENGINES.filter((engine) => engine.disk))("grep contract on disk: $name", ({ options }) => {
+  it("never leaves the workspace through a symlink, and searches links to files inside it", async () => {
+    const fixture = await createDiskFixture({ "real/a.txt": "needle\n" });
+    try {
+      await writeFile(path.join(fixture.outside, "dir.txt"), "needle outside\n");
+      await symlink(path.join(fixture.root, "real"), path.join(fixture.root, "alias"), "dir");
+      await symlink(fixture.outside, path.join(fixture.root, "out"), "dir");
+      await symlink(path.join(fixture.outside, "secret.txt"), path.join(fixture.root, "secret.txt"));
+      await symlink(path.join(fixture.root, "real", "a.txt"), path.join(fixture.root, "inside-link.txt"));
+      await mkdir(path.join(fixture.root, ".harness"));
+      await writeFile(path.join(fixture.root, ".harness", "x.txt"), "needle\n");
+      await symlink(".harness", path.join(fixture.root, "state"), "dir");
+      const out = await new Session(fixture.fs).run(createGrepTool(options), { pattern: "needle|secret" });
+      expect(out.content).toBe("inside-link.txt:1:needle\nreal/a.txt:1:needle");
+      const literal = await new Session(fixture.fs).run(createGrepTool(options), { pattern: "needle" });
+      expect(literal.content).toBe("inside-link.txt:1:needle\nreal/a.txt:1:needle");
+    } finally {
+      await fixture.dispose();
+    }
+  });
+});
+
+describe("grep through ripgrep", () => {
+  it("reads only the files rg names (plus links), and hands rg the literal, never the regex", async () => {
+    const fixture = await createDiskFixture({ "a.txt": "function main\n", "b.txt": "function main\n" });
+    try {
+      // A stand-in rg that records its arguments and names only b.txt.
+      const fake = path.join(fixture.base, "fake-rg");
+      const record = path.join(fixture.base, "argv.txt");
+      await writeFile(fake, `#!/bin/sh\nprintf '%s\\n' "$@" > '${record}'\nprintf './b.txt\\0'\n`);
+      await chmod(fake, 0o755);
+      const tool = createGrepTool({ engine: "ripgrep", ripgrepPath: fake });
+      const out = await new Session(fixture.fs).run(tool, { pattern: "function\\s+main" });
+      expect(out.content).toBe("b.txt:1:function main");
+      const argv = (await readFile(record, "utf8")).split("\n");
+      expect(argv).toContain("--fixed-strings");
+      expect(argv.slice(argv.indexOf("-e"), argv.indexOf("-e") + 4)).toEqual(["-e", "function", "--", "./"]);
+    } finally {
+      await fixture.dispose();
+    }
+  });
+
+  it("a cancelled call kills rg's process tree within 100 ms", async () => {
+    const fixture = await createDiskFixture({ "a.txt": "needle\n" });
+    try {
+      const fake = path.join(fixture.base, "slow-rg");
+      const pids = path.join(fixture.base, "pids.txt");
+      // rg that never answers, with a child of its own.
+      await writeFile(fake, `#!/bin/sh\nsleep 30 &\necho "$$ $!" > '${pids}'\nwait\n`);
+      await chmod(fake, 0o755);
+      const session = new Session(fixture.fs);
+      const tool = createGrepTool({ engine: "ripgrep", ripgrepPath: fake });
+      let cancelledAt = 0;
+      const running = session.fail(tool, { pattern: "needle" }, "CANCELLED");
+      while ((await readFile(pids, "utf8").catch(() => "")) === "")
+        await new Promise((r) => setTimeout(r, 10));
+      cancelledAt = Date.now();
+      session.controller.abort();
+      await running;
+      expect(Date.now() - cancelledAt).toBeLessThan(100);
+      const [shell, sleeper] = (await readFile(pids, "utf8")).trim().split(" ").map(Number);
+      // Gone, or a zombie waiting for its parent to collect it: either way it runs no more.
+      const alive = (pid: number | undefined): boolean => {
+        try {
+          return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+        } catch {
+          return false;
+        }
+      };
+      await new Promise((r) => setTimeout(r, 50));
+      expect(alive(shell)).toBe(false);
+      expect(alive(sleeper)).toBe(false);
+    } finally {
+      await fixture.dispose();
+    }
+  });
+
+  it("a failing rg is an error in ripgrep mode; auto searches every file instead", async () => {
+    const fixture = await createDiskFixture({ "a.txt": "needle\n" });
+    try {
+      const fake = path.join(fixture.base, "broken-rg");
+      await writeFile(fake, "#!/bin/sh\necho boom >&2\nexit 2\n");
+      await chmod(fake, 0o755);
+      const session = new Session(fixture.fs);
+      const strict = createGrepTool({ engine: "ripgrep", ripgrepPath: fake });
+      await expect(session.run(strict, { pattern: "needle" })).rejects.toThrow(/rg exited with 2: boom/);
+      const auto = createGrepTool({ ripgrepPath: fake });
+      expect((await session.run(auto, { pattern: "needle" })).content).toBe("a.txt:1:needle");
+    } finally {
+      await fixture.dispose();
+    }
+  });
+});
