@@ -74,7 +74,9 @@ export type JournalErrorCode =
   /** A journal this user did not record (or adopt): forged, re-chained, unauthenticated or another key's. */
   | "UNTRUSTED"
   /** The user's journal key cannot be used (missing directory, wrong owner or mode, inside a workspace). */
-  | "KEY";
+  | "KEY"
+  /** A writer opened under a lease that expired or was taken over: nothing was written, stop working. */
+  | "FENCED";
 
 /** An engine-level journal failure; the message says what to do next. */
 export class JournalError extends CodedError<JournalErrorCode> {

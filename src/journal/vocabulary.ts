@@ -324,6 +324,16 @@ export const EVENT_SCHEMAS = {
     proc_start: z.string().nullable(),
     reason: z.string(),
   }),
+  /**
+   * A worker took the session under a lease (journal in PostgreSQL): its epoch fences every later
+   * append, and `previous` names the lease it replaced (a dead or released worker), null at first.
+   * Calls the previous owner started without a result are then settled as resume settles them.
+   */
+  "lease.acquired": z.object({
+    epoch: z.number().int().min(1),
+    owner: z.string(),
+    previous: z.object({ owner: z.string(), epoch: z.number().int().min(1) }).nullable(),
+  }),
 } as const;
 
 export type EventType = keyof typeof EVENT_SCHEMAS;

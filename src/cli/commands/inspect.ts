@@ -222,6 +222,13 @@ function render(record: AnyRecord, style: Style): string {
       return style.yellow(
         `took over the stale lock of pid ${record.data.pid} on ${escapeForTerminal(record.data.host)}: ${escapeForTerminal(record.data.reason)}`,
       );
+    case "lease.acquired": {
+      const { previous } = record.data;
+      const from = previous ? ` from ${escapeForTerminal(previous.owner)} (epoch ${previous.epoch})` : "";
+      return style.yellow(
+        `lease epoch ${record.data.epoch} taken by ${escapeForTerminal(record.data.owner)}${from}`,
+      );
+    }
   }
 }
 

@@ -1,0 +1,296 @@
+import type { Pool, PoolClient } from "pg";
+import { decodeRecordLine, encodeRecord, isRecordFault } from "../codec.js";
+import type { JournalKey } from "../key.js";
+import { loadJournalKey } from "../key-file.js";
+import { currentOwner, type LockOwner } from "../lock.js";
+import { assertSessionId } from "../session-path.js";
+import { type JournalBackend, JournalError, type JournalWriter, type OpenWriterOptions } from "../store.js";
+import { assertAdoptionFirst, assessTrust, type JournalReading, untrustedError } from "../trust.js";
+import { type AnyNewEvent, type AnyRecord, GENESIS_HASH } from "../vocabulary.js";
+import type { Lease } from "./lease.js";
+import { inTransaction } from "./schema.js";
+import { checkLeaseHeld, claimWriter, type WriterClaim } from "./writer-claim.js";
+
+export interface PgJournalOptions {
+  /** Clock for record times and writer-lock start times; defaults to real time. Leases use the database clock. */
+  now?: () => Date;
+  /** The key that authenticates records; defaults to this user's journal key (see key-file.ts). */
+  key?: JournalKey;
+}
+
+export interface PgOpenWriterOptions extends OpenWriterOptions {
+  /**
+   * Write as the holder of this lease: opening takes the session from any writer lock, and every
+   * append is fenced by the lease epoch (FENCED once the lease expired or was taken over).
+   */
+  lease?: Lease;
+}
+
+/**
+ * The journal on PostgreSQL (tables in schema.ts, created by `ensurePgSchema`): the same canonical
+ * lines, hash chain, authentication and single-writer rule as the file store, for sessions that
+ * workers on several machines share. Each append is one transaction that states the sequence
+ * number it expects (the session row, locked, must still say so) and, under a lease, that the
+ * lease row still carries the writer's epoch; otherwise nothing is written.
+ */
+export class PgJournalBackend implements JournalBackend {
+  private readonly now: () => Date;
+  private givenKey: JournalKey | undefined;
+
+  constructor(
+    readonly pool: Pool,
+    options: PgJournalOptions = {},
+  ) {
+    this.now = options.now ?? (() => new Date());
+    this.givenKey = options.key;
+  }
+
+  /** The key records are authenticated with (this user's, unless one was given). Throws JournalError("KEY"). */
+  get key(): JournalKey {
+    this.givenKey ??= loadJournalKey();
+    return this.givenKey;
+  }
+
+  async openWriter(sessionId: string, options: PgOpenWriterOptions): Promise<JournalWriter> {
+    assertSessionId(sessionId);
+    const key = this.key;
+    if (options.lease && options.lease.session !== sessionId) {
+      throw new TypeError(`a lease on session ${options.lease.session} cannot open session ${sessionId}`);
+    }
+    const owner = currentOwner(this.now());
+    const opened = await database(sessionId, "open the session", () =>
+      inTransaction(this.pool, async (client) => {
+        const claim = await claimWriter(client, sessionId, owner, options);
+        const records = await loadRecords(client, sessionId);
+        const trust = assessTrust(records, key, sessionId);
+        if (!trust.trusted && !options.adopt) throw untrustedError(trust);
+        return { claim, records, mustAdopt: !trust.trusted };
+      }),
+    );
+    return new PgJournalWriter(
+      this.pool,
+      sessionId,
+      opened.claim,
+      opened.records,
+      this.now,
+      key,
+      opened.mustAdopt,
+      options.lease,
+    );
+  }
+
+  async read(sessionId: string): Promise<AnyRecord[]> {
+    const { records, trust } = await this.readReport(sessionId);
+    if (!trust.trusted) throw untrustedError(trust);
+    return records;
+  }
+
+  async readReport(sessionId: string): Promise<JournalReading> {
+    assertSessionId(sessionId);
+    const key = this.key;
+    // One transaction so that the existence check and the records are the same snapshot.
+    const records = await database(sessionId, "read the journal", () =>
+      inTransaction(this.pool, async (client) => {
+        await client.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
+        if (!(await sessionExists(client, sessionId))) throw notFound(sessionId);
+        return loadRecords(client, sessionId);
+      }),
+    );
+    return { records, trust: assessTrust(records, key, sessionId) };
+  }
+
+  async exists(sessionId: string): Promise<boolean> {
+    assertSessionId(sessionId);
+    return database(sessionId, "look the session up", async () => {
+      const client = await this.pool.connect();
+      try {
+        return await sessionExists(client, sessionId);
+      } finally {
+        client.release();
+      }
+    });
+  }
+
+  /** Session ids, sorted by code point like the file store's (not by the database's collation). */
+  async list(): Promise<string[]> {
+    const result = await database(undefined, "list sessions", () =>
+      this.pool.query<{ session_id: string }>("SELECT session_id FROM harness_sessions"),
+    );
+    return result.rows.map((row) => row.session_id).sort();
+  }
+}
+
+async function sessionExists(client: PoolClient, sessionId: string): Promise<boolean> {
+  const result = await client.query("SELECT 1 FROM harness_sessions WHERE session_id = $1", [sessionId]);
+  return result.rowCount === 1;
+}
+
+/** A session's records in order, verified as the file store verifies its lines. */
+async function loadRecords(client: PoolClient, sessionId: string): Promise<AnyRecord[]> {
+  const result = await client.query<{ seq: string; line: string }>(
+    "SELECT seq, line FROM harness_records WHERE session_id = $1 ORDER BY seq",
+    [sessionId],
+  );
+  const records: AnyRecord[] = [];
+  let prev = GENESIS_HASH;
+  for (const row of result.rows) {
+    // decodeRecordLine checks that the line's own seq is its position; the row's must agree too.
+    const decoded = decodeRecordLine(row.line, records.length, prev);
+    if (isRecordFault(decoded))
+      throw new JournalError(decoded.fault, `session ${sessionId}: ${decoded.message}`);
+    if (Number(row.seq) !== decoded.seq) {
+      throw new JournalError(
+        "CORRUPT",
+        `session ${sessionId}: row seq ${row.seq} holds record seq ${decoded.seq}`,
+      );
+    }
+    records.push(decoded);
+    prev = decoded.hash;
+  }
+  return records;
+}
+
+export function notFound(sessionId: string): JournalError {
+  return new JournalError("SESSION_NOT_FOUND", `session ${sessionId} does not exist`);
+}
+
+/**
+ * Run a database step, turning driver failures (connection refused, lost, timeouts) into
+ * JournalError("IO") with what was being done; JournalErrors pass through.
+ */
+export async function database<T>(
+  sessionId: string | undefined,
+  what: string,
+  step: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await step();
+  } catch (error) {
+    if (error instanceof JournalError || error instanceof TypeError) throw error;
+    const where = sessionId ? `session ${sessionId}: ` : "";
+    const detail = error instanceof Error ? error.message : String(error);
+    throw new JournalError("IO", `${where}cannot ${what} in PostgreSQL (${detail})`);
+  }
+}
+
+class PgJournalWriter implements JournalWriter {
+  private state: "open" | "closed" | "failed" | "fenced" = "open";
+  readonly keyId: string;
+  readonly recoveredLock: { owner: LockOwner; reason: string } | undefined;
+
+  constructor(
+    private readonly pool: Pool,
+    readonly sessionId: string,
+    private readonly claim: WriterClaim,
+    private readonly all: AnyRecord[],
+    private readonly now: () => Date,
+    private readonly key: JournalKey,
+    /** Opened to adopt an untrusted journal: the first append must be its journal.adopted. */
+    private mustAdopt: boolean,
+    private readonly lease: Lease | undefined,
+  ) {
+    this.keyId = key.id;
+    this.recoveredLock = claim.recovered;
+  }
+
+  get records(): readonly AnyRecord[] {
+    return this.all;
+  }
+
+  async append(events: readonly AnyNewEvent[]): Promise<AnyRecord[]> {
+    this.assertWritable();
+    if (events.length === 0) return [];
+    const last = this.all[this.all.length - 1];
+    if (this.mustAdopt) assertAdoptionFirst(this.sessionId, events, last);
+    let prev = last ? last.hash : GENESIS_HASH;
+    const expected = this.all.length;
+    const time = this.now();
+    const added = events.map((event, index) => {
+      const encoded = encodeRecord(event, expected + index, prev, time, this.key);
+      prev = encoded.record.hash;
+      return encoded;
+    });
+    try {
+      await database(this.sessionId, "append", () =>
+        inTransaction(this.pool, (client) => this.insert(client, expected, added)),
+      );
+    } catch (error) {
+      this.state = error instanceof JournalError && error.code === "FENCED" ? "fenced" : "failed";
+      throw error;
+    }
+    this.mustAdopt = false;
+    for (const { record } of added) this.all.push(record);
+    return added.map((item) => item.record);
+  }
+
+  /** In the append's transaction: fence, check the expected seq and this writer's claim, insert. */
+  private async insert(
+    client: PoolClient,
+    expected: number,
+    added: readonly { record: AnyRecord; line: string }[],
+  ): Promise<void> {
+    // Lock order everywhere: the lease row, then the session row.
+    if (this.lease) await checkLeaseHeld(client, this.lease);
+    const session = await client.query<{ next_seq: string; writer_token: string | null }>(
+      "SELECT next_seq, writer_token FROM harness_sessions WHERE session_id = $1 FOR UPDATE",
+      [this.sessionId],
+    );
+    const row = session.rows[0];
+    if (!row) throw notFound(this.sessionId);
+    if (row.writer_token !== this.claim.token) {
+      throw new JournalError(
+        "LOCKED",
+        `session ${this.sessionId}: this writer's lock was taken or cleared; stopping so that two writers never append`,
+      );
+    }
+    if (Number(row.next_seq) !== expected) {
+      throw new JournalError(
+        "CORRUPT",
+        `session ${this.sessionId}: the journal holds ${row.next_seq} records where this writer expected ${expected}; stopping without appending`,
+      );
+    }
+    const params: (string | number)[] = [this.sessionId];
+    const values = added.map(({ record, line }, index) => {
+      params.push(record.seq, record.hash, line.slice(0, -1));
+      const base = 2 + index * 3;
+      return `($1, $${base}, $${base + 1}, $${base + 2})`;
+    });
+    await client.query(
+      `INSERT INTO harness_records (session_id, seq, hash, line) VALUES ${values.join(", ")}`,
+      params,
+    );
+    await client.query("UPDATE harness_sessions SET next_seq = $2 WHERE session_id = $1", [
+      this.sessionId,
+      expected + added.length,
+    ]);
+  }
+
+  private assertWritable(): void {
+    if (this.state === "closed") {
+      throw new JournalError("LOCKED", `session ${this.sessionId}: this writer is closed; open a new writer`);
+    }
+    if (this.state === "fenced") {
+      throw new JournalError(
+        "FENCED",
+        `session ${this.sessionId}: this writer's lease was lost, so it appends nothing more; stop working on the session`,
+      );
+    }
+    if (this.state === "failed") {
+      throw new JournalError(
+        "IO",
+        `session ${this.sessionId}: an earlier append failed, so this writer stopped; reopen the session to verify it`,
+      );
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.state === "closed") return;
+    this.state = "closed";
+    await database(this.sessionId, "release the writer lock", () =>
+      this.pool.query(
+        "UPDATE harness_sessions SET writer = NULL, writer_token = NULL WHERE session_id = $1 AND writer_token = $2",
+        [this.sessionId, this.claim.token],
+      ),
+    );
+  }
+}
