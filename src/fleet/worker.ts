@@ -124,12 +124,18 @@ export class FleetWorker {
       );
       this.log(`session ${session}: taken (lease epoch ${lease.epoch})`);
       const status = await this.runLeased(found, lease);
-      if (status === undefined) return;
+      if (status === undefined) {
+        if (lease.lost.aborted)
+          this.log(`session ${session}: lease lost; stopped (${String(lease.lost.reason)})`);
+        return;
+      }
       await this.finish(session, status);
       this.log(`session ${session}: ${status}`);
     } catch (error) {
-      if (error instanceof JournalError && error.code === "FENCED") {
-        this.log(`session ${session}: lease lost; stopped without appending (${error.message})`);
+      // Lost the lease: the engine was stopped (its writer closed, its process trees killed) or an
+      // append was refused. The new owner runs the session; nothing here is recorded.
+      if (lease.lost.aborted || (error instanceof JournalError && error.code === "FENCED")) {
+        this.log(`session ${session}: lease lost; stopped without appending (${(error as Error).message})`);
         return;
       }
       this.log(`session ${session}: failed: ${(error as Error).message}`);
