@@ -10,8 +10,8 @@ import { type FleetDatabase, QUEUE } from "./queue.js";
  * (`reaped_epoch` below the expired epoch), so exactly one reaper wins each expired lease; the
  * queue's stately policy would also drop a second queued job for the same session.
  */
-export async function reapExpired(db: FleetDatabase): Promise<string[]> {
-  const requeued: string[] = [];
+export async function reapExpired(db: FleetDatabase, graceMs = 60_000): Promise<string[]> {
+  const requeued = await reapUnleasedJobs(db, graceMs);
   for (const lease of await expiredLeases(db.pool)) {
     const won = await db.pool.query(
       `UPDATE harness_fleet_tasks
@@ -30,5 +30,26 @@ export async function reapExpired(db: FleetDatabase): Promise<string[]> {
     await db.enqueue(lease.session);
     requeued.push(lease.session);
   }
-  return requeued;
+  return [...new Set(requeued)];
+}
+
+/**
+ * A worker that died after taking a job but before taking its session's lease leaves an active
+ * job and no lease at all. Such a job, older than `graceMs`, on a session that is not done and has
+ * no live lease, is failed and the session queued again. The UPDATE is the compare-and-set: of
+ * reapers running at once, only one sees the job still active.
+ */
+async function reapUnleasedJobs(db: FleetDatabase, graceMs: number): Promise<string[]> {
+  const failed = await db.pool.query<{ session: string }>(
+    `UPDATE ${db.bossSchema}.job AS job
+        SET state = 'failed', completed_on = now(), output = '{"reason": "its worker died before taking the lease"}'::jsonb
+      WHERE job.name = $1 AND job.state = 'active' AND job.started_on < now() - $2 * interval '1 millisecond'
+        AND EXISTS (SELECT 1 FROM harness_fleet_tasks task WHERE task.session_id = job.singleton_key AND task.state <> 'done')
+        AND NOT EXISTS (SELECT 1 FROM harness_leases lease WHERE lease.session_id = job.singleton_key AND lease.expires_at > now())
+      RETURNING job.singleton_key AS session`,
+    [QUEUE, graceMs],
+  );
+  const sessions = failed.rows.map((row) => row.session);
+  for (const session of sessions) await db.enqueue(session);
+  return sessions;
 }

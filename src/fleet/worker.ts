@@ -76,7 +76,9 @@ export class FleetWorker {
     }
     const every = options.reapEveryMs ?? options.leaseMs;
     worker.reaper = setInterval(() => {
-      void reapExpired(db).catch((error: unknown) => worker.log(`reaper: ${(error as Error).message}`));
+      void reapExpired(db, options.leaseMs * 2).catch((error: unknown) =>
+        worker.log(`reaper: ${(error as Error).message}`),
+      );
     }, every);
     worker.log(
       `worker ${worker.id} started (concurrency ${options.concurrency}, lease ${options.leaseMs} ms)`,

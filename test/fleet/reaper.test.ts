@@ -60,6 +60,20 @@ describe("the reaper", () => {
     expect(await Promise.all([reapExpired(a), reapExpired(b)])).toEqual([[], []]);
   });
 
+  it("queues again, once, a session whose worker died after taking the job but before the lease", async () => {
+    schema = await tempPgSchema();
+    const [a, b] = [await open(schema.url), await open(schema.url)];
+    await a.submit([task("early-1")]);
+    const [job] = await a.boss.fetch<{ session: string }>(QUEUE);
+    expect(job?.data.session).toBe("early-1");
+    // Younger than the grace time: a live worker may be about to take the lease.
+    expect(await reapExpired(a, 60_000)).toEqual([]);
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    const [first, second] = await Promise.all([reapExpired(a, 10), reapExpired(b, 10)]);
+    expect([...first, ...second]).toEqual(["early-1"]);
+    expect((await jobs(a, "early-1")).map((each) => each.state).sort()).toEqual(["created", "failed"]);
+  });
+
   it("leaves a finished session alone even though its released lease has expired", async () => {
     schema = await tempPgSchema();
     const db = await open(schema.url);
