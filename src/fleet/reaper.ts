@@ -34,10 +34,13 @@ export async function reapExpired(db: FleetDatabase, graceMs = 60_000): Promise<
 }
 
 /**
- * A worker that died after taking a job but before taking its session's lease leaves an active
- * job and no lease at all. Such a job, older than `graceMs`, on a session that is not done and has
- * no live lease, is failed and the session queued again. The UPDATE is the compare-and-set: of
- * reapers running at once, only one sees the job still active.
+ * Jobs lost without a lease to show for it. A worker that died after taking a job but before
+ * taking its session's lease leaves an active job and no lease at all: such a job, older than
+ * `graceMs`, on a session that is not done and has no live lease, is failed (the UPDATE is the
+ * compare-and-set: of reapers running at once, only one sees the job still active). And a session
+ * that is not done, has no live lease and no waiting or active job (its job failed before the
+ * lease was taken, e.g. the database was unreachable) gets a job again; the stately queue keeps
+ * that to one however many reapers do it.
  */
 async function reapUnleasedJobs(db: FleetDatabase, graceMs: number): Promise<string[]> {
   const failed = await db.pool.query<{ session: string }>(
@@ -49,7 +52,15 @@ async function reapUnleasedJobs(db: FleetDatabase, graceMs: number): Promise<str
       RETURNING job.singleton_key AS session`,
     [QUEUE, graceMs],
   );
-  const sessions = failed.rows.map((row) => row.session);
+  const jobless = await db.pool.query<{ session: string }>(
+    `SELECT task.session_id AS session FROM harness_fleet_tasks task
+      WHERE task.state <> 'done' AND task.updated_at < now() - $2 * interval '1 millisecond'
+        AND NOT EXISTS (SELECT 1 FROM harness_leases lease WHERE lease.session_id = task.session_id AND lease.expires_at > now())
+        AND NOT EXISTS (SELECT 1 FROM ${db.bossSchema}.job job
+                         WHERE job.name = $1 AND job.singleton_key = task.session_id AND job.state IN ('created', 'retry', 'active'))`,
+    [QUEUE, graceMs],
+  );
+  const sessions = [...new Set([...failed.rows, ...jobless.rows].map((row) => row.session))];
   for (const session of sessions) await db.enqueue(session);
   return sessions;
 }

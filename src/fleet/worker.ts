@@ -105,7 +105,13 @@ export class FleetWorker {
   }
 
   private async handle(jobs: PgBoss.Job<{ session: string }>[]): Promise<void> {
-    for (const job of jobs) await this.runJob(job.id, job.data.session);
+    for (const job of jobs) {
+      // A job that fails before its session's lease was taken leaves the session queued with no
+      // job: the reaper gives it a new one after the grace time.
+      await this.runJob(job.id, job.data.session).catch((error: unknown) => {
+        this.log(`session ${job.data.session}: not started: ${(error as Error).message}`);
+      });
+    }
   }
 
   private async runJob(jobId: string, session: string): Promise<void> {

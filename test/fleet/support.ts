@@ -1,9 +1,10 @@
 import type { ChildProcess } from "node:child_process";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import pg from "pg";
 import { FleetDatabase, type TaskRow } from "../../src/fleet/queue.js";
 import { childEnv, startHarness, tempDir } from "../e2e/helpers.js";
-import { type TempPgSchema, tempPgSchema } from "../support/pg.js";
+import { TEST_DATABASE_URL, type TempPgSchema, tempPgSchema } from "../support/pg.js";
 
 /**
  * A pool of real worker processes (the built CLI) on a fresh PostgreSQL schema. The scripted
@@ -86,7 +87,14 @@ export async function startPool(): Promise<Pool> {
         const rows = await fleet.status();
         if (done(rows)) return rows;
         if (Date.now() > deadline)
-          throw new Error(`timed out; tasks: ${JSON.stringify(rows)}\nworker logs:\n${logs.join("")}`);
+          throw new Error(
+            `timed out; not done: ${JSON.stringify(rows.filter((row) => row.state !== "done"))}\n` +
+              `live workers: ${workers
+                .filter((w) => w.exitCode === null && w.signalCode === null)
+                .map((w) => w.pid)
+                .join(" ")}\n` +
+              `worker logs:\n${logs.join("")}`,
+          );
         await new Promise((resolve) => setTimeout(resolve, 200));
       }
     },
@@ -103,7 +111,11 @@ export async function startPool(): Promise<Pool> {
         }
       }
       await db?.close();
-      await schema.cleanup();
+      if (process.env.HARNESS_FLEET_KEEP_SCHEMA) process.stderr.write(`kept schema ${schema.schema}\n`);
+      else {
+        await schema.cleanup();
+        await dropBossSchema(schema);
+      }
     },
   };
 }
@@ -115,3 +127,14 @@ export async function effects(workspace: string): Promise<number> {
 
 export const allDone = (count: number) => (rows: TaskRow[]) =>
   rows.length === count && rows.every((row) => row.state === "done");
+
+/** The pg-boss schema FleetDatabase makes next to a test schema is dropped with it. */
+export async function dropBossSchema(schema: TempPgSchema): Promise<void> {
+  const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
+  await client.connect();
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS ${schema.schema}_pgboss CASCADE`);
+  } finally {
+    await client.end();
+  }
+}
