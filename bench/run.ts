@@ -1,6 +1,7 @@
 // `npm run bench`: every benchmark in one run, printed as one table (and --json for scripts).
 import { benchAcceptance } from "./acceptance.js";
 import { benchContext } from "./context.js";
+import { benchFleet } from "./fleet.js";
 import { benchJournal } from "./journal.js";
 import { benchMcp } from "./mcp.js";
 import { benchPolicy } from "./policy.js";
@@ -19,6 +20,7 @@ const sections: [string, () => Promise<BenchRow[]> | BenchRow[]][] = [
   ["acceptance sandboxed vs unsandboxed (issue 10)", benchAcceptance],
   ["context: cacheable requests and build time (issue 12)", benchContext],
   ["MCP tool call through harness vs the SDK directly (issue 13)", benchMcp],
+  ["fleet: sessions through the PostgreSQL queue, 1 vs 4 workers (issue 16)", benchFleet],
 ];
 
 const json = process.argv.includes("--json");
