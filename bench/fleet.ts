@@ -13,7 +13,7 @@ import type { FleetTask } from "../src/fleet/task.js";
 import { FleetWorker } from "../src/fleet/worker.js";
 import { type BenchRow, round } from "./stats.js";
 
-const SESSIONS = 16;
+const SESSIONS = 32;
 const REPLY_MS = 200;
 
 const SCRIPT = `
