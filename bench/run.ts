@@ -4,6 +4,7 @@ import { benchContext } from "./context.js";
 import { benchFleet } from "./fleet.js";
 import { benchJournal } from "./journal.js";
 import { benchMcp } from "./mcp.js";
+import { benchPg } from "./pg.js";
 import { benchPolicy } from "./policy.js";
 import { benchRuntime } from "./runtime.js";
 import { benchSteps, benchVersion } from "./session.js";
@@ -20,6 +21,7 @@ const sections: [string, () => Promise<BenchRow[]> | BenchRow[]][] = [
   ["acceptance sandboxed vs unsandboxed (issue 10)", benchAcceptance],
   ["context: cacheable requests and build time (issue 12)", benchContext],
   ["MCP tool call through harness vs the SDK directly (issue 13)", benchMcp],
+  ["journal: fenced PostgreSQL append vs local fsync (issue 16)", benchPg],
   ["fleet: sessions through the PostgreSQL queue, 1 vs 4 workers (issue 16)", benchFleet],
 ];
 

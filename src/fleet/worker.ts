@@ -3,6 +3,7 @@ import { hostname } from "node:os";
 import path from "node:path";
 import type PgBoss from "pg-boss";
 import { acquireLease, type Lease } from "../journal/pg/lease.js";
+import { leasedBackend } from "../journal/pg/leased.js";
 import { PgJournalBackend } from "../journal/pg/store.js";
 import { type JournalBackend, JournalError, type JournalWriter } from "../journal/store.js";
 import { FleetDatabase, QUEUE } from "./queue.js";
@@ -162,7 +163,6 @@ export class FleetWorker {
     const journal = new PgJournalBackend(this.db.pool);
     const backend = leasedBackend(journal, lease);
     const records = (await journal.exists(task.session)) ? (await journal.read(task.session)).length : 0;
-    if (records > 0) await recordTakeover(backend, task.session, lease);
     const root = await this.workspaceFor(found, records > 0);
     if (root === undefined) {
       await stopForLostWorkspace(backend, task.session, found.materializedOn);
@@ -216,17 +216,6 @@ export class FleetWorker {
   }
 }
 
-/** The journal with every writer opened under the lease, so each append is fenced by its epoch. */
-function leasedBackend(journal: PgJournalBackend, lease: Lease): JournalBackend {
-  return {
-    openWriter: (session, options) => journal.openWriter(session, { ...options, lease }),
-    read: (session) => journal.read(session),
-    readReport: (session) => journal.readReport(session),
-    exists: (session) => journal.exists(session),
-    list: () => journal.list(),
-  };
-}
-
 async function withWriter(
   backend: JournalBackend,
   session: string,
@@ -238,24 +227,6 @@ async function withWriter(
   } finally {
     await writer.close();
   }
-}
-
-/**
- * The new owner of a session someone else started says so before anything else happens: the
- * epoch it holds and the lease it replaced. The engine's resume then marks calls started without a
- * result `unknown`, as after any crash.
- */
-async function recordTakeover(backend: JournalBackend, session: string, lease: Lease): Promise<void> {
-  await withWriter(backend, session, (writer) =>
-    writer
-      .append([
-        {
-          type: "lease.acquired",
-          data: { epoch: lease.epoch, owner: lease.owner, previous: lease.previous },
-        },
-      ])
-      .then(() => {}),
-  );
 }
 
 /** A started session whose copied or cloned workspace was only on a dead worker's disk. */

@@ -5,13 +5,13 @@ import type { Usage } from "../../protocol/types.js";
 import { escapeForTerminal, jsonForTerminal } from "../../shared/terminal-text.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
+import { DATABASE_HELP, openSessionSource } from "../journal-source.js";
 import { mcpStats } from "../mcp-stats.js";
 import { statusOf } from "../status.js";
 import { colorEnabled, createStyle, type Style } from "../style.js";
 import { UsageError } from "../usage-error.js";
-import { openSession } from "../workspace.js";
 
-const HELP = `Usage: harness inspect SESSION [--workspace DIR] [--json]
+const HELP = `Usage: harness inspect SESSION [--workspace DIR | --database URL] [--json]
 
 A readable timeline of a session: model requests, tool calls with status and duration,
 approvals, acceptance checks and the outcome; for each process harness started (shell
@@ -27,19 +27,21 @@ input_tokens, output_tokens, reasoning_tokens, cached_tokens (read from the prov
 cache) and cache_write_tokens (written to it); tokens is
 {requests: [{step, attempt, estimated_input_tokens, reported_input_tokens, cached_input_tokens,
 cache_write_tokens, context_window}],
-peak: {estimated_input_tokens, reported_input_tokens}} (null where a journal has no number).`;
+peak: {estimated_input_tokens, reported_input_tokens}} (null where a journal has no number).
+${DATABASE_HELP}`;
 
 export const inspectCommand = {
   help: HELP,
   async run(args: string[]): Promise<number> {
     const { values, positionals } = parse(args, {
       workspace: { type: "string", short: "w" },
+      database: { type: "string" },
       json: { type: "boolean" },
     });
     const [sessionId] = positionals;
     if (!sessionId)
       throw new UsageError("which session? harness inspect SESSION (list them with: harness sessions)");
-    const workspace = await openSession(values.workspace, sessionId);
+    const workspace = await openSessionSource(values, sessionId);
     // Showing a journal runs nothing, so an untrusted one is shown, labelled as such.
     const { records, trust } = await workspace.backend.readReport(sessionId);
     const state = SessionState.from(records);

@@ -1,20 +1,19 @@
 import { userInfo } from "node:os";
-import { join } from "node:path";
 import { createInterface } from "node:readline/promises";
 import { checkArtifacts } from "../../artifacts/file-store.js";
 import { SessionState } from "../../engine/state.js";
 import { describeOwner, unlockSession } from "../../journal/lock.js";
 import { repairJournal } from "../../journal/repair.js";
 import { assessTrust } from "../../journal/trust.js";
-import { verifyJournal } from "../../journal/verify.js";
 import type { AnyRecord, EventData } from "../../journal/vocabulary.js";
 import { escapeForTerminal, jsonForTerminal } from "../../shared/terminal-text.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
+import { type JournalSource, openSessionSource } from "../journal-source.js";
 import { UsageError } from "../usage-error.js";
 import { type OpenedWorkspace, openSession, openWorkspace } from "../workspace.js";
 
-const JOURNAL_HELP = `Usage: harness journal verify SESSION [--workspace DIR] [--json]
+const JOURNAL_HELP = `Usage: harness journal verify SESSION [--workspace DIR] [--database URL] [--json]
        harness journal repair SESSION [--workspace DIR] [--json]
        harness journal adopt SESSION [--workspace DIR] [--yes] [--json]
 
@@ -22,6 +21,8 @@ verify  check every record (sequence, hash chain, record hashes, event shapes), 
         was recorded (or adopted) by you: its records authenticate under your journal key, and
         that every stored artifact still has its SHA-256.
         Exit 0 when intact and yours, 5 when damaged or not trusted (the message says what and where).
+        --database URL verifies a session stored in PostgreSQL; its artifacts are checked in the
+        workspace --workspace names, and not at all without it.
 repair  keep a byte-identical backup (events.jsonl.bak-<time>), then cut the journal back to
         its last valid record. Refused while a live writer holds the session.
 adopt   trust a journal you did not record (a colleague's, another machine's, or one written by
@@ -64,9 +65,8 @@ function referencedArtifacts(records: readonly AnyRecord[]): string[] {
   return ids;
 }
 
-async function verify(workspace: OpenedWorkspace, sessionId: string, json: boolean): Promise<number> {
-  const sessionDir = workspace.sessionDir(sessionId);
-  const result = await verifyJournal(join(sessionDir, "events.jsonl"));
+async function verify(source: JournalSource, sessionId: string, json: boolean): Promise<number> {
+  const result = await source.verify(sessionId);
   if (!result.ok) {
     if (json) {
       process.stdout.write(`${jsonForTerminal({ session: sessionId, ...result })}\n`);
@@ -78,8 +78,11 @@ async function verify(workspace: OpenedWorkspace, sessionId: string, json: boole
     }
     return EXIT.journalRefused;
   }
-  const trust = assessTrust(result.records, workspace.backend.key, sessionId);
-  const artifacts = await checkArtifacts(join(sessionDir, "artifacts"), referencedArtifacts(result.records));
+  const trust = assessTrust(result.records, source.backend.key, sessionId);
+  const artifactsDir = source.artifactsDir(sessionId);
+  const artifacts = artifactsDir
+    ? await checkArtifacts(artifactsDir, referencedArtifacts(result.records))
+    : { intact: 0, modified: [], missing: [] };
   const artifactsOk = artifacts.modified.length === 0 && artifacts.missing.length === 0;
   const ok = trust.trusted && artifactsOk;
   if (json) {
@@ -90,6 +93,7 @@ async function verify(workspace: OpenedWorkspace, sessionId: string, json: boole
       trusted: trust.trusted,
       ...(trust.trusted ? {} : { code: "UNTRUSTED", problem: trust.problem, message: trust.message }),
       artifacts,
+      ...(artifactsDir ? {} : { artifacts_checked: false }),
     };
     process.stdout.write(`${jsonForTerminal(body)}\n`);
     return ok ? EXIT.ok : EXIT.journalRefused;
@@ -107,9 +111,11 @@ async function verify(workspace: OpenedWorkspace, sessionId: string, json: boole
     );
   }
   if (ok) {
+    const checked = artifactsDir
+      ? `${artifacts.intact} artifact(s) match their SHA-256`
+      : "artifacts not checked: name the workspace that holds them with --workspace DIR";
     lines.push(
-      `journal ${sessionId}: intact (${result.records.length} records, authenticated by your key; ` +
-        `${artifacts.intact} artifact(s) match their SHA-256)`,
+      `journal ${sessionId}: intact (${result.records.length} records, authenticated by your key; ${checked})`,
     );
   }
   process.stdout.write(`${lines.join("\n")}\n`);
@@ -235,6 +241,7 @@ export const journalCommand = {
   async run(args: string[]): Promise<number> {
     const { values, positionals } = parse(args, {
       workspace: { type: "string", short: "w" },
+      database: { type: "string" },
       json: { type: "boolean" },
       yes: { type: "boolean" },
     });
@@ -243,8 +250,13 @@ export const journalCommand = {
       throw new UsageError("expected: harness journal verify|repair|adopt SESSION");
     if (!sessionId) throw new UsageError(`which session? harness journal ${action} SESSION`);
     if (values.yes && action !== "adopt") throw new UsageError("--yes applies to harness journal adopt only");
+    if (action === "verify") {
+      const source = await openSessionSource(values, sessionId, { withArtifacts: true });
+      return verify(source, sessionId, values.json === true);
+    }
+    if (values.database !== undefined)
+      throw new UsageError("--database applies to harness journal verify only");
     const workspace = await openSession(values.workspace, sessionId);
-    if (action === "verify") return verify(workspace, sessionId, values.json === true);
     if (action === "adopt")
       return adopt(workspace, sessionId, { yes: values.yes === true, json: values.json === true });
     const repaired = await repairJournal(workspace.harnessDir, sessionId);

@@ -3,18 +3,23 @@ import { JournalError } from "../../journal/store.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
+import { DATABASE_HELP, openJournalSource } from "../journal-source.js";
 import { statusOf } from "../status.js";
-import { openWorkspace } from "../workspace.js";
 
-const HELP = `Usage: harness sessions [--workspace DIR] [--json]
+const HELP = `Usage: harness sessions [--workspace DIR | --database URL] [--json]
 
-List the sessions recorded in a workspace with their status, activity and goal.`;
+List the sessions recorded in a workspace with their status, activity and goal.
+${DATABASE_HELP}`;
 
 export const sessionsCommand = {
   help: HELP,
   async run(args: string[]): Promise<number> {
-    const { values } = parse(args, { workspace: { type: "string", short: "w" }, json: { type: "boolean" } });
-    const workspace = await openWorkspace(values.workspace);
+    const { values } = parse(args, {
+      workspace: { type: "string", short: "w" },
+      database: { type: "string" },
+      json: { type: "boolean" },
+    });
+    const workspace = await openJournalSource(values);
     const rows = [];
     for (const id of await workspace.backend.list()) {
       try {
@@ -52,7 +57,7 @@ export const sessionsCommand = {
       return EXIT.ok;
     }
     if (rows.length === 0) {
-      process.stdout.write(`no sessions in ${workspace.root}\n`);
+      process.stdout.write(`no sessions in ${workspace.where}\n`);
       return EXIT.ok;
     }
     // The goal and the status come from the journal, which may not be the user's own: escaped.

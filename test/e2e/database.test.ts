@@ -1,0 +1,161 @@
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { cliEnv, runCli } from "../e2e-providers/cli.js";
+import { type TempPgSchema, tempPgSchema } from "../support/pg.js";
+import {
+  type CliResult,
+  ensureBuilt,
+  expectExit,
+  fixture,
+  journalFile,
+  jsonSummary,
+  removeTempDirs,
+  tempDir,
+  workspaceWith,
+} from "./helpers.js";
+
+/**
+ * `sessions`, `inspect` and `journal verify` read sessions stored in PostgreSQL with
+ * `--database URL` and print what they print for the same journal in a workspace. The journal a
+ * real run wrote is copied row by row into the database, so both stores hold the same records.
+ */
+
+const FINAL = "status: final\n";
+const ACCEPT_FINAL = `printf '${FINAL.replace("\n", "\\n")}' | cmp -s - notes.txt`;
+const JOURNAL_REFUSED = 5;
+const USAGE = 64;
+
+let env: NodeJS.ProcessEnv;
+let workspace: string;
+let session: string;
+let db: TempPgSchema;
+
+beforeAll(async () => {
+  ensureBuilt();
+  env = cliEnv(await tempDir("harness-db-home-"), {
+    HARNESS_KEY_FILE: join(await tempDir("harness-db-key-"), "journal.key"),
+  });
+  workspace = await workspaceWith({ "notes.txt": "status: draft\n" });
+  const ran = await runCli(
+    ["run", "--script", fixture("read-edit.mjs"), "--workspace", workspace, "--write", "allow"].concat([
+      "--accept",
+      ACCEPT_FINAL,
+      "--json",
+      "finalise the notes",
+    ]),
+    env,
+  );
+  expectExit(ran, 0);
+  session = String(jsonSummary(ran).session);
+});
+afterAll(removeTempDirs);
+
+beforeEach(async () => {
+  db = await tempPgSchema();
+  const lines = (await readFile(journalFile(workspace, session), "utf8")).split("\n").slice(0, -1);
+  await db.pool.query("INSERT INTO harness_sessions (session_id, next_seq) VALUES ($1, $2)", [
+    session,
+    lines.length,
+  ]);
+  for (const [seq, line] of lines.entries()) {
+    const { hash } = JSON.parse(line) as { hash: string };
+    await db.pool.query("INSERT INTO harness_records (session_id, seq, hash, line) VALUES ($1, $2, $3, $4)", [
+      session,
+      seq,
+      hash,
+      line,
+    ]);
+  }
+});
+afterEach(() => db.cleanup());
+
+const cli = (args: readonly string[]): Promise<CliResult> => runCli(args, env);
+const json = (result: CliResult): unknown => JSON.parse(result.stdout);
+
+describe("--database URL", () => {
+  it("lists, inspects and verifies a session in PostgreSQL exactly as the same journal in a workspace", async () => {
+    const fromDisk = await cli(["sessions", "--workspace", workspace, "--json"]);
+    const fromDb = await cli(["sessions", "--database", db.url, "--json"]);
+    expectExit(fromDb, 0);
+    expect(json(fromDb)).toEqual(json(fromDisk));
+    expect(json(fromDb)).toMatchObject([{ session, status: "verified", model_requests: 3, tool_calls: 2 }]);
+
+    const inspectDisk = await cli(["inspect", session, "--workspace", workspace, "--json"]);
+    const inspectDb = await cli(["inspect", session, "--database", db.url, "--json"]);
+    expectExit(inspectDb, 0);
+    expect(json(inspectDb)).toEqual(json(inspectDisk));
+
+    // The artifacts stay on disk: --workspace names where to check them.
+    const verifyDisk = await cli(["journal", "verify", session, "--workspace", workspace, "--json"]);
+    const verifyDb = await cli([
+      "journal",
+      "verify",
+      session,
+      "--database",
+      db.url,
+      "--workspace",
+      workspace,
+      "--json",
+    ]);
+    expectExit(verifyDb, 0);
+    expect(json(verifyDb)).toEqual(json(verifyDisk));
+    expect(json(verifyDb)).toMatchObject({ ok: true, trusted: true });
+
+    const text = await cli(["journal", "verify", session, "--database", db.url]);
+    expectExit(text, 0);
+    expect(text.stdout).toContain(`journal ${session}: intact (`);
+    expect(text.stdout).toContain(
+      "artifacts not checked: name the workspace that holds them with --workspace DIR",
+    );
+    expect(json(await cli(["journal", "verify", session, "--database", db.url, "--json"]))).toMatchObject({
+      ok: true,
+      artifacts_checked: false,
+    });
+  });
+
+  it("refuses a row changed in the database: verify exits 5 naming the record, inspect refuses too", async () => {
+    await db.pool.query(
+      "UPDATE harness_records SET line = replace(line, 'finalise the notes', 'delete the notes') WHERE session_id = $1 AND seq = 0",
+      [session],
+    );
+    const verified = await cli(["journal", "verify", session, "--database", db.url, "--json"]);
+    expectExit(verified, JOURNAL_REFUSED);
+    expect(json(verified)).toMatchObject({
+      session,
+      ok: false,
+      code: "TAMPERED",
+      validRecords: 0,
+      validBytes: 0,
+    });
+    const text = await cli(["journal", "verify", session, "--database", db.url]);
+    expect(text.stdout).toContain(`journal ${session}: TAMPERED: record seq 0 was modified`);
+    const inspected = await cli(["inspect", session, "--database", db.url]);
+    expectExit(inspected, JOURNAL_REFUSED);
+    expect(inspected.stderr).toContain("journal refused (TAMPERED)");
+  });
+
+  it("gives clear usage errors: an unknown session, a URL that is not postgres://, both places at once", async () => {
+    const unknown = await cli(["inspect", "no-such-session", "--database", db.url]);
+    expectExit(unknown, USAGE);
+    expect(unknown.stderr).toContain('no session "no-such-session" in database postgres://postgres:***@');
+    expect(unknown.stderr).toContain("harness sessions --database URL");
+    const notPg = await cli(["sessions", "--database", "mysql://x@localhost/db"]);
+    expectExit(notPg, USAGE);
+    expect(notPg.stderr).toContain("--database must be a postgres:// URL");
+    const both = await cli(["sessions", "--database", db.url, "--workspace", workspace]);
+    expectExit(both, USAGE);
+    expect(both.stderr).toContain("--workspace and --database name two places");
+    const repair = await cli(["journal", "repair", session, "--database", db.url]);
+    expectExit(repair, USAGE);
+    expect(repair.stderr).toContain("--database applies to harness journal verify only");
+  });
+
+  it("reports an unreachable database without a stack trace or the password", async () => {
+    const result = await cli(["sessions", "--database", "postgres://someone:s3cret@127.0.0.1:1/db"]);
+    expectExit(result, 1);
+    expect(result.stderr).toContain("cannot connect to postgres://someone:***@127.0.0.1:1/db in PostgreSQL");
+    expect(result.stderr).not.toContain("s3cret");
+    expect(result.stderr).not.toContain("    at ");
+  });
+});
