@@ -91,27 +91,20 @@ export class FleetDatabase {
     });
     boss.on("error", () => {});
     try {
-      await ensurePgSchema(pool);
+      // Every harness process sets the database up one at a time (a session-level advisory lock
+      // on one connection): pg-boss's migration and queue creation deadlock when run at once.
       const client = await pool.connect();
       try {
-        await client.query("BEGIN");
-        await client.query("SELECT pg_advisory_xact_lock($1)", [DDL_LOCK_KEY]);
+        await client.query("SELECT pg_advisory_lock($1)", [DDL_LOCK_KEY]);
+        await ensurePgSchema(pool);
         await client.query(DDL);
-        await client.query("COMMIT");
-      } catch (error) {
-        await client.query("ROLLBACK").catch(() => {});
-        throw error;
+        await boss.start();
+        if (!(await boss.getQueue(QUEUE))) {
+          await boss.createQueue(QUEUE, { name: QUEUE, policy: "stately", retryLimit: 0 });
+        }
       } finally {
+        await client.query("SELECT pg_advisory_unlock($1)", [DDL_LOCK_KEY]).catch(() => {});
         client.release();
-      }
-      await boss.start();
-      if (!(await boss.getQueue(QUEUE))) {
-        await boss
-          .createQueue(QUEUE, { name: QUEUE, policy: "stately", retryLimit: 0 })
-          .catch(async (error) => {
-            // Another process created it between the check and here.
-            if (!(await boss.getQueue(QUEUE))) throw error;
-          });
       }
     } catch (error) {
       await boss.stop({ graceful: false, wait: false }).catch(() => {});
