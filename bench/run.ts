@@ -3,6 +3,7 @@ import { benchAcceptance } from "./acceptance.js";
 import { benchChat } from "./chat.js";
 import { benchContext } from "./context.js";
 import { benchGrep } from "./grep.js";
+import { benchFleet } from "./fleet.js";
 import { benchJournal } from "./journal.js";
 import { benchLargeRead } from "./large-file.js";
 import { benchMcp } from "./mcp.js";
@@ -27,6 +28,7 @@ const sections: [string, () => Promise<BenchRow[]> | BenchRow[]][] = [
   ["read_file on a large file (issue 17)", benchLargeRead],
   ["chat: Enter to first streamed character, idle CPU (issue 14)", benchChat],
   ["grep and glob vs ripgrep on a 50k-file tree (issue 17)", benchGrep],
+  ["fleet: sessions through the PostgreSQL queue, 1 vs 4 workers (issue 16)", benchFleet],
 ];
 
 const json = process.argv.includes("--json");

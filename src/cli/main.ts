@@ -78,6 +78,14 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }
     summary: "your MCP servers (list, test, approve) and serving harness's tools to MCP clients (serve)",
     load: async () => (await import("./commands/mcp.js")).mcpCommand,
   },
+  worker: {
+    summary: "run queued sessions from a PostgreSQL database (leases, fencing)",
+    load: async () => (await import("./commands/worker.js")).workerCommand,
+  },
+  queue: {
+    summary: "queue sessions for workers (submit, status) in a PostgreSQL database",
+    load: async () => (await import("./commands/queue.js")).queueCommand,
+  },
   review: {
     summary: "resolve a call whose outcome is unknown, with evidence",
     load: async () => (await import("./commands/review.js")).reviewCommand,

@@ -12,7 +12,7 @@ export interface SpawnInfo {
   startTicks: number;
   sandboxed: boolean;
   /** What the process ran under (journaled when known). */
-  purpose?: "shell" | "acceptance" | "hook" | "mcp_server";
+  purpose?: "shell" | "acceptance" | "hook" | "mcp_server" | "workspace";
   sandbox_profile?: "workspace-write" | "read-only" | "none";
   env_names?: string[];
 }

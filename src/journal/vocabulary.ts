@@ -46,7 +46,7 @@ const modelFailure = z.object({
 const artifact = z.object({ id: z.string(), sha256: hex64, bytes: z.number().int() });
 /** What a process ran under (never environment values: only the names of the variables passed). */
 const processFacts = {
-  purpose: z.enum(["shell", "acceptance", "hook", "mcp_server"]).optional(),
+  purpose: z.enum(["shell", "acceptance", "hook", "mcp_server", "workspace"]).optional(),
   sandbox_profile: z.enum(["workspace-write", "read-only", "none"]).optional(),
   env_names: z.array(z.string()).optional(),
 };

@@ -17,7 +17,7 @@ import type { SpawnIdentity } from "./tree.js";
  */
 
 /** Why a process runs. */
-export type ProcessPurpose = "shell" | "acceptance" | "hook" | "mcp_server";
+export type ProcessPurpose = "shell" | "acceptance" | "hook" | "mcp_server" | "workspace";
 
 /** What a process runs under: how it is confined and which variables it may see. */
 export interface ProcessProfile {

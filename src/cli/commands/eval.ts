@@ -13,6 +13,7 @@ import { harnessVersion } from "../version.js";
 const DECISIONS = ["workflow", "http-json"] as const;
 
 const HELP = `Usage: harness eval SUITE [--json] [--out FILE] [--decision workflow|http-json] [--filter ID]
+       harness eval TASKS.jsonl --database URL [--json]
 
 Run a built-in evaluation suite. Every task runs through the real engine in a fresh temporary
 workspace (its own journal and, for reservations, a fresh SQLite database) and is judged by
@@ -31,6 +32,9 @@ Options:
   --decision MODE        reservations only: "workflow" (default, in process) or "http-json"
                          (the same policies served by a local HTTP policy server on 127.0.0.1)
   --filter ID            run only the task with this id
+  --database URL         run a suite given as a tasks file (the harness queue submit --tasks
+                         format) on the pool of workers sharing this PostgreSQL database; a
+                         task passes when its session ends verified (its --accept checks pass)
 
 Exit status: 0 when every task passed, 2 otherwise.`;
 
@@ -42,10 +46,12 @@ export const evalCommand = {
       out: { type: "string" },
       decision: { type: "string" },
       filter: { type: "string" },
+      database: { type: "string" },
     });
     const [name, ...extra] = positionals;
     if (name === undefined) throw new UsageError(`name a suite: ${SUITE_NAMES.join(", ")}`);
     if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}"`);
+    if (values.database !== undefined) return poolSuite(name, values);
     const decision = oneOf(values.decision, "--decision", DECISIONS);
     if (decision !== undefined && name !== "reservations")
       throw new UsageError("--decision applies to the reservations suite only");
@@ -88,3 +94,24 @@ export const evalCommand = {
     return report.totals.passed === report.totals.tasks_run ? EXIT.ok : EXIT.stopped;
   },
 };
+
+/** The built-in suites check local databases and files in process; on the pool a suite is a tasks file. */
+async function poolSuite(name: string, values: { database?: string; json?: boolean }): Promise<number> {
+  if ((SUITE_NAMES as readonly string[]).includes(name))
+    throw new UsageError(
+      `the built-in suite "${name}" runs in this process (its checks read the task's local files); with --database, name a tasks file`,
+    );
+  const { runSuiteOnPool } = await import("../fleet-eval.js");
+  const { requireDatabase } = await import("./worker.js");
+  const controller = new AbortController();
+  const onSignal = () => controller.abort();
+  process.once("SIGINT", onSignal);
+  try {
+    return await runSuiteOnPool(name, requireDatabase(values.database), {
+      json: values.json === true,
+      signal: controller.signal,
+    });
+  } finally {
+    process.removeListener("SIGINT", onSignal);
+  }
+}

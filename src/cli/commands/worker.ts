@@ -1,0 +1,153 @@
+import { homedir } from "node:os";
+import { isAbsolute, join } from "node:path";
+import { Engine } from "../../engine/engine.js";
+import { SessionState } from "../../engine/state.js";
+import { FleetError } from "../../fleet/queue.js";
+import type { FleetTask } from "../../fleet/task.js";
+import { FleetWorker, type SessionLauncher } from "../../fleet/worker.js";
+import { escapeForTerminal } from "../../shared/terminal-text.js";
+import { parse, positiveInt } from "../args.js";
+import { effectiveFlags } from "../run-flags.js";
+import { sessionEngineOptions } from "../session-runner.js";
+import { buildSetup } from "../setup.js";
+import { UsageError } from "../usage-error.js";
+import { openWorkspace } from "../workspace.js";
+import { givenFlags, type Parsed } from "./run.js";
+
+const HELP = `Usage: harness worker --database URL [--concurrency N] [--lease-ms MS] [--work-dir DIR]
+
+Run queued sessions (harness queue submit) from the PostgreSQL database at URL, up to N at once.
+Each session is owned through a lease in the database, renewed while it runs: a worker that
+stops renewing (killed, paused, cut off) loses it when it expires, every worker's reaper then
+queues the session again, and the next worker continues it from its journal (calls that started
+without a result become unknown, for review). A worker that lost its lease can append nothing
+more, so it never starts a call; it kills its process trees and drops the session.
+
+Sessions on a shared workspace path move between workers. A workspace copied or cloned for a
+session exists only on the disk of the worker that made it: if that worker dies, the session
+stops with review_required (reason workspace_lost); it is never started again from scratch.
+
+Options:
+  --database URL      PostgreSQL connection URL (journal, leases and queue live there)
+  --concurrency N     sessions run at once (default 1)
+  --lease-ms MS       lease time; renewed every third of it (default 30000)
+  --work-dir DIR      where copied and cloned workspaces are made
+                      (default: $XDG_STATE_HOME/harness/fleet)
+  -h, --help          show this help
+
+SIGINT/SIGTERM: stop taking jobs; running sessions stop at their next safe point and are queued
+again for another worker.`;
+
+export const workerCommand = {
+  help: HELP,
+  async run(args: string[]): Promise<number> {
+    const { values, positionals } = parse(args, {
+      database: { type: "string" },
+      concurrency: { type: "string" },
+      "lease-ms": { type: "string" },
+      "work-dir": { type: "string" },
+    });
+    if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`);
+    const database = requireDatabase(values.database);
+    const concurrency = positiveInt(values.concurrency, "--concurrency") ?? 1;
+    const leaseMs = positiveInt(values["lease-ms"], "--lease-ms") ?? 30_000;
+    if (leaseMs < 300) throw new UsageError("--lease-ms must be at least 300");
+    const workDir = values["work-dir"] ?? defaultWorkDir(process.env);
+    const log = (line: string) => process.stderr.write(`harness worker: ${escapeForTerminal(line)}\n`);
+    const worker = await FleetWorker.start({
+      database,
+      concurrency,
+      leaseMs,
+      workDir,
+      launch: launchSession(log),
+      log,
+    }).catch((error: unknown) => {
+      if (error instanceof FleetError) throw new UsageError(error.message);
+      throw error;
+    });
+    await new Promise<void>((resolve) => {
+      const stop = () => resolve();
+      process.once("SIGINT", stop);
+      process.once("SIGTERM", stop);
+    });
+    log("stopping: running sessions stop at their next safe point and are queued again");
+    await worker.stop();
+    return 0;
+  },
+};
+
+function defaultWorkDir(env: NodeJS.ProcessEnv): string {
+  const state = env.XDG_STATE_HOME && isAbsolute(env.XDG_STATE_HOME) ? env.XDG_STATE_HOME : undefined;
+  return join(state ?? join(homedir(), ".local", "state"), "harness", "fleet");
+}
+
+export function requireDatabase(value: string | undefined): string {
+  if (value === undefined || value === "")
+    throw new UsageError("--database URL is required (a PostgreSQL connection URL)");
+  if (!/^postgres(ql)?:\/\//.test(value))
+    throw new UsageError(`--database must be a postgres:// or postgresql:// URL, not "${value}"`);
+  return value;
+}
+
+/**
+ * A queued session run the way `harness run` runs one: its flags through givenFlags and
+ * effectiveFlags (the recorded ones win on a resume), its setup from buildSetup, its engine
+ * options from sessionEngineOptions; only the journal differs (PostgreSQL, under the lease).
+ */
+export function launchSession(log: (line: string) => void): SessionLauncher {
+  return async ({ task, root, backend, signal, lost }) => {
+    const values = task.options as Parsed["values"];
+    const workspace = await openWorkspace(root);
+    const records = (await backend.exists(task.session)) ? await backend.read(task.session) : [];
+    const recorded = records.length > 0 ? SessionState.from(records).header : undefined;
+    const flags = effectiveFlags(givenFlags(values), recorded?.options, false);
+    const setup = await buildSetup({
+      workspace,
+      flags,
+      ...(values.script !== undefined ? { script: values.script } : {}),
+      interactive: false,
+      records,
+      mcp: (line) => log(`session ${task.session}: ${line}`),
+    });
+    const acceptTimeout = positiveInt(values["accept-timeout"], "--accept-timeout") ?? 600_000;
+    const commands = values.accept ?? recorded?.acceptance ?? [];
+    const engine = new Engine({
+      ...sessionEngineOptions(
+        {
+          workspace,
+          sessionId: task.session,
+          mode: "auto",
+          goal: task.goal,
+          setup,
+          acceptance: commands.map((command) => setup.acceptanceCheck(command, acceptTimeout)),
+          limits: {
+            ...limit("maxModelRequests", positiveInt(values["max-model-requests"], "--max-model-requests")),
+            ...limit("maxToolCalls", positiveInt(values["max-tool-calls"], "--max-tool-calls")),
+            contextWindowTokens: setup.context.window,
+            replyReserveTokens: setup.context.reserve,
+          },
+        },
+        signal,
+        {},
+      ),
+      backend,
+    });
+    // The lease is gone (or the worker stops hard): kill the process trees of running calls now,
+    // not at the next safe point; the fence already refuses any further append.
+    const kill = () => engine.exitNow();
+    lost.addEventListener("abort", kill, { once: true });
+    try {
+      const summary = await engine.run();
+      return { status: summary.status };
+    } finally {
+      lost.removeEventListener("abort", kill);
+      await setup.mcp?.close();
+    }
+  };
+}
+
+function limit<K extends string>(key: K, value: number | undefined): Partial<Record<K, number>> {
+  return value === undefined ? {} : ({ [key]: value } as Record<K, number>);
+}
+
+export type { FleetTask };
