@@ -2,8 +2,8 @@
 import { benchAcceptance } from "./acceptance.js";
 import { benchChat } from "./chat.js";
 import { benchContext } from "./context.js";
-import { benchGrep } from "./grep.js";
 import { benchFleet } from "./fleet.js";
+import { benchGrep } from "./grep.js";
 import { benchJournal } from "./journal.js";
 import { benchLargeRead } from "./large-file.js";
 import { benchMcp } from "./mcp.js";

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { alive } from "../support/processes.js";
 import {
   ensureBuilt,
   expectExit,
@@ -219,12 +220,3 @@ describe("harness mcp list / test", () => {
     expect(approve.stdout.startsWith("harness mcp approve NAME")).toBe(true);
   });
 });
-
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return !/^\d+ \(.*\) [ZX]/.test(stat);
-  } catch {
-    return false;
-  }
-}

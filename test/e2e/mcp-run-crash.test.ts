@@ -1,7 +1,8 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { chmod, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { alive, eventually } from "../support/processes.js";
 import {
   ensureBuilt,
   expectExit,
@@ -27,23 +28,6 @@ afterAll(removeTempDirs);
 const SESSION = "mcp-crash";
 
 /** Running (a zombie nobody reaped, as in a container without an init, counts as gone). */
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
-  } catch {
-    return false;
-  }
-}
-
-async function waitFor(check: () => boolean, ms: number): Promise<boolean> {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    if (check()) return true;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return check();
-}
 
 describe("an MCP server left running by a SIGKILLed harness", () => {
   it("is journaled when it starts and killed, with its whole tree, when the session resumes", async () => {
@@ -75,7 +59,7 @@ export default async function model(messages, step) {
     );
     const args = ["--workspace", workspace, "--script", model];
     const child = startHarness(["run", ...args, "--session", SESSION, "say hi"], { env });
-    expect(await waitFor(() => existsSync(asked), 60_000)).toBe(true);
+    expect(await eventually(() => existsSync(asked), 60_000)).toBe(true);
     child.kill("SIGKILL");
     await finished(child);
 

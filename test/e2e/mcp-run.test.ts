@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { alive } from "../support/processes.js";
 import {
   ensureBuilt,
   expectExit,
@@ -247,7 +248,7 @@ describe("harness run with the user's MCP servers (reference server-everything o
     child.kill("SIGINT");
     const result = await done;
     expectExit(result, 130);
-    expect(processAlive(pid)).toBe(false);
+    expect(alive(pid)).toBe(false);
   });
 });
 
@@ -262,13 +263,5 @@ async function waitFor(condition: () => boolean, timeoutMs = 20_000): Promise<vo
   while (!condition()) {
     if (Date.now() > deadline) throw new Error("timed out waiting");
     await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    return !/^\d+ \(.*\) [ZX]/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
-  } catch {
-    return false;
   }
 }

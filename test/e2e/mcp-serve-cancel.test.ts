@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { alive, eventually } from "../support/processes.js";
 import { ensureBuilt, readJournal, removeTempDirs, sessionIds, workspaceWith } from "./helpers.js";
 import { connectServe } from "./mcp-serve-client.js";
 
@@ -8,23 +9,6 @@ beforeAll(() => ensureBuilt());
 afterAll(removeTempDirs);
 
 /** Running (a zombie nobody reaped counts as gone). */
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
-  } catch {
-    return false;
-  }
-}
-
-async function waitFor(check: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    if (await check()) return true;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return check();
-}
 
 describe("harness mcp serve: a client cancels a call (notifications/cancelled)", () => {
   it("stops the governed call: its process tree is killed and its result is journaled as cancelled", async () => {
@@ -38,7 +22,7 @@ describe("harness mcp serve: a client cancels a call (notifications/cancelled)",
       );
       const pidFile = join(workspace, "child.pid");
       expect(
-        await waitFor(() => existsSync(pidFile) && readFileSync(pidFile, "utf8").endsWith("\n"), 30_000),
+        await eventually(() => existsSync(pidFile) && readFileSync(pidFile, "utf8").endsWith("\n"), 30_000),
       ).toBe(true);
       const sleeper = Number(readFileSync(pidFile, "utf8").trim());
       expect(alive(sleeper)).toBe(true);
@@ -48,9 +32,9 @@ describe("harness mcp serve: a client cancels a call (notifications/cancelled)",
       const [session] = await sessionIds(workspace);
       const result = async () =>
         (await readJournal(workspace, session!)).find((record) => record.type === "tool.result");
-      expect(await waitFor(async () => (await result()) !== undefined, 15_000)).toBe(true);
+      expect(await eventually(async () => (await result()) !== undefined, 15_000)).toBe(true);
       expect((await result())!.data).toMatchObject({ name: "shell", status: "cancelled" });
-      expect(await waitFor(() => !alive(sleeper), 10_000)).toBe(true);
+      expect(await eventually(() => !alive(sleeper), 10_000)).toBe(true);
       // The session goes on: the next call runs.
       const next = await served.client.callTool({ name: "shell", arguments: { command: "echo after" } });
       expect(next.isError).toBeFalsy();

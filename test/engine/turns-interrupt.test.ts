@@ -1,4 +1,3 @@
-import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -7,6 +6,7 @@ import { ScriptedProvider } from "../../src/providers/scripted/provider.js";
 import { createFileTools } from "../../src/tools/builtin.js";
 import { createShellTool } from "../../src/tools/shell/shell.js";
 import { eventually, liveGroup } from "../shell/helpers.js";
+import { alive } from "../support/processes.js";
 import { engineFor, Recording, tempWorkspace, type Workspace } from "../support/session.js";
 
 let ws: Workspace;
@@ -16,14 +16,6 @@ beforeEach(async () => {
 afterEach(async () => ws.cleanup());
 
 /** A process that exists and is not a zombie (killed, waiting for its parent to reap it). */
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
-  } catch {
-    return false;
-  }
-}
 
 const shellPolicy = () => {
   const policy = modePolicy({ write: "allow", shell: "allow" });

@@ -1,0 +1,17 @@
+import { readProcStat } from "../../src/shared/proc-stat.js";
+
+/** Whether a process still runs: a zombie (killed, not yet reaped) or a vanished pid does not. */
+export function alive(pid: number): boolean {
+  const stat = readProcStat(pid);
+  return stat !== undefined && stat.state !== "Z" && stat.state !== "X";
+}
+
+/** Poll `check` every 50 ms until it holds or `ms` pass; the last answer is returned. */
+export async function eventually(check: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    if (await check()) return true;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return check();
+}
