@@ -6,6 +6,7 @@ import type { EngineListener, EngineOptions, Limits, RunSummary } from "../engin
 import type { RuntimeEnvironment } from "../runtime/environment.js";
 import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
 import { exitCodeFor } from "./exit-codes.js";
+import { output } from "./output.js";
 import { createProgress, MODEL_TEXT_PREFIX } from "./progress.js";
 import { recordableFlags } from "./run-flags.js";
 import type { RunSetup } from "./setup.js";
@@ -108,7 +109,7 @@ export async function runSession(run: SessionRun): Promise<number> {
     out: process.stdout,
     style,
     events: run.events,
-    quiet: false,
+    quiet: output.quiet,
   });
   try {
     engine = new Engine(sessionEngineOptions(run, controller.signal, listener));

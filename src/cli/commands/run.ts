@@ -128,6 +128,7 @@ export type Parsed = ReturnType<typeof parse<typeof SESSION_OPTIONS>>;
 
 export const runCommand = {
   help: RUN_HELP,
+  options: SESSION_OPTIONS,
   async run(args: string[]): Promise<number> {
     const parsed = parse(args, SESSION_OPTIONS);
     const goal = parsed.positionals.join(" ").trim();
@@ -148,6 +149,7 @@ export const runCommand = {
 
 export const resumeCommand = {
   help: RESUME_HELP,
+  options: SESSION_OPTIONS,
   async run(args: string[]): Promise<number> {
     const parsed = parse(args, SESSION_OPTIONS);
     const [sessionId, ...extra] = parsed.positionals;
