@@ -6,10 +6,9 @@ import { escapeForTerminal, jsonForTerminal } from "../../shared/terminal-text.j
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { mcpStats } from "../mcp-stats.js";
+import { LAST_OPTION, sessionFromArgs } from "../session-id.js";
 import { statusOf } from "../status.js";
 import { colorEnabled, createStyle, type Style } from "../style.js";
-import { UsageError } from "../usage-error.js";
-import { openSession } from "../workspace.js";
 
 const HELP = `Usage: harness inspect SESSION [--workspace DIR] [--json]
 
@@ -35,11 +34,14 @@ export const inspectCommand = {
     const { values, positionals } = parse(args, {
       workspace: { type: "string", short: "w" },
       json: { type: "boolean" },
+      ...LAST_OPTION,
     });
-    const [sessionId] = positionals;
-    if (!sessionId)
-      throw new UsageError("which session? harness inspect SESSION (list them with: harness sessions)");
-    const workspace = await openSession(values.workspace, sessionId);
+    const { workspace, sessionId } = await sessionFromArgs(
+      values.workspace,
+      positionals[0],
+      values.last,
+      "harness inspect SESSION",
+    );
     // Showing a journal runs nothing, so an untrusted one is shown, labelled as such.
     const { records, trust } = await workspace.backend.readReport(sessionId);
     const state = SessionState.from(records);

@@ -11,8 +11,9 @@ import type { AnyRecord, EventData } from "../../journal/vocabulary.js";
 import { escapeForTerminal, jsonForTerminal } from "../../shared/terminal-text.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
+import { LAST_OPTION, sessionFromArgs } from "../session-id.js";
 import { UsageError } from "../usage-error.js";
-import { type OpenedWorkspace, openSession, openWorkspace } from "../workspace.js";
+import type { OpenedWorkspace } from "../workspace.js";
 
 const JOURNAL_HELP = `Usage: harness journal verify SESSION [--workspace DIR] [--json]
        harness journal repair SESSION [--workspace DIR] [--json]
@@ -237,13 +238,18 @@ export const journalCommand = {
       workspace: { type: "string", short: "w" },
       json: { type: "boolean" },
       yes: { type: "boolean" },
+      ...LAST_OPTION,
     });
-    const [action, sessionId] = positionals;
+    const [action, given] = positionals;
     if (action !== "verify" && action !== "repair" && action !== "adopt")
       throw new UsageError("expected: harness journal verify|repair|adopt SESSION");
-    if (!sessionId) throw new UsageError(`which session? harness journal ${action} SESSION`);
     if (values.yes && action !== "adopt") throw new UsageError("--yes applies to harness journal adopt only");
-    const workspace = await openSession(values.workspace, sessionId);
+    const { workspace, sessionId } = await sessionFromArgs(
+      values.workspace,
+      given,
+      values.last,
+      `harness journal ${action} SESSION`,
+    );
     if (action === "verify") return verify(workspace, sessionId, values.json === true);
     if (action === "adopt")
       return adopt(workspace, sessionId, { yes: values.yes === true, json: values.json === true });
@@ -270,10 +276,14 @@ export const unlockCommand = {
     const { values, positionals } = parse(args, {
       workspace: { type: "string", short: "w" },
       force: { type: "boolean" },
+      ...LAST_OPTION,
     });
-    const [sessionId] = positionals;
-    if (!sessionId) throw new UsageError("which session? harness unlock SESSION");
-    const workspace = await openWorkspace(values.workspace);
+    const { workspace, sessionId } = await sessionFromArgs(
+      values.workspace,
+      positionals[0],
+      values.last,
+      "harness unlock SESSION",
+    );
     const result = await unlockSession(workspace.harnessDir, sessionId, { force: values.force === true });
     switch (result.outcome) {
       case "no_lock":

@@ -4,11 +4,13 @@ import { PROVIDER_KINDS } from "../../providers/config.js";
 import { isLooser, profileOf } from "../../sandbox/profiles.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { oneOf, parse, positiveInt, tokenCount } from "../args.js";
+import { goalFrom } from "../goal-input.js";
 import { effectiveFlags, type RunFlags, type SandboxFlag } from "../run-flags.js";
+import { LAST_OPTION, sessionFromArgs } from "../session-id.js";
 import { runSession } from "../session-runner.js";
 import { buildSetup } from "../setup.js";
 import { UsageError } from "../usage-error.js";
-import { newSessionId, openSession, openWorkspace } from "../workspace.js";
+import { newSessionId, openWorkspace } from "../workspace.js";
 
 export const SESSION_OPTIONS = {
   workspace: { type: "string", short: "w" },
@@ -41,6 +43,7 @@ export const SESSION_OPTIONS = {
 } as const;
 
 const RUN_HELP = `Usage: harness run [options] GOAL
+       harness run [options] -          (the goal from stdin; also when stdin is piped and no GOAL is given)
 
 Run a model against a workspace. Every step is recorded under DIR/.harness/sessions/ID/.
 The run is "verified" only when every --accept command exits 0 after the model finishes.
@@ -126,17 +129,23 @@ Options: the same as harness run (--workspace, --script, --write, --read-only, -
 
 export type Parsed = ReturnType<typeof parse<typeof SESSION_OPTIONS>>;
 
+const RESUME_OPTIONS = { ...SESSION_OPTIONS, ...LAST_OPTION } as const;
+
 export const runCommand = {
   help: RUN_HELP,
   options: SESSION_OPTIONS,
   async run(args: string[]): Promise<number> {
     const parsed = parse(args, SESSION_OPTIONS);
-    const goal = parsed.positionals.join(" ").trim();
     const workspace = await openWorkspace(parsed.values.workspace);
     const sessionId = parsed.values.session ?? newSessionId();
     validateSessionId(sessionId);
     const existing = parsed.values.session !== undefined && (await workspace.backend.exists(sessionId));
-    if (!existing && goal === "") throw new UsageError("a goal is required: harness run [options] GOAL");
+    // Resuming with --session and no words takes no goal: stdin is read only for a new one or for '-'.
+    const goal = existing && parsed.positionals.length === 0 ? "" : await goalFrom(parsed.positionals);
+    if (!existing && goal === "")
+      throw new UsageError(
+        "a goal is required: harness run [options] GOAL, or pipe it in: ... | harness run [options] -",
+      );
     return startOrResume(
       parsed,
       workspace,
@@ -149,15 +158,17 @@ export const runCommand = {
 
 export const resumeCommand = {
   help: RESUME_HELP,
-  options: SESSION_OPTIONS,
+  options: RESUME_OPTIONS,
   async run(args: string[]): Promise<number> {
-    const parsed = parse(args, SESSION_OPTIONS);
-    const [sessionId, ...extra] = parsed.positionals;
-    if (!sessionId)
-      throw new UsageError("which session? harness resume SESSION (list them with: harness sessions)");
+    const parsed = parse(args, RESUME_OPTIONS);
+    const [given, ...extra] = parsed.positionals;
     if (extra.length > 0) throw new UsageError(`unexpected arguments: ${extra.join(" ")}`);
-    validateSessionId(sessionId);
-    const workspace = await openSession(parsed.values.workspace, sessionId);
+    const { workspace, sessionId } = await sessionFromArgs(
+      parsed.values.workspace,
+      given,
+      parsed.values.last,
+      "harness resume SESSION",
+    );
     return startOrResume(parsed, workspace, sessionId, "resume", undefined);
   },
 };
