@@ -1,3 +1,4 @@
+import { resolve } from "node:path";
 import { EngineError } from "../engine/errors.js";
 import { JournalError, type JournalErrorCode } from "../journal/store.js";
 import { ScriptError } from "../providers/scripted/script.js";
@@ -5,6 +6,7 @@ import { CodedError } from "../shared/coded-error.js";
 import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
 import type { Options } from "./args.js";
 import { EXIT } from "./exit-codes.js";
+import { withWorkspace } from "./next-steps.js";
 import { output } from "./output.js";
 import { closest } from "./suggest.js";
 import { UsageError } from "./usage-error.js";
@@ -188,7 +190,7 @@ export async function main(argv: string[]): Promise<number> {
   try {
     return await command.run(rest);
   } catch (error) {
-    return reportError(error, name);
+    return reportError(error, name, workspaceArgument(rest));
   }
 }
 
@@ -206,12 +208,27 @@ const JOURNAL_REFUSALS: ReadonlySet<JournalErrorCode> = new Set<JournalErrorCode
   "KEY",
 ]);
 
-/** Error messages may quote model output, a script or a journal: they are escaped like any of those. */
-function reportError(error: unknown, command: string): number {
+/** The workspace a command was pointed at (`--workspace DIR`, `-w DIR`, `--workspace=DIR`), if not the current directory. */
+function workspaceArgument(args: readonly string[]): { root: string } | undefined {
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === "--") return undefined;
+    const inline = /^--workspace=(.*)$/.exec(arg)?.[1];
+    const value = inline ?? (arg === "--workspace" || arg === "-w" ? args[i + 1] : undefined);
+    if (value !== undefined) return { root: resolve(value) };
+  }
+  return undefined;
+}
+
+/**
+ * Error messages may quote model output, a script or a journal: they are escaped like any of
+ * those. A command they suggest (`harness unlock ID`) names the workspace when it is not the
+ * current directory, so it works as printed.
+ */
+function reportError(error: unknown, command: string, workspace: { root: string } | undefined): number {
+  const fix = (message: string) => escapeForTerminal(withWorkspace(message, workspace));
   if (error instanceof UsageError) {
-    process.stderr.write(
-      `harness ${command}: ${escapeForTerminal(error.message)}\n(see: harness ${command} --help)\n`,
-    );
+    process.stderr.write(`harness ${command}: ${fix(error.message)}\n(see: harness ${command} --help)\n`);
     return EXIT.usage;
   }
   if (error instanceof ScriptError) {
@@ -225,7 +242,7 @@ function reportError(error: unknown, command: string): number {
     return EXIT.stopped;
   }
   if (error instanceof EngineError) {
-    process.stderr.write(`harness ${command}: ${escapeForTerminal(error.message)}\n`);
+    process.stderr.write(`harness ${command}: ${fix(error.message)}\n`);
     return error.code === "BAD_INPUT" ||
       error.code === "IDENTITY_MISMATCH" ||
       error.code === "SESSION_NOT_FOUND"
@@ -239,7 +256,7 @@ function reportError(error: unknown, command: string): number {
     }
     const refused = JOURNAL_REFUSALS.has(error.code);
     process.stderr.write(
-      `harness ${command}: ${refused ? "journal refused" : "journal error"} (${error.code}): ${escapeForTerminal(error.message)}\n`,
+      `harness ${command}: ${refused ? "journal refused" : "journal error"} (${error.code}): ${fix(error.message)}\n`,
     );
     return refused ? EXIT.journalRefused : EXIT.internal;
   }

@@ -1,3 +1,4 @@
+import { resolve } from "node:path";
 import { SessionState } from "../../engine/state.js";
 import { SESSION_ID_PATTERN } from "../../journal/session-path.js";
 import { PROVIDER_KINDS } from "../../providers/config.js";
@@ -235,6 +236,7 @@ export async function startOrResume(
     json: values.json === true,
     events: values.events === true,
     acceptToolChanges: values["accept-tool-changes"] === true,
+    ...(values.script !== undefined ? { resumeFlags: ["--script", resolve(values.script)] } : {}),
   });
 }
 
