@@ -6,6 +6,7 @@ import { isLooser, profileOf } from "../../sandbox/profiles.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { oneOf, parse, positiveInt, tokenCount } from "../args.js";
 import { goalFrom } from "../goal-input.js";
+import { offTerminalNotice } from "../off-terminal.js";
 import { effectiveFlags, type RunFlags, type SandboxFlag } from "../run-flags.js";
 import { LAST_OPTION, sessionFromArgs } from "../session-id.js";
 import { runSession } from "../session-runner.js";
@@ -219,7 +220,9 @@ export async function startOrResume(
     records,
     mcp: (line) => process.stderr.write(`${line}\n`),
   });
-  for (const notice of setup.notices) process.stderr.write(`harness: note: ${escapeForTerminal(notice)}\n`);
+  const offTerminal = interactive ? undefined : offTerminalNotice(setup.policy.describe);
+  for (const notice of [...setup.notices, ...(offTerminal ? [offTerminal] : [])])
+    process.stderr.write(`harness: note: ${escapeForTerminal(notice)}\n`);
   return runSession({
     workspace,
     sessionId,
