@@ -83,6 +83,14 @@ const COMMANDS: CommandTable = {
     summary: "resolve a call whose outcome is unknown, with evidence",
     load: async () => (await import("./commands/review.js")).reviewCommand,
   },
+  models: {
+    summary: "list your model profiles and the models a provider offers",
+    load: async () => (await import("./commands/models.js")).modelsCommand,
+  },
+  init: {
+    summary: "create your user config: a default model profile (never asks for a key)",
+    load: async () => (await import("./commands/init.js")).initCommand,
+  },
   completion: {
     summary: "print a shell completion script: harness completion bash|zsh|fish",
     load: async () => (await import("./commands/completion.js")).completionCommand(COMMANDS),

@@ -16,7 +16,14 @@ afterAll(removeTempDirs);
 describe("off a terminal, ask means deny", () => {
   it("says so once at the start, and a run whose every change was denied is stopped, not unverified", async () => {
     const workspace = await workspaceWith({ "notes.txt": "status: draft\n" });
-    const result = await harness(["run", "--script", fixture("read-edit.mjs"), "--workspace", workspace, "finalise"]);
+    const result = await harness([
+      "run",
+      "--script",
+      fixture("read-edit.mjs"),
+      "--workspace",
+      workspace,
+      "finalise",
+    ]);
     expect(result.code).toBe(2);
     const notes = result.stderr.match(/^harness: note: no terminal to ask on.*$/gm) ?? [];
     expect(notes).toEqual([
@@ -24,7 +31,9 @@ describe("off a terminal, ask means deny", () => {
         "file writes and edits (--write allow, or --write propose); shell commands (--shell allow, or --allow 'shell(CMD*)')",
     ]);
     // Said before anything ran.
-    expect(result.stderr.indexOf("no terminal to ask on")).toBeLessThan(result.stderr.indexOf("model request"));
+    expect(result.stderr.indexOf("no terminal to ask on")).toBeLessThan(
+      result.stderr.indexOf("model request"),
+    );
     expect(result.stdout).toMatch(/^status +stopped \(changes_denied\)$/m);
     expect(result.stdout).toContain("every change the model tried was denied (1 call(s) of edit_file)");
     const [id] = /^session +(\S+)$/m.exec(result.stdout)?.slice(1) ?? [];
