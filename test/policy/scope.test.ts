@@ -177,7 +177,8 @@ describe("ScopedPermissions", () => {
         ],
         extra: { policy: { describe, digest: digestOf(describe), permissions } },
       });
-      expect(summary.status).toBe("unverified");
+      // Every change it tried was refused: the run stops rather than ending unverified.
+      expect([summary.status, summary.reason]).toEqual(["stopped", "changes_denied"]);
       const results = (await ws.events("tool.result")).map(
         (r) => r.data as { status: string; content: string },
       );
