@@ -33,7 +33,7 @@ async function loopback() {
         res.end(JSON.stringify({ object: "list", data: [{ id: "zeta-7b" }, { id: "alpha-1b" }] }));
         return;
       }
-      const wire = writeReply("chat", { kind: "text", text: "hello" });
+      const wire = writeReply("chat", { kind: "text", text: "hello", usage: { input: 120, output: 7 } });
       res.writeHead(wire.status, wire.headers);
       res.end("body" in wire ? wire.body : "");
     });
@@ -165,6 +165,45 @@ describe("harness models and the default profile", () => {
       const noFlags = await cli(["init"], env);
       expect(noFlags.code).toBe(64);
       expect(noFlags.stderr).toContain("without a terminal, give the profile as flags");
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("the summary, --json and inspect count the same requests, calls, events and tokens", async () => {
+    const server = await loopback();
+    try {
+      const env = await withConfig({
+        models: {
+          local: {
+            provider: "openai-compatible",
+            model: "m",
+            base_url: server.baseUrl,
+            context_window: 100000,
+          },
+        },
+        default_profile: "local",
+      });
+      const workspace = await workspaceWith({});
+      const human = await cli(["run", "--workspace", workspace, "--session", "counted", "say hello"], env);
+      expect(human.code, human.stderr).toBe(0);
+      expect(human.stdout).toMatch(/^activity +1 model requests, 0 tool calls, \d+ events$/m);
+      expect(human.stdout).toMatch(/^tokens +120 in, 7 out$/m);
+      expect(human.stdout).toMatch(/^duration +\d+\.\d s$/m);
+      // A second run of the same session (a finished one is re-checked): the counts are the session's.
+      const json = jsonSummary(
+        await cli(["run", "--workspace", workspace, "--session", "counted", "--json"], env),
+      );
+      const inspected = JSON.parse(
+        (await cli(["inspect", "counted", "--workspace", workspace, "--json"], env)).stdout,
+      );
+      expect(json.usage).toEqual(inspected.usage);
+      expect(json.usage).toMatchObject({ input_tokens: 120, output_tokens: 7 });
+      expect(json.model_requests).toBe(1);
+      expect(inspected.timeline.filter((e: { type: string }) => e.type === "model.reply")).toHaveLength(1);
+      // The second run recorded its own events (the re-check); both count the journal as it is now.
+      expect(inspected.timeline).toHaveLength(Number(json.events));
+      expect(typeof json.duration_ms).toBe("number");
     } finally {
       await server.close();
     }
