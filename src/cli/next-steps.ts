@@ -61,7 +61,8 @@ export function nextSteps(
 export function withWorkspace(text: string, workspace: { root: string } | undefined): string {
   if (workspace === undefined) return text;
   return text.replace(
-    /harness (resume|inspect|diff|apply|review|unlock|compact|journal repair|journal adopt|journal verify) ([A-Za-z0-9._-]+)(?! --workspace)/g,
-    (_match, command: string, id: string) => hint(`${command} ${id}`, workspace),
+    /harness (resume|inspect|diff|apply|review|unlock|compact|journal repair|journal adopt|journal verify) ([A-Za-z0-9._-]+)((?: --?[a-z][a-z-]*)*)/g,
+    (match, command: string, id: string, flags: string) =>
+      flags.includes("--workspace") ? match : hint(`${command} ${id}${flags}`, workspace),
   );
 }
