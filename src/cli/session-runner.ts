@@ -127,7 +127,11 @@ export async function runSession(run: SessionRun): Promise<number> {
   };
   const started = performance.now();
   try {
-    engine = new Engine(sessionEngineOptions(run, controller.signal, listener));
+    // A run from the command line: an agent that could change nothing has not done its task.
+    engine = new Engine({
+      ...sessionEngineOptions(run, controller.signal, listener),
+      changesDeniedStops: true,
+    });
     const summary = await engine.run();
     if (run.compactOnly && summary.compacted) return printCompacted(summary, run);
     printSummary(summary, run, style, {

