@@ -63,6 +63,9 @@ export function withWorkspace(text: string, workspace: { root: string } | undefi
   return text.replace(
     /harness (resume|inspect|diff|apply|review|unlock|compact|journal repair|journal adopt|journal verify) ([A-Za-z0-9._-]+)((?: --?[a-z][a-z-]*)*)/g,
     (match, command: string, id: string, flags: string) =>
-      flags.includes("--workspace") ? match : hint(`${command} ${id}${flags}`, workspace),
+      // A placeholder (SESSION) is a usage line, not a command to paste.
+      flags.includes("--workspace") || /^[A-Z_]+$/.test(id)
+        ? match
+        : hint(`${command} ${id}${flags}`, workspace),
   );
 }
