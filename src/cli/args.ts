@@ -1,8 +1,9 @@
 import { type ParseArgsConfig, parseArgs } from "node:util";
 import { MAX_CONTEXT_TOKENS } from "../providers/context-window.js";
+import { closest } from "./suggest.js";
 import { UsageError } from "./usage-error.js";
 
-type Options = NonNullable<ParseArgsConfig["options"]>;
+export type Options = NonNullable<ParseArgsConfig["options"]>;
 
 /** Strict parsing: unknown flags and missing values are usage errors, not surprises. */
 type Parsed<T extends Options> = ReturnType<
@@ -13,8 +14,44 @@ export function parse<T extends Options>(args: string[], options: T): Parsed<T> 
   try {
     return parseArgs({ args, options, allowPositionals: true, strict: true });
   } catch (error) {
-    throw new UsageError((error as Error).message.replace(/^TypeError \[[A-Z_]+\]: /, ""));
+    throw new UsageError(inOurWords(error as Error & { code?: string }, options));
   }
+}
+
+/** Node's parseArgs messages, said the way the rest of harness says things, with the nearest valid flag. */
+function inOurWords(error: Error & { code?: string }, options: Options): string {
+  const quoted = /'([^']+)'/.exec(error.message)?.[1] ?? "";
+  const flags = Object.entries(options).flatMap(([name, option]) => [
+    `--${name}`,
+    ...(option.short ? [`-${option.short}`] : []),
+  ]);
+  switch (error.code) {
+    case "ERR_PARSE_ARGS_UNKNOWN_OPTION": {
+      const typed = quoted.split("=")[0] ?? quoted;
+      const guess = closest(
+        typed,
+        flags.filter((flag) => flag.startsWith("--")),
+      );
+      return (
+        `unknown option ${typed}${guess ? `; did you mean ${guess}?` : ""}` +
+        ` (a goal that starts with '-' goes after '--', as in: -- "${typed}")`
+      );
+    }
+    case "ERR_PARSE_ARGS_INVALID_OPTION_VALUE": {
+      // "Option '-w, --workspace <value>' argument missing" / "Option '--json' does not take an argument"
+      const flag = /--[a-z0-9-]+/.exec(quoted)?.[0] ?? quoted;
+      return error.message.includes("argument missing")
+        ? `${flag} needs a value (${flag} VALUE)`
+        : `${flag} is a switch and takes no value`;
+    }
+    default:
+      return error.message.replace(/^TypeError \[[A-Z_]+\]: /, "");
+  }
+}
+
+/** The long flags of an options table, for completion scripts. */
+export function longFlags(options: Options): string[] {
+  return Object.keys(options).map((name) => `--${name}`);
 }
 
 export function positiveInt(value: string | undefined, flag: string): number | undefined {

@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 type MainModule = typeof import("./main.js");
 
 const args = process.argv.slice(2);
-if (args.length === 1 && (args[0] === "--version" || args[0] === "-V")) {
+if (args.length === 1 && (args[0] === "--version" || args[0] === "-V" || args[0] === "-v")) {
   const pkg = JSON.parse(readFileSync(new URL("../../../package.json", import.meta.url), "utf8")) as {
     version: string;
   };

@@ -1,23 +1,32 @@
+import { resolve } from "node:path";
 import { EngineError } from "../engine/errors.js";
 import { JournalError, type JournalErrorCode } from "../journal/store.js";
 import { ScriptError } from "../providers/scripted/script.js";
 import { CodedError } from "../shared/coded-error.js";
 import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
+import type { Options } from "./args.js";
 import { EXIT } from "./exit-codes.js";
+import { withWorkspace } from "./next-steps.js";
+import { output } from "./output.js";
+import { closest } from "./suggest.js";
 import { UsageError } from "./usage-error.js";
 
-interface Command {
+export interface Command {
   help: string;
   /** A command with subcommands: the help of the one named in `args`, if it has its own. */
   helpFor?(args: readonly string[]): string | undefined;
+  /** Its flags (a parseArgs table), for completion; without one, completion offers the flags its help names. */
+  options?: Options;
   run(args: string[]): Promise<number>;
 }
+
+export type CommandTable = Record<string, { summary: string; load: () => Promise<Command> }>;
 
 /**
  * Every command: its one-line summary for `harness --help`, and how to load it. Commands are
  * imported only when run, so the top-level help loads none of them.
  */
-const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }> = {
+const COMMANDS: CommandTable = {
   run: {
     summary: "run an agent on a goal in a workspace",
     load: async () => (await import("./commands/run.js")).runCommand,
@@ -90,6 +99,26 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }
     summary: "resolve a call whose outcome is unknown, with evidence",
     load: async () => (await import("./commands/review.js")).reviewCommand,
   },
+  models: {
+    summary: "list your model profiles and the models a provider offers",
+    load: async () => (await import("./commands/models.js")).modelsCommand,
+  },
+  init: {
+    summary: "create your user config: a default model profile (never asks for a key)",
+    load: async () => (await import("./commands/init.js")).initCommand,
+  },
+  completion: {
+    summary: "print a shell completion script: harness completion bash|zsh|fish",
+    load: async () => (await import("./commands/completion.js")).completionCommand(COMMANDS),
+  },
+  help: {
+    summary: "show help for a command: harness help COMMAND",
+    load: async () => helpCommand,
+  },
+  version: {
+    summary: "print the version",
+    load: async () => versionCommand,
+  },
 };
 
 // The bundle's entry (bin.ts) installs an importer for user files through this; see import-file.ts.
@@ -106,41 +135,89 @@ function topLevelHelp(): string {
     "Commands:",
     ...lines,
     "",
-    "Options:",
-    "  --help, -h     show help (also: harness <command> --help)",
-    "  --version, -V  print the version",
+    "Options (any command):",
+    "  --help, -h         show help (also: harness help COMMAND)",
+    "  --version, -V, -v  print the version",
+    "  --no-color         no colours (also: the NO_COLOR environment variable)",
+    "  --quiet, -q        no progress lines on stderr: only results and errors",
     "",
-    "Start with: harness demo",
+    "Start with: harness demo (offline), or harness init to choose your default model",
   ].join("\n");
 }
 
-export async function main(argv: string[]): Promise<number> {
-  // Bare `harness` on a terminal opens the chat; off one it prints the help as before.
-  if (argv.length === 0 && process.stdin.isTTY === true && process.stdout.isTTY === true) argv = ["chat"];
-  const [name, ...rest] = argv;
-  if (name === undefined || name === "--help" || name === "-h" || name === "help") {
-    process.stdout.write(`${topLevelHelp()}\n`);
-    return name === undefined ? EXIT.usage : EXIT.ok;
-  }
-  if (name === "--version" || name === "-V") {
+const helpCommand: Command = {
+  help: "Usage: harness help [COMMAND [SUBCOMMAND]]\n\nShow the help of a command (the same as harness COMMAND --help).",
+  async run(args) {
+    const [name, ...rest] = args;
+    if (name === undefined) {
+      process.stdout.write(`${topLevelHelp()}\n`);
+      return EXIT.ok;
+    }
+    const entry = COMMANDS[name];
+    if (!entry) return unknownCommand(name);
+    const command = await entry.load();
+    process.stdout.write(`${command.helpFor?.(rest) ?? command.help}\n`);
+    return EXIT.ok;
+  },
+};
+
+const versionCommand: Command = {
+  help: "Usage: harness version\n\nPrint the version (also: harness --version, -V, -v).",
+  async run() {
     const { harnessVersion } = await import("./version.js");
     process.stdout.write(`harness ${harnessVersion()}\n`);
     return EXIT.ok;
+  },
+};
+
+function unknownCommand(name: string): number {
+  const guess = closest(name, Object.keys(COMMANDS));
+  process.stderr.write(
+    `harness: unknown command "${escapeForTerminal(name)}"` +
+      (guess ? `; did you mean: harness ${guess}?\n` : "\n") +
+      "(list the commands with: harness help)\n",
+  );
+  return EXIT.usage;
+}
+
+/**
+ * Options every command takes, wherever they appear before a `--`: they change how harness
+ * prints, never what it does, so they are taken out before the command parses its own flags.
+ */
+function takeGlobalOptions(argv: readonly string[]): string[] {
+  const end = argv.indexOf("--");
+  const head = end === -1 ? argv : argv.slice(0, end);
+  const tail = end === -1 ? [] : argv.slice(end);
+  const kept: string[] = [];
+  for (const arg of head) {
+    if (arg === "--no-color") process.env.NO_COLOR = "1";
+    else if (arg === "--quiet" || arg === "-q") output.quiet = true;
+    else kept.push(arg);
   }
+  return [...kept, ...tail];
+}
+
+export async function main(argv: string[]): Promise<number> {
+  let args = takeGlobalOptions(argv);
+  // Bare `harness` on a terminal opens the chat; off one it prints the help as before.
+  if (args.length === 0 && process.stdin.isTTY === true && process.stdout.isTTY === true) args = ["chat"];
+  const [name, ...rest] = args;
+  if (name === undefined || name === "--help" || name === "-h") {
+    process.stdout.write(`${topLevelHelp()}\n`);
+    return name === undefined ? EXIT.usage : EXIT.ok;
+  }
+  if (name === "--version" || name === "-V" || name === "-v") return versionCommand.run([]);
   const entry = COMMANDS[name];
-  if (!entry) {
-    process.stderr.write(`harness: unknown command "${escapeForTerminal(name)}"\n\n${topLevelHelp()}\n`);
-    return EXIT.usage;
-  }
+  if (!entry) return unknownCommand(name);
   const command = await entry.load();
-  if (rest.includes("--help") || rest.includes("-h")) {
+  if (name !== "help" && (rest.includes("--help") || rest.includes("-h"))) {
     process.stdout.write(`${command.helpFor?.(rest) ?? command.help}\n`);
     return EXIT.ok;
   }
   try {
     return await command.run(rest);
   } catch (error) {
-    return reportError(error, name);
+    return reportError(error, name, workspaceArgument(rest));
   }
 }
 
@@ -156,14 +233,31 @@ const JOURNAL_REFUSALS: ReadonlySet<JournalErrorCode> = new Set<JournalErrorCode
   "TAMPERED",
   "UNTRUSTED",
   "KEY",
+  // Another worker holds the session's lease: this process must stop, the session is not broken.
+  "FENCED",
 ]);
 
-/** Error messages may quote model output, a script or a journal: they are escaped like any of those. */
-function reportError(error: unknown, command: string): number {
+/** The workspace a command was pointed at (`--workspace DIR`, `-w DIR`, `--workspace=DIR`), if not the current directory. */
+function workspaceArgument(args: readonly string[]): { root: string } | undefined {
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === "--") return undefined;
+    const inline = /^--workspace=(.*)$/.exec(arg)?.[1];
+    const value = inline ?? (arg === "--workspace" || arg === "-w" ? args[i + 1] : undefined);
+    if (value !== undefined) return { root: resolve(value) };
+  }
+  return undefined;
+}
+
+/**
+ * Error messages may quote model output, a script or a journal: they are escaped like any of
+ * those. A command they suggest (`harness unlock ID`) names the workspace when it is not the
+ * current directory, so it works as printed.
+ */
+function reportError(error: unknown, command: string, workspace: { root: string } | undefined): number {
+  const fix = (message: string) => escapeForTerminal(withWorkspace(message, workspace));
   if (error instanceof UsageError) {
-    process.stderr.write(
-      `harness ${command}: ${escapeForTerminal(error.message)}\n(see: harness ${command} --help)\n`,
-    );
+    process.stderr.write(`harness ${command}: ${fix(error.message)}\n(see: harness ${command} --help)\n`);
     return EXIT.usage;
   }
   if (error instanceof ScriptError) {
@@ -177,7 +271,7 @@ function reportError(error: unknown, command: string): number {
     return EXIT.stopped;
   }
   if (error instanceof EngineError) {
-    process.stderr.write(`harness ${command}: ${escapeForTerminal(error.message)}\n`);
+    process.stderr.write(`harness ${command}: ${fix(error.message)}\n`);
     return error.code === "BAD_INPUT" ||
       error.code === "IDENTITY_MISMATCH" ||
       error.code === "SESSION_NOT_FOUND"
@@ -191,7 +285,7 @@ function reportError(error: unknown, command: string): number {
     }
     const refused = JOURNAL_REFUSALS.has(error.code);
     process.stderr.write(
-      `harness ${command}: ${refused ? "journal refused" : "journal error"} (${error.code}): ${escapeForTerminal(error.message)}\n`,
+      `harness ${command}: ${refused ? "journal refused" : "journal error"} (${error.code}): ${fix(error.message)}\n`,
     );
     return refused ? EXIT.journalRefused : EXIT.internal;
   }

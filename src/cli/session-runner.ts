@@ -3,13 +3,18 @@ import { FileArtifactStore } from "../artifacts/file-store.js";
 import type { AcceptanceCheck } from "../engine/acceptance.js";
 import { Engine } from "../engine/engine.js";
 import type { EngineListener, EngineOptions, Limits, RunSummary } from "../engine/options.js";
+import type { AnyRecord } from "../journal/vocabulary.js";
+import type { ProviderIdentity } from "../providers/provider.js";
 import type { RuntimeEnvironment } from "../runtime/environment.js";
 import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
 import { exitCodeFor } from "./exit-codes.js";
+import { hint } from "./hints.js";
+import { nextSteps, withWorkspace } from "./next-steps.js";
+import { output } from "./output.js";
 import { createProgress, MODEL_TEXT_PREFIX } from "./progress.js";
 import { recordableFlags } from "./run-flags.js";
 import type { RunSetup } from "./setup.js";
-import { colorEnabled, createStyle } from "./style.js";
+import { colorEnabled, createStyle, type Style } from "./style.js";
 import { harnessVersion } from "./version.js";
 import type { OpenedWorkspace } from "./workspace.js";
 
@@ -29,6 +34,8 @@ export interface SessionRun {
   events: boolean;
   /** --accept-tool-changes: resume with a tool surface that differs from the recorded one. */
   acceptToolChanges?: boolean;
+  /** What a printed resume command must repeat because the journal does not record it (--script FILE). */
+  resumeFlags?: string[];
 }
 
 /** Where a CLI session's tool calls run: its workspace, its artifacts, and the setup's ports. */
@@ -106,18 +113,33 @@ export async function runSession(run: SessionRun): Promise<number> {
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
   const style = createStyle(colorEnabled(process.stderr));
-  const listener = createProgress({
+  const progress = createProgress({
     err: process.stderr,
     out: process.stdout,
     style,
     events: run.events,
-    quiet: false,
+    quiet: output.quiet,
   });
+  const connection = watchConnection(run.setup.provider.identity, style);
+  const listener = {
+    ...progress,
+    record(record: AnyRecord) {
+      connection.record(record);
+      progress.record?.(record);
+    },
+  };
+  const started = performance.now();
   try {
-    engine = new Engine(sessionEngineOptions(run, controller.signal, listener));
+    // A run from the command line: an agent that could change nothing has not done its task.
+    engine = new Engine({
+      ...sessionEngineOptions(run, controller.signal, listener),
+    });
     const summary = await engine.run();
     if (run.compactOnly && summary.compacted) return printCompacted(summary, run);
-    printSummary(summary, run, style);
+    printSummary(summary, run, style, {
+      duration_ms: Math.round(performance.now() - started),
+      next: nextSteps(summary, run.workspace, connection.failed(), run.resumeFlags),
+    });
     return exitCodeFor(summary.status);
   } finally {
     process.off("SIGINT", onSignal);
@@ -137,16 +159,66 @@ function printCompacted(summary: RunSummary, run: SessionRun): number {
   } else if (compacted) {
     process.stdout.write(
       `compacted session ${summary.session}: ${compacted.replaced_messages} messages replaced by a summary ` +
-        `(about ${compacted.tokens_before} -> ${compacted.tokens_after} tokens); continue with: harness resume ${summary.session}\n`,
+        `(about ${compacted.tokens_before} -> ${compacted.tokens_after} tokens); continue with: ${hint(`resume ${summary.session}`, run.workspace)}\n`,
     );
   }
   return 0;
 }
 
-function printSummary(summary: RunSummary, run: SessionRun, style: ReturnType<typeof createStyle>): void {
+/**
+ * A model request that could not reach the server says so once, naming the address it tried
+ * (retries follow; the run may end for another reason, e.g. the retries use up the budget).
+ */
+function watchConnection(identity: ProviderIdentity, style: Style) {
+  let failed = false;
+  return {
+    failed: () => failed,
+    record(record: AnyRecord) {
+      if (failed || (record.type !== "model.retryable_error" && record.type !== "model.failed")) return;
+      if (record.data.code !== "TRANSPORT") return;
+      failed = true;
+      const url =
+        typeof identity.base_url === "string" && identity.base_url !== "" ? identity.base_url : undefined;
+      process.stderr.write(
+        style.yellow(
+          `harness: cannot connect to ${url === undefined ? `the ${identity.kind} API` : escapeForTerminal(url)}: ` +
+            `is the server running? (its address: --base-url or the profile's base_url)\n`,
+        ),
+      );
+    },
+  };
+}
+
+/** What this invocation adds to the session's own counts: its wall-clock time and the next commands. */
+interface RunEnd {
+  duration_ms: number;
+  next: string[];
+}
+
+/**
+ * Counts (requests, tool calls, events, tokens) are the session's totals, folded from its journal
+ * (the same fold inspect uses, so the two agree); the duration is this invocation's.
+ */
+function tokenLine(usage: RunSummary["usage"]): string {
+  const cache =
+    usage.cached_tokens > 0 || usage.cache_write_tokens > 0
+      ? ` (cache: ${usage.cached_tokens} read, ${usage.cache_write_tokens} written)`
+      : "";
+  const reasoning = usage.reasoning_tokens > 0 ? ` (${usage.reasoning_tokens} reasoning)` : "";
+  return `${usage.input_tokens} in${cache}, ${usage.output_tokens} out${reasoning}`;
+}
+
+function printSummary(
+  summary: RunSummary,
+  run: SessionRun,
+  style: ReturnType<typeof createStyle>,
+  end: RunEnd,
+): void {
   if (run.json) {
     const { usage, tokens, ...rest } = summary;
-    process.stdout.write(`${JSON.stringify({ ...rest, workspace: run.workspace.root, usage, tokens })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ ...rest, workspace: run.workspace.root, usage, tokens, duration_ms: end.duration_ms, next: end.next })}\n`,
+    );
     return;
   }
   const color =
@@ -158,10 +230,14 @@ function printSummary(summary: RunSummary, run: SessionRun, style: ReturnType<ty
   const label = (name: string) => style.bold(name.padEnd(10));
   const lines = [
     `${label("status")}${color(summary.status)}${summary.reason ? ` (${escapeForTerminal(summary.reason)})` : ""}`,
-    ...(summary.message ? [`${label("why")}${escapeForTerminal(summary.message)}`] : []),
+    ...(summary.message
+      ? [`${label("why")}${escapeForTerminal(withWorkspace(summary.message, run.workspace))}`]
+      : []),
     `${label("session")}${summary.session}`,
     `${label("workspace")}${run.workspace.root}`,
     `${label("activity")}${summary.model_requests} model requests, ${summary.tool_calls} tool calls, ${summary.events} events`,
+    `${label("tokens")}${tokenLine(summary.usage)}`,
+    `${label("duration")}${(end.duration_ms / 1000).toFixed(1)} s`,
   ];
   if (summary.answer) {
     // The model's own words: a multi-line answer continues under the model-text prefix, so none
@@ -172,11 +248,7 @@ function printSummary(summary: RunSummary, run: SessionRun, style: ReturnType<ty
   }
   if (summary.status === "unverified")
     lines.push(style.dim("(no --accept check ran: the model's claim was not verified)"));
-  if (summary.status === "review_required") {
-    lines.push(
-      style.dim(`(inspect with: harness inspect ${summary.session} --workspace ${run.workspace.root})`),
-    );
-  }
+  for (const command of end.next) lines.push(`${label("next")}${escapeForTerminal(command)}`);
   process.stderr.write(run.events ? `${lines.join("\n")}\n` : "");
   if (!run.events) process.stdout.write(`${lines.join("\n")}\n`);
 }

@@ -1,5 +1,5 @@
 import { ConfigError } from "../config/errors.js";
-import { modelProfiles, shellSetting, toolTimeouts } from "../config/sections.js";
+import { defaultProfile, modelProfiles, shellSetting, toolTimeouts } from "../config/sections.js";
 import { type AcceptanceCheck, CommandCheck } from "../engine/acceptance.js";
 import type { SessionEnvironment, StartInstructions } from "../engine/instructions.js";
 import type { PolicyHandle } from "../engine/options.js";
@@ -301,9 +301,24 @@ async function loadProvider(
       ...(flags.apiKeyEnv ? { api_key_env: flags.apiKeyEnv } : {}),
     };
   } else {
-    throw new UsageError(
-      "no model configured: pass --script FILE (offline scripted model), --provider NAME --model ID, or --profile NAME",
-    );
+    const named = defaultProfile(config);
+    if (named === undefined) {
+      throw new UsageError(
+        "no model configured: pass --script FILE (offline scripted model), --provider NAME --model ID, or --profile NAME " +
+          "(or set a default once with: harness init)",
+      );
+    }
+    const found = modelProfiles(config)[named];
+    if (!found)
+      throw new UsageError(`default_profile "${named}" in your user config names no profile in "models"`);
+    // Recorded as if given: a resume uses this profile even after the default changes.
+    flags.profile = named;
+    profile = {
+      ...found,
+      ...(flags.model ? { model: flags.model } : {}),
+      ...(flags.baseUrl ? { base_url: flags.baseUrl } : {}),
+      ...(flags.apiKeyEnv ? { api_key_env: flags.apiKeyEnv } : {}),
+    } satisfies Partial<ModelProfile>;
   }
   try {
     const provider = createProvider(profile, env);

@@ -76,6 +76,8 @@ export const configFileSchema = z.strictObject({
   /** How command hooks run (sandbox profile, variables passed): honoured in the user config only. */
   hook_commands: z.unknown().optional(),
   models: z.unknown().optional(),
+  /** The model profile a run uses when none is named (`--profile`, `--provider`, `--script`). User config only. */
+  default_profile: z.string().min(1).optional(),
   env: z.unknown().optional(),
   /** MCP servers by name (mcp/config.ts); a project's are proposals the user must approve. */
   mcp_servers: z.unknown().optional(),

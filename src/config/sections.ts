@@ -145,6 +145,11 @@ export function modelProfiles(loaded: LoadedConfig): Record<string, ModelProfile
   return profiles;
 }
 
+/** The user's default model profile (harness init writes it); a project's config cannot choose your model. */
+export function defaultProfile(loaded: LoadedConfig): string | undefined {
+  return loaded.user?.config.default_profile;
+}
+
 /**
  * Per-tool timeout overrides. Trusted sources set them; an untrusted project may only shorten a
  * timeout, never lengthen it.

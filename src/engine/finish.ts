@@ -1,3 +1,4 @@
+import { changesDeniedStop, everyChangeDenied } from "./denied-changes.js";
 import type { RunSummary } from "./options.js";
 import { cancel, type EngineRun, stop, summary } from "./outcome.js";
 
@@ -19,6 +20,8 @@ export async function finish(run: EngineRun, answer: string): Promise<RunSummary
     );
   }
   const checks = run.options.acceptance;
+  const denied = checks.length === 0 && run.options.changesDeniedStops ? everyChangeDenied(run) : undefined;
+  if (denied) return stop(run, "stopped", ...changesDeniedStop(denied));
   if (checks.length === 0) {
     await run.record({ type: "run.finished", data: { status: "unverified", answer } });
     return summary(run);

@@ -138,6 +138,8 @@ export interface EngineOptions {
    * (journaled as `tools.changed`, reason "resume") instead of refused.
    */
   acceptToolChanges?: boolean;
+  /** Without acceptance checks, a run whose every attempted change was denied stops (denied-changes.ts) instead of ending unverified. */
+  changesDeniedStops?: boolean;
   sleep?(ms: number, signal: AbortSignal): Promise<void>;
   random?(): number;
 }

@@ -48,9 +48,11 @@ describe("harness run with a scripted model", () => {
     expect(Object.keys(summary).sort()).toEqual(
       [
         "answer",
+        "duration_ms",
         "events",
         "message",
         "model_requests",
+        "next",
         "reason",
         "session",
         "status",

@@ -1,7 +1,7 @@
 import { parse } from "../args.js";
+import { LAST_OPTION, sessionFromArgs } from "../session-id.js";
 import { UsageError } from "../usage-error.js";
-import { openSession } from "../workspace.js";
-import { SESSION_OPTIONS, startOrResume, validateSessionId } from "./run.js";
+import { SESSION_OPTIONS, startOrResume } from "./run.js";
 
 const COMPACT_HELP = `Usage: harness compact SESSION [--instructions TEXT] [options]
 
@@ -22,20 +22,25 @@ Options: the same as harness resume (--workspace, --script, --provider, --model,
 with --json one line {session, workspace, compacted: {replaced_messages, tokens_before,
 tokens_after}} is written to stdout.`;
 
+const COMPACT_OPTIONS = { ...SESSION_OPTIONS, ...LAST_OPTION, instructions: { type: "string" } } as const;
+
 export const compactCommand = {
   help: COMPACT_HELP,
+  options: COMPACT_OPTIONS,
   async run(args: string[]): Promise<number> {
-    const parsed = parse(args, { ...SESSION_OPTIONS, instructions: { type: "string" } } as const);
-    const [sessionId, ...extra] = parsed.positionals;
-    if (!sessionId)
-      throw new UsageError("which session? harness compact SESSION (list them with: harness sessions)");
+    const parsed = parse(args, COMPACT_OPTIONS);
+    const [given, ...extra] = parsed.positionals;
     if (extra.length > 0) throw new UsageError(`unexpected arguments: ${extra.join(" ")}`);
     if (parsed.values.events) throw new UsageError("--events is for runs; harness compact takes --json");
     const instructions = parsed.values.instructions;
     if (instructions !== undefined && instructions.trim() === "")
       throw new UsageError("--instructions needs text (what the summary should keep)");
-    validateSessionId(sessionId);
-    const workspace = await openSession(parsed.values.workspace, sessionId);
+    const { workspace, sessionId } = await sessionFromArgs(
+      parsed.values.workspace,
+      given,
+      parsed.values.last,
+      "harness compact SESSION",
+    );
     return startOrResume(
       parsed,
       workspace,

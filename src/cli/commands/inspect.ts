@@ -7,9 +7,9 @@ import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { DATABASE_HELP, openSessionSource } from "../journal-source.js";
 import { mcpStats } from "../mcp-stats.js";
+import { LAST_OPTION, sessionIdFromArgs } from "../session-id.js";
 import { statusOf } from "../status.js";
 import { colorEnabled, createStyle, type Style } from "../style.js";
-import { UsageError } from "../usage-error.js";
 
 const HELP = `Usage: harness inspect SESSION [--workspace DIR | --database URL] [--json]
 
@@ -37,10 +37,9 @@ export const inspectCommand = {
       workspace: { type: "string", short: "w" },
       database: { type: "string" },
       json: { type: "boolean" },
+      ...LAST_OPTION,
     });
-    const [sessionId] = positionals;
-    if (!sessionId)
-      throw new UsageError("which session? harness inspect SESSION (list them with: harness sessions)");
+    const sessionId = await sessionIdFromArgs(values, positionals[0], values.last, "harness inspect SESSION");
     const workspace = await openSessionSource(values, sessionId);
     // Showing a journal runs nothing, so an untrusted one is shown, labelled as such.
     const { records, trust } = await workspace.backend.readReport(sessionId);

@@ -10,8 +10,9 @@ import { escapeForTerminal, jsonForTerminal } from "../../shared/terminal-text.j
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { type JournalSource, openSessionSource } from "../journal-source.js";
+import { LAST_OPTION, sessionFromArgs, sessionIdFromArgs } from "../session-id.js";
 import { UsageError } from "../usage-error.js";
-import { type OpenedWorkspace, openSession, openWorkspace } from "../workspace.js";
+import type { OpenedWorkspace } from "../workspace.js";
 
 const JOURNAL_HELP = `Usage: harness journal verify SESSION [--workspace DIR] [--database URL] [--json]
        harness journal repair SESSION [--workspace DIR] [--json]
@@ -244,19 +245,25 @@ export const journalCommand = {
       database: { type: "string" },
       json: { type: "boolean" },
       yes: { type: "boolean" },
+      ...LAST_OPTION,
     });
-    const [action, sessionId] = positionals;
+    const [action, given] = positionals;
     if (action !== "verify" && action !== "repair" && action !== "adopt")
       throw new UsageError("expected: harness journal verify|repair|adopt SESSION");
-    if (!sessionId) throw new UsageError(`which session? harness journal ${action} SESSION`);
     if (values.yes && action !== "adopt") throw new UsageError("--yes applies to harness journal adopt only");
     if (action === "verify") {
+      const sessionId = await sessionIdFromArgs(values, given, values.last, "harness journal verify SESSION");
       const source = await openSessionSource(values, sessionId, { withArtifacts: true });
       return verify(source, sessionId, values.json === true);
     }
     if (values.database !== undefined)
       throw new UsageError("--database applies to harness journal verify only");
-    const workspace = await openSession(values.workspace, sessionId);
+    const { workspace, sessionId } = await sessionFromArgs(
+      values.workspace,
+      given,
+      values.last,
+      `harness journal ${action} SESSION`,
+    );
     if (action === "adopt")
       return adopt(workspace, sessionId, { yes: values.yes === true, json: values.json === true });
     const repaired = await repairJournal(workspace.harnessDir, sessionId);
@@ -282,10 +289,14 @@ export const unlockCommand = {
     const { values, positionals } = parse(args, {
       workspace: { type: "string", short: "w" },
       force: { type: "boolean" },
+      ...LAST_OPTION,
     });
-    const [sessionId] = positionals;
-    if (!sessionId) throw new UsageError("which session? harness unlock SESSION");
-    const workspace = await openWorkspace(values.workspace);
+    const { workspace, sessionId } = await sessionFromArgs(
+      values.workspace,
+      positionals[0],
+      values.last,
+      "harness unlock SESSION",
+    );
     const result = await unlockSession(workspace.harnessDir, sessionId, { force: values.force === true });
     switch (result.outcome) {
       case "no_lock":

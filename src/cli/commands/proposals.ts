@@ -1,6 +1,5 @@
 import type { CheckOutcome } from "../../engine/acceptance.js";
 import { SessionState } from "../../engine/state.js";
-import { SESSION_ID_PATTERN } from "../../journal/session-path.js";
 import type { AnyNewEvent } from "../../journal/vocabulary.js";
 import { applyProposals, short } from "../../proposals/apply.js";
 import { type ApplyOutcome, proposalsOf, type RecordedProposal } from "../../proposals/ledger.js";
@@ -12,9 +11,9 @@ import { configNamedFiles } from "../config-hooks.js";
 import { EXIT } from "../exit-codes.js";
 import { loadConfigForCli } from "../governance.js";
 import { standaloneAcceptance } from "../processes.js";
+import { LAST_OPTION, sessionFromArgs } from "../session-id.js";
 import { colorEnabled, createStyle, type Style } from "../style.js";
 import { UsageError } from "../usage-error.js";
-import { openSession } from "../workspace.js";
 
 const DIFF_HELP = `Usage: harness diff SESSION [--workspace DIR] [--json]
 
@@ -53,9 +52,9 @@ export const diffCommand = {
     const { values, positionals } = parse(args, {
       workspace: { type: "string", short: "w" },
       json: { type: "boolean" },
+      ...LAST_OPTION,
     });
-    const sessionId = sessionArgument(positionals, "diff");
-    const workspace = await openSession(values.workspace, sessionId);
+    const { workspace, sessionId } = await sessionArgument(values, positionals, "diff");
     const ledger = proposalsOf(await workspace.backend.read(sessionId));
     const shown = [];
     for (const proposal of ledger.current) {
@@ -96,12 +95,12 @@ export const applyCommand = {
       accept: { type: "string", multiple: true },
       "accept-timeout": { type: "string" },
       json: { type: "boolean" },
+      ...LAST_OPTION,
     });
-    const sessionId = sessionArgument(positionals, "apply");
+    const { workspace, sessionId } = await sessionArgument(values, positionals, "apply");
     const acceptTimeout = positiveInt(values["accept-timeout"], "--accept-timeout") ?? 600_000;
     const commands = values.accept ?? [];
     if (commands.some((command) => command.trim() === "")) throw new UsageError("--accept needs a command");
-    const workspace = await openSession(values.workspace, sessionId);
     const config = await loadConfigForCli(workspace.root);
     // A proposal for a hook file the configs name is refused like a write to it would be.
     workspace.fs.protectFiles(configNamedFiles(config, workspace.root));
@@ -182,14 +181,14 @@ export const applyCommand = {
   },
 };
 
-function sessionArgument(positionals: string[], command: string): string {
-  const [sessionId, ...extra] = positionals;
-  if (sessionId === undefined) {
-    throw new UsageError(`which session? harness ${command} SESSION (list them with: harness sessions)`);
-  }
+function sessionArgument(
+  values: { workspace?: string | undefined; last?: boolean | undefined },
+  positionals: string[],
+  command: string,
+) {
+  const [given, ...extra] = positionals;
   if (extra.length > 0) throw new UsageError(`unexpected arguments: ${extra.join(" ")}`);
-  if (!SESSION_ID_PATTERN.test(sessionId)) throw new UsageError(`invalid session id "${sessionId}"`);
-  return sessionId;
+  return sessionFromArgs(values.workspace, given, values.last, `harness ${command} SESSION`);
 }
 
 async function stateOf(

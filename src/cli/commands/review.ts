@@ -3,8 +3,8 @@ import { SessionState } from "../../engine/state.js";
 import { escapeForTerminal, jsonForTerminal } from "../../shared/terminal-text.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
+import { LAST_OPTION, sessionFromArgs } from "../session-id.js";
 import { UsageError } from "../usage-error.js";
-import { openSession } from "../workspace.js";
 
 const HELP = `Usage: harness review SESSION                       list calls whose outcome is unknown
        harness review SESSION CALL_ID --applied|--not-applied|--undetermined --evidence TEXT [--by NAME]
@@ -26,10 +26,16 @@ export const reviewCommand = {
       evidence: { type: "string" },
       by: { type: "string" },
       json: { type: "boolean" },
+      ...LAST_OPTION,
     });
-    const [sessionId, callId] = positionals;
-    if (!sessionId) throw new UsageError("which session? harness review SESSION [CALL_ID ...]");
-    const workspace = await openSession(values.workspace, sessionId);
+    // With --last the first word is the call id.
+    const [given, callId] = values.last ? [undefined, ...positionals] : positionals;
+    const { workspace, sessionId } = await sessionFromArgs(
+      values.workspace,
+      given,
+      values.last,
+      "harness review SESSION [CALL_ID ...]",
+    );
     const state = SessionState.from(await workspace.backend.read(sessionId));
     const unknown = state.unresolvedUnknowns();
     if (!callId) {

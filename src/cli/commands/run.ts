@@ -1,15 +1,19 @@
+import { resolve } from "node:path";
 import { SessionState } from "../../engine/state.js";
 import { SESSION_ID_PATTERN } from "../../journal/session-path.js";
 import { PROVIDER_KINDS } from "../../providers/config.js";
 import { isLooser, profileOf } from "../../sandbox/profiles.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { oneOf, parse, positiveInt, tokenCount } from "../args.js";
+import { goalFrom } from "../goal-input.js";
 import { latestSession } from "../latest-session.js";
+import { offTerminalNotice } from "../off-terminal.js";
 import { effectiveFlags, type RunFlags, type SandboxFlag } from "../run-flags.js";
+import { LAST_OPTION, sessionFromArgs } from "../session-id.js";
 import { runSession } from "../session-runner.js";
 import { buildSetup } from "../setup.js";
 import { UsageError } from "../usage-error.js";
-import { newSessionId, openSession, openWorkspace } from "../workspace.js";
+import { newSessionId, openWorkspace } from "../workspace.js";
 
 export const SESSION_OPTIONS = {
   workspace: { type: "string", short: "w" },
@@ -47,6 +51,7 @@ const RUN_OPTIONS = { ...SESSION_OPTIONS, continue: { type: "boolean", short: "c
 const RUN_HELP = `Usage: harness run [options] GOAL
        harness run --continue [options] PROMPT
        harness run --session ID [options] PROMPT
+       harness run [options] -          (the goal from stdin; also when stdin is piped and no GOAL is given)
 
 Run a model against a workspace. Every step is recorded under DIR/.harness/sessions/ID/.
 The run is "verified" only when every --accept command exits 0 after the model finishes.
@@ -143,11 +148,13 @@ Options: the same as harness run (--workspace, --script, --write, --read-only, -
 
 export type Parsed = ReturnType<typeof parse<typeof SESSION_OPTIONS>>;
 
+const RESUME_OPTIONS = { ...SESSION_OPTIONS, ...LAST_OPTION } as const;
+
 export const runCommand = {
   help: RUN_HELP,
+  options: RUN_OPTIONS,
   async run(args: string[]): Promise<number> {
     const parsed = parse(args, RUN_OPTIONS);
-    const goal = parsed.positionals.join(" ").trim();
     const workspace = await openWorkspace(parsed.values.workspace);
     if (parsed.values.continue && parsed.values.session !== undefined)
       throw new UsageError("--continue takes the latest session; --session names one: choose one");
@@ -162,7 +169,12 @@ export const runCommand = {
     const existing =
       latest !== undefined ||
       (parsed.values.session !== undefined && (await workspace.backend.exists(sessionId)));
-    if (!existing && goal === "") throw new UsageError("a goal is required: harness run [options] GOAL");
+    // Resuming with --session/--continue and no words takes no goal: stdin is read only for a new one or for '-'.
+    const goal = existing && parsed.positionals.length === 0 ? "" : await goalFrom(parsed.positionals);
+    if (!existing && goal === "")
+      throw new UsageError(
+        "a goal is required: harness run [options] GOAL, or pipe it in: ... | harness run [options] -",
+      );
     return startOrResume(
       parsed,
       workspace,
@@ -175,14 +187,17 @@ export const runCommand = {
 
 export const resumeCommand = {
   help: RESUME_HELP,
+  options: RESUME_OPTIONS,
   async run(args: string[]): Promise<number> {
-    const parsed = parse(args, SESSION_OPTIONS);
-    const [sessionId, ...extra] = parsed.positionals;
-    if (!sessionId)
-      throw new UsageError("which session? harness resume SESSION (list them with: harness sessions)");
+    const parsed = parse(args, RESUME_OPTIONS);
+    const [given, ...extra] = parsed.positionals;
     if (extra.length > 0) throw new UsageError(`unexpected arguments: ${extra.join(" ")}`);
-    validateSessionId(sessionId);
-    const workspace = await openSession(parsed.values.workspace, sessionId);
+    const { workspace, sessionId } = await sessionFromArgs(
+      parsed.values.workspace,
+      given,
+      parsed.values.last,
+      "harness resume SESSION",
+    );
     return startOrResume(parsed, workspace, sessionId, "resume", undefined);
   },
 };
@@ -239,7 +254,9 @@ export async function startOrResume(
     records,
     mcp: (line) => process.stderr.write(`${line}\n`),
   });
-  for (const notice of setup.notices) process.stderr.write(`harness: note: ${escapeForTerminal(notice)}\n`);
+  const offTerminal = interactive ? undefined : offTerminalNotice(setup.policy.describe);
+  for (const notice of [...setup.notices, ...(offTerminal ? [offTerminal] : [])])
+    process.stderr.write(`harness: note: ${escapeForTerminal(notice)}\n`);
   return runSession({
     workspace,
     sessionId,
@@ -256,6 +273,7 @@ export async function startOrResume(
     json: values.json === true,
     events: values.events === true,
     acceptToolChanges: values["accept-tool-changes"] === true,
+    ...(values.script !== undefined ? { resumeFlags: ["--script", resolve(values.script)] } : {}),
   });
 }
 

@@ -1,0 +1,71 @@
+import type { RunSummary } from "../engine/options.js";
+import { hint, shellQuote } from "./hints.js";
+
+/** The CLI's defaults (run.ts's help states them): a resume gets this much more than was spent. */
+const MORE_REQUESTS = 50;
+const MORE_CALLS = 200;
+
+/**
+ * What the user can type next after a run ended the way `summary` says, each a command that
+ * works as printed from the current directory (hints.ts). `transportFailed`: a model request
+ * could not reach the server during the run (it may have stopped for another reason, e.g. the
+ * retries used up the request budget).
+ */
+export function nextSteps(
+  summary: RunSummary,
+  workspace: { root: string },
+  transportFailed: boolean,
+  resumeFlags: readonly string[] = [],
+): string[] {
+  const id = summary.session;
+  const at = (command: string) => hint(command, workspace);
+  // A resume must be given again what was not recorded (a scripted model's file).
+  const again = resumeFlags.map((word) => ` ${shellQuote(word)}`).join("");
+  switch (summary.status) {
+    case "verified":
+    case "unverified":
+      return [];
+    case "cancelled":
+      return [at(`resume ${id}${again}`)];
+    case "needs_review":
+      return [at(`diff ${id}`), at(`apply ${id}`)];
+    case "review_required":
+      return [at(`review ${id}`), at(`inspect ${id}`)];
+    case "stopped":
+      break;
+  }
+  switch (summary.reason) {
+    case "budget_exhausted": {
+      // The budgets count the whole session, so a resume needs a larger one to do anything.
+      const calls = summary.message?.includes("tool-call") === true;
+      return [
+        calls
+          ? at(`resume ${id}${again} --max-tool-calls ${summary.tool_calls + MORE_CALLS}`)
+          : at(`resume ${id}${again} --max-model-requests ${summary.model_requests + MORE_REQUESTS}`),
+      ];
+    }
+    case "provider_error":
+      return [at(`resume ${id}${again}`)];
+    case "context_exhausted":
+      return [at(`compact ${id}`), at(`resume ${id}${again}`)];
+    default:
+      return transportFailed ? [at(`resume ${id}${again}`)] : [at(`inspect ${id}`)];
+  }
+}
+
+/**
+ * Messages from below the CLI (the engine, the journal) name commands without the workspace:
+ * `harness diff ID`. Each such command gets `--workspace DIR` when it needs it, so it works as
+ * printed too.
+ */
+export function withWorkspace(text: string, workspace: { root: string } | undefined): string {
+  if (workspace === undefined) return text;
+  return text.replace(
+    /harness (resume|inspect|diff|apply|review|unlock|compact|journal repair|journal adopt|journal verify) ([A-Za-z0-9._-]+)((?: --?[a-z][a-z-]*)*)/g,
+    (match, command: string, id: string, flags: string) =>
+      // A placeholder (SESSION) is a usage line, not a command to paste.
+      flags.includes("--workspace") || /^[A-Z_]+$/.test(id)
+        ? match
+        : hint(`${command} ${id}${flags}`, workspace),
+  );
+}

@@ -1,0 +1,78 @@
+import { SESSION_ID_PATTERN } from "../journal/session-path.js";
+import { escapeForTerminal } from "../shared/terminal-text.js";
+import { workspaceFlag } from "./hints.js";
+import { latestSession } from "./latest-session.js";
+import { UsageError } from "./usage-error.js";
+import { type OpenedWorkspace, openWorkspace } from "./workspace.js";
+
+/** `--last`, for every command that takes a session id. */
+export const LAST_OPTION = { last: { type: "boolean" } } as const;
+
+/**
+ * The session a command names: the id as typed, else the one session whose id starts with it
+ * (ids are long; typing enough to tell them apart is enough), or with `--last` the session whose
+ * journal was written most recently. `usage` is the command's own form, for the error messages.
+ */
+export async function sessionFromArgs(
+  dir: string | undefined,
+  given: string | undefined,
+  last: boolean | undefined,
+  usage: string,
+): Promise<{ workspace: OpenedWorkspace; sessionId: string }> {
+  if (given !== undefined && last) throw new UsageError("name a session or pass --last, not both");
+  if (given === undefined && !last) {
+    throw new UsageError(
+      `which session? ${usage} (or --last for the latest; list them with: harness sessions)`,
+    );
+  }
+  if (given !== undefined && !SESSION_ID_PATTERN.test(given)) {
+    throw new UsageError(
+      `invalid session id "${escapeForTerminal(given)}": use letters, digits, '.', '_' or '-'`,
+    );
+  }
+  const workspace = await openWorkspace(dir);
+  const sessionId = given === undefined ? await latest(workspace) : await byPrefix(workspace, given);
+  return { workspace, sessionId };
+}
+
+async function byPrefix(workspace: OpenedWorkspace, given: string): Promise<string> {
+  if (await workspace.backend.exists(given)) return given;
+  const matches = (await workspace.backend.list()).filter((id) => id.startsWith(given));
+  if (matches.length === 1) return matches[0]!;
+  if (matches.length === 0) {
+    throw new UsageError(
+      `no session "${given}" in ${workspace.root} (list them with: harness sessions${workspaceFlag(workspace)})`,
+    );
+  }
+  const shown = matches.slice(0, 5).join(", ");
+  throw new UsageError(
+    `"${given}" is the start of ${matches.length} sessions (${shown}${matches.length > 5 ? ", ..." : ""}); type more of the id`,
+  );
+}
+
+/** Most recently written journal: the session last worked on, whatever its id looks like. */
+async function latest(workspace: OpenedWorkspace): Promise<string> {
+  const id = await latestSession(workspace);
+  if (id === undefined) throw new UsageError(`no sessions in ${workspace.root} yet`);
+  return id;
+}
+
+/**
+ * The session a command that can read PostgreSQL names: with `--database` the id as typed (a
+ * prefix or `--last` needs a workspace's files), otherwise as `sessionFromArgs` resolves it.
+ */
+export async function sessionIdFromArgs(
+  flags: { workspace?: string | undefined; database?: string | undefined },
+  given: string | undefined,
+  last: boolean | undefined,
+  usage: string,
+): Promise<string> {
+  if (flags.database === undefined)
+    return (await sessionFromArgs(flags.workspace, given, last, usage)).sessionId;
+  if (last)
+    throw new UsageError("--last finds the latest session in a workspace; with --database name the session");
+  if (given === undefined) {
+    throw new UsageError(`which session? ${usage} (list them with: harness sessions --database URL)`);
+  }
+  return given;
+}

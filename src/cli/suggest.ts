@@ -1,0 +1,41 @@
+/**
+ * "Did you mean": the closest known name to a mistyped one. Edit distance (insert, delete,
+ * substitute, swap two neighbours) with a cut-off relative to the length, so a wild guess gets no
+ * suggestion rather than a misleading one.
+ */
+export function closest(typed: string, known: Iterable<string>): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Number.POSITIVE_INFINITY;
+  for (const candidate of known) {
+    const distance = editDistance(typed, candidate);
+    if (distance < bestDistance) {
+      best = candidate;
+      bestDistance = distance;
+    }
+  }
+  if (best === undefined) return undefined;
+  // A prefix of a longer name ("ru" for "run") is a typing shortcut, not a typo: always suggested.
+  if (best.startsWith(typed) && typed.length >= 2) return best;
+  const allowed = Math.max(1, Math.floor(Math.max(typed.length, best.length) / 3));
+  return bestDistance <= allowed ? best : undefined;
+}
+
+/** Optimal string alignment distance (Damerau-Levenshtein without repeated edits of one substring). */
+export function editDistance(a: string, b: string): number {
+  const rows = a.length + 1;
+  const cols = b.length + 1;
+  const d: number[][] = Array.from({ length: rows }, (_, i) =>
+    Array.from({ length: cols }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  );
+  for (let i = 1; i < rows; i++) {
+    for (let j = 1; j < cols; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let value = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
+        value = Math.min(value, d[i - 2]![j - 2]! + 1);
+      }
+      d[i]![j] = value;
+    }
+  }
+  return d[a.length]![b.length]!;
+}

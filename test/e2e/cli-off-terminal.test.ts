@@ -1,0 +1,58 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ensureBuilt, fixture, harness, jsonSummary, removeTempDirs, workspaceWith } from "./helpers.js";
+
+beforeAll(() => ensureBuilt());
+afterAll(removeTempDirs);
+
+describe("off a terminal, ask means deny", () => {
+  it("says once at the start which calls are denied and the flag that allows them", async () => {
+    const workspace = await workspaceWith({ "notes.txt": "status: draft\n" });
+    const result = await harness([
+      "run",
+      "--script",
+      fixture("read-edit.mjs"),
+      "--workspace",
+      workspace,
+      "finalise",
+    ]);
+    const notes = result.stderr.match(/^harness: note: no terminal to ask on.*$/gm) ?? [];
+    expect(notes).toEqual([
+      "harness: note: no terminal to ask on, so 'ask' means deny; denied in this run: " +
+        "file writes and edits (--write allow, or --write propose); shell commands (--shell allow, or --allow 'shell(CMD*)')",
+    ]);
+    // Said before anything ran.
+    expect(result.stderr.indexOf("no terminal to ask on")).toBeLessThan(
+      result.stderr.indexOf("model request"),
+    );
+  });
+
+  it("a read-only run stays unverified, and a run with one allowed change is not stopped", async () => {
+    const workspace = await workspaceWith({ "notes.txt": "hello\n" });
+    const readOnly = await harness([
+      "run",
+      "--script",
+      fixture("read-then-answer.mjs"),
+      "--workspace",
+      workspace,
+      "--json",
+      "read the notes",
+    ]);
+    expect(readOnly.code).toBe(0);
+    expect(jsonSummary(readOnly).status).toBe("unverified");
+    const allowed = await harness([
+      "run",
+      "--script",
+      fixture("read-edit.mjs"),
+      "--workspace",
+      await workspaceWith({ "notes.txt": "status: draft\n" }),
+      "--write",
+      "allow",
+      "--json",
+      "finalise",
+    ]);
+    expect(allowed.code).toBe(0);
+    expect(jsonSummary(allowed).status).toBe("unverified");
+    expect(allowed.stderr).toContain("denied in this run: shell commands");
+    expect(allowed.stderr).not.toContain("file writes");
+  });
+});
