@@ -22,7 +22,8 @@ import { type BenchRow, median, round } from "./stats.js";
  * (@modelcontextprotocol/server-everything, stdio) is called sequentially with `echo`, once
  * directly through the SDK client, once as the model's call through harness: argument
  * validation against the server's schema, the policy decision, the runtime pipeline, result
- * normalization and the journal (tool.started and tool.result appended with fsync).
+ * normalization and the journal (tool.started made durable before the call; tool.result staged for
+ * the next durable append, as a session does).
  * Goal: harness <= 1.2 x direct + 1 ms.
  */
 
@@ -97,6 +98,10 @@ async function throughHarness(root: string, journal: boolean): Promise<number[]>
       ? { record: async () => {} }
       : {
           record: async (events: Parameters<typeof writer.append>[0]) => void (await writer.append(events)),
+          // As in a session: a result may wait for the next durable append (the next call's intent,
+          // or the next model.started), so a call pays one fsync, for its intent.
+          defer: async (events: Parameters<typeof writer.append>[0]) =>
+            void (await writer.append(events, { durable: false })),
         };
     const times: number[] = [];
     try {
@@ -140,7 +145,7 @@ export async function benchMcp(): Promise<BenchRow[]> {
         name: "mcp echo through harness, journal not written",
         value: round(unjournaled, 3),
         unit: "ms",
-        note: `the difference is the journal's two appends with fsync; against the goal: ${unjournaled <= budget ? "met" : "NOT met"}`,
+        note: `the difference is the journal: the intent's fsync, the result staged; against the goal: ${unjournaled <= budget ? "met" : "NOT met"}`,
       },
       { name: "mcp harness / direct", value: round(governed / plain, 2), unit: "x" },
       {
