@@ -1,6 +1,7 @@
 // Fleet throughput: sessions per second through the PostgreSQL queue with 1 worker and with 4,
 // on sessions whose model replies each take 200 ms (a scripted model with a delay: one reply with a
-// write_file call, one final answer). Needs HARNESS_BENCH_DATABASE_URL (a PostgreSQL URL); the
+// write_file call, one final answer). Needs HARNESS_TEST_DATABASE_URL (a PostgreSQL URL, as the
+// PostgreSQL append bench and the tests; .ci/run starts one); the
 // bench makes its own schema there and drops it.
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
@@ -26,14 +27,14 @@ export default async function (messages) {
 `;
 
 export async function benchFleet(): Promise<BenchRow[]> {
-  const base = process.env.HARNESS_BENCH_DATABASE_URL;
+  const base = process.env.HARNESS_TEST_DATABASE_URL;
   if (!base) {
     return [
       {
         name: "fleet throughput",
         value: Number.NaN,
         unit: "",
-        note: "set HARNESS_BENCH_DATABASE_URL to run",
+        note: "skipped: set HARNESS_TEST_DATABASE_URL to a PostgreSQL URL (.ci/run starts one)",
       },
     ];
   }
