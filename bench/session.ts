@@ -103,7 +103,7 @@ async function timedSession(
 }
 
 /** A raw write + fsync of one journal-sized line: the floor any durable append pays. */
-function rawAppender(path: string): { append(): number; close(): void } {
+export function rawAppender(path: string): { append(): number; close(): void } {
   const fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT, 0o600);
   const line = Buffer.from(`${JSON.stringify({ type: "tool.result", data: "x".repeat(400) })}\n`);
   return {
