@@ -133,6 +133,7 @@ export async function runSession(run: SessionRun): Promise<number> {
     // A run from the command line: an agent that could change nothing has not done its task.
     engine = new Engine({
       ...sessionEngineOptions(run, controller.signal, listener),
+      changesDeniedStops: true,
     });
     const summary = await engine.run();
     if (run.compactOnly && summary.compacted) return printCompacted(summary, run);

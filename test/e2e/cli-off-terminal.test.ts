@@ -1,11 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ensureBuilt, fixture, harness, jsonSummary, removeTempDirs, workspaceWith } from "./helpers.js";
+import {
+  ensureBuilt,
+  fixture,
+  harness,
+  jsonSummary,
+  ofType,
+  readJournal,
+  removeTempDirs,
+  workspaceWith,
+} from "./helpers.js";
 
 beforeAll(() => ensureBuilt());
 afterAll(removeTempDirs);
 
 describe("off a terminal, ask means deny", () => {
-  it("says once at the start which calls are denied and the flag that allows them", async () => {
+  it("says so once at the start, and a run whose every change was denied is stopped, not unverified", async () => {
     const workspace = await workspaceWith({ "notes.txt": "status: draft\n" });
     const result = await harness([
       "run",
@@ -15,6 +24,7 @@ describe("off a terminal, ask means deny", () => {
       workspace,
       "finalise",
     ]);
+    expect(result.code).toBe(2);
     const notes = result.stderr.match(/^harness: note: no terminal to ask on.*$/gm) ?? [];
     expect(notes).toEqual([
       "harness: note: no terminal to ask on, so 'ask' means deny; denied in this run: " +
@@ -24,6 +34,12 @@ describe("off a terminal, ask means deny", () => {
     expect(result.stderr.indexOf("no terminal to ask on")).toBeLessThan(
       result.stderr.indexOf("model request"),
     );
+    expect(result.stdout).toMatch(/^status +stopped \(changes_denied\)$/m);
+    expect(result.stdout).toContain("every change the model tried was denied (1 call(s) of edit_file)");
+    const [id] = /^session +(\S+)$/m.exec(result.stdout)?.slice(1) ?? [];
+    const records = await readJournal(workspace, id!);
+    expect(ofType(records, "run.stopped").map((r) => r.data.reason)).toEqual(["changes_denied"]);
+    expect(ofType(records, "run.finished")).toEqual([]);
   });
 
   it("a read-only run stays unverified, and a run with one allowed change is not stopped", async () => {
