@@ -139,7 +139,7 @@ export async function runSession(run: SessionRun): Promise<number> {
     if (run.compactOnly && summary.compacted) return printCompacted(summary, run);
     printSummary(summary, run, style, {
       duration_ms: Math.round(performance.now() - started),
-      next: nextSteps(summary, run.workspace, connection.failed(), run.resumeFlags),
+      next: nextSteps(summary, run.workspace, connection.failed(), run.resumeFlags, run.goal),
     });
     return exitCodeFor(summary.status);
   } finally {
