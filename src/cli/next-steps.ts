@@ -1,3 +1,4 @@
+import { allowingFlagsIn } from "../engine/denied-changes.js";
 import type { RunSummary } from "../engine/options.js";
 import { hint, shellQuote } from "./hints.js";
 
@@ -9,13 +10,14 @@ const MORE_CALLS = 200;
  * What the user can type next after a run ended the way `summary` says, each a command that
  * works as printed from the current directory (hints.ts). `transportFailed`: a model request
  * could not reach the server during the run (it may have stopped for another reason, e.g. the
- * retries used up the request budget).
+ * retries used up the request budget). `goal`: the task a new run would be given again, when known.
  */
 export function nextSteps(
   summary: RunSummary,
   workspace: { root: string },
   transportFailed: boolean,
   resumeFlags: readonly string[] = [],
+  goal?: string,
 ): string[] {
   const id = summary.session;
   const at = (command: string) => hint(command, workspace);
@@ -48,9 +50,21 @@ export function nextSteps(
       return [at(`resume ${id}${again}`)];
     case "context_exhausted":
       return [at(`compact ${id}`), at(`resume ${id}${again}`)];
+    case "changes_denied": {
+      // A session keeps the policy it was recorded with, so allowing the changes takes a new run.
+      const allow = allowingFlagsIn(summary.message).join(" ");
+      return [at(`run${again}${allow === "" ? "" : ` ${allow}`} ${goalWord(goal)}`), at(`inspect ${id}`)];
+    }
     default:
       return transportFailed ? [at(`resume ${id}${again}`)] : [at(`inspect ${id}`)];
   }
+}
+
+/** The goal as one pasteable word; a long or multi-line one (typed once, or piped in) stays a placeholder. */
+function goalWord(goal: string | undefined): string {
+  return goal === undefined || goal === "" || goal.length > 120 || goal.includes("\n")
+    ? "GOAL"
+    : shellQuote(goal);
 }
 
 /**

@@ -133,12 +133,13 @@ export async function runSession(run: SessionRun): Promise<number> {
     // A run from the command line: an agent that could change nothing has not done its task.
     engine = new Engine({
       ...sessionEngineOptions(run, controller.signal, listener),
+      changesDeniedStops: true,
     });
     const summary = await engine.run();
     if (run.compactOnly && summary.compacted) return printCompacted(summary, run);
     printSummary(summary, run, style, {
       duration_ms: Math.round(performance.now() - started),
-      next: nextSteps(summary, run.workspace, connection.failed(), run.resumeFlags),
+      next: nextSteps(summary, run.workspace, connection.failed(), run.resumeFlags, run.goal),
     });
     return exitCodeFor(summary.status);
   } finally {

@@ -71,7 +71,9 @@ describe("a line that sets PATH through a builtin's name operand is not decided 
         { HARNESS_CONFIG: config, HOME: home },
       ),
     );
-    expectExit(result, 0);
+    // Every line was denied: the run stops rather than ending unverified.
+    expectExit(result, 2);
+    expect(result.stdout).toMatch(/^status +stopped \(changes_denied\)$/m);
     const results = resultsByCall(await readJournal(workspace, "path"));
     expect(readdirSync(workspace).filter((name) => name.startsWith("pwned"))).toEqual([]);
     for (const id of Object.keys(attacks)) expect(results.get(id)?.status, id).toBe("denied");

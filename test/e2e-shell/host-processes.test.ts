@@ -447,7 +447,9 @@ describe("modes bind the shell", () => {
 
   it("--read-only with --sandbox off: the shell is refused with the reason, nothing runs", async () => {
     const { before, after, result, records } = await shellRun(["--read-only", "--sandbox", "off"], [touch]);
-    expectExit(result, 0);
+    // Its only change was refused: the run stops rather than ending unverified.
+    expectExit(result, 2);
+    expect(jsonSummary(result)).toMatchObject({ status: "stopped", reason: "changes_denied" });
     expect(after).toBe(before);
     const [shellResult] = ofType(records, "tool.result");
     expect(shellResult?.data).toMatchObject({ status: "denied", error_type: "POLICY_DENIED" });

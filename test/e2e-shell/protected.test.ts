@@ -153,7 +153,9 @@ describe("file tools refuse protected paths (PROTECTED_PATH), bytes unchanged", 
       ],
       ["--write", "allow", "--shell", "allow"],
     );
-    expectExit(result, 0);
+    // Every change it tried was refused: the run stops rather than ending unverified.
+    expectExit(result, 2);
+    expect(jsonSummary(result)).toMatchObject({ status: "stopped", reason: "changes_denied" });
     expect(results.get("read")).toMatchObject({ status: "ok" });
     for (const id of [...targets.map((_, i) => `w${i}`), "edit", "edit-link"]) {
       expect(results.get(id), id).toMatchObject({ status: "denied", error_type: "PROTECTED_PATH" });

@@ -97,7 +97,10 @@ describe("shell through the CLI", () => {
   for (const flags of [["--shell", "deny"], []]) {
     it(`${flags.length ? "--shell deny" : "the non-TTY default"} denies the command`, async () => {
       const { workspace, result, records, shellResult } = await runShell("echo ran > marker.txt", flags);
-      expectExit(result, 0);
+      // The only change was the denied command: the run stops, naming the flag that allows it.
+      expectExit(result, 2);
+      expect(jsonSummary(result)).toMatchObject({ status: "stopped", reason: "changes_denied" });
+      expect(String(jsonSummary(result).message)).toContain("allow them (--shell allow)");
       expect(shellResult).toMatchObject({ call_id: "sh", status: "denied", error_type: "POLICY_DENIED" });
       expect(ofType(records, "tool.started")).toHaveLength(0);
       expect(existsSync(join(workspace, "marker.txt"))).toBe(false);

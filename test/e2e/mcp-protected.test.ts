@@ -36,7 +36,9 @@ describe("a program an MCP server definition names inside the workspace", () => 
       ["run", "--workspace", workspace, "--script", model.path, "--write", "allow", "--json", "rewrite it"],
       env,
     );
-    expectExit(result, 0);
+    // Its only change was refused: the run stops rather than ending unverified.
+    expectExit(result, 2);
+    expect(jsonSummary(result)).toMatchObject({ status: "stopped", reason: "changes_denied" });
     const records = await readJournal(workspace, String(jsonSummary(result).session));
     const [written] = ofType(records, "tool.result");
     expect(written?.data).toMatchObject({
@@ -61,7 +63,9 @@ describe("a program an MCP server definition names inside the workspace", () => 
       ["run", "--workspace", workspace, "--script", model.path, "--write", "allow", "--json", "rewrite it"],
       env,
     );
-    expectExit(result, 0);
+    // Its only change was refused: the run stops rather than ending unverified.
+    expectExit(result, 2);
+    expect(jsonSummary(result)).toMatchObject({ status: "stopped", reason: "changes_denied" });
     const records = await readJournal(workspace, String(jsonSummary(result).session));
     expect(ofType(records, "tool.result")[0]?.data).toMatchObject({
       status: "denied",

@@ -80,7 +80,10 @@ describe("harness run with the user's MCP servers (reference server-everything o
       ["run", "--workspace", workspace, "--script", model.path, "--json", "say hi"],
       env,
     );
-    expectExit(result, 0);
+    // The only call was an MCP tool that is not read-only and was denied: the run stops, naming the rule that allows it.
+    expectExit(result, 2);
+    expect(jsonSummary(result)).toMatchObject({ status: "stopped", reason: "changes_denied" });
+    expect(String(jsonSummary(result).message)).toContain("allow them (--allow mcp__everything__echo)");
     const records = await readJournal(workspace, String(jsonSummary(result).session));
     expect(ofType(records, "approval.decided").map((r) => [r.data.call_id, r.data.decision])).toEqual([
       ["c1", "deny"],

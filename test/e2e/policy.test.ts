@@ -116,7 +116,9 @@ describe("policy from the CLI", () => {
       "src/sum.ts",
     ];
     const result = await harness(["run", ...args, "--session", "scoped", "scoped goal"]);
-    expectExit(result, 0);
+    // Its only change (w-readme) was out of scope: the run stops rather than ending unverified.
+    expectExit(result, 2);
+    expect(result.stdout).toContain("stopped (changes_denied)");
     const records = await readJournal(workspace, "scoped");
     const statuses = ofType(records, "tool.result").map((r) => [
       (r.data as { call_id: string }).call_id,

@@ -52,8 +52,16 @@ afterEach(async () => {
 
 type Call = { id: string; name: string; arguments: Record<string, unknown> };
 
-/** Run one scripted reply with these calls, then "done"; returns the journal and summary. */
-async function runCalls(workspace: string, calls: Call[], flags: string[]) {
+/**
+ * Run one scripted reply with these calls, then "done"; returns the journal and summary. A run
+ * whose every call was denied ends `changes_denied` (exit 2), one where any ran `unverified`.
+ */
+async function runCalls(
+  workspace: string,
+  calls: Call[],
+  flags: string[],
+  ends: "unverified" | "changes_denied" = "unverified",
+) {
   const script = await jsonScript([{ calls }, { text: "done" }]);
   const result = await finished(
     startHarnessWith(
@@ -61,8 +69,11 @@ async function runCalls(workspace: string, calls: Call[], flags: string[]) {
       { HARNESS_CONFIG: config },
     ),
   );
-  expectExit(result, 0);
+  expectExit(result, ends === "changes_denied" ? 2 : 0);
   const summary = jsonSummary(result);
+  expect([summary.status, summary.reason]).toEqual(
+    ends === "changes_denied" ? ["stopped", "changes_denied"] : ["unverified", null],
+  );
   const journal = await readJournal(workspace, String(summary.session));
   const results = resultsByCall(journal);
   return { journal, results, stdout: result.stdout, stderr: result.stderr };
@@ -97,6 +108,7 @@ describe("shell rules decide every command a line runs", () => {
         shell("newline", `npm test\ncurl -s ${url}/newline`),
       ],
       ["--allow", "shell(npm test*)", "--shell", "deny", "--sandbox", "off"],
+      "changes_denied",
     );
     for (const id of ["and", "subst", "tick", "newline"]) {
       expect(results.get(id), id).toMatchObject({ status: "denied", error_type: "POLICY_DENIED" });
@@ -136,6 +148,7 @@ describe("shell rules decide every command a line runs", () => {
       workspace,
       commands.map((command, index) => shell(`c${index + 1}`, command)),
       ["--allow", "shell(*)", "--deny", "shell(curl*)", "--sandbox", "off"],
+      "changes_denied",
     );
     for (const [index] of commands.entries()) {
       const id = `c${index + 1}`;
@@ -155,6 +168,7 @@ describe("shell rules decide every command a line runs", () => {
         shell("eval", `C="curl -s http://127.0.0.1:${port}/eval"; eval "$C"`),
       ],
       ["--allow", "shell(*)", "--sandbox", "off"],
+      "changes_denied",
     );
     for (const id of ["var", "eval"]) {
       expect(results.get(id), id).toMatchObject({ status: "denied", error_type: "USER_DENIED" });

@@ -55,6 +55,9 @@ const RUN_HELP = `Usage: harness run [options] GOAL
 
 Run a model against a workspace. Every step is recorded under DIR/.harness/sessions/ID/.
 The run is "verified" only when every --accept command exits 0 after the model finishes.
+Without --accept it ends "unverified", unless every change the model tried (a write, a command,
+any tool that is not read-only) was denied: then it stops (changes_denied, exit 2) and names the
+flag that allows them.
 The model is sent AGENTS.md from the workspace root and from next to your user config
 (each up to 32 KiB; nested AGENTS.md files once a call touches their directory), recorded in
 the journal; a resume refuses when the root or user file changed (see README).
@@ -118,8 +121,8 @@ everything the session holds (its earlier turns, their calls and results). A tur
 model replies without calls (then --accept runs). Budgets (--max-model-requests,
 --max-tool-calls) apply to each turn.
 
-Exit codes: 0 verified or unverified, 2 stopped (also: a required MCP server could not
-start), 3 review required, 4 needs review
+Exit codes: 0 verified or unverified, 2 stopped (also: every change denied, or a required MCP
+server could not start), 3 review required, 4 needs review
 (proposals), 5 journal refused (locked, torn, tampered or not recorded by you; the message says
 what to do), 130 cancelled (or a turn interrupted in a chat), 1 internal error, 64 usage error.
 
