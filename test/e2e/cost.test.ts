@@ -74,6 +74,31 @@ describe("the cost of a run, from the profile's prices", () => {
     }
   });
 
+  it("the chat footer shows the same figure after the turn", async () => {
+    const server = await loopback();
+    try {
+      const env = await envWith({
+        provider: "openai-compatible",
+        model: "m",
+        base_url: server.baseUrl,
+        context_window: 1_000_000,
+        prices: { input_per_mtok: 3, output_per_mtok: 15, cached_input_per_mtok: 0.3 },
+      });
+      const workspace = await workspaceWith({});
+      const child = spawn(process.execPath, [BIN, "chat"], {
+        cwd: workspace,
+        env,
+        stdio: ["pipe", "pipe", "pipe"],
+      });
+      child.stdin.end("say hello\n");
+      const result = await finished(child);
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stdout).toMatch(/^m · 120\.0k in \/ 7000 out · .* · \$0\.4110 · /m);
+    } finally {
+      await server.close();
+    }
+  });
+
   it("without prices no cost appears anywhere", async () => {
     const server = await loopback();
     try {
@@ -92,6 +117,16 @@ describe("the cost of a run, from the profile's prices", () => {
         await cli(["run", "--workspace", workspace, "--session", "free", "--json"], env),
       );
       expect(json).not.toHaveProperty("cost_usd");
+      const child = spawn(process.execPath, [BIN, "chat"], {
+        cwd: workspace,
+        env,
+        stdio: ["pipe", "pipe", "pipe"],
+      });
+      child.stdin.end("say hello\n");
+      const chat = await finished(child);
+      expect(chat.code, chat.stderr).toBe(0);
+      expect(chat.stdout).toContain("120.0k in / 7000 out");
+      expect(chat.stdout).not.toContain("$");
     } finally {
       await server.close();
     }
