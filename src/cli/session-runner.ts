@@ -4,6 +4,7 @@ import type { AcceptanceCheck } from "../engine/acceptance.js";
 import { Engine } from "../engine/engine.js";
 import type { EngineListener, EngineOptions, Limits, RunSummary } from "../engine/options.js";
 import type { AnyRecord } from "../journal/vocabulary.js";
+import { costUsd, formatCost } from "../providers/cost.js";
 import type { ProviderIdentity } from "../providers/provider.js";
 import type { RuntimeEnvironment } from "../runtime/environment.js";
 import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
@@ -215,10 +216,12 @@ function printSummary(
   style: ReturnType<typeof createStyle>,
   end: RunEnd,
 ): void {
+  const prices = run.setup.prices;
+  const cost = prices === undefined ? undefined : costUsd(summary.usage, prices);
   if (run.json) {
     const { usage, tokens, ...rest } = summary;
     process.stdout.write(
-      `${JSON.stringify({ ...rest, workspace: run.workspace.root, usage, tokens, duration_ms: end.duration_ms, next: end.next })}\n`,
+      `${JSON.stringify({ ...rest, workspace: run.workspace.root, usage, ...(cost === undefined ? {} : { cost_usd: cost }), tokens, duration_ms: end.duration_ms, next: end.next })}\n`,
     );
     return;
   }
@@ -238,6 +241,7 @@ function printSummary(
     `${label("workspace")}${run.workspace.root}`,
     `${label("activity")}${summary.model_requests} model requests, ${summary.tool_calls} tool calls, ${summary.events} events`,
     `${label("tokens")}${tokenLine(summary.usage)}`,
+    ...(cost === undefined ? [] : [`${label("cost")}${formatCost(cost)}`]),
     `${label("duration")}${(end.duration_ms / 1000).toFixed(1)} s`,
   ];
   if (summary.answer) {

@@ -22,6 +22,7 @@ import { ProposalOverlay } from "../proposals/overlay.js";
 import {
   createProvider,
   DEFAULT_KEY_ENV,
+  type ModelPrices,
   type ModelProfile,
   ProviderConfigError,
   parseProfile,
@@ -61,6 +62,8 @@ export interface RunSetup {
   processes: ProcessSupervision;
   /** What to tell the user when the model provider fails for good (names the key variable). */
   providerAdvice?: ProviderAdvice;
+  /** The profile's prices, when it gives them: the only source of a cost figure. */
+  prices?: ModelPrices;
   /** Propose mode: the overlay factory (see src/proposals). */
   proposals?: (existing: readonly ProposalRecord[]) => ProposalPort;
   notices: string[];
@@ -149,7 +152,11 @@ export async function buildSetup(options: {
   }
   const model = options.provider
     ? { provider: options.provider }
-    : await loadProvider(options.script, flags, governance.config, env);
+    : await loadProvider(options.script, flags, governance.config, env).catch((error: unknown) => {
+        // A profile the config's schema rejects (e.g. a price that is not a number) is the user's to fix.
+        if (error instanceof ConfigError) throw new UsageError(`configuration error: ${error.message}`);
+        throw error;
+      });
   const notices = [...governance.config.notices, ...processes.notices];
 
   // The user's MCP servers start last: nothing after this may leave them running on an error.
@@ -211,6 +218,7 @@ export async function buildSetup(options: {
       flags,
       provider: model.provider,
       ...(model.advice ? { providerAdvice: model.advice } : {}),
+      ...(model.profile?.prices ? { prices: model.profile.prices } : {}),
       snapshot,
       policy: scoped
         ? {

@@ -29,6 +29,20 @@ const endpoint = z.string().refine(
   { message: "must be an absolute http(s) URL" },
 );
 
+const pricePerMtok = z.number().nonnegative().finite();
+
+/**
+ * What the user pays the provider, in US dollars per million tokens. Only ever from the user's
+ * profile: harness never guesses a price, so without these no cost is shown.
+ */
+export const modelPricesSchema = z.strictObject({
+  input_per_mtok: pricePerMtok,
+  output_per_mtok: pricePerMtok,
+  /** Input tokens read from the provider's cache (default: the input price). */
+  cached_input_per_mtok: pricePerMtok.optional(),
+});
+export type ModelPrices = z.infer<typeof modelPricesSchema>;
+
 /** One named model profile. Keys are never part of a profile: only the variable holding one. */
 export const modelProfileSchema = z.strictObject({
   provider: z.enum(PROVIDER_KINDS),
@@ -43,6 +57,7 @@ export const modelProfileSchema = z.strictObject({
   context_window: tokenCountSchema.optional(),
   /** Tokens kept free for the reply (default: max_output_tokens, at most a quarter of the window). */
   reply_reserve: tokenCountSchema.optional(),
+  prices: modelPricesSchema.optional(),
 });
 export type ModelProfile = z.infer<typeof modelProfileSchema>;
 

@@ -38,6 +38,8 @@ export function childEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: "1" };
   delete env.FORCE_COLOR;
   delete env.NODE_OPTIONS;
+  // A width from the shell would cut human output (src/cli/fit.ts); tests that want one set it.
+  delete env.COLUMNS;
   return env;
 }
 

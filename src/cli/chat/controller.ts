@@ -1,4 +1,6 @@
 import type { EngineListener, RunSummary } from "../../engine/options.js";
+import type { ModelPrices } from "../../providers/config.js";
+import { costUsd } from "../../providers/cost.js";
 import { note, own, quoted, toolDone, toolLabel } from "../../ui/lines.js";
 import type { ChatUi, FooterStatus, UiStyle } from "../../ui/ui.js";
 import type { ChatSession, Turn } from "./session.js";
@@ -23,10 +25,15 @@ export class ChatController {
   /** Steers typed as a turn was ending, input typed during a slash command: handled in order. */
   readonly #queued: string[] = [];
 
-  constructor(ui: ChatUi, session: ChatSession, style: UiStyle) {
+  /** The profile's prices: the footer shows a cost only with them. */
+  readonly #prices: ModelPrices | undefined;
+  #cachedTokens = 0;
+
+  constructor(ui: ChatUi, session: ChatSession, style: UiStyle, prices?: ModelPrices) {
     this.#ui = ui;
     this.#session = session;
     this.#style = style;
+    this.#prices = prices;
     this.#footer = { model: session.model, inputTokens: 0, outputTokens: 0, running: false };
   }
 
@@ -171,9 +178,25 @@ export class ChatController {
             break;
           case "model.reply": {
             const usage = record.data.usage;
+            const inputTokens = this.#footer.inputTokens + (usage?.input_tokens ?? 0);
+            const outputTokens = this.#footer.outputTokens + (usage?.output_tokens ?? 0);
+            this.#cachedTokens += usage?.cached_tokens ?? 0;
+            const prices = this.#prices;
             this.#setFooter({
-              inputTokens: this.#footer.inputTokens + (usage?.input_tokens ?? 0),
-              outputTokens: this.#footer.outputTokens + (usage?.output_tokens ?? 0),
+              inputTokens,
+              outputTokens,
+              ...(prices === undefined
+                ? {}
+                : {
+                    costUsd: costUsd(
+                      {
+                        input_tokens: inputTokens,
+                        output_tokens: outputTokens,
+                        cached_tokens: this.#cachedTokens,
+                      },
+                      prices,
+                    ),
+                  }),
             });
             break;
           }

@@ -110,7 +110,7 @@ export const chatCommand = {
       modelName(setup.provider.identity),
       existing,
     );
-    return new ChatController(ui, session, style).run();
+    return new ChatController(ui, session, style, setup.prices).run();
   },
 };
 

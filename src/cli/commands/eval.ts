@@ -7,6 +7,7 @@ import { demoRun } from "../../examples/demo/script.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { oneOf, parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
+import { fitLine, fitText, outputWidth } from "../fit.js";
 import { UsageError } from "../usage-error.js";
 import { harnessVersion } from "../version.js";
 
@@ -77,7 +78,10 @@ export const evalCommand = {
           : {
               onTask: (task) =>
                 process.stderr.write(
-                  `${task.passed ? "pass" : "FAIL"} ${escapeForTerminal(task.id)} (${escapeForTerminal(task.actual)})\n`,
+                  `${fitLine(
+                    `${task.passed ? "pass" : "FAIL"} ${escapeForTerminal(task.id)} (${escapeForTerminal(task.actual)})`,
+                    outputWidth(process.stderr),
+                  )}\n`,
                 ),
             }),
       });
@@ -89,7 +93,9 @@ export const evalCommand = {
     }
     const json = `${JSON.stringify(report, null, 2)}\n`;
     if (values.out !== undefined) await writeFile(resolve(values.out), json);
-    process.stdout.write(values.json ? json : `${formatReport(report)}\n`);
+    process.stdout.write(
+      values.json ? json : `${fitText(formatReport(report), outputWidth(process.stdout))}\n`,
+    );
     if (controller.signal.aborted) return EXIT.cancelled;
     return report.totals.passed === report.totals.tasks_run ? EXIT.ok : EXIT.stopped;
   },

@@ -5,6 +5,7 @@ import type { Usage } from "../../protocol/types.js";
 import { escapeForTerminal, jsonForTerminal } from "../../shared/terminal-text.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
+import { fitText, outputWidth } from "../fit.js";
 import { DATABASE_HELP, openSessionSource } from "../journal-source.js";
 import { mcpStats } from "../mcp-stats.js";
 import { LAST_OPTION, sessionIdFromArgs } from "../session-id.js";
@@ -97,7 +98,7 @@ export const inspectCommand = {
         );
       }
     }
-    process.stdout.write(`${out.join("\n")}\n`);
+    process.stdout.write(`${fitText(out.join("\n"), outputWidth(process.stdout))}\n`);
     return EXIT.ok;
   },
 };
