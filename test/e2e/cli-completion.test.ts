@@ -14,6 +14,7 @@ function completeInBash(script: string, words: string[]): string[] {
     `COMP_WORDS=(${words.map((w) => `'${w}'`).join(" ")})`,
     `COMP_CWORD=${words.length - 1}`,
     "_harness",
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a bash expansion, not a template
     'printf "%s\\n" "${COMPREPLY[@]}"',
   ].join("\n");
   const result = spawnSync("bash", ["--norc", "--noprofile", "-c", program], { encoding: "utf8" });
