@@ -155,7 +155,9 @@ describe("a stdio server's failure semantics (a server that logs what reaches it
   });
 
   it("leaves nothing running when closed while the server is still starting", async () => {
-    const { connection, events } = connect(toy(), dirs.workspace);
+    // The server waits before answering, so the close surely comes before the handshake ends.
+    const env = { TOY_LOG: path.join(dirs.scratch, "toy.log"), TOY_START_DELAY_MS: "10000" };
+    const { connection, events } = connect(toy({ env }), dirs.workspace);
     const starting = rejection(connection.start());
     await until(() => toyLog().some((line) => line.startsWith("start")));
     await connection.close();
