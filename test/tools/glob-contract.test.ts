@@ -168,6 +168,22 @@ describe.each(ENGINES.filter((engine) => engine.disk))("glob contract on disk: $
   });
 });
 
+describe.each(ENGINES.filter((engine) => engine.disk))("glob contract on disk: $name", ({ options }) => {
+  it("leaves out names no tool could address and a root .HARNESS in any case", async () => {
+    const fixture = await createDiskFixture({ "ok/a.ts": "" });
+    try {
+      for (const dir of ["bad.", "ok/nul", ".HARNESS"]) await mkdir(path.join(fixture.root, dir));
+      for (const file of ["bad./x.ts", "ok/nul/y.ts", "ok/aux.ts", "ok/b?.ts", ".HARNESS/z.ts", ".Harness"]) {
+        await writeFile(path.join(fixture.root, file), "");
+      }
+      const out = await new Session(fixture.fs).run(createGlobTool(options), { pattern: "**" });
+      expect(out.content).toBe("ok/a.ts");
+    } finally {
+      await fixture.dispose();
+    }
+  });
+});
+
 describe("glob through ripgrep", () => {
   it("a failing rg is an error in ripgrep mode; auto crawls instead", async () => {
     const fixture = await createDiskFixture({ "a.txt": "" });

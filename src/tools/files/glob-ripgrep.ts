@@ -43,10 +43,20 @@ export async function globViaRipgrep(
   const matches = globMatcher(normalized);
   const cut = cwd === "." ? 0 : cwd.length + 1;
   const found: string[] = [];
+  // Many matches share a directory: its components are checked once.
+  const validDirs = new Set<string>();
   for (const relative of listed) {
     if (!matches(relative.slice(cut))) continue;
-    const parts = relative.split("/");
-    if (parts.every(isValidComponent) && !isReservedParts(parts)) found.push(relative);
+    const slash = relative.lastIndexOf("/");
+    const dir = slash < 0 ? "" : relative.slice(0, slash);
+    const name = relative.slice(slash + 1);
+    if (!isValidComponent(name) || (dir === "" && isReservedParts([name]))) continue;
+    if (dir !== "" && !validDirs.has(dir)) {
+      const parts = dir.split("/");
+      if (!parts.every(isValidComponent) || isReservedParts(parts)) continue;
+      validDirs.add(dir);
+    }
+    found.push(relative);
   }
   return found.sort(compareCodeUnits);
 }
