@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { chmod, mkdir, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -196,6 +197,29 @@ describe("glob through ripgrep", () => {
       await expect(session.run(strict, { pattern: "*" })).rejects.toThrow(/rg exited with 2: boom/);
       const auto = createGlobTool({ ripgrepPath: fake });
       expect((await session.run(auto, { pattern: "*" })).content).toBe("a.txt");
+    } finally {
+      await fixture.dispose();
+    }
+  });
+
+  it("a cancelled call stops rg within 100 ms", async () => {
+    const fixture = await createDiskFixture({ "a.txt": "" });
+    try {
+      const fake = path.join(fixture.base, "slow-rg");
+      const started = path.join(fixture.base, "started");
+      await writeFile(fake, `#!/bin/sh\ntouch '${started}'\nsleep 30\n`);
+      await chmod(fake, 0o755);
+      const session = new Session(fixture.fs);
+      const running = session.fail(
+        createGlobTool({ engine: "ripgrep", ripgrepPath: fake }),
+        { pattern: "*" },
+        "CANCELLED",
+      );
+      while (!existsSync(started)) await new Promise((r) => setTimeout(r, 10));
+      const cancelledAt = Date.now();
+      session.controller.abort();
+      await running;
+      expect(Date.now() - cancelledAt).toBeLessThan(100);
     } finally {
       await fixture.dispose();
     }
