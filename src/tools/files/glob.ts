@@ -1,6 +1,11 @@
 import { z } from "zod";
+import { DiskWorkspaceFs } from "../../workspace/disk-fs.js";
+import { WorkspaceError } from "../../workspace/fs.js";
+import { ToolError } from "../errors.js";
 import { defineTool, type ToolContext, type ToolDefinition } from "../tool.js";
 import { PATH_RULES, plural, readsFiles, viaWorkspace } from "./common.js";
+import { globViaRipgrep } from "./glob-ripgrep.js";
+import { locateRipgrep } from "./search/ripgrep.js";
 
 /** Most paths one glob call lists. */
 export const GLOB_MAX_RESULTS = 500;
@@ -22,7 +27,20 @@ export const globInput = z.strictObject({
 
 export type GlobArgs = z.infer<typeof globInput>;
 
-export function createGlobTool(): ToolDefinition<GlobArgs> {
+/**
+ * How the files are listed: `auto` lets `rg --files` walk the tree when rg is installed and the
+ * workspace is a directory on disk (falling back to the workspace's own crawl when rg fails),
+ * `javascript` always crawls, `ripgrep` requires rg (for tests that must exercise it).
+ */
+export type GlobEngine = "auto" | "javascript" | "ripgrep";
+
+export interface GlobOptions {
+  engine?: GlobEngine;
+  /** rg's absolute path; default the one on PATH (looked up once per process). */
+  ripgrepPath?: string;
+}
+
+export function createGlobTool(options: GlobOptions = {}): ToolDefinition<GlobArgs> {
   return defineTool<GlobArgs>({
     ...readsFiles(),
     name: "glob",
@@ -40,10 +58,12 @@ export function createGlobTool(): ToolDefinition<GlobArgs> {
     input: globInput,
     timeoutMs: 60_000,
     async execute(args, context) {
-      const options = args.path === undefined ? {} : { cwd: args.path };
-      const found = await viaWorkspace(() => context.fs.glob(args.pattern, options));
+      const found = await viaWorkspace(() => list(args, context, options));
       // Names are not content: a file whose read needs an approval (e.g. .env) is listed, so the
-      // model can ask for it; a file the policy denies to read_file is not even named.
+      // model can ask for it; a file the policy denies to read_file is not even named. Only the
+      // matches are checked, not every listed file: unlike grep (which counts the files it did
+      // not search, over all candidates, so the count says nothing about their content), glob
+      // never says how many paths it left out, so checking fewer paths reveals nothing more.
       const paths = await listable(found, context);
       const total = paths.length;
       const truncated = total > GLOB_MAX_RESULTS;
@@ -59,6 +79,24 @@ export function createGlobTool(): ToolDefinition<GlobArgs> {
       };
     },
   });
+}
+
+async function list(args: GlobArgs, context: ToolContext, options: GlobOptions): Promise<string[]> {
+  const engine = options.engine ?? "auto";
+  const rg = engine === "javascript" ? undefined : (options.ripgrepPath ?? locateRipgrep());
+  if (rg === undefined && engine === "ripgrep") throw new Error("glob engine ripgrep: rg is not on PATH");
+  if (rg !== undefined && context.fs instanceof DiskWorkspaceFs) {
+    try {
+      return await globViaRipgrep(context.fs, rg, args.pattern, args.path ?? ".", context.signal);
+    } catch (error) {
+      // When rg cannot answer (it crashed, could not start), `auto` crawls instead; a rejected
+      // pattern or path, or a cancellation, is the answer.
+      const answer = error instanceof WorkspaceError || error instanceof ToolError;
+      if (answer || engine === "ripgrep") throw error;
+    }
+  }
+  const cwd = args.path === undefined ? {} : { cwd: args.path };
+  return context.fs.glob(args.pattern, cwd);
 }
 
 async function listable(paths: readonly string[], context: ToolContext): Promise<string[]> {

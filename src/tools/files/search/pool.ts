@@ -1,6 +1,7 @@
 import { availableParallelism } from "node:os";
 import { Worker } from "node:worker_threads";
 import { ToolError } from "../../errors.js";
+import { requiredLiteral } from "./literal.js";
 import { WORKER_SOURCE } from "./worker-source.js";
 
 /**
@@ -42,6 +43,9 @@ export interface MatchJob {
   /** Real host path of the workspace root, for `{ path }` files. */
   root?: string;
 }
+
+/** What a worker receives: the job, plus a literal every match contains (set by the pool). */
+type WorkerJob = MatchJob & { required?: string };
 
 interface Slot {
   worker: Worker;
@@ -150,9 +154,28 @@ class MatcherPool {
       signal.addEventListener("abort", onAbort, { once: true });
       worker.on("message", onMessage);
       worker.on("error", onError);
-      worker.postMessage({ ...job, id, files });
+      worker.postMessage({ ...withRequired(job), id, files });
     });
   }
+}
+
+/** The last pattern's required literal: every batch of a search asks for the same one. */
+let lastRequired: { pattern: string; required: string | undefined } | undefined;
+
+/**
+ * A regular expression's job gains the literal every match must contain (case-sensitive patterns
+ * only): a file without those bytes is answered "no match" without being decoded and split into
+ * lines, which is most of the cost of a search whose files mostly do not match. It cannot change
+ * an answer: a matching line is a substring of the file's decoded text, and a literal without
+ * U+FFFD, NUL, line breaks or lone surrogates (see requiredLiteral) decodes only from its own bytes.
+ */
+function withRequired(job: MatchJob): WorkerJob {
+  if (job.literal !== undefined || job.flags !== "") return job;
+  if (lastRequired?.pattern !== job.pattern) {
+    lastRequired = { pattern: job.pattern, required: requiredLiteral(job.pattern, false) };
+  }
+  const { required } = lastRequired;
+  return required === undefined ? job : { ...job, required };
 }
 
 function spawnWorker(): { worker: Worker; ready: Promise<void> } {

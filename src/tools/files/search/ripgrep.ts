@@ -48,7 +48,6 @@ export interface RipgrepQuery {
 
 /** Workspace-relative paths of the files below `start` that contain the literal (unsorted). */
 export async function filesContaining(query: RipgrepQuery): Promise<string[]> {
-  executor ??= new Executor();
   const argv = [
     query.rg,
     "--no-config",
@@ -74,16 +73,48 @@ export async function filesContaining(query: RipgrepQuery): Promise<string[]> {
     "--",
     query.start === "." ? "./" : `./${query.start}`,
   ];
-  if (query.signal.aborted) throw cancelled();
+  return parsePaths(await runRipgrep(argv, query.root, query.signal));
+}
+
+/**
+ * Every file below `start` (workspace-relative, unsorted) as `rg --files` lists it: no ignore file
+ * of any kind applies, hidden files are listed, and symbolic links are neither listed nor followed
+ * (rg only lists regular files and, without `--follow`, never enters a linked directory). `start`
+ * must already be the canonical (symlink-free) directory: rg does follow a link given as its root.
+ */
+export async function listFiles(
+  query: Omit<RipgrepQuery, "literal" | "ignoreCase" | "nameGlob">,
+): Promise<string[]> {
+  const argv = [
+    query.rg,
+    "--no-config",
+    "--files",
+    "--null",
+    "--no-messages",
+    "--hidden",
+    "--no-ignore",
+    "--no-require-git",
+    // Only a speed-up: the caller drops reserved paths itself (the check is case-insensitive).
+    "--glob=!/.harness",
+    "--",
+    query.start === "." ? "./" : `./${query.start}`,
+  ];
+  return parsePaths(await runRipgrep(argv, query.root, query.signal));
+}
+
+/** rg's standard output; exit 0 or 1 (nothing found) is an answer, anything else RipgrepFailed. */
+async function runRipgrep(argv: string[], root: string, signal: AbortSignal): Promise<Buffer> {
+  executor ??= new Executor();
+  if (signal.aborted) throw cancelled();
   const { process: rg } = await executor.start({
-    // The facts of this start are not journaled (grep's result is); "shell" is the nearest kind.
+    // The facts of this start are not journaled (the tool's result is); "shell" is the nearest kind.
     purpose: "shell",
     argv,
-    workspace: query.root,
+    workspace: root,
     profile: PROFILE,
   });
   const stop = (): void => void rg.stop(0);
-  query.signal.addEventListener("abort", stop, { once: true });
+  signal.addEventListener("abort", stop, { once: true });
   try {
     rg.stdin.end();
     const chunks: Buffer[] = [];
@@ -93,18 +124,18 @@ export async function filesContaining(query: RipgrepQuery): Promise<string[]> {
       exit = await rg.exited;
     } catch (error) {
       // Stopping rg on cancellation closes its output under the reader.
-      if (query.signal.aborted) throw cancelled();
+      if (signal.aborted) throw cancelled();
       throw new RipgrepFailed(`reading rg's output failed: ${String(error)}`);
     }
-    if (query.signal.aborted) throw cancelled();
+    if (signal.aborted) throw cancelled();
     // 0: some file matched, 1: none did; anything else (a bad glob, a crash) is not an answer.
     if (exit.code !== 0 && exit.code !== 1) {
       const stderr = await rg.stop(0);
       throw new RipgrepFailed(`rg exited with ${exit.code ?? exit.signal}: ${stderr.head}`);
     }
-    return parsePaths(Buffer.concat(chunks));
+    return Buffer.concat(chunks);
   } finally {
-    query.signal.removeEventListener("abort", stop);
+    signal.removeEventListener("abort", stop);
     await rg.stop(0);
   }
 }

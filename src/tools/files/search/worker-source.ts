@@ -13,7 +13,8 @@ import { BINARY_SNIFF_BYTES, GREP_MAX_FILE_BYTES } from "./text.js";
  *
  * Literal patterns (no regular-expression syntax, case-sensitive) are searched in the bytes with
  * Buffer.indexOf and never decoded unless they match; everything else is a JavaScript RegExp
- * tested on each line, as it always was.
+ * tested on each line, as it always was; when every match must contain some literal (`required`),
+ * a file without its bytes is not decoded at all.
  */
 export const WORKER_SOURCE = `
 const { parentPort } = require("node:worker_threads");
@@ -25,12 +26,13 @@ const FLAGS = fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_N
 let cached = { key: undefined };
 
 function compile(job) {
-  const key = job.pattern + "\\u0000" + job.flags + "\\u0000" + (job.literal ?? "");
+  const key = job.pattern + "\\u0000" + job.flags + "\\u0000" + (job.literal ?? "") + "\\u0000" + (job.required ?? "");
   if (cached.key !== key) {
     cached = {
       key,
       regex: new RegExp(job.pattern, job.flags),
       needle: job.literal === undefined ? undefined : Buffer.from(job.literal, "utf8"),
+      required: job.required === undefined ? undefined : Buffer.from(job.required, "utf8"),
     };
   }
   return cached;
@@ -94,7 +96,8 @@ function byLiteral(bytes, needle, limit, chars) {
   return { total, shown, skipped: false };
 }
 
-function byRegex(bytes, regex, limit, chars) {
+function byRegex(bytes, regex, required, limit, chars) {
+  if (required !== undefined && bytes.indexOf(required) === -1) return { total: 0, shown: [], skipped: false };
   const text = isText(bytes);
   const lines = bytes.toString("utf8").split("\\n");
   if (lines[lines.length - 1] === "") lines.pop();
@@ -112,7 +115,7 @@ function byRegex(bytes, regex, limit, chars) {
 }
 
 parentPort.on("message", (job) => {
-  const { regex, needle } = compile(job);
+  const { regex, needle, required } = compile(job);
   const results = [];
   for (const file of job.files) {
     const bytes = file.bytes !== undefined ? Buffer.from(file.bytes.buffer, file.bytes.byteOffset, file.bytes.byteLength) : readConfirmed(job.root, file.path);
@@ -120,7 +123,7 @@ parentPort.on("message", (job) => {
       results.push({ total: 0, shown: [], skipped: false });
       continue;
     }
-    results.push(needle !== undefined ? byLiteral(bytes, needle, job.limit, job.lineChars) : byRegex(bytes, regex, job.limit, job.lineChars));
+    results.push(needle !== undefined ? byLiteral(bytes, needle, job.limit, job.lineChars) : byRegex(bytes, regex, required, job.limit, job.lineChars));
   }
   parentPort.postMessage({ id: job.id, results });
 });
