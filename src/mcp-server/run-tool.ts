@@ -105,13 +105,16 @@ export async function callRunTool(
     return failure(`invalid arguments for ${RUN_TOOL}: ${issues.join("; ")}`);
   }
   let steps = 0;
+  // Notifications still being sent: the result waits for them, because a client drops progress
+  // that arrives after the response to its request.
+  const sending: Promise<void>[] = [];
   const listener: EngineListener = {
     record: (record) => {
       if (record.type === "session.started") onJournal?.();
       const message = progressMessage(record);
       if (message === undefined || !progress) return;
       steps += 1;
-      void progress(steps, message).catch(() => undefined);
+      sending.push(progress(steps, message).catch(() => undefined));
     },
   };
   let summary: RunSummary;
@@ -119,6 +122,8 @@ export async function callRunTool(
     summary = await starter({ goal: parsed.data.goal, accept: parsed.data.accept ?? [] }, listener, signal);
   } catch (error) {
     return failure(`the run could not start: ${error instanceof Error ? error.message : "error"}`);
+  } finally {
+    await Promise.all(sending);
   }
   const outcome = {
     status: summary.status,
