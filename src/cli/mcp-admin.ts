@@ -1,7 +1,5 @@
-import { randomBytes } from "node:crypto";
-import { mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname } from "node:path";
 import { type LoadedConfig, userConfigPath } from "../config/load.js";
 import { isStdioDefinition } from "../mcp/config.js";
 import type { SelectedServer } from "../mcp/selection.js";
@@ -10,6 +8,7 @@ import { parse } from "./args.js";
 import { loadConfigForCli, loadGovernance } from "./governance.js";
 import { McpServers, mcpSelection, progressLine, shellQuote, userApprovals } from "./mcp-servers.js";
 import { UsageError } from "./usage-error.js";
+import { updateUserConfig } from "./user-config-file.js";
 import { openWorkspace } from "./workspace.js";
 
 /**
@@ -189,44 +188,12 @@ export async function mcpApprove(args: string[]): Promise<number> {
   return 0;
 }
 
-/**
- * Add `mcp_approvals.NAME = digest` to the user config, keeping every other key: the file is
- * read, changed as JSON, written to a temporary file beside it and renamed over it, so a crash
- * leaves the old file or the new one, never half of either.
- */
+/** Add `mcp_approvals.NAME = digest` to the user config, keeping every other key. */
 async function recordApproval(file: string, name: string, digest: string): Promise<void> {
-  let text: string | undefined;
-  try {
-    text = await readFile(file, "utf8");
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
-  }
-  let value: unknown = {};
-  if (text !== undefined && text.trim() !== "") {
-    try {
-      value = JSON.parse(text);
-    } catch (error) {
-      throw new UsageError(`${file} is not valid JSON (${(error as Error).message}); fix it first`);
-    }
-  }
-  if (typeof value !== "object" || value === null || Array.isArray(value))
-    throw new UsageError(`${file} must hold a JSON object; fix it first`);
-  const config = value as Record<string, unknown>;
-  const approvals = config.mcp_approvals ?? {};
-  if (typeof approvals !== "object" || approvals === null || Array.isArray(approvals))
-    throw new UsageError(`${file}: mcp_approvals must be an object; fix it first`);
-  config.mcp_approvals = { ...(approvals as Record<string, unknown>), [name]: digest };
-  const mode = await stat(file).then(
-    (s) => s.mode & 0o777,
-    () => 0o600,
-  );
-  await mkdir(dirname(file), { recursive: true, mode: 0o700 });
-  const temp = join(dirname(file), `.${randomBytes(6).toString("hex")}.tmp`);
-  try {
-    await writeFile(temp, `${JSON.stringify(config, null, 2)}\n`, { mode, flag: "wx", flush: true });
-    await rename(temp, file);
-  } catch (error) {
-    await rm(temp, { force: true });
-    throw error;
-  }
+  await updateUserConfig(file, (config) => {
+    const approvals = config.mcp_approvals ?? {};
+    if (typeof approvals !== "object" || approvals === null || Array.isArray(approvals))
+      throw new UsageError(`${file}: mcp_approvals must be an object; fix it first`);
+    config.mcp_approvals = { ...(approvals as Record<string, unknown>), [name]: digest };
+  });
 }

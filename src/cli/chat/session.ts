@@ -1,9 +1,7 @@
-import { cp } from "node:fs/promises";
-import { join } from "node:path";
 import { Engine } from "../../engine/engine.js";
-import { forkSession } from "../../engine/fork.js";
 import type { EngineListener, RunSummary } from "../../engine/options.js";
 import type { AnyRecord } from "../../journal/vocabulary.js";
+import { forkWithArtifacts } from "../commands/fork.js";
 import { type SessionRun, sessionEngineOptions } from "../session-runner.js";
 import { newSessionId } from "../workspace.js";
 
@@ -103,19 +101,7 @@ export class EngineChatSession implements ChatSession {
     const parent = this.sessionId;
     const child = newSessionId();
     const workspace = this.#run.workspace;
-    await forkSession(workspace.backend, parent, child, undefined);
-    // Results the history points to (full outputs, pruned results) come along, as harness fork does.
-    await cp(
-      join(workspace.sessionDir(parent), "artifacts"),
-      join(workspace.sessionDir(child), "artifacts"),
-      {
-        recursive: true,
-        errorOnExist: false,
-        force: false,
-      },
-    ).catch((error: NodeJS.ErrnoException) => {
-      if (error.code !== "ENOENT") throw error;
-    });
+    await forkWithArtifacts(workspace, parent, child, undefined);
     this.#run = { ...this.#run, sessionId: child };
     return child;
   }

@@ -4,7 +4,7 @@ import { forkSession } from "../../engine/fork.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { UsageError } from "../usage-error.js";
-import { newSessionId, openSession } from "../workspace.js";
+import { newSessionId, type OpenedWorkspace, openSession } from "../workspace.js";
 import { validateSessionId } from "./run.js";
 
 const HELP = `Usage: harness fork SESSION [--at SEQ] [--workspace DIR] [--session NEW_ID] [--json]
@@ -46,19 +46,7 @@ export const forkCommand = {
     const child = values.session ?? newSessionId();
     validateSessionId(child);
     const workspace = await openSession(values.workspace, parent);
-    const forked = await forkSession(workspace.backend, parent, child, at);
-    // Results the fork's history points to (previews' full output, pruned results) come along.
-    await cp(
-      join(workspace.sessionDir(parent), "artifacts"),
-      join(workspace.sessionDir(child), "artifacts"),
-      {
-        recursive: true,
-        errorOnExist: false,
-        force: false,
-      },
-    ).catch((error: NodeJS.ErrnoException) => {
-      if (error.code !== "ENOENT") throw error;
-    });
+    const forked = await forkWithArtifacts(workspace, parent, child, at);
     if (values.json) {
       process.stdout.write(`${JSON.stringify({ ...forked, workspace: workspace.root })}\n`);
     } else {
@@ -70,6 +58,27 @@ export const forkCommand = {
     return EXIT.ok;
   },
 };
+
+/**
+ * Fork a workspace's session (harness fork, the chat's /fork): the journal, and the artifacts its
+ * history points to (previews' full output, pruned results), copied beside it.
+ */
+export async function forkWithArtifacts(
+  workspace: OpenedWorkspace,
+  parent: string,
+  child: string,
+  at: number | undefined,
+): Promise<Awaited<ReturnType<typeof forkSession>>> {
+  const forked = await forkSession(workspace.backend, parent, child, at);
+  await cp(join(workspace.sessionDir(parent), "artifacts"), join(workspace.sessionDir(child), "artifacts"), {
+    recursive: true,
+    errorOnExist: false,
+    force: false,
+  }).catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== "ENOENT") throw error;
+  });
+  return forked;
+}
 
 function seqOf(value: string): number {
   if (!/^[0-9]{1,9}$/.test(value))
