@@ -1,6 +1,7 @@
 import type { EngineListener } from "../engine/options.js";
 import type { EventData } from "../journal/vocabulary.js";
 import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
+import { STATUS_GLYPH } from "../ui/lines.js";
 import type { Style } from "./style.js";
 
 /**
@@ -8,17 +9,6 @@ import type { Style } from "./style.js";
  * that prints "✓ acceptance: ..." or "status verified" cannot pass it off as harness's.
  */
 export const MODEL_TEXT_PREFIX = "│ ";
-
-const GLYPH: Record<string, string> = {
-  ok: "✓",
-  error: "✗",
-  invalid: "✗",
-  denied: "⊘",
-  conflict: "≠",
-  timeout: "⏱",
-  cancelled: "⊘",
-  unknown: "?",
-};
 
 /**
  * Human progress on stderr: streamed model text, one line per tool call with status and
@@ -132,7 +122,7 @@ export function createProgress(options: {
     callFinished(info) {
       if (options.quiet) return;
       endLine();
-      const glyph = GLYPH[info.status] ?? "·";
+      const glyph = STATUS_GLYPH[info.status] ?? "·";
       const colored =
         info.status === "ok"
           ? style.green(glyph)

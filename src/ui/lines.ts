@@ -39,7 +39,8 @@ export function toolLabel(style: UiStyle, name: string, args: unknown): ChatLine
   return { text: `${style.bold(escapeForTerminal(name))} ${style.dim(argumentsBrief(args))}` };
 }
 
-const GLYPH: Record<string, string> = {
+/** One glyph per result status, the same in the chat and in `harness run`'s progress lines. */
+export const STATUS_GLYPH: Readonly<Record<string, string>> = {
   ok: "✓",
   error: "✗",
   invalid: "✗",
@@ -55,7 +56,7 @@ export function toolDone(
   style: UiStyle,
   info: { name: string; status: string; duration_ms: number; summary: string },
 ): ChatLine {
-  const glyph = GLYPH[info.status] ?? "·";
+  const glyph = STATUS_GLYPH[info.status] ?? "·";
   const mark =
     info.status === "ok"
       ? style.green(glyph)
