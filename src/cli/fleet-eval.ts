@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { parseTasksFile, TaskError } from "../fleet/task.js";
-import { escapeForTerminal } from "../shared/terminal-text.js";
+import { escapeForTerminal, jsonForTerminal } from "../shared/terminal-text.js";
 import { countStates, withDatabase } from "./commands/queue.js";
 import { EXIT } from "./exit-codes.js";
 import { UsageError } from "./usage-error.js";
@@ -43,7 +43,7 @@ export async function runSuiteOnPool(
         const passed = rows.filter((row) => row.status === "verified").length;
         if (options.json) {
           process.stdout.write(
-            `${JSON.stringify({ tasks: rows, totals: { tasks: rows.length, done: counts.done, passed } }, null, 2)}\n`,
+            `${jsonForTerminal({ tasks: rows, totals: { tasks: rows.length, done: counts.done, passed } }, 2)}\n`,
           );
         } else {
           for (const row of rows)

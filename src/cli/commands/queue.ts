@@ -12,7 +12,7 @@ import {
   taskOptionsSchema,
   type WorkspaceSource,
 } from "../../fleet/task.js";
-import { escapeForTerminal } from "../../shared/terminal-text.js";
+import { escapeForTerminal, jsonForTerminal } from "../../shared/terminal-text.js";
 import { parse } from "../args.js";
 import { UsageError } from "../usage-error.js";
 import { newSessionId } from "../workspace.js";
@@ -145,7 +145,7 @@ async function status(args: string[]): Promise<number> {
   const rows = await withDatabase(database, (db) => db.status());
   const counts = countStates(rows);
   if (values.json) {
-    process.stdout.write(`${JSON.stringify({ tasks: rows, counts })}\n`);
+    process.stdout.write(`${jsonForTerminal({ tasks: rows, counts })}\n`);
     return 0;
   }
   process.stdout.write(
