@@ -24,7 +24,7 @@ const STACK: readonly (readonly string[])[] = [
   ["mcp"],
   ["tools"],
   ["journal", "providers", "sandbox"],
-  ["protocol", "workspace", "artifacts", "rules"],
+  ["protocol", "workspace", "artifacts", "rules", "api"],
   ["shared"],
 ];
 
