@@ -23,7 +23,7 @@ const STACK: readonly (readonly string[])[] = [
   ["runtime"],
   ["mcp"],
   ["tools"],
-  ["journal", "providers", "sandbox"],
+  ["journal", "providers", "sandbox", "client"],
   ["protocol", "workspace", "artifacts", "rules", "api"],
   ["shared"],
 ];
