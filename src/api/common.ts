@@ -60,3 +60,21 @@ export const approvalRequested = z.object({
   arguments: toolArguments,
 });
 export type ApprovalRequested = z.infer<typeof approvalRequested>;
+
+/**
+ * `SESSION:SEQ`: how an approval is named (SEQ = its approval.requested record) and how an SSE
+ * event is named (SEQ = the notification's record). Deterministic, so a replay names things as
+ * the live stream did. A session id may hold ":": the seq is what follows the last one.
+ */
+export function sessionSeqId(session: string, seq: number): string {
+  return `${session}:${seq}`;
+}
+
+export function parseSessionSeqId(id: string): { session: string; seq: number } | undefined {
+  const colon = id.lastIndexOf(":");
+  if (colon <= 0) return undefined;
+  const digits = id.slice(colon + 1);
+  if (!/^[1-9][0-9]{0,15}$/.test(digits)) return undefined;
+  const seq = Number(digits);
+  return Number.isSafeInteger(seq) ? { session: id.slice(0, colon), seq } : undefined;
+}

@@ -17,7 +17,7 @@ import { SessionOrder } from "./order.js";
 import { AsyncQueue } from "./queue.js";
 import { protocolViolation, type Transport } from "./transport.js";
 
-export type ApprovalHandler = (approval: ApprovalRequested) => Promise<ApprovalDecision> | ApprovalDecision;
+export type ApprovalHandler = (approval: ApprovalRequested) => Promise<ApprovalDecision>;
 
 export interface EventsOptions {
   /** Replay from this seq (default 1: the whole session), then follow live. */

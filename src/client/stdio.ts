@@ -60,10 +60,15 @@ class StreamTransport implements Transport {
     try {
       await this.call("session/subscribe", { session, from_seq: fromSeq });
       await new Promise<void>((resolve, reject) => {
-        const finish = () => (this.#closed && !signal.aborted ? reject(this.#closed) : resolve());
+        const finish = () => {
+          signal.removeEventListener("abort", finish);
+          this.#waitClosed.delete(finish);
+          if (this.#closed && !signal.aborted) reject(this.#closed);
+          else resolve();
+        };
         if (signal.aborted || this.#closed) return finish();
         signal.addEventListener("abort", finish, { once: true });
-        this.#waitClosed.push(finish);
+        this.#waitClosed.add(finish);
       });
     } finally {
       listeners.delete(push);
@@ -71,7 +76,7 @@ class StreamTransport implements Transport {
     }
   }
 
-  #waitClosed: (() => void)[] = [];
+  #waitClosed = new Set<() => void>();
 
   onNotification(listener: (raw: unknown) => void): void {
     this.#listeners.push(listener);
@@ -134,7 +139,7 @@ class StreamTransport implements Transport {
     this.input.off("data", this.#onData);
     for (const pending of this.#pending.values()) pending.reject(error);
     this.#pending.clear();
-    for (const finish of this.#waitClosed.splice(0)) finish();
+    for (const finish of [...this.#waitClosed]) finish();
   }
 }
 

@@ -149,3 +149,14 @@ describe("the protocol's schemas", () => {
     });
   });
 });
+
+describe("SESSION:SEQ ids", () => {
+  it("round-trip, the seq being what follows the last colon", async () => {
+    const { parseSessionSeqId, sessionSeqId } = await import("../../src/api/index.js");
+    expect(sessionSeqId("s1", 42)).toBe("s1:42");
+    expect(parseSessionSeqId("a:b:7")).toEqual({ session: "a:b", seq: 7 });
+    for (const bad of ["", "s1", ":3", "s1:", "s1:0", "s1:07", "s1:-1", "s1:1.5", "s1:99999999999999999"]) {
+      expect(parseSessionSeqId(bad)).toBeUndefined();
+    }
+  });
+});

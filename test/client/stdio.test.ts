@@ -100,7 +100,7 @@ describe("connectStreams", () => {
     };
     const client = connectStreams(server.clientInput, server.clientOutput);
     const asked: unknown[] = [];
-    client.onApproval((a) => {
+    client.onApproval(async (a) => {
       asked.push([a.approval_id, a.tool, a.arguments]);
       return "decline";
     });
