@@ -10,6 +10,7 @@ import { benchMcp } from "./mcp.js";
 import { benchPg } from "./pg.js";
 import { benchPolicy } from "./policy.js";
 import { benchRuntime } from "./runtime.js";
+import { benchServer } from "./server.js";
 import { benchSteps, benchVersion } from "./session.js";
 import { benchShell } from "./shell.js";
 import type { BenchRow } from "./stats.js";
@@ -29,6 +30,7 @@ const sections: [string, () => Promise<BenchRow[]> | BenchRow[]][] = [
   ["chat: Enter to first streamed character, idle CPU (issue 14)", benchChat],
   ["grep and glob vs ripgrep on a 50k-file tree (issue 17)", benchGrep],
   ["fleet: sessions through the PostgreSQL queue, 1 vs 4 workers (issue 16)", benchFleet],
+  ["server: events through harness serve to one client vs harness run --events (issue 15)", benchServer],
 ];
 
 const json = process.argv.includes("--json");

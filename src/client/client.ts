@@ -20,7 +20,7 @@ import { protocolViolation, type Transport } from "./transport.js";
 export type ApprovalHandler = (approval: ApprovalRequested) => Promise<ApprovalDecision>;
 
 export interface EventsOptions {
-  /** Replay from this seq (default 1: the whole session), then follow live. */
+  /** Replay from this seq (default 0: the whole session, from session.started), then follow live. */
   fromSeq?: number;
   signal?: AbortSignal;
 }
@@ -133,7 +133,7 @@ export function createClient(transport: Transport): HarnessClient {
     const signals = [stop.signal, closing.signal, ...(opts.signal ? [opts.signal] : [])];
     const signal = AbortSignal.any(signals);
     const queue = new AsyncQueue<Notification>(() => stop.abort());
-    const order = new SessionOrder(opts.fromSeq ?? 1, (n) => {
+    const order = new SessionOrder(opts.fromSeq ?? 0, (n) => {
       if (!global) tap(n);
       queue.push(n);
     });
@@ -144,7 +144,7 @@ export function createClient(transport: Transport): HarnessClient {
     if (signal.aborted) onAbort();
     signal.addEventListener("abort", onAbort, { once: true });
     transport
-      .events(session, opts.fromSeq ?? 1, signal, (raw) => {
+      .events(session, opts.fromSeq ?? 0, signal, (raw) => {
         if (signal.aborted) return;
         try {
           const notification = validateNotification(raw);

@@ -83,22 +83,22 @@ describe("connectHttp", () => {
     await client.close();
   });
 
-  it("streams a session's events from seq 1 and resumes a dropped stream with Last-Event-ID: none lost, none twice", async () => {
+  it("streams a session's events from seq 0 and resumes a dropped stream with Last-Event-ID: none lost, none twice", async () => {
     await start((s) => {
       s.notes.set(
         "s1",
-        Array.from({ length: 8 }, (_, i) => durable("s1", i + 1, "session/record")),
+        Array.from({ length: 8 }, (_, i) => durable("s1", i, "session/record")),
       );
       s.dropAfter = 3;
     });
     const client = await connectHttp({ url, token: "secret" });
     const notes = await collect(client.events("s1"), 8);
-    expect(seqs(notes)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(seqs(notes)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
     expect(server.eventRequests).toEqual([
-      { url: "?session=s1&from_seq=1", lastEventId: undefined },
-      { url: "?session=s1", lastEventId: "s1:3" },
+      { url: "?session=s1&from_seq=0", lastEventId: undefined },
+      { url: "?session=s1", lastEventId: "s1:2" },
     ]);
-    expect(notes[0]).toEqual(durable("s1", 1, "session/record"));
+    expect(notes[0]).toEqual(durable("s1", 0, "session/record"));
     await client.close();
   });
 
@@ -116,8 +116,8 @@ describe("connectHttp", () => {
   it("skips notifications it does not know and throws on malformed ones instead of crashing", async () => {
     await start((s) => {
       const future = { jsonrpc: "2.0", method: "session/teleported", params: { session: "s1" } };
-      const good = durable("s1", 1, "session/record");
-      const bad = durable("s1", 2, "turn/started"); // turn/started without turn and input
+      const good = durable("s1", 0, "session/record");
+      const bad = durable("s1", 1, "turn/started"); // turn/started without turn and input
       s.rawEvents = [future, good, bad].map((n) => `data: ${JSON.stringify(n)}\n\n`).join("");
     });
     const client = await connectHttp({ url, token: "secret" });
@@ -125,7 +125,7 @@ describe("connectHttp", () => {
     const error = await (async () => {
       for await (const n of client.events("s1")) seen.push(n);
     })().catch((e: unknown) => e);
-    expect(seqs(seen)).toEqual([1]);
+    expect(seqs(seen)).toEqual([0]);
     expect((error as RpcError).harnessCode).toBe("PROTOCOL_VIOLATION");
     expect((error as RpcError).message).toBe(
       "the server's turn/started notification does not match the protocol",
@@ -138,7 +138,7 @@ describe("connectHttp", () => {
   });
 
   it("ends the iterator when the caller aborts", async () => {
-    await start((s) => s.notes.set("s1", [durable("s1", 1, "session/record")]));
+    await start((s) => s.notes.set("s1", [durable("s1", 0, "session/record")]));
     const client = await connectHttp({ url, token: "secret" });
     const controller = new AbortController();
     const seen: Notification[] = [];
@@ -146,7 +146,7 @@ describe("connectHttp", () => {
       seen.push(n);
       controller.abort();
     }
-    expect(seqs(seen)).toEqual([1]);
+    expect(seqs(seen)).toEqual([0]);
     await client.close();
   });
 

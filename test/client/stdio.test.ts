@@ -32,13 +32,13 @@ describe("connectStreams", () => {
     ]);
   });
 
-  it("subscribes from seq 1 and delivers in journal order, once, when live events overtake the replay", async () => {
+  it("subscribes from seq 0 and delivers in journal order, once, when live events overtake the replay", async () => {
     const server = new FakeStreamServer();
     server.after = (method, params) => {
       if (method !== "session/subscribe") return;
-      expect(params).toEqual({ session: "s1", from_seq: 1 });
-      // live 4 and 5 arrive before the replay of 1..4 (4 twice)
-      for (const seq of [4, 5, 1, 2, 3, 4]) server.notify(durable("s1", seq, "session/record"));
+      expect(params).toEqual({ session: "s1", from_seq: 0 });
+      // live 4 and 5 arrive before the replay of 0..4 (4 twice)
+      for (const seq of [4, 5, 0, 1, 2, 3, 4]) server.notify(durable("s1", seq, "session/record"));
       server.notify(durable("s2", 6, "session/record")); // another session's: not ours
       server.notify({
         jsonrpc: "2.0",
@@ -47,8 +47,8 @@ describe("connectStreams", () => {
       });
     };
     const client = connectStreams(server.clientInput, server.clientOutput);
-    const notes = await collect(client.events("s1"), 6);
-    expect(seqs(notes)).toEqual([1, 2, 3, 4, 5, -1]);
+    const notes = await collect(client.events("s1"), 7);
+    expect(seqs(notes)).toEqual([0, 1, 2, 3, 4, 5, -1]);
     const delta = notes.find((n) => n.method === "item/delta");
     expect(delta?.params).toEqual({ session: "s1", item_id: "model:2", kind: "text", text: "a\u2028b" });
   });
