@@ -91,8 +91,18 @@ export function createClient(transport: Transport): HarnessClient {
   const seenApprovals = new Set<string>();
   const closing = new AbortController();
 
-  const request = async <M extends MethodName>(method: M, params: ParamsOf<M>): Promise<ResultOf<M>> =>
-    validateResult(method, await transport.call(method, params));
+  const request = async <M extends MethodName>(method: M, params: ParamsOf<M>): Promise<ResultOf<M>> => {
+    // Checked here too, so a caller without types (plain JS) learns of a typo before anything is sent.
+    const checked = METHODS[method]?.params.safeParse(params);
+    if (checked === undefined)
+      throw new RpcError(ErrorCode.MethodNotFound, `method not found: ${String(method)}`);
+    if (!checked.success) {
+      throw new RpcError(ErrorCode.InvalidParams, `invalid params for ${method}`, {
+        issues: wireIssues(checked.error.issues),
+      });
+    }
+    return validateResult(method, await transport.call(method, params));
+  };
 
   /** Ask the handlers about one approval, once, if it is still pending when we get to it. */
   const answer = async (approval: ApprovalRequested): Promise<void> => {

@@ -153,3 +153,18 @@ async function until(check: () => boolean, ms = 5000): Promise<void> {
     await new Promise((r) => setTimeout(r, 10));
   }
 }
+
+describe("the client's own checks", () => {
+  it("refuses params the protocol does not allow before sending anything", async () => {
+    const server = new FakeStreamServer();
+    const client = connectStreams(server.clientInput, server.clientOutput);
+    const untyped = client.request as (method: string, params: unknown) => Promise<unknown>;
+    const typo = (await untyped("session/start", { workspace: "/w", optoins: {} }).catch(
+      (e: unknown) => e,
+    )) as RpcError;
+    expect([typo.code, typo.message]).toEqual([-32602, "invalid params for session/start"]);
+    const unknown = (await untyped("session/explode", {}).catch((e: unknown) => e)) as RpcError;
+    expect(unknown.code).toBe(-32601);
+    expect(server.requests).toEqual([]);
+  });
+});
