@@ -2,6 +2,7 @@ import {
   type ApprovalDecision,
   type ApprovalRequested,
   ErrorCode,
+  isMethodName,
   isNotificationName,
   METHODS,
   type MethodName,
@@ -93,9 +94,9 @@ export function createClient(transport: Transport): HarnessClient {
 
   const request = async <M extends MethodName>(method: M, params: ParamsOf<M>): Promise<ResultOf<M>> => {
     // Checked here too, so a caller without types (plain JS) learns of a typo before anything is sent.
-    const checked = METHODS[method]?.params.safeParse(params);
-    if (checked === undefined)
+    if (!isMethodName(method))
       throw new RpcError(ErrorCode.MethodNotFound, `method not found: ${String(method)}`);
+    const checked = METHODS[method].params.safeParse(params);
     if (!checked.success) {
       throw new RpcError(ErrorCode.InvalidParams, `invalid params for ${method}`, {
         issues: wireIssues(checked.error.issues),

@@ -165,6 +165,7 @@ describe("the client's own checks", () => {
     expect([typo.code, typo.message]).toEqual([-32602, "invalid params for session/start"]);
     const unknown = (await untyped("session/explode", {}).catch((e: unknown) => e)) as RpcError;
     expect(unknown.code).toBe(-32601);
+    expect(((await untyped("toString", {}).catch((e: unknown) => e)) as RpcError).code).toBe(-32601);
     expect(server.requests).toEqual([]);
   });
 });
