@@ -2,7 +2,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { fixture, jsonScript, ofType, readJournal, removeTempDirs, workspaceWith } from "./helpers.js";
-import { StdioServer, serverConfig, serverEnv, type WireMessage } from "./serve-support.js";
+import { itemKind, StdioServer, serverConfig, serverEnv, type WireMessage } from "./serve-support.js";
 
 afterAll(removeTempDirs);
 
@@ -50,25 +50,19 @@ describe("harness serve --stdio", () => {
       const journal = await readJournal(workspace, session);
       const notes = server.notifications(session).filter((m) => typeof m.json.params?.seq === "number");
       expect(durableSeqs(notes)).toEqual(journal.map((r) => r.seq));
-      expect(notes.map((m) => (m.json.params?.record as { hash: string }).hash)).toEqual(
+      expect(notes.map((m) => (m.json.params?.record as { hash?: string } | undefined)?.hash)).toEqual(
         journal.map((r) => r.hash),
       );
       const methods = notes.map((m) => m.json.method);
       expect(methods[0]).toBe("turn/started");
       expect(methods.filter((m) => m === "turn/started")).toHaveLength(1);
       expect(methods.at(-1)).toBe("turn/completed");
-      const tools = notes.filter(
-        (m) =>
-          m.json.method === "item/completed" && (m.json.params?.item as { kind: string }).kind === "tool",
-      );
+      const tools = notes.filter((m) => m.json.method === "item/completed" && itemKind(m) === "tool");
       expect(tools.map((m) => m.json.params?.item)).toEqual([
         expect.objectContaining({ kind: "tool", id: "r1", tool: "read_file", status: "ok" }),
         expect.objectContaining({ kind: "tool", id: "w1", tool: "write_file", status: "ok" }),
       ]);
-      const model = notes.find(
-        (m) =>
-          m.json.method === "item/completed" && (m.json.params?.item as { kind: string }).kind === "model",
-      );
+      const model = notes.find((m) => m.json.method === "item/completed" && itemKind(m) === "model");
       const modelStarted = journal.find((r) => r.type === "model.started");
       expect(model?.json.params?.item).toEqual({
         kind: "model",
@@ -272,9 +266,7 @@ describe("harness serve --stdio", () => {
     const session = (
       await server.call("session/start", { workspace, goal: "sleep", options: { script, shell: true } })
     ).result?.session as string;
-    await server.waitFor(
-      (m) => m.json.method === "item/started" && (m.json.params?.item as { kind: string }).kind === "tool",
-    );
+    await server.waitFor((m) => m.json.method === "item/started" && itemKind(m) === "tool");
     // The shell's process group exists once process.spawned is journaled.
     await server.waitFor(
       (m) => (m.json.params?.record as { type?: string } | undefined)?.type === "process.spawned",

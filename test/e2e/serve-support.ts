@@ -236,3 +236,8 @@ export function openEvents(
 export function methodOf(event: SseEvent): string | undefined {
   return (JSON.parse(event.data) as { method?: string }).method;
 }
+
+/** The kind of an item/started or item/completed notification's item. */
+export function itemKind(message: WireMessage): string | undefined {
+  return (message.json.params?.item as { kind?: string } | undefined)?.kind;
+}
