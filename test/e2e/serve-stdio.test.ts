@@ -75,7 +75,7 @@ describe("harness serve --stdio", () => {
       expect(server.notifications(session, "item/delta")[0]?.json.params?.seq).toBeUndefined();
 
       const read = await server.call("session/read", { session, from_seq: 2, limit: 3 });
-      expect((read.result?.records as { seq: number }[]).map((r) => r.seq)).toEqual([2, 3, 4]);
+      expect((read.result?.records as { seq: number }[] | undefined)?.map((r) => r.seq)).toEqual([2, 3, 4]);
       expect(read.result?.head).toEqual({ seq: journal.at(-1)?.seq, hash: journal.at(-1)?.hash });
       const verify = await server.call("session/verify", { session });
       expect(verify.result).toEqual({
@@ -125,9 +125,9 @@ describe("harness serve --stdio", () => {
         (m) => m.json.method === "session/status" && m.json.params?.status === "awaiting_approval",
       );
       const pending = await server.call("approval/list", {});
-      expect((pending.result?.approvals as { approval_id: string }[]).map((a) => a.approval_id)).toEqual([
-        `${session}:${requested?.seq}`,
-      ]);
+      expect(
+        (pending.result?.approvals as { approval_id: string }[] | undefined)?.map((a) => a.approval_id),
+      ).toEqual([`${session}:${requested?.seq}`]);
       const id = asked.json.params?.approval_id as string;
       expect((await server.call("approval/respond", { approval_id: id, decision: "accept" })).result).toEqual(
         {},
