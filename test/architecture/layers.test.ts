@@ -23,8 +23,8 @@ const STACK: readonly (readonly string[])[] = [
   ["runtime"],
   ["mcp"],
   ["tools"],
-  ["journal", "providers", "sandbox"],
-  ["protocol", "workspace", "artifacts", "rules"],
+  ["journal", "providers", "sandbox", "client"],
+  ["protocol", "workspace", "artifacts", "rules", "api"],
   ["shared"],
 ];
 
