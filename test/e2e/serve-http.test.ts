@@ -226,9 +226,15 @@ describe("harness serve --http", () => {
       events.close();
       const journal = await readJournal(aliceSpace, aliceSession);
       const header = ofType(journal, "session.started")[0];
-      expect((header?.data.tools as { name: string }[]).map((t) => t.name)).not.toContain("shell");
-      expect((header?.data.options as { identity: string }).identity).toBe("alice");
-      expect(ofType(journal, "tool.result")[0]?.data).toMatchObject({ call_id: "s1", status: "invalid", error_type: "UNKNOWN_TOOL" });
+      expect((header?.data.tools as { name: string }[] | undefined)?.map((t) => t.name)).not.toContain(
+        "shell",
+      );
+      expect((header?.data.options as { identity?: string } | undefined)?.identity).toBe("alice");
+      expect(ofType(journal, "tool.result")[0]?.data).toMatchObject({
+        call_id: "s1",
+        status: "invalid",
+        error_type: "UNKNOWN_TOOL",
+      });
       expect(ofType(journal, "process.spawned")).toEqual([]);
 
       expect((await rpc(server.url, alice, "session/read", { session: bobSession })).body.error?.code).toBe(
