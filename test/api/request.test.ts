@@ -47,7 +47,10 @@ describe("parseRequest", () => {
     });
   });
 
-  it("answers an unknown method with -32601", () => {
+  it("answers an unknown method with -32601, an Object prototype key included", () => {
+    expect(parseRequest(request("toString", {}, 2))).toMatchObject({
+      response: { id: 2, error: { code: -32601 } },
+    });
     expect(parseRequest(request("session/explode", {}, 9))).toMatchObject({
       kind: "error",
       response: {
