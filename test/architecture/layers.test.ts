@@ -23,7 +23,7 @@ const STACK: readonly (readonly string[])[] = [
   ["runtime"],
   ["mcp"],
   ["tools"],
-  ["journal", "providers", "sandbox"],
+  ["journal", "providers", "sandbox", "viewer"],
   ["protocol", "workspace", "artifacts", "rules"],
   ["shared"],
 ];
