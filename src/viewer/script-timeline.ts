@@ -68,7 +68,7 @@ class Timeline {
   constructor(root, hooks) {
     this.root = root;
     this.hooks = hooks || {};
-    this.lastSeq = 0;
+    this.lastSeq = -1;
     this.start = null;
     this.calls = new Map();
     this.requests = new Map();
@@ -142,7 +142,7 @@ class Timeline {
     li.classList.remove("pending");
     const meta = [];
     if (open && !Number.isNaN(t)) meta.push(seconds(t - open.time));
-    if (d.usage && d.usage.input_tokens !== undefined) meta.push(d.usage.input_tokens + " in / " + (d.usage.output_tokens || 0) + " out tokens");
+    if (d.usage && d.usage.input_tokens) meta.push(d.usage.input_tokens + " in / " + (d.usage.output_tokens || 0) + " out tokens");
     if (meta.length) li.firstChild.appendChild(el("span", "meta", meta.join(" · ")));
     if (d.reasoning && d.reasoning.length) {
       const details = el("details", "reasoning");
