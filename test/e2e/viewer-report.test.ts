@@ -100,8 +100,8 @@ describe("harness report", () => {
 
     const { page, log } = await openReport(out);
     const timeline = page.locator("#timeline");
-    await expect.poll(() => timeline.innerText()).toContain("Outcome: verified");
-    const text = await timeline.innerText();
+    await expect.poll(() => timeline.textContent()).toContain("Outcome: verified");
+    const text = await timeline.textContent();
     expect(text).toContain("write_file");
     expect(text).toContain("+ step one");
     expect(text).toContain("- draft");
@@ -112,8 +112,8 @@ describe("harness report", () => {
     expect(text).toContain("notes.txt now says final.");
     // Every call ended ok, with its duration.
     expect(await page.locator(".item.call .status.ok").count()).toBe(4);
-    expect(await page.locator("#verdict").innerText()).toMatch(/^Journal verified: \d+ records/);
-    expect(await page.locator("#summary .goal").innerText()).toBe(`finalise the notes ${IMG} ${CLOSE}`);
+    expect(await page.locator("#verdict").textContent()).toMatch(/^Journal verified: \d+ records/);
+    expect(await page.locator("#summary .goal").textContent()).toBe(`finalise the notes ${IMG} ${CLOSE}`);
     // The hostile output is on the page as text, and none of it ran.
     expect(text).toContain(IMG);
     expect(text).toContain(CLOSE);
@@ -142,11 +142,11 @@ describe("harness report", () => {
     expect(result.stderr).toContain("TAMPERED");
 
     const { page } = await openReport(out);
-    const verdict = await page.locator("#verdict").innerText();
+    const verdict = await page.locator("#verdict").textContent();
     expect(verdict).toContain("Journal verification FAILED");
     expect(verdict).toContain(`only the first ${edited} records are shown`);
     expect(await page.locator("#timeline li").count()).toBeGreaterThan(0);
-    expect(await page.locator("#timeline").innerText()).not.toContain("Deleting the plan");
+    expect(await page.locator("#timeline").textContent()).not.toContain("Deleting the plan");
     await page.close();
   }, 90_000);
 
