@@ -91,6 +91,10 @@ const COMMANDS: CommandTable = {
     summary: "your MCP servers (list, test, approve) and serving harness's tools to MCP clients (serve)",
     load: async () => (await import("./commands/mcp.js")).mcpCommand,
   },
+  serve: {
+    summary: "serve sessions to programs over JSON-RPC (stdio, or HTTP with SSE events and a viewer)",
+    load: async () => (await import("./commands/serve.js")).serveCommand,
+  },
   worker: {
     summary: "run queued sessions from a PostgreSQL database (leases, fencing)",
     load: async () => (await import("./commands/worker.js")).workerCommand,

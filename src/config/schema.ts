@@ -88,6 +88,8 @@ export const configFileSchema = z.strictObject({
   mcp_approvals: z
     .record(z.string(), z.string().regex(/^[0-9a-f]{64}$/, "not a definition digest"))
     .optional(),
+  /** `harness serve`: per-identity policy (config/sections.ts serverIdentities). User config only. */
+  server: z.unknown().optional(),
   /** Per-tool timeout overrides in milliseconds, e.g. {"shell": 300000}. */
   timeouts: z.record(z.string().regex(/^[a-z][a-z0-9_]*$/), z.number().int().positive()).optional(),
 });

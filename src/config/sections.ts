@@ -2,6 +2,7 @@ import { join, resolve } from "node:path";
 import { z } from "zod";
 import { McpConfigError, type McpServerDefinition, parseMcpServers } from "../mcp/config.js";
 import { type ModelProfile, modelProfilesSchema } from "../providers/config.js";
+import { parseRule, RuleSyntaxError } from "../rules/grammar.js";
 import { readPathProblem } from "../sandbox/host-view.js";
 import { ConfigError } from "./errors.js";
 import type { LoadedConfig } from "./load.js";
@@ -188,4 +189,42 @@ export function mcpServerSettings(loaded: LoadedConfig): {
     }
   };
   return { user: read(loaded.user), proposed: read(loaded.project) };
+}
+
+const ruleList = (decision: "deny" | "ask") =>
+  z.array(z.string().min(1)).superRefine((rules, context) => {
+    for (const rule of rules) {
+      try {
+        parseRule(decision, rule, "server identity");
+      } catch (error) {
+        if (!(error instanceof RuleSyntaxError)) throw error;
+        context.addIssue({ code: "custom", message: error.message });
+      }
+    }
+  });
+
+const serverSection = z.strictObject({
+  identities: z
+    .record(
+      z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, "an identity name is letters, digits, '.', '_' or '-'"),
+      z.strictObject({
+        tools: z.string().min(1).optional(),
+        deny: ruleList("deny").optional(),
+        ask: ruleList("ask").optional(),
+        see_all: z.boolean().optional(),
+      }),
+    )
+    .optional(),
+});
+
+export type ServerIdentities = NonNullable<z.infer<typeof serverSection>["identities"]>;
+
+/**
+ * `harness serve`'s identities (who may see what, which tools and rules their sessions get).
+ * Only the user's config decides who the server's callers are; a project's section is ignored.
+ */
+export function serverIdentities(loaded: LoadedConfig): ServerIdentities {
+  const user = loaded.user;
+  if (user?.config.server === undefined) return {};
+  return parse(serverSection, user.config.server, user.label, "server").identities ?? {};
 }

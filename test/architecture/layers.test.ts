@@ -17,7 +17,7 @@ import {
  */
 const STACK: readonly (readonly string[])[] = [
   ["cli"],
-  ["eval", "examples", "mcp-server", "ui", "fleet", PACKAGE_ENTRY],
+  ["eval", "examples", "mcp-server", "ui", "fleet", "server", PACKAGE_ENTRY],
   ["engine"],
   ["packs", "proposals", "policy", "config"],
   ["runtime"],

@@ -1,0 +1,195 @@
+import { readFile } from "node:fs/promises";
+import { homedir } from "node:os";
+import { z } from "zod";
+import { ConfigError } from "../../config/errors.js";
+import { loadConfig } from "../../config/load.js";
+import { serverIdentities } from "../../config/sections.js";
+import { serveHttp } from "../../server/http.js";
+import { SessionHub } from "../../server/hub.js";
+import { TokenTable } from "../../server/identities.js";
+import type { ServerInfo } from "../../server/rpc.js";
+import { serveStdio } from "../../server/stdio.js";
+import { escapeForTerminal } from "../../shared/terminal-text.js";
+import { parse } from "../args.js";
+import type { JournalSource } from "../journal-source.js";
+import { serveSessionFactory } from "../serve-factory.js";
+import { UsageError } from "../usage-error.js";
+import { harnessVersion } from "../version.js";
+
+const OPTIONS = {
+  stdio: { type: "boolean" },
+  http: { type: "string" },
+  tokens: { type: "string" },
+  "allow-remote": { type: "boolean" },
+  database: { type: "string" },
+  workspace: { type: "string", short: "w" },
+  json: { type: "boolean" },
+} as const;
+
+const HELP = `Usage: harness serve --stdio [--workspace DIR] [--database URL]
+       harness serve --http HOST:PORT [--tokens FILE] [--allow-remote] [--workspace DIR] [--database URL] [--json]
+
+Serve sessions to programs over JSON-RPC 2.0 (one JSON object per line): start sessions in
+workspaces, run turns, stream every journaled event (each with its seq and hash, replayable),
+answer approvals, fork, compact. Many sessions run at once; a client that disconnects never
+stops one, and an approval with nobody connected waits (the session is awaiting_approval).
+
+  --stdio              the protocol on stdin/stdout (the local user: sees every session);
+                       logs go to stderr; stdin closing shuts the server down
+  --http HOST:PORT     POST /rpc, GET /events?session=ID (Server-Sent Events, id SESSION:SEQ,
+                       Last-Event-ID replay), GET / (the session viewer); 127.0.0.1:0 picks a
+                       port and prints the URL. Every request needs Authorization: Bearer TOKEN
+                       (or ?token=TOKEN): HARNESS_SERVER_TOKEN (identity "default") and/or
+  --tokens FILE        a JSON file {"TOKEN": "IDENTITY", ...}
+  --allow-remote       listen on a non-loopback address (the Host check is off then)
+  --workspace, -w DIR  where session/list and session/read look by default
+  --database URL       session/list, session/read and session/verify read sessions from
+                       PostgreSQL (postgres://USER:PASSWORD@HOST:PORT/DB); sessions started
+                       through the server still run in their workspaces
+  --json               print {"url": ...} on stdout once listening (--http only)
+  -h, --help           show this help
+
+Identities: the user config's "server": {"identities": {"NAME": {"tools": "readonly",
+"deny": ["shell"], "ask": ["write_file"], "see_all": false}}} gives each identity its tool
+catalog (tools outside it, and tools a bare deny rule names, are never offered to the model),
+its rules, and whether it sees other identities' sessions (by default only its own).
+
+SIGTERM, SIGINT or the shutdown method interrupt every running turn at its next safe point
+(turn.interrupted is journaled), then the server exits 0.`;
+
+const tokenFileSchema = z.record(
+  z.string().min(16, "a token is at least 16 characters"),
+  z.string().regex(/^[A-Za-z0-9._-]{1,64}$/),
+);
+
+export const serveCommand = {
+  help: HELP,
+  options: OPTIONS,
+  async run(args: string[]): Promise<number> {
+    const { values, positionals } = parse(args, OPTIONS);
+    if (positionals.length > 0) throw new UsageError(`unexpected arguments: ${positionals.join(" ")}`);
+    if (!values.stdio && values.http === undefined)
+      throw new UsageError("choose a transport: harness serve --stdio, or harness serve --http 127.0.0.1:0");
+    if (values.json && values.stdio)
+      throw new UsageError("--json prints to stdout, which --stdio uses for the protocol: drop --json");
+    const listen = values.http === undefined ? undefined : hostPort(values.http);
+    const tokens = listen ? await tokenTable(values.tokens) : undefined;
+    const config = await loadConfig({
+      workspaceRoot: process.cwd(),
+      env: process.env,
+      homedir: homedir(),
+    }).catch((error: unknown) => {
+      if (error instanceof ConfigError) throw new UsageError(`configuration error: ${error.message}`);
+      throw error;
+    });
+    let identities: ReturnType<typeof serverIdentities>;
+    try {
+      identities = serverIdentities(config);
+    } catch (error) {
+      if (error instanceof ConfigError) throw new UsageError(`configuration error: ${error.message}`);
+      throw error;
+    }
+    const log = (line: string) => process.stderr.write(`harness serve: ${escapeForTerminal(line)}\n`);
+    const database: JournalSource | undefined =
+      values.database === undefined
+        ? undefined
+        : // pg loads only when a database is named.
+          await (await import("../journal-source.js")).openJournalSource({ database: values.database });
+    const hub = new SessionHub({
+      factory: serveSessionFactory({
+        ...(values.workspace !== undefined ? { workspace: values.workspace } : {}),
+        ...(database ? { database } : {}),
+        log,
+      }),
+      log,
+    });
+
+    let finished!: () => void;
+    const done = new Promise<void>((resolve) => {
+      finished = resolve;
+    });
+    let stopping: Promise<void> | undefined;
+    let http: Awaited<ReturnType<typeof serveHttp>> | undefined;
+    const stop = (why: string) => {
+      stopping ??= (async () => {
+        log(`${why}: interrupting running turns, then exiting`);
+        await hub.shutdown();
+        await http?.close();
+        await database?.close();
+        finished();
+      })();
+      return stopping;
+    };
+    const info: ServerInfo = {
+      version: harnessVersion(),
+      http: listen !== undefined,
+      shutdown: () => void stop("shutdown requested"),
+    };
+    const onSignal = (signal: NodeJS.Signals) => void stop(signal);
+    process.on("SIGTERM", onSignal);
+    process.on("SIGINT", onSignal);
+
+    http = listen
+      ? await serveHttp(hub, {
+          host: listen.host,
+          port: listen.port,
+          allowRemote: values["allow-remote"] === true,
+          tokens: tokens!,
+          policyOf: (name) => identities[name] ?? {},
+          info,
+          log,
+        }).catch((error: unknown) => {
+          throw new UsageError(
+            `cannot listen on ${values.http}: ${error instanceof Error ? error.message : String(error)}`,
+          );
+        })
+      : undefined;
+    if (http) {
+      if (values.json) process.stdout.write(`${JSON.stringify({ url: http.url })}\n`);
+      log(`listening on ${http.url}`);
+    }
+    if (values.stdio)
+      void serveStdio(hub, info, process.stdin, process.stdout).then(() => stop("stdin closed"));
+    await done;
+    process.off("SIGTERM", onSignal);
+    process.off("SIGINT", onSignal);
+    return 0;
+  },
+};
+
+function hostPort(value: string): { host: string; port: number } {
+  const match = /^(\[[0-9a-fA-F:]+\]|[^:]+):(\d{1,5})$/.exec(value);
+  const port = Number(match?.[2]);
+  if (!match || port > 65535)
+    throw new UsageError(`--http takes HOST:PORT, e.g. 127.0.0.1:8787 (port 0 picks one), not "${value}"`);
+  const host = match[1]!.replace(/^\[|\]$/g, "");
+  return { host, port };
+}
+
+async function tokenTable(file: string | undefined): Promise<TokenTable> {
+  const tokens: Record<string, string> = {};
+  const single = process.env.HARNESS_SERVER_TOKEN;
+  if (single !== undefined && single !== "") tokens[single] = "default";
+  if (file !== undefined) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(await readFile(file, "utf8"));
+    } catch (error) {
+      throw new UsageError(
+        `--tokens ${file}: cannot read it as JSON (${error instanceof Error ? error.message : String(error)})`,
+      );
+    }
+    const checked = tokenFileSchema.safeParse(parsed);
+    if (!checked.success)
+      throw new UsageError(
+        `--tokens ${file}: ${z.prettifyError(checked.error)} (expected {"TOKEN": "IDENTITY", ...})`,
+      );
+    Object.assign(tokens, checked.data);
+  }
+  const table = new TokenTable(tokens);
+  if (table.size === 0)
+    throw new UsageError(
+      'the HTTP server needs a token: set HARNESS_SERVER_TOKEN (identity "default") or pass --tokens FILE holding {"TOKEN": "IDENTITY"}',
+    );
+  return table;
+}

@@ -1,0 +1,202 @@
+import { join, resolve } from "node:path";
+import { Engine } from "../engine/engine.js";
+import { SessionState } from "../engine/state.js";
+import { verifyJournal } from "../journal/verify.js";
+import type { IdentityPolicy } from "../server/identities.js";
+import type { RunOptions } from "../server/methods.js";
+import type { OpenedSession, OpenRequest, SessionFactory, SessionStore } from "../server/ports.js";
+import { RPC, RpcError } from "../server/wire.js";
+import { TOOL_PROFILES, type ToolProfile } from "../tools/profiles.js";
+import { forkWithArtifacts } from "./commands/fork.js";
+import { validateSessionId } from "./commands/run.js";
+import type { JournalSource } from "./journal-source.js";
+import { effectiveFlags, type RunFlags } from "./run-flags.js";
+import { type SessionRun, sessionEngineOptions } from "./session-runner.js";
+import { buildSetup } from "./setup.js";
+import { UsageError } from "./usage-error.js";
+import { newSessionId, type OpenedWorkspace, openWorkspace } from "./workspace.js";
+
+/** The acceptance timeout of a served session's checks (as harness run's default). */
+const ACCEPT_TIMEOUT_MS = 600_000;
+
+export interface FactoryOptions {
+  /** --workspace: where sessions at rest are listed and read by default. */
+  workspace?: string;
+  /** --database: sessions at rest are read from PostgreSQL instead. */
+  database?: JournalSource;
+  log(line: string): void;
+}
+
+/**
+ * How `harness serve` sets a session up: as `harness run` does (config, provider, tools,
+ * policy, MCP servers), with the identity's catalog and rules applied, the wire approver, and
+ * the owner recorded in session.started's setup so ownership survives a restart.
+ */
+export function serveSessionFactory(options: FactoryOptions): SessionFactory {
+  return {
+    open: (request) => openServed(request, options),
+    async store(workspace) {
+      if (workspace === undefined && options.database) return databaseStore(options.database);
+      const dir = workspace ?? options.workspace;
+      if (dir === undefined) return undefined;
+      return workspaceStore(await openWorkspace(dir));
+    },
+  };
+}
+
+async function openServed(request: OpenRequest, options: FactoryOptions): Promise<OpenedSession> {
+  const workspace = await openWorkspace(request.workspace);
+  const sessionId = request.sessionId ?? newSessionId();
+  validateSessionId(sessionId);
+  const records = (await workspace.backend.exists(sessionId)) ? await workspace.backend.read(sessionId) : [];
+  const recorded = records.length > 0 ? SessionState.from(records).header : undefined;
+  const owner = typeof recorded?.options?.identity === "string" ? recorded.options.identity : "local";
+  if (recorded && request.identity.policy.see_all !== true && owner !== request.identity.name)
+    throw new RpcError(RPC.NOT_FOUND, `no session ${sessionId}`, { code: "SESSION_NOT_FOUND" });
+  const opts = request.options;
+  if (recorded?.provider.kind === "scripted" && opts.script === undefined)
+    throw new UsageError(
+      `this session uses the scripted model "${String(recorded.provider.name)}": pass options.script again`,
+    );
+  const policy = request.identity.policy;
+  const given = givenOf(opts, policy, recorded?.options?.tools);
+  // Answers come over the wire: write and shell default to ask, as on a terminal.
+  const flags = effectiveFlags(given, recorded?.options, true);
+  const setup = await buildSetup({
+    workspace,
+    flags,
+    ...(opts.script !== undefined ? { script: resolve(opts.script) } : {}),
+    interactive: false,
+    records,
+    approver: request.approver(sessionId),
+    mcp: (line) => options.log(`session ${sessionId}: ${line}`),
+  });
+  for (const notice of setup.notices) options.log(`session ${sessionId}: note: ${notice}`);
+  const commands = opts.accept ?? recorded?.acceptance ?? [];
+  const run: Omit<SessionRun, "json" | "events"> = {
+    workspace,
+    sessionId,
+    mode: "auto",
+    setup,
+    acceptance: commands.map((command) => setup.acceptanceCheck(command, ACCEPT_TIMEOUT_MS)),
+    limits: {
+      ...(opts.max_model_requests ? { maxModelRequests: opts.max_model_requests } : {}),
+      ...(opts.max_tool_calls ? { maxToolCalls: opts.max_tool_calls } : {}),
+      contextWindowTokens: setup.context.window,
+      replyReserveTokens: setup.context.reserve,
+    },
+  };
+  const identity = recorded ? owner : request.identity.name;
+  const engine = (extra: Partial<SessionRun>, listener: Parameters<typeof sessionEngineOptions>[2]) => {
+    const engineOptions = sessionEngineOptions({ ...run, ...extra }, new AbortController().signal, listener);
+    return new Engine({ ...engineOptions, setup: { ...engineOptions.setup, identity } });
+  };
+  return {
+    sessionId,
+    workspace: workspace.root,
+    backend: workspace.backend,
+    records,
+    // mode "auto": the first input of a session without records is its goal.
+    turn: (input, listener) => engine({ input }, listener),
+    compact: (instructions, listener) =>
+      engine({ mode: "resume", compactOnly: instructions === undefined ? {} : { instructions } }, listener),
+    close: async () => {
+      await setup.mcp?.close();
+    },
+  };
+}
+
+/** The run flags of a session/start: the client's options within the identity's catalog and rules. */
+function givenOf(opts: RunOptions, policy: IdentityPolicy, recordedTools: unknown): RunFlags {
+  const flags: RunFlags = {};
+  if (opts.propose) flags.write = "propose";
+  else if (opts.write !== undefined) flags.write = opts.write ? "allow" : "deny";
+  if (opts.shell !== undefined) flags.shell = opts.shell ? "allow" : "deny";
+  if (opts.provider !== undefined) flags.provider = opts.provider;
+  if (opts.model !== undefined) flags.model = opts.model;
+  if (opts.base_url !== undefined) flags.baseUrl = opts.base_url;
+  if (opts.profile !== undefined) flags.profile = opts.profile;
+  const tools = catalogOf(
+    opts.tools ?? (typeof recordedTools === "string" ? recordedTools : undefined),
+    policy,
+  );
+  if (tools !== undefined) flags.tools = tools;
+  if (policy.deny?.length) flags.deny = [...policy.deny];
+  if (policy.ask?.length) flags.ask = [...policy.ask];
+  return flags;
+}
+
+const BARE_TOOL = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * What an identity may not use it does not see: the requested tools cut to the identity's
+ * catalog, minus every tool a bare deny rule of the identity names (the model is never offered it).
+ */
+export function catalogOf(requested: string | undefined, policy: IdentityPolicy): string | undefined {
+  const hidden = new Set(
+    (policy.deny ?? []).map((rule) => rule.trim()).filter((rule) => BARE_TOOL.test(rule)),
+  );
+  if (policy.tools === undefined && hidden.size === 0) return requested;
+  const names = (selection: string): readonly string[] =>
+    Object.hasOwn(TOOL_PROFILES, selection)
+      ? TOOL_PROFILES[selection as ToolProfile]
+      : selection
+          .split(",")
+          .map((name) => name.trim())
+          .filter((name) => name.length > 0);
+  let list = names(requested ?? "coding");
+  if (policy.tools !== undefined) {
+    const allowed = new Set(names(policy.tools));
+    list = list.filter((name) => allowed.has(name));
+  }
+  list = list.filter((name) => !hidden.has(name));
+  if (list.length === 0)
+    throw new UsageError("this identity may use none of the tools asked for (options.tools)");
+  return list.join(",");
+}
+
+function workspaceStore(workspace: OpenedWorkspace): SessionStore {
+  return {
+    backend: workspace.backend,
+    workspace: workspace.root,
+    async verify(sessionId) {
+      const result = await verifyJournal(join(workspace.sessionDir(sessionId), "events.jsonl"));
+      if (!result.ok)
+        return { ok: false, records: result.validRecords, problems: [result.message], head: null };
+      const trust = (await workspace.backend.readReport(sessionId)).trust;
+      return {
+        ok: trust.trusted,
+        records: result.records.length,
+        problems: trust.trusted ? [] : [trust.message],
+        head: result.records.at(-1)?.hash ?? null,
+      };
+    },
+    async fork(parent, at) {
+      const child = newSessionId();
+      await forkWithArtifacts(workspace, parent, child, at);
+      return child;
+    },
+  };
+}
+
+function databaseStore(source: JournalSource): SessionStore {
+  return {
+    backend: source.backend,
+    async verify(sessionId) {
+      const result = await source.verify(sessionId);
+      if (!result.ok)
+        return { ok: false, records: result.validRecords, problems: [result.message], head: null };
+      return {
+        ok: true,
+        records: result.records.length,
+        problems: [],
+        head: result.records.at(-1)?.hash ?? null,
+      };
+    },
+    async fork() {
+      throw new UsageError(
+        "sessions in a database are read-only through harness serve (fork them with harness fork)",
+      );
+    },
+  };
+}

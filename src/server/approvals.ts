@@ -1,0 +1,94 @@
+import type { ApprovalDecision, ApprovalPort, ApprovalRequest } from "../runtime/ports.js";
+import type { JsonObject } from "../shared/json.js";
+import { RPC, RpcError } from "./wire.js";
+
+/** A pending approval as `approval/list` shows it (the approval/requested notification's fields). */
+export interface PendingApproval {
+  approval_id: string;
+  session: string;
+  call_id: string;
+  tool: string;
+  effect: string;
+  arguments: JsonObject;
+}
+
+export type WireDecision = "accept" | "accept_session" | "decline";
+
+interface Waiting {
+  info: PendingApproval;
+  settle(decision: ApprovalDecision): void;
+}
+
+/**
+ * The approver of a served session: an `ask` waits here until a client answers it over the
+ * wire (approval/respond), the optional timeout denies it, or the turn is interrupted. With no
+ * client connected it simply waits (the session is awaiting_approval, never cancelled); a
+ * client that connects later finds it in approval/list.
+ */
+export class WireApprover implements ApprovalPort {
+  readonly #waiting = new Map<string, Waiting>();
+
+  constructor(
+    private readonly session: string,
+    /** The id the journal gave this call's approval (approval.requested is durable before we are asked). */
+    private readonly approvalIdOf: (callId: string) => string | undefined,
+    private readonly onChange: () => void,
+    private readonly timeoutMs?: number,
+  ) {}
+
+  get pending(): PendingApproval[] {
+    return [...this.#waiting.values()].map((waiting) => waiting.info);
+  }
+
+  request(request: ApprovalRequest, signal: AbortSignal): Promise<ApprovalDecision> {
+    const approvalId = this.approvalIdOf(request.callId) ?? `${this.session}:${request.callId}`;
+    return new Promise<ApprovalDecision>((resolve) => {
+      let timer: NodeJS.Timeout | undefined;
+      const settle = (decision: ApprovalDecision) => {
+        if (!this.#waiting.delete(approvalId)) return;
+        if (timer) clearTimeout(timer);
+        signal.removeEventListener("abort", onAbort);
+        resolve(decision);
+        this.onChange();
+      };
+      const onAbort = () =>
+        settle({ decision: "deny", scope: "once", by: "server", reason: "the turn was interrupted" });
+      this.#waiting.set(approvalId, {
+        info: {
+          approval_id: approvalId,
+          session: this.session,
+          call_id: request.callId,
+          tool: request.tool,
+          effect: request.effect,
+          arguments: request.arguments,
+        },
+        settle,
+      });
+      if (this.timeoutMs !== undefined)
+        timer = setTimeout(
+          () => settle({ decision: "deny", scope: "once", by: "server", reason: "approval timed out" }),
+          this.timeoutMs,
+        );
+      if (signal.aborted) onAbort();
+      else signal.addEventListener("abort", onAbort, { once: true });
+      this.onChange();
+    });
+  }
+
+  has(approvalId: string): boolean {
+    return this.#waiting.has(approvalId);
+  }
+
+  /** Answer a waiting approval; the caller checked it exists (see `has`). */
+  respond(approvalId: string, decision: WireDecision, identity: string): void {
+    const waiting = this.#waiting.get(approvalId);
+    if (!waiting)
+      throw new RpcError(RPC.CONFLICT, `approval ${approvalId} is not waiting (already answered)`);
+    const by = `identity:${identity}`;
+    waiting.settle(
+      decision === "decline"
+        ? { decision: "deny", scope: "once", by, reason: "declined over the wire" }
+        : { decision: "allow", scope: decision === "accept_session" ? "session" : "once", by },
+    );
+  }
+}

@@ -1,0 +1,238 @@
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { isIP } from "node:net";
+import type { SessionHub } from "./hub.js";
+import type { Identity, IdentityPolicy, TokenTable } from "./identities.js";
+import type { Notification } from "./notifications.js";
+import { serverPage } from "./page.js";
+import { answer, type Connection, type ServerInfo } from "./rpc.js";
+import { encodeJson, errorMessage, RPC, RpcError } from "./wire.js";
+
+/** The largest POST /rpc body taken. */
+export const MAX_RPC_BODY_BYTES = 4 * 1024 * 1024;
+const HEARTBEAT_MS = 15_000;
+
+/** Only this machine may connect (unless --allow-remote). */
+export function isLoopback(host: string): boolean {
+  if (host === "localhost") return true;
+  if (isIP(host) === 4) return host.startsWith("127.");
+  return host === "::1";
+}
+
+const PAGE_CSP =
+  "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+export interface HttpOptions {
+  host: string;
+  port: number;
+  allowRemote: boolean;
+  tokens: TokenTable;
+  policyOf(identity: string): IdentityPolicy;
+  info: ServerInfo;
+  log(line: string): void;
+}
+
+export interface HttpServing {
+  url: string;
+  host: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+/**
+ * JSON-RPC over HTTP: POST /rpc (one request per body), GET /events (a session's notifications
+ * as Server-Sent Events, `id: SESSION:SEQ`, Last-Event-ID replay), GET / (the viewer page).
+ * Every route needs a bearer token (header, or ?token= for the page's EventSource); the Host
+ * header must name the loopback address the server is bound to (no DNS rebinding).
+ */
+export async function serveHttp(hub: SessionHub, options: HttpOptions): Promise<HttpServing> {
+  if (!options.allowRemote && !isLoopback(options.host))
+    throw new Error(`${options.host} is not a loopback address: pass --allow-remote to listen on it`);
+  const streams = new Set<ServerResponse>();
+  let bound = { host: options.host, port: options.port };
+  const server = createServer((req, res) => {
+    void handle(req, res).catch((error: unknown) => {
+      options.log(`http: ${error instanceof Error ? error.message : String(error)}`);
+      if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
+      res.end(errorMessage(null, new RpcError(RPC.INTERNAL, "internal error")));
+    });
+  });
+
+  function allowedHost(header: string | undefined): boolean {
+    if (options.allowRemote) return true;
+    if (header === undefined) return false;
+    const port = String(bound.port);
+    const names = new Set([`localhost:${port}`, `127.0.0.1:${port}`, `[::1]:${port}`]);
+    names.add(isIP(bound.host) === 6 ? `[${bound.host}]:${port}` : `${bound.host}:${port}`);
+    return names.has(header.toLowerCase());
+  }
+
+  function identify(req: IncomingMessage, url: URL): Identity | undefined {
+    const header = req.headers.authorization;
+    const bearer =
+      typeof header === "string" && /^Bearer /i.test(header) ? header.slice(7).trim() : undefined;
+    const name = options.tokens.identify(bearer ?? url.searchParams.get("token") ?? undefined);
+    return name === undefined ? undefined : { name, policy: options.policyOf(name) };
+  }
+
+  function json(res: ServerResponse, status: number, body: string): void {
+    res.writeHead(status, { "content-type": "application/json", "cache-control": "no-store" });
+    res.end(body);
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (!allowedHost(req.headers.host)) {
+      json(
+        res,
+        421,
+        errorMessage(null, new RpcError(RPC.FORBIDDEN, "this Host is not the server's loopback address")),
+      );
+      return;
+    }
+    const url = new URL(req.url ?? "/", "http://server");
+    const identity = identify(req, url);
+    if (!identity) {
+      res.setHeader("www-authenticate", 'Bearer realm="harness"');
+      json(
+        res,
+        401,
+        errorMessage(null, new RpcError(RPC.UNAUTHORIZED, "unauthorized: send Authorization: Bearer TOKEN")),
+      );
+      return;
+    }
+    if (url.pathname === "/rpc" && req.method === "POST") return rpc(req, res, identity);
+    if (url.pathname === "/events" && req.method === "GET") return events(req, res, url, identity);
+    if (url.pathname === "/" && req.method === "GET") {
+      res.writeHead(200, {
+        "content-type": "text/html; charset=utf-8",
+        "content-security-policy": PAGE_CSP,
+        "x-content-type-options": "nosniff",
+        "referrer-policy": "no-referrer",
+        "cache-control": "no-store",
+      });
+      res.end(serverPage());
+      return;
+    }
+    json(
+      res,
+      404,
+      errorMessage(null, new RpcError(RPC.METHOD_NOT_FOUND, `no route ${req.method} ${url.pathname}`)),
+    );
+  }
+
+  async function rpc(req: IncomingMessage, res: ServerResponse, identity: Identity): Promise<void> {
+    const body = await readBody(req, MAX_RPC_BODY_BYTES);
+    if (body === undefined) {
+      json(res, 413, errorMessage(null, new RpcError(RPC.INVALID_REQUEST, "request body over 4 MiB")));
+      return;
+    }
+    const connection: Connection = { identity, transport: "http", subscriptions: new Map() };
+    const response = await answer(hub, connection, options.info, body);
+    if (response === undefined) {
+      res.writeHead(204);
+      res.end();
+      return;
+    }
+    json(res, 200, response);
+  }
+
+  async function events(
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: URL,
+    identity: Identity,
+  ): Promise<void> {
+    const session = url.searchParams.get("session");
+    if (!session) {
+      json(res, 400, errorMessage(null, new RpcError(RPC.INVALID_PARAMS, "GET /events?session=ID")));
+      return;
+    }
+    // Without Last-Event-ID or from_seq: the whole journal (seqs start at 0), then live.
+    let fromSeq = 0;
+    const lastId = req.headers["last-event-id"];
+    const given = url.searchParams.get("from_seq");
+    if (typeof lastId === "string" && lastId.startsWith(`${session}:`)) {
+      const seq = Number(lastId.slice(session.length + 1));
+      if (Number.isInteger(seq) && seq >= 0) fromSeq = seq + 1;
+    } else if (given !== null) {
+      const seq = Number(given);
+      if (!Number.isInteger(seq) || seq < 0) {
+        json(
+          res,
+          400,
+          errorMessage(null, new RpcError(RPC.INVALID_PARAMS, "from_seq must be a whole number")),
+        );
+        return;
+      }
+      fromSeq = seq;
+    }
+    let opened = false;
+    const buffered: string[] = [];
+    const send = (notification: Notification, durable: boolean) => {
+      const text = `${durable ? `id: ${session}:${String(notification.params.seq)}\n` : ""}data: ${encodeJson({ jsonrpc: "2.0", method: notification.method, params: notification.params })}\n\n`;
+      if (opened) res.write(text);
+      else buffered.push(text);
+    };
+    let unsubscribe: () => void;
+    try {
+      unsubscribe = await hub.subscribe(identity, session, fromSeq, send);
+    } catch (error) {
+      const rpcError = error instanceof RpcError ? error : new RpcError(RPC.INTERNAL, "internal error");
+      json(res, rpcError.code === RPC.NOT_FOUND ? 404 : 400, errorMessage(null, rpcError));
+      return;
+    }
+    res.writeHead(200, {
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-store",
+      connection: "keep-alive",
+      "x-accel-buffering": "no",
+    });
+    opened = true;
+    res.write(buffered.join(""));
+    streams.add(res);
+    const heartbeat = setInterval(() => res.write(": ping\n\n"), HEARTBEAT_MS);
+    heartbeat.unref();
+    res.on("close", () => {
+      clearInterval(heartbeat);
+      streams.delete(res);
+      unsubscribe();
+    });
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port, options.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const address = server.address();
+  if (address && typeof address === "object") bound = { host: options.host, port: address.port };
+  const shownHost = isIP(bound.host) === 6 ? `[${bound.host}]` : bound.host;
+  return {
+    url: `http://${shownHost}:${bound.port}`,
+    host: bound.host,
+    port: bound.port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const res of streams) res.end();
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** The body as text, or undefined when it is over the limit. */
+function readBody(req: IncomingMessage, limit: number): Promise<string | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let over = false;
+    req.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) over = true;
+      if (!over) chunks.push(chunk);
+    });
+    req.on("end", () => resolve(over ? undefined : Buffer.concat(chunks).toString("utf8")));
+    req.on("error", reject);
+  });
+}

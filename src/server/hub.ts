@@ -1,0 +1,508 @@
+import type { EngineListener } from "../engine/options.js";
+import type { AnyRecord } from "../journal/vocabulary.js";
+import { type PendingApproval, WireApprover, type WireDecision } from "./approvals.js";
+import { canSee, type Identity } from "./identities.js";
+import type { ParamsOf, RunOptions } from "./methods.js";
+import { type Notification, NotificationFold, replay, type SessionStatus } from "./notifications.js";
+import type { OpenedSession, SessionFactory, SessionRun, SessionStore } from "./ports.js";
+import { RPC, RpcError } from "./wire.js";
+
+/** Where a subscriber's notifications go; `durable` ones carry seq and hash and can be replayed. */
+export type Sink = (notification: Notification, durable: boolean) => void;
+
+/** One session this server hosts: its journal's fold, its approver and the turn running now. */
+interface Hosted {
+  id: string;
+  owner: string;
+  opened: OpenedSession;
+  fold: NotificationFold;
+  approver: WireApprover;
+  run: SessionRun | undefined;
+  done: Promise<void> | undefined;
+  status: SessionStatus;
+  goal: string | undefined;
+  startedAt: string | undefined;
+  /** Why the last run failed before finishing (a refused journal, a bad setup). */
+  failure: string | undefined;
+}
+
+export interface HubOptions {
+  factory: SessionFactory;
+  log: (line: string) => void;
+}
+
+/** The owner a session's journal names (sessions recorded outside the server: the local user). */
+export function ownerOf(records: readonly AnyRecord[]): string {
+  const first = records[0];
+  if (first?.type !== "session.started") return "local";
+  const identity = first.data.options?.identity;
+  return typeof identity === "string" ? identity : "local";
+}
+
+/**
+ * Many sessions at once. Each hosted session has its own workspace and journal (an engine per
+ * turn takes its writer lock), its own approver, and subscribers that get every durable record
+ * as one notification. A subscriber leaving never stops a session.
+ */
+export class SessionHub {
+  readonly #sessions = new Map<string, Hosted>();
+  readonly #sinks = new Map<string, Set<Sink>>();
+  /** Stores sessions were found in, by workspace path: session/read of a session at rest. */
+  readonly #stores = new Map<string, SessionStore>();
+  #closing = false;
+
+  constructor(private readonly options: HubOptions) {}
+
+  /** Host a session (new or at rest); `sink` follows it from before its next record. */
+  async start(
+    identity: Identity,
+    params: ParamsOf<"session/start">,
+    sink?: Sink,
+  ): Promise<{ session: string; status: SessionStatus; unsubscribe?: () => void }> {
+    if (this.#closing) throw new RpcError(RPC.CONFLICT, "the server is shutting down");
+    if (params.session !== undefined && this.#sessions.has(params.session)) {
+      const hosted = this.#visible(identity, params.session);
+      throw new RpcError(RPC.CONFLICT, `session ${hosted.id} is already being served`, {
+        code: "SESSION_BUSY",
+      });
+    }
+    const options: RunOptions = params.options ?? {};
+    let approver: WireApprover | undefined;
+    let fold: NotificationFold | undefined;
+    let hostedRef: Hosted | undefined;
+    const opened = await this.options.factory.open({
+      workspace: params.workspace,
+      ...(params.session !== undefined ? { sessionId: params.session } : {}),
+      options,
+      identity,
+      approver: (sessionId) => {
+        fold = new NotificationFold(sessionId);
+        const f = fold;
+        approver = new WireApprover(
+          sessionId,
+          (callId) => f.approvalOf(callId),
+          () => hostedRef && this.#statusChanged(hostedRef),
+          options.approval_timeout_ms,
+        );
+        return approver;
+      },
+    });
+    if (!approver || !fold) throw new RpcError(RPC.INTERNAL, "the session was opened without its approver");
+    const owner = opened.records.length > 0 ? ownerOf(opened.records) : identity.name;
+    if (!canSee(identity, owner)) {
+      await opened.close();
+      throw notFound(opened.sessionId);
+    }
+    if (this.#sessions.has(opened.sessionId)) {
+      await opened.close();
+      throw new RpcError(RPC.CONFLICT, `session ${opened.sessionId} is already being served`, {
+        code: "SESSION_BUSY",
+      });
+    }
+    for (const record of opened.records) fold.next(record);
+    const header = opened.records[0]?.type === "session.started" ? opened.records[0] : undefined;
+    const hosted: Hosted = {
+      id: opened.sessionId,
+      owner,
+      opened,
+      fold,
+      approver,
+      run: undefined,
+      done: undefined,
+      status: fold.ended ?? "idle",
+      goal: header?.type === "session.started" ? header.data.goal : undefined,
+      startedAt: header?.time,
+      failure: undefined,
+    };
+    hostedRef = hosted;
+    this.#sessions.set(hosted.id, hosted);
+    const unsubscribe = sink ? this.#follow(hosted.id, sink) : undefined;
+    if (params.goal !== undefined) this.#startRun(hosted, params.goal);
+    return { session: hosted.id, status: hosted.status, ...(unsubscribe ? { unsubscribe } : {}) };
+  }
+
+  async list(identity: Identity, params: ParamsOf<"session/list">) {
+    const sessions: {
+      session: string;
+      workspace: string;
+      identity: string;
+      status: SessionStatus;
+      goal?: string;
+      last_seq: number;
+      started_at?: string;
+    }[] = [];
+    const seen = new Set<string>();
+    const store = await this.#store(params.workspace);
+    for (const hosted of this.#sessions.values()) {
+      if (!canSee(identity, hosted.owner)) continue;
+      if (params.workspace !== undefined && store?.workspace !== hosted.opened.workspace) continue;
+      seen.add(hosted.id);
+      sessions.push({
+        session: hosted.id,
+        workspace: hosted.opened.workspace,
+        identity: hosted.owner,
+        status: hosted.status,
+        ...(hosted.goal !== undefined ? { goal: hosted.goal } : {}),
+        last_seq: hosted.fold.lastSeq,
+        ...(hosted.startedAt !== undefined ? { started_at: hosted.startedAt } : {}),
+      });
+    }
+    if (store) {
+      for (const id of await store.backend.list()) {
+        if (seen.has(id)) continue;
+        let records: readonly AnyRecord[];
+        try {
+          records = (await store.backend.readReport(id)).records;
+        } catch {
+          if (identity.policy.see_all)
+            sessions.push({
+              session: id,
+              workspace: store.workspace ?? "",
+              identity: "unknown",
+              status: "unknown",
+              last_seq: 0,
+            });
+          continue;
+        }
+        const owner = ownerOf(records);
+        if (!canSee(identity, owner)) continue;
+        const fold = new NotificationFold(id);
+        for (const record of records) fold.next(record);
+        const header = records[0]?.type === "session.started" ? records[0] : undefined;
+        sessions.push({
+          session: id,
+          workspace: store.workspace ?? "",
+          identity: owner,
+          status: fold.ended ?? (records.length > 0 ? "idle" : "unknown"),
+          ...(header?.type === "session.started" ? { goal: header.data.goal, started_at: header.time } : {}),
+          last_seq: fold.lastSeq,
+        });
+      }
+    }
+    return { sessions };
+  }
+
+  async read(identity: Identity, params: ParamsOf<"session/read">) {
+    const { records } = await this.#records(identity, params.session);
+    // Journal seqs start at 0 (session.started): by default the whole journal.
+    const from = params.from_seq ?? 0;
+    let selected = records.filter((record) => record.seq >= from);
+    if (params.limit !== undefined) selected = selected.slice(0, params.limit);
+    const last = records.at(-1);
+    return {
+      session: params.session,
+      records: selected,
+      head: last ? { seq: last.seq, hash: last.hash } : null,
+    };
+  }
+
+  async verify(identity: Identity, params: ParamsOf<"session/verify">) {
+    const { store } = await this.#records(identity, params.session);
+    const result = await store.verify(params.session);
+    return {
+      session: params.session,
+      ok: result.ok,
+      records: result.records,
+      head_hash: result.head,
+      problems: result.problems,
+    };
+  }
+
+  /**
+   * Replay the session's durable notifications from `fromSeq` (none when undefined), then its
+   * live ones: live records arriving during the replay are held and sent after it, each once.
+   */
+  async subscribe(
+    identity: Identity,
+    session: string,
+    fromSeq: number | undefined,
+    sink: Sink,
+  ): Promise<() => void> {
+    const visible = await this.#records(identity, session);
+    let held: { notification: Notification; durable: boolean }[] | undefined = [];
+    const gate: Sink = (notification, durable) => {
+      if (held) held.push({ notification, durable });
+      else sink(notification, durable);
+    };
+    const unsubscribe = this.#follow(session, gate);
+    let sentUpTo = -1;
+    try {
+      if (fromSeq !== undefined) {
+        // Read again after registering: nothing journaled in between is missed.
+        const records = this.#sessions.has(session)
+          ? await this.#sessions.get(session)!.opened.backend.read(session)
+          : visible.records;
+        for (const notification of replay(session, records, fromSeq)) {
+          sink(notification, true);
+          sentUpTo = notification.params.seq as number;
+        }
+        sentUpTo = Math.max(sentUpTo, records.at(-1)?.seq ?? -1);
+      } else {
+        sentUpTo = this.#sessions.get(session)?.fold.lastSeq ?? visible.records.at(-1)?.seq ?? -1;
+      }
+    } finally {
+      const pending = held;
+      held = undefined;
+      for (const item of pending) {
+        if (item.durable && (item.notification.params.seq as number) <= sentUpTo) continue;
+        sink(item.notification, item.durable);
+      }
+    }
+    return unsubscribe;
+  }
+
+  #follow(session: string, sink: Sink): () => void {
+    const sinks = this.#sinks.get(session) ?? new Set<Sink>();
+    this.#sinks.set(session, sinks);
+    sinks.add(sink);
+    return () => {
+      sinks.delete(sink);
+      if (sinks.size === 0) this.#sinks.delete(session);
+    };
+  }
+
+  startTurn(identity: Identity, params: ParamsOf<"turn/start">): { session: string; turn: number } {
+    const hosted = this.#hosted(identity, params.session);
+    if (hosted.run)
+      throw new RpcError(RPC.CONFLICT, "a turn is already running in this session", { code: "TURN_RUNNING" });
+    if (this.#closing) throw new RpcError(RPC.CONFLICT, "the server is shutting down");
+    this.#startRun(hosted, params.input);
+    return { session: hosted.id, turn: hosted.fold.turn + 1 };
+  }
+
+  async steer(identity: Identity, params: ParamsOf<"turn/steer">): Promise<Record<string, never>> {
+    const hosted = this.#hosted(identity, params.session);
+    if (!hosted.run) throw new RpcError(RPC.CONFLICT, "no turn is running: send the text with turn/start");
+    try {
+      await hosted.run.steer(params.input);
+    } catch (error) {
+      throw new RpcError(RPC.CONFLICT, `cannot steer now: ${messageOf(error)}`);
+    }
+    return {};
+  }
+
+  interrupt(identity: Identity, params: ParamsOf<"turn/interrupt">): Record<string, never> {
+    const hosted = this.#hosted(identity, params.session);
+    hosted.run?.interrupt();
+    return {};
+  }
+
+  approvals(identity: Identity, session: string | undefined): { approvals: PendingApproval[] } {
+    const approvals: PendingApproval[] = [];
+    for (const hosted of this.#sessions.values()) {
+      if (!canSee(identity, hosted.owner)) continue;
+      if (session !== undefined && hosted.id !== session) continue;
+      approvals.push(...hosted.approver.pending);
+    }
+    return { approvals };
+  }
+
+  respond(identity: Identity, approvalId: string, decision: WireDecision): Record<string, never> {
+    const cut = approvalId.lastIndexOf(":");
+    const hosted = cut > 0 ? this.#sessions.get(approvalId.slice(0, cut)) : undefined;
+    if (!hosted || !canSee(identity, hosted.owner))
+      throw new RpcError(RPC.NOT_FOUND, `no approval ${approvalId}`, { code: "APPROVAL_NOT_FOUND" });
+    if (hosted.approver.has(approvalId)) {
+      hosted.approver.respond(approvalId, decision, identity.name);
+      return {};
+    }
+    if (hosted.fold.decided(approvalId))
+      throw new RpcError(RPC.CONFLICT, `approval ${approvalId} was already answered`, {
+        code: "APPROVAL_ANSWERED",
+      });
+    throw new RpcError(RPC.NOT_FOUND, `no approval ${approvalId}`, { code: "APPROVAL_NOT_FOUND" });
+  }
+
+  async fork(identity: Identity, params: ParamsOf<"session/fork">): Promise<{ session: string }> {
+    const { store } = await this.#records(identity, params.session);
+    try {
+      return { session: await store.fork(params.session, params.at_seq) };
+    } catch (error) {
+      throw new RpcError(RPC.INVALID_PARAMS, `cannot fork: ${messageOf(error)}`);
+    }
+  }
+
+  async compact(identity: Identity, params: ParamsOf<"session/compact">): Promise<{ summary: string }> {
+    const hosted = this.#hosted(identity, params.session);
+    if (hosted.run)
+      throw new RpcError(RPC.CONFLICT, "a turn is running: compact after it ends", { code: "SESSION_BUSY" });
+    let summary: string | undefined;
+    const listener = this.#listener(hosted, (record) => {
+      if (record.type === "context.compacted") summary = record.data.summary;
+    });
+    const run = hosted.opened.compact(params.instructions, listener);
+    hosted.run = run;
+    this.#statusChanged(hosted);
+    try {
+      await run.run();
+    } catch (error) {
+      throw new RpcError(RPC.CONFLICT, `cannot compact: ${messageOf(error)}`);
+    } finally {
+      hosted.run = undefined;
+      this.#statusChanged(hosted);
+    }
+    return { summary: summary ?? "" };
+  }
+
+  /** Interrupt every running turn, wait for each to reach its safe point, and close the sessions. */
+  async shutdown(): Promise<void> {
+    this.#closing = true;
+    const running = [...this.#sessions.values()];
+    for (const hosted of running) hosted.run?.interrupt();
+    await Promise.all(running.map((hosted) => hosted.done));
+    await Promise.all(running.map((hosted) => hosted.opened.close().catch(() => undefined)));
+  }
+
+  /** Sessions running a turn now (for the server's own logs and tests). */
+  get running(): number {
+    let count = 0;
+    for (const hosted of this.#sessions.values()) if (hosted.run) count += 1;
+    return count;
+  }
+
+  #startRun(hosted: Hosted, input: string): void {
+    hosted.failure = undefined;
+    const run = hosted.opened.turn(input, this.#listener(hosted));
+    hosted.run = run;
+    this.#statusChanged(hosted);
+    hosted.done = run
+      .run()
+      .then(
+        () => undefined,
+        (error: unknown) => {
+          hosted.failure = messageOf(error);
+          this.options.log(`session ${hosted.id}: ${hosted.failure}`);
+        },
+      )
+      .finally(() => {
+        hosted.run = undefined;
+        this.#statusChanged(hosted);
+      });
+  }
+
+  #listener(hosted: Hosted, also?: (record: AnyRecord) => void): EngineListener {
+    return {
+      record: (record) => {
+        if (record.seq <= hosted.fold.lastSeq) return;
+        if (record.type === "session.started") {
+          hosted.goal = record.data.goal;
+          hosted.startedAt = record.time;
+        }
+        also?.(record);
+        const notification = hosted.fold.next(record);
+        this.#emit(hosted.id, notification, true);
+      },
+      stream: (event) => {
+        if (event.type !== "text_delta" && event.type !== "reasoning_delta") return;
+        this.#emit(
+          hosted.id,
+          {
+            method: "item/delta",
+            params: {
+              session: hosted.id,
+              item_id: `model:${hosted.fold.modelSeq}`,
+              kind: event.type === "text_delta" ? "text" : "reasoning",
+              text: event.text,
+            },
+          },
+          false,
+        );
+      },
+    };
+  }
+
+  #statusChanged(hosted: Hosted): void {
+    const status: SessionStatus = hosted.run
+      ? hosted.approver.pending.length > 0
+        ? "awaiting_approval"
+        : "running"
+      : (hosted.fold.ended ?? "idle");
+    if (status === hosted.status) return;
+    hosted.status = status;
+    this.#emit(
+      hosted.id,
+      {
+        method: "session/status",
+        params: { session: hosted.id, status, ...(hosted.failure ? { error: hosted.failure } : {}) },
+      },
+      false,
+    );
+  }
+
+  #emit(session: string, notification: Notification, durable: boolean): void {
+    for (const sink of this.#sinks.get(session) ?? []) {
+      try {
+        sink(notification, durable);
+      } catch (error) {
+        this.options.log(`a subscriber of ${session} failed: ${messageOf(error)}`);
+      }
+    }
+  }
+
+  #hosted(identity: Identity, session: string): Hosted {
+    const hosted = this.#sessions.get(session);
+    if (!hosted || !canSee(identity, hosted.owner)) {
+      throw new RpcError(
+        RPC.NOT_FOUND,
+        `session ${session} is not being served (open it with session/start {workspace, session})`,
+        { code: "SESSION_NOT_FOUND" },
+      );
+    }
+    return hosted;
+  }
+
+  #visible(identity: Identity, session: string): Hosted {
+    const hosted = this.#sessions.get(session);
+    if (!hosted || !canSee(identity, hosted.owner)) throw notFound(session);
+    return hosted;
+  }
+
+  async #store(workspace: string | undefined): Promise<SessionStore | undefined> {
+    let store: SessionStore | undefined;
+    try {
+      store = await this.options.factory.store(workspace);
+    } catch (error) {
+      throw new RpcError(RPC.INVALID_PARAMS, messageOf(error));
+    }
+    if (store?.workspace !== undefined) this.#stores.set(store.workspace, store);
+    return store;
+  }
+
+  /** A session's records and store, if this identity may see it (else not found: existence never leaks). */
+  async #records(
+    identity: Identity,
+    session: string,
+  ): Promise<{ records: AnyRecord[]; store: SessionStore }> {
+    const hosted = this.#sessions.get(session);
+    const candidates: SessionStore[] = [];
+    if (hosted) {
+      const store = await this.#store(hosted.opened.workspace);
+      if (store) candidates.push(store);
+    } else {
+      const fallback = await this.#store(undefined);
+      if (fallback) candidates.push(fallback);
+      candidates.push(...this.#stores.values());
+    }
+    for (const store of candidates) {
+      if (!(await store.backend.exists(session).catch(() => false))) continue;
+      let records: AnyRecord[];
+      try {
+        records = await store.backend.read(session);
+      } catch (error) {
+        if (!identity.policy.see_all) throw notFound(session);
+        throw new RpcError(RPC.INTERNAL, `cannot read session ${session}: ${messageOf(error)}`);
+      }
+      if (!canSee(identity, ownerOf(records))) throw notFound(session);
+      return { records, store };
+    }
+    throw notFound(session);
+  }
+}
+
+function notFound(session: string): RpcError {
+  return new RpcError(RPC.NOT_FOUND, `no session ${session}`, { code: "SESSION_NOT_FOUND" });
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,57 @@
+import { createHash, timingSafeEqual } from "node:crypto";
+
+/** What an identity may do, from the server config's `server.identities.NAME` (all optional). */
+export interface IdentityPolicy {
+  /** The largest tool catalog its sessions get (as --tools); tools outside it are not offered at all. */
+  tools?: string | undefined;
+  /** Permission rules added to its sessions' policy (the config's rule grammar). */
+  deny?: string[] | undefined;
+  ask?: string[] | undefined;
+  /** Sees (and may act on) every identity's sessions. */
+  see_all?: boolean | undefined;
+}
+
+/** Who is calling: stdio is the local user; HTTP callers are named by their bearer token. */
+export interface Identity {
+  name: string;
+  policy: IdentityPolicy;
+}
+
+/** The local user on stdio: sees every session. */
+export const LOCAL_IDENTITY: Identity = { name: "local", policy: { see_all: true } };
+
+/** Whether this identity may see a session owned by `owner`. */
+export function canSee(identity: Identity, owner: string): boolean {
+  return identity.policy.see_all === true || identity.name === owner;
+}
+
+/**
+ * Bearer tokens to identity names. Tokens are compared as SHA-256 digests with
+ * timingSafeEqual, every entry each time, so neither a token's content nor its length leaks.
+ */
+export class TokenTable {
+  readonly #entries: { digest: Buffer; identity: string }[];
+
+  constructor(tokens: Readonly<Record<string, string>>) {
+    this.#entries = Object.entries(tokens).map(([token, identity]) => ({ digest: digest(token), identity }));
+  }
+
+  get size(): number {
+    return this.#entries.length;
+  }
+
+  /** The identity a presented token names, or undefined. */
+  identify(token: string | undefined): string | undefined {
+    const presented = digest(token ?? "");
+    let found: string | undefined;
+    for (const entry of this.#entries) {
+      if (timingSafeEqual(entry.digest, presented) && token !== undefined && token !== "")
+        found ??= entry.identity;
+    }
+    return found;
+  }
+}
+
+function digest(text: string): Buffer {
+  return createHash("sha256").update(text, "utf8").digest();
+}

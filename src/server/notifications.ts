@@ -1,0 +1,202 @@
+import type { AnyRecord } from "../journal/vocabulary.js";
+import { canonicalJson } from "../shared/hash.js";
+import type { JsonObject, JsonValue } from "../shared/json.js";
+
+/** A server → client notification: JSON-RPC method and params. */
+export interface Notification {
+  method: string;
+  params: JsonObject;
+}
+
+/** The session statuses a client sees. */
+export type SessionStatus =
+  | "idle"
+  | "running"
+  | "awaiting_approval"
+  | "finished"
+  | "stopped"
+  | "cancelled"
+  | "interrupted"
+  | "unknown";
+
+/** How a turn ended, by the record that ended it. */
+const TURN_ENDS = {
+  "run.finished": "finished",
+  "run.stopped": "stopped",
+  "run.cancelled": "cancelled",
+  "turn.interrupted": "interrupted",
+} as const satisfies Partial<Record<AnyRecord["type"], SessionStatus>>;
+
+/**
+ * Every durable record of a session becomes exactly one notification, a pure function of the
+ * journal: this fold reads the records in order (live, as the engine shows them, or replayed
+ * from the journal) and keeps only what the mapping needs from earlier records (the turn, the
+ * open model request, each call's name and arguments, each call's approval). Records are
+ * brought to their canonical JSON form first (the form the journal line has), so a live
+ * notification and its replay are the same bytes.
+ */
+export class NotificationFold {
+  #turn = 0;
+  #modelSeq = 0;
+  readonly #calls = new Map<string, { name: string; arguments: JsonObject }>();
+  /** call id → the id of its latest approval.requested. */
+  readonly #approvals = new Map<string, string>();
+  readonly #decided = new Set<string>();
+  #ended: SessionStatus | undefined;
+  /** -1 before the first record (journal seqs start at 0). */
+  #lastSeq = -1;
+  #lastHash: string | null = null;
+
+  constructor(readonly session: string) {}
+
+  /** The latest turn started (0 before the first). */
+  get turn(): number {
+    return this.#turn;
+  }
+
+  /** The seq of the latest model.started: the id of the model item text deltas belong to. */
+  get modelSeq(): number {
+    return this.#modelSeq;
+  }
+
+  get lastSeq(): number {
+    return this.#lastSeq;
+  }
+
+  get head(): { seq: number; hash: string } | null {
+    return this.#lastHash === null ? null : { seq: this.#lastSeq, hash: this.#lastHash };
+  }
+
+  /** How the latest turn ended (undefined while none has ended or a new one started). */
+  get ended(): SessionStatus | undefined {
+    return this.#ended;
+  }
+
+  /** Whether this approval was decided in the journal. */
+  decided(approvalId: string): boolean {
+    return this.#decided.has(approvalId);
+  }
+
+  /** The id of the latest approval asked for this call. */
+  approvalOf(callId: string): string | undefined {
+    return this.#approvals.get(callId);
+  }
+
+  next(live: AnyRecord): Notification {
+    const record = JSON.parse(canonicalJson(live)) as AnyRecord;
+    this.#lastSeq = record.seq;
+    this.#lastHash = record.hash;
+    const base: JsonObject = {
+      session: this.session,
+      seq: record.seq,
+      hash: record.hash,
+      record: record as unknown as JsonObject,
+    };
+    const note = (method: string, extra: JsonObject): Notification => ({
+      method,
+      params: { ...base, ...extra },
+    });
+    switch (record.type) {
+      case "session.started":
+        this.#turn = 1;
+        this.#ended = undefined;
+        return note("turn/started", { turn: 1, input: record.data.goal });
+      case "user.input": {
+        const turn = record.data.turn ?? this.#turn + 1;
+        // The goal's own user.input follows session.started, which already started turn 1.
+        if (turn <= this.#turn) return note("session/record", {});
+        this.#turn = turn;
+        this.#ended = undefined;
+        return note("turn/started", { turn, input: record.data.text });
+      }
+      case "model.started":
+        this.#modelSeq = record.seq;
+        return note("item/started", { item: { kind: "model", id: `model:${record.seq}` } });
+      case "model.reply":
+        for (const call of record.data.calls)
+          this.#calls.set(call.id, { name: call.name, arguments: call.arguments });
+        return note("item/completed", {
+          item: {
+            kind: "model",
+            id: `model:${this.#modelSeq}`,
+            text: record.data.text,
+            calls: record.data.calls.map((call) => ({ id: call.id, name: call.name })),
+          },
+        });
+      case "tool.started":
+        this.#calls.set(record.data.call_id, { name: record.data.name, arguments: record.data.arguments });
+        return note("item/started", {
+          item: {
+            kind: "tool",
+            id: record.data.call_id,
+            tool: record.data.name,
+            arguments: record.data.arguments,
+          },
+        });
+      case "tool.result":
+        return note("item/completed", {
+          item: {
+            kind: "tool",
+            id: record.data.call_id,
+            tool: record.data.name,
+            status: record.data.status,
+            summary: record.data.summary,
+          },
+        });
+      case "acceptance.checked":
+        return note("item/completed", {
+          item: {
+            kind: "acceptance",
+            id: `acceptance:${record.seq}`,
+            ...(record.data as unknown as JsonObject),
+          },
+        });
+      case "run.finished":
+      case "run.stopped":
+      case "run.cancelled":
+      case "turn.interrupted": {
+        const status = TURN_ENDS[record.type];
+        this.#ended = status;
+        return note("turn/completed", {
+          turn: this.#turn,
+          status,
+          outcome: record.data as unknown as JsonValue,
+        });
+      }
+      case "approval.requested": {
+        const approvalId = `${this.session}:${record.seq}`;
+        this.#approvals.set(record.data.call_id, approvalId);
+        return note("approval/requested", {
+          approval_id: approvalId,
+          call_id: record.data.call_id,
+          tool: record.data.name,
+          effect: record.data.effect,
+          arguments: this.#calls.get(record.data.call_id)?.arguments ?? {},
+        });
+      }
+      case "approval.decided": {
+        const approvalId = this.#approvals.get(record.data.call_id) ?? `${this.session}:unknown`;
+        this.#decided.add(approvalId);
+        return note("approval/resolved", {
+          approval_id: approvalId,
+          decision: record.data.decision,
+          scope: record.data.scope,
+          by: record.data.by,
+        });
+      }
+      default:
+        return note("session/record", {});
+    }
+  }
+}
+
+/** The notifications of a journal from `fromSeq` on (the fold reads every record before it too). */
+export function replay(session: string, records: readonly AnyRecord[], fromSeq: number): Notification[] {
+  const fold = new NotificationFold(session);
+  const out: Notification[] = [];
+  for (const record of records) {
+    const notification = fold.next(record);
+    if (record.seq >= fromSeq) out.push(notification);
+  }
+  return out;
+}

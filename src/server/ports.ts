@@ -1,0 +1,61 @@
+import type { EngineListener, RunSummary } from "../engine/options.js";
+import type { JournalBackend } from "../journal/store.js";
+import type { AnyRecord } from "../journal/vocabulary.js";
+import type { ApprovalPort } from "../runtime/ports.js";
+import type { Identity } from "./identities.js";
+import type { RunOptions } from "./methods.js";
+
+/*
+ * What the server needs from its embedder (the CLI's `harness serve`), which owns how a session
+ * is set up (config, provider, tools, policy): the server never builds an engine itself.
+ */
+
+/** One engine run on a session: a turn, or a compaction. */
+export interface SessionRun {
+  run(): Promise<RunSummary>;
+  steer(text: string): Promise<void>;
+  interrupt(): void;
+}
+
+/** A session opened for serving: its journal, and engines on it. */
+export interface OpenedSession {
+  readonly sessionId: string;
+  /** The workspace's real path (shown to the local user; never journaled). */
+  readonly workspace: string;
+  readonly backend: JournalBackend;
+  /** Its records when it was opened (empty for a new session). */
+  readonly records: readonly AnyRecord[];
+  /** A turn: the goal of a session without records, else the next input. */
+  turn(input: string, listener: EngineListener): SessionRun;
+  compact(instructions: string | undefined, listener: EngineListener): SessionRun;
+  /** End what the session holds open (MCP servers). */
+  close(): Promise<void>;
+}
+
+export interface OpenRequest {
+  workspace: string;
+  /** An existing session to serve, or the id for a new one; absent: a new id. */
+  sessionId?: string;
+  options: RunOptions;
+  identity: Identity;
+  approver: (sessionId: string) => ApprovalPort;
+}
+
+/** Where sessions at rest are read: a workspace's journals, or the database's. */
+export interface SessionStore {
+  backend: JournalBackend;
+  /** The workspace path (absent for a database). */
+  workspace?: string;
+  /** Verify a session's chain: the records, or what is wrong. */
+  verify(
+    sessionId: string,
+  ): Promise<{ ok: boolean; records: number; problems: string[]; head: string | null }>;
+  /** A new session holding this one's history (up to `atSeq`); its id. */
+  fork(sessionId: string, atSeq: number | undefined): Promise<string>;
+}
+
+export interface SessionFactory {
+  open(request: OpenRequest): Promise<OpenedSession>;
+  /** The store of a workspace, or (undefined) the server's default (--workspace, --database). */
+  store(workspace: string | undefined): Promise<SessionStore | undefined>;
+}
