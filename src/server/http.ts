@@ -3,7 +3,7 @@ import { isIP } from "node:net";
 import type { SessionHub } from "./hub.js";
 import type { Identity, IdentityPolicy, TokenTable } from "./identities.js";
 import type { Notification } from "./notifications.js";
-import { serverPage } from "./page.js";
+import { PAGE_CSP, serverPage } from "./page.js";
 import { answer, type Connection, type ServerInfo } from "./rpc.js";
 import { encodeJson, errorMessage, RPC, RpcError } from "./wire.js";
 
@@ -17,9 +17,6 @@ export function isLoopback(host: string): boolean {
   if (isIP(host) === 4) return host.startsWith("127.");
   return host === "::1";
 }
-
-const PAGE_CSP =
-  "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 export interface HttpOptions {
   host: string;

@@ -1,7 +1,9 @@
-/**
- * The page GET / serves. The session viewer (src/viewer) replaces this placeholder; it is one
- * function so that change is one line.
- */
+import { VIEWER_CSP, viewerPage } from "../viewer/page.js";
+
+/** The page GET / serves: the session viewer (src/viewer). */
 export function serverPage(): string {
-  return `<!doctype html><html><head><meta charset="utf-8"><title>harness</title></head><body><h1>harness server</h1><p>POST /rpc for JSON-RPC, GET /events?session=ID for a session's events.</p></body></html>`;
+  return viewerPage();
 }
+
+/** The viewer's own policy (its one script and stylesheet by hash), plus what only a header can say. */
+export const PAGE_CSP = `${VIEWER_CSP}; frame-ancestors 'none'`;
