@@ -230,7 +230,7 @@ export class SessionHub {
       if (fromSeq !== undefined) {
         // Read again after registering: nothing journaled in between is missed.
         const records = this.#sessions.has(session)
-          ? await this.#sessions.get(session)!.opened.backend.read(session)
+          ? (await this.#records(identity, session)).records
           : visible.records;
         for (const notification of replay(session, records, fromSeq)) {
           sink(notification, true);
@@ -476,7 +476,10 @@ export class SessionHub {
     const hosted = this.#sessions.get(session);
     const candidates: SessionStore[] = [];
     if (hosted) {
+      if (!canSee(identity, hosted.owner)) throw notFound(session);
       const store = await this.#store(hosted.opened.workspace);
+      // Hosted before its first record (started without a goal): nothing to read yet.
+      if (store && !(await store.backend.exists(session))) return { records: [], store };
       if (store) candidates.push(store);
     } else {
       const fallback = await this.#store(undefined);

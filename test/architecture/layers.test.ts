@@ -23,8 +23,8 @@ const STACK: readonly (readonly string[])[] = [
   ["runtime"],
   ["mcp"],
   ["tools"],
-  ["journal", "providers", "sandbox", "viewer"],
-  ["protocol", "workspace", "artifacts", "rules"],
+  ["journal", "providers", "sandbox", "client", "viewer"],
+  ["protocol", "workspace", "artifacts", "rules", "api"],
   ["shared"],
 ];
 
