@@ -9,10 +9,11 @@ import { z } from "zod";
 export const PROTOCOL_VERSION = 1;
 
 export const sessionId = z.string().min(1);
-export const seq = z.number().int().positive();
+/** Journal seqs start at 0 (session.started). */
+export const seq = z.number().int().nonnegative();
 
 export const journalRecord = z.object({
-  seq: z.number().int().positive(),
+  seq: z.number().int().nonnegative(),
   type: z.string().min(1),
   time: z.string(),
   data: z.record(z.string(), z.unknown()),
@@ -74,7 +75,7 @@ export function parseSessionSeqId(id: string): { session: string; seq: number } 
   const colon = id.lastIndexOf(":");
   if (colon <= 0) return undefined;
   const digits = id.slice(colon + 1);
-  if (!/^[1-9][0-9]{0,15}$/.test(digits)) return undefined;
+  if (!/^(0|[1-9][0-9]{0,15})$/.test(digits)) return undefined;
   const seq = Number(digits);
   return Number.isSafeInteger(seq) ? { session: id.slice(0, colon), seq } : undefined;
 }

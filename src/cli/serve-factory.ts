@@ -1,11 +1,11 @@
 import { join, resolve } from "node:path";
+import { ErrorCode, RpcError } from "../api/errors.js";
+import type { RunOptions } from "../api/methods.js";
 import { Engine } from "../engine/engine.js";
 import { SessionState } from "../engine/state.js";
 import { verifyJournal } from "../journal/verify.js";
 import type { IdentityPolicy } from "../server/identities.js";
-import type { RunOptions } from "../server/methods.js";
 import type { OpenedSession, OpenRequest, SessionFactory, SessionStore } from "../server/ports.js";
-import { RPC, RpcError } from "../server/wire.js";
 import { TOOL_PROFILES, type ToolProfile } from "../tools/profiles.js";
 import { forkWithArtifacts } from "./commands/fork.js";
 import { validateSessionId } from "./commands/run.js";
@@ -52,7 +52,7 @@ async function openServed(request: OpenRequest, options: FactoryOptions): Promis
   const recorded = records.length > 0 ? SessionState.from(records).header : undefined;
   const owner = typeof recorded?.options?.identity === "string" ? recorded.options.identity : "local";
   if (recorded && request.identity.policy.see_all !== true && owner !== request.identity.name)
-    throw new RpcError(RPC.NOT_FOUND, `no session ${sessionId}`, { code: "SESSION_NOT_FOUND" });
+    throw new RpcError(ErrorCode.NotFound, `no session ${sessionId}`, { code: "SESSION_NOT_FOUND" });
   const opts = request.options;
   if (recorded?.provider.kind === "scripted" && opts.script === undefined)
     throw new UsageError(

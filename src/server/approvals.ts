@@ -1,16 +1,9 @@
+import { ErrorCode, RpcError } from "../api/errors.js";
 import type { ApprovalDecision, ApprovalPort, ApprovalRequest } from "../runtime/ports.js";
 import type { JsonObject } from "../shared/json.js";
-import { RPC, RpcError } from "./wire.js";
 
-/** A pending approval as `approval/list` shows it (the approval/requested notification's fields). */
-export interface PendingApproval {
-  approval_id: string;
-  session: string;
-  call_id: string;
-  tool: string;
-  effect: string;
-  arguments: JsonObject;
-}
+/** A pending approval as `approval/list` shows it: its approval/requested notification's params. */
+export type PendingApproval = JsonObject;
 
 export type WireDecision = "accept" | "accept_session" | "decline";
 
@@ -30,8 +23,8 @@ export class WireApprover implements ApprovalPort {
 
   constructor(
     private readonly session: string,
-    /** The id the journal gave this call's approval (approval.requested is durable before we are asked). */
-    private readonly approvalIdOf: (callId: string) => string | undefined,
+    /** This call's approval/requested params (approval.requested is durable before we are asked). */
+    private readonly requestedOf: (callId: string) => JsonObject | undefined,
     private readonly onChange: () => void,
     private readonly timeoutMs?: number,
   ) {}
@@ -41,7 +34,11 @@ export class WireApprover implements ApprovalPort {
   }
 
   request(request: ApprovalRequest, signal: AbortSignal): Promise<ApprovalDecision> {
-    const approvalId = this.approvalIdOf(request.callId) ?? `${this.session}:${request.callId}`;
+    const requested = this.requestedOf(request.callId);
+    const approvalId =
+      typeof requested?.approval_id === "string"
+        ? requested.approval_id
+        : `${this.session}:${request.callId}`;
     return new Promise<ApprovalDecision>((resolve) => {
       let timer: NodeJS.Timeout | undefined;
       const settle = (decision: ApprovalDecision) => {
@@ -54,7 +51,7 @@ export class WireApprover implements ApprovalPort {
       const onAbort = () =>
         settle({ decision: "deny", scope: "once", by: "server", reason: "the turn was interrupted" });
       this.#waiting.set(approvalId, {
-        info: {
+        info: requested ?? {
           approval_id: approvalId,
           session: this.session,
           call_id: request.callId,
@@ -83,7 +80,7 @@ export class WireApprover implements ApprovalPort {
   respond(approvalId: string, decision: WireDecision, identity: string): void {
     const waiting = this.#waiting.get(approvalId);
     if (!waiting)
-      throw new RpcError(RPC.CONFLICT, `approval ${approvalId} is not waiting (already answered)`);
+      throw new RpcError(ErrorCode.Conflict, `approval ${approvalId} is not waiting (already answered)`);
     const by = `identity:${identity}`;
     waiting.settle(
       decision === "decline"

@@ -1,11 +1,12 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { isIP } from "node:net";
+import { ErrorCode, RpcError } from "../api/errors.js";
+import { encodeLine } from "../api/framing.js";
 import type { SessionHub } from "./hub.js";
 import type { Identity, IdentityPolicy, TokenTable } from "./identities.js";
 import type { Notification } from "./notifications.js";
-import { PAGE_CSP, serverPage } from "./page.js";
-import { answer, type Connection, type ServerInfo } from "./rpc.js";
-import { encodeJson, errorMessage, RPC, RpcError } from "./wire.js";
+import { SERVER_PAGE_CSP, serverPage } from "./page.js";
+import { answer, type Connection, decodeBody, errorLine, type ServerInfo } from "./rpc.js";
 
 /** The largest POST /rpc body taken. */
 export const MAX_RPC_BODY_BYTES = 4 * 1024 * 1024;
@@ -50,7 +51,7 @@ export async function serveHttp(hub: SessionHub, options: HttpOptions): Promise<
     void handle(req, res).catch((error: unknown) => {
       options.log(`http: ${error instanceof Error ? error.message : String(error)}`);
       if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
-      res.end(errorMessage(null, new RpcError(RPC.INTERNAL, "internal error")));
+      res.end(errorLine(null, new RpcError(ErrorCode.InternalError, "internal error")));
     });
   });
 
@@ -81,7 +82,7 @@ export async function serveHttp(hub: SessionHub, options: HttpOptions): Promise<
       json(
         res,
         421,
-        errorMessage(null, new RpcError(RPC.FORBIDDEN, "this Host is not the server's loopback address")),
+        errorLine(null, new RpcError(ErrorCode.Forbidden, "this Host is not the server's loopback address")),
       );
       return;
     }
@@ -92,7 +93,10 @@ export async function serveHttp(hub: SessionHub, options: HttpOptions): Promise<
       json(
         res,
         401,
-        errorMessage(null, new RpcError(RPC.UNAUTHORIZED, "unauthorized: send Authorization: Bearer TOKEN")),
+        errorLine(
+          null,
+          new RpcError(ErrorCode.Unauthorized, "unauthorized: send Authorization: Bearer TOKEN"),
+        ),
       );
       return;
     }
@@ -101,7 +105,7 @@ export async function serveHttp(hub: SessionHub, options: HttpOptions): Promise<
     if (url.pathname === "/" && req.method === "GET") {
       res.writeHead(200, {
         "content-type": "text/html; charset=utf-8",
-        "content-security-policy": PAGE_CSP,
+        "content-security-policy": SERVER_PAGE_CSP,
         "x-content-type-options": "nosniff",
         "referrer-policy": "no-referrer",
         "cache-control": "no-store",
@@ -112,18 +116,18 @@ export async function serveHttp(hub: SessionHub, options: HttpOptions): Promise<
     json(
       res,
       404,
-      errorMessage(null, new RpcError(RPC.METHOD_NOT_FOUND, `no route ${req.method} ${url.pathname}`)),
+      errorLine(null, new RpcError(ErrorCode.MethodNotFound, `no route ${req.method} ${url.pathname}`)),
     );
   }
 
   async function rpc(req: IncomingMessage, res: ServerResponse, identity: Identity): Promise<void> {
     const body = await readBody(req, MAX_RPC_BODY_BYTES);
     if (body === undefined) {
-      json(res, 413, errorMessage(null, new RpcError(RPC.INVALID_REQUEST, "request body over 4 MiB")));
+      json(res, 413, errorLine(null, new RpcError(ErrorCode.InvalidRequest, "request body over 4 MiB")));
       return;
     }
     const connection: Connection = { identity, transport: "http", subscriptions: new Map() };
-    const response = await answer(hub, connection, options.info, body);
+    const response = await answer(hub, connection, options.info, decodeBody(body));
     if (response === undefined) {
       res.writeHead(204);
       res.end();
@@ -140,7 +144,7 @@ export async function serveHttp(hub: SessionHub, options: HttpOptions): Promise<
   ): Promise<void> {
     const session = url.searchParams.get("session");
     if (!session) {
-      json(res, 400, errorMessage(null, new RpcError(RPC.INVALID_PARAMS, "GET /events?session=ID")));
+      json(res, 400, errorLine(null, new RpcError(ErrorCode.InvalidParams, "GET /events?session=ID")));
       return;
     }
     // Without Last-Event-ID or from_seq: the whole journal (seqs start at 0), then live.
@@ -156,7 +160,7 @@ export async function serveHttp(hub: SessionHub, options: HttpOptions): Promise<
         json(
           res,
           400,
-          errorMessage(null, new RpcError(RPC.INVALID_PARAMS, "from_seq must be a whole number")),
+          errorLine(null, new RpcError(ErrorCode.InvalidParams, "from_seq must be a whole number")),
         );
         return;
       }
@@ -165,7 +169,7 @@ export async function serveHttp(hub: SessionHub, options: HttpOptions): Promise<
     let opened = false;
     const buffered: string[] = [];
     const send = (notification: Notification, durable: boolean) => {
-      const text = `${durable ? `id: ${session}:${String(notification.params.seq)}\n` : ""}data: ${encodeJson({ jsonrpc: "2.0", method: notification.method, params: notification.params })}\n\n`;
+      const text = `${durable ? `id: ${session}:${String(notification.params.seq)}\n` : ""}data: ${encodeLine({ jsonrpc: "2.0", method: notification.method, params: notification.params })}\n`;
       if (opened) res.write(text);
       else buffered.push(text);
     };
@@ -173,8 +177,9 @@ export async function serveHttp(hub: SessionHub, options: HttpOptions): Promise<
     try {
       unsubscribe = await hub.subscribe(identity, session, fromSeq, send);
     } catch (error) {
-      const rpcError = error instanceof RpcError ? error : new RpcError(RPC.INTERNAL, "internal error");
-      json(res, rpcError.code === RPC.NOT_FOUND ? 404 : 400, errorMessage(null, rpcError));
+      const rpcError =
+        error instanceof RpcError ? error : new RpcError(ErrorCode.InternalError, "internal error");
+      json(res, rpcError.code === ErrorCode.NotFound ? 404 : 400, errorLine(null, rpcError));
       return;
     }
     res.writeHead(200, {

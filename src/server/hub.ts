@@ -1,11 +1,11 @@
+import { ErrorCode, RpcError } from "../api/errors.js";
+import type { ParsedParamsOf as ParamsOf, RunOptions } from "../api/methods.js";
 import type { EngineListener } from "../engine/options.js";
 import type { AnyRecord } from "../journal/vocabulary.js";
 import { type PendingApproval, WireApprover, type WireDecision } from "./approvals.js";
 import { canSee, type Identity } from "./identities.js";
-import type { ParamsOf, RunOptions } from "./methods.js";
 import { type Notification, NotificationFold, replay, type SessionStatus } from "./notifications.js";
 import type { OpenedSession, SessionFactory, SessionRun, SessionStore } from "./ports.js";
-import { RPC, RpcError } from "./wire.js";
 
 /** Where a subscriber's notifications go; `durable` ones carry seq and hash and can be replayed. */
 export type Sink = (notification: Notification, durable: boolean) => void;
@@ -59,10 +59,10 @@ export class SessionHub {
     params: ParamsOf<"session/start">,
     sink?: Sink,
   ): Promise<{ session: string; status: SessionStatus; unsubscribe?: () => void }> {
-    if (this.#closing) throw new RpcError(RPC.CONFLICT, "the server is shutting down");
+    if (this.#closing) throw new RpcError(ErrorCode.Conflict, "the server is shutting down");
     if (params.session !== undefined && this.#sessions.has(params.session)) {
       const hosted = this.#visible(identity, params.session);
-      throw new RpcError(RPC.CONFLICT, `session ${hosted.id} is already being served`, {
+      throw new RpcError(ErrorCode.Conflict, `session ${hosted.id} is already being served`, {
         code: "SESSION_BUSY",
       });
     }
@@ -87,7 +87,8 @@ export class SessionHub {
         return approver;
       },
     });
-    if (!approver || !fold) throw new RpcError(RPC.INTERNAL, "the session was opened without its approver");
+    if (!approver || !fold)
+      throw new RpcError(ErrorCode.InternalError, "the session was opened without its approver");
     const owner = opened.records.length > 0 ? ownerOf(opened.records) : identity.name;
     if (!canSee(identity, owner)) {
       await opened.close();
@@ -95,7 +96,7 @@ export class SessionHub {
     }
     if (this.#sessions.has(opened.sessionId)) {
       await opened.close();
-      throw new RpcError(RPC.CONFLICT, `session ${opened.sessionId} is already being served`, {
+      throw new RpcError(ErrorCode.Conflict, `session ${opened.sessionId} is already being served`, {
         code: "SESSION_BUSY",
       });
     }
@@ -264,19 +265,22 @@ export class SessionHub {
   startTurn(identity: Identity, params: ParamsOf<"turn/start">): { session: string; turn: number } {
     const hosted = this.#hosted(identity, params.session);
     if (hosted.run)
-      throw new RpcError(RPC.CONFLICT, "a turn is already running in this session", { code: "TURN_RUNNING" });
-    if (this.#closing) throw new RpcError(RPC.CONFLICT, "the server is shutting down");
+      throw new RpcError(ErrorCode.Conflict, "a turn is already running in this session", {
+        code: "TURN_RUNNING",
+      });
+    if (this.#closing) throw new RpcError(ErrorCode.Conflict, "the server is shutting down");
     this.#startRun(hosted, params.input);
     return { session: hosted.id, turn: hosted.fold.turn + 1 };
   }
 
   async steer(identity: Identity, params: ParamsOf<"turn/steer">): Promise<Record<string, never>> {
     const hosted = this.#hosted(identity, params.session);
-    if (!hosted.run) throw new RpcError(RPC.CONFLICT, "no turn is running: send the text with turn/start");
+    if (!hosted.run)
+      throw new RpcError(ErrorCode.Conflict, "no turn is running: send the text with turn/start");
     try {
       await hosted.run.steer(params.input);
     } catch (error) {
-      throw new RpcError(RPC.CONFLICT, `cannot steer now: ${messageOf(error)}`);
+      throw new RpcError(ErrorCode.Conflict, `cannot steer now: ${messageOf(error)}`);
     }
     return {};
   }
@@ -301,16 +305,16 @@ export class SessionHub {
     const cut = approvalId.lastIndexOf(":");
     const hosted = cut > 0 ? this.#sessions.get(approvalId.slice(0, cut)) : undefined;
     if (!hosted || !canSee(identity, hosted.owner))
-      throw new RpcError(RPC.NOT_FOUND, `no approval ${approvalId}`, { code: "APPROVAL_NOT_FOUND" });
+      throw new RpcError(ErrorCode.NotFound, `no approval ${approvalId}`, { code: "APPROVAL_NOT_FOUND" });
     if (hosted.approver.has(approvalId)) {
       hosted.approver.respond(approvalId, decision, identity.name);
       return {};
     }
     if (hosted.fold.decided(approvalId))
-      throw new RpcError(RPC.CONFLICT, `approval ${approvalId} was already answered`, {
+      throw new RpcError(ErrorCode.Conflict, `approval ${approvalId} was already answered`, {
         code: "APPROVAL_ANSWERED",
       });
-    throw new RpcError(RPC.NOT_FOUND, `no approval ${approvalId}`, { code: "APPROVAL_NOT_FOUND" });
+    throw new RpcError(ErrorCode.NotFound, `no approval ${approvalId}`, { code: "APPROVAL_NOT_FOUND" });
   }
 
   async fork(identity: Identity, params: ParamsOf<"session/fork">): Promise<{ session: string }> {
@@ -318,14 +322,16 @@ export class SessionHub {
     try {
       return { session: await store.fork(params.session, params.at_seq) };
     } catch (error) {
-      throw new RpcError(RPC.INVALID_PARAMS, `cannot fork: ${messageOf(error)}`);
+      throw new RpcError(ErrorCode.InvalidParams, `cannot fork: ${messageOf(error)}`);
     }
   }
 
   async compact(identity: Identity, params: ParamsOf<"session/compact">): Promise<{ summary: string }> {
     const hosted = this.#hosted(identity, params.session);
     if (hosted.run)
-      throw new RpcError(RPC.CONFLICT, "a turn is running: compact after it ends", { code: "SESSION_BUSY" });
+      throw new RpcError(ErrorCode.Conflict, "a turn is running: compact after it ends", {
+        code: "SESSION_BUSY",
+      });
     let summary: string | undefined;
     const listener = this.#listener(hosted, (record) => {
       if (record.type === "context.compacted") summary = record.data.summary;
@@ -336,7 +342,7 @@ export class SessionHub {
     try {
       await run.run();
     } catch (error) {
-      throw new RpcError(RPC.CONFLICT, `cannot compact: ${messageOf(error)}`);
+      throw new RpcError(ErrorCode.Conflict, `cannot compact: ${messageOf(error)}`);
     } finally {
       hosted.run = undefined;
       this.#statusChanged(hosted);
@@ -443,7 +449,7 @@ export class SessionHub {
     const hosted = this.#sessions.get(session);
     if (!hosted || !canSee(identity, hosted.owner)) {
       throw new RpcError(
-        RPC.NOT_FOUND,
+        ErrorCode.NotFound,
         `session ${session} is not being served (open it with session/start {workspace, session})`,
         { code: "SESSION_NOT_FOUND" },
       );
@@ -462,7 +468,7 @@ export class SessionHub {
     try {
       store = await this.options.factory.store(workspace);
     } catch (error) {
-      throw new RpcError(RPC.INVALID_PARAMS, messageOf(error));
+      throw new RpcError(ErrorCode.InvalidParams, messageOf(error));
     }
     if (store?.workspace !== undefined) this.#stores.set(store.workspace, store);
     return store;
@@ -493,7 +499,7 @@ export class SessionHub {
         records = await store.backend.read(session);
       } catch (error) {
         if (!identity.policy.see_all) throw notFound(session);
-        throw new RpcError(RPC.INTERNAL, `cannot read session ${session}: ${messageOf(error)}`);
+        throw new RpcError(ErrorCode.InternalError, `cannot read session ${session}: ${messageOf(error)}`);
       }
       if (!canSee(identity, ownerOf(records))) throw notFound(session);
       return { records, store };
@@ -503,7 +509,7 @@ export class SessionHub {
 }
 
 function notFound(session: string): RpcError {
-  return new RpcError(RPC.NOT_FOUND, `no session ${session}`, { code: "SESSION_NOT_FOUND" });
+  return new RpcError(ErrorCode.NotFound, `no session ${session}`, { code: "SESSION_NOT_FOUND" });
 }
 
 function messageOf(error: unknown): string {

@@ -1,6 +1,7 @@
+import { sessionSeqId } from "../api/common.js";
 import type { AnyRecord } from "../journal/vocabulary.js";
 import { canonicalJson } from "../shared/hash.js";
-import type { JsonObject, JsonValue } from "../shared/json.js";
+import type { JsonObject } from "../shared/json.js";
 
 /** A server → client notification: JSON-RPC method and params. */
 export interface Notification {
@@ -39,8 +40,8 @@ export class NotificationFold {
   #turn = 0;
   #modelSeq = 0;
   readonly #calls = new Map<string, { name: string; arguments: JsonObject }>();
-  /** call id → the id of its latest approval.requested. */
-  readonly #approvals = new Map<string, string>();
+  /** call id → its latest approval/requested notification's params (approval/list shows them). */
+  readonly #approvals = new Map<string, JsonObject>();
   readonly #decided = new Set<string>();
   #ended: SessionStatus | undefined;
   /** -1 before the first record (journal seqs start at 0). */
@@ -77,8 +78,8 @@ export class NotificationFold {
     return this.#decided.has(approvalId);
   }
 
-  /** The id of the latest approval asked for this call. */
-  approvalOf(callId: string): string | undefined {
+  /** The latest approval asked for this call, as its approval/requested notification's params. */
+  approvalOf(callId: string): JsonObject | undefined {
     return this.#approvals.get(callId);
   }
 
@@ -157,25 +158,23 @@ export class NotificationFold {
       case "turn.interrupted": {
         const status = TURN_ENDS[record.type];
         this.#ended = status;
-        return note("turn/completed", {
-          turn: this.#turn,
-          status,
-          outcome: record.data as unknown as JsonValue,
-        });
+        return note("turn/completed", { turn: this.#turn, status, outcome: outcomeOf(record) });
       }
       case "approval.requested": {
-        const approvalId = `${this.session}:${record.seq}`;
-        this.#approvals.set(record.data.call_id, approvalId);
-        return note("approval/requested", {
-          approval_id: approvalId,
+        const requested = note("approval/requested", {
+          approval_id: sessionSeqId(this.session, record.seq),
           call_id: record.data.call_id,
           tool: record.data.name,
           effect: record.data.effect,
           arguments: this.#calls.get(record.data.call_id)?.arguments ?? {},
         });
+        this.#approvals.set(record.data.call_id, requested.params);
+        return requested;
       }
       case "approval.decided": {
-        const approvalId = this.#approvals.get(record.data.call_id) ?? `${this.session}:unknown`;
+        const approvalId = String(
+          this.#approvals.get(record.data.call_id)?.approval_id ?? `${this.session}:unknown`,
+        );
         this.#decided.add(approvalId);
         return note("approval/resolved", {
           approval_id: approvalId,
@@ -199,4 +198,18 @@ export function replay(session: string, records: readonly AnyRecord[], fromSeq: 
     if (record.seq >= fromSeq) out.push(notification);
   }
   return out;
+}
+
+/** How a turn ended, in one word: verified/unverified, the stop's reason (or review status), the cancel/interrupt reason. */
+function outcomeOf(
+  record: Extract<AnyRecord, { type: "run.finished" | "run.stopped" | "run.cancelled" | "turn.interrupted" }>,
+): string {
+  switch (record.type) {
+    case "run.finished":
+      return record.data.status;
+    case "run.stopped":
+      return record.data.status === "stopped" ? record.data.reason : record.data.status;
+    default:
+      return record.data.reason;
+  }
 }

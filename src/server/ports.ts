@@ -1,9 +1,9 @@
+import type { RunOptions } from "../api/methods.js";
 import type { EngineListener, RunSummary } from "../engine/options.js";
 import type { JournalBackend } from "../journal/store.js";
 import type { AnyRecord } from "../journal/vocabulary.js";
 import type { ApprovalPort } from "../runtime/ports.js";
 import type { Identity } from "./identities.js";
-import type { RunOptions } from "./methods.js";
 
 /*
  * What the server needs from its embedder (the CLI's `harness serve`), which owns how a session

@@ -1,18 +1,16 @@
+import { PROTOCOL_VERSION } from "../api/common.js";
+import {
+  type AnyRequest,
+  errorResponseFor,
+  parseErrorResponse,
+  parseRequest,
+  type RequestId,
+  successResponseFor,
+} from "../api/envelope.js";
+import { ErrorCode, RpcError } from "../api/errors.js";
+import { type DecodedLine, encodeLine } from "../api/framing.js";
 import type { SessionHub, Sink } from "./hub.js";
 import type { Identity } from "./identities.js";
-import { isMethod, type MethodName, parseParams } from "./methods.js";
-import {
-  errorMessage,
-  type Incoming,
-  notificationMessage,
-  parseMessage,
-  RPC,
-  RpcError,
-  type RpcRequest,
-  resultMessage,
-} from "./wire.js";
-
-export const PROTOCOL_VERSION = 1;
 
 /** One client connection: who it is, and (stdio) where its subscribed notifications go. */
 export interface Connection {
@@ -30,22 +28,41 @@ export interface ServerInfo {
   shutdown(): void;
 }
 
-/** Answer one line (or HTTP body): the response text, or undefined for a notification. */
+/** An error response as one line (with its newline). */
+export function errorLine(id: RequestId | null, error: RpcError): string {
+  return encodeLine(errorResponseFor(id, error.toJSON()));
+}
+
+/** Answer one decoded line (stdio) or body (HTTP): the response line, or undefined for a notification. */
 export async function answer(
   hub: SessionHub,
   connection: Connection,
   info: ServerInfo,
-  text: string,
+  line: DecodedLine,
 ): Promise<string | undefined> {
-  const incoming: Incoming = parseMessage(text);
-  if (incoming.kind === "error") return errorMessage(incoming.id, incoming.error);
-  const { request } = incoming;
+  if (!line.ok) {
+    return line.error === "parse"
+      ? encodeLine(parseErrorResponse())
+      : errorLine(null, new RpcError(ErrorCode.InvalidRequest, `invalid request: ${line.message}`));
+  }
+  const parsed = parseRequest(line.value);
+  // A client notification (no id) gets no answer, as JSON-RPC says; this protocol defines none.
+  if (parsed.kind === "notification") return undefined;
+  if (parsed.kind === "error") return encodeLine(parsed.response);
+  const request = parsed.request;
   try {
-    const result = await call(hub, connection, info, request);
-    return request.id === undefined ? undefined : resultMessage(request.id, result);
+    return encodeLine(successResponseFor(request.id, (await call(hub, connection, info, request)) as never));
   } catch (error) {
-    if (request.id === undefined) return undefined;
-    return errorMessage(request.id, asRpcError(error));
+    return errorLine(request.id, asRpcError(error));
+  }
+}
+
+/** A body as a decoded line (HTTP: one request per body). */
+export function decodeBody(text: string): DecodedLine {
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch {
+    return { ok: false, error: "parse", message: "the body is not JSON" };
   }
 }
 
@@ -55,26 +72,28 @@ function asRpcError(error: unknown): RpcError {
   const message = error instanceof Error ? error.message : "internal error";
   // Errors harness names (a refused journal, a bad setup) say what to do; anything else is internal.
   if (typeof code === "string" && /^[A-Z_]+$/.test(code))
-    return new RpcError(code === "SESSION_NOT_FOUND" ? RPC.NOT_FOUND : RPC.INVALID_PARAMS, message, { code });
+    return new RpcError(
+      code === "SESSION_NOT_FOUND" ? ErrorCode.NotFound : ErrorCode.InvalidParams,
+      message,
+      {
+        code,
+      },
+    );
   // Input the client gave that the setup refused (a bad option, a script that does not parse).
   if (error instanceof Error && (error.name === "UsageError" || error.name === "ScriptError"))
-    return new RpcError(RPC.INVALID_PARAMS, message);
-  return new RpcError(RPC.INTERNAL, `internal error: ${message}`);
+    return new RpcError(ErrorCode.InvalidParams, message);
+  return new RpcError(ErrorCode.InternalError, `internal error: ${message}`);
 }
 
 async function call(
   hub: SessionHub,
   connection: Connection,
   info: ServerInfo,
-  request: RpcRequest,
+  request: AnyRequest,
 ): Promise<unknown> {
-  const method = request.method;
-  if (!isMethod(method)) throw new RpcError(RPC.METHOD_NOT_FOUND, `method not found: ${method}`);
   const identity = connection.identity;
-  const p = <M extends MethodName>(m: M) => parseParams(m, request.params);
-  switch (method) {
+  switch (request.method) {
     case "initialize":
-      p("initialize");
       return {
         protocol_version: PROTOCOL_VERSION,
         server: { name: "harness", version: info.version },
@@ -82,9 +101,8 @@ async function call(
         capabilities: { compact: true, http: info.http },
       };
     case "session/start": {
-      const params = p("session/start");
       // A stdio connection follows the sessions it starts (from their next record).
-      const { unsubscribe, ...started } = await hub.start(identity, params, connection.sink);
+      const { unsubscribe, ...started } = await hub.start(identity, request.params, connection.sink);
       if (unsubscribe) {
         connection.subscriptions.get(started.session)?.();
         connection.subscriptions.set(started.session, unsubscribe);
@@ -92,15 +110,18 @@ async function call(
       return started;
     }
     case "session/list":
-      return hub.list(identity, p("session/list"));
+      return hub.list(identity, request.params);
     case "session/read":
-      return hub.read(identity, p("session/read"));
+      return hub.read(identity, request.params);
     case "session/verify":
-      return hub.verify(identity, p("session/verify"));
+      return hub.verify(identity, request.params);
     case "session/subscribe": {
-      const params = p("session/subscribe");
+      const { params } = request;
       if (!connection.sink)
-        throw new RpcError(RPC.INVALID_REQUEST, "over HTTP, follow a session with GET /events?session=ID");
+        throw new RpcError(
+          ErrorCode.InvalidRequest,
+          "over HTTP, follow a session with GET /events?session=ID",
+        );
       connection.subscriptions.get(params.session)?.();
       connection.subscriptions.set(
         params.session,
@@ -108,34 +129,26 @@ async function call(
       );
       return {};
     }
-    case "session/unsubscribe": {
-      const params = p("session/unsubscribe");
-      connection.subscriptions.get(params.session)?.();
-      connection.subscriptions.delete(params.session);
+    case "session/unsubscribe":
+      connection.subscriptions.get(request.params.session)?.();
+      connection.subscriptions.delete(request.params.session);
       return {};
-    }
     case "turn/start":
-      return hub.startTurn(identity, p("turn/start"));
+      return hub.startTurn(identity, request.params);
     case "turn/steer":
-      return hub.steer(identity, p("turn/steer"));
+      return hub.steer(identity, request.params);
     case "turn/interrupt":
-      return hub.interrupt(identity, p("turn/interrupt"));
+      return hub.interrupt(identity, request.params);
     case "approval/list":
-      return hub.approvals(identity, p("approval/list").session);
-    case "approval/respond": {
-      const params = p("approval/respond");
-      return hub.respond(identity, params.approval_id, params.decision);
-    }
+      return hub.approvals(identity, request.params.session);
+    case "approval/respond":
+      return hub.respond(identity, request.params.approval_id, request.params.decision);
     case "session/fork":
-      return hub.fork(identity, p("session/fork"));
+      return hub.fork(identity, request.params);
     case "session/compact":
-      return hub.compact(identity, p("session/compact"));
+      return hub.compact(identity, request.params);
     case "shutdown":
-      p("shutdown");
       setImmediate(() => info.shutdown());
       return {};
   }
 }
-
-/** A notification as one line. */
-export { notificationMessage };

@@ -155,7 +155,9 @@ describe("SESSION:SEQ ids", () => {
     const { parseSessionSeqId, sessionSeqId } = await import("../../src/api/index.js");
     expect(sessionSeqId("s1", 42)).toBe("s1:42");
     expect(parseSessionSeqId("a:b:7")).toEqual({ session: "a:b", seq: 7 });
-    for (const bad of ["", "s1", ":3", "s1:", "s1:0", "s1:07", "s1:-1", "s1:1.5", "s1:99999999999999999"]) {
+    // The journal's first record (session.started) has seq 0.
+    expect(parseSessionSeqId("s1:0")).toEqual({ session: "s1", seq: 0 });
+    for (const bad of ["", "s1", ":3", "s1:", "s1:07", "s1:-1", "s1:1.5", "s1:99999999999999999"]) {
       expect(parseSessionSeqId(bad)).toBeUndefined();
     }
   });

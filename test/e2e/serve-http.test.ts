@@ -1,7 +1,9 @@
 import { readFile, writeFile } from "node:fs/promises";
-import { request as httpRequest } from "node:http";
+import { createServer, request as httpRequest } from "node:http";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { writeReply } from "../e2e-providers/wire.js";
 import {
   harness,
   jsonScript,
@@ -226,9 +228,15 @@ describe("harness serve --http", () => {
       events.close();
       const journal = await readJournal(aliceSpace, aliceSession);
       const header = ofType(journal, "session.started")[0];
-      expect((header?.data.tools as { name: string }[]).map((t) => t.name)).not.toContain("shell");
-      expect((header?.data.options as { identity: string }).identity).toBe("alice");
-      expect(ofType(journal, "tool.result")[0]?.data).toMatchObject({ call_id: "s1", status: "invalid", error_type: "UNKNOWN_TOOL" });
+      expect((header?.data.tools as { name: string }[] | undefined)?.map((t) => t.name)).not.toContain(
+        "shell",
+      );
+      expect((header?.data.options as { identity?: string } | undefined)?.identity).toBe("alice");
+      expect(ofType(journal, "tool.result")[0]?.data).toMatchObject({
+        call_id: "s1",
+        status: "invalid",
+        error_type: "UNKNOWN_TOOL",
+      });
       expect(ofType(journal, "process.spawned")).toEqual([]);
 
       expect((await rpc(server.url, alice, "session/read", { session: bobSession })).body.error?.code).toBe(
@@ -252,6 +260,49 @@ describe("harness serve --http", () => {
       expect((await rpc(server.url, bob, "session/read", { session: bobSession })).body.result?.session).toBe(
         bobSession,
       );
+
+      // What the model was sent: a loopback Chat Completions server records each request's tools.
+      const sent: { tools?: { function: { name: string } }[] }[] = [];
+      const model = createServer((req, res) => {
+        let body = "";
+        req.setEncoding("utf8").on("data", (chunk: string) => {
+          body += chunk;
+        });
+        req.on("end", () => {
+          sent.push(JSON.parse(body));
+          const wire = writeReply("chat", { kind: "text", text: "hello" });
+          res.writeHead(wire.status, wire.headers);
+          res.end("body" in wire ? wire.body : "");
+        });
+      });
+      await new Promise<void>((resolve) => model.listen(0, "127.0.0.1", resolve));
+      try {
+        const base_url = `http://127.0.0.1:${(model.address() as AddressInfo).port}/v1`;
+        const options = { provider: "openai-compatible", model: "m", base_url, shell: true };
+        const asAlice = (
+          await rpc(server.url, alice, "session/start", { workspace: aliceSpace, goal: "hi", options })
+        ).body.result?.session as string;
+        const asBob = (
+          await rpc(server.url, bob, "session/start", { workspace: bobSpace, goal: "hi", options })
+        ).body.result?.session as string;
+        for (const [session, token] of [
+          [asAlice, alice],
+          [asBob, bob],
+        ] as const) {
+          const stream = openEvents(server.url, token, session);
+          await stream.waitFor((e) => methodOf(e) === "turn/completed");
+          stream.close();
+        }
+        const names = sent.map((request) => (request.tools ?? []).map((tool) => tool.function.name).sort());
+        expect(names).toHaveLength(2);
+        // One request per session; alice's lacks shell, bob's (no policy) has it.
+        expect(names.filter((list) => !list.includes("shell"))).toEqual([
+          ["edit_file", "glob", "grep", "read_artifact", "read_file", "write_file"],
+        ]);
+        expect(names.filter((list) => list.includes("shell"))).toHaveLength(1);
+      } finally {
+        await new Promise((resolve) => model.close(resolve));
+      }
     } finally {
       server.child.kill("SIGTERM");
       await server.exited;
