@@ -58,7 +58,7 @@ export class WorkspaceEffects {
   async start(records: readonly AnyRecord[], journal: EffectsJournal): Promise<void> {
     const base = records.find((r) => r.type === "workspace.base");
     if (base === undefined) {
-      const manifest = this.tree.take();
+      const manifest = await this.tree.snapshot({ full: true });
       const ref = await this.artifacts.put(manifestBytes(manifest));
       this.tree.save();
       this.expected = manifest;
@@ -83,11 +83,12 @@ export class WorkspaceEffects {
 
   /**
    * Compare the tree with the record and journal what no call made (a person, another process, a
-   * call whose outcome is unknown after a crash) as `source: "outside"`.
+   * call whose outcome is unknown after a crash) as `source: "outside"`. `full`: read the whole
+   * tree, not only what change notifications named (a turn's start).
    */
-  async outside(journal: EffectsJournal): Promise<void> {
+  async outside(journal: EffectsJournal, options: { full?: boolean } = {}): Promise<void> {
     if (this.expected === undefined) return;
-    const found = this.compare();
+    const found = await this.compare(options.full ?? false);
     if (found === undefined) return;
     await this.keepBefores(found, journal);
     await journal.record([this.event(`outside:${journal.nextSeq()}`, { source: "outside", change: found })]);
@@ -106,7 +107,7 @@ export class WorkspaceEffects {
     await this.outside(journal);
     const value = await run();
     if (this.expected === undefined) return { value };
-    const change = this.compare();
+    const change = await this.compare(false);
     if (change === undefined) return { value };
     await this.keepBefores(change, journal);
     return { value, found: { source, change } };
@@ -134,14 +135,15 @@ export class WorkspaceEffects {
     return { type: "workspace.changed", data: { call_id: callId, source: found.source, ...found.change } };
   }
 
-  /** Save the stat cache (at the end of a run; a crash only costs rehashing). */
+  /** Save the stat cache (at the end of a run; a crash only costs rehashing) and stop watching. */
   close(): void {
     this.tree.save();
+    this.tree.close();
   }
 
   /** The difference between the tree now and the record, which then becomes the record. */
-  private compare(): ChangeSet | undefined {
-    const now = this.tree.take();
+  private async compare(full: boolean): Promise<ChangeSet | undefined> {
+    const now = await this.tree.snapshot({ full });
     if (this.tree.unsavedChanges >= SAVE_EVERY) this.tree.save();
     const change = diffManifests(this.expected as Manifest, now);
     this.expected = now;
