@@ -1,6 +1,6 @@
 // Recording workspace effects (issue 18): what comparing the tree before and after a shell call
 // costs on a ~50k-file tree when nothing changed, and what the first snapshot of it costs.
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { MemoryArtifactStore } from "../src/artifacts/memory-store.js";
@@ -33,6 +33,29 @@ async function unchangedCalls(tree: TreeSnapshot, runs: number): Promise<number[
   return times;
 }
 
+/** ms per call of `around` for a call that writes one file (removed again afterwards: the tree is shared). */
+async function oneFileCalls(tree: TreeSnapshot, root: string, runs: number): Promise<number[]> {
+  const effects = new WorkspaceEffects(tree, new MemoryArtifactStore());
+  const journal = { record: async () => undefined, nextSeq: () => 0 };
+  await effects.start([], journal);
+  const probe = path.join(root, "effects-probe.txt");
+  const times: number[] = [];
+  try {
+    for (let run = 0; run < runs; run++) {
+      const start = performance.now();
+      const { found } = await effects.around("shell", journal, async () =>
+        writeFileSync(probe, `run ${run}\n`),
+      );
+      times.push(performance.now() - start);
+      if (found === undefined) throw new Error("the write was not found");
+    }
+  } finally {
+    rmSync(probe, { force: true });
+    effects.close();
+  }
+  return times;
+}
+
 export async function benchEffects(): Promise<BenchRow[]> {
   const { root, files } = benchTree();
   // The object store and the stat cache go beside the tree, not into it: the tree is shared.
@@ -52,6 +75,7 @@ export async function benchEffects(): Promise<BenchRow[]> {
     const reopenMs = performance.now() - began;
 
     const perCall = await unchangedCalls(warm, RUNS);
+    const oneFile = await oneFileCalls(new TreeSnapshot({ root, stateDir }), root, RUNS);
     // Where change notifications are unavailable (out of inotify watches): two full walks per call.
     const fallback = await unchangedCalls(new TreeSnapshot({ root, stateDir, watch: false }), FALLBACK_RUNS);
     warm.close();
@@ -74,6 +98,12 @@ export async function benchEffects(): Promise<BenchRow[]> {
         value: round(median(perCall), 1),
         unit: "ms",
         note: `median of ${RUNS}: tree before + after a call that changed nothing (change notifications); goal < 50`,
+      },
+      {
+        name: "effects.shell_call_one_file_written",
+        value: round(median(oneFile), 1),
+        unit: "ms",
+        note: `median of ${RUNS}: a call that wrote one file (read, hashed, kept)`,
       },
       {
         name: "effects.shell_call_unchanged.no_notifications",

@@ -144,6 +144,8 @@ export class WorkspaceEffects {
   /** The difference between the tree now and the record, which then becomes the record. */
   private async compare(full: boolean): Promise<ChangeSet | undefined> {
     const now = await this.tree.snapshot({ full });
+    // The same tree object: no notification since the record was last compared.
+    if (now === this.expected) return undefined;
     if (this.tree.unsavedChanges >= SAVE_EVERY) this.tree.save();
     const change = diffManifests(this.expected as Manifest, now);
     this.expected = now;
