@@ -17,8 +17,6 @@ import type { TreeSnapshot } from "../workspace/tree-snapshot.js";
 export interface EffectsJournal {
   record(events: AnyNewEvent[]): Promise<void>;
   nextSeq(): number;
-  /** Told when a before-content could not be kept (its object was lost): the record still says what changed. */
-  warn?(message: string): void;
 }
 
 export type ChangeSource = EventData<"workspace.changed">["source"];
@@ -44,6 +42,8 @@ export class WorkspaceEffects {
   constructor(
     private readonly tree: TreeSnapshot,
     private readonly artifacts: ArtifactStore,
+    /** Told when a before-content could not be kept (its object was lost): the record still says what changed. */
+    private readonly warn: (message: string) => void = () => undefined,
   ) {}
 
   /** What `workspace.base` lists as excluded. */
@@ -90,7 +90,7 @@ export class WorkspaceEffects {
     if (this.expected === undefined) return;
     const found = await this.compare(options.full ?? false);
     if (found === undefined) return;
-    await this.keepBefores(found, journal);
+    await this.keepBefores(found);
     await journal.record([this.event(`outside:${journal.nextSeq()}`, { source: "outside", change: found })]);
   }
 
@@ -109,7 +109,7 @@ export class WorkspaceEffects {
     if (this.expected === undefined) return { value };
     const change = await this.compare(false);
     if (change === undefined) return { value };
-    await this.keepBefores(change, journal);
+    await this.keepBefores(change);
     return { value, found: { source, change } };
   }
 
@@ -153,13 +153,13 @@ export class WorkspaceEffects {
   }
 
   /** Every replaced content into the session's artifacts (fsynced there) before a record names it. */
-  private async keepBefores(change: ChangeSet, journal: EffectsJournal): Promise<void> {
+  private async keepBefores(change: ChangeSet): Promise<void> {
     for (const hash of beforeHashes(change)) {
       const bytes = this.tree.object(hash);
       if (bytes === undefined) {
         // Already kept (a file tool put it) or lost: only a lost one is worth a warning.
         if ((await this.artifacts.read(hash).catch(() => undefined)) === undefined) {
-          journal.warn?.(
+          this.warn(
             `the content ${hash.slice(0, 12)} replaced in the workspace was not kept; it cannot be restored`,
           );
         }

@@ -39,6 +39,8 @@ import { settleNotifications, TreeWatch } from "./tree-watch.js";
 const CACHE_VERSION = 1;
 /** A hash taken less than this after the file's ctime is not trusted on the next walk. */
 const RACY_MS = 100;
+/** What one read may hold (Node's limit for a whole-file read). */
+const MAX_FILE_BYTES = 2 ** 31 - 1;
 
 interface Cached {
   size: number;
@@ -75,6 +77,8 @@ export interface TreeSnapshotOptions {
   progress?(done: number, hashed: number): void;
   /** Clock, for tests. */
   now?(): number;
+  /** Told what could not be done (a copy not kept); the snapshot goes on. */
+  warn?(message: string): void;
   /** Use change notifications to read only what changed (default true; false: walk every time). */
   watch?: boolean;
 }
@@ -326,14 +330,22 @@ export class TreeSnapshot {
     const racy = now - st.ctimeMs < RACY_MS;
     try {
       if (st.isSymbolicLink()) return { ...base, link: readlinkSync(abs), racy };
+      // A file too large to read whole (over 2 GiB) is left out and said so, like an unreadable one.
+      if (st.size > MAX_FILE_BYTES) return undefined;
       const bytes = readFileSync(abs);
       const hash = sha256Hex(bytes);
-      this.keep(hash, bytes);
+      try {
+        this.keep(hash, bytes);
+      } catch (error) {
+        // No room to keep a copy: the hash still records what the file was; its bytes cannot be restored.
+        this.options.warn?.(`could not keep a copy of ${hash.slice(0, 12)} (${errnoCode(error) ?? "error"})`);
+      }
       // The bytes read are what the hash says; the size recorded is theirs too.
       return { ...base, size: bytes.byteLength, hash, racy: racy || bytes.byteLength !== st.size };
     } catch (error) {
       const code = errnoCode(error);
-      if (code === "EACCES" || code === "ENOENT" || code === "EISDIR") return undefined;
+      if (code === "EACCES" || code === "ENOENT" || code === "EISDIR" || code === "ERR_FS_FILE_TOO_LARGE")
+        return undefined;
       throw error;
     }
   }
