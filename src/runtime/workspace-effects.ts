@@ -38,6 +38,8 @@ const SAVE_EVERY = 2_000;
  */
 export class WorkspaceEffects {
   private expected: Manifest | undefined;
+  /** Paths where the record moved on without a snapshot (file tools) since the last comparison. */
+  private since = new Set<string>();
 
   constructor(
     private readonly tree: TreeSnapshot,
@@ -127,6 +129,7 @@ export class WorkspaceEffects {
     };
     if (isEmptyChange(kept)) return undefined;
     this.expected = applyChange(this.expected, kept, { strict: false });
+    for (const { path } of [...kept.created, ...kept.modified, ...kept.deleted]) this.since.add(path);
     return kept;
   }
 
@@ -147,7 +150,12 @@ export class WorkspaceEffects {
     // The same tree object: no notification since the record was last compared.
     if (now === this.expected) return undefined;
     if (this.tree.unsavedChanges >= SAVE_EVERY) this.tree.save();
-    const change = diffManifests(this.expected as Manifest, now);
+    // After a partial read, only the paths read again can differ from the last snapshot; the record
+    // equals that snapshot unless a file tool moved it on, so its paths are compared too.
+    const touched = this.tree.lastTouched;
+    const paths = touched ? [...touched, ...this.since] : undefined;
+    const change = diffManifests(this.expected as Manifest, now, paths);
+    this.since = new Set();
     this.expected = now;
     return isEmptyChange(change) ? undefined : change;
   }

@@ -91,6 +91,8 @@ interface Walk {
   lastReport: number;
   manifest: Map<string, Entry>;
   seen: Map<string, Cached>;
+  /** In a partial walk, every path read again or dropped: the only ones that can differ. */
+  touched?: Set<string>;
 }
 
 export class TreeSnapshot {
@@ -99,6 +101,7 @@ export class TreeSnapshot {
   /** The tree at the last snapshot, which notifications are relative to. */
   private current: Map<string, Entry> | undefined;
   private readonly watch: TreeWatch;
+  private touched: ReadonlySet<string> | undefined;
   private loaded = false;
   private unsaved = 0;
   private readonly objects: string;
@@ -146,6 +149,7 @@ export class TreeSnapshot {
       walk.stats.walk = paths.length === 0 ? "none" : "partial";
       walk.manifest = paths.length === 0 ? this.current : new Map(this.current);
       walk.seen = this.cache;
+      walk.touched = new Set();
       for (const rel of paths) this.refresh(rel, walk);
     } else {
       let root: Stats;
@@ -159,10 +163,19 @@ export class TreeSnapshot {
     }
     this.cache = walk.seen;
     this.current = walk.manifest;
+    this.touched = walk.touched;
     walk.stats.entries = walk.manifest.size;
     walk.stats.ms = Date.now() - walk.began;
     this.last = walk.stats;
     return walk.manifest;
+  }
+
+  /**
+   * After a snapshot that read only what notifications named: the paths that may differ from the
+   * snapshot before it. Undefined after a full walk (anything may differ).
+   */
+  get lastTouched(): ReadonlySet<string> | undefined {
+    return this.touched;
   }
 
   /** Stop watching the tree (the end of a session). */
@@ -220,6 +233,7 @@ export class TreeSnapshot {
       this.unsaved += 1;
     }
     walk.seen.set(rel, entry);
+    walk.touched?.add(rel);
     walk.manifest.set(
       rel,
       entry.link !== undefined
@@ -237,10 +251,18 @@ export class TreeSnapshot {
    * there now is read again (a directory walked whole; unchanged files keep their cached hash).
    */
   private refresh(rel: string, walk: Walk): void {
-    const below = `${rel}/`;
+    // Only a path that was a directory (it was watched) can have entries below it.
+    const wasDirectory = this.watch.watching(rel);
     const dropped: string[] = [];
-    for (const path of walk.manifest.keys()) if (path === rel || path.startsWith(below)) dropped.push(path);
-    for (const path of dropped) walk.manifest.delete(path);
+    if (wasDirectory) {
+      const below = `${rel}/`;
+      for (const path of walk.manifest.keys()) if (path.startsWith(below)) dropped.push(path);
+    }
+    if (walk.manifest.has(rel)) dropped.push(rel);
+    for (const path of dropped) {
+      walk.manifest.delete(path);
+      walk.touched?.add(path);
+    }
     const name = rel.slice(rel.lastIndexOf("/") + 1);
     const abs = `${this.options.root}/${rel}`;
     let directory = false;
@@ -249,7 +271,7 @@ export class TreeSnapshot {
     } catch {
       // gone: nothing below it is watched any more
     }
-    if (!directory) this.watch.unwatchUnder(rel);
+    if (wasDirectory && !directory) this.watch.unwatchUnder(rel);
     this.entry(abs, rel, name, walk);
     for (const path of dropped) if (!walk.manifest.has(path)) walk.seen.delete(path);
     if (dropped.length > 0) this.unsaved += 1;

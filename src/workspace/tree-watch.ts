@@ -47,6 +47,11 @@ export class TreeWatch {
     }
   }
 
+  /** Whether the directory at `rel` is watched (it was a directory when last read). */
+  watching(rel: string): boolean {
+    return this.watchers.has(rel);
+  }
+
   /** Stop watching `rel` and every directory below it (they are gone). */
   unwatchUnder(rel: string): void {
     const prefix = `${rel}/`;

@@ -165,7 +165,7 @@ describe("TreeSnapshot with change notifications", () => {
   it("reads nothing when nothing changed, only what changed otherwise, and agrees with a full walk", async () => {
     const root = workspace({ "a/one.txt": "1", "a/deep/two.txt": "2", "b/three.txt": "3", "c.txt": "c" });
     const tree = snapshotter(root, [], true);
-    await tree.snapshot();
+    const before = await tree.snapshot();
     await tree.snapshot();
     expect(tree.last).toMatchObject({ walk: "none", hashed: 0 });
 
@@ -188,6 +188,12 @@ describe("TreeSnapshot with change notifications", () => {
       "new/dir/file.txt",
     ]);
     expect(partial.get("a/one.txt")).toMatchObject({ exec: true });
+    // What a partial read says may differ covers everything that does.
+    const differs = diffManifests(before, partial);
+    const touched = tree.lastTouched ?? new Set<string>();
+    for (const { path } of [...differs.created, ...differs.modified, ...differs.deleted])
+      expect(touched.has(path)).toBe(true);
+    expect(diffManifests(before, partial, touched)).toEqual(differs);
 
     // A directory created after the last walk is watched too.
     writeFileSync(join(root, "new/dir/file.txt"), "newer");
