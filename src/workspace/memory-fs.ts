@@ -8,6 +8,8 @@ import {
   relativeParts,
 } from "./boundary.js";
 import {
+  type ChunkOptions,
+  chunksOf,
   type DirEntry,
   type FileStat,
   type GlobOptions,
@@ -77,6 +79,11 @@ export class MemoryWorkspaceFs implements WorkspaceFs {
       throw new WorkspaceError("NOT_A_DIRECTORY", p, `${quote(p)} has a parent that is not a directory`);
     }
     throw new WorkspaceError("NOT_FOUND", p, `${quote(p)} does not exist`);
+  }
+
+  async *readChunks(p: string, options?: ChunkOptions): AsyncGenerator<Uint8Array> {
+    // A copy taken at the start: the chunks are of the file as it was when reading began.
+    yield* chunksOf(await this.readFile(p), options);
   }
 
   async writeFileAtomic(p: string, data: Uint8Array, options: WriteOptions = {}): Promise<void> {
