@@ -3,7 +3,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../../src/shared/hash.js";
 import { firstInvalidUtf8Offset } from "../../src/tools/files/common.js";
-import { createReadFileTool } from "../../src/tools/files/read-file.js";
+import { createReadFileTool, READ_MAX_FILE_BYTES } from "../../src/tools/files/read-file.js";
 import { type ScanRequest, scanFile } from "../../src/tools/files/read-file-scan.js";
 import { MemoryWorkspaceFs } from "../../src/workspace/memory-fs.js";
 import { Session } from "./helpers.js";
@@ -83,6 +83,24 @@ describe("scanFile", () => {
       ),
       { numRuns: 3000 },
     );
+  });
+
+  it("refuses a file over read_file's size limit without reading past it", async () => {
+    const fs = new MemoryWorkspaceFs({ "huge.txt": new Uint8Array(READ_MAX_FILE_BYTES + 1).fill(0x61) });
+    let chunks = 0;
+    const readChunks = fs.readChunks.bind(fs);
+    fs.readChunks = async function* (path, options) {
+      for await (const chunk of readChunks(path, options)) {
+        chunks += 1;
+        yield chunk;
+      }
+    };
+    await expect(new Session(fs).run(createReadFileTool(), { path: "huge.txt" })).rejects.toMatchObject({
+      code: "OUTPUT_LIMIT",
+      message: expect.stringContaining(`huge.txt is larger than ${READ_MAX_FILE_BYTES} bytes`),
+    });
+    // The default 1 MiB chunks: the limit is crossed by the 65th, and nothing after it is asked for.
+    expect(chunks).toBe(65);
   });
 
   it("checks for cancellation before each chunk", async () => {

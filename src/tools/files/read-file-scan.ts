@@ -147,19 +147,24 @@ class LineWindow {
   }
 }
 
-/** Scan a file's chunks once. `onChunk` runs before each chunk is used (a cancellation check). */
+/**
+ * Scan a file's chunks once. `onChunk` runs before each chunk is used, with the bytes read so far
+ * that chunk included; it may throw to stop the scan (cancellation, a size limit).
+ */
 export async function scanFile(
   chunks: AsyncIterable<Uint8Array>,
   request: ScanRequest,
-  onChunk: () => void = () => undefined,
+  onChunk: (bytesRead: number) => void = () => undefined,
 ): Promise<FileScan> {
   const hash = createHash("sha256");
   const utf8 = new Utf8Check();
   const window = new LineWindow(request);
   let crlf = false;
   let endsWithCr = false;
+  let bytesRead = 0;
   for await (const chunk of chunks) {
-    onChunk();
+    bytesRead += chunk.length;
+    onChunk(bytesRead);
     hash.update(chunk);
     utf8.push(chunk);
     window.push(chunk);

@@ -51,22 +51,24 @@ export function createReadFileTool(): ToolDefinition<ReadFileArgs> {
     timeoutMs: 30_000,
     async execute(args, context) {
       const path = await viaWorkspace(() => context.fs.resolve(args.path));
-      const stat = await viaWorkspace(() => context.fs.stat(path));
-      if (stat?.kind === "file" && stat.size > READ_MAX_FILE_BYTES) {
-        throw new ToolError(
-          "OUTPUT_LIMIT",
-          `${path} is ${stat.size} bytes; read_file handles text files up to ${READ_MAX_FILE_BYTES} bytes (use grep to search it)`,
-        );
-      }
       // One pass over the file's chunks: hashed, checked as UTF-8 and split on LF as they arrive,
-      // only the requested lines kept and decoded, so a large file is never held whole.
+      // only the requested lines kept and decoded, so a large file is never held whole. The size
+      // limit is checked as the bytes arrive, which spares every read a separate stat.
       const offset = args.offset ?? 1;
       const limit = args.limit ?? READ_MAX_LINES;
       const scan = await viaWorkspace(() =>
         scanFile(
           context.fs.readChunks(path),
           { offset, limit, budgetBytes: READ_MAX_BYTES, lineCapBytes: READ_MAX_BYTES + 4 },
-          () => throwIfAborted(context.signal),
+          (bytesRead) => {
+            throwIfAborted(context.signal);
+            if (bytesRead > READ_MAX_FILE_BYTES) {
+              throw new ToolError(
+                "OUTPUT_LIMIT",
+                `${path} is larger than ${READ_MAX_FILE_BYTES} bytes; read_file handles text files up to that size (use grep to search it)`,
+              );
+            }
+          },
         ),
       );
       if (scan.invalidUtf8At !== -1) throw invalidUtf8(path, scan.invalidUtf8At);
