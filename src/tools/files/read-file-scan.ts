@@ -101,6 +101,7 @@ class LineWindow {
   /** Whether the line being read has begun (a line exists once it has a byte or its LF). */
   private open = false;
   private keeping = false;
+  /** Bytes kept of a line that began in an earlier chunk, copied: a chunk's memory is reused. */
   private pieces: Buffer[] = [];
   private kept = 0;
   private decoded = 0;
@@ -114,20 +115,32 @@ class LineWindow {
       const newline = bytes.indexOf(LF, start);
       const end = newline === -1 ? bytes.length : newline;
       if (!this.open) this.begin();
-      if (this.keeping && this.kept < this.request.lineCapBytes) {
-        const upTo = Math.min(end, start + this.request.lineCapBytes - this.kept);
-        // Copied: the chunk's memory is reused for the next one.
-        this.pieces.push(Buffer.from(bytes.subarray(start, upTo)));
+      let upTo = start;
+      if (this.keeping) {
+        upTo = Math.min(end, start + Math.max(0, this.request.lineCapBytes - this.kept));
         this.kept += upTo - start;
       }
-      if (newline === -1) return;
-      this.end();
+      if (newline === -1) {
+        if (upTo > start) this.pieces.push(Buffer.from(bytes.subarray(start, upTo)));
+        return;
+      }
+      if (this.keeping) {
+        // A line within one chunk (the usual case) is decoded straight from it.
+        this.keep(
+          this.pieces.length === 0
+            ? bytes.toString("utf8", start, upTo)
+            : Buffer.concat([...this.pieces, bytes.subarray(start, upTo)]).toString("utf8"),
+        );
+      }
+      this.open = false;
       start = newline + 1;
     }
   }
 
   finish(): void {
-    if (this.open) this.end();
+    if (!this.open) return;
+    this.open = false;
+    if (this.keeping) this.keep(Buffer.concat(this.pieces).toString("utf8"));
   }
 
   private begin(): void {
@@ -137,10 +150,8 @@ class LineWindow {
     this.keeping = this.total >= offset && this.total < offset + limit && this.decoded <= budgetBytes;
   }
 
-  private end(): void {
-    this.open = false;
-    if (!this.keeping) return;
-    this.lines.push(Buffer.concat(this.pieces).toString("utf8"));
+  private keep(text: string): void {
+    this.lines.push(text);
     this.decoded += this.kept + 1;
     this.pieces = [];
     this.kept = 0;
