@@ -188,10 +188,12 @@ export class ModelStep {
       this.specsOf = tools;
     }
     this.specBytes ??= 0;
-    return (
-      Buffer.byteLength(JSON.stringify(this.systemMessage())) + this.run.state.messageBytes + this.specBytes
-    );
+    this.systemBytes ??= Buffer.byteLength(JSON.stringify(this.systemMessage()));
+    return this.systemBytes + this.run.state.messageBytes + this.specBytes;
   }
+
+  /** The system message's JSON bytes: it is fixed for the session, and every estimate needs them. */
+  private systemBytes: number | undefined;
 
   /**
    * Still over the threshold after pruning: summarize the older turns, at most

@@ -67,7 +67,7 @@ export class FileJournalBackend implements JournalBackend {
   private readonly now: () => Date;
   private givenKey: JournalKey | undefined;
   /** Every fsync this backend's writers made (journal files and directories), for tests and benchmarks. */
-  readonly syncs: SyncCounter = { fsyncs: 0 };
+  readonly syncs: SyncCounter = { fsyncs: 0, fsyncMs: 0 };
 
   constructor(
     readonly harnessDir: string,
@@ -195,6 +195,8 @@ export class FileJournalBackend implements JournalBackend {
 /** A count shared by a backend and its writers. */
 export interface SyncCounter {
   fsyncs: number;
+  /** Wall time spent in those fsyncs (ms): what a benchmark takes out of a step to see the rest. */
+  fsyncMs: number;
 }
 
 const READ_ATTEMPTS_WHILE_WRITING = 5;
@@ -311,6 +313,7 @@ class FileJournalWriter implements JournalWriter {
       let written = writeSync(this.fd, bytes);
       // Short writes on regular files happen only near a full disk; finish the same batch.
       while (written < bytes.length) written += writeSync(this.fd, bytes.subarray(written));
+      const began = performance.now();
       fsyncSync(this.fd);
       this.syncs.fsyncs += 1;
       if (this.syncDirsOnAppend) {
@@ -321,6 +324,7 @@ class FileJournalWriter implements JournalWriter {
         this.syncs.fsyncs += 3;
         this.syncDirsOnAppend = false;
       }
+      this.syncs.fsyncMs += performance.now() - began;
       this.size += bytes.length;
     } catch (error) {
       this.state = "failed";

@@ -2,6 +2,8 @@ import type { ProposalPort, ProposalRecord } from "../runtime/ports.js";
 import { sha256Hex } from "../shared/hash.js";
 import { checkGlobPattern, globMatcher, quote, relativeParts } from "../workspace/boundary.js";
 import {
+  type ChunkOptions,
+  chunksOf,
   type DirEntry,
   type FileStat,
   type GlobOptions,
@@ -147,6 +149,19 @@ class OverlayView implements WorkspaceFs {
     if (this.#hasProposalBelow(path))
       throw new WorkspaceError("IS_DIRECTORY", p, `${quote(p)} is a directory`);
     return this.base.readFile(path);
+  }
+
+  async *readChunks(p: string, options?: ChunkOptions): AsyncGenerator<Uint8Array> {
+    const path = await this.base.resolve(p);
+    const proposal = this.#proposal(path);
+    if (proposal !== undefined) {
+      // A copy, as readFile gives: a chunk changed by its reader must not change the proposal.
+      yield* chunksOf(proposal.bytes.slice(), options);
+      return;
+    }
+    if (this.#hasProposalBelow(path))
+      throw new WorkspaceError("IS_DIRECTORY", p, `${quote(p)} is a directory`);
+    yield* this.base.readChunks(path, options);
   }
 
   async writeFileAtomic(p: string, data: Uint8Array, options: WriteOptions = {}): Promise<void> {

@@ -11,6 +11,7 @@ import {
   type Opened,
   openConfirmed,
   READ_FLAGS,
+  readInChunks,
   readWhole,
   syncDirectory,
   toFileStat,
@@ -19,6 +20,8 @@ import { type HeldDirectory, holdParentDirectory } from "./disk-parent.js";
 import { isInside, type Located, locate, lstatOrUndefined } from "./disk-paths.js";
 import { FileLockDirectoryError, type FileLockOptions, FileLockTimeout, withFileLock } from "./file-lock.js";
 import {
+  type ChunkOptions,
+  chunkSize,
   type DirEntry,
   type FileStat,
   type GlobOptions,
@@ -160,6 +163,29 @@ export class DiskWorkspaceFs implements WorkspaceFs {
       if (stats.isDirectory()) throw new WorkspaceError("IS_DIRECTORY", p, `${quote(p)} is a directory`);
       if (!stats.isFile()) throw new WorkspaceError("INVALID_PATH", p, `${quote(p)} is not a regular file`);
       return await readWhole(fd, stats.size);
+    } catch (error) {
+      throw mapNodeError(error, p, "read");
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  async *readChunks(p: string, options?: ChunkOptions): AsyncGenerator<Uint8Array> {
+    const chunkBytes = chunkSize(options);
+    const { abs } = this.#locate(p);
+    let opened: Opened;
+    try {
+      opened = this.#openConfirmed(abs, p, READ_FLAGS);
+    } catch (error) {
+      throw mapNodeError(error, p, "read");
+    }
+    const { fd, stats } = opened;
+    try {
+      if (stats.isDirectory()) throw new WorkspaceError("IS_DIRECTORY", p, `${quote(p)} is a directory`);
+      if (!stats.isFile()) throw new WorkspaceError("INVALID_PATH", p, `${quote(p)} is not a regular file`);
+      // Every chunk comes through the descriptor opened and confirmed above, so a path swapped
+      // for a symlink between two chunks changes nothing.
+      yield* readInChunks(fd, stats.size, chunkBytes);
     } catch (error) {
       throw mapNodeError(error, p, "read");
     } finally {

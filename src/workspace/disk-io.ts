@@ -6,6 +6,7 @@ import {
   fstatSync,
   openSync,
   read,
+  readSync,
   type Stats,
 } from "node:fs";
 import path from "node:path";
@@ -74,11 +75,24 @@ function readAt(fd: number, buffer: Buffer, offset: number, position: number): P
 }
 
 /**
+ * Files up to this size are read on the main thread: from the page cache that takes microseconds,
+ * less than a round trip through the thread pool. Larger ones are read off it.
+ */
+const SYNC_READ_BYTES = 64 * 1024;
+
+function readPart(fd: number, buffer: Buffer, offset: number, position: number, sync: boolean) {
+  return sync
+    ? readSync(fd, buffer, offset, buffer.length - offset, position)
+    : readAt(fd, buffer, offset, position);
+}
+
+/**
  * The whole file from an open descriptor: usually one read, since the buffer has room for one
  * byte more than the file's size and a short read of a regular file means its end. More reads
- * only if it grew. The data itself is read off the main thread.
+ * only if it grew.
  */
 export async function readWhole(fd: number, sizeHint: number): Promise<Uint8Array> {
+  const sync = sizeHint < SYNC_READ_BYTES;
   // Unpooled: the result is a view of this memory, and must not share it with other buffers.
   let buffer = Buffer.allocUnsafeSlow(sizeHint + 1);
   let length = 0;
@@ -89,9 +103,38 @@ export async function readWhole(fd: number, sizeHint: number): Promise<Uint8Arra
       buffer = bigger;
     }
     const wanted = buffer.length - length;
-    const bytesRead = await readAt(fd, buffer, length, length);
+    const bytesRead = await readPart(fd, buffer, length, length, sync);
     length += bytesRead;
     if (bytesRead < wanted) return new Uint8Array(buffer.buffer, buffer.byteOffset, length);
+  }
+}
+
+/**
+ * The file from an open descriptor in chunks of at most `chunkBytes`, read into one buffer that
+ * every chunk is a view of (so a chunk is valid until the next is asked for), until a read finds
+ * the end: a file that grows while it is read is read to its new end.
+ */
+export async function* readInChunks(
+  fd: number,
+  sizeHint: number,
+  chunkBytes: number,
+): AsyncGenerator<Uint8Array> {
+  const sync = sizeHint < SYNC_READ_BYTES;
+  // Room for one byte more than a small file holds, so one read finds its end.
+  const buffer = Buffer.allocUnsafeSlow(Math.min(chunkBytes, sizeHint + 1));
+  let position = 0;
+  for (;;) {
+    let filled = 0;
+    while (filled < buffer.length) {
+      const bytesRead = await readPart(fd, buffer, filled, position + filled, sync);
+      if (bytesRead === 0) break;
+      filled += bytesRead;
+    }
+    // A plain Uint8Array view: Buffer's slice() would not copy, and a reader keeping a chunk
+    // with slice() expects a copy.
+    if (filled > 0) yield new Uint8Array(buffer.buffer, buffer.byteOffset, filled);
+    if (filled < buffer.length) return;
+    position += filled;
   }
 }
 

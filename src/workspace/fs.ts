@@ -33,6 +33,14 @@ export interface WorkspaceFs {
   readFile(path: string): Promise<Uint8Array>;
 
   /**
+   * The file's contents in order, in chunks of at most `chunkBytes` (default READ_CHUNK_BYTES),
+   * from one open of the file: what reads a large file without holding it whole. A chunk is valid
+   * only until the next one is asked for (an implementation may reuse one buffer); an empty file
+   * yields none. The errors of readFile, raised when iteration starts.
+   */
+  readChunks(path: string, options?: ChunkOptions): AsyncIterable<Uint8Array>;
+
+  /**
    * Replace (or create) a file atomically: readers see either the old or the new bytes.
    * Parent directories are created; an existing file's mode is kept.
    * `expectedVersion`: the SHA-256 hex the current bytes must still have at commit time
@@ -69,6 +77,28 @@ export interface WriteOptions {
 
 export interface GlobOptions {
   cwd?: string;
+}
+
+export interface ChunkOptions {
+  /** Largest chunk in bytes (at least 1). */
+  chunkBytes?: number;
+}
+
+/** The chunk size readChunks uses unless asked for another: large enough that a read costs little per byte. */
+export const READ_CHUNK_BYTES = 1024 * 1024;
+
+/** The chunk size asked for, checked: a whole number of bytes, at least 1. */
+export function chunkSize(options: ChunkOptions | undefined): number {
+  const size = options?.chunkBytes ?? READ_CHUNK_BYTES;
+  if (!Number.isSafeInteger(size) || size < 1)
+    throw new RangeError(`chunkBytes must be a positive integer, not ${size}`);
+  return size;
+}
+
+/** Chunks of bytes already in memory, as readChunks yields them (views, no copies). */
+export async function* chunksOf(bytes: Uint8Array, options?: ChunkOptions): AsyncGenerator<Uint8Array> {
+  const size = chunkSize(options);
+  for (let start = 0; start < bytes.byteLength; start += size) yield bytes.subarray(start, start + size);
 }
 
 export type WorkspaceErrorCode =

@@ -8,6 +8,8 @@ import {
   relativeParts,
 } from "./boundary.js";
 import {
+  type ChunkOptions,
+  chunksOf,
   type DirEntry,
   type FileStat,
   type GlobOptions,
@@ -69,9 +71,19 @@ export class MemoryWorkspaceFs implements WorkspaceFs {
   }
 
   async readFile(p: string): Promise<Uint8Array> {
+    return this.#stored(p).slice();
+  }
+
+  async *readChunks(p: string, options?: ChunkOptions): AsyncGenerator<Uint8Array> {
+    // A copy taken at the start: the chunks are of the file as it was when reading began.
+    yield* chunksOf(this.#stored(p).slice(), options);
+  }
+
+  /** The stored bytes of a file (not a copy), or the error readFile reports. */
+  #stored(p: string): Uint8Array {
     const key = normalize(p);
     const file = this.#files.get(key);
-    if (file !== undefined) return file.bytes.slice();
+    if (file !== undefined) return file.bytes;
     if (this.#isDirectory(key)) throw new WorkspaceError("IS_DIRECTORY", p, `${quote(p)} is a directory`);
     if (this.#fileAncestor(key) !== undefined) {
       throw new WorkspaceError("NOT_A_DIRECTORY", p, `${quote(p)} has a parent that is not a directory`);

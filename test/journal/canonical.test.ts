@@ -1,3 +1,4 @@
+import canonicalize from "canonicalize";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { decodeRecordLine, encodeRecord, isRecordFault } from "../../src/journal/codec.js";
@@ -54,6 +55,44 @@ describe("canonicalJson follows RFC 8785", () => {
       ["c3e0000000000000", "-9223372036854776000"],
     ];
     for (const [bits, text] of vectors) expect(canonicalJson(float64(bits))).toBe(text);
+  });
+
+  it("gives the RFC 8785 reference implementation's text for any JSON value", () => {
+    // Journals written with the reference must keep verifying: the same value, the same bytes.
+    const text = fc.string({ unit: "grapheme-composite", maxLength: 12 });
+    const value = fc.letrec((tie) => ({
+      node: fc.oneof(
+        { depthSize: "small" },
+        text,
+        fc.double({ noNaN: true, noDefaultInfinity: true }),
+        fc.integer(),
+        fc.boolean(),
+        fc.constant(null),
+        fc.array(tie("node"), { maxLength: 5 }),
+        fc.dictionary(fc.oneof(text, fc.string({ unit: "binary", maxLength: 6 })), tie("node"), {
+          maxKeys: 6,
+        }),
+      ),
+    })).node;
+    fc.assert(
+      fc.property(value, (v) => {
+        expect(canonicalJson(v)).toBe(canonicalize(v));
+      }),
+      { numRuns: 2000 },
+    );
+    const dated = { at: new Date(0), skipped: undefined, list: [undefined, 1] };
+    expect(canonicalJson(dated)).toBe(canonicalize(dated));
+  });
+
+  it("refuses circular values and values JSON cannot hold", () => {
+    const loop: Record<string, unknown> = { a: 1 };
+    loop.self = loop;
+    expect(() => canonicalJson(loop)).toThrow(/circular/);
+    expect(() => canonicalJson({ big: 1n })).toThrow();
+    expect(() => canonicalJson(undefined)).toThrow();
+    // A value seen twice, but not inside itself, is not circular.
+    const shared = { x: 1 };
+    expect(canonicalJson({ a: shared, b: [shared] })).toBe('{"a":{"x":1},"b":[{"x":1}]}');
   });
 
   it("refuses values without a canonical form", () => {

@@ -116,6 +116,7 @@ describe("applyProposals", () => {
       resolve: (p) => fs.resolve(p),
       stat: (p) => fs.stat(p),
       readFile: (p) => fs.readFile(p),
+      readChunks: (p, options) => fs.readChunks(p, options),
       readDir: (p) => fs.readDir(p),
       glob: (pattern, options) => fs.glob(pattern, options),
       writeFileAtomic: async (path, data, options) => {

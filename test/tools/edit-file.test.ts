@@ -189,6 +189,7 @@ describe.each(FACTORIES)("edit_file on %s", (_name, factory) => {
       resolve: (path) => inner.resolve(path),
       stat: (path) => inner.stat(path),
       readFile: (path) => inner.readFile(path),
+      readChunks: (path, options) => inner.readChunks(path, options),
       readDir: (path) => inner.readDir(path),
       glob: (pattern, options) => inner.glob(pattern, options),
       writeFileAtomic: async (path, data, options) => {

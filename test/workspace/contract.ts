@@ -1,3 +1,4 @@
+import { readdirSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { WorkspaceError, type WorkspaceErrorCode } from "../../src/workspace/fs.js";
 import { versionOf } from "../../src/workspace/version.js";
@@ -16,6 +17,26 @@ export async function expectWorkspaceError(
   expect(error).toBeInstanceOf(WorkspaceError);
   expect((error as WorkspaceError).code).toBe(code);
   return error as WorkspaceError;
+}
+
+/** Every chunk a readChunks iteration yields, each copied as it arrives (a chunk may be reused). */
+export async function readAllChunks(chunks: AsyncIterable<Uint8Array>): Promise<Uint8Array[]> {
+  const all: Uint8Array[] = [];
+  for await (const chunk of chunks) all.push(chunk.slice());
+  return all;
+}
+
+function joined(chunks: readonly Uint8Array[]): Buffer {
+  return Buffer.concat(chunks);
+}
+
+/** Descriptors this process holds open (Linux), to see that a read closed what it opened. */
+function openDescriptors(): number | undefined {
+  try {
+    return readdirSync("/proc/self/fd").length;
+  } catch {
+    return undefined;
+  }
 }
 
 const INITIAL = {
@@ -51,6 +72,7 @@ export function runWorkspaceFsContract(name: string, factory: FsFactory): void {
           await expectWorkspaceError(fs.resolve(input), code);
           await expectWorkspaceError(fs.stat(input), code);
           await expectWorkspaceError(fs.readFile(input), code);
+          await expectWorkspaceError(readAllChunks(fs.readChunks(input)), code);
           await expectWorkspaceError(fs.readDir(input), code);
           await expectWorkspaceError(fs.writeFileAtomic(input, utf8("pwned")), code);
           // (For "" the child would be "/child.txt", an absolute path.)
@@ -101,6 +123,57 @@ export function runWorkspaceFsContract(name: string, factory: FsFactory): void {
         const first = await fs.readFile("a.txt");
         first[0] = 0x41;
         expect(text(await fs.readFile("a.txt"))).toBe("alpha\n");
+      });
+    });
+
+    describe("readChunks", () => {
+      // Larger than any read an implementation makes in one go for a small file.
+      const big = new Uint8Array(200_003).map((_, i) => (i * 7 + (i >> 9)) & 0xff);
+
+      it("yields the file's bytes in order, in chunks of at most chunkBytes", async () => {
+        const { fs } = await open({ ...INITIAL, "big.bin": big });
+        const chunks = await readAllChunks(fs.readChunks("big.bin", { chunkBytes: 65_536 }));
+        expect(joined(chunks).length).toBe(big.length);
+        expect(joined(chunks).equals(big)).toBe(true);
+        expect(chunks.length).toBe(4);
+        for (const chunk of chunks) {
+          expect(chunk.byteLength).toBeGreaterThan(0);
+          expect(chunk.byteLength).toBeLessThanOrEqual(65_536);
+        }
+        const whole = await readAllChunks(fs.readChunks("./big.bin"));
+        expect(whole.length).toBe(1);
+        expect(versionOf(joined(whole))).toBe(versionOf(big));
+        expect(text(joined(await readAllChunks(fs.readChunks("src//app.ts", { chunkBytes: 5 }))))).toBe(
+          "export const app = 1;\n",
+        );
+      });
+
+      it("yields nothing for an empty file and maps failures as readFile does", async () => {
+        const { fs } = await open({ ...INITIAL, "empty.txt": "" });
+        expect(await readAllChunks(fs.readChunks("empty.txt"))).toEqual([]);
+        await expectWorkspaceError(readAllChunks(fs.readChunks("missing.txt")), "NOT_FOUND");
+        await expectWorkspaceError(readAllChunks(fs.readChunks("src")), "IS_DIRECTORY");
+        await expectWorkspaceError(readAllChunks(fs.readChunks(".")), "IS_DIRECTORY");
+        await expectWorkspaceError(readAllChunks(fs.readChunks("a.txt/below")), "NOT_A_DIRECTORY");
+        await expect(readAllChunks(fs.readChunks("a.txt", { chunkBytes: 0 }))).rejects.toThrow(RangeError);
+      });
+
+      it("gives chunks a reader can change without changing the file", async () => {
+        const { fs } = await open();
+        for await (const chunk of fs.readChunks("a.txt")) chunk.fill(0x41);
+        expect(text(await fs.readFile("a.txt"))).toBe("alpha\n");
+      });
+
+      it("closes the file when the reader stops early", async () => {
+        const { fs } = await open({ ...INITIAL, "big.bin": big });
+        const before = openDescriptors();
+        for await (const chunk of fs.readChunks("big.bin", { chunkBytes: 1000 })) {
+          expect(chunk[0]).toBe(big[0]);
+          break;
+        }
+        expect(openDescriptors()).toBe(before);
+        await fs.writeFileAtomic("big.bin", utf8("replaced"));
+        expect(text(joined(await readAllChunks(fs.readChunks("big.bin"))))).toBe("replaced");
       });
     });
 

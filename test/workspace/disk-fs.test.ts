@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { DiskWorkspaceFs } from "../../src/workspace/disk-fs.js";
 import { WorkspaceError } from "../../src/workspace/fs.js";
 import { REJECTED_PATHS } from "./boundary-cases.js";
-import { expectWorkspaceError } from "./contract.js";
+import { expectWorkspaceError, readAllChunks } from "./contract.js";
 import { collectFiles, createDiskFixture, type DiskFixture, utf8 } from "./fixtures.js";
 
 let fixture: DiskFixture | undefined;
@@ -45,6 +45,7 @@ describe("DiskWorkspaceFs symlink boundary", () => {
       () => f.fs.resolve("secret-link.txt"),
       () => f.fs.stat("secret-link.txt"),
       () => f.fs.readFile("secret-link.txt"),
+      () => readAllChunks(f.fs.readChunks("secret-link.txt")),
       () => f.fs.writeFileAtomic("secret-link.txt", utf8("pwned")),
     ]) {
       await expectWorkspaceError(op(), "PATH_ESCAPE");
@@ -56,6 +57,7 @@ describe("DiskWorkspaceFs symlink boundary", () => {
     const f = await withLinks();
     for (const dir of ["escape", "escape-relative"]) {
       await expectWorkspaceError(f.fs.readFile(`${dir}/secret.txt`), "PATH_ESCAPE");
+      await expectWorkspaceError(readAllChunks(f.fs.readChunks(`${dir}/secret.txt`)), "PATH_ESCAPE");
       await expectWorkspaceError(f.fs.writeFileAtomic(`${dir}/new.txt`, utf8("pwned")), "PATH_ESCAPE");
       await expectWorkspaceError(f.fs.writeFileAtomic(`${dir}/sub/new.txt`, utf8("pwned")), "PATH_ESCAPE");
       await expectWorkspaceError(f.fs.readDir(dir), "PATH_ESCAPE");
@@ -126,6 +128,7 @@ describe("DiskWorkspaceFs symlink boundary", () => {
     const before = await collectFiles(path.join(f.root, ".harness"));
     await expectWorkspaceError(f.fs.resolve("state"), "RESERVED_PATH");
     await expectWorkspaceError(f.fs.readFile("state/journal.jsonl"), "RESERVED_PATH");
+    await expectWorkspaceError(readAllChunks(f.fs.readChunks("state/journal.jsonl")), "RESERVED_PATH");
     await expectWorkspaceError(f.fs.writeFileAtomic("state/journal.jsonl", utf8("x")), "RESERVED_PATH");
     await expectWorkspaceError(f.fs.readDir("state"), "RESERVED_PATH");
     expect(await collectFiles(path.join(f.root, ".harness"))).toEqual(before);
@@ -134,6 +137,7 @@ describe("DiskWorkspaceFs symlink boundary", () => {
   it("reports a symlink loop as INVALID_PATH", async () => {
     const f = await withLinks();
     await expectWorkspaceError(f.fs.readFile("loop-a"), "INVALID_PATH");
+    await expectWorkspaceError(readAllChunks(f.fs.readChunks("loop-a")), "INVALID_PATH");
     await expectWorkspaceError(f.fs.writeFileAtomic("loop-a", utf8("x")), "INVALID_PATH");
   });
 
@@ -205,6 +209,7 @@ describe("DiskWorkspaceFs writes", () => {
     fixture = await createDiskFixture();
     execFileSync("mkfifo", [path.join(fixture.root, "pipe")]);
     await expectWorkspaceError(fixture.fs.readFile("pipe"), "INVALID_PATH");
+    await expectWorkspaceError(readAllChunks(fixture.fs.readChunks("pipe")), "INVALID_PATH");
     await expectWorkspaceError(fixture.fs.writeFileAtomic("pipe", utf8("x")), "INVALID_PATH");
     expect(await fixture.fs.stat("pipe")).toMatchObject({ kind: "other" });
     expect(await fixture.fs.glob("*")).toEqual([]);

@@ -88,6 +88,19 @@ describe.runIf(process.platform === "linux")(
       expect(ok.length).toBeGreaterThan(0);
     });
 
+    it("readChunks never yields the outside file's bytes", async () => {
+      const fs = await DiskWorkspaceFs.create(workspace);
+      await startSwapping();
+      const { ok } = await outcomes(async () => {
+        let read = "";
+        for await (const chunk of fs.readChunks("d/f.txt", { chunkBytes: 3 }))
+          read += Buffer.from(chunk).toString();
+        return read;
+      });
+      expect(ok.filter((text) => text !== INSIDE_TEXT)).toEqual([]);
+      expect(ok.length).toBeGreaterThan(0);
+    });
+
     it("readDir never lists the outside directory", async () => {
       const fs = await DiskWorkspaceFs.create(workspace);
       await startSwapping();

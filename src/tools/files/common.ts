@@ -116,13 +116,17 @@ export function decodeUtf8(bytes: Uint8Array, path: string): string {
   try {
     return strictDecoder.decode(bytes);
   } catch {
-    const offset = firstInvalidUtf8Offset(bytes);
-    throw new ToolError(
-      "INVALID_UTF8",
-      `${path} is not valid UTF-8 text (first invalid byte at offset ${offset}); it cannot be read or edited as text`,
-      { data: { path, offset } },
-    );
+    throw invalidUtf8(path, firstInvalidUtf8Offset(bytes));
   }
+}
+
+/** INVALID_UTF8 for a file whose first bad byte is at `offset`. */
+export function invalidUtf8(path: string, offset: number): ToolError {
+  return new ToolError(
+    "INVALID_UTF8",
+    `${path} is not valid UTF-8 text (first invalid byte at offset ${offset}); it cannot be read or edited as text`,
+    { data: { path, offset } },
+  );
 }
 
 export function isValidUtf8(bytes: Uint8Array): boolean {
@@ -139,7 +143,7 @@ function encodeUtf8(text: string): Uint8Array {
 }
 
 /** Byte offset of the first byte that is not part of a well-formed UTF-8 sequence (-1: none). */
-function firstInvalidUtf8Offset(bytes: Uint8Array): number {
+export function firstInvalidUtf8Offset(bytes: Uint8Array): number {
   let i = 0;
   while (i < bytes.length) {
     const lead = bytes[i] as number;

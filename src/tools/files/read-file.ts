@@ -1,9 +1,8 @@
-import { isUtf8 } from "node:buffer";
 import { z } from "zod";
-import { versionOf } from "../../workspace/version.js";
 import { ToolError } from "../errors.js";
 import { defineTool, type ToolDefinition } from "../tool.js";
-import { decodeUtf8, PATH_RULES, plural, readsFiles, viaWorkspace } from "./common.js";
+import { invalidUtf8, PATH_RULES, plural, readsFiles, throwIfAborted, viaWorkspace } from "./common.js";
+import { scanFile } from "./read-file-scan.js";
 
 /** Lines returned when `limit` is omitted, and the largest `limit` accepted. */
 export const READ_MAX_LINES = 2000;
@@ -52,21 +51,28 @@ export function createReadFileTool(): ToolDefinition<ReadFileArgs> {
     timeoutMs: 30_000,
     async execute(args, context) {
       const path = await viaWorkspace(() => context.fs.resolve(args.path));
-      const stat = await viaWorkspace(() => context.fs.stat(path));
-      if (stat?.kind === "file" && stat.size > READ_MAX_FILE_BYTES) {
-        throw new ToolError(
-          "OUTPUT_LIMIT",
-          `${path} is ${stat.size} bytes; read_file handles text files up to ${READ_MAX_FILE_BYTES} bytes (use grep to search it)`,
-        );
-      }
-      // The file stays bytes: hashed and checked as they are, lines found by scanning for LF, and
-      // only the requested lines decoded, so a large file is never held as a string (or as lines).
-      const bytes = toBuffer(await viaWorkspace(() => context.fs.readFile(path)));
-      const version = versionOf(bytes);
-      if (!isUtf8(bytes)) decodeUtf8(bytes, path);
+      // One pass over the file's chunks: hashed, checked as UTF-8 and split on LF as they arrive,
+      // only the requested lines kept and decoded, so a large file is never held whole. The size
+      // limit is checked as the bytes arrive, which spares every read a separate stat.
       const offset = args.offset ?? 1;
       const limit = args.limit ?? READ_MAX_LINES;
-      const { total, lines } = linesOf(bytes, offset, limit);
+      const scan = await viaWorkspace(() =>
+        scanFile(
+          context.fs.readChunks(path),
+          { offset, limit, budgetBytes: READ_MAX_BYTES, lineCapBytes: READ_MAX_BYTES + 4 },
+          (bytesRead) => {
+            throwIfAborted(context.signal);
+            if (bytesRead > READ_MAX_FILE_BYTES) {
+              throw new ToolError(
+                "OUTPUT_LIMIT",
+                `${path} is larger than ${READ_MAX_FILE_BYTES} bytes; read_file handles text files up to that size (use grep to search it)`,
+              );
+            }
+          },
+        ),
+      );
+      if (scan.invalidUtf8At !== -1) throw invalidUtf8(path, scan.invalidUtf8At);
+      const { version, total, lines, crlf } = scan;
       if (offset > Math.max(total, 1)) {
         throw new ToolError(
           "SEMANTIC_VALIDATION_ERROR",
@@ -78,7 +84,6 @@ export function createReadFileTool(): ToolDefinition<ReadFileArgs> {
       const endLine = offset + window.shown.length - 1;
       const more = endLine < total;
       const truncated = more || window.lineCut;
-      const crlf = bytes.includes("\r\n");
 
       const header = [`path: ${path}`, `version: ${version}`];
       if (total === 0) {
@@ -108,39 +113,6 @@ export function createReadFileTool(): ToolDefinition<ReadFileArgs> {
       };
     },
   });
-}
-
-/** A Buffer view of the bytes (no copy), for byte searches and ranged decoding. */
-function toBuffer(bytes: Uint8Array): Buffer {
-  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-}
-
-const LF = 0x0a;
-
-/**
- * The file's line count (as text split on LF, without a last empty line) and the text of lines
- * `offset` to `offset + limit - 1`, decoded one by one from valid UTF-8 bytes. Decoding stops
- * where the call's byte budget is spent: a line is decoded only up to just past the budget (it
- * is cut when shown anyway), and no line after the budget is decoded at all.
- */
-function linesOf(bytes: Buffer, offset: number, limit: number): { total: number; lines: string[] } {
-  const lines: string[] = [];
-  const last = offset + limit - 1;
-  let total = 0;
-  let start = 0;
-  let decoded = 0;
-  while (start < bytes.length) {
-    const newline = bytes.indexOf(LF, start);
-    const end = newline === -1 ? bytes.length : newline;
-    total += 1;
-    if (total >= offset && total <= last && decoded <= READ_MAX_BYTES) {
-      const upTo = Math.min(end, start + READ_MAX_BYTES + 4);
-      lines.push(bytes.toString("utf8", start, upTo));
-      decoded += upTo - start + 1;
-    }
-    start = end + 1;
-  }
-  return { total, lines };
 }
 
 /**
