@@ -60,3 +60,34 @@ describe("encodeLine", () => {
     expect(values(new LineDecoder().push(Buffer.from(line)))).toEqual([value]);
   });
 });
+
+describe("framing, for any values and any chunking", () => {
+  it("decodes what encodeLine wrote, however the bytes are cut", async () => {
+    const fc = await import("fast-check");
+    const text = fc.string({
+      unit: fc.constantFrom("a", "é", "😀", "\u2028", "\u2029", "\n", "\r", '"', "\\", " "),
+    });
+    const value = fc.record({ text, n: fc.integer(), list: fc.array(text, { maxLength: 3 }) });
+    fc.assert(
+      fc.property(
+        fc.array(value, { minLength: 1, maxLength: 5 }),
+        fc.array(fc.nat(), { maxLength: 8 }),
+        (values, cuts) => {
+          const bytes = Buffer.from(values.map(encodeLine).join(""));
+          const points = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
+          const decoder = new LineDecoder();
+          const out: unknown[] = [];
+          let from = 0;
+          for (const point of [...points, bytes.length]) {
+            for (const line of decoder.push(bytes.subarray(from, point)))
+              out.push(line.ok ? line.value : line);
+            from = point;
+          }
+          out.push(...decoder.end().map((line) => (line.ok ? line.value : line)));
+          expect(out).toEqual(values);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
