@@ -150,7 +150,9 @@ async function call(
     case "shutdown":
       // Over HTTP the server is shared: only an identity that sees every session may stop them all.
       if (connection.transport === "http" && identity.policy.see_all !== true)
-        throw new RpcError(ErrorCode.Forbidden, "shutdown needs an identity with see_all", { code: "FORBIDDEN" });
+        throw new RpcError(ErrorCode.Forbidden, "shutdown needs an identity with see_all", {
+          code: "FORBIDDEN",
+        });
       setImmediate(() => info.shutdown());
       return {};
   }
