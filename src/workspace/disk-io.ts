@@ -126,9 +126,11 @@ export async function* readInChunks(
   for (;;) {
     let filled = 0;
     while (filled < buffer.length) {
+      const wanted = buffer.length - filled;
       const bytesRead = await readPart(fd, buffer, filled, position + filled, sync);
-      if (bytesRead === 0) break;
       filled += bytesRead;
+      // A short read of a regular file means its end, as in readWhole.
+      if (bytesRead < wanted) break;
     }
     // A plain Uint8Array view: Buffer's slice() would not copy, and a reader keeping a chunk
     // with slice() expects a copy.
