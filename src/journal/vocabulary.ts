@@ -44,6 +44,11 @@ const modelFailure = z.object({
   evidence: evidence.optional(),
 });
 const artifact = z.object({ id: z.string(), sha256: hex64, bytes: z.number().int() });
+/** One path of a workspace tree: a file (content hash, size, executable) or a symlink (its target). */
+const treeEntry = z.union([
+  z.object({ hash: hex64, size: z.number().int().nonnegative(), exec: z.boolean() }).strict(),
+  z.object({ link: z.string() }).strict(),
+]);
 /** What a process ran under (never environment values: only the names of the variables passed). */
 const processFacts = {
   purpose: z.enum(["shell", "acceptance", "hook", "mcp_server", "workspace"]).optional(),
@@ -365,6 +370,42 @@ export const EVENT_SCHEMAS = {
     epoch: z.number().int().min(1),
     owner: z.string(),
     previous: z.object({ owner: z.string(), epoch: z.number().int().min(1) }).nullable(),
+  }),
+  /** The workspace's tree when the session started: `manifest` is the artifact id of its manifest JSON. */
+  "workspace.base": z.object({
+    manifest: hex64,
+    files: z.number().int().nonnegative(),
+    bytes: z.number().int().nonnegative(),
+    excluded: z.array(z.string()),
+  }),
+  /**
+   * What one call (or the undo, or a change found at a turn's start that no call made) changed in
+   * the workspace; every `before` content is in the session's artifacts before this is journaled.
+   */
+  "workspace.changed": z.object({
+    call_id: z.string(),
+    source: z.enum(["tool", "shell", "acceptance", "outside", "undo"]),
+    created: z.array(z.object({ path: z.string(), after: treeEntry })),
+    modified: z.array(z.object({ path: z.string(), before: treeEntry, after: treeEntry })),
+    deleted: z.array(z.object({ path: z.string(), before: treeEntry })),
+  }),
+  /**
+   * An undo begins: the plan, durable before any file is touched. Per path, the entry the file
+   * must still have (`expect`, null: absent) and the one it gets back (`restore`, null: deleted).
+   * `target.seq`: the workspace returns to its state after that record.
+   */
+  "undo.started": z.object({
+    undo_id: z.string().min(1),
+    target: z.object({ seq: z.number().int().nonnegative() }),
+    plan: z.array(
+      z.object({ path: z.string(), expect: treeEntry.nullable(), restore: treeEntry.nullable() }),
+    ),
+  }),
+  /** The undo `undo_id` is over: files put back, and those left alone because they had changed since. */
+  "undo.finished": z.object({
+    undo_id: z.string().min(1),
+    restored: z.number().int().nonnegative(),
+    conflicts: z.array(z.object({ path: z.string(), reason: z.string() })),
   }),
 } as const;
 

@@ -239,6 +239,21 @@ function render(record: AnyRecord, style: Style): string {
         `lease epoch ${record.data.epoch} taken by ${escapeForTerminal(record.data.owner)}${from}`,
       );
     }
+    case "workspace.base":
+      return `workspace base: ${record.data.files} files, ${record.data.bytes} bytes`;
+    case "workspace.changed": {
+      const { created, modified, deleted } = record.data;
+      return `workspace changed by ${escapeForTerminal(record.data.call_id)} (${record.data.source}): ${created.length} created, ${modified.length} modified, ${deleted.length} deleted`;
+    }
+    case "undo.started":
+      return style.yellow(
+        `undo ${escapeForTerminal(record.data.undo_id)} started: ${record.data.plan.length} file(s) back to record ${record.data.target.seq}`,
+      );
+    case "undo.finished": {
+      const { conflicts } = record.data;
+      const left = conflicts.length > 0 ? `, ${conflicts.length} conflict(s) left alone` : "";
+      return `undo ${escapeForTerminal(record.data.undo_id)} finished: ${record.data.restored} file(s) restored${left}`;
+    }
   }
 }
 

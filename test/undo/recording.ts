@@ -1,0 +1,128 @@
+import { lstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { FileArtifactStore } from "../../src/artifacts/file-store.js";
+import { FileJournalBackend } from "../../src/journal/file-store.js";
+import type { JournalWriter } from "../../src/journal/store.js";
+import type { EventData } from "../../src/journal/vocabulary.js";
+import { canonicalJson } from "../../src/shared/hash.js";
+import { diffTrees, type Tree } from "../../src/undo/entry.js";
+import { scanTree } from "../../src/undo/scan.js";
+
+/**
+ * A session's workspace record written the way harness records one (a base manifest in the
+ * artifacts, then one workspace.changed per call with every replaced content stored first),
+ * around changes the test makes to a real directory.
+ */
+export class Recording {
+  readonly root: string;
+  readonly backend: FileJournalBackend;
+  readonly artifacts: FileArtifactStore;
+  #writer: JournalWriter | undefined;
+  #tree: Tree = new Map();
+
+  constructor(readonly sessionId = "s1") {
+    this.root = mkdtempSync(join(tmpdir(), "harness-undo-test-"));
+    this.backend = new FileJournalBackend(join(this.root, ".harness"));
+    this.artifacts = new FileArtifactStore(join(this.root, ".harness", "sessions", sessionId, "artifacts"));
+  }
+
+  async writer(): Promise<JournalWriter> {
+    this.#writer ??= await this.backend.openWriter(this.sessionId, { create: true });
+    return this.#writer;
+  }
+
+  async close(): Promise<void> {
+    await this.#writer?.close();
+    this.#writer = undefined;
+  }
+
+  /** `workspace.base` for the tree as it is now. */
+  async base(): Promise<void> {
+    this.#tree = await scanTree(this.root);
+    const entries = Object.fromEntries(this.#tree);
+    const manifest = new TextEncoder().encode(canonicalJson({ version: 1, entries }));
+    const ref = await this.artifacts.put(manifest);
+    let bytes = 0;
+    for (const entry of this.#tree.values()) if ("size" in entry) bytes += entry.size;
+    await (await this.writer()).append([
+      {
+        type: "workspace.base",
+        data: { manifest: ref.id, files: this.#tree.size, bytes, excluded: [".git/", ".harness/"] },
+      },
+    ]);
+  }
+
+  async turn(turn: number): Promise<void> {
+    await (await this.writer()).append([{ type: "user.input", data: { text: `turn ${turn}`, turn } }]);
+  }
+
+  /** Run `change` on the workspace as call `callId` and record what it changed. */
+  async call(
+    callId: string,
+    change: () => void | Promise<void>,
+    source: EventData<"workspace.changed">["source"] = "shell",
+  ): Promise<void> {
+    const contents = snapshotBytes(this.root);
+    await (await this.writer()).append([{ type: "tool.started", data: toolStarted(callId) }]);
+    await change();
+    const after = await scanTree(this.root);
+    const diff = diffTrees(this.#tree, after);
+    for (const { path } of [...diff.modified, ...diff.deleted]) {
+      const bytes = contents.get(path);
+      if (bytes !== undefined) await this.artifacts.put(bytes);
+    }
+    this.#tree = after;
+    await (await this.writer()).append([
+      { type: "workspace.changed", data: { call_id: callId, source, ...diff } },
+    ]);
+  }
+}
+
+function toolStarted(callId: string): EventData<"tool.started"> {
+  const zero = "0".repeat(64);
+  return {
+    call_id: callId,
+    name: "run_shell",
+    arguments: {},
+    arguments_hash: zero,
+    tool_version: "1",
+    schema_digest: zero,
+    effect: "shell",
+    batch: 0,
+  };
+}
+
+/** Every file's bytes (for storing what a change replaces). */
+function snapshotBytes(root: string): Map<string, Buffer> {
+  const out = new Map<string, Buffer>();
+  const walk = (dir: string, prefix: string) => {
+    for (const name of readdirSync(dir)) {
+      if (prefix === "" && (name === ".harness" || name === ".git")) continue;
+      const path = prefix === "" ? name : `${prefix}/${name}`;
+      const info = lstatSync(join(dir, name));
+      if (info.isDirectory()) walk(join(dir, name), path);
+      else if (info.isFile()) out.set(path, readFileSync(join(dir, name)));
+    }
+  };
+  walk(root, "");
+  return out;
+}
+
+/** The tree's exact bytes: each file's content (hex) and exec bit, each symlink's target; .harness left out. */
+export function treeBytes(root: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const walk = (dir: string, prefix: string) => {
+    for (const name of readdirSync(dir).sort()) {
+      if (prefix === "" && name === ".harness") continue;
+      const path = prefix === "" ? name : `${prefix}/${name}`;
+      const full = join(dir, name);
+      const info = lstatSync(full);
+      if (info.isSymbolicLink()) out[path] = `link:${readlinkSync(full)}`;
+      else if (info.isDirectory()) walk(full, path);
+      else out[path] = `${info.mode & 0o111 ? "x" : "-"}:${readFileSync(full).toString("hex")}`;
+    }
+  };
+  walk(root, "");
+  return out;
+}
