@@ -360,6 +360,11 @@ export const EVENT_SCHEMAS = {
     at_seq: z.number().int().nonnegative(),
     at_hash: hex64,
     parent_records: z.number().int().positive(),
+    /**
+     * The fork's own workspace, when it was materialized into another directory (harness fork
+     * --into): the session continues there, so resumes check this identity instead of the parent's.
+     */
+    workspace: z.object({ name: z.string(), fingerprint: hex64 }).optional(),
   }),
   /**
    * A worker took the session under a lease (journal in PostgreSQL): its epoch fences every later

@@ -1,85 +1,10 @@
-import { chmodSync, mkdirSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ArtifactStore } from "../../src/artifacts/store.js";
 import { runUndo, type UndoReport } from "../../src/undo/apply.js";
 import type { UndoTarget } from "../../src/undo/plan.js";
-import { Recording, treeBytes } from "./recording.js";
-
-const binary = (seed: number, size: number) =>
-  Buffer.from(Array.from({ length: size }, (_, i) => (i * 31 + seed * 7) % 256));
-
-/**
- * A session mixing file writes and edits with shell commands that install, generate, rename and
- * delete files (binary ones, odd names, an exec bit, a symlink, a directory turned into a file),
- * with the tree's exact bytes taken after every call.
- */
-async function mixedSession(): Promise<{
-  rec: Recording;
-  points: { seq: number; tree: Record<string, string> }[];
-}> {
-  const rec = new Recording();
-  const at = (path: string) => join(rec.root, path);
-  mkdirSync(at("src"));
-  mkdirSync(at("bin"));
-  writeFileSync(at("README.md"), "hello\n");
-  writeFileSync(at("src/app.ts"), "export const a = 1;\n");
-  writeFileSync(at("bin/run.sh"), "#!/bin/sh\necho hi\n", { mode: 0o755 });
-  writeFileSync(at("data.bin"), binary(1, 4096));
-  writeFileSync(at("old name.txt"), "old\n");
-  symlinkSync("README.md", at("link"));
-  const points: { seq: number; tree: Record<string, string> }[] = [];
-  const mark = async () => {
-    const writer = await rec.writer();
-    points.push({ seq: writer.records.length - 1, tree: treeBytes(rec.root) });
-  };
-  await rec.base();
-  await mark();
-  await rec.turn(1);
-  await rec.call(
-    "c1",
-    () => {
-      writeFileSync(at("src/app.ts"), "export const a = 2;\n");
-      mkdirSync(at("notes"));
-      writeFileSync(at("notes/ü ñ.txt"), "unicode name\n");
-    },
-    "tool",
-  );
-  await mark();
-  await rec.call("c2", () => writeFileSync(at("README.md"), "hello, edited\n"), "tool");
-  await mark();
-  await rec.turn(2);
-  await rec.call("c3", () => {
-    mkdirSync(at("node_modules/pkg"), { recursive: true });
-    writeFileSync(at("node_modules/pkg/index.js"), "module.exports = 1;\n");
-    writeFileSync(at("node_modules/pkg/cli"), binary(2, 1000), { mode: 0o755 });
-    unlinkSync(at("data.bin"));
-    chmodSync(at("bin/run.sh"), 0o644);
-  });
-  await mark();
-  await rec.call("c4", () => {
-    renameSync(at("old name.txt"), at("new name.txt"));
-    mkdirSync(at("gen"));
-    writeFileSync(at("gen/out.bin"), binary(3, 2048));
-    unlinkSync(at("link"));
-    symlinkSync("src/app.ts", at("link"));
-  });
-  await mark();
-  await rec.turn(3);
-  await rec.call("c5", () => {
-    unlinkSync(at("src/app.ts"));
-    writeFileSync(at("-dash file"), "dash\n");
-    writeFileSync(at("odd\nname"), binary(4, 10));
-  });
-  await mark();
-  await rec.call("c6", () => {
-    rmSync(at("notes"), { recursive: true });
-    rmSync(at("gen"), { recursive: true });
-    writeFileSync(at("gen"), "gen is a file now\n");
-  });
-  await mark();
-  return { rec, points };
-}
+import { mixedSession, type Recording, treeBytes } from "./recording.js";
 
 let current: Recording | undefined;
 afterEach(async () => {
