@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { TOOL_STATUSES } from "../protocol/types.js";
+import { changeSetSchema, entrySchema, manifestPathSchema } from "../workspace/manifest.js";
 
 /**
  * The journal's event vocabulary: every event type and the shape of its data, in one place.
@@ -44,11 +45,6 @@ const modelFailure = z.object({
   evidence: evidence.optional(),
 });
 const artifact = z.object({ id: z.string(), sha256: hex64, bytes: z.number().int() });
-/** One path of a workspace tree: a file (content hash, size, executable) or a symlink (its target). */
-const treeEntry = z.union([
-  z.object({ hash: hex64, size: z.number().int().nonnegative(), exec: z.boolean() }).strict(),
-  z.object({ link: z.string() }).strict(),
-]);
 /** What a process ran under (never environment values: only the names of the variables passed). */
 const processFacts = {
   purpose: z.enum(["shell", "acceptance", "hook", "mcp_server", "workspace"]).optional(),
@@ -376,7 +372,12 @@ export const EVENT_SCHEMAS = {
     owner: z.string(),
     previous: z.object({ owner: z.string(), epoch: z.number().int().min(1) }).nullable(),
   }),
-  /** The workspace's tree when the session started: `manifest` is the artifact id of its manifest JSON. */
+  /**
+   * The workspace tree when the session started, before its first model request, once per session:
+   * `manifest` is the artifact id of the manifest's canonical JSON (`workspace/manifest.ts`), whose
+   * files' bytes are kept too; `files` and `bytes` count its regular files; `excluded` the
+   * user-configured excludes (paths never recorded). Sessions recorded before it have none.
+   */
   "workspace.base": z.object({
     manifest: hex64,
     files: z.number().int().nonnegative(),
@@ -384,15 +385,14 @@ export const EVENT_SCHEMAS = {
     excluded: z.array(z.string()),
   }),
   /**
-   * What one call (or the undo, or a change found at a turn's start that no call made) changed in
-   * the workspace; every `before` content is in the session's artifacts before this is journaled.
+   * What one call changed in the workspace (a file tool's write, a shell call's or an acceptance
+   * command's effects, an undo), or a change no call made (`outside`, found at a turn's start or
+   * before a shell call; `call_id` is then `outside:SEQ`). Every `before` file's bytes are in the
+   * session's artifacts (id = its hash) before this record is journaled. A rename is a delete and a create.
    */
-  "workspace.changed": z.object({
-    call_id: z.string(),
+  "workspace.changed": changeSetSchema.extend({
+    call_id: z.string().min(1),
     source: z.enum(["tool", "shell", "acceptance", "outside", "undo"]),
-    created: z.array(z.object({ path: z.string(), after: treeEntry })),
-    modified: z.array(z.object({ path: z.string(), before: treeEntry, after: treeEntry })),
-    deleted: z.array(z.object({ path: z.string(), before: treeEntry })),
   }),
   /**
    * An undo begins: the plan, durable before any file is touched. Per path, the entry the file
@@ -403,7 +403,7 @@ export const EVENT_SCHEMAS = {
     undo_id: z.string().min(1),
     target: z.object({ seq: z.number().int().nonnegative() }),
     plan: z.array(
-      z.object({ path: z.string(), expect: treeEntry.nullable(), restore: treeEntry.nullable() }),
+      z.object({ path: manifestPathSchema, expect: entrySchema.nullable(), restore: entrySchema.nullable() }),
     ),
   }),
   /** The undo `undo_id` is over: files put back, and those left alone because they had changed since. */

@@ -1,10 +1,19 @@
 import { randomBytes } from "node:crypto";
 import type { ArtifactStore } from "../artifacts/store.js";
 import type { JournalWriter } from "../journal/store.js";
+import type { EventData } from "../journal/vocabulary.js";
+import type { Entry } from "../workspace/manifest.js";
 import { currentEntry, putEntry, TreePathError } from "./disk.js";
-import type { Change, Entry } from "./entry.js";
-import { sameEntry } from "./entry.js";
-import { type PlanStep, planUndo, resolveTarget, type UndoTarget, unfinishedUndo } from "./plan.js";
+import {
+  type PlanStep,
+  planUndo,
+  resolveTarget,
+  sameOrAbsent as sameEntry,
+  type UndoTarget,
+  unfinishedUndo,
+} from "./plan.js";
+
+type Change = EventData<"workspace.changed">;
 
 export interface UndoInput {
   /** The workspace's real root. */

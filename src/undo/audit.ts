@@ -1,6 +1,6 @@
 import type { ArtifactStore } from "../artifacts/store.js";
 import type { AnyRecord, EventData } from "../journal/vocabulary.js";
-import { diffTrees, type TreeDiff } from "./entry.js";
+import { type ChangeSet, diffManifests } from "../workspace/manifest.js";
 import { recordedBase, replayTree } from "./replay.js";
 import { scanTree } from "./scan.js";
 
@@ -9,7 +9,7 @@ export interface TreeAudit {
   /** Files (and links) the record says the workspace holds now. */
   expectedFiles: number;
   /** How the workspace differs from its recorded base plus every recorded change: what happened outside the record. */
-  outside: TreeDiff;
+  outside: ChangeSet;
   /** Changes the session itself found made by no call (a person, another process) and journaled as such. */
   recordedOutside: number;
 }
@@ -26,9 +26,9 @@ export async function auditWorkspace(
 ): Promise<TreeAudit> {
   const { base, tree } = await recordedBase(records, artifacts);
   const expected = replayTree(tree, records);
-  const current = await scanTree(root, [...new Set([".git/", ".harness/", ...base.excluded])]);
+  const current = await scanTree(root, base.excluded);
   const recordedOutside = records.filter(
     (r) => r.type === "workspace.changed" && r.data.source === "outside",
   ).length;
-  return { base, expectedFiles: expected.size, outside: diffTrees(expected, current), recordedOutside };
+  return { base, expectedFiles: expected.size, outside: diffManifests(expected, current), recordedOutside };
 }

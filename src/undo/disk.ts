@@ -5,8 +5,8 @@ import { dirname, join } from "node:path";
 import { errnoCode } from "../shared/errno.js";
 import { sha256Hex } from "../shared/hash.js";
 import { RESERVED_DIR } from "../workspace/fs.js";
+import type { Entry } from "../workspace/manifest.js";
 import { GIT_DIR_NAME } from "../workspace/protected.js";
-import type { Entry } from "./entry.js";
 
 /**
  * The workspace's files as an undo, an audit or a materialized fork sees and changes them: by
@@ -50,7 +50,7 @@ export async function currentEntry(
   if (!info.isFile()) throw new TreePathError("is not a regular file now");
   const bytes = await readFile(full);
   return {
-    entry: { hash: sha256Hex(bytes), size: bytes.byteLength, exec: (info.mode & 0o111) !== 0 },
+    entry: { hash: sha256Hex(bytes), size: bytes.byteLength, exec: (info.mode & 0o100) !== 0 },
     bytes,
   };
 }

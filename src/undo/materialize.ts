@@ -1,7 +1,7 @@
 import type { ArtifactStore } from "../artifacts/store.js";
 import { CodedError } from "../shared/coded-error.js";
+import type { Manifest } from "../workspace/manifest.js";
 import { currentEntry, putEntry } from "./disk.js";
-import type { Tree } from "./entry.js";
 
 export class MaterializeError extends CodedError<"CONTENT_UNKNOWN"> {
   override readonly name = "MaterializeError";
@@ -15,7 +15,7 @@ export class MaterializeError extends CodedError<"CONTENT_UNKNOWN"> {
  * (CONTENT_UNKNOWN, naming the path).
  */
 export async function materializeTree(
-  tree: Tree,
+  tree: Manifest,
   sources: { artifacts: ArtifactStore; workspaceRoot: string },
   into: string,
 ): Promise<{ files: number; bytes: number }> {

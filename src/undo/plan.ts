@@ -1,6 +1,6 @@
 import type { AnyRecord, EventData } from "../journal/vocabulary.js";
 import { CodedError } from "../shared/coded-error.js";
-import { type Change, type Entry, sameEntry } from "./entry.js";
+import { type ChangeSet, type Entry, sameEntry } from "../workspace/manifest.js";
 
 /** One file of an undo: the entry it must still have (null: absent), and the one it gets back (null: delete it). */
 export type PlanStep = EventData<"undo.started">["plan"][number];
@@ -80,7 +80,7 @@ export function planUndo(records: readonly AnyRecord[], seq: number): PlanStep[]
   }
   const steps: PlanStep[] = [];
   for (const [path, { expect, restore }] of folded) {
-    if (!sameEntry(expect, restore)) steps.push({ path, expect, restore });
+    if (!sameOrAbsent(expect, restore)) steps.push({ path, expect, restore });
   }
   return steps.sort((a, b) => {
     const order = Number(a.restore !== null) - Number(b.restore !== null);
@@ -88,7 +88,7 @@ export function planUndo(records: readonly AnyRecord[], seq: number): PlanStep[]
   });
 }
 
-function changedPaths(change: Change): [string, Entry | null, Entry | null][] {
+function changedPaths(change: ChangeSet): [string, Entry | null, Entry | null][] {
   return [
     ...change.created.map((c): [string, Entry | null, Entry | null] => [c.path, null, c.after]),
     ...change.modified.map((m): [string, Entry | null, Entry | null] => [m.path, m.before, m.after]),
@@ -104,4 +104,9 @@ export function unfinishedUndo(records: readonly AnyRecord[]): EventData<"undo.s
     else if (record.type === "undo.finished" && open?.undo_id === record.data.undo_id) open = undefined;
   }
   return open;
+}
+
+/** Two entries of a plan (null: nothing at the path) are the same. */
+export function sameOrAbsent(a: Entry | null, b: Entry | null): boolean {
+  return sameEntry(a ?? undefined, b ?? undefined);
 }

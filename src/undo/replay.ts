@@ -1,7 +1,7 @@
 import type { ArtifactStore } from "../artifacts/store.js";
 import type { AnyRecord, EventData } from "../journal/vocabulary.js";
 import { CodedError } from "../shared/coded-error.js";
-import { applyChange, parseManifest, type Tree } from "./entry.js";
+import { applyChange, type Manifest, ManifestError, parseManifest } from "../workspace/manifest.js";
 
 export class ReplayError extends CodedError<"NO_BASE" | "BASE_MISSING"> {
   override readonly name = "ReplayError";
@@ -9,7 +9,7 @@ export class ReplayError extends CodedError<"NO_BASE" | "BASE_MISSING"> {
 
 export interface RecordedBase {
   base: EventData<"workspace.base">;
-  tree: Tree;
+  tree: Manifest;
 }
 
 /**
@@ -33,15 +33,26 @@ export async function recordedBase(
       "BASE_MISSING",
       `the base manifest ${record.data.manifest.slice(0, 12)} is missing from the session's artifacts`,
     );
-  return { base: record.data, tree: parseManifest(bytes) };
+  try {
+    return { base: record.data, tree: parseManifest(bytes) };
+  } catch (error) {
+    if (error instanceof ManifestError)
+      throw new ReplayError("BASE_MISSING", `the base manifest cannot be read: ${error.message}`);
+    throw error;
+  }
 }
 
 /** The tree the record says the workspace had right after record `seq` (default: now): base plus every change up to it. */
-export function replayTree(base: Tree, records: readonly AnyRecord[], seq = Number.POSITIVE_INFINITY): Tree {
+export function replayTree(
+  base: Manifest,
+  records: readonly AnyRecord[],
+  seq = Number.POSITIVE_INFINITY,
+): Manifest {
   let tree = base;
   for (const record of records) {
     if (record.seq > seq) break;
-    if (record.type === "workspace.changed") tree = applyChange(tree, record.data);
+    // Not strict, as the recording itself replays: a record whose change does not chain still moves the tree.
+    if (record.type === "workspace.changed") tree = applyChange(tree, record.data, { strict: false });
   }
   return tree;
 }

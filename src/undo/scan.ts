@@ -1,35 +1,32 @@
 import { lstat, readdir, readFile, readlink } from "node:fs/promises";
 import { join } from "node:path";
 import { sha256Hex } from "../shared/hash.js";
-import type { Tree } from "./entry.js";
-
-/** What a tree never holds, whatever the session's configured excludes say: harness's own state and git's. */
-export const DEFAULT_EXCLUDED = [".git/", ".harness/"] as const;
+import type { Entry, Manifest } from "../workspace/manifest.js";
+import { TreeExcludes } from "../workspace/tree-excludes.js";
 
 /**
- * The workspace's tree now: every regular file (hash, size, exec) and symlink (target), by
- * workspace-relative POSIX path; directories matching `excluded` ("NAME/" a directory of that
- * name at any depth, otherwise a relative path and everything under it) are left out, as are
- * sockets and other special files. Hashes every file: for an audit, not a hot path.
+ * The workspace's tree now, for an audit: every regular file and symlink under the same excludes
+ * the recording used (`workspace.base`'s `excluded`), like `TreeSnapshot.take`, but with every
+ * file read and hashed: a proof trusts no stat cache kept in the workspace, and writes nothing.
  */
-export async function scanTree(root: string, excluded: readonly string[] = DEFAULT_EXCLUDED): Promise<Tree> {
-  const dirNames = new Set(excluded.filter((e) => e.endsWith("/")).map((e) => e.slice(0, -1)));
-  const paths = new Set(excluded.filter((e) => !e.endsWith("/")));
-  const tree: Tree = new Map();
+export async function scanTree(root: string, excluded: readonly string[]): Promise<Manifest> {
+  const excludes = new TreeExcludes(excluded);
+  const tree = new Map<string, Entry>();
   const walk = async (dir: string, prefix: string): Promise<void> => {
-    const names = (await readdir(dir)).sort();
-    for (const name of names) {
-      const path = prefix === "" ? name : `${prefix}/${name}`;
-      if (paths.has(path)) continue;
+    for (const name of await readdir(dir)) {
+      // The recording leaves out names that are not UTF-8 (they cannot be written down): so does this.
+      if (name.includes("\ufffd")) continue;
+      const rel = prefix + name;
       const full = join(dir, name);
       const info = await lstat(full);
       if (info.isDirectory()) {
-        if (!dirNames.has(name) && !dirNames.has(path)) await walk(full, path);
-      } else if (info.isSymbolicLink()) {
-        tree.set(path, { link: await readlink(full) });
-      } else if (info.isFile()) {
-        const bytes = await readFile(full);
-        tree.set(path, { hash: sha256Hex(bytes), size: bytes.byteLength, exec: (info.mode & 0o111) !== 0 });
+        if (!excludes.excludesDir(rel, name)) await walk(full, `${rel}/`);
+      } else if ((info.isFile() || info.isSymbolicLink()) && !excludes.excludesFile(rel, name)) {
+        if (info.isSymbolicLink()) tree.set(rel, { link: await readlink(full) });
+        else {
+          const bytes = await readFile(full);
+          tree.set(rel, { hash: sha256Hex(bytes), size: bytes.byteLength, exec: (info.mode & 0o100) !== 0 });
+        }
       }
     }
   };

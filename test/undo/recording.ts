@@ -18,9 +18,8 @@ import { FileArtifactStore } from "../../src/artifacts/file-store.js";
 import { FileJournalBackend } from "../../src/journal/file-store.js";
 import type { JournalWriter } from "../../src/journal/store.js";
 import type { EventData } from "../../src/journal/vocabulary.js";
-import { canonicalJson } from "../../src/shared/hash.js";
-import { diffTrees, type Tree } from "../../src/undo/entry.js";
 import { scanTree } from "../../src/undo/scan.js";
+import { diffManifests, type Manifest, manifestBytes } from "../../src/workspace/manifest.js";
 
 /**
  * A session's workspace record written the way harness records one (a base manifest in the
@@ -32,7 +31,7 @@ export class Recording {
   readonly backend: FileJournalBackend;
   readonly artifacts: FileArtifactStore;
   #writer: JournalWriter | undefined;
-  #tree: Tree = new Map();
+  #tree: Manifest = new Map();
 
   constructor(readonly sessionId = "s1") {
     this.root = mkdtempSync(join(tmpdir(), "harness-undo-test-"));
@@ -52,10 +51,8 @@ export class Recording {
 
   /** `workspace.base` for the tree as it is now. */
   async base(): Promise<void> {
-    this.#tree = await scanTree(this.root);
-    const entries = Object.fromEntries(this.#tree);
-    const manifest = new TextEncoder().encode(canonicalJson({ version: 1, entries }));
-    const ref = await this.artifacts.put(manifest);
+    this.#tree = await scanTree(this.root, []);
+    const ref = await this.artifacts.put(manifestBytes(this.#tree));
     let bytes = 0;
     for (const entry of this.#tree.values()) if ("size" in entry) bytes += entry.size;
     await (await this.writer()).append([
@@ -79,8 +76,8 @@ export class Recording {
     const contents = snapshotBytes(this.root);
     await (await this.writer()).append([{ type: "tool.started", data: toolStarted(callId) }]);
     await change();
-    const after = await scanTree(this.root);
-    const diff = diffTrees(this.#tree, after);
+    const after = await scanTree(this.root, []);
+    const diff = diffManifests(this.#tree, after);
     for (const { path } of [...diff.modified, ...diff.deleted]) {
       const bytes = contents.get(path);
       if (bytes !== undefined) await this.artifacts.put(bytes);

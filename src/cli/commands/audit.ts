@@ -5,8 +5,8 @@ import { assessTrust } from "../../journal/trust.js";
 import { verifyJournal } from "../../journal/verify.js";
 import { escapeForTerminal, jsonForTerminal } from "../../shared/terminal-text.js";
 import { auditWorkspace } from "../../undo/audit.js";
-import type { TreeDiff } from "../../undo/entry.js";
 import { ReplayError } from "../../undo/replay.js";
+import type { ChangeSet } from "../../workspace/manifest.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { LAST_OPTION, sessionFromArgs } from "../session-id.js";
@@ -107,7 +107,7 @@ export const auditCommand = {
   },
 };
 
-function listed(diff: TreeDiff): string[] {
+function listed(diff: ChangeSet): string[] {
   return [
     ...diff.created.map((c) => `  created   ${escapeForTerminal(c.path)}`),
     ...diff.modified.map((m) => `  modified  ${escapeForTerminal(m.path)}`),

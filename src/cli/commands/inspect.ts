@@ -240,10 +240,18 @@ function render(record: AnyRecord, style: Style): string {
       );
     }
     case "workspace.base":
-      return `workspace base: ${record.data.files} files, ${record.data.bytes} bytes`;
+      return `workspace base: ${record.data.files} files, ${record.data.bytes} bytes (manifest ${record.data.manifest.slice(0, 12)})`;
     case "workspace.changed": {
-      const { created, modified, deleted } = record.data;
-      return `workspace changed by ${escapeForTerminal(record.data.call_id)} (${record.data.source}): ${created.length} created, ${modified.length} modified, ${deleted.length} deleted`;
+      const { created, modified, deleted, source, call_id } = record.data;
+      const paths = [
+        ...created.map((c) => `+${c.path}`),
+        ...modified.map((m) => `~${m.path}`),
+        ...deleted.map((d) => `-${d.path}`),
+      ];
+      const shown = paths.slice(0, 5).map((p) => escapeForTerminal(p));
+      const more = paths.length > 5 ? ` and ${paths.length - 5} more` : "";
+      const text = `workspace changed by ${source} ${escapeForTerminal(call_id)}: ${shown.join(" ")}${more}`;
+      return source === "outside" ? style.yellow(text) : text;
     }
     case "undo.started":
       return style.yellow(
