@@ -326,7 +326,9 @@ export class Engine {
     const o = this.options;
     const differences: string[] = [];
     if (header.format_version !== JOURNAL_FORMAT_VERSION) differences.push("journal format version");
-    if (header.workspace.fingerprint !== o.workspace.fingerprint) differences.push("workspace");
+    // A fork materialized into its own directory continues there (session.forked names it).
+    const workspace = this.state.forkedFrom?.workspace ?? header.workspace;
+    if (workspace.fingerprint !== o.workspace.fingerprint) differences.push("workspace");
     // A fork's history names its parent's id: the fork record says so.
     const recordedId = this.state.forkedFrom?.parent === header.session_id ? o.sessionId : header.session_id;
     if (recordedId !== o.sessionId) differences.push("session id");

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { TOOL_STATUSES } from "../protocol/types.js";
-import { changeSetSchema } from "../workspace/manifest.js";
+import { changeSetSchema, entrySchema, manifestPathSchema } from "../workspace/manifest.js";
 
 /**
  * The journal's event vocabulary: every event type and the shape of its data, in one place.
@@ -356,6 +356,11 @@ export const EVENT_SCHEMAS = {
     at_seq: z.number().int().nonnegative(),
     at_hash: hex64,
     parent_records: z.number().int().positive(),
+    /**
+     * The fork's own workspace, when it was materialized into another directory (harness fork
+     * --into): the session continues there, so resumes check this identity instead of the parent's.
+     */
+    workspace: z.object({ name: z.string(), fingerprint: hex64 }).optional(),
   }),
   /**
    * A worker took the session under a lease (journal in PostgreSQL): its epoch fences every later
@@ -388,6 +393,24 @@ export const EVENT_SCHEMAS = {
   "workspace.changed": changeSetSchema.extend({
     call_id: z.string().min(1),
     source: z.enum(["tool", "shell", "acceptance", "outside", "undo"]),
+  }),
+  /**
+   * An undo begins: the plan, durable before any file is touched. Per path, the entry the file
+   * must still have (`expect`, null: absent) and the one it gets back (`restore`, null: deleted).
+   * `target.seq`: the workspace returns to its state after that record.
+   */
+  "undo.started": z.object({
+    undo_id: z.string().min(1),
+    target: z.object({ seq: z.number().int().nonnegative() }),
+    plan: z.array(
+      z.object({ path: manifestPathSchema, expect: entrySchema.nullable(), restore: entrySchema.nullable() }),
+    ),
+  }),
+  /** The undo `undo_id` is over: files put back, and those left alone because they had changed since. */
+  "undo.finished": z.object({
+    undo_id: z.string().min(1),
+    restored: z.number().int().nonnegative(),
+    conflicts: z.array(z.object({ path: z.string(), reason: z.string() })),
   }),
 } as const;
 

@@ -253,6 +253,15 @@ function render(record: AnyRecord, style: Style): string {
       const text = `workspace changed by ${source} ${escapeForTerminal(call_id)}: ${shown.join(" ")}${more}`;
       return source === "outside" ? style.yellow(text) : text;
     }
+    case "undo.started":
+      return style.yellow(
+        `undo ${escapeForTerminal(record.data.undo_id)} started: ${record.data.plan.length} file(s) back to record ${record.data.target.seq}`,
+      );
+    case "undo.finished": {
+      const { conflicts } = record.data;
+      const left = conflicts.length > 0 ? `, ${conflicts.length} conflict(s) left alone` : "";
+      return `undo ${escapeForTerminal(record.data.undo_id)} finished: ${record.data.restored} file(s) restored${left}`;
+    }
   }
 }
 
