@@ -14,11 +14,12 @@ export interface ToolContextParts {
   hostRoot?: string | undefined;
   readAccess?(path: string): Promise<ReadAccess>;
   artifactSources?(id: string): readonly string[];
+  output?(text: string): void;
 }
 
 /** The one way to build a ToolContext: the runtime, crash recovery, evaluations and tests. */
 export function createToolContext(parts: ToolContextParts): ToolContext {
-  const { hostRoot, readAccess, artifactSources } = parts;
+  const { hostRoot, readAccess, artifactSources, output } = parts;
   return {
     callId: parts.callId,
     signal: parts.signal ?? new AbortController().signal,
@@ -28,5 +29,6 @@ export function createToolContext(parts: ToolContextParts): ToolContext {
     ...(hostRoot !== undefined ? { hostRoot } : {}),
     ...(readAccess ? { readAccess } : {}),
     ...(artifactSources ? { artifactSources } : {}),
+    ...(output ? { output } : {}),
   };
 }

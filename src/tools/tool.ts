@@ -50,6 +50,12 @@ export interface ToolContext {
   readAccess?(path: string): Promise<ReadAccess>;
   /** The workspace files whose content an artifact of this session holds (canonical paths). */
   artifactSources?(id: string): readonly string[];
+  /**
+   * Someone is watching the call live (a chat, `--events`): text a running call produces, e.g. a
+   * shell command's output, as it arrives. Transient: never the result, never journaled.
+   * Absent when nobody watches.
+   */
+  output?(text: string): void;
 }
 
 /** A successful handler outcome (status ok). Failures are thrown as ToolError. */

@@ -2,6 +2,7 @@ import type { EngineListener, RunSummary } from "../../engine/options.js";
 import type { ModelPrices } from "../../providers/config.js";
 import { costUsd } from "../../providers/cost.js";
 import { note, own, quoted, toolDone, toolLabel } from "../../ui/lines.js";
+import { OutputTail } from "../../ui/output-tail.js";
 import type { ChatUi, FooterStatus, UiStyle } from "../../ui/ui.js";
 import type { ChatSession, Turn } from "./session.js";
 import { runSlash } from "./slash.js";
@@ -28,6 +29,8 @@ export class ChatController {
   /** The profile's prices: the footer shows a cost only with them. */
   readonly #prices: ModelPrices | undefined;
   #cachedTokens = 0;
+  /** The output so far of each running call that produces some (a shell command). */
+  readonly #outputs = new Map<string, OutputTail>();
 
   constructor(ui: ChatUi, session: ChatSession, style: UiStyle, prices?: ModelPrices) {
     this.#ui = ui;
@@ -163,7 +166,19 @@ export class ChatController {
         if (event.type === "text_delta" && event.text.length > 0) this.#ui.modelText(event.text);
         if (event.type === "end") this.#ui.endModelText();
       },
-      callFinished: (info) => this.#ui.toolFinished(info.call_id, toolDone(style, info)),
+      toolOutput: (callId, text) => {
+        let tail = this.#outputs.get(callId);
+        if (tail === undefined) {
+          tail = new OutputTail();
+          this.#outputs.set(callId, tail);
+        }
+        tail.append(text);
+        this.#ui.toolOutput(callId, tail.lines(style));
+      },
+      callFinished: (info) => {
+        this.#outputs.delete(info.call_id);
+        this.#ui.toolFinished(info.call_id, toolDone(style, info));
+      },
       record: (record) => {
         switch (record.type) {
           case "model.started":
