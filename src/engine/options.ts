@@ -138,6 +138,12 @@ export interface EngineOptions {
    * (journaled as `tools.changed`, reason "resume") instead of refused.
    */
   acceptToolChanges?: boolean;
+  /**
+   * On resume, `provider` differs from the model source the session last recorded on purpose (the
+   * chat's /model): journaled as `model.switched` (with `setup` as the options that rebuild it)
+   * instead of refused. Without it a different provider is an identity mismatch.
+   */
+  switchModel?: boolean;
   /** Without acceptance checks, a run whose every attempted change was denied stops (denied-changes.ts) instead of ending unverified. */
   changesDeniedStops?: boolean;
   sleep?(ms: number, signal: AbortSignal): Promise<void>;

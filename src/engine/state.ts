@@ -3,6 +3,7 @@ import type { ModelMessage, ToolCall } from "../protocol/types.js";
 import type { HistoryEntry } from "../runtime/ports.js";
 import { projectForModel } from "../runtime/projection.js";
 import type { ToolResult } from "../runtime/result.js";
+import type { JsonObject } from "../shared/json.js";
 import { pinnedMessages, summaryMessage } from "./compaction.js";
 import { type InstructionFile, instructionsText } from "./instructions.js";
 import { prunedPlaceholder } from "./pruning.js";
@@ -70,6 +71,12 @@ export class SessionState {
   readonly pendingSteers: string[] = [];
   /** The model owes a reply: input or steering arrived after its latest reply. */
   replyPending = false;
+  /**
+   * The model source the session talks to and the run options that rebuild it: the header's,
+   * then each `model.switched`'s.
+   */
+  provider: JsonObject | undefined;
+  options: JsonObject | undefined;
   /** Set when this session was forked from another (its first record). */
   forkedFrom: EventData<"session.forked"> | undefined;
   /** Retryable failures since the last reply, and the backoff they asked for (resume keeps both). */
@@ -102,6 +109,12 @@ export class SessionState {
         this.header = record.data;
         this.surface = new Map(record.data.tools.map((t) => [t.name, t.digest]));
         this.toolsDigest = record.data.tools_digest;
+        this.provider = record.data.provider;
+        this.options = record.data.options;
+        break;
+      case "model.switched":
+        this.provider = record.data.to;
+        this.options = record.data.options;
         break;
       case "tools.changed":
         this.surface = new Map(record.data.tools.map((t) => [t.name, t.digest]));

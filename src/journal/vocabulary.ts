@@ -366,6 +366,12 @@ export const EVENT_SCHEMAS = {
     owner: z.string(),
     previous: z.object({ owner: z.string(), epoch: z.number().int().min(1) }).nullable(),
   }),
+  /**
+   * The person switched the session's model (the chat's /model): from here on the session talks
+   * to `to`, and a resume is checked against it instead of `session.started`'s provider. `options`
+   * are the run options that rebuild it (as `session.started.options`: no secrets, no host paths).
+   */
+  "model.switched": z.object({ from: jsonObject, to: jsonObject, options: jsonObject }),
 } as const;
 
 export type EventType = keyof typeof EVENT_SCHEMAS;

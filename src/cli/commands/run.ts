@@ -229,17 +229,18 @@ export async function startOrResume(
   const recorded = state?.header;
   const interactive = process.stdin.isTTY === true && process.stderr.isTTY === true;
   const given = givenFlags(values);
-  if (recorded !== undefined) refuseLooserSandbox(given.sandbox, recorded.options?.sandbox);
+  if (recorded !== undefined) refuseLooserSandbox(given.sandbox, state?.options?.sandbox);
   // For an existing session the prompt is its next turn's input; only the session's own goal,
   // while it has one turn, still resumes it (as `run --session ID GOAL` did before turns).
   const input =
     goal !== undefined && state?.header !== undefined && !(goal === state.header.goal && state.turn <= 1)
       ? goal
       : undefined;
-  const flags = effectiveFlags(given, recorded?.options, interactive);
-  if (recorded?.provider.kind === "scripted" && values.script === undefined) {
+  // The options the session last recorded: its start's, or those of its latest model switch.
+  const flags = effectiveFlags(given, state?.options, interactive);
+  if (state?.provider?.kind === "scripted" && values.script === undefined) {
     throw new UsageError(
-      `this session uses the scripted model "${String(recorded.provider.name)}"; pass it again with --script FILE`,
+      `this session uses the scripted model "${String(state.provider.name)}"; pass it again with --script FILE`,
     );
   }
   const acceptTimeout = positiveInt(values["accept-timeout"], "--accept-timeout") ?? 600_000;
