@@ -67,6 +67,11 @@ export class SessionState {
   turn = 0;
   turnModelRequests = 0;
   private turnToolCallsBefore = 0;
+  /**
+   * The person's own words as the model was sent them: each turn's input (the goal first) and
+   * each delivered steer, in order. Compaction pins them: they are never summarized away.
+   */
+  readonly userMessages: ModelMessage[] = [];
   /** Steering typed but not yet sent to the model, oldest first. */
   readonly pendingSteers: string[] = [];
   /** The model owes a reply: input or steering arrived after its latest reply. */
@@ -128,14 +133,13 @@ export class SessionState {
         this.turnToolCallsBefore = this.started.size;
         this.outcome = undefined;
         this.replyPending = true;
-        this.addMessage({ role: "user", content: record.data.text });
+        this.addUserMessage(record.data.text);
         break;
       case "user.steered":
         this.pendingSteers.push(record.data.text);
         break;
       case "steer.delivered":
-        for (const text of this.pendingSteers.splice(0, record.data.count))
-          this.addMessage({ role: "user", content: text });
+        for (const text of this.pendingSteers.splice(0, record.data.count)) this.addUserMessage(text);
         this.replyPending = true;
         break;
       case "turn.interrupted":
@@ -320,6 +324,12 @@ export class SessionState {
 
   /** UTF-8 bytes of `messages` as JSON, kept as they are added so estimates stay O(1). */
   messageBytes = 0;
+
+  private addUserMessage(text: string): void {
+    const message: ModelMessage = { role: "user", content: text };
+    this.userMessages.push(message);
+    this.addMessage(message);
+  }
 
   private addMessage(message: ModelMessage): void {
     this.messages.push(message);
