@@ -38,6 +38,11 @@ export interface RunSummary {
     peak_estimated_input_tokens: number | null;
     peak_reported_input_tokens: number | null;
   };
+  /**
+   * A `changes_denied` stop: the flags that would allow what was denied, each a flag and its
+   * value (`["--write", "allow"]`), as recorded in its `run.stopped` (absent in older journals).
+   */
+  allow?: string[][];
   /** Only from a compaction asked for by the user (compactOnly): what context.compacted recorded. */
   compacted?: { replaced_messages: number; tokens_before: number; tokens_after: number };
 }

@@ -67,6 +67,7 @@ export class SessionState {
   turn = 0;
   turnModelRequests = 0;
   private turnToolCallsBefore = 0;
+  private turnResultsBefore = 0;
   /**
    * The person's own words as the model was sent them: each turn's input (the goal first) and
    * each delivered steer, in order. Compaction pins them: they are never summarized away.
@@ -131,6 +132,7 @@ export class SessionState {
         this.turn = record.data.turn ?? this.turn + 1;
         this.turnModelRequests = 0;
         this.turnToolCallsBefore = this.started.size;
+        this.turnResultsBefore = this.results.size;
         this.outcome = undefined;
         this.replyPending = true;
         this.addUserMessage(record.data.text);
@@ -338,6 +340,11 @@ export class SessionState {
 
   get toolCalls(): number {
     return this.started.size;
+  }
+
+  /** The results recorded in the current turn, in order (results are never recorded twice). */
+  get turnResults(): EventData<"tool.result">[] {
+    return [...this.results.values()].slice(this.turnResultsBefore);
   }
 
   /** Calls started in the current turn (the tool-call budget is per turn). */

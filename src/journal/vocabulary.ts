@@ -310,6 +310,11 @@ export const EVENT_SCHEMAS = {
     status: z.enum(["stopped", "review_required", "needs_review"]),
     reason: z.string(),
     message: z.string(),
+    /**
+     * `changes_denied`: the flags that would allow the denied changes, each a flag and its value
+     * (absent for other reasons, and in journals written before it was recorded).
+     */
+    allow: z.array(z.array(z.string())).optional(),
   }),
   "run.cancelled": z.object({ reason: z.string() }),
   /**

@@ -8,7 +8,7 @@ import { oneOf, parse, positiveInt, tokenCount } from "../args.js";
 import { goalFrom } from "../goal-input.js";
 import { latestSession } from "../latest-session.js";
 import { offTerminalNotice } from "../off-terminal.js";
-import { effectiveFlags, type RunFlags, type SandboxFlag } from "../run-flags.js";
+import { effectiveFlags, flagWords, type RunFlags, type SandboxFlag } from "../run-flags.js";
 import { LAST_OPTION, sessionFromArgs } from "../session-id.js";
 import { runSession } from "../session-runner.js";
 import { buildSetup } from "../setup.js";
@@ -278,7 +278,23 @@ export async function startOrResume(
     events: values.events === true,
     acceptToolChanges: values["accept-tool-changes"] === true,
     ...(values.script !== undefined ? { resumeFlags: ["--script", resolve(values.script)] } : {}),
+    rerunFlags: rerunFlags(values, setup.flags),
   });
+}
+
+/**
+ * What a printed command for a new run must give again: the session's flags (given now or
+ * recorded when it started; a new session inherits none of them) and those the journal does not
+ * record (the script, the budgets, the pool size, the acceptance timeout).
+ */
+function rerunFlags(values: Parsed["values"], flags: RunFlags): string[][] {
+  const unrecorded: string[][] = [];
+  if (values.script !== undefined) unrecorded.push(["--script", resolve(values.script)]);
+  for (const name of ["max-model-requests", "max-tool-calls", "pool-size", "accept-timeout"] as const) {
+    const value = values[name];
+    if (value !== undefined) unrecorded.push([`--${name}`, value]);
+  }
+  return [...unrecorded, ...flagWords(flags)];
 }
 
 /**
