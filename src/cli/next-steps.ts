@@ -1,4 +1,3 @@
-import { allowingFlagsIn } from "../engine/denied-changes.js";
 import type { RunSummary } from "../engine/options.js";
 import { hint, shellQuote } from "./hints.js";
 
@@ -16,13 +15,17 @@ export function nextSteps(
   summary: RunSummary,
   workspace: { root: string },
   transportFailed: boolean,
-  resumeFlags: readonly string[] = [],
-  goal?: string,
+  given: {
+    /** What a resume must be given again because the journal does not record it (a scripted model's file). */
+    resume?: readonly string[];
+    /** Every flag of the run, for a new one (each a flag with its value). */
+    rerun?: readonly (readonly string[])[];
+    goal?: string;
+  } = {},
 ): string[] {
   const id = summary.session;
   const at = (command: string) => hint(command, workspace);
-  // A resume must be given again what was not recorded (a scripted model's file).
-  const again = resumeFlags.map((word) => ` ${shellQuote(word)}`).join("");
+  const again = (given.resume ?? []).map((word) => ` ${shellQuote(word)}`).join("");
   switch (summary.status) {
     case "verified":
     case "unverified":
@@ -51,13 +54,31 @@ export function nextSteps(
     case "context_exhausted":
       return [at(`compact ${id}`), at(`resume ${id}${again}`)];
     case "changes_denied": {
-      // A session keeps the policy it was recorded with, so allowing the changes takes a new run.
-      const allow = allowingFlagsIn(summary.message).join(" ");
-      return [at(`run${again}${allow === "" ? "" : ` ${allow}`} ${goalWord(goal)}`), at(`inspect ${id}`)];
+      // A session keeps the policy it was recorded with, so allowing the changes takes a new run:
+      // every flag of this one, with the ones that allow what was denied. A journal written before
+      // the flags were recorded with the stop has only the inspect hint.
+      if (summary.allow === undefined) return [at(`inspect ${id}`)];
+      const words = allowing(given.rerun ?? [], summary.allow)
+        .flat()
+        .map((word) => ` ${shellQuote(word)}`)
+        .join("");
+      return [at(`run${words} ${goalWord(given.goal)}`), at(`inspect ${id}`)];
     }
     default:
       return transportFailed ? [at(`resume ${id}${again}`)] : [at(`inspect ${id}`)];
   }
+}
+
+/**
+ * The run's flags with `allow` taking effect: a flag it sets replaces the run's own value of it,
+ * and --read-only (which denies every write) goes when writes are allowed.
+ */
+function allowing(flags: readonly (readonly string[])[], allow: readonly string[][]): string[][] {
+  const replaced = new Set(allow.filter((flag) => flag[0] !== "--allow").map((flag) => flag[0]));
+  if (replaced.has("--write")) replaced.add("--read-only");
+  const kept = flags.filter((flag) => !replaced.has(flag[0] ?? ""));
+  const present = new Set(kept.map((flag) => flag.join(" ")));
+  return [...kept.map((flag) => [...flag]), ...allow.filter((flag) => !present.has(flag.join(" ")))];
 }
 
 /** The goal as one pasteable word; a long or multi-line one (typed once, or piped in) stays a placeholder. */

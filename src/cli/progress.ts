@@ -13,7 +13,8 @@ export const MODEL_TEXT_PREFIX = "│ ";
 /**
  * Human progress on stderr: streamed model text, one line per tool call with status and
  * duration. `--events` adds every durable journal record as NDJSON on stdout, and the model's
- * text as it streams as transient `{"transient":true,"type":"text.delta","text":...}` lines. Every string that
+ * text as it streams as transient `{"transient":true,"type":"text.delta","text":...}` lines, and a running
+ * call's output as transient `{"transient":true,"type":"tool.output","call_id":...,"text":...}` lines. Every string that
  * harness did not write itself is escaped (terminal-text.ts) before harness styles it.
  */
 export function createProgress(options: {
@@ -45,7 +46,12 @@ export function createProgress(options: {
       midLine = true;
     });
   };
+  // For UIs: a running call's output as it arrives (batched by the tool), transient like text
+  // deltas: the call's tool.result record holds what is kept. Without --events nobody asks for it.
+  const toolOutput = (callId: string, text: string) =>
+    out.write(`${JSON.stringify({ transient: true, type: "tool.output", call_id: callId, text })}\n`);
   return {
+    ...(options.events ? { toolOutput } : {}),
     record(record) {
       if (options.events) out.write(`${JSON.stringify(record)}\n`);
       if (options.quiet) return;

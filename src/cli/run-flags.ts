@@ -79,3 +79,34 @@ export function recordableFlags(flags: RunFlags): JsonObject {
   if (flags.defaults) out.defaults = { ...flags.defaults };
   return out;
 }
+
+/**
+ * The flags as `harness run` takes them on its command line, each a flag with its value (if any):
+ * what a printed command for a new run repeats, since a new session inherits nothing.
+ */
+export function flagWords(flags: RunFlags): string[][] {
+  const words: string[][] = [];
+  const one = (flag: string, value: string | number | undefined) => {
+    if (value !== undefined) words.push([flag, String(value)]);
+  };
+  const many = (flag: string, values: readonly string[] | undefined) => {
+    for (const value of values ?? []) words.push([flag, value]);
+  };
+  one("--profile", flags.profile);
+  one("--provider", flags.provider);
+  one("--model", flags.model);
+  one("--base-url", flags.baseUrl);
+  one("--api-key-env", flags.apiKeyEnv);
+  one("--write", flags.write);
+  if (flags.readOnly) words.push(["--read-only"]);
+  one("--shell", flags.shell);
+  one("--sandbox", flags.sandbox);
+  one("--tools", flags.tools);
+  many("--allow", flags.allow);
+  many("--ask", flags.ask);
+  many("--deny", flags.deny);
+  many("--read-path", flags.readPaths);
+  many("--edit-path", flags.editPaths);
+  one("--context-window", flags.contextWindow);
+  return words;
+}

@@ -39,6 +39,8 @@ export interface SessionRun {
   acceptToolChanges?: boolean;
   /** What a printed resume command must repeat because the journal does not record it (--script FILE). */
   resumeFlags?: string[];
+  /** What a printed command for a new run repeats (every flag of this one; see run.ts `rerunFlags`). */
+  rerunFlags?: string[][];
 }
 
 /** Where a CLI session's tool calls run: its workspace, its artifacts, and the setup's ports. */
@@ -168,7 +170,12 @@ export async function runSession(run: SessionRun): Promise<number> {
     if (run.compactOnly && summary.compacted) return printCompacted(summary, run);
     printSummary(summary, run, style, {
       duration_ms: Math.round(performance.now() - started),
-      next: nextSteps(summary, run.workspace, connection.failed(), run.resumeFlags, run.goal),
+      next: nextSteps(summary, run.workspace, connection.failed(), {
+        ...(run.resumeFlags ? { resume: run.resumeFlags } : {}),
+        ...(run.rerunFlags ? { rerun: run.rerunFlags } : {}),
+        // A new run is given this turn's prompt (the goal of a one-turn session).
+        ...(run.input !== undefined ? { goal: run.input } : run.goal !== undefined ? { goal: run.goal } : {}),
+      }),
     });
     return exitCodeFor(summary.status);
   } finally {

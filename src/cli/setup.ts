@@ -284,7 +284,7 @@ function restoreGrants(
   }
 }
 
-async function loadProvider(
+export async function loadProvider(
   script: string | undefined,
   flags: RunFlags,
   config: Parameters<typeof modelProfiles>[0],

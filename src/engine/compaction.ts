@@ -25,8 +25,8 @@ export const COMPACTION_PROMPT = [
   "The conversation is about to exceed the context window. Write a handoff summary that lets you",
   "continue the task without the earlier messages. Do not call tools. Use these headings:",
   "Goal; Constraints and preferences; Progress; Decisions; Files read and changed (with the versions",
-  "that matter); Next steps. The goal, the project instructions and any unresolved outcomes are kept",
-  "verbatim and need not be repeated.",
+  "that matter); Next steps. The user's messages, the project instructions and any unresolved outcomes",
+  "are kept verbatim and need not be repeated.",
 ].join("\n");
 
 /** How many compactions one step may do before the run stops as over the window. */
@@ -43,12 +43,17 @@ export function compactionCut(state: SessionState): number | undefined {
 }
 
 /**
- * Sent verbatim before every summary: the goal, every nested instructions file loaded so far
- * (the start ones are in the system message) and every call whose outcome is still unknown.
- * `kept` holds the messages that follow, so an unknown result already among them is not doubled.
+ * Sent verbatim before every summary: what the person said (the goal, every later turn's input
+ * and every delivered steer, in order), every nested instructions file loaded so far (the start
+ * ones are in the system message) and every call whose outcome is still unknown. `kept` holds
+ * the messages that follow, so an input or unknown result already among them is not doubled.
  */
 export function pinnedMessages(state: SessionState, kept: readonly ModelMessage[]): ModelMessage[] {
-  const pinned: ModelMessage[] = [{ role: "user", content: state.goal ?? "" }];
+  const keptMessages = new Set(kept);
+  const said = state.userMessages.filter((message) => !keptMessages.has(message));
+  // The same message objects, so a later compaction recognizes them among the kept turns.
+  const pinned: ModelMessage[] =
+    state.userMessages.length > 0 ? said : [{ role: "user", content: state.goal ?? "" }];
   for (const file of state.nestedInstructions) pinned.push({ role: "user", content: instructionsText(file) });
   const keptIds = new Set(kept.flatMap((m) => (m.role === "tool" ? [m.call_id] : [])));
   for (const result of state.unresolvedUnknowns()) {

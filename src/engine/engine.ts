@@ -112,6 +112,7 @@ export class Engine {
         await this.begin(instructions);
       } else {
         this.checkIdentity(instructions);
+        await this.recordModelSwitch();
         if (this.state.toolsDigest !== this.tools.digest) await this.recordSurface(this.tools, "resume");
       }
       await settleServices(this.session);
@@ -334,7 +335,8 @@ export class Engine {
     if (recordedId !== o.sessionId) differences.push("session id");
     if (o.goal !== undefined && o.goal !== header.goal) differences.push("goal");
     if (header.policy_digest !== o.policy.digest) differences.push("policy");
-    if (digestOf(header.provider) !== digestOf(o.provider.identity)) differences.push("model provider");
+    // Against the model the session last recorded: its start, or the latest model.switched.
+    if (this.modelChanged() && !o.switchModel) differences.push("model provider");
     if (header.system_prompt_digest !== digestOf(this.systemPrompt)) differences.push("system prompt");
     // Against the surface the session last recorded: its start, or the latest tools.changed.
     const toolsChanged = this.state.toolsDigest !== this.tools.digest;
@@ -357,6 +359,23 @@ export class Engine {
             : ""),
       );
     }
+  }
+
+  private modelChanged(): boolean {
+    return digestOf(this.state.provider ?? {}) !== digestOf(this.options.provider.identity);
+  }
+
+  /** A switch the person asked for (`switchModel`), journaled before anything goes to the new model. */
+  private async recordModelSwitch(): Promise<void> {
+    if (!this.options.switchModel || !this.modelChanged()) return;
+    await this.record({
+      type: "model.switched",
+      data: {
+        from: this.state.provider ?? {},
+        to: this.options.provider.identity,
+        options: this.options.setup ?? {},
+      },
+    });
   }
 
   /** Offer `next` from now on, journaled first (the whole new surface and what changed). */

@@ -22,7 +22,7 @@ export async function finish(run: EngineRun, answer: string): Promise<RunSummary
   }
   const checks = run.options.acceptance;
   const denied = checks.length === 0 && run.options.changesDeniedStops ? everyChangeDenied(run) : undefined;
-  if (denied) return stop(run, "stopped", ...changesDeniedStop(denied));
+  if (denied) return stop(run, "stopped", ...changesDeniedStop(denied), denied.allow);
   if (checks.length === 0) {
     await run.record({ type: "run.finished", data: { status: "unverified", answer } });
     return summary(run);

@@ -38,6 +38,11 @@ export interface RunSummary {
     peak_estimated_input_tokens: number | null;
     peak_reported_input_tokens: number | null;
   };
+  /**
+   * A `changes_denied` stop: the flags that would allow what was denied, each a flag and its
+   * value (`["--write", "allow"]`), as recorded in its `run.stopped` (absent in older journals).
+   */
+  allow?: string[][];
   /** Only from a compaction asked for by the user (compactOnly): what context.compacted recorded. */
   compacted?: { replaced_messages: number; tokens_before: number; tokens_after: number };
 }
@@ -138,6 +143,12 @@ export interface EngineOptions {
    * (journaled as `tools.changed`, reason "resume") instead of refused.
    */
   acceptToolChanges?: boolean;
+  /**
+   * On resume, `provider` differs from the model source the session last recorded on purpose (the
+   * chat's /model): journaled as `model.switched` (with `setup` as the options that rebuild it)
+   * instead of refused. Without it a different provider is an identity mismatch.
+   */
+  switchModel?: boolean;
   /** Without acceptance checks, a run whose every attempted change was denied stops (denied-changes.ts) instead of ending unverified. */
   changesDeniedStops?: boolean;
   sleep?(ms: number, signal: AbortSignal): Promise<void>;

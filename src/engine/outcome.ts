@@ -29,8 +29,12 @@ export async function stop(
   status: "stopped" | "review_required" | "needs_review",
   reason: string,
   message: string,
+  allow?: string[][],
 ) {
-  await run.record({ type: "run.stopped", data: { status, reason, message } });
+  await run.record({
+    type: "run.stopped",
+    data: { status, reason, message, ...(allow !== undefined ? { allow } : {}) },
+  });
   return summary(run);
 }
 
@@ -83,6 +87,7 @@ export function summary(run: EngineRun): RunSummary {
         reason: outcome.data.reason,
         message: outcome.data.message,
         answer: null,
+        ...(outcome.data.allow !== undefined ? { allow: outcome.data.allow } : {}),
       };
     case "cancelled":
       return {

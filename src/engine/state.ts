@@ -3,6 +3,7 @@ import type { ModelMessage, ToolCall } from "../protocol/types.js";
 import type { HistoryEntry } from "../runtime/ports.js";
 import { projectForModel } from "../runtime/projection.js";
 import type { ToolResult } from "../runtime/result.js";
+import type { JsonObject } from "../shared/json.js";
 import { pinnedMessages, summaryMessage } from "./compaction.js";
 import { type InstructionFile, instructionsText } from "./instructions.js";
 import { prunedPlaceholder } from "./pruning.js";
@@ -66,10 +67,22 @@ export class SessionState {
   turn = 0;
   turnModelRequests = 0;
   private turnToolCallsBefore = 0;
+  private turnResultsBefore = 0;
+  /**
+   * The person's own words as the model was sent them: each turn's input (the goal first) and
+   * each delivered steer, in order. Compaction pins them: they are never summarized away.
+   */
+  readonly userMessages: ModelMessage[] = [];
   /** Steering typed but not yet sent to the model, oldest first. */
   readonly pendingSteers: string[] = [];
   /** The model owes a reply: input or steering arrived after its latest reply. */
   replyPending = false;
+  /**
+   * The model source the session talks to and the run options that rebuild it: the header's,
+   * then each `model.switched`'s.
+   */
+  provider: JsonObject | undefined;
+  options: JsonObject | undefined;
   /** Set when this session was forked from another (its first record). */
   forkedFrom: EventData<"session.forked"> | undefined;
   /** Retryable failures since the last reply, and the backoff they asked for (resume keeps both). */
@@ -102,6 +115,12 @@ export class SessionState {
         this.header = record.data;
         this.surface = new Map(record.data.tools.map((t) => [t.name, t.digest]));
         this.toolsDigest = record.data.tools_digest;
+        this.provider = record.data.provider;
+        this.options = record.data.options;
+        break;
+      case "model.switched":
+        this.provider = record.data.to;
+        this.options = record.data.options;
         break;
       case "tools.changed":
         this.surface = new Map(record.data.tools.map((t) => [t.name, t.digest]));
@@ -113,16 +132,16 @@ export class SessionState {
         this.turn = record.data.turn ?? this.turn + 1;
         this.turnModelRequests = 0;
         this.turnToolCallsBefore = this.started.size;
+        this.turnResultsBefore = this.results.size;
         this.outcome = undefined;
         this.replyPending = true;
-        this.addMessage({ role: "user", content: record.data.text });
+        this.addUserMessage(record.data.text);
         break;
       case "user.steered":
         this.pendingSteers.push(record.data.text);
         break;
       case "steer.delivered":
-        for (const text of this.pendingSteers.splice(0, record.data.count))
-          this.addMessage({ role: "user", content: text });
+        for (const text of this.pendingSteers.splice(0, record.data.count)) this.addUserMessage(text);
         this.replyPending = true;
         break;
       case "turn.interrupted":
@@ -308,6 +327,12 @@ export class SessionState {
   /** UTF-8 bytes of `messages` as JSON, kept as they are added so estimates stay O(1). */
   messageBytes = 0;
 
+  private addUserMessage(text: string): void {
+    const message: ModelMessage = { role: "user", content: text };
+    this.userMessages.push(message);
+    this.addMessage(message);
+  }
+
   private addMessage(message: ModelMessage): void {
     this.messages.push(message);
     this.messageBytes += jsonBytes(message) + 1;
@@ -315,6 +340,11 @@ export class SessionState {
 
   get toolCalls(): number {
     return this.started.size;
+  }
+
+  /** The results recorded in the current turn, in order (results are never recorded twice). */
+  get turnResults(): EventData<"tool.result">[] {
+    return [...this.results.values()].slice(this.turnResultsBefore);
   }
 
   /** Calls started in the current turn (the tool-call budget is per turn). */

@@ -311,6 +311,11 @@ export const EVENT_SCHEMAS = {
     status: z.enum(["stopped", "review_required", "needs_review"]),
     reason: z.string(),
     message: z.string(),
+    /**
+     * `changes_denied`: the flags that would allow the denied changes, each a flag and its value
+     * (absent for other reasons, and in journals written before it was recorded).
+     */
+    allow: z.array(z.array(z.string())).optional(),
   }),
   "run.cancelled": z.object({ reason: z.string() }),
   /**
@@ -412,6 +417,12 @@ export const EVENT_SCHEMAS = {
     restored: z.number().int().nonnegative(),
     conflicts: z.array(z.object({ path: z.string(), reason: z.string() })),
   }),
+  /**
+   * The person switched the session's model (the chat's /model): from here on the session talks
+   * to `to`, and a resume is checked against it instead of `session.started`'s provider. `options`
+   * are the run options that rebuild it (as `session.started.options`: no secrets, no host paths).
+   */
+  "model.switched": z.object({ from: jsonObject, to: jsonObject, options: jsonObject }),
 } as const;
 
 export type EventType = keyof typeof EVENT_SCHEMAS;

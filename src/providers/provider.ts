@@ -27,6 +27,13 @@ export interface ModelRequest {
  */
 export type ProviderIdentity = JsonObject & { kind: string };
 
+/** The model as people name it: the model id, else the provider's kind and name. */
+export function modelNameOf(identity: JsonObject): string {
+  if (typeof identity.model === "string") return identity.model;
+  const kind = typeof identity.kind === "string" ? identity.kind : "unknown";
+  return typeof identity.name === "string" ? `${kind}:${identity.name}` : kind;
+}
+
 /**
  * The provider seam: a function from a request to a stream of protocol events. Events are
  * yielded as `unknown` because they are external input until the decoder has checked them.

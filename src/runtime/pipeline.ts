@@ -7,7 +7,7 @@ import type { RuntimeOptions } from "./environment.js";
 import { type Execution, executeWithRetries } from "./execute.js";
 import { HookLog } from "./hook-log.js";
 import { asProposal, normalize } from "./normalize.js";
-import type { HookRecord, Recorder } from "./ports.js";
+import type { HookRecord, ProgressListener, Recorder } from "./ports.js";
 import { type Prepared, prepare } from "./prepare.js";
 import { errorResult, identity, type ToolResult } from "./result.js";
 import { planBatches } from "./scheduler.js";
@@ -60,6 +60,7 @@ export class ToolRuntime {
           hostRoot: options.hostRoot,
           readAccess: (path) => readAccess(path, this.options),
           artifactSources: (artifactId) => this.artifactSources(artifactId),
+          ...liveOutput(prepared.call.id, options.progress),
         }),
     };
   }
@@ -243,4 +244,11 @@ export class ToolRuntime {
   drainHookRecords(): HookRecord[] {
     return this.hooks.drain();
   }
+}
+
+/** A call's live output goes to the progress listener, when it wants it (else tools skip the work). */
+function liveOutput(callId: string, progress: ProgressListener | undefined): { output?(text: string): void } {
+  const toolOutput = progress?.toolOutput;
+  if (toolOutput === undefined) return {};
+  return { output: (text) => toolOutput.call(progress, callId, text) };
 }

@@ -206,6 +206,11 @@ export interface ProgressListener {
     duration_ms: number;
     summary: string;
   }): void;
+  /**
+   * Text a running call produced (a shell command's output), as it arrives, batched by the tool.
+   * Transient: for a live view only; the call's result holds what is kept.
+   */
+  toolOutput?(callId: string, text: string): void;
 }
 
 /** A proposed file change: recorded in the journal (with its call), applied later by `harness apply`. */

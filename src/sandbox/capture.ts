@@ -44,11 +44,15 @@ export class OutputCapture {
   #sink: ArtifactSink | undefined;
   #artifactError: string | undefined;
 
-  /** `filter` (secret scrubbing) sees every byte before the preview and the artifact do. */
+  /**
+   * `filter` (secret scrubbing) sees every byte before the preview, the artifact and `watch` do;
+   * `watch` sees the scrubbed bytes as they arrive (live output for people watching a command).
+   */
   constructor(
     private readonly limits: CaptureLimits,
     private readonly artifacts: ArtifactStore | undefined,
     private readonly filter?: ByteFilter,
+    private readonly watch?: (bytes: Buffer) => void,
   ) {}
 
   /** Read the stream to its end (or until it is destroyed). Never rejects. */
@@ -68,6 +72,7 @@ export class OutputCapture {
   async #accept(bytes: Buffer): Promise<void> {
     if (bytes.length === 0) return;
     this.#take(bytes);
+    this.watch?.(bytes);
     await this.#store(bytes);
   }
 

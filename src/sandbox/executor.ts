@@ -57,6 +57,8 @@ export interface ExecuteRequest {
    * throws, the tree is killed and execute rejects with what it threw.
    */
   onSpawn?: (report: SpawnReport) => void | Promise<void>;
+  /** Each stream's bytes as they arrive, scrubbed of secrets (live output); must not throw. */
+  onOutput?: (stream: "stdout" | "stderr", bytes: Buffer) => void;
 }
 
 /** A long-lived process (an MCP stdio server): its pipes stay open until it is stopped. */
@@ -173,6 +175,7 @@ export class Executor {
     if (request.artifacts !== undefined) options.artifacts = request.artifacts;
     if (request.capture !== undefined) options.capture = request.capture;
     if (request.stdin !== undefined) options.stdin = request.stdin;
+    if (request.onOutput !== undefined) options.onOutput = request.onOutput;
     const onSpawn = request.onSpawn;
     if (onSpawn !== undefined) {
       options.onSpawn = (identity) => onSpawn({ ...identity, ...facts, sandboxed: sandbox.isolating });

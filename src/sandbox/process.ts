@@ -44,6 +44,8 @@ export interface RunProcessOptions {
   stdin?: string;
   /** A fresh filter per output stream (secret scrubbing), applied before previews and artifacts. */
   outputFilter?: () => ByteFilter;
+  /** Sees each stream's bytes as they arrive, after the filter; must not throw or block. */
+  onOutput?: (stream: "stdout" | "stderr", bytes: Buffer) => void;
 }
 
 export type ProcessOutcome = "exited" | "timeout" | "cancelled";
@@ -83,8 +85,19 @@ const EXIT_SETTLE_MS = 5_000;
  */
 export async function runProcess(options: RunProcessOptions): Promise<ProcessResult> {
   const limits = options.capture ?? DEFAULT_CAPTURE_LIMITS;
-  const stdout = new OutputCapture(limits, options.artifacts, options.outputFilter?.());
-  const stderr = new OutputCapture(limits, options.artifacts, options.outputFilter?.());
+  const watch = options.onOutput;
+  const stdout = new OutputCapture(
+    limits,
+    options.artifacts,
+    options.outputFilter?.(),
+    watch && ((bytes) => watch("stdout", bytes)),
+  );
+  const stderr = new OutputCapture(
+    limits,
+    options.artifacts,
+    options.outputFilter?.(),
+    watch && ((bytes) => watch("stderr", bytes)),
+  );
   const started = performance.now();
   if (options.signal?.aborted) {
     return {

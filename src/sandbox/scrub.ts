@@ -69,8 +69,10 @@ export interface ByteFilter {
 }
 
 /**
- * A streaming scrubber. A secret may be split across chunks, so the last (longest secret - 1)
- * bytes are held back until the next chunk or the end: no prefix of a secret leaves early.
+ * A streaming scrubber. A secret may be split across chunks, so a chunk's end that could be the
+ * start of a secret is held back until the next chunk or the end: no prefix of a secret leaves
+ * early. Only such an end is held, so output a person watches live (a line ending in a newline)
+ * is not delayed by the secrets it does not contain.
  */
 export function secretFilter(secrets: readonly Secret[]): ByteFilter {
   const holdBack = Math.max(0, ...secrets.map((secret) => secret.value.length - 1));
@@ -79,9 +81,9 @@ export function secretFilter(secrets: readonly Secret[]): ByteFilter {
     write(chunk) {
       if (secrets.length === 0) return chunk;
       const scrubbed = scrubBytes(pending.length === 0 ? chunk : Buffer.concat([pending, chunk]), secrets);
-      const keep = Math.min(holdBack, scrubbed.length);
-      pending = Buffer.from(scrubbed.subarray(scrubbed.length - keep));
-      return scrubbed.subarray(0, scrubbed.length - keep);
+      const held = secretStartAt(scrubbed, secrets, holdBack);
+      pending = Buffer.from(scrubbed.subarray(held));
+      return scrubbed.subarray(0, held);
     },
     end() {
       const rest = scrubBytes(pending, secrets);
@@ -89,4 +91,18 @@ export function secretFilter(secrets: readonly Secret[]): ByteFilter {
       return rest;
     },
   };
+}
+
+/**
+ * Where the earliest tail of `bytes` begins that is a proper prefix of a secret (what the next
+ * chunk could complete), or `bytes.length` when no tail is. Only the last `holdBack` bytes can be.
+ */
+function secretStartAt(bytes: Buffer, secrets: readonly Secret[], holdBack: number): number {
+  for (let at = Math.max(0, bytes.length - holdBack); at < bytes.length; at++) {
+    const rest = bytes.subarray(at);
+    for (const secret of secrets) {
+      if (secret.value.length > rest.length && secret.value.subarray(0, rest.length).equals(rest)) return at;
+    }
+  }
+  return bytes.length;
 }

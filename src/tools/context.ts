@@ -16,11 +16,12 @@ export interface ToolContextParts {
   readAccess?(path: string): Promise<ReadAccess>;
   artifactSources?(id: string): readonly string[];
   workspaceChanged?(change: ChangeSet): void;
+  output?(text: string): void;
 }
 
 /** The one way to build a ToolContext: the runtime, crash recovery, evaluations and tests. */
 export function createToolContext(parts: ToolContextParts): ToolContext {
-  const { hostRoot, readAccess, artifactSources, workspaceChanged } = parts;
+  const { hostRoot, readAccess, artifactSources, workspaceChanged, output } = parts;
   return {
     callId: parts.callId,
     signal: parts.signal ?? new AbortController().signal,
@@ -31,5 +32,6 @@ export function createToolContext(parts: ToolContextParts): ToolContext {
     ...(readAccess ? { readAccess } : {}),
     ...(artifactSources ? { artifactSources } : {}),
     ...(workspaceChanged ? { workspaceChanged } : {}),
+    ...(output ? { output } : {}),
   };
 }

@@ -56,6 +56,12 @@ export interface ToolContext {
    * `artifacts`); the runtime journals it with the result. Absent when nothing records effects.
    */
   workspaceChanged?(change: ChangeSet): void;
+  /**
+   * Someone is watching the call live (a chat, `--events`): text a running call produces, e.g. a
+   * shell command's output, as it arrives. Transient: never the result, never journaled.
+   * Absent when nobody watches.
+   */
+  output?(text: string): void;
 }
 
 /** A successful handler outcome (status ok). Failures are thrown as ToolError. */

@@ -90,3 +90,33 @@ describe("progress: streamed model text", () => {
     expect(shown).toContain("\\x1b[31mred?\\x1b[0m");
   });
 });
+
+describe("progress: a running call's output", () => {
+  it("--events prints it as transient tool.output lines; without --events nobody asks for it", () => {
+    const out = sink();
+    const events = createProgress({
+      err: sink().stream,
+      out: out.stream,
+      style: createStyle(false),
+      events: true,
+      quiet: false,
+    });
+    events.toolOutput?.("c7", "building\u001b[31m\n");
+    expect(
+      out
+        .text()
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line)),
+    ).toEqual([{ transient: true, type: "tool.output", call_id: "c7", text: "building\u001b[31m\n" }]);
+    const quietOut = sink();
+    const plain = createProgress({
+      err: sink().stream,
+      out: quietOut.stream,
+      style: createStyle(false),
+      events: false,
+      quiet: false,
+    });
+    expect(plain.toolOutput).toBeUndefined();
+  });
+});

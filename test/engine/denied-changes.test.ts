@@ -1,8 +1,8 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { allowingFlagsIn } from "../../src/engine/denied-changes.js";
-import { count, helloAccepted, run, tempWorkspace, type Workspace } from "../support/session.js";
+import { FunctionApprover } from "../../src/policy/approver.js";
+import { count, engineFor, helloAccepted, run, tempWorkspace, type Workspace } from "../support/session.js";
 
 let ws: Workspace;
 beforeEach(async () => {
@@ -34,9 +34,15 @@ describe("a run whose every attempted change was denied", () => {
       "every change the model tried was denied (1 call(s) of write_file); " +
         "nothing was changed: allow them (--write allow) and run again",
     );
-    expect(allowingFlagsIn(summary.message)).toEqual(["--write", "allow"]);
+    // The flags are a field of their own, in the summary and in the journal: nobody parses the message.
+    expect(summary.allow).toEqual([["--write", "allow"]]);
     expect((await ws.events("run.stopped")).map((r) => r.data)).toEqual([
-      { status: "stopped", reason: "changes_denied", message: summary.message },
+      {
+        status: "stopped",
+        reason: "changes_denied",
+        message: summary.message,
+        allow: [["--write", "allow"]],
+      },
     ]);
     expect(count(await ws.journal(), "run.finished")).toBe(0);
     expect(existsSync(join(ws.root, "new.txt"))).toBe(false);
@@ -74,8 +80,68 @@ describe("a run whose every attempted change was denied", () => {
     expect(await ws.file("new.txt")).toBe("made\n");
   });
 
-  it("a message without the flags gives none", () => {
-    expect(allowingFlagsIn(null)).toEqual([]);
-    expect(allowingFlagsIn("the tool-call budget (3) is used up")).toEqual([]);
+  it("other stops carry no flags", async () => {
+    const summary = await run(ws, { script: writeThenAnswer, write: "allow", limits: { maxToolCalls: 0 } });
+    expect(summary.reason).toBe("budget_exhausted");
+    expect(summary.allow).toBeUndefined();
+    expect((await ws.events("run.stopped"))[0]?.data).not.toHaveProperty("allow");
+  });
+});
+
+describe("changes denied, turn by turn", () => {
+  /** Each turn the model writes a file named after its turn, then answers. */
+  const writePerTurn = (messages: readonly { role: string; content?: unknown }[]) => {
+    const last = messages.at(-1);
+    if (last?.role === "tool") return { text: "done" };
+    const turn = messages.filter((m) => m.role === "user").length;
+    return {
+      calls: [{ id: `w${turn}`, name: "write_file", arguments: { path: `t${turn}.txt`, content: "x\n" } }],
+    };
+  };
+  const readPerTurn = (messages: readonly { role: string; content?: unknown }[]) => {
+    const last = messages.at(-1);
+    if (last?.role === "tool") return { text: "read" };
+    const turn = messages.filter((m) => m.role === "user").length;
+    return { calls: [{ id: `r${turn}`, name: "read_file", arguments: { path: "hello.txt" } }] };
+  };
+
+  it("a turn whose writes were all denied stops, though an earlier turn's write went through", async () => {
+    let answers = ["allow", "deny"];
+    const approver = new FunctionApprover(() => {
+      const [answer = "deny", ...rest] = answers;
+      answers = rest;
+      return answer;
+    });
+    const options = {
+      script: writePerTurn,
+      write: "ask" as const,
+      approver,
+      extra: { changesDeniedStops: true },
+    };
+    const first = await run(ws, options);
+    expect([first.status, first.reason]).toEqual(["unverified", null]);
+    const second = await engineFor(ws, {
+      ...options,
+      extra: { ...options.extra, input: "one more file" },
+    }).run();
+    expect([second.status, second.reason]).toEqual(["stopped", "changes_denied"]);
+    expect(second.message).toContain("(1 call(s) of write_file)");
+    expect(await ws.file("t1.txt")).toBe("x\n");
+    expect(existsSync(join(ws.root, "t2.txt"))).toBe(false);
+  });
+
+  it("a turn that only reads ends as usual, though an earlier turn's changes were all denied", async () => {
+    const denied = await run(ws, {
+      script: writePerTurn,
+      write: "deny",
+      extra: { changesDeniedStops: true },
+    });
+    expect(denied.reason).toBe("changes_denied");
+    const next = await engineFor(ws, {
+      script: readPerTurn,
+      write: "deny",
+      extra: { changesDeniedStops: true, input: "just read hello.txt" },
+    }).run();
+    expect([next.status, next.reason]).toEqual(["unverified", null]);
   });
 });

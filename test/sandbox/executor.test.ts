@@ -36,6 +36,17 @@ describe("secret scrubbing", () => {
     }
   });
 
+  it("holds back only an end that could start a secret: other output passes at once", () => {
+    const filter = secretFilter(secretsOf({ OPENAI_API_KEY: KEY }));
+    expect(filter.write(Buffer.from("line one\n")).toString()).toBe("line one\n");
+    expect(filter.write(Buffer.from("key sk-li")).toString()).toBe("key ");
+    expect(filter.write(Buffer.from("ve-0123456789abcdef done")).toString()).toBe(
+      "[redacted:OPENAI_API_KEY] done",
+    );
+    expect(filter.write(Buffer.from(" sk-other")).toString()).toBe(" sk-other");
+    expect(filter.end().toString()).toBe("");
+  });
+
   it("treats short values and harmless names as no secret, and names the provider key variable explicitly", () => {
     const secrets = secretsOf(
       {

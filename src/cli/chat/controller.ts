@@ -1,7 +1,7 @@
 import type { EngineListener, RunSummary } from "../../engine/options.js";
-import type { ModelPrices } from "../../providers/config.js";
 import { costUsd } from "../../providers/cost.js";
 import { note, own, quoted, toolDone, toolLabel } from "../../ui/lines.js";
+import { OutputTail } from "../../ui/output-tail.js";
 import type { ChatUi, FooterStatus, UiStyle } from "../../ui/ui.js";
 import type { ChatSession, Turn } from "./session.js";
 import { runSlash } from "./slash.js";
@@ -25,15 +25,15 @@ export class ChatController {
   /** Steers typed as a turn was ending, input typed during a slash command: handled in order. */
   readonly #queued: string[] = [];
 
-  /** The profile's prices: the footer shows a cost only with them. */
-  readonly #prices: ModelPrices | undefined;
-  #cachedTokens = 0;
+  /** What the replies so far cost, at the prices of the model that gave each (only with prices). */
+  #costUsd: number | undefined;
+  /** The output so far of each running call that produces some (a shell command). */
+  readonly #outputs = new Map<string, OutputTail>();
 
-  constructor(ui: ChatUi, session: ChatSession, style: UiStyle, prices?: ModelPrices) {
+  constructor(ui: ChatUi, session: ChatSession, style: UiStyle) {
     this.#ui = ui;
     this.#session = session;
     this.#style = style;
-    this.#prices = prices;
     this.#footer = { model: session.model, inputTokens: 0, outputTokens: 0, running: false };
   }
 
@@ -82,6 +82,8 @@ export class ChatController {
       });
       await this.#slash;
       this.#slash = undefined;
+      // /model may have switched it.
+      if (this.#footer.model !== this.#session.model) this.#setFooter({ model: this.#session.model });
       const next = this.#queued.shift();
       if (next !== undefined && !this.#leaving) await this.#submit(next);
       return;
@@ -163,7 +165,19 @@ export class ChatController {
         if (event.type === "text_delta" && event.text.length > 0) this.#ui.modelText(event.text);
         if (event.type === "end") this.#ui.endModelText();
       },
-      callFinished: (info) => this.#ui.toolFinished(info.call_id, toolDone(style, info)),
+      toolOutput: (callId, text) => {
+        let tail = this.#outputs.get(callId);
+        if (tail === undefined) {
+          tail = new OutputTail();
+          this.#outputs.set(callId, tail);
+        }
+        tail.append(text);
+        this.#ui.toolOutput(callId, tail.lines(style));
+      },
+      callFinished: (info) => {
+        this.#outputs.delete(info.call_id);
+        this.#ui.toolFinished(info.call_id, toolDone(style, info));
+      },
       record: (record) => {
         switch (record.type) {
           case "model.started":
@@ -178,25 +192,23 @@ export class ChatController {
             break;
           case "model.reply": {
             const usage = record.data.usage;
-            const inputTokens = this.#footer.inputTokens + (usage?.input_tokens ?? 0);
-            const outputTokens = this.#footer.outputTokens + (usage?.output_tokens ?? 0);
-            this.#cachedTokens += usage?.cached_tokens ?? 0;
-            const prices = this.#prices;
+            const prices = this.#session.prices;
+            if (prices !== undefined && usage !== undefined) {
+              this.#costUsd =
+                (this.#costUsd ?? 0) +
+                costUsd(
+                  {
+                    input_tokens: usage.input_tokens ?? 0,
+                    output_tokens: usage.output_tokens ?? 0,
+                    cached_tokens: usage.cached_tokens ?? 0,
+                  },
+                  prices,
+                );
+            }
             this.#setFooter({
-              inputTokens,
-              outputTokens,
-              ...(prices === undefined
-                ? {}
-                : {
-                    costUsd: costUsd(
-                      {
-                        input_tokens: inputTokens,
-                        output_tokens: outputTokens,
-                        cached_tokens: this.#cachedTokens,
-                      },
-                      prices,
-                    ),
-                  }),
+              inputTokens: this.#footer.inputTokens + (usage?.input_tokens ?? 0),
+              outputTokens: this.#footer.outputTokens + (usage?.output_tokens ?? 0),
+              ...(this.#costUsd !== undefined ? { costUsd: this.#costUsd } : {}),
             });
             break;
           }

@@ -1,10 +1,13 @@
 import { Engine } from "../../engine/engine.js";
 import type { EngineListener, RunSummary } from "../../engine/options.js";
 import type { AnyRecord } from "../../journal/vocabulary.js";
+import type { ModelPrices } from "../../providers/config.js";
+import { modelNameOf } from "../../providers/provider.js";
 import { forkWithArtifacts } from "../commands/fork.js";
 import { undoSession, undoSummary } from "../commands/undo.js";
 import { type SessionRun, sessionEngineOptions } from "../session-runner.js";
 import { newSessionId } from "../workspace.js";
+import type { ModelCatalog, ProfileRow } from "./models.js";
 
 /** One running turn of the chat's session. */
 export interface Turn {
@@ -18,8 +21,10 @@ export interface Turn {
 
 /** The session a chat talks to: turn after turn on one journal. */
 export interface ChatSession {
-  /** The model as the footer and /model name it. */
+  /** The model as the footer and /model name it (the next turn's, after a switch). */
   readonly model: string;
+  /** The model's prices when its profile gives them (the footer's cost). */
+  readonly prices: ModelPrices | undefined;
   /** The session's id (it exists on disk once the first turn started). */
   readonly sessionId: string;
   /** Whether a turn has run (the next input is a follow-up, not the goal). */
@@ -35,8 +40,24 @@ export interface ChatSession {
   fork(): Promise<string>;
   /** /undo: put the workspace's files back as they were before the last turn; what happened, in words. */
   undo(): Promise<string>;
+  /** /model: the configured profiles, the one in use, and what its provider offers. */
+  models(): Promise<ModelListing>;
+  /**
+   * /model NAME: the next turn talks to NAME (a profile, or a model id of the profile in use);
+   * the switch is journaled (`model.switched`) when that turn starts. What it switched to.
+   */
+  switchModel(name: string): Promise<{ model: string; profile?: string; notices: string[] }>;
   /** End the session's resources (MCP servers). */
   close(): Promise<void>;
+}
+
+export interface ModelListing {
+  model: string;
+  /** The profile in use, when the model came from one. */
+  profile?: string;
+  profiles: ProfileRow[];
+  /** What the profile in use's provider offers, or why that could not be listed. */
+  offered?: { models: string[] } | { error: string };
 }
 
 /**
@@ -47,13 +68,23 @@ export interface ChatSession {
  */
 export class EngineChatSession implements ChatSession {
   #run: Omit<SessionRun, "json" | "events">;
-  readonly model: string;
   #started: boolean;
+  readonly #catalog: ModelCatalog | undefined;
+  /** /model switched the provider: turns from now on journal the switch if the session recorded another. */
+  #switched = false;
 
-  constructor(run: Omit<SessionRun, "json" | "events">, model: string, existing: boolean) {
+  constructor(run: Omit<SessionRun, "json" | "events">, existing: boolean, catalog?: ModelCatalog) {
     this.#run = run;
-    this.model = model;
     this.#started = existing;
+    this.#catalog = catalog;
+  }
+
+  get model(): string {
+    return modelNameOf(this.#run.setup.provider.identity);
+  }
+
+  get prices(): ModelPrices | undefined {
+    return this.#run.setup.prices;
   }
 
   get sessionId(): string {
@@ -71,7 +102,7 @@ export class EngineChatSession implements ChatSession {
       new AbortController().signal,
       listener,
     );
-    const engine = new Engine(first ? options : { ...options, input });
+    const engine = new Engine(first ? options : { ...options, input, ...this.#switch() });
     this.#started = true;
     return {
       done: engine.run(),
@@ -82,9 +113,10 @@ export class EngineChatSession implements ChatSession {
 
   async compact(listener: EngineListener): Promise<string> {
     const controller = new AbortController();
-    const engine = new Engine(
-      sessionEngineOptions({ ...this.#run, mode: "resume", compactOnly: {} }, controller.signal, listener),
-    );
+    const engine = new Engine({
+      ...sessionEngineOptions({ ...this.#run, mode: "resume", compactOnly: {} }, controller.signal, listener),
+      ...this.#switch(),
+    });
     const summary = await engine.run();
     const compacted = summary.compacted;
     return compacted
@@ -113,6 +145,54 @@ export class EngineChatSession implements ChatSession {
     const report = await undoSession(this.#run.workspace, this.sessionId, { kind: "last-turn" }, false);
     const conflicts = report.outcomes.flatMap((o) => (o.outcome === "conflict" ? [o.path] : []));
     return conflicts.length > 0 ? `${undoSummary(report)}: ${conflicts.join(", ")}` : undoSummary(report);
+  }
+
+  async models(): Promise<ModelListing> {
+    const profile = this.#run.setup.flags?.profile;
+    const listing: ModelListing = {
+      model: this.model,
+      ...(profile !== undefined ? { profile } : {}),
+      profiles: this.#catalog?.profiles() ?? [],
+    };
+    if (profile !== undefined && this.#catalog !== undefined) {
+      listing.offered = await this.#catalog.offered(profile).then(
+        (models) => ({ models }),
+        (error: unknown) => ({ error: error instanceof Error ? error.message : String(error) }),
+      );
+    }
+    return listing;
+  }
+
+  async switchModel(name: string): Promise<{ model: string; profile?: string; notices: string[] }> {
+    if (this.#catalog === undefined) throw new Error("this chat cannot switch models");
+    const choice = await this.#catalog.choose(name, this.#run.setup.flags ?? {});
+    const { providerAdvice: _advice, prices: _prices, ...setup } = this.#run.setup;
+    this.#run = {
+      ...this.#run,
+      setup: {
+        ...setup,
+        provider: choice.provider,
+        flags: choice.flags,
+        ...(choice.advice ? { providerAdvice: choice.advice } : {}),
+        ...(choice.prices ? { prices: choice.prices } : {}),
+      },
+      limits: {
+        ...this.#run.limits,
+        contextWindowTokens: choice.context.window,
+        replyReserveTokens: choice.context.reserve,
+      },
+    };
+    this.#switched = true;
+    return {
+      model: this.model,
+      ...(choice.flags.profile !== undefined ? { profile: choice.flags.profile } : {}),
+      notices: choice.notices,
+    };
+  }
+
+  /** A resume after /model: the engine journals the switch instead of refusing the new provider. */
+  #switch(): { switchModel?: true } {
+    return this.#switched ? { switchModel: true } : {};
   }
 
   async close(): Promise<void> {

@@ -18,7 +18,7 @@ const HELP: readonly [string, string][] = [
   ["/help", "this list"],
   ["/diff", "the file changes made in this session"],
   ["/compact", "summarize the older turns now (between turns)"],
-  ["/model", "the model this session talks to"],
+  ["/model", "the model in use and the configured ones; /model NAME switches from the next turn"],
   ["/sessions", "the sessions recorded in this workspace"],
   ["/fork", "continue from here in a new session (the journal stays as it is)"],
   ["/undo", "put the files back as they were before the last turn (changed since: left alone)"],
@@ -28,7 +28,7 @@ const HELP: readonly [string, string][] = [
 /** The chat's slash commands; an unknown one says which exist. */
 export async function runSlash(text: string, context: SlashContext): Promise<void> {
   const { ui, style, session } = context;
-  const [name = ""] = text.trim().split(/\s+/);
+  const [name = "", ...args] = text.trim().split(/\s+/);
   const say = (line: string) => ui.line(own(style, "plain", line));
   const betweenTurns = () => {
     if (context.running)
@@ -47,7 +47,12 @@ export async function runSlash(text: string, context: SlashContext): Promise<voi
         context.leave();
         return;
       case "/model":
-        ui.line(note(style, "plain", "model: ", session.model));
+        if (args.length > 1) {
+          ui.line(own(style, "warn", "/model takes one name: a configured profile, or a model id"));
+          return;
+        }
+        if (args[0] === undefined) await listModels(context);
+        else await switchModel(args[0], context);
         return;
       case "/sessions": {
         const ids = await session.sessions();
@@ -103,6 +108,68 @@ export async function runSlash(text: string, context: SlashContext): Promise<voi
   } catch (error) {
     ui.line(note(style, "error", `${name}: `, error instanceof Error ? error.message : String(error)));
   }
+}
+
+/** /model: the model in use, the configured profiles (as `harness models` lists them), what the provider offers. */
+async function listModels({ ui, style, session }: SlashContext): Promise<void> {
+  const listing = await session.models();
+  ui.line(
+    note(
+      style,
+      "plain",
+      "model: ",
+      listing.model,
+      ...(listing.profile !== undefined ? [" (profile ", listing.profile, ")"] : []),
+    ),
+  );
+  if (listing.profiles.length === 0) {
+    ui.line(own(style, "dim", "no model profiles configured (create one with: harness init)"));
+  }
+  for (const row of listing.profiles) {
+    ui.line(
+      note(
+        style,
+        row.name === listing.profile ? "ok" : "plain",
+        row.default ? "* " : "  ",
+        row.name,
+        "  ",
+        row.provider,
+        "  ",
+        row.model,
+        ...(row.baseUrl !== undefined ? ["  ", row.baseUrl] : []),
+      ),
+    );
+  }
+  const offered = listing.offered;
+  if (offered !== undefined && "models" in offered && offered.models.length > 0) {
+    ui.line(note(style, "dim", `offered to profile ${listing.profile ?? ""}: `, offered.models.join(", ")));
+  } else if (offered !== undefined && "error" in offered) {
+    ui.line(note(style, "dim", "the provider's model list: ", offered.error));
+  }
+  ui.line(
+    own(
+      style,
+      "dim",
+      "/model NAME switches from the next turn: a profile above, or a model id of the profile in use",
+    ),
+  );
+}
+
+/** /model NAME: the next turn talks to it; the switch is journaled when that turn starts. */
+async function switchModel(name: string, { ui, style, session, running }: SlashContext): Promise<void> {
+  const switched = await session.switchModel(name);
+  for (const notice of switched.notices) ui.line(note(style, "warn", "note: ", notice));
+  ui.line(
+    note(
+      style,
+      "ok",
+      "model: ",
+      switched.model,
+      ...(switched.profile !== undefined ? [" (profile ", switched.profile, ")"] : []),
+      running ? " from the next turn" : "",
+      session.started ? "; the journal records the switch (model.switched) if it changes the model" : "",
+    ),
+  );
 }
 
 /** Each file the session changed (write_file, edit_file results that succeeded), with what it did. */

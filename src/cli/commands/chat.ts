@@ -5,7 +5,9 @@ import { LineUi } from "../../ui/line-ui.js";
 import type { ChatUi } from "../../ui/ui.js";
 import { parse, positiveInt } from "../args.js";
 import { ChatController } from "../chat/controller.js";
+import { ModelCatalog } from "../chat/models.js";
 import { EngineChatSession } from "../chat/session.js";
+import { loadConfigForCli } from "../governance.js";
 import { effectiveFlags } from "../run-flags.js";
 import { buildSetup } from "../setup.js";
 import { colorEnabled, createStyle } from "../style.js";
@@ -35,7 +37,9 @@ Keys:
 Approvals: y allows once, s for the session, anything else (Enter alone too) denies; an edit or
 write shows its diff first, a command its exact text, working directory and sandbox.
 
-Slash commands: /help /diff /compact /model /sessions /fork /quit
+Slash commands: /help /diff /compact /model [NAME] /sessions /fork /quit
+(/model NAME switches to a configured profile, or a model id of the one in use, from the next turn;
+the switch is journaled as model.switched and a later resume continues with that model)
 
 Options: those of harness run (model, permissions, --workspace, --accept, limits), except --json
 and --events; --session ID continues a recorded session. When stdin or stdout is not a terminal
@@ -58,11 +62,13 @@ export const chatCommand = {
     validateSessionId(sessionId);
     const existing = values.session !== undefined && (await workspace.backend.exists(sessionId));
     const records = existing ? await workspace.backend.read(sessionId) : [];
-    const recorded = records.length > 0 ? SessionState.from(records).header : undefined;
+    const state = records.length > 0 ? SessionState.from(records) : undefined;
+    const recorded = state?.header;
     const terminal = process.stdin.isTTY === true && process.stdout.isTTY === true;
     const style = createStyle(colorEnabled(process.stdout));
     // Questions are answered in the chat itself, on a terminal or as the next input line.
-    const flags = effectiveFlags(givenFlags(values), recorded?.options, true);
+    // The options the session last recorded: its start's, or those of its latest model switch.
+    const flags = effectiveFlags(givenFlags(values), state?.options, true);
     const ui: ChatUi = terminal
       ? new (await import("../../ui/pi-tui.js")).PiTui(style)
       : new LineUi(process.stdin, process.stdout, style);
@@ -107,18 +113,12 @@ export const chatCommand = {
         },
         acceptToolChanges: values["accept-tool-changes"] === true,
       },
-      modelName(setup.provider.identity),
       existing,
+      new ModelCatalog(await loadConfigForCli(workspace.root), values.script !== undefined),
     );
-    return new ChatController(ui, session, style, setup.prices).run();
+    return new ChatController(ui, session, style).run();
   },
 };
-
-/** The model as people name it: the model id, else the provider's kind and name. */
-function modelName(identity: { kind: string; [key: string]: unknown }): string {
-  if (typeof identity.model === "string") return identity.model;
-  return typeof identity.name === "string" ? `${identity.kind}:${identity.name}` : identity.kind;
-}
 
 function optional<K extends string>(key: K, value: number | undefined): Partial<Record<K, number>> {
   return value === undefined ? {} : ({ [key]: value } as Record<K, number>);

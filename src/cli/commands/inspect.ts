@@ -2,6 +2,7 @@ import { SessionState } from "../../engine/state.js";
 import { requestTokens } from "../../engine/tokens.js";
 import type { AnyRecord } from "../../journal/vocabulary.js";
 import type { Usage } from "../../protocol/types.js";
+import { modelNameOf } from "../../providers/provider.js";
 import { escapeForTerminal, jsonForTerminal } from "../../shared/terminal-text.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
@@ -262,6 +263,10 @@ function render(record: AnyRecord, style: Style): string {
       const left = conflicts.length > 0 ? `, ${conflicts.length} conflict(s) left alone` : "";
       return `undo ${escapeForTerminal(record.data.undo_id)} finished: ${record.data.restored} file(s) restored${left}`;
     }
+    case "model.switched":
+      return style.bold(
+        `model switched: ${escapeForTerminal(modelNameOf(record.data.from))} → ${escapeForTerminal(modelNameOf(record.data.to))}`,
+      );
   }
 }
 

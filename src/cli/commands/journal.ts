@@ -5,7 +5,7 @@ import { SessionState } from "../../engine/state.js";
 import { describeOwner, unlockSession } from "../../journal/lock.js";
 import { repairJournal } from "../../journal/repair.js";
 import { assessTrust } from "../../journal/trust.js";
-import type { AnyRecord, EventData } from "../../journal/vocabulary.js";
+import type { AnyRecord } from "../../journal/vocabulary.js";
 import { escapeForTerminal, jsonForTerminal } from "../../shared/terminal-text.js";
 import { beforeHashes } from "../../workspace/manifest.js";
 import { parse } from "../args.js";
@@ -133,14 +133,16 @@ async function verify(source: JournalSource, sessionId: string, json: boolean): 
 }
 
 /** What resuming the session would do with the user's machine and credentials. */
-function adoptionSummary(header: EventData<"session.started"> | undefined): {
+function adoptionSummary(state: SessionState): {
   lines: string[];
   facts: Record<string, unknown>;
 } {
+  const header = state.header;
   if (!header)
     return { lines: ["  (no session.started record: resuming would run nothing recorded)"], facts: {} };
-  const options = header.options ?? {};
-  const provider = header.provider;
+  // The model the session would talk to now: its start's, or the latest model.switched's.
+  const options = state.options ?? {};
+  const provider = state.provider ?? header.provider;
   const text = (value: unknown) => (typeof value === "string" ? escapeForTerminal(value) : "(none)");
   const facts = {
     goal: header.goal,
@@ -194,8 +196,7 @@ async function adopt(
     );
     return EXIT.ok;
   }
-  const header = SessionState.from(records).header;
-  const summary = adoptionSummary(header);
+  const summary = adoptionSummary(SessionState.from(records));
   process.stderr.write(
     `session ${sessionId} is not trusted: ${escapeForTerminal(trust.message)}\n\n` +
       `Adopting it means harness treats it as yours. Resuming it would:\n${summary.lines.join("\n")}\n\n`,

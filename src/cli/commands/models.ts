@@ -71,14 +71,18 @@ export const modelsCommand = {
   },
 };
 
-async function listModels(profile: ModelProfile): Promise<string[]> {
+/** The models a profile's provider offers (GET BASE_URL/models), sorted; UsageError saying what failed. */
+export async function listModels(
+  profile: ModelProfile,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<string[]> {
   if (profile.provider === "http-json") throw new UsageError("an http-json provider has no model listing");
   const base =
     profile.base_url ??
     (profile.provider === "anthropic" ? ANTHROPIC_DEFAULT_BASE_URL : OPENAI_DEFAULT_BASE_URL);
   const url = `${base.replace(/\/+$/, "")}/models`;
   const variable = profile.api_key_env ?? DEFAULT_KEY_ENV[profile.provider];
-  const key = variable === undefined ? undefined : process.env[variable];
+  const key = variable === undefined ? undefined : env[variable];
   const headers: Record<string, string> =
     profile.provider === "anthropic"
       ? { "anthropic-version": "2023-06-01", ...(key ? { "x-api-key": key } : {}) }

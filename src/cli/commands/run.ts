@@ -8,7 +8,7 @@ import { oneOf, parse, positiveInt, tokenCount } from "../args.js";
 import { goalFrom } from "../goal-input.js";
 import { latestSession } from "../latest-session.js";
 import { offTerminalNotice } from "../off-terminal.js";
-import { effectiveFlags, type RunFlags, type SandboxFlag } from "../run-flags.js";
+import { effectiveFlags, flagWords, type RunFlags, type SandboxFlag } from "../run-flags.js";
 import { LAST_OPTION, sessionFromArgs } from "../session-id.js";
 import { runSession } from "../session-runner.js";
 import { buildSetup } from "../setup.js";
@@ -229,17 +229,18 @@ export async function startOrResume(
   const recorded = state?.header;
   const interactive = process.stdin.isTTY === true && process.stderr.isTTY === true;
   const given = givenFlags(values);
-  if (recorded !== undefined) refuseLooserSandbox(given.sandbox, recorded.options?.sandbox);
+  if (recorded !== undefined) refuseLooserSandbox(given.sandbox, state?.options?.sandbox);
   // For an existing session the prompt is its next turn's input; only the session's own goal,
   // while it has one turn, still resumes it (as `run --session ID GOAL` did before turns).
   const input =
     goal !== undefined && state?.header !== undefined && !(goal === state.header.goal && state.turn <= 1)
       ? goal
       : undefined;
-  const flags = effectiveFlags(given, recorded?.options, interactive);
-  if (recorded?.provider.kind === "scripted" && values.script === undefined) {
+  // The options the session last recorded: its start's, or those of its latest model switch.
+  const flags = effectiveFlags(given, state?.options, interactive);
+  if (state?.provider?.kind === "scripted" && values.script === undefined) {
     throw new UsageError(
-      `this session uses the scripted model "${String(recorded.provider.name)}"; pass it again with --script FILE`,
+      `this session uses the scripted model "${String(state.provider.name)}"; pass it again with --script FILE`,
     );
   }
   const acceptTimeout = positiveInt(values["accept-timeout"], "--accept-timeout") ?? 600_000;
@@ -277,7 +278,23 @@ export async function startOrResume(
     events: values.events === true,
     acceptToolChanges: values["accept-tool-changes"] === true,
     ...(values.script !== undefined ? { resumeFlags: ["--script", resolve(values.script)] } : {}),
+    rerunFlags: rerunFlags(values, setup.flags),
   });
+}
+
+/**
+ * What a printed command for a new run must give again: the session's flags (given now or
+ * recorded when it started; a new session inherits none of them) and those the journal does not
+ * record (the script, the budgets, the pool size, the acceptance timeout).
+ */
+function rerunFlags(values: Parsed["values"], flags: RunFlags): string[][] {
+  const unrecorded: string[][] = [];
+  if (values.script !== undefined) unrecorded.push(["--script", resolve(values.script)]);
+  for (const name of ["max-model-requests", "max-tool-calls", "pool-size", "accept-timeout"] as const) {
+    const value = values[name];
+    if (value !== undefined) unrecorded.push([`--${name}`, value]);
+  }
+  return [...unrecorded, ...flagWords(flags)];
 }
 
 /**

@@ -99,7 +99,7 @@ export function launchSession(log: (line: string) => void): SessionLauncher {
     const values = task.options as Parsed["values"];
     const workspace = await openWorkspace(root);
     const records = (await backend.exists(task.session)) ? await backend.read(task.session) : [];
-    const recorded = records.length > 0 ? SessionState.from(records).header : undefined;
+    const recorded = records.length > 0 ? SessionState.from(records) : undefined;
     const flags = effectiveFlags(givenFlags(values), recorded?.options, false);
     const setup = await buildSetup({
       workspace,
@@ -110,7 +110,7 @@ export function launchSession(log: (line: string) => void): SessionLauncher {
       mcp: (line) => log(`session ${task.session}: ${line}`),
     });
     const acceptTimeout = positiveInt(values["accept-timeout"], "--accept-timeout") ?? 600_000;
-    const commands = values.accept ?? recorded?.acceptance ?? [];
+    const commands = values.accept ?? recorded?.header?.acceptance ?? [];
     const engine = new Engine({
       ...sessionEngineOptions(
         {

@@ -14,6 +14,7 @@ import { type Sandbox, type SandboxConfig, SandboxUnavailableError } from "../..
 import { findSandboxViolation } from "../../sandbox/violation.js";
 import { ToolError } from "../errors.js";
 import { defineTool, type ToolContext, type ToolDefinition, type ToolOutput } from "../tool.js";
+import { LiveOutput } from "./live-output.js";
 import { locateShell } from "./locate.js";
 import { type ShellRunFacts, shellContent, shellData, shellSummary } from "./render.js";
 
@@ -184,9 +185,12 @@ async function runShell(args: ShellArgs, context: ToolContext, run: ShellRun): P
     };
   }
 
+  const live = context.output === undefined ? undefined : new LiveOutput(context.output);
+  if (live !== undefined) request.onOutput = (stream, bytes) => live.write(stream, bytes);
+
   let result: ExecuteResult;
   try {
-    result = await run.executor.execute(request);
+    result = await run.executor.execute(request).finally(() => live?.close());
   } catch (error) {
     if (error instanceof SandboxUnavailableError) throw unavailable(error, sandbox);
     if (error instanceof SpawnError) {
