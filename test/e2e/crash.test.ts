@@ -41,9 +41,10 @@ const ACCEPT = Object.entries(EXPECTED)
   .map(([name, content]) => `printf '${content.replace("\n", "\\n")}' | cmp -s - ${name}`)
   .join(" && ");
 const CALL_IDS = ["read-a", "edit-a", "read-b", "write-c", "edit-b"];
-/** session.started, user.input, instructions.loaded; per tool step model.started, model.reply, tool.started, tool.result;
- * then model.started, model.reply, acceptance.checked, run.finished. */
-const TOTAL_EVENTS = 3 + 4 * CALL_IDS.length + 4;
+/** session.started, user.input, instructions.loaded, workspace.base; per tool step model.started, model.reply,
+ * tool.started, tool.result, and workspace.changed for each of the three writes; then model.started, model.reply,
+ * acceptance.checked, run.finished. */
+const TOTAL_EVENTS = 4 + 4 * CALL_IDS.length + 3 + 4;
 const OUTCOMES = ["run.finished", "run.stopped", "run.cancelled"];
 
 const runArgs = (workspace: string, extra: string[] = []) => [
