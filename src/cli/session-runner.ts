@@ -16,6 +16,7 @@ import { nextSteps, withWorkspace } from "./next-steps.js";
 import { output } from "./output.js";
 import { createProgress, MODEL_TEXT_PREFIX } from "./progress.js";
 import { recordableFlags } from "./run-flags.js";
+import { TerminalSteering } from "./run-steering.js";
 import type { RunSetup } from "./setup.js";
 import { colorEnabled, createStyle, type Style } from "./style.js";
 import { harnessVersion } from "./version.js";
@@ -127,6 +128,11 @@ export function sessionEngineOptions(
  */
 export async function runSession(run: SessionRun): Promise<number> {
   const controller = new AbortController();
+  // On a terminal a person is watching: typed lines steer, Ctrl-C interrupts the turn.
+  const steering =
+    process.stdin.isTTY === true && run.compactOnly === undefined
+      ? new TerminalSteering(process.stdin, process.stderr)
+      : undefined;
   let interrupts = 0;
   const onSignal = (signal: NodeJS.Signals) => {
     interrupts += 1;
@@ -134,6 +140,15 @@ export async function runSession(run: SessionRun): Promise<number> {
       process.stderr.write("\nharness: second interrupt, exiting now (the journal is consistent)\n");
       engine?.exitNow();
       process.exit(130);
+    }
+    if (steering !== undefined && signal === "SIGINT" && engine !== undefined) {
+      // The turn stops at the next safe point; the session stays open for its next prompt.
+      process.stderr.write(
+        "\nharness: interrupting the turn at the next safe point; the session stays open " +
+          `(${withWorkspace(`harness run --continue PROMPT`, run.workspace)}); Ctrl-C again exits now\n`,
+      );
+      engine.interrupt();
+      return;
     }
     process.stderr.write(
       `\nharness: ${signal} received, stopping at the next safe point (Ctrl-C again to exit now)\n`,
@@ -162,10 +177,13 @@ export async function runSession(run: SessionRun): Promise<number> {
   const started = performance.now();
   try {
     // A run from the command line: an agent that could change nothing has not done its task.
-    engine = new Engine({
-      ...sessionEngineOptions(run, controller.signal, listener),
+    const setup = steering ? { ...run.setup, approver: steering.wrap(run.setup.approver) } : run.setup;
+    const current = new Engine({
+      ...sessionEngineOptions({ ...run, setup }, controller.signal, listener),
       changesDeniedStops: true,
     });
+    engine = current;
+    steering?.start((text) => current.steer(text));
     const summary = await engine.run();
     if (run.compactOnly && summary.compacted) return printCompacted(summary, run);
     printSummary(summary, run, style, {
@@ -179,6 +197,7 @@ export async function runSession(run: SessionRun): Promise<number> {
     });
     return exitCodeFor(summary.status);
   } finally {
+    steering?.close();
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
     // The session's MCP servers (whole process trees) end with it, on any outcome.

@@ -120,11 +120,14 @@ Turns: a session is a sequence of turns. The goal is turn 1; each later PROMPT i
 everything the session holds (its earlier turns, their calls and results). A turn ends when the
 model replies without calls (then --accept runs). Budgets (--max-model-requests,
 --max-tool-calls) apply to each turn.
+On a terminal, a line typed while the run works steers it (journaled at once, given to the model
+at the next step); Ctrl-C interrupts the turn (exit 130; continue with --continue PROMPT), a
+second Ctrl-C exits at once. Off a terminal stdin is not read and Ctrl-C cancels the run.
 
 Exit codes: 0 verified or unverified, 2 stopped (also: every change denied, or a required MCP
 server could not start), 3 review required, 4 needs review
 (proposals), 5 journal refused (locked, torn, tampered or not recorded by you; the message says
-what to do), 130 cancelled (or a turn interrupted in a chat), 1 internal error, 64 usage error.
+what to do), 130 cancelled (or a turn interrupted), 1 internal error, 64 usage error.
 
 Example:
   harness run --script replies.json --workspace ./repo --write allow --accept "npm test" "fix the failing test"

@@ -1,0 +1,81 @@
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import {
+  ensureBuilt,
+  fixture,
+  ofType,
+  readJournal,
+  removeTempDirs,
+  tempDir,
+  workspaceWith,
+} from "./helpers.js";
+import { TmuxSession } from "./tmux.js";
+
+/** harness run on a real terminal (tmux): typed lines steer the turn, Ctrl-C interrupts it. */
+describe("harness run on a terminal", () => {
+  let config: string;
+  const sessions: TmuxSession[] = [];
+
+  beforeAll(async () => {
+    ensureBuilt();
+    config = join(await tempDir("harness-run-tty-config-"), "config.json");
+    await writeFile(config, "{}");
+  });
+  afterEach(() => {
+    for (const session of sessions.splice(0)) session.kill();
+  });
+  afterAll(removeTempDirs);
+
+  function run(workspace: string, ...args: string[]): TmuxSession {
+    const session = new TmuxSession(
+      workspace,
+      ["run", "--script", fixture("chat-echo.mjs"), "--shell", "allow", ...args],
+      {
+        HARNESS_CONFIG: config,
+        HARNESS_KEY_FILE: process.env.HARNESS_KEY_FILE ?? "",
+        TERM: "xterm-256color",
+      },
+    );
+    sessions.push(session);
+    session.start();
+    return session;
+  }
+
+  const sessionIdOn = (screen: string) => /^session +(\S+)$/m.exec(screen)?.[1] ?? "";
+
+  it("a line typed while the run works is journaled as steering and reaches the model at the next step", async () => {
+    const workspace = await workspaceWith({});
+    const session = run(workspace, "run slow please");
+    await session.waitFor("│ Starting the slow command.");
+    session.type("also mention bananas");
+    session.press("Enter");
+    await session.waitFor("steering recorded");
+    const screen = await session.waitFor("[exited 0]");
+    expect(screen).toMatch(/heard \d+: .*also mention bananas/);
+    const journal = await readJournal(workspace, sessionIdOn(screen));
+    expect(ofType(journal, "user.steered").map((r) => r.data.text)).toEqual(["also mention bananas"]);
+    // Delivered after the running call's result, never in the middle of it.
+    const result = ofType(journal, "tool.result")[0];
+    const delivered = ofType(journal, "steer.delivered")[0];
+    expect(result?.seq).toBeLessThan(delivered?.seq ?? 0);
+  });
+
+  it("Ctrl-C interrupts the turn (exit 130) and leaves the session open for run --continue", async () => {
+    const workspace = await workspaceWith({});
+    const session = run(workspace, "run slow please");
+    await session.waitFor("│ Starting the slow command.");
+    session.press("C-c");
+    const screen = await session.waitFor("[exited 130]");
+    expect(screen).toContain("interrupting the turn");
+    const id = sessionIdOn(screen);
+    const journal = await readJournal(workspace, id);
+    expect(ofType(journal, "turn.interrupted")).toHaveLength(1);
+    expect(ofType(journal, "run.cancelled")).toHaveLength(0);
+
+    const next = run(workspace, "--continue", "and now?");
+    const after = await next.waitFor("[exited 0]");
+    expect(after).toMatch(/heard \d+: .*and now\?/);
+    expect(sessionIdOn(after)).toBe(id);
+  });
+});
