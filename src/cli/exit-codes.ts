@@ -3,6 +3,8 @@ import type { RunStatus } from "../engine/options.js";
 export const EXIT = {
   ok: 0,
   internal: 1,
+  /** harness undo: some files had changed since and were left alone; harness audit: files changed outside the record. */
+  conflicts: 1,
   stopped: 2,
   reviewRequired: 3,
   needsReview: 4,

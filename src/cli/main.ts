@@ -43,6 +43,14 @@ const COMMANDS: CommandTable = {
     summary: "start a new session from a session's history (all of it, or up to a record)",
     load: async () => (await import("./commands/fork.js")).forkCommand,
   },
+  undo: {
+    summary: "put the workspace's files back as they were before a turn, a call or a record of a session",
+    load: async () => (await import("./commands/undo.js")).undoCommand,
+  },
+  audit: {
+    summary: "check that the workspace is its recorded base plus every change a session recorded",
+    load: async () => (await import("./commands/audit.js")).auditCommand,
+  },
   compact: {
     summary: "summarize a stopped session's older turns now (the next resume sends the summary)",
     load: async () => (await import("./commands/compact.js")).compactCommand,

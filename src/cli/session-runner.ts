@@ -7,7 +7,9 @@ import type { AnyRecord } from "../journal/vocabulary.js";
 import { costUsd, formatCost } from "../providers/cost.js";
 import type { ProviderIdentity } from "../providers/provider.js";
 import type { RuntimeEnvironment } from "../runtime/environment.js";
+import { WorkspaceEffects } from "../runtime/workspace-effects.js";
 import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
+import { TreeSnapshot } from "../workspace/tree-snapshot.js";
 import { exitCodeFor } from "./exit-codes.js";
 import { hint } from "./hints.js";
 import { nextSteps, withWorkspace } from "./next-steps.js";
@@ -45,16 +47,39 @@ export function runtimeEnvironment(
   sessionId: string,
   setup: SessionRun["setup"],
 ): RuntimeEnvironment {
+  const artifacts = new FileArtifactStore(join(workspace.sessionDir(sessionId), "artifacts"));
   return {
     snapshot: setup.snapshot,
     fs: workspace.fs,
     hostRoot: workspace.root,
-    artifacts: new FileArtifactStore(join(workspace.sessionDir(sessionId), "artifacts")),
+    artifacts,
+    effects: workspaceEffects(workspace, artifacts, setup.workspaceExcludes ?? []),
     approver: setup.approver,
     ...(setup.grants ? { grants: setup.grants } : {}),
     ...(setup.hooks ? { hooks: setup.hooks } : {}),
     ...(setup.timeoutFor ? { timeoutFor: setup.timeoutFor } : {}),
   };
+}
+
+/**
+ * The record of a session's workspace effects. A first walk of a large tree (everything is hashed
+ * and kept once) says on stderr how far it got.
+ */
+function workspaceEffects(
+  workspace: OpenedWorkspace,
+  artifacts: FileArtifactStore,
+  excludes: readonly string[],
+) {
+  const tree = new TreeSnapshot({
+    root: workspace.root,
+    stateDir: workspace.harnessDir,
+    excludes,
+    progress: (done, hashed) => {
+      if (!output.quiet)
+        process.stderr.write(`harness: recording the workspace: ${done} files listed, ${hashed} hashed\n`);
+    },
+  });
+  return new WorkspaceEffects(tree, artifacts);
 }
 
 /** The engine options of a CLI session: its setup, workspace, task and limits (one place for every embedder). */

@@ -1,5 +1,11 @@
 import { ConfigError } from "../config/errors.js";
-import { defaultProfile, modelProfiles, shellSetting, toolTimeouts } from "../config/sections.js";
+import {
+  defaultProfile,
+  modelProfiles,
+  recordExcludes,
+  shellSetting,
+  toolTimeouts,
+} from "../config/sections.js";
 import { type AcceptanceCheck, CommandCheck } from "../engine/acceptance.js";
 import type { SessionEnvironment, StartInstructions } from "../engine/instructions.js";
 import type { PolicyHandle } from "../engine/options.js";
@@ -81,6 +87,8 @@ export interface RunSetup {
   mcp?: McpServers;
   /** Built-ins plus the servers' current tools, refreshed at step boundaries. */
   toolSurface?: ToolSurfaceSource;
+  /** What the workspace record leaves out besides .git/ and .harness/ (user config `record_exclude`). */
+  workspaceExcludes?: string[];
 }
 
 export async function buildSetup(options: {
@@ -207,6 +215,8 @@ export async function buildSetup(options: {
 
     const context = contextBudgetFor(flags, model.profile, notices);
     const { policy } = governance;
+    const recorded = recordExcludes(governance.config);
+    if (recorded.notice) notices.push(recorded.notice);
     return {
       instructions: await startInstructions(env),
       environment: sessionEnvironment(
@@ -240,6 +250,7 @@ export async function buildSetup(options: {
       },
       context,
       notices,
+      workspaceExcludes: recorded.excludes,
       acceptanceCheck: (command, timeoutMs) =>
         new CommandCheck(command, {
           workspace: workspace.root,

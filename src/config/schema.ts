@@ -90,6 +90,18 @@ export const configFileSchema = z.strictObject({
     .optional(),
   /** `harness serve`: per-identity policy (config/sections.ts serverIdentities). User config only. */
   server: z.unknown().optional(),
+  /**
+   * Paths the workspace record leaves out besides .git/ and .harness/ (e.g. ["node_modules/"]):
+   * `NAME/` a directory at any depth, `a/b/` one path from the root. User config only.
+   */
+  record_exclude: z
+    .array(
+      z
+        .string()
+        .min(1)
+        .refine((p) => !p.includes("\0"), "no NUL"),
+    )
+    .optional(),
   /** Per-tool timeout overrides in milliseconds, e.g. {"shell": 300000}. */
   timeouts: z.record(z.string().regex(/^[a-z][a-z0-9_]*$/), z.number().int().positive()).optional(),
 });

@@ -146,6 +146,20 @@ export function modelProfiles(loaded: LoadedConfig): Record<string, ModelProfile
   return profiles;
 }
 
+/**
+ * What the workspace record leaves out (`record_exclude`). Only the user's config: an exclude in a
+ * repository's config would hide changes to its own files from the record.
+ */
+export function recordExcludes(loaded: LoadedConfig): { excludes: string[]; notice?: string } {
+  const excludes = [...(loaded.user?.config.record_exclude ?? [])];
+  const project = loaded.project;
+  if (project?.config.record_exclude === undefined) return { excludes };
+  return {
+    excludes,
+    notice: `${project.label}: "record_exclude" is ignored; only your user config can exclude paths from the record`,
+  };
+}
+
 /** The user's default model profile (harness init writes it); a project's config cannot choose your model. */
 export function defaultProfile(loaded: LoadedConfig): string | undefined {
   return loaded.user?.config.default_profile;

@@ -11,6 +11,7 @@ import { DEFAULT_RETRY, DEFAULT_SETTLE_GRACE_MS } from "../runtime/environment.j
 import { ToolRuntime } from "../runtime/pipeline.js";
 import type { GrantPort, ProposalRecord } from "../runtime/ports.js";
 import type { ToolSnapshot } from "../runtime/registry.js";
+import type { EffectsJournal } from "../runtime/workspace-effects.js";
 import { digestOf } from "../shared/hash.js";
 import { compactionCut } from "./compaction.js";
 import { EngineError } from "./errors.js";
@@ -128,8 +129,11 @@ export class Engine {
       }
       if (this.options.compactOnly) return await this.compactNow(this.options.compactOnly.instructions);
       if (resuming) await this.record({ type: "session.resumed", data: { pid: process.pid } });
+      // The workspace as the session starts from it (before the first request), or as its journal left it.
+      await this.options.runtime.effects?.start(this.writer.records, this.effectsJournal());
       return await this.drive(resuming);
     } finally {
+      this.options.runtime.effects?.close();
       this.options.processes?.journal.attach(undefined);
       // Whatever is still deferred (a run that ended by an exception) is written and shown.
       if (this.undisclosed.length > 0) await this.record().catch(() => undefined);
@@ -198,6 +202,8 @@ export class Engine {
     if (recovered) return recovered;
     if (resuming && this.options.input !== undefined) await beginTurn(run, this.options.input);
     else if (this.state.outcome?.kind === "finished") return recheckFinished(run);
+    // What changed since the journal last looked (a person, another process, a call lost in a crash).
+    if (resuming) await this.options.runtime.effects?.outside(this.effectsJournal());
 
     const model = new ModelStep(run);
     let runtime = this.createRuntime();
@@ -320,7 +326,9 @@ export class Engine {
     const o = this.options;
     const differences: string[] = [];
     if (header.format_version !== JOURNAL_FORMAT_VERSION) differences.push("journal format version");
-    if (header.workspace.fingerprint !== o.workspace.fingerprint) differences.push("workspace");
+    // A fork materialized into its own directory continues there (session.forked names it).
+    const workspace = this.state.forkedFrom?.workspace ?? header.workspace;
+    if (workspace.fingerprint !== o.workspace.fingerprint) differences.push("workspace");
     // A fork's history names its parent's id: the fork record says so.
     const recordedId = this.state.forkedFrom?.parent === header.session_id ? o.sessionId : header.session_id;
     if (recordedId !== o.sessionId) differences.push("session id");
@@ -365,6 +373,11 @@ export class Engine {
     this.tools = next;
   }
 
+  /** Where workspace records are journaled: durably, and named by the seq they will get. */
+  private effectsJournal(): EffectsJournal {
+    return { record: (events) => this.record(...events), nextSeq: () => this.state.records };
+  }
+
   /** Durable append: it also writes what was deferred, and only now shows those records to the listener. */
   private async record(...events: AnyNewEvent[]): Promise<void> {
     const records = await this.writer.append(events);
@@ -406,6 +419,7 @@ export class Engine {
       ...(o.listener ? { progress: o.listener } : {}),
       ...(o.sleep ? { sleep: o.sleep } : {}),
       ...(o.random ? { random: o.random } : {}),
+      nextSeq: () => this.state.records,
     });
   }
 }

@@ -1,3 +1,4 @@
+import type { AnyNewEvent } from "../journal/vocabulary.js";
 import { changesDeniedStop, everyChangeDenied } from "./denied-changes.js";
 import type { RunSummary } from "./options.js";
 import { cancel, type EngineRun, stop, summary } from "./outcome.js";
@@ -55,9 +56,22 @@ export async function recheckFinished(run: EngineRun): Promise<RunSummary> {
 }
 
 async function runAcceptance(run: EngineRun): Promise<boolean> {
-  const results = [];
-  for (const check of run.options.acceptance) results.push(await check.run(run.signal));
+  const check = async () => {
+    const results = [];
+    for (const check of run.options.acceptance) results.push(await check.run(run.signal));
+    return results;
+  };
+  // Acceptance commands run the model's code, which may write: compared like a shell call.
+  const effects = run.options.runtime.effects;
+  const journal = {
+    record: (events: AnyNewEvent[]) => run.record(...events),
+    nextSeq: () => run.state.records,
+  };
+  const { value: results, found } = effects
+    ? await effects.around("acceptance", journal, check)
+    : { value: await check() };
   const accepted = results.every((r) => r.passed);
-  await run.record({ type: "acceptance.checked", data: { accepted, checks: results } });
+  const changed = found ? [effects!.event(`acceptance:${run.state.records}`, found)] : [];
+  await run.record(...changed, { type: "acceptance.checked", data: { accepted, checks: results } });
   return accepted;
 }

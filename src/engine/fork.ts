@@ -24,6 +24,8 @@ export async function forkSession(
   parent: string,
   child: string,
   at?: number,
+  /** Where the fork lives when it is not beside its parent (harness fork --into): its store and workspace identity. */
+  into?: { backend: JournalBackend; workspace: { name: string; fingerprint: string } },
 ): Promise<ForkResult> {
   const records = await backend.read(parent);
   const last = records.length - 1;
@@ -45,16 +47,21 @@ export async function forkSession(
         "fork before that call's tool.started or after its tool.result",
     );
   }
-  if (await backend.exists(child)) throw new EngineError("BAD_INPUT", `session "${child}" already exists`);
+  const target = into?.backend ?? backend;
+  if (await target.exists(child)) throw new EngineError("BAD_INPUT", `session "${child}" already exists`);
   const at_hash = (records[seq] as AnyRecord).hash;
   // An adoption vouches for the parent's chain under its head; the fork's chain is its own.
   const copied = prefix
     .filter((r) => r.type !== "journal.adopted")
     .map((r) => ({ type: r.type, data: r.data }) as AnyNewEvent);
-  const writer = await backend.openWriter(child, { create: true });
+  const writer = await target.openWriter(child, { create: true });
+  const workspace = into ? { workspace: into.workspace } : {};
   try {
     await writer.append([
-      { type: "session.forked", data: { parent, at_seq: seq, at_hash, parent_records: copied.length } },
+      {
+        type: "session.forked",
+        data: { parent, at_seq: seq, at_hash, parent_records: copied.length, ...workspace },
+      },
       ...copied,
     ]);
   } finally {

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { TOOL_STATUSES } from "../protocol/types.js";
+import { changeSetSchema, entrySchema, manifestPathSchema } from "../workspace/manifest.js";
 
 /**
  * The journal's event vocabulary: every event type and the shape of its data, in one place.
@@ -355,6 +356,11 @@ export const EVENT_SCHEMAS = {
     at_seq: z.number().int().nonnegative(),
     at_hash: hex64,
     parent_records: z.number().int().positive(),
+    /**
+     * The fork's own workspace, when it was materialized into another directory (harness fork
+     * --into): the session continues there, so resumes check this identity instead of the parent's.
+     */
+    workspace: z.object({ name: z.string(), fingerprint: hex64 }).optional(),
   }),
   /**
    * A worker took the session under a lease (journal in PostgreSQL): its epoch fences every later
@@ -365,6 +371,46 @@ export const EVENT_SCHEMAS = {
     epoch: z.number().int().min(1),
     owner: z.string(),
     previous: z.object({ owner: z.string(), epoch: z.number().int().min(1) }).nullable(),
+  }),
+  /**
+   * The workspace tree when the session started, before its first model request, once per session:
+   * `manifest` is the artifact id of the manifest's canonical JSON (`workspace/manifest.ts`), whose
+   * files' bytes are kept too; `files` and `bytes` count its regular files; `excluded` the
+   * user-configured excludes (paths never recorded). Sessions recorded before it have none.
+   */
+  "workspace.base": z.object({
+    manifest: hex64,
+    files: z.number().int().nonnegative(),
+    bytes: z.number().int().nonnegative(),
+    excluded: z.array(z.string()),
+  }),
+  /**
+   * What one call changed in the workspace (a file tool's write, a shell call's or an acceptance
+   * command's effects, an undo), or a change no call made (`outside`, found at a turn's start or
+   * before a shell call; `call_id` is then `outside:SEQ`). Every `before` file's bytes are in the
+   * session's artifacts (id = its hash) before this record is journaled. A rename is a delete and a create.
+   */
+  "workspace.changed": changeSetSchema.extend({
+    call_id: z.string().min(1),
+    source: z.enum(["tool", "shell", "acceptance", "outside", "undo"]),
+  }),
+  /**
+   * An undo begins: the plan, durable before any file is touched. Per path, the entry the file
+   * must still have (`expect`, null: absent) and the one it gets back (`restore`, null: deleted).
+   * `target.seq`: the workspace returns to its state after that record.
+   */
+  "undo.started": z.object({
+    undo_id: z.string().min(1),
+    target: z.object({ seq: z.number().int().nonnegative() }),
+    plan: z.array(
+      z.object({ path: manifestPathSchema, expect: entrySchema.nullable(), restore: entrySchema.nullable() }),
+    ),
+  }),
+  /** The undo `undo_id` is over: files put back, and those left alone because they had changed since. */
+  "undo.finished": z.object({
+    undo_id: z.string().min(1),
+    restored: z.number().int().nonnegative(),
+    conflicts: z.array(z.object({ path: z.string(), reason: z.string() })),
   }),
 } as const;
 

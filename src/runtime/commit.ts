@@ -68,9 +68,15 @@ export class OrderedCommitter {
       for (const [offset, result] of ready.entries()) {
         const finished = this.finishedAt[this.next - ready.length + offset];
         if (result.trace && finished !== undefined) result.trace.commit_wait_ms = now - finished;
-        const { proposals, ...settled } = result;
+        const { proposals, workspace, ...settled } = result;
         for (const proposal of proposals ?? []) {
           events.push({ type: "proposal.recorded", data: { ...proposal, call_id: result.call_id } });
+        }
+        if (workspace) {
+          events.push({
+            type: "workspace.changed",
+            data: { call_id: result.call_id, source: workspace.source, ...workspace.change },
+          });
         }
         events.push({ type: "tool.result", data: settled });
       }

@@ -11,6 +11,7 @@ import type {
   ProposalPort,
 } from "./ports.js";
 import type { ToolSnapshot } from "./registry.js";
+import type { WorkspaceEffects } from "./workspace-effects.js";
 
 /** Runtime-level retries of transient infrastructure failures (pure/idempotent tools only). */
 export interface RetryLimits {
@@ -47,6 +48,11 @@ export interface RuntimeEnvironment {
    * notifications/cancelled in harness mcp serve): it stops that call as the run's signal would.
    */
   callSignal?(callId: string): AbortSignal | undefined;
+  /**
+   * The record of the workspace's effects (a real directory only): file tools report their
+   * writes, and every process-running call is compared before and after.
+   */
+  effects?: WorkspaceEffects;
 }
 
 /** The runtime's full configuration: the environment, plus what the session running it owns. */
@@ -66,4 +72,6 @@ export interface RuntimeOptions extends Omit<RuntimeEnvironment, "grants" | "set
   progress?: ProgressListener;
   sleep?(ms: number, signal: AbortSignal): Promise<void>;
   random?(): number;
+  /** The seq the session's next journal record gets (names an outside change: `outside:SEQ`). */
+  nextSeq?(): number;
 }

@@ -11,6 +11,7 @@ import type { HookRecord, Recorder } from "./ports.js";
 import { type Prepared, prepare } from "./prepare.js";
 import { errorResult, identity, type ToolResult } from "./result.js";
 import { planBatches } from "./scheduler.js";
+import type { FoundChange } from "./workspace-effects.js";
 
 export interface RunCallsInput {
   calls: readonly ToolCall[];
@@ -47,6 +48,10 @@ export class ToolRuntime {
       hooks: this.hooks,
       context: (prepared, signal) =>
         createToolContext({
+          // A write into a proposal overlay changes nothing on disk: nothing to record.
+          ...(options.effects && !prepared.overlay
+            ? { workspaceChanged: (change) => this.toolChanged(prepared, change) }
+            : {}),
           callId: prepared.call.id,
           signal,
           fs: prepared.overlay?.fs ?? options.fs,
@@ -188,19 +193,50 @@ export class ToolRuntime {
     const viewsProposals =
       prepared.permission?.decision === "propose" || tool.effect === "read_only" || tool.effect === "pure";
     if (this.options.proposals && viewsProposals) prepared.overlay = this.options.proposals.begin(call.id);
-    let { result, attempts } = await executeWithRetries(
-      prepared,
-      this.execution,
-      input.signal,
-      input.recorder,
-    );
+    const execute = () => executeWithRetries(prepared, this.execution, input.signal, input.recorder);
+    // Every process-running call, one place: the tree before (outside changes journaled first) and after.
+    const effects = this.options.effects;
+    const compared =
+      effects && tool.effect === "process_execution" && !prepared.overlay
+        ? await effects.around("shell", this.effectsJournal(input), execute)
+        : { value: await execute() };
+    let { result, attempts } = compared.value;
     if (prepared.overlay) result = asProposal(result, prepared.overlay.finish());
     if (result.status !== "ok") await this.hooks.notify("on_error", call, entry, result.status);
     await this.hooks.notify("before_project", call, entry, result.status);
     const facts = { batch: batchId, queueWaitMs, startedAt, attempts };
     const normalized = await normalize(result, facts, this.options.previewLimitBytes, this.options.artifacts);
     await this.hooks.notify("after_project", call, entry, normalized.status);
-    return normalized;
+    const found = compared.found ?? this.reported.get(call.id);
+    this.reported.delete(call.id);
+    return found ? { ...normalized, workspace: found } : normalized;
+  }
+
+  /** Changes file tools reported, by call id, until their result is committed. */
+  private readonly reported = new Map<string, FoundChange>();
+
+  private toolChanged(
+    prepared: Prepared,
+    change: Parameters<NonNullable<RuntimeOptions["effects"]>["toolChanged"]>[0],
+  ): void {
+    const kept = this.options.effects?.toolChanged(change);
+    if (kept === undefined) return;
+    const earlier = this.reported.get(prepared.call.id)?.change;
+    const merged = earlier
+      ? {
+          created: [...earlier.created, ...kept.created],
+          modified: [...earlier.modified, ...kept.modified],
+          deleted: [...earlier.deleted, ...kept.deleted],
+        }
+      : kept;
+    this.reported.set(prepared.call.id, { source: "tool", change: merged });
+  }
+
+  private effectsJournal(input: RunCallsInput) {
+    return {
+      record: (events: Parameters<RunCallsInput["recorder"]["record"]>[0]) => input.recorder.record(events),
+      nextSeq: () => this.options.nextSeq?.() ?? 0,
+    };
   }
 
   /** Hook records not yet written (the engine journals what is left after a reply's calls). */

@@ -2,14 +2,16 @@ import type { EventData } from "../journal/vocabulary.js";
 import type { JsonObject } from "../shared/json.js";
 import { ERROR_CODES, type ErrorCode, ToolError } from "../tools/errors.js";
 import type { ProposalRecord } from "./ports.js";
+import type { FoundChange } from "./workspace-effects.js";
 
 /**
  * The normalized result: one shape for every call, whatever happened. This is what the journal
  * records (`tool.result`, whose schema defines the shape) and what the model's observation is
  * projected from. In propose mode it also carries the captured changes, which the journal
- * records as `proposal.recorded` before the result itself.
+ * records as `proposal.recorded` before the result itself, and what the call changed in the
+ * workspace, which it records as `workspace.changed` in the same append.
  */
-export type ToolResult = EventData<"tool.result"> & { proposals?: ProposalRecord[] };
+export type ToolResult = EventData<"tool.result"> & { proposals?: ProposalRecord[]; workspace?: FoundChange };
 
 export interface CallIdentity {
   call_id: string;

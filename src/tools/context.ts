@@ -1,5 +1,6 @@
 import type { ArtifactStore } from "../artifacts/store.js";
 import type { WorkspaceFs } from "../workspace/fs.js";
+import type { ChangeSet } from "../workspace/manifest.js";
 import type { ReadAccess, ToolContext } from "./tool.js";
 
 /** What a context is built from; everything optional has the default a plain run needs. */
@@ -14,11 +15,12 @@ export interface ToolContextParts {
   hostRoot?: string | undefined;
   readAccess?(path: string): Promise<ReadAccess>;
   artifactSources?(id: string): readonly string[];
+  workspaceChanged?(change: ChangeSet): void;
 }
 
 /** The one way to build a ToolContext: the runtime, crash recovery, evaluations and tests. */
 export function createToolContext(parts: ToolContextParts): ToolContext {
-  const { hostRoot, readAccess, artifactSources } = parts;
+  const { hostRoot, readAccess, artifactSources, workspaceChanged } = parts;
   return {
     callId: parts.callId,
     signal: parts.signal ?? new AbortController().signal,
@@ -28,5 +30,6 @@ export function createToolContext(parts: ToolContextParts): ToolContext {
     ...(hostRoot !== undefined ? { hostRoot } : {}),
     ...(readAccess ? { readAccess } : {}),
     ...(artifactSources ? { artifactSources } : {}),
+    ...(workspaceChanged ? { workspaceChanged } : {}),
   };
 }

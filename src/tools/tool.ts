@@ -2,6 +2,7 @@ import type { z } from "zod";
 import type { ArtifactStore } from "../artifacts/store.js";
 import type { JsonObject } from "../shared/json.js";
 import type { WorkspaceFs } from "../workspace/fs.js";
+import type { ChangeSet } from "../workspace/manifest.js";
 
 export type EffectClass =
   | "pure"
@@ -50,6 +51,11 @@ export interface ToolContext {
   readAccess?(path: string): Promise<ReadAccess>;
   /** The workspace files whose content an artifact of this session holds (canonical paths). */
   artifactSources?(id: string): readonly string[];
+  /**
+   * A file tool reports what its write did to the workspace (its before-content already in
+   * `artifacts`); the runtime journals it with the result. Absent when nothing records effects.
+   */
+  workspaceChanged?(change: ChangeSet): void;
 }
 
 /** A successful handler outcome (status ok). Failures are thrown as ToolError. */

@@ -19,7 +19,7 @@ const STACK: readonly (readonly string[])[] = [
   ["cli"],
   ["eval", "examples", "mcp-server", "ui", "fleet", "server", PACKAGE_ENTRY],
   ["engine"],
-  ["packs", "proposals", "policy", "config"],
+  ["packs", "proposals", "policy", "config", "undo"],
   ["runtime"],
   ["mcp"],
   ["tools"],

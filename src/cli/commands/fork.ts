@@ -1,13 +1,17 @@
-import { cp } from "node:fs/promises";
-import { join } from "node:path";
-import { forkSession } from "../../engine/fork.js";
+import { cp, mkdir, readdir, realpath, rm, stat } from "node:fs/promises";
+import { join, resolve, sep } from "node:path";
+import { FileArtifactStore } from "../../artifacts/file-store.js";
+import { type ForkResult, forkSession } from "../../engine/fork.js";
+import { escapeForTerminal } from "../../shared/terminal-text.js";
+import { MaterializeError, materializeTree } from "../../undo/materialize.js";
+import { ReplayError, recordedBase, replayTree } from "../../undo/replay.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { UsageError } from "../usage-error.js";
-import { newSessionId, type OpenedWorkspace, openSession } from "../workspace.js";
+import { newSessionId, type OpenedWorkspace, openSession, openWorkspace } from "../workspace.js";
 import { validateSessionId } from "./run.js";
 
-const HELP = `Usage: harness fork SESSION [--at SEQ] [--workspace DIR] [--session NEW_ID] [--json]
+const HELP = `Usage: harness fork SESSION [--at SEQ] [--into DIR] [--workspace DIR] [--session NEW_ID] [--json]
 
 Start a new session from SESSION's history: all of it, or its records up to and including
 record SEQ (the numbers harness inspect shows). The new session's journal starts by naming its
@@ -21,10 +25,16 @@ Options:
   --at SEQ                   the last record of SESSION to keep (default: its last)
   --workspace, -w DIR        the workspace (default: the current directory)
   --session NEW_ID           the new session's id (default: a fresh one)
-  --json                     print {session, parent, at_seq, at_hash, copied} on stdout
+  --into DIR                 start the fork in its own workspace DIR (absent or empty): DIR gets
+                             the parent's files exactly as they were at record SEQ (its recorded
+                             base plus every recorded change up to SEQ), and the fork's journal
+                             lives in DIR/.harness; continue it with --workspace DIR
+  --json                     print {session, parent, at_seq, at_hash, copied, workspace} on stdout
+                             (with --into also files, bytes)
 
 Exit codes: 0 forked, 5 the parent's journal is refused (not recorded by you, torn, tampered),
-64 usage error.`;
+64 usage error (also: --into a directory that is not empty, or a session recorded before harness
+recorded workspaces, or a file whose content then is recorded nowhere any more).`;
 
 export const forkCommand = {
   help: HELP,
@@ -33,6 +43,7 @@ export const forkCommand = {
       workspace: { type: "string", short: "w" },
       at: { type: "string" },
       session: { type: "string" },
+      into: { type: "string" },
       json: { type: "boolean" },
     });
     const [parent, ...extra] = positionals;
@@ -46,13 +57,18 @@ export const forkCommand = {
     const child = values.session ?? newSessionId();
     validateSessionId(child);
     const workspace = await openSession(values.workspace, parent);
-    const forked = await forkWithArtifacts(workspace, parent, child, at);
+    const into = values.into === undefined ? undefined : await intoDirectory(values.into, workspace.root);
+    const forked = into
+      ? await forkInto(workspace, parent, child, at, into)
+      : await forkWithArtifacts(workspace, parent, child, at);
+    const home = into ?? workspace.root;
     if (values.json) {
-      process.stdout.write(`${JSON.stringify({ ...forked, workspace: workspace.root })}\n`);
+      process.stdout.write(`${JSON.stringify({ ...forked, workspace: home })}\n`);
     } else {
+      const tree = "files" in forked ? `; its tree (${forked.files} files) written to ${home}` : "";
       process.stdout.write(
-        `forked session ${forked.session} from ${parent} at record ${forked.at_seq} (hash ${forked.at_hash.slice(0, 12)}); ` +
-          `continue with: harness run --session ${forked.session} --workspace ${workspace.root} PROMPT\n`,
+        `forked session ${forked.session} from ${parent} at record ${forked.at_seq} (hash ${forked.at_hash.slice(0, 12)})${escapeForTerminal(tree)}; ` +
+          `continue with: harness run --session ${forked.session} --workspace ${escapeForTerminal(home)} PROMPT\n`,
       );
     }
     return EXIT.ok;
@@ -68,9 +84,18 @@ export async function forkWithArtifacts(
   parent: string,
   child: string,
   at: number | undefined,
+  /** The fork's own workspace (harness fork --into): its journal and artifacts live there. */
+  into?: OpenedWorkspace,
 ): Promise<Awaited<ReturnType<typeof forkSession>>> {
-  const forked = await forkSession(workspace.backend, parent, child, at);
-  await cp(join(workspace.sessionDir(parent), "artifacts"), join(workspace.sessionDir(child), "artifacts"), {
+  const home = into ?? workspace;
+  const forked = await forkSession(
+    workspace.backend,
+    parent,
+    child,
+    at,
+    into ? { backend: into.backend, workspace: into.identity } : undefined,
+  );
+  await cp(join(workspace.sessionDir(parent), "artifacts"), join(home.sessionDir(child), "artifacts"), {
     recursive: true,
     errorOnExist: false,
     force: false,
@@ -84,4 +109,49 @@ function seqOf(value: string): number {
   if (!/^[0-9]{1,9}$/.test(value))
     throw new UsageError(`--at must be a record number (see harness inspect), got "${value}"`);
   return Number(value);
+}
+
+/** `--into DIR`: absent (made here) or an empty directory, and not inside the parent's workspace. */
+async function intoDirectory(dir: string, parentRoot: string): Promise<string> {
+  const target = resolve(dir);
+  const info = await stat(target).catch(() => undefined);
+  if (info !== undefined && !info.isDirectory()) throw new UsageError(`--into ${dir} is not a directory`);
+  if (info !== undefined && (await readdir(target)).length > 0)
+    throw new UsageError(`--into ${dir} is not empty: name a new or an empty directory`);
+  await mkdir(target, { recursive: true });
+  const real = await realpath(target);
+  if (real === parentRoot || real.startsWith(`${parentRoot}${sep}`))
+    throw new UsageError(`--into ${dir} is inside the session's workspace; name a directory outside it`);
+  return real;
+}
+
+/**
+ * The fork in its own workspace: the journal and artifacts in DIR/.harness, and DIR holding the
+ * parent's tree at the fork point. Anything that fails leaves DIR empty again.
+ */
+async function forkInto(
+  workspace: OpenedWorkspace,
+  parent: string,
+  child: string,
+  at: number | undefined,
+  dir: string,
+): Promise<ForkResult & { files: number; bytes: number }> {
+  try {
+    const into = await openWorkspace(dir);
+    const forked = await forkWithArtifacts(workspace, parent, child, at, into);
+    const records = await workspace.backend.read(parent);
+    const artifacts = new FileArtifactStore(join(workspace.sessionDir(parent), "artifacts"));
+    const { tree } = await recordedBase(records, artifacts);
+    const written = await materializeTree(
+      replayTree(tree, records, forked.at_seq),
+      { artifacts, workspaceRoot: workspace.root },
+      dir,
+    );
+    return { ...forked, ...written };
+  } catch (error) {
+    for (const name of await readdir(dir)) await rm(join(dir, name), { recursive: true, force: true });
+    if (error instanceof ReplayError || error instanceof MaterializeError)
+      throw new UsageError(`cannot write the tree of ${parent} into ${dir}: ${error.message}`);
+    throw error;
+  }
 }

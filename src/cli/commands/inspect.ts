@@ -239,6 +239,29 @@ function render(record: AnyRecord, style: Style): string {
         `lease epoch ${record.data.epoch} taken by ${escapeForTerminal(record.data.owner)}${from}`,
       );
     }
+    case "workspace.base":
+      return `workspace base: ${record.data.files} files, ${record.data.bytes} bytes (manifest ${record.data.manifest.slice(0, 12)})`;
+    case "workspace.changed": {
+      const { created, modified, deleted, source, call_id } = record.data;
+      const paths = [
+        ...created.map((c) => `+${c.path}`),
+        ...modified.map((m) => `~${m.path}`),
+        ...deleted.map((d) => `-${d.path}`),
+      ];
+      const shown = paths.slice(0, 5).map((p) => escapeForTerminal(p));
+      const more = paths.length > 5 ? ` and ${paths.length - 5} more` : "";
+      const text = `workspace changed by ${source} ${escapeForTerminal(call_id)}: ${shown.join(" ")}${more}`;
+      return source === "outside" ? style.yellow(text) : text;
+    }
+    case "undo.started":
+      return style.yellow(
+        `undo ${escapeForTerminal(record.data.undo_id)} started: ${record.data.plan.length} file(s) back to record ${record.data.target.seq}`,
+      );
+    case "undo.finished": {
+      const { conflicts } = record.data;
+      const left = conflicts.length > 0 ? `, ${conflicts.length} conflict(s) left alone` : "";
+      return `undo ${escapeForTerminal(record.data.undo_id)} finished: ${record.data.restored} file(s) restored${left}`;
+    }
   }
 }
 

@@ -205,6 +205,8 @@ export interface BoundTarget {
   current: Uint8Array | undefined;
   /** What writeFileAtomic must find at commit time: the current version, or null (absent). */
   expectedVersion: string | null;
+  /** Whether the existing file is executable by its owner (kept by the write). */
+  exec: boolean;
 }
 
 /**
@@ -231,7 +233,7 @@ export async function bindForChange(
         data: { path: canonical },
       });
     }
-    return { path: canonical, current: undefined, expectedVersion: null };
+    return { path: canonical, current: undefined, expectedVersion: null, exec: false };
   }
   const current = await viaWorkspace(() => context.fs.readFile(canonical));
   const currentVersion = versionOf(current);
@@ -255,7 +257,7 @@ export async function bindForChange(
       data: { path: canonical, current_version: currentVersion },
     });
   }
-  return { path: canonical, current, expectedVersion: currentVersion };
+  return { path: canonical, current, expectedVersion: currentVersion, exec: (stat.mode & 0o100) !== 0 };
 }
 
 /**
@@ -268,10 +270,28 @@ export async function commitChange(
   text: string,
 ): Promise<{ bytes: Uint8Array; version: string }> {
   const bytes = encodeUtf8(text);
+  const version = versionOf(bytes);
+  // The bytes being replaced are kept before they are gone, so the change can be undone.
+  if (context.workspaceChanged && target.current !== undefined) await context.artifacts.put(target.current);
   await viaWorkspace(() =>
     context.fs.writeFileAtomic(target.path, bytes, { expectedVersion: target.expectedVersion }),
   );
-  return { bytes, version: versionOf(bytes) };
+  const after = { hash: version, size: bytes.byteLength, exec: target.exec };
+  if (target.current === undefined) {
+    context.workspaceChanged?.({ created: [{ path: target.path, after }], modified: [], deleted: [] });
+  } else if (target.expectedVersion !== version) {
+    const before = {
+      hash: target.expectedVersion as string,
+      size: target.current.byteLength,
+      exec: target.exec,
+    };
+    context.workspaceChanged?.({
+      created: [],
+      modified: [{ path: target.path, before, after }],
+      deleted: [],
+    });
+  }
+  return { bytes, version };
 }
 
 export function plural(count: number, singular: string, pluralForm = `${singular}s`): string {

@@ -1,0 +1,167 @@
+import type { ArtifactStore } from "../artifacts/store.js";
+import type { AnyNewEvent, AnyRecord, EventData } from "../journal/vocabulary.js";
+import {
+  applyChange,
+  beforeHashes,
+  type ChangeSet,
+  diffManifests,
+  isEmptyChange,
+  type Manifest,
+  manifestBytes,
+  manifestTotals,
+  parseManifest,
+} from "../workspace/manifest.js";
+import type { TreeSnapshot } from "../workspace/tree-snapshot.js";
+
+/** Where workspace records go: the session's journal, and the seq the next record will get. */
+export interface EffectsJournal {
+  record(events: AnyNewEvent[]): Promise<void>;
+  nextSeq(): number;
+  /** Told when a before-content could not be kept (its object was lost): the record still says what changed. */
+  warn?(message: string): void;
+}
+
+export type ChangeSource = EventData<"workspace.changed">["source"];
+
+/** A change found around one call, to be journaled with its result. */
+export interface FoundChange {
+  source: ChangeSource;
+  change: ChangeSet;
+}
+
+/** Save the stat cache after this many hashed files, so a crash costs little rehashing. */
+const SAVE_EVERY = 2_000;
+
+/**
+ * The session's record of its workspace: the base tree, and every change to it from then on, with
+ * the bytes each change replaced kept in the session's artifacts. The one place that compares the
+ * tree with what the journal says it should be (`expected`: the base with every recorded change
+ * applied). Built by the embedder for a real directory; sessions without one record nothing.
+ */
+export class WorkspaceEffects {
+  private expected: Manifest | undefined;
+
+  constructor(
+    private readonly tree: TreeSnapshot,
+    private readonly artifacts: ArtifactStore,
+  ) {}
+
+  /** What `workspace.base` lists as excluded. */
+  get excluded(): readonly string[] {
+    return this.tree.excludes.patterns;
+  }
+
+  /**
+   * At a session's start (or resume): the tree the journal says the workspace has. A session
+   * without a base (new, or recorded before bases existed) gets one now, journaled once.
+   */
+  async start(records: readonly AnyRecord[], journal: EffectsJournal): Promise<void> {
+    const base = records.find((r) => r.type === "workspace.base");
+    if (base === undefined) {
+      const manifest = this.tree.take();
+      const ref = await this.artifacts.put(manifestBytes(manifest));
+      this.tree.save();
+      this.expected = manifest;
+      const totals = manifestTotals(manifest);
+      await journal.record([
+        {
+          type: "workspace.base",
+          data: { manifest: ref.id, files: totals.files, bytes: totals.bytes, excluded: [...this.excluded] },
+        },
+      ]);
+      return;
+    }
+    const bytes = await this.artifacts.read(base.data.manifest);
+    // A base whose manifest is gone cannot be compared with: every file then shows as created.
+    let manifest: Manifest = bytes === undefined ? new Map() : parseManifest(bytes);
+    for (const record of records) {
+      if (record.type === "workspace.changed")
+        manifest = applyChange(manifest, record.data, { strict: false });
+    }
+    this.expected = manifest;
+  }
+
+  /**
+   * Compare the tree with the record and journal what no call made (a person, another process, a
+   * call whose outcome is unknown after a crash) as `source: "outside"`.
+   */
+  async outside(journal: EffectsJournal): Promise<void> {
+    if (this.expected === undefined) return;
+    const found = this.compare();
+    if (found === undefined) return;
+    await this.keepBefores(found, journal);
+    await journal.record([this.event(`outside:${journal.nextSeq()}`, { source: "outside", change: found })]);
+  }
+
+  /**
+   * Run a process that may change anything in the workspace (a shell call, acceptance commands):
+   * outside changes are journaled first, then what the process changed is returned, its
+   * before-content already kept, for the caller to journal with the call's result.
+   */
+  async around<T>(
+    source: ChangeSource,
+    journal: EffectsJournal,
+    run: () => Promise<T>,
+  ): Promise<{ value: T; found?: FoundChange }> {
+    await this.outside(journal);
+    const value = await run();
+    if (this.expected === undefined) return { value };
+    const change = this.compare();
+    if (change === undefined) return { value };
+    await this.keepBefores(change, journal);
+    return { value, found: { source, change } };
+  }
+
+  /**
+   * A file tool's own report of its write (its before-content already put into the artifacts by
+   * the tool): the record moves on without walking the tree. Excluded paths are dropped.
+   */
+  toolChanged(change: ChangeSet): ChangeSet | undefined {
+    if (this.expected === undefined) return undefined;
+    const keep = (p: { path: string }) => !this.tree.excludes.excludes(p.path);
+    const kept: ChangeSet = {
+      created: change.created.filter(keep),
+      modified: change.modified.filter(keep),
+      deleted: change.deleted.filter(keep),
+    };
+    if (isEmptyChange(kept)) return undefined;
+    this.expected = applyChange(this.expected, kept, { strict: false });
+    return kept;
+  }
+
+  /** The `workspace.changed` record of a change. */
+  event(callId: string, found: FoundChange): AnyNewEvent {
+    return { type: "workspace.changed", data: { call_id: callId, source: found.source, ...found.change } };
+  }
+
+  /** Save the stat cache (at the end of a run; a crash only costs rehashing). */
+  close(): void {
+    this.tree.save();
+  }
+
+  /** The difference between the tree now and the record, which then becomes the record. */
+  private compare(): ChangeSet | undefined {
+    const now = this.tree.take();
+    if (this.tree.unsavedChanges >= SAVE_EVERY) this.tree.save();
+    const change = diffManifests(this.expected as Manifest, now);
+    this.expected = now;
+    return isEmptyChange(change) ? undefined : change;
+  }
+
+  /** Every replaced content into the session's artifacts (fsynced there) before a record names it. */
+  private async keepBefores(change: ChangeSet, journal: EffectsJournal): Promise<void> {
+    for (const hash of beforeHashes(change)) {
+      const bytes = this.tree.object(hash);
+      if (bytes === undefined) {
+        // Already kept (a file tool put it) or lost: only a lost one is worth a warning.
+        if ((await this.artifacts.read(hash).catch(() => undefined)) === undefined) {
+          journal.warn?.(
+            `the content ${hash.slice(0, 12)} replaced in the workspace was not kept; it cannot be restored`,
+          );
+        }
+        continue;
+      }
+      await this.artifacts.put(bytes);
+    }
+  }
+}

@@ -1,0 +1,133 @@
+import { randomBytes } from "node:crypto";
+import { closeSync, fsyncSync, openSync, writeSync } from "node:fs";
+import { chmod, lstat, mkdir, readFile, readlink, rename, rmdir, symlink, unlink } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { errnoCode } from "../shared/errno.js";
+import { sha256Hex } from "../shared/hash.js";
+import { RESERVED_DIR } from "../workspace/fs.js";
+import type { Entry } from "../workspace/manifest.js";
+import { GIT_DIR_NAME } from "../workspace/protected.js";
+
+/**
+ * The workspace's files as an undo, an audit or a materialized fork sees and changes them: by
+ * workspace-relative POSIX paths taken from a journal, so each is checked before it is used, and
+ * never through a symlink in a parent directory (a link the session made could lead outside).
+ */
+export class TreePathError extends Error {
+  override readonly name = "TreePathError";
+}
+
+/** The path's components, or TreePathError for one that is not a plain path inside the workspace. */
+export function checkedParts(path: string): string[] {
+  const parts = path.split("/");
+  if (path.includes("\0") || parts.some((p) => p === "" || p === "." || p === ".."))
+    throw new TreePathError("not a plain workspace-relative path");
+  // harness's own state (journals, keys of trust) and git's are never part of a tree.
+  if (parts[0]?.toLowerCase() === RESERVED_DIR || parts.some((p) => p.toLowerCase() === GIT_DIR_NAME))
+    throw new TreePathError("inside .harness or .git, which no tree holds");
+  return parts;
+}
+
+/**
+ * The entry at `path` now: null when nothing is there, a file's hash/size/exec, a symlink's
+ * target, or TreePathError for a directory or a special file (not something a tree records).
+ * A parent that is not a real directory means nothing can be at the path through it: null.
+ */
+export async function currentEntry(
+  root: string,
+  path: string,
+): Promise<{ entry: Entry | null; bytes?: Buffer }> {
+  const parts = checkedParts(path);
+  if (!(await realParents(root, parts, false))) return { entry: null };
+  const full = join(root, ...parts);
+  const info = await lstat(full).catch((error: unknown) => {
+    if (errnoCode(error) === "ENOENT" || errnoCode(error) === "ENOTDIR") return undefined;
+    throw error;
+  });
+  if (info === undefined) return { entry: null };
+  if (info.isSymbolicLink()) return { entry: { link: await readlink(full) } };
+  if (info.isDirectory()) throw new TreePathError("is a directory now");
+  if (!info.isFile()) throw new TreePathError("is not a regular file now");
+  const bytes = await readFile(full);
+  return {
+    entry: { hash: sha256Hex(bytes), size: bytes.byteLength, exec: (info.mode & 0o100) !== 0 },
+    bytes,
+  };
+}
+
+/**
+ * Put `entry` at `path`: a file's bytes or a symlink, written beside it under a temporary name
+ * and renamed over it (a reader sees the old or the new, never half); null deletes it, then
+ * removes the parent directories that delete left empty. Missing parents are created.
+ */
+export async function putEntry(
+  root: string,
+  path: string,
+  entry: Entry | null,
+  bytes?: Uint8Array,
+): Promise<void> {
+  const parts = checkedParts(path);
+  const full = join(root, ...parts);
+  if (entry === null) {
+    if (!(await realParents(root, parts, false))) return;
+    await unlink(full).catch((error: unknown) => {
+      if (errnoCode(error) !== "ENOENT") throw error;
+    });
+    await pruneEmptyParents(root, parts);
+    return;
+  }
+  if (!(await realParents(root, parts, true)))
+    throw new TreePathError("a parent directory is a file or a symlink now");
+  const temp = join(dirname(full), `.harness-undo-${randomBytes(6).toString("hex")}`);
+  try {
+    if ("link" in entry) {
+      await symlink(entry.link, temp);
+    } else {
+      if (bytes === undefined) throw new TreePathError("no content to restore");
+      const existing = await lstat(full).catch(() => undefined);
+      const base = existing?.isFile() ? existing.mode & 0o666 : 0o644;
+      const mode = entry.exec ? base | ((base & 0o444) >> 2) : base;
+      const fd = openSync(temp, "wx", mode);
+      try {
+        writeSync(fd, bytes);
+        fsyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
+      await chmod(temp, mode);
+    }
+    await rename(temp, full);
+  } catch (error) {
+    await unlink(temp).catch(() => {});
+    throw error;
+  }
+}
+
+/**
+ * Whether every parent of the path is a real directory (not a symlink, not a file); with
+ * `create`, missing ones are made. A symlinked parent is never followed.
+ */
+async function realParents(root: string, parts: readonly string[], create: boolean): Promise<boolean> {
+  let dir = root;
+  for (const part of parts.slice(0, -1)) {
+    dir = join(dir, part);
+    const info = await lstat(dir).catch(() => undefined);
+    if (info === undefined) {
+      if (!create) return false;
+      await mkdir(dir);
+      continue;
+    }
+    if (!info.isDirectory()) return false;
+  }
+  return true;
+}
+
+async function pruneEmptyParents(root: string, parts: readonly string[]): Promise<void> {
+  for (let depth = parts.length - 1; depth > 0; depth--) {
+    try {
+      await rmdir(join(root, ...parts.slice(0, depth)));
+    } catch {
+      return; // not empty (or gone): the directories above are not empty either
+    }
+  }
+}

@@ -1,0 +1,47 @@
+import type { ArtifactStore } from "../artifacts/store.js";
+import { CodedError } from "../shared/coded-error.js";
+import type { Manifest } from "../workspace/manifest.js";
+import { currentEntry, putEntry } from "./disk.js";
+
+export class MaterializeError extends CodedError<"CONTENT_UNKNOWN"> {
+  override readonly name = "MaterializeError";
+}
+
+/**
+ * Write `tree` into the directory `into` (which the caller made sure is empty): every symlink,
+ * and every file with its exact bytes and exec bit. A file's bytes come from the session's
+ * artifacts (every content a recorded change replaced is there) or, for one unchanged since, from
+ * the workspace itself when its file still has that hash; otherwise the tree cannot be rebuilt
+ * (CONTENT_UNKNOWN, naming the path).
+ */
+export async function materializeTree(
+  tree: Manifest,
+  sources: { artifacts: ArtifactStore; workspaceRoot: string },
+  into: string,
+): Promise<{ files: number; bytes: number }> {
+  let files = 0;
+  let bytes = 0;
+  for (const [path, entry] of [...tree].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    if ("link" in entry) {
+      await putEntry(into, path, entry);
+      continue;
+    }
+    let content = await sources.artifacts.read(entry.hash);
+    if (content === undefined) {
+      const now = await currentEntry(sources.workspaceRoot, path).catch(() => ({
+        entry: null,
+        bytes: undefined,
+      }));
+      if (now.entry === null || "link" in now.entry || now.entry.hash !== entry.hash)
+        throw new MaterializeError(
+          "CONTENT_UNKNOWN",
+          `the content ${path} had then is neither in the session's artifacts nor in the workspace any more (it was changed outside the record)`,
+        );
+      content = now.bytes;
+    }
+    await putEntry(into, path, entry, content);
+    files++;
+    bytes += entry.size;
+  }
+  return { files, bytes };
+}

@@ -1,0 +1,220 @@
+import { z } from "zod";
+import { canonicalJson, sha256Hex } from "../shared/hash.js";
+
+/**
+ * A workspace manifest: every recorded entry of a workspace tree by its relative POSIX path.
+ * A regular file is `{hash, size, exec}` (its SHA-256, byte size and whether the owner may execute
+ * it); a symbolic link is `{link}` (its target text, never followed). Directories are not entries:
+ * an empty directory is not recorded. The manifest is the session's base (`workspace.base` names
+ * it by the artifact id of its canonical JSON); `workspace.changed` records move it forward, and
+ * `applyChange` / `diffManifests` are the one place that arithmetic is done.
+ *
+ * Entries are held in a Map, not an object: a file may be called `__proto__`.
+ */
+
+const hex64 = z.string().regex(/^[0-9a-f]{64}$/);
+
+export const fileEntrySchema = z.strictObject({
+  hash: hex64,
+  size: z.number().int().nonnegative(),
+  exec: z.boolean(),
+});
+export const linkEntrySchema = z.strictObject({ link: z.string() });
+/** One entry as it appears in a manifest and in `workspace.changed` (`before` / `after`). */
+export const entrySchema = z.union([fileEntrySchema, linkEntrySchema]);
+
+export type FileEntry = z.infer<typeof fileEntrySchema>;
+export type LinkEntry = z.infer<typeof linkEntrySchema>;
+export type Entry = FileEntry | LinkEntry;
+
+/**
+ * A recorded path: relative, POSIX separators, no empty, `.` or `..` segment, no NUL. Any other
+ * character (newline, leading dash, unicode) is a legal file name and is kept as it is.
+ */
+export function isManifestPath(path: string): boolean {
+  if (path.length === 0 || path.includes("\0")) return false;
+  return path.split("/").every((segment) => segment !== "" && segment !== "." && segment !== "..");
+}
+
+export const manifestPathSchema = z.string().refine(isManifestPath, {
+  message: "a relative POSIX path without empty, '.' or '..' segments",
+});
+
+/** What one call (or an outside change, or an undo) did to the tree; each list sorted by path. */
+export const changeSetSchema = z.object({
+  created: z.array(z.object({ path: manifestPathSchema, after: entrySchema })),
+  modified: z.array(z.object({ path: manifestPathSchema, before: entrySchema, after: entrySchema })),
+  deleted: z.array(z.object({ path: manifestPathSchema, before: entrySchema })),
+});
+export type ChangeSet = z.infer<typeof changeSetSchema>;
+
+export const MANIFEST_VERSION = 1;
+
+/** A tree by path. Read-only in the API: `applyChange` returns a new one. */
+export type Manifest = ReadonlyMap<string, Entry>;
+
+export function isLink(entry: Entry): entry is LinkEntry {
+  return "link" in entry;
+}
+
+export function sameEntry(a: Entry | undefined, b: Entry | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  if (isLink(a) || isLink(b)) return isLink(a) && isLink(b) && a.link === b.link;
+  return a.hash === b.hash && a.size === b.size && a.exec === b.exec;
+}
+
+/** A manifest, or an inconsistent change, that cannot be read or applied. */
+export class ManifestError extends Error {
+  override readonly name = "ManifestError";
+}
+
+/** Canonical JSON (RFC 8785: keys sorted) of a manifest; its SHA-256 is the manifest's artifact id. */
+export function manifestJson(manifest: Manifest): string {
+  const entries: Record<string, Entry> = Object.create(null) as Record<string, Entry>;
+  for (const [path, entry] of manifest) {
+    entries[path] = isLink(entry)
+      ? { link: entry.link }
+      : { hash: entry.hash, size: entry.size, exec: entry.exec };
+  }
+  return canonicalJson({ version: MANIFEST_VERSION, entries });
+}
+
+export function manifestBytes(manifest: Manifest): Uint8Array {
+  return new TextEncoder().encode(manifestJson(manifest));
+}
+
+/** The artifact id the manifest's canonical bytes are stored under. */
+export function manifestId(manifest: Manifest): string {
+  return sha256Hex(manifestBytes(manifest));
+}
+
+const manifestShape = z.strictObject({
+  version: z.literal(MANIFEST_VERSION),
+  entries: z.custom<Record<string, unknown>>(
+    (value) => typeof value === "object" && value !== null && !Array.isArray(value),
+    { message: "an object of entries" },
+  ),
+});
+
+/**
+ * A manifest from its stored bytes (external input: an artifact on disk). Throws ManifestError
+ * naming the first problem.
+ */
+export function parseManifest(data: string | Uint8Array): Manifest {
+  let text: string;
+  try {
+    text = typeof data === "string" ? data : new TextDecoder("utf-8", { fatal: true }).decode(data);
+  } catch {
+    throw new ManifestError("manifest is not UTF-8 text");
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new ManifestError("manifest is not JSON");
+  }
+  const shape = manifestShape.safeParse(value);
+  if (!shape.success) {
+    throw new ManifestError(
+      `manifest is not {"version":1,"entries":{...}}: ${shape.error.issues[0]?.message ?? ""}`,
+    );
+  }
+  const manifest = new Map<string, Entry>();
+  // Object.entries reads own properties only, so a path named "__proto__" is an ordinary key.
+  for (const [path, raw] of Object.entries(shape.data.entries)) {
+    if (!isManifestPath(path))
+      throw new ManifestError(`manifest path ${JSON.stringify(path)} is not a relative path`);
+    const entry = entrySchema.safeParse(raw);
+    if (!entry.success)
+      throw new ManifestError(`manifest entry ${JSON.stringify(path)} is not {hash,size,exec} or {link}`);
+    manifest.set(path, entry.data);
+  }
+  return manifest;
+}
+
+/** Where a change does not fit the manifest it is applied to. */
+export interface ChangeMismatch {
+  path: string;
+  reason: "created_exists" | "before_differs" | "missing";
+}
+
+/** Every place `change` disagrees with `manifest` (empty: it applies cleanly). */
+export function checkChange(manifest: Manifest, change: ChangeSet): ChangeMismatch[] {
+  const mismatches: ChangeMismatch[] = [];
+  for (const { path } of change.created) {
+    if (manifest.has(path)) mismatches.push({ path, reason: "created_exists" });
+  }
+  for (const { path, before } of [...change.modified, ...change.deleted]) {
+    const current = manifest.get(path);
+    if (current === undefined) mismatches.push({ path, reason: "missing" });
+    else if (!sameEntry(current, before)) mismatches.push({ path, reason: "before_differs" });
+  }
+  return mismatches;
+}
+
+/**
+ * The manifest after `change`. Strict by default: a created path that exists, or a `before` that
+ * is not the current entry, is a ManifestError (a journal whose records do not chain). With
+ * `{ strict: false }` the change's `after` side wins regardless.
+ */
+export function applyChange(
+  manifest: Manifest,
+  change: ChangeSet,
+  options: { strict?: boolean } = {},
+): Manifest {
+  if (options.strict !== false) {
+    const [first] = checkChange(manifest, change);
+    if (first !== undefined) {
+      throw new ManifestError(`change does not apply at ${JSON.stringify(first.path)}: ${first.reason}`);
+    }
+  }
+  const next = new Map(manifest);
+  for (const { path } of change.deleted) next.delete(path);
+  for (const { path, after } of change.modified) next.set(path, after);
+  for (const { path, after } of change.created) next.set(path, after);
+  return next;
+}
+
+const byPath = (a: { path: string }, b: { path: string }): number =>
+  a.path < b.path ? -1 : a.path > b.path ? 1 : 0;
+
+/** What turns `before` into `after`, each list sorted by path. */
+export function diffManifests(before: Manifest, after: Manifest): ChangeSet {
+  const change: ChangeSet = { created: [], modified: [], deleted: [] };
+  for (const [path, entry] of after) {
+    const old = before.get(path);
+    if (old === undefined) change.created.push({ path, after: entry });
+    else if (!sameEntry(old, entry)) change.modified.push({ path, before: old, after: entry });
+  }
+  for (const [path, entry] of before) {
+    if (!after.has(path)) change.deleted.push({ path, before: entry });
+  }
+  change.created.sort(byPath);
+  change.modified.sort(byPath);
+  change.deleted.sort(byPath);
+  return change;
+}
+
+export function isEmptyChange(change: ChangeSet): boolean {
+  return change.created.length === 0 && change.modified.length === 0 && change.deleted.length === 0;
+}
+
+/** Content ids a change needs kept to be undone: every `before` file's hash. */
+export function beforeHashes(change: ChangeSet): string[] {
+  const hashes = new Set<string>();
+  for (const { before } of [...change.modified, ...change.deleted])
+    if (!isLink(before)) hashes.add(before.hash);
+  return [...hashes].sort();
+}
+
+/** Totals of a manifest's regular files, for `workspace.base`. */
+export function manifestTotals(manifest: Manifest): { files: number; bytes: number } {
+  let files = 0;
+  let bytes = 0;
+  for (const entry of manifest.values()) {
+    if (isLink(entry)) continue;
+    files += 1;
+    bytes += entry.size;
+  }
+  return { files, bytes };
+}

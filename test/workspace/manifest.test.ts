@@ -1,0 +1,153 @@
+import { describe, expect, it } from "vitest";
+import { EVENT_SCHEMAS } from "../../src/journal/vocabulary.js";
+import { sha256Hex } from "../../src/shared/hash.js";
+import {
+  applyChange,
+  beforeHashes,
+  type ChangeSet,
+  checkChange,
+  diffManifests,
+  type Entry,
+  type Manifest,
+  ManifestError,
+  manifestBytes,
+  manifestId,
+  manifestJson,
+  manifestTotals,
+  parseManifest,
+} from "../../src/workspace/manifest.js";
+
+const h = (text: string) => sha256Hex(text);
+const file = (text: string, exec = false): Entry => ({ hash: h(text), size: Buffer.byteLength(text), exec });
+const tree = (entries: Record<string, Entry>): Manifest => new Map(Object.entries(entries));
+
+describe("manifest JSON", () => {
+  it("is canonical: keys sorted, version 1, and its id is the SHA-256 of those bytes", () => {
+    const m = tree({ "b.txt": file("b"), "a/x": file("x", true), link: { link: "../a/x" } });
+    const text = manifestJson(m);
+    expect(text).toBe(
+      `{"entries":{"a/x":{"exec":true,"hash":"${h("x")}","size":1},"b.txt":{"exec":false,"hash":"${h("b")}","size":1},` +
+        `"link":{"link":"../a/x"}},"version":1}`,
+    );
+    expect(manifestId(m)).toBe(sha256Hex(manifestBytes(m)));
+    expect(manifestId(tree({ link: { link: "../a/x" }, "b.txt": file("b"), "a/x": file("x", true) }))).toBe(
+      manifestId(m),
+    );
+  });
+
+  it("round-trips odd names, a file called __proto__ included", () => {
+    const m = tree({
+      "line\nbreak": file("1"),
+      "-rf": file("2"),
+      "ünï/cödé ✓": file("3"),
+      "dir/__proto__": { link: "x" },
+    });
+    (m as Map<string, Entry>).set("__proto__", file("4"));
+    const back = parseManifest(manifestBytes(m));
+    expect([...back.entries()].sort()).toEqual([...m.entries()].sort());
+    expect(back.size).toBe(5);
+    expect(back.get("__proto__")).toEqual(file("4"));
+    expect(manifestJson(back)).toContain(`"__proto__":{"exec":false`);
+    expect(Object.getPrototypeOf({})).toBe(Object.prototype);
+  });
+
+  it("refuses what is not a manifest, saying what is wrong", () => {
+    const bad = (text: string) => () => parseManifest(text);
+    expect(bad("{")).toThrow(/not JSON/);
+    expect(bad('{"version":2,"entries":{}}')).toThrow(ManifestError);
+    expect(bad('{"version":1,"entries":[]}')).toThrow(/version":1/);
+    expect(bad('{"version":1,"entries":{"../x":{"link":"y"}}}')).toThrow(/not a relative path/);
+    expect(bad('{"version":1,"entries":{"/x":{"link":"y"}}}')).toThrow(/not a relative path/);
+    expect(bad('{"version":1,"entries":{"a//b":{"link":"y"}}}')).toThrow(/not a relative path/);
+    expect(bad('{"version":1,"entries":{"x":{"hash":"zz","size":1,"exec":false}}}')).toThrow(/"x"/);
+    expect(bad('{"version":1,"entries":{"x":{"link":"y","hash":"a"}}}')).toThrow(/"x"/);
+    expect(() => parseManifest(new Uint8Array([0xff, 0xfe]))).toThrow(/UTF-8/);
+  });
+});
+
+describe("diffManifests and applyChange", () => {
+  const a = tree({ keep: file("k"), edit: file("old"), gone: file("g"), mode: file("m"), ln: { link: "a" } });
+  const b = tree({
+    keep: file("k"),
+    edit: file("new"),
+    mode: file("m", true),
+    ln: { link: "b" },
+    "new/file": file("n"),
+  });
+
+  it("lists created, modified (content, exec bit, link target) and deleted paths, sorted", () => {
+    expect(diffManifests(a, b)).toEqual({
+      created: [{ path: "new/file", after: file("n") }],
+      modified: [
+        { path: "edit", before: file("old"), after: file("new") },
+        { path: "ln", before: { link: "a" }, after: { link: "b" } },
+        { path: "mode", before: file("m"), after: file("m", true) },
+      ],
+      deleted: [{ path: "gone", before: file("g") }],
+    });
+    expect(diffManifests(a, a)).toEqual({ created: [], modified: [], deleted: [] });
+  });
+
+  it("applying the diff of a to b to a gives b, and the change parses as workspace.changed", () => {
+    const change = diffManifests(a, b);
+    expect(manifestJson(applyChange(a, change))).toBe(manifestJson(b));
+    const record = EVENT_SCHEMAS["workspace.changed"].parse({ call_id: "c1", source: "shell", ...change });
+    expect(record.modified).toHaveLength(3);
+    expect(beforeHashes(change)).toEqual([h("g"), h("m"), h("old")].sort());
+  });
+
+  it("a rename is a delete and a create", () => {
+    const before = tree({ "old/name": file("x") });
+    const after = tree({ "new/name": file("x") });
+    expect(diffManifests(before, after)).toEqual({
+      created: [{ path: "new/name", after: file("x") }],
+      modified: [],
+      deleted: [{ path: "old/name", before: file("x") }],
+    });
+  });
+
+  it("refuses a change that does not chain onto the manifest, unless told not to be strict", () => {
+    const change: ChangeSet = {
+      created: [{ path: "keep", after: file("z") }],
+      modified: [{ path: "edit", before: file("not the current"), after: file("x") }],
+      deleted: [{ path: "absent", before: file("q") }],
+    };
+    expect(checkChange(a, change)).toEqual([
+      { path: "keep", reason: "created_exists" },
+      { path: "edit", reason: "before_differs" },
+      { path: "absent", reason: "missing" },
+    ]);
+    expect(() => applyChange(a, change)).toThrow(/"keep": created_exists/);
+    const loose = applyChange(a, change, { strict: false });
+    expect(loose.get("keep")).toEqual(file("z"));
+    expect(loose.get("edit")).toEqual(file("x"));
+    expect(a.get("edit")).toEqual(file("old"));
+  });
+
+  it("totals count regular files and their bytes, not links", () => {
+    expect(manifestTotals(b)).toEqual({ files: 4, bytes: 1 + 3 + 1 + 1 });
+  });
+});
+
+describe("the workspace events", () => {
+  it("workspace.base holds the manifest id, totals and the configured excludes", () => {
+    const data = { manifest: h("m"), files: 2, bytes: 10, excluded: [".git/", ".harness/"] };
+    expect(EVENT_SCHEMAS["workspace.base"].parse(data)).toEqual(data);
+    expect(EVENT_SCHEMAS["workspace.base"].safeParse({ ...data, manifest: "x" }).success).toBe(false);
+  });
+
+  it("workspace.changed refuses an unknown source and a path that climbs out", () => {
+    const schema = EVENT_SCHEMAS["workspace.changed"];
+    const empty = { created: [], modified: [], deleted: [] };
+    expect(schema.safeParse({ call_id: "outside:12", source: "outside", ...empty }).success).toBe(true);
+    expect(schema.safeParse({ call_id: "c", source: "person", ...empty }).success).toBe(false);
+    expect(
+      schema.safeParse({
+        call_id: "c",
+        source: "tool",
+        ...empty,
+        created: [{ path: "../x", after: file("x") }],
+      }).success,
+    ).toBe(false);
+  });
+});

@@ -1,0 +1,154 @@
+import { execFileSync } from "node:child_process";
+import {
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { sha256Hex } from "../../src/shared/hash.js";
+import { diffManifests } from "../../src/workspace/manifest.js";
+import { TreeSnapshot } from "../../src/workspace/tree-snapshot.js";
+
+const roots: string[] = [];
+afterEach(() => {
+  for (const root of roots.splice(0)) rmSync(root, { recursive: true, force: true });
+});
+
+function workspace(files: Record<string, string | Buffer>): string {
+  const root = realpathSync(mkdtempSync(join(tmpdir(), "harness-tree-")));
+  roots.push(root);
+  for (const [path, content] of Object.entries(files)) {
+    mkdirSync(join(root, path, ".."), { recursive: true });
+    writeFileSync(join(root, path), content);
+  }
+  return root;
+}
+
+/** A clock well after every file's ctime: no entry is "racy", so only a stat change causes a rehash. */
+const later = () => Date.now() + 60_000;
+
+function snapshotter(root: string, excludes: string[] = []) {
+  return new TreeSnapshot({ root, stateDir: join(root, ".harness"), excludes, now: later });
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe("TreeSnapshot", () => {
+  it("lists files with hash, size and exec bit, symlinks by target, odd names as they are; no .git, .harness or empty dirs", () => {
+    const binary = Buffer.from([0, 255, 10, 0]);
+    const root = workspace({
+      "a.txt": "a\n",
+      "bin/run": "#!/bin/sh\n",
+      "data.bin": binary,
+      "line\nbreak": "n",
+      "-rf": "dash",
+      "ünï cödé": "u",
+      ".git/HEAD": "ref",
+      ".harness/sessions/x": "y",
+      "sub/.git/config": "nested repo",
+    });
+    chmodSync(join(root, "bin/run"), 0o755);
+    symlinkSync("a.txt", join(root, "link"));
+    symlinkSync("/etc/passwd", join(root, "outside"));
+    mkdirSync(join(root, "empty/deeper"), { recursive: true });
+    const manifest = snapshotter(root).take();
+    expect(Object.fromEntries(manifest)).toEqual({
+      "a.txt": { hash: sha256Hex("a\n"), size: 2, exec: false },
+      "bin/run": { hash: sha256Hex("#!/bin/sh\n"), size: 10, exec: true },
+      "data.bin": { hash: sha256Hex(binary), size: 4, exec: false },
+      "line\nbreak": { hash: sha256Hex("n"), size: 1, exec: false },
+      "-rf": { hash: sha256Hex("dash"), size: 4, exec: false },
+      "ünï cödé": { hash: sha256Hex("u"), size: 1, exec: false },
+      link: { link: "a.txt" },
+      outside: { link: "/etc/passwd" },
+    });
+  });
+
+  it("keeps every hashed file's bytes by content, checked when read back", () => {
+    const root = workspace({ "a.txt": "kept\n" });
+    const tree = snapshotter(root);
+    tree.take();
+    expect(Buffer.from(tree.object(sha256Hex("kept\n")) ?? []).toString()).toBe("kept\n");
+    writeFileSync(join(root, ".harness/objects", sha256Hex("kept\n")), "forged");
+    expect(tree.object(sha256Hex("kept\n"))).toBeUndefined();
+  });
+
+  it("hashes only what changed, and finds a same-size edit whose mtime was put back (touch -r)", async () => {
+    const root = workspace({ "a.txt": "aaaa", "b.txt": "bbbb" });
+    const tree = snapshotter(root);
+    const first = tree.take();
+    expect(tree.last?.hashed).toBe(2);
+    expect(tree.take()).toEqual(first);
+    expect(tree.last?.hashed).toBe(0);
+
+    const before = statSync(join(root, "a.txt"), { bigint: true });
+    const reference = join(workspace({}), "reference");
+    execFileSync("touch", ["-r", join(root, "a.txt"), reference]);
+    await sleep(30); // past the file system clock's tick, so the write gets a new ctime
+    writeFileSync(join(root, "a.txt"), "AAAA");
+    execFileSync("touch", ["-r", reference, join(root, "a.txt")]);
+    const restored = statSync(join(root, "a.txt"), { bigint: true });
+    expect(restored.mtimeNs).toBe(before.mtimeNs);
+    expect(restored.size).toBe(before.size);
+    expect(restored.ino).toBe(before.ino);
+    const after = tree.take();
+    expect(tree.last?.hashed).toBe(1);
+    expect(diffManifests(first, after).modified).toEqual([
+      {
+        path: "a.txt",
+        before: { hash: sha256Hex("aaaa"), size: 4, exec: false },
+        after: { hash: sha256Hex("AAAA"), size: 4, exec: false },
+      },
+    ]);
+  });
+
+  it("a file hashed in the same clock tick as its last change is hashed again next time", () => {
+    const root = workspace({ "a.txt": "x" });
+    const tree = new TreeSnapshot({ root, stateDir: join(root, ".harness") });
+    tree.take();
+    tree.take();
+    expect(tree.last?.hashed).toBe(1);
+  });
+
+  it("a new process reuses the saved stat cache instead of hashing everything again", () => {
+    const root = workspace({ "a.txt": "a", "b/c.txt": "c" });
+    const first = snapshotter(root);
+    const manifest = first.take();
+    first.save();
+    const second = snapshotter(root);
+    expect(second.take()).toEqual(manifest);
+    expect(second.last?.hashed).toBe(0);
+  });
+
+  it("a cache that cannot be read only costs a rehash", () => {
+    const root = workspace({ "a.txt": "a" });
+    mkdirSync(join(root, ".harness"), { recursive: true });
+    writeFileSync(join(root, ".harness/tree-cache.json"), "{not json");
+    const tree = snapshotter(root);
+    expect(tree.take().get("a.txt")).toEqual({ hash: sha256Hex("a"), size: 1, exec: false });
+    expect(tree.last?.hashed).toBe(1);
+  });
+
+  it("leaves out configured excludes: NAME/ at any depth, a/b/ from the root, never .gitignore", () => {
+    const root = workspace({
+      "node_modules/x/index.js": "x",
+      "pkg/node_modules/y.js": "y",
+      "build/out/a.o": "o",
+      "other/build/out/b.o": "kept",
+      ".gitignore": "ignored.log\n",
+      "ignored.log": "still recorded",
+    });
+    const tree = snapshotter(root, ["node_modules/", "build/out/"]);
+    expect([...tree.take().keys()].sort()).toEqual([".gitignore", "ignored.log", "other/build/out/b.o"]);
+    expect(tree.excludes.patterns).toEqual([".git/", ".harness/", "node_modules/", "build/out/"]);
+    expect(tree.excludes.excludes("pkg/node_modules/z.js")).toBe(true);
+    expect(tree.excludes.excludes("src/a.ts")).toBe(false);
+  });
+});
