@@ -67,6 +67,10 @@ const COMMANDS: CommandTable = {
     summary: "show a readable timeline of a session",
     load: async () => (await import("./commands/inspect.js")).inspectCommand,
   },
+  report: {
+    summary: "write a session as one self-contained HTML page: harness report SESSION -o FILE",
+    load: async () => (await import("./commands/report.js")).reportCommand,
+  },
   journal: {
     summary: "verify, repair or adopt a session journal",
     load: async () => (await import("./commands/journal.js")).journalCommand,

@@ -23,7 +23,7 @@ const STACK: readonly (readonly string[])[] = [
   ["runtime"],
   ["mcp"],
   ["tools"],
-  ["journal", "providers", "sandbox", "client"],
+  ["journal", "providers", "sandbox", "client", "viewer"],
   ["protocol", "workspace", "artifacts", "rules", "api"],
   ["shared"],
 ];

@@ -45,7 +45,7 @@ removes a lock whose owner cannot be checked from here (e.g. another host) once 
 sure nothing is using the session. Exit 0 when unlocked, 5 when refused.`;
 
 /** Ids of every `artifact: {id}` a tool result names (its own, and those in its data, e.g. a command's streams). */
-function referencedArtifacts(records: readonly AnyRecord[]): string[] {
+export function referencedArtifacts(records: readonly AnyRecord[]): string[] {
   const ids: string[] = [];
   const visit = (value: unknown): void => {
     if (typeof value !== "object" || value === null) return;

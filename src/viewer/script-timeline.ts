@@ -1,0 +1,271 @@
+/**
+ * The page's timeline, as browser JavaScript: it folds journal records (exactly as journaled) into
+ * DOM nodes, one record at a time, so the static report (all records at once) and the live page
+ * (records as the server streams them) render through the same code.
+ *
+ * Every string that came from a session (goal, model text, arguments, tool output, even tool and
+ * event names) reaches the DOM through textContent only: `el()` is the one way this script makes
+ * nodes and it never touches innerHTML, so a record cannot inject markup or script.
+ */
+export const TIMELINE_JS = String.raw`
+const el = (tag, cls, text) => {
+  const node = document.createElement(tag);
+  if (cls) node.className = cls;
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  return node;
+};
+const clip = (text, max) => {
+  const s = String(text);
+  return s.length > max ? s.slice(0, max) + "\n… (" + (s.length - max) + " more characters)" : s;
+};
+const OUTPUT_MAX = 8000;
+const seconds = (ms) => (ms < 1000 ? Math.round(ms) + " ms" : (ms / 1000).toFixed(2) + " s");
+
+/** Lines removed and added between two texts: the common head and tail are kept as context. */
+function lineDiff(before, after) {
+  const a = before === null ? [] : String(before).split("\n");
+  const b = String(after).split("\n");
+  let head = 0;
+  while (head < a.length && head < b.length && a[head] === b[head]) head++;
+  let tail = 0;
+  while (tail < a.length - head && tail < b.length - head && a[a.length - 1 - tail] === b[b.length - 1 - tail]) tail++;
+  const rows = [];
+  for (let i = Math.max(0, head - 2); i < head; i++) rows.push([" ", a[i]]);
+  for (let i = head; i < a.length - tail; i++) rows.push(["-", a[i]]);
+  for (let i = head; i < b.length - tail; i++) rows.push(["+", b[i]]);
+  for (let i = b.length - tail; i < Math.min(b.length, b.length - tail + 2); i++) rows.push([" ", b[i]]);
+  return rows;
+}
+
+function diffNode(before, after) {
+  const pre = el("pre", "diff");
+  for (const [sign, line] of lineDiff(before, after)) {
+    const kind = sign === "+" ? "add" : sign === "-" ? "del" : "ctx";
+    pre.appendChild(el("span", "line " + kind, sign + " " + line));
+  }
+  return pre;
+}
+
+/** What a call does, from its arguments: the diff of an edit or write, a shell command line. */
+function callBody(name, args) {
+  const box = el("div", "call-args");
+  const a = args && typeof args === "object" ? args : {};
+  if (name === "edit_file" && typeof a.old_text === "string" && typeof a.new_text === "string") {
+    box.appendChild(el("div", "path", a.path));
+    box.appendChild(diffNode(a.old_text, a.new_text));
+  } else if (name === "write_file" && typeof a.content === "string") {
+    box.appendChild(el("div", "path", a.path));
+    box.appendChild(diffNode(null, a.content));
+  } else if (name === "shell" && typeof a.command === "string") {
+    box.appendChild(el("pre", "command", "$ " + a.command));
+  } else {
+    box.appendChild(el("pre", "json", clip(JSON.stringify(a, null, 2), OUTPUT_MAX)));
+  }
+  return box;
+}
+
+class Timeline {
+  constructor(root, hooks) {
+    this.root = root;
+    this.hooks = hooks || {};
+    this.lastSeq = -1;
+    this.start = null;
+    this.calls = new Map();
+    this.requests = new Map();
+    this.approvals = new Map();
+    this.session = null;
+    this.goal = null;
+    this.status = "unknown";
+  }
+
+  /** A record already shown (a replay after a reconnect) is ignored. */
+  add(record) {
+    if (!record || typeof record.seq !== "number" || record.seq <= this.lastSeq) return;
+    this.lastSeq = record.seq;
+    const time = Date.parse(record.time);
+    if (this.start === null && !Number.isNaN(time)) this.start = time;
+    const data = record.data || {};
+    const handler = this["on_" + String(record.type).replace(/\./g, "_")];
+    if (typeof handler === "function") handler.call(this, data, record, time);
+    else this.line("event", String(record.type), record, time);
+    if (this.hooks.changed) this.hooks.changed(this);
+  }
+
+  item(kind, title, record, time) {
+    const li = el("li", "item " + kind);
+    li.dataset.seq = String(record.seq);
+    const head = el("div", "head");
+    const offset = this.start === null || Number.isNaN(time) ? "" : "+" + ((time - this.start) / 1000).toFixed(3) + "s";
+    head.appendChild(el("span", "offset", offset));
+    head.appendChild(el("span", "title", title));
+    li.appendChild(head);
+    this.root.appendChild(li);
+    return li;
+  }
+
+  line(kind, text, record, time) {
+    return this.item("line " + kind, text, record, time);
+  }
+
+  setStatus(status) {
+    this.status = status;
+  }
+
+  on_session_started(d) {
+    this.goal = d.goal;
+    this.setStatus("running");
+    if (this.hooks.header) this.hooks.header(d);
+  }
+  on_session_resumed(d, r, t) { this.line("dim", "resumed", r, t); }
+  on_session_forked(d, r, t) { this.line("dim", "forked from " + d.parent + " at record " + d.at_seq, r, t); }
+
+  on_user_input(d, r, t) {
+    const li = this.item("turn", "Turn " + (d.turn === undefined ? "" : d.turn), r, t);
+    li.appendChild(el("pre", "input", d.text));
+    this.setStatus("running");
+  }
+  on_user_steered(d, r, t) {
+    const li = this.item("steer", "Steered", r, t);
+    li.appendChild(el("pre", "input", d.text));
+  }
+
+  on_model_started(d, r, t) {
+    const what = d.purpose === "compaction" ? "Model request (compaction)" : "Model request";
+    const li = this.item("model pending", what + " · step " + (d.step + 1) + (d.attempt > 0 ? ", attempt " + (d.attempt + 1) : ""), r, t);
+    this.requests.set(d.step + ":" + d.attempt, { li, time: t });
+    this.openRequest = { li, time: t };
+  }
+  on_model_reply(d, r, t) {
+    const open = this.openRequest;
+    this.openRequest = null;
+    const li = open ? open.li : this.item("model", "Model reply", r, t);
+    li.classList.remove("pending");
+    const meta = [];
+    if (open && !Number.isNaN(t)) meta.push(seconds(t - open.time));
+    if (d.usage && d.usage.input_tokens) meta.push(d.usage.input_tokens + " in / " + (d.usage.output_tokens || 0) + " out tokens");
+    if (meta.length) li.firstChild.appendChild(el("span", "meta", meta.join(" · ")));
+    if (d.reasoning && d.reasoning.length) {
+      const details = el("details", "reasoning");
+      details.appendChild(el("summary", null, "reasoning"));
+      details.appendChild(el("pre", null, d.reasoning.map((x) => x.text).join("\n")));
+      li.appendChild(details);
+    }
+    if (d.text) li.appendChild(el("pre", "reply", d.text));
+    for (const call of d.calls || []) this.callCard(call.id, call.name, call.arguments, r, t);
+    if (this.hooks.replied) this.hooks.replied();
+  }
+  on_model_failed(d, r, t) { this.failed(d, r, t, "Model request failed"); }
+  on_model_retryable_error(d, r, t) { this.failed(d, r, t, "Model request failed, retrying in " + seconds(d.retry_in_ms)); }
+  on_model_protocol_error(d, r, t) { this.failed(d, r, t, "Model reply refused: " + d.error); }
+  failed(d, r, t, title) {
+    this.openRequest = null;
+    const li = this.item("error", title, r, t);
+    if (d.message) li.appendChild(el("pre", null, (d.code ? d.code + ": " : "") + d.message));
+  }
+
+  callCard(id, name, args, r, t) {
+    if (this.calls.has(id)) return this.calls.get(id);
+    const li = this.item("call", name, r, t);
+    const badge = el("span", "status proposed", "proposed");
+    li.firstChild.appendChild(badge);
+    li.appendChild(callBody(name, args));
+    const card = { li, badge, name, args };
+    this.calls.set(id, card);
+    return card;
+  }
+  badge(card, status) {
+    card.badge.className = "status " + status;
+    card.badge.textContent = status;
+  }
+  on_tool_started(d, r, t) {
+    const card = this.callCard(d.call_id, d.name, d.arguments, r, t);
+    this.badge(card, "running");
+  }
+  on_tool_result(d, r, t) {
+    const card = this.callCard(d.call_id, d.name, {}, r, t);
+    this.badge(card, d.status);
+    card.li.firstChild.appendChild(el("span", "meta", seconds(d.duration_ms)));
+    const out = el("div", "result");
+    out.appendChild(el("div", "summary", (d.error_type ? d.error_type + ": " : "") + d.summary));
+    if (d.content) {
+      if (card.name === "shell") out.appendChild(el("pre", "output", clip(d.content, OUTPUT_MAX)));
+      else {
+        const details = el("details", "content");
+        details.appendChild(el("summary", null, "output"));
+        details.appendChild(el("pre", "output", clip(d.content, OUTPUT_MAX)));
+        out.appendChild(details);
+      }
+    }
+    card.li.appendChild(out);
+  }
+  on_tool_retrying(d, r, t) { this.line("dim", "retrying call " + d.call_id + ": " + d.error_type, r, t); }
+
+  on_approval_requested(d, r, t) {
+    const card = this.calls.get(d.call_id);
+    if (card) this.badge(card, "awaiting approval");
+    const id = (this.session || "") + ":" + r.seq;
+    this.approvals.set(d.call_id, id);
+    this.setStatus("awaiting_approval");
+    if (this.hooks.approvalRequested) this.hooks.approvalRequested({ id, call_id: d.call_id, tool: d.name, effect: d.effect, args: card ? card.args : {} });
+  }
+  on_approval_decided(d, r, t) {
+    const li = this.line(d.decision === "allow" ? "ok" : "error", "Approval " + (d.decision === "allow" ? "granted" : "declined") + (d.scope === "session" ? " for the session" : "") + " by " + d.by, r, t);
+    if (d.reason) li.appendChild(el("div", "summary", d.reason));
+    const card = this.calls.get(d.call_id);
+    if (card) this.badge(card, d.decision === "allow" ? "approved" : "declined");
+    const id = this.approvals.get(d.call_id);
+    this.approvals.delete(d.call_id);
+    this.setStatus("running");
+    if (id && this.hooks.approvalResolved) this.hooks.approvalResolved(id);
+  }
+  on_hook_decided(d, r, t) { this.line("dim", "hook " + d.hook + " (" + d.point + "): " + d.decision, r, t); }
+
+  on_proposal_recorded(d, r, t) {
+    const li = this.item("call", "Proposed change to " + d.path, r, t);
+    const pre = el("pre", "diff");
+    for (const line of String(d.diff).split("\n")) {
+      const kind = line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : "ctx";
+      pre.appendChild(el("span", "line " + kind, line));
+    }
+    li.appendChild(pre);
+  }
+  on_proposal_applied(d, r, t) { this.line(d.outcome === "conflict" ? "error" : "ok", "Proposal for " + d.path + ": " + d.outcome, r, t); }
+
+  on_acceptance_checked(d, r, t) {
+    const li = this.item("acceptance " + (d.accepted ? "ok" : "error"), "Acceptance " + (d.accepted ? "passed" : "failed"), r, t);
+    for (const check of d.checks || []) {
+      const row = el("div", "check " + (check.passed ? "ok" : "error"));
+      row.appendChild(el("span", "status " + (check.passed ? "ok" : "error"), check.passed ? "pass" : "fail"));
+      row.appendChild(el("code", null, check.name));
+      row.appendChild(el("span", "meta", seconds(check.duration_ms) + (check.exit_code === undefined || check.exit_code === null ? "" : " · exit " + check.exit_code)));
+      li.appendChild(row);
+      if (check.output) li.appendChild(el("pre", "output", clip(check.output, OUTPUT_MAX)));
+    }
+  }
+
+  outcome(status, text, r, t) {
+    const li = this.item("outcome " + status, "Outcome: " + status, r, t);
+    if (text) li.appendChild(el("pre", "reply", text));
+    this.setStatus(status);
+  }
+  on_run_finished(d, r, t) { this.outcome(d.status, d.answer, r, t); }
+  on_run_stopped(d, r, t) { this.outcome(d.status, d.reason + (d.message ? ": " + d.message : ""), r, t); }
+  on_run_cancelled(d, r, t) { this.outcome("cancelled", d.reason, r, t); }
+  on_turn_interrupted(d, r, t) { this.outcome("interrupted", "turn " + d.turn + ": " + d.reason, r, t); }
+
+  on_context_compacted(d, r, t) {
+    const li = this.line("dim", "Context compacted (" + d.tokens_before + " → " + d.tokens_after + " tokens)", r, t);
+    const details = el("details", null);
+    details.appendChild(el("summary", null, "summary"));
+    details.appendChild(el("pre", null, d.summary));
+    li.appendChild(details);
+  }
+  on_context_pruned(d, r, t) { this.line("dim", "Context pruned (" + d.tokens_before + " → " + d.tokens_after + " tokens)", r, t); }
+  on_steer_delivered(d, r, t) { this.line("dim", d.count + " steer(s) sent to the model", r, t); }
+  on_process_spawned() {}
+  on_instructions_loaded(d, r, t) {
+    const files = (d.files || []).map((f) => f.path).join(", ");
+    this.line("dim", "Instructions loaded" + (files ? ": " + files : ""), r, t);
+  }
+}
+`;
