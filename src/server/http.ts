@@ -64,11 +64,25 @@ export async function serveHttp(hub: SessionHub, options: HttpOptions): Promise<
     return names.has(header.toLowerCase());
   }
 
+  /** A browser names the page's origin on cross-origin requests: only the server's own is taken. */
+  function sameOrigin(req: IncomingMessage): boolean {
+    const origin = req.headers.origin;
+    if (origin === undefined) return true;
+    try {
+      return new URL(origin).host === (req.headers.host ?? "").toLowerCase();
+    } catch {
+      return false;
+    }
+  }
+
   function identify(req: IncomingMessage, url: URL): Identity | undefined {
     const header = req.headers.authorization;
     const bearer =
       typeof header === "string" && /^Bearer /i.test(header) ? header.slice(7).trim() : undefined;
-    const name = options.tokens.identify(bearer ?? url.searchParams.get("token") ?? undefined);
+    // ?token= only where a header cannot be set (the page's GET and its EventSource): a POST
+    // from another origin can carry a query but never an Authorization header without a preflight.
+    const query = req.method === "GET" ? url.searchParams.get("token") : null;
+    const name = options.tokens.identify(bearer ?? query ?? undefined);
     return name === undefined ? undefined : { name, policy: options.policyOf(name) };
   }
 
@@ -83,6 +97,17 @@ export async function serveHttp(hub: SessionHub, options: HttpOptions): Promise<
         res,
         421,
         errorLine(null, new RpcError(ErrorCode.Forbidden, "this Host is not the server's loopback address")),
+      );
+      return;
+    }
+    if (!sameOrigin(req)) {
+      json(
+        res,
+        403,
+        errorLine(
+          null,
+          new RpcError(ErrorCode.Forbidden, "a page of another origin may not call this server"),
+        ),
       );
       return;
     }
@@ -123,7 +148,10 @@ export async function serveHttp(hub: SessionHub, options: HttpOptions): Promise<
   async function rpc(req: IncomingMessage, res: ServerResponse, identity: Identity): Promise<void> {
     const body = await readBody(req, MAX_RPC_BODY_BYTES);
     if (body === undefined) {
+      // Answered as soon as the limit is passed; the rest of the body is not waited for.
+      res.setHeader("connection", "close");
       json(res, 413, errorLine(null, new RpcError(ErrorCode.InvalidRequest, "request body over 4 MiB")));
+      res.on("finish", () => req.destroy());
       return;
     }
     const connection: Connection = { identity, transport: "http", subscriptions: new Map() };
@@ -226,15 +254,26 @@ export async function serveHttp(hub: SessionHub, options: HttpOptions): Promise<
 /** The body as text, or undefined when it is over the limit. */
 function readBody(req: IncomingMessage, limit: number): Promise<string | undefined> {
   return new Promise((resolve, reject) => {
+    const declared = Number(req.headers["content-length"]);
+    if (Number.isFinite(declared) && declared > limit) {
+      resolve(undefined);
+      return;
+    }
     const chunks: Buffer[] = [];
     let size = 0;
-    let over = false;
-    req.on("data", (chunk: Buffer) => {
+    const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > limit) over = true;
-      if (!over) chunks.push(chunk);
-    });
-    req.on("end", () => resolve(over ? undefined : Buffer.concat(chunks).toString("utf8")));
+      if (size <= limit) {
+        chunks.push(chunk);
+        return;
+      }
+      // Over the limit: stop buffering and answer now (an endless body never gets an answer otherwise).
+      req.off("data", onData);
+      req.pause();
+      resolve(undefined);
+    };
+    req.on("data", onData);
+    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
     req.on("error", reject);
   });
 }

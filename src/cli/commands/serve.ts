@@ -6,7 +6,7 @@ import { loadConfig } from "../../config/load.js";
 import { serverIdentities } from "../../config/sections.js";
 import { serveHttp } from "../../server/http.js";
 import { SessionHub } from "../../server/hub.js";
-import { TokenTable } from "../../server/identities.js";
+import { policyFor, RESERVED_IDENTITIES, TokenTable } from "../../server/identities.js";
 import type { ServerInfo } from "../../server/rpc.js";
 import { serveStdio } from "../../server/stdio.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
@@ -59,7 +59,12 @@ SIGTERM, SIGINT or the shutdown method interrupt every running turn at its next 
 
 const tokenFileSchema = z.record(
   z.string().min(16, "a token is at least 16 characters"),
-  z.string().regex(/^[A-Za-z0-9._-]{1,64}$/),
+  z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,64}$/)
+    .refine((name) => !RESERVED_IDENTITIES.includes(name), {
+      message: `"local" and "default" are reserved (HARNESS_SERVER_TOKEN is "default")`,
+    }),
 );
 
 export const serveCommand = {
@@ -135,7 +140,7 @@ export const serveCommand = {
           port: listen.port,
           allowRemote: values["allow-remote"] === true,
           tokens: tokens!,
-          policyOf: (name) => identities[name] ?? {},
+          policyOf: (name) => policyFor(name, identities[name]),
           info,
           log,
         }).catch((error: unknown) => {
