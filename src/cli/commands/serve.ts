@@ -52,7 +52,11 @@ stops one, and an approval with nobody connected waits (the session is awaiting_
 Identities: the user config's "server": {"identities": {"NAME": {"tools": "readonly",
 "deny": ["shell"], "ask": ["write_file"], "see_all": false}}} gives each identity its tool
 catalog (tools outside it, and tools a bare deny rule names, are never offered to the model),
-its rules, and whether it sees other identities' sessions (by default only its own).
+its rules, and whether it sees other identities' sessions (by default only its own);
+"workspaces": ["/abs/dir", ...] the directories its sessions and scripts must lie in (without
+it a --tokens identity may start nothing), and "host": true lets it pass options.accept and
+options.base_url (run or fetched by this machine; the "default" identity has it unless set
+false). A --tokens file may not name "local" or "default".
 
 SIGTERM, SIGINT or the shutdown method interrupt every running turn at its next safe point
 (turn.interrupted is journaled), then the server exits 0.`;
