@@ -11,6 +11,10 @@ import { answer, type Connection, decodeBody, errorLine, type ServerInfo } from 
 /** The largest POST /rpc body taken. */
 export const MAX_RPC_BODY_BYTES = 4 * 1024 * 1024;
 const HEARTBEAT_MS = 15_000;
+/** Open event streams one identity may hold: a flood of them cannot starve the others. */
+export const MAX_STREAMS_PER_IDENTITY = 64;
+/** A client must send its request's headers within this (slowloris). */
+const HEADERS_TIMEOUT_MS = 10_000;
 
 /** Only this machine may connect (unless --allow-remote). */
 export function isLoopback(host: string): boolean {
@@ -47,13 +51,17 @@ export async function serveHttp(hub: SessionHub, options: HttpOptions): Promise<
     throw new Error(`${options.host} is not a loopback address: pass --allow-remote to listen on it`);
   const streams = new Set<ServerResponse>();
   let bound = { host: options.host, port: options.port };
-  const server = createServer((req, res) => {
-    void handle(req, res).catch((error: unknown) => {
-      options.log(`http: ${error instanceof Error ? error.message : String(error)}`);
-      if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
-      res.end(errorLine(null, new RpcError(ErrorCode.InternalError, "internal error")));
-    });
-  });
+  const open = new Map<string, number>();
+  const server = createServer(
+    { headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: 60_000, connectionsCheckingInterval: 1_000 },
+    (req, res) => {
+      void handle(req, res).catch((error: unknown) => {
+        options.log(`http: ${error instanceof Error ? error.message : String(error)}`);
+        if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
+        res.end(errorLine(null, new RpcError(ErrorCode.InternalError, "internal error")));
+      });
+    },
+  );
 
   function allowedHost(header: string | undefined): boolean {
     if (options.allowRemote) return true;
@@ -194,6 +202,24 @@ export async function serveHttp(hub: SessionHub, options: HttpOptions): Promise<
       }
       fromSeq = seq;
     }
+    const held = open.get(identity.name) ?? 0;
+    if (held >= MAX_STREAMS_PER_IDENTITY) {
+      json(
+        res,
+        429,
+        errorLine(
+          null,
+          new RpcError(
+            ErrorCode.Conflict,
+            `at most ${MAX_STREAMS_PER_IDENTITY} open event streams per identity`,
+          ),
+        ),
+      );
+      return;
+    }
+    // The slot is taken before the subscription is awaited: concurrent opens cannot pass the cap.
+    open.set(identity.name, held + 1);
+    const release = () => open.set(identity.name, (open.get(identity.name) ?? 1) - 1);
     let opened = false;
     const buffered: string[] = [];
     const send = (notification: Notification, durable: boolean) => {
@@ -207,6 +233,7 @@ export async function serveHttp(hub: SessionHub, options: HttpOptions): Promise<
     } catch (error) {
       const rpcError =
         error instanceof RpcError ? error : new RpcError(ErrorCode.InternalError, "internal error");
+      release();
       json(res, rpcError.code === ErrorCode.NotFound ? 404 : 400, errorLine(null, rpcError));
       return;
     }
@@ -222,6 +249,7 @@ export async function serveHttp(hub: SessionHub, options: HttpOptions): Promise<
     const heartbeat = setInterval(() => res.write(": ping\n\n"), HEARTBEAT_MS);
     heartbeat.unref();
     res.on("close", () => {
+      release();
       clearInterval(heartbeat);
       streams.delete(res);
       unsubscribe();

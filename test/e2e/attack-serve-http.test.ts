@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { request as httpRequest } from "node:http";
+import { connect } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { removeTempDirs, tempDir } from "./helpers.js";
@@ -28,14 +29,15 @@ function raw(
       new URL(path, url),
       { method: options.method ?? "GET", headers: options.headers ?? {} },
       (res) => {
+        // An event stream never ends: its status and headers are the answer.
+        if (res.headers["content-type"]?.startsWith("text/event-stream")) {
+          req.destroy();
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: "" });
+          return;
+        }
         let body = "";
         res.setEncoding("utf8").on("data", (chunk: string) => {
           body += chunk;
-          // An event stream never ends: what came first is enough.
-          if (res.headers["content-type"]?.startsWith("text/event-stream")) {
-            req.destroy();
-            resolve({ status: res.statusCode ?? 0, headers: res.headers, body });
-          }
         });
         res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
       },
@@ -184,6 +186,48 @@ describe("attack: harness serve --http from a browser, another identity, or a fl
     await events.waitFor((e) => methodOf(e) === "turn/completed");
     events.close();
   });
+
+  it("one identity opening event streams without end is capped at 64; the others still get theirs", async () => {
+    const script = join(root, "flood.json");
+    await writeFile(script, JSON.stringify({ replies: [{ text: "hello" }] }));
+    const mine = (await rpc(server.url, ALICE, "session/start", { workspace: root, options: { script } }))
+      .body.result?.session as string;
+    const theirs = (await rpc(server.url, EVE, "session/start", { workspace: root, options: { script } }))
+      .body.result?.session as string;
+    const streams = Array.from({ length: 64 }, () => openEvents(server.url, ALICE, mine));
+    try {
+      expect(await Promise.all(streams.map((s) => s.status))).toEqual(Array(64).fill(200));
+      const extra = openEvents(server.url, ALICE, mine);
+      expect(await extra.status).toBe(429);
+      extra.close();
+      const other = openEvents(server.url, EVE, theirs);
+      expect(await other.status).toBe(200);
+      other.close();
+      streams.pop()?.close();
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const again = openEvents(server.url, ALICE, mine);
+      expect(await again.status).toBe(200);
+      again.close();
+    } finally {
+      for (const stream of streams) stream.close();
+    }
+  });
+
+  it("slowloris: a connection that never finishes its headers is closed", async () => {
+    const { port, hostname } = new URL(server.url);
+    const socket = connect(Number(port), hostname);
+    const closed = new Promise<number>((resolve) => socket.on("close", () => resolve(Date.now())));
+    socket.on("error", () => {});
+    const opened = Date.now();
+    socket.write(`GET / HTTP/1.1\r\nHost: ${host}\r\n`);
+    const drip = setInterval(() => socket.write("X-Slow: 1\r\n"), 1_000);
+    try {
+      expect((await closed) - opened).toBeLessThan(20_000);
+    } finally {
+      clearInterval(drip);
+      socket.destroy();
+    }
+  }, 30_000);
 
   it("a body declared as 100 MiB is answered 413 at once, without the body being sent", async () => {
     const started = Date.now();
