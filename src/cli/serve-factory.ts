@@ -7,6 +7,7 @@ import { verifyJournal } from "../journal/verify.js";
 import { mayUseHost } from "../server/admission.js";
 import type { IdentityPolicy } from "../server/identities.js";
 import type { OpenedSession, OpenRequest, SessionFactory, SessionStore } from "../server/ports.js";
+import { ownerOf } from "../server/stored.js";
 import { TOOL_PROFILES, type ToolProfile } from "../tools/profiles.js";
 import { forkWithArtifacts } from "./commands/fork.js";
 import { validateSessionId } from "./commands/run.js";
@@ -51,7 +52,7 @@ async function openServed(request: OpenRequest, options: FactoryOptions): Promis
   validateSessionId(sessionId);
   const records = (await workspace.backend.exists(sessionId)) ? await workspace.backend.read(sessionId) : [];
   const recorded = records.length > 0 ? SessionState.from(records).header : undefined;
-  const owner = typeof recorded?.options?.identity === "string" ? recorded.options.identity : "local";
+  const owner = ownerOf(records);
   if (recorded && request.identity.policy.see_all !== true && owner !== request.identity.name)
     throw new RpcError(ErrorCode.NotFound, `no session ${sessionId}`, { code: "SESSION_NOT_FOUND" });
   const opts = request.options;

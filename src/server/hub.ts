@@ -1,12 +1,13 @@
 import { ErrorCode, RpcError } from "../api/errors.js";
-import type { ParsedParamsOf as ParamsOf, RunOptions } from "../api/methods.js";
+import type { ParsedParamsOf as ParamsOf, RunOptions, SessionSummary } from "../api/methods.js";
 import type { EngineListener } from "../engine/options.js";
 import type { AnyRecord } from "../journal/vocabulary.js";
 import { admitStart, admitWorkspace } from "./admission.js";
 import { type PendingApproval, WireApprover, type WireDecision } from "./approvals.js";
 import { canSee, type Identity } from "./identities.js";
 import { type Notification, NotificationFold, replay, type SessionStatus } from "./notifications.js";
-import type { OpenedSession, SessionFactory, SessionRun, SessionStore } from "./ports.js";
+import type { OpenedSession, SessionFactory, SessionRun } from "./ports.js";
+import { messageOf, notFound, ownerOf, StoredSessions } from "./stored.js";
 
 /** Where a subscriber's notifications go; `durable` ones carry seq and hash and can be replayed. */
 export type Sink = (notification: Notification, durable: boolean) => void;
@@ -32,14 +33,6 @@ export interface HubOptions {
   log: (line: string) => void;
 }
 
-/** The owner a session's journal names (sessions recorded outside the server: the local user). */
-export function ownerOf(records: readonly AnyRecord[]): string {
-  const first = records[0];
-  if (first?.type !== "session.started") return "local";
-  const identity = first.data.options?.identity;
-  return typeof identity === "string" ? identity : "local";
-}
-
 /**
  * Many sessions at once. Each hosted session has its own workspace and journal (an engine per
  * turn takes its writer lock), its own approver, and subscribers that get every durable record
@@ -48,11 +41,13 @@ export function ownerOf(records: readonly AnyRecord[]): string {
 export class SessionHub {
   readonly #sessions = new Map<string, Hosted>();
   readonly #sinks = new Map<string, Set<Sink>>();
-  /** Stores sessions were found in, by workspace path: session/read of a session at rest. */
-  readonly #stores = new Map<string, SessionStore>();
   #closing = false;
 
-  constructor(private readonly options: HubOptions) {}
+  readonly #stored: StoredSessions;
+
+  constructor(private readonly options: HubOptions) {
+    this.#stored = new StoredSessions(options.factory);
+  }
 
   /** Host a session (new or at rest); `sink` follows it from before its next record. */
   async start(
@@ -125,18 +120,10 @@ export class SessionHub {
   }
 
   async list(identity: Identity, params: ParamsOf<"session/list">) {
-    const sessions: {
-      session: string;
-      workspace: string;
-      identity: string;
-      status: SessionStatus;
-      goal?: string;
-      last_seq: number;
-      started_at?: string;
-    }[] = [];
+    const sessions: SessionSummary[] = [];
     const seen = new Set<string>();
     if (params.workspace !== undefined) await admitWorkspace(identity, params.workspace);
-    const store = await this.#store(params.workspace);
+    const store = await this.#stored.store(params.workspace);
     for (const hosted of this.#sessions.values()) {
       if (!canSee(identity, hosted.owner)) continue;
       if (params.workspace !== undefined && store?.workspace !== hosted.opened.workspace) continue;
@@ -147,42 +134,11 @@ export class SessionHub {
         identity: hosted.owner,
         status: hosted.status,
         ...(hosted.goal !== undefined ? { goal: hosted.goal } : {}),
-        last_seq: hosted.fold.lastSeq,
+        last_seq: Math.max(hosted.fold.lastSeq, 0),
         ...(hosted.startedAt !== undefined ? { started_at: hosted.startedAt } : {}),
       });
     }
-    if (store) {
-      for (const id of await store.backend.list()) {
-        if (seen.has(id)) continue;
-        let records: readonly AnyRecord[];
-        try {
-          records = (await store.backend.readReport(id)).records;
-        } catch {
-          if (identity.policy.see_all)
-            sessions.push({
-              session: id,
-              workspace: store.workspace ?? "",
-              identity: "unknown",
-              status: "unknown",
-              last_seq: 0,
-            });
-          continue;
-        }
-        const owner = ownerOf(records);
-        if (!canSee(identity, owner)) continue;
-        const fold = new NotificationFold(id);
-        for (const record of records) fold.next(record);
-        const header = records[0]?.type === "session.started" ? records[0] : undefined;
-        sessions.push({
-          session: id,
-          workspace: store.workspace ?? "",
-          identity: owner,
-          status: fold.ended ?? (records.length > 0 ? "idle" : "unknown"),
-          ...(header?.type === "session.started" ? { goal: header.data.goal, started_at: header.time } : {}),
-          last_seq: fold.lastSeq,
-        });
-      }
-    }
+    if (store) sessions.push(...(await this.#stored.summaries(identity, store, seen)));
     return { sessions };
   }
 
@@ -466,55 +422,10 @@ export class SessionHub {
     return hosted;
   }
 
-  async #store(workspace: string | undefined): Promise<SessionStore | undefined> {
-    let store: SessionStore | undefined;
-    try {
-      store = await this.options.factory.store(workspace);
-    } catch (error) {
-      throw new RpcError(ErrorCode.InvalidParams, messageOf(error));
-    }
-    if (store?.workspace !== undefined) this.#stores.set(store.workspace, store);
-    return store;
-  }
-
   /** A session's records and store, if this identity may see it (else not found: existence never leaks). */
-  async #records(
-    identity: Identity,
-    session: string,
-  ): Promise<{ records: AnyRecord[]; store: SessionStore }> {
+  #records(identity: Identity, session: string) {
     const hosted = this.#sessions.get(session);
-    const candidates: SessionStore[] = [];
-    if (hosted) {
-      if (!canSee(identity, hosted.owner)) throw notFound(session);
-      const store = await this.#store(hosted.opened.workspace);
-      // Hosted before its first record (started without a goal): nothing to read yet.
-      if (store && !(await store.backend.exists(session))) return { records: [], store };
-      if (store) candidates.push(store);
-    } else {
-      const fallback = await this.#store(undefined);
-      if (fallback) candidates.push(fallback);
-      candidates.push(...this.#stores.values());
-    }
-    for (const store of candidates) {
-      if (!(await store.backend.exists(session).catch(() => false))) continue;
-      let records: AnyRecord[];
-      try {
-        records = await store.backend.read(session);
-      } catch (error) {
-        if (!identity.policy.see_all) throw notFound(session);
-        throw new RpcError(ErrorCode.InternalError, `cannot read session ${session}: ${messageOf(error)}`);
-      }
-      if (!canSee(identity, ownerOf(records))) throw notFound(session);
-      return { records, store };
-    }
-    throw notFound(session);
+    if (hosted && !canSee(identity, hosted.owner)) throw notFound(session);
+    return this.#stored.find(identity, session, hosted?.opened.workspace);
   }
-}
-
-function notFound(session: string): RpcError {
-  return new RpcError(ErrorCode.NotFound, `no session ${session}`, { code: "SESSION_NOT_FOUND" });
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

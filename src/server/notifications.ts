@@ -98,14 +98,10 @@ export class NotificationFold {
       params: { ...base, ...extra },
     });
     switch (record.type) {
-      case "session.started":
-        this.#turn = 1;
-        this.#ended = undefined;
-        return note("turn/started", { turn: 1, input: record.data.goal });
       case "user.input": {
+        // Every turn starts with a user.input, the goal's (turn 1) right after session.started:
+        // that record is the turn's start, so a client reading from seq 1 sees turn 1 begin.
         const turn = record.data.turn ?? this.#turn + 1;
-        // The goal's own user.input follows session.started, which already started turn 1.
-        if (turn <= this.#turn) return note("session/record", {});
         this.#turn = turn;
         this.#ended = undefined;
         return note("turn/started", { turn, input: record.data.text });

@@ -148,6 +148,11 @@ async function call(
     case "session/compact":
       return hub.compact(identity, request.params);
     case "shutdown":
+      // Over HTTP the server is shared: only an identity that sees every session may stop them all.
+      if (connection.transport === "http" && identity.policy.see_all !== true)
+        throw new RpcError(ErrorCode.Forbidden, "shutdown needs an identity with see_all", {
+          code: "FORBIDDEN",
+        });
       setImmediate(() => info.shutdown());
       return {};
   }

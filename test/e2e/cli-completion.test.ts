@@ -29,7 +29,7 @@ describe("harness completion", () => {
     const script = join(await tempDir(), "harness.bash");
     await writeFile(script, printed.stdout);
     expect(completeInBash(script, ["harness", "ru"])).toEqual(["run"]);
-    expect(completeInBash(script, ["harness", "se"])).toEqual(["sessions"]);
+    expect(completeInBash(script, ["harness", "ses"])).toEqual(["sessions"]);
     expect(completeInBash(script, ["harness", "run", "--wor"])).toEqual(["--workspace"]);
     expect(completeInBash(script, ["harness", "run", "--max-"])).toEqual([
       "--max-model-requests",

@@ -260,6 +260,7 @@ describe("harness serve --http", () => {
       }[];
       expect(bobList.map((s) => s.session)).toEqual([bobSession]);
       expect(await openEvents(server.url, alice, bobSession).status).toBe(404);
+      expect((await rpc(server.url, alice, "shutdown", {})).body.error?.code).toBe(-32004);
       expect((await rpc(server.url, bob, "session/read", { session: bobSession })).body.result?.session).toBe(
         bobSession,
       );

@@ -54,7 +54,8 @@ describe("harness serve --stdio", () => {
         journal.map((r) => r.hash),
       );
       const methods = notes.map((m) => m.json.method);
-      expect(methods[0]).toBe("turn/started");
+      // session.started, then the goal's user.input, which starts turn 1.
+      expect(methods.slice(0, 2)).toEqual(["session/record", "turn/started"]);
       expect(methods.filter((m) => m === "turn/started")).toHaveLength(1);
       expect(methods.at(-1)).toBe("turn/completed");
       const tools = notes.filter((m) => m.json.method === "item/completed" && itemKind(m) === "tool");
@@ -280,5 +281,64 @@ describe("harness serve --stdio", () => {
     const spawned = ofType(journal, "process.spawned")[0];
     const pgid = spawned?.data.pgid as number;
     expect(() => process.kill(-pgid, 0)).toThrow();
+  }, 60_000);
+
+  it("turns over the wire: a second turn, a turn already running conflicts, steer, interrupt, fork and compact", async () => {
+    const workspace = await workspaceWith({});
+    const script = await jsonScript([
+      { text: "first" },
+      { text: "", calls: [{ id: "s1", name: "shell", arguments: { command: "sleep 2" } }] },
+      { text: "after the steer" },
+      { text: "", calls: [{ id: "s2", name: "shell", arguments: { command: "sleep 60" } }] },
+    ]);
+    const server = new StdioServer(serverEnv(await serverConfig()));
+    try {
+      const session = (await server.call("session/start", { workspace, options: { script, shell: true } }))
+        .result?.session as string;
+      expect((await server.call("turn/start", { session, input: "say hi" })).result).toEqual({
+        session,
+        turn: 1,
+      });
+      await server.waitFor((m) => m.json.method === "turn/completed" && m.json.params?.turn === 1);
+      expect((await server.call("turn/start", { session, input: "sleep a bit" })).result).toEqual({
+        session,
+        turn: 2,
+      });
+      await server.waitFor((m) => m.json.method === "item/started" && itemKind(m) === "tool");
+      expect((await server.call("turn/start", { session, input: "again" })).error?.code).toBe(-32003);
+      expect((await server.call("turn/steer", { session, input: "also say bye" })).result).toEqual({});
+      await server.waitFor((m) => m.json.method === "turn/completed" && m.json.params?.turn === 2);
+      const journal = await readJournal(workspace, session);
+      expect(ofType(journal, "user.steered").map((r) => r.data.text)).toEqual(["also say bye"]);
+      expect(ofType(journal, "steer.delivered")).toHaveLength(1);
+
+      await server.call("turn/start", { session, input: "sleep long" });
+      await server.waitFor(
+        (m) =>
+          (m.json.params?.record as { type?: string } | undefined)?.type === "process.spawned" &&
+          m.json.params?.session === session,
+      );
+      expect((await server.call("turn/interrupt", { session })).result).toEqual({});
+      const interrupted = await server.waitFor(
+        (m) => m.json.method === "turn/completed" && m.json.params?.turn === 3,
+      );
+      expect(interrupted.json.params?.status).toBe("interrupted");
+
+      const fork = await server.call("session/fork", { session });
+      const child = fork.result?.session as string;
+      expect(child).not.toBe(session);
+      const childRecords = (await server.call("session/read", { session: child })).result?.records as {
+        type: string;
+      }[];
+      expect(childRecords.some((r) => r.type === "session.forked")).toBe(true);
+
+      const compacted = await server.call("session/compact", { session, instructions: "keep it short" });
+      const summaries = ofType(await readJournal(workspace, session), "context.compacted");
+      expect(summaries).toHaveLength(1);
+      expect(compacted.result).toEqual({ summary: summaries[0]?.data.summary });
+      expect(String(summaries[0]?.data.summary).length).toBeGreaterThan(0);
+    } finally {
+      expect((await server.close()).code).toBe(0);
+    }
   }, 60_000);
 });

@@ -1,0 +1,116 @@
+import { ErrorCode, RpcError } from "../api/errors.js";
+import type { SessionSummary } from "../api/methods.js";
+import type { AnyRecord } from "../journal/vocabulary.js";
+import { canSee, type Identity } from "./identities.js";
+import { NotificationFold } from "./notifications.js";
+import type { SessionFactory, SessionStore } from "./ports.js";
+
+/** The owner a session's journal names (sessions recorded outside the server: the local user). */
+export function ownerOf(records: readonly AnyRecord[]): string {
+  const first = records[0];
+  if (first?.type !== "session.started") return "local";
+  const identity = first.data.options?.identity;
+  return typeof identity === "string" ? identity : "local";
+}
+
+export function notFound(session: string): RpcError {
+  return new RpcError(ErrorCode.NotFound, `no session ${session}`, { code: "SESSION_NOT_FOUND" });
+}
+
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * Sessions at rest: journals in a workspace (or the database) that this server may not be
+ * hosting. Every read verifies the journal; a session an identity may not see is "not found".
+ */
+export class StoredSessions {
+  /** Stores sessions were found in, by workspace path: a later session/read looks there too. */
+  readonly #stores = new Map<string, SessionStore>();
+
+  constructor(private readonly factory: SessionFactory) {}
+
+  /** A workspace's store, or (undefined) the server's default; undefined when there is none. */
+  async store(workspace: string | undefined): Promise<SessionStore | undefined> {
+    let store: SessionStore | undefined;
+    try {
+      store = await this.factory.store(workspace);
+    } catch (error) {
+      throw new RpcError(ErrorCode.InvalidParams, messageOf(error));
+    }
+    if (store?.workspace !== undefined) this.#stores.set(store.workspace, store);
+    return store;
+  }
+
+  /** The summaries of a store's sessions this identity may see, except those in `skip`. */
+  async summaries(
+    identity: Identity,
+    store: SessionStore,
+    skip: ReadonlySet<string>,
+  ): Promise<SessionSummary[]> {
+    const out: SessionSummary[] = [];
+    const workspace = store.workspace ?? "";
+    for (const id of await store.backend.list()) {
+      if (skip.has(id)) continue;
+      let records: readonly AnyRecord[];
+      try {
+        records = (await store.backend.readReport(id)).records;
+      } catch {
+        if (identity.policy.see_all)
+          out.push({ session: id, workspace, identity: "unknown", status: "unknown", last_seq: 0 });
+        continue;
+      }
+      const owner = ownerOf(records);
+      if (!canSee(identity, owner)) continue;
+      const fold = new NotificationFold(id);
+      for (const record of records) fold.next(record);
+      const header = records[0]?.type === "session.started" ? records[0] : undefined;
+      out.push({
+        session: id,
+        workspace,
+        identity: owner,
+        status: fold.ended ?? (records.length > 0 ? "idle" : "unknown"),
+        ...(header?.type === "session.started" ? { goal: header.data.goal, started_at: header.time } : {}),
+        last_seq: Math.max(fold.lastSeq, 0),
+      });
+    }
+    return out;
+  }
+
+  /**
+   * A session's records and store, if this identity may see it. `hostedIn`: the workspace of a
+   * session this server hosts (it may have no journal yet); otherwise the default store and every
+   * store seen so far are searched.
+   */
+  async find(
+    identity: Identity,
+    session: string,
+    hostedIn: string | undefined,
+  ): Promise<{ records: AnyRecord[]; store: SessionStore }> {
+    const candidates: SessionStore[] = [];
+    if (hostedIn !== undefined) {
+      const store = await this.store(hostedIn);
+      // Hosted before its first record (started without a goal): nothing to read yet.
+      if (store && !(await store.backend.exists(session))) return { records: [], store };
+      if (store) candidates.push(store);
+    } else {
+      const fallback = await this.store(undefined);
+      if (fallback) candidates.push(fallback);
+      candidates.push(...this.#stores.values());
+    }
+    for (const store of candidates) {
+      if (!(await store.backend.exists(session).catch(() => false))) continue;
+      let records: AnyRecord[];
+      try {
+        records = await store.backend.read(session);
+      } catch (error) {
+        if (!identity.policy.see_all) throw notFound(session);
+        throw new RpcError(ErrorCode.InternalError, `cannot read session ${session}: ${messageOf(error)}`);
+      }
+      if (!canSee(identity, ownerOf(records))) throw notFound(session);
+      return { records, store };
+    }
+    throw notFound(session);
+  }
+}

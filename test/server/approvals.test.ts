@@ -1,0 +1,88 @@
+import { describe, expect, it } from "vitest";
+import { ErrorCode } from "../../src/api/errors.js";
+import { catalogOf } from "../../src/cli/serve-factory.js";
+import type { ApprovalRequest } from "../../src/runtime/ports.js";
+import { WireApprover } from "../../src/server/approvals.js";
+import { TokenTable } from "../../src/server/identities.js";
+
+const request: ApprovalRequest = {
+  callId: "c1",
+  tool: "write_file",
+  arguments: { path: "a.txt" },
+  effect: "local_write",
+  callHash: "0".repeat(64),
+  subject: { kind: "path", value: "a.txt" } as unknown as ApprovalRequest["subject"],
+};
+
+describe("WireApprover", () => {
+  it("waits for an answer; accept_session allows for the session, by the answering identity", async () => {
+    const approver = new WireApprover(
+      "s",
+      () => ({ approval_id: "s:7" }),
+      () => {},
+    );
+    const answer = approver.request(request, new AbortController().signal);
+    expect(approver.pending).toEqual([{ approval_id: "s:7" }]);
+    approver.respond("s:7", "accept_session", "alice");
+    expect(await answer).toEqual({ decision: "allow", scope: "session", by: "identity:alice" });
+    expect(approver.pending).toEqual([]);
+    expect(() => approver.respond("s:7", "accept", "alice")).toThrow(
+      expect.objectContaining({ code: ErrorCode.Conflict }),
+    );
+  });
+
+  it("denies when the timeout passes or the turn is interrupted, never by itself otherwise", async () => {
+    const timed = new WireApprover(
+      "s",
+      () => ({ approval_id: "s:1" }),
+      () => {},
+      20,
+    );
+    expect(await timed.request(request, new AbortController().signal)).toEqual({
+      decision: "deny",
+      scope: "once",
+      by: "server",
+      reason: "approval timed out",
+    });
+    const controller = new AbortController();
+    const parked = new WireApprover(
+      "s",
+      () => ({ approval_id: "s:2" }),
+      () => {},
+    );
+    const answer = parked.request(request, controller.signal);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(parked.has("s:2")).toBe(true);
+    controller.abort();
+    expect(await answer).toMatchObject({ decision: "deny", reason: "the turn was interrupted" });
+    expect(
+      (
+        await new WireApprover(
+          "s",
+          () => undefined,
+          () => {},
+        ).request(request, AbortSignal.abort())
+      ).decision,
+    ).toBe("deny");
+  });
+});
+
+describe("identities", () => {
+  it("tokens name identities; an unknown, empty or missing token names none", () => {
+    const table = new TokenTable({ "token-aaaaaaaaaaaaaaaa": "alice", "token-bbbbbbbbbbbbbbbb": "bob" });
+    expect(table.identify("token-bbbbbbbbbbbbbbbb")).toBe("bob");
+    expect(table.identify("token-bbbbbbbbbbbbbbb")).toBeUndefined();
+    expect(table.identify("")).toBeUndefined();
+    expect(table.identify(undefined)).toBeUndefined();
+  });
+
+  it("an identity's catalog bounds the tools asked for, and a bare deny rule removes its tool", () => {
+    expect(catalogOf(undefined, {})).toBeUndefined();
+    expect(catalogOf("coding", { tools: "readonly" })).toBe("read_file,glob,grep,read_artifact");
+    expect(catalogOf(undefined, { deny: ["shell", "write_file(src/**)"] })).toBe(
+      "read_file,write_file,edit_file,glob,grep,read_artifact",
+    );
+    expect(catalogOf("read_file,shell", { tools: "coding", deny: ["shell"] })).toBe("read_file");
+    expect(() => catalogOf("shell-only", { deny: ["shell"] })).toThrow(/none of the tools/);
+  });
+});
