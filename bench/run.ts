@@ -2,6 +2,7 @@
 import { benchAcceptance } from "./acceptance.js";
 import { benchChat } from "./chat.js";
 import { benchContext } from "./context.js";
+import { benchEffects } from "./effects.js";
 import { benchFleet } from "./fleet.js";
 import { benchGrep } from "./grep.js";
 import { benchJournal } from "./journal.js";
@@ -29,6 +30,7 @@ const sections: [string, () => Promise<BenchRow[]> | BenchRow[]][] = [
   ["chat: Enter to first streamed character, idle CPU (issue 14)", benchChat],
   ["grep and glob vs ripgrep on a 50k-file tree (issue 17)", benchGrep],
   ["fleet: sessions through the PostgreSQL queue, 1 vs 4 workers (issue 16)", benchFleet],
+  ["workspace effects: tree compared around a shell call on a 50k-file tree (issue 18)", benchEffects],
 ];
 
 const json = process.argv.includes("--json");

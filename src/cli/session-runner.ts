@@ -70,16 +70,19 @@ function workspaceEffects(
   artifacts: FileArtifactStore,
   excludes: readonly string[],
 ) {
+  const warn = (message: string) =>
+    process.stderr.write(`harness: workspace record: ${escapeForTerminal(message)}\n`);
   const tree = new TreeSnapshot({
     root: workspace.root,
     stateDir: workspace.harnessDir,
     excludes,
+    warn,
     progress: (done, hashed) => {
       if (!output.quiet)
         process.stderr.write(`harness: recording the workspace: ${done} files listed, ${hashed} hashed\n`);
     },
   });
-  return new WorkspaceEffects(tree, artifacts);
+  return new WorkspaceEffects(tree, artifacts, warn);
 }
 
 /** The engine options of a CLI session: its setup, workspace, task and limits (one place for every embedder). */

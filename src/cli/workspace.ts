@@ -4,6 +4,7 @@ import { FileJournalBackend } from "../journal/file-store.js";
 import { prepareStateDir } from "../journal/state-dir.js";
 import { sha256Hex } from "../shared/hash.js";
 import { DiskWorkspaceFs } from "../workspace/disk-fs.js";
+import { TreeSnapshot } from "../workspace/tree-snapshot.js";
 import { UsageError } from "./usage-error.js";
 
 export interface OpenedWorkspace {
@@ -49,6 +50,12 @@ export async function openSession(dir: string | undefined, sessionId: string): P
     throw new UsageError(`no session "${sessionId}" in ${workspace.root} (list them with: harness sessions)`);
   }
   return workspace;
+}
+
+/** The workspace recording's kept copies of file contents (`.harness/objects`), each checked against its hash. */
+export function keptObjects(workspace: OpenedWorkspace): (hash: string) => Uint8Array | undefined {
+  const snapshot = new TreeSnapshot({ root: workspace.root, stateDir: workspace.harnessDir });
+  return (hash) => snapshot.object(hash);
 }
 
 /** A sortable, unique, readable session id: 20261130-064233-a1b2c3. */

@@ -203,7 +203,7 @@ export class Engine {
     if (resuming && this.options.input !== undefined) await beginTurn(run, this.options.input);
     else if (this.state.outcome?.kind === "finished") return recheckFinished(run);
     // What changed since the journal last looked (a person, another process, a call lost in a crash).
-    if (resuming) await this.options.runtime.effects?.outside(this.effectsJournal());
+    if (resuming) await this.options.runtime.effects?.outside(this.effectsJournal(), { full: true });
 
     const model = new ModelStep(run);
     let runtime = this.createRuntime();

@@ -17,8 +17,6 @@ import type { TreeSnapshot } from "../workspace/tree-snapshot.js";
 export interface EffectsJournal {
   record(events: AnyNewEvent[]): Promise<void>;
   nextSeq(): number;
-  /** Told when a before-content could not be kept (its object was lost): the record still says what changed. */
-  warn?(message: string): void;
 }
 
 export type ChangeSource = EventData<"workspace.changed">["source"];
@@ -40,10 +38,14 @@ const SAVE_EVERY = 2_000;
  */
 export class WorkspaceEffects {
   private expected: Manifest | undefined;
+  /** Paths where the record moved on without a snapshot (file tools) since the last comparison. */
+  private since = new Set<string>();
 
   constructor(
     private readonly tree: TreeSnapshot,
     private readonly artifacts: ArtifactStore,
+    /** Told when a before-content could not be kept (its object was lost): the record still says what changed. */
+    private readonly warn: (message: string) => void = () => undefined,
   ) {}
 
   /** What `workspace.base` lists as excluded. */
@@ -58,7 +60,7 @@ export class WorkspaceEffects {
   async start(records: readonly AnyRecord[], journal: EffectsJournal): Promise<void> {
     const base = records.find((r) => r.type === "workspace.base");
     if (base === undefined) {
-      const manifest = this.tree.take();
+      const manifest = await this.tree.snapshot({ full: true });
       const ref = await this.artifacts.put(manifestBytes(manifest));
       this.tree.save();
       this.expected = manifest;
@@ -83,13 +85,14 @@ export class WorkspaceEffects {
 
   /**
    * Compare the tree with the record and journal what no call made (a person, another process, a
-   * call whose outcome is unknown after a crash) as `source: "outside"`.
+   * call whose outcome is unknown after a crash) as `source: "outside"`. `full`: read the whole
+   * tree, not only what change notifications named (a turn's start).
    */
-  async outside(journal: EffectsJournal): Promise<void> {
+  async outside(journal: EffectsJournal, options: { full?: boolean } = {}): Promise<void> {
     if (this.expected === undefined) return;
-    const found = this.compare();
+    const found = await this.compare(options.full ?? false);
     if (found === undefined) return;
-    await this.keepBefores(found, journal);
+    await this.keepBefores(found);
     await journal.record([this.event(`outside:${journal.nextSeq()}`, { source: "outside", change: found })]);
   }
 
@@ -106,9 +109,9 @@ export class WorkspaceEffects {
     await this.outside(journal);
     const value = await run();
     if (this.expected === undefined) return { value };
-    const change = this.compare();
+    const change = await this.compare(false);
     if (change === undefined) return { value };
-    await this.keepBefores(change, journal);
+    await this.keepBefores(change);
     return { value, found: { source, change } };
   }
 
@@ -126,6 +129,7 @@ export class WorkspaceEffects {
     };
     if (isEmptyChange(kept)) return undefined;
     this.expected = applyChange(this.expected, kept, { strict: false });
+    for (const { path } of [...kept.created, ...kept.modified, ...kept.deleted]) this.since.add(path);
     return kept;
   }
 
@@ -134,28 +138,36 @@ export class WorkspaceEffects {
     return { type: "workspace.changed", data: { call_id: callId, source: found.source, ...found.change } };
   }
 
-  /** Save the stat cache (at the end of a run; a crash only costs rehashing). */
+  /** Save the stat cache (at the end of a run; a crash only costs rehashing) and stop watching. */
   close(): void {
     this.tree.save();
+    this.tree.close();
   }
 
   /** The difference between the tree now and the record, which then becomes the record. */
-  private compare(): ChangeSet | undefined {
-    const now = this.tree.take();
+  private async compare(full: boolean): Promise<ChangeSet | undefined> {
+    const now = await this.tree.snapshot({ full });
+    // The same tree object: no notification since the record was last compared.
+    if (now === this.expected) return undefined;
     if (this.tree.unsavedChanges >= SAVE_EVERY) this.tree.save();
-    const change = diffManifests(this.expected as Manifest, now);
+    // After a partial read, only the paths read again can differ from the last snapshot; the record
+    // equals that snapshot unless a file tool moved it on, so its paths are compared too.
+    const touched = this.tree.lastTouched;
+    const paths = touched ? [...touched, ...this.since] : undefined;
+    const change = diffManifests(this.expected as Manifest, now, paths);
+    this.since = new Set();
     this.expected = now;
     return isEmptyChange(change) ? undefined : change;
   }
 
   /** Every replaced content into the session's artifacts (fsynced there) before a record names it. */
-  private async keepBefores(change: ChangeSet, journal: EffectsJournal): Promise<void> {
+  private async keepBefores(change: ChangeSet): Promise<void> {
     for (const hash of beforeHashes(change)) {
       const bytes = this.tree.object(hash);
       if (bytes === undefined) {
         // Already kept (a file tool put it) or lost: only a lost one is worth a warning.
         if ((await this.artifacts.read(hash).catch(() => undefined)) === undefined) {
-          journal.warn?.(
+          this.warn(
             `the content ${hash.slice(0, 12)} replaced in the workspace was not kept; it cannot be restored`,
           );
         }

@@ -21,6 +21,8 @@ export interface UndoInput {
   /** The session's journal, open for writing: its writer lock keeps the session's own runs out. */
   writer: JournalWriter;
   artifacts: ArtifactStore;
+  /** Content the workspace's recording kept outside the artifacts (its object store), checked against the hash. */
+  kept?: (hash: string) => Uint8Array | undefined;
   /** Ignored when an earlier undo of this session was interrupted: that one is finished instead. */
   target: UndoTarget;
   dryRun: boolean;
@@ -127,7 +129,7 @@ async function restoreOne(input: UndoInput, step: PlanStep): Promise<StepOutcome
     if (!sameEntry(now.entry, step.expect)) return conflict(conflictReason(step.expect, now.entry));
     let bytes: Uint8Array | undefined;
     if (step.restore !== null && !("link" in step.restore)) {
-      bytes = await input.artifacts.read(step.restore.hash);
+      bytes = (await input.artifacts.read(step.restore.hash)) ?? input.kept?.(step.restore.hash);
       if (bytes === undefined)
         return conflict("its earlier content is not in the session's artifacts; left alone");
     }

@@ -11,12 +11,17 @@ export class MaterializeError extends CodedError<"CONTENT_UNKNOWN"> {
  * Write `tree` into the directory `into` (which the caller made sure is empty): every symlink,
  * and every file with its exact bytes and exec bit. A file's bytes come from the session's
  * artifacts (every content a recorded change replaced is there) or, for one unchanged since, from
- * the workspace itself when its file still has that hash; otherwise the tree cannot be rebuilt
+ * the recording's kept copies, or the workspace itself when its file still has that hash; otherwise the tree cannot be rebuilt
  * (CONTENT_UNKNOWN, naming the path).
  */
 export async function materializeTree(
   tree: Manifest,
-  sources: { artifacts: ArtifactStore; workspaceRoot: string },
+  sources: {
+    artifacts: ArtifactStore;
+    /** The workspace recording's kept copies (its object store), checked against the hash. */
+    kept?: (hash: string) => Uint8Array | undefined;
+    workspaceRoot: string;
+  },
   into: string,
 ): Promise<{ files: number; bytes: number }> {
   let files = 0;
@@ -26,7 +31,7 @@ export async function materializeTree(
       await putEntry(into, path, entry);
       continue;
     }
-    let content = await sources.artifacts.read(entry.hash);
+    let content = (await sources.artifacts.read(entry.hash)) ?? sources.kept?.(entry.hash);
     if (content === undefined) {
       const now = await currentEntry(sources.workspaceRoot, path).catch(() => ({
         entry: null,

@@ -178,16 +178,24 @@ export function applyChange(
 const byPath = (a: { path: string }, b: { path: string }): number =>
   a.path < b.path ? -1 : a.path > b.path ? 1 : 0;
 
-/** What turns `before` into `after`, each list sorted by path. */
-export function diffManifests(before: Manifest, after: Manifest): ChangeSet {
+/**
+ * What turns `before` into `after`, each list sorted by path. `paths`: only these can differ (the
+ * rest is known to be equal), so only they are compared.
+ */
+export function diffManifests(before: Manifest, after: Manifest, paths?: Iterable<string>): ChangeSet {
   const change: ChangeSet = { created: [], modified: [], deleted: [] };
-  for (const [path, entry] of after) {
+  const compare = (path: string): void => {
     const old = before.get(path);
-    if (old === undefined) change.created.push({ path, after: entry });
+    const entry = after.get(path);
+    if (entry === undefined) {
+      if (old !== undefined) change.deleted.push({ path, before: old });
+    } else if (old === undefined) change.created.push({ path, after: entry });
     else if (!sameEntry(old, entry)) change.modified.push({ path, before: old, after: entry });
-  }
-  for (const [path, entry] of before) {
-    if (!after.has(path)) change.deleted.push({ path, before: entry });
+  };
+  if (paths !== undefined) for (const path of new Set(paths)) compare(path);
+  else {
+    for (const path of after.keys()) compare(path);
+    for (const path of before.keys()) if (!after.has(path)) compare(path);
   }
   change.created.sort(byPath);
   change.modified.sort(byPath);

@@ -44,6 +44,11 @@ export class TreeExcludes {
     return this.names.has(name) || this.paths.has(rel);
   }
 
+  /** Whether `rel` is excluded if it is a directory. */
+  excludesDirPath(rel: string): boolean {
+    return this.excludesDir(rel, rel.slice(rel.lastIndexOf("/") + 1));
+  }
+
   /** Whether any part of `rel` is excluded: for changes reported by a tool rather than found by a walk. */
   excludes(rel: string): boolean {
     const segments = rel.split("/");

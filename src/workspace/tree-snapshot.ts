@@ -16,8 +16,9 @@ import {
 import path from "node:path";
 import { errnoCode } from "../shared/errno.js";
 import { sha256Hex } from "../shared/hash.js";
-import type { Entry, Manifest } from "./manifest.js";
+import { type Entry, isManifestPath, type Manifest } from "./manifest.js";
 import { TreeExcludes } from "./tree-excludes.js";
+import { settleNotifications, TreeWatch } from "./tree-watch.js";
 
 /**
  * The workspace tree as a manifest, fast enough to take before and after every shell call.
@@ -38,6 +39,8 @@ import { TreeExcludes } from "./tree-excludes.js";
 const CACHE_VERSION = 1;
 /** A hash taken less than this after the file's ctime is not trusted on the next walk. */
 const RACY_MS = 100;
+/** What one read may hold (Node's limit for a whole-file read). */
+const MAX_FILE_BYTES = 2 ** 31 - 1;
 
 interface Cached {
   size: number;
@@ -59,6 +62,8 @@ export interface SnapshotStats {
   /** Names that could not be recorded: unreadable, or not valid UTF-8. */
   skipped: string[];
   ms: number;
+  /** Everything read, only the paths notifications named, or nothing (no notification). */
+  walk: "full" | "partial" | "none";
 }
 
 export interface TreeSnapshotOptions {
@@ -72,11 +77,31 @@ export interface TreeSnapshotOptions {
   progress?(done: number, hashed: number): void;
   /** Clock, for tests. */
   now?(): number;
+  /** Told what could not be done (a copy not kept); the snapshot goes on. */
+  warn?(message: string): void;
+  /** Use change notifications to read only what changed (default true; false: walk every time). */
+  watch?: boolean;
+}
+
+/** One snapshot in progress. */
+interface Walk {
+  now(): number;
+  stats: SnapshotStats;
+  began: number;
+  lastReport: number;
+  manifest: Map<string, Entry>;
+  seen: Map<string, Cached>;
+  /** In a partial walk, every path read again or dropped: the only ones that can differ. */
+  touched?: Set<string>;
 }
 
 export class TreeSnapshot {
   readonly excludes: TreeExcludes;
   private cache = new Map<string, Cached>();
+  /** The tree at the last snapshot, which notifications are relative to. */
+  private current: Map<string, Entry> | undefined;
+  private readonly watch: TreeWatch;
+  private touched: ReadonlySet<string> | undefined;
   private loaded = false;
   private unsaved = 0;
   private readonly objects: string;
@@ -85,83 +110,171 @@ export class TreeSnapshot {
 
   constructor(private readonly options: TreeSnapshotOptions) {
     this.excludes = new TreeExcludes(options.excludes ?? []);
+    this.watch = new TreeWatch(options.watch ?? true);
     this.objects = path.join(options.stateDir, "objects");
     this.cacheFile = path.join(options.stateDir, "tree-cache.json");
   }
 
-  /** The tree now. Synchronous file system calls: an async call per file costs ten times as much. */
-  take(): Manifest {
+  /**
+   * The tree now, once notifications already queued have arrived. `full`: walk everything even
+   * when the watches say only some paths (or none) changed (a turn's start, a session's base).
+   */
+  async snapshot(options: { full?: boolean } = {}): Promise<Manifest> {
+    await settleNotifications();
+    return this.take(options);
+  }
+
+  /**
+   * The tree as of the notifications received so far. Synchronous file system calls: an async
+   * call per file costs several times as much, and a walk must not interleave with other work.
+   */
+  take(options: { full?: boolean } = {}): Manifest {
     this.load();
-    const began = Date.now();
-    const now = this.options.now ?? Date.now;
-    const manifest = new Map<string, Entry>();
-    const seen = new Map<string, Cached>();
-    const stats: SnapshotStats = { entries: 0, hashed: 0, skipped: [], ms: 0 };
-    let lastReport = began;
-    const visit = (dir: string, prefix: string): void => {
-      let names: string[];
-      try {
-        names = readdirSync(dir);
-      } catch (error) {
-        if (errnoCode(error) === "EACCES" || errnoCode(error) === "ENOENT") {
-          if (prefix !== "") stats.skipped.push(prefix.slice(0, -1));
-          return;
-        }
-        throw error;
-      }
-      for (const name of names) {
-        const rel = prefix + name;
-        // A name that is not UTF-8 cannot be written down as a path; it is left out, and said so.
-        if (name.includes("\ufffd")) {
-          stats.skipped.push(rel);
-          continue;
-        }
-        const abs = `${dir}/${name}`;
-        let st: Stats;
-        try {
-          st = lstatSync(abs);
-        } catch (error) {
-          if (errnoCode(error) === "ENOENT") continue;
-          throw error;
-        }
-        if (st.isDirectory()) {
-          if (!this.excludes.excludesDir(rel, name)) visit(abs, `${rel}/`);
-          continue;
-        }
-        if (!st.isFile() && !st.isSymbolicLink()) continue;
-        if (this.excludes.excludesFile(rel, name)) continue;
-        const cached = this.cache.get(rel);
-        let entry: Cached | undefined;
-        if (cached && !cached.racy && sameStat(cached, st)) entry = cached;
-        else {
-          entry = this.hash(abs, st, now());
-          if (entry === undefined) {
-            stats.skipped.push(rel);
-            continue;
-          }
-          stats.hashed += 1;
-          this.unsaved += 1;
-        }
-        seen.set(rel, entry);
-        stats.entries += 1;
-        manifest.set(
-          rel,
-          entry.link !== undefined
-            ? { link: entry.link }
-            : { hash: entry.hash as string, size: entry.size, exec: (entry.mode & 0o100) !== 0 },
-        );
-        if (this.options.progress && stats.hashed > 0 && Date.now() - lastReport > 1000) {
-          lastReport = Date.now();
-          this.options.progress(stats.entries, stats.hashed);
-        }
-      }
+    const walk: Walk = {
+      now: this.options.now ?? Date.now,
+      stats: { entries: 0, hashed: 0, skipped: [], ms: 0, walk: "full" },
+      began: Date.now(),
+      lastReport: Date.now(),
+      manifest: new Map(),
+      seen: new Map(),
     };
-    visit(this.options.root, "");
-    if (seen.size !== this.cache.size) this.unsaved += 1;
-    this.cache = seen;
-    stats.ms = Date.now() - began;
-    this.last = stats;
-    return manifest;
+    const changed = this.watch.take();
+    // Notifications about what is never recorded (harness's own state dir) need no reading.
+    const paths = [...changed.paths]
+      .filter(
+        (rel) => isManifestPath(rel) && !this.excludes.excludes(rel) && !this.excludes.excludesDirPath(rel),
+      )
+      .sort();
+    if (this.current !== undefined && !changed.everything && !options.full) {
+      walk.stats.walk = paths.length === 0 ? "none" : "partial";
+      walk.manifest = paths.length === 0 ? this.current : new Map(this.current);
+      walk.seen = this.cache;
+      walk.touched = new Set();
+      for (const rel of paths) this.refresh(rel, walk);
+    } else {
+      let root: Stats;
+      try {
+        root = lstatSync(this.options.root);
+      } catch {
+        throw new Error(`the workspace ${this.options.root} cannot be read`);
+      }
+      this.visit(this.options.root, "", root.ino, walk);
+      if (walk.seen.size !== this.cache.size) this.unsaved += 1;
+    }
+    this.cache = walk.seen;
+    this.current = walk.manifest;
+    this.touched = walk.touched;
+    walk.stats.entries = walk.manifest.size;
+    walk.stats.ms = Date.now() - walk.began;
+    this.last = walk.stats;
+    return walk.manifest;
+  }
+
+  /**
+   * After a snapshot that read only what notifications named: the paths that may differ from the
+   * snapshot before it. Undefined after a full walk (anything may differ).
+   */
+  get lastTouched(): ReadonlySet<string> | undefined {
+    return this.touched;
+  }
+
+  /** Stop watching the tree (the end of a session). */
+  close(): void {
+    this.watch.close();
+    this.current = undefined;
+  }
+
+  /** Read one directory and everything below it into the walk. */
+  private visit(dir: string, prefix: string, ino: number, walk: Walk): void {
+    this.watch.watch(prefix.slice(0, -1), dir, ino);
+    let names: string[];
+    try {
+      names = readdirSync(dir);
+    } catch (error) {
+      if (errnoCode(error) === "EACCES" || errnoCode(error) === "ENOENT" || errnoCode(error) === "ENOTDIR") {
+        if (prefix !== "") walk.stats.skipped.push(prefix.slice(0, -1));
+        return;
+      }
+      throw error;
+    }
+    for (const name of names) this.entry(`${dir}/${name}`, prefix + name, name, walk);
+  }
+
+  /** One name found in a directory (or named by a notification): recorded, walked into, or left out. */
+  private entry(abs: string, rel: string, name: string, walk: Walk): void {
+    // A name that is not UTF-8 cannot be written down as a path; it is left out, and said so.
+    if (name.includes("\ufffd")) {
+      walk.stats.skipped.push(rel);
+      return;
+    }
+    let st: Stats;
+    try {
+      st = lstatSync(abs);
+    } catch (error) {
+      if (errnoCode(error) === "ENOENT" || errnoCode(error) === "ENOTDIR") return;
+      throw error;
+    }
+    if (st.isDirectory()) {
+      if (!this.excludes.excludesDir(rel, name)) this.visit(abs, `${rel}/`, st.ino, walk);
+      return;
+    }
+    if (!st.isFile() && !st.isSymbolicLink()) return;
+    if (this.excludes.excludesFile(rel, name)) return;
+    const cached = this.cache.get(rel);
+    let entry: Cached | undefined;
+    if (cached && !cached.racy && sameStat(cached, st)) entry = cached;
+    else {
+      entry = this.hash(abs, st, walk.now());
+      if (entry === undefined) {
+        walk.stats.skipped.push(rel);
+        return;
+      }
+      walk.stats.hashed += 1;
+      this.unsaved += 1;
+    }
+    walk.seen.set(rel, entry);
+    walk.touched?.add(rel);
+    walk.manifest.set(
+      rel,
+      entry.link !== undefined
+        ? { link: entry.link }
+        : { hash: entry.hash as string, size: entry.size, exec: (entry.mode & 0o100) !== 0 },
+    );
+    if (this.options.progress && walk.stats.hashed > 0 && Date.now() - walk.lastReport > 1000) {
+      walk.lastReport = Date.now();
+      this.options.progress(walk.manifest.size, walk.stats.hashed);
+    }
+  }
+
+  /**
+   * A path a notification named: whatever was recorded at or below it is dropped, and what is
+   * there now is read again (a directory walked whole; unchanged files keep their cached hash).
+   */
+  private refresh(rel: string, walk: Walk): void {
+    // Only a path that was a directory (it was watched) can have entries below it.
+    const wasDirectory = this.watch.watching(rel);
+    const dropped: string[] = [];
+    if (wasDirectory) {
+      const below = `${rel}/`;
+      for (const path of walk.manifest.keys()) if (path.startsWith(below)) dropped.push(path);
+    }
+    if (walk.manifest.has(rel)) dropped.push(rel);
+    for (const path of dropped) {
+      walk.manifest.delete(path);
+      walk.touched?.add(path);
+    }
+    const name = rel.slice(rel.lastIndexOf("/") + 1);
+    const abs = `${this.options.root}/${rel}`;
+    let directory = false;
+    try {
+      directory = lstatSync(abs).isDirectory();
+    } catch {
+      // gone: nothing below it is watched any more
+    }
+    if (wasDirectory && !directory) this.watch.unwatchUnder(rel);
+    this.entry(abs, rel, name, walk);
+    for (const path of dropped) if (!walk.manifest.has(path)) walk.seen.delete(path);
+    if (dropped.length > 0) this.unsaved += 1;
   }
 
   /** A kept copy of content the tree held, checked against its hash; undefined when not kept. */
@@ -239,14 +352,22 @@ export class TreeSnapshot {
     const racy = now - st.ctimeMs < RACY_MS;
     try {
       if (st.isSymbolicLink()) return { ...base, link: readlinkSync(abs), racy };
+      // A file too large to read whole (over 2 GiB) is left out and said so, like an unreadable one.
+      if (st.size > MAX_FILE_BYTES) return undefined;
       const bytes = readFileSync(abs);
       const hash = sha256Hex(bytes);
-      this.keep(hash, bytes);
+      try {
+        this.keep(hash, bytes);
+      } catch (error) {
+        // No room to keep a copy: the hash still records what the file was; its bytes cannot be restored.
+        this.options.warn?.(`could not keep a copy of ${hash.slice(0, 12)} (${errnoCode(error) ?? "error"})`);
+      }
       // The bytes read are what the hash says; the size recorded is theirs too.
       return { ...base, size: bytes.byteLength, hash, racy: racy || bytes.byteLength !== st.size };
     } catch (error) {
       const code = errnoCode(error);
-      if (code === "EACCES" || code === "ENOENT" || code === "EISDIR") return undefined;
+      if (code === "EACCES" || code === "ENOENT" || code === "EISDIR" || code === "ERR_FS_FILE_TOO_LARGE")
+        return undefined;
       throw error;
     }
   }

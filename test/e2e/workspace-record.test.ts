@@ -76,7 +76,8 @@ async function userEnv(): Promise<NodeJS.ProcessEnv> {
   return cliEnv(home, { HARNESS_KEY_FILE: join(await tempDir("harness-record-key-"), "journal.key") });
 }
 
-function changes(records: readonly JournalLine[]) {
+/** The workspace.changed records with their seq (their data as the journal holds it). */
+function changes(records: readonly JournalLine[]): ({ seq: number } & Record<string, unknown>)[] {
   return ofType(records, "workspace.changed").map((r) => ({ seq: r.seq, ...r.data }));
 }
 

@@ -96,6 +96,16 @@ describe("diffManifests and applyChange", () => {
     expect(beforeHashes(change)).toEqual([h("g"), h("m"), h("old")].sort());
   });
 
+  it("compared at given paths only, it finds what differs there and nothing elsewhere", () => {
+    const full = diffManifests(a, b);
+    expect(diffManifests(a, b, ["edit", "gone", "new/file", "ln", "mode", "keep", "absent"])).toEqual(full);
+    expect(diffManifests(a, b, ["gone"])).toEqual({
+      created: [],
+      modified: [],
+      deleted: [{ path: "gone", before: file("g") }],
+    });
+  });
+
   it("a rename is a delete and a create", () => {
     const before = tree({ "old/name": file("x") });
     const after = tree({ "new/name": file("x") });

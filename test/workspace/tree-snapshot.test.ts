@@ -34,8 +34,8 @@ function workspace(files: Record<string, string | Buffer>): string {
 /** A clock well after every file's ctime: no entry is "racy", so only a stat change causes a rehash. */
 const later = () => Date.now() + 60_000;
 
-function snapshotter(root: string, excludes: string[] = []) {
-  return new TreeSnapshot({ root, stateDir: join(root, ".harness"), excludes, now: later });
+function snapshotter(root: string, excludes: string[] = [], watch = false) {
+  return new TreeSnapshot({ root, stateDir: join(root, ".harness"), excludes, now: later, watch });
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -80,38 +80,9 @@ describe("TreeSnapshot", () => {
     expect(tree.object(sha256Hex("kept\n"))).toBeUndefined();
   });
 
-  it("hashes only what changed, and finds a same-size edit whose mtime was put back (touch -r)", async () => {
-    const root = workspace({ "a.txt": "aaaa", "b.txt": "bbbb" });
-    const tree = snapshotter(root);
-    const first = tree.take();
-    expect(tree.last?.hashed).toBe(2);
-    expect(tree.take()).toEqual(first);
-    expect(tree.last?.hashed).toBe(0);
-
-    const before = statSync(join(root, "a.txt"), { bigint: true });
-    const reference = join(workspace({}), "reference");
-    execFileSync("touch", ["-r", join(root, "a.txt"), reference]);
-    await sleep(30); // past the file system clock's tick, so the write gets a new ctime
-    writeFileSync(join(root, "a.txt"), "AAAA");
-    execFileSync("touch", ["-r", reference, join(root, "a.txt")]);
-    const restored = statSync(join(root, "a.txt"), { bigint: true });
-    expect(restored.mtimeNs).toBe(before.mtimeNs);
-    expect(restored.size).toBe(before.size);
-    expect(restored.ino).toBe(before.ino);
-    const after = tree.take();
-    expect(tree.last?.hashed).toBe(1);
-    expect(diffManifests(first, after).modified).toEqual([
-      {
-        path: "a.txt",
-        before: { hash: sha256Hex("aaaa"), size: 4, exec: false },
-        after: { hash: sha256Hex("AAAA"), size: 4, exec: false },
-      },
-    ]);
-  });
-
   it("a file hashed in the same clock tick as its last change is hashed again next time", () => {
     const root = workspace({ "a.txt": "x" });
-    const tree = new TreeSnapshot({ root, stateDir: join(root, ".harness") });
+    const tree = new TreeSnapshot({ root, stateDir: join(root, ".harness"), watch: false });
     tree.take();
     tree.take();
     expect(tree.last?.hashed).toBe(1);
@@ -150,5 +121,97 @@ describe("TreeSnapshot", () => {
     expect(tree.excludes.patterns).toEqual([".git/", ".harness/", "node_modules/", "build/out/"]);
     expect(tree.excludes.excludes("pkg/node_modules/z.js")).toBe(true);
     expect(tree.excludes.excludes("src/a.ts")).toBe(false);
+  });
+});
+
+describe.each([
+  { watch: false, label: "by stat alone" },
+  { watch: true, label: "with change notifications" },
+])("TreeSnapshot $label", ({ watch }) => {
+  it("hashes only what changed, and finds a same-size edit whose mtime was put back (touch -r)", async () => {
+    const root = workspace({ "a.txt": "aaaa", "b.txt": "bbbb" });
+    const tree = snapshotter(root, [], watch);
+    const first = await tree.snapshot();
+    expect(tree.last?.hashed).toBe(2);
+    expect(await tree.snapshot()).toEqual(first);
+    expect(tree.last?.hashed).toBe(0);
+    expect(tree.last?.walk).toBe(watch ? "none" : "full");
+
+    const before = statSync(join(root, "a.txt"), { bigint: true });
+    const reference = join(workspace({}), "reference");
+    execFileSync("touch", ["-r", join(root, "a.txt"), reference]);
+    await sleep(30); // past the file system clock's tick, so the write gets a new ctime
+    writeFileSync(join(root, "a.txt"), "AAAA");
+    execFileSync("touch", ["-r", reference, join(root, "a.txt")]);
+    const restored = statSync(join(root, "a.txt"), { bigint: true });
+    expect(restored.mtimeNs).toBe(before.mtimeNs);
+    expect(restored.size).toBe(before.size);
+    expect(restored.ino).toBe(before.ino);
+    const after = await tree.snapshot();
+    expect(tree.last?.hashed).toBe(1);
+    expect(tree.last?.walk).toBe(watch ? "partial" : "full");
+    tree.close();
+    expect(diffManifests(first, after).modified).toEqual([
+      {
+        path: "a.txt",
+        before: { hash: sha256Hex("aaaa"), size: 4, exec: false },
+        after: { hash: sha256Hex("AAAA"), size: 4, exec: false },
+      },
+    ]);
+  });
+});
+
+describe("TreeSnapshot with change notifications", () => {
+  it("reads nothing when nothing changed, only what changed otherwise, and agrees with a full walk", async () => {
+    const root = workspace({ "a/one.txt": "1", "a/deep/two.txt": "2", "b/three.txt": "3", "c.txt": "c" });
+    const tree = snapshotter(root, [], true);
+    const before = await tree.snapshot();
+    await tree.snapshot();
+    expect(tree.last).toMatchObject({ walk: "none", hashed: 0 });
+
+    writeFileSync(join(root, "c.txt"), "changed");
+    rmSync(join(root, "a/deep"), { recursive: true });
+    mkdirSync(join(root, "new/dir"), { recursive: true });
+    writeFileSync(join(root, "new/dir/file.txt"), "new");
+    execFileSync("mv", [join(root, "b"), join(root, "b2")]);
+    writeFileSync(join(root, "b2/four.txt"), "4");
+    chmodSync(join(root, "a/one.txt"), 0o755);
+    const partial = await tree.snapshot();
+    expect(tree.last?.walk).toBe("partial");
+    const full = snapshotter(root).take();
+    expect(Object.fromEntries(partial)).toEqual(Object.fromEntries(full));
+    expect([...partial.keys()].sort()).toEqual([
+      "a/one.txt",
+      "b2/four.txt",
+      "b2/three.txt",
+      "c.txt",
+      "new/dir/file.txt",
+    ]);
+    expect(partial.get("a/one.txt")).toMatchObject({ exec: true });
+    // What a partial read says may differ covers everything that does.
+    const differs = diffManifests(before, partial);
+    const touched = tree.lastTouched ?? new Set<string>();
+    for (const { path } of [...differs.created, ...differs.modified, ...differs.deleted])
+      expect(touched.has(path)).toBe(true);
+    expect(diffManifests(before, partial, touched)).toEqual(differs);
+
+    // A directory created after the last walk is watched too.
+    writeFileSync(join(root, "new/dir/file.txt"), "newer");
+    expect((await tree.snapshot()).get("new/dir/file.txt")).toEqual({
+      hash: sha256Hex("newer"),
+      size: 5,
+      exec: false,
+    });
+    expect(tree.last?.walk).toBe("partial");
+    tree.close();
+  });
+
+  it("a full snapshot reads everything whatever the notifications say", async () => {
+    const root = workspace({ "a.txt": "a" });
+    const tree = snapshotter(root, [], true);
+    await tree.snapshot();
+    await tree.snapshot({ full: true });
+    expect(tree.last?.walk).toBe("full");
+    tree.close();
   });
 });

@@ -2,6 +2,7 @@ import { Engine } from "../../engine/engine.js";
 import type { EngineListener, RunSummary } from "../../engine/options.js";
 import type { AnyRecord } from "../../journal/vocabulary.js";
 import { forkWithArtifacts } from "../commands/fork.js";
+import { undoSession, undoSummary } from "../commands/undo.js";
 import { type SessionRun, sessionEngineOptions } from "../session-runner.js";
 import { newSessionId } from "../workspace.js";
 
@@ -32,6 +33,8 @@ export interface ChatSession {
   sessions(): Promise<readonly string[]>;
   /** /fork: continue in a new session holding this one's history (this one stays as it is); its id. */
   fork(): Promise<string>;
+  /** /undo: put the workspace's files back as they were before the last turn; what happened, in words. */
+  undo(): Promise<string>;
   /** End the session's resources (MCP servers). */
   close(): Promise<void>;
 }
@@ -104,6 +107,12 @@ export class EngineChatSession implements ChatSession {
     await forkWithArtifacts(workspace, parent, child, undefined);
     this.#run = { ...this.#run, sessionId: child };
     return child;
+  }
+
+  async undo(): Promise<string> {
+    const report = await undoSession(this.#run.workspace, this.sessionId, { kind: "last-turn" }, false);
+    const conflicts = report.outcomes.flatMap((o) => (o.outcome === "conflict" ? [o.path] : []));
+    return conflicts.length > 0 ? `${undoSummary(report)}: ${conflicts.join(", ")}` : undoSummary(report);
   }
 
   async close(): Promise<void> {

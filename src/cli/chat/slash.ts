@@ -21,6 +21,7 @@ const HELP: readonly [string, string][] = [
   ["/model", "the model this session talks to"],
   ["/sessions", "the sessions recorded in this workspace"],
   ["/fork", "continue from here in a new session (the journal stays as it is)"],
+  ["/undo", "put the files back as they were before the last turn (changed since: left alone)"],
   ["/quit", "leave the chat (also Ctrl-D on an empty input, or Ctrl-C twice)"],
 ];
 
@@ -88,6 +89,14 @@ export async function runSlash(text: string, context: SlashContext): Promise<voi
         );
         return;
       }
+      case "/undo":
+        if (!betweenTurns()) return;
+        if (!session.started) {
+          say("nothing to undo yet: the session starts with your first message");
+          return;
+        }
+        ui.line(note(style, "ok", await session.undo()));
+        return;
       default:
         ui.line(note(style, "warn", "unknown command ", name, "; try /help"));
     }

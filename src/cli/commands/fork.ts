@@ -8,7 +8,7 @@ import { ReplayError, recordedBase, replayTree } from "../../undo/replay.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { UsageError } from "../usage-error.js";
-import { newSessionId, type OpenedWorkspace, openSession, openWorkspace } from "../workspace.js";
+import { keptObjects, newSessionId, type OpenedWorkspace, openSession, openWorkspace } from "../workspace.js";
 import { validateSessionId } from "./run.js";
 
 const HELP = `Usage: harness fork SESSION [--at SEQ] [--into DIR] [--workspace DIR] [--session NEW_ID] [--json]
@@ -144,7 +144,7 @@ async function forkInto(
     const { tree } = await recordedBase(records, artifacts);
     const written = await materializeTree(
       replayTree(tree, records, forked.at_seq),
-      { artifacts, workspaceRoot: workspace.root },
+      { artifacts, kept: keptObjects(workspace), workspaceRoot: workspace.root },
       dir,
     );
     return { ...forked, ...written };

@@ -7,6 +7,7 @@ import { repairJournal } from "../../journal/repair.js";
 import { assessTrust } from "../../journal/trust.js";
 import type { AnyRecord, EventData } from "../../journal/vocabulary.js";
 import { escapeForTerminal, jsonForTerminal } from "../../shared/terminal-text.js";
+import { beforeHashes } from "../../workspace/manifest.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { type JournalSource, openSessionSource } from "../journal-source.js";
@@ -44,7 +45,10 @@ is for clearing it without resuming. A lock held by a live process is never remo
 removes a lock whose owner cannot be checked from here (e.g. another host) once you have made
 sure nothing is using the session. Exit 0 when unlocked, 5 when refused.`;
 
-/** Ids of every `artifact: {id}` a tool result names (its own, and those in its data, e.g. a command's streams). */
+/**
+ * Ids of every `artifact: {id}` a tool result names (its own, and those in its data, e.g. a
+ * command's streams), and what the workspace record keeps (base manifest, before-content).
+ */
 export function referencedArtifacts(records: readonly AnyRecord[]): string[] {
   const ids: string[] = [];
   const visit = (value: unknown): void => {
@@ -62,7 +66,12 @@ export function referencedArtifacts(records: readonly AnyRecord[]): string[] {
       else visit(inner);
     }
   };
-  for (const record of records) if (record.type === "tool.result") visit(record.data);
+  for (const record of records) {
+    if (record.type === "tool.result") visit(record.data);
+    // The workspace record: its base manifest, and the bytes every change replaced (what an undo restores).
+    else if (record.type === "workspace.base") ids.push(record.data.manifest);
+    else if (record.type === "workspace.changed") ids.push(...beforeHashes(record.data));
+  }
   return ids;
 }
 

@@ -7,7 +7,7 @@ import { parse, positiveInt } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { LAST_OPTION, sessionFromArgs } from "../session-id.js";
 import { UsageError } from "../usage-error.js";
-import type { OpenedWorkspace } from "../workspace.js";
+import { keptObjects, type OpenedWorkspace } from "../workspace.js";
 
 const HELP = `Usage: harness undo SESSION [--to CALL_ID | --turn N | --seq N] [--dry-run] [--workspace DIR] [--json]
 
@@ -74,7 +74,8 @@ export async function undoSession(
   const writer = await workspace.backend.openWriter(sessionId, { create: false });
   try {
     const artifacts = new FileArtifactStore(join(workspace.sessionDir(sessionId), "artifacts"));
-    return await runUndo({ root: workspace.root, writer, artifacts, target, dryRun });
+    const kept = keptObjects(workspace);
+    return await runUndo({ root: workspace.root, writer, artifacts, kept, target, dryRun });
   } catch (error) {
     if (error instanceof UndoTargetError) throw new UsageError(error.message);
     throw error;

@@ -1,0 +1,72 @@
+import { readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import {
+  ensureBuilt,
+  jsonScript,
+  ofType,
+  readJournal,
+  removeTempDirs,
+  tempDir,
+  workspaceWith,
+} from "./helpers.js";
+import { TmuxSession } from "./tmux.js";
+
+/** /undo in the chat, driven in a real pseudo-terminal: the files on disk and the journal judge it. */
+describe("the chat's /undo", () => {
+  let config: string;
+  const sessions: TmuxSession[] = [];
+
+  beforeAll(async () => {
+    ensureBuilt();
+    config = join(await tempDir("harness-chat-undo-config-"), "config.json");
+    await writeFile(config, "{}");
+  });
+  afterEach(() => {
+    for (const session of sessions.splice(0)) session.kill();
+  });
+  afterAll(removeTempDirs);
+
+  it("puts the last turn's file changes back and says how many", async () => {
+    const workspace = await workspaceWith({ "hello.txt": "hello wrld\n" });
+    const script = await jsonScript([
+      { calls: [{ id: "r1", name: "read_file", arguments: { path: "hello.txt" } }] },
+      {
+        calls: [
+          { id: "w1", name: "write_file", arguments: { path: "new.txt", content: "made by the agent\n" } },
+          {
+            id: "e1",
+            name: "edit_file",
+            arguments: { path: "hello.txt", old_text: "wrld", new_text: "world" },
+          },
+        ],
+      },
+      { text: "Done.", calls: [] },
+    ]);
+    const session = new TmuxSession(workspace, ["chat", "--script", script, "--write", "allow"], {
+      HARNESS_CONFIG: config,
+      HARNESS_KEY_FILE: process.env.HARNESS_KEY_FILE ?? "",
+      TERM: "xterm-256color",
+    });
+    sessions.push(session);
+    session.start();
+    await session.waitFor("/help for keys and commands");
+    session.type("fix it");
+    session.press("Enter");
+    const done = await session.waitFor("Done.");
+    const id = /session (\S+) ·/.exec(done)?.[1] ?? "";
+    await session.waitFor("Ctrl-D exits");
+    expect(await readFile(join(workspace, "hello.txt"), "utf8")).toBe("hello world\n");
+    session.type("/undo");
+    session.press("Enter");
+    await session.waitFor(/restored 2 file\(s\) \(undo it with --to undo:\w+\)/);
+    expect(await readFile(join(workspace, "hello.txt"), "utf8")).toBe("hello wrld\n");
+    await expect(readFile(join(workspace, "new.txt"))).rejects.toThrow(/ENOENT/);
+    session.press("C-d");
+    await session.waitFor("[exited 0]");
+    const journal = await readJournal(workspace, id);
+    expect(ofType(journal, "undo.finished").map((r) => r.data)).toEqual([
+      { undo_id: expect.any(String), restored: 2, conflicts: [] },
+    ]);
+  });
+});

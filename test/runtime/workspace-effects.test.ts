@@ -1,0 +1,148 @@
+import { writeFileSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { FileArtifactStore } from "../../src/artifacts/file-store.js";
+import { WorkspaceEffects } from "../../src/runtime/workspace-effects.js";
+import { sha256Hex } from "../../src/shared/hash.js";
+import { createFileTools } from "../../src/tools/builtin.js";
+import { defineTool } from "../../src/tools/tool.js";
+import { TreeSnapshot } from "../../src/workspace/tree-snapshot.js";
+import { run, tempWorkspace, type Workspace } from "../support/session.js";
+
+/**
+ * The runtime records what every process-running call changed (compared before and after), and
+ * journals a change made between calls by someone else as `outside` before the call, never as the
+ * call's own.
+ */
+
+const spaces: Workspace[] = [];
+afterEach(async () => {
+  for (const ws of spaces.splice(0)) await ws.cleanup();
+});
+
+/** A process_execution tool that writes files the way a command would (not through the workspace fs). */
+function commandTool(root: string) {
+  return defineTool<{ files: Record<string, string> }>({
+    name: "command",
+    description: "Writes the given files the way a shell command would.",
+    version: "1",
+    input: z.strictObject({ files: z.record(z.string(), z.string()) }),
+    effect: "process_execution",
+    idempotency: "non_idempotent",
+    timeoutMs: 10_000,
+    resources: () => ({ exclusive: true }),
+    concurrencySafe: () => false,
+    async execute(args) {
+      for (const [path, text] of Object.entries(args.files)) writeFileSync(join(root, path), text);
+      return { summary: "wrote", content: "wrote" };
+    },
+  });
+}
+
+function effectsFor(ws: Workspace, excludes: string[] = []) {
+  const tree = new TreeSnapshot({ root: ws.root, stateDir: join(ws.root, ".harness"), excludes });
+  return new WorkspaceEffects(tree, new FileArtifactStore(join(ws.root, ".harness/sessions/s/artifacts")));
+}
+
+const file = (text: string) => ({ hash: sha256Hex(text), size: Buffer.byteLength(text), exec: false });
+
+describe("WorkspaceEffects in the runtime", () => {
+  it("attributes a change made while the model was thinking to outside, and the call's own to the call", async () => {
+    const ws = await tempWorkspace({ "a.txt": "a0" });
+    spaces.push(ws);
+    const script = (_messages: unknown, step: number) => {
+      if (step === 0)
+        return { calls: [{ id: "c1", name: "command", arguments: { files: { "a.txt": "a1" } } }] };
+      if (step === 1) {
+        // A person saves a file while the next reply is being written.
+        writeFileSync(join(ws.root, "person.txt"), "by hand");
+        return { calls: [{ id: "c2", name: "command", arguments: { files: { "a.txt": "a2" } } }] };
+      }
+      return { text: "done" };
+    };
+    await run(ws, {
+      script,
+      tools: [...createFileTools(), commandTool(ws.root)],
+      approver: { request: async () => ({ decision: "allow", scope: "once", by: "test" }) },
+      runtime: { effects: effectsFor(ws) },
+    });
+    const records = await ws.journal();
+    const changed = records.filter((r) => r.type === "workspace.changed");
+    const outsideSeq = changed[1]!.seq;
+    expect(changed.map((r) => r.data)).toEqual([
+      {
+        call_id: "c1",
+        source: "shell",
+        created: [],
+        modified: [{ path: "a.txt", before: file("a0"), after: file("a1") }],
+        deleted: [],
+      },
+      {
+        call_id: `outside:${outsideSeq}`,
+        source: "outside",
+        created: [{ path: "person.txt", after: file("by hand") }],
+        modified: [],
+        deleted: [],
+      },
+      {
+        call_id: "c2",
+        source: "shell",
+        created: [],
+        modified: [{ path: "a.txt", before: file("a1"), after: file("a2") }],
+        deleted: [],
+      },
+    ]);
+    // The outside change is journaled after c2's intent and before anything c2 did.
+    const started = records.find((r) => r.type === "tool.started" && r.data.call_id === "c2")!;
+    expect(outsideSeq).toBeGreaterThan(started.seq);
+    expect(outsideSeq).toBe(records.indexOf(changed[1]!));
+    for (const text of ["a0", "a1"]) {
+      expect(
+        (await readFile(join(ws.root, ".harness/sessions/s/artifacts", sha256Hex(text)))).toString(),
+      ).toBe(text);
+    }
+  });
+
+  it("a file tool's write under a configured exclude is not recorded; one elsewhere is", async () => {
+    const ws = await tempWorkspace({});
+    spaces.push(ws);
+    const script = (_messages: unknown, step: number) =>
+      step === 0
+        ? {
+            calls: [
+              { id: "w1", name: "write_file", arguments: { path: "gen/out.txt", content: "generated" } },
+              { id: "w2", name: "write_file", arguments: { path: "src/kept.txt", content: "kept" } },
+            ],
+          }
+        : { text: "done" };
+    await run(ws, { script, runtime: { effects: effectsFor(ws, ["gen/"]) } });
+    const records = await ws.journal();
+    expect(records.find((r) => r.type === "workspace.base")?.data).toMatchObject({
+      files: 0,
+      excluded: [".git/", ".harness/", "gen/"],
+    });
+    expect(records.filter((r) => r.type === "workspace.changed").map((r) => r.data)).toEqual([
+      {
+        call_id: "w2",
+        source: "tool",
+        created: [{ path: "src/kept.txt", after: file("kept") }],
+        modified: [],
+        deleted: [],
+      },
+    ]);
+  });
+
+  it("records nothing without a workspace record (an embedder that did not ask for one)", async () => {
+    const ws = await tempWorkspace({});
+    spaces.push(ws);
+    const script = (_messages: unknown, step: number) =>
+      step === 0
+        ? { calls: [{ id: "w1", name: "write_file", arguments: { path: "x.txt", content: "x" } }] }
+        : { text: "done" };
+    await run(ws, { script });
+    const types = (await ws.journal()).map((r) => r.type);
+    expect(types.filter((t) => t.startsWith("workspace."))).toEqual([]);
+  });
+});
