@@ -5,7 +5,7 @@ import { encodeLine } from "../api/framing.js";
 import type { SessionHub } from "./hub.js";
 import type { Identity, IdentityPolicy, TokenTable } from "./identities.js";
 import type { Notification } from "./notifications.js";
-import { PAGE_CSP, serverPage } from "./page.js";
+import { SERVER_PAGE_CSP, serverPage } from "./page.js";
 import { answer, type Connection, decodeBody, errorLine, type ServerInfo } from "./rpc.js";
 
 /** The largest POST /rpc body taken. */
@@ -138,7 +138,7 @@ export async function serveHttp(hub: SessionHub, options: HttpOptions): Promise<
     if (url.pathname === "/" && req.method === "GET") {
       res.writeHead(200, {
         "content-type": "text/html; charset=utf-8",
-        "content-security-policy": PAGE_CSP,
+        "content-security-policy": SERVER_PAGE_CSP,
         "x-content-type-options": "nosniff",
         "referrer-policy": "no-referrer",
         "cache-control": "no-store",

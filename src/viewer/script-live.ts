@@ -116,7 +116,7 @@ function startLive() {
       card.dataset.approval = a.id;
       const head = el("div", "head");
       head.appendChild(el("span", "title", a.tool));
-      head.appendChild(el("span", "meta", a.effect));
+      head.appendChild(el("span", "meta", "effect: " + a.effect));
       card.appendChild(head);
       card.appendChild(callBody(a.tool, a.args));
       const buttons = el("div", "buttons");

@@ -174,7 +174,7 @@ class Timeline {
     return card;
   }
   badge(card, status) {
-    card.badge.className = "status " + status;
+    card.badge.className = "status " + String(status).replace(/[^a-z_]/g, "_");
     card.badge.textContent = status;
   }
   on_tool_started(d, r, t) {

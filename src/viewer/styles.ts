@@ -34,10 +34,10 @@ pre { white-space: pre-wrap; overflow-wrap: anywhere; margin: .3em 0; font: 12.5
 .item.error, .item.outcome.stopped, .item.outcome.cancelled, .item.outcome.review_required { border-left-color: var(--err); }
 .item.ok, .item.outcome.verified { border-left-color: var(--ok); }
 .item.outcome .title { font-size: 1.05em; }
-.status, .session-status { font-size: .85em; padding: 0 .4em; border-radius: 3px; border: 1px solid currentColor; }
+.status, .session-status { font-size: .85em; padding: 0 .4em; border-radius: 3px; border: 1px solid currentColor; white-space: nowrap; margin-left: .4em; }
 .status.ok, .status.approved, .session-status.verified, .session-status.finished { color: var(--ok); }
 .status.error, .status.denied, .status.declined, .status.timeout, .status.cancelled, .status.unknown, .status.invalid { color: var(--err); }
-.status.running, .status.proposed, .status.awaiting, .session-status.running, .session-status.awaiting_approval { color: var(--warn); }
+.status.running, .status.proposed, .status.awaiting_approval, .session-status.running, .session-status.awaiting_approval { color: var(--warn); }
 .path { font-family: ui-monospace, monospace; font-size: .9em; }
 .diff .line { display: block; }
 .diff .add { background: var(--add); }
@@ -47,6 +47,8 @@ pre { white-space: pre-wrap; overflow-wrap: anywhere; margin: .3em 0; font: 12.5
 #approvals { border: 2px solid var(--warn); border-radius: 6px; padding: .4em .8em; margin: .6em 0; }
 #approvals h3 { margin: .2em 0; font-size: 1em; }
 .approval { border-top: 1px solid var(--line); padding: .4em 0; }
+.approval .head { display: flex; gap: .6em; align-items: baseline; }
+.approval .title { font-weight: 600; }
 .buttons { display: flex; gap: .5em; }
 .buttons button { font: inherit; padding: .25em .8em; cursor: pointer; }
 #error { color: var(--err); margin: .4em 1em; }

@@ -150,7 +150,7 @@ describe("harness report", () => {
     await page.close();
   }, 90_000);
 
-  it("refuses a directory as -o, and a missing -o, with usage errors that say what to do", async () => {
+  it("refuses a directory as -o, and a missing -o, with usage errors that say what to do; --last names the latest session", async () => {
     const { workspace, session } = await recordedSession();
     const dir = await tempDir();
     await mkdir(join(dir, "sub"));
@@ -160,6 +160,10 @@ describe("harness report", () => {
     const missing = await harness(["report", session, "-w", workspace]);
     expect(missing.code).toBe(64);
     expect(missing.stderr).toContain("-o report.html");
+    const last = await harness(["report", "--last", "-w", workspace, "-o", join(dir, "last.html")]);
+    expect(last.code, last.stderr).toBe(0);
+    expect(last.stdout).toContain(`session ${session}`);
+    expect(await readFile(join(dir, "last.html"), "utf8")).toContain('id="harness-data"');
     const help = await harness(["report", "--help"]);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain("harness report SESSION [--workspace DIR] -o FILE");

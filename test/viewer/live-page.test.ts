@@ -169,6 +169,29 @@ describe("the live viewer page against a protocol server", () => {
     expect(await page.locator("#approvals button").count()).toBe(0);
   }, 60_000);
 
+  it("after the stream drops, the browser reconnects with Last-Event-ID and the page shows each record once", async () => {
+    startedSession("s-drop", "keep going");
+    await page.goto(`${server.url}/?token=${server.token}&session=s-drop`);
+    await expect.poll(timelineText).toContain("Model request · step 1");
+    expect(await page.locator("#timeline li").count()).toBe(2);
+    server.drop("s-drop");
+    shellReply("s-drop", "c1", "make check");
+    await expect.poll(timelineText).toContain("$ make check");
+    expect(server.lastEventIds).toEqual([undefined, "s-drop:2"]);
+    // Replayed in full once more (a server that ignores Last-Event-ID): nothing is shown twice.
+    server.ignoreLastEventId = true;
+    server.drop("s-drop");
+    await expect.poll(() => server.lastEventIds.length).toBe(3);
+    server.append("s-drop", {
+      type: "run.finished",
+      time: now(),
+      data: { status: "unverified", answer: "ok" },
+    });
+    await expect.poll(timelineText).toContain("Outcome: unverified");
+    expect(await page.locator("#timeline li").count()).toBe(4);
+    expect(await page.locator("#timeline li.call").count()).toBe(1);
+  }, 60_000);
+
   it("renders a hostile goal and tool output as text: no element is created from them and no script runs", async () => {
     startedSession("s-xss", `fix ${IMG} ${CLOSE}`);
     shellReply("s-xss", "c1", `cat ${IMG}`);

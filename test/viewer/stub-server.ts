@@ -16,6 +16,12 @@ export interface StubServer {
   hits: string[];
   addSession(id: string, records: Omit<ViewerRecord, "seq">[]): void;
   append(id: string, record: Omit<ViewerRecord, "seq">): ViewerRecord;
+  /** End every open event stream of a session (the page's EventSource reconnects by itself). */
+  drop(id: string): void;
+  /** Replay every record on each connection, as a server that ignores Last-Event-ID would. */
+  ignoreLastEventId: boolean;
+  /** The Last-Event-ID header of each GET /events, in order (undefined: none sent). */
+  lastEventIds: (string | undefined)[];
   /** A transient notification (no seq, never replayed). */
   transient(id: string, method: string, params: Record<string, unknown>): void;
   close(): Promise<void>;
@@ -49,6 +55,7 @@ export async function startStubServer(token = "t0ken-for-tests"): Promise<StubSe
   const sessions = new Map<string, StubSession>();
   const received: StubServer["received"] = [];
   const hits: string[] = [];
+  const lastEventIds: (string | undefined)[] = [];
 
   const send = (session: string, record: ViewerRecord) => {
     for (const stream of sessions.get(session)?.streams ?? []) {
@@ -151,8 +158,11 @@ export async function startStubServer(token = "t0ken-for-tests"): Promise<StubSe
         return;
       }
       const last = req.headers["last-event-id"];
-      const after = typeof last === "string" ? Number(last.split(":")[1]) : -1;
+      lastEventIds.push(typeof last === "string" ? last : undefined);
+      const after = typeof last === "string" && !stub.ignoreLastEventId ? Number(last.split(":")[1]) : -1;
       res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-store" });
+      // Reconnect quickly after a drop (the browser's default wait is seconds).
+      res.write("retry: 100\n\n");
       for (const record of session.records) {
         if (record.seq > after) res.write(`id: ${id}:${record.seq}\ndata: ${notification(id, record)}\n\n`);
       }
@@ -165,11 +175,18 @@ export async function startStubServer(token = "t0ken-for-tests"): Promise<StubSe
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
 
-  return {
+  const stub: StubServer = {
     url: `http://127.0.0.1:${port}`,
+    ignoreLastEventId: false,
     token,
     received,
     hits,
+    lastEventIds,
+    drop(id) {
+      const session = sessions.get(id);
+      for (const stream of session?.streams ?? []) stream.end();
+      session?.streams.clear();
+    },
     addSession(id, records) {
       sessions.set(id, { records: [], streams: new Set() });
       for (const record of records) append(id, record);
@@ -185,4 +202,5 @@ export async function startStubServer(token = "t0ken-for-tests"): Promise<StubSe
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+  return stub;
 }
