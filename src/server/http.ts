@@ -156,10 +156,8 @@ export async function serveHttp(hub: SessionHub, options: HttpOptions): Promise<
   async function rpc(req: IncomingMessage, res: ServerResponse, identity: Identity): Promise<void> {
     const body = await readBody(req, MAX_RPC_BODY_BYTES);
     if (body === undefined) {
-      // Answered as soon as the limit is passed; the rest of the body is not waited for.
-      res.setHeader("connection", "close");
+      // Answered as soon as the limit is passed; the rest is discarded unread (readBody).
       json(res, 413, errorLine(null, new RpcError(ErrorCode.InvalidRequest, "request body over 4 MiB")));
-      res.on("finish", () => req.destroy());
       return;
     }
     const connection: Connection = { identity, transport: "http", subscriptions: new Map() };
@@ -284,6 +282,7 @@ function readBody(req: IncomingMessage, limit: number): Promise<string | undefin
   return new Promise((resolve, reject) => {
     const declared = Number(req.headers["content-length"]);
     if (Number.isFinite(declared) && declared > limit) {
+      req.resume();
       resolve(undefined);
       return;
     }
@@ -297,7 +296,7 @@ function readBody(req: IncomingMessage, limit: number): Promise<string | undefin
       }
       // Over the limit: stop buffering and answer now (an endless body never gets an answer otherwise).
       req.off("data", onData);
-      req.pause();
+      req.resume(); // flowing with no listener: the rest is dropped as it comes, never held
       resolve(undefined);
     };
     req.on("data", onData);
