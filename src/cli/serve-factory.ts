@@ -4,6 +4,7 @@ import type { RunOptions } from "../api/methods.js";
 import { Engine } from "../engine/engine.js";
 import { SessionState } from "../engine/state.js";
 import { verifyJournal } from "../journal/verify.js";
+import { mayUseHost } from "../server/admission.js";
 import type { IdentityPolicy } from "../server/identities.js";
 import type { OpenedSession, OpenRequest, SessionFactory, SessionStore } from "../server/ports.js";
 import { ownerOf } from "../server/stored.js";
@@ -63,6 +64,14 @@ async function openServed(request: OpenRequest, options: FactoryOptions): Promis
   const given = givenOf(opts, policy, recorded?.options?.tools);
   // Answers come over the wire: write and shell default to ask, as on a terminal.
   const flags = effectiveFlags(given, recorded?.options, true);
+  const commands = opts.accept ?? recorded?.acceptance ?? [];
+  // Acceptance commands run on the host unsandboxed: a resumed session's recorded ones too.
+  if (commands.length > 0 && !mayUseHost(request.identity))
+    throw new RpcError(
+      ErrorCode.Forbidden,
+      `forbidden for identity ${request.identity.name}: this session runs acceptance commands on the host (only an identity with "host": true may)`,
+      { code: "IDENTITY_FORBIDDEN" },
+    );
   const setup = await buildSetup({
     workspace,
     flags,
@@ -73,7 +82,6 @@ async function openServed(request: OpenRequest, options: FactoryOptions): Promis
     mcp: (line) => options.log(`session ${sessionId}: ${line}`),
   });
   for (const notice of setup.notices) options.log(`session ${sessionId}: note: ${notice}`);
-  const commands = opts.accept ?? recorded?.acceptance ?? [];
   const run: Omit<SessionRun, "json" | "events"> = {
     workspace,
     sessionId,

@@ -1,4 +1,4 @@
-import { join, resolve } from "node:path";
+import { isAbsolute, join, resolve } from "node:path";
 import { z } from "zod";
 import { McpConfigError, type McpServerDefinition, parseMcpServers } from "../mcp/config.js";
 import { type ModelProfile, modelProfilesSchema } from "../providers/config.js";
@@ -226,6 +226,10 @@ const serverSection = z.strictObject({
         deny: ruleList("deny").optional(),
         ask: ruleList("ask").optional(),
         see_all: z.boolean().optional(),
+        host: z.boolean().optional(),
+        workspaces: z
+          .array(z.string().refine((p) => isAbsolute(p) && !p.includes("\0"), "an absolute directory path"))
+          .optional(),
       }),
     )
     .optional(),

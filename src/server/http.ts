@@ -11,6 +11,10 @@ import { answer, type Connection, decodeBody, errorLine, type ServerInfo } from 
 /** The largest POST /rpc body taken. */
 export const MAX_RPC_BODY_BYTES = 4 * 1024 * 1024;
 const HEARTBEAT_MS = 15_000;
+/** Open event streams one identity may hold: a flood of them cannot starve the others. */
+export const MAX_STREAMS_PER_IDENTITY = 64;
+/** A client must send its request's headers within this (slowloris). */
+const HEADERS_TIMEOUT_MS = 10_000;
 
 /** Only this machine may connect (unless --allow-remote). */
 export function isLoopback(host: string): boolean {
@@ -47,13 +51,17 @@ export async function serveHttp(hub: SessionHub, options: HttpOptions): Promise<
     throw new Error(`${options.host} is not a loopback address: pass --allow-remote to listen on it`);
   const streams = new Set<ServerResponse>();
   let bound = { host: options.host, port: options.port };
-  const server = createServer((req, res) => {
-    void handle(req, res).catch((error: unknown) => {
-      options.log(`http: ${error instanceof Error ? error.message : String(error)}`);
-      if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
-      res.end(errorLine(null, new RpcError(ErrorCode.InternalError, "internal error")));
-    });
-  });
+  const open = new Map<string, number>();
+  const server = createServer(
+    { headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: 60_000, connectionsCheckingInterval: 1_000 },
+    (req, res) => {
+      void handle(req, res).catch((error: unknown) => {
+        options.log(`http: ${error instanceof Error ? error.message : String(error)}`);
+        if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
+        res.end(errorLine(null, new RpcError(ErrorCode.InternalError, "internal error")));
+      });
+    },
+  );
 
   function allowedHost(header: string | undefined): boolean {
     if (options.allowRemote) return true;
@@ -64,11 +72,25 @@ export async function serveHttp(hub: SessionHub, options: HttpOptions): Promise<
     return names.has(header.toLowerCase());
   }
 
+  /** A browser names the page's origin on cross-origin requests: only the server's own is taken. */
+  function sameOrigin(req: IncomingMessage): boolean {
+    const origin = req.headers.origin;
+    if (origin === undefined) return true;
+    try {
+      return new URL(origin).host === (req.headers.host ?? "").toLowerCase();
+    } catch {
+      return false;
+    }
+  }
+
   function identify(req: IncomingMessage, url: URL): Identity | undefined {
     const header = req.headers.authorization;
     const bearer =
       typeof header === "string" && /^Bearer /i.test(header) ? header.slice(7).trim() : undefined;
-    const name = options.tokens.identify(bearer ?? url.searchParams.get("token") ?? undefined);
+    // ?token= only where a header cannot be set (the page's GET and its EventSource): a POST
+    // from another origin can carry a query but never an Authorization header without a preflight.
+    const query = req.method === "GET" ? url.searchParams.get("token") : null;
+    const name = options.tokens.identify(bearer ?? query ?? undefined);
     return name === undefined ? undefined : { name, policy: options.policyOf(name) };
   }
 
@@ -83,6 +105,17 @@ export async function serveHttp(hub: SessionHub, options: HttpOptions): Promise<
         res,
         421,
         errorLine(null, new RpcError(ErrorCode.Forbidden, "this Host is not the server's loopback address")),
+      );
+      return;
+    }
+    if (!sameOrigin(req)) {
+      json(
+        res,
+        403,
+        errorLine(
+          null,
+          new RpcError(ErrorCode.Forbidden, "a page of another origin may not call this server"),
+        ),
       );
       return;
     }
@@ -123,6 +156,7 @@ export async function serveHttp(hub: SessionHub, options: HttpOptions): Promise<
   async function rpc(req: IncomingMessage, res: ServerResponse, identity: Identity): Promise<void> {
     const body = await readBody(req, MAX_RPC_BODY_BYTES);
     if (body === undefined) {
+      // Answered as soon as the limit is passed; the rest is discarded unread (readBody).
       json(res, 413, errorLine(null, new RpcError(ErrorCode.InvalidRequest, "request body over 4 MiB")));
       return;
     }
@@ -166,6 +200,24 @@ export async function serveHttp(hub: SessionHub, options: HttpOptions): Promise<
       }
       fromSeq = seq;
     }
+    const held = open.get(identity.name) ?? 0;
+    if (held >= MAX_STREAMS_PER_IDENTITY) {
+      json(
+        res,
+        429,
+        errorLine(
+          null,
+          new RpcError(
+            ErrorCode.Conflict,
+            `at most ${MAX_STREAMS_PER_IDENTITY} open event streams per identity`,
+          ),
+        ),
+      );
+      return;
+    }
+    // The slot is taken before the subscription is awaited: concurrent opens cannot pass the cap.
+    open.set(identity.name, held + 1);
+    const release = () => open.set(identity.name, (open.get(identity.name) ?? 1) - 1);
     let opened = false;
     const buffered: string[] = [];
     const send = (notification: Notification, durable: boolean) => {
@@ -179,6 +231,7 @@ export async function serveHttp(hub: SessionHub, options: HttpOptions): Promise<
     } catch (error) {
       const rpcError =
         error instanceof RpcError ? error : new RpcError(ErrorCode.InternalError, "internal error");
+      release();
       json(res, rpcError.code === ErrorCode.NotFound ? 404 : 400, errorLine(null, rpcError));
       return;
     }
@@ -194,6 +247,7 @@ export async function serveHttp(hub: SessionHub, options: HttpOptions): Promise<
     const heartbeat = setInterval(() => res.write(": ping\n\n"), HEARTBEAT_MS);
     heartbeat.unref();
     res.on("close", () => {
+      release();
       clearInterval(heartbeat);
       streams.delete(res);
       unsubscribe();
@@ -226,15 +280,27 @@ export async function serveHttp(hub: SessionHub, options: HttpOptions): Promise<
 /** The body as text, or undefined when it is over the limit. */
 function readBody(req: IncomingMessage, limit: number): Promise<string | undefined> {
   return new Promise((resolve, reject) => {
+    const declared = Number(req.headers["content-length"]);
+    if (Number.isFinite(declared) && declared > limit) {
+      req.resume();
+      resolve(undefined);
+      return;
+    }
     const chunks: Buffer[] = [];
     let size = 0;
-    let over = false;
-    req.on("data", (chunk: Buffer) => {
+    const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > limit) over = true;
-      if (!over) chunks.push(chunk);
-    });
-    req.on("end", () => resolve(over ? undefined : Buffer.concat(chunks).toString("utf8")));
+      if (size <= limit) {
+        chunks.push(chunk);
+        return;
+      }
+      // Over the limit: stop buffering and answer now (an endless body never gets an answer otherwise).
+      req.off("data", onData);
+      req.resume(); // flowing with no listener: the rest is dropped as it comes, never held
+      resolve(undefined);
+    };
+    req.on("data", onData);
+    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
     req.on("error", reject);
   });
 }

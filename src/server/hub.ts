@@ -2,6 +2,7 @@ import { ErrorCode, RpcError } from "../api/errors.js";
 import type { ParsedParamsOf as ParamsOf, RunOptions, SessionSummary } from "../api/methods.js";
 import type { EngineListener } from "../engine/options.js";
 import type { AnyRecord } from "../journal/vocabulary.js";
+import { admitStart, admitWorkspace } from "./admission.js";
 import { type PendingApproval, WireApprover, type WireDecision } from "./approvals.js";
 import { canSee, type Identity } from "./identities.js";
 import { type Notification, NotificationFold, replay, type SessionStatus } from "./notifications.js";
@@ -61,6 +62,7 @@ export class SessionHub {
         code: "SESSION_BUSY",
       });
     }
+    await admitStart(identity, params);
     const options: RunOptions = params.options ?? {};
     let approver: WireApprover | undefined;
     let fold: NotificationFold | undefined;
@@ -120,6 +122,7 @@ export class SessionHub {
   async list(identity: Identity, params: ParamsOf<"session/list">) {
     const sessions: SessionSummary[] = [];
     const seen = new Set<string>();
+    if (params.workspace !== undefined) await admitWorkspace(identity, params.workspace);
     const store = await this.#stored.store(params.workspace);
     for (const hosted of this.#sessions.values()) {
       if (!canSee(identity, hosted.owner)) continue;

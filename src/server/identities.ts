@@ -9,6 +9,10 @@ export interface IdentityPolicy {
   ask?: string[] | undefined;
   /** Sees (and may act on) every identity's sessions. */
   see_all?: boolean | undefined;
+  /** May set what the host itself runs or fetches: options.accept, options.base_url (server/admission.ts). */
+  host?: boolean | undefined;
+  /** Absolute directories its workspaces (and scripts) must be at or under. */
+  workspaces?: string[] | undefined;
 }
 
 /** Who is calling: stdio is the local user; HTTP callers are named by their bearer token. */
@@ -18,7 +22,18 @@ export interface Identity {
 }
 
 /** The local user on stdio: sees every session. */
-export const LOCAL_IDENTITY: Identity = { name: "local", policy: { see_all: true } };
+export const LOCAL_IDENTITY: Identity = { name: "local", policy: { see_all: true, host: true } };
+
+/**
+ * Names a --tokens file may not give: "local" owns every session recorded outside the server,
+ * "default" is HARNESS_SERVER_TOKEN's (the user's own token, trusted with the host by default).
+ */
+export const RESERVED_IDENTITIES: readonly string[] = ["local", "default"];
+
+/** The policy of an identity named by a token: its config entry; `default` may use the host unless told otherwise. */
+export function policyFor(name: string, configured: IdentityPolicy | undefined): IdentityPolicy {
+  return name === "default" ? { host: true, ...configured } : (configured ?? {});
+}
 
 /** Whether this identity may see a session owned by `owner`. */
 export function canSee(identity: Identity, owner: string): boolean {

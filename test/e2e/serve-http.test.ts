@@ -198,7 +198,10 @@ describe("harness serve --http", () => {
     const bob = "bob-token-0123456789ab";
     await writeFile(tokens, JSON.stringify({ [alice]: "alice", [bob]: "bob" }));
     const config = await serverConfig({
-      server: { identities: { alice: { tools: "coding", deny: ["shell"] }, bob: {} } },
+      // host: both set a base_url and read scripts from anywhere (server/admission.ts).
+      server: {
+        identities: { alice: { tools: "coding", deny: ["shell"], host: true }, bob: { host: true } },
+      },
     });
     const server = await startHttpServer(serverEnv(config), ["--tokens", tokens]);
     try {

@@ -131,7 +131,7 @@ describe("SessionHub", () => {
 
   it("hides another identity's sessions as not found, and shutdown interrupts a turn waiting for approval", async () => {
     const { hub, ws } = await hubWith([write("w1", "a.txt"), { text: "done" }]);
-    const bob: Identity = { name: "bob", policy: {} };
+    const bob: Identity = { name: "bob", policy: { workspaces: [ws.root] } };
     const alice: Identity = { name: "alice", policy: {} };
     const { session } = await hub.start(bob, { workspace: ws.root, goal: "write a" });
     await until(() => hub.approvals(bob, session).approvals.length === 1, "the approval");

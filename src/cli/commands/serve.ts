@@ -6,7 +6,7 @@ import { loadConfig } from "../../config/load.js";
 import { serverIdentities } from "../../config/sections.js";
 import { serveHttp } from "../../server/http.js";
 import { SessionHub } from "../../server/hub.js";
-import { TokenTable } from "../../server/identities.js";
+import { policyFor, RESERVED_IDENTITIES, TokenTable } from "../../server/identities.js";
 import type { ServerInfo } from "../../server/rpc.js";
 import { serveStdio } from "../../server/stdio.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
@@ -52,14 +52,23 @@ stops one, and an approval with nobody connected waits (the session is awaiting_
 Identities: the user config's "server": {"identities": {"NAME": {"tools": "readonly",
 "deny": ["shell"], "ask": ["write_file"], "see_all": false}}} gives each identity its tool
 catalog (tools outside it, and tools a bare deny rule names, are never offered to the model),
-its rules, and whether it sees other identities' sessions (by default only its own).
+its rules, and whether it sees other identities' sessions (by default only its own);
+"workspaces": ["/abs/dir", ...] the directories its sessions and scripts must lie in (without
+it a --tokens identity may start nothing), and "host": true lets it pass options.accept and
+options.base_url (run or fetched by this machine; the "default" identity has it unless set
+false). A --tokens file may not name "local" or "default".
 
 SIGTERM, SIGINT or the shutdown method interrupt every running turn at its next safe point
 (turn.interrupted is journaled), then the server exits 0.`;
 
 const tokenFileSchema = z.record(
   z.string().min(16, "a token is at least 16 characters"),
-  z.string().regex(/^[A-Za-z0-9._-]{1,64}$/),
+  z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,64}$/)
+    .refine((name) => !RESERVED_IDENTITIES.includes(name), {
+      message: `"local" and "default" are reserved (HARNESS_SERVER_TOKEN is "default")`,
+    }),
 );
 
 export const serveCommand = {
@@ -135,7 +144,7 @@ export const serveCommand = {
           port: listen.port,
           allowRemote: values["allow-remote"] === true,
           tokens: tokens!,
-          policyOf: (name) => identities[name] ?? {},
+          policyOf: (name) => policyFor(name, identities[name]),
           info,
           log,
         }).catch((error: unknown) => {
