@@ -56,7 +56,7 @@ export function runtimeEnvironment(
     fs: workspace.fs,
     hostRoot: workspace.root,
     artifacts,
-    effects: workspaceEffects(workspace, artifacts, setup.workspaceExcludes ?? []),
+    effects: workspaceEffects(workspace, artifacts, setup.workspaceExcludes ?? [], setup.workspaceWithheld),
     approver: setup.approver,
     ...(setup.grants ? { grants: setup.grants } : {}),
     ...(setup.hooks ? { hooks: setup.hooks } : {}),
@@ -72,6 +72,7 @@ function workspaceEffects(
   workspace: OpenedWorkspace,
   artifacts: FileArtifactStore,
   excludes: readonly string[],
+  withheld: ((path: string) => boolean) | undefined,
 ) {
   const warn = (message: string) =>
     process.stderr.write(`harness: workspace record: ${escapeForTerminal(message)}\n`);
@@ -80,6 +81,7 @@ function workspaceEffects(
     stateDir: workspace.harnessDir,
     excludes,
     warn,
+    ...(withheld ? { withheld } : {}),
     progress: (done, hashed) => {
       if (!output.quiet)
         process.stderr.write(`harness: recording the workspace: ${done} files listed, ${hashed} hashed\n`);

@@ -17,6 +17,7 @@ import type { AnyRecord, EventData } from "../journal/vocabulary.js";
 import { serverNamedFiles } from "../mcp/named-files.js";
 import { parseToolSelection } from "../mcp/tool-selection.js";
 import { DenyApprover } from "../policy/approver.js";
+import { evaluate } from "../policy/evaluation.js";
 import { grantFromDecision, SessionGrants } from "../policy/grants.js";
 import { HookRunner } from "../policy/hooks.js";
 import { pathResolverOf } from "../policy/path-aliases.js";
@@ -89,6 +90,8 @@ export interface RunSetup {
   toolSurface?: ToolSurfaceSource;
   /** What the workspace record leaves out besides .git/ and .harness/ (user config `record_exclude`). */
   workspaceExcludes?: string[];
+  /** Files the workspace record hashes but does not keep a copy of: those read_file may not read without asking. */
+  workspaceWithheld?(path: string): boolean;
 }
 
 export async function buildSetup(options: {
@@ -251,6 +254,14 @@ export async function buildSetup(options: {
       context,
       notices,
       workspaceExcludes: recorded.excludes,
+      // The walk meets files by their real paths (it follows no symlink), so the rules decide on them directly.
+      workspaceWithheld: (path: string) =>
+        evaluate(governance.policy, {
+          tool: "read_file",
+          effect: "read_only",
+          args: { path },
+          subjectKind: "path",
+        }).decision !== "allow",
       acceptanceCheck: (command, timeoutMs) =>
         new CommandCheck(command, {
           workspace: workspace.root,

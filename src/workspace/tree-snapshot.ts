@@ -81,6 +81,12 @@ export interface TreeSnapshotOptions {
   warn?(message: string): void;
   /** Use change notifications to read only what changed (default true; false: walk every time). */
   watch?: boolean;
+  /**
+   * Files whose content the session's policy keeps from the model (e.g. a denied `.env`): hashed,
+   * so a change to them is still recorded, but never copied into the object store, where a command
+   * could read what read_file may not (an undo reports them as not restorable instead).
+   */
+  withheld?(path: string): boolean;
 }
 
 /** One snapshot in progress. */
@@ -224,7 +230,7 @@ export class TreeSnapshot {
     let entry: Cached | undefined;
     if (cached && !cached.racy && sameStat(cached, st)) entry = cached;
     else {
-      entry = this.hash(abs, st, walk.now());
+      entry = this.hash(abs, rel, st, walk.now());
       if (entry === undefined) {
         walk.stats.skipped.push(rel);
         return;
@@ -347,7 +353,7 @@ export class TreeSnapshot {
   }
 
   /** Read, hash and keep one file (or read one link); undefined when it cannot be read. */
-  private hash(abs: string, st: Stats, now: number): Cached | undefined {
+  private hash(abs: string, rel: string, st: Stats, now: number): Cached | undefined {
     const base = { size: st.size, mtime: st.mtimeMs, ctime: st.ctimeMs, ino: st.ino, mode: st.mode };
     const racy = now - st.ctimeMs < RACY_MS;
     try {
@@ -357,7 +363,7 @@ export class TreeSnapshot {
       const bytes = readFileSync(abs);
       const hash = sha256Hex(bytes);
       try {
-        this.keep(hash, bytes);
+        if (this.options.withheld?.(rel) !== true) this.keep(hash, bytes);
       } catch (error) {
         // No room to keep a copy: the hash still records what the file was; its bytes cannot be restored.
         this.options.warn?.(`could not keep a copy of ${hash.slice(0, 12)} (${errnoCode(error) ?? "error"})`);

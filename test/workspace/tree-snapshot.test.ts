@@ -3,6 +3,8 @@ import {
   chmodSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
+  readFileSync,
   realpathSync,
   rmSync,
   statSync,
@@ -78,6 +80,28 @@ describe("TreeSnapshot", () => {
     expect(Buffer.from(tree.object(sha256Hex("kept\n")) ?? []).toString()).toBe("kept\n");
     writeFileSync(join(root, ".harness/objects", sha256Hex("kept\n")), "forged");
     expect(tree.object(sha256Hex("kept\n"))).toBeUndefined();
+  });
+
+  it("hashes a file the policy withholds but keeps no copy of its bytes anywhere under .harness", () => {
+    const root = workspace({ ".env": "API=SECRET_ONLY_HERE\n", "src/a.ts": "export {};\n" });
+    const tree = new TreeSnapshot({
+      root,
+      stateDir: join(root, ".harness"),
+      now: later,
+      watch: false,
+      withheld: (path) => path === ".env",
+    });
+    const manifest = tree.take();
+    expect(manifest.get(".env")).toMatchObject({ hash: sha256Hex("API=SECRET_ONLY_HERE\n") });
+    expect(tree.object(sha256Hex("API=SECRET_ONLY_HERE\n"))).toBeUndefined();
+    expect(tree.object(sha256Hex("export {};\n"))).toBeDefined();
+    tree.save();
+    const dir = join(root, ".harness");
+    const files = readdirSync(dir, { recursive: true, encoding: "utf8" }).filter((name) =>
+      statSync(join(dir, name)).isFile(),
+    );
+    expect(files.length).toBeGreaterThan(0);
+    for (const name of files) expect(readFileSync(join(dir, name), "utf8")).not.toContain("SECRET_ONLY_HERE");
   });
 
   it("a file hashed in the same clock tick as its last change is hashed again next time", () => {
