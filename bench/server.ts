@@ -111,18 +111,29 @@ function cliRun(s: Setup): Promise<Cadence> {
   });
 }
 
-/** One session through the server: the time each durable notification reaches the client. */
+/**
+ * One session through the server: the time each durable notification reaches the client. The
+ * stream is open before the turn starts, so what is measured is live delivery, not the replay of
+ * records journaled before the client subscribed (a 200-step scripted turn takes well under a
+ * second, so a replay would dominate the median).
+ */
 async function serverRun(client: HarnessClient, s: Setup): Promise<Cadence> {
   const { session } = await client.startSession({
     workspace: s.workspace,
-    goal: "read the file",
     options: { script: s.script, tools: "readonly", max_model_requests: STEPS + 10 },
   });
   const stamps: Stamp[] = [];
-  for await (const event of client.events(session)) {
-    if ("record" in event.params) stamps.push({ at: now(), recorded: Date.parse(event.params.record.time) });
-    if (event.method === "turn/completed") break;
-  }
+  const reading = (async () => {
+    for await (const event of client.events(session)) {
+      if ("record" in event.params)
+        stamps.push({ at: now(), recorded: Date.parse(event.params.record.time) });
+      if (event.method === "turn/completed") break;
+    }
+  })();
+  // Time for the subscription (stdio) or the SSE connection (HTTP) to be in place.
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  await client.startTurn(session, "read the file");
+  await reading;
   return cadence(stamps);
 }
 

@@ -222,8 +222,12 @@ export async function serveHttp(hub: SessionHub, options: HttpOptions): Promise<
     const buffered: string[] = [];
     const send = (notification: Notification, durable: boolean) => {
       const text = `${durable ? `id: ${session}:${String(notification.params.seq)}\n` : ""}data: ${encodeLine({ jsonrpc: "2.0", method: notification.method, params: notification.params })}\n`;
-      if (opened) res.write(text);
-      else buffered.push(text);
+      if (opened) {
+        res.write(text);
+        // http corks the socket until the next tick; a session whose steps resolve as promise
+        // continuations can hold that tick off for many events, so send each one now.
+        res.socket?.uncork();
+      } else buffered.push(text);
     };
     let unsubscribe: () => void;
     try {
