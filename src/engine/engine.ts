@@ -13,6 +13,8 @@ import type { GrantPort, ProposalRecord } from "../runtime/ports.js";
 import type { ToolSnapshot } from "../runtime/registry.js";
 import type { EffectsJournal } from "../runtime/workspace-effects.js";
 import { digestOf } from "../shared/hash.js";
+import { runUndo } from "../undo/apply.js";
+import { unfinishedUndo } from "../undo/plan.js";
 import { compactionCut } from "./compaction.js";
 import { EngineError } from "./errors.js";
 import { finish, recheckFinished } from "./finish.js";
@@ -130,6 +132,7 @@ export class Engine {
       }
       if (this.options.compactOnly) return await this.compactNow(this.options.compactOnly.instructions);
       if (resuming) await this.record({ type: "session.resumed", data: { pid: process.pid } });
+      if (resuming) await this.finishInterruptedUndo();
       // The workspace as the session starts from it (before the first request), or as its journal left it.
       await this.options.runtime.effects?.start(this.writer.records, this.effectsJournal());
       return await this.drive(resuming);
@@ -366,6 +369,26 @@ export class Engine {
   }
 
   /** A switch the person asked for (`switchModel`), journaled before anything goes to the new model. */
+  /**
+   * An undo of this session that a killed harness left between `undo.started` and
+   * `undo.finished` is finished before the session goes on (exactly once: the plan is journaled,
+   * and a file already at its restore entry counts as done), so the next turn starts from the
+   * tree the undo promised rather than a half-restored one.
+   */
+  private async finishInterruptedUndo(): Promise<void> {
+    const root = this.options.runtime.hostRoot;
+    if (root === undefined || unfinishedUndo(this.writer.records) === undefined) return;
+    const effects = this.options.runtime.effects;
+    await runUndo({
+      root,
+      writer: { records: this.writer.records, append: (events) => this.record(...events) },
+      artifacts: this.options.runtime.artifacts,
+      ...(effects ? { kept: (hash: string) => effects.kept(hash) } : {}),
+      target: { kind: "last-turn" },
+      dryRun: false,
+    });
+  }
+
   private async recordModelSwitch(): Promise<void> {
     if (!this.options.switchModel || !this.modelChanged()) return;
     await this.record({

@@ -48,6 +48,11 @@ export class WorkspaceEffects {
     private readonly warn: (message: string) => void = () => undefined,
   ) {}
 
+  /** Content the recording kept (its object store), checked against the hash; undefined when not kept. */
+  kept(hash: string): Uint8Array | undefined {
+    return this.tree.object(hash);
+  }
+
   /** What `workspace.base` lists as excluded. */
   get excluded(): readonly string[] {
     return this.tree.excludes.patterns;

@@ -1,7 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { ArtifactStore } from "../artifacts/store.js";
-import type { JournalWriter } from "../journal/store.js";
-import type { EventData } from "../journal/vocabulary.js";
+import type { AnyNewEvent, AnyRecord, EventData } from "../journal/vocabulary.js";
 import type { Entry } from "../workspace/manifest.js";
 import { currentEntry, putEntry, TreePathError } from "./disk.js";
 import {
@@ -18,14 +17,23 @@ type Change = EventData<"workspace.changed">;
 export interface UndoInput {
   /** The workspace's real root. */
   root: string;
-  /** The session's journal, open for writing: its writer lock keeps the session's own runs out. */
-  writer: JournalWriter;
+  /**
+   * The session's journal, open for writing: its writer lock keeps the session's own runs out
+   * (`harness undo`'s own writer, or a resuming engine's, which finishes an interrupted undo first).
+   */
+  writer: UndoJournal;
   artifacts: ArtifactStore;
   /** Content the workspace's recording kept outside the artifacts (its object store), checked against the hash. */
   kept?: (hash: string) => Uint8Array | undefined;
   /** Ignored when an earlier undo of this session was interrupted: that one is finished instead. */
   target: UndoTarget;
   dryRun: boolean;
+}
+
+/** What an undo needs of the session's journal: what it holds, and durable appends. */
+export interface UndoJournal {
+  readonly records: readonly AnyRecord[];
+  append(events: AnyNewEvent[]): Promise<unknown>;
 }
 
 export type StepOutcome =

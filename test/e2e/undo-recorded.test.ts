@@ -201,6 +201,35 @@ describe("undo on a session harness recorded", { timeout: 180_000 }, () => {
     expectExit(await runCli(["audit", "s", "-w", workspace], env), 0);
   });
 
+  it("an undo cut short is finished by harness resume before the session goes on, exactly once", async () => {
+    const { workspace, env, snaps, model } = await recordedSession();
+    const saved = await tempDir("harness-undo-saved-");
+    cpSync(workspace, saved, { recursive: true, verbatimSymlinks: true });
+    expectExit(await runCli(["undo", "s", "-w", workspace, "--seq", String(snaps[0]!.seq)], env), 0);
+    const journal = readFileSync(journalFile(workspace, "s"), "utf8").split("\n").filter(Boolean);
+    const started = journal.findIndex((line) => line.includes('"type":"undo.started"'));
+    writeFileSync(journalFile(workspace, "s"), `${journal.slice(0, started + 1).join("\n")}\n`);
+    for (const path of ["hello.txt", "gen.bin"]) {
+      rmSync(join(workspace, path), { force: true });
+      cpSync(join(saved, path), join(workspace, path));
+    }
+    expect(treeBytes(workspace)).not.toEqual(snaps[0]!.tree);
+    await runCli(["resume", "s", "-w", workspace, "--script", model], env);
+    expect(treeBytes(workspace)).toEqual(snaps[0]!.tree);
+    const records = await readJournal(workspace, "s");
+    expect(ofType(records, "undo.started")).toHaveLength(1);
+    expect(ofType(records, "undo.finished")).toHaveLength(1);
+    // Finished before the session went on: no outside change was found for the half-restored files.
+    const finished = records.findIndex((r) => r.type === "undo.finished");
+    const resumed = records.findIndex((r) => r.type === "session.resumed");
+    expect(finished).toBeGreaterThan(resumed);
+    expect(ofType(records, "workspace.changed").filter((r) => r.data.source === "outside")).toEqual([]);
+    const again = await runCli(["undo", "s", "-w", workspace, "--seq", String(snaps[0]!.seq), "--json"], env);
+    expectExit(again, 0);
+    expect(json(again.stdout).restored).toEqual([]);
+    expectExit(await runCli(["audit", "s", "-w", workspace], env), 0);
+  });
+
   it("fork --into materializes the exact tree at the record, and the fork continues there", async () => {
     const { workspace, env, snaps, model } = await recordedSession();
     const into = join(await tempDir("harness-fork-into-"), "copy");

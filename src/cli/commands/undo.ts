@@ -20,7 +20,8 @@ File by file with compare-and-swap: a file that is no longer exactly what the se
 (edited by a person or another process since) is a conflict: reported, left alone, never
 overwritten. The undo is journaled (undo.started with its plan, the changes as call undo:ID,
 undo.finished), so it can be undone too: harness undo SESSION --to undo:ID. An undo cut short
-(harness killed) is finished by the next harness undo SESSION, exactly once. The session must
+(harness killed) is finished by the next harness undo SESSION, or first thing when the session
+is resumed or continued, exactly once. The session must
 not be running (its writer lock is taken).
 
 Options:
