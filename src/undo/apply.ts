@@ -1,6 +1,9 @@
 import { randomBytes } from "node:crypto";
+import { join } from "node:path";
 import type { ArtifactStore } from "../artifacts/store.js";
 import type { AnyNewEvent, AnyRecord, EventData } from "../journal/vocabulary.js";
+import { FileLockTimeout, withFileLock } from "../workspace/file-lock.js";
+import { RESERVED_DIR } from "../workspace/fs.js";
 import type { Entry } from "../workspace/manifest.js";
 import { currentEntry, putEntry, TreePathError } from "./disk.js";
 import {
@@ -130,6 +133,24 @@ async function judge(root: string, step: PlanStep): Promise<StepOutcome> {
 }
 
 async function restoreOne(input: UndoInput, step: PlanStep): Promise<StepOutcome> {
+  // The compare and the swap under the file's write lock, the one every harness file write takes:
+  // another harness process writing this file cannot land between the undo's check and its rename.
+  try {
+    return await withFileLock(join(input.root, RESERVED_DIR, "locks"), step.path, () =>
+      compareAndRestore(input, step),
+    );
+  } catch (error) {
+    if (error instanceof FileLockTimeout)
+      return {
+        path: step.path,
+        outcome: "conflict",
+        reason: "another harness process kept writing it; left alone",
+      };
+    throw error;
+  }
+}
+
+async function compareAndRestore(input: UndoInput, step: PlanStep): Promise<StepOutcome> {
   const conflict = (reason: string): StepOutcome => ({ path: step.path, outcome: "conflict", reason });
   try {
     const now = await currentEntry(input.root, step.path);

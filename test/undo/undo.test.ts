@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { ArtifactStore } from "../../src/artifacts/store.js";
 import { runUndo, type UndoReport } from "../../src/undo/apply.js";
 import type { UndoTarget } from "../../src/undo/plan.js";
+import { withFileLock } from "../../src/workspace/file-lock.js";
 import { mixedSession, type Recording, treeBytes } from "./recording.js";
 
 let current: Recording | undefined;
@@ -73,6 +74,23 @@ describe("harness undo on a recorded session", () => {
     expect(report.outcomes.every((o) => o.outcome === "restored")).toBe(true);
     expect(treeBytes(rec.root)).toEqual(points.at(-1)!.tree);
     expect((await rec.writer()).records.length).toBe(before);
+  });
+
+  it("waits for another harness writer's lock on a file, then compares: a write that landed under the lock is a conflict", async () => {
+    const { rec, points } = await mixedSession();
+    current = rec;
+    let undoing: Promise<UndoReport> | undefined;
+    await withFileLock(join(rec.root, ".harness", "locks"), "README.md", async () => {
+      undoing = undo(rec, { kind: "seq", seq: points[0]!.seq });
+      // The undo is under way and has reached README.md's lock; the other writer's write lands now.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      writeFileSync(join(rec.root, "README.md"), "written by another harness process\n");
+    });
+    const report = await undoing!;
+    expect(conflicts(report).map((c) => c.path)).toEqual(["README.md"]);
+    expect(treeBytes(rec.root)["README.md"]).toBe(
+      `-:${Buffer.from("written by another harness process\n").toString("hex")}`,
+    );
   });
 
   it("a file a person changed after the run is a conflict: reported, left alone with the person's bytes, the rest restored", async () => {
