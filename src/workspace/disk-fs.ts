@@ -150,7 +150,8 @@ export class DiskWorkspaceFs implements WorkspaceFs {
     }
   }
 
-  async readFile(p: string): Promise<Uint8Array> {
+  /** A regular file opened through a descriptor the kernel confirms is inside; the caller closes it. */
+  #openRegular(p: string): Opened {
     const { abs } = this.#locate(p);
     let opened: Opened;
     try {
@@ -159,9 +160,15 @@ export class DiskWorkspaceFs implements WorkspaceFs {
       throw mapNodeError(error, p, "read");
     }
     const { fd, stats } = opened;
+    if (stats.isFile()) return opened;
+    closeSync(fd);
+    if (stats.isDirectory()) throw new WorkspaceError("IS_DIRECTORY", p, `${quote(p)} is a directory`);
+    throw new WorkspaceError("INVALID_PATH", p, `${quote(p)} is not a regular file`);
+  }
+
+  async readFile(p: string): Promise<Uint8Array> {
+    const { fd, stats } = this.#openRegular(p);
     try {
-      if (stats.isDirectory()) throw new WorkspaceError("IS_DIRECTORY", p, `${quote(p)} is a directory`);
-      if (!stats.isFile()) throw new WorkspaceError("INVALID_PATH", p, `${quote(p)} is not a regular file`);
       return await readWhole(fd, stats.size);
     } catch (error) {
       throw mapNodeError(error, p, "read");
@@ -172,17 +179,8 @@ export class DiskWorkspaceFs implements WorkspaceFs {
 
   async *readChunks(p: string, options?: ChunkOptions): AsyncGenerator<Uint8Array> {
     const chunkBytes = chunkSize(options);
-    const { abs } = this.#locate(p);
-    let opened: Opened;
+    const { fd, stats } = this.#openRegular(p);
     try {
-      opened = this.#openConfirmed(abs, p, READ_FLAGS);
-    } catch (error) {
-      throw mapNodeError(error, p, "read");
-    }
-    const { fd, stats } = opened;
-    try {
-      if (stats.isDirectory()) throw new WorkspaceError("IS_DIRECTORY", p, `${quote(p)} is a directory`);
-      if (!stats.isFile()) throw new WorkspaceError("INVALID_PATH", p, `${quote(p)} is not a regular file`);
       // Every chunk comes through the descriptor opened and confirmed above, so a path swapped
       // for a symlink between two chunks changes nothing.
       yield* readInChunks(fd, stats.size, chunkBytes);
