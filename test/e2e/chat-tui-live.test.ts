@@ -3,21 +3,19 @@ import { writeFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { writeReply } from "../e2e-providers/wire.js";
 import {
   BIN,
   childEnv,
-  ensureBuilt,
   finished,
   jsonScript,
   ofType,
   readJournal,
-  removeTempDirs,
   tempDir,
   workspaceWith,
 } from "./helpers.js";
-import { TmuxSession } from "./tmux.js";
+import { TmuxSession, terminalFixture } from "./tmux.js";
 
 /** A loopback Chat Completions server answering "MODEL says hi", with GET /v1/models; keeps each request's model. */
 async function loopback() {
@@ -55,26 +53,15 @@ async function loopback() {
 
 /** What the chat shows while a turn runs, in a real pseudo-terminal (tmux). */
 describe("harness chat: live views", () => {
-  let config: string;
-  const sessions: TmuxSession[] = [];
-
-  beforeAll(async () => {
-    ensureBuilt();
-    config = join(await tempDir("harness-chat-live-config-"), "config.json");
-    await writeFile(config, "{}");
-  });
-  afterEach(() => {
-    for (const session of sessions.splice(0)) session.kill();
-  });
-  afterAll(removeTempDirs);
+  const terminal = terminalFixture("harness-chat-live-config-");
 
   async function chat(workspace: string, replies: unknown[], ...flags: string[]): Promise<TmuxSession> {
     const session = new TmuxSession(workspace, ["chat", "--script", await jsonScript(replies), ...flags], {
-      HARNESS_CONFIG: config,
+      HARNESS_CONFIG: terminal.config,
       HARNESS_KEY_FILE: process.env.HARNESS_KEY_FILE ?? "",
       TERM: "xterm-256color",
     });
-    sessions.push(session);
+    terminal.track(session);
     session.start();
     await session.waitFor("/help for keys and commands");
     return session;
@@ -104,7 +91,7 @@ describe("harness chat: live views", () => {
         LOCAL_KEY: "k",
       };
       const session = new TmuxSession(workspace, ["chat"], { ...env, TERM: "xterm-256color" });
-      sessions.push(session);
+      terminal.track(session);
       session.start();
       await session.waitFor("/help for keys and commands");
       session.type("hello");

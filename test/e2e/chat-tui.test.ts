@@ -1,34 +1,13 @@
-import { readFile, writeFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { alive, eventually } from "../support/processes.js";
-import {
-  ensureBuilt,
-  fixture,
-  journalFile,
-  jsonScript,
-  ofType,
-  readJournal,
-  removeTempDirs,
-  tempDir,
-  workspaceWith,
-} from "./helpers.js";
-import { TmuxSession } from "./tmux.js";
+import { fixture, journalFile, jsonScript, ofType, readJournal, workspaceWith } from "./helpers.js";
+import { TmuxSession, terminalFixture } from "./tmux.js";
 
 /** The chat driven as a person would, in a real pseudo-terminal (tmux), judged by the screen and the journal. */
 describe("harness chat in a terminal", () => {
-  let config: string;
-  const sessions: TmuxSession[] = [];
-
-  beforeAll(async () => {
-    ensureBuilt();
-    config = join(await tempDir("harness-chat-config-"), "config.json");
-    await writeFile(config, "{}");
-  });
-  afterEach(() => {
-    for (const session of sessions.splice(0)) session.kill();
-  });
-  afterAll(removeTempDirs);
+  const terminal = terminalFixture("harness-chat-config-");
 
   async function chat(
     workspace: string,
@@ -37,11 +16,11 @@ describe("harness chat in a terminal", () => {
   ): Promise<TmuxSession> {
     const script = typeof replies === "string" ? replies : await jsonScript(replies);
     const session = new TmuxSession(workspace, ["chat", "--script", script, ...flags], {
-      HARNESS_CONFIG: config,
+      HARNESS_CONFIG: terminal.config,
       HARNESS_KEY_FILE: process.env.HARNESS_KEY_FILE ?? "",
       TERM: "xterm-256color",
     });
-    sessions.push(session);
+    terminal.track(session);
     session.start();
     await session.waitFor("/help for keys and commands");
     return session;
@@ -102,11 +81,11 @@ describe("harness chat in a terminal", () => {
   it("bare harness on a terminal is harness chat", async () => {
     const workspace = await workspaceWith({});
     const session = new TmuxSession(workspace, [], {
-      HARNESS_CONFIG: config,
+      HARNESS_CONFIG: terminal.config,
       HARNESS_KEY_FILE: process.env.HARNESS_KEY_FILE ?? "",
       TERM: "xterm-256color",
     });
-    sessions.push(session);
+    terminal.track(session);
     session.start();
     // No model is configured here: the chat itself says so (a pipe would get the help instead).
     const screen = await session.waitFor("[exited 64]");

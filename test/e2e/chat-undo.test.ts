@@ -1,31 +1,12 @@
-import { readFile, writeFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import {
-  ensureBuilt,
-  jsonScript,
-  ofType,
-  readJournal,
-  removeTempDirs,
-  tempDir,
-  workspaceWith,
-} from "./helpers.js";
-import { TmuxSession } from "./tmux.js";
+import { describe, expect, it } from "vitest";
+import { jsonScript, ofType, readJournal, workspaceWith } from "./helpers.js";
+import { TmuxSession, terminalFixture } from "./tmux.js";
 
 /** /undo in the chat, driven in a real pseudo-terminal: the files on disk and the journal judge it. */
 describe("the chat's /undo", () => {
-  let config: string;
-  const sessions: TmuxSession[] = [];
-
-  beforeAll(async () => {
-    ensureBuilt();
-    config = join(await tempDir("harness-chat-undo-config-"), "config.json");
-    await writeFile(config, "{}");
-  });
-  afterEach(() => {
-    for (const session of sessions.splice(0)) session.kill();
-  });
-  afterAll(removeTempDirs);
+  const terminal = terminalFixture("harness-chat-undo-config-");
 
   it("puts the last turn's file changes back and says how many", async () => {
     const workspace = await workspaceWith({ "hello.txt": "hello wrld\n" });
@@ -44,11 +25,11 @@ describe("the chat's /undo", () => {
       { text: "Done.", calls: [] },
     ]);
     const session = new TmuxSession(workspace, ["chat", "--script", script, "--write", "allow"], {
-      HARNESS_CONFIG: config,
+      HARNESS_CONFIG: terminal.config,
       HARNESS_KEY_FILE: process.env.HARNESS_KEY_FILE ?? "",
       TERM: "xterm-256color",
     });
-    sessions.push(session);
+    terminal.track(session);
     session.start();
     await session.waitFor("/help for keys and commands");
     session.type("fix it");

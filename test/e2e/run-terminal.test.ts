@@ -1,43 +1,22 @@
-import { writeFile } from "node:fs/promises";
-import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import {
-  ensureBuilt,
-  fixture,
-  ofType,
-  readJournal,
-  removeTempDirs,
-  tempDir,
-  workspaceWith,
-} from "./helpers.js";
-import { TmuxSession } from "./tmux.js";
+import { describe, expect, it } from "vitest";
+import { fixture, ofType, readJournal, workspaceWith } from "./helpers.js";
+import { TmuxSession, terminalFixture } from "./tmux.js";
 
 /** harness run on a real terminal (tmux): typed lines steer the turn, Ctrl-C interrupts it. */
 describe("harness run on a terminal", () => {
-  let config: string;
-  const sessions: TmuxSession[] = [];
-
-  beforeAll(async () => {
-    ensureBuilt();
-    config = join(await tempDir("harness-run-tty-config-"), "config.json");
-    await writeFile(config, "{}");
-  });
-  afterEach(() => {
-    for (const session of sessions.splice(0)) session.kill();
-  });
-  afterAll(removeTempDirs);
+  const terminal = terminalFixture("harness-run-tty-config-");
 
   function run(workspace: string, ...args: string[]): TmuxSession {
     const session = new TmuxSession(
       workspace,
       ["run", "--script", fixture("chat-echo.mjs"), "--shell", "allow", ...args],
       {
-        HARNESS_CONFIG: config,
+        HARNESS_CONFIG: terminal.config,
         HARNESS_KEY_FILE: process.env.HARNESS_KEY_FILE ?? "",
         TERM: "xterm-256color",
       },
     );
-    sessions.push(session);
+    terminal.track(session);
     session.start();
     return session;
   }

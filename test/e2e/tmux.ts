@@ -1,5 +1,38 @@
 import { execFileSync } from "node:child_process";
-import { BIN } from "./helpers.js";
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterAll, afterEach, beforeAll } from "vitest";
+import { BIN, ensureBuilt, removeTempDirs, tempDir } from "./helpers.js";
+
+/**
+ * What a describe block of terminal tests shares: the built CLI, an empty user config of its own
+ * (`config`, set before the first test), and every session it `track`s killed after each test.
+ */
+export function terminalFixture(prefix: string): {
+  readonly config: string;
+  track(session: TmuxSession): TmuxSession;
+} {
+  let config = "";
+  const sessions: TmuxSession[] = [];
+  beforeAll(async () => {
+    ensureBuilt();
+    config = join(await tempDir(prefix), "config.json");
+    await writeFile(config, "{}");
+  });
+  afterEach(() => {
+    for (const session of sessions.splice(0)) session.kill();
+  });
+  afterAll(removeTempDirs);
+  return {
+    get config() {
+      return config;
+    },
+    track(session) {
+      sessions.push(session);
+      return session;
+    },
+  };
+}
 
 /**
  * The built CLI in a real pseudo-terminal: a tmux server of its own (its own socket, so tests
