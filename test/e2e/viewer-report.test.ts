@@ -1,9 +1,8 @@
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchChromium, watch } from "../viewer/browser.js";
+import { sharedChromium, watch } from "../viewer/browser.js";
 import {
   ensureBuilt,
   harness,
@@ -20,15 +19,9 @@ import {
 const IMG = "<img src=x onerror=\"document.title='pwned-img'\">";
 const CLOSE = "</script><script>document.title='pwned-script'</script>";
 
-let browser: Browser;
-beforeAll(async () => {
-  ensureBuilt();
-  browser = await launchChromium();
-}, 60_000);
-afterAll(async () => {
-  await browser?.close();
-  await removeTempDirs();
-});
+const browser = sharedChromium();
+beforeAll(ensureBuilt);
+afterAll(removeTempDirs);
 
 /** A finished session: read and write a file, run a shell command whose output is hostile, edit, answer. */
 async function recordedSession(): Promise<{ workspace: string; session: string }> {
@@ -74,7 +67,7 @@ async function recordedSession(): Promise<{ workspace: string; session: string }
 }
 
 async function openReport(file: string) {
-  const page = await browser.newPage();
+  const page = await browser().newPage();
   const log = watch(page);
   await page.goto(pathToFileURL(file).href);
   await page.locator("#timeline li").first().waitFor();

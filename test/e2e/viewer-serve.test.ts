@@ -1,23 +1,16 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchChromium, watch } from "../viewer/browser.js";
+import { sharedChromium, watch } from "../viewer/browser.js";
 import { ensureBuilt, jsonScript, ofType, readJournal, removeTempDirs, workspaceWith } from "./helpers.js";
 import { rpc, serverConfig, serverEnv, startHttpServer } from "./serve-support.js";
 
 const TOKEN = "viewer-token-0123456789abcdef";
 const IMG = "<img src=x onerror=\"document.title='pwned'\">";
 
-let browser: Browser;
-beforeAll(async () => {
-  ensureBuilt();
-  browser = await launchChromium();
-}, 60_000);
-afterAll(async () => {
-  await browser?.close();
-  await removeTempDirs();
-});
+const browser = sharedChromium();
+beforeAll(ensureBuilt);
+afterAll(removeTempDirs);
 
 describe("the viewer served by harness serve --http", () => {
   it("shows a running session live; Accept clicked in the page lets the write run, journaled as the identity's decision", async () => {
@@ -30,7 +23,7 @@ describe("the viewer served by harness serve --http", () => {
       { text: "a.txt is written." },
     ]);
     const server = await startHttpServer(serverEnv(await serverConfig(), { HARNESS_SERVER_TOKEN: TOKEN }));
-    const context = await browser.newContext();
+    const context = await browser().newContext();
     const escaped: string[] = [];
     await context.route("**/*", (route) => {
       const url = route.request().url();

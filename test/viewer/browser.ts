@@ -1,5 +1,6 @@
 import { existsSync } from "node:fs";
 import { type Browser, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll } from "vitest";
 
 /** Debian's chromium; Playwright's own browser download cannot be reached from these machines. */
 export const CHROMIUM = "/usr/bin/chromium";
@@ -12,6 +13,21 @@ export async function launchChromium(): Promise<Browser> {
     );
   }
   return chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+}
+
+/** One headless chromium for a test file: launched before its first test, closed after its last. */
+export function sharedChromium(): () => Browser {
+  let browser: Browser | undefined;
+  beforeAll(async () => {
+    browser = await launchChromium();
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+  });
+  return () => {
+    if (browser === undefined) throw new Error("chromium is not running (used outside a test?)");
+    return browser;
+  };
 }
 
 /** Everything a page did that a test may want to see: requests, console errors (CSP reports), page errors. */

@@ -1,6 +1,6 @@
-import type { Browser, Page } from "playwright-core";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { launchChromium, type PageLog, watch } from "./browser.js";
+import type { Page } from "playwright-core";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { type PageLog, sharedChromium, watch } from "./browser.js";
 import { type StubServer, startStubServer } from "./stub-server.js";
 
 const IMG = "<img src=x onerror=\"document.title='pwned-img'\">";
@@ -8,22 +8,16 @@ const CLOSE = "</script><script>document.title='pwned-script'</script>";
 const HASH = "a".repeat(64);
 const now = () => new Date().toISOString();
 
-let browser: Browser;
+const browser = sharedChromium();
 let server: StubServer;
 let page: Page;
 let log: PageLog;
 /** Requests the page tried to send anywhere but the stub's origin (aborted, and a failure). */
 let escaped: string[];
 
-beforeAll(async () => {
-  browser = await launchChromium();
-}, 60_000);
-afterAll(async () => {
-  await browser?.close();
-});
 beforeEach(async () => {
   server = await startStubServer();
-  const context = await browser.newContext();
+  const context = await browser().newContext();
   escaped = [];
   await context.route("**/*", (route) => {
     const url = route.request().url();
