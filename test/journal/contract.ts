@@ -266,7 +266,29 @@ export function journalContract(name: string, factory: BackendFactory): void {
       const bad = { type: "user.input", data: { text: 42 } } as unknown as AnyNewEvent;
       const unknownType = { type: "made.up", data: {} } as unknown as AnyNewEvent;
       const loneSurrogate = input("\ud800");
-      for (const invalid of [bad, unknownType, loneSurrogate]) {
+      // JSON-valued fields (a call's arguments) must be JSON all the way down.
+      const started = (args: unknown) =>
+        ({
+          type: "tool.started",
+          data: {
+            call_id: "c1",
+            name: "read_file",
+            arguments: args,
+            arguments_hash: "0".repeat(64),
+            tool_version: "1",
+            schema_digest: "0".repeat(64),
+            effect: "read_only",
+            batch: 0,
+          },
+        }) as unknown as AnyNewEvent;
+      const nonJson = [
+        started({ n: Number.NaN }),
+        started({ nested: [{ f: () => 1 }] }),
+        started({ when: new Date(0) }),
+        started([1, 2]),
+        started("text"),
+      ];
+      for (const invalid of [bad, unknownType, loneSurrogate, ...nonJson]) {
         const error = await rejection(w.append([input("would be fine"), invalid]));
         expect(error.code).toBe("INVALID_EVENT");
       }
