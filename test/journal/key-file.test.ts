@@ -1,3 +1,4 @@
+import { createHmac, randomBytes } from "node:crypto";
 import {
   chmodSync,
   chownSync,
@@ -12,7 +13,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { JournalKey } from "../../src/journal/key.js";
+import { JOURNAL_KEY_BYTES, JournalKey } from "../../src/journal/key.js";
 import { journalKeyPath, loadJournalKey } from "../../src/journal/key-file.js";
 import { JournalError } from "../../src/journal/store.js";
 
@@ -95,5 +96,25 @@ describe("the journal key file", () => {
       chownSync(path, 65534, 65534);
     }
     expect(refusal(() => loadJournalKey({ path })).message).toContain("not by you");
+  });
+});
+
+describe("journal key signatures", () => {
+  it("are HMAC-SHA256 of the record hash under the secret, for record hashes and any other text", () => {
+    for (let i = 0; i < 200; i++) {
+      const secret = randomBytes(JOURNAL_KEY_BYTES);
+      const key = JournalKey.fromSecret(secret);
+      const recordHash = randomBytes(32).toString("hex");
+      const other = i % 2 === 0 ? recordHash.toUpperCase() : `${recordHash}x`;
+      for (const message of [recordHash, other, ""]) {
+        expect(key.sign(message)).toBe(createHmac("sha256", secret).update(message).digest("hex"));
+      }
+    }
+  });
+
+  it("do not verify under another key", () => {
+    const recordHash = "ab".repeat(32);
+    const mac = JournalKey.ephemeral().sign(recordHash);
+    expect(JournalKey.ephemeral().verifies(recordHash, mac)).toBe(false);
   });
 });
