@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { TOOL_STATUSES } from "../protocol/types.js";
-import { isJsonObject, isJsonValue, type JsonObject } from "../shared/json.js";
+import { jsonObjectSchema } from "../shared/json.js";
 import { changeSetSchema, entrySchema, manifestPathSchema } from "../workspace/manifest.js";
 
 /**
@@ -9,10 +9,7 @@ import { changeSetSchema, entrySchema, manifestPathSchema } from "../workspace/m
  */
 export const JOURNAL_FORMAT_VERSION = 1;
 
-// JSON-valued fields are checked by one walk (isJsonValue), not zod's recursive z.json(): see there.
-const jsonObject = z.custom<JsonObject>((value) => isJsonObject(value) && isJsonValue(value), {
-  message: "expected a JSON object",
-});
+const jsonObject = jsonObjectSchema;
 const hex64 = z.string().regex(/^[0-9a-f]{64}$/);
 const usage = z.object({
   input_tokens: z.number().optional(),

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { DEFAULT_OUTPUT_LIMITS, scanArguments } from "../protocol/limits.js";
 import type { StreamEvent } from "../protocol/types.js";
+import { jsonObjectSchema } from "../shared/json.js";
 import { publicUrl } from "./endpoint.js";
 import { classifyFailure, formatMessage, normalizeProviderError, parseErrorBody } from "./errors.js";
 import { type HttpResponse, post } from "./http-transport.js";
@@ -40,7 +41,7 @@ const BODY_LIMITS = { ...DEFAULT_OUTPUT_LIMITS, maxDepth: MAX_BODY_DEPTH, maxStr
 const toolAction = z.strictObject({
   kind: z.literal("tool"),
   name: z.string().min(1).max(256),
-  args: z.record(z.string(), z.json()),
+  args: jsonObjectSchema,
 });
 const finishAction = z.strictObject({
   kind: z.literal("finish"),

@@ -1,3 +1,5 @@
+import { z } from "zod";
+
 /** JSON values as they cross process and storage boundaries. */
 export type JsonPrimitive = null | boolean | number | string;
 export type JsonValue = JsonPrimitive | JsonValue[] | { [key: string]: JsonValue };
@@ -58,3 +60,11 @@ function jsonWalk(value: unknown): boolean {
       return false;
   }
 }
+
+/**
+ * A JSON object as a zod schema, checked by isJsonValue (see there for why not `z.json()`).
+ * It has no JSON Schema form: use it for parsing, not for schemas that are published.
+ */
+export const jsonObjectSchema = z.custom<JsonObject>((value) => isJsonObject(value) && isJsonValue(value), {
+  message: "expected a JSON object",
+});

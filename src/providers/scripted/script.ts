@@ -1,7 +1,8 @@
 import { z } from "zod";
 import type { ModelMessage } from "../../protocol/types.js";
+import { jsonObjectSchema } from "../../shared/json.js";
 
-const jsonObject = z.record(z.string(), z.json());
+const jsonObject = jsonObjectSchema;
 
 const scriptedCall = z.strictObject({
   id: z.string().min(1),

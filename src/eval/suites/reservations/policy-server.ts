@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { z } from "zod";
 import type { ModelMessage } from "../../../protocol/types.js";
 import { TOOL_STATUSES } from "../../../protocol/types.js";
+import { jsonObjectSchema } from "../../../shared/json.js";
 import { type DecisionPolicy, httpActionFor } from "./workflow.js";
 
 /**
@@ -21,7 +22,7 @@ const messageSchema = z.discriminatedUnion("role", [
   z.object({
     role: z.literal("assistant"),
     content: z.string(),
-    calls: z.array(z.object({ id: z.string(), name: z.string(), arguments: z.record(z.string(), z.json()) })),
+    calls: z.array(z.object({ id: z.string(), name: z.string(), arguments: jsonObjectSchema })),
   }),
   z.object({
     role: z.literal("tool"),
