@@ -84,6 +84,29 @@ describe("canonicalJson follows RFC 8785", () => {
     expect(canonicalJson(dated)).toBe(canonicalize(dated));
   });
 
+  it("gives the reference's text for values whose keys are already in canonical order", () => {
+    // Such values take the JSON.stringify path: it must agree with the key-by-key walk.
+    const sortedCopy = (value: unknown): unknown => {
+      if (Array.isArray(value)) return value.map(sortedCopy);
+      if (typeof value !== "object" || value === null) return value;
+      const out: Record<string, unknown> = {};
+      for (const k of Object.keys(value).sort()) out[k] = sortedCopy((value as Record<string, unknown>)[k]);
+      return out;
+    };
+    fc.assert(
+      fc.property(fc.jsonValue(), (v) => {
+        const sorted = sortedCopy(v);
+        expect(canonicalJson(sorted)).toBe(canonicalize(sorted));
+      }),
+      { numRuns: 1000 },
+    );
+    // Integer-like keys are listed first by the engine whatever their code-unit order.
+    expect(canonicalJson({ "10": 1, "2": 2, a: 3 })).toBe('{"10":1,"2":2,"a":3}');
+    expect(canonicalJson({ a: { b: new String("x") } })).toBe(canonicalize({ a: { b: new String("x") } }));
+    expect(canonicalJson({ a: 1, b: { toJSON: () => ({ z: 1, y: 2 }) } })).toBe('{"a":1,"b":{"y":2,"z":1}}');
+    expect(() => canonicalJson({ a: 1, f: () => 1 })).toThrow(/function/);
+  });
+
   it("refuses circular values and values JSON cannot hold", () => {
     const loop: Record<string, unknown> = { a: 1 };
     loop.self = loop;
