@@ -57,15 +57,26 @@ async function timedSession(
   const syncedMs: number[] = [];
   const floor: number[] = [];
   const raw = floorFile === undefined ? undefined : rawAppender(floorFile);
+  const syncedBytes: number[] = [];
+  let floorMs = 0;
   const listener: EngineListener = {
     record(record) {
       if (record.type !== "model.started") return;
-      // Side by side: a raw fsync'd append at every step boundary, so disk load hits both alike;
-      // its time is taken out of the step it landed in.
+      // Side by side: a raw fsync'd append at every step boundary, so disk load hits both alike,
+      // of as many bytes as each of the journal's fsyncs made durable in the step before (the
+      // cost of an fsync grows with what it writes); its time is taken out of the step.
       const began = performance.now();
-      if (raw) floor.push(raw.append());
-      stamps.push(began - floor.reduce((a, b) => a + b, 0));
-      synced.push(syncs?.fsyncs ?? 0);
+      const fsyncs = syncs?.fsyncs ?? 0;
+      const bytes = syncs?.bytes ?? 0;
+      if (raw && synced.length > 0) {
+        const lineBytes = (bytes - syncedBytes.at(-1)!) / Math.max(1, fsyncs - synced.at(-1)!);
+        const ms = raw.append(Math.max(1, Math.round(lineBytes)));
+        floor.push(ms);
+        floorMs += ms;
+      }
+      stamps.push(began - floorMs);
+      synced.push(fsyncs);
+      syncedBytes.push(bytes);
       syncedMs.push(syncs?.fsyncMs ?? 0);
     },
   };
@@ -108,12 +119,18 @@ async function timedSession(
   };
 }
 
-/** A raw write + fsync of one journal-sized line: the floor any durable append pays. */
-export function rawAppender(path: string): { append(): number; close(): void } {
+/** A raw write + fsync of a line of `bytes` bytes: the floor any durable append of that size pays. */
+export function rawAppender(path: string): { append(bytes?: number): number; close(): void } {
   const fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT, 0o600);
-  const line = Buffer.from(`${JSON.stringify({ type: "tool.result", data: "x".repeat(400) })}\n`);
+  const lines = new Map<number, Buffer>();
   return {
-    append() {
+    append(bytes = 430) {
+      let line = lines.get(bytes);
+      if (line === undefined) {
+        line = Buffer.alloc(bytes, "x");
+        line[bytes - 1] = 0x0a;
+        lines.set(bytes, line);
+      }
       const t0 = performance.now();
       writeSync(fd, line);
       fsyncSync(fd);
@@ -171,7 +188,7 @@ export async function benchSteps(): Promise<BenchRow[]> {
         name: "raw fsync'd append, same directory (floor)",
         value: round(floor),
         unit: "ms",
-        note: "one at every step boundary of the same run, median",
+        note: `one at every step boundary of the same run, median; each as many bytes as the journal's fsyncs wrote (mean ${Math.round(file.syncs.bytes / Math.max(1, file.syncs.fsyncs))})`,
       },
       {
         name: "200-step session: median step - 2 floors",
