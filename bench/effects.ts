@@ -64,14 +64,14 @@ export async function benchEffects(): Promise<BenchRow[]> {
     const tree = () => new TreeSnapshot({ root, stateDir });
     let began = performance.now();
     const cold = tree();
-    const manifest = cold.take();
+    const manifest = await cold.snapshot();
     const firstMs = performance.now() - began;
     cold.save();
     cold.close();
 
     began = performance.now();
     const warm = tree();
-    warm.take();
+    await warm.snapshot();
     const reopenMs = performance.now() - began;
 
     const perCall = await unchangedCalls(warm, RUNS);

@@ -41,6 +41,12 @@ const CACHE_VERSION = 1;
 const RACY_MS = 100;
 /** What one read may hold (Node's limit for a whole-file read). */
 const MAX_FILE_BYTES = 2 ** 31 - 1;
+/**
+ * How long a walk works before it lets the event loop run. A first walk of a large tree hashes
+ * for many seconds; without a break in it a signal (Ctrl-C) waits, a server's other sessions and
+ * event streams stall, and a terminal UI freezes.
+ */
+const WALK_SLICE_MS = 50;
 
 interface Cached {
   size: number;
@@ -77,6 +83,8 @@ export interface TreeSnapshotOptions {
   progress?(done: number, hashed: number): void;
   /** Clock, for tests. */
   now?(): number;
+  /** How long a walk works before it lets the event loop run (ms; default 50). */
+  sliceMs?: number;
   /** Told what could not be done (a copy not kept); the snapshot goes on. */
   warn?(message: string): void;
   /** Use change notifications to read only what changed (default true; false: walk every time). */
@@ -89,12 +97,21 @@ export interface TreeSnapshotOptions {
   withheld?(path: string): boolean;
 }
 
+/** A directory an entry found, to be walked into. */
+interface Directory {
+  abs: string;
+  rel: string;
+  ino: number;
+}
+
 /** One snapshot in progress. */
 interface Walk {
   now(): number;
   stats: SnapshotStats;
   began: number;
   lastReport: number;
+  /** When the walk last let the event loop run. */
+  lastYield: number;
   manifest: Map<string, Entry>;
   seen: Map<string, Cached>;
   /** In a partial walk, every path read again or dropped: the only ones that can differ. */
@@ -112,6 +129,8 @@ export class TreeSnapshot {
   private unsaved = 0;
   private readonly objects: string;
   private readonly cacheFile: string;
+  /** Snapshots run one at a time: a walk yields to the event loop, and two must not interleave. */
+  private queue: Promise<unknown> = Promise.resolve();
   last: SnapshotStats | undefined;
 
   constructor(private readonly options: TreeSnapshotOptions) {
@@ -125,22 +144,27 @@ export class TreeSnapshot {
    * The tree now, once notifications already queued have arrived. `full`: walk everything even
    * when the watches say only some paths (or none) changed (a turn's start, a session's base).
    */
-  async snapshot(options: { full?: boolean } = {}): Promise<Manifest> {
-    await settleNotifications();
-    return this.take(options);
+  snapshot(options: { full?: boolean } = {}): Promise<Manifest> {
+    const taken = this.queue.then(async () => {
+      await settleNotifications();
+      return this.take(options);
+    });
+    this.queue = taken.catch(() => undefined);
+    return taken;
   }
 
   /**
-   * The tree as of the notifications received so far. Synchronous file system calls: an async
-   * call per file costs several times as much, and a walk must not interleave with other work.
+   * The tree as of the notifications received so far. Synchronous file system calls (an async
+   * call per file costs several times as much), in slices between which the event loop runs.
    */
-  take(options: { full?: boolean } = {}): Manifest {
+  private async take(options: { full?: boolean }): Promise<Manifest> {
     this.load();
     const walk: Walk = {
       now: this.options.now ?? Date.now,
       stats: { entries: 0, hashed: 0, skipped: [], ms: 0, walk: "full" },
       began: Date.now(),
       lastReport: Date.now(),
+      lastYield: Date.now(),
       manifest: new Map(),
       seen: new Map(),
     };
@@ -156,7 +180,7 @@ export class TreeSnapshot {
       walk.manifest = paths.length === 0 ? this.current : new Map(this.current);
       walk.seen = this.cache;
       walk.touched = new Set();
-      for (const rel of paths) this.refresh(rel, walk);
+      for (const rel of paths) await this.refresh(rel, walk);
     } else {
       let root: Stats;
       try {
@@ -164,7 +188,7 @@ export class TreeSnapshot {
       } catch {
         throw new Error(`the workspace ${this.options.root} cannot be read`);
       }
-      this.visit(this.options.root, "", root.ino, walk);
+      await this.visit(this.options.root, "", root.ino, walk);
       if (walk.seen.size !== this.cache.size) this.unsaved += 1;
     }
     this.cache = walk.seen;
@@ -191,7 +215,7 @@ export class TreeSnapshot {
   }
 
   /** Read one directory and everything below it into the walk. */
-  private visit(dir: string, prefix: string, ino: number, walk: Walk): void {
+  private async visit(dir: string, prefix: string, ino: number, walk: Walk): Promise<void> {
     this.watch.watch(prefix.slice(0, -1), dir, ino);
     let names: string[];
     try {
@@ -203,11 +227,21 @@ export class TreeSnapshot {
       }
       throw error;
     }
-    for (const name of names) this.entry(`${dir}/${name}`, prefix + name, name, walk);
+    for (const name of names) {
+      const below = this.entry(`${dir}/${name}`, prefix + name, name, walk);
+      if (below !== undefined) await this.visit(below.abs, `${below.rel}/`, below.ino, walk);
+      if (Date.now() - walk.lastYield >= (this.options.sliceMs ?? WALK_SLICE_MS)) {
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        walk.lastYield = Date.now();
+      }
+    }
   }
 
-  /** One name found in a directory (or named by a notification): recorded, walked into, or left out. */
-  private entry(abs: string, rel: string, name: string, walk: Walk): void {
+  /**
+   * One name found in a directory (or named by a notification): recorded or left out; a directory
+   * to walk into is returned for the caller to visit.
+   */
+  private entry(abs: string, rel: string, name: string, walk: Walk): Directory | undefined {
     // A name that is not UTF-8 cannot be written down as a path; it is left out, and said so.
     if (name.includes("\ufffd")) {
       walk.stats.skipped.push(rel);
@@ -220,10 +254,7 @@ export class TreeSnapshot {
       if (errnoCode(error) === "ENOENT" || errnoCode(error) === "ENOTDIR") return;
       throw error;
     }
-    if (st.isDirectory()) {
-      if (!this.excludes.excludesDir(rel, name)) this.visit(abs, `${rel}/`, st.ino, walk);
-      return;
-    }
+    if (st.isDirectory()) return this.excludes.excludesDir(rel, name) ? undefined : { abs, rel, ino: st.ino };
     if (!st.isFile() && !st.isSymbolicLink()) return;
     if (this.excludes.excludesFile(rel, name)) return;
     const cached = this.cache.get(rel);
@@ -256,7 +287,7 @@ export class TreeSnapshot {
    * A path a notification named: whatever was recorded at or below it is dropped, and what is
    * there now is read again (a directory walked whole; unchanged files keep their cached hash).
    */
-  private refresh(rel: string, walk: Walk): void {
+  private async refresh(rel: string, walk: Walk): Promise<void> {
     // Only a path that was a directory (it was watched) can have entries below it.
     const wasDirectory = this.watch.watching(rel);
     const dropped: string[] = [];
@@ -278,7 +309,8 @@ export class TreeSnapshot {
       // gone: nothing below it is watched any more
     }
     if (wasDirectory && !directory) this.watch.unwatchUnder(rel);
-    this.entry(abs, rel, name, walk);
+    const below = this.entry(abs, rel, name, walk);
+    if (below !== undefined) await this.visit(below.abs, `${below.rel}/`, below.ino, walk);
     for (const path of dropped) if (!walk.manifest.has(path)) walk.seen.delete(path);
     if (dropped.length > 0) this.unsaved += 1;
   }

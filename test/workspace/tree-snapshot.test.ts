@@ -43,7 +43,7 @@ function snapshotter(root: string, excludes: string[] = [], watch = false) {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe("TreeSnapshot", () => {
-  it("lists files with hash, size and exec bit, symlinks by target, odd names as they are; no .git, .harness or empty dirs", () => {
+  it("lists files with hash, size and exec bit, symlinks by target, odd names as they are; no .git, .harness or empty dirs", async () => {
     const binary = Buffer.from([0, 255, 10, 0]);
     const root = workspace({
       "a.txt": "a\n",
@@ -60,7 +60,7 @@ describe("TreeSnapshot", () => {
     symlinkSync("a.txt", join(root, "link"));
     symlinkSync("/etc/passwd", join(root, "outside"));
     mkdirSync(join(root, "empty/deeper"), { recursive: true });
-    const manifest = snapshotter(root).take();
+    const manifest = await snapshotter(root).snapshot();
     expect(Object.fromEntries(manifest)).toEqual({
       "a.txt": { hash: sha256Hex("a\n"), size: 2, exec: false },
       "bin/run": { hash: sha256Hex("#!/bin/sh\n"), size: 10, exec: true },
@@ -73,16 +73,16 @@ describe("TreeSnapshot", () => {
     });
   });
 
-  it("keeps every hashed file's bytes by content, checked when read back", () => {
+  it("keeps every hashed file's bytes by content, checked when read back", async () => {
     const root = workspace({ "a.txt": "kept\n" });
     const tree = snapshotter(root);
-    tree.take();
+    await tree.snapshot();
     expect(Buffer.from(tree.object(sha256Hex("kept\n")) ?? []).toString()).toBe("kept\n");
     writeFileSync(join(root, ".harness/objects", sha256Hex("kept\n")), "forged");
     expect(tree.object(sha256Hex("kept\n"))).toBeUndefined();
   });
 
-  it("hashes a file the policy withholds but keeps no copy of its bytes anywhere under .harness", () => {
+  it("hashes a file the policy withholds but keeps no copy of its bytes anywhere under .harness", async () => {
     const root = workspace({ ".env": "API=SECRET_ONLY_HERE\n", "src/a.ts": "export {};\n" });
     const tree = new TreeSnapshot({
       root,
@@ -91,7 +91,7 @@ describe("TreeSnapshot", () => {
       watch: false,
       withheld: (path) => path === ".env",
     });
-    const manifest = tree.take();
+    const manifest = await tree.snapshot();
     expect(manifest.get(".env")).toMatchObject({ hash: sha256Hex("API=SECRET_ONLY_HERE\n") });
     expect(tree.object(sha256Hex("API=SECRET_ONLY_HERE\n"))).toBeUndefined();
     expect(tree.object(sha256Hex("export {};\n"))).toBeDefined();
@@ -104,34 +104,34 @@ describe("TreeSnapshot", () => {
     for (const name of files) expect(readFileSync(join(dir, name), "utf8")).not.toContain("SECRET_ONLY_HERE");
   });
 
-  it("a file hashed in the same clock tick as its last change is hashed again next time", () => {
+  it("a file hashed in the same clock tick as its last change is hashed again next time", async () => {
     const root = workspace({ "a.txt": "x" });
     const tree = new TreeSnapshot({ root, stateDir: join(root, ".harness"), watch: false });
-    tree.take();
-    tree.take();
+    await tree.snapshot();
+    await tree.snapshot();
     expect(tree.last?.hashed).toBe(1);
   });
 
-  it("a new process reuses the saved stat cache instead of hashing everything again", () => {
+  it("a new process reuses the saved stat cache instead of hashing everything again", async () => {
     const root = workspace({ "a.txt": "a", "b/c.txt": "c" });
     const first = snapshotter(root);
-    const manifest = first.take();
+    const manifest = await first.snapshot();
     first.save();
     const second = snapshotter(root);
-    expect(second.take()).toEqual(manifest);
+    expect(await second.snapshot()).toEqual(manifest);
     expect(second.last?.hashed).toBe(0);
   });
 
-  it("a cache that cannot be read only costs a rehash", () => {
+  it("a cache that cannot be read only costs a rehash", async () => {
     const root = workspace({ "a.txt": "a" });
     mkdirSync(join(root, ".harness"), { recursive: true });
     writeFileSync(join(root, ".harness/tree-cache.json"), "{not json");
     const tree = snapshotter(root);
-    expect(tree.take().get("a.txt")).toEqual({ hash: sha256Hex("a"), size: 1, exec: false });
+    expect((await tree.snapshot()).get("a.txt")).toEqual({ hash: sha256Hex("a"), size: 1, exec: false });
     expect(tree.last?.hashed).toBe(1);
   });
 
-  it("leaves out configured excludes: NAME/ at any depth, a/b/ from the root, never .gitignore", () => {
+  it("leaves out configured excludes: NAME/ at any depth, a/b/ from the root, never .gitignore", async () => {
     const root = workspace({
       "node_modules/x/index.js": "x",
       "pkg/node_modules/y.js": "y",
@@ -141,7 +141,11 @@ describe("TreeSnapshot", () => {
       "ignored.log": "still recorded",
     });
     const tree = snapshotter(root, ["node_modules/", "build/out/"]);
-    expect([...tree.take().keys()].sort()).toEqual([".gitignore", "ignored.log", "other/build/out/b.o"]);
+    expect([...(await tree.snapshot()).keys()].sort()).toEqual([
+      ".gitignore",
+      "ignored.log",
+      "other/build/out/b.o",
+    ]);
     expect(tree.excludes.patterns).toEqual([".git/", ".harness/", "node_modules/", "build/out/"]);
     expect(tree.excludes.excludes("pkg/node_modules/z.js")).toBe(true);
     expect(tree.excludes.excludes("src/a.ts")).toBe(false);
@@ -202,7 +206,7 @@ describe("TreeSnapshot with change notifications", () => {
     chmodSync(join(root, "a/one.txt"), 0o755);
     const partial = await tree.snapshot();
     expect(tree.last?.walk).toBe("partial");
-    const full = snapshotter(root).take();
+    const full = await snapshotter(root).snapshot();
     expect(Object.fromEntries(partial)).toEqual(Object.fromEntries(full));
     expect([...partial.keys()].sort()).toEqual([
       "a/one.txt",
@@ -237,5 +241,33 @@ describe("TreeSnapshot with change notifications", () => {
     await tree.snapshot({ full: true });
     expect(tree.last?.walk).toBe("full");
     tree.close();
+  });
+
+  it("lets the event loop run while it walks, and takes concurrent snapshots one after the other", async () => {
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 300; i++) files[`d${i % 10}/f${i}.txt`] = `content ${i}`;
+    const root = workspace(files);
+    const tree = new TreeSnapshot({
+      root,
+      stateDir: join(root, ".harness"),
+      now: later,
+      watch: false,
+      sliceMs: 0,
+    });
+    // A heartbeat that runs whenever the event loop does: a walk that never yields starves it.
+    let beats = 0;
+    let beating = true;
+    const beat = () => {
+      beats += 1;
+      if (beating) setImmediate(beat);
+    };
+    setImmediate(beat);
+    const [first, second] = await Promise.all([tree.snapshot({ full: true }), tree.snapshot({ full: true })]);
+    beating = false;
+    expect(beats).toBeGreaterThanOrEqual(300);
+    expect(first.size).toBe(300);
+    expect(second).toEqual(first);
+    // The second walk began after the first had hashed everything: it hashed nothing again.
+    expect(tree.last?.hashed).toBe(0);
   });
 });
