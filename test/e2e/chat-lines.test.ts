@@ -102,6 +102,27 @@ describe("harness chat in line mode (stdin is not a terminal)", () => {
     expect(ofType(journal, "context.compacted")).toHaveLength(1);
   });
 
+  it("a running shell command's output lines are printed as they come, escaped, before its result line", async () => {
+    const workspace = await workspaceWith({});
+    const command = "echo first-line; sleep 1.5; printf 'esc \\033[31mred\\n'; sleep 1.5; echo last-line";
+    const script = await jsonScript([
+      { calls: [{ id: "s1", name: "shell", arguments: { command } }] },
+      { text: "Done.", calls: [] },
+    ]);
+    const result = await chat(workspace, script, "run it\n", "--shell", "allow");
+    expect(result.code).toBe(0);
+    const out = result.stdout;
+    expect(out).not.toContain("\u001b");
+    const first = out.indexOf("    │ first-line\n");
+    const red = out.indexOf("    │ esc \\x1b[31mred\n");
+    const done = out.indexOf("✓ shell ok");
+    expect(first).toBeGreaterThan(out.indexOf("… shell echo first-line"));
+    expect(red).toBeGreaterThan(first);
+    expect(done).toBeGreaterThan(red);
+    // Each line once, however often the output changed.
+    expect(out.split("│ first-line").length).toBe(2);
+  });
+
   it("refuses a goal argument with the command to use instead", async () => {
     const workspace = await workspaceWith({});
     const script = await jsonScript([]);
