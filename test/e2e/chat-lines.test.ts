@@ -103,23 +103,34 @@ describe("harness chat in line mode (stdin is not a terminal)", () => {
     expect(ofType(journal, "context.compacted")).toHaveLength(1);
   });
 
-  it("a running shell command's output lines are printed as they come, escaped, before its result line", async () => {
-    const workspace = await workspaceWith({});
-    const command = "echo first-line; sleep 1.5; printf 'esc \\033[31mred\\n'; sleep 1.5; echo last-line";
+  it("a running shell command's output lines are printed as they come, escaped and scrubbed, before its result line", async () => {
+    const secret = "sk-live-0123456789abcdef";
+    const workspace = await workspaceWith({ "key.txt": `${secret}\n` });
+    const command =
+      "echo first-line; sleep 1.5; printf 'esc \\033[31mred\\n'; cat key.txt; sleep 1.5; echo last-line";
     const script = await jsonScript([
       { calls: [{ id: "s1", name: "shell", arguments: { command } }] },
       { text: "Done.", calls: [] },
     ]);
-    const result = await chat(workspace, script, "run it\n", "--shell", "allow");
+    const child = spawn(process.execPath, [BIN, "chat", "--script", script, "--shell", "allow"], {
+      cwd: workspace,
+      env: { ...childEnv(), HARNESS_CONFIG: config, DEMO_API_KEY: secret },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    child.stdin.end("run it\n");
+    const result = await finished(child);
     expect(result.code).toBe(0);
     const out = result.stdout;
     expect(out).not.toContain("\u001b");
+    expect(out).not.toContain(secret);
     const first = out.indexOf("    │ first-line\n");
     const red = out.indexOf("    │ esc \\x1b[31mred\n");
+    const key = out.indexOf("    │ [redacted:DEMO_API_KEY]\n");
     const done = out.indexOf("✓ shell ok");
     expect(first).toBeGreaterThan(out.indexOf("… shell echo first-line"));
     expect(red).toBeGreaterThan(first);
-    expect(done).toBeGreaterThan(red);
+    expect(key).toBeGreaterThan(red);
+    expect(done).toBeGreaterThan(key);
     // Each line once, however often the output changed.
     expect(out.split("│ first-line").length).toBe(2);
   });
