@@ -40,7 +40,7 @@ export interface SessionRun {
   acceptToolChanges?: boolean;
   /** What a printed resume command must repeat because the journal does not record it (--script FILE). */
   resumeFlags?: string[];
-  /** What a printed command for a new run repeats (every flag of this one; see run.ts `rerunFlags`). */
+  /** What a printed command for a new run repeats (every flag of this one, recorded or not). */
   rerunFlags?: string[][];
   /** What a printed command for the session's next turn repeats (see run.ts `unrecordedFlags`). */
   continueFlags?: string[][];
