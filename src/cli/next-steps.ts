@@ -20,6 +20,8 @@ export function nextSteps(
     resume?: readonly string[];
     /** Every flag of the run, for a new one (each a flag with its value). */
     rerun?: readonly (readonly string[])[];
+    /** What a next turn must be given again because the journal does not record it (see `continueCommand`). */
+    continue?: readonly (readonly string[])[];
     goal?: string;
   } = {},
 ): string[] {
@@ -36,6 +38,8 @@ export function nextSteps(
       return [at(`diff ${id}`), at(`apply ${id}`)];
     case "review_required":
       return [at(`review ${id}`), at(`inspect ${id}`)];
+    case "interrupted":
+      return [continueCommand(id, workspace, given.continue)];
     case "stopped":
       break;
   }
@@ -58,15 +62,35 @@ export function nextSteps(
       // every flag of this one, with the ones that allow what was denied. A journal written before
       // the flags were recorded with the stop has only the inspect hint.
       if (summary.allow === undefined) return [at(`inspect ${id}`)];
-      const words = allowing(given.rerun ?? [], summary.allow)
-        .flat()
-        .map((word) => ` ${shellQuote(word)}`)
-        .join("");
+      const words = flagsText(allowing(given.rerun ?? [], summary.allow));
       return [at(`run${words} ${goalWord(given.goal)}`), at(`inspect ${id}`)];
     }
     default:
       return transportFailed ? [at(`resume ${id}${again}`)] : [at(`inspect ${id}`)];
   }
+}
+
+/**
+ * The one command that continues session `id` with its next turn, as printed after an interrupted
+ * turn and when Ctrl-C interrupts one: the session by id (`--continue` would take whichever
+ * session of the workspace is the latest when it is pasted), `flags` (what the journal does not
+ * record: the scripted model, the budgets, the acceptance commands; the policy and model come from
+ * the journal) and the PROMPT placeholder for the person's next message.
+ */
+export function continueCommand(
+  id: string,
+  workspace: { root: string },
+  flags: readonly (readonly string[])[] = [],
+): string {
+  return hint(`run --session ${id}${flagsText(flags)} PROMPT`, workspace);
+}
+
+/** Flags as words to paste, each quoted when it needs to be, each after a space. */
+function flagsText(flags: readonly (readonly string[])[]): string {
+  return flags
+    .flat()
+    .map((word) => ` ${shellQuote(word)}`)
+    .join("");
 }
 
 /**

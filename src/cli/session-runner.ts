@@ -12,7 +12,7 @@ import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
 import { TreeSnapshot } from "../workspace/tree-snapshot.js";
 import { exitCodeFor } from "./exit-codes.js";
 import { hint } from "./hints.js";
-import { nextSteps, withWorkspace } from "./next-steps.js";
+import { continueCommand, nextSteps, withWorkspace } from "./next-steps.js";
 import { output } from "./output.js";
 import { createProgress, MODEL_TEXT_PREFIX } from "./progress.js";
 import { recordableFlags } from "./run-flags.js";
@@ -40,8 +40,10 @@ export interface SessionRun {
   acceptToolChanges?: boolean;
   /** What a printed resume command must repeat because the journal does not record it (--script FILE). */
   resumeFlags?: string[];
-  /** What a printed command for a new run repeats (every flag of this one; see run.ts `rerunFlags`). */
+  /** What a printed command for a new run repeats (every flag of this one, recorded or not). */
   rerunFlags?: string[][];
+  /** What a printed command for the session's next turn repeats (see run.ts `unrecordedFlags`). */
+  continueFlags?: string[][];
 }
 
 /** Where a CLI session's tool calls run: its workspace, its artifacts, and the setup's ports. */
@@ -147,7 +149,7 @@ export async function runSession(run: SessionRun): Promise<number> {
       // The turn stops at the next safe point; the session stays open for its next prompt.
       process.stderr.write(
         "\nharness: interrupting the turn at the next safe point; the session stays open " +
-          `(${withWorkspace(`harness run --continue PROMPT`, run.workspace)}); Ctrl-C again exits now\n`,
+          `(next: ${continueCommand(run.sessionId, run.workspace, run.continueFlags)}); Ctrl-C again exits now\n`,
       );
       engine.interrupt();
       return;
@@ -193,6 +195,7 @@ export async function runSession(run: SessionRun): Promise<number> {
       next: nextSteps(summary, run.workspace, connection.failed(), {
         ...(run.resumeFlags ? { resume: run.resumeFlags } : {}),
         ...(run.rerunFlags ? { rerun: run.rerunFlags } : {}),
+        ...(run.continueFlags ? { continue: run.continueFlags } : {}),
         // A new run is given this turn's prompt (the goal of a one-turn session).
         ...(run.input !== undefined ? { goal: run.input } : run.goal !== undefined ? { goal: run.goal } : {}),
       }),

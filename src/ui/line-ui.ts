@@ -14,12 +14,28 @@ import {
 } from "./ui.js";
 
 /**
+ * How often a running call's new output lines are printed at most, and how long after its first
+ * output: a command that is done sooner shows only its result line, as in the full-screen chat.
+ */
+export const LIVE_OUTPUT_EVERY_MS = 500;
+
+/** A running call's live output: the lines last printed, the latest ones, the pending print. */
+interface LiveOutput {
+  shown: readonly string[];
+  latest: readonly ChatLine[];
+  timer: NodeJS.Timeout | undefined;
+  printedAt: number;
+}
+
+/**
  * The chat as plain lines, for when stdin or stdout is not a terminal (a pipe, a script, a CI
  * log). Input is read as lines in order: a line answers the open approval question, or waits
  * while the previous message is handled (a question its turn asks takes the next waiting line)
  * and is the next message once it has been. So a script can pipe in prompts and answers; only `y`/`s` lines
  * approve. The input closing leaves the chat once every waiting line is done. Nothing is
- * redrawn: a call prints a line when it starts and when it ends, the footer after each turn.
+ * redrawn: a call prints a line when it starts and when it ends, the footer after each turn, and
+ * a running command's output lines (the ones the full-screen chat shows under its live line,
+ * already escaped) as they come, each line once, at most every LIVE_OUTPUT_EVERY_MS.
  */
 export class LineUi implements ChatUi {
   readonly #input: Readable;
@@ -36,6 +52,7 @@ export class LineUi implements ChatUi {
   #busy = false;
   #ended = false;
   #started = false;
+  readonly #live = new Map<string, LiveOutput>();
 
   constructor(input: Readable, output: Writable, style: UiStyle) {
     this.#input = input;
@@ -58,6 +75,7 @@ export class LineUi implements ChatUi {
     this.#input.off("end", this.#onEnd);
     this.#input.off("error", this.#onEnd);
     this.#endLine();
+    for (const id of [...this.#live.keys()]) this.#endLive(id);
     this.#pending?.(undefined);
     // Stop reading so a pipe left open does not keep the process alive.
     this.#input.pause();
@@ -142,12 +160,41 @@ export class LineUi implements ChatUi {
     this.line({ text: `… ${label.text}` });
   }
 
-  toolOutput(): void {
-    // Plain lines are never redrawn: the finished line carries the outcome.
+  toolOutput(id: string, lines: readonly ChatLine[]): void {
+    let live = this.#live.get(id);
+    if (live === undefined) {
+      live = { shown: [], latest: lines, timer: undefined, printedAt: Date.now() };
+      this.#live.set(id, live);
+    }
+    live.latest = lines;
+    if (live.timer !== undefined) return;
+    const wait = Math.max(0, live.printedAt + LIVE_OUTPUT_EVERY_MS - Date.now());
+    live.timer = setTimeout(() => this.#printLive(id), wait);
+    live.timer.unref();
   }
 
-  toolFinished(_id: string, line: ChatLine): void {
+  toolFinished(id: string, line: ChatLine): void {
+    // Output not printed yet is in the call's result; the finished line carries the outcome.
+    this.#endLive(id);
     this.line(line);
+  }
+
+  /** The latest lines not printed yet: plain lines are never redrawn, so each is printed once. */
+  #printLive(id: string): void {
+    const live = this.#live.get(id);
+    if (live === undefined) return;
+    live.timer = undefined;
+    live.printedAt = Date.now();
+    const latest = live.latest.map((line) => line.text);
+    const fresh = latest.slice(overlap(live.shown, latest));
+    live.shown = latest;
+    for (const text of fresh) this.line({ text });
+  }
+
+  #endLive(id: string): void {
+    const timer = this.#live.get(id)?.timer;
+    if (timer !== undefined) clearTimeout(timer);
+    this.#live.delete(id);
   }
 
   ask(view: ApprovalView, signal: AbortSignal): Promise<ApprovalAnswer> {
@@ -183,4 +230,13 @@ export class LineUi implements ChatUi {
     if (this.#midLine) this.#output.write("\n");
     this.#midLine = false;
   }
+}
+
+/** How many lines at the start of `latest` are the last ones of `shown` (already printed). */
+function overlap(shown: readonly string[], latest: readonly string[]): number {
+  for (let count = Math.min(shown.length, latest.length); count > 0; count--) {
+    const tail = shown.slice(shown.length - count);
+    if (tail.every((line, index) => line === latest[index])) return count;
+  }
+  return 0;
 }

@@ -1,15 +1,12 @@
-import { spawn } from "node:child_process";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  BIN,
-  childEnv,
   ensureBuilt,
-  finished,
   harness,
   jsonSummary,
   ofType,
+  pasteAsPrinted,
   readJournal,
   removeTempDirs,
   tempDir,
@@ -31,19 +28,7 @@ export default function (messages) {
 `;
 
 /** The printed hint, run by a shell as a person pastes it, from a directory that is not the workspace. */
-async function paste(hint: string, cwd: string) {
-  // Printed as `harness ...`: the shell finds harness as the built CLI.
-  const bin = await tempDir("harness-bin-");
-  await writeFile(
-    join(bin, "harness"),
-    `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} "$@"\n`,
-    {
-      mode: 0o755,
-    },
-  );
-  const env = { ...childEnv(), PATH: `${bin}:${process.env.PATH}` };
-  return finished(spawn("/bin/sh", ["-c", hint], { cwd, env, stdio: ["ignore", "pipe", "pipe"] }));
-}
+const paste = (hint: string, cwd: string) => pasteAsPrinted(hint, cwd);
 
 describe("the changes_denied hint", () => {
   it("repeats every flag of the run, recorded or not, and works as printed", async () => {

@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loopback } from "./chat-loopback.js";
 import {
   BIN,
   childEnv,
@@ -100,6 +101,105 @@ describe("harness chat in line mode (stdin is not a terminal)", () => {
     const [id = ""] = sessionIds(workspace);
     const journal = await readJournal(workspace, id);
     expect(ofType(journal, "context.compacted")).toHaveLength(1);
+  });
+
+  it("a running shell command's output lines are printed as they come, escaped and scrubbed, before its result line", async () => {
+    const secret = "sk-live-0123456789abcdef";
+    const workspace = await workspaceWith({ "key.txt": `${secret}\n` });
+    const command =
+      "echo first-line; sleep 1.5; printf 'esc \\033[31mred\\n'; cat key.txt; sleep 1.5; echo last-line";
+    const script = await jsonScript([
+      { calls: [{ id: "s1", name: "shell", arguments: { command } }] },
+      { text: "Done.", calls: [] },
+    ]);
+    const child = spawn(process.execPath, [BIN, "chat", "--script", script, "--shell", "allow"], {
+      cwd: workspace,
+      env: { ...childEnv(), HARNESS_CONFIG: config, DEMO_API_KEY: secret },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    child.stdin.end("run it\n");
+    const result = await finished(child);
+    expect(result.code).toBe(0);
+    const out = result.stdout;
+    expect(out).not.toContain("\u001b");
+    expect(out).not.toContain(secret);
+    const first = out.indexOf("    │ first-line\n");
+    const red = out.indexOf("    │ esc \\x1b[31mred\n");
+    const key = out.indexOf("    │ [redacted:DEMO_API_KEY]\n");
+    const done = out.indexOf("✓ shell ok");
+    expect(first).toBeGreaterThan(out.indexOf("… shell echo first-line"));
+    expect(red).toBeGreaterThan(first);
+    expect(key).toBeGreaterThan(red);
+    expect(done).toBeGreaterThan(key);
+    // Each line once, however often the output changed.
+    expect(out.split("│ first-line").length).toBe(2);
+  });
+
+  /** A chat whose default profile talks to a loopback server (model alpha-1b), fed `input`. */
+  async function chatWithServer(server: { baseUrl: string }, input: string) {
+    const profiles = join(await tempDir("harness-chat-models-"), "config.json");
+    await writeFile(
+      profiles,
+      JSON.stringify({
+        models: {
+          small: {
+            provider: "openai-compatible",
+            model: "alpha-1b",
+            base_url: server.baseUrl,
+            api_key_env: "LOCAL_KEY",
+          },
+        },
+        default_profile: "small",
+      }),
+    );
+    const workspace = await workspaceWith({});
+    const child = spawn(process.execPath, [BIN, "chat"], {
+      cwd: workspace,
+      env: { ...childEnv(), HARNESS_CONFIG: profiles, LOCAL_KEY: "k" },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    child.stdin.end(input);
+    const result = await finished(child);
+    const [id = ""] = sessionIds(workspace);
+    return { result, journal: await readJournal(workspace, id) };
+  }
+
+  it("/model ID refuses at once an id the provider does not list, naming the close ones; a listed id switches", async () => {
+    const server = await loopback();
+    try {
+      const { result, journal } = await chatWithServer(
+        server,
+        "hello\n/model zeta-8b\nagain\n/model zeta-7b\nthird\n",
+      );
+      expect(result.code).toBe(0);
+      expect(result.stdout).toContain(
+        '/model: the provider does not list the model "zeta-8b" (close: zeta-7b); nothing was switched',
+      );
+      expect(result.stdout).toContain("model: zeta-7b");
+      // The refused id never reached the server: the turn after it still used the old model.
+      expect(server.models).toEqual(["alpha-1b", "alpha-1b", "zeta-7b"]);
+      const switched = ofType(journal, "model.switched");
+      expect(switched.map((r) => r.data.to)).toEqual([expect.objectContaining({ model: "zeta-7b" })]);
+      const inputs = ofType(journal, "user.input");
+      expect(switched[0]?.seq).toBeGreaterThan(inputs[1]?.seq ?? Number.POSITIVE_INFINITY);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("/model ID takes an id unchecked, and says so, when the provider cannot list its models", async () => {
+    const server = await loopback({ listing: false });
+    try {
+      const { result, journal } = await chatWithServer(server, "hello\n/model beta-2b\nagain\n");
+      expect(result.code).toBe(0);
+      expect(result.stdout).toMatch(/note: "beta-2b" was not checked: the provider's model list: .*HTTP 404/);
+      expect(server.models).toEqual(["alpha-1b", "beta-2b"]);
+      expect(ofType(journal, "model.switched").map((r) => r.data.to)).toEqual([
+        expect.objectContaining({ model: "beta-2b" }),
+      ]);
+    } finally {
+      await server.close();
+    }
   });
 
   it("refuses a goal argument with the command to use instead", async () => {

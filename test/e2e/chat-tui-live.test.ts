@@ -1,10 +1,8 @@
 import { spawn } from "node:child_process";
 import { writeFile } from "node:fs/promises";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { writeReply } from "../e2e-providers/wire.js";
+import { loopback } from "./chat-loopback.js";
 import {
   BIN,
   childEnv,
@@ -16,40 +14,6 @@ import {
   workspaceWith,
 } from "./helpers.js";
 import { TmuxSession, terminalFixture } from "./tmux.js";
-
-/** A loopback Chat Completions server answering "MODEL says hi", with GET /v1/models; keeps each request's model. */
-async function loopback() {
-  const models: string[] = [];
-  const server = createServer((req, res) => {
-    let body = "";
-    req.setEncoding("utf8").on("data", (chunk: string) => {
-      body += chunk;
-    });
-    req.on("end", () => {
-      if (req.method === "GET" && req.url === "/v1/models") {
-        res.writeHead(200, { "content-type": "application/json" });
-        res.end(JSON.stringify({ data: [{ id: "zeta-7b" }, { id: "alpha-1b" }] }));
-        return;
-      }
-      const model = String((JSON.parse(body) as { model?: unknown }).model);
-      models.push(model);
-      const wire = writeReply("chat", {
-        kind: "text",
-        text: `${model} says hi`,
-        usage: { input: 50, output: 5 },
-      });
-      res.writeHead(wire.status, wire.headers);
-      res.end("body" in wire ? wire.body : "");
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    baseUrl: `http://127.0.0.1:${port}/v1`,
-    models,
-    close: () => new Promise((resolve) => server.close(resolve)),
-  };
-}
 
 /** What the chat shows while a turn runs, in a real pseudo-terminal (tmux). */
 describe("harness chat: live views", () => {

@@ -129,6 +129,25 @@ export async function jsonScript(replies: unknown[], name = "script.json"): Prom
   return path;
 }
 
+/**
+ * A printed command, run by /bin/sh as a person pastes it, from `cwd`: `harness` in it is the
+ * built CLI (a `harness` script first on PATH).
+ */
+export async function pasteAsPrinted(
+  line: string,
+  cwd: string,
+  env: NodeJS.ProcessEnv = childEnv(),
+): Promise<CliResult> {
+  const bin = await tempDir("harness-bin-");
+  await writeFile(
+    join(bin, "harness"),
+    `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} "$@"\n`,
+    { mode: 0o755 },
+  );
+  const path = { ...env, PATH: `${bin}:${process.env.PATH ?? ""}` };
+  return finished(spawn("/bin/sh", ["-c", line], { cwd, env: path, stdio: ["ignore", "pipe", "pipe"] }));
+}
+
 export function fixture(name: string): string {
   return join(FIXTURES, name);
 }

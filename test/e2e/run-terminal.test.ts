@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { fixture, ofType, readJournal, workspaceWith } from "./helpers.js";
+import { childEnv, fixture, ofType, pasteAsPrinted, readJournal, tempDir, workspaceWith } from "./helpers.js";
 import { TmuxSession, terminalFixture } from "./tmux.js";
 
 /** harness run on a real terminal (tmux): typed lines steer the turn, Ctrl-C interrupts it. */
@@ -56,5 +56,89 @@ describe("harness run on a terminal", () => {
     const after = await next.waitFor("[exited 0]");
     expect(after).toMatch(/heard \d+: .*and now\?/);
     expect(sessionIdOn(after)).toBe(id);
+  });
+
+  it("after an interrupt, the printed next command continues this session as pasted from another directory", async () => {
+    const workspace = await workspaceWith({});
+    const elsewhere = await tempDir("harness-cwd-");
+    const env = {
+      HARNESS_CONFIG: terminal.config,
+      HARNESS_KEY_FILE: process.env.HARNESS_KEY_FILE ?? "",
+      TERM: "xterm-256color",
+    };
+    const session = terminal.track(
+      new TmuxSession(
+        elsewhere,
+        [
+          "run",
+          "--workspace",
+          workspace,
+          "--script",
+          fixture("chat-echo.mjs"),
+          "--shell",
+          "allow",
+          "--max-tool-calls",
+          "7",
+          "run slow please",
+        ],
+        env,
+      ),
+    );
+    session.start();
+    await session.waitFor("│ Starting the slow command.");
+    session.press("C-c");
+    const screen = await session.waitFor("[exited 130]");
+    const id = sessionIdOn(screen);
+    const next = /^next +(harness .*)$/m.exec(screen)?.[1] ?? "";
+    // The script and the budget are not in the journal: the command gives them again; the
+    // policy (--shell allow) is the session's own.
+    expect(next).toBe(
+      `harness run --session ${id} --script ${fixture("chat-echo.mjs")} --max-tool-calls 7 PROMPT --workspace ${workspace}`,
+    );
+    // The interrupt line names the same command.
+    expect(screen).toContain(`(next: ${next}); Ctrl-C again exits now`);
+
+    const pasted = await pasteAsPrinted(
+      next.replace(/ PROMPT /, " 'and now?' "),
+      await tempDir("harness-cwd-"),
+      {
+        ...childEnv(),
+        ...env,
+      },
+    );
+    expect(pasted.code).toBe(0);
+    expect(pasted.stdout).toMatch(/heard \d+: .*and now\?/);
+    const journal = await readJournal(workspace, id);
+    expect(ofType(journal, "user.input").map((r) => [r.data.turn, r.data.text])).toEqual([
+      [1, "run slow please"],
+      [2, "and now?"],
+    ]);
+
+    // With --json the summary's `next` field holds the same command.
+    const json = terminal.track(
+      new TmuxSession(
+        elsewhere,
+        [
+          "run",
+          "--workspace",
+          workspace,
+          "--session",
+          id,
+          "--script",
+          fixture("chat-echo.mjs"),
+          "--json",
+          "run slow please",
+        ],
+        env,
+      ),
+    );
+    json.start();
+    await json.waitFor("│ Starting the slow command.");
+    json.press("C-c");
+    const summary = JSON.parse(/^\{.*\}$/m.exec(await json.waitFor("[exited 130]"))?.[0] ?? "{}");
+    expect(summary.status).toBe("interrupted");
+    expect(summary.next).toEqual([
+      `harness run --session ${id} --script ${fixture("chat-echo.mjs")} PROMPT --workspace ${workspace}`,
+    ]);
   });
 });

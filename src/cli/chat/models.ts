@@ -8,6 +8,7 @@ import { listModels } from "../commands/models.js";
 import { contextBudgetFor } from "../context-budget.js";
 import type { RunFlags } from "../run-flags.js";
 import { loadProvider } from "../setup.js";
+import { closeMatches } from "../suggest.js";
 import { UsageError } from "../usage-error.js";
 
 /** One configured model profile, as `harness models` lists it. */
@@ -51,16 +52,24 @@ export class ModelCatalog {
     }));
   }
 
-  /** The models the profile's provider offers (GET /models), as `harness models` asks. */
-  offered(profile: string): Promise<string[]> {
-    const found = modelProfiles(this.config)[profile];
-    if (found === undefined) return Promise.resolve([]);
-    return listModels(found, this.env);
+  /**
+   * The models the provider `flags` talk to offers (GET /models, as `harness models` asks): the
+   * listing `/model` shows and `/model ID` is checked against. Undefined for a scripted chat (no
+   * provider to ask); rejects with why the provider could not be asked.
+   */
+  async offered(flags: RunFlags): Promise<string[] | undefined> {
+    if (this.scripted) return undefined;
+    // A copy: loadProvider records the default profile in the flags it is given.
+    const { profile } = await loadProvider(undefined, { ...flags }, this.config, this.env);
+    if (profile === undefined) throw new UsageError("no provider profile to ask");
+    return listModels(profile, this.env);
   }
 
   /**
    * The model `name` names: a configured profile (whose own model, base URL and key variable then
-   * apply), else a model id for the provider in use. Throws UsageError with what to do instead.
+   * apply), else a model id for the provider in use, which must be one the provider lists (a typo
+   * is refused now, not at the next request); one that cannot list its models takes the id
+   * unchecked, and a notice says so. Throws UsageError with what to do instead.
    */
   async choose(name: string, current: RunFlags): Promise<ModelChoice> {
     if (this.scripted) {
@@ -78,20 +87,20 @@ export class ModelCatalog {
       contextWindow: _contextWindow,
       ...rest
     } = current;
+    const isProfile = modelProfiles(this.config)[name] !== undefined;
+    const notices = isProfile ? [] : await this.#checkListed(name, current);
     // A window given for the old model is not the new one's: the profile or the table decides.
-    const flags: RunFlags =
-      modelProfiles(this.config)[name] !== undefined
-        ? { ...rest, profile: name }
-        : {
-            ...rest,
-            ...(current.profile !== undefined ? { profile: current.profile } : {}),
-            ...(current.provider !== undefined ? { provider: current.provider } : {}),
-            ...(current.baseUrl !== undefined ? { baseUrl: current.baseUrl } : {}),
-            ...(current.apiKeyEnv !== undefined ? { apiKeyEnv: current.apiKeyEnv } : {}),
-            model: name,
-          };
+    const flags: RunFlags = isProfile
+      ? { ...rest, profile: name }
+      : {
+          ...rest,
+          ...(current.profile !== undefined ? { profile: current.profile } : {}),
+          ...(current.provider !== undefined ? { provider: current.provider } : {}),
+          ...(current.baseUrl !== undefined ? { baseUrl: current.baseUrl } : {}),
+          ...(current.apiKeyEnv !== undefined ? { apiKeyEnv: current.apiKeyEnv } : {}),
+          model: name,
+        };
     const model = await loadProvider(undefined, flags, this.config, this.env);
-    const notices: string[] = [];
     const context = contextBudgetFor(flags, model.profile, notices);
     return {
       provider: model.provider,
@@ -101,5 +110,22 @@ export class ModelCatalog {
       context,
       notices,
     };
+  }
+
+  /** A model id against the provider's list: refused when it is not there; what to say when none could be had. */
+  async #checkListed(name: string, current: RunFlags): Promise<string[]> {
+    const listed = await this.offered(current).then(
+      (models) => ({ models: models ?? [] }),
+      (error: unknown) => ({ error: error instanceof Error ? error.message : String(error) }),
+    );
+    if ("error" in listed) return [`"${name}" was not checked: the provider's model list: ${listed.error}`];
+    if (listed.models.length === 0) return [`"${name}" was not checked: the provider listed no models`];
+    if (listed.models.includes(name)) return [];
+    const close = closeMatches(name, listed.models);
+    throw new UsageError(
+      `the provider does not list the model "${name}"` +
+        (close.length > 0 ? ` (close: ${close.join(", ")})` : "") +
+        "; nothing was switched (/model shows what it lists)",
+    );
   }
 }

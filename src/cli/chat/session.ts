@@ -56,7 +56,7 @@ export interface ModelListing {
   /** The profile in use, when the model came from one. */
   profile?: string;
   profiles: ProfileRow[];
-  /** What the profile in use's provider offers, or why that could not be listed. */
+  /** What the provider in use offers (what `/model ID` is checked against), or why that could not be listed. */
   offered?: { models: string[] } | { error: string };
 }
 
@@ -154,12 +154,11 @@ export class EngineChatSession implements ChatSession {
       ...(profile !== undefined ? { profile } : {}),
       profiles: this.#catalog?.profiles() ?? [],
     };
-    if (profile !== undefined && this.#catalog !== undefined) {
-      listing.offered = await this.#catalog.offered(profile).then(
-        (models) => ({ models }),
-        (error: unknown) => ({ error: error instanceof Error ? error.message : String(error) }),
-      );
-    }
+    const offered = await this.#catalog?.offered(this.#run.setup.flags ?? {}).then(
+      (models) => (models === undefined ? undefined : { models }),
+      (error: unknown) => ({ error: error instanceof Error ? error.message : String(error) }),
+    );
+    if (offered !== undefined) listing.offered = offered;
     return listing;
   }
 

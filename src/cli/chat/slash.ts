@@ -142,7 +142,16 @@ async function listModels({ ui, style, session }: SlashContext): Promise<void> {
   }
   const offered = listing.offered;
   if (offered !== undefined && "models" in offered && offered.models.length > 0) {
-    ui.line(note(style, "dim", `offered to profile ${listing.profile ?? ""}: `, offered.models.join(", ")));
+    ui.line(
+      note(
+        style,
+        "dim",
+        listing.profile !== undefined
+          ? `offered to profile ${listing.profile}: `
+          : "offered by the provider: ",
+        offered.models.join(", "),
+      ),
+    );
   } else if (offered !== undefined && "error" in offered) {
     ui.line(note(style, "dim", "the provider's model list: ", offered.error));
   }
@@ -150,7 +159,7 @@ async function listModels({ ui, style, session }: SlashContext): Promise<void> {
     own(
       style,
       "dim",
-      "/model NAME switches from the next turn: a profile above, or a model id of the profile in use",
+      "/model NAME switches from the next turn: a profile above, or a model id the provider in use offers",
     ),
   );
 }

@@ -39,11 +39,14 @@ write shows its diff first, a command its exact text, working directory and sand
 
 Slash commands: /help /diff /compact /model [NAME] /sessions /fork /quit
 (/model NAME switches to a configured profile, or a model id of the one in use, from the next turn;
-the switch is journaled as model.switched and a later resume continues with that model)
+the switch is journaled as model.switched and a later resume continues with that model; an id the
+provider's model list does not have is refused at once, naming the close ones; a provider that
+cannot list its models takes the id unchecked, and the chat says so)
 
 Options: those of harness run (model, permissions, --workspace, --accept, limits), except --json
 and --events; --session ID continues a recorded session. When stdin or stdout is not a terminal
-the chat reads one message per line and prints plain lines; a question's answer is the next line.
+the chat reads one message per line and prints plain lines; a question's answer is the next line;
+a running command's new output lines are printed as they come (escaped, at most twice a second).
 
 Exit codes: 0 when you leave; 64 usage error; 5 journal refused; 1 internal error.`;
 

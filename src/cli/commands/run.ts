@@ -121,8 +121,9 @@ everything the session holds (its earlier turns, their calls and results). A tur
 model replies without calls (then --accept runs). Budgets (--max-model-requests,
 --max-tool-calls) apply to each turn.
 On a terminal, a line typed while the run works steers it (journaled at once, given to the model
-at the next step); Ctrl-C interrupts the turn (exit 130; continue with --continue PROMPT), a
-second Ctrl-C exits at once. Off a terminal stdin is not read and Ctrl-C cancels the run.
+at the next step); Ctrl-C interrupts the turn (exit 130; the "next" line is the command that
+continues the session: run --session ID ... PROMPT), a second Ctrl-C exits at once. Off a
+terminal stdin is not read and Ctrl-C cancels the run.
 
 Exit codes: 0 verified or unverified, 2 stopped (also: every change denied, or a required MCP
 server could not start), 3 review required, 4 needs review
@@ -281,23 +282,26 @@ export async function startOrResume(
     events: values.events === true,
     acceptToolChanges: values["accept-tool-changes"] === true,
     ...(values.script !== undefined ? { resumeFlags: ["--script", resolve(values.script)] } : {}),
-    rerunFlags: rerunFlags(values, setup.flags),
+    rerunFlags: [...unrecordedFlags(values, commands), ...flagWords(setup.flags)],
+    continueFlags: unrecordedFlags(values, commands),
   });
 }
 
 /**
- * What a printed command for a new run must give again: the session's flags (given now or
- * recorded when it started; a new session inherits none of them) and those the journal does not
- * record (the script, the budgets, the pool size, the acceptance timeout).
+ * What any printed command for this session (its next turn) or a new run must give again because
+ * the journal does not keep it for the next turn: the script, the budgets, the pool size, the
+ * acceptance timeout (given now) and the acceptance commands in force (a later turn's own
+ * --accept is not recorded). A new run also repeats the session's flags: it inherits none.
  */
-function rerunFlags(values: Parsed["values"], flags: RunFlags): string[][] {
+function unrecordedFlags(values: Parsed["values"], acceptance: readonly string[]): string[][] {
   const unrecorded: string[][] = [];
   if (values.script !== undefined) unrecorded.push(["--script", resolve(values.script)]);
   for (const name of ["max-model-requests", "max-tool-calls", "pool-size", "accept-timeout"] as const) {
     const value = values[name];
     if (value !== undefined) unrecorded.push([`--${name}`, value]);
   }
-  return [...unrecorded, ...flagWords(flags)];
+  for (const command of acceptance) unrecorded.push(["--accept", command]);
+  return unrecorded;
 }
 
 /**
