@@ -39,6 +39,8 @@ interface TimedSession {
   notFsync: number[];
   /** Raw fsync'd appends timed at each step boundary (ms), when a floor file was given. */
   floor: number[];
+  /** The journal's own mean fsync time in each step (ms). */
+  fsyncMs: number[];
 }
 
 /** One scripted session of `steps` read_file steps; returns per-step wall times (ms) and fsyncs. */
@@ -115,6 +117,9 @@ async function timedSession(
     steps,
     fsyncs: synced.slice(1).map((n, i) => n - synced[i]!),
     notFsync: steps.map((step, i) => step - (syncedMs[i + 1]! - syncedMs[i]!)),
+    fsyncMs: steps.map(
+      (_, i) => (syncedMs[i + 1]! - syncedMs[i]!) / Math.max(1, synced[i + 1]! - synced[i]!),
+    ),
     floor,
   };
 }
@@ -150,10 +155,15 @@ export async function benchSteps(): Promise<BenchRow[]> {
       Array.from({ length: 200 }, (_, i) => `export const v${i} = ${i};`).join("\n"),
     );
     mkdirSync(join(root, ".harness/sessions"), { recursive: true });
+    // The first session in a process also pays for loading and compiling the code it runs; the
+    // goal is measured on a later one, as in a process that runs many (server, worker, chat), and
+    // the first is reported beside it.
+    const coldFile = new FileJournalBackend(join(root, ".harness"));
+    const cold = await timedSession(root, coldFile, "cold", coldFile.syncs, join(root, "raw-cold.jsonl"));
+    const inMemory = await timedSession(root, new MemoryJournalBackend(), "memory");
     const file = new FileJournalBackend(join(root, ".harness"));
     const durable = await timedSession(root, file, "durable", file.syncs, join(root, "raw.jsonl"));
     const floor = median(durable.floor);
-    const inMemory = await timedSession(root, new MemoryJournalBackend(), "memory");
     const stepDurable = median(durable.steps);
     const stepMemory = median(inMemory.steps);
     const fsyncsPerStep = median(durable.fsyncs);
@@ -167,10 +177,10 @@ export async function benchSteps(): Promise<BenchRow[]> {
         note: "the same steps, the store's own fsync time taken out: what is not disk",
       },
       {
-        name: "journal fsync, mean over the session",
-        value: round(file.syncs.fsyncMs / Math.max(1, file.syncs.fsyncs)),
+        name: "journal fsync, median over the session's steps",
+        value: round(median(durable.fsyncMs)),
         unit: "ms",
-        note: "timed by the store; compare with the floor below",
+        note: `timed by the store (mean ${round(file.syncs.fsyncMs / Math.max(1, file.syncs.fsyncs))} ms); compare with the floor below`,
       },
       {
         name: "200-step session: median step without fsync (in-memory journal)",
@@ -194,7 +204,13 @@ export async function benchSteps(): Promise<BenchRow[]> {
         name: "200-step session: median step - 2 floors",
         value: round(stepDurable - 2 * floor),
         unit: "ms",
-        note: "goal <= 0.5 ms",
+        note: "goal <= 0.5 ms (the third session of the process)",
+      },
+      {
+        name: "first session of a fresh process: median step - 2 floors",
+        value: round(median(cold.steps) - 2 * median(cold.floor)),
+        unit: "ms",
+        note: `median step ${round(median(cold.steps))} ms, its floor ${round(median(cold.floor))} ms`,
       },
     ];
   } finally {
