@@ -238,6 +238,22 @@ describe("harness report --database URL", () => {
     expect(result.stderr).toContain(data.meta.verdict.problems[0]);
   });
 
+  it("shows a session recorded under another journal key as untrusted: the page says so, exit 5", async () => {
+    const stranger = cliEnv(await tempDir("harness-db-home-"), {
+      HARNESS_KEY_FILE: join(await tempDir("harness-db-key-"), "journal.key"),
+    });
+    const out = join(await tempDir("harness-db-report-"), "untrusted.html");
+    const result = await runCli(["report", session, "--database", db.url, "-o", out], stranger);
+    expectExit(result, JOURNAL_REFUSED);
+    expect(result.stdout).toContain("journal did NOT verify");
+    const data = await reportData(out);
+    const journal = (await readFile(journalFile(workspace, session), "utf8")).split("\n").slice(0, -1);
+    expect(data.records).toHaveLength(journal.length);
+    expect(data.meta.verdict.ok).toBe(false);
+    expect(data.meta.verdict.problems).toEqual([expect.stringMatching(/^UNTRUSTED: /)]);
+    expect(result.stderr).toContain(`harness report: session ${session}: UNTRUSTED: `);
+  });
+
   it("writes no file for an unknown session, a bad URL, an unreachable database or --last, and says what to do", async () => {
     const dir = await tempDir("harness-db-report-");
     const out = join(dir, "report.html");
