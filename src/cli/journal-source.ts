@@ -1,16 +1,18 @@
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import pg from "pg";
 import type { JournalKey } from "../journal/key.js";
 import { ensurePgSchema } from "../journal/pg/schema.js";
 import { database, PgJournalBackend } from "../journal/pg/store.js";
-import { verifyPgJournal } from "../journal/pg/verify.js";
+import { verifyPgJournal, verifyPgJournalPrefix } from "../journal/pg/verify.js";
 import type { JournalBackend } from "../journal/store.js";
-import { type VerifyResult, verifyJournal } from "../journal/verify.js";
+import { type VerifyResult, verifyJournal, verifyJournalBytes } from "../journal/verify.js";
+import type { AnyRecord } from "../journal/vocabulary.js";
 import { UsageError } from "./usage-error.js";
 import { openWorkspace } from "./workspace.js";
 
 /**
- * Where the commands that show sessions (`sessions`, `inspect`, `journal verify`) read them: a
+ * Where the commands that show sessions (`sessions`, `inspect`, `journal verify`, `report`) read them: a
  * workspace's `.harness` directory, or a PostgreSQL database (`--database URL`) that workers share.
  */
 export interface JournalSource {
@@ -18,9 +20,16 @@ export interface JournalSource {
   /** For messages: the workspace path, or the database URL without its password. */
   where: string;
   verify(sessionId: string): Promise<VerifyResult>;
+  /** `verify`, with the records of the longest verified prefix (all of them when it verifies): what a report shows. */
+  verifiedPrefix(sessionId: string): Promise<VerifiedPrefix>;
   /** A session's artifact directory on this machine; undefined when sessions are in a database and no workspace was named. */
   artifactsDir(sessionId: string): string | undefined;
   close(): Promise<void>;
+}
+
+export interface VerifiedPrefix {
+  result: VerifyResult;
+  records: AnyRecord[];
 }
 
 export interface JournalSourceFlags {
@@ -49,6 +58,8 @@ export async function openJournalSource(
       backend: workspace.backend,
       where: workspace.root,
       verify: (sessionId) => verifyJournal(join(workspace.sessionDir(sessionId), "events.jsonl")),
+      verifiedPrefix: (sessionId) =>
+        verifiedFilePrefix(join(workspace.sessionDir(sessionId), "events.jsonl"), sessionId),
       artifactsDir: (sessionId) => join(workspace.sessionDir(sessionId), "artifacts"),
       close: async () => {},
     };
@@ -75,6 +86,7 @@ export async function openJournalSource(
     backend: new PgJournalBackend(pool),
     where,
     verify: (sessionId) => verifyPgJournal(pool, sessionId),
+    verifiedPrefix: (sessionId) => verifyPgJournalPrefix(pool, sessionId),
     artifactsDir: (sessionId) => (workspace ? join(workspace.sessionDir(sessionId), "artifacts") : undefined),
     close: () => pool.end(),
   };
@@ -93,6 +105,15 @@ export async function openSessionSource(
     throw new UsageError(`no session "${sessionId}" in ${source.where} (list them with: ${list})`);
   }
   return source;
+}
+
+/** A journal file verified from its bytes; when it does not verify, the prefix that does, verified again on its own. */
+async function verifiedFilePrefix(path: string, sessionId: string): Promise<VerifiedPrefix> {
+  const bytes = await readFile(path);
+  const result = verifyJournalBytes(bytes, sessionId);
+  if (result.ok) return { result, records: result.records };
+  const prefix = verifyJournalBytes(bytes.subarray(0, result.validBytes), sessionId);
+  return { result, records: prefix.ok ? prefix.records : [] };
 }
 
 /** `--database` is external input: a postgres:// or postgresql:// URL, or a usage error. */

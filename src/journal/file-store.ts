@@ -27,6 +27,7 @@ import {
   sessionPaths,
   sessionsDirOf,
 } from "./session-path.js";
+import { Staging } from "./staging.js";
 import { checkSessionDir } from "./state-dir.js";
 import {
   type AppendOptions,
@@ -229,8 +230,10 @@ class FileJournalWriter implements JournalWriter {
   private readonly all: AnyRecord[];
   private size: number;
   private state: "open" | "closed" | "failed" = "open";
-  /** Encoded lines of staged records (already in `all`), written with the next durable append. */
-  private staged = "";
+  /** Encoded lines of staged records (already in `all`), one text per append, written with the next durable append. */
+  private readonly staging = new Staging<string, void>((texts) =>
+    this.write(Buffer.from(texts.join(""), "utf8")),
+  );
   readonly keyId: string;
   readonly recoveredLock: HeldLock["recovered"];
 
@@ -262,7 +265,7 @@ class FileJournalWriter implements JournalWriter {
     this.assertWritable();
     const durable = options.durable !== false;
     if (events.length === 0) {
-      if (durable) this.flushStaged();
+      this.staging.add([], durable);
       return [];
     }
     const last = this.all[this.all.length - 1];
@@ -279,21 +282,10 @@ class FileJournalWriter implements JournalWriter {
       prev = record.hash;
       seq += 1;
     }
-    if (durable) {
-      this.write(Buffer.from(this.staged + text, "utf8"));
-      this.staged = "";
-    } else {
-      this.staged += text;
-    }
+    this.staging.add([text], durable);
     this.mustAdopt = false;
     for (const record of added) this.all.push(record);
     return added;
-  }
-
-  private flushStaged(): void {
-    if (this.staged === "") return;
-    this.write(Buffer.from(this.staged, "utf8"));
-    this.staged = "";
   }
 
   private assertWritable(): void {
@@ -365,11 +357,8 @@ class FileJournalWriter implements JournalWriter {
   async close(): Promise<void> {
     if (this.state === "closed") return;
     try {
-      // An orderly close keeps staged records. Should that write fail they are lost as in a
-      // crash (the file is cut back to its last durable record), which a resume handles.
-      if (this.state === "open") this.flushStaged();
-    } catch {
-      // reported by nothing: the run has already ended with its outcome
+      // A failed write cuts the file back to its last durable record.
+      if (this.state === "open") await this.staging.flushAtClose();
     } finally {
       this.state = "closed";
       try {

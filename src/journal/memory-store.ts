@@ -2,6 +2,7 @@ import { decodeRecordLine, encodeRecord, isRecordFault } from "./codec.js";
 import { JournalKey } from "./key.js";
 import { currentOwner, type LockOwner, lockHeldError } from "./lock.js";
 import { assertSessionId } from "./session-path.js";
+import { Staging } from "./staging.js";
 import {
   type AppendOptions,
   type JournalBackend,
@@ -93,6 +94,15 @@ export class MemoryJournalBackend implements JournalBackend {
     return this.sessions.get(sessionId)?.lines;
   }
 
+  /**
+   * Take the session from its writer, as `harness unlock --force` does to a file session's lock:
+   * the writer's next append is refused and what it staged is never stored (for tests).
+   */
+  clearWriter(sessionId: string): void {
+    const session = this.sessions.get(sessionId);
+    if (session) session.holder = undefined;
+  }
+
   async exists(sessionId: string): Promise<boolean> {
     assertSessionId(sessionId);
     return this.sessions.has(sessionId);
@@ -140,7 +150,10 @@ class MemoryJournalWriter implements JournalWriter {
   }
 
   /** Lines of staged records: invisible to readers until a durable append stores them. */
-  private staged: string[] = [];
+  private readonly staging = new Staging<string, void>((lines) => {
+    this.session.lines.push(...lines);
+    this.syncs.fsyncs += 1;
+  });
 
   get records(): readonly AnyRecord[] {
     return this.all;
@@ -160,25 +173,18 @@ class MemoryJournalWriter implements JournalWriter {
       return result;
     });
     // All-or-nothing like the file's single write: nothing is stored unless every event encoded.
-    for (const { record, line } of encoded) {
-      this.staged.push(line.slice(0, -1));
-      this.all.push(record);
-    }
+    for (const { record } of encoded) this.all.push(record);
     if (encoded.length > 0) this.mustAdopt = false;
-    if (options.durable !== false) this.store();
+    this.staging.add(
+      encoded.map(({ line }) => line.slice(0, -1)),
+      options.durable !== false,
+    );
     return encoded.map((item) => item.record);
-  }
-
-  private store(): void {
-    if (this.staged.length === 0) return;
-    this.session.lines.push(...this.staged);
-    this.staged = [];
-    this.syncs.fsyncs += 1;
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
-    if (this.session.holder === this.holder) this.store();
+    if (this.session.holder === this.holder) await this.staging.flushAtClose();
     this.closed = true;
     if (this.session.holder === this.holder) this.session.holder = undefined;
   }

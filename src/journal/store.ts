@@ -17,7 +17,8 @@ export interface JournalWriter {
    * records are staged: encoded, chained and in `records` at once, written with the next durable
    * append (an empty one just flushes). A crash loses at most the staged tail, which leaves a
    * valid, shorter chain. A writer may make every append durable (ignoring the option): that is
-   * always allowed. A failure here is an engine failure: the run must stop.
+   * always allowed. A failure here is an engine failure: the run must stop. Every store keeps its
+   * staged records in a `Staging` (staging.ts), which holds this rule in one place.
    */
   append(events: readonly AnyNewEvent[], options?: AppendOptions): Promise<AnyRecord[]>;
   /** Write what is staged (best effort), then release the writer lock. */

@@ -1,4 +1,4 @@
-import { readFile } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { cliEnv, runCli } from "../e2e-providers/cli.js";
@@ -157,5 +157,137 @@ describe("--database URL", () => {
     expect(result.stderr).toContain("cannot connect to postgres://someone:***@127.0.0.1:1/db in PostgreSQL");
     expect(result.stderr).not.toContain("s3cret");
     expect(result.stderr).not.toContain("    at ");
+  });
+});
+
+/** What `harness report` embedded in its page: the verdict it showed and the records it rendered. */
+interface ReportData {
+  meta: { session: string; verdict: { ok: boolean; records: number; problems: string[]; detail?: string } };
+  records: { seq: number; hash: string }[];
+}
+
+async function reportData(file: string): Promise<ReportData> {
+  const html = await readFile(file, "utf8");
+  const block = /<script type="application\/json" id="harness-data">(.*?)<\/script>/s.exec(html)?.[1];
+  if (block === undefined) throw new Error(`${file} has no data block`);
+  return JSON.parse(block) as ReportData;
+}
+
+describe("harness report --database URL", () => {
+  it("writes the page for a session in PostgreSQL from the same verified records as the workspace's journal", async () => {
+    const dir = await tempDir("harness-db-report-");
+    const fromDisk = await cli(["report", session, "--workspace", workspace, "-o", join(dir, "disk.html")]);
+    expectExit(fromDisk, 0);
+    // --workspace names where the artifacts are, so the verdict is the workspace's, word for word.
+    const withArtifacts = await cli([
+      "report",
+      session,
+      "--database",
+      db.url,
+      "--workspace",
+      workspace,
+      "-o",
+      join(dir, "db.html"),
+    ]);
+    expectExit(withArtifacts, 0);
+    const disk = await reportData(join(dir, "disk.html"));
+    const fromDb = await reportData(join(dir, "db.html"));
+    expect(fromDb.records).toEqual(disk.records);
+    expect(fromDb.meta.verdict).toEqual(disk.meta.verdict);
+    expect(fromDb.meta.verdict).toMatchObject({ ok: true, problems: [] });
+    expect(fromDb.meta.verdict.detail).toMatch(/^authenticated by your key; [1-9]\d* artifact\(s\) match/);
+    expect(fromDb.meta.session).toBe(session);
+    expect(withArtifacts.stdout).toBe(
+      `report ${join(dir, "db.html")}: session ${session}, ${disk.records.length} records, journal verified\n`,
+    );
+
+    const databaseOnly = await cli(["report", session, "--database", db.url, "-o", join(dir, "only.html")]);
+    expectExit(databaseOnly, 0);
+    const only = await reportData(join(dir, "only.html"));
+    expect(only.records).toEqual(disk.records);
+    expect(only.meta.verdict).toMatchObject({ ok: true, records: disk.records.length, problems: [] });
+    expect(only.meta.verdict.detail).toBe(
+      "authenticated by your key; artifacts not checked (they stay on the disk of the workspace the session ran in)",
+    );
+  });
+
+  it("still writes a page for a row changed in the database: the records before it and the verdict, exit 5", async () => {
+    await db.pool.query(
+      `UPDATE harness_records SET line = regexp_replace(line, '"time":"[^"]*"', '"time":"2000-01-01T00:00:00.000Z"')
+       WHERE session_id = $1 AND seq = 3`,
+      [session],
+    );
+    const changed = await db.pool.query<{ line: string }>(
+      "SELECT line FROM harness_records WHERE session_id = $1 AND seq = 3",
+      [session],
+    );
+    const journal = (await readFile(journalFile(workspace, session), "utf8")).split("\n");
+    expect(changed.rows[0]?.line).not.toBe(journal[3]);
+    const out = join(await tempDir("harness-db-report-"), "tampered.html");
+    const result = await cli(["report", session, "--database", db.url, "-o", out]);
+    expectExit(result, JOURNAL_REFUSED);
+    expect(result.stdout).toContain("journal did NOT verify");
+    expect(result.stderr).toContain(`harness report: session ${session}: `);
+    const data = await reportData(out);
+    expect(data.records.map((r) => r.hash)).toEqual(
+      journal.slice(0, 3).map((line) => (JSON.parse(line) as { hash: string }).hash),
+    );
+    expect(data.meta.verdict.ok).toBe(false);
+    expect(data.meta.verdict.problems).toContain("only the first 3 records are shown");
+    expect(data.meta.verdict.problems[0]).toMatch(/^(TAMPERED|CORRUPT): /);
+    expect(result.stderr).toContain(data.meta.verdict.problems[0]);
+  });
+
+  it("shows a session recorded under another journal key as untrusted: the page says so, exit 5", async () => {
+    const stranger = cliEnv(await tempDir("harness-db-home-"), {
+      HARNESS_KEY_FILE: join(await tempDir("harness-db-key-"), "journal.key"),
+    });
+    const out = join(await tempDir("harness-db-report-"), "untrusted.html");
+    const result = await runCli(["report", session, "--database", db.url, "-o", out], stranger);
+    expectExit(result, JOURNAL_REFUSED);
+    expect(result.stdout).toContain("journal did NOT verify");
+    const data = await reportData(out);
+    const journal = (await readFile(journalFile(workspace, session), "utf8")).split("\n").slice(0, -1);
+    expect(data.records).toHaveLength(journal.length);
+    expect(data.meta.verdict.ok).toBe(false);
+    expect(data.meta.verdict.problems).toEqual([expect.stringMatching(/^UNTRUSTED: /)]);
+    expect(result.stderr).toContain(`harness report: session ${session}: UNTRUSTED: `);
+  });
+
+  it("writes no file for an unknown session, a bad URL, an unreachable database or --last, and says what to do", async () => {
+    const dir = await tempDir("harness-db-report-");
+    const out = join(dir, "report.html");
+    const unknown = await cli(["report", "no-such-session", "--database", db.url, "-o", out]);
+    expectExit(unknown, USAGE);
+    expect(unknown.stderr).toContain('no session "no-such-session" in database postgres://postgres:***@');
+    expect(unknown.stderr).toContain("harness sessions --database URL");
+    const notPg = await cli(["report", session, "--database", "mysql://x@localhost/db", "-o", out]);
+    expectExit(notPg, USAGE);
+    expect(notPg.stderr).toContain("--database must be a postgres:// URL");
+    const notUrl = await cli(["report", session, "--database", "127.0.0.1:5432", "-o", out]);
+    expectExit(notUrl, USAGE);
+    expect(notUrl.stderr).toContain("--database must be a URL like postgres://USER:PASSWORD@HOST:5432/DB");
+    const unreachable = await cli([
+      "report",
+      session,
+      "--database",
+      "postgres://someone:s3cret@127.0.0.1:1/db",
+      "-o",
+      out,
+    ]);
+    expectExit(unreachable, 1);
+    expect(unreachable.stderr).toContain(
+      "cannot connect to postgres://someone:***@127.0.0.1:1/db in PostgreSQL",
+    );
+    expect(unreachable.stderr).not.toContain("s3cret");
+    expect(unreachable.stderr).not.toContain("    at ");
+    const last = await cli(["report", "--last", "--database", db.url, "-o", out]);
+    expectExit(last, USAGE);
+    expect(last.stderr).toContain("with --database name the session");
+    // Nothing written, not even a temporary file beside the target.
+    expect(await readdir(dir)).toEqual([]);
+    const help = await cli(["report", "--help"]);
+    expectExit(help, 0);
+    expect(help.stdout).toContain("harness report SESSION --database URL [--workspace DIR] -o FILE");
   });
 });

@@ -17,6 +17,8 @@ export interface BackendUnderTest {
   /** The stored lines of a session, and a way to replace them: what a forger with access to storage does. */
   lines(sessionId: string): Promise<string[]>;
   replaceLines(sessionId: string, lines: readonly string[]): Promise<void>;
+  /** Take a session's writer lock away behind its writer's back (as `harness unlock --force` does): its next durable write fails. */
+  dropWriterLock(sessionId: string): Promise<void>;
   cleanup(): Promise<void>;
 }
 
@@ -223,6 +225,29 @@ export function journalContract(name: string, factory: BackendFactory): void {
       await w.append([input("staged at close")], { durable: false });
       await w.close();
       expect((await subject.reopen().read("s1")).map((r) => r.seq)).toEqual([0, 1, 2]);
+    });
+
+    it("loses the staged tail when a durable write fails, and the writer stops", async () => {
+      const w = await writer("s1");
+      await w.append([input("durable")]);
+      await w.append([input("staged a"), input("staged b")], { durable: false });
+      await subject.dropWriterLock("s1");
+      expect((await rejection(w.append([input("next")]))).code).toBe("LOCKED");
+      // Stopped for good: neither a durable nor a staged append is taken, and close stores nothing.
+      await rejection(w.append([input("again")]));
+      await rejection(w.append([input("again, staged")], { durable: false }));
+      await rejection(w.append([]));
+      await w.close();
+      expect((await subject.reopen().read("s1")).map((r) => r.data)).toEqual([{ text: "durable" }]);
+      // What is stored is the durable prefix, a valid chain that the next writer continues.
+      const next = await subject.reopen().openWriter("s1", { create: false });
+      open.push(next);
+      expect(next.records.map((r) => r.data)).toEqual([{ text: "durable" }]);
+      const [after] = await next.append([input("after")]);
+      expect(after?.seq).toBe(1);
+      const loaded = await subject.reopen().read("s1");
+      expect(loaded.map((r) => r.data)).toEqual([{ text: "durable" }, { text: "after" }]);
+      expectValidChain(loaded, subject.key);
     });
 
     it("continues the chain after close and reopen, in another handle on the same storage", async () => {

@@ -4,6 +4,7 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
+  rmSync,
   statSync,
   writeFileSync,
 } from "node:fs";
@@ -39,6 +40,7 @@ journalContract("FileJournalBackend", async (now) => {
     withKey: (key) => new FileJournalBackend(h.harnessDir, { now, key }),
     lines: async (sessionId) => readLines(eventsPath(h.harnessDir, sessionId)),
     replaceLines: async (sessionId, lines) => writeLines(eventsPath(h.harnessDir, sessionId), lines),
+    dropWriterLock: async (sessionId) => rmSync(lockPath(h.harnessDir, sessionId)),
     cleanup: async () => h.cleanup(),
   };
 });

@@ -18,6 +18,7 @@ journalContract("MemoryJournalBackend", async (now) => {
     replaceLines: async (sessionId, lines) => {
       stored(sessionId).splice(0, Infinity, ...lines);
     },
+    dropWriterLock: async (sessionId) => backend.clearWriter(sessionId),
     cleanup: async () => {},
   };
 });

@@ -33,6 +33,12 @@ journalContract("PgJournalBackend", async (now) => {
         lines.length,
       ]);
     },
+    dropWriterLock: async (sessionId) => {
+      await db.pool.query(
+        "UPDATE harness_sessions SET writer = NULL, writer_token = NULL WHERE session_id = $1",
+        [sessionId],
+      );
+    },
     cleanup: () => db.cleanup(),
   };
 });

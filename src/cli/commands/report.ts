@@ -1,22 +1,22 @@
 import { randomBytes } from "node:crypto";
-import { readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { rename, rm, stat, writeFile } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { checkArtifacts } from "../../artifacts/file-store.js";
 import { assessTrust } from "../../journal/trust.js";
-import { verifyJournalBytes } from "../../journal/verify.js";
 import type { AnyRecord } from "../../journal/vocabulary.js";
 import { errnoCode } from "../../shared/errno.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { type ReportMeta, reportHtml } from "../../viewer/page.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
-import { LAST_OPTION, sessionFromArgs } from "../session-id.js";
+import { type JournalSource, openSessionSource } from "../journal-source.js";
+import { LAST_OPTION, sessionIdFromArgs } from "../session-id.js";
 import { UsageError } from "../usage-error.js";
-import type { OpenedWorkspace } from "../workspace.js";
 import { referencedArtifacts } from "./journal.js";
 
 const HELP = `Usage: harness report SESSION [--workspace DIR] -o FILE
        harness report --last [--workspace DIR] -o FILE
+       harness report SESSION --database URL [--workspace DIR] -o FILE
 
 Write a session as one self-contained HTML page: its turns, model requests and replies, tool
 calls with status and duration, the diffs of edits and writes, shell commands and their output,
@@ -32,15 +32,20 @@ It holds what the journal holds (goal, arguments, tool output), so share it as y
                       - writes it to standard output
   -w, --workspace DIR the workspace whose session it is (default: the current directory)
   --last              the session written most recently
+  --database URL      the session is stored in PostgreSQL (postgres://USER:PASSWORD@HOST:PORT/DB),
+                      named by its full id; its artifacts are checked in the workspace --workspace
+                      names, and not at all without it
 
 Exit 0 when written from a verified journal, 5 when written but the journal did not verify
-(the page shows the verified records and says what is wrong), 64 on bad usage.`;
+(the page shows the verified records and says what is wrong), 64 on bad usage (an unknown
+session, a bad --database URL); nothing is written when the session cannot be read.`;
 
 export const reportCommand = {
   help: HELP,
   async run(args: string[]): Promise<number> {
     const { values, positionals } = parse(args, {
       workspace: { type: "string", short: "w" },
+      database: { type: "string" },
       output: { type: "string", short: "o" },
       ...LAST_OPTION,
     });
@@ -52,13 +57,14 @@ export const reportCommand = {
     }
     const target = values.output === "-" ? undefined : resolve(values.output);
     if (target !== undefined) await refuseDirectory(target);
-    const { workspace, sessionId } = await sessionFromArgs(
-      values.workspace,
+    const sessionId = await sessionIdFromArgs(
+      values,
       positionals[0],
       values.last,
       "harness report SESSION -o FILE",
     );
-    const { records, verdict } = await verifiedRecords(workspace, sessionId);
+    const source = await openSessionSource(values, sessionId, { withArtifacts: true });
+    const { records, verdict } = await verifiedRecords(source, sessionId).finally(() => source.close());
     const html = reportHtml(records, { session: sessionId, generated: new Date().toISOString(), verdict });
     if (target === undefined) process.stdout.write(html);
     else {
@@ -83,15 +89,11 @@ export const reportCommand = {
  * still gets a page: the longest prefix that verifies, with the fault as the verdict.
  */
 async function verifiedRecords(
-  workspace: OpenedWorkspace,
+  source: JournalSource,
   sessionId: string,
 ): Promise<{ records: AnyRecord[]; verdict: ReportMeta["verdict"] }> {
-  const dir = workspace.sessionDir(sessionId);
-  const bytes = await readFile(join(dir, "events.jsonl"));
-  const result = verifyJournalBytes(bytes, sessionId);
+  const { result, records } = await source.verifiedPrefix(sessionId);
   if (!result.ok) {
-    const prefix = verifyJournalBytes(bytes.subarray(0, result.validBytes), sessionId);
-    const records = prefix.ok ? prefix.records : [];
     const problems = [
       `${result.code}: ${result.message}`,
       `only the first ${result.validRecords} records are shown`,
@@ -99,21 +101,25 @@ async function verifiedRecords(
     return { records, verdict: { ok: false, records: records.length, problems } };
   }
   const problems: string[] = [];
-  const trust = assessTrust(result.records, workspace.backend.key, sessionId);
+  const trust = assessTrust(records, source.backend.key, sessionId);
   if (!trust.trusted) problems.push(`UNTRUSTED: ${trust.message}`);
-  const artifacts = await checkArtifacts(join(dir, "artifacts"), referencedArtifacts(result.records));
-  for (const id of artifacts.modified)
+  // Sessions in a database keep their artifacts on a disk: checked only where --workspace names one.
+  const artifactsDir = source.artifactsDir(sessionId);
+  const artifacts = artifactsDir
+    ? await checkArtifacts(artifactsDir, referencedArtifacts(records))
+    : undefined;
+  for (const id of artifacts?.modified ?? [])
     problems.push(`artifact ${id} was modified: its bytes no longer have that SHA-256`);
-  for (const id of artifacts.missing)
+  for (const id of artifacts?.missing ?? [])
     problems.push(`artifact ${id} is referenced by the journal but missing`);
-  const verdict: ReportMeta["verdict"] = {
-    ok: problems.length === 0,
-    records: result.records.length,
-    problems,
-  };
-  if (verdict.ok)
-    verdict.detail = `authenticated by your key; ${artifacts.intact} artifact(s) match their SHA-256`;
-  return { records: result.records, verdict };
+  const verdict: ReportMeta["verdict"] = { ok: problems.length === 0, records: records.length, problems };
+  if (verdict.ok) {
+    const checked = artifacts
+      ? `${artifacts.intact} artifact(s) match their SHA-256`
+      : "artifacts not checked (they stay on the disk of the workspace the session ran in)";
+    verdict.detail = `authenticated by your key; ${checked}`;
+  }
+  return { records, verdict };
 }
 
 async function refuseDirectory(target: string): Promise<void> {

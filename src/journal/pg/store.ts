@@ -1,9 +1,10 @@
 import type { Pool, PoolClient } from "pg";
-import { decodeRecordLine, encodeRecord, isRecordFault } from "../codec.js";
+import { decodeRecordLine, type EncodedRecord, encodeRecord, isRecordFault } from "../codec.js";
 import type { JournalKey } from "../key.js";
 import { loadJournalKey } from "../key-file.js";
 import { currentOwner, type LockOwner } from "../lock.js";
 import { assertSessionId } from "../session-path.js";
+import { Staging } from "../staging.js";
 import {
   type AppendOptions,
   type JournalBackend,
@@ -181,8 +182,8 @@ export async function database<T>(
 
 class PgJournalWriter implements JournalWriter {
   private state: "open" | "closed" | "failed" | "fenced" = "open";
-  /** Records appended with `durable: false`, written by the next durable append. */
-  private staged: { record: AnyRecord; line: string }[] = [];
+  /** Records appended with `durable: false`, written by the next durable append's transaction. */
+  private readonly staging = new Staging<EncodedRecord, Promise<void>>((records) => this.store(records));
   readonly keyId: string;
   readonly recoveredLock: { owner: LockOwner; reason: string } | undefined;
 
@@ -209,7 +210,7 @@ class PgJournalWriter implements JournalWriter {
     this.assertWritable();
     const durable = options.durable !== false;
     if (events.length === 0) {
-      if (durable) await this.flush();
+      await this.staging.add([], durable);
       return [];
     }
     const last = this.all[this.all.length - 1];
@@ -224,36 +225,26 @@ class PgJournalWriter implements JournalWriter {
     this.mustAdopt = false;
     // Staged records are chained and visible to this writer at once; readers see them only when
     // the next durable append's transaction stores them with its own (a crash loses a valid tail).
-    for (const item of added) {
-      this.all.push(item.record);
-      this.staged.push(item);
-    }
-    if (durable) await this.flush();
+    for (const item of added) this.all.push(item.record);
+    await this.staging.add(added, durable);
     return added.map((item) => item.record);
   }
 
-  /** Store every staged record in one fenced transaction. */
-  private async flush(): Promise<void> {
-    if (this.staged.length === 0) return;
-    const pending = this.staged;
-    const expected = this.all.length - pending.length;
+  /** Store staged records (the oldest first) in one fenced transaction; a failure stops this writer. */
+  private async store(records: readonly EncodedRecord[]): Promise<void> {
+    const expected = records[0]?.record.seq ?? this.all.length;
     try {
       await database(this.sessionId, "append", () =>
-        inTransaction(this.pool, (client) => this.insert(client, expected, pending)),
+        inTransaction(this.pool, (client) => this.insert(client, expected, records)),
       );
     } catch (error) {
       this.state = error instanceof JournalError && error.code === "FENCED" ? "fenced" : "failed";
       throw error;
     }
-    this.staged = [];
   }
 
   /** In the append's transaction: fence, check the expected seq and this writer's claim, insert. */
-  private async insert(
-    client: PoolClient,
-    expected: number,
-    added: readonly { record: AnyRecord; line: string }[],
-  ): Promise<void> {
+  private async insert(client: PoolClient, expected: number, added: readonly EncodedRecord[]): Promise<void> {
     // Lock order everywhere: the lease row, then the session row.
     if (this.lease) await checkLeaseHeld(client, this.lease);
     const session = await client.query<{ next_seq: string; writer_token: string | null }>(
@@ -311,7 +302,7 @@ class PgJournalWriter implements JournalWriter {
   async close(): Promise<void> {
     if (this.state === "closed") return;
     // Best effort, as the file store does: what was staged is written before the lock is released.
-    if (this.state === "open") await this.flush().catch(() => undefined);
+    if (this.state === "open") await this.staging.flushAtClose();
     this.state = "closed";
     await database(this.sessionId, "release the writer lock", () =>
       this.pool.query(

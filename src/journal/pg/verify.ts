@@ -10,6 +10,17 @@ import { database, notFound } from "./store.js";
  * JSONL file would hold them), for `harness journal verify --database`.
  */
 export async function verifyPgJournal(pool: Pool, sessionId: string): Promise<VerifyResult> {
+  return (await verifyPgJournalPrefix(pool, sessionId)).result;
+}
+
+/**
+ * `verifyPgJournal`, with the records of the longest verified prefix (all of them when the journal
+ * verifies): what `harness report --database` shows of a damaged journal.
+ */
+export async function verifyPgJournalPrefix(
+  pool: Pool,
+  sessionId: string,
+): Promise<{ result: VerifyResult; records: AnyRecord[] }> {
   const result = await database(sessionId, "read the journal", async () => {
     const found = await pool.query("SELECT 1 FROM harness_sessions WHERE session_id = $1", [sessionId]);
     if (found.rowCount !== 1) throw notFound(sessionId);
@@ -25,15 +36,16 @@ export async function verifyPgJournal(pool: Pool, sessionId: string): Promise<Ve
     const seq = records.length;
     const decoded = decodeRecordLine(row.line, seq, prev);
     if (isRecordFault(decoded)) {
-      return { ok: false, code: decoded.fault, message: decoded.message, validRecords: seq, validBytes };
+      const { fault: code, message } = decoded;
+      return { result: { ok: false, code, message, validRecords: seq, validBytes }, records };
     }
     if (Number(row.seq) !== seq) {
       const message = `row seq ${row.seq} holds record seq ${seq}: a record is missing or out of order`;
-      return { ok: false, code: "CORRUPT", message, validRecords: seq, validBytes };
+      return { result: { ok: false, code: "CORRUPT", message, validRecords: seq, validBytes }, records };
     }
     records.push(decoded);
     prev = decoded.hash;
     validBytes += Buffer.byteLength(row.line) + 1;
   }
-  return { ok: true, records };
+  return { result: { ok: true, records }, records };
 }
