@@ -357,8 +357,10 @@ class FileJournalWriter implements JournalWriter {
   async close(): Promise<void> {
     if (this.state === "closed") return;
     try {
-      // A failed write cuts the file back to its last durable record.
-      if (this.state === "open") await this.staging.flushAtClose();
+      // A failed write cuts the file back to its last durable record. No await before the lock
+      // is released: a process exiting right after it starts the close (a second Ctrl-C) must
+      // not leave the lock behind.
+      if (this.state === "open") this.staging.flushAtClose();
     } finally {
       this.state = "closed";
       try {

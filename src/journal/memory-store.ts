@@ -184,7 +184,7 @@ class MemoryJournalWriter implements JournalWriter {
 
   async close(): Promise<void> {
     if (this.closed) return;
-    if (this.session.holder === this.holder) await this.staging.flushAtClose();
+    if (this.session.holder === this.holder) this.staging.flushAtClose();
     this.closed = true;
     if (this.session.holder === this.holder) this.session.holder = undefined;
   }

@@ -37,13 +37,16 @@ export class Staging<T, R extends void | Promise<void>> {
   /**
    * At close: write what is staged, ignoring a failure. An orderly close keeps staged records;
    * should that write fail they are lost as in a crash, which a resume handles, and the run has
-   * already ended with its outcome.
+   * already ended with its outcome. Synchronous for a synchronous store: a process that exits
+   * right after starting a close (a second Ctrl-C) has still written and released everything.
    */
-  async flushAtClose(): Promise<void> {
+  flushAtClose(): R | undefined {
     try {
-      await this.flush();
+      const written = this.flush();
+      return (written instanceof Promise ? written.catch(() => undefined) : written) as R | undefined;
     } catch {
       // see above
+      return undefined;
     }
   }
 }
