@@ -129,4 +129,28 @@ describe("a repository's AGENTS.md", () => {
     expectExit(result, 0);
     expect(String(jsonSummary(result).answer)).not.toContain("<instructions>");
   });
+
+  it("as a sparse file over 4 GiB is hashed whole but only its first 32 KiB are held and sent", async () => {
+    const rules = `Project rules: run the tests.\n${"keep it short. ".repeat(3000)}`;
+    const workspace = await workspaceWith({ "notes.txt": "hi\n", "AGENTS.md": rules });
+    // Larger than the biggest buffer Node can allocate: only a chunked read can take its digest.
+    // (Before, it was read whole: a 2 GiB file cost over 4 GiB of memory, a bigger one failed the run.)
+    const size = 4 * 1024 ** 3 + 1024 ** 2;
+    await truncate(join(workspace, "AGENTS.md"), size);
+    const result = await runIn(workspace);
+    expectExit(result, 0);
+    const session = String(jsonSummary(result).session);
+    const [loaded] = ofType(await readJournal(workspace, session), "instructions.loaded");
+    const file = ((loaded?.data.files ?? []) as Record<string, unknown>[]).find(
+      (f) => f.source === "workspace",
+    );
+    expect(file).toMatchObject({ path: "AGENTS.md", bytes: size, truncated: true });
+    expect(String(file?.text).startsWith(rules.slice(0, 32768))).toBe(true);
+    expect(String(file?.text)).toContain(
+      `[harness: AGENTS.md is ${size} bytes; only its first 32768 bytes are included]`,
+    );
+    expect(String(jsonSummary(result).answer)).toContain(
+      `<instructions>\n${rules.slice(0, 32768)}\n[harness: AGENTS.md is`,
+    );
+  }, 60_000);
 });
