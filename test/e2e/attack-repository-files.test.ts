@@ -154,3 +154,25 @@ describe("a repository's AGENTS.md", () => {
     );
   }, 60_000);
 });
+
+describe("a repository's huge files", () => {
+  it("harness audit of a workspace holding a sparse 3 GiB file finishes instead of failing with an internal error", async () => {
+    const workspace = await workspaceWith({ "notes.txt": "hi\n", "mid.bin": "m" });
+    await writeFile(join(workspace, "big.bin"), "");
+    await truncate(join(workspace, "big.bin"), 3 * 1024 ** 3);
+    // Over the 64 MiB keep limit: hashed in chunks, and a change to it is still found.
+    await truncate(join(workspace, "mid.bin"), 100 * 1024 ** 2);
+    const run = await runIn(workspace);
+    expectExit(run, 0);
+    const session = String(jsonSummary(run).session);
+    const audit = (args: string[] = []) =>
+      finished(startHarness(["audit", session, "--workspace", workspace, ...args], { env }));
+    const clean = await audit();
+    expectExit(clean, 0);
+    expect(clean.stdout).toContain("the workspace matches the record: nothing changed outside it");
+    await writeFile(join(workspace, "mid.bin"), "changed", { flag: "r+" });
+    const changed = await audit();
+    expectExit(changed, 1);
+    expect(changed.stdout).toContain("modified  mid.bin");
+  }, 60_000);
+});
