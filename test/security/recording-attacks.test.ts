@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { sha256Hex } from "../../src/shared/hash.js";
+import { currentEntry, TreePathError } from "../../src/undo/disk.js";
 import { KEEP_MAX_BYTES, TreeSnapshot } from "../../src/workspace/tree-snapshot.js";
 
 /*
@@ -41,5 +42,20 @@ describe("recording a repository's huge sparse files", () => {
     } finally {
       tree.close();
     }
+  });
+});
+
+describe("undo reading a file the session left over 2 GiB", () => {
+  it("is a conflict with the reason, not an internal error", async () => {
+    const root = mkdtempSync(join(tmpdir(), "harness-record-attack-"));
+    roots.push(root);
+    writeFileSync(join(root, "huge.bin"), "");
+    truncateSync(join(root, "huge.bin"), 3 * 1024 ** 3);
+    const error = await currentEntry(root, "huge.bin").then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    expect(error).toBeInstanceOf(TreePathError);
+    expect((error as Error).message).toBe("is over 2 GiB, too large to keep a copy of");
   });
 });
