@@ -1,5 +1,5 @@
 import { constants } from "node:fs";
-import { open, realpath } from "node:fs/promises";
+import { open, readFile, realpath } from "node:fs/promises";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { errnoCode } from "../shared/errno.js";
 import { ConfigError } from "./errors.js";
@@ -129,11 +129,12 @@ function isObject(value: unknown): value is Record<string, unknown> {
 export const CONFIG_FILE_LIMIT_BYTES = 1024 * 1024;
 
 /**
- * A config file's text. It is opened without blocking (a FIFO in its place would otherwise hang
- * every harness command in the workspace) and must be a regular file of at most 1 MiB (a
- * symlink to /dev/zero is not). A project config (`inside` = the workspace's real root) must
- * also really lie inside the workspace: a repository's symlink cannot make harness read, and
- * quote in its error, a host file such as ~/.ssh/id_rsa.
+ * A config file's text. The user's own config is read as the user named it (a pipe such as
+ * `HARNESS_CONFIG=<(...)` included). A project config (`inside` = the workspace's real root) comes
+ * with the repository, so it is opened without blocking (a FIFO in its place would otherwise hang
+ * every harness command in the workspace), must be a regular file of at most 1 MiB, and must
+ * really lie inside the workspace: a repository's symlink cannot make harness read (and quote in
+ * its error) a host file such as ~/.ssh/id_rsa, nor /dev/zero.
  */
 async function readConfigFile(
   path: string,
@@ -152,6 +153,7 @@ async function readConfigFile(
           "is a symbolic link leading outside the workspace; replace it with a file",
         );
     }
+    if (inside === undefined) return await readFile(path, "utf8");
     handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
     const stats = await handle.stat();
     if (stats.isDirectory()) throw new ConfigError(label, "is a directory, not a file");
