@@ -1,4 +1,5 @@
-import { readFile, realpath } from "node:fs/promises";
+import { constants } from "node:fs";
+import { open, readFile, realpath } from "node:fs/promises";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { errnoCode } from "../shared/errno.js";
 import { ConfigError } from "./errors.js";
@@ -78,7 +79,12 @@ export async function loadConfig(options: LoadConfigOptions): Promise<LoadedConf
   const projectPath = join(workspaceRoot, PROJECT_CONFIG_FILE);
   // An empty file is no config: it is what a sandboxed command's seal leaves if harness died
   // while the command ran (see src/sandbox/protected-mounts.ts).
-  const projectRead = await readConfigFile(projectPath, PROJECT_CONFIG_LABEL, false);
+  const projectRead = await readConfigFile(
+    projectPath,
+    PROJECT_CONFIG_LABEL,
+    false,
+    await realpath(workspaceRoot).catch(() => resolve(workspaceRoot)),
+  );
   const projectText = projectRead === "" ? undefined : projectRead;
   const project: ConfigSource | undefined =
     projectText === undefined
@@ -119,15 +125,54 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-async function readConfigFile(path: string, label: string, required: boolean): Promise<string | undefined> {
+/** Larger than any config a person writes; a bigger file is refused instead of read into memory. */
+export const CONFIG_FILE_LIMIT_BYTES = 1024 * 1024;
+
+/**
+ * A config file's text. The user's own config is read as the user named it (a pipe such as
+ * `HARNESS_CONFIG=<(...)` included). A project config (`inside` = the workspace's real root) comes
+ * with the repository, so it is opened without blocking (a FIFO in its place would otherwise hang
+ * every harness command in the workspace), must be a regular file of at most 1 MiB, and must
+ * really lie inside the workspace: a repository's symlink cannot make harness read (and quote in
+ * its error) a host file such as ~/.ssh/id_rsa, nor /dev/zero.
+ */
+async function readConfigFile(
+  path: string,
+  label: string,
+  required: boolean,
+  inside?: string,
+): Promise<string | undefined> {
+  let handle: Awaited<ReturnType<typeof open>> | undefined;
   try {
-    return await readFile(path, "utf8");
+    if (inside !== undefined) {
+      const real = await realpath(path);
+      const rel = relative(inside, real);
+      if (rel === "" || rel === ".." || rel.startsWith(`..${sep}`) || isAbsolute(rel))
+        throw new ConfigError(
+          label,
+          "is a symbolic link leading outside the workspace; replace it with a file",
+        );
+    }
+    if (inside === undefined) return await readFile(path, "utf8");
+    handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
+    const stats = await handle.stat();
+    if (stats.isDirectory()) throw new ConfigError(label, "is a directory, not a file");
+    if (!stats.isFile()) throw new ConfigError(label, "is not a regular file (a FIFO, socket or device)");
+    if (stats.size > CONFIG_FILE_LIMIT_BYTES)
+      throw new ConfigError(
+        label,
+        `is ${stats.size} bytes; a config file may hold at most ${CONFIG_FILE_LIMIT_BYTES}`,
+      );
+    return await handle.readFile("utf8");
   } catch (error) {
+    if (error instanceof ConfigError) throw error;
     const code = errnoCode(error);
     if (code === "ENOENT" && !required) return undefined;
     if (code === "ENOENT") throw new ConfigError(label, "file not found ($HARNESS_CONFIG names it)");
     if (code === "EISDIR") throw new ConfigError(label, "is a directory, not a file");
     throw new ConfigError(label, `cannot be read (${code ?? "I/O error"})`);
+  } finally {
+    await handle?.close();
   }
 }
 

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { EventData } from "../journal/vocabulary.js";
 import { sha256Hex } from "../shared/hash.js";
 import { WorkspaceError, type WorkspaceFs } from "../workspace/fs.js";
@@ -31,14 +32,56 @@ export function instructionFile(
   path: string,
   bytes: Uint8Array,
 ): InstructionFile {
-  const size = bytes.byteLength;
+  return instructionRecord(
+    source,
+    path,
+    bytes.subarray(0, INSTRUCTIONS_LIMIT_BYTES),
+    bytes.byteLength,
+    sha256Hex(bytes),
+  );
+}
+
+function instructionRecord(
+  source: InstructionFile["source"],
+  path: string,
+  head: Uint8Array,
+  size: number,
+  sha256: string,
+): InstructionFile {
   const truncated = size > INSTRUCTIONS_LIMIT_BYTES;
   // A cut inside a multi-byte character decodes to U+FFFD; drop it so the text stays clean.
-  let text = new TextDecoder().decode(truncated ? bytes.subarray(0, INSTRUCTIONS_LIMIT_BYTES) : bytes);
+  let text = new TextDecoder().decode(head);
   if (truncated) {
     text = `${text.replace(/\uFFFD+$/, "")}\n[harness: ${path} is ${size} bytes; only its first ${INSTRUCTIONS_LIMIT_BYTES} bytes are included]`;
   }
-  return { source, path, sha256: sha256Hex(bytes), bytes: size, truncated, text };
+  return { source, path, sha256, bytes: size, truncated, text };
+}
+
+/**
+ * A workspace file's record, read in chunks: the digest covers the whole file, but only the part
+ * that is sent is held, so a repository's sparse multi-gigabyte AGENTS.md costs reading time, not
+ * gigabytes of memory.
+ */
+async function readInstructionFile(
+  fs: WorkspaceFs,
+  source: InstructionFile["source"],
+  path: string,
+): Promise<InstructionFile> {
+  const hash = createHash("sha256");
+  const head = new Uint8Array(INSTRUCTIONS_LIMIT_BYTES);
+  let size = 0;
+  for await (const chunk of fs.readChunks(path)) {
+    hash.update(chunk);
+    if (size < INSTRUCTIONS_LIMIT_BYTES) head.set(chunk.subarray(0, INSTRUCTIONS_LIMIT_BYTES - size), size);
+    size += chunk.byteLength;
+  }
+  return instructionRecord(
+    source,
+    path,
+    head.subarray(0, Math.min(size, INSTRUCTIONS_LIMIT_BYTES)),
+    size,
+    hash.digest("hex"),
+  );
 }
 
 /** `<dir>/AGENTS.md` from the workspace, or undefined when there is none (or it is not a file). */
@@ -50,7 +93,7 @@ export async function readWorkspaceInstructions(
   try {
     const stat = await fs.stat(path);
     if (stat?.kind !== "file") return undefined;
-    return instructionFile(directory === "." ? "workspace" : "nested", path, await fs.readFile(path));
+    return await readInstructionFile(fs, directory === "." ? "workspace" : "nested", path);
   } catch (error) {
     // Outside the boundary (a symlink out) or gone meanwhile: no instructions from there. A file
     // that exists and cannot be read is the caller's to judge.

@@ -1,7 +1,9 @@
 import pg from "pg";
 import PgBoss from "pg-boss";
+import type { JournalKey } from "../journal/key.js";
+import { loadJournalKey } from "../journal/key-file.js";
 import { ensurePgSchema } from "../journal/pg/schema.js";
-import { type FleetTask, parseStoredTask } from "./task.js";
+import { type FleetTask, parseStoredTask, taskTag } from "./task.js";
 
 /**
  * The queue of sessions, on pg-boss (PostgreSQL, no other service). pg-boss dispatches and
@@ -37,6 +39,7 @@ CREATE TABLE IF NOT EXISTS harness_fleet_tasks (
   requeues integer NOT NULL DEFAULT 0,
   reaped_epoch bigint
 );
+ALTER TABLE harness_fleet_tasks ADD COLUMN IF NOT EXISTS mac text;
 `;
 const DDL_LOCK_KEY = 0x666c7474; // "fltt": concurrent first starts do not race on CREATE TABLE
 
@@ -64,9 +67,16 @@ export class FleetDatabase {
     readonly boss: PgBoss,
     /** pg-boss's schema: next to harness's tables (the URL's search_path), so pools stay apart. */
     readonly bossSchema: string,
+    /** Signs submitted tasks and verifies them before they run (taskTag). */
+    private readonly key: JournalKey,
   ) {}
 
-  static async open(url: string, options: { maxConnections?: number; supervise?: boolean } = {}) {
+  static async open(
+    url: string,
+    options: { maxConnections?: number; supervise?: boolean; key?: JournalKey } = {},
+  ) {
+    // The user's journal key (the one the sessions are recorded with), before anything connects.
+    const key = options.key ?? loadJournalKey();
     const pool = new pg.Pool({ connectionString: url, max: options.maxConnections ?? 10 });
     // An idle connection's error (the server restarted) must not crash the process: the next
     // query fails and says so.
@@ -111,7 +121,7 @@ export class FleetDatabase {
       await pool.end().catch(() => {});
       throw new FleetError(`cannot use the database: ${(error as Error).message}`);
     }
-    return new FleetDatabase(pool, boss, bossSchema);
+    return new FleetDatabase(pool, boss, bossSchema, key);
   }
 
   /**
@@ -134,9 +144,10 @@ export class FleetDatabase {
           `session "${taken.rows[0].session_id}" already exists; choose another --session`,
         );
       for (const task of tasks) {
-        await client.query("INSERT INTO harness_fleet_tasks (session_id, task) VALUES ($1, $2)", [
+        await client.query("INSERT INTO harness_fleet_tasks (session_id, task, mac) VALUES ($1, $2, $3)", [
           task.session,
           JSON.stringify(task),
+          taskTag(task, this.key),
         ]);
       }
       await client.query("COMMIT");
@@ -171,15 +182,27 @@ export class FleetDatabase {
     | undefined
   > {
     const result = await this.pool.query(
-      "SELECT task, state, workspace_dir, materialized_on FROM harness_fleet_tasks WHERE session_id = $1",
+      "SELECT task, mac, state, workspace_dir, materialized_on FROM harness_fleet_tasks WHERE session_id = $1",
       [session],
     );
     const row = result.rows[0] as
-      | { task: unknown; state: TaskState; workspace_dir: string | null; materialized_on: string | null }
+      | {
+          task: unknown;
+          mac: string | null;
+          state: TaskState;
+          workspace_dir: string | null;
+          materialized_on: string | null;
+        }
       | undefined;
     if (!row) return undefined;
+    const task = parseStoredTask(row.task);
+    if (row.mac === null || row.mac !== taskTag(task, this.key)) {
+      throw new FleetError(
+        `task "${session}" does not verify under this journal key (changed in the database, queued with another key, or before tasks were signed); it is not run: submit it again`,
+      );
+    }
     return {
-      task: parseStoredTask(row.task),
+      task,
       state: row.state,
       workspaceDir: row.workspace_dir,
       materializedOn: row.materialized_on,

@@ -1,6 +1,8 @@
 import { isAbsolute, resolve } from "node:path";
 import { z } from "zod";
+import type { JournalKey } from "../journal/key.js";
 import { SESSION_ID_PATTERN } from "../journal/session-path.js";
+import { canonicalJson, sha256Hex } from "../shared/hash.js";
 
 /**
  * A queued session: what `harness queue submit` stores and a worker runs. Everything here came
@@ -118,4 +120,15 @@ export function parseStoredTask(value: unknown): FleetTask {
   const parsed = fleetTaskSchema.safeParse(value);
   if (!parsed.success) throw new TaskError(`stored task is malformed: ${z.prettifyError(parsed.error)}`);
   return parsed.data;
+}
+
+/**
+ * A task row's tag: an HMAC under the journal key that submitters and workers share, over the
+ * task's canonical JSON (domain-separated from record hashes). A worker runs a task only when its
+ * tag verifies, so whoever can write the database without holding the key cannot change what a
+ * worker imports (`script`), runs (`accept`, `sandbox`, rules) or sends the provider key to
+ * (`base-url`), exactly as they cannot change a journal record.
+ */
+export function taskTag(task: FleetTask, key: JournalKey): string {
+  return key.sign(sha256Hex(`harness fleet task\n${canonicalJson(task)}`));
 }

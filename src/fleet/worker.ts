@@ -194,11 +194,14 @@ export class FleetWorker {
   ): Promise<string | undefined> {
     const { task } = found;
     if (isShared(task.workspace)) return materialize(task.workspace, "");
-    if (found.workspaceDir !== null && found.materializedOn === this.disk) {
-      if (await stat(found.workspaceDir).catch(() => undefined)) return found.workspaceDir;
+    const target = path.join(path.resolve(this.options.workDir), task.session);
+    // Only the directory this worker makes for the session is reused: the row's path is not
+    // authenticated, and one written into the database (a home directory) would be where the
+    // session's writes, shell commands and acceptance checks land.
+    if (found.workspaceDir === target && found.materializedOn === this.disk) {
+      if (await stat(target).catch(() => undefined)) return target;
     }
     if (started || found.materializedOn !== null) return undefined;
-    const target = path.join(path.resolve(this.options.workDir), task.session);
     const root = await materialize(task.workspace, target, this.stopping.signal);
     await this.db.pool.query(
       "UPDATE harness_fleet_tasks SET workspace_dir = $2, materialized_on = $3 WHERE session_id = $1",

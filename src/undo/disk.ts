@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { closeSync, fsyncSync, openSync, writeSync } from "node:fs";
-import { chmod, lstat, mkdir, readFile, readlink, rename, rmdir, symlink, unlink } from "node:fs/promises";
+import { closeSync, constants, fsyncSync, openSync, writeSync } from "node:fs";
+import { chmod, lstat, mkdir, open, readlink, rename, rmdir, symlink, unlink } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { errnoCode } from "../shared/errno.js";
 import { sha256Hex } from "../shared/hash.js";
@@ -48,11 +48,36 @@ export async function currentEntry(
   if (info.isSymbolicLink()) return { entry: { link: await readlink(full) } };
   if (info.isDirectory()) throw new TreePathError("is a directory now");
   if (!info.isFile()) throw new TreePathError("is not a regular file now");
-  const bytes = await readFile(full);
+  const bytes = await readRegular(full);
   return {
     entry: { hash: sha256Hex(bytes), size: bytes.byteLength, exec: (info.mode & 0o100) !== 0 },
     bytes,
   };
+}
+
+/** Largest file read whole (Node's limit); a bigger one is left alone, never half read. */
+const MAX_READ_BYTES = 2 ** 31 - 1;
+
+/**
+ * A file's bytes through a descriptor opened without following a link or blocking: a path swapped
+ * for a link or a FIFO since it was looked at is a conflict, never followed or waited on.
+ */
+async function readRegular(full: string): Promise<Buffer> {
+  let handle: Awaited<ReturnType<typeof open>>;
+  try {
+    handle = await open(full, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (error) {
+    if (errnoCode(error) === "ELOOP") throw new TreePathError("became a symbolic link while being read");
+    throw error;
+  }
+  try {
+    const stats = await handle.stat();
+    if (!stats.isFile()) throw new TreePathError("is not a regular file now");
+    if (stats.size > MAX_READ_BYTES) throw new TreePathError("is over 2 GiB, too large to keep a copy of");
+    return await handle.readFile();
+  } finally {
+    await handle.close();
+  }
 }
 
 /**

@@ -1,6 +1,7 @@
-import { lstat, readdir, readFile, readlink } from "node:fs/promises";
+import { createHash } from "node:crypto";
+import { constants } from "node:fs";
+import { lstat, open, readdir, readlink } from "node:fs/promises";
 import { join } from "node:path";
-import { sha256Hex } from "../shared/hash.js";
 import type { Entry, Manifest } from "../workspace/manifest.js";
 import { TreeExcludes } from "../workspace/tree-excludes.js";
 
@@ -24,12 +25,40 @@ export async function scanTree(root: string, excluded: readonly string[]): Promi
       } else if ((info.isFile() || info.isSymbolicLink()) && !excludes.excludesFile(rel, name)) {
         if (info.isSymbolicLink()) tree.set(rel, { link: await readlink(full) });
         else {
-          const bytes = await readFile(full);
-          tree.set(rel, { hash: sha256Hex(bytes), size: bytes.byteLength, exec: (info.mode & 0o100) !== 0 });
+          const hashed = await hashFile(full);
+          if (hashed !== undefined) tree.set(rel, { ...hashed, exec: (info.mode & 0o100) !== 0 });
         }
       }
     }
   };
   await walk(root, "");
   return tree;
+}
+
+/** What the recording hashes at most (tree-snapshot.ts): a bigger file is left out of both. */
+const MAX_FILE_BYTES = 2 ** 31 - 1;
+
+/**
+ * A file's SHA-256 and size, read in 1 MiB chunks (a repository's sparse gigabytes cost time, not
+ * memory), through a descriptor opened without following a link or blocking; undefined when it is
+ * no longer a regular file or is over the recording's limit, as the recording leaves it out.
+ */
+async function hashFile(full: string): Promise<{ hash: string; size: number } | undefined> {
+  const handle = await open(full, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  try {
+    const stats = await handle.stat();
+    if (!stats.isFile() || stats.size > MAX_FILE_BYTES) return undefined;
+    const hash = createHash("sha256");
+    const buffer = Buffer.allocUnsafe(1024 * 1024);
+    let size = 0;
+    for (;;) {
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, size);
+      if (bytesRead === 0) return { hash: hash.digest("hex"), size };
+      hash.update(buffer.subarray(0, bytesRead));
+      size += bytesRead;
+      if (size > MAX_FILE_BYTES) return undefined;
+    }
+  } finally {
+    await handle.close();
+  }
 }

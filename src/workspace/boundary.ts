@@ -103,6 +103,8 @@ export function checkGlobPattern(pattern: string): string {
   checkSharedRules(pattern, pattern, PATTERN_WORDS);
   if (/[\u0001-\u001f]/.test(pattern)) throw invalid(pattern, "the pattern contains a control character");
   if (pattern.startsWith("!")) throw invalid(pattern, "negated patterns are not supported");
+  const wildcards = globWildcardProblem(pattern);
+  if (wildcards !== undefined) throw invalid(pattern, wildcards);
   const parts = pattern.split("/").filter((component) => component !== "" && component !== ".");
   if (parts.length === 0) throw invalid(pattern, "the pattern names no files");
   if (isReservedParts(parts)) {
@@ -113,6 +115,23 @@ export function checkGlobPattern(pattern: string): string {
     );
   }
   return parts.join("/");
+}
+
+/** Most runs of `*` (`*` or `**`) a glob pattern may hold; see globWildcardProblem. */
+export const GLOB_MAX_WILDCARDS = 3;
+
+/**
+ * Why a glob pattern has too many wildcards to match safely, or undefined. Patterns are matched
+ * as backtracking regular expressions on harness's main thread, one path at a time, and the time
+ * grows with the path's length to the power of the number of `*` runs: `*a*a*a*b` against a
+ * 250-character name takes a second, `**` + `/*a*` three times over a long path a minute, and 17
+ * runs hours, during which nothing else (timeouts, Ctrl-C, other sessions) can run. With at most
+ * three runs a crafted name costs milliseconds. Used for glob's pattern and grep's `include`.
+ */
+export function globWildcardProblem(pattern: string): string | undefined {
+  const runs = pattern.match(/\*+/g)?.length ?? 0;
+  if (runs <= GLOB_MAX_WILDCARDS) return undefined;
+  return `the pattern has ${runs} wildcards (* or **); at most ${GLOB_MAX_WILDCARDS} are allowed: use a narrower pattern, or grep with a regular expression`;
 }
 
 /**

@@ -1,13 +1,16 @@
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import {
   closeSync,
+  constants,
   existsSync,
+  fstatSync,
   lstatSync,
   mkdirSync,
   openSync,
   readdirSync,
   readFileSync,
   readlinkSync,
+  readSync,
   renameSync,
   type Stats,
   writeFileSync,
@@ -47,6 +50,14 @@ const MAX_FILE_BYTES = 2 ** 31 - 1;
  * event streams stall, and a terminal UI freezes.
  */
 const WALK_SLICE_MS = 50;
+/**
+ * Largest file whose bytes are copied into the object store. A bigger one is hashed in chunks and
+ * not kept (an undo reports it as not restorable): a repository's sparse 2 GiB files would
+ * otherwise each cost 2 GiB of memory and be written out, dense, into `.harness/objects`.
+ */
+export const KEEP_MAX_BYTES = 64 * 1024 * 1024;
+/** Never follow a link the walk did not see, never wait on a FIFO swapped in since the walk's lstat. */
+const HASH_OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
 interface Cached {
   size: number;
@@ -392,19 +403,41 @@ export class TreeSnapshot {
       if (st.isSymbolicLink()) return { ...base, link: readlinkSync(abs), racy };
       // A file too large to read whole (over 2 GiB) is left out and said so, like an unreadable one.
       if (st.size > MAX_FILE_BYTES) return undefined;
-      const bytes = readFileSync(abs);
-      const hash = sha256Hex(bytes);
+      const fd = openSync(abs, HASH_OPEN_FLAGS);
       try {
-        if (this.options.withheld?.(rel) !== true) this.keep(hash, bytes);
-      } catch (error) {
-        // No room to keep a copy: the hash still records what the file was; its bytes cannot be restored.
-        this.options.warn?.(`could not keep a copy of ${hash.slice(0, 12)} (${errnoCode(error) ?? "error"})`);
+        // Replaced since the walk's lstat by something that is not a file: left out, never waited on.
+        const opened = fstatSync(fd);
+        if (!opened.isFile()) return undefined;
+        if (opened.size > KEEP_MAX_BYTES) {
+          const chunked = hashInChunks(fd);
+          if (chunked === undefined) return undefined;
+          return { ...base, size: chunked.size, hash: chunked.hash, racy: racy || chunked.size !== st.size };
+        }
+        const bytes = readFileSync(fd);
+        const hash = sha256Hex(bytes);
+        try {
+          if (this.options.withheld?.(rel) !== true) this.keep(hash, bytes);
+        } catch (error) {
+          // No room to keep a copy: the hash still records what the file was; its bytes cannot be restored.
+          this.options.warn?.(
+            `could not keep a copy of ${hash.slice(0, 12)} (${errnoCode(error) ?? "error"})`,
+          );
+        }
+        // The bytes read are what the hash says; the size recorded is theirs too.
+        return { ...base, size: bytes.byteLength, hash, racy: racy || bytes.byteLength !== st.size };
+      } finally {
+        closeSync(fd);
       }
-      // The bytes read are what the hash says; the size recorded is theirs too.
-      return { ...base, size: bytes.byteLength, hash, racy: racy || bytes.byteLength !== st.size };
     } catch (error) {
       const code = errnoCode(error);
-      if (code === "EACCES" || code === "ENOENT" || code === "EISDIR" || code === "ERR_FS_FILE_TOO_LARGE")
+      if (
+        code === "EACCES" ||
+        code === "ENOENT" ||
+        code === "EISDIR" ||
+        code === "ELOOP" ||
+        code === "ENXIO" ||
+        code === "ERR_FS_FILE_TOO_LARGE"
+      )
         return undefined;
       throw error;
     }
@@ -423,6 +456,20 @@ export class TreeSnapshot {
       closeSync(fd);
     }
     renameSync(temp, target);
+  }
+}
+
+/** A file's SHA-256 and size, read through its descriptor 1 MiB at a time; undefined past the read limit. */
+function hashInChunks(fd: number): { hash: string; size: number } | undefined {
+  const hash = createHash("sha256");
+  const buffer = Buffer.allocUnsafe(1024 * 1024);
+  let size = 0;
+  for (;;) {
+    const read = readSync(fd, buffer, 0, buffer.length, size);
+    if (read === 0) return { hash: hash.digest("hex"), size };
+    hash.update(buffer.subarray(0, read));
+    size += read;
+    if (size > MAX_FILE_BYTES) return undefined;
   }
 }
 

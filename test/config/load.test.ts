@@ -182,3 +182,16 @@ describe("parseConfigText", () => {
     expect(config.hooks?.before_execute?.[0]?.tools).toEqual(["edit_file"]);
   });
 });
+
+describe("the user's own config through a pipe", () => {
+  it("is read as the user named it (HARNESS_CONFIG=<(...)), unlike a project config", async () => {
+    const { execFileSync, spawn } = await import("node:child_process");
+    const fifo = join(root, "config-pipe");
+    execFileSync("mkfifo", [fifo]);
+    const writer = spawn("sh", ["-c", `printf '%s' '{"permissions":{"deny":["shell"]}}' > '${fifo}'`]);
+    const exited = new Promise((resolve) => writer.once("exit", resolve));
+    const loaded = await load({ HARNESS_CONFIG: fifo });
+    expect(loaded.user?.config.permissions?.deny).toEqual(["shell"]);
+    await exited;
+  });
+});

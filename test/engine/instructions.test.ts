@@ -231,11 +231,12 @@ describe("project instructions", () => {
     const real = ws.fs;
     const fs = new Proxy(real, {
       get(target, key) {
-        if (key === "readFile")
-          return async (path: string) => {
+        // The file is read in chunks (its digest is of the whole file, only its head is kept).
+        if (key === "readChunks")
+          return (path: string) => {
             if (path === "AGENTS.md")
               throw new WorkspaceError("IO_ERROR", path, "AGENTS.md: permission denied");
-            return real.readFile(path);
+            return real.readChunks(path);
           };
         const value = Reflect.get(target, key, target) as unknown;
         return typeof value === "function" ? value.bind(target) : value;

@@ -26,6 +26,8 @@ const HELP = `Usage: harness queue submit --database URL [--session ID] [run opt
 Queue sessions for workers (harness worker) sharing the PostgreSQL database at URL, and see
 where they stand. Each session is one job; a worker runs it as harness run would, with its
 journal in the database (harness sessions/inspect/journal verify --database URL read it).
+Each task is signed with your journal key: workers must hold the same key ($HARNESS_KEY_FILE),
+and they run no task whose row was changed in the database since.
 
 submit:
   GOAL                    the task; with the run options of harness run (--script, --provider,

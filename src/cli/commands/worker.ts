@@ -27,6 +27,9 @@ Sessions on a shared workspace path move between workers. A workspace copied or 
 session exists only on the disk of the worker that made it: if that worker dies, the session
 stops with review_required (reason workspace_lost); it is never started again from scratch.
 
+A task runs only if it verifies under this worker's journal key (the submitter's key): a task
+row changed in the database, or queued with another key, is logged and never run.
+
 Options:
   --database URL      PostgreSQL connection URL (journal, leases and queue live there)
   --concurrency N     sessions run at once (default 1)

@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import picomatch from "picomatch";
 import { z } from "zod";
+import { globWildcardProblem } from "../../workspace/boundary.js";
 import { DiskWorkspaceFs } from "../../workspace/disk-fs.js";
 import { WorkspaceError, type WorkspaceFs } from "../../workspace/fs.js";
 import { compareCodeUnits } from "../../workspace/order.js";
@@ -323,6 +324,8 @@ function compileRegex(pattern: string, ignoreCase: boolean): RegExp {
 
 function includeMatcher(include: string | undefined): (path: string) => boolean {
   if (include === undefined) return () => true;
+  const wildcards = globWildcardProblem(include);
+  if (wildcards !== undefined) throw new ToolError("SEMANTIC_VALIDATION_ERROR", `include: ${wildcards}`);
   try {
     const matches = picomatch(include, { dot: true, posix: true, basename: !include.includes("/") });
     return (path) => matches(path);
