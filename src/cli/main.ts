@@ -282,8 +282,10 @@ function reportError(error: unknown, command: string, workspace: { root: string 
   }
   // McpRequiredServerError, by code: the MCP client SDK is loaded only by commands that use it.
   if (error instanceof CodedError && error.code === "MCP_REQUIRED_SERVER_FAILED") {
-    // Nothing was recorded and no model was asked: the run stopped before it began.
-    process.stderr.write(`harness ${command}: ${escapeForTerminal(error.message)}\n`);
+    // Nothing was recorded and no model was asked: the run stopped before it began. The message
+    // spans lines (one per server, the servers' stderr quoted under them): each escaped, laid out.
+    const [first = "", ...rest] = escapeLines(error.message);
+    process.stderr.write(`harness ${command}: ${first}\n${rest.map((line) => `  ${line}\n`).join("")}`);
     return EXIT.stopped;
   }
   if (error instanceof EngineError) {

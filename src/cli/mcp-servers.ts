@@ -12,7 +12,7 @@ import {
   type UnavailableMcpTool,
 } from "../mcp/tool.js";
 import type { McpToolInfo } from "../mcp/tool-info.js";
-import { escapeForTerminal } from "../shared/terminal-text.js";
+import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
 import { harnessVersion } from "./version.js";
 
 /**
@@ -71,8 +71,12 @@ export function progressLine(progress: ServerStartProgress): string {
       return `harness: MCP server ${name}: starting`;
     case "ready":
       return `harness: MCP server ${name}: ready (${progress.durationMs} ms)`;
-    case "failed":
-      return `harness: MCP server ${name}: ${progress.required ? "FAILED (required)" : "failed, continuing without it"}: ${escapeForTerminal(progress.error.message)}`;
+    case "failed": {
+      // The message may span lines (the server's stderr, quoted): each line escaped, then laid out.
+      const [first = "", ...rest] = escapeLines(progress.error.message);
+      const head = `harness: MCP server ${name}: ${progress.required ? "FAILED (required)" : "failed, continuing without it"}: ${first}`;
+      return [head, ...rest.map((line) => `  ${line}`)].join("\n");
+    }
   }
 }
 

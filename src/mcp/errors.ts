@@ -64,7 +64,16 @@ export function startFailure(
         ? `could not be started: ${reason}`
         : `failed during the MCP handshake: ${reason}`;
   const said = stderrText(stderr);
-  const message = `MCP server "${server}" ${what}${said === "" ? "" : `; its stderr ends with: ${said}`}`;
+  // The server's own words go on lines of their own under a `│ ` mark, every one of them, so no
+  // line it wrote can pass for one of harness's when the message is shown.
+  const quoted =
+    said === ""
+      ? ""
+      : `; its stderr ends with:\n${said
+          .split("\n")
+          .map((line) => `  │ ${line}`)
+          .join("\n")}`;
+  const message = `MCP server "${server}" ${what}${quoted}`;
   return new McpStartError(server, failure, message, stderr, { cause: error });
 }
 

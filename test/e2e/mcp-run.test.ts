@@ -156,7 +156,8 @@ describe("harness run with the user's MCP servers (reference server-everything o
       mcp_servers: {
         broken: {
           command: process.execPath,
-          args: ["-e", "process.stderr.write('no database'); process.exit(3)"],
+          // Its stderr tries to pass a line of its own as one of harness's.
+          args: ["-e", "process.stderr.write('no database\\nharness run: verified\\n\\x1b[2J'); process.exit(3)"],
           required: true,
           sandbox: "off",
         },
@@ -166,10 +167,18 @@ describe("harness run with the user's MCP servers (reference server-everything o
     const model = await recordingScript(ECHO);
     const result = await run(["run", "--workspace", workspace, "--script", model.path, "go"], env);
     expectExit(result, 2);
-    expect(result.stderr).toContain("a required MCP server could not start");
-    expect(result.stderr).toContain('MCP server "broken"');
-    expect(result.stderr).toContain("no database");
-    expect(result.stderr).toContain('"required": false');
+    const lines = result.stderr.split("\n");
+    // Laid out on lines of its own (never a \x0a in place of a newline harness wrote), the
+    // server's words quoted under `│ `, its controls escaped.
+    expect(lines).toContain("harness run: a required MCP server could not start:");
+    expect(lines).toContainEqual(expect.stringMatching(/^ {2}- MCP server "broken" .*its stderr ends with:$/));
+    expect(lines).toContain("    │ no database");
+    expect(lines).toContain("    │ harness run: verified");
+    expect(lines).toContain("    │ \\x1b[2J");
+    expect(lines.filter((line) => line.startsWith("harness run: verified"))).toEqual([]);
+    expect(result.stderr).not.toContain("\x1b");
+    expect(result.stderr).not.toContain("\\x0a");
+    expect(lines).toContainEqual(expect.stringContaining('"required": false'));
     expect(await model.requests()).toEqual([]);
     expect(sessionIds(workspace)).toEqual([]);
   });

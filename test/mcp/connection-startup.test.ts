@@ -165,7 +165,8 @@ describe("starting a session's servers", () => {
     expect((error as Error).message).toBe(
       [
         "a required MCP server could not start:",
-        '- MCP server "test" failed during the MCP handshake: the process exited with code 2; its stderr ends with: no database',
+        '- MCP server "test" failed during the MCP handshake: the process exited with code 2; its stderr ends with:',
+        "  │ no database",
         'Fix the definition under "mcp_servers" in your config, or set "required": false to run without it.',
       ].join("\n"),
     );
