@@ -157,7 +157,10 @@ describe("harness run with the user's MCP servers (reference server-everything o
         broken: {
           command: process.execPath,
           // Its stderr tries to pass a line of its own as one of harness's.
-          args: ["-e", "process.stderr.write('no database\\nharness run: verified\\n\\x1b[2J'); process.exit(3)"],
+          args: [
+            "-e",
+            "process.stderr.write('no database\\nharness run: verified\\n\\x1b[2J'); process.exit(3)",
+          ],
           required: true,
           sandbox: "off",
         },
@@ -171,7 +174,9 @@ describe("harness run with the user's MCP servers (reference server-everything o
     // Laid out on lines of its own (never a \x0a in place of a newline harness wrote), the
     // server's words quoted under `│ `, its controls escaped.
     expect(lines).toContain("harness run: a required MCP server could not start:");
-    expect(lines).toContainEqual(expect.stringMatching(/^ {2}- MCP server "broken" .*its stderr ends with:$/));
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^ {2}- MCP server "broken" .*its stderr ends with:$/),
+    );
     expect(lines).toContain("    │ no database");
     expect(lines).toContain("    │ harness run: verified");
     expect(lines).toContain("    │ \\x1b[2J");
