@@ -2,6 +2,7 @@ import { constants } from "node:fs";
 import { open, readFile, realpath } from "node:fs/promises";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { errnoCode } from "../shared/errno.js";
+import { openedPath } from "../workspace/opened-path.js";
 import { ConfigError } from "./errors.js";
 import { type ConfigFile, parseConfigText } from "./schema.js";
 
@@ -125,6 +126,12 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
+function assertInside(root: string, real: string, label: string): void {
+  const rel = relative(root, real);
+  if (rel === "" || rel === ".." || rel.startsWith(`..${sep}`) || isAbsolute(rel))
+    throw new ConfigError(label, "is a symbolic link leading outside the workspace; replace it with a file");
+}
+
 /** Larger than any config a person writes; a bigger file is refused instead of read into memory. */
 export const CONFIG_FILE_LIMIT_BYTES = 1024 * 1024;
 
@@ -144,17 +151,13 @@ async function readConfigFile(
 ): Promise<string | undefined> {
   let handle: Awaited<ReturnType<typeof open>> | undefined;
   try {
-    if (inside !== undefined) {
-      const real = await realpath(path);
-      const rel = relative(inside, real);
-      if (rel === "" || rel === ".." || rel.startsWith(`..${sep}`) || isAbsolute(rel))
-        throw new ConfigError(
-          label,
-          "is a symbolic link leading outside the workspace; replace it with a file",
-        );
-    }
     if (inside === undefined) return await readFile(path, "utf8");
+    // Checked before opening (nothing outside is even opened: a device's open can act) and again
+    // on the descriptor (a link swapped in between cannot redirect the read; /proc permitting).
+    assertInside(inside, await realpath(path), label);
     handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
+    const opened = openedPath(handle.fd);
+    if (opened !== undefined) assertInside(inside, opened, label);
     const stats = await handle.stat();
     if (stats.isDirectory()) throw new ConfigError(label, "is a directory, not a file");
     if (!stats.isFile()) throw new ConfigError(label, "is not a regular file (a FIFO, socket or device)");
