@@ -7,6 +7,7 @@ import { sha256Hex } from "../shared/hash.js";
 import { RESERVED_DIR } from "../workspace/fs.js";
 import type { Entry } from "../workspace/manifest.js";
 import { GIT_DIR_NAME } from "../workspace/protected.js";
+import { RECORD_MAX_BYTES } from "../workspace/tree-snapshot.js";
 
 /**
  * The workspace's files as an undo, an audit or a materialized fork sees and changes them: by
@@ -55,9 +56,6 @@ export async function currentEntry(
   };
 }
 
-/** Largest file read whole (Node's limit); a bigger one is left alone, never half read. */
-const MAX_READ_BYTES = 2 ** 31 - 1;
-
 /**
  * A file's bytes through a descriptor opened without following a link or blocking: a path swapped
  * for a link or a FIFO since it was looked at is a conflict, never followed or waited on.
@@ -73,7 +71,7 @@ async function readRegular(full: string): Promise<Buffer> {
   try {
     const stats = await handle.stat();
     if (!stats.isFile()) throw new TreePathError("is not a regular file now");
-    if (stats.size > MAX_READ_BYTES) throw new TreePathError("is over 2 GiB, too large to keep a copy of");
+    if (stats.size > RECORD_MAX_BYTES) throw new TreePathError("is over 2 GiB, too large to keep a copy of");
     return await handle.readFile();
   } finally {
     await handle.close();

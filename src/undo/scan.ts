@@ -4,6 +4,7 @@ import { lstat, open, readdir, readlink } from "node:fs/promises";
 import { join } from "node:path";
 import type { Entry, Manifest } from "../workspace/manifest.js";
 import { TreeExcludes } from "../workspace/tree-excludes.js";
+import { RECORD_MAX_BYTES } from "../workspace/tree-snapshot.js";
 
 /**
  * The workspace's tree now, for an audit: every regular file and symlink under the same excludes
@@ -35,9 +36,6 @@ export async function scanTree(root: string, excluded: readonly string[]): Promi
   return tree;
 }
 
-/** What the recording hashes at most (tree-snapshot.ts): a bigger file is left out of both. */
-const MAX_FILE_BYTES = 2 ** 31 - 1;
-
 /**
  * A file's SHA-256 and size, read in 1 MiB chunks (a repository's sparse gigabytes cost time, not
  * memory), through a descriptor opened without following a link or blocking; undefined when it is
@@ -47,7 +45,7 @@ async function hashFile(full: string): Promise<{ hash: string; size: number } | 
   const handle = await open(full, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   try {
     const stats = await handle.stat();
-    if (!stats.isFile() || stats.size > MAX_FILE_BYTES) return undefined;
+    if (!stats.isFile() || stats.size > RECORD_MAX_BYTES) return undefined;
     const hash = createHash("sha256");
     const buffer = Buffer.allocUnsafe(1024 * 1024);
     let size = 0;
@@ -56,7 +54,7 @@ async function hashFile(full: string): Promise<{ hash: string; size: number } | 
       if (bytesRead === 0) return { hash: hash.digest("hex"), size };
       hash.update(buffer.subarray(0, bytesRead));
       size += bytesRead;
-      if (size > MAX_FILE_BYTES) return undefined;
+      if (size > RECORD_MAX_BYTES) return undefined;
     }
   } finally {
     await handle.close();

@@ -42,8 +42,11 @@ import { settleNotifications, TreeWatch } from "./tree-watch.js";
 const CACHE_VERSION = 1;
 /** A hash taken less than this after the file's ctime is not trusted on the next walk. */
 const RACY_MS = 100;
-/** What one read may hold (Node's limit for a whole-file read). */
-const MAX_FILE_BYTES = 2 ** 31 - 1;
+/**
+ * Largest file the record hashes (Node's limit for a whole-file read); a bigger one is left out.
+ * Audit and undo read the tree by the same limit.
+ */
+export const RECORD_MAX_BYTES = 2 ** 31 - 1;
 /**
  * How long a walk works before it lets the event loop run. A first walk of a large tree hashes
  * for many seconds; without a break in it a signal (Ctrl-C) waits, a server's other sessions and
@@ -402,7 +405,7 @@ export class TreeSnapshot {
     try {
       if (st.isSymbolicLink()) return { ...base, link: readlinkSync(abs), racy };
       // A file too large to read whole (over 2 GiB) is left out and said so, like an unreadable one.
-      if (st.size > MAX_FILE_BYTES) return undefined;
+      if (st.size > RECORD_MAX_BYTES) return undefined;
       const fd = openSync(abs, HASH_OPEN_FLAGS);
       try {
         // Replaced since the walk's lstat by something that is not a file: left out, never waited on.
@@ -469,7 +472,7 @@ function hashInChunks(fd: number): { hash: string; size: number } | undefined {
     if (read === 0) return { hash: hash.digest("hex"), size };
     hash.update(buffer.subarray(0, read));
     size += read;
-    if (size > MAX_FILE_BYTES) return undefined;
+    if (size > RECORD_MAX_BYTES) return undefined;
   }
 }
 
