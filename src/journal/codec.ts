@@ -1,4 +1,4 @@
-import { canonicalJson, sha256Hex } from "../shared/hash.js";
+import { type CanonicalForm, canonicalForm, canonicalJson, sha256Hex } from "../shared/hash.js";
 import { isJsonObject } from "../shared/json.js";
 import type { JournalKey } from "./key.js";
 import { JournalError } from "./store.js";
@@ -108,19 +108,21 @@ export function encodeRecord(
     throw new JournalError("INVALID_EVENT", "the journal clock returned an invalid date");
   const time = at.toISOString();
   if (!ISO_TIME.test(time)) throw new JournalError("INVALID_EVENT", `journal time ${time} is out of range`);
-  let dataText: string;
+  let form: CanonicalForm;
   try {
-    dataText = canonicalJson(event.data);
+    form = canonicalForm(event.data);
   } catch (error) {
     const reason = error instanceof Error ? error.message : "no canonical form";
     throw new JournalError("INVALID_EVENT", `cannot journal ${event.type} event: ${reason}`);
   }
+  const dataText = form.text;
   const tail = envelopeTail(prev, seq, time, event.type);
   const hash = sha256Hex(DATA_OPEN + dataText + tail);
   const mac = key.sign(hash);
-  // The returned data is a fresh parse of what was written, so it equals what a later load
-  // returns (undefined-valued keys dropped) and the caller's object can change without effect.
-  const record = { seq, type: event.type, time, data: JSON.parse(dataText), prev, hash, mac } as AnyRecord;
+  // The returned data is a fresh copy equal to a parse of what was written, so it equals what a
+  // later load returns (undefined-valued keys dropped) and the caller's object can change
+  // without effect.
+  const record = { seq, type: event.type, time, data: form.value, prev, hash, mac } as AnyRecord;
   return { record, line: `${DATA_OPEN}${dataText}${HASH_OPEN}${hash}"${macPart(mac)}${tail}\n` };
 }
 

@@ -38,7 +38,7 @@ const usageSchema = z.strictObject({
   cache_write_tokens: z.number().int().nonnegative().optional(),
 });
 
-const eventSchema = z.discriminatedUnion("type", [
+export const streamEventSchema = z.discriminatedUnion("type", [
   z.strictObject({ type: z.literal("text_delta"), text: z.string() }),
   z.strictObject({ type: z.literal("reasoning_delta"), text: z.string(), signature: z.string().optional() }),
   z.strictObject({
@@ -55,7 +55,37 @@ const eventSchema = z.discriminatedUnion("type", [
   }),
 ]);
 
-export type DecodeListener = (event: z.infer<typeof eventSchema>) => void;
+type StreamEvent = z.infer<typeof streamEventSchema>;
+
+export type DecodeListener = (event: StreamEvent) => void;
+
+/**
+ * The two events a stream is made of, hundreds per reply, checked by hand when their shape is
+ * exactly the schema's: a plain object with exactly these keys and string values. Anything else,
+ * including every malformed event, goes through the schema, which decides and explains. Measured
+ * against the schema's parse for every event, this is a few times cheaper per event.
+ */
+function quickEvent(raw: unknown): StreamEvent | undefined {
+  if (typeof raw !== "object" || raw === null || Object.getPrototypeOf(raw) !== Object.prototype)
+    return undefined;
+  const event = raw as Record<string, unknown>;
+  const keys = Object.keys(event).length;
+  if (event.type === "text_delta") {
+    return keys === 2 && typeof event.text === "string"
+      ? { type: "text_delta", text: event.text }
+      : undefined;
+  }
+  if (event.type !== "tool_call_delta") return undefined;
+  const { call_id: id, name, arguments: args } = event;
+  if (typeof id !== "string" || id.length === 0 || typeof args !== "string") return undefined;
+  if (name === undefined) {
+    return keys === 3 && !("name" in event)
+      ? { type: "tool_call_delta", call_id: id, arguments: args }
+      : undefined;
+  }
+  if (keys !== 4 || typeof name !== "string" || name.length === 0) return undefined;
+  return { type: "tool_call_delta", call_id: id, name, arguments: args };
+}
 
 /** Evidence is kept, never executed: enough of it to see what happened, bounded for the journal. */
 const EVIDENCE_CHARS = 4096;
@@ -98,7 +128,7 @@ export class StreamDecoder {
   constructor(private readonly limits: OutputLimits = DEFAULT_OUTPUT_LIMITS) {}
 
   /** Feed one raw event; throws ProtocolError on anything outside the protocol or its limits. */
-  push(raw: unknown): z.infer<typeof eventSchema> {
+  push(raw: unknown): StreamEvent {
     return this.guarded(() => this.read(raw));
   }
 
@@ -140,15 +170,18 @@ export class StreamDecoder {
     }
   }
 
-  private read(raw: unknown): z.infer<typeof eventSchema> {
+  private read(raw: unknown): StreamEvent {
     this.count += 1;
     if (this.ended !== undefined) this.fail("event after end of stream");
-    const parsed = eventSchema.safeParse(raw);
-    if (!parsed.success) {
-      const type = isJsonObject(raw) && typeof raw.type === "string" ? raw.type : typeof raw;
-      this.fail(`unknown or malformed stream event (${clip(type, 40)})`);
+    let event = quickEvent(raw);
+    if (event === undefined) {
+      const parsed = streamEventSchema.safeParse(raw);
+      if (!parsed.success) {
+        const type = isJsonObject(raw) && typeof raw.type === "string" ? raw.type : typeof raw;
+        this.fail(`unknown or malformed stream event (${clip(type, 40)})`);
+      }
+      event = parsed.data;
     }
-    const event = parsed.data;
     switch (event.type) {
       case "text_delta":
         this.countText(event.text.length);

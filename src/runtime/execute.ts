@@ -1,6 +1,7 @@
 import { sleep } from "../shared/sleep.js";
 import { ToolError, TRANSIENT_ERROR_CODES } from "../tools/errors.js";
 import type { ToolContext } from "../tools/tool.js";
+import type { Deadlines } from "./deadlines.js";
 import type { RuntimeOptions } from "./environment.js";
 import type { HookLog } from "./hook-log.js";
 import type { Recorder } from "./ports.js";
@@ -19,6 +20,8 @@ import {
 export interface Execution {
   options: Pick<RuntimeOptions, "retry" | "settleGraceMs" | "timeoutFor" | "sleep" | "random" | "callSignal">;
   hooks: HookLog;
+  /** Where each attempt's timeout waits. */
+  deadlines: Deadlines;
   /** The context the handler of this call gets. */
   context(prepared: Prepared, signal: AbortSignal): ToolContext;
 }
@@ -91,16 +94,42 @@ async function attempt(
   const { hooks, options } = execution;
   const id = identity(call);
   const controller = new AbortController();
-  const onRunAbort = () => controller.abort(runSignal.reason);
-  if (runSignal.aborted) controller.abort(runSignal.reason);
+  const began = Date.now();
+  // Settles with an "outcome unknown" result once the grace period after an abort passes
+  // without the handler stopping. Started by `abort` itself rather than by a listener on the
+  // signal: every abort goes through it.
+  let abandon: (result: ToolResult) => void = () => undefined;
+  const abandoned = new Promise<ToolResult>((resolve) => {
+    abandon = resolve;
+  });
+  let grace: NodeJS.Timeout | undefined;
+  const abort = (reason: unknown) => {
+    if (controller.signal.aborted) return;
+    controller.abort(reason);
+    grace = setTimeout(() => {
+      const timedOut = reason === TIMEOUT;
+      abandon(
+        errorResult(
+          id,
+          timedOut ? "TIMEOUT" : "CANCELLED",
+          timedOut
+            ? `${call.name} did not finish within ${timeoutMs} ms and did not stop when asked; its outcome is unknown.`
+            : `${call.name} was cancelled and did not stop in time; its outcome is unknown.`,
+          { durationMs: Date.now() - began, data: { abandoned: true } },
+        ),
+      );
+    }, options.settleGraceMs);
+    grace.unref();
+  };
+  const onRunAbort = () => abort(runSignal.reason);
+  if (runSignal.aborted) abort(runSignal.reason);
   else runSignal.addEventListener("abort", onRunAbort, { once: true });
   const callSignal = execution.options.callSignal?.(call.id);
-  const onCallAbort = () => controller.abort(callSignal?.reason);
-  if (callSignal?.aborted) controller.abort(callSignal.reason);
+  const onCallAbort = () => abort(callSignal?.reason);
+  if (callSignal?.aborted) abort(callSignal.reason);
   else callSignal?.addEventListener("abort", onCallAbort, { once: true });
-  const timer = setTimeout(() => controller.abort(TIMEOUT), timeoutMs);
+  const cancelTimeout = execution.deadlines.add(timeoutMs, () => abort(TIMEOUT));
   const context = execution.context(prepared, controller.signal);
-  const began = Date.now();
   await hooks.notify("before_execute", call, entry);
   const run = () => entry.tool.execute(prepared.args, context);
   const running = (async (): Promise<ToolResult> => {
@@ -124,33 +153,14 @@ async function attempt(
       return classifyFailure(id, error, controller.signal, Date.now() - began);
     }
   })();
-  const abandon = new Promise<ToolResult>((resolve) => {
-    const onAbort = () => {
-      const grace = setTimeout(() => {
-        const timedOut = controller.signal.reason === TIMEOUT;
-        resolve(
-          errorResult(
-            id,
-            timedOut ? "TIMEOUT" : "CANCELLED",
-            timedOut
-              ? `${call.name} did not finish within ${timeoutMs} ms and did not stop when asked; its outcome is unknown.`
-              : `${call.name} was cancelled and did not stop in time; its outcome is unknown.`,
-            { durationMs: Date.now() - began, data: { abandoned: true } },
-          ),
-        );
-      }, options.settleGraceMs);
-      grace.unref();
-      void running.finally(() => clearTimeout(grace));
-    };
-    if (controller.signal.aborted) onAbort();
-    else controller.signal.addEventListener("abort", onAbort, { once: true });
-  });
   try {
-    const result = await Promise.race([running, abandon]);
+    const result = await Promise.race([running, abandoned]);
     await hooks.notify("after_execute", call, entry, result.status);
     return result;
   } finally {
-    clearTimeout(timer);
+    // Whichever settled first, the grace period (if an abort started one) is over.
+    if (grace !== undefined) clearTimeout(grace);
+    cancelTimeout();
     runSignal.removeEventListener("abort", onRunAbort);
     callSignal?.removeEventListener("abort", onCallAbort);
   }

@@ -3,6 +3,7 @@ import { createToolContext } from "../tools/context.js";
 import { authorize, readAccess } from "./authorize.js";
 import { runBatch } from "./batch.js";
 import { OrderedCommitter } from "./commit.js";
+import { Deadlines } from "./deadlines.js";
 import type { RuntimeOptions } from "./environment.js";
 import { type Execution, executeWithRetries } from "./execute.js";
 import { HookLog } from "./hook-log.js";
@@ -46,6 +47,7 @@ export class ToolRuntime {
     this.execution = {
       options,
       hooks: this.hooks,
+      deadlines: new Deadlines(),
       context: (prepared, signal) =>
         createToolContext({
           // A write into a proposal overlay changes nothing on disk: nothing to record.

@@ -31,6 +31,8 @@ const FORBIDDEN_CHARS = /[\u0001-\u001f<>"|?*]/;
 const LONE_SURROGATE = /[\ud800-\udfff]/u;
 /** Win32 device names, matched against the part before the first dot. */
 const DEVICE_NAME = /^(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³]|conin\$|conout\$)$/i;
+/** The longest name DEVICE_NAME matches (`conout$`). */
+const DEVICE_STEM_MAX = 7;
 
 /**
  * Check an untrusted workspace-relative path and return its normalized components
@@ -191,10 +193,20 @@ function checkComponent(component: string, original: string): void {
   if (component.endsWith(".") || component.endsWith(" ")) {
     throw invalid(original, `${quote(component)} ends with a dot or a space`);
   }
-  const stem = (component.split(".")[0] ?? "").replace(/ +$/, "");
-  if (DEVICE_NAME.test(stem))
-    throw invalid(original, `${quote(component)} is a reserved Windows device name`);
-  if (Buffer.byteLength(component, "utf8") > MAX_COMPONENT_BYTES) {
+  // Every device name is at most 7 characters before its first dot (and trailing spaces), so
+  // the usual longer stem needs no pattern test; this runs for every component of every path.
+  const dot = component.indexOf(".");
+  const stemEnd = dot === -1 ? component.length : dot;
+  if (stemEnd <= DEVICE_STEM_MAX || component.charCodeAt(stemEnd - 1) === 0x20) {
+    const stem = component.slice(0, stemEnd).replace(/ +$/, "");
+    if (DEVICE_NAME.test(stem))
+      throw invalid(original, `${quote(component)} is a reserved Windows device name`);
+  }
+  // A UTF-16 code unit is at most 3 UTF-8 bytes, so a short component needs no count.
+  if (
+    component.length * 3 > MAX_COMPONENT_BYTES &&
+    Buffer.byteLength(component, "utf8") > MAX_COMPONENT_BYTES
+  ) {
     throw invalid(original, `a component is longer than ${MAX_COMPONENT_BYTES} bytes`);
   }
 }

@@ -28,6 +28,9 @@ export interface Located {
 export function locate(root: string, input: string): Located {
   const parts = relativeParts(input);
   const abs = realTarget(root, root, parts, input, 0);
+  const lexical = joinParts(parts);
+  // The usual case: no symlink on the way, so the disk path is the checked input itself.
+  if (abs === (parts.length === 0 ? root : joinVerbatim(root, parts))) return { canonical: lexical, abs };
   const relative = path.relative(root, abs);
   const canonicalParts = relative === "" ? [] : relative.split(path.sep);
   // The canonical path comes from the disk (through symlinks), so it gets the same rules.

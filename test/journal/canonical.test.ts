@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { decodeRecordLine, encodeRecord, isRecordFault } from "../../src/journal/codec.js";
 import { JournalKey } from "../../src/journal/key.js";
 import { event, GENESIS_HASH } from "../../src/journal/vocabulary.js";
-import { canonicalJson, digestOf } from "../../src/shared/hash.js";
+import { canonicalForm, canonicalJson, digestOf } from "../../src/shared/hash.js";
 import type { JsonObject } from "../../src/shared/json.js";
 
 const key = JournalKey.ephemeral();
@@ -105,6 +105,40 @@ describe("canonicalJson follows RFC 8785", () => {
     expect(canonicalJson({ a: { b: new String("x") } })).toBe(canonicalize({ a: { b: new String("x") } }));
     expect(canonicalJson({ a: 1, b: { toJSON: () => ({ z: 1, y: 2 }) } })).toBe('{"a":1,"b":{"y":2,"z":1}}');
     expect(() => canonicalJson({ a: 1, f: () => 1 })).toThrow(/function/);
+  });
+
+  it("gives with the text a fresh copy equal to parsing it, for plain JSON and everything else", () => {
+    // The journal keeps this copy as the record's data in place of a parse of the line.
+    const check = (v: unknown) => {
+      const form = canonicalForm(v);
+      expect(form.text).toBe(canonicalize(v));
+      expect(form.text).toBe(canonicalJson(v));
+      expect(form.value).toStrictEqual(JSON.parse(form.text));
+      // Same enumeration order as the parse, so a later JSON.stringify agrees too.
+      expect(JSON.stringify(form.value)).toBe(JSON.stringify(JSON.parse(form.text)));
+    };
+    fc.assert(fc.property(fc.jsonValue(), check), { numRuns: 1000 });
+    const reordered = fc.dictionary(fc.string({ maxLength: 4 }), fc.jsonValue({ maxDepth: 2 }), {
+      maxKeys: 8,
+    });
+    fc.assert(fc.property(reordered, check), { numRuns: 500 });
+    check({ "10": 1, "2": { z: 1, a: [undefined, -0] }, b: undefined });
+    check(JSON.parse('{"__proto__":{"x":1},"a":1}'));
+    check({ at: new Date(0), n: new Number(2) });
+    const deep: Record<string, unknown> = {};
+    let at = deep;
+    for (let i = 0; i < 400; i++) at = at.next = {} as Record<string, unknown>;
+    check(deep);
+    // The copy is the caller's no longer: changing the input afterwards changes nothing.
+    const input = { list: [1, { b: 2 }] };
+    const form = canonicalForm(input);
+    (input.list[1] as { b: number }).b = 3;
+    expect(form.value).toStrictEqual({ list: [1, { b: 2 }] });
+    expect(() => canonicalForm({ a: "\ud800" })).toThrow(/lone surrogate/);
+    expect(() => canonicalForm({ a: Number.NaN })).toThrow();
+    const loop: Record<string, unknown> = {};
+    loop.self = loop;
+    expect(() => canonicalForm(loop)).toThrow(/circular/);
   });
 
   it("refuses circular values and values JSON cannot hold", () => {

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { decodeStream, ProtocolError, StreamDecoder } from "../../src/protocol/decoder.js";
+import { decodeStream, ProtocolError, StreamDecoder, streamEventSchema } from "../../src/protocol/decoder.js";
 import { splitAt } from "../support/split.js";
 
 async function* from(events: unknown[]) {
@@ -160,6 +160,55 @@ describe("decoder properties", () => {
         },
       ),
       { numRuns: 300 },
+    );
+  });
+});
+
+describe("event checks", () => {
+  it("accept and give exactly what the schema does, for near-miss events too", () => {
+    // Text and call deltas are checked by hand first; the schema stays the judge of everything.
+    const value = fc.oneof(
+      fc.string({ maxLength: 3 }),
+      fc.constant(""),
+      fc.integer(),
+      fc.constant(undefined),
+      fc.constant(null),
+      fc.constant({}),
+    );
+    const shape = fc.record(
+      {
+        type: fc.constantFrom("text_delta", "tool_call_delta", "usage", "bogus"),
+        text: value,
+        call_id: value,
+        name: value,
+        arguments: value,
+        extra: value,
+      },
+      { requiredKeys: ["type"] },
+    );
+    const odd = fc.oneof(
+      shape,
+      shape.map((fields) => Object.assign(Object.create(null) as object, fields)),
+      shape.map((fields) => Object.assign(new (class Event {})(), fields)),
+      fc.constant(null),
+      fc.constant("text_delta"),
+    );
+    fc.assert(
+      fc.property(odd, (raw) => {
+        const expected = streamEventSchema.safeParse(raw);
+        const decoder = new StreamDecoder();
+        let got: unknown;
+        try {
+          got = decoder.push(raw);
+        } catch (error) {
+          expect(error).toBeInstanceOf(ProtocolError);
+          expect(expected.success).toBe(false);
+          return;
+        }
+        expect(expected.success).toBe(true);
+        expect(got).toStrictEqual(expected.data);
+      }),
+      { numRuns: 3000 },
     );
   });
 });

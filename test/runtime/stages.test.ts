@@ -1,10 +1,12 @@
 // The pipeline's stages, each checked on its own (the engine-level tests beside this file check
 // them together): validation, execution with retries and abandonment, normalization, ordered commit.
+
 import { describe, expect, it } from "vitest";
 import { MemoryArtifactStore } from "../../src/artifacts/memory-store.js";
 import type { AnyNewEvent } from "../../src/journal/vocabulary.js";
 import type { ToolCall } from "../../src/protocol/types.js";
 import { OrderedCommitter } from "../../src/runtime/commit.js";
+import { Deadlines } from "../../src/runtime/deadlines.js";
 import { type Execution, executeWithRetries } from "../../src/runtime/execute.js";
 import { HookLog } from "../../src/runtime/hook-log.js";
 import { normalize } from "../../src/runtime/normalize.js";
@@ -48,6 +50,7 @@ function execution(retryAttempts: number, settleGraceMs = 10_000): Execution {
   return {
     options: { retry: { maxAttempts: retryAttempts, baseDelayMs: 1, maxDelayMs: 2 }, settleGraceMs },
     hooks,
+    deadlines: new Deadlines(),
     context: (p, signal) => createToolContext({ callId: p.call.id, signal, fs, artifacts }),
   };
 }

@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
   checkGlobPattern,
@@ -19,6 +20,43 @@ function codeOf(run: () => unknown): string | undefined {
     throw error;
   }
 }
+
+describe("component rules", () => {
+  it("refuse exactly the device names and long names the plain rule does, whatever the shortcuts", () => {
+    // The rule spelled out without shortcuts: the stem before the first dot, trailing spaces
+    // trimmed, is no device name, and the UTF-8 length is at most 255 bytes.
+    const device = /^(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³]|conin\$|conout\$)$/i;
+    const plainOk = (name: string) =>
+      !device.test((name.split(".")[0] ?? "").replace(/ +$/, "")) && Buffer.byteLength(name, "utf8") <= 255;
+    const piece = fc.constantFrom(
+      "con",
+      "CONOUT$",
+      "lpt¹",
+      "aux",
+      "nul",
+      "com9",
+      "a",
+      "é",
+      "😀",
+      " ",
+      ".",
+      "x".repeat(80),
+    );
+    const name = fc
+      .array(piece, { minLength: 1, maxLength: 8 })
+      .map((parts) => parts.join(""))
+      .filter((n) => !n.endsWith(".") && !n.endsWith(" ") && n !== "." && n !== "..");
+    fc.assert(
+      fc.property(name, (n) => {
+        expect(isValidComponent(n)).toBe(plainOk(n));
+      }),
+      { numRuns: 3000 },
+    );
+    for (const n of ["con  .txt", "AUX   ", "conout$.x", "x".repeat(85), "é".repeat(128), "😀".repeat(64)]) {
+      expect(isValidComponent(n)).toBe(plainOk(n) && !n.endsWith(" "));
+    }
+  });
+});
 
 describe("relativeParts", () => {
   it.each(REJECTED_PATHS)("refuses %j with %s", (input, code) => {
