@@ -99,6 +99,15 @@ export function resumeCommand(
   return hint(`resume ${id}${flagsText([...kept, ...replace])}`, workspace);
 }
 
+/**
+ * For a resume printed where the run's own flags are not at hand (after `harness review`,
+ * `harness journal adopt`): what the session cannot go on without, as placeholders to fill in
+ * (a scripted model's file is in no journal).
+ */
+export function unrecordedPlaceholders(provider: { kind?: unknown } | undefined): string[][] {
+  return provider?.kind === "scripted" ? [["--script", "FILE"]] : [];
+}
+
 /** `harness run --session`: the session's next turn, PROMPT standing for the person's next message. */
 export function continueCommand(
   id: string,
