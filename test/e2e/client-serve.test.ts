@@ -217,6 +217,50 @@ describe("harness/client against harness serve", () => {
     }, "default");
   });
 
+  it("over HTTP: a turn started in another client's session is followed by this client's onApproval; with the handler removed, approvals wait", async () => {
+    const { connectHttp } = await builtClient();
+    const server = await startHttpServer(serverEnv(await serverConfig(), { HARNESS_SERVER_TOKEN: TOKEN }));
+    try {
+      const owner = await connectHttp({ url: server.url, token: TOKEN });
+      const helper = await connectHttp({ url: server.url, token: TOKEN });
+      const workspace = await workspaceWith({});
+      const script = await jsonScript([
+        writeReply("w1", "one.txt"),
+        { text: "one" },
+        writeReply("w2", "two.txt"),
+        { text: "two" },
+      ]);
+      const { session } = await owner.startSession({ workspace, options: { script } });
+      const asked: string[] = [];
+      const stop = helper.onApproval(async (a) => {
+        asked.push(a.call_id);
+        return "accept";
+      });
+      await helper.startTurn(session, "write one");
+      await journalUntil(workspace, session, (j) => ofType(j, "run.finished").length === 1);
+      expect(asked).toEqual(["w1"]);
+
+      stop();
+      await helper.startTurn(session, "write two");
+      await journalUntil(workspace, session, (j) => ofType(j, "approval.requested").length === 2);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(asked).toEqual(["w1"]);
+      const waiting = await owner.listApprovals(session);
+      expect(waiting.map((a) => a.call_id)).toEqual(["w2"]);
+      const journal = await readJournal(workspace, session);
+      expect(ofType(journal, "approval.decided").map((r) => [r.data.call_id, r.data.by])).toEqual([
+        ["w1", "identity:default"],
+      ]);
+      await owner.respond(String(waiting[0]?.approval_id), "decline");
+      await journalUntil(workspace, session, (j) => ofType(j, "run.finished").length === 2);
+      await owner.close();
+      await helper.close();
+    } finally {
+      server.child.kill("SIGTERM");
+      await server.exited;
+    }
+  });
+
   it("over stdio (connectStdio's default command: this package's harness serve --stdio): a full turn, an approval, a replay", async () => {
     const { connectStdio } = await builtClient();
     const client = await connectStdio({ env: serverEnv(await serverConfig()) });
