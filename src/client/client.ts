@@ -18,6 +18,9 @@ import { SessionOrder } from "./order.js";
 import { AsyncQueue } from "./queue.js";
 import { protocolViolation, type Transport } from "./transport.js";
 
+/** The statuses in which a session may ask for approvals. */
+const ASKING: ReadonlySet<string> = new Set(["running", "awaiting_approval"]);
+
 export type ApprovalHandler = (approval: ApprovalRequested) => Promise<ApprovalDecision>;
 
 export interface EventsOptions {
@@ -55,9 +58,9 @@ export interface HarnessClient {
    * other session the connection carries. Approvals already pending when a session becomes
    * followed, or when the handler is set, are asked too. While a handler is set, the client keeps
    * an event stream open per followed session it does not otherwise hear about (HTTP: a
-   * GET /events each; stdio: a session/subscribe). An approval is answered once, and only while
-   * it is still pending. Returns the function that removes the handler; with none left, those
-   * streams close.
+   * GET /events each, until the session is at rest again after its turn; stdio: a
+   * session/subscribe). An approval is answered once, and only while it is still pending.
+   * Returns the function that removes the handler; with none left, those streams close.
    */
   onApproval(handler: ApprovalHandler): () => void;
   close(): Promise<void>;
@@ -115,7 +118,7 @@ export function createClient(transport: Transport): HarnessClient {
       if (global) carried.add(session);
       follow(session);
     }
-    if (method === "turn/start" && typeof session === "string") follow(session);
+    if (method === "turn/start" && typeof session === "string") follow(session, true);
     if (method === "session/subscribe") carried.add((params as { session: string }).session);
     return result;
   };
@@ -150,6 +153,8 @@ export function createClient(transport: Transport): HarnessClient {
   const carried = new Set<string>();
   /** The open approval streams, by session, while a handler is set. */
   const watching = new Map<string, AbortController>();
+  /** HTTP: the seq the next approval stream of a session starts at (what came before was tapped). */
+  const watchedUpTo = new Map<string, number>();
 
   /** Ask about what is pending in `session` now (notifications for it may have gone by). */
   const answerPending = async (session: string): Promise<void> => {
@@ -162,9 +167,16 @@ export function createClient(transport: Transport): HarnessClient {
     }
   };
 
-  /** Make sure the approvals of a followed session reach the handlers, while there are any. */
-  const watch = (session: string): void => {
-    if (handlers.size === 0 || watching.has(session) || closing.signal.aborted) return;
+  /**
+   * Make sure the approvals of a followed session reach the handlers, while there are any.
+   * `turn`: this client just started a turn there; an HTTP watch still open may be about to end
+   * on the previous turn's status, so a new one takes over from where it got to.
+   */
+  const watch = (session: string, turn = false): void => {
+    if (handlers.size === 0 || closing.signal.aborted) return;
+    const open = watching.get(session);
+    if (open !== undefined && !(turn && !global)) return;
+    open?.abort();
     const stop = new AbortController();
     watching.set(session, stop);
     void answerPending(session);
@@ -175,11 +187,21 @@ export function createClient(transport: Transport): HarnessClient {
     }
     const signal = AbortSignal.any([stop.signal, closing.signal]);
     transport
-      .events(session, 0, signal, (raw) => {
+      .events(session, watchedUpTo.get(session) ?? 0, signal, (raw) => {
         if (global || signal.aborted) return;
         try {
           const notification = validateNotification(raw);
-          if (notification && notification.params.session === session) tap(notification);
+          if (notification?.params.session !== session) return;
+          tap(notification);
+          if ("seq" in notification.params)
+            watchedUpTo.set(session, Math.max(watchedUpTo.get(session) ?? 0, notification.params.seq + 1));
+          // HTTP: a session at rest asks nothing, and the server caps the streams an identity may
+          // hold open: the watch ends with the turn (session/status is live only, never replayed)
+          // and the next session/start or turn/start of this client opens it again.
+          if (notification.method === "session/status" && !ASKING.has(notification.params.status)) {
+            watching.delete(session);
+            stop.abort();
+          }
         } catch {
           // A broken stream is reported to whoever reads events(); the watch just ends.
         }
@@ -192,9 +214,9 @@ export function createClient(transport: Transport): HarnessClient {
       });
   };
 
-  const follow = (session: string): void => {
+  const follow = (session: string, turn = false): void => {
     followed.add(session);
-    watch(session);
+    watch(session, turn);
   };
   transport.onNotification?.((raw) => {
     let notification: Notification | undefined;

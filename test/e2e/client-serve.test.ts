@@ -222,7 +222,13 @@ describe("harness/client against harness serve", () => {
     const server = await startHttpServer(serverEnv(await serverConfig(), { HARNESS_SERVER_TOKEN: TOKEN }));
     try {
       const owner = await connectHttp({ url: server.url, token: TOKEN });
-      const helper = await connectHttp({ url: server.url, token: TOKEN });
+      /** The helper's event streams, by the signal that ends each. */
+      const streams: AbortSignal[] = [];
+      const counting: typeof fetch = (input, init) => {
+        if (String(input).includes("/events") && init?.signal) streams.push(init.signal);
+        return fetch(input, init);
+      };
+      const helper = await connectHttp({ url: server.url, token: TOKEN, fetch: counting });
       const workspace = await workspaceWith({});
       const script = await jsonScript([
         writeReply("w1", "one.txt"),
@@ -239,12 +245,18 @@ describe("harness/client against harness serve", () => {
       await helper.startTurn(session, "write one");
       await journalUntil(workspace, session, (j) => ofType(j, "run.finished").length === 1);
       expect(asked).toEqual(["w1"]);
+      // The watch closed its stream once the session was at rest (the server caps open streams).
+      expect(streams).toHaveLength(1);
+      for (let waited = 0; !streams.every((signal) => signal.aborted) && waited < 5000; waited += 50)
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(streams.map((signal) => signal.aborted)).toEqual([true]);
 
       stop();
       await helper.startTurn(session, "write two");
       await journalUntil(workspace, session, (j) => ofType(j, "approval.requested").length === 2);
       await new Promise((resolve) => setTimeout(resolve, 300));
       expect(asked).toEqual(["w1"]);
+      expect(streams).toHaveLength(1);
       const waiting = await owner.listApprovals(session);
       expect(waiting.map((a) => a.call_id)).toEqual(["w2"]);
       const journal = await readJournal(workspace, session);
