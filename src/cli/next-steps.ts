@@ -16,30 +16,32 @@ export function nextSteps(
   workspace: { root: string },
   transportFailed: boolean,
   given: {
-    /** What a resume must be given again because the journal does not record it (a scripted model's file). */
-    resume?: readonly string[];
     /** Every flag of the run, for a new one (each a flag with its value). */
     rerun?: readonly (readonly string[])[];
-    /** What a next turn must be given again because the journal does not record it (see `continueCommand`). */
-    continue?: readonly (readonly string[])[];
+    /**
+     * What any command that continues this session must be given again because the journal does
+     * not record it (see `resumeCommand`).
+     */
+    unrecorded?: readonly (readonly string[])[];
     goal?: string;
   } = {},
 ): string[] {
   const id = summary.session;
   const at = (command: string) => hint(command, workspace);
-  const again = (given.resume ?? []).map((word) => ` ${shellQuote(word)}`).join("");
+  const resume = (replace: readonly (readonly string[])[] = []) =>
+    resumeCommand(id, workspace, given.unrecorded, replace);
   switch (summary.status) {
     case "verified":
     case "unverified":
       return [];
     case "cancelled":
-      return [at(`resume ${id}${again}`)];
+      return [resume()];
     case "needs_review":
       return [at(`diff ${id}`), at(`apply ${id}`)];
     case "review_required":
       return [at(`review ${id}`), at(`inspect ${id}`)];
     case "interrupted":
-      return [continueCommand(id, workspace, given.continue)];
+      return [continueCommand(id, workspace, given.unrecorded)];
     case "stopped":
       break;
   }
@@ -48,15 +50,17 @@ export function nextSteps(
       // The budgets count the whole session, so a resume needs a larger one to do anything.
       const calls = summary.message?.includes("tool-call") === true;
       return [
-        calls
-          ? at(`resume ${id}${again} --max-tool-calls ${summary.tool_calls + MORE_CALLS}`)
-          : at(`resume ${id}${again} --max-model-requests ${summary.model_requests + MORE_REQUESTS}`),
+        resume([
+          calls
+            ? ["--max-tool-calls", String(summary.tool_calls + MORE_CALLS)]
+            : ["--max-model-requests", String(summary.model_requests + MORE_REQUESTS)],
+        ]),
       ];
     }
     case "provider_error":
-      return [at(`resume ${id}${again}`)];
+      return [resume()];
     case "context_exhausted":
-      return [at(`compact ${id}`), at(`resume ${id}${again}`)];
+      return [at(`compact ${id}`), resume()];
     case "changes_denied": {
       // A session keeps the policy it was recorded with, so allowing the changes takes a new run:
       // every flag of this one, with the ones that allow what was denied. A journal written before
@@ -66,23 +70,51 @@ export function nextSteps(
       return [at(`run${words} ${goalWord(given.goal)}`), at(`inspect ${id}`)];
     }
     default:
-      return transportFailed ? [at(`resume ${id}${again}`)] : [at(`inspect ${id}`)];
+      return transportFailed ? [resume()] : [at(`inspect ${id}`)];
   }
 }
 
-/**
- * The one command that continues session `id` with its next turn, as printed after an interrupted
- * turn and when Ctrl-C interrupts one: the session by id (`--continue` would take whichever
- * session of the workspace is the latest when it is pasted), `flags` (what the journal does not
- * record: the scripted model, the budgets, the acceptance commands; the policy and model come from
- * the journal) and the PROMPT placeholder for the person's next message.
+/*
+ * The commands that go on with a recorded session, built here and nowhere else, so every hint
+ * (after a stop, an interrupt, a compaction; in the summary and on Ctrl-C) repeats the same
+ * things: the session by id (`--continue` would take whichever session of the workspace is the
+ * latest when it is pasted), and `unrecorded`, what the journal does not keep but the session
+ * needs to go on the same way (run.ts `unrecordedFlags`: the scripted model, the budgets, the pool
+ * size, the acceptance timeout and commands). The policy, the model and the context window come
+ * from the journal. Each works as printed from any directory (hints.ts).
  */
+
+/**
+ * `harness resume`: continue the stopped or cancelled session. `replace`: flags this command
+ * sets itself (a larger budget), which take the place of the session's own value of them.
+ */
+export function resumeCommand(
+  id: string,
+  workspace: { root: string },
+  unrecorded: readonly (readonly string[])[] = [],
+  replace: readonly (readonly string[])[] = [],
+): string {
+  const replaced = new Set(replace.map((flag) => flag[0]));
+  const kept = unrecorded.filter((flag) => !replaced.has(flag[0]));
+  return hint(`resume ${id}${flagsText([...kept, ...replace])}`, workspace);
+}
+
+/**
+ * For a resume printed where the run's own flags are not at hand (after `harness review`,
+ * `harness journal adopt`): what the session cannot go on without, as placeholders to fill in
+ * (a scripted model's file is in no journal).
+ */
+export function unrecordedPlaceholders(provider: { kind?: unknown } | undefined): string[][] {
+  return provider?.kind === "scripted" ? [["--script", "FILE"]] : [];
+}
+
+/** `harness run --session`: the session's next turn, PROMPT standing for the person's next message. */
 export function continueCommand(
   id: string,
   workspace: { root: string },
-  flags: readonly (readonly string[])[] = [],
+  unrecorded: readonly (readonly string[])[] = [],
 ): string {
-  return hint(`run --session ${id}${flagsText(flags)} PROMPT`, workspace);
+  return hint(`run --session ${id}${flagsText(unrecorded)} PROMPT`, workspace);
 }
 
 /** Flags as words to paste, each quoted when it needs to be, each after a space. */

@@ -11,8 +11,7 @@ import { WorkspaceEffects } from "../runtime/workspace-effects.js";
 import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
 import { TreeSnapshot } from "../workspace/tree-snapshot.js";
 import { exitCodeFor } from "./exit-codes.js";
-import { hint } from "./hints.js";
-import { continueCommand, nextSteps, withWorkspace } from "./next-steps.js";
+import { continueCommand, nextSteps, resumeCommand, withWorkspace } from "./next-steps.js";
 import { output } from "./output.js";
 import { createProgress, MODEL_TEXT_PREFIX } from "./progress.js";
 import { recordableFlags } from "./run-flags.js";
@@ -38,12 +37,10 @@ export interface SessionRun {
   events: boolean;
   /** --accept-tool-changes: resume with a tool surface that differs from the recorded one. */
   acceptToolChanges?: boolean;
-  /** What a printed resume command must repeat because the journal does not record it (--script FILE). */
-  resumeFlags?: string[];
   /** What a printed command for a new run repeats (every flag of this one, recorded or not). */
   rerunFlags?: string[][];
-  /** What a printed command for the session's next turn repeats (see run.ts `unrecordedFlags`). */
-  continueFlags?: string[][];
+  /** What a printed command that continues the session repeats (run.ts `unrecordedFlags`, next-steps.ts). */
+  unrecordedFlags?: string[][];
 }
 
 /** Where a CLI session's tool calls run: its workspace, its artifacts, and the setup's ports. */
@@ -149,7 +146,7 @@ export async function runSession(run: SessionRun): Promise<number> {
       // The turn stops at the next safe point; the session stays open for its next prompt.
       process.stderr.write(
         "\nharness: interrupting the turn at the next safe point; the session stays open " +
-          `(next: ${continueCommand(run.sessionId, run.workspace, run.continueFlags)}); Ctrl-C again exits now\n`,
+          `(next: ${continueCommand(run.sessionId, run.workspace, run.unrecordedFlags)}); Ctrl-C again exits now\n`,
       );
       engine.interrupt();
       return;
@@ -193,9 +190,8 @@ export async function runSession(run: SessionRun): Promise<number> {
     printSummary(summary, run, style, {
       duration_ms: Math.round(performance.now() - started),
       next: nextSteps(summary, run.workspace, connection.failed(), {
-        ...(run.resumeFlags ? { resume: run.resumeFlags } : {}),
         ...(run.rerunFlags ? { rerun: run.rerunFlags } : {}),
-        ...(run.continueFlags ? { continue: run.continueFlags } : {}),
+        ...(run.unrecordedFlags ? { unrecorded: run.unrecordedFlags } : {}),
         // A new run is given this turn's prompt (the goal of a one-turn session).
         ...(run.input !== undefined ? { goal: run.input } : run.goal !== undefined ? { goal: run.goal } : {}),
       }),
@@ -220,7 +216,7 @@ function printCompacted(summary: RunSummary, run: SessionRun): number {
   } else if (compacted) {
     process.stdout.write(
       `compacted session ${summary.session}: ${compacted.replaced_messages} messages replaced by a summary ` +
-        `(about ${compacted.tokens_before} -> ${compacted.tokens_after} tokens); continue with: ${hint(`resume ${summary.session}`, run.workspace)}\n`,
+        `(about ${compacted.tokens_before} -> ${compacted.tokens_after} tokens); continue with: ${resumeCommand(summary.session, run.workspace, run.unrecordedFlags)}\n`,
     );
   }
   return 0;

@@ -18,6 +18,9 @@ import { SessionOrder } from "./order.js";
 import { AsyncQueue } from "./queue.js";
 import { protocolViolation, type Transport } from "./transport.js";
 
+/** The statuses in which a session may ask for approvals. */
+const ASKING: ReadonlySet<string> = new Set(["running", "awaiting_approval"]);
+
 export type ApprovalHandler = (approval: ApprovalRequested) => Promise<ApprovalDecision>;
 
 export interface EventsOptions {
@@ -49,9 +52,15 @@ export interface HarnessClient {
    */
   events(session: string, opts?: EventsOptions): AsyncIterableIterator<Notification>;
   /**
-   * Answers `approval/requested` of the sessions this client follows (over stdio: every session
-   * the connection carries; over HTTP: the sessions whose `events()` are being read). An approval
-   * is answered once, and only while it is still pending. Returns the function that removes it.
+   * Answers `approval/requested` of every session this client follows, over either transport and
+   * whether or not its `events()` are being read: the sessions it started (session/start), the
+   * ones it started a turn in (turn/start), the ones whose `events()` it reads, and (stdio) every
+   * other session the connection carries. Approvals already pending when a session becomes
+   * followed, or when the handler is set, are asked too. While a handler is set, the client keeps
+   * an event stream open per followed session it does not otherwise hear about (HTTP: a
+   * GET /events each, until the session is at rest again after its turn; stdio: a
+   * session/subscribe). An approval is answered once, and only while it is still pending.
+   * Returns the function that removes the handler; with none left, those streams close.
    */
   onApproval(handler: ApprovalHandler): () => void;
   close(): Promise<void>;
@@ -102,7 +111,16 @@ export function createClient(transport: Transport): HarnessClient {
         issues: wireIssues(checked.error.issues),
       });
     }
-    return validateResult(method, await transport.call(method, params));
+    const result = validateResult(method, await transport.call(method, params));
+    const session = (result as { session?: unknown }).session;
+    if (method === "session/start" && typeof session === "string") {
+      // The server sends a stdio connection the sessions it starts.
+      if (global) carried.add(session);
+      follow(session);
+    }
+    if (method === "turn/start" && typeof session === "string") follow(session, true);
+    if (method === "session/subscribe") carried.add((params as { session: string }).session);
+    return result;
   };
 
   /** Ask the handlers about one approval, once, if it is still pending when we get to it. */
@@ -129,6 +147,77 @@ export function createClient(transport: Transport): HarnessClient {
   };
 
   const global = transport.onNotification !== undefined;
+  /** Sessions this client started or started a turn in: their approvals reach the handler. */
+  const followed = new Set<string>();
+  /** stdio: sessions the connection already carries (started or subscribed here). */
+  const carried = new Set<string>();
+  /** The open approval streams, by session, while a handler is set. */
+  const watching = new Map<string, AbortController>();
+  /** HTTP: the seq the next approval stream of a session starts at (what came before was tapped). */
+  const watchedUpTo = new Map<string, number>();
+
+  /** Ask about what is pending in `session` now (notifications for it may have gone by). */
+  const answerPending = async (session: string): Promise<void> => {
+    try {
+      const { approvals } = await request("approval/list", { session });
+      for (const approval of approvals) void answer(approval);
+    } catch (error) {
+      if (!closing.signal.aborted)
+        process.emitWarning(`harness client: approvals of ${session}: ${String(error)}`);
+    }
+  };
+
+  /**
+   * Make sure the approvals of a followed session reach the handlers, while there are any.
+   * `turn`: this client just started a turn there; an HTTP watch still open may be about to end
+   * on the previous turn's status, so a new one takes over from where it got to.
+   */
+  const watch = (session: string, turn = false): void => {
+    if (handlers.size === 0 || closing.signal.aborted) return;
+    const open = watching.get(session);
+    if (open !== undefined && !(turn && !global)) return;
+    open?.abort();
+    const stop = new AbortController();
+    watching.set(session, stop);
+    void answerPending(session);
+    // stdio: the connection's notifications all reach `tap` already, once it carries the session.
+    if (global) {
+      if (carried.has(session)) return;
+      carried.add(session);
+    }
+    const signal = AbortSignal.any([stop.signal, closing.signal]);
+    transport
+      .events(session, watchedUpTo.get(session) ?? 0, signal, (raw) => {
+        if (global || signal.aborted) return;
+        try {
+          const notification = validateNotification(raw);
+          if (notification?.params.session !== session) return;
+          tap(notification);
+          if ("seq" in notification.params)
+            watchedUpTo.set(session, Math.max(watchedUpTo.get(session) ?? 0, notification.params.seq + 1));
+          // HTTP: a session at rest asks nothing, and the server caps the streams an identity may
+          // hold open: the watch ends with the turn (session/status is live only, never replayed)
+          // and the next session/start or turn/start of this client opens it again.
+          if (notification.method === "session/status" && !ASKING.has(notification.params.status)) {
+            watching.delete(session);
+            stop.abort();
+          }
+        } catch {
+          // A broken stream is reported to whoever reads events(); the watch just ends.
+        }
+      })
+      .catch((error: unknown) => {
+        if (!signal.aborted) process.emitWarning(`harness client: approvals of ${session}: ${String(error)}`);
+      })
+      .finally(() => {
+        if (watching.get(session) === stop) watching.delete(session);
+      });
+  };
+
+  const follow = (session: string, turn = false): void => {
+    followed.add(session);
+    watch(session, turn);
+  };
   transport.onNotification?.((raw) => {
     let notification: Notification | undefined;
     try {
@@ -140,6 +229,8 @@ export function createClient(transport: Transport): HarnessClient {
   });
 
   const events = (session: string, opts: EventsOptions = {}): AsyncIterableIterator<Notification> => {
+    // stdio: reading events subscribes the connection to the session (it stays subscribed).
+    if (global) carried.add(session);
     const stop = new AbortController();
     const signals = [stop.signal, closing.signal, ...(opts.signal ? [opts.signal] : [])];
     const signal = AbortSignal.any(signals);
@@ -207,7 +298,13 @@ export function createClient(transport: Transport): HarnessClient {
     events,
     onApproval(handler) {
       handlers.add(handler);
-      return () => handlers.delete(handler);
+      for (const session of followed) watch(session);
+      return () => {
+        handlers.delete(handler);
+        if (handlers.size > 0) return;
+        for (const stop of watching.values()) stop.abort();
+        watching.clear();
+      };
     },
     async close() {
       closing.abort();

@@ -221,8 +221,11 @@ export class SessionHub {
     };
   }
 
-  startTurn(identity: Identity, params: ParamsOf<"turn/start">): { session: string; turn: number } {
-    const hosted = this.#hosted(identity, params.session);
+  async startTurn(
+    identity: Identity,
+    params: ParamsOf<"turn/start">,
+  ): Promise<{ session: string; turn: number }> {
+    const hosted = await this.#hosted(identity, params.session);
     if (hosted.run)
       throw new RpcError(ErrorCode.Conflict, "a turn is already running in this session", {
         code: "TURN_RUNNING",
@@ -233,7 +236,7 @@ export class SessionHub {
   }
 
   async steer(identity: Identity, params: ParamsOf<"turn/steer">): Promise<Record<string, never>> {
-    const hosted = this.#hosted(identity, params.session);
+    const hosted = await this.#hosted(identity, params.session);
     if (!hosted.run)
       throw new RpcError(ErrorCode.Conflict, "no turn is running: send the text with turn/start");
     try {
@@ -244,8 +247,8 @@ export class SessionHub {
     return {};
   }
 
-  interrupt(identity: Identity, params: ParamsOf<"turn/interrupt">): Record<string, never> {
-    const hosted = this.#hosted(identity, params.session);
+  async interrupt(identity: Identity, params: ParamsOf<"turn/interrupt">): Promise<Record<string, never>> {
+    const hosted = await this.#hosted(identity, params.session);
     hosted.run?.interrupt();
     return {};
   }
@@ -286,7 +289,7 @@ export class SessionHub {
   }
 
   async compact(identity: Identity, params: ParamsOf<"session/compact">): Promise<{ summary: string }> {
-    const hosted = this.#hosted(identity, params.session);
+    const hosted = await this.#hosted(identity, params.session);
     if (hosted.run)
       throw new RpcError(ErrorCode.Conflict, "a turn is running: compact after it ends", {
         code: "SESSION_BUSY",
@@ -404,16 +407,36 @@ export class SessionHub {
     }
   }
 
-  #hosted(identity: Identity, session: string): Hosted {
+  /**
+   * A session this server hosts, for a method that needs its engine (turn/start, turn/steer,
+   * turn/interrupt, session/compact). One that is only recorded is not opened here: opening takes
+   * what session/start is given (the options a journal does not keep, e.g. a scripted model's
+   * file) and checks (identity, workspace roots, a trusted journal), so the error names that
+   * call with the session's workspace.
+   */
+  async #hosted(identity: Identity, session: string): Promise<Hosted> {
     const hosted = this.#sessions.get(session);
-    if (!hosted || !canSee(identity, hosted.owner)) {
-      throw new RpcError(
-        ErrorCode.NotFound,
-        `session ${session} is not being served (open it with session/start {workspace, session})`,
-        { code: "SESSION_NOT_FOUND" },
-      );
+    if (hosted && canSee(identity, hosted.owner)) return hosted;
+    if (hosted) throw notHostedNotFound(session);
+    let found: { store: { workspace?: string | undefined } } | undefined;
+    try {
+      found = await this.#stored.find(identity, session, undefined);
+    } catch (error) {
+      // Not found, not visible or not readable by this identity: the same answer, nothing leaks.
+      if (error instanceof RpcError && error.code === ErrorCode.NotFound) throw notHostedNotFound(session);
+      throw error;
     }
-    return hosted;
+    const workspace = found.store.workspace;
+    if (workspace === undefined) throw notHostedNotFound(session);
+    // An identity that could not open it there is told so (it can see the session already).
+    await admitWorkspace(identity, workspace);
+    const start = { workspace, session };
+    throw new RpcError(
+      ErrorCode.NotFound,
+      `session ${session} is recorded but not open on this server: call session/start ${JSON.stringify(start)} ` +
+        "(with the options it needs that its journal does not keep, e.g. options.script for a scripted model), then this method again",
+      { code: "SESSION_NOT_OPEN", workspace, session, call: { method: "session/start", params: start } },
+    );
   }
 
   #visible(identity: Identity, session: string): Hosted {
@@ -428,4 +451,13 @@ export class SessionHub {
     if (hosted && !canSee(identity, hosted.owner)) throw notFound(session);
     return this.#stored.find(identity, session, hosted?.opened.workspace);
   }
+}
+
+/** A session this identity cannot use here and that is not found where this server looks. */
+function notHostedNotFound(session: string): RpcError {
+  return new RpcError(
+    ErrorCode.NotFound,
+    `no session ${session} is open on this server: open a recorded one with session/start {"workspace": DIR, "session": "${session}"}`,
+    { code: "SESSION_NOT_FOUND" },
+  );
 }

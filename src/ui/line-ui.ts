@@ -35,7 +35,9 @@ interface LiveOutput {
  * approve. The input closing leaves the chat once every waiting line is done. Nothing is
  * redrawn: a call prints a line when it starts and when it ends, the footer after each turn, and
  * a running command's output lines (the ones the full-screen chat shows under its live line,
- * already escaped) as they come, each line once, at most every LIVE_OUTPUT_EVERY_MS.
+ * already escaped) as they come, each line once, at most every LIVE_OUTPUT_EVERY_MS. Every line
+ * of a call starts with its tag (`[shell#2]`), so the lines of calls that run at once, mixed in
+ * the order they came, still say whose they are.
  */
 export class LineUi implements ChatUi {
   readonly #input: Readable;
@@ -53,6 +55,8 @@ export class LineUi implements ChatUi {
   #ended = false;
   #started = false;
   readonly #live = new Map<string, LiveOutput>();
+  /** Each running call's tag, set on every line printed for it. */
+  readonly #tags = new Map<string, string>();
 
   constructor(input: Readable, output: Writable, style: UiStyle) {
     this.#input = input;
@@ -156,8 +160,9 @@ export class LineUi implements ChatUi {
     this.#output.write(`${line.text}\n`);
   }
 
-  toolStarted(_id: string, label: ChatLine): void {
-    this.line({ text: `… ${label.text}` });
+  toolStarted(id: string, label: ChatLine, tag: ChatLine): void {
+    this.#tags.set(id, tag.text);
+    this.line({ text: `${tag.text} … ${label.text}` });
   }
 
   toolOutput(id: string, lines: readonly ChatLine[]): void {
@@ -176,7 +181,9 @@ export class LineUi implements ChatUi {
   toolFinished(id: string, line: ChatLine): void {
     // Output not printed yet is in the call's result; the finished line carries the outcome.
     this.#endLive(id);
-    this.line(line);
+    const tag = this.#tags.get(id);
+    this.#tags.delete(id);
+    this.line({ text: tag === undefined ? line.text : `${tag} ${line.text}` });
   }
 
   /** The latest lines not printed yet: plain lines are never redrawn, so each is printed once. */
@@ -188,7 +195,9 @@ export class LineUi implements ChatUi {
     const latest = live.latest.map((line) => line.text);
     const fresh = latest.slice(overlap(live.shown, latest));
     live.shown = latest;
-    for (const text of fresh) this.line({ text });
+    // The output lines are indented under the prefix already: the tag goes in front of the indent.
+    const tag = this.#tags.get(id) ?? "";
+    for (const text of fresh) this.line({ text: `${tag}${text}` });
   }
 
   #endLive(id: string): void {

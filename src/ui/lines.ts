@@ -39,6 +39,15 @@ export function toolLabel(style: UiStyle, name: string, args: unknown): ChatLine
   return { text: `${style.bold(escapeForTerminal(name))} ${style.dim(argumentsBrief(args))}` };
 }
 
+/**
+ * A call's short, stable name in line mode, where the lines of calls running at once would
+ * otherwise be mixed without saying whose they are: the tool's name and the call's number in
+ * this chat (`[shell#2]`), the name escaped.
+ */
+export function callTag(style: UiStyle, name: string, number: number): ChatLine {
+  return { text: style.dim(`[${escapeForTerminal(name)}#${number}]`) };
+}
+
 /** One glyph per result status, the same in the chat and in `harness run`'s progress lines. */
 export const STATUS_GLYPH: Readonly<Record<string, string>> = {
   ok: "✓",

@@ -186,7 +186,8 @@ export class PiTui implements ChatUi {
     this.#tui.requestRender();
   }
 
-  toolStarted(id: string, label: ChatLine): void {
+  /** The live line under which its output is drawn says whose it is: the tag is not needed. */
+  toolStarted(id: string, label: ChatLine, _tag: ChatLine): void {
     this.#streaming = undefined;
     const view = new Text("", 0, 0);
     this.#calls.set(id, { label, started: this.#now(), output: [], view });

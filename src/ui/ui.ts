@@ -63,8 +63,12 @@ export interface ChatUi {
   endModelText(): void;
   /** One of harness's own lines in the scrollback. */
   line(line: ChatLine): void;
-  /** A tool call started: one live line (spinner, elapsed time) until `toolFinished`. */
-  toolStarted(id: string, label: ChatLine): void;
+  /**
+   * A tool call started: one live line (spinner, elapsed time) until `toolFinished`. `tag` names
+   * the call in few characters (lines.ts `callTag`), for a UI whose lines of different calls
+   * can be mixed (line mode labels each of the call's lines with it).
+   */
+  toolStarted(id: string, label: ChatLine, tag: ChatLine): void;
   /** The last output lines of a running call (a shell command's), shown under its live line. */
   toolOutput(id: string, lines: readonly ChatLine[]): void;
   /** The call ended: its live line becomes this line in the scrollback. */

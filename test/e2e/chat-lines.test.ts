@@ -135,6 +135,46 @@ describe("harness chat in line mode (stdin is not a terminal)", () => {
     expect(out.split("│ first-line").length).toBe(2);
   });
 
+  it("two shell calls of one reply: every printed output line carries its own call's tag, escaped and scrubbed", async () => {
+    const secret = "sk-live-fedcba9876543210";
+    const workspace = await workspaceWith({ "key.txt": `${secret}\n` });
+    const lines = (name: string) =>
+      `echo ${name}-1; sleep 0.8; echo ${name}-2; sleep 0.8; printf '${name}-3 \\033[2J\\n'; cat key.txt; sleep 0.8; echo ${name}-4`;
+    const script = await jsonScript([
+      {
+        calls: [
+          { id: "s1", name: "shell", arguments: { command: lines("alpha") } },
+          { id: "s2", name: "shell", arguments: { command: lines("beta") } },
+        ],
+      },
+      { text: "Done.", calls: [] },
+    ]);
+    const child = spawn(process.execPath, [BIN, "chat", "--script", script, "--shell", "allow"], {
+      cwd: workspace,
+      env: { ...childEnv(), HARNESS_CONFIG: config, DEMO_API_KEY: secret },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    child.stdin.end("run both\n");
+    const result = await finished(child);
+    expect(result.code).toBe(0);
+    const out = result.stdout;
+    expect(out).not.toContain("\u001b");
+    expect(out).not.toContain(secret);
+    const printed = out.split("\n").filter((line) => line.includes("│ alpha-") || line.includes("│ beta-"));
+    // The engine runs shell calls one after another (the tool is exclusive); the tags do not rely on
+    // that: calls that do run at once are covered in test/ui/line-ui.test.ts.
+    expect(printed.length).toBeGreaterThanOrEqual(4);
+    for (const line of printed) {
+      expect(line).toMatch(line.includes("alpha-") ? /^\[shell#1\] {4}│ alpha-/ : /^\[shell#2\] {4}│ beta-/);
+    }
+    expect(out).toContain("[shell#1]    │ alpha-3 \\x1b[2J\n");
+    expect(out).toContain("[shell#2]    │ beta-3 \\x1b[2J\n");
+    expect(out).toContain("[shell#1]    │ [redacted:DEMO_API_KEY]\n");
+    expect(out).toContain("[shell#2]    │ [redacted:DEMO_API_KEY]\n");
+    expect(out).toMatch(/^\[shell#1\] … shell echo alpha-1/m);
+    expect(out).toMatch(/^\[shell#2\] ✓ shell ok/m);
+  });
+
   /** A chat whose default profile talks to a loopback server (model alpha-1b), fed `input`. */
   async function chatWithServer(server: { baseUrl: string }, input: string) {
     const profiles = join(await tempDir("harness-chat-models-"), "config.json");

@@ -12,6 +12,9 @@ import {
   ensureBuilt,
   finished,
   fixture,
+  ofType,
+  pasteAsPrinted,
+  readJournal,
   removeTempDirs,
   tempDir,
   workspaceWith,
@@ -79,6 +82,52 @@ describe("every printed next step works as printed from where the user is", () =
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(resumed.stdout).toMatch(/^status +unverified$/m);
     expect(nextCommands(resumed.stdout)).toEqual([]);
+  });
+
+  it("the resume hint repeats everything the journal does not keep (script, budgets, pool, acceptance timeout and commands), replacing the used-up budget, and continues the session as pasted with /bin/sh", async () => {
+    const workspace = await workspaceWith({ "notes.txt": "hello\n" });
+    const elsewhere = await tempDir("harness-cwd-");
+    const accept = "sleep 5; test -f notes.txt";
+    const first = await harnessIn(elsewhere, [
+      "run",
+      "--script",
+      fixture("read-then-answer.mjs"),
+      "--workspace",
+      workspace,
+      "--write",
+      "deny",
+      "--max-model-requests",
+      "1",
+      "--max-tool-calls",
+      "9",
+      "--pool-size",
+      "2",
+      "--accept-timeout",
+      "400",
+      "--accept",
+      accept,
+      "read the notes",
+    ]);
+    expect(first.code, first.stderr).toBe(2);
+    const [next = "", ...more] = nextCommands(first.stdout);
+    expect(more).toEqual([]);
+    const id = /^session +(\S+)$/m.exec(first.stdout)?.[1] ?? "";
+    expect(next).toBe(
+      `harness resume ${id} --script ${fixture("read-then-answer.mjs")} --max-tool-calls 9 --pool-size 2 ` +
+        `--accept-timeout 400 --accept '${accept}' --max-model-requests 51 --workspace ${workspace}`,
+    );
+    const pasted = await pasteAsPrinted(next, await tempDir("harness-cwd-"));
+    // The session went on: resumed, its answer recorded; the acceptance ran with the run's own
+    // 400 ms timeout (the default would have let the 5 s command pass).
+    expect(pasted.code, pasted.stderr).toBe(2);
+    const journal = await readJournal(workspace, id);
+    expect(ofType(journal, "session.resumed")).toHaveLength(1);
+    expect(ofType(journal, "model.started")).toHaveLength(2);
+    const checks = ofType(journal, "acceptance.checked").map(
+      (r) => r.data.checks as { name: string; passed: boolean; duration_ms: number }[],
+    );
+    expect(checks).toEqual([[expect.objectContaining({ name: accept, passed: false })]]);
+    expect(checks[0]?.[0]?.duration_ms).toBeLessThan(4000);
   });
 
   it("proposals waiting: diff and apply hints (and the ones in the reason) work from another directory", async () => {

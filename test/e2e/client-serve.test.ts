@@ -5,7 +5,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type * as ClientModule from "../../src/client/index.js";
-import type { HarnessClient, Notification } from "../../src/client/index.js";
+import type { HarnessClient, Notification, RpcError } from "../../src/client/index.js";
 import { jsonScript, ofType, REPO_ROOT, readJournal, removeTempDirs, workspaceWith } from "./helpers.js";
 import { serverConfig, serverEnv, startHttpServer } from "./serve-support.js";
 
@@ -95,7 +95,184 @@ async function fullTurn(client: HarnessClient, identity: string): Promise<void> 
   expect((await client.list()).map((s) => s.session)).toContain(session);
 }
 
+/** Poll the journal until `done` holds (the client under test reads no events). */
+async function journalUntil(
+  workspace: string,
+  session: string,
+  done: (journal: Awaited<ReturnType<typeof readJournal>>) => boolean,
+): Promise<Awaited<ReturnType<typeof readJournal>>> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const journal = await readJournal(workspace, session).catch(() => []);
+    if (done(journal)) return journal;
+    if (Date.now() > deadline)
+      throw new Error(`journal of ${session}: ${JSON.stringify(journal.map((r) => r.type))}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+const writeReply = (id: string, path: string) => ({
+  text: "",
+  calls: [{ id, name: "write_file", arguments: { path, content: `${id}\n` } }],
+});
+
+/**
+ * Over one transport: (1) a session started by a client with onApproval, whose events() it never
+ * reads, has its approval answered by the handler; (2) on a server that does not host it, turn/start
+ * names the session/start to call (with the workspace), and after that call the turn runs, its
+ * approval answered too. `connect` gives a client of a new server each time; `close` ends both.
+ */
+async function approvalsAndReopen(
+  connect: () => Promise<{ client: HarnessClient; close: () => Promise<void> }>,
+  identity: string,
+): Promise<void> {
+  const workspace = await workspaceWith({});
+  const script = await jsonScript([
+    writeReply("w1", "one.txt"),
+    { text: "one" },
+    writeReply("w2", "two.txt"),
+    { text: "two" },
+  ]);
+  const asked: string[] = [];
+  const handler = async (a: { call_id: string }) => {
+    asked.push(a.call_id);
+    return "accept" as const;
+  };
+
+  const first = await connect();
+  let session: string;
+  try {
+    first.client.onApproval(handler);
+    ({ session } = await first.client.startSession({ workspace, goal: "write one", options: { script } }));
+    await journalUntil(workspace, session, (j) => ofType(j, "run.finished").length === 1);
+  } finally {
+    await first.close();
+  }
+  expect(asked).toEqual(["w1"]);
+  expect(await readFile(join(workspace, "one.txt"), "utf8")).toBe("w1\n");
+
+  const second = await connect();
+  try {
+    const { client } = second;
+    client.onApproval(handler);
+    // A session this server has never seen, in no workspace it knows: not found, and what to call.
+    const unknown = (await client.startTurn("never-recorded", "hi").catch((e: unknown) => e)) as RpcError;
+    expect(unknown.harnessCode).toBe("SESSION_NOT_FOUND");
+    expect(unknown.message).toContain(
+      'open a recorded one with session/start {"workspace": DIR, "session": "never-recorded"}',
+    );
+    // The server learns the workspace (session/list); turn/start then names the exact call.
+    expect((await client.list(workspace)).map((s) => s.session)).toEqual([session]);
+    const refused = (await client.startTurn(session, "write two").catch((e: unknown) => e)) as RpcError;
+    expect(refused.harnessCode).toBe("SESSION_NOT_OPEN");
+    const call = { method: "session/start", params: { workspace, session } };
+    expect(refused.data).toMatchObject({ workspace, session, call });
+    expect(refused.message).toContain(`call session/start ${JSON.stringify(call.params)}`);
+    expect(ofType(await readJournal(workspace, session), "user.input")).toHaveLength(1);
+
+    await client.request("session/start", { ...call.params, options: { script } });
+    await expect(client.startTurn(session, "write two")).resolves.toEqual({ session, turn: 2 });
+    const journal = await journalUntil(workspace, session, (j) => ofType(j, "run.finished").length === 2);
+    expect(ofType(journal, "user.input").map((r) => [r.data.turn, r.data.text])).toEqual([
+      [1, "write one"],
+      [2, "write two"],
+    ]);
+    expect(
+      ofType(journal, "approval.decided").map((r) => [r.data.call_id, r.data.decision, r.data.by]),
+    ).toEqual([
+      ["w1", "allow", `identity:${identity}`],
+      ["w2", "allow", `identity:${identity}`],
+    ]);
+  } finally {
+    await second.close();
+  }
+  expect(asked).toEqual(["w1", "w2"]);
+  expect(await readFile(join(workspace, "two.txt"), "utf8")).toBe("w2\n");
+}
+
 describe("harness/client against harness serve", () => {
+  it("over stdio: onApproval answers a started session's approvals without events(); turn/start on a session not open names session/start", async () => {
+    const { connectStdio } = await builtClient();
+    const env = serverEnv(await serverConfig());
+    await approvalsAndReopen(async () => {
+      const client = await connectStdio({ env });
+      return { client, close: () => client.close() };
+    }, "local");
+  });
+
+  it("over HTTP: onApproval answers a started session's approvals without events(); turn/start on a session not open names session/start", async () => {
+    const { connectHttp } = await builtClient();
+    const env = serverEnv(await serverConfig(), { HARNESS_SERVER_TOKEN: TOKEN });
+    await approvalsAndReopen(async () => {
+      const server = await startHttpServer(env);
+      const client = await connectHttp({ url: server.url, token: TOKEN });
+      return {
+        client,
+        close: async () => {
+          await client.close();
+          server.child.kill("SIGTERM");
+          await server.exited;
+        },
+      };
+    }, "default");
+  });
+
+  it("over HTTP: a turn started in another client's session is followed by this client's onApproval; with the handler removed, approvals wait", async () => {
+    const { connectHttp } = await builtClient();
+    const server = await startHttpServer(serverEnv(await serverConfig(), { HARNESS_SERVER_TOKEN: TOKEN }));
+    try {
+      const owner = await connectHttp({ url: server.url, token: TOKEN });
+      /** The helper's event streams, by the signal that ends each. */
+      const streams: AbortSignal[] = [];
+      const counting: typeof fetch = (input, init) => {
+        if (String(input).includes("/events") && init?.signal) streams.push(init.signal);
+        return fetch(input, init);
+      };
+      const helper = await connectHttp({ url: server.url, token: TOKEN, fetch: counting });
+      const workspace = await workspaceWith({});
+      const script = await jsonScript([
+        writeReply("w1", "one.txt"),
+        { text: "one" },
+        writeReply("w2", "two.txt"),
+        { text: "two" },
+      ]);
+      const { session } = await owner.startSession({ workspace, options: { script } });
+      const asked: string[] = [];
+      const stop = helper.onApproval(async (a) => {
+        asked.push(a.call_id);
+        return "accept";
+      });
+      await helper.startTurn(session, "write one");
+      await journalUntil(workspace, session, (j) => ofType(j, "run.finished").length === 1);
+      expect(asked).toEqual(["w1"]);
+      // The watch closed its stream once the session was at rest (the server caps open streams).
+      expect(streams).toHaveLength(1);
+      for (let waited = 0; !streams.every((signal) => signal.aborted) && waited < 5000; waited += 50)
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(streams.map((signal) => signal.aborted)).toEqual([true]);
+
+      stop();
+      await helper.startTurn(session, "write two");
+      await journalUntil(workspace, session, (j) => ofType(j, "approval.requested").length === 2);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(asked).toEqual(["w1"]);
+      expect(streams).toHaveLength(1);
+      const waiting = await owner.listApprovals(session);
+      expect(waiting.map((a) => a.call_id)).toEqual(["w2"]);
+      const journal = await readJournal(workspace, session);
+      expect(ofType(journal, "approval.decided").map((r) => [r.data.call_id, r.data.by])).toEqual([
+        ["w1", "identity:default"],
+      ]);
+      await owner.respond(String(waiting[0]?.approval_id), "decline");
+      await journalUntil(workspace, session, (j) => ofType(j, "run.finished").length === 2);
+      await owner.close();
+      await helper.close();
+    } finally {
+      server.child.kill("SIGTERM");
+      await server.exited;
+    }
+  });
+
   it("over stdio (connectStdio's default command: this package's harness serve --stdio): a full turn, an approval, a replay", async () => {
     const { connectStdio } = await builtClient();
     const client = await connectStdio({ env: serverEnv(await serverConfig()) });

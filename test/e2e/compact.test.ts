@@ -196,7 +196,12 @@ describe("harness compact", () => {
     expect(refused.stderr).toContain("journal refused (UNTRUSTED)");
     expect(readFileSync(journalFile(workspace, "theirs")).equals(bytes)).toBe(true);
     expect((await requests(log)).length).toBe(sentBefore);
-    // The author's own compaction of the same session is accepted.
-    expectExit(await runCli(["compact", "theirs", ...common], author), 0);
+    // The author's own compaction of the same session is accepted; the resume it names repeats
+    // what the journal does not keep (the scripted model, the budget given now).
+    const own = await runCli(["compact", "theirs", ...common, "--max-model-requests", "9"], author);
+    expectExit(own, 0);
+    expect(own.stdout).toContain(
+      `continue with: harness resume theirs --script ${script} --max-model-requests 9 --workspace ${workspace}\n`,
+    );
   });
 });

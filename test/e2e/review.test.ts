@@ -57,6 +57,10 @@ describe("harness review", () => {
       workspace,
     ]);
     expectExit(resolved, 0);
+    // The resume it names says where, and that the scripted model's file must be given again.
+    expect(resolved.stdout).toContain(
+      `no unknown outcomes remain: continue with harness resume r --script FILE --workspace ${workspace}\n`,
+    );
     const records = await readJournal(workspace, "r");
     expect(ofType(records, "review.resolved").map((r) => r.data)).toEqual([
       {

@@ -19,9 +19,9 @@ afterEach(async () => {
 });
 
 /** A hub whose sessions run the test engine (scripted turns, write: ask) in one temp workspace. */
-async function hubWith(turns: unknown[]) {
-  const ws = await tempWorkspace();
-  workspaces.push(ws);
+async function hubWith(turns: unknown[], existing?: Workspace) {
+  const ws = existing ?? (await tempWorkspace());
+  if (existing === undefined) workspaces.push(ws);
   let counter = 0;
   const factory: SessionFactory = {
     async open(request) {
@@ -137,9 +137,10 @@ describe("SessionHub", () => {
     await until(() => hub.approvals(bob, session).approvals.length === 1, "the approval");
     expect(hub.approvals(alice, undefined).approvals).toEqual([]);
     await expect(hub.read(alice, { session })).rejects.toMatchObject({ code: ErrorCode.NotFound });
-    expect(() => hub.startTurn(alice, { session, input: "x" })).toThrow(
-      expect.objectContaining({ code: ErrorCode.NotFound }),
-    );
+    await expect(hub.startTurn(alice, { session, input: "x" })).rejects.toMatchObject({
+      code: ErrorCode.NotFound,
+      data: { code: "SESSION_NOT_FOUND" },
+    });
     expect(() =>
       hub.respond(alice, String(hub.approvals(bob, session).approvals[0]?.approval_id), "accept"),
     ).toThrow(expect.objectContaining({ code: ErrorCode.NotFound }));
@@ -156,5 +157,41 @@ describe("SessionHub", () => {
       reason: "the turn was interrupted",
     });
     expect(records.at(-1)?.type).toBe("turn.interrupted");
+  });
+
+  it("turn/start on a recorded session this hub does not host names the session/start to call; others may not learn of it", async () => {
+    const first = await hubWith([{ text: "done" }]);
+    const { session } = await first.hub.start(LOCAL_IDENTITY, { workspace: first.ws.root, goal: "say done" });
+    await until(() => first.hub.running === 0, "the first turn's end");
+    await first.hub.shutdown();
+    const before = (await first.ws.journal(session)).length;
+
+    const { hub, ws } = await hubWith([{ text: "again" }], first.ws);
+    const start = { workspace: ws.root, session };
+    for (const call of [
+      () => hub.startTurn(LOCAL_IDENTITY, { session, input: "next" }),
+      () => hub.steer(LOCAL_IDENTITY, { session, input: "next" }),
+      () => hub.interrupt(LOCAL_IDENTITY, { session }),
+      () => hub.compact(LOCAL_IDENTITY, { session }),
+    ]) {
+      await expect(call()).rejects.toMatchObject({
+        code: ErrorCode.NotFound,
+        message: expect.stringContaining(`call session/start ${JSON.stringify(start)}`),
+        data: { code: "SESSION_NOT_OPEN", ...start, call: { method: "session/start", params: start } },
+      });
+    }
+    // Another identity that may not see it: the same answer as for no session at all.
+    const alice: Identity = { name: "alice", policy: { workspaces: [ws.root] } };
+    const hidden = await hub.startTurn(alice, { session, input: "x" }).catch((error: unknown) => error);
+    const none = await hub.startTurn(alice, { session: "nothing-here", input: "x" }).catch((e: unknown) => e);
+    expect(hidden).toMatchObject({ code: ErrorCode.NotFound, data: { code: "SESSION_NOT_FOUND" } });
+    expect((hidden as Error).message).toBe((none as Error).message.replaceAll("nothing-here", session));
+    // One that may see it but not use its workspace is told that, not where to call.
+    const auditor: Identity = { name: "auditor", policy: { see_all: true, workspaces: [] } };
+    await expect(hub.startTurn(auditor, { session, input: "x" })).rejects.toMatchObject({
+      code: ErrorCode.Forbidden,
+      data: { code: "IDENTITY_FORBIDDEN" },
+    });
+    expect(await ws.journal(session)).toHaveLength(before);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { note, own, toolDone, toolLabel } from "../../src/ui/lines.js";
+import { callTag, note, own, toolDone, toolLabel } from "../../src/ui/lines.js";
 import type { ChatHandlers, ChatUi, UiStyle } from "../../src/ui/ui.js";
 
 export const PLAIN: UiStyle = {
@@ -92,7 +92,11 @@ export function uiContract(name: string, make: () => UiDriver): void {
     it("shows a finished call's line", async () => {
       const driver = make();
       started(driver);
-      driver.ui.toolStarted("c1", toolLabel(PLAIN, "shell", { command: "npm test" }));
+      driver.ui.toolStarted(
+        "c1",
+        toolLabel(PLAIN, "shell", { command: "npm test" }),
+        callTag(PLAIN, "shell", 1),
+      );
       driver.ui.toolFinished(
         "c1",
         toolDone(PLAIN, { name: "shell", status: "ok", duration_ms: 12, summary: "exit 0" }),

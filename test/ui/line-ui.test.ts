@@ -1,6 +1,7 @@
 import { PassThrough } from "node:stream";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { LIVE_OUTPUT_EVERY_MS, LineUi } from "../../src/ui/line-ui.js";
+import { callTag, toolDone, toolLabel } from "../../src/ui/lines.js";
 import { PLAIN, uiContract } from "./contract.js";
 
 uiContract("line mode", () => {
@@ -60,6 +61,54 @@ describe("line mode: a running call's output", () => {
     ui.toolFinished("c1", { text: "✓ shell ok" });
     await vi.advanceTimersByTimeAsync(LIVE_OUTPUT_EVERY_MS * 2);
     expect(written()).toBe("one\ntwo\nthree\n✓ shell ok\n");
+    await ui.stop();
+  });
+});
+
+describe("line mode: calls running at once", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("labels every line of a call with its tag, so interleaved output says whose it is; the tool name escaped", async () => {
+    vi.useFakeTimers();
+    const output = new PassThrough();
+    let written = "";
+    output.setEncoding("utf8").on("data", (chunk: string) => {
+      written += chunk;
+    });
+    const ui = new LineUi(new PassThrough(), output, PLAIN);
+    ui.start({ submit: () => undefined, interrupt: () => undefined, exit: () => undefined });
+    const out = (...texts: string[]) => texts.map((text) => ({ text: `    │ ${text}` }));
+    ui.toolStarted("a", toolLabel(PLAIN, "shell", { command: "build" }), callTag(PLAIN, "shell", 1));
+    ui.toolStarted(
+      "b",
+      toolLabel(PLAIN, "x\u001b[2Jy", { command: "test" }),
+      callTag(PLAIN, "x\u001b[2Jy", 2),
+    );
+    ui.toolOutput("a", out("a-one"));
+    ui.toolOutput("b", out("b-one"));
+    await vi.advanceTimersByTimeAsync(LIVE_OUTPUT_EVERY_MS);
+    ui.toolOutput("b", out("b-one", "b-two"));
+    ui.toolOutput("a", out("a-one", "a-two"));
+    await vi.advanceTimersByTimeAsync(LIVE_OUTPUT_EVERY_MS);
+    ui.toolFinished(
+      "b",
+      toolDone(PLAIN, { name: "x\u001b[2Jy", status: "ok", duration_ms: 5, summary: "exit 0" }),
+    );
+    ui.toolFinished("a", toolDone(PLAIN, { name: "shell", status: "ok", duration_ms: 9, summary: "exit 0" }));
+    expect(written.split("\n")).toEqual([
+      "[shell#1] … shell build",
+      "[x\\x1b[2Jy#2] … x\\x1b[2Jy test",
+      "[shell#1]    │ a-one",
+      "[x\\x1b[2Jy#2]    │ b-one",
+      "[x\\x1b[2Jy#2]    │ b-two",
+      "[shell#1]    │ a-two",
+      "[x\\x1b[2Jy#2] ✓ x\\x1b[2Jy ok 5 ms  exit 0",
+      "[shell#1] ✓ shell ok 9 ms  exit 0",
+      "",
+    ]);
+    expect(written).not.toContain("\u001b");
     await ui.stop();
   });
 });

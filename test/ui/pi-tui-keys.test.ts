@@ -103,7 +103,7 @@ describe("PiTui keys", () => {
   it("a running call has a live line with its elapsed time, replaced by its result", async () => {
     let now = 0;
     const { terminal, ui } = open({ now: () => now });
-    ui.toolStarted("c1", { text: "shell sleep 5" });
+    ui.toolStarted("c1", { text: "shell sleep 5" }, { text: "[shell#1]" });
     now = 2500;
     ui.toolOutput("c1", [{ text: "  │ tick" }]);
     let screen = await terminal.screen();

@@ -1,6 +1,6 @@
 import type { EngineListener, RunSummary } from "../../engine/options.js";
 import { costUsd } from "../../providers/cost.js";
-import { note, own, quoted, toolDone, toolLabel } from "../../ui/lines.js";
+import { callTag, note, own, quoted, toolDone, toolLabel } from "../../ui/lines.js";
 import { OutputTail } from "../../ui/output-tail.js";
 import type { ChatUi, FooterStatus, UiStyle } from "../../ui/ui.js";
 import type { ChatSession, Turn } from "./session.js";
@@ -29,6 +29,8 @@ export class ChatController {
   #costUsd: number | undefined;
   /** The output so far of each running call that produces some (a shell command). */
   readonly #outputs = new Map<string, OutputTail>();
+  /** Calls started in this chat: each gets the next number for its tag. */
+  #calls = 0;
 
   constructor(ui: ChatUi, session: ChatSession, style: UiStyle) {
     this.#ui = ui;
@@ -213,9 +215,11 @@ export class ChatController {
             break;
           }
           case "tool.started":
+            this.#calls += 1;
             this.#ui.toolStarted(
               record.data.call_id,
               toolLabel(style, record.data.name, record.data.arguments),
+              callTag(style, record.data.name, this.#calls),
             );
             break;
           case "model.retryable_error":

@@ -11,6 +11,7 @@ import { beforeHashes } from "../../workspace/manifest.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { type JournalSource, openSessionSource } from "../journal-source.js";
+import { resumeCommand, unrecordedPlaceholders } from "../next-steps.js";
 import { LAST_OPTION, sessionFromArgs, sessionIdFromArgs } from "../session-id.js";
 import { UsageError } from "../usage-error.js";
 import type { OpenedWorkspace } from "../workspace.js";
@@ -196,7 +197,8 @@ async function adopt(
     );
     return EXIT.ok;
   }
-  const summary = adoptionSummary(SessionState.from(records));
+  const state = SessionState.from(records);
+  const summary = adoptionSummary(state);
   process.stderr.write(
     `session ${sessionId} is not trusted: ${escapeForTerminal(trust.message)}\n\n` +
       `Adopting it means harness treats it as yours. Resuming it would:\n${summary.lines.join("\n")}\n\n`,
@@ -241,7 +243,7 @@ async function adopt(
   } else {
     process.stdout.write(
       `session ${sessionId}: adopted (vouched for ${records.length} records up to ${head.hash.slice(0, 12)}); ` +
-        `continue with: harness resume ${sessionId}\n`,
+        `continue with: ${escapeForTerminal(resumeCommand(sessionId, workspace, unrecordedPlaceholders(state.provider)))}\n`,
     );
   }
   return EXIT.ok;

@@ -3,6 +3,7 @@ import { SessionState } from "../../engine/state.js";
 import { escapeForTerminal, jsonForTerminal } from "../../shared/terminal-text.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
+import { resumeCommand, unrecordedPlaceholders } from "../next-steps.js";
 import { LAST_OPTION, sessionFromArgs } from "../session-id.js";
 import { UsageError } from "../usage-error.js";
 
@@ -80,7 +81,7 @@ export const reviewCommand = {
     const left = after.unresolvedUnknowns().length;
     process.stdout.write(
       left === 0
-        ? `recorded; no unknown outcomes remain: continue with harness resume ${sessionId}\n`
+        ? `recorded; no unknown outcomes remain: continue with ${escapeForTerminal(resumeCommand(sessionId, workspace, unrecordedPlaceholders(after.provider)))}\n`
         : `recorded; ${left} unknown outcome(s) still need review\n`,
     );
     return EXIT.ok;

@@ -151,7 +151,9 @@ record; a live owner, or one on another host, is never displaced (exit 5).
 Options: the same as harness run (--workspace, --script, --write, --read-only, --accept,
 --max-model-requests, --max-tool-calls, --context-window, --accept-tool-changes, --json,
 --events). Policy flags,
---context-window and acceptance commands default to the ones recorded when the session started.`;
+--context-window and acceptance commands default to the ones recorded when the session started.
+--script, the budgets, --pool-size and --accept-timeout are not recorded: give them again (the
+"next" command harness printed when the session stopped does).`;
 
 export type Parsed = ReturnType<typeof parse<typeof SESSION_OPTIONS>>;
 
@@ -281,14 +283,13 @@ export async function startOrResume(
     json: values.json === true,
     events: values.events === true,
     acceptToolChanges: values["accept-tool-changes"] === true,
-    ...(values.script !== undefined ? { resumeFlags: ["--script", resolve(values.script)] } : {}),
     rerunFlags: [...unrecordedFlags(values, commands), ...flagWords(setup.flags)],
-    continueFlags: unrecordedFlags(values, commands),
+    unrecordedFlags: unrecordedFlags(values, commands),
   });
 }
 
 /**
- * What any printed command for this session (its next turn) or a new run must give again because
+ * What any printed command for this session (a resume, its next turn) or a new run must give again because
  * the journal does not keep it for the next turn: the script, the budgets, the pool size, the
  * acceptance timeout (given now) and the acceptance commands in force (a later turn's own
  * --accept is not recorded). A new run also repeats the session's flags: it inherits none.

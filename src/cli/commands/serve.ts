@@ -58,6 +58,11 @@ it a --tokens identity may start nothing), and "host": true lets it pass options
 options.base_url (run or fetched by this machine; the "default" identity has it unless set
 false). A --tokens file may not name "local" or "default".
 
+A recorded session is opened with session/start {"workspace", "session", "options"} (options
+its journal does not keep, e.g. "script", given again). turn/start, turn/steer, turn/interrupt
+and session/compact do not open one: on a session not open they answer -32002 with data.code
+SESSION_NOT_OPEN and data.call, the session/start to make first.
+
 SIGTERM, SIGINT or the shutdown method interrupt every running turn at its next safe point
 (turn.interrupted is journaled), then the server exits 0.`;
 
