@@ -213,6 +213,7 @@ export class SessionState {
         break;
       case "tool.result": {
         this.results.set(record.data.call_id, record.data);
+        this.noteOutcome(record.data.call_id);
         this.addMessage({
           role: "tool",
           call_id: record.data.call_id,
@@ -241,6 +242,7 @@ export class SessionState {
       }
       case "review.resolved": {
         this.resolutions.set(record.data.call_id, record.data);
+        this.noteOutcome(record.data.call_id);
         // The model learns what a person established about the call, next to its result.
         const index = this.messages.findIndex((m) => m.role === "tool" && m.call_id === record.data.call_id);
         const message = this.messages[index];
@@ -371,12 +373,21 @@ export class SessionState {
   /** True when some call's outcome is unknown: the session needs a human. */
   /** True when some call's outcome is unknown and no person has resolved it. */
   hasUnknownOutcome(): boolean {
-    for (const result of this.results.values()) {
-      if (result.status !== "unknown") continue;
-      const resolution = this.resolutions.get(result.call_id);
-      if (resolution === undefined || resolution.resolution === "undetermined") return true;
-    }
-    return false;
+    return this.unknownOutcomes.size > 0;
+  }
+
+  /**
+   * Calls whose outcome is unknown and that no person has settled (no resolution, or one that
+   * could not determine it): kept as records arrive, since the engine asks after every batch.
+   */
+  private readonly unknownOutcomes = new Set<string>();
+
+  private noteOutcome(callId: string): void {
+    const unknown = this.results.get(callId)?.status === "unknown";
+    const resolution = this.resolutions.get(callId)?.resolution;
+    if (unknown && (resolution === undefined || resolution === "undetermined"))
+      this.unknownOutcomes.add(callId);
+    else this.unknownOutcomes.delete(callId);
   }
 
   /** Calls whose outcome is unknown and not (or not conclusively) resolved. */
