@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { ModelMessage } from "../../protocol/types.js";
-import { jsonObjectSchema } from "../../shared/json.js";
+import { isJsonObject, isJsonValue, jsonObjectSchema } from "../../shared/json.js";
 
 const jsonObject = jsonObjectSchema;
 
@@ -64,10 +64,46 @@ export function parseScriptFile(text: string, label: string): ScriptedTurn[] {
 }
 
 export function parseTurn(value: unknown, label: string): ScriptedTurn {
+  const quick = quickTurn(value);
+  if (quick !== undefined) return quick;
   const parsed = checked(scriptedTurnSchema, value, label);
   if (!parsed.success)
     throw new ScriptError(`${label}: invalid scripted reply: ${z.prettifyError(parsed.error)}`);
   return parsed.data;
+}
+
+/**
+ * The usual reply of a script function, `{ text?, calls? }` with well-formed calls, checked by
+ * hand: a function script answers every step, and the union schema's parse measured as a visible
+ * share of a benchmark step. Anything else (usage, a stream, an error, every malformed reply) goes
+ * through the schema, which decides and explains; the result is what the schema would give.
+ */
+function quickTurn(value: unknown): ScriptedTurn | undefined {
+  if (!isPlainObject(value)) return undefined;
+  let text = "";
+  let calls: { id: string; name: string; arguments: Record<string, never> }[] = [];
+  for (const key of Object.keys(value)) {
+    const field = value[key];
+    if (key === "text" && typeof field === "string") text = field;
+    else if (key === "calls" && Array.isArray(field)) {
+      const checkedCalls = field.map(quickCall);
+      if (checkedCalls.some((call) => call === undefined)) return undefined;
+      calls = checkedCalls as typeof calls;
+    } else return undefined;
+  }
+  return { text, calls };
+}
+
+function quickCall(call: unknown) {
+  if (!isPlainObject(call) || Object.keys(call).length !== 3) return undefined;
+  const { id, name, arguments: args } = call;
+  if (typeof id !== "string" || id === "" || typeof name !== "string" || name === "") return undefined;
+  if (!isJsonObject(args) || !isJsonValue(args)) return undefined;
+  return { id, name, arguments: args };
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && Object.getPrototypeOf(value) === Object.prototype;
 }
 
 /**
