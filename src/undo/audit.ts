@@ -6,7 +6,7 @@ import { scanTree } from "./scan.js";
 
 export interface TreeAudit {
   base: EventData<"workspace.base">;
-  /** Files (and links) the record says the workspace holds now. */
+  /** Files, links and (in a session that records them) directories the record says the workspace holds now. */
   expectedFiles: number;
   /** How the workspace differs from its recorded base plus every recorded change: what happened outside the record. */
   outside: ChangeSet;
@@ -24,9 +24,9 @@ export async function auditWorkspace(
   artifacts: ArtifactStore,
   root: string,
 ): Promise<TreeAudit> {
-  const { base, tree } = await recordedBase(records, artifacts);
+  const { base, tree, directories } = await recordedBase(records, artifacts);
   const expected = replayTree(tree, records);
-  const current = await scanTree(root, base.excluded);
+  const current = await scanTree(root, base.excluded, { directories });
   const recordedOutside = records.filter(
     (r) => r.type === "workspace.changed" && r.data.source === "outside",
   ).length;
