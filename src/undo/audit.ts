@@ -1,12 +1,12 @@
 import type { ArtifactStore } from "../artifacts/store.js";
 import type { AnyRecord, EventData } from "../journal/vocabulary.js";
-import { type ChangeSet, diffManifests } from "../workspace/manifest.js";
+import { type ChangeSet, diffManifests, isDir } from "../workspace/manifest.js";
 import { recordedBase, replayTree } from "./replay.js";
 import { scanTree } from "./scan.js";
 
 export interface TreeAudit {
   base: EventData<"workspace.base">;
-  /** Files, links and (in a session that records them) directories the record says the workspace holds now. */
+  /** Files (and links) the record says the workspace holds now. */
   expectedFiles: number;
   /** How the workspace differs from its recorded base plus every recorded change: what happened outside the record. */
   outside: ChangeSet;
@@ -30,5 +30,7 @@ export async function auditWorkspace(
   const recordedOutside = records.filter(
     (r) => r.type === "workspace.changed" && r.data.source === "outside",
   ).length;
-  return { base, expectedFiles: expected.size, outside: diffManifests(expected, current), recordedOutside };
+  let expectedFiles = 0;
+  for (const entry of expected.values()) if (!isDir(entry)) expectedFiles += 1;
+  return { base, expectedFiles, outside: diffManifests(expected, current), recordedOutside };
 }

@@ -376,5 +376,8 @@ describe("undo on a session harness recorded", { timeout: 180_000 }, () => {
       modified: [],
       deleted: [],
     });
+    const text = await runCli(["audit", "s", "-w", workspace], env);
+    expectExit(text, 1);
+    expect(text.stdout).toContain("  created   by-hand/\n  created   by-hand/deeper/");
   });
 });
