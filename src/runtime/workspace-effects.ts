@@ -46,6 +46,8 @@ export class WorkspaceEffects {
    * recorded before they were goes on without them, so its record keeps one meaning throughout.
    */
   private directories = true;
+  /** How many comparisons around a process are running: what happens meanwhile is that process's. */
+  private running = 0;
   /** Paths where the record moved on without a snapshot (file tools) since the last comparison. */
   private since = new Set<string>();
 
@@ -123,12 +125,36 @@ export class WorkspaceEffects {
     run: () => Promise<T>,
   ): Promise<{ value: T; found?: FoundChange }> {
     await this.outside(journal);
-    const value = await run();
+    let value: T;
+    this.running += 1;
+    try {
+      value = await run();
+    } finally {
+      this.running -= 1;
+    }
     if (this.expected === undefined) return { value };
     const change = await this.compare(false);
     if (change === undefined) return { value };
     await this.keepBefores(change);
     return { value, found: { source, change } };
+  }
+
+  /**
+   * Run something beside the calls that may change the workspace (a hook) and journal at once what
+   * it changed, as `callId`: nothing else would, and the next comparison would call it `outside`.
+   * Inside a call's own comparison (a hook around a shell call's execution) it just runs: what
+   * changes then is recorded as that call's.
+   */
+  async recordAround<T>(
+    source: ChangeSource,
+    callId: string,
+    journal: EffectsJournal,
+    run: () => Promise<T>,
+  ): Promise<T> {
+    if (this.expected === undefined || this.running > 0) return run();
+    const { value, found } = await this.around(source, journal, run);
+    if (found !== undefined) await journal.record([this.event(callId, found)]);
+    return value;
   }
 
   /**
