@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { FileArtifactStore } from "../../src/artifacts/file-store.js";
 import type { AnyNewEvent, AnyRecord } from "../../src/journal/vocabulary.js";
+import { HookRunner } from "../../src/policy/hooks.js";
 import { WorkspaceEffects } from "../../src/runtime/workspace-effects.js";
 import { sha256Hex } from "../../src/shared/hash.js";
 import { createFileTools } from "../../src/tools/builtin.js";
@@ -197,5 +198,55 @@ describe("WorkspaceEffects on a session recorded before directories were", () =>
       deleted: [],
     });
     effects.close();
+  });
+});
+
+describe("WorkspaceEffects around hooks", () => {
+  it("records a hook's change as the hook's; one made by a hook inside a compared call's execution as the call's", async () => {
+    const ws = await tempWorkspace({ "a.txt": "a0" });
+    spaces.push(ws);
+    const hooks = new HookRunner([
+      {
+        kind: "notify",
+        name: "validator",
+        point: "before_validate",
+        run: () => writeFileSync(join(ws.root, "validated.txt"), "v"),
+      },
+      {
+        kind: "notify",
+        name: "pre-exec",
+        point: "before_execute",
+        run: () => writeFileSync(join(ws.root, "pre.txt"), "p"),
+      },
+      // Applies to no call here: never compared around.
+      { kind: "notify", name: "other", point: "after_project", tools: ["read_file"], run: () => undefined },
+    ]);
+    const script = (_messages: unknown, step: number) =>
+      step === 0
+        ? { calls: [{ id: "c1", name: "command", arguments: { files: { "a.txt": "a1" } } }] }
+        : { text: "done" };
+    await run(ws, {
+      script,
+      tools: [...createFileTools(), commandTool(ws.root)],
+      approver: { request: async () => ({ decision: "allow", scope: "once", by: "test" }) },
+      runtime: { effects: effectsFor(ws), hooks },
+    });
+    const changed = (await ws.journal()).filter((r) => r.type === "workspace.changed").map((r) => r.data);
+    expect(changed).toEqual([
+      {
+        call_id: "hook:before_validate:c1",
+        source: "hook",
+        created: [{ path: "validated.txt", after: file("v") }],
+        modified: [],
+        deleted: [],
+      },
+      {
+        call_id: "c1",
+        source: "shell",
+        created: [{ path: "pre.txt", after: file("p") }],
+        modified: [{ path: "a.txt", before: file("a0"), after: file("a1") }],
+        deleted: [],
+      },
+    ]);
   });
 });
