@@ -163,13 +163,14 @@ const binary = (seed: number, size: number) =>
 /**
  * A session mixing file writes and edits with shell commands that install, generate, rename and
  * delete files (binary ones, odd names, an exec bit, a symlink, a directory turned into a file),
- * with the tree's exact bytes taken after every call.
+ * with the tree's exact bytes taken after every call. `directories`: recorded as harness records
+ * now, directories (and the trees taken) included; otherwise as a session recorded before it did.
  */
-export async function mixedSession(): Promise<{
+export async function mixedSession(directories = false): Promise<{
   rec: Recording;
   points: { seq: number; tree: Record<string, string> }[];
 }> {
-  const rec = new Recording();
+  const rec = new Recording("s1", directories);
   const at = (path: string) => join(rec.root, path);
   mkdirSync(at("src"));
   mkdirSync(at("bin"));
@@ -182,7 +183,7 @@ export async function mixedSession(): Promise<{
   const points: { seq: number; tree: Record<string, string> }[] = [];
   const mark = async () => {
     const writer = await rec.writer();
-    points.push({ seq: writer.records.length - 1, tree: treeBytes(rec.root) });
+    points.push({ seq: writer.records.length - 1, tree: treeBytes(rec.root, { directories }) });
   };
   await rec.base();
   await mark();
