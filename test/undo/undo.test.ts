@@ -41,6 +41,8 @@ describe("harness undo on a recorded session", () => {
       current = rec;
       const end = points.at(-1)!.tree;
       expect(Object.keys(end)).toContain("odd\nname");
+      // After c5 deleted its only file, src is an empty directory: in the tree only when recorded.
+      expect(points[5]!.tree.src).toBe(directories ? "dir" : undefined);
       for (const point of points.slice(0, -1)) {
         const report = await undo(rec, { kind: "seq", seq: point.seq });
         expect(conflicts(report)).toEqual([]);
