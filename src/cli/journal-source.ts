@@ -2,9 +2,11 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import pg from "pg";
 import type { JournalKey } from "../journal/key.js";
+import { type UnlockResult, unlockSession } from "../journal/lock.js";
 import { ensurePgSchema } from "../journal/pg/schema.js";
 import { database, PgJournalBackend } from "../journal/pg/store.js";
 import { verifyPgJournal, verifyPgJournalPrefix } from "../journal/pg/verify.js";
+import { unlockPgSession } from "../journal/pg/writer-claim.js";
 import type { JournalBackend } from "../journal/store.js";
 import { type VerifyResult, verifyJournal, verifyJournalBytes } from "../journal/verify.js";
 import type { AnyRecord } from "../journal/vocabulary.js";
@@ -22,6 +24,8 @@ export interface JournalSource {
   verify(sessionId: string): Promise<VerifyResult>;
   /** `verify`, with the records of the longest verified prefix (all of them when it verifies): what a report shows. */
   verifiedPrefix(sessionId: string): Promise<VerifiedPrefix>;
+  /** Clear the session's writer lock when its owner is provably gone, or (`force`) cannot be checked from here. */
+  unlock(sessionId: string, options: { force: boolean }): Promise<UnlockResult>;
   /** A session's artifact directory on this machine; undefined when sessions are in a database and no workspace was named. */
   artifactsDir(sessionId: string): string | undefined;
   close(): Promise<void>;
@@ -60,6 +64,7 @@ export async function openJournalSource(
       verify: (sessionId) => verifyJournal(join(workspace.sessionDir(sessionId), "events.jsonl")),
       verifiedPrefix: (sessionId) =>
         verifiedFilePrefix(join(workspace.sessionDir(sessionId), "events.jsonl"), sessionId),
+      unlock: async (sessionId, options) => unlockSession(workspace.harnessDir, sessionId, options),
       artifactsDir: (sessionId) => join(workspace.sessionDir(sessionId), "artifacts"),
       close: async () => {},
     };
@@ -87,6 +92,10 @@ export async function openJournalSource(
     where,
     verify: (sessionId) => verifyPgJournal(pool, sessionId),
     verifiedPrefix: (sessionId) => verifyPgJournalPrefix(pool, sessionId),
+    unlock: (sessionId, options) =>
+      database(undefined, `clear the writer lock of session ${sessionId}`, () =>
+        unlockPgSession(pool, sessionId, options),
+      ),
     artifactsDir: (sessionId) => (workspace ? join(workspace.sessionDir(sessionId), "artifacts") : undefined),
     close: () => pool.end(),
   };

@@ -48,8 +48,11 @@ export type LockStatus =
   /** The owner cannot be checked from here (unreadable lock file, or another host). */
   | { state: "unknown"; owner: LockOwner | null; reason: string };
 
-function unlockCommand(sessionId: string): string {
-  return `harness unlock ${sessionId}`;
+/** Where the session is stored, for the command a message suggests: a workspace, or PostgreSQL. */
+export type LockStore = "file" | "database";
+
+function unlockCommand(sessionId: string, store: LockStore): string {
+  return `harness unlock ${sessionId}${store === "database" ? " --database URL" : ""}`;
 }
 
 export function currentOwner(now: Date): LockOwner {
@@ -99,12 +102,16 @@ function ioError(what: string, error: unknown): JournalError {
 }
 
 /** The error for a lock that someone else holds (or held). */
-export function lockHeldError(sessionId: string, status: LockStatus): JournalError {
+export function lockHeldError(
+  sessionId: string,
+  status: LockStatus,
+  store: LockStore = "file",
+): JournalError {
   if (status.state === "gone") {
     return new JournalError(
       "STALE_LOCK",
       `session ${sessionId} has a stale writer lock: its owner (${describeOwner(status.owner)}) is gone: ${status.reason}. ` +
-        `Nothing was changed. \`harness resume ${sessionId}\` takes such a lock over; or clear it with \`${unlockCommand(sessionId)}\`.`,
+        `Nothing was changed. \`harness resume ${sessionId}\` takes such a lock over; or clear it with \`${unlockCommand(sessionId, store)}\`.`,
     );
   }
   if (status.state === "alive") {
@@ -119,7 +126,7 @@ export function lockHeldError(sessionId: string, status: LockStatus): JournalErr
     "LOCKED",
     `session ${sessionId} is locked by another writer (${who}${status.reason}). ` +
       `It is not taken over automatically. If you are sure no harness is working on this session, ` +
-      `clear it with \`${unlockCommand(sessionId)} --force\`.`,
+      `clear it with \`${unlockCommand(sessionId, store)} --force\`.`,
   );
 }
 

@@ -390,14 +390,15 @@ export const EVENT_SCHEMAS = {
     excluded: z.array(z.string()),
   }),
   /**
-   * What one call changed in the workspace (a file tool's write, a shell call's or an acceptance
-   * command's effects, an undo), or a change no call made (`outside`, found at a turn's start or
-   * before a shell call; `call_id` is then `outside:SEQ`). Every `before` file's bytes are in the
+   * What one call changed in the workspace (a file tool's write, a shell call's, an MCP tool
+   * call's or an acceptance command's effects, a hook's (`call_id` `hook:POINT:CALL_ID`), an
+   * undo), or a change no call made (`outside`, found at a turn's start or before a shell call;
+   * `call_id` is then `outside:SEQ`). Every `before` file's bytes are in the
    * session's artifacts (id = its hash) before this record is journaled. A rename is a delete and a create.
    */
   "workspace.changed": changeSetSchema.extend({
     call_id: z.string().min(1),
-    source: z.enum(["tool", "shell", "acceptance", "outside", "undo"]),
+    source: z.enum(["tool", "shell", "mcp", "hook", "acceptance", "outside", "undo"]),
   }),
   /**
    * An undo begins: the plan, durable before any file is touched. Per path, the entry the file

@@ -191,6 +191,10 @@ function mcpToolEntry(
           ? { read: [resource], write: [] }
           : { read: [], write: [resource] },
     concurrencySafe: () => server.trusted && readOnly,
+    // A local server may write the workspace: its calls that run alone are compared around, so
+    // what they change is recorded as theirs. A trusted server's read-only tools run beside others
+    // (a comparison then could not tell whose a change is); a write by one is found as `outside`.
+    ...(server.trusted && readOnly ? {} : { comparedAs: "mcp" as const }),
     approvalDetails: () => ({
       timeoutMs: server.toolTimeoutMs,
       details: {

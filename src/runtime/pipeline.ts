@@ -8,7 +8,7 @@ import type { RuntimeOptions } from "./environment.js";
 import { type Execution, executeWithRetries } from "./execute.js";
 import { HookLog } from "./hook-log.js";
 import { asProposal, normalize } from "./normalize.js";
-import type { HookRecord, ProgressListener, Recorder } from "./ports.js";
+import { deferRecord, type HookRecord, type ProgressListener, type Recorder } from "./ports.js";
 import { type Prepared, prepare } from "./prepare.js";
 import { errorResult, identity, type ToolResult } from "./result.js";
 import { planBatches } from "./scheduler.js";
@@ -43,7 +43,12 @@ export class ToolRuntime {
   private readonly execution: Execution;
 
   constructor(private readonly options: RuntimeOptions) {
-    this.hooks = new HookLog(options.sessionId, options.hooks);
+    const effects = options.effects;
+    this.hooks = new HookLog(
+      options.sessionId,
+      options.hooks,
+      effects && { effects, nextSeq: () => options.nextSeq?.() ?? 0 },
+    );
     this.execution = {
       options,
       hooks: this.hooks,
@@ -160,7 +165,8 @@ export class ToolRuntime {
         arguments: call.arguments,
         ...(display === undefined ? {} : { display }),
       },
-      { ...this.options, proposals: this.options.proposals !== undefined },
+      // The hooks as compared around (hook-log.ts), not as given.
+      { ...this.options, hooks: this.hooks.hooks, proposals: this.options.proposals !== undefined },
       {
         recorder,
         signal,
@@ -197,12 +203,18 @@ export class ToolRuntime {
       prepared.permission?.decision === "propose" || tool.effect === "read_only" || tool.effect === "pure";
     if (this.options.proposals && viewsProposals) prepared.overlay = this.options.proposals.begin(call.id);
     const execute = () => executeWithRetries(prepared, this.execution, input.signal, input.recorder);
-    // Every process-running call, one place: the tree before (outside changes journaled first) and after.
+    // Every process-running call (a shell command, an MCP server's tool), one place: the tree
+    // before (outside changes journaled first) and after.
     const effects = this.options.effects;
+    const source = tool.effect === "process_execution" ? "shell" : tool.comparedAs;
     const compared =
-      effects && tool.effect === "process_execution" && !prepared.overlay
-        ? await effects.around("shell", this.effectsJournal(input), execute)
+      effects && source !== undefined && !prepared.overlay
+        ? await effects.around(source, this.effectsJournal(input), execute)
         : { value: await execute() };
+    // Journaled with the next write (the result's at the latest), before anything a hook changes
+    // after it: the record keeps the order the changes were made in.
+    if (compared.found && effects)
+      await deferRecord(input.recorder, [effects.event(call.id, compared.found)]);
     let { result, attempts } = compared.value;
     if (prepared.overlay) result = asProposal(result, prepared.overlay.finish());
     if (result.status !== "ok") await this.hooks.notify("on_error", call, entry, result.status);
@@ -210,7 +222,7 @@ export class ToolRuntime {
     const facts = { batch: batchId, queueWaitMs, startedAt, attempts };
     const normalized = await normalize(result, facts, this.options.previewLimitBytes, this.options.artifacts);
     await this.hooks.notify("after_project", call, entry, normalized.status);
-    const found = compared.found ?? this.reported.get(call.id);
+    const found = this.reported.get(call.id);
     this.reported.delete(call.id);
     return found ? { ...normalized, workspace: found } : normalized;
   }

@@ -3,7 +3,7 @@ import type { ToolStatus } from "../protocol/types.js";
 import type { JsonObject } from "../shared/json.js";
 import type { ApprovalDisplay, EffectClass } from "../tools/tool.js";
 import type { WorkspaceFs } from "../workspace/fs.js";
-import type { HookPoint, WrapPoint } from "./hook-points.js";
+import type { HookKind, HookPoint, WrapPoint } from "./hook-points.js";
 
 /*
  * The runtime's seams. Each concept the runtime shares with what sits above it (policy,
@@ -195,6 +195,8 @@ export interface HookPort {
   admit(point: HookPoint, context: HookCallContext): Promise<AdmitOutcome>;
   /** Run `execute` inside the wrap hooks, at most once. */
   wrap<T>(context: HookCallContext, execute: () => Promise<T>): Promise<WrapOutcome<T>>;
+  /** Whether any hook of this kind applies at this point to this tool (absent: assume one may). */
+  has?(kind: HookKind, point: HookPoint, tool: string): boolean;
 }
 
 /** Live progress for humans (stderr) and `--events`; not the durable record. */

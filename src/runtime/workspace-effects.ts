@@ -4,12 +4,15 @@ import {
   applyChange,
   beforeHashes,
   type ChangeSet,
+  changeWithoutDirectories,
+  DIR,
   diffManifests,
+  isDir,
   isEmptyChange,
   type Manifest,
   manifestBytes,
   manifestTotals,
-  parseManifest,
+  readManifest,
 } from "../workspace/manifest.js";
 import type { TreeSnapshot } from "../workspace/tree-snapshot.js";
 
@@ -38,6 +41,13 @@ const SAVE_EVERY = 2_000;
  */
 export class WorkspaceEffects {
   private expected: Manifest | undefined;
+  /**
+   * Whether this session records directories (its base is a version 2 manifest). A session
+   * recorded before they were goes on without them, so its record keeps one meaning throughout.
+   */
+  private directories = true;
+  /** How many comparisons around a process are running: what happens meanwhile is that process's. */
+  private running = 0;
   /** Paths where the record moved on without a snapshot (file tools) since the last comparison. */
   private since = new Set<string>();
 
@@ -69,6 +79,7 @@ export class WorkspaceEffects {
       const ref = await this.artifacts.put(manifestBytes(manifest));
       this.tree.save();
       this.expected = manifest;
+      this.directories = true;
       const totals = manifestTotals(manifest);
       await journal.record([
         {
@@ -80,7 +91,9 @@ export class WorkspaceEffects {
     }
     const bytes = await this.artifacts.read(base.data.manifest);
     // A base whose manifest is gone cannot be compared with: every file then shows as created.
-    let manifest: Manifest = bytes === undefined ? new Map() : parseManifest(bytes);
+    const stored = bytes === undefined ? { tree: new Map(), directories: false } : readManifest(bytes);
+    this.directories = stored.directories;
+    let manifest: Manifest = stored.tree;
     for (const record of records) {
       if (record.type === "workspace.changed")
         manifest = applyChange(manifest, record.data, { strict: false });
@@ -112,7 +125,13 @@ export class WorkspaceEffects {
     run: () => Promise<T>,
   ): Promise<{ value: T; found?: FoundChange }> {
     await this.outside(journal);
-    const value = await run();
+    let value: T;
+    this.running += 1;
+    try {
+      value = await run();
+    } finally {
+      this.running -= 1;
+    }
     if (this.expected === undefined) return { value };
     const change = await this.compare(false);
     if (change === undefined) return { value };
@@ -121,8 +140,27 @@ export class WorkspaceEffects {
   }
 
   /**
+   * Run something beside the calls that may change the workspace (a hook) and journal at once what
+   * it changed, as `callId`: nothing else would, and the next comparison would call it `outside`.
+   * Inside a call's own comparison (a hook around a shell call's execution) it just runs: what
+   * changes then is recorded as that call's.
+   */
+  async recordAround<T>(
+    source: ChangeSource,
+    callId: string,
+    journal: EffectsJournal,
+    run: () => Promise<T>,
+  ): Promise<T> {
+    if (this.expected === undefined || this.running > 0) return run();
+    const { value, found } = await this.around(source, journal, run);
+    if (found !== undefined) await journal.record([this.event(callId, found)]);
+    return value;
+  }
+
+  /**
    * A file tool's own report of its write (its before-content already put into the artifacts by
-   * the tool): the record moves on without walking the tree. Excluded paths are dropped.
+   * the tool): the record moves on without walking the tree. Excluded paths are dropped. The
+   * directories a write made for its file (which the tool does not report) are added as created.
    */
   toolChanged(change: ChangeSet): ChangeSet | undefined {
     if (this.expected === undefined) return undefined;
@@ -132,10 +170,34 @@ export class WorkspaceEffects {
       modified: change.modified.filter(keep),
       deleted: change.deleted.filter(keep),
     };
+    if (this.directories)
+      kept.created = [...this.madeParents(kept), ...kept.created].sort((a, b) =>
+        a.path < b.path ? -1 : a.path > b.path ? 1 : 0,
+      );
     if (isEmptyChange(kept)) return undefined;
     this.expected = applyChange(this.expected, kept, { strict: false });
     for (const { path } of [...kept.created, ...kept.modified, ...kept.deleted]) this.since.add(path);
     return kept;
+  }
+
+  /**
+   * Parent directories of the files a tool created that the record does not hold: the tool made
+   * them (a write creates missing parents). Sorted by path, a parent before its children.
+   */
+  private madeParents(change: ChangeSet): ChangeSet["created"] {
+    const expected = this.expected as Manifest;
+    const made = new Set<string>();
+    for (const { path } of change.created) {
+      const parts = path.split("/");
+      for (let depth = 1; depth < parts.length; depth++) {
+        const dir = parts.slice(0, depth).join("/");
+        if (this.tree.excludes.excludesDirPath(dir)) break;
+        const known = expected.get(dir);
+        if (known !== undefined && isDir(known)) continue;
+        made.add(dir);
+      }
+    }
+    return [...made].sort().map((path) => ({ path, after: DIR }));
   }
 
   /** The `workspace.changed` record of a change. */
@@ -159,9 +221,10 @@ export class WorkspaceEffects {
     // equals that snapshot unless a file tool moved it on, so its paths are compared too.
     const touched = this.tree.lastTouched;
     const paths = touched ? [...touched, ...this.since] : undefined;
-    const change = diffManifests(this.expected as Manifest, now, paths);
+    const found = diffManifests(this.expected as Manifest, now, paths);
     this.since = new Set();
     this.expected = now;
+    const change = this.directories ? found : changeWithoutDirectories(found);
     return isEmptyChange(change) ? undefined : change;
   }
 

@@ -106,6 +106,12 @@ export interface ToolDefinition<Args = unknown> {
   reconcile?(args: Args, context: ToolContext): Promise<ToolOutput | undefined>;
   /** Facts an approver must show besides the arguments (e.g. cwd, timeout, sandbox profile). */
   approvalDetails?(args: Args): ApprovalDisplay;
+  /**
+   * A tool whose handler is another process that may write the workspace (an MCP server's tool)
+   * and that always runs alone: the tree is compared around each call and the difference
+   * recorded as this source. Process-running tools (`process_execution`) are compared as `shell`.
+   */
+  readonly comparedAs?: "mcp";
 }
 
 /** Extra facts an approval prompt shows for a call; all optional. */

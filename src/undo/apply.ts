@@ -4,8 +4,8 @@ import type { ArtifactStore } from "../artifacts/store.js";
 import type { AnyNewEvent, AnyRecord, EventData } from "../journal/vocabulary.js";
 import { FileLockTimeout, withFileLock } from "../workspace/file-lock.js";
 import { RESERVED_DIR } from "../workspace/fs.js";
-import type { Entry } from "../workspace/manifest.js";
-import { currentEntry, putEntry, TreePathError } from "./disk.js";
+import { type Entry, isFile } from "../workspace/manifest.js";
+import { currentEntry, putEntry, type TreeMode, TreePathError } from "./disk.js";
 import {
   type PlanStep,
   planUndo,
@@ -14,6 +14,7 @@ import {
   type UndoTarget,
   unfinishedUndo,
 } from "./plan.js";
+import { ReplayError, recordedBase } from "./replay.js";
 
 type Change = EventData<"workspace.changed">;
 
@@ -70,6 +71,7 @@ export async function runUndo(input: UndoInput): Promise<UndoReport> {
   const pending = unfinishedUndo(records);
   const target_seq = pending ? pending.target.seq : resolveTarget(records, input.target);
   const plan = pending ? pending.plan : planUndo(records, target_seq);
+  const mode = await treeMode(records, input.artifacts);
   const report = (undo_id: string | null, outcomes: StepOutcome[]): UndoReport => ({
     undo_id,
     target_seq,
@@ -80,7 +82,7 @@ export async function runUndo(input: UndoInput): Promise<UndoReport> {
   });
   if (input.dryRun) {
     const outcomes: StepOutcome[] = [];
-    for (const step of plan) outcomes.push(await judge(input.root, step));
+    for (const step of plan) outcomes.push(await judge(input.root, step, mode));
     return report(pending?.undo_id ?? null, outcomes);
   }
   if (plan.length === 0) return report(null, []);
@@ -99,7 +101,7 @@ export async function runUndo(input: UndoInput): Promise<UndoReport> {
   };
   const outcomes: StepOutcome[] = [];
   for (const step of plan) {
-    const outcome = await restoreOne(input, step);
+    const outcome = await restoreOne(input, step, mode);
     outcomes.push(outcome);
     // A file found already restored in a fresh undo was not changed by it; in a resumed one it
     // was (by the interrupted run, which stored its earlier content first).
@@ -118,9 +120,9 @@ export async function runUndo(input: UndoInput): Promise<UndoReport> {
 }
 
 /** What restoring this step would do now, without doing it. */
-async function judge(root: string, step: PlanStep): Promise<StepOutcome> {
+async function judge(root: string, step: PlanStep, mode: TreeMode): Promise<StepOutcome> {
   try {
-    const { entry } = await currentEntry(root, step.path);
+    const { entry } = await currentEntry(root, step.path, mode);
     if (sameEntry(entry, step.restore)) return { path: step.path, outcome: "already" };
     if (!sameEntry(entry, step.expect))
       return { path: step.path, outcome: "conflict", reason: conflictReason(step.expect, entry) };
@@ -132,12 +134,12 @@ async function judge(root: string, step: PlanStep): Promise<StepOutcome> {
   }
 }
 
-async function restoreOne(input: UndoInput, step: PlanStep): Promise<StepOutcome> {
+async function restoreOne(input: UndoInput, step: PlanStep, mode: TreeMode): Promise<StepOutcome> {
   // The compare and the swap under the file's write lock, the one every harness file write takes:
   // another harness process writing this file cannot land between the undo's check and its rename.
   try {
     return await withFileLock(join(input.root, RESERVED_DIR, "locks"), step.path, () =>
-      compareAndRestore(input, step),
+      compareAndRestore(input, step, mode),
     );
   } catch (error) {
     if (error instanceof FileLockTimeout)
@@ -150,26 +152,41 @@ async function restoreOne(input: UndoInput, step: PlanStep): Promise<StepOutcome
   }
 }
 
-async function compareAndRestore(input: UndoInput, step: PlanStep): Promise<StepOutcome> {
+async function compareAndRestore(input: UndoInput, step: PlanStep, mode: TreeMode): Promise<StepOutcome> {
   const conflict = (reason: string): StepOutcome => ({ path: step.path, outcome: "conflict", reason });
   try {
-    const now = await currentEntry(input.root, step.path);
+    const now = await currentEntry(input.root, step.path, mode);
     if (sameEntry(now.entry, step.restore)) return { path: step.path, outcome: "already" };
     if (!sameEntry(now.entry, step.expect)) return conflict(conflictReason(step.expect, now.entry));
     let bytes: Uint8Array | undefined;
-    if (step.restore !== null && !("link" in step.restore)) {
+    if (step.restore !== null && isFile(step.restore)) {
       bytes = (await input.artifacts.read(step.restore.hash)) ?? input.kept?.(step.restore.hash);
       if (bytes === undefined)
         return conflict("its earlier content is not in the session's artifacts; left alone");
     }
     // What the undo replaces is kept first, so the undo itself can be undone.
     if (now.bytes !== undefined) await input.artifacts.put(now.bytes);
-    await putEntry(input.root, step.path, step.restore, bytes);
+    await putEntry(input.root, step.path, step.restore, mode, bytes);
     return { path: step.path, outcome: "restored" };
   } catch (error) {
     if (error instanceof TreePathError) return conflict(`${error.message}; left alone`);
     const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOTEMPTY" || code === "EEXIST")
+      return conflict("a directory with entries the record does not hold; left alone");
     if (typeof code === "string") return conflict(`could not be restored (${code}); left alone`);
+    throw error;
+  }
+}
+
+/**
+ * Whether the session records directories (its base says): an older session's undo leaves them
+ * out as its record does, and removes the parents a delete left empty as it always did.
+ */
+async function treeMode(records: readonly AnyRecord[], artifacts: ArtifactStore): Promise<TreeMode> {
+  try {
+    return { directories: (await recordedBase(records, artifacts)).directories };
+  } catch (error) {
+    if (error instanceof ReplayError) return { directories: false };
     throw error;
   }
 }

@@ -1,6 +1,6 @@
 import type { ArtifactStore } from "../artifacts/store.js";
 import type { AnyRecord, EventData } from "../journal/vocabulary.js";
-import { type ChangeSet, diffManifests } from "../workspace/manifest.js";
+import { type ChangeSet, diffManifests, isDir } from "../workspace/manifest.js";
 import { recordedBase, replayTree } from "./replay.js";
 import { scanTree } from "./scan.js";
 
@@ -24,11 +24,13 @@ export async function auditWorkspace(
   artifacts: ArtifactStore,
   root: string,
 ): Promise<TreeAudit> {
-  const { base, tree } = await recordedBase(records, artifacts);
+  const { base, tree, directories } = await recordedBase(records, artifacts);
   const expected = replayTree(tree, records);
-  const current = await scanTree(root, base.excluded);
+  const current = await scanTree(root, base.excluded, { directories });
   const recordedOutside = records.filter(
     (r) => r.type === "workspace.changed" && r.data.source === "outside",
   ).length;
-  return { base, expectedFiles: expected.size, outside: diffManifests(expected, current), recordedOutside };
+  let expectedFiles = 0;
+  for (const entry of expected.values()) if (!isDir(entry)) expectedFiles += 1;
+  return { base, expectedFiles, outside: diffManifests(expected, current), recordedOutside };
 }

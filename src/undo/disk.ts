@@ -5,7 +5,7 @@ import { dirname, join } from "node:path";
 import { errnoCode } from "../shared/errno.js";
 import { sha256Hex } from "../shared/hash.js";
 import { RESERVED_DIR } from "../workspace/fs.js";
-import type { Entry } from "../workspace/manifest.js";
+import { DIR, type Entry, isDir } from "../workspace/manifest.js";
 import { GIT_DIR_NAME } from "../workspace/protected.js";
 import { RECORD_MAX_BYTES } from "../workspace/tree-snapshot.js";
 
@@ -29,14 +29,21 @@ export function checkedParts(path: string): string[] {
   return parts;
 }
 
+/** How a tree is read and written: with its directories (version 2 records) or without (older ones). */
+export interface TreeMode {
+  directories: boolean;
+}
+
 /**
  * The entry at `path` now: null when nothing is there, a file's hash/size/exec, a symlink's
- * target, or TreePathError for a directory or a special file (not something a tree records).
+ * target, a directory (when the tree records directories), or TreePathError for a directory in a
+ * tree that does not or a special file (not something a tree records).
  * A parent that is not a real directory means nothing can be at the path through it: null.
  */
 export async function currentEntry(
   root: string,
   path: string,
+  mode: TreeMode,
 ): Promise<{ entry: Entry | null; bytes?: Buffer }> {
   const parts = checkedParts(path);
   if (!(await realParents(root, parts, false))) return { entry: null };
@@ -47,7 +54,10 @@ export async function currentEntry(
   });
   if (info === undefined) return { entry: null };
   if (info.isSymbolicLink()) return { entry: { link: await readlink(full) } };
-  if (info.isDirectory()) throw new TreePathError("is a directory now");
+  if (info.isDirectory()) {
+    if (mode.directories) return { entry: DIR };
+    throw new TreePathError("is a directory now");
+  }
   if (!info.isFile()) throw new TreePathError("is not a regular file now");
   const bytes = await readRegular(full);
   return {
@@ -80,44 +90,58 @@ async function readRegular(full: string): Promise<Buffer> {
 
 /**
  * Put `entry` at `path`: a file's bytes or a symlink, written beside it under a temporary name
- * and renamed over it (a reader sees the old or the new, never half); null deletes it, then
- * removes the parent directories that delete left empty. Missing parents are created.
+ * and renamed over it (a reader sees the old or the new, never half); a directory made; null
+ * deletes it (a directory only when empty). Missing parents are created. In a tree that does not
+ * record directories, a delete also removes the parent directories it left empty (the record
+ * cannot say whether they were there before); one that does has its own step for each of them.
  */
 export async function putEntry(
   root: string,
   path: string,
   entry: Entry | null,
+  mode: TreeMode,
   bytes?: Uint8Array,
 ): Promise<void> {
   const parts = checkedParts(path);
   const full = join(root, ...parts);
   if (entry === null) {
     if (!(await realParents(root, parts, false))) return;
-    await unlink(full).catch((error: unknown) => {
-      if (errnoCode(error) !== "ENOENT") throw error;
-    });
-    await pruneEmptyParents(root, parts);
+    const info = await lstat(full).catch(() => undefined);
+    if (info?.isDirectory() && mode.directories) await rmdir(full);
+    else if (info !== undefined)
+      await unlink(full).catch((error: unknown) => {
+        if (errnoCode(error) !== "ENOENT") throw error;
+      });
+    if (!mode.directories) await pruneEmptyParents(root, parts);
     return;
   }
   if (!(await realParents(root, parts, true)))
     throw new TreePathError("a parent directory is a file or a symlink now");
+  const existing = await lstat(full).catch(() => undefined);
+  if (isDir(entry)) {
+    if (existing?.isDirectory()) return;
+    if (existing !== undefined) await unlink(full);
+    await mkdir(full);
+    return;
+  }
+  // A directory where a file goes back: only an empty one is replaced (its entries are steps of their own).
+  if (existing?.isDirectory() && mode.directories) await rmdir(full);
   const temp = join(dirname(full), `.harness-undo-${randomBytes(6).toString("hex")}`);
   try {
     if ("link" in entry) {
       await symlink(entry.link, temp);
     } else {
       if (bytes === undefined) throw new TreePathError("no content to restore");
-      const existing = await lstat(full).catch(() => undefined);
       const base = existing?.isFile() ? existing.mode & 0o666 : 0o644;
-      const mode = entry.exec ? base | ((base & 0o444) >> 2) : base;
-      const fd = openSync(temp, "wx", mode);
+      const fileMode = entry.exec ? base | ((base & 0o444) >> 2) : base;
+      const fd = openSync(temp, "wx", fileMode);
       try {
         writeSync(fd, bytes);
         fsyncSync(fd);
       } finally {
         closeSync(fd);
       }
-      await chmod(temp, mode);
+      await chmod(temp, fileMode);
     }
     await rename(temp, full);
   } catch (error) {

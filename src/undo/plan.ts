@@ -66,7 +66,9 @@ export function resolveTarget(records: readonly AnyRecord[], target: UndoTarget)
  * the file must now hold what the newest change left (`expect`) and gets back what it held
  * before the oldest (`restore`). Paths where the two are the same (created then deleted, changed
  * and changed back) need nothing. Sorted so deletions come first (a directory the session turned
- * into a file or a link is cleared before anything is written below its name), then by path.
+ * into a file or a link is cleared before anything is written below its name), deepest path first
+ * (a directory's entries are gone before it is removed), then the rest by path (a directory is
+ * made before anything below it).
  */
 export function planUndo(records: readonly AnyRecord[], seq: number): PlanStep[] {
   const folded = new Map<string, { expect: Entry | null; restore: Entry | null }>();
@@ -84,7 +86,9 @@ export function planUndo(records: readonly AnyRecord[], seq: number): PlanStep[]
   }
   return steps.sort((a, b) => {
     const order = Number(a.restore !== null) - Number(b.restore !== null);
-    return order !== 0 ? order : a.path < b.path ? -1 : a.path > b.path ? 1 : 0;
+    if (order !== 0) return order;
+    const byPath = a.path < b.path ? -1 : a.path > b.path ? 1 : 0;
+    return a.restore === null ? -byPath : byPath;
   });
 }
 

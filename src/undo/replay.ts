@@ -1,7 +1,7 @@
 import type { ArtifactStore } from "../artifacts/store.js";
 import type { AnyRecord, EventData } from "../journal/vocabulary.js";
 import { CodedError } from "../shared/coded-error.js";
-import { applyChange, type Manifest, ManifestError, parseManifest } from "../workspace/manifest.js";
+import { applyChange, type Manifest, ManifestError, readManifest } from "../workspace/manifest.js";
 
 export class ReplayError extends CodedError<"NO_BASE" | "BASE_MISSING"> {
   override readonly name = "ReplayError";
@@ -10,6 +10,8 @@ export class ReplayError extends CodedError<"NO_BASE" | "BASE_MISSING"> {
 export interface RecordedBase {
   base: EventData<"workspace.base">;
   tree: Manifest;
+  /** Whether the session records directories (a version 2 base); older sessions do not. */
+  directories: boolean;
 }
 
 /**
@@ -34,7 +36,8 @@ export async function recordedBase(
       `the base manifest ${record.data.manifest.slice(0, 12)} is missing from the session's artifacts`,
     );
   try {
-    return { base: record.data, tree: parseManifest(bytes) };
+    const { tree, directories } = readManifest(bytes);
+    return { base: record.data, tree, directories };
   } catch (error) {
     if (error instanceof ManifestError)
       throw new ReplayError("BASE_MISSING", `the base manifest cannot be read: ${error.message}`);

@@ -2,16 +2,21 @@ import { createHash } from "node:crypto";
 import { constants } from "node:fs";
 import { lstat, open, readdir, readlink } from "node:fs/promises";
 import { join } from "node:path";
-import type { Entry, Manifest } from "../workspace/manifest.js";
+import { DIR, type Entry, type Manifest } from "../workspace/manifest.js";
 import { TreeExcludes } from "../workspace/tree-excludes.js";
 import { RECORD_MAX_BYTES } from "../workspace/tree-snapshot.js";
 
 /**
- * The workspace's tree now, for an audit: every regular file and symlink under the same excludes
- * the recording used (`workspace.base`'s `excluded`), like `TreeSnapshot.take`, but with every
- * file read and hashed: a proof trusts no stat cache kept in the workspace, and writes nothing.
+ * The workspace's tree now, for an audit: every regular file and symlink (and directory, for a
+ * session that records them) under the same excludes the recording used (`workspace.base`'s
+ * `excluded`), like `TreeSnapshot.take`, but with every file read and hashed: a proof trusts no
+ * stat cache kept in the workspace, and writes nothing.
  */
-export async function scanTree(root: string, excluded: readonly string[]): Promise<Manifest> {
+export async function scanTree(
+  root: string,
+  excluded: readonly string[],
+  mode: { directories: boolean },
+): Promise<Manifest> {
   const excludes = new TreeExcludes(excluded);
   const tree = new Map<string, Entry>();
   const walk = async (dir: string, prefix: string): Promise<void> => {
@@ -22,7 +27,10 @@ export async function scanTree(root: string, excluded: readonly string[]): Promi
       const full = join(dir, name);
       const info = await lstat(full);
       if (info.isDirectory()) {
-        if (!excludes.excludesDir(rel, name)) await walk(full, `${rel}/`);
+        if (!excludes.excludesDir(rel, name)) {
+          if (mode.directories) tree.set(rel, DIR);
+          await walk(full, `${rel}/`);
+        }
       } else if ((info.isFile() || info.isSymbolicLink()) && !excludes.excludesFile(rel, name)) {
         if (info.isSymbolicLink()) tree.set(rel, { link: await readlink(full) });
         else {

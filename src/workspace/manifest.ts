@@ -4,10 +4,13 @@ import { canonicalJson, sha256Hex } from "../shared/hash.js";
 /**
  * A workspace manifest: every recorded entry of a workspace tree by its relative POSIX path.
  * A regular file is `{hash, size, exec}` (its SHA-256, byte size and whether the owner may execute
- * it); a symbolic link is `{link}` (its target text, never followed). Directories are not entries:
- * an empty directory is not recorded. The manifest is the session's base (`workspace.base` names
- * it by the artifact id of its canonical JSON); `workspace.changed` records move it forward, and
- * `applyChange` / `diffManifests` are the one place that arithmetic is done.
+ * it); a symbolic link is `{link}` (its target text, never followed); a directory is `{dir: true}`
+ * (every one, empty or not, so an undo gives back exactly the directories a point had). A
+ * manifest of version 1 (sessions recorded before directories were) has no directory entries:
+ * such a session's record, its audit and its undo leave directories out as they always did.
+ * The manifest is the session's base (`workspace.base` names it by the artifact id of its
+ * canonical JSON); `workspace.changed` records move it forward, and `applyChange` /
+ * `diffManifests` are the one place that arithmetic is done.
  *
  * Entries are held in a Map, not an object: a file may be called `__proto__`.
  */
@@ -20,12 +23,17 @@ export const fileEntrySchema = z.strictObject({
   exec: z.boolean(),
 });
 export const linkEntrySchema = z.strictObject({ link: z.string() });
+export const dirEntrySchema = z.strictObject({ dir: z.literal(true) });
 /** One entry as it appears in a manifest and in `workspace.changed` (`before` / `after`). */
-export const entrySchema = z.union([fileEntrySchema, linkEntrySchema]);
+export const entrySchema = z.union([fileEntrySchema, linkEntrySchema, dirEntrySchema]);
 
 export type FileEntry = z.infer<typeof fileEntrySchema>;
 export type LinkEntry = z.infer<typeof linkEntrySchema>;
-export type Entry = FileEntry | LinkEntry;
+export type DirEntry = z.infer<typeof dirEntrySchema>;
+export type Entry = FileEntry | LinkEntry | DirEntry;
+
+/** The one directory entry. */
+export const DIR: DirEntry = Object.freeze({ dir: true as const });
 
 /**
  * A recorded path: relative, POSIX separators, no empty, `.` or `..` segment, no NUL. Any other
@@ -48,7 +56,9 @@ export const changeSetSchema = z.object({
 });
 export type ChangeSet = z.infer<typeof changeSetSchema>;
 
-export const MANIFEST_VERSION = 1;
+/** Version 2 records directories; version 1 (older sessions) does not. */
+export const MANIFEST_VERSION = 2;
+const MANIFEST_VERSION_WITHOUT_DIRS = 1;
 
 /** A tree by path. Read-only in the API: `applyChange` returns a new one. */
 export type Manifest = ReadonlyMap<string, Entry>;
@@ -57,10 +67,51 @@ export function isLink(entry: Entry): entry is LinkEntry {
   return "link" in entry;
 }
 
+export function isDir(entry: Entry): entry is DirEntry {
+  return "dir" in entry;
+}
+
+/** A regular file's entry (neither a link nor a directory). */
+export function isFile(entry: Entry): entry is FileEntry {
+  return "hash" in entry;
+}
+
 export function sameEntry(a: Entry | undefined, b: Entry | undefined): boolean {
   if (a === undefined || b === undefined) return a === b;
+  if (isDir(a) || isDir(b)) return isDir(a) && isDir(b);
   if (isLink(a) || isLink(b)) return isLink(a) && isLink(b) && a.link === b.link;
   return a.hash === b.hash && a.size === b.size && a.exec === b.exec;
+}
+
+/** A manifest read from its stored bytes, and whether its session records directories (version 2). */
+export interface StoredManifest {
+  tree: Manifest;
+  directories: boolean;
+}
+
+/** The manifest without its directory entries: what a session recorded before directories were sees. */
+export function withoutDirectories(manifest: Manifest): Manifest {
+  const files = new Map<string, Entry>();
+  for (const [path, entry] of manifest) if (!isDir(entry)) files.set(path, entry);
+  return files;
+}
+
+/**
+ * The change as a session that does not record directories sees it: a directory's side of an entry
+ * is nothing (a directory replaced by a file is the file created), and what is then left is kept.
+ */
+export function changeWithoutDirectories(change: ChangeSet): ChangeSet {
+  const kept: ChangeSet = { created: [], modified: [], deleted: [] };
+  for (const c of change.created) if (!isDir(c.after)) kept.created.push(c);
+  for (const d of change.deleted) if (!isDir(d.before)) kept.deleted.push(d);
+  for (const m of change.modified) {
+    if (isDir(m.before) && !isDir(m.after)) kept.created.push({ path: m.path, after: m.after });
+    else if (!isDir(m.before) && isDir(m.after)) kept.deleted.push({ path: m.path, before: m.before });
+    else if (!isDir(m.before)) kept.modified.push(m);
+  }
+  kept.created.sort(byPath);
+  kept.deleted.sort(byPath);
+  return kept;
 }
 
 /** A manifest, or an inconsistent change, that cannot be read or applied. */
@@ -68,28 +119,35 @@ export class ManifestError extends Error {
   override readonly name = "ManifestError";
 }
 
-/** Canonical JSON (RFC 8785: keys sorted) of a manifest; its SHA-256 is the manifest's artifact id. */
-export function manifestJson(manifest: Manifest): string {
+/**
+ * Canonical JSON (RFC 8785: keys sorted) of a manifest; its SHA-256 is the manifest's artifact id.
+ * `directories: false` writes a version 1 manifest (its directory entries left out).
+ */
+export function manifestJson(manifest: Manifest, options: { directories?: boolean } = {}): string {
+  const directories = options.directories ?? true;
   const entries: Record<string, Entry> = Object.create(null) as Record<string, Entry>;
   for (const [path, entry] of manifest) {
-    entries[path] = isLink(entry)
-      ? { link: entry.link }
-      : { hash: entry.hash, size: entry.size, exec: entry.exec };
+    if (isDir(entry)) {
+      if (directories) entries[path] = { dir: true };
+    } else
+      entries[path] = isLink(entry)
+        ? { link: entry.link }
+        : { hash: entry.hash, size: entry.size, exec: entry.exec };
   }
-  return canonicalJson({ version: MANIFEST_VERSION, entries });
+  return canonicalJson({ version: directories ? MANIFEST_VERSION : MANIFEST_VERSION_WITHOUT_DIRS, entries });
 }
 
-export function manifestBytes(manifest: Manifest): Uint8Array {
-  return new TextEncoder().encode(manifestJson(manifest));
+export function manifestBytes(manifest: Manifest, options: { directories?: boolean } = {}): Uint8Array {
+  return new TextEncoder().encode(manifestJson(manifest, options));
 }
 
 /** The artifact id the manifest's canonical bytes are stored under. */
-export function manifestId(manifest: Manifest): string {
-  return sha256Hex(manifestBytes(manifest));
+export function manifestId(manifest: Manifest, options: { directories?: boolean } = {}): string {
+  return sha256Hex(manifestBytes(manifest, options));
 }
 
 const manifestShape = z.strictObject({
-  version: z.literal(MANIFEST_VERSION),
+  version: z.union([z.literal(MANIFEST_VERSION_WITHOUT_DIRS), z.literal(MANIFEST_VERSION)]),
   entries: z.custom<Record<string, unknown>>(
     (value) => typeof value === "object" && value !== null && !Array.isArray(value),
     { message: "an object of entries" },
@@ -101,6 +159,11 @@ const manifestShape = z.strictObject({
  * naming the first problem.
  */
 export function parseManifest(data: string | Uint8Array): Manifest {
+  return readManifest(data).tree;
+}
+
+/** A manifest from its stored bytes, with whether it records directories (see parseManifest). */
+export function readManifest(data: string | Uint8Array): StoredManifest {
   let text: string;
   try {
     text = typeof data === "string" ? data : new TextDecoder("utf-8", { fatal: true }).decode(data);
@@ -116,20 +179,23 @@ export function parseManifest(data: string | Uint8Array): Manifest {
   const shape = manifestShape.safeParse(value);
   if (!shape.success) {
     throw new ManifestError(
-      `manifest is not {"version":1,"entries":{...}}: ${shape.error.issues[0]?.message ?? ""}`,
+      `manifest is not {"version":1 or 2,"entries":{...}}: ${shape.error.issues[0]?.message ?? ""}`,
     );
   }
+  const directories = shape.data.version === MANIFEST_VERSION;
   const manifest = new Map<string, Entry>();
   // Object.entries reads own properties only, so a path named "__proto__" is an ordinary key.
   for (const [path, raw] of Object.entries(shape.data.entries)) {
     if (!isManifestPath(path))
       throw new ManifestError(`manifest path ${JSON.stringify(path)} is not a relative path`);
     const entry = entrySchema.safeParse(raw);
-    if (!entry.success)
-      throw new ManifestError(`manifest entry ${JSON.stringify(path)} is not {hash,size,exec} or {link}`);
+    if (!entry.success || (!directories && isDir(entry.data)))
+      throw new ManifestError(
+        `manifest entry ${JSON.stringify(path)} is not {hash,size,exec}, {link}${directories ? " or {dir}" : ""}`,
+      );
     manifest.set(path, entry.data);
   }
-  return manifest;
+  return { tree: manifest, directories };
 }
 
 /** Where a change does not fit the manifest it is applied to. */
@@ -211,7 +277,7 @@ export function isEmptyChange(change: ChangeSet): boolean {
 export function beforeHashes(change: ChangeSet): string[] {
   const hashes = new Set<string>();
   for (const { before } of [...change.modified, ...change.deleted])
-    if (!isLink(before)) hashes.add(before.hash);
+    if (isFile(before)) hashes.add(before.hash);
   return [...hashes].sort();
 }
 
@@ -220,7 +286,7 @@ export function manifestTotals(manifest: Manifest): { files: number; bytes: numb
   let files = 0;
   let bytes = 0;
   for (const entry of manifest.values()) {
-    if (isLink(entry)) continue;
+    if (!isFile(entry)) continue;
     files += 1;
     bytes += entry.size;
   }

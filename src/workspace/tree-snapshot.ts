@@ -19,14 +19,15 @@ import {
 import path from "node:path";
 import { errnoCode } from "../shared/errno.js";
 import { sha256Hex } from "../shared/hash.js";
-import { type Entry, isManifestPath, type Manifest } from "./manifest.js";
+import { DIR, type Entry, isManifestPath, type Manifest } from "./manifest.js";
 import { TreeExcludes } from "./tree-excludes.js";
 import { settleNotifications, TreeWatch } from "./tree-watch.js";
 
 /**
  * The workspace tree as a manifest, fast enough to take before and after every shell call.
  *
- * A walk that never follows a symlink lists every regular file and symlink; a file whose stat
+ * A walk that never follows a symlink lists every directory (empty ones too: `mkdir -p a/b/c` is
+ * a change), regular file and symlink; a file whose stat
  * (size, mtime, ctime, inode, mode) is what it was when it was last hashed keeps that hash, and
  * only the others are read. ctime is in the key because a process can put an old mtime back
  * (`touch -r`) but cannot set ctime. A file changed within the same clock tick as its hashing
@@ -75,7 +76,7 @@ interface Cached {
 }
 
 export interface SnapshotStats {
-  /** Regular files and symlinks listed. */
+  /** Directories, regular files and symlinks listed. */
   entries: number;
   /** Files read and hashed this time (their stat changed, or they were new or racy). */
   hashed: number;
@@ -268,7 +269,12 @@ export class TreeSnapshot {
       if (errnoCode(error) === "ENOENT" || errnoCode(error) === "ENOTDIR") return;
       throw error;
     }
-    if (st.isDirectory()) return this.excludes.excludesDir(rel, name) ? undefined : { abs, rel, ino: st.ino };
+    if (st.isDirectory()) {
+      if (this.excludes.excludesDir(rel, name)) return;
+      walk.manifest.set(rel, DIR);
+      walk.touched?.add(rel);
+      return { abs, rel, ino: st.ino };
+    }
     if (!st.isFile() && !st.isSymbolicLink()) return;
     if (this.excludes.excludesFile(rel, name)) return;
     const cached = this.cache.get(rel);

@@ -1,9 +1,9 @@
-import { chmodSync, cpSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, cpSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cliEnv, runCli } from "../e2e-providers/cli.js";
-import { treeBytes } from "../undo/recording.js";
+import { treeBytes as fileBytes } from "../undo/recording.js";
 import {
   ensureBuilt,
   expectExit,
@@ -42,12 +42,7 @@ const GENERATE = [
   "head -c 3000 /dev/urandom > gen.bin",
 ].join(" && ");
 
-function script(workspace: string, snaps: string): string {
-  return `
-import { appendFileSync, lstatSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
-import { join } from "node:path";
-const WS = ${JSON.stringify(workspace)};
-const STEPS = [
+const STEPS = `[
   { calls: [{ id: "w1", name: "write_file", arguments: { path: "src/new.ts", content: "export const x = 1;\\n" } }] },
   { calls: [{ id: "r1", name: "read_file", arguments: { path: "hello.txt" } }] },
   { calls: [{ id: "e1", name: "edit_file", arguments: { path: "hello.txt", old_text: "wrld", new_text: "world" } }] },
@@ -57,7 +52,46 @@ const STEPS = [
   { calls: [{ id: "sh3", name: "shell", arguments: { command: "rm -r node_modules && printf 'hello again\\\\n' > hello.txt" } }] },
   { calls: [{ id: "w2", name: "write_file", arguments: { path: "src/new.ts", content: "export const x = 2;\\n" } }] },
   { text: "turn two done" },
-];
+]`;
+
+/** Empty directories made and removed, nested, by shell commands and by a file tool's write. */
+const DIR_STEPS = JSON.stringify([
+  { calls: [{ id: "d1", name: "shell", arguments: { command: "mkdir -p a/b/c empty keep/x" } }] },
+  { calls: [{ id: "d2", name: "write_file", arguments: { path: "new/deep/file.txt", content: "n\n" } }] },
+  {
+    calls: [
+      { id: "d3", name: "shell", arguments: { command: "rmdir a/b/c && rm -r new && mkdir -p a/b/d/e" } },
+    ],
+  },
+  {
+    calls: [
+      {
+        id: "d4",
+        name: "shell",
+        arguments: { command: "rmdir keep/x was-empty && rm base/f && mkdir base/sub" },
+      },
+    ],
+  },
+  { calls: [{ id: "d5", name: "shell", arguments: { command: "rm -r a && printf x > a" } }] },
+  { text: "turn one done" },
+  {
+    calls: [
+      { id: "d6", name: "shell", arguments: { command: "rm a && mkdir -p a/z && rmdir base/sub base" } },
+    ],
+  },
+  { text: "turn two done" },
+]);
+
+/**
+ * The scripted model: it photographs the tree (every directory as "dir", every file's exec bit and
+ * bytes, every link's target) with the journal's last record, then replies with the next step.
+ */
+function script(workspace: string, snaps: string, steps = STEPS): string {
+  return `
+import { appendFileSync, lstatSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { join } from "node:path";
+const WS = ${JSON.stringify(workspace)};
+const STEPS = ${steps};
 function tree(dir, prefix, out) {
   for (const name of readdirSync(dir).sort()) {
     if (prefix === "" && name === ".harness") continue;
@@ -65,8 +99,10 @@ function tree(dir, prefix, out) {
     const full = join(dir, name);
     const info = lstatSync(full);
     if (info.isSymbolicLink()) out[path] = "link:" + readlinkSync(full);
-    else if (info.isDirectory()) tree(full, path, out);
-    else out[path] = ((info.mode & 0o111) ? "x" : "-") + ":" + readFileSync(full).toString("hex");
+    else if (info.isDirectory()) {
+      out[path] = "dir";
+      tree(full, path, out);
+    } else out[path] = ((info.mode & 0o111) ? "x" : "-") + ":" + readFileSync(full).toString("hex");
   }
   return out;
 }
@@ -87,7 +123,9 @@ interface Snap {
 }
 
 /** A workspace with a two-turn session `s` recorded by harness, and the tree at every request. */
-async function recordedSession(): Promise<{
+async function recordedSession(
+  options: { steps?: string; files?: Record<string, string>; dirs?: string[] } = {},
+): Promise<{
   workspace: string;
   env: NodeJS.ProcessEnv;
   snaps: Snap[];
@@ -95,15 +133,20 @@ async function recordedSession(): Promise<{
 }> {
   const home = await tempDir("harness-undo-home-");
   const env = cliEnv(home, { HARNESS_KEY_FILE: process.env.HARNESS_KEY_FILE ?? "" });
-  const workspace = await workspaceWith({ "hello.txt": "hello wrld\n", "old name.txt": "old\n" });
-  writeFileSync(join(workspace, "data.bin"), Buffer.from([0, 1, 2, 255, 254, 10, 13]));
-  writeFileSync(join(workspace, "run.sh"), "#!/bin/sh\necho hi\n");
-  chmodSync(join(workspace, "run.sh"), 0o755);
-  symlinkSync("data.bin", join(workspace, "link"));
+  const workspace = await workspaceWith(
+    options.files ?? { "hello.txt": "hello wrld\n", "old name.txt": "old\n" },
+  );
+  for (const dir of options.dirs ?? []) mkdirSync(join(workspace, dir), { recursive: true });
+  if (options.steps === undefined) {
+    writeFileSync(join(workspace, "data.bin"), Buffer.from([0, 1, 2, 255, 254, 10, 13]));
+    writeFileSync(join(workspace, "run.sh"), "#!/bin/sh\necho hi\n");
+    chmodSync(join(workspace, "run.sh"), 0o755);
+    symlinkSync("data.bin", join(workspace, "link"));
+  }
   const dir = await tempDir("harness-undo-script-");
   const snapsFile = join(dir, "snaps.jsonl");
   const model = join(dir, "model.mjs");
-  await writeFile(model, script(workspace, snapsFile));
+  await writeFile(model, script(workspace, snapsFile, options.steps));
   const flags = [
     "--script",
     model,
@@ -124,6 +167,9 @@ async function recordedSession(): Promise<{
     .map((line) => JSON.parse(line) as Snap);
   return { workspace, env, snaps, model };
 }
+
+/** The tree as the scripted model photographs it: directories included. */
+const treeBytes = (root: string) => fileBytes(root, { directories: true });
 
 const json = (stdout: string) => JSON.parse(stdout) as Record<string, unknown>;
 
@@ -259,5 +305,79 @@ describe("undo on a session harness recorded", { timeout: 180_000 }, () => {
     expect(Object.keys(treeBytes(into))).toContain("gen.bin");
     expect(treeBytes(workspace)).toEqual(snaps.at(-1)!.tree);
     expectExit(await runCli(["audit", "f", "-w", into], env), 0);
+  });
+
+  it("empty directories made and removed, nested, are in the record: undo to every point gives the exact tree, directories included", {
+    timeout: 240_000,
+  }, async () => {
+    const { workspace, env, snaps } = await recordedSession({
+      steps: DIR_STEPS,
+      files: { "base/f": "f\n", "top.txt": "t\n" },
+      dirs: ["was-empty"],
+    });
+    const end = treeBytes(workspace);
+    expect(snaps.length).toBe(8);
+    expect(snaps.at(-1)!.tree).toEqual(end);
+    expect(snaps[0]!.tree).toEqual({
+      base: "dir",
+      "base/f": `-:${Buffer.from("f\n").toString("hex")}`,
+      "top.txt": `-:${Buffer.from("t\n").toString("hex")}`,
+      "was-empty": "dir",
+    });
+    expect(snaps[1]!.tree).toMatchObject({
+      a: "dir",
+      "a/b": "dir",
+      "a/b/c": "dir",
+      empty: "dir",
+      "keep/x": "dir",
+    });
+    expect(end).toMatchObject({ a: "dir", "a/z": "dir", empty: "dir", keep: "dir" });
+    // Each directory is recorded as the call that made or removed it, the file tool's too.
+    const records = await readJournal(workspace, "s");
+    const changes = ofType(records, "workspace.changed");
+    expect(changes.filter((r) => r.data.source === "outside")).toEqual([]);
+    type Change = { created: { path: string }[]; modified: unknown[]; deleted: { path: string }[] };
+    const byCall = (id: string) => changes.find((r) => r.data.call_id === id)!.data as unknown as Change;
+    expect(byCall("d1").created.map((c) => c.path)).toEqual(["a", "a/b", "a/b/c", "empty", "keep", "keep/x"]);
+    expect(byCall("d2").created).toEqual([
+      { path: "new", after: { dir: true } },
+      { path: "new/deep", after: { dir: true } },
+      { path: "new/deep/file.txt", after: expect.objectContaining({ size: 2 }) },
+    ]);
+    expect(byCall("d4").deleted.map((c) => c.path)).toEqual(["base/f", "keep/x", "was-empty"]);
+    expect(byCall("d5").modified).toEqual([
+      { path: "a", before: { dir: true }, after: expect.objectContaining({ size: 1 }) },
+    ]);
+    for (const snap of snaps.slice(0, -1)) {
+      const undo = await runCli(["undo", "s", "-w", workspace, "--seq", String(snap.seq), "--json"], env);
+      expectExit(undo, 0);
+      expect(treeBytes(workspace), `undo to ${snap.seq}`).toEqual(snap.tree);
+      expectExit(await runCli(["audit", "s", "-w", workspace], env), 0);
+      const id = String(json(undo.stdout).undo_id);
+      const back = await runCli(["undo", "s", "-w", workspace, "--to", `undo:${id}`, "--json"], env);
+      expectExit(back, 0);
+      expect(treeBytes(workspace)).toEqual(end);
+    }
+    // fork --into writes the empty directories of the point too.
+    const into = join(await tempDir("harness-fork-into-"), "copy");
+    const fork = await runCli(
+      ["fork", "s", "-w", workspace, "--at", String(snaps[3]!.seq), "--into", into, "--session", "f"],
+      env,
+    );
+    expectExit(fork, 0);
+    expect(treeBytes(into)).toEqual(snaps[3]!.tree);
+    expectExit(await runCli(["audit", "f", "-w", into], env), 0);
+    // A directory someone else makes, empty, is a change outside the record.
+    mkdirSync(join(workspace, "by-hand/deeper"), { recursive: true });
+    const audit = await runCli(["audit", "s", "-w", workspace, "--json"], env);
+    expectExit(audit, 1);
+    expect(json(audit.stdout).outside).toEqual({
+      created: ["by-hand", "by-hand/deeper"],
+      modified: [],
+      deleted: [],
+    });
+    const text = await runCli(["audit", "s", "-w", workspace], env);
+    expectExit(text, 1);
+    expect(text.stdout).toContain("  created   by-hand/\n  created   by-hand/deeper/");
   });
 });

@@ -134,6 +134,8 @@ describe("the workspace record of a session", () => {
           created: [
             { path: "-rf", after: file("b") },
             { path: "bin.dat", after: file(Buffer.from([0, 1, 255])) },
+            { path: "empty", after: { dir: true } },
+            { path: "empty/dir", after: { dir: true } },
             { path: "odd\nname", after: file("a") },
             { path: "renamed.txt", after: file("moving\n") },
           ],
@@ -166,7 +168,7 @@ describe("the workspace record of a session", () => {
       expectExit(inspect, 0);
       expect(inspect.stdout).toContain("workspace base: 5 files, 41 bytes");
       expect(inspect.stdout).toContain(
-        "workspace changed by shell sh1: +-rf +bin.dat +odd\\x0aname +renamed.txt",
+        "workspace changed by shell sh1: +-rf +bin.dat +empty/ +empty/dir/ +odd\\x0aname and 5 more",
       );
       const verify = await runCli(["journal", "verify", "s", "--workspace", workspace], env);
       expectExit(verify, 0);

@@ -51,7 +51,7 @@ describe("undo reading a file the session left over 2 GiB", () => {
     roots.push(root);
     writeFileSync(join(root, "huge.bin"), "");
     truncateSync(join(root, "huge.bin"), 3 * 1024 ** 3);
-    const error = await currentEntry(root, "huge.bin").then(
+    const error = await currentEntry(root, "huge.bin", { directories: true }).then(
       () => undefined,
       (caught: unknown) => caught,
     );

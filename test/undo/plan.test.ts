@@ -7,6 +7,11 @@ import { sha256Hex } from "../../src/shared/hash.js";
 import { checkedParts, currentEntry, putEntry, TreePathError } from "../../src/undo/disk.js";
 import { planUndo, resolveTarget, UndoTargetError, unfinishedUndo } from "../../src/undo/plan.js";
 
+/** A session recorded before directories were; `WITH_DIRS`, one that records them. */
+const OLD = { directories: false };
+const WITH_DIRS = { directories: true };
+const DIR = { dir: true as const };
+
 const file = (text: string) => ({ hash: sha256Hex(text), size: Buffer.byteLength(text), exec: false });
 
 let seq = 0;
@@ -64,6 +69,52 @@ describe("planning an undo", () => {
     expect(planUndo(records, 4)).toEqual([]);
   });
 
+  it("removes directories deepest first after their entries, and makes them before anything below them", () => {
+    seq = 0;
+    const records = [
+      rec("user.input", { text: "one", turn: 1 }),
+      changed("c1", {
+        created: [
+          { path: "a", after: DIR },
+          { path: "a/b", after: DIR },
+          { path: "a/b/c", after: DIR },
+          { path: "a/b/f", after: file("f") },
+          { path: "a-z", after: DIR },
+        ],
+      }),
+      changed("c2", {
+        deleted: [
+          { path: "a/b/c", before: DIR },
+          { path: "a/b/f", before: file("f") },
+          { path: "a/b", before: DIR },
+          { path: "a", before: DIR },
+        ],
+      }),
+    ];
+    // Created and deleted after the point: nothing to do but remove what is left.
+    expect(planUndo(records, 0)).toEqual([{ path: "a-z", expect: DIR, restore: null }]);
+    expect(planUndo(records, 1)).toEqual([
+      { path: "a", expect: null, restore: DIR },
+      { path: "a/b", expect: null, restore: DIR },
+      { path: "a/b/c", expect: null, restore: DIR },
+      { path: "a/b/f", expect: null, restore: file("f") },
+    ]);
+    seq = 0;
+    const made = [
+      rec("user.input", { text: "one", turn: 1 }),
+      changed("c1", {
+        created: [
+          { path: "p", after: DIR },
+          { path: "p/q", after: DIR },
+          { path: "p/q/r", after: DIR },
+          { path: "p/q/f", after: file("f") },
+          { path: "p-z", after: DIR },
+        ],
+      }),
+    ];
+    expect(planUndo(made, 0).map((s) => s.path)).toEqual(["p/q/r", "p/q/f", "p/q", "p-z", "p"]);
+  });
+
   it("resolves turns, calls, earlier undos and records, and names a point that does not exist", () => {
     seq = 0;
     const records = [
@@ -101,10 +152,10 @@ describe("the undo's file operations", () => {
     writeFileSync(join(outside, "f"), "outside\n");
     symlinkSync(outside, join(root, "sub"));
     // Through the link nothing is at sub/f as far as the tree goes; deleting it touches nothing outside.
-    expect((await currentEntry(root, "sub/f")).entry).toBeNull();
-    await putEntry(root, "sub/f", null);
+    expect((await currentEntry(root, "sub/f", OLD)).entry).toBeNull();
+    await putEntry(root, "sub/f", null, OLD);
     expect(readFileSync(join(outside, "f"), "utf8")).toBe("outside\n");
-    await expect(putEntry(root, "sub/f", file("x"), Buffer.from("x"))).rejects.toThrow(TreePathError);
+    await expect(putEntry(root, "sub/f", file("x"), OLD, Buffer.from("x"))).rejects.toThrow(TreePathError);
     expect(readFileSync(join(outside, "f"), "utf8")).toBe("outside\n");
     for (const bad of [".harness/keys", "a/.git/config", "../x", "/etc/passwd", "a//b", "a/./b"])
       expect(() => checkedParts(bad), bad).toThrow(TreePathError);
@@ -118,23 +169,46 @@ describe("the undo's file operations", () => {
       root,
       "deep/er/run.sh",
       { ...file("#!/bin/sh\n"), exec: true },
+      OLD,
       Buffer.from("#!/bin/sh\n"),
     );
-    expect((await currentEntry(root, "deep/er/run.sh")).entry).toEqual({
+    expect((await currentEntry(root, "deep/er/run.sh", OLD)).entry).toEqual({
       ...file("#!/bin/sh\n"),
       exec: true,
     });
-    await putEntry(root, "deep/er/run.sh", file("#!/bin/sh\n"), Buffer.from("#!/bin/sh\n"));
-    expect((await currentEntry(root, "deep/er/run.sh")).entry).toEqual(file("#!/bin/sh\n"));
-    await putEntry(root, "link", { link: "deep/er/run.sh" });
-    expect((await currentEntry(root, "link")).entry).toEqual({ link: "deep/er/run.sh" });
+    await putEntry(root, "deep/er/run.sh", file("#!/bin/sh\n"), OLD, Buffer.from("#!/bin/sh\n"));
+    expect((await currentEntry(root, "deep/er/run.sh", OLD)).entry).toEqual(file("#!/bin/sh\n"));
+    await putEntry(root, "link", { link: "deep/er/run.sh" }, OLD);
+    expect((await currentEntry(root, "link", OLD)).entry).toEqual({ link: "deep/er/run.sh" });
     mkdirSync(join(root, "keep"));
     writeFileSync(join(root, "keep/other"), "o");
-    await putEntry(root, "keep/x", file("x"), Buffer.from("x"));
-    await putEntry(root, "keep/x", null);
-    await putEntry(root, "deep/er/run.sh", null);
-    expect((await currentEntry(root, "deep/er/run.sh")).entry).toBeNull();
+    await putEntry(root, "keep/x", file("x"), OLD, Buffer.from("x"));
+    await putEntry(root, "keep/x", null, OLD);
+    await putEntry(root, "deep/er/run.sh", null, OLD);
+    expect((await currentEntry(root, "deep/er/run.sh", OLD)).entry).toBeNull();
     expect(() => readFileSync(join(root, "deep"))).toThrow(/ENOENT/);
     expect(readFileSync(join(root, "keep/other"), "utf8")).toBe("o");
+  });
+
+  it("in a session that records directories: a directory is an entry, removed only when empty, never pruned", async () => {
+    root = mkdtempSync(join(tmpdir(), "harness-undo-disk-"));
+    outside = mkdtempSync(join(tmpdir(), "harness-undo-outside-"));
+    await putEntry(root, "e/m/p/t/y", DIR, WITH_DIRS);
+    expect((await currentEntry(root, "e/m/p/t/y", WITH_DIRS)).entry).toEqual(DIR);
+    await expect(currentEntry(root, "e/m", OLD)).rejects.toThrow(/is a directory now/);
+    await putEntry(root, "e/m/p/t/y/f", file("f"), WITH_DIRS, Buffer.from("f"));
+    // The file's delete leaves its directory: the record has a step of its own for that.
+    await putEntry(root, "e/m/p/t/y/f", null, WITH_DIRS);
+    expect((await currentEntry(root, "e/m/p/t/y", WITH_DIRS)).entry).toEqual(DIR);
+    // A directory that still holds something is not removed.
+    await expect(putEntry(root, "e/m/p", null, WITH_DIRS)).rejects.toMatchObject({ code: "ENOTEMPTY" });
+    await putEntry(root, "e/m/p/t/y", null, WITH_DIRS);
+    expect((await currentEntry(root, "e/m/p/t/y", WITH_DIRS)).entry).toBeNull();
+    expect((await currentEntry(root, "e/m/p/t", WITH_DIRS)).entry).toEqual(DIR);
+    // An empty directory where a file goes back is replaced by it, and the other way round.
+    await putEntry(root, "e/m/p/t", file("t"), WITH_DIRS, Buffer.from("t"));
+    expect((await currentEntry(root, "e/m/p/t", WITH_DIRS)).entry).toEqual(file("t"));
+    await putEntry(root, "e/m/p/t", DIR, WITH_DIRS);
+    expect((await currentEntry(root, "e/m/p/t", WITH_DIRS)).entry).toEqual(DIR);
   });
 });

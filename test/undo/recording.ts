@@ -33,7 +33,11 @@ export class Recording {
   #writer: JournalWriter | undefined;
   #tree: Manifest = new Map();
 
-  constructor(readonly sessionId = "s1") {
+  /** `directories`: record directories, as harness does now (false: a session recorded before it did). */
+  constructor(
+    readonly sessionId = "s1",
+    readonly directories = false,
+  ) {
     this.root = mkdtempSync(join(tmpdir(), "harness-undo-test-"));
     this.backend = new FileJournalBackend(join(this.root, ".harness"));
     this.artifacts = new FileArtifactStore(join(this.root, ".harness", "sessions", sessionId, "artifacts"));
@@ -51,8 +55,8 @@ export class Recording {
 
   /** `workspace.base` for the tree as it is now. */
   async base(): Promise<void> {
-    this.#tree = await scanTree(this.root, []);
-    const ref = await this.artifacts.put(manifestBytes(this.#tree));
+    this.#tree = await scanTree(this.root, [], this);
+    const ref = await this.artifacts.put(manifestBytes(this.#tree, this));
     let bytes = 0;
     for (const entry of this.#tree.values()) if ("size" in entry) bytes += entry.size;
     await (await this.writer()).append([
@@ -76,7 +80,7 @@ export class Recording {
     const contents = snapshotBytes(this.root);
     await (await this.writer()).append([{ type: "tool.started", data: toolStarted(callId) }]);
     await change();
-    const after = await scanTree(this.root, []);
+    const after = await scanTree(this.root, [], this);
     const diff = diffManifests(this.#tree, after);
     for (const { path } of [...diff.modified, ...diff.deleted]) {
       const bytes = contents.get(path);
@@ -130,8 +134,11 @@ function snapshotBytes(root: string): Map<string, Buffer> {
   return out;
 }
 
-/** The tree's exact bytes: each file's content (hex) and exec bit, each symlink's target; .harness left out. */
-export function treeBytes(root: string): Record<string, string> {
+/**
+ * The tree's exact bytes: each file's content (hex) and exec bit, each symlink's target; .harness
+ * left out. `directories`: every directory as "dir" too.
+ */
+export function treeBytes(root: string, options: { directories?: boolean } = {}): Record<string, string> {
   const out: Record<string, string> = {};
   const walk = (dir: string, prefix: string) => {
     for (const name of readdirSync(dir).sort()) {
@@ -140,8 +147,10 @@ export function treeBytes(root: string): Record<string, string> {
       const full = join(dir, name);
       const info = lstatSync(full);
       if (info.isSymbolicLink()) out[path] = `link:${readlinkSync(full)}`;
-      else if (info.isDirectory()) walk(full, path);
-      else out[path] = `${info.mode & 0o111 ? "x" : "-"}:${readFileSync(full).toString("hex")}`;
+      else if (info.isDirectory()) {
+        if (options.directories) out[path] = "dir";
+        walk(full, path);
+      } else out[path] = `${info.mode & 0o111 ? "x" : "-"}:${readFileSync(full).toString("hex")}`;
     }
   };
   walk(root, "");
@@ -154,13 +163,14 @@ const binary = (seed: number, size: number) =>
 /**
  * A session mixing file writes and edits with shell commands that install, generate, rename and
  * delete files (binary ones, odd names, an exec bit, a symlink, a directory turned into a file),
- * with the tree's exact bytes taken after every call.
+ * with the tree's exact bytes taken after every call. `directories`: recorded as harness records
+ * now, directories (and the trees taken) included; otherwise as a session recorded before it did.
  */
-export async function mixedSession(): Promise<{
+export async function mixedSession(directories = false): Promise<{
   rec: Recording;
   points: { seq: number; tree: Record<string, string> }[];
 }> {
-  const rec = new Recording();
+  const rec = new Recording("s1", directories);
   const at = (path: string) => join(rec.root, path);
   mkdirSync(at("src"));
   mkdirSync(at("bin"));
@@ -173,7 +183,7 @@ export async function mixedSession(): Promise<{
   const points: { seq: number; tree: Record<string, string> }[] = [];
   const mark = async () => {
     const writer = await rec.writer();
-    points.push({ seq: writer.records.length - 1, tree: treeBytes(rec.root) });
+    points.push({ seq: writer.records.length - 1, tree: treeBytes(rec.root, { directories }) });
   };
   await rec.base();
   await mark();

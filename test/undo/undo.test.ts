@@ -31,26 +31,34 @@ async function undo(
 const conflicts = (report: UndoReport) => report.outcomes.filter((o) => o.outcome === "conflict");
 
 describe("harness undo on a recorded session", () => {
-  it("undo to each point restores the tree byte for byte, and undoing that undo brings the end back", async () => {
-    const { rec, points } = await mixedSession();
-    current = rec;
-    const end = points.at(-1)!.tree;
-    expect(Object.keys(end)).toContain("odd\nname");
-    for (const point of points.slice(0, -1)) {
-      const report = await undo(rec, { kind: "seq", seq: point.seq });
-      expect(conflicts(report)).toEqual([]);
-      expect(treeBytes(rec.root)).toEqual(point.tree);
-      const back = await undo(rec, { kind: "call", callId: `undo:${report.undo_id}` });
-      expect(conflicts(back)).toEqual([]);
-      expect(treeBytes(rec.root)).toEqual(end);
-    }
-    const records = (await rec.writer()).records;
-    const finished = records.filter((r) => r.type === "undo.finished");
-    expect(finished).toHaveLength(2 * (points.length - 1));
-    // Each undo's changes are journaled as its own call, source "undo".
-    const undoChanges = records.filter((r) => r.type === "workspace.changed" && r.data.source === "undo");
-    expect(undoChanges).toHaveLength(finished.length);
-  });
+  it.each([
+    ["a session recorded before directories were", false],
+    ["a session that records directories, empty ones included", true],
+  ])(
+    "undo to each point restores the tree byte for byte, and undoing that undo brings the end back: %s",
+    async (_, directories) => {
+      const { rec, points } = await mixedSession(directories);
+      current = rec;
+      const end = points.at(-1)!.tree;
+      expect(Object.keys(end)).toContain("odd\nname");
+      // After c5 deleted its only file, src is an empty directory: in the tree only when recorded.
+      expect(points[5]!.tree.src).toBe(directories ? "dir" : undefined);
+      for (const point of points.slice(0, -1)) {
+        const report = await undo(rec, { kind: "seq", seq: point.seq });
+        expect(conflicts(report)).toEqual([]);
+        expect(treeBytes(rec.root, { directories })).toEqual(point.tree);
+        const back = await undo(rec, { kind: "call", callId: `undo:${report.undo_id}` });
+        expect(conflicts(back)).toEqual([]);
+        expect(treeBytes(rec.root, { directories })).toEqual(end);
+      }
+      const records = (await rec.writer()).records;
+      const finished = records.filter((r) => r.type === "undo.finished");
+      expect(finished).toHaveLength(2 * (points.length - 1));
+      // Each undo's changes are journaled as its own call, source "undo".
+      const undoChanges = records.filter((r) => r.type === "workspace.changed" && r.data.source === "undo");
+      expect(undoChanges).toHaveLength(finished.length);
+    },
+  );
 
   it("undoes the last turn by default, a named turn, and a call with everything after it", async () => {
     const { rec, points } = await mixedSession();

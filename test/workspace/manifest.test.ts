@@ -15,6 +15,7 @@ import {
   manifestJson,
   manifestTotals,
   parseManifest,
+  readManifest,
 } from "../../src/workspace/manifest.js";
 
 const h = (text: string) => sha256Hex(text);
@@ -22,17 +23,30 @@ const file = (text: string, exec = false): Entry => ({ hash: h(text), size: Buff
 const tree = (entries: Record<string, Entry>): Manifest => new Map(Object.entries(entries));
 
 describe("manifest JSON", () => {
-  it("is canonical: keys sorted, version 1, and its id is the SHA-256 of those bytes", () => {
-    const m = tree({ "b.txt": file("b"), "a/x": file("x", true), link: { link: "../a/x" } });
+  it("is canonical: keys sorted, version 2 (with directories) or 1 (without), and its id is the SHA-256 of those bytes", () => {
+    const m = tree({
+      "b.txt": file("b"),
+      "a/x": file("x", true),
+      link: { link: "../a/x" },
+      a: { dir: true },
+    });
     const text = manifestJson(m);
     expect(text).toBe(
+      `{"entries":{"a":{"dir":true},"a/x":{"exec":true,"hash":"${h("x")}","size":1},"b.txt":{"exec":false,"hash":"${h("b")}","size":1},` +
+        `"link":{"link":"../a/x"}},"version":2}`,
+    );
+    expect(manifestJson(m, { directories: false })).toBe(
       `{"entries":{"a/x":{"exec":true,"hash":"${h("x")}","size":1},"b.txt":{"exec":false,"hash":"${h("b")}","size":1},` +
         `"link":{"link":"../a/x"}},"version":1}`,
     );
+    expect(readManifest(manifestJson(m))).toEqual({ tree: m, directories: true });
+    expect(readManifest(manifestJson(m, { directories: false })).directories).toBe(false);
     expect(manifestId(m)).toBe(sha256Hex(manifestBytes(m)));
-    expect(manifestId(tree({ link: { link: "../a/x" }, "b.txt": file("b"), "a/x": file("x", true) }))).toBe(
-      manifestId(m),
-    );
+    expect(
+      manifestId(
+        tree({ link: { link: "../a/x" }, "b.txt": file("b"), a: { dir: true }, "a/x": file("x", true) }),
+      ),
+    ).toBe(manifestId(m));
   });
 
   it("round-trips odd names, a file called __proto__ included", () => {
@@ -54,7 +68,10 @@ describe("manifest JSON", () => {
   it("refuses what is not a manifest, saying what is wrong", () => {
     const bad = (text: string) => () => parseManifest(text);
     expect(bad("{")).toThrow(/not JSON/);
-    expect(bad('{"version":2,"entries":{}}')).toThrow(ManifestError);
+    expect(bad('{"version":3,"entries":{}}')).toThrow(ManifestError);
+    // A version 1 manifest has no directories: one listed is not a manifest harness wrote.
+    expect(bad('{"version":1,"entries":{"a":{"dir":true}}}')).toThrow(/is not \{hash,size,exec\}, \{link\}$/);
+    expect(parseManifest('{"version":2,"entries":{"a":{"dir":true}}}').get("a")).toEqual({ dir: true });
     expect(bad('{"version":1,"entries":[]}')).toThrow(/version":1/);
     expect(bad('{"version":1,"entries":{"../x":{"link":"y"}}}')).toThrow(/not a relative path/);
     expect(bad('{"version":1,"entries":{"/x":{"link":"y"}}}')).toThrow(/not a relative path/);

@@ -43,7 +43,7 @@ function snapshotter(root: string, excludes: string[] = [], watch = false) {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe("TreeSnapshot", () => {
-  it("lists files with hash, size and exec bit, symlinks by target, odd names as they are; no .git, .harness or empty dirs", async () => {
+  it("lists directories (empty ones too), files with hash, size and exec bit, symlinks by target, odd names as they are; no .git or .harness", async () => {
     const binary = Buffer.from([0, 255, 10, 0]);
     const root = workspace({
       "a.txt": "a\n",
@@ -62,6 +62,10 @@ describe("TreeSnapshot", () => {
     mkdirSync(join(root, "empty/deeper"), { recursive: true });
     const manifest = await snapshotter(root).snapshot();
     expect(Object.fromEntries(manifest)).toEqual({
+      bin: { dir: true },
+      empty: { dir: true },
+      "empty/deeper": { dir: true },
+      sub: { dir: true },
       "a.txt": { hash: sha256Hex("a\n"), size: 2, exec: false },
       "bin/run": { hash: sha256Hex("#!/bin/sh\n"), size: 10, exec: true },
       "data.bin": { hash: sha256Hex(binary), size: 4, exec: false },
@@ -143,8 +147,13 @@ describe("TreeSnapshot", () => {
     const tree = snapshotter(root, ["node_modules/", "build/out/"]);
     expect([...(await tree.snapshot()).keys()].sort()).toEqual([
       ".gitignore",
+      "build",
       "ignored.log",
+      "other",
+      "other/build",
+      "other/build/out",
       "other/build/out/b.o",
+      "pkg",
     ]);
     expect(tree.excludes.patterns).toEqual([".git/", ".harness/", "node_modules/", "build/out/"]);
     expect(tree.excludes.excludes("pkg/node_modules/z.js")).toBe(true);
@@ -209,10 +218,14 @@ describe("TreeSnapshot with change notifications", () => {
     const full = await snapshotter(root).snapshot();
     expect(Object.fromEntries(partial)).toEqual(Object.fromEntries(full));
     expect([...partial.keys()].sort()).toEqual([
+      "a",
       "a/one.txt",
+      "b2",
       "b2/four.txt",
       "b2/three.txt",
       "c.txt",
+      "new",
+      "new/dir",
       "new/dir/file.txt",
     ]);
     expect(partial.get("a/one.txt")).toMatchObject({ exec: true });
@@ -265,7 +278,7 @@ describe("TreeSnapshot with change notifications", () => {
     const [first, second] = await Promise.all([tree.snapshot({ full: true }), tree.snapshot({ full: true })]);
     beating = false;
     expect(beats).toBeGreaterThanOrEqual(300);
-    expect(first.size).toBe(300);
+    expect(first.size).toBe(310); // 300 files in 10 directories
     expect(second).toEqual(first);
     // The second walk began after the first had hashed everything: it hashed nothing again.
     expect(tree.last?.hashed).toBe(0);

@@ -6,7 +6,7 @@ import { verifyJournal } from "../../journal/verify.js";
 import { escapeForTerminal, jsonForTerminal } from "../../shared/terminal-text.js";
 import { auditWorkspace } from "../../undo/audit.js";
 import { ReplayError } from "../../undo/replay.js";
-import type { ChangeSet } from "../../workspace/manifest.js";
+import { type ChangeSet, isDir } from "../../workspace/manifest.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { LAST_OPTION, sessionFromArgs } from "../session-id.js";
@@ -109,8 +109,9 @@ export const auditCommand = {
 
 function listed(diff: ChangeSet): string[] {
   return [
-    ...diff.created.map((c) => `  created   ${escapeForTerminal(c.path)}`),
-    ...diff.modified.map((m) => `  modified  ${escapeForTerminal(m.path)}`),
-    ...diff.deleted.map((d) => `  deleted   ${escapeForTerminal(d.path)}`),
+    // A directory is shown with a trailing slash.
+    ...diff.created.map((c) => `  created   ${escapeForTerminal(c.path)}${isDir(c.after) ? "/" : ""}`),
+    ...diff.modified.map((m) => `  modified  ${escapeForTerminal(m.path)}${isDir(m.after) ? "/" : ""}`),
+    ...diff.deleted.map((d) => `  deleted   ${escapeForTerminal(d.path)}${isDir(d.before) ? "/" : ""}`),
   ].sort((a, b) => (a.slice(12) < b.slice(12) ? -1 : 1));
 }

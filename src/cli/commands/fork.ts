@@ -141,11 +141,12 @@ async function forkInto(
     const forked = await forkWithArtifacts(workspace, parent, child, at, into);
     const records = await workspace.backend.read(parent);
     const artifacts = new FileArtifactStore(join(workspace.sessionDir(parent), "artifacts"));
-    const { tree } = await recordedBase(records, artifacts);
+    const { tree, directories } = await recordedBase(records, artifacts);
     const written = await materializeTree(
       replayTree(tree, records, forked.at_seq),
       { artifacts, kept: keptObjects(workspace), workspaceRoot: workspace.root },
       dir,
+      { directories },
     );
     return { ...forked, ...written };
   } catch (error) {

@@ -244,10 +244,12 @@ function render(record: AnyRecord, style: Style): string {
       return `workspace base: ${record.data.files} files, ${record.data.bytes} bytes (manifest ${record.data.manifest.slice(0, 12)})`;
     case "workspace.changed": {
       const { created, modified, deleted, source, call_id } = record.data;
+      // A directory is shown with a trailing slash.
+      const slash = (entry: object) => ("dir" in entry ? "/" : "");
       const paths = [
-        ...created.map((c) => `+${c.path}`),
-        ...modified.map((m) => `~${m.path}`),
-        ...deleted.map((d) => `-${d.path}`),
+        ...created.map((c) => `+${c.path}${slash(c.after)}`),
+        ...modified.map((m) => `~${m.path}${slash(m.after)}`),
+        ...deleted.map((d) => `-${d.path}${slash(d.before)}`),
       ];
       const shown = paths.slice(0, 5).map((p) => escapeForTerminal(p));
       const more = paths.length > 5 ? ` and ${paths.length - 5} more` : "";

@@ -2,7 +2,7 @@ import { userInfo } from "node:os";
 import { createInterface } from "node:readline/promises";
 import { checkArtifacts } from "../../artifacts/file-store.js";
 import { SessionState } from "../../engine/state.js";
-import { describeOwner, unlockSession } from "../../journal/lock.js";
+import { describeOwner, type UnlockResult } from "../../journal/lock.js";
 import { repairJournal } from "../../journal/repair.js";
 import { assessTrust } from "../../journal/trust.js";
 import type { AnyRecord } from "../../journal/vocabulary.js";
@@ -38,13 +38,18 @@ adopt   trust a journal you did not record (a colleague's, another machine's, or
 Your journal key: $HARNESS_KEY_FILE, else $XDG_CONFIG_HOME/harness/journal.key or
 ~/.config/harness/journal.key (created on first use, mode 0600, never inside a workspace).`;
 
-const UNLOCK_HELP = `Usage: harness unlock SESSION [--workspace DIR] [--force]
+const UNLOCK_HELP = `Usage: harness unlock SESSION [--workspace DIR | --database URL] [--force]
 
 Clear a session's writer lock whose owner process is gone (after a crash or SIGKILL).
 harness resume takes such a lock over by itself (and journals lock.recovered); this command
 is for clearing it without resuming. A lock held by a live process is never removed; --force
 removes a lock whose owner cannot be checked from here (e.g. another host) once you have made
-sure nothing is using the session. Exit 0 when unlocked, 5 when refused.`;
+sure nothing is using the session. Exit 0 when unlocked, 5 when refused.
+
+--database URL clears the writer lock of a session stored in PostgreSQL
+(postgres://USER:PASSWORD@HOST:PORT/DB) by the same rules; there a live owner is never displaced,
+even with --force, nor a worker holding the session under an unexpired lease (it runs out by
+itself, and the next worker takes over).`;
 
 /**
  * Ids of every `artifact: {id}` a tool result names (its own, and those in its data, e.g. a
@@ -300,16 +305,18 @@ export const unlockCommand = {
   async run(args: string[]): Promise<number> {
     const { values, positionals } = parse(args, {
       workspace: { type: "string", short: "w" },
+      database: { type: "string" },
       force: { type: "boolean" },
       ...LAST_OPTION,
     });
-    const { workspace, sessionId } = await sessionFromArgs(
-      values.workspace,
-      positionals[0],
-      values.last,
-      "harness unlock SESSION",
-    );
-    const result = await unlockSession(workspace.harnessDir, sessionId, { force: values.force === true });
+    const sessionId = await sessionIdFromArgs(values, positionals[0], values.last, "harness unlock SESSION");
+    const source = await openSessionSource(values, sessionId);
+    let result: UnlockResult;
+    try {
+      result = await source.unlock(sessionId, { force: values.force === true });
+    } finally {
+      await source.close();
+    }
     switch (result.outcome) {
       case "no_lock":
         process.stdout.write(`session ${sessionId}: not locked\n`);

@@ -1,10 +1,11 @@
 import { randomUUID } from "node:crypto";
-import type { PoolClient } from "pg";
+import type { Pool, PoolClient } from "pg";
 import type { JsonObject } from "../../shared/json.js";
 import { ownerLiveness, parseProcessOwner } from "../../shared/process-owner.js";
-import { type LockOwner, type LockStatus, lockHeldError } from "../lock.js";
+import { type LockOwner, type LockStatus, lockHeldError, type UnlockResult } from "../lock.js";
 import { JournalError, type OpenWriterOptions } from "../store.js";
 import type { Lease } from "./lease.js";
+import { inTransaction } from "./schema.js";
 
 /** The session row's writer lock, as this writer took it. */
 export interface WriterClaim {
@@ -33,7 +34,8 @@ export async function claimWriter(
   let recovered: WriterClaim["recovered"];
   if (current.writer_token !== null && !options.lease) {
     const status = writerStatus(current.writer);
-    if (status.state !== "gone" || options.recoverStaleLock !== true) throw lockHeldError(sessionId, status);
+    if (status.state !== "gone" || options.recoverStaleLock !== true)
+      throw lockHeldError(sessionId, status, "database");
     recovered = { owner: status.owner, reason: status.reason };
   }
   const token = randomUUID();
@@ -97,6 +99,39 @@ async function lockSessionRow(client: PoolClient, sessionId: string, create: boo
   const created = await client.query<SessionRow>(select, [sessionId]);
   if (!created.rows[0]) throw new JournalError("SESSION_NOT_FOUND", `session ${sessionId} does not exist`);
   return created.rows[0];
+}
+
+/**
+ * `harness unlock SESSION --database URL`: clear a session row's writer lock by the file store's
+ * rules. A writer provably gone (on this host, its process no longer runs) is cleared; one whose
+ * owner cannot be checked from here (another host, an unreadable record) only with `force`; a
+ * live one never, nor a session a worker holds under an unexpired lease (that lease is its proof
+ * of ownership, and it runs out by itself). A cleared writer that was not in fact gone is fenced:
+ * every append checks the row still carries its token.
+ */
+export async function unlockPgSession(
+  pool: Pool,
+  sessionId: string,
+  options: { force?: boolean } = {},
+): Promise<UnlockResult> {
+  return inTransaction(pool, async (client) => {
+    const row = await lockSessionRow(client, sessionId, false);
+    if (row.writer_token === null) return { outcome: "no_lock" };
+    const status = writerStatus(row.writer);
+    try {
+      await refuseLeased(client, sessionId);
+    } catch (error) {
+      if (error instanceof JournalError) return { outcome: "refused", status, message: error.message };
+      throw error;
+    }
+    if (status.state === "alive" || (status.state === "unknown" && options.force !== true))
+      return { outcome: "refused", status, message: lockHeldError(sessionId, status, "database").message };
+    await client.query(
+      "UPDATE harness_sessions SET writer = NULL, writer_token = NULL WHERE session_id = $1 AND writer_token = $2",
+      [sessionId, row.writer_token],
+    );
+    return { outcome: "removed", status, forced: status.state !== "gone" };
+  });
 }
 
 /** The stored writer (database content: parsed like a lock file) and whether it still runs. */
