@@ -1,4 +1,4 @@
-import { accessSync, constants } from "node:fs";
+import { accessSync, constants, realpathSync } from "node:fs";
 import path from "node:path";
 
 const FALLBACK_SHELL = "/bin/sh";
@@ -24,4 +24,26 @@ export function isExecutable(file: string): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * The real path of `program` when harness may start it on the host for a workspace at `root`
+ * (a real path): undefined when it, or where its links lead, lies inside the workspace. Why: the
+ * workspace is what the model writes, and a PATH can name a directory in it (an activated
+ * `.venv/bin`, direnv's `PATH_add bin`, `$PWD/node_modules/.bin`); a program found there would be
+ * the model's code run outside every sandbox. Callers start the returned real path, so no link can
+ * be swapped in between this check and the start.
+ */
+export function programOutside(program: string, root: string): string | undefined {
+  let real: string;
+  try {
+    real = realpathSync(program);
+  } catch {
+    return undefined;
+  }
+  const relative = path.relative(root, real);
+  const inside =
+    relative === "" ||
+    (relative !== ".." && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative));
+  return inside ? undefined : real;
 }
