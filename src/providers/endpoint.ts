@@ -1,8 +1,10 @@
 /**
  * Endpoint helpers shared by every network provider: what part of a URL may be recorded,
  * whether an endpoint is on this machine (no key required), and a fetch that never sends an
- * empty credential header.
+ * empty credential header and bounds each event of a streamed reply.
  */
+
+import { boundedEventStream } from "./event-size.js";
 
 const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(["localhost", "127.0.0.1", "[::1]", "::1"]);
 
@@ -60,14 +62,25 @@ export function sdkConnection(
  * header at all, instead of the AI SDK's `Bearer ` / empty `x-api-key`.
  */
 function fetchWithoutEmptyCredentials(base: typeof fetch = globalThis.fetch): typeof fetch {
-  return (input, init) => {
-    if (init?.headers === undefined) return base(input, init);
+  return async (input, init) => {
+    if (init?.headers === undefined) return boundedEvents(await base(input, init));
     const headers = new Headers(init.headers);
     const authorization = headers.get("authorization");
     if (authorization !== null && /^bearer\s*$/i.test(authorization.trim())) headers.delete("authorization");
     if (headers.get("x-api-key") === "") headers.delete("x-api-key");
-    return base(input, { ...init, headers });
+    return boundedEvents(await base(input, { ...init, headers }));
   };
+}
+
+/** An event-stream response whose events are bounded in size (see MAX_SSE_EVENT_SIZE). */
+function boundedEvents(response: Response): Response {
+  const type = response.headers.get("content-type") ?? "";
+  if (response.body === null || !type.toLowerCase().includes("text/event-stream")) return response;
+  return new Response(boundedEventStream(response.body), {
+    status: response.status,
+    statusText: response.statusText,
+    headers: response.headers,
+  });
 }
 
 /** Default endpoints of the vendor APIs (kept here, light, so configs need not load the SDKs). */
