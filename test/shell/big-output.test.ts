@@ -19,7 +19,8 @@ interface Done {
       truncated: boolean;
       head: string;
       tail: string;
-      artifact: { id: string; bytes: number };
+      artifact: { id: string; bytes: number } | null;
+      artifact_error?: string;
     };
   };
   peakRss: number;
