@@ -12,9 +12,12 @@ const SPACE_RUN = 8;
 /** A command longer than this (after escaping) may not fit on one screen. */
 export const LONG_COMMAND_CHARS = 1000;
 
-/** Escaped text with each run of SPACE_RUN or more spaces replaced by a visible count. */
+/** Runs within a line; indentation at the start of a line (laid-out JSON) is left alone. */
+const SPACE_RUNS = new RegExp(`(?<=[^\n]) {${SPACE_RUN},}`, "g");
+
+/** Escaped text with each run of SPACE_RUN or more spaces within a line replaced by a visible count. */
 export function collapseSpaceRuns(escaped: string): string {
-  return escaped.replace(new RegExp(` {${SPACE_RUN},}`, "g"), (run) => ` [${run.length} spaces] `);
+  return escaped.replace(SPACE_RUNS, (run) => ` [${run.length} spaces] `);
 }
 
 /** The warning for a command too long to read at a glance, or undefined for a short one. */

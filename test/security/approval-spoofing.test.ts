@@ -7,6 +7,7 @@ import { digestOf } from "../../src/shared/hash.js";
 import { createShellTool } from "../../src/tools/shell/shell.js";
 import { approvalView } from "../../src/ui/approval.js";
 import type { UiStyle } from "../../src/ui/ui.js";
+import { TIMELINE_JS } from "../../src/viewer/script-timeline.js";
 
 /*
  * A model hides what a command does from the person approving it by making the command long: a
@@ -142,5 +143,52 @@ describe("the approval an MCP client is asked (harness mcp serve)", () => {
     expect(message).toContain("ls [3000 spaces] ; rm -rf ~ # \\u202eexe.ssecca");
     expect(message).not.toContain("\u202e");
     expect(message).not.toContain("note:");
+  });
+});
+
+interface FakeNode {
+  tag: string;
+  className: string;
+  textContent: string;
+  children: FakeNode[];
+  dataset: Record<string, string>;
+  appendChild(child: FakeNode): void;
+}
+
+/** The page script's callBody (what an approval card shows), run against a minimal document. */
+function viewerCallBody(): (name: string, args: unknown) => FakeNode {
+  const document = {
+    createElement: (tag: string): FakeNode => {
+      const node: FakeNode = {
+        tag,
+        className: "",
+        textContent: "",
+        children: [],
+        dataset: {},
+        appendChild: (child) => node.children.push(child),
+      };
+      return node;
+    },
+  };
+  return new Function("document", `${TIMELINE_JS}\nreturn callBody;`)(document);
+}
+
+function textOf(node: FakeNode): string {
+  return [node.textContent, ...node.children.map(textOf)].join("");
+}
+
+describe("the approval card on the viewer page (harness serve)", () => {
+  it("counts a shell command's runs of spaces", () => {
+    const card = textOf(viewerCallBody()("shell", { command: PADDED }));
+    expect(card).toBe(`$ ${DANGER} [100000 spaces] ls`);
+  });
+
+  it("keeps the end of a long call's arguments instead of cutting it", () => {
+    const args = { query: `ok ${"a".repeat(20_000)} then drop every table` };
+    const card = textOf(viewerCallBody()("mcp__db__run", args));
+    expect(card).toContain("then drop every table");
+    expect(card).toMatch(/… \(\d+ characters not shown\) …/);
+    // Laid-out JSON keeps its indentation.
+    expect(card.startsWith('{\n  "query": "ok ')).toBe(true);
   });
 });
