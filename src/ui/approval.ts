@@ -119,15 +119,20 @@ async function diffPreview(request: ApprovalRequest, current: CurrentText): Prom
 
 function coloredDiff(diff: string, style: UiStyle): ChatLine[] {
   const all = escapeLines(diff);
-  const shown = all.slice(0, PREVIEW_LINES).map((line) => {
+  const colored = (line: string): ChatLine => {
     const text = `  ${line}`;
     if (line.startsWith("+++") || line.startsWith("---")) return { text: style.bold(text) };
     if (line.startsWith("+")) return { text: style.green(text) };
     if (line.startsWith("-")) return { text: style.red(text) };
     if (line.startsWith("@@")) return { text: style.cyan(text) };
     return { text };
-  });
-  if (all.length > PREVIEW_LINES)
-    shown.push({ text: style.dim(`  … ${all.length - PREVIEW_LINES} more diff lines`) });
-  return shown;
+  };
+  if (all.length <= PREVIEW_LINES) return all.map(colored);
+  // The start and the end: a preview cut at its end is where a model would put what matters.
+  const half = PREVIEW_LINES / 2;
+  return [
+    ...all.slice(0, half).map(colored),
+    { text: style.yellow(`  … ${all.length - PREVIEW_LINES} diff lines not shown …`) },
+    ...all.slice(all.length - half).map(colored),
+  ];
 }
