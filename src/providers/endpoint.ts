@@ -1,10 +1,10 @@
 /**
  * Endpoint helpers shared by every network provider: what part of a URL may be recorded,
  * whether an endpoint is on this machine (no key required), and a fetch that never sends an
- * empty credential header and bounds each event of a streamed reply.
+ * empty credential header and bounds what a response may make harness hold.
  */
 
-import { boundedEventStream } from "./event-size.js";
+import { boundedBody, boundedEventStream } from "./event-size.js";
 
 const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(["localhost", "127.0.0.1", "[::1]", "::1"]);
 
@@ -72,11 +72,15 @@ function fetchWithoutEmptyCredentials(base: typeof fetch = globalThis.fetch): ty
   };
 }
 
-/** An event-stream response whose events are bounded in size (see MAX_SSE_EVENT_SIZE). */
+/**
+ * A response whose size is bounded: an event stream's events (see MAX_SSE_EVENT_SIZE), any other
+ * body as a whole, since the SDKs read it into one string.
+ */
 function boundedEvents(response: Response): Response {
+  if (response.body === null) return response;
   const type = response.headers.get("content-type") ?? "";
-  if (response.body === null || !type.toLowerCase().includes("text/event-stream")) return response;
-  return new Response(boundedEventStream(response.body), {
+  const events = type.toLowerCase().includes("text/event-stream");
+  return new Response(events ? boundedEventStream(response.body) : boundedBody(response.body), {
     status: response.status,
     statusText: response.statusText,
     headers: response.headers,

@@ -65,3 +65,29 @@ export function boundedEventStream(
     }),
   );
 }
+
+/**
+ * A response body that is not an event stream (an error's JSON, say) passed through a bound on
+ * its whole size: the SDKs read such a body whole into one string, and an endpoint answering 400
+ * with a gigabyte of text grew harness to 2.5 GB.
+ */
+export function boundedBody(
+  body: ReadableStream<Uint8Array>,
+  max: number = MAX_SSE_EVENT_SIZE,
+): ReadableStream<Uint8Array> {
+  let total = 0;
+  return body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        total += chunk.length;
+        if (total > max) {
+          throw new ProviderError("SERVER", `malformed response: the response body passed ${max} bytes`, {
+            providerCode: "invalid_response",
+            retryable: false,
+          });
+        }
+        controller.enqueue(chunk);
+      },
+    }),
+  );
+}
