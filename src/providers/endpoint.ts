@@ -4,7 +4,8 @@
  * empty credential header and bounds what a response may make harness hold.
  */
 
-import { boundedBody, boundedEventStream } from "./event-size.js";
+import { boundedResponse } from "../shared/bounded-stream.js";
+import { MAX_SSE_EVENT_SIZE, providerTooLarge } from "./event-size.js";
 
 const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(["localhost", "127.0.0.1", "[::1]", "::1"]);
 
@@ -63,28 +64,14 @@ export function sdkConnection(
  */
 function fetchWithoutEmptyCredentials(base: typeof fetch = globalThis.fetch): typeof fetch {
   return async (input, init) => {
-    if (init?.headers === undefined) return boundedEvents(await base(input, init));
+    if (init?.headers === undefined)
+      return boundedResponse(await base(input, init), MAX_SSE_EVENT_SIZE, providerTooLarge);
     const headers = new Headers(init.headers);
     const authorization = headers.get("authorization");
     if (authorization !== null && /^bearer\s*$/i.test(authorization.trim())) headers.delete("authorization");
     if (headers.get("x-api-key") === "") headers.delete("x-api-key");
-    return boundedEvents(await base(input, { ...init, headers }));
+    return boundedResponse(await base(input, { ...init, headers }), MAX_SSE_EVENT_SIZE, providerTooLarge);
   };
-}
-
-/**
- * A response whose size is bounded: an event stream's events (see MAX_SSE_EVENT_SIZE), any other
- * body as a whole, since the SDKs read it into one string.
- */
-function boundedEvents(response: Response): Response {
-  if (response.body === null) return response;
-  const type = response.headers.get("content-type") ?? "";
-  const events = type.toLowerCase().includes("text/event-stream");
-  return new Response(events ? boundedEventStream(response.body) : boundedBody(response.body), {
-    status: response.status,
-    statusText: response.statusText,
-    headers: response.headers,
-  });
 }
 
 /** Default endpoints of the vendor APIs (kept here, light, so configs need not load the SDKs). */
