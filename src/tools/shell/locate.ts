@@ -41,9 +41,33 @@ export function programOutside(program: string, root: string): string | undefine
   } catch {
     return undefined;
   }
-  const relative = path.relative(root, real);
-  const inside =
+  return isInside(root, real) ? undefined : real;
+}
+
+/**
+ * `searchPath` without the directories a name could be found in that the model can write: relative
+ * entries (they resolve in the workspace, a command's working directory) and those inside the
+ * workspace at `root` (a real path), as written or where their links lead. For programs harness
+ * starts without a sandbox by way of a shell (command hooks), where a name is looked up by the
+ * shell itself.
+ */
+export function pathOutside(searchPath: string, root: string): string {
+  const kept = searchPath.split(":").filter((directory) => {
+    if (!path.isAbsolute(directory)) return false;
+    if (isInside(root, path.resolve(directory))) return false;
+    try {
+      return !isInside(root, realpathSync(directory));
+    } catch {
+      return true;
+    }
+  });
+  return kept.join(":");
+}
+
+function isInside(root: string, candidate: string): boolean {
+  const relative = path.relative(root, candidate);
+  return (
     relative === "" ||
-    (relative !== ".." && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative));
-  return inside ? undefined : real;
+    (relative !== ".." && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative))
+  );
 }
