@@ -14,7 +14,7 @@ import { isWithin, TOOLCHAIN_PATHS } from "../sandbox/host-view.js";
 import { commandProfile, type SandboxOverride } from "../sandbox/profiles.js";
 import type { SandboxView } from "../sandbox/sandbox.js";
 import type { ServiceProcess } from "../sandbox/service.js";
-import { isExecutable, programOutside } from "../tools/shell/locate.js";
+import { isExecutable, pathOutside, programOutside } from "../tools/shell/locate.js";
 import { expandHome, type McpStdioDefinition } from "./config.js";
 import { LineSplitter } from "./lines.js";
 
@@ -56,9 +56,16 @@ export async function launchStdioServer(
   host: StdioHost,
 ): Promise<{ process: ServiceProcess; facts: ProcessFacts; sandboxed: boolean }> {
   const cwd = resolveCwd(definition, host.workspace);
-  const env = { ...definition.env };
   const profile = commandProfile(definition.sandbox, "workspace-write", host.override);
   const unsandboxed = profile === "none" ? realpathSync(host.workspace) : undefined;
+  // Unsandboxed, what the server itself starts by name must not come from the workspace either
+  // (a PATH its definition sets is the user's own choice).
+  const searchPath = host.executor.environment.PATH;
+  const hostPath =
+    unsandboxed !== undefined && searchPath !== undefined && definition.env.PATH === undefined
+      ? { PATH: pathOutside(searchPath, unsandboxed) }
+      : {};
+  const env = { ...hostPath, ...definition.env };
   const argv0 = resolveCommand(definition.command, cwd, host.executor.environment.PATH, unsandboxed);
   const view = host.view ?? {};
   const readPaths = [

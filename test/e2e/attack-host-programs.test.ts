@@ -116,8 +116,8 @@ describe("ripgrep found in a workspace directory on PATH", () => {
   });
 });
 
-describe("an unsandboxed MCP server whose command is found on PATH inside the workspace", () => {
-  it("is not started, and the note says how to name the program instead", async () => {
+describe("an unsandboxed MCP server and PATH directories inside the workspace", () => {
+  it("a command found only there is not started, and the note says how to name the program instead", async () => {
     const { workspace, marker, env } = await setup({
       mcp_servers: { local: { command: "project-mcp", sandbox: "off" } },
     });
@@ -131,5 +131,26 @@ describe("an unsandboxed MCP server whose command is found on PATH inside the wo
     expect(result.stderr).toContain(
       `command "project-mcp" was found on PATH only inside the workspace (${join(workspace, ".venv/bin/project-mcp")})`,
     );
+  });
+
+  it("a server started from outside the workspace does not find the programs it runs by name there", async () => {
+    const { workspace, marker, env } = await setup();
+    const outside = await tempDir("harness-server-");
+    // The user's server (outside the workspace) runs a helper by name, as servers run git or node.
+    await writeFile(join(outside, "server.sh"), "#!/bin/sh\nhelper\nexit 1\n");
+    await chmod(join(outside, "server.sh"), 0o755);
+    await writeFile(join(outside, "helper"), `#!/bin/sh\necho real > '${join(outside, "real")}'\n`);
+    await chmod(join(outside, "helper"), 0o755);
+    await writeFile(join(workspace, ".venv/bin/helper"), plantedProgram(marker));
+    await chmod(join(workspace, ".venv/bin/helper"), 0o755);
+    const config = String(env.HARNESS_CONFIG);
+    await writeFile(
+      config,
+      JSON.stringify({ mcp_servers: { local: { command: join(outside, "server.sh"), sandbox: "off" } } }),
+    );
+    const result = await runScript(workspace, { ...env, PATH: `${env.PATH}:${outside}` }, [{ text: "done" }]);
+    expectExit(result, 0);
+    expect(existsSync(marker)).toBe(false);
+    expect(existsSync(join(outside, "real"))).toBe(true);
   });
 });
