@@ -72,7 +72,11 @@ describe("a command that floods its output", () => {
     expectExit(result, 0);
     expect(jsonSummary(result)).toMatchObject({ status: "verified" });
     const records = await readJournal(workspace, String(jsonSummary(result).session));
-    const stdout = (resultsByCall(records).get("s1")?.data as { stdout: Record<string, unknown> }).stdout;
+    const shell = resultsByCall(records).get("s1") as
+      | { data: { stdout: Record<string, unknown> } }
+      | undefined;
+    expect(shell).toBeDefined();
+    const stdout = shell?.data.stdout ?? {};
     expect(stdout).toMatchObject({
       bytes: FLOOD_BYTES + 4,
       artifact: null,
