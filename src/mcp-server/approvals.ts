@@ -6,9 +6,14 @@ import {
   inputResponse,
 } from "@modelcontextprotocol/server";
 import type { ApprovalDecision } from "../runtime/ports.js";
+import { collapseSpaceRuns } from "../shared/approval-text.js";
 import { digestOf } from "../shared/hash.js";
 import type { JsonObject } from "../shared/json.js";
+import { jsonForTerminal } from "../shared/terminal-text.js";
 import type { ApprovalAsk } from "./served-session.js";
+
+/** The most of a call's arguments an approval message shows (its start and end beyond that). */
+const MESSAGE_CHARS = 2000;
 
 /** The key of the one embedded elicitation an approval sends. */
 const KEY = "approval";
@@ -94,13 +99,24 @@ function decisionOf(responses: Record<string, unknown> | undefined): ApprovalDec
 /** What the user is asked: the tool, what it acts on, why the policy asks. */
 function approvalMessage(ask: ApprovalAsk): string {
   const { request } = ask;
-  const shown = JSON.stringify(
-    request.display ? { ...request.arguments, ...request.display } : request.arguments,
+  // Escaped like a terminal's prompt (bidi overrides, zero-width characters) and with runs of
+  // spaces counted, so padding cannot push what matters out of what the client shows.
+  const shown = collapseSpaceRuns(
+    jsonForTerminal(request.display ? { ...request.arguments, ...request.display } : request.arguments),
   );
-  const clipped = shown.length > 2000 ? `${shown.slice(0, 2000)}…` : shown;
+  // A long call is never cut silently: a cut end is where a model would put the dangerous part.
+  const body =
+    shown.length <= MESSAGE_CHARS
+      ? [shown]
+      : [
+          shown.slice(0, MESSAGE_CHARS / 2),
+          `[… ${shown.length - MESSAGE_CHARS} characters not shown …]`,
+          shown.slice(shown.length - MESSAGE_CHARS / 2),
+          `note: this call is ${shown.length} characters long and only its start and end are shown: deny it unless you have read all of it`,
+        ];
   return [
     `harness asks before running ${request.tool} (${request.effect}):`,
-    clipped,
+    ...body,
     ...(request.reason ? [`why: ${request.reason}`] : []),
   ].join("\n");
 }

@@ -6,7 +6,13 @@ import {
   StreamableHTTPClientTransport,
   type Transport,
 } from "@modelcontextprotocol/client";
+import { boundedResponse } from "../shared/bounded-stream.js";
 import type { McpHttpDefinition } from "./config.js";
+
+/** The most one message (an event, or a plain JSON body) may hold, as for a stdio server's line. */
+const MAX_HTTP_MESSAGE_BYTES = 16 * 1024 * 1024;
+
+const tooLarge = (what: string): Error => new Error(`the MCP server's answer is too large: ${what}`);
 
 /**
  * The SDK's HTTP transports for a remote server: Streamable HTTP, and the older HTTP+SSE
@@ -33,10 +39,15 @@ export function createHttpTransport(
   const url = new URL(definition.url);
   const token = bearerToken(definition, environment);
   const headers = { ...definition.headers };
-  const withHeaders: FetchLike = (input, init) => {
+  const withHeaders: FetchLike = async (input, init) => {
     const merged = new Headers(init?.headers);
     for (const [name, value] of Object.entries(headers)) if (!merged.has(name)) merged.set(name, value);
-    return fetch(input, { ...init, headers: merged });
+    // Bounded as a stdio server's lines are: the SDK holds an unfinished event or a whole body.
+    return boundedResponse(
+      await fetch(input, { ...init, headers: merged }),
+      MAX_HTTP_MESSAGE_BYTES,
+      tooLarge,
+    );
   };
   const options = {
     fetch: withHeaders,

@@ -14,7 +14,7 @@ import { isWithin, TOOLCHAIN_PATHS } from "../sandbox/host-view.js";
 import { commandProfile, type SandboxOverride } from "../sandbox/profiles.js";
 import type { SandboxView } from "../sandbox/sandbox.js";
 import type { ServiceProcess } from "../sandbox/service.js";
-import { isExecutable } from "../tools/shell/locate.js";
+import { isExecutable, pathOutside, programOutside } from "../tools/shell/locate.js";
 import { expandHome, type McpStdioDefinition } from "./config.js";
 import { LineSplitter } from "./lines.js";
 
@@ -56,14 +56,22 @@ export async function launchStdioServer(
   host: StdioHost,
 ): Promise<{ process: ServiceProcess; facts: ProcessFacts; sandboxed: boolean }> {
   const cwd = resolveCwd(definition, host.workspace);
-  const env = { ...definition.env };
-  const argv0 = resolveCommand(definition.command, cwd, host.executor.environment.PATH);
+  const profile = commandProfile(definition.sandbox, "workspace-write", host.override);
+  const unsandboxed = profile === "none" ? realpathSync(host.workspace) : undefined;
+  // Unsandboxed, what the server itself starts by name must not come from the workspace either
+  // (a PATH its definition sets is the user's own choice).
+  const searchPath = host.executor.environment.PATH;
+  const hostPath =
+    unsandboxed !== undefined && searchPath !== undefined && definition.env.PATH === undefined
+      ? { PATH: pathOutside(searchPath, unsandboxed) }
+      : {};
+  const env = { ...hostPath, ...definition.env };
+  const argv0 = resolveCommand(definition.command, cwd, host.executor.environment.PATH, unsandboxed);
   const view = host.view ?? {};
   const readPaths = [
     ...(view.readPaths ?? []),
     ...definition.read_paths.map((entry) => path.resolve(expandHome(entry, homedir()))),
   ];
-  const profile = commandProfile(definition.sandbox, "workspace-write", host.override);
   if (profile !== "none") {
     // Said here rather than as a bare bwrap error in the server's stderr.
     const visible = [...TOOLCHAIN_PATHS, realpathSync(host.workspace), ...readPaths];
@@ -113,17 +121,39 @@ function resolveCwd(definition: McpStdioDefinition, workspace: string): string {
   }
 }
 
-/** argv[0] as an absolute path: the sandbox does no PATH lookup. */
-function resolveCommand(command: string, cwd: string, searchPath: string | undefined): string {
+/**
+ * argv[0] as an absolute path: the sandbox does no PATH lookup. For a server started without a
+ * sandbox (`unsandboxedIn` is then the workspace's real path), a name is never found in the
+ * workspace: a PATH directory there (an activated `.venv/bin`) holds what the model wrote, and
+ * only files the definition names by path are protected from it (`named-files.ts`).
+ */
+function resolveCommand(
+  command: string,
+  cwd: string,
+  searchPath: string | undefined,
+  unsandboxedIn: string | undefined,
+): string {
   if (command.includes("/")) {
     const resolved = path.resolve(cwd, command);
     if (!isExecutable(resolved)) throw new StdioLaunchError(`${resolved} is not an executable file`);
     return resolved;
   }
+  let skipped: string | undefined;
   for (const directory of (searchPath ?? "").split(path.delimiter)) {
     if (!path.isAbsolute(directory)) continue;
     const candidate = path.join(directory, command);
-    if (isExecutable(candidate)) return candidate;
+    if (!isExecutable(candidate)) continue;
+    if (unsandboxedIn === undefined) return candidate;
+    const outside = programOutside(candidate, unsandboxedIn);
+    if (outside !== undefined) return outside;
+    skipped ??= candidate;
+  }
+  if (skipped !== undefined) {
+    throw new StdioLaunchError(
+      `command ${JSON.stringify(command)} was found on PATH only inside the workspace (${skipped}), which the ` +
+        "agent can write, and the server runs without a sandbox: name the program by its path in the server's " +
+        "definition (harness then protects that file) or let the server run sandboxed",
+    );
   }
   throw new StdioLaunchError(`command ${JSON.stringify(command)} was not found on PATH`);
 }

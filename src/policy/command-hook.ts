@@ -1,8 +1,10 @@
+import { realpathSync } from "node:fs";
 import type { HookPoint } from "../runtime/hook-points.js";
 import type { HookContext } from "../runtime/ports.js";
 import type { Executor, ProcessProfile, SpawnReport } from "../sandbox/executor.js";
 import { SpawnError } from "../sandbox/process.js";
 import { SandboxUnavailableError } from "../sandbox/sandbox.js";
+import { pathOutside } from "../tools/shell/locate.js";
 import { type AdmitHook, HookFailure, type NotifyHook } from "./hooks.js";
 
 export interface CommandHookSpec {
@@ -111,6 +113,13 @@ async function runCommand(
 ): Promise<CommandOutcome> {
   if (signal.aborted) throw new HookFailure("cancelled before it started");
   const onSpawn = spec.onSpawn;
+  // Unsandboxed, `sh -c` would find a bare program name in a PATH directory the model can write
+  // (an activated .venv/bin inside the workspace): the hook would run the model's program.
+  const path = spec.executor.environment.PATH;
+  const hostPath =
+    spec.profile.sandbox.isolating || path === undefined
+      ? undefined
+      : pathOutside(path, realpathSync(spec.cwd));
   try {
     const result = await spec.executor.execute({
       purpose: "hook",
@@ -124,6 +133,7 @@ async function runCommand(
       signal,
       stdin: commandHookInput(context),
       capture: { headBytes: CAPTURE_BYTES, tailBytes: 0 },
+      ...(hostPath !== undefined ? { extraEnv: { PATH: hostPath } } : {}),
       ...(onSpawn
         ? { onSpawn: (report: SpawnReport) => onSpawn({ ...report, callId: context.callId }) }
         : {}),

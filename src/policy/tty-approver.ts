@@ -1,6 +1,7 @@
 import type { Readable, Writable } from "node:stream";
 import { StringDecoder } from "node:string_decoder";
 import type { ApprovalDecision, ApprovalPort, ApprovalRequest } from "../runtime/ports.js";
+import { collapseSpaceRuns, grantForQuestion, longCommandNote } from "../shared/approval-text.js";
 import { escapeForTerminal, jsonForTerminal } from "../shared/terminal-text.js";
 
 export interface TtyApproverOptions {
@@ -136,7 +137,9 @@ function denied(reason: string): ApprovalDecision {
 export function renderPrompt(request: ApprovalRequest): string {
   const lines = ["", `Approval needed: ${escapeForTerminal(request.tool)} (${request.effect})`];
   const display = request.display;
-  if (display?.command !== undefined) lines.push(`  command: ${escapeForTerminal(display.command)}`);
+  const command =
+    display?.command === undefined ? undefined : collapseSpaceRuns(escapeForTerminal(display.command));
+  if (command !== undefined) lines.push(`  command: ${command}`);
   if (display?.cwd !== undefined) lines.push(`  cwd:     ${escapeForTerminal(display.cwd)}`);
   if (display?.timeoutMs !== undefined) lines.push(`  timeout: ${display.timeoutMs} ms`);
   if (display?.sandbox !== undefined) lines.push(`  sandbox: ${escapeForTerminal(display.sandbox)}`);
@@ -144,9 +147,13 @@ export function renderPrompt(request: ApprovalRequest): string {
     lines.push(`  ${escapeForTerminal(label)}: ${escapeForTerminal(value)}`);
   }
   if (request.reason !== undefined) lines.push(`  why:     ${escapeForTerminal(request.reason)}`);
-  lines.push(`  arguments: ${jsonForTerminal(request.arguments, 2).split("\n").join("\n  ")}`);
   lines.push(
-    `Allow? [y]es once, [s]ession for ${escapeForTerminal(grantLabel(request))}, anything else denies: `,
+    `  arguments: ${collapseSpaceRuns(jsonForTerminal(request.arguments, 2)).split("\n").join("\n  ")}`,
+  );
+  const note = command === undefined ? undefined : longCommandNote(command);
+  if (note !== undefined) lines.push(`  note:    ${note}`);
+  lines.push(
+    `Allow? [y]es once, [s]ession for ${grantForQuestion(escapeForTerminal(request.tool), escapeForTerminal(grantLabel(request)))}, anything else denies: `,
   );
   return lines.join("\n");
 }

@@ -1,8 +1,11 @@
 /**
  * Endpoint helpers shared by every network provider: what part of a URL may be recorded,
  * whether an endpoint is on this machine (no key required), and a fetch that never sends an
- * empty credential header.
+ * empty credential header and bounds what a response may make harness hold.
  */
+
+import { boundedResponse } from "../shared/bounded-stream.js";
+import { MAX_SSE_EVENT_SIZE, providerTooLarge } from "./event-size.js";
 
 const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(["localhost", "127.0.0.1", "[::1]", "::1"]);
 
@@ -60,13 +63,14 @@ export function sdkConnection(
  * header at all, instead of the AI SDK's `Bearer ` / empty `x-api-key`.
  */
 function fetchWithoutEmptyCredentials(base: typeof fetch = globalThis.fetch): typeof fetch {
-  return (input, init) => {
-    if (init?.headers === undefined) return base(input, init);
+  return async (input, init) => {
+    if (init?.headers === undefined)
+      return boundedResponse(await base(input, init), MAX_SSE_EVENT_SIZE, providerTooLarge);
     const headers = new Headers(init.headers);
     const authorization = headers.get("authorization");
     if (authorization !== null && /^bearer\s*$/i.test(authorization.trim())) headers.delete("authorization");
     if (headers.get("x-api-key") === "") headers.delete("x-api-key");
-    return base(input, { ...init, headers });
+    return boundedResponse(await base(input, { ...init, headers }), MAX_SSE_EVENT_SIZE, providerTooLarge);
   };
 }
 

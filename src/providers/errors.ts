@@ -201,6 +201,9 @@ const NETWORK_CODES = new Set([
  */
 export function normalizeProviderError(error: unknown, context: NormalizeContext): ProviderError {
   if (error instanceof ProviderError) return error;
+  // harness's own check inside the SDK's stream handling (an event over MAX_SSE_EVENT_SIZE) comes
+  // back wrapped as "Failed to process successful response": its verdict (not retried) stands.
+  if (error instanceof Error && error.cause instanceof ProviderError) return error.cause;
   const { provider, secrets } = context;
   if (context.abortedBy === "timeout") {
     return new ProviderError("TIMEOUT", `${provider}: no progress within the configured timeout`);

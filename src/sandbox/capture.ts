@@ -7,7 +7,16 @@ export interface CaptureLimits {
   headBytes: number;
   /** Bytes kept from the end of the stream (beyond the head). */
   tailBytes: number;
+  /** The most bytes stored as the stream's artifact (default MAX_STORED_OUTPUT_BYTES). */
+  storedBytes?: number;
 }
+
+/**
+ * A stream that passes this is not stored at all: at a few hundred MB/s a command printing for
+ * the length of its timeout (`yes`) wrote tens of gigabytes into `.harness`, and a model can run
+ * as many as it likes. Its head and tail are still kept and its size counted.
+ */
+export const MAX_STORED_OUTPUT_BYTES = 64 * 1024 * 1024;
 
 export const DEFAULT_CAPTURE_LIMITS: CaptureLimits = { headBytes: 8 * 1024, tailBytes: 8 * 1024 };
 
@@ -31,7 +40,7 @@ export interface StreamSummary {
 
 /**
  * Consumes one output stream: keeps a head and a tail in memory and streams every byte into an
- * artifact, pulling the next chunk only after the previous one was written, so memory stays
+ * artifact (none past MAX_STORED_OUTPUT_BYTES), pulling the next chunk only after the previous one was written, so memory stays
  * bounded whatever the stream's size.
  */
 export class OutputCapture {
@@ -131,6 +140,12 @@ export class OutputCapture {
 
   async #store(chunk: Buffer): Promise<void> {
     if (this.artifacts === undefined || this.#artifactError !== undefined) return;
+    const limit = this.limits.storedBytes ?? MAX_STORED_OUTPUT_BYTES;
+    if (this.#bytes > limit) {
+      this.#artifactError = `the output passed ${limit} bytes and was not stored; only its head and tail are kept`;
+      await this.abort();
+      return;
+    }
     try {
       this.#sink ??= await this.artifacts.open();
       await this.#sink.write(chunk);

@@ -52,6 +52,8 @@ export interface ExecuteRequest {
   artifacts?: ArtifactStore;
   capture?: CaptureLimits;
   stdin?: string;
+  /** Variables set after filtering (a command hook's PATH without the workspace's directories). */
+  extraEnv?: Readonly<Record<string, string>>;
   /**
    * Called once the process tree exists, before waiting on it (the engine journals it). If it
    * throws, the tree is killed and execute rejects with what it threw.

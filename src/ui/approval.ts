@@ -1,5 +1,6 @@
 import { unifiedDiff } from "../proposals/diff.js";
 import type { ApprovalDecision, ApprovalPort, ApprovalRequest } from "../runtime/ports.js";
+import { collapseSpaceRuns, grantForQuestion, longCommandNote } from "../shared/approval-text.js";
 import { escapeForTerminal, escapeLines, jsonForTerminal } from "../shared/terminal-text.js";
 import type { ApprovalView, ChatLine, ChatUi, UiStyle } from "./ui.js";
 
@@ -60,7 +61,7 @@ export async function approvalView(
   ];
   const display = request.display;
   const fact = (label: string, value: string) =>
-    lines.push({ text: `  ${label.padEnd(8)} ${style.bold(escapeForTerminal(value))}` });
+    lines.push({ text: `  ${label.padEnd(8)} ${style.bold(collapseSpaceRuns(escapeForTerminal(value)))}` });
   if (display?.command !== undefined) fact("command:", display.command);
   if (display?.cwd !== undefined) fact("cwd:", display.cwd);
   if (display?.sandbox !== undefined) fact("sandbox:", display.sandbox);
@@ -72,6 +73,11 @@ export async function approvalView(
   else if (display?.command === undefined) {
     for (const line of jsonForTerminal(request.arguments, 2).split("\n")) lines.push({ text: `  ${line}` });
   }
+  const note =
+    display?.command === undefined
+      ? undefined
+      : longCommandNote(collapseSpaceRuns(escapeForTerminal(display.command)));
+  if (note !== undefined) lines.push({ text: style.yellow(`  note:    ${note}`) });
   const grant =
     request.subject.kind === "none"
       ? `${request.tool} with exactly these arguments`
@@ -79,7 +85,7 @@ export async function approvalView(
   return {
     lines,
     question: {
-      text: `Allow? ${style.bold("y")} once, ${style.bold("s")} session for ${escapeForTerminal(grant)}, anything else denies: `,
+      text: `Allow? ${style.bold("y")} once, ${style.bold("s")} session for ${grantForQuestion(escapeForTerminal(request.tool), escapeForTerminal(grant))}, anything else denies: `,
     },
   };
 }
@@ -113,15 +119,20 @@ async function diffPreview(request: ApprovalRequest, current: CurrentText): Prom
 
 function coloredDiff(diff: string, style: UiStyle): ChatLine[] {
   const all = escapeLines(diff);
-  const shown = all.slice(0, PREVIEW_LINES).map((line) => {
+  const colored = (line: string): ChatLine => {
     const text = `  ${line}`;
     if (line.startsWith("+++") || line.startsWith("---")) return { text: style.bold(text) };
     if (line.startsWith("+")) return { text: style.green(text) };
     if (line.startsWith("-")) return { text: style.red(text) };
     if (line.startsWith("@@")) return { text: style.cyan(text) };
     return { text };
-  });
-  if (all.length > PREVIEW_LINES)
-    shown.push({ text: style.dim(`  … ${all.length - PREVIEW_LINES} more diff lines`) });
-  return shown;
+  };
+  if (all.length <= PREVIEW_LINES) return all.map(colored);
+  // The start and the end: a preview cut at its end is where a model would put what matters.
+  const half = PREVIEW_LINES / 2;
+  return [
+    ...all.slice(0, half).map(colored),
+    { text: style.yellow(`  … ${all.length - PREVIEW_LINES} diff lines not shown …`) },
+    ...all.slice(all.length - half).map(colored),
+  ];
 }

@@ -14,10 +14,17 @@ const el = (tag, cls, text) => {
   if (text !== undefined && text !== null) node.textContent = String(text);
   return node;
 };
+// A long text keeps its start and its end: a cut end is where a model would put what matters
+// (an approval card for a call whose dangerous part came after a long, harmless start).
 const clip = (text, max) => {
   const s = String(text);
-  return s.length > max ? s.slice(0, max) + "\n… (" + (s.length - max) + " more characters)" : s;
+  if (s.length <= max) return s;
+  const half = Math.floor(max / 2);
+  return s.slice(0, half) + "\n… (" + (s.length - 2 * half) + " characters not shown) …\n" + s.slice(s.length - half);
 };
+// Runs of spaces within a line as a count, so padding cannot push a command's start far from its
+// end (indentation at the start of a line stays as it is).
+const spaceRuns = (text) => String(text).replace(/(?<=[^\n]) {8,}/g, (run) => " [" + run.length + " spaces] ");
 const OUTPUT_MAX = 8000;
 const seconds = (ms) => (ms < 1000 ? Math.round(ms) + " ms" : (ms / 1000).toFixed(2) + " s");
 
@@ -57,9 +64,9 @@ function callBody(name, args) {
     box.appendChild(el("div", "path", a.path));
     box.appendChild(diffNode(null, a.content));
   } else if (name === "shell" && typeof a.command === "string") {
-    box.appendChild(el("pre", "command", "$ " + a.command));
+    box.appendChild(el("pre", "command", "$ " + spaceRuns(a.command)));
   } else {
-    box.appendChild(el("pre", "json", clip(JSON.stringify(a, null, 2), OUTPUT_MAX)));
+    box.appendChild(el("pre", "json", clip(spaceRuns(JSON.stringify(a, null, 2)), OUTPUT_MAX)));
   }
   return box;
 }

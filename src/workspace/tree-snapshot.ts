@@ -455,7 +455,10 @@ export class TreeSnapshot {
   /** Keep content by its hash in the object directory (written once; never fsynced: a cache of the tree). */
   private keep(hash: string, bytes: Uint8Array): void {
     const target = path.join(this.objects, hash);
-    if (existsSync(target)) return;
+    // An existing object is kept only when its bytes match its name: a repository can ship
+    // `.harness/objects/<hash of a file>` holding garbage, which would leave that file unrestorable.
+    // (Only content seen before is read again: a changed file's new content has no object yet.)
+    if (existsSync(target) && this.object(hash) !== undefined) return;
     mkdirSync(this.objects, { recursive: true, mode: 0o700 });
     const temp = `${target}.${randomBytes(4).toString("hex")}.tmp`;
     const fd = openSync(temp, "w", 0o600);

@@ -2,7 +2,7 @@ import path from "node:path";
 import { Executor, type ProcessProfile } from "../../../sandbox/executor.js";
 import { NoSandbox } from "../../../sandbox/none.js";
 import { ToolError } from "../../errors.js";
-import { isExecutable } from "../../shell/locate.js";
+import { isExecutable, programOutside } from "../../shell/locate.js";
 import { GREP_MAX_FILE_BYTES } from "./text.js";
 
 /**
@@ -106,10 +106,13 @@ export async function listFiles(
 async function runRipgrep(argv: string[], root: string, signal: AbortSignal): Promise<Buffer> {
   executor ??= new Executor();
   if (signal.aborted) throw cancelled();
+  // rg runs unsandboxed: one found in a workspace directory on PATH would be the model's program.
+  const program = programOutside(argv[0]!, root);
+  if (program === undefined) throw new RipgrepFailed(`${argv[0]} lies inside the workspace: not run`);
   const { process: rg } = await executor.start({
     // The facts of this start are not journaled (the tool's result is); "shell" is the nearest kind.
     purpose: "shell",
-    argv,
+    argv: [program, ...argv.slice(1)],
     workspace: root,
     profile: PROFILE,
   });
