@@ -1,5 +1,6 @@
 import { accessSync, constants, realpathSync } from "node:fs";
 import path from "node:path";
+import { isInside } from "../../workspace/disk-paths.js";
 
 const FALLBACK_SHELL = "/bin/sh";
 const found = new Map<string, string>();
@@ -62,12 +63,4 @@ export function pathOutside(searchPath: string, root: string): string {
     }
   });
   return kept.join(":");
-}
-
-function isInside(root: string, candidate: string): boolean {
-  const relative = path.relative(root, candidate);
-  return (
-    relative === "" ||
-    (relative !== ".." && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative))
-  );
 }
