@@ -3,6 +3,7 @@ import type { AnyNewEvent, AnyRecord, EventData } from "../journal/vocabulary.js
 import {
   applyChange,
   beforeHashes,
+  byPath,
   type ChangeSet,
   changeWithoutDirectories,
   DIR,
@@ -170,10 +171,7 @@ export class WorkspaceEffects {
       modified: change.modified.filter(keep),
       deleted: change.deleted.filter(keep),
     };
-    if (this.directories)
-      kept.created = [...this.madeParents(kept), ...kept.created].sort((a, b) =>
-        a.path < b.path ? -1 : a.path > b.path ? 1 : 0,
-      );
+    if (this.directories) kept.created = [...this.madeParents(kept), ...kept.created].sort(byPath);
     if (isEmptyChange(kept)) return undefined;
     this.expected = applyChange(this.expected, kept, { strict: false });
     for (const { path } of [...kept.created, ...kept.modified, ...kept.deleted]) this.since.add(path);

@@ -241,7 +241,8 @@ export function applyChange(
   return next;
 }
 
-const byPath = (a: { path: string }, b: { path: string }): number =>
+/** Entries of a change in path order (UTF-16 code units). */
+export const byPath = (a: { path: string }, b: { path: string }): number =>
   a.path < b.path ? -1 : a.path > b.path ? 1 : 0;
 
 /**

@@ -19,15 +19,36 @@ import { GREP_MAX_FILE_BYTES } from "./text.js";
  * only supplies the literal and a name filter, which rg takes as data after `-e` and `-g`.
  */
 
-let located: string | null | undefined;
+let candidates: string[] | undefined;
 
-/** rg's absolute path on PATH, looked up once per process; undefined when it is not installed. */
+/** Every rg on PATH, in PATH order, looked up once per process. */
+function ripgrepsOnPath(): string[] {
+  candidates ??= (process.env.PATH ?? "")
+    .split(":")
+    .filter((d) => path.isAbsolute(d))
+    .map((d) => path.join(d, "rg"))
+    .filter(isExecutable);
+  return candidates;
+}
+
+/** rg's absolute path on PATH (the first one); undefined when it is not installed. */
 export function locateRipgrep(): string | undefined {
-  if (located === undefined) {
-    const directories = (process.env.PATH ?? "").split(":").filter((d) => path.isAbsolute(d));
-    located = directories.map((d) => path.join(d, "rg")).find(isExecutable) ?? null;
+  return ripgrepsOnPath()[0];
+}
+
+/**
+ * The real path of the rg to start for a workspace at `root`: `rg` itself unless it lies inside
+ * the workspace, else the next rg on PATH that does not. rg runs unsandboxed, and one found in a
+ * workspace directory on PATH (an activated `.venv/bin`) would be the model's program.
+ */
+function ripgrepOutside(rg: string, root: string): string | undefined {
+  const direct = programOutside(rg, root);
+  if (direct !== undefined) return direct;
+  for (const candidate of ripgrepsOnPath()) {
+    const outside = programOutside(candidate, root);
+    if (outside !== undefined) return outside;
   }
-  return located ?? undefined;
+  return undefined;
 }
 
 const PROFILE: ProcessProfile = { sandbox: new NoSandbox(), env: {} };
@@ -106,8 +127,7 @@ export async function listFiles(
 async function runRipgrep(argv: string[], root: string, signal: AbortSignal): Promise<Buffer> {
   executor ??= new Executor();
   if (signal.aborted) throw cancelled();
-  // rg runs unsandboxed: one found in a workspace directory on PATH would be the model's program.
-  const program = programOutside(argv[0]!, root);
+  const program = ripgrepOutside(argv[0]!, root);
   if (program === undefined) throw new RipgrepFailed(`${argv[0]} lies inside the workspace: not run`);
   const { process: rg } = await executor.start({
     // The facts of this start are not journaled (the tool's result is); "shell" is the nearest kind.
