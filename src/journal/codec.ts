@@ -1,3 +1,4 @@
+import { type CompiledCheck, compileCheck } from "../shared/compiled-check.js";
 import { type CanonicalForm, canonicalForm, canonicalJson, sha256Hex } from "../shared/hash.js";
 import { isJsonObject } from "../shared/json.js";
 import type { JournalKey } from "./key.js";
@@ -60,18 +61,21 @@ function firstIssue(error: { issues: readonly { path: readonly PropertyKey[]; me
 }
 
 /**
- * zod compiles a schema's fast path on its first ordinary parse, which costs more than a few
- * parses save: a short run appends most event types only a handful of times. Appends of a type
- * therefore parse without it until the type has been seen often enough to pay it back (a long
- * session, the load path, which parses the same schemas thousands of times).
+ * Each event type's data check, generated from its schema the first time the type is appended or
+ * loaded (compiled-check.ts: zod's own calls are the slowest part of an append in a running
+ * session). A pass is final; a fail is judged and explained by zod.
  */
-const APPENDS_BEFORE_JIT = 16;
-const appendsByType = new Map<string, number>();
+const checks = new Map<EventType, CompiledCheck>();
 
-function appendsPayForJit(type: string): boolean {
-  const seen = (appendsByType.get(type) ?? 0) + 1;
-  appendsByType.set(type, seen);
-  return seen > APPENDS_BEFORE_JIT;
+function dataProblem(type: EventType, data: unknown): string | undefined {
+  let check = checks.get(type);
+  if (check === undefined) {
+    check = compileCheck(EVENT_SCHEMAS[type]);
+    checks.set(type, check);
+  }
+  if (check(data)) return undefined;
+  const parsed = EVENT_SCHEMAS[type].safeParse(data, { jitless: true });
+  return parsed.success ? undefined : firstIssue(parsed.error);
 }
 
 /** Why a new event cannot be journaled, or undefined when it can. */
@@ -79,9 +83,8 @@ function newEventProblem(event: AnyNewEvent): string | undefined {
   if (typeof event.type !== "string" || !isEventType(event.type)) {
     return `unknown event type ${JSON.stringify(String(event.type))}`;
   }
-  const parsed = EVENT_SCHEMAS[event.type].safeParse(event.data, { jitless: !appendsPayForJit(event.type) });
-  if (!parsed.success) return `${event.type} data does not match its schema: ${firstIssue(parsed.error)}`;
-  return undefined;
+  const problem = dataProblem(event.type, event.data);
+  return problem === undefined ? undefined : `${event.type} data does not match its schema: ${problem}`;
 }
 
 export interface EncodedRecord {
@@ -238,9 +241,9 @@ export function decodeRecordLine(line: string, seq: number, prev: string): AnyRe
   if (!isEventType(type)) {
     return corrupt(`record seq ${seq} has unknown event type ${JSON.stringify(type)}`);
   }
-  const parsed = EVENT_SCHEMAS[type as EventType].safeParse(data);
-  if (!parsed.success) {
-    return corrupt(`record seq ${seq} (${type}) data does not match its schema: ${firstIssue(parsed.error)}`);
+  const problem = dataProblem(type as EventType, data);
+  if (problem !== undefined) {
+    return corrupt(`record seq ${seq} (${type}) data does not match its schema: ${problem}`);
   }
   return value as unknown as AnyRecord;
 }
