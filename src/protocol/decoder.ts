@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { type CompiledCheck, compileCheck } from "../shared/compiled-check.js";
 import { isJsonObject, type JsonObject } from "../shared/json.js";
 import { isWellFormed, toWellFormed } from "../shared/unicode.js";
 import { DEFAULT_OUTPUT_LIMITS, type OutputLimits, scanArguments, unrecordableValue } from "./limits.js";
@@ -56,6 +57,45 @@ export const streamEventSchema = z.discriminatedUnion("type", [
 ]);
 
 type StreamEvent = z.infer<typeof streamEventSchema>;
+
+/** Each event type's keys in the schema's order: what a parse's output holds of an event that passed. */
+const EVENT_KEYS: Record<StreamEvent["type"], readonly string[]> = {
+  text_delta: ["type", "text"],
+  reasoning_delta: ["type", "text", "signature"],
+  tool_call_delta: ["type", "call_id", "name", "arguments"],
+  usage: ["type", "usage"],
+  end: ["type", "reason", "message"],
+};
+const USAGE_KEYS = [
+  "input_tokens",
+  "output_tokens",
+  "reasoning_tokens",
+  "cached_tokens",
+  "cache_write_tokens",
+];
+
+let eventCheck: CompiledCheck | undefined;
+
+/** `keys` of `value` that are there (as the parse decides it: the `in` operator), in that order. */
+function present(value: Record<string, unknown>, keys: readonly string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const key of keys) if (key in value) out[key] = value[key];
+  return out;
+}
+
+/**
+ * The other events (one usage and one end per reply), by the check generated from the schema
+ * (shared/compiled-check.ts), which is what the schema would accept; the result is what its parse
+ * returns, a fresh object. Undefined when the check fails: the schema then decides and explains.
+ */
+function checkedEvent(raw: unknown): StreamEvent | undefined {
+  eventCheck ??= compileCheck(streamEventSchema);
+  if (!eventCheck(raw)) return undefined;
+  const event = raw as Record<string, unknown>;
+  const out = present(event, EVENT_KEYS[event.type as StreamEvent["type"]]);
+  if (out.type === "usage") out.usage = present(event.usage as Record<string, unknown>, USAGE_KEYS);
+  return out as StreamEvent;
+}
 
 export type DecodeListener = (event: StreamEvent) => void;
 
@@ -173,7 +213,7 @@ export class StreamDecoder {
   private read(raw: unknown): StreamEvent {
     this.count += 1;
     if (this.ended !== undefined) this.fail("event after end of stream");
-    let event = quickEvent(raw);
+    let event = quickEvent(raw) ?? checkedEvent(raw);
     if (event === undefined) {
       const parsed = streamEventSchema.safeParse(raw);
       if (!parsed.success) {

@@ -175,24 +175,64 @@ describe("event checks", () => {
       fc.constant(null),
       fc.constant({}),
     );
+    const count = fc.oneof(fc.nat(), fc.constantFrom(-1, 0.5, Number.NaN), fc.constant(undefined));
+    const usage = fc.oneof(
+      fc.record(
+        {
+          input_tokens: count,
+          output_tokens: count,
+          reasoning_tokens: count,
+          cached_tokens: count,
+          cache_write_tokens: count,
+          extra: count,
+        },
+        { requiredKeys: [] },
+      ),
+      value,
+    );
     const shape = fc.record(
       {
-        type: fc.constantFrom("text_delta", "tool_call_delta", "usage", "bogus"),
+        type: fc.constantFrom("text_delta", "tool_call_delta", "reasoning_delta", "usage", "end", "bogus"),
         text: value,
         call_id: value,
         name: value,
         arguments: value,
+        signature: value,
+        usage,
+        reason: fc.oneof(
+          fc.constantFrom("stop", "tool_calls", "length", "error", "cancelled", "nope"),
+          value,
+        ),
+        message: value,
         extra: value,
       },
       { requiredKeys: ["type"] },
     );
+    // The events taken by the check generated from the schema, near the schema's edge.
+    const wellFormed = fc.oneof(
+      fc.record({ type: fc.constant("usage"), usage }),
+      fc.record(
+        {
+          type: fc.constant("end"),
+          reason: fc.constantFrom("stop", "tool_calls", "length", "x"),
+          message: value,
+        },
+        { requiredKeys: ["type", "reason"] },
+      ),
+      fc.record(
+        { type: fc.constant("reasoning_delta"), text: fc.string(), signature: value },
+        { requiredKeys: ["type", "text"] },
+      ),
+    );
+    const events = fc.oneof(shape, wellFormed);
     const odd = fc.oneof(
-      shape,
-      shape.map((fields) => Object.assign(Object.create(null) as object, fields)),
-      shape.map((fields) => Object.assign(new (class Event {})(), fields)),
+      events,
+      events.map((fields) => Object.assign(Object.create(null) as object, fields)),
+      events.map((fields) => Object.assign(new (class Event {})(), fields)),
       fc.constant(null),
       fc.constant("text_delta"),
     );
+    let checked = 0;
     fc.assert(
       fc.property(odd, (raw) => {
         const expected = streamEventSchema.safeParse(raw);
@@ -217,8 +257,11 @@ describe("event checks", () => {
           return;
         }
         expect(got).toStrictEqual(expected.data);
+        if (["usage", "end", "reasoning_delta"].includes((got as { type: string }).type)) checked += 1;
       }),
       { numRuns: 3000 },
     );
+    // Enough of the rarer events passed to compare the generated check's output with the parse's.
+    expect(checked).toBeGreaterThan(300);
   });
 });
