@@ -230,5 +230,11 @@ export function compileCheck(schema: z.ZodType): CompiledCheck {
   const body = [...compiler.functions, `return function check(value) { return ${root}; };`].join("\n");
   // The code is generated from the program's own schemas (field names through JSON.stringify,
   // everything else as references), never from input.
-  return new Function("r", body)(compiler.refs) as CompiledCheck;
+  try {
+    return new Function("r", body)(compiler.refs) as CompiledCheck;
+  } catch {
+    // Code generation is off (node --disallow-code-generation-from-strings): every value is
+    // then judged by zod.
+    return () => false;
+  }
 }

@@ -229,3 +229,20 @@ describe("compileCheck", () => {
     }
   });
 });
+
+describe("compileCheck without code generation", () => {
+  it("leaves every value to zod when functions cannot be made from text", () => {
+    const original = globalThis.Function;
+    globalThis.Function = function refuse() {
+      throw new EvalError("Code generation from strings disallowed for this context");
+    } as unknown as FunctionConstructor;
+    let check: (value: unknown) => boolean;
+    try {
+      check = compileCheck(z.object({ a: z.string() }));
+    } finally {
+      globalThis.Function = original;
+    }
+    expect(check({ a: "x" })).toBe(false);
+    expect(check({ a: 1 })).toBe(false);
+  });
+});
