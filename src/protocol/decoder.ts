@@ -59,20 +59,10 @@ export const streamEventSchema = z.discriminatedUnion("type", [
 type StreamEvent = z.infer<typeof streamEventSchema>;
 
 /** Each event type's keys in the schema's order: what a parse's output holds of an event that passed. */
-const EVENT_KEYS: Record<StreamEvent["type"], readonly string[]> = {
-  text_delta: ["type", "text"],
-  reasoning_delta: ["type", "text", "signature"],
-  tool_call_delta: ["type", "call_id", "name", "arguments"],
-  usage: ["type", "usage"],
-  end: ["type", "reason", "message"],
-};
-const USAGE_KEYS = [
-  "input_tokens",
-  "output_tokens",
-  "reasoning_tokens",
-  "cached_tokens",
-  "cache_write_tokens",
-];
+const EVENT_KEYS = new Map<string, readonly string[]>(
+  streamEventSchema.options.map((option) => [option.shape.type.value, Object.keys(option.shape)]),
+);
+const USAGE_KEYS = Object.keys(usageSchema.shape);
 
 let eventCheck: CompiledCheck | undefined;
 
@@ -92,7 +82,7 @@ function checkedEvent(raw: unknown): StreamEvent | undefined {
   eventCheck ??= compileCheck(streamEventSchema);
   if (!eventCheck(raw)) return undefined;
   const event = raw as Record<string, unknown>;
-  const out = present(event, EVENT_KEYS[event.type as StreamEvent["type"]]);
+  const out = present(event, EVENT_KEYS.get(event.type as string) ?? []);
   if (out.type === "usage") out.usage = present(event.usage as Record<string, unknown>, USAGE_KEYS);
   return out as StreamEvent;
 }
