@@ -149,38 +149,6 @@ function rawAppendBackend(path: string, bytes: number): JournalBackend & { close
   };
 }
 
-/** Busy for `ms`: the CPU work a session does between two of its fsyncs. */
-function busyFor(ms: number): void {
-  const end = performance.now() + ms;
-  while (performance.now() < end) {
-    // spin
-  }
-}
-
-/**
- * The floor for a session just run: raw fsync'd appends in the same directory, right after it,
- * two per step as the journal makes, each of the bytes the journal's fsyncs wrote on average and
- * each after as much CPU work as the session did between its fsyncs. The gap matters: an fsync
- * right after another one measures about a fifth faster than one after some work, so a floor
- * taken at the session's step boundaries (right after the journal's own fsync) sat below what
- * any durable append in a running session pays, and its own fsync disturbed the step it was in.
- */
-function floorAfter(path: string, run: TimedSession, syncs: SyncCounter): number[] {
-  const raw = rawAppender(path);
-  try {
-    const bytes = Math.max(1, Math.round(syncs.bytes / Math.max(1, syncs.fsyncs)));
-    const gap = median(run.notFsync) / 2;
-    const times: number[] = [];
-    for (let i = 0; i < run.steps.length * 2; i++) {
-      busyFor(gap);
-      times.push(raw.append(bytes));
-    }
-    return times;
-  } finally {
-    raw.close();
-  }
-}
-
 /** A raw write + fsync of a line of `bytes` bytes: the floor any durable append of that size pays. */
 export function rawAppender(path: string): { append(bytes?: number): number; close(): void } {
   const fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT, 0o600);
@@ -220,7 +188,6 @@ export async function benchSteps(): Promise<BenchRow[]> {
     // that runs many sessions (server, worker, chat), and the warm-up is printed too.
     const coldFile = new FileJournalBackend(join(root, ".harness"));
     const cold = await timedSession(root, coldFile, "cold", coldFile.syncs);
-    const coldFloor = median(floorAfter(join(root, "raw-cold.jsonl"), cold, coldFile.syncs));
     const warmup: number[] = [];
     // The in-memory sessions warm up what every session runs; the file journal's own code warms up
     // in the cold session and the rounds.
@@ -326,10 +293,10 @@ export async function benchSteps(): Promise<BenchRow[]> {
         note: [0, 4, 9, 14].map((i) => round(warmup[i]!)).join(", "),
       },
       {
-        name: "first session of a fresh process: median step - 2 raw appends timed alone",
-        value: round(median(cold.steps) - 2 * coldFloor),
+        name: "first session of a fresh process: median step without its journal fsyncs",
+        value: round(median(cold.notFsync)),
         unit: "ms",
-        note: `median step ${round(median(cold.steps))} ms, a raw append after it ${round(coldFloor)} ms`,
+        note: `median step ${round(median(cold.steps))} ms; V8 is still optimizing what a step runs`,
       },
     ];
   } finally {
