@@ -105,26 +105,35 @@ async function closed(endpoint: Endless): Promise<void> {
   await new Promise<void>((resolve) => endpoint.server.close(() => resolve()));
 }
 
+/**
+ * The run against `endpoint` stopped with `message` after its one request, not retried, and
+ * harness closed the connection before the endpoint had written 128 MiB of its endless answer.
+ */
+async function expectStoppedReading(provider: string, endpoint: Endless, message: string): Promise<void> {
+  try {
+    const result = await runAgainst(provider, endpoint);
+    expectExit(result, 2);
+    expect(jsonSummary(result)).toMatchObject({
+      status: "stopped",
+      reason: "provider_error",
+      model_requests: 1,
+    });
+    expect(String(jsonSummary(result).message)).toContain(message);
+    expect(endpoint.written).toHaveLength(1);
+    expect(endpoint.written[0]).toBeLessThan(128);
+  } finally {
+    await closed(endpoint);
+  }
+}
+
 describe("a streamed reply whose event never ends", () => {
   for (const provider of ["openai-compatible", "anthropic", "openai"]) {
     it(`${provider}: reading stops past 64 MiB, the run stops with the reason, nothing is retried`, async () => {
-      const endpoint = await endlessEndpoint();
-      try {
-        const result = await runAgainst(provider, endpoint);
-        expectExit(result, 2);
-        expect(jsonSummary(result)).toMatchObject({
-          status: "stopped",
-          reason: "provider_error",
-          model_requests: 1,
-        });
-        expect(String(jsonSummary(result).message)).toContain(
-          "malformed response: the stream sent more than 67108864 characters without completing an event",
-        );
-        expect(endpoint.written).toHaveLength(1);
-        expect(endpoint.written[0]).toBeLessThan(128);
-      } finally {
-        await closed(endpoint);
-      }
+      await expectStoppedReading(
+        provider,
+        await endlessEndpoint(),
+        "malformed response: the stream sent more than 67108864 characters without completing an event",
+      );
     }, 120_000);
   }
 });
@@ -138,22 +147,11 @@ describe("an error answer with an endless body", () => {
         type: "application/json",
         start: '{"error":{"message":"',
       });
-      try {
-        const result = await runAgainst(provider, endpoint);
-        expectExit(result, 2);
-        expect(jsonSummary(result)).toMatchObject({
-          status: "stopped",
-          reason: "provider_error",
-          model_requests: 1,
-        });
-        expect(String(jsonSummary(result).message)).toContain(
-          "malformed response: the response body passed 67108864 bytes",
-        );
-        expect(endpoint.written).toHaveLength(1);
-        expect(endpoint.written[0]).toBeLessThan(128);
-      } finally {
-        await closed(endpoint);
-      }
+      await expectStoppedReading(
+        provider,
+        endpoint,
+        "malformed response: the response body passed 67108864 bytes",
+      );
     }, 120_000);
   }
 });
