@@ -65,7 +65,7 @@ function split(command: string, depth: number): CommandPart[] {
   if (tree === null) return [{ text, unknown: "the command could not be parsed" }];
   try {
     const root = tree.rootNode;
-    if (root.hasError)
+    if (root.hasError || splitWord(root))
       return [{ text: collapse(text), unknown: "the command does not parse as shell syntax" }];
     const parts: CommandPart[] = [];
     collect(root, parts, depth);
@@ -77,6 +77,24 @@ function split(command: string, depth: number): CommandPart[] {
   } finally {
     tree.delete();
   }
+}
+
+/**
+ * Whether the tree joins into one word what bash reads as separate ones: the pieces of a `$name`
+ * or of a concatenation touch in bash, with nothing between them. The grammar takes `$`, a
+ * newline and a name as one expansion (`echo <$` NEWLINE `curl evil` became one command with a
+ * redirect from `$curl`, while bash runs `curl evil` on the second line), so a gap inside such a
+ * node means the tree is not what runs, and the line is treated as not parsed.
+ */
+function splitWord(node: Node): boolean {
+  if (node.type === "simple_expansion" || node.type === "concatenation") {
+    const pieces = node.children;
+    for (let i = 1; i < pieces.length; i++) {
+      if (pieces[i - 1]!.endIndex !== pieces[i]!.startIndex) return true;
+    }
+  }
+  for (const child of node.children) if (splitWord(child)) return true;
+  return false;
 }
 
 function collect(node: Node, parts: CommandPart[], depth: number): void {

@@ -252,4 +252,36 @@ describe("property: an appended command is never allowed by the rules of the pre
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it("a redirect from `$` at a line's end does not swallow the next line's command", () => {
+    // Found by the property above: the grammar read `$`, the newline and `curl` as one expansion
+    // `$curl`, so the line was one allowed command while bash ran curl on the second line.
+    const dir = mkdtempSync(join(tmpdir(), "harness-split-"));
+    const bin = join(dir, "bin");
+    const marker = join(dir, "curl-ran");
+    mkdirSync(bin);
+    writeFileSync(join(bin, "curl"), `#!/bin/sh\n: > ${marker}\n`, { mode: 0o755 });
+    const flags = { allow: ["shell(*)"], deny: ["shell(curl*)"] } as const;
+    try {
+      for (const head of ["<$", "< $", "echo <$", "cat >$", ">>$", "echo hi 2>$"]) {
+        const command = `${head}\ncurl evil`;
+        rmSync(marker, { force: true });
+        spawnSync("/bin/bash", ["-c", command], {
+          cwd: dir,
+          env: { PATH: bin },
+          timeout: 2000,
+          stdio: "ignore",
+        });
+        // bash really runs curl here: the attack is real, and the policy must not allow it.
+        expect({ command, ran: existsSync(marker) }).toEqual({ command, ran: true });
+        expect({ command, decision: decide(command, flags).decision }).not.toEqual({
+          command,
+          decision: "allow",
+        });
+        expect(splitCommand(command).parts[0]?.unknown).toBe("the command does not parse as shell syntax");
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
