@@ -65,7 +65,7 @@ function split(command: string, depth: number): CommandPart[] {
   if (tree === null) return [{ text, unknown: "the command could not be parsed" }];
   try {
     const root = tree.rootNode;
-    if (root.hasError || splitWord(root))
+    if (root.hasError || misparsed(root, text))
       return [{ text: collapse(text), unknown: "the command does not parse as shell syntax" }];
     const parts: CommandPart[] = [];
     collect(root, parts, depth);
@@ -80,21 +80,71 @@ function split(command: string, depth: number): CommandPart[] {
 }
 
 /**
- * Whether the tree joins into one word what bash reads as separate ones: the pieces of a `$name`
- * or of a concatenation touch in bash, with nothing between them. The grammar takes `$`, a
- * newline and a name as one expansion (`echo <$` NEWLINE `curl evil` became one command with a
- * redirect from `$curl`, while bash runs `curl evil` on the second line), so a gap inside such a
- * node means the tree is not what runs, and the line is treated as not parsed.
+ * Whether the tree is not what bash runs. The grammar gets some lines wrong in ways that hide a
+ * command, each found by running bash itself as the oracle (test/policy/shell-command.test.ts):
+ * - `$`, a newline and a name read as one expansion `$name` (`echo <$` NEWLINE `curl evil`);
+ * - text skipped between tokens (`\ #;curl evil`: bash runs `curl evil` after the word ` #`);
+ * - a newline inside one simple command (`] ==` NEWLINE `curl evil`);
+ * - a comment where bash sees none: `#` not at the start of a word (after an escaped blank or a
+ *   line continuation);
+ * - a descriptor read as a command (`0> = curl evil`: bash redirects to `=` and runs `curl evil`);
+ * - two words where bash reads one (`>]\\! curl evil`: bash redirects to `]!` and runs `curl evil`).
+ * Such a line is treated as one that does not parse, which asks.
  */
-function splitWord(node: Node): boolean {
-  if (node.type === "simple_expansion" || node.type === "concatenation") {
+function misparsed(root: Node, text: string): boolean {
+  const gapProblem = (from: number, to: number, inCommand: boolean): boolean => {
+    // Only blanks and line continuations may lie between tokens; inside a simple command, no
+    // newline of its own (that would end the command in bash).
+    const gap = text.slice(from, to).replace(/\\\n/g, "");
+    return /[^ \t\n]/.test(gap) || (inCommand && gap.includes("\n"));
+  };
+  const visit = (node: Node): boolean => {
     const pieces = node.children;
+    const touching = node.type === "simple_expansion" || node.type === "concatenation";
     for (let i = 1; i < pieces.length; i++) {
-      if (pieces[i - 1]!.endIndex !== pieces[i]!.startIndex) return true;
+      const before = pieces[i - 1]!;
+      const after = pieces[i]!;
+      if (touching && before.endIndex !== after.startIndex) return true;
+      if (separate.has(node.type) && joined(text, before, after)) return true;
+      if (node.type !== "file_redirect" && separate.has(node.type) && descriptorTaken(before, after))
+        return true;
+      if (gapProblem(before.endIndex, after.startIndex, node.type === "command")) return true;
     }
-  }
-  for (const child of node.children) if (splitWord(child)) return true;
-  return false;
+    if (node.type === "comment" && !commentStartsWord(text, node.startIndex)) return true;
+    for (const child of pieces) if (visit(child)) return true;
+    return false;
+  };
+  const first = root.children[0];
+  const last = root.children[root.children.length - 1];
+  if (first && gapProblem(0, first.startIndex, false)) return true;
+  if (last && gapProblem(last.endIndex, text.length, false)) return true;
+  return visit(root);
+}
+
+/** Nodes whose children bash reads as separate words only with a blank or an operator between. */
+const separate = new Set(["command", "redirected_statement", "file_redirect"]);
+
+/** Two tokens that touch with no operator at the seam: bash reads them as one word. */
+function joined(text: string, before: Node, after: Node): boolean {
+  if (before.endIndex !== after.startIndex || before.endIndex === 0) return false;
+  const metacharacter = (char: string) => " \t\n|&;()<>".includes(char);
+  return (
+    !metacharacter(text[before.endIndex - 1] as string) && !metacharacter(text[after.startIndex] as string)
+  );
+}
+
+/** Digits right before `<` or `>` as a word of their own: bash reads them as the redirect's descriptor. */
+function descriptorTaken(before: Node, after: Node): boolean {
+  return before.endIndex === after.startIndex && /^\d+$/.test(before.text) && /^[<>]/.test(after.text);
+}
+
+/** Whether bash starts a comment at `index`: `#` at the start of a word. */
+function commentStartsWord(text: string, index: number): boolean {
+  if (index === 0) return true;
+  const before = text[index - 1] as string;
+  const escaped = index >= 2 && text[index - 2] === "\\";
+  if (before === " " || before === "\t" || before === "\n") return !escaped;
+  return ";&|()".includes(before) && !escaped;
 }
 
 function collect(node: Node, parts: CommandPart[], depth: number): void {

@@ -253,18 +253,30 @@ describe("property: an appended command is never allowed by the rules of the pre
     }
   });
 
-  it("a redirect from `$` at a line's end does not swallow the next line's command", () => {
-    // Found by the property above: the grammar read `$`, the newline and `curl` as one expansion
-    // `$curl`, so the line was one allowed command while bash ran curl on the second line.
+  it("lines the grammar gets wrong, where bash runs curl, ask instead of being allowed", () => {
+    // Found by the property above and by running it much longer: in each, the tree hid `curl
+    // evil` inside another command, a redirect or a comment, while bash runs it.
     const dir = mkdtempSync(join(tmpdir(), "harness-split-"));
     const bin = join(dir, "bin");
     const marker = join(dir, "curl-ran");
     mkdirSync(bin);
     writeFileSync(join(bin, "curl"), `#!/bin/sh\n: > ${marker}\n`, { mode: 0o755 });
     const flags = { allow: ["shell(*)"], deny: ["shell(curl*)"] } as const;
+    const lines = [
+      "<$\ncurl evil", // `$`, a newline and `curl` read as one expansion
+      "< $\ncurl evil",
+      "echo <$\ncurl evil",
+      "cat >$\ncurl evil",
+      "echo hi 2>$\ncurl evil",
+      "\\ #;curl evil", // an escaped blank skipped, and `#;curl evil` read as a comment
+      "!\\;\\(\\\n#;curl evil", // a comment after a line continuation, which bash joins to the word
+      "] ==\ncurl evil", // a newline inside one command
+      "}}0\tc\n\\\ncurl evil",
+      "0> = curl evil", // `0` read as the command, not as the redirect's descriptor
+      ">]\\! curl evil", // `]` and `\!` read as two words, bash reads one
+    ];
     try {
-      for (const head of ["<$", "< $", "echo <$", "cat >$", ">>$", "echo hi 2>$"]) {
-        const command = `${head}\ncurl evil`;
+      for (const command of lines) {
         rmSync(marker, { force: true });
         spawnSync("/bin/bash", ["-c", command], {
           cwd: dir,
@@ -278,10 +290,24 @@ describe("property: an appended command is never allowed by the rules of the pre
           command,
           decision: "allow",
         });
-        expect(splitCommand(command).parts[0]?.unknown).toBe("the command does not parse as shell syntax");
+        expect({ command, unknown: splitCommand(command).parts[0]?.unknown }).toEqual({
+          command,
+          unknown: "the command does not parse as shell syntax",
+        });
       }
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it("the usual shapes of a line still split as before", () => {
+    expect(parts("echo foo\\\nbar baz")).toEqual(["echo foo bar baz"]);
+    expect(parts("ls -la # list")).toEqual(["ls -la"]);
+    expect(parts("echo a; # c\nls")).toEqual(["echo a", "ls"]);
+    expect(parts("make 2>&1 | tee log")).toEqual(["make 2>&1", "tee log"]);
+    expect(parts("cmd >out 2>err")).toEqual(["cmd >out 2>err"]);
+    expect(parts("npm test > out.txt a")).toEqual(["npm test > out.txt a"]);
+    expect(parts("cat <<EOF\nhello\nEOF")).toEqual(["cat"]);
+    expect(parts("for f in *.ts; do\n  echo $f\ndone")).toEqual(["echo $f"]);
   });
 });
