@@ -87,6 +87,11 @@ export class HttpSessions {
         return { response, done: () => undefined };
       }
       return { response, done: this.doneFor(entry) };
+    } catch (error) {
+      // Nothing half-made is kept: a session whose initialize failed is ended at once.
+      if (transport.sessionId !== undefined) await this.end(transport.sessionId);
+      else await client.close().catch(() => undefined);
+      throw error;
     } finally {
       this.starting -= 1;
     }

@@ -7,7 +7,7 @@ import {
 } from "@modelcontextprotocol/server";
 import { SESSION_ID_PATTERN, sessionPaths } from "../journal/session-path.js";
 import { readAccess } from "../runtime/authorize.js";
-import type { PermissionPort } from "../runtime/ports.js";
+import type { PermissionDecision, PermissionPort } from "../runtime/ports.js";
 import type { JsonValue } from "../shared/json.js";
 import type { EffectClass } from "../tools/tool.js";
 
@@ -15,6 +15,18 @@ import type { EffectClass } from "../tools/tool.js";
 export const JOURNAL_MIME = "application/jsonl";
 const PREFIX = "harness://sessions/";
 const SUFFIX = "/events.jsonl";
+
+/** The effect classes a call can be recorded with (anything else is not a call harness made). */
+const EFFECTS: ReadonlySet<string> = new Set<EffectClass>([
+  "pure",
+  "read_only",
+  "local_write",
+  "process_execution",
+  "network_read",
+  "network_write",
+  "external_side_effect",
+  "destructive",
+]);
 
 /** Argument names whose string values (or arrays of strings) are files a tool acts on. */
 const PATH_KEYS = new Set(["path", "paths", "file", "files", "file_path"]);
@@ -122,13 +134,20 @@ export async function withheldBecause(
     if (typeof data?.name !== "string" || typeof data.arguments !== "object" || data.arguments === null)
       return "a call record without a tool and arguments";
     const args = data.arguments as Record<string, JsonValue>;
-    const decision = await permissions.decide({
-      tool: data.name,
-      effect: (typeof data.effect === "string" ? data.effect : "read_only") as EffectClass,
-      arguments: args,
-    });
-    if (decision.decision === "deny")
-      return `it holds a ${data.name} call the policy denies (${decision.reason})`;
+    if (typeof data.effect !== "string" || !EFFECTS.has(data.effect))
+      return `it holds a ${data.name} call of an unknown effect`;
+    let decision: PermissionDecision | undefined;
+    try {
+      decision = await permissions.decide({
+        tool: data.name,
+        effect: data.effect as EffectClass,
+        arguments: args,
+      });
+    } catch {
+      decision = undefined;
+    }
+    if (decision === undefined || decision.decision === "deny")
+      return `it holds a ${data.name} call the policy denies${decision ? ` (${decision.reason})` : ""}`;
     for (const path of pathsIn(args)) {
       if ((await readAccess(path, { permissions, grants: noAsk })) !== "allowed")
         return `it holds a ${data.name} call on ${JSON.stringify(path)}, which the policy does not let read_file read`;

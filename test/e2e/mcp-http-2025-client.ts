@@ -1,7 +1,7 @@
 import type { ChildProcess } from "node:child_process";
 import { request as httpRequest } from "node:http";
 import { expect } from "vitest";
-import { finished, startHarness } from "./helpers.js";
+import { type CliResult, finished, startHarness } from "./helpers.js";
 import { serveEnv } from "./mcp-serve-client.js";
 
 /**
@@ -20,7 +20,7 @@ export interface HttpServe {
   child: ChildProcess;
   stderr(): string;
   /** Stops the server (SIGTERM) and returns its exit. */
-  stop(): Promise<{ code: number | null }>;
+  stop(): Promise<CliResult>;
 }
 
 /** `harness mcp serve ARGS --http 127.0.0.1:0 --token-env MCP_TOKEN`, once it listens. */
