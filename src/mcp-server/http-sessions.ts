@@ -72,7 +72,8 @@ export class HttpSessions {
         entry = { transport, client, lastUsed: Date.now(), active: 1, closing: false };
         this.open.set(id, entry);
       },
-      onsessionclosed: (id) => void this.end(id),
+      // DELETE is answered once the session has ended (its calls stopped, its journal closed).
+      onsessionclosed: (id) => this.end(id),
     });
     try {
       await client.server.connect(transport);
