@@ -6,12 +6,15 @@ import { alive, eventually } from "../support/processes.js";
 import {
   ensureBuilt,
   expectExit,
+  finished,
   readJournal,
   removeTempDirs,
   sessionIds,
+  startHarness,
   workspaceWith,
 } from "./helpers.js";
 import { Client2025, facts, PROTOCOL, rawPost, startHttpServe, TOKEN } from "./mcp-http-2025-client.js";
+import { serveEnv } from "./mcp-serve-client.js";
 
 beforeAll(() => ensureBuilt());
 afterAll(removeTempDirs);
@@ -288,5 +291,29 @@ describe("harness mcp serve --http: resources are the journals of this client's 
     } finally {
       expectExit(await serve.stop(), 0);
     }
+  });
+});
+
+describe("harness mcp serve: the HTTP client flags", () => {
+  it("names what is wrong and exits 64", async () => {
+    const workspace = await workspaceWith({});
+    const env = { ...(await serveEnv()), MCP_TOKEN: TOKEN };
+    const http = ["--http", "127.0.0.1:0", "--token-env", "MCP_TOKEN"];
+    const cases: [string[], string][] = [
+      [["--allow-host", "box.lan"], "--allow-host is for --http HOST:PORT"],
+      [["--max-clients", "4"], "--max-clients is for --http HOST:PORT"],
+      [[...http, "--allow-origin", "not an origin"], "--allow-origin must be an origin"],
+      [[...http, "--allow-origin", "null"], "--allow-origin must be an origin"],
+      [[...http, "--allow-host", "a b"], "--allow-host must be a host name"],
+      [[...http, "--max-clients", "0"], "--max-clients must be a positive integer"],
+      [[...http, "--client-idle-timeout", "soon"], "--client-idle-timeout must be a positive integer"],
+    ];
+    for (const [args, message] of cases) {
+      const result = await finished(startHarness(["mcp", "serve", "-w", workspace, ...args], { env }));
+      expectExit(result, 64);
+      expect(result.stderr).toContain(message);
+      expect(result.stderr).not.toContain("    at ");
+    }
+    expect(sessionIds(workspace)).toEqual([]);
   });
 });
