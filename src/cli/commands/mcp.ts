@@ -100,7 +100,8 @@ Transport (default: stdio, the JSON-RPC stream on stdin/stdout; logs on stderr):
   --allow-remote             listen on a HOST that is not loopback (off by default)
   --allow-host NAME[:PORT]   also answer requests whose Host header is NAME (repeatable); by
                              default only HOST:PORT itself (and localhost, 127.0.0.1, [::1]
-                             when HOST is loopback): other Host values get 403 (DNS rebinding)
+                             when HOST is loopback): other Host values get 403 (DNS rebinding);
+                             with --allow-remote, name here the addresses clients use
   --allow-origin ORIGIN      also answer browser requests from ORIGIN, e.g. http://localhost:6274
                              (repeatable); a request with any other Origin header gets 403
   --max-clients N            2025-era client sessions open at once (default 16; more: 503)
