@@ -1,5 +1,5 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { readFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { alive, eventually } from "../support/processes.js";
@@ -99,6 +99,36 @@ describe("harness mcp serve --http: a 2025-era client has a session of its own",
       // No process of the call is left, so nothing can write late.txt any more.
       expect(processesWith(marker)).toEqual([]);
       expect(existsSync(join(workspace, "late.txt"))).toBe(false);
+    } finally {
+      expectExit(await serve.stop(), 0);
+    }
+  });
+
+  it("a client cannot cancel another client's call: a cancellation reaches only its own session", async () => {
+    const workspace = await workspaceWith({});
+    const serve = await startHttpServe(["-w", workspace, "--shell", "allow"]);
+    try {
+      const alice = new Client2025(serve.url);
+      await alice.initialize({});
+      const mallory = new Client2025(serve.url);
+      await mallory.initialize({});
+      const call = alice.request("tools/call", {
+        name: "shell",
+        arguments: {
+          command: "echo started > started.txt; while [ ! -e go ]; do sleep 0.05; done; echo finished",
+        },
+      });
+      expect(await eventually(() => existsSync(join(workspace, "started.txt")), 30_000)).toBe(true);
+      // Same request id, sent in Mallory's session: it names no request of hers.
+      const cancel = await mallory.notify("notifications/cancelled", {
+        requestId: call.id,
+        reason: "hostile",
+      });
+      expect(cancel.status).toBe(202);
+      await writeFile(join(workspace, "go"), "");
+      const result = await call.response;
+      expect(facts(result).status).toBe("ok");
+      expect(JSON.stringify(result)).toContain("finished");
     } finally {
       expectExit(await serve.stop(), 0);
     }
