@@ -43,7 +43,7 @@ function snapshotter(root: string, excludes: string[] = [], watch = false) {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe("TreeSnapshot", () => {
-  it("lists directories (empty ones too), files with hash, size and exec bit, symlinks by target, odd names as they are; no .git or .harness", async () => {
+  it("lists directories (empty ones too), files with hash, size and exec bit, symlinks by target, odd names as they are; no root .git or .harness, but nested ones are recorded", async () => {
     const binary = Buffer.from([0, 255, 10, 0]);
     const root = workspace({
       "a.txt": "a\n",
@@ -55,6 +55,7 @@ describe("TreeSnapshot", () => {
       ".git/HEAD": "ref",
       ".harness/sessions/x": "y",
       "sub/.git/config": "nested repo",
+      "sub/.harness/state": "nested state",
     });
     chmodSync(join(root, "bin/run"), 0o755);
     symlinkSync("a.txt", join(root, "link"));
@@ -66,6 +67,10 @@ describe("TreeSnapshot", () => {
       empty: { dir: true },
       "empty/deeper": { dir: true },
       sub: { dir: true },
+      "sub/.git": { dir: true },
+      "sub/.git/config": { hash: sha256Hex("nested repo"), size: 11, exec: false },
+      "sub/.harness": { dir: true },
+      "sub/.harness/state": { hash: sha256Hex("nested state"), size: 12, exec: false },
       "a.txt": { hash: sha256Hex("a\n"), size: 2, exec: false },
       "bin/run": { hash: sha256Hex("#!/bin/sh\n"), size: 10, exec: true },
       "data.bin": { hash: sha256Hex(binary), size: 4, exec: false },
@@ -155,7 +160,7 @@ describe("TreeSnapshot", () => {
       "other/build/out/b.o",
       "pkg",
     ]);
-    expect(tree.excludes.patterns).toEqual([".git/", ".harness/", "node_modules/", "build/out/"]);
+    expect(tree.excludes.patterns).toEqual(["/.git/", "/.harness/", "node_modules/", "build/out/"]);
     expect(tree.excludes.excludes("pkg/node_modules/z.js")).toBe(true);
     expect(tree.excludes.excludes("src/a.ts")).toBe(false);
   });
