@@ -213,12 +213,21 @@ function openChecked(at: string, rel: string, flags: number): number {
     return openSync(at, flags);
   } catch (error) {
     const code = errnoCode(error);
-    if (code === "ELOOP")
+    // A link opened O_NOFOLLOW | O_DIRECTORY fails as "not a directory": told apart by an lstat.
+    if (code === "ELOOP" || (code === "ENOTDIR" && isLink(at)))
       throw new BeneathError("LINK_IN_PATH", rel, `${JSON.stringify(rel)} is a symbolic link: not followed`);
     if (code === "ENOTDIR")
       throw new BeneathError("NOT_A_DIRECTORY", rel, `${JSON.stringify(rel)} is not a directory`);
     if (code === "ENOENT") throw new BeneathError("NOT_FOUND", rel, `${JSON.stringify(rel)} does not exist`);
     throw error;
+  }
+}
+
+function isLink(at: string): boolean {
+  try {
+    return lstatSync(at).isSymbolicLink();
+  } catch {
+    return false;
   }
 }
 

@@ -55,7 +55,11 @@ async function attack(linkTarget: string, fileName: string, env: NodeJS.ProcessE
   const workspace = await workspaceWith({ "notes.txt": "notes\n" });
   const script = await jsonScript([
     // The record sees d/<file> as a directory and a file it watches.
-    { calls: [{ id: "s1", name: "shell", arguments: { command: `mkdir d && echo placeholder > d/${fileName}` } }] },
+    {
+      calls: [
+        { id: "s1", name: "shell", arguments: { command: `mkdir d && echo placeholder > d/${fileName}` } },
+      ],
+    },
     // d becomes a link to a directory outside that holds a file of the same name.
     { calls: [{ id: "s2", name: "shell", arguments: { command: `rm -rf d && ln -s '${linkTarget}' d` } }] },
     // What the record kept is readable by the next command: print all of it.
@@ -64,7 +68,10 @@ async function attack(linkTarget: string, fileName: string, env: NodeJS.ProcessE
         {
           id: "s3",
           name: "shell",
-          arguments: { command: "cat .harness/objects/* 2>/dev/null; cat .harness/sessions/*/artifacts/* 2>/dev/null; echo end" },
+          arguments: {
+            command:
+              "cat .harness/objects/* 2>/dev/null; cat .harness/sessions/*/artifacts/* 2>/dev/null; echo end",
+          },
         },
       ],
     },

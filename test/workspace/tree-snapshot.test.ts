@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { sha256Hex } from "../../src/shared/hash.js";
-import { diffManifests } from "../../src/workspace/manifest.js";
+import { diffManifests, manifestJson, readManifest } from "../../src/workspace/manifest.js";
 import { TreeSnapshot } from "../../src/workspace/tree-snapshot.js";
 
 const roots: string[] = [];
@@ -43,6 +43,52 @@ function snapshotter(root: string, excludes: string[] = [], watch = false) {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe("TreeSnapshot", () => {
+  it("records a FIFO by its kind and a file over the size limit by its size, reading neither", async () => {
+    const root = workspace({ "small.txt": "small", "big.bin": "0123456789", "sub/.harness/x": "nested" });
+    chmodSync(join(root, "big.bin"), 0o755);
+    execFileSync("mkfifo", [join(root, "pipe")]);
+    const tree = new TreeSnapshot({
+      root,
+      stateDir: join(root, ".harness"),
+      now: later,
+      watch: true,
+      maxFileBytes: 8,
+    });
+    try {
+      const manifest = await tree.snapshot({ full: true });
+      expect(manifest.get("pipe")).toEqual({ special: "fifo" });
+      expect(manifest.get("big.bin")).toEqual({ oversize: true, size: 10, exec: true });
+      expect(manifest.get("sub/.harness/x")).toEqual({ hash: sha256Hex("nested"), size: 6, exec: false });
+      // Neither is copied into the object store.
+      expect(readdirSync(join(root, ".harness/objects")).sort()).toEqual(
+        [sha256Hex("nested"), sha256Hex("small")].sort(),
+      );
+      // The manifest says so in its version, and reads back the same.
+      const json = manifestJson(manifest);
+      expect(JSON.parse(json).version).toBe(3);
+      expect(readManifest(json).tree).toEqual(manifest);
+      // Grown, it is a change by size; replaced by a file within the limit, a change to a file.
+      writeFileSync(join(root, "big.bin"), "0123456789ab");
+      rmSync(join(root, "pipe"));
+      writeFileSync(join(root, "pipe"), "now");
+      const after = await tree.snapshot();
+      expect(diffManifests(manifest, after).modified).toEqual([
+        {
+          path: "big.bin",
+          before: { oversize: true, size: 10, exec: true },
+          after: { oversize: true, size: 12, exec: true },
+        },
+        {
+          path: "pipe",
+          before: { special: "fifo" },
+          after: { hash: sha256Hex("now"), size: 3, exec: false },
+        },
+      ]);
+    } finally {
+      tree.close();
+    }
+  });
+
   it("lists directories (empty ones too), files with hash, size and exec bit, symlinks by target, odd names as they are; no root .git or .harness, but nested ones are recorded", async () => {
     const binary = Buffer.from([0, 255, 10, 0]);
     const root = workspace({
