@@ -88,7 +88,7 @@ export interface RunSetup {
   mcp?: McpServers;
   /** Built-ins plus the servers' current tools, refreshed at step boundaries. */
   toolSurface?: ToolSurfaceSource;
-  /** What the workspace record leaves out besides .git/ and .harness/ (user config `record_exclude`). */
+  /** What the workspace record leaves out besides the root's .git/ and .harness/ (user config `record_exclude`). */
   workspaceExcludes?: string[];
   /** Files the workspace record hashes but does not keep a copy of: those read_file may not read without asking. */
   workspaceWithheld?(path: string): boolean;
