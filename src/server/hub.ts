@@ -62,13 +62,16 @@ export class SessionHub {
         code: "SESSION_BUSY",
       });
     }
-    await admitStart(identity, params);
+    const admitted = await admitStart(identity, params);
     const options: RunOptions = params.options ?? {};
     let approver: WireApprover | undefined;
     let fold: NotificationFold | undefined;
     let hostedRef: Hosted | undefined;
     const opened = await this.options.factory.open({
-      workspace: params.workspace,
+      workspace: admitted.workspace,
+      ...(admitted.script !== undefined
+        ? { script: { path: admitted.script, code: admitted.scriptIsCode } }
+        : {}),
       ...(params.session !== undefined ? { sessionId: params.session } : {}),
       options,
       identity,
@@ -122,8 +125,9 @@ export class SessionHub {
   async list(identity: Identity, params: ParamsOf<"session/list">) {
     const sessions: SessionSummary[] = [];
     const seen = new Set<string>();
-    if (params.workspace !== undefined) await admitWorkspace(identity, params.workspace);
-    const store = await this.#stored.store(params.workspace);
+    const workspace =
+      params.workspace === undefined ? undefined : await admitWorkspace(identity, params.workspace);
+    const store = await this.#stored.store(workspace);
     for (const hosted of this.#sessions.values()) {
       if (!canSee(identity, hosted.owner)) continue;
       if (params.workspace !== undefined && store?.workspace !== hosted.opened.workspace) continue;
