@@ -74,6 +74,20 @@ async function openServed(request: OpenRequest, options: FactoryOptions): Promis
   const given = givenOf(opts, policy, recorded?.options?.tools);
   // Answers come over the wire: write and shell default to ask, as on a terminal.
   const flags = effectiveFlags(given, recorded?.options, true);
+  // A resumed session's recorded flags that make the host run or send more than a sandboxed
+  // session does (a sandbox turned off, a provider URL or key variable) need host rights too.
+  const hostFlag =
+    flags.sandbox === "off"
+      ? "it runs without the sandbox"
+      : flags.baseUrl !== undefined || flags.apiKeyEnv !== undefined
+        ? "its provider URL or key variable was set by its flags"
+        : undefined;
+  if (hostFlag !== undefined && !mayUseHost(request.identity))
+    throw new RpcError(
+      ErrorCode.Forbidden,
+      `forbidden for identity ${request.identity.name}: this session was recorded so that ${hostFlag} (only an identity with "host": true may open it)`,
+      { code: "IDENTITY_FORBIDDEN" },
+    );
   const commands = opts.accept ?? recorded?.acceptance ?? [];
   // Acceptance commands run on the host unsandboxed: a resumed session's recorded ones too.
   if (commands.length > 0 && !mayUseHost(request.identity))

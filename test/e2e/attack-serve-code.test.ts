@@ -4,13 +4,14 @@ import { mkdir, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BIN, childEnv, ensureBuilt, removeTempDirs, tempDir } from "./helpers.js";
+import { BIN, childEnv, ensureBuilt, harness, jsonSummary, removeTempDirs, tempDir } from "./helpers.js";
 import { methodOf, openEvents, rpc, serverConfig, serverEnv, startHttpServer } from "./serve-support.js";
 
 afterAll(removeTempDirs);
 
 const MALLORY = "mallory-token-0123456789";
 const OWNER = "owner-token-0123456789ab";
+const WATCHER = "watcher-token-0123456789";
 
 /** A module that, if the server ever imported or ran it, copies the tokens file to `marker`. */
 function stealer(tokens: string, marker: string, tail = "export default () => ({ text: 'pwned' });"): string {
@@ -48,7 +49,7 @@ describe("attack: a server client without host rights names code for the server 
     await mkdir(ws);
     outside = await tempDir("harness-code-outside-");
     tokens = join(await tempDir("harness-code-tokens-"), "tokens.json");
-    await writeFile(tokens, JSON.stringify({ [MALLORY]: "mallory" }));
+    await writeFile(tokens, JSON.stringify({ [MALLORY]: "mallory", [WATCHER]: "watcher" }));
     marker = join(outside, "STOLEN");
     const code = stealer(tokens, marker);
     await writeFile(join(ws, "evil.mjs"), code);
@@ -65,6 +66,7 @@ describe("attack: a server client without host rights names code for the server 
       server: {
         identities: {
           mallory: { host: false, tools: "read_file,glob,grep", deny: ["shell"], workspaces: [root] },
+          watcher: { host: false, see_all: true, workspaces: [root] },
         },
       },
     });
@@ -115,6 +117,35 @@ describe("attack: a server client without host rights names code for the server 
     expect((await refused(join(outside, "evil.mjs"))).code).toBe(-32004);
     expect((await refused(join(ws, "dir.json"))).message).toContain("not a regular file");
     expect((await refused(join(ws, "fifo.json"))).message).toContain("not a regular file");
+  });
+
+  it("a session the user recorded without the sandbox cannot be reopened by an identity without host rights", async () => {
+    const script = join(ws, "replies.json");
+    await writeFile(script, JSON.stringify({ replies: [{ text: "done" }] }));
+    const run = await harness([
+      "run",
+      "--workspace",
+      ws,
+      "--script",
+      script,
+      "--sandbox",
+      "off",
+      "--json",
+      "go",
+    ]);
+    expect(run.code, run.stderr).toBe(0);
+    const session = String(jsonSummary(run).session);
+    const response = await rpc(server.url, WATCHER, "session/start", {
+      workspace: ws,
+      session,
+      goal: "again",
+      options: { script },
+    });
+    expect(response.body.error, JSON.stringify(response.body)).toMatchObject({
+      code: -32004,
+      data: { code: "IDENTITY_FORBIDDEN" },
+    });
+    expect(response.body.error?.message).toContain("without the sandbox");
   });
 
   it("a JSON script in its roots still runs its session to the end", async () => {
