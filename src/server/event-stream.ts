@@ -25,7 +25,9 @@ export class EventStreamWriter {
   readonly #session: string;
   readonly #limits: StreamLimits;
   readonly #onDrop: (reason: string) => void;
-  readonly #queue: string[] = [];
+  /** Live events not yet written, from `#head` on (an index: shifting a long array is quadratic). */
+  #queue: { text: string; bytes: number }[] = [];
+  #head = 0;
   #queuedBytes = 0;
   #replay: Iterator<Notification> | undefined;
   #started = false;
@@ -62,15 +64,17 @@ export class EventStreamWriter {
   close(): void {
     this.#closed = true;
     this.#replay = undefined;
-    this.#queue.length = 0;
+    this.#queue = [];
+    this.#head = 0;
     this.#queuedBytes = 0;
     clearInterval(this.#stall);
   }
 
   #enqueue(text: string): void {
     if (this.#closed) return;
-    this.#queue.push(text);
-    this.#queuedBytes += Buffer.byteLength(text);
+    const bytes = Buffer.byteLength(text);
+    this.#queue.push({ text, bytes });
+    this.#queuedBytes += bytes;
     if (this.#queuedBytes > this.#limits.maxQueuedBytes) {
       this.#drop(`more than ${this.#limits.maxQueuedBytes} bytes of events waited for the reader`);
       return;
@@ -84,9 +88,18 @@ export class EventStreamWriter {
       if (!step.done) return this.#format(step.value, true);
       this.#replay = undefined;
     }
-    const text = this.#queue.shift();
-    if (text !== undefined) this.#queuedBytes -= Buffer.byteLength(text);
-    return text;
+    const item = this.#queue[this.#head];
+    if (item === undefined) return undefined;
+    this.#head += 1;
+    this.#queuedBytes -= item.bytes;
+    if (this.#head === this.#queue.length) {
+      this.#queue = [];
+      this.#head = 0;
+    } else if (this.#head >= 1024 && this.#head * 2 >= this.#queue.length) {
+      this.#queue = this.#queue.slice(this.#head);
+      this.#head = 0;
+    }
+    return item.text;
   }
 
   #pump(): void {
