@@ -75,10 +75,25 @@ export async function loadGovernance(
   workspaceRoot: string,
   flags: RunFlags,
   env: NodeJS.ProcessEnv,
-  options: { onSpawn?: ConfigHooksOptions["onSpawn"]; homedir?: string } = {},
+  options: {
+    onSpawn?: ConfigHooksOptions["onSpawn"];
+    homedir?: string;
+    /**
+     * false: the project config counts as untrusted whatever the user config says (its hooks,
+     * model profiles and loosened settings ignored), for a session whose workspace a server
+     * client without host rights chose (see workspace-code.ts).
+     */
+    trustProject?: boolean;
+  } = {},
 ) {
   const home = options.homedir ?? homedir();
   const config = await loadConfig({ workspaceRoot, env, homedir: home });
+  if (options.trustProject === false && config.projectTrusted) {
+    config.projectTrusted = false;
+    config.notices.push(
+      "the project is trusted in your config, but not for this identity (it has no host rights): the project config counts as untrusted",
+    );
+  }
   const defaults: PermissionLayer = { source: "default (no terminal: deny; terminal: ask)", trusted: true };
   if (flags.defaults) {
     defaults.write = flags.defaults.write;

@@ -20,7 +20,15 @@ export interface OpenedWorkspace {
 
 export async function openWorkspace(
   dir: string | undefined,
-  options: { create?: boolean } = {},
+  options: {
+    create?: boolean;
+    /**
+     * `dir` is a real path someone checked (harness serve's admission): it must still be the
+     * workspace's real path, else nothing is created or opened (a directory on the way was
+     * swapped for a link after the check).
+     */
+    exact?: boolean;
+  } = {},
 ): Promise<OpenedWorkspace> {
   const requested = resolve(dir ?? process.cwd());
   if (options.create) await mkdir(requested, { recursive: true });
@@ -29,6 +37,10 @@ export async function openWorkspace(
     throw new UsageError(`workspace ${requested} does not exist (create it, or pass --workspace DIR)`);
   if (!info.isDirectory()) throw new UsageError(`workspace ${requested} is not a directory`);
   const root = await realpath(requested);
+  if (options.exact && root !== requested)
+    throw new UsageError(
+      `workspace ${requested} changed while it was being opened (a directory on its path became a link); nothing was opened`,
+    );
   const harnessDir = join(root, ".harness");
   // Refuses a shipped .harness holding symlinks (they would lead harness's writes elsewhere).
   prepareStateDir(harnessDir);
