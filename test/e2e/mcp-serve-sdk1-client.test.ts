@@ -25,6 +25,8 @@ interface Sdk1 {
   transport: StreamableHTTPClientTransport;
   /** What the server asked by elicitation, in order. */
   elicitations: string[];
+  /** One per tools/call POST, in order: settles when the server ends that response's stream. */
+  callStreamsEnded: Promise<void>[];
 }
 
 /** A 1.x SDK client connected to the server, declaring elicitation when it has an answer. */
@@ -40,11 +42,32 @@ async function connect1x(serve: HttpServe, answer?: () => ElicitResult): Promise
       return answer();
     });
   }
+  const callStreamsEnded: Promise<void>[] = [];
   const transport = new StreamableHTTPClientTransport(new URL(serve.url), {
     requestInit: { headers: { authorization: `Bearer ${TOKEN}` } },
+    // The SDK's own fetch, watched: when does the server end a call's response stream?
+    fetch: (url, init) => {
+      const answer = fetch(url, init);
+      const sent = typeof init?.body === "string" ? init.body : "";
+      if (init?.method !== "POST" || !sent.includes('"method":"tools/call"')) return answer;
+      let ended!: () => void;
+      callStreamsEnded.push(
+        new Promise<void>((resolve) => {
+          ended = resolve;
+        }),
+      );
+      return answer.then((response) => {
+        if (!response.body) {
+          ended();
+          return response;
+        }
+        const body = response.body.pipeThrough(new TransformStream({ flush: () => ended() }));
+        return new Response(body, { status: response.status, headers: response.headers });
+      });
+    },
   });
   await client.connect(transport);
-  return { client, transport, elicitations };
+  return { client, transport, elicitations, callStreamsEnded };
 }
 
 describe("harness mcp serve --http with the official 1.x SDK client", () => {
@@ -154,6 +177,9 @@ describe("harness mcp serve --http with the official 1.x SDK client", () => {
       for (const pid of spawned) expect(alive(pid)).toBe(false);
       expect(processesWith(marker)).toEqual([]);
       expect(existsSync(join(workspace, "late.txt"))).toBe(false);
+      // The cancelled call gets no response, and its stream is not left open on the client.
+      expect(sdk.callStreamsEnded).toHaveLength(1);
+      expect(await settlesWithin(sdk.callStreamsEnded[0]!, 10_000)).toBe(true);
 
       // The session goes on: the next call runs in it.
       const next = await sdk.client.callTool({ name: "shell", arguments: { command: "echo next" } });
@@ -262,4 +288,17 @@ async function servedSession(serve: HttpServe): Promise<string> {
   const pattern = /a client session started session (\S+)/;
   expect(await eventually(() => pattern.test(serve.stderr()), 10_000)).toBe(true);
   return pattern.exec(serve.stderr())![1]!;
+}
+
+/** Whether `promise` settles within `ms` (a bound on a wait, not a delay). */
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([promise.then(() => true as const), late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
