@@ -1,5 +1,13 @@
 import { randomUUID } from "node:crypto";
-import { type Server, WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/server";
+import {
+  isJSONRPCErrorResponse,
+  isJSONRPCNotification,
+  isJSONRPCRequest,
+  isJSONRPCResultResponse,
+  type RequestId,
+  type Server,
+  WebStandardStreamableHTTPServerTransport,
+} from "@modelcontextprotocol/server";
 import type { SessionLimits } from "./http-limits.js";
 
 /** One 2025-era client session: its SDK server (bound to its initialize) and what ends it. */
@@ -77,6 +85,7 @@ export class HttpSessions {
     });
     try {
       await client.server.connect(transport);
+      closeCancelledStreams(transport);
       client.server.onclose = () => {
         if (transport.sessionId !== undefined) void this.end(transport.sessionId);
       };
@@ -149,6 +158,50 @@ export class HttpSessions {
       this.open.delete(id);
     }
   }
+}
+
+/**
+ * A request the client cancelled gets no response (the protocol forbids one), so the SDK's
+ * transport would keep its event stream open, sending keep-alives, until the client drops it: a
+ * client that keeps its connection (the 1.x SDK does) would hold one open stream per cancelled
+ * call for its whole life. The stream is closed once the cancellation is delivered or, when
+ * other requests of the same POST (a batch) still answer on it, once the last of them is
+ * answered. A cancellation naming a request this client did not send, or one already answered,
+ * closes nothing.
+ */
+export function closeCancelledStreams(
+  transport: Pick<WebStandardStreamableHTTPServerTransport, "onmessage" | "send" | "closeSSEStream">,
+): void {
+  // Requests still waiting for their response, each with the POST that carried it.
+  const inFlight = new Map<RequestId, object>();
+  // POSTs with a cancelled request whose stream waits for the other requests' answers.
+  const cancelledIn = new WeakSet<object>();
+  const sharesPost = (post: object) => [...inFlight.values()].includes(post);
+  const deliver = transport.onmessage;
+  transport.onmessage = (message, extra) => {
+    if (isJSONRPCRequest(message)) inFlight.set(message.id, extra?.request ?? {});
+    deliver?.(message, extra);
+    if (!isJSONRPCNotification(message) || message.method !== "notifications/cancelled") return;
+    const id = (message.params as { requestId?: unknown } | undefined)?.requestId;
+    if ((typeof id !== "string" && typeof id !== "number") || !inFlight.has(id)) return;
+    const post = inFlight.get(id)!;
+    inFlight.delete(id);
+    if (sharesPost(post)) cancelledIn.add(post);
+    else transport.closeSSEStream(id);
+  };
+  const send = transport.send.bind(transport);
+  transport.send = async (message, options) => {
+    const answered =
+      (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) && message.id !== undefined
+        ? message.id
+        : undefined;
+    const post = answered === undefined ? undefined : inFlight.get(answered);
+    if (answered !== undefined) inFlight.delete(answered);
+    await send(message, options);
+    if (answered !== undefined && post !== undefined && cancelledIn.has(post) && !sharesPost(post)) {
+      transport.closeSSEStream(answered);
+    }
+  };
 }
 
 /** A JSON-RPC error answer with an HTTP status, as the SDK's transports answer. */

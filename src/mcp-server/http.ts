@@ -94,12 +94,7 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpServing>
     try {
       const { response } = exchange;
       res.writeHead(response.status, Object.fromEntries(response.headers));
-      if (response.body) {
-        for await (const chunk of response.body) {
-          if (abort.signal.aborted) break;
-          res.write(chunk);
-        }
-      }
+      if (response.body) await pipeBody(response.body, res, abort.signal);
       res.end();
     } finally {
       exchange.done();
@@ -149,6 +144,33 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpServing>
       await handler.close();
     },
   };
+}
+
+/**
+ * Sends a response body until it ends or the client goes away. A client that goes away is
+ * noticed at once, not when the stream next has something to send: the body is cancelled, so
+ * an event stream that carries nothing for a while (an idle GET stream, a cancelled call's
+ * stream) stops counting as the session's activity as soon as its client has left.
+ */
+async function pipeBody(
+  body: ReadableStream<Uint8Array>,
+  res: ServerResponse,
+  gone: AbortSignal,
+): Promise<void> {
+  const reader = body.getReader();
+  const cancel = () => void reader.cancel().catch(() => undefined);
+  if (gone.aborted) cancel();
+  else gone.addEventListener("abort", cancel, { once: true });
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done || gone.aborted) return;
+      res.write(value);
+    }
+  } finally {
+    gone.removeEventListener("abort", cancel);
+    if (gone.aborted) cancel();
+  }
 }
 
 /** Whether a body is the initialize handshake (alone, or in a batch). */

@@ -1,8 +1,8 @@
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { alive, eventually } from "../support/processes.js";
+import { alive, eventually, processesWith } from "../support/processes.js";
 import {
   ensureBuilt,
   expectExit,
@@ -18,21 +18,6 @@ import { serveEnv } from "./mcp-serve-client.js";
 
 beforeAll(() => ensureBuilt());
 afterAll(removeTempDirs);
-
-/** Live processes whose command line contains `marker` (a zombie counts as gone). */
-function processesWith(marker: string): number[] {
-  const found: number[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^[0-9]+$/.test(entry)) continue;
-    try {
-      const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8");
-      if (cmdline.includes(marker) && alive(Number(entry))) found.push(Number(entry));
-    } catch {
-      // gone between the listing and the read
-    }
-  }
-  return found;
-}
 
 describe("harness mcp serve --http: a 2025-era client has a session of its own", () => {
   it("asks the client that declared elicitation on the call's own stream: accepted runs the call, declined writes nothing", async () => {
