@@ -94,6 +94,9 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpServing>
     try {
       const { response } = exchange;
       res.writeHead(response.status, Object.fromEntries(response.headers));
+      // An event stream's headers go out now, not with its first event: a client waits for them
+      // before it treats the stream as open (an idle GET stream would wait for the keep-alive).
+      if (response.body) res.flushHeaders();
       if (response.body) await pipeBody(response.body, res, abort.signal);
       res.end();
     } finally {
