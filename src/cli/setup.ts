@@ -321,6 +321,7 @@ export async function loadProvider(
       ...(flags.model ? { model: flags.model } : {}),
       ...(flags.baseUrl ? { base_url: flags.baseUrl } : {}),
       ...(flags.apiKeyEnv ? { api_key_env: flags.apiKeyEnv } : {}),
+      ...(flags.requestDeadlineMs ? { request_deadline_ms: flags.requestDeadlineMs } : {}),
     } satisfies Partial<ModelProfile>;
   } else if (flags.provider) {
     if (!flags.model) throw new UsageError("--provider needs --model ID");
@@ -329,6 +330,7 @@ export async function loadProvider(
       model: flags.model,
       ...(flags.baseUrl ? { base_url: flags.baseUrl } : {}),
       ...(flags.apiKeyEnv ? { api_key_env: flags.apiKeyEnv } : {}),
+      ...(flags.requestDeadlineMs ? { request_deadline_ms: flags.requestDeadlineMs } : {}),
     };
   } else {
     const named = defaultProfile(config);
@@ -348,6 +350,7 @@ export async function loadProvider(
       ...(flags.model ? { model: flags.model } : {}),
       ...(flags.baseUrl ? { base_url: flags.baseUrl } : {}),
       ...(flags.apiKeyEnv ? { api_key_env: flags.apiKeyEnv } : {}),
+      ...(flags.requestDeadlineMs ? { request_deadline_ms: flags.requestDeadlineMs } : {}),
     } satisfies Partial<ModelProfile>;
   }
   try {
