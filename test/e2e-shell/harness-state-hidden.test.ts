@@ -49,7 +49,7 @@ function fileText(path: string): string {
   return existsSync(path) ? readFileSync(path, "utf8") : "";
 }
 
-describe("a sandboxed process sees none of harness's state or credentials", () => {
+describe("a sandboxed process sees none of harness's state or credentials", { timeout: 120_000 }, () => {
   it("shell call, acceptance command and command hook: no journal, object, key or config bytes; harness still verifies", async () => {
     const workspace = await workspaceWith({ "a.txt": "a\n", "gone.txt": `${OBJECT_MARK}\n` });
     const home = await tempDir("harness-home-");
@@ -163,7 +163,7 @@ describe("a sandboxed process sees none of harness's state or credentials", () =
   });
 });
 
-describe("the server's tokens file inside a session's workspace", () => {
+describe("the server's tokens file inside a session's workspace", { timeout: 120_000 }, () => {
   const ALICE = `alice-token-${process.pid}-0123456789`;
   const DEFAULT = "default-token-0123456789";
 

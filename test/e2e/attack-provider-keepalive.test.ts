@@ -76,7 +76,7 @@ async function run(url: string, workspace: string, deadline: string) {
   return finished(child).finally(() => clearTimeout(guard));
 }
 
-describe("a provider stream kept alive without end", () => {
+describe("a provider stream kept alive without end", { timeout: 120_000 }, () => {
   it("ends at the request deadline: structured TIMEOUT, every attempt journaled, the streamed call never runs", async () => {
     const workspace = await tempDir("harness-ws-");
     const server = await endpoint((write) => {

@@ -52,7 +52,7 @@ const SCRIPT = `export default function model(messages, step) {
 }
 `;
 
-describe("nested AGENTS.md files past the pinned-instructions budget", () => {
+describe("nested AGENTS.md files past the pinned-instructions budget", { timeout: 120_000 }, () => {
   it("the first ones in order are sent whole, the rest by path and digest, as journaled", async () => {
     const files: Record<string, string> = {};
     for (let i = 0; i < FILES; i++) {
