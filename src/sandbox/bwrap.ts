@@ -123,11 +123,11 @@ export class BwrapSandbox implements Sandbox {
     };
     const hostView = hostViewArguments(view);
     // Hook scripts the user config names stay runnable even inside a hidden directory.
-    const hookFiles = view.readFiles.flatMap((file) => [path.resolve(file), realOrUndefined(file) ?? file]);
+    const hookFiles = view.readFiles.flatMap((file) => realOrUndefined(file) ?? []);
     const masks = secretMasks({
       workspace,
       secrets: this.options.harnessSecrets ?? [],
-      roots: [...shownRoots(view), workspace],
+      roots: shownRoots(view),
       keep: [workspace, ...hookFiles],
     });
     // A read-only workspace needs no pins or seals: nothing in it can change.

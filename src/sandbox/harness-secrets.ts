@@ -2,7 +2,7 @@ import { readdirSync } from "node:fs";
 import path from "node:path";
 import { enclosingStateDir } from "../workspace/enclosing-state.js";
 import { RESERVED_DIR } from "../workspace/fs.js";
-import { isWithin, maskArguments } from "./host-view.js";
+import { isWithin, maskArguments, type ShownRoot } from "./host-view.js";
 import { realOrUndefined } from "./stat.js";
 
 /**
@@ -25,13 +25,13 @@ import { realOrUndefined } from "./stat.js";
  */
 
 export interface SecretMaskInput {
-  /** The workspace's canonical path. */
+  /** The workspace's canonical path (mounted at itself). */
   workspace: string;
   /** Host paths of harness's credentials and state, files or directories. */
   secrets: readonly string[];
-  /** Every host path the layout mounts (its mount roots); a secret outside all of them is unseen. */
-  roots: readonly string[];
-  /** Mount roots shown on purpose even inside a secret directory. */
+  /** Everything else the layout mounts of the host, at every place it shows it. */
+  roots: readonly ShownRoot[];
+  /** Host paths (canonical) shown on purpose even inside a secret directory. */
   keep: readonly string[];
 }
 
@@ -39,29 +39,33 @@ export interface SecretMaskInput {
 export function secretMasks(input: SecretMaskInput): string[] {
   const args: string[] = [];
   const done = new Set<string>();
-  const mask = (target: string) => {
-    if (done.has(target)) return;
-    done.add(target);
-    args.push(...maskArguments(target));
+  const mask = (at: string) => {
+    if (done.has(at)) return;
+    done.add(at);
+    args.push(...maskArguments(at));
   };
-  const hide = (target: string): void => {
-    const inside = input.keep.filter((kept) => kept !== target && isWithin(kept, target));
+  // `real` is the host path, `at` where the sandbox shows it: covered whole, or entry by entry
+  // around what must stay visible.
+  const hide = (real: string, at: string): void => {
+    const inside = input.keep.filter((kept) => kept !== real && isWithin(kept, real));
     if (inside.length === 0) {
-      mask(target);
+      mask(at);
       return;
     }
-    for (const name of entriesOf(target)) {
-      const child = path.join(target, name);
+    for (const name of entriesOf(real)) {
+      const child = path.join(real, name);
       if (inside.includes(child)) continue;
-      if (inside.some((kept) => isWithin(kept, child))) hide(child);
-      else mask(child);
+      if (inside.some((kept) => isWithin(kept, child))) hide(child, path.join(at, name));
+      else mask(path.join(at, name));
     }
   };
-  const shown = (target: string) => input.roots.some((root) => isWithin(target, root));
+  const roots: ShownRoot[] = [...input.roots, { source: input.workspace, at: input.workspace }];
   for (const secret of [path.join(input.workspace, RESERVED_DIR), ...input.secrets]) {
-    const given = path.resolve(secret);
-    for (const at of new Set([given, realOrUndefined(given) ?? given])) {
-      if (shown(at)) hide(at);
+    // What does not exist cannot be read; a link is hidden where it leads.
+    const real = realOrUndefined(path.resolve(secret));
+    if (real === undefined) continue;
+    for (const root of roots) {
+      if (isWithin(real, root.source)) hide(real, path.join(root.at, path.relative(root.source, real)));
     }
   }
   if (enclosingStateDir(input.workspace) !== undefined) mask(input.workspace);

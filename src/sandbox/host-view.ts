@@ -158,25 +158,38 @@ export function hostViewArguments(options: HostViewOptions): string[] {
   return args;
 }
 
+/** One place the sandbox shows a host directory or file: `source` on the host, mounted at `at`. */
+export interface ShownRoot {
+  source: string;
+  at: string;
+}
+
 /**
- * The host paths the view mounts (its mount roots, each as given and as its real path): what of
- * the host a sandboxed command can see, for hiding harness's secrets wherever they lie below one.
+ * What the view mounts of the host (toolchain directories, read paths, read files), each at every
+ * place it is mounted (a read path given through a symlink shows at both its real path and the
+ * path given): for hiding harness's secrets wherever they lie below one.
  */
-export function shownRoots(options: HostViewOptions): string[] {
+export function shownRoots(options: HostViewOptions): ShownRoot[] {
   const home = usableHome(options.home);
   const homes = [home, options.realHome].filter((h): h is string => h !== undefined);
-  const roots = TOOLCHAIN_PATHS.filter((dir) => lstatOrUndefined(dir)?.isDirectory() === true);
+  const roots: ShownRoot[] = TOOLCHAIN_PATHS.filter(
+    (dir) => lstatOrUndefined(dir)?.isDirectory() === true,
+  ).map((dir) => ({ source: dir, at: dir }));
+  const both = (real: string, given: string) => {
+    roots.push({ source: real, at: real });
+    if (given !== real) roots.push({ source: real, at: given });
+  };
   for (const readPath of options.readPaths ?? []) {
     if (readPathProblem(readPath, homes) !== undefined) continue;
     const real = realOrUndefined(readPath);
     if (real === undefined || readPathProblem(real, homes) !== undefined) continue;
-    roots.push(real, readPath);
+    both(real, readPath);
   }
   for (const file of options.readFiles ?? []) {
     const real = realOrUndefined(file);
-    if (real !== undefined && lstatOrUndefined(real)?.isFile()) roots.push(real, file);
+    if (real !== undefined && lstatOrUndefined(real)?.isFile()) both(real, file);
   }
-  return [...new Set(roots)];
+  return roots;
 }
 
 /** A home the sandbox can replace with an empty tmpfs: absolute, and not a system directory. */

@@ -45,6 +45,32 @@ function probe(readPath: string, extra = ""): string {
     .join("; ");
 }
 
+/**
+ * A minimal MCP stdio server (no dependencies, so it runs from the workspace in the sandbox): its
+ * one tool runs $PROBE and returns what it printed.
+ */
+const PEEK_SERVER = `import { execSync } from "node:child_process";
+import { createInterface } from "node:readline";
+const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: "2.0", ...message }) + "\\n");
+const peek = () => {
+  try {
+    return execSync(process.env.PROBE, { shell: "/bin/sh", encoding: "utf8" });
+  } catch (error) {
+    return String(error.stdout ?? error);
+  }
+};
+createInterface({ input: process.stdin }).on("line", (line) => {
+  const { id, method, params } = JSON.parse(line);
+  if (id === undefined) return;
+  if (method === "initialize")
+    send({ id, result: { protocolVersion: params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "peek", version: "1.0.0" } } });
+  else if (method === "tools/list")
+    send({ id, result: { tools: [{ name: "peek", description: "Peek.", inputSchema: { type: "object" } }] } });
+  else if (method === "tools/call") send({ id, result: { content: [{ type: "text", text: peek() }] } });
+  else send({ id, error: { code: -32601, message: "no such method" } });
+});
+`;
+
 function fileText(path: string): string {
   return existsSync(path) ? readFileSync(path, "utf8") : "";
 }
@@ -136,6 +162,64 @@ describe("a sandboxed process sees none of harness's state or credentials", { ti
       expectExit(verified, 0);
     }
     expect(ofType(records, "run.finished")).toHaveLength(1);
+  });
+
+  it("a sandboxed MCP stdio server and a read-only shell see no more than the others", async () => {
+    const workspace = await workspaceWith({ "a.txt": "a\n", "peek.mjs": PEEK_SERVER });
+    const home = await tempDir("harness-home-");
+    const shown = await tempDir("harness-readpath-");
+    writeFileSync(join(shown, "sdk.txt"), "visible-sdk\n");
+    const keyFile = join(shown, "journal.key");
+    const config = join(shown, "config.json");
+    writeFileSync(
+      config,
+      JSON.stringify({
+        trusted_projects: [`/nowhere/${CONFIG_MARK}`],
+        sandbox: { profile: "workspace-write", read_paths: [shown] },
+        mcp_servers: {
+          peek: { command: process.execPath, args: ["peek.mjs"], env: { PROBE: probe(shown) } },
+        },
+      }),
+    );
+    const env = { HARNESS_CONFIG: config, HOME: home, HARNESS_KEY_FILE: keyFile };
+    const first = await jsonScript([{ text: "done" }]);
+    expectExit(
+      await finished(
+        startHarnessWith(["run", "--script", first, "-w", workspace, "--session", "earlier", GOAL_MARK], env),
+      ),
+      0,
+    );
+    const key = readFileSync(keyFile, "utf8").trim();
+    const second = await jsonScript([
+      {
+        text: "look",
+        calls: [
+          { id: "mcp", name: "mcp__peek__peek", arguments: {} },
+          { id: "ro", name: "shell", arguments: { command: probe(shown) } },
+        ],
+      },
+      { text: "done" },
+    ]);
+    const result = await finished(
+      startHarnessWith(
+        [
+          "run",
+          ...["--script", second, "-w", workspace, "--session", "probe", "--sandbox", "read-only"],
+          ...["--shell", "allow", "--allow", "mcp__peek__*", "look"],
+        ],
+        env,
+      ),
+    );
+    expectExit(result, 0);
+    const results = ofType(await readJournal(workspace, "probe"), "tool.result");
+    expect(results).toHaveLength(2);
+    for (const call of results) {
+      const text = JSON.stringify(call.data);
+      expect(text, String(call.data.call_id)).toContain("visible-sdk");
+      for (const secret of [GOAL_MARK, CONFIG_MARK, key, "earlier"]) {
+        expect(text, `${String(call.data.call_id)} shows ${secret}`).not.toContain(secret);
+      }
+    }
   });
 
   it("a workspace inside another workspace's .harness is refused, so its journals reach no process", async () => {
