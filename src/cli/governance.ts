@@ -2,7 +2,6 @@ import { homedir } from "node:os";
 import { ConfigError } from "../config/errors.js";
 import { type ConfigSource, type LoadedConfig, loadConfig } from "../config/load.js";
 import { sandboxReadPaths } from "../config/sections.js";
-import { journalKeyPath } from "../journal/key-file.js";
 import { cliLayer } from "../policy/cli-flags.js";
 import {
   buildPolicy,
@@ -14,6 +13,7 @@ import { Executor } from "../sandbox/executor.js";
 import type { SandboxView } from "../sandbox/sandbox.js";
 import { DEFAULT_PROTECTED_PATHS } from "../workspace/protected.js";
 import { type ConfigHooksOptions, configNamedFiles, hooksFromConfig } from "./config-hooks.js";
+import { harnessSecretPaths } from "./harness-secrets.js";
 import { providerKeyNames, sessionProcesses } from "./processes.js";
 import type { RunFlags } from "./run-flags.js";
 import { UsageError } from "./usage-error.js";
@@ -112,7 +112,7 @@ export async function loadGovernance(
   const view: SandboxView = {
     readPaths: sandboxReadPaths(config, home),
     protectedPaths: DEFAULT_PROTECTED_PATHS.withFiles(configNamedFiles(config, workspaceRoot)),
-    hiddenFiles: [journalKeyPath(env)],
+    harnessSecrets: harnessSecretPaths(env, home),
   };
   const processes = sessionProcesses(
     config,

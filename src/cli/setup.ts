@@ -345,6 +345,7 @@ export async function loadProvider(
       ...(flags.model ? { model: flags.model } : {}),
       ...(flags.baseUrl ? { base_url: flags.baseUrl } : {}),
       ...(flags.apiKeyEnv ? { api_key_env: flags.apiKeyEnv } : {}),
+      ...(flags.requestDeadlineMs ? { request_deadline_ms: flags.requestDeadlineMs } : {}),
     } satisfies Partial<ModelProfile>;
   } else if (flags.provider) {
     if (!flags.model) throw new UsageError("--provider needs --model ID");
@@ -353,6 +354,7 @@ export async function loadProvider(
       model: flags.model,
       ...(flags.baseUrl ? { base_url: flags.baseUrl } : {}),
       ...(flags.apiKeyEnv ? { api_key_env: flags.apiKeyEnv } : {}),
+      ...(flags.requestDeadlineMs ? { request_deadline_ms: flags.requestDeadlineMs } : {}),
     };
   } else {
     const named = defaultProfile(config);
@@ -372,6 +374,7 @@ export async function loadProvider(
       ...(flags.model ? { model: flags.model } : {}),
       ...(flags.baseUrl ? { base_url: flags.baseUrl } : {}),
       ...(flags.apiKeyEnv ? { api_key_env: flags.apiKeyEnv } : {}),
+      ...(flags.requestDeadlineMs ? { request_deadline_ms: flags.requestDeadlineMs } : {}),
     } satisfies Partial<ModelProfile>;
   }
   try {

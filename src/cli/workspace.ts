@@ -4,6 +4,7 @@ import { FileJournalBackend } from "../journal/file-store.js";
 import { prepareStateDir } from "../journal/state-dir.js";
 import { sha256Hex } from "../shared/hash.js";
 import { DiskWorkspaceFs } from "../workspace/disk-fs.js";
+import { enclosingStateDir } from "../workspace/enclosing-state.js";
 import { TreeSnapshot } from "../workspace/tree-snapshot.js";
 import { UsageError } from "./usage-error.js";
 
@@ -40,6 +41,12 @@ export async function openWorkspace(
   if (options.exact && root !== requested)
     throw new UsageError(
       `workspace ${requested} changed while it was being opened (a directory on its path became a link); nothing was opened`,
+    );
+  // A workspace made of another workspace's journals and artifacts would hand them to every tool.
+  const state = enclosingStateDir(root);
+  if (state !== undefined)
+    throw new UsageError(
+      `workspace ${requested} lies inside harness's state directory ${state}; choose a directory outside it`,
     );
   const harnessDir = join(root, ".harness");
   // Refuses a shipped .harness holding symlinks (they would lead harness's writes elsewhere).

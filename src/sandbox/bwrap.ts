@@ -6,11 +6,13 @@ import path from "node:path";
 import type { Readable } from "node:stream";
 import { parseJsonObject } from "../shared/json.js";
 import { DEFAULT_PROTECTED_PATHS, type ProtectedPaths } from "../workspace/protected.js";
-import { hostViewArguments, isWithin, usableHome } from "./host-view.js";
+import { secretMasks } from "./harness-secrets.js";
+import { hostViewArguments, isWithin, shownRoots, usableHome } from "./host-view.js";
 import { probeMemoPath, probeRemembered, rememberProbe } from "./probe-memo.js";
 import { liveNamespaceMembers, pidNamespaceOf, signalQuietly } from "./proc.js";
 import { protectedMounts, removeSeals } from "./protected-mounts.js";
 import { type Launch, type LaunchRequest, type Sandbox, SandboxUnavailableError } from "./sandbox.js";
+import { realOrUndefined } from "./stat.js";
 import { type ProcessTree, processGroupTree } from "./tree.js";
 
 const DEFAULT_BWRAP_PATH = "/usr/bin/bwrap";
@@ -45,6 +47,8 @@ export interface BwrapLayout {
   hostView: readonly string[];
   /** The protected paths' mounts, after the workspace (see protected-mounts.ts). */
   protectedMounts: readonly string[];
+  /** What hides harness's state and credentials, after everything else (see harness-secrets.ts). */
+  secretMasks?: readonly string[];
   argv: readonly string[];
   /** Host working directory (visible inside); default the workspace. */
   cwd?: string;
@@ -59,8 +63,8 @@ export interface BwrapOptions {
   readFiles?: readonly string[];
   /** What no command may change, beyond the fixed rules: the files the configs name. */
   protectedPaths?: ProtectedPaths;
-  /** Host files hidden wherever the view shows them (see SandboxConfig.hiddenFiles). */
-  hiddenFiles?: readonly string[];
+  /** Host paths of harness's credentials and state (see SandboxConfig.harnessSecrets). */
+  harnessSecrets?: readonly string[];
 }
 
 /** bwrap's arguments for a layout. Order matters: later mounts cover earlier ones. */
@@ -74,6 +78,8 @@ export function bwrapArguments(layout: BwrapLayout): string[] {
     layout.workspace,
   );
   args.push(...layout.protectedMounts);
+  // Last of the mounts: no read path, hook file or protected path may show harness's secrets again.
+  args.push(...(layout.secretMasks ?? []));
   // The sandbox's own root (an empty tmpfs holding the mount points) is not writable either.
   args.push("--remount-ro", "/");
   args.push(
@@ -109,12 +115,20 @@ export class BwrapSandbox implements Sandbox {
   async prepare(request: LaunchRequest): Promise<Launch> {
     const workspace = await realpath(request.workspace);
     const home = usableHome(request.env.HOME);
-    const hostView = hostViewArguments({
+    const view = {
       home,
       realHome: homedir(),
       readPaths: this.options.readPaths ?? [],
       readFiles: this.options.readFiles ?? [],
-      hiddenFiles: this.options.hiddenFiles ?? [],
+    };
+    const hostView = hostViewArguments(view);
+    // Hook scripts the user config names stay runnable even inside a hidden directory.
+    const hookFiles = view.readFiles.flatMap((file) => realOrUndefined(file) ?? []);
+    const masks = secretMasks({
+      workspace,
+      secrets: this.options.harnessSecrets ?? [],
+      roots: shownRoots(view),
+      keep: [workspace, ...hookFiles],
     });
     // A read-only workspace needs no pins or seals: nothing in it can change.
     const mounts =
@@ -126,6 +140,7 @@ export class BwrapSandbox implements Sandbox {
       workspace,
       hostView,
       protectedMounts: mounts.args,
+      secretMasks: masks,
       argv: request.argv,
       ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
       ...(request.network === true ? { network: true } : {}),

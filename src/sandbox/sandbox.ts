@@ -29,15 +29,17 @@ export interface SandboxConfig {
   /** What no command may change; default: the fixed rules without config-named files. */
   protectedPaths?: ProtectedPaths;
   /**
-   * Host files no sandboxed process may read even where the sandbox shows their directory (a
-   * toolchain directory or a read path): the journal key, which would let a command forge
-   * journals this user trusts.
+   * harness's own credentials and state on the host, files or directories, that no sandboxed
+   * process may read wherever the sandbox would show them (inside the workspace, a toolchain
+   * directory, a read path): the journal key (a command could forge journals this user trusts),
+   * the server's tokens file, the user config and its directory. The composition root names them;
+   * the workspace's `.harness` is hidden whatever this says (harness-secrets.ts).
    */
-  hiddenFiles?: readonly string[];
+  harnessSecrets?: readonly string[];
 }
 
 /** What a sandboxed process sees beyond the workspace, and what in the workspace it may not change. */
-export type SandboxView = Pick<SandboxConfig, "readPaths" | "protectedPaths" | "hiddenFiles">;
+export type SandboxView = Pick<SandboxConfig, "readPaths" | "protectedPaths" | "harnessSecrets">;
 
 export interface LaunchRequest {
   /** The command and its arguments; argv[0] is an absolute executable path. */
