@@ -249,7 +249,11 @@ function wordOf(node: Node, commandName: boolean): Word {
       const known = pieces.every((piece) => piece.static) && covered === node.text.length;
       if (!known) return { value: collapse(node.text), static: false };
       const value = pieces.map((piece) => piece.value).join("");
-      return pieces.some((piece) => piece.glob === true) ? { value, static: true, glob: true } : { value, static: true };
+      // The grammar splits `cur[l]` into pieces: look for a pattern across the unquoted ones.
+      const unquoted = node.namedChildren
+        .map((child) => (child?.type === "word" ? child.text : "_".repeat(child?.text.length ?? 0)))
+        .join("");
+      return isPattern(unquoted) ? { value, static: true, glob: true } : { value, static: true };
     }
     default:
       return { value: collapse(node.text), static: false };
