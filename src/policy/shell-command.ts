@@ -336,7 +336,8 @@ function throughWrappers(
     let done: CommandPart[] | undefined;
     switch (name) {
       case "eval": {
-        if (rest.some((word) => !word.static)) return unknown("eval runs text that is only known when it runs");
+        if (rest.some((word) => !word.static))
+          return unknown("eval runs text that is only known when it runs");
         return codeOf(
           rest.map((word) => word.value).join(" "),
           "eval runs text that is only known when it runs",
@@ -348,7 +349,10 @@ function throughWrappers(
         if (file === undefined) return whole();
         if (!file.static) return unknown(`${name} runs a file only known when it runs`);
         return finish([
-          { ...partOf(words, redirects, source.fromInput), opaque: `${name} runs the shell code in ${file.value}` },
+          {
+            ...partOf(words, redirects, source.fromInput),
+            opaque: `${name} runs the shell code in ${file.value}`,
+          },
         ]);
       }
       case "env": {
@@ -394,7 +398,8 @@ function throughWrappers(
       case "chrt":
       case "timeout": {
         const onProcess =
-          (name === "taskset" && given.has("-p")) || (name === "chrt" && (given.has("-p") || given.has("-m")));
+          (name === "taskset" && given.has("-p")) ||
+          (name === "chrt" && (given.has("-p") || given.has("-m")));
         if (onProcess) return whole();
         // The operand before the command: a CPU mask or list, a priority, a duration.
         const operand = rest[index];
@@ -407,7 +412,10 @@ function throughWrappers(
       }
       case "xargs": {
         const replace = read?.options.find((option) => option.name === "-I" || option.name === "-i");
-        source = { fromInput: true, ...(replace !== undefined ? { replacement: replace.value ?? "{}" } : {}) };
+        source = {
+          fromInput: true,
+          ...(replace !== undefined ? { replacement: replace.value ?? "{}" } : {}),
+        };
         // With no command, xargs runs echo.
         const next = rest.slice(index);
         done = into(next.length === 0 ? [{ value: "echo", static: true }] : next);
@@ -420,9 +428,13 @@ function throughWrappers(
         }
         const text = rest.slice(index);
         if (text.length === 0) return whole();
-        if (text.some((word) => !word.static)) return unknown("watch runs code that is only known when it runs");
+        if (text.some((word) => !word.static))
+          return unknown("watch runs code that is only known when it runs");
         wrappers.push(textOf(current, []));
-        return codeOf(text.map((word) => word.value).join(" "), "watch runs code that is only known when it runs");
+        return codeOf(
+          text.map((word) => word.value).join(" "),
+          "watch runs code that is only known when it runs",
+        );
       }
       case "trap": {
         const handler = rest[index];
@@ -480,7 +492,8 @@ function runsSubcommand(words: readonly Word[], running: readonly string[]): boo
   let seen = 0;
   for (const word of words) {
     if (!word.static) return true;
-    if (running.includes(word.value)) return seen === 0 || (seen === 1 && optionBefore) || word.value.startsWith("-");
+    if (running.includes(word.value))
+      return seen === 0 || (seen === 1 && optionBefore) || word.value.startsWith("-");
     if (word.value.startsWith("-")) {
       if (seen === 0 && !word.value.includes("=")) optionBefore = true;
       continue;
@@ -543,14 +556,21 @@ function shellInvocation(
   // `+o name`, `+x`: the same options, turned off.
   const options = words
     .slice(1)
-    .map((word) => (word.static && /^\+./.test(word.value) ? { ...word, value: `-${word.value.slice(1)}` } : word));
+    .map((word) =>
+      word.static && /^\+./.test(word.value) ? { ...word, value: `-${word.value.slice(1)}` } : word,
+    );
   const read = readOptions(name, options, SHELL_OPTIONS);
   if (read.kind === "unknown") return unknownPart(words, redirects, read.reason);
   const given = new Set(read.options.map((option) => option.name));
   const operands = words.slice(1 + read.index);
   const startup: CommandPart[] =
     given.has("-i") || given.has("-l") || given.has("--rcfile")
-      ? [{ ...partOf(words, redirects, false), opaque: `an interactive or login ${name} runs startup files first` }]
+      ? [
+          {
+            ...partOf(words, redirects, false),
+            opaque: `an interactive or login ${name} runs startup files first`,
+          },
+        ]
       : [];
   if (given.has("-c")) {
     const script = operands[0];

@@ -28,7 +28,7 @@ export interface ReadOption {
 }
 
 export type OptionsRead =
-  | { kind: "read"; /** Index of the first word after the options. */ index: number; options: ReadOption[] }
+  | { kind: "read" /** Index of the first word after the options. */; index: number; options: ReadOption[] }
   | { kind: "unknown"; reason: string };
 
 interface Compiled {
@@ -94,7 +94,8 @@ export function readOptions(
       const exact = long.get(given);
       const prefixed = [...long.keys()].filter((name) => name.startsWith(given));
       const distinct = new Set(prefixed.map((name) => long.get(name)?.name));
-      const option = exact ?? (given !== "" && distinct.size === 1 ? long.get(prefixed[0] as string) : undefined);
+      const option =
+        exact ?? (given !== "" && distinct.size === 1 ? long.get(prefixed[0] as string) : undefined);
       if (option === undefined) return unknown(`option --${given} is not one harness knows`);
       if (option.arity === "none") {
         if (equals !== -1) return unknown(`option --${given} takes no value`);

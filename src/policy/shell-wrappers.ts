@@ -49,7 +49,13 @@ export const WRAPPER_OPTIONS: Readonly<Record<string, OptionTable>> = {
     "--help": "none",
     "--version": "none",
   },
-  setsid: { "-c --ctty": "none", "-f --fork": "none", "-w --wait": "none", "-h --help": "none", "-V --version": "none" },
+  setsid: {
+    "-c --ctty": "none",
+    "-f --fork": "none",
+    "-w --wait": "none",
+    "-h --help": "none",
+    "-V --version": "none",
+  },
   timeout: {
     "-s --signal": "value",
     "-k --kill-after": "value",
@@ -220,7 +226,18 @@ export const SHELL_OPTIONS: OptionTable = {
 };
 
 /** Shells whose `-c` text is bash-compatible shell code, read like the line itself. */
-export const SHELLS: ReadonlySet<string> = new Set(["sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "yash", "posh", "rbash"]);
+export const SHELLS: ReadonlySet<string> = new Set([
+  "sh",
+  "bash",
+  "dash",
+  "zsh",
+  "ksh",
+  "ash",
+  "mksh",
+  "yash",
+  "posh",
+  "rbash",
+]);
 
 /**
  * Programs that run a command given in their arguments (or a command string in another

@@ -6,6 +6,15 @@ import path from "node:path";
 import type { Readable } from "node:stream";
 import { parseJsonObject } from "../shared/json.js";
 import { DEFAULT_PROTECTED_PATHS, type ProtectedPaths } from "../workspace/protected.js";
+import {
+  type DenialPlan,
+  type DeniedProgram,
+  planDenials,
+  REFUSALS_PATH,
+  readRefusals,
+  refusalFile,
+  stubFile,
+} from "./denied-programs.js";
 import { hostViewArguments, isWithin, usableHome } from "./host-view.js";
 import { probeMemoPath, probeRemembered, rememberProbe } from "./probe-memo.js";
 import { liveNamespaceMembers, pidNamespaceOf, signalQuietly } from "./proc.js";
@@ -45,6 +54,8 @@ export interface BwrapLayout {
   hostView: readonly string[];
   /** The protected paths' mounts, after the workspace (see protected-mounts.ts). */
   protectedMounts: readonly string[];
+  /** Stubs over the programs deny rules name, and the refusal file (see denied-programs.ts). */
+  deniedMounts?: readonly string[];
   argv: readonly string[];
   /** Host working directory (visible inside); default the workspace. */
   cwd?: string;
@@ -61,6 +72,8 @@ export interface BwrapOptions {
   protectedPaths?: ProtectedPaths;
   /** Host files hidden wherever the view shows them (see SandboxConfig.hiddenFiles). */
   hiddenFiles?: readonly string[];
+  /** Programs deny rules name: covered by a refusing stub (see SandboxConfig.deniedPrograms). */
+  deniedPrograms?: readonly DeniedProgram[];
 }
 
 /** bwrap's arguments for a layout. Order matters: later mounts cover earlier ones. */
@@ -74,6 +87,7 @@ export function bwrapArguments(layout: BwrapLayout): string[] {
     layout.workspace,
   );
   args.push(...layout.protectedMounts);
+  args.push(...(layout.deniedMounts ?? []));
   // The sandbox's own root (an empty tmpfs holding the mount points) is not writable either.
   args.push("--remount-ro", "/");
   args.push(
@@ -121,11 +135,18 @@ export class BwrapSandbox implements Sandbox {
       this.profile === "workspace-write"
         ? await protectedMounts(workspace, this.#protectedPaths())
         : { args: [], seals: [] };
+    const denied = this.#denials(request);
+    const refusals = denied.files.length > 0 ? refusalFile() : undefined;
+    const deniedMounts: string[] = [];
+    const shell = request.argv[0] as string;
+    for (const file of denied.files) deniedMounts.push("--ro-bind", stubFile(file, shell), file.path);
+    if (refusals !== undefined) deniedMounts.push("--bind", refusals, REFUSALS_PATH);
     const args = bwrapArguments({
       profile: this.profile,
       workspace,
       hostView,
       protectedMounts: mounts.args,
+      deniedMounts,
       argv: request.argv,
       ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
       ...(request.network === true ? { network: true } : {}),
@@ -140,12 +161,32 @@ export class BwrapSandbox implements Sandbox {
       cwd: request.cwd ?? workspace,
       env,
       extraPipes: 1,
+      ...(refusals !== undefined ? { refusals: () => readRefusals(refusals) } : {}),
       createTree: (child) => {
         // The seals' mount points exist on the host while the command runs; remove them after.
         if (seals.length > 0) child.once("exit", () => removeSeals(seals));
         return namespaceTree(child);
       },
     };
+  }
+
+  readonly #plans = new Map<string, DenialPlan>();
+
+  /** The files to cover for this command's PATH and shell; the same for a session, so kept. */
+  #denials(request: LaunchRequest): DenialPlan {
+    const denied = this.options.deniedPrograms ?? [];
+    if (denied.length === 0) return { files: [], skipped: [] };
+    const key = `${request.env.PATH ?? ""}\0${request.argv[0] ?? ""}`;
+    let plan = this.#plans.get(key);
+    if (plan === undefined) {
+      plan = planDenials(denied, {
+        searchPath: request.env.PATH,
+        visible: this.options.readPaths ?? [],
+        shell: request.argv[0] ?? "/bin/sh",
+      });
+      this.#plans.set(key, plan);
+    }
+    return plan;
   }
 
   #protectedPaths(): ProtectedPaths {

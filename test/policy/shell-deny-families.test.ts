@@ -31,7 +31,7 @@ beforeAll(async () => {
   bin = join(dir, "bin");
   marker = join(dir, "evilprog-ran");
   mkdirSync(bin);
-    // It fails, so that `watch -e` and the like stop after running it once.
+  // It fails, so that `watch -e` and the like stop after running it once.
   writeFileSync(join(bin, "evilprog"), `#!/bin/sh\n: > ${marker}\nexit 1\n`, { mode: 0o755 });
 });
 
@@ -76,7 +76,9 @@ const P = "evilprog";
 const patterns = () =>
   fc
     .constantFrom("evilpro?", "evilpr[o]g", "evil*", "e*prog", "[e]vilprog", "BIN/evilpro[g]", "BIN/e*")
-    .map((pattern) => (pattern.startsWith("BIN/") ? pattern.replace("BIN", bin) : `touch evilprog; ${pattern}`));
+    .map((pattern) =>
+      pattern.startsWith("BIN/") ? pattern.replace("BIN", bin) : `touch evilprog; ${pattern}`,
+    );
 /** Wrappers harness sees through, with options as users write them. */
 const wrapper = fc.constantFrom(
   "env",
@@ -259,7 +261,9 @@ const familyLine = fc
   .tuple(
     fc.constantFrom("", "true; ", "echo hi && ", "cd . ; "),
     fc.oneof(
-      fc.tuple(wrapper, patterns()).map(([w, p]) => (p.startsWith("touch ") ? p.replace("; ", `; ${w} `) : `${w} ${p}`)),
+      fc
+        .tuple(wrapper, patterns())
+        .map(([w, p]) => (p.startsWith("touch ") ? p.replace("; ", `; ${w} `) : `${w} ${p}`)),
       fc.tuple(longOptions, fc.constantFrom(P, "BIN/evilpr[o]g")).map(([w, p]) => `${w} ${p}`),
       runners,
       textAsCode,
@@ -293,25 +297,26 @@ describe("property: whenever bash runs a denied program, the rules do not allow 
 
   it.each([
     ["a pattern after a wrapper", "touch evilprog; env evilpro?"],
-    ["a pattern in a path after a wrapper", `command ${"${bin}"}/evilpr[o]g`],
+    ["a pattern in a path after a wrapper", "command BIN/evilpr[o]g"],
     ["a long option with a separate value", "timeout --signal KILL 5 evilprog"],
     ["an abbreviated long option", "echo x | xargs --max-a 1 evilprog"],
     ["flock", "flock /tmp/harness-deny.lock evilprog"],
     ["flock -c", "flock /tmp/harness-deny.lock -c evilprog"],
     ["script -c", "script -qc evilprog /dev/null"],
     ["xargs filling the command", "echo evilprog | xargs env"],
-    ["find -exec {}", `find ${"${bin}"} -name evilprog -exec {} \\;`],
+    ["find -exec {}", "find BIN/ -name evilprog -exec {} \\;"],
     ["mapfile -C", "mapfile -C evilprog -c 1 a <<< x"],
     ["PS4 with set -x", "PS4='$(evilprog)'; set -x; true"],
     ["source of a file the line wrote", "echo evilprog > s.sh; . ./s.sh"],
     ["a shell reading its input", "echo evilprog | sh"],
     ["env with a function", "env 'BASH_FUNC_true%%=() { evilprog; }' bash -c true"],
     ["BASH_ENV in a quoted declaration", "echo evilprog > s.sh; declare -x 'BASH_ENV=s.sh'; bash -c true"],
-    ["a login shell's startup file", "echo ${bin}/evilprog > ~/.bash_profile; bash -lc true"],
+    ["a login shell's startup file", "echo BIN/evilprog > ~/.bash_profile; bash -lc true"],
   ])("%s: bash runs the program and the rules do not allow it", (_family, template) => {
-    const command = template.replaceAll("${bin}", bin);
+    const command = withBin(template);
     expect({ command, ran: bashRuns(command) }).toEqual({ command, ran: true });
-    for (const flags of RULES) expect({ command, decision: decide(command, flags) }).not.toEqual({ command, decision: "allow" });
+    for (const flags of RULES)
+      expect({ command, decision: decide(command, flags) }).not.toEqual({ command, decision: "allow" });
   });
 
   it("ordinary lines stay allowed", () => {
@@ -331,7 +336,10 @@ describe("property: whenever bash runs a denied program, the rules do not allow 
       "time -p make",
       "bash script.sh",
     ]) {
-      expect({ command, decision: decide(command, { shell: "allow" }) }).toEqual({ command, decision: "allow" });
+      expect({ command, decision: decide(command, { shell: "allow" }) }).toEqual({
+        command,
+        decision: "allow",
+      });
       if (command !== "bash script.sh")
         expect({ command, decision: decide(command, flags) }).toEqual({ command, decision: "allow" });
     }
