@@ -93,7 +93,7 @@ const wrapper = fc.constantFrom(
   "timeout 5",
   "timeout -s KILL 5",
   "stdbuf -o0",
-  "flock /tmp/harness-deny.lock",
+  "flock -n lk",
   "ionice -c 3",
   "taskset 1",
   "taskset -c 0",
@@ -114,10 +114,10 @@ const longOptions = fc.constantFrom(
   "nice --adj 1",
   "stdbuf --output 0",
   "stdbuf --out 0",
-  "flock --timeout 1 /tmp/harness-deny.lock",
-  "flock --wait 1 /tmp/harness-deny.lock",
-  "flock -w 1 /tmp/harness-deny.lock",
-  "flock -E 3 /tmp/harness-deny.lock",
+  "flock --timeout 1 lk",
+  "flock --wait 1 lk",
+  "flock -w 1 lk",
+  "flock -n -E 3 lk",
   "ionice --class 3",
   "ionice --classdata 1 -c 2",
   "chrt --other 0",
@@ -142,9 +142,9 @@ const longOptions = fc.constantFrom(
 );
 /** Programs that run their arguments as a command or as shell code. */
 const runners = fc.constantFrom(
-  `flock /tmp/harness-deny.lock ${P}`,
-  `flock /tmp/harness-deny.lock -c ${P}`,
-  `flock -n /tmp/harness-deny.lock -c '${P} x'`,
+  `flock lk ${P}`,
+  `flock lk -c ${P}`,
+  `flock -n lk -c '${P} x'`,
   `ionice ${P}`,
   `taskset 0x1 ${P}`,
   `chrt -o 0 ${P}`,
@@ -251,8 +251,8 @@ const environment = fc.constantFrom(
   `echo BIN/${P} > ~/.bash_profile; bash -lc true`,
   `echo BIN/${P} > ~/.profile; sh -l -c true`,
   `echo ${P} > rc; bash --rcfile rc -i -c true`,
-  `SHELL=BIN/${P} flock /tmp/harness-deny.lock -c true`,
-  `export 'SHELL=BIN/${P}'; flock /tmp/harness-deny.lock -c true`,
+  `SHELL=BIN/${P} flock lk -c true`,
+  `export 'SHELL=BIN/${P}'; flock lk -c true`,
 );
 
 /** A line of one family, placed among harmless commands. */
@@ -300,8 +300,8 @@ describe("property: whenever bash runs a denied program, the rules do not allow 
     ["a pattern in a path after a wrapper", "command BIN/evilpr[o]g"],
     ["a long option with a separate value", "timeout --signal KILL 5 evilprog"],
     ["an abbreviated long option", "echo x | xargs --max-a 1 evilprog"],
-    ["flock", "flock /tmp/harness-deny.lock evilprog"],
-    ["flock -c", "flock /tmp/harness-deny.lock -c evilprog"],
+    ["flock", "flock lk evilprog"],
+    ["flock -c", "flock lk -c evilprog"],
     ["script -c", "script -qc evilprog /dev/null"],
     ["xargs filling the command", "echo evilprog | xargs env"],
     ["find -exec {}", "find BIN/ -name evilprog -exec {} \\;"],
