@@ -72,7 +72,20 @@ describe("a program a deny rule names cannot run in a sandboxed session, whateve
     const workspace = await workspaceWith({ "a.txt": "a\n" });
     const result = await finished(
       startHarnessWith(
-        ["run", "--script", script, "-w", workspace, "--session", "deny", "--shell", "allow", "--deny", RULE, "go"],
+        [
+          "run",
+          "--script",
+          script,
+          "-w",
+          workspace,
+          "--session",
+          "deny",
+          "--shell",
+          "allow",
+          "--deny",
+          RULE,
+          "go",
+        ],
         await userConfig(),
       ),
     );
@@ -80,7 +93,11 @@ describe("a program a deny rule names cannot run in a sandboxed session, whateve
     expect(existsSync(join(workspace, "pwned"))).toBe(false);
     const results = resultsByCall(await readJournal(workspace, "deny"));
     for (const id of Object.keys(attacks)) {
-      const data = results.get(id) as { status?: string; error_type?: string; data?: Record<string, unknown> };
+      const data = results.get(id) as {
+        status?: string;
+        error_type?: string;
+        data?: Record<string, unknown>;
+      };
       const refusals = (data.data?.denied_programs ?? []) as { path: string; rule: string }[];
       expect({ id, refusals }).toEqual({ id, refusals: [{ path: program, rule: RULE }] });
       if (id === "hidden") {
@@ -123,7 +140,9 @@ describe("policy explain says where a deny rule on a program holds", () => {
     expect(result.code).toBe(0);
     expect(result.stdout).toContain("shell: deny");
     expect(result.stdout).toContain(`the sandbox is off, so ${RULE}`);
-    expect(result.stdout).toContain("is advisory: deny rules on programs are checked on the command line only");
+    expect(result.stdout).toContain(
+      "is advisory: deny rules on programs are checked on the command line only",
+    );
   });
 
   it("with the sandbox on: enforced by a stub", async () => {
