@@ -135,7 +135,7 @@ export class BwrapSandbox implements Sandbox {
       this.profile === "workspace-write"
         ? await protectedMounts(workspace, this.#protectedPaths())
         : { args: [], seals: [] };
-    const denied = this.#denials(request);
+    const denied = this.#denials(request, workspace);
     const refusals = denied.files.length > 0 ? refusalFile() : undefined;
     const deniedMounts: string[] = [];
     const shell = request.argv[0] as string;
@@ -172,20 +172,25 @@ export class BwrapSandbox implements Sandbox {
 
   readonly #plans = new Map<string, DenialPlan>();
 
-  /** The files to cover for this command's PATH and shell; the same for a session, so kept. */
-  #denials(request: LaunchRequest): DenialPlan {
+  /**
+   * The files to cover for this command's PATH and shell. Toolchain directories do not change
+   * while harness runs, so their plan is kept; one that searched a directory in the workspace
+   * (a PATH entry such as `node_modules/.bin`), where files come and go, is made again each time.
+   */
+  #denials(request: LaunchRequest, workspace: string): DenialPlan {
     const denied = this.options.deniedPrograms ?? [];
-    if (denied.length === 0) return { files: [], skipped: [] };
-    const key = `${request.env.PATH ?? ""}\0${request.argv[0] ?? ""}`;
-    let plan = this.#plans.get(key);
-    if (plan === undefined) {
-      plan = planDenials(denied, {
-        searchPath: request.env.PATH,
-        visible: this.options.readPaths ?? [],
-        shell: request.argv[0] ?? "/bin/sh",
-      });
-      this.#plans.set(key, plan);
-    }
+    if (denied.length === 0) return { files: [], directories: [], skipped: [] };
+    const cwd = request.cwd ?? workspace;
+    const key = `${request.env.PATH ?? ""}\0${request.argv[0] ?? ""}\0${cwd}`;
+    const kept = this.#plans.get(key);
+    if (kept !== undefined) return kept;
+    const plan = planDenials(denied, {
+      searchPath: request.env.PATH,
+      visible: [...(this.options.readPaths ?? []), workspace],
+      shell: request.argv[0] ?? "/bin/sh",
+      cwd,
+    });
+    if (!plan.directories.some((directory) => isWithin(directory, workspace))) this.#plans.set(key, plan);
     return plan;
   }
 

@@ -15,8 +15,8 @@ import { lstatOrUndefined, realOrUndefined, statOrUndefined } from "./stat.js";
  * programs run instead of only where the command line names them.
  *
  * Limits: the shell that runs every command is never covered (nothing could run at all): a rule
- * naming it stays a rule on command lines only. Files in the workspace, and programs outside the
- * directories searched (below), are not looked for.
+ * naming it stays a rule on command lines only. Programs outside the directories searched (the
+ * command's PATH, workspace directories on it included, and BIN_DIRECTORIES) are not looked for.
  */
 
 export interface DeniedProgram {
@@ -53,6 +53,8 @@ export interface StubbedFile {
 export interface DenialPlan {
   /** Files to cover, each with the rule that names it. */
   files: StubbedFile[];
+  /** The directories searched (real paths). */
+  directories: string[];
   /** Programs a rule names that were left as they are, with why. */
   skipped: { path: string; rule: string; reason: string }[];
 }
@@ -64,18 +66,22 @@ export interface DenialPlan {
  */
 export function planDenials(
   denied: readonly DeniedProgram[],
-  options: { searchPath: string | undefined; visible: readonly string[]; shell: string },
+  options: { searchPath: string | undefined; visible: readonly string[]; shell: string; cwd?: string },
 ): DenialPlan {
-  const plan: DenialPlan = { files: [], skipped: [] };
+  const plan: DenialPlan = { files: [], directories: [], skipped: [] };
   if (denied.length === 0) return plan;
   const shown = [...TOOLCHAIN_PATHS, ...options.visible];
   const directories = new Set<string>();
-  for (const directory of [...(options.searchPath ?? "").split(":"), ...BIN_DIRECTORIES]) {
+  for (const entry of [...(options.searchPath ?? "").split(":"), ...BIN_DIRECTORIES]) {
+    // A relative entry (an empty one is `.`) is looked up from the command's working directory.
+    const directory =
+      path.isAbsolute(entry) || options.cwd === undefined ? entry : path.resolve(options.cwd, entry);
     if (!path.isAbsolute(directory)) continue;
     const real = realOrUndefined(directory);
     if (real === undefined || !shown.some((dir) => isWithin(real, dir))) continue;
     directories.add(real);
   }
+  plan.directories = [...directories];
   const shell = realOrUndefined(options.shell) ?? options.shell;
   const listings = new Map<string, string[]>();
   const list = (directory: string): string[] => {
@@ -93,7 +99,8 @@ export function planDenials(
   const byInode = new Map<string, StubbedFile>();
   const add = (file: string, rule: string) => {
     const stats = statOrUndefined(file);
-    if (stats === undefined || !stats.isFile()) return;
+    // Only programs: a data file whose name matches (`curl-notes.md` in a PATH directory) stays.
+    if (stats === undefined || !stats.isFile() || (stats.mode & 0o111) === 0) return;
     if (!shown.some((dir) => isWithin(file, dir))) return;
     if (file === shell) {
       plan.skipped.push({ path: file, rule, reason: "it is the shell every command runs in" });

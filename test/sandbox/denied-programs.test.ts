@@ -111,6 +111,31 @@ describe("a program a deny rule names is unreachable in the sandbox", () => {
     rmSync(path.join(workspace.dir, "s.sh"), { force: true });
   });
 
+  it("a copy in a workspace directory on PATH is covered too; a data file of a matching name is not", async () => {
+    const tools = path.join(workspace.dir, "tools");
+    mkdirSync(tools, { recursive: true });
+    writeFileSync(path.join(tools, "evilprog-local"), `#!/bin/sh\necho ran >> ${marker}\n`, { mode: 0o755 });
+    writeFileSync(path.join(tools, "evilprog-notes.txt"), "notes\n");
+    rmSync(marker, { force: true });
+    const sandbox = new BwrapSandbox("workspace-write", undefined, {
+      deniedPrograms: [{ name: "evilprog*", rule: RULE }],
+    });
+    const result = await new Executor({
+      environment: { PATH: `${tools}:/usr/bin:/bin`, HOME: "/nonexistent", LANG: "C" },
+    }).execute({
+      purpose: "shell",
+      argv: ["/bin/bash", "-c", "cat tools/evilprog-notes.txt; evilprog-local"],
+      workspace: workspace.dir,
+      profile: { sandbox, env: {} },
+      timeoutMs: 20_000,
+    });
+    expect(existsSync(marker)).toBe(false);
+    expect(result.stdout.head).toBe("notes\n");
+    expect(result.exitCode).toBe(126);
+    expect(result.refused).toEqual([{ path: path.join(tools, "evilprog-local"), rule: RULE }]);
+    rmSync(tools, { recursive: true, force: true });
+  });
+
   it("a refusal is seen even when the command hides its output and exit code", async () => {
     rmSync(marker, { force: true });
     const result = await run("evilprog 2>/dev/null || true", true);
