@@ -22,6 +22,7 @@ import { grantFromDecision, SessionGrants } from "../policy/grants.js";
 import { HookRunner } from "../policy/hooks.js";
 import { pathResolverOf } from "../policy/path-aliases.js";
 import { PolicyPermissions } from "../policy/policy-permissions.js";
+import { programRules } from "../policy/program-rules.js";
 import { ScopedPermissions, ScopeError, validateScope } from "../policy/scope.js";
 import { subjectKindOf } from "../policy/subject-kind.js";
 import { TtyApprover } from "../policy/tty-approver.js";
@@ -154,11 +155,14 @@ export async function buildSetup(options: {
   ]);
   const toolSelection = parseToolSelection(flags.tools ?? "coding");
   const shell = shellSetting(governance.config);
+  // A program a deny rule names is covered by a refusing stub in the shell's sandbox.
+  const deniedPrograms = programRules(governance.policy).map(({ name, rule }) => ({ name, rule }));
   const shellTool = createShellTool({
     sandbox: {
       profile: processes.shell,
       ...(processes.bwrapPath ? { bwrapPath: processes.bwrapPath } : {}),
       ...processes.view,
+      ...(deniedPrograms.length > 0 ? { deniedPrograms } : {}),
     },
     executor,
     ...(processes.shellRefusal ? { refusal: processes.shellRefusal } : {}),

@@ -6,6 +6,15 @@ import path from "node:path";
 import type { Readable } from "node:stream";
 import { parseJsonObject } from "../shared/json.js";
 import { DEFAULT_PROTECTED_PATHS, type ProtectedPaths } from "../workspace/protected.js";
+import {
+  type DenialPlan,
+  type DeniedProgram,
+  planDenials,
+  REFUSALS_PATH,
+  readRefusals,
+  refusalFile,
+  stubFile,
+} from "./denied-programs.js";
 import { secretMasks } from "./harness-secrets.js";
 import { hostViewArguments, isWithin, shownRoots, usableHome } from "./host-view.js";
 import { probeMemoPath, probeRemembered, rememberProbe } from "./probe-memo.js";
@@ -47,6 +56,8 @@ export interface BwrapLayout {
   hostView: readonly string[];
   /** The protected paths' mounts, after the workspace (see protected-mounts.ts). */
   protectedMounts: readonly string[];
+  /** Stubs over the programs deny rules name, and the refusal file (see denied-programs.ts). */
+  deniedMounts?: readonly string[];
   /** What hides harness's state and credentials, after everything else (see harness-secrets.ts). */
   secretMasks?: readonly string[];
   argv: readonly string[];
@@ -65,6 +76,8 @@ export interface BwrapOptions {
   protectedPaths?: ProtectedPaths;
   /** Host paths of harness's credentials and state (see SandboxConfig.harnessSecrets). */
   harnessSecrets?: readonly string[];
+  /** Programs deny rules name: covered by a refusing stub (see SandboxConfig.deniedPrograms). */
+  deniedPrograms?: readonly DeniedProgram[];
 }
 
 /** bwrap's arguments for a layout. Order matters: later mounts cover earlier ones. */
@@ -78,6 +91,7 @@ export function bwrapArguments(layout: BwrapLayout): string[] {
     layout.workspace,
   );
   args.push(...layout.protectedMounts);
+  args.push(...(layout.deniedMounts ?? []));
   // Last of the mounts: no read path, hook file or protected path may show harness's secrets again.
   args.push(...(layout.secretMasks ?? []));
   // The sandbox's own root (an empty tmpfs holding the mount points) is not writable either.
@@ -135,12 +149,19 @@ export class BwrapSandbox implements Sandbox {
       this.profile === "workspace-write"
         ? await protectedMounts(workspace, this.#protectedPaths())
         : { args: [], seals: [] };
+    const denied = this.#denials(request, workspace);
+    const refusals = denied.files.length > 0 ? refusalFile() : undefined;
+    const deniedMounts: string[] = [];
+    const shell = request.argv[0] as string;
+    for (const file of denied.files) deniedMounts.push("--ro-bind", stubFile(file, shell), file.path);
+    if (refusals !== undefined) deniedMounts.push("--bind", refusals, REFUSALS_PATH);
     const args = bwrapArguments({
       profile: this.profile,
       workspace,
       hostView,
       protectedMounts: mounts.args,
       secretMasks: masks,
+      deniedMounts,
       argv: request.argv,
       ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
       ...(request.network === true ? { network: true } : {}),
@@ -155,12 +176,37 @@ export class BwrapSandbox implements Sandbox {
       cwd: request.cwd ?? workspace,
       env,
       extraPipes: 1,
+      ...(refusals !== undefined ? { refusals: () => readRefusals(refusals) } : {}),
       createTree: (child) => {
         // The seals' mount points exist on the host while the command runs; remove them after.
         if (seals.length > 0) child.once("exit", () => removeSeals(seals));
         return namespaceTree(child);
       },
     };
+  }
+
+  readonly #plans = new Map<string, DenialPlan>();
+
+  /**
+   * The files to cover for this command's PATH and shell. Toolchain directories do not change
+   * while harness runs, so their plan is kept; one that searched a directory in the workspace
+   * (a PATH entry such as `node_modules/.bin`), where files come and go, is made again each time.
+   */
+  #denials(request: LaunchRequest, workspace: string): DenialPlan {
+    const denied = this.options.deniedPrograms ?? [];
+    if (denied.length === 0) return { files: [], directories: [], skipped: [] };
+    const cwd = request.cwd ?? workspace;
+    const key = `${request.env.PATH ?? ""}\0${request.argv[0] ?? ""}\0${cwd}`;
+    const kept = this.#plans.get(key);
+    if (kept !== undefined) return kept;
+    const plan = planDenials(denied, {
+      searchPath: request.env.PATH,
+      visible: [...(this.options.readPaths ?? []), workspace],
+      shell: request.argv[0] ?? "/bin/sh",
+      cwd,
+    });
+    if (!plan.directories.some((directory) => isWithin(directory, workspace))) this.#plans.set(key, plan);
+    return plan;
   }
 
   #protectedPaths(): ProtectedPaths {

@@ -10,5 +10,6 @@ export function createSandbox(config: SandboxConfig): Sandbox {
     ...(config.readFiles ? { readFiles: config.readFiles } : {}),
     ...(config.protectedPaths ? { protectedPaths: config.protectedPaths } : {}),
     ...(config.harnessSecrets ? { harnessSecrets: config.harnessSecrets } : {}),
+    ...(config.deniedPrograms ? { deniedPrograms: config.deniedPrograms } : {}),
   });
 }

@@ -1,6 +1,7 @@
 import type { ChildProcess } from "node:child_process";
 import { CodedError } from "../shared/coded-error.js";
 import type { ProtectedPaths } from "../workspace/protected.js";
+import type { DeniedProgram, Refusal } from "./denied-programs.js";
 import type { ProcessTree } from "./tree.js";
 
 /**
@@ -36,6 +37,11 @@ export interface SandboxConfig {
    * the workspace's `.harness` is hidden whatever this says (harness-secrets.ts).
    */
   harnessSecrets?: readonly string[];
+  /**
+   * Programs the deny rules name (`shell(curl*)` names `curl`): every file that is one of them,
+   * under any name the sandbox shows, is covered by a stub that refuses and exits 126.
+   */
+  deniedPrograms?: readonly DeniedProgram[];
 }
 
 /** What a sandboxed process sees beyond the workspace, and what in the workspace it may not change. */
@@ -68,6 +74,8 @@ export interface Launch {
   extraPipes: number;
   /** How to find the command's processes; undefined: its process group. */
   createTree?: (child: ChildProcess) => ProcessTree;
+  /** After the command: the denied programs it tried to run (read once; see denied-programs.ts). */
+  refusals?: () => Refusal[];
 }
 
 export type UnavailableReason = "not_found" | "probe_failed";
