@@ -28,8 +28,11 @@ export class McpCallError extends CodedError<McpCallErrorKind> {
   }
 }
 
-/** `spawn`: the process or transport could not be made; `handshake`: initialize failed; `timeout`: startup_timeout_ms passed. */
-export type McpStartFailure = "spawn" | "handshake" | "timeout";
+/**
+ * `spawn`: the process or transport could not be made; `handshake`: initialize failed; `timeout`:
+ * startup_timeout_ms passed; `approval`: the check made before every start refused it (nothing ran).
+ */
+export type McpStartFailure = "spawn" | "handshake" | "timeout" | "approval";
 
 /** A server that could not be started; whatever was started has been stopped. */
 export class McpStartError extends CodedError<McpStartFailure> {
