@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { closeSync, openSync, readSync } from "node:fs";
+import { closeSync, fstatSync, openSync, readSync } from "node:fs";
 import path from "node:path";
 import { definitionDigest, type McpServerDefinition } from "./config.js";
 import { serverNamedFiles } from "./named-files.js";
@@ -40,6 +40,8 @@ export type ApprovalVerdict =
     };
 
 const HEX64 = /^[0-9a-f]{64}$/;
+/** Digests of files read in this process, by identity and change time. */
+const digests = new Map<string, string>();
 const CHUNK = 1024 * 1024;
 
 /** The binding of `definition` as proposed in `workspace` (a real path) now: its digest and its files' hashes. */
@@ -131,6 +133,13 @@ function fileDigest(file: string): string {
     return `unreadable: ${(error as NodeJS.ErrnoException).code ?? "error"}`;
   }
   try {
+    // A file read before in this process, unchanged since by its identity and change time (which
+    // every write moves, and no one can set back), is not read again: a server named by an
+    // absolute interpreter path would otherwise be hashed whole before every start.
+    const stat = fstatSync(fd, { bigint: true });
+    const key = `${stat.dev}:${stat.ino}:${stat.size}:${stat.mtimeNs}:${stat.ctimeNs}`;
+    const known = digests.get(key);
+    if (known !== undefined) return known;
     const hash = createHash("sha256");
     const buffer = Buffer.allocUnsafe(CHUNK);
     for (;;) {
@@ -138,7 +147,9 @@ function fileDigest(file: string): string {
       if (read === 0) break;
       hash.update(buffer.subarray(0, read));
     }
-    return hash.digest("hex");
+    const digest = hash.digest("hex");
+    digests.set(key, digest);
+    return digest;
   } catch (error) {
     return `unreadable: ${(error as NodeJS.ErrnoException).code ?? "error"}`;
   } finally {
