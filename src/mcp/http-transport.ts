@@ -37,7 +37,10 @@ export class MissingTokenError extends Error {
  * starts the count again.
  */
 export const MAX_RESUME_ATTEMPTS = 3;
-/** The wait before a resumption when the server names none (its `retry` field wins), growing per failed attempt. */
+/**
+ * The wait before a resumption when the server names none (its `retry` field wins, never below
+ * this), growing per failed attempt.
+ */
 const RESUME_DELAY_MS = 100;
 /** A server's `retry` is honoured up to this; a longer wait is this one. */
 const MAX_RESUME_DELAY_MS = 30_000;
@@ -79,7 +82,9 @@ export function createHttpTransport(
     },
     reconnectionScheduler: (reconnect: () => void, delay: number) => {
       watch.scheduled += 1;
-      const timer = setTimeout(reconnect, Math.min(Math.max(0, delay), MAX_RESUME_DELAY_MS));
+      // Never sooner than the base wait: a server that ends every stream at once with `retry: 0`
+      // would otherwise be asked again in a tight loop.
+      const timer = setTimeout(reconnect, Math.min(Math.max(RESUME_DELAY_MS, delay), MAX_RESUME_DELAY_MS));
       return () => clearTimeout(timer);
     },
     ...(token !== undefined ? { authProvider: { token: async () => token } } : {}),

@@ -83,6 +83,39 @@ describe("a hostile MCP server's tool list is bounded", () => {
     }, 120_000);
   }
 
+  it("every server's tools together are bounded: the server that would pass the session's total is refused", async () => {
+    const workspace = await workspaceWith({});
+    // Three servers of about 3 MB each: each within its own 4 MiB, the third past the 8 MiB of all.
+    const { env } = await userConfig({
+      mcp_servers: {
+        a: flood({ RAW_LIST: "huge:15:2" }),
+        b: flood({ RAW_LIST: "huge:15:2" }),
+        c: flood({ RAW_LIST: "huge:15:2" }),
+      },
+    });
+    const model = await recordingScript({ name: "read_file", arguments: { path: "x" } });
+    const result = await run(
+      ["run", "--workspace", workspace, "--script", model.path, "--json", "go"],
+      bounded(env),
+    );
+    // Six megabytes of tools do not fit the scripted model's context window: the run stops before
+    // its first request, after journaling what it offered.
+    expect(jsonSummary(result)).toMatchObject({ reason: "context_exhausted" });
+    const records = await readJournal(workspace, String(jsonSummary(result).session));
+    const started = ofType(records, "session.started")[0]!;
+    const tools = (started.data.tools as { name: string }[]).map((t) => t.name);
+    expect(tools.filter((name) => name.startsWith("mcp__a__"))).toHaveLength(30);
+    expect(tools.filter((name) => name.startsWith("mcp__b__"))).toHaveLength(30);
+    expect(tools.filter((name) => name.startsWith("mcp__c__"))).toEqual([]);
+    expect(started.data.unavailable).toEqual([
+      {
+        server: "c",
+        tool: "*",
+        reason: expect.stringMatching(/every server together would exceed 8388608 bytes/),
+      },
+    ]);
+  }, 120_000);
+
   it("a required server whose listing is refused stops the run before any model request", async () => {
     const workspace = await workspaceWith({});
     const { env } = await userConfig({
