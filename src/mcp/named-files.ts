@@ -19,14 +19,32 @@ export function serverNamedFiles(
   for (const definition of definitions) {
     if (!isStdioDefinition(definition)) continue;
     const cwd = definition.cwd === undefined ? workspaceRoot : path.resolve(workspaceRoot, definition.cwd);
-    for (const word of [definition.command, ...definition.args]) {
-      if (word === "" || word.startsWith("-")) continue;
+    for (const word of namingWords(definition.command, definition.args, Object.values(definition.env))) {
       const candidate = path.resolve(cwd, word);
       if (isFile(candidate)) files.add(candidate);
       else if (isDirectory(candidate)) for (const file of packageEntry(candidate)) files.add(file);
     }
   }
   return [...files].sort();
+}
+
+/**
+ * The words of a definition that may name a file: the command, each argument, the value of an
+ * `--option=value` argument, and each word of a variable's value (`NODE_OPTIONS=--require ./x.js`,
+ * `PYTHONSTARTUP=./x.py` run files as surely as an argument does). Only those naming an existing
+ * file or package directory count.
+ */
+function namingWords(command: string, args: readonly string[], env: readonly string[]): string[] {
+  const words: string[] = [command];
+  const take = (word: string) => {
+    if (word === "") return;
+    if (!word.startsWith("-")) words.push(word);
+    const equals = word.indexOf("=");
+    if (equals > 0) take(word.slice(equals + 1));
+  };
+  for (const arg of args) take(arg);
+  for (const value of env) for (const word of value.split(/\s+/)) take(word);
+  return words;
 }
 
 /**

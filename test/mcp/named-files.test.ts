@@ -33,4 +33,21 @@ describe("the files a stdio server definition names", () => {
       ].sort(),
     );
   });
+
+  it("an option's =value and the words of a variable's value name files too", async () => {
+    root = await realpath(await mkdtemp(join(tmpdir(), "harness-named-")));
+    for (const name of ["srv.py", "boot.js", "start.py", "pre.js"]) await writeFile(join(root, name), "");
+    const definition = parseMcpServer(
+      "s",
+      {
+        command: "python3",
+        args: ["--script=./srv.py", "-q"],
+        env: { NODE_OPTIONS: "--require ./boot.js --import=./pre.js", PYTHONSTARTUP: "start.py", N: "3" },
+      },
+      "config.json",
+    );
+    expect(serverNamedFiles([definition], root)).toEqual(
+      [join(root, "boot.js"), join(root, "pre.js"), join(root, "srv.py"), join(root, "start.py")].sort(),
+    );
+  });
 });
