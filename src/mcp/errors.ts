@@ -1,6 +1,7 @@
 import { SdkError, SdkErrorCode } from "@modelcontextprotocol/client";
 import type { StreamSummary } from "../sandbox/capture.js";
 import { CodedError } from "../shared/coded-error.js";
+import { streamEndedUnanswered } from "./http-transport.js";
 
 /**
  * Why a call to an MCP server produced no result:
@@ -108,7 +109,10 @@ export function callFailure(server: string, error: unknown, signal: AbortSignal 
       cause: error,
     });
   }
-  if (error instanceof SdkError && error.code === SdkErrorCode.ConnectionClosed) {
+  if (
+    (error instanceof SdkError && error.code === SdkErrorCode.ConnectionClosed) ||
+    streamEndedUnanswered(error)
+  ) {
     return new McpCallError(
       "disconnected",
       "unknown",

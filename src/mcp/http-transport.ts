@@ -1,5 +1,7 @@
 import {
   type FetchLike,
+  isJSONRPCRequest,
+  ProtocolError,
   SdkHttpError,
   SSEClientTransport,
   SseError,
@@ -89,9 +91,51 @@ export function createHttpTransport(
     },
     ...(token !== undefined ? { authProvider: { token: async () => token } } : {}),
   };
-  return kind === "sse"
-    ? new SSEClientTransport(url, options)
-    : new StreamableHTTPClientTransport(url, options);
+  if (kind === "sse") return new SSEClientTransport(url, options);
+  return answeringEveryRequest(new StreamableHTTPClientTransport(url, options));
+}
+
+/** The JSON-RPC error code of the answer harness gives itself for a request whose stream ended unanswered. */
+export const STREAM_ENDED_CODE = -32099;
+const STREAM_ENDED_DATA = "harness:stream_ended_unanswered";
+
+/**
+ * A request's event stream that ends with no answer and cannot be resumed (no event id, the
+ * attempts used up, a resumption refused) would leave the call waiting for its timeout: the SDK
+ * reports the end only to the sender. The call is answered at once with an error that says so
+ * (classed as a lost connection: the server may have acted). An answer that did arrive came first,
+ * and this one then matches no request.
+ */
+function answeringEveryRequest(transport: StreamableHTTPClientTransport): Transport {
+  const send = transport.send.bind(transport);
+  transport.send = (message, options) => {
+    if (!isJSONRPCRequest(message)) return send(message, options);
+    const { id } = message;
+    return send(message, {
+      ...options,
+      onRequestStreamEnd: () => {
+        queueMicrotask(() =>
+          transport.onmessage?.({
+            jsonrpc: "2.0",
+            id,
+            error: {
+              code: STREAM_ENDED_CODE,
+              message: "the server ended the response stream without an answer",
+              data: STREAM_ENDED_DATA,
+            },
+          }),
+        );
+      },
+    });
+  };
+  return transport;
+}
+
+/** Whether a call failed with the answer `answeringEveryRequest` gives a stream that ended unanswered. */
+export function streamEndedUnanswered(error: unknown): boolean {
+  return (
+    error instanceof ProtocolError && error.code === STREAM_ENDED_CODE && error.data === STREAM_ENDED_DATA
+  );
 }
 
 function bearerToken(

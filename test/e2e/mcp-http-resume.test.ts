@@ -119,6 +119,13 @@ async function remote(tools: string[]): Promise<{ url: string; seen: Seen[]; str
       case "tools/call": {
         const name = String(params.name);
         response.writeHead(200, { "content-type": "text/event-stream" });
+        if (name === "cut") {
+          // Against the transport's rules: the stream ends with neither an event id nor the answer.
+          event(response, ": nothing more");
+          streamClosedAt.push(Date.now());
+          response.end();
+          return;
+        }
         if (name === "resume") {
           // An event with an id and a retry, then the stream ends without the answer.
           pending = { id: body.id, name };
@@ -180,6 +187,25 @@ describe("harness's MCP client over Streamable HTTP", () => {
     // The server's retry was waited for before resuming.
     expect(resumed[0]!.at - server.streamClosedAt[0]!).toBeGreaterThanOrEqual(RETRY_MS - 50);
     // Nothing was sent twice: one tools/call.
+    expect(server.seen.filter((s) => s.rpc === "tools/call")).toHaveLength(1);
+  }, 60_000);
+
+  it("a call whose stream ends with no event id and no answer fails at once as unknown, not at its timeout", async () => {
+    const server = await remote(["cut"]);
+    const workspace = await workspaceWith({});
+    const { env } = await userConfig({
+      mcp_servers: { remote: { url: server.url, transport: "streamable-http", tool_timeout_ms: 600_000 } },
+    });
+    const model = await recordingScript({ name: "mcp__remote__cut", arguments: {} });
+    const result = await run(
+      ["run", "--workspace", workspace, "--script", model.path, "--allow", "mcp__remote__*", "--json", "go"],
+      env,
+    );
+    const records = await readJournal(workspace, String(jsonSummary(result).session));
+    expect(resultsByCall(records).get("c1")).toMatchObject({
+      status: "unknown",
+      error_type: "MCP_OUTCOME_UNKNOWN",
+    });
     expect(server.seen.filter((s) => s.rpc === "tools/call")).toHaveLength(1);
   }, 60_000);
 
