@@ -19,7 +19,10 @@ export function serverNamedFiles(
   for (const definition of definitions) {
     if (!isStdioDefinition(definition)) continue;
     const cwd = definition.cwd === undefined ? workspaceRoot : path.resolve(workspaceRoot, definition.cwd);
-    for (const word of namingWords(definition.command, definition.args, Object.values(definition.env))) {
+    const loaders = Object.entries(definition.env).flatMap(([name, value]) =>
+      CODE_LOADING_VARIABLES.has(name) ? [value] : [],
+    );
+    for (const word of namingWords(definition.command, definition.args, loaders)) {
       const candidate = path.resolve(cwd, word);
       if (isFile(candidate)) files.add(candidate);
       else if (isDirectory(candidate)) for (const file of packageEntry(candidate)) files.add(file);
@@ -29,10 +32,25 @@ export function serverNamedFiles(
 }
 
 /**
+ * Variables whose value makes the program load and run a file (`NODE_OPTIONS=--require ./x.js`,
+ * `PYTHONSTARTUP=./x.py`): their words name files as surely as an argument does. Other variables
+ * are data (a log file a server writes each run must not count as a program it runs).
+ */
+const CODE_LOADING_VARIABLES: ReadonlySet<string> = new Set([
+  "NODE_OPTIONS",
+  "PYTHONSTARTUP",
+  "BASH_ENV",
+  "ENV",
+  "LD_PRELOAD",
+  "PERL5OPT",
+  "RUBYOPT",
+  "JAVA_TOOL_OPTIONS",
+]);
+
+/**
  * The words of a definition that may name a file: the command, each argument, the value of an
- * `--option=value` argument, and each word of a variable's value (`NODE_OPTIONS=--require ./x.js`,
- * `PYTHONSTARTUP=./x.py` run files as surely as an argument does). Only those naming an existing
- * file or package directory count.
+ * `--option=value` argument, and each word of a code-loading variable's value. Only those naming
+ * an existing file or package directory count.
  */
 function namingWords(command: string, args: readonly string[], env: readonly string[]): string[] {
   const words: string[] = [command];
