@@ -2,7 +2,6 @@ import { homedir } from "node:os";
 import { ConfigError } from "../config/errors.js";
 import { type ConfigSource, type LoadedConfig, loadConfig } from "../config/load.js";
 import { sandboxReadPaths } from "../config/sections.js";
-import { journalKeyPath } from "../journal/key-file.js";
 import { cliLayer } from "../policy/cli-flags.js";
 import {
   buildPolicy,
@@ -14,6 +13,7 @@ import { Executor } from "../sandbox/executor.js";
 import type { SandboxView } from "../sandbox/sandbox.js";
 import { DEFAULT_PROTECTED_PATHS } from "../workspace/protected.js";
 import { type ConfigHooksOptions, configNamedFiles, hooksFromConfig } from "./config-hooks.js";
+import { harnessSecretPaths } from "./harness-secrets.js";
 import { providerKeyNames, sessionProcesses } from "./processes.js";
 import type { RunFlags } from "./run-flags.js";
 import { UsageError } from "./usage-error.js";
@@ -75,10 +75,25 @@ export async function loadGovernance(
   workspaceRoot: string,
   flags: RunFlags,
   env: NodeJS.ProcessEnv,
-  options: { onSpawn?: ConfigHooksOptions["onSpawn"]; homedir?: string } = {},
+  options: {
+    onSpawn?: ConfigHooksOptions["onSpawn"];
+    homedir?: string;
+    /**
+     * false: the project config counts as untrusted whatever the user config says (its hooks,
+     * model profiles and loosened settings ignored), for a session whose workspace a server
+     * client without host rights chose (see workspace-code.ts).
+     */
+    trustProject?: boolean;
+  } = {},
 ) {
   const home = options.homedir ?? homedir();
   const config = await loadConfig({ workspaceRoot, env, homedir: home });
+  if (options.trustProject === false && config.projectTrusted) {
+    config.projectTrusted = false;
+    config.notices.push(
+      "the project is trusted in your config, but not for this identity (it has no host rights): the project config counts as untrusted",
+    );
+  }
   const defaults: PermissionLayer = { source: "default (no terminal: deny; terminal: ask)", trusted: true };
   if (flags.defaults) {
     defaults.write = flags.defaults.write;
@@ -97,7 +112,7 @@ export async function loadGovernance(
   const view: SandboxView = {
     readPaths: sandboxReadPaths(config, home),
     protectedPaths: DEFAULT_PROTECTED_PATHS.withFiles(configNamedFiles(config, workspaceRoot)),
-    hiddenFiles: [journalKeyPath(env)],
+    harnessSecrets: harnessSecretPaths(env, home),
   };
   const processes = sessionProcesses(
     config,

@@ -2,13 +2,13 @@ import { homedir } from "node:os";
 import type { LoadedConfig } from "../config/load.js";
 import { modelProfiles, processSetting, sandboxReadPaths, sandboxSetting } from "../config/sections.js";
 import { type AcceptanceCheck, CommandCheck } from "../engine/acceptance.js";
-import { journalKeyPath } from "../journal/key-file.js";
 import { DEFAULT_KEY_ENV } from "../providers/config.js";
 import { createSandbox } from "../sandbox/create.js";
 import { Executor, type ProcessProfile } from "../sandbox/executor.js";
 import { commandProfile, type SandboxOverride } from "../sandbox/profiles.js";
 import type { SandboxView } from "../sandbox/sandbox.js";
 import type { ProtectedPaths } from "../workspace/protected.js";
+import { harnessSecretPaths } from "./harness-secrets.js";
 import type { RunFlags } from "./run-flags.js";
 
 // How each process a session starts is confined: the shell's, acceptance commands' and command
@@ -104,7 +104,7 @@ export function standaloneAcceptance(
   const view: SandboxView = {
     readPaths: sandboxReadPaths(config, homedir()),
     protectedPaths,
-    hiddenFiles: [journalKeyPath(env)],
+    harnessSecrets: harnessSecretPaths(env),
   };
   const processes = sessionProcesses(config, {}, { readOnly: false, propose: false }, view);
   const executor = new Executor({ environment: env });

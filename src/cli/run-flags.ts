@@ -21,6 +21,8 @@ export interface RunFlags {
   profile?: string | undefined;
   /** `--context-window`: tokens per request, beating the profile and the table (kept for resume). */
   contextWindow?: number | undefined;
+  /** `--request-deadline`: longest time one model request may take, beating the profile (kept for resume). */
+  requestDeadlineMs?: number | undefined;
   /** Task scope: the only files the agent may read / edit (checked at every call). */
   readPaths?: string[] | undefined;
   editPaths?: string[] | undefined;
@@ -43,6 +45,7 @@ const RECORDED_KEYS: (keyof RunFlags)[] = [
   "apiKeyEnv",
   "profile",
   "contextWindow",
+  "requestDeadlineMs",
   "readPaths",
   "editPaths",
 ];
@@ -108,5 +111,6 @@ export function flagWords(flags: RunFlags): string[][] {
   many("--read-path", flags.readPaths);
   many("--edit-path", flags.editPaths);
   one("--context-window", flags.contextWindow);
+  one("--request-deadline", flags.requestDeadlineMs);
   return words;
 }

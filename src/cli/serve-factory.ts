@@ -1,4 +1,5 @@
-import { join, resolve } from "node:path";
+import { realpath } from "node:fs/promises";
+import { join } from "node:path";
 import { ErrorCode, RpcError } from "../api/errors.js";
 import type { RunOptions } from "../api/methods.js";
 import { Engine } from "../engine/engine.js";
@@ -6,7 +7,13 @@ import { SessionState } from "../engine/state.js";
 import { verifyJournal } from "../journal/verify.js";
 import { mayUseHost } from "../server/admission.js";
 import type { IdentityPolicy } from "../server/identities.js";
-import type { OpenedSession, OpenRequest, SessionFactory, SessionStore } from "../server/ports.js";
+import type {
+  OpenedSession,
+  OpenRequest,
+  SessionRun as ServedRun,
+  SessionFactory,
+  SessionStore,
+} from "../server/ports.js";
 import { ownerOf } from "../server/stored.js";
 import { TOOL_PROFILES, type ToolProfile } from "../tools/profiles.js";
 import { forkWithArtifacts } from "./commands/fork.js";
@@ -41,13 +48,16 @@ export function serveSessionFactory(options: FactoryOptions): SessionFactory {
       if (workspace === undefined && options.database) return databaseStore(options.database);
       const dir = workspace ?? options.workspace;
       if (dir === undefined) return undefined;
-      return workspaceStore(await openWorkspace(dir));
+      // A client's workspace comes as the real path admission checked: opened exactly there.
+      return workspaceStore(await openWorkspace(dir, { exact: workspace !== undefined }));
     },
   };
 }
 
 async function openServed(request: OpenRequest, options: FactoryOptions): Promise<OpenedSession> {
-  const workspace = await openWorkspace(request.workspace);
+  // The real path admission checked, opened exactly there: a link the client named that was
+  // flipped since, or a directory on the way swapped for one, opens nothing.
+  const workspace = await openWorkspace(request.workspace, { exact: true });
   const sessionId = request.sessionId ?? newSessionId();
   validateSessionId(sessionId);
   const records = (await workspace.backend.exists(sessionId)) ? await workspace.backend.read(sessionId) : [];
@@ -56,7 +66,7 @@ async function openServed(request: OpenRequest, options: FactoryOptions): Promis
   if (recorded && request.identity.policy.see_all !== true && owner !== request.identity.name)
     throw new RpcError(ErrorCode.NotFound, `no session ${sessionId}`, { code: "SESSION_NOT_FOUND" });
   const opts = request.options;
-  if (recorded?.provider.kind === "scripted" && opts.script === undefined)
+  if (recorded?.provider.kind === "scripted" && request.script === undefined)
     throw new UsageError(
       `this session uses the scripted model "${String(recorded.provider.name)}": pass options.script again`,
     );
@@ -64,6 +74,20 @@ async function openServed(request: OpenRequest, options: FactoryOptions): Promis
   const given = givenOf(opts, policy, recorded?.options?.tools);
   // Answers come over the wire: write and shell default to ask, as on a terminal.
   const flags = effectiveFlags(given, recorded?.options, true);
+  // A resumed session's recorded flags that make the host run or send more than a sandboxed
+  // session does (a sandbox turned off, a provider URL or key variable) need host rights too.
+  const hostFlag =
+    flags.sandbox === "off"
+      ? "it runs without the sandbox"
+      : flags.baseUrl !== undefined || flags.apiKeyEnv !== undefined
+        ? "its provider URL or key variable was set by its flags"
+        : undefined;
+  if (hostFlag !== undefined && !mayUseHost(request.identity))
+    throw new RpcError(
+      ErrorCode.Forbidden,
+      `forbidden for identity ${request.identity.name}: this session was recorded so that ${hostFlag} (only an identity with "host": true may open it)`,
+      { code: "IDENTITY_FORBIDDEN" },
+    );
   const commands = opts.accept ?? recorded?.acceptance ?? [];
   // Acceptance commands run on the host unsandboxed: a resumed session's recorded ones too.
   if (commands.length > 0 && !mayUseHost(request.identity))
@@ -75,7 +99,11 @@ async function openServed(request: OpenRequest, options: FactoryOptions): Promis
   const setup = await buildSetup({
     workspace,
     flags,
-    ...(opts.script !== undefined ? { script: resolve(opts.script) } : {}),
+    ...(request.script !== undefined
+      ? { script: request.script.path, scriptAs: request.script.code ? "code" : "data" }
+      : {}),
+    // A client without host rights chose this workspace: nothing in it becomes host code.
+    workspaceCode: mayUseHost(request.identity),
     interactive: false,
     records,
     approver: request.approver(sessionId),
@@ -98,7 +126,10 @@ async function openServed(request: OpenRequest, options: FactoryOptions): Promis
   const identity = recorded ? owner : request.identity.name;
   const engine = (extra: Partial<SessionRun>, listener: Parameters<typeof sessionEngineOptions>[2]) => {
     const engineOptions = sessionEngineOptions({ ...run, ...extra }, new AbortController().signal, listener);
-    return new Engine({ ...engineOptions, setup: { ...engineOptions.setup, identity } });
+    return atItsRoot(
+      workspace.root,
+      new Engine({ ...engineOptions, setup: { ...engineOptions.setup, identity } }),
+    );
   };
   return {
     sessionId,
@@ -112,6 +143,26 @@ async function openServed(request: OpenRequest, options: FactoryOptions): Promis
     close: async () => {
       await setup.mcp?.close();
     },
+  };
+}
+
+/**
+ * A run that starts only while the workspace is still where it was opened: a directory on its
+ * path swapped for a link between turns would otherwise take the next turn's journal, writes and
+ * sandbox bind elsewhere. Nothing is journaled when it moved (the journal is under the root).
+ */
+function atItsRoot(root: string, engine: Engine): ServedRun {
+  return {
+    run: async () => {
+      const now = await realpath(root).catch(() => undefined);
+      if (now !== root)
+        throw new UsageError(
+          `workspace ${root} moved or a directory on its path became a link since the session was opened; open it again with session/start`,
+        );
+      return engine.run();
+    },
+    steer: (text) => engine.steer(text),
+    interrupt: () => engine.interrupt(),
   };
 }
 

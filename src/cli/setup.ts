@@ -22,6 +22,7 @@ import { grantFromDecision, SessionGrants } from "../policy/grants.js";
 import { HookRunner } from "../policy/hooks.js";
 import { pathResolverOf } from "../policy/path-aliases.js";
 import { PolicyPermissions } from "../policy/policy-permissions.js";
+import { programRules } from "../policy/program-rules.js";
 import { ScopedPermissions, ScopeError, validateScope } from "../policy/scope.js";
 import { subjectKindOf } from "../policy/subject-kind.js";
 import { TtyApprover } from "../policy/tty-approver.js";
@@ -56,6 +57,7 @@ import { McpToolSurface } from "./mcp-surface.js";
 import type { RunFlags } from "./run-flags.js";
 import { UsageError } from "./usage-error.js";
 import type { OpenedWorkspace } from "./workspace.js";
+import { serversWithoutWorkspaceCode } from "./workspace-code.js";
 
 /** A run's setup from flags and config files: the provider, tools, policy ports, hooks and processes. */
 export interface RunSetup {
@@ -88,7 +90,7 @@ export interface RunSetup {
   mcp?: McpServers;
   /** Built-ins plus the servers' current tools, refreshed at step boundaries. */
   toolSurface?: ToolSurfaceSource;
-  /** What the workspace record leaves out besides .git/ and .harness/ (user config `record_exclude`). */
+  /** What the workspace record leaves out besides the root's .git/ and .harness/ (user config `record_exclude`). */
   workspaceExcludes?: string[];
   /** Files the workspace record hashes but does not keep a copy of: those read_file may not read without asking. */
   workspaceWithheld?(path: string): boolean;
@@ -98,6 +100,18 @@ export async function buildSetup(options: {
   workspace: OpenedWorkspace;
   flags: RunFlags;
   script?: string;
+  /**
+   * What the script may be: `code` (a `.mjs` module is imported, the CLI user's own file) or
+   * `data` (JSON only, whatever its name: a server client without host rights named it).
+   */
+  scriptAs?: "code" | "data";
+  /**
+   * Whether code the workspace brings may run on the host: the project config's hooks and
+   * settings of a trusted project, the MCP servers it proposes, and any MCP server that runs
+   * unsandboxed from the workspace. False for a server client without host rights: the workspace
+   * is the client's, so what it holds is the client's word.
+   */
+  workspaceCode?: boolean;
   interactive: boolean;
   records?: readonly AnyRecord[];
   env?: NodeJS.ProcessEnv;
@@ -111,8 +125,10 @@ export async function buildSetup(options: {
   const { workspace, flags, interactive } = options;
   const env = options.env ?? process.env;
   const spawnJournal = new SpawnJournal();
+  const workspaceCode = options.workspaceCode !== false;
   const governance = await loadGovernance(workspace.root, flags, env, {
     onSpawn: (report) => spawnJournal.onSpawn(report),
+    ...(workspaceCode ? {} : { trustProject: false }),
   }).catch((error: unknown) => {
     if (error instanceof ConfigError) throw new UsageError(`configuration error: ${error.message}`);
     if (error instanceof RuleSyntaxError) throw new UsageError(error.message);
@@ -139,11 +155,14 @@ export async function buildSetup(options: {
   ]);
   const toolSelection = parseToolSelection(flags.tools ?? "coding");
   const shell = shellSetting(governance.config);
+  // A program a deny rule names is covered by a refusing stub in the shell's sandbox.
+  const deniedPrograms = programRules(governance.policy).map(({ name, rule }) => ({ name, rule }));
   const shellTool = createShellTool({
     sandbox: {
       profile: processes.shell,
       ...(processes.bwrapPath ? { bwrapPath: processes.bwrapPath } : {}),
       ...processes.view,
+      ...(deniedPrograms.length > 0 ? { deniedPrograms } : {}),
     },
     executor,
     ...(processes.shellRefusal ? { refusal: processes.shellRefusal } : {}),
@@ -163,17 +182,22 @@ export async function buildSetup(options: {
   }
   const model = options.provider
     ? { provider: options.provider }
-    : await loadProvider(options.script, flags, governance.config, env).catch((error: unknown) => {
-        // A profile the config's schema rejects (e.g. a price that is not a number) is the user's to fix.
-        if (error instanceof ConfigError) throw new UsageError(`configuration error: ${error.message}`);
-        throw error;
-      });
-  const notices = [...governance.config.notices, ...processes.notices];
+    : await loadProvider(options.script, flags, governance.config, env, options.scriptAs).catch(
+        (error: unknown) => {
+          // A profile the config's schema rejects (e.g. a price that is not a number) is the user's to fix.
+          if (error instanceof ConfigError) throw new UsageError(`configuration error: ${error.message}`);
+          throw error;
+        },
+      );
+  const started = workspaceCode
+    ? { selection: servers, notices: [] }
+    : serversWithoutWorkspaceCode(servers, workspace.root, processes.override);
+  const notices = [...governance.config.notices, ...processes.notices, ...started.notices];
 
   // The user's MCP servers start last: nothing after this may leave them running on an error.
   const mcp = options.mcp
     ? await startSessionServers(
-        servers,
+        started.selection,
         workspace.root,
         {
           executor,
@@ -300,11 +324,15 @@ export async function loadProvider(
   flags: RunFlags,
   config: Parameters<typeof modelProfiles>[0],
   env: NodeJS.ProcessEnv,
+  scriptAs: "code" | "data" = "code",
 ): Promise<{ provider: Provider; advice?: ProviderAdvice; profile?: ModelProfile }> {
   if (script !== undefined) {
     if (flags.provider || flags.profile)
       throw new UsageError("--script and --provider/--profile are exclusive");
-    return { provider: await ScriptedProvider.load(script) };
+    return {
+      provider:
+        scriptAs === "data" ? await ScriptedProvider.loadData(script) : await ScriptedProvider.load(script),
+    };
   }
   let profile: unknown;
   if (flags.profile) {
@@ -321,6 +349,7 @@ export async function loadProvider(
       ...(flags.model ? { model: flags.model } : {}),
       ...(flags.baseUrl ? { base_url: flags.baseUrl } : {}),
       ...(flags.apiKeyEnv ? { api_key_env: flags.apiKeyEnv } : {}),
+      ...(flags.requestDeadlineMs ? { request_deadline_ms: flags.requestDeadlineMs } : {}),
     } satisfies Partial<ModelProfile>;
   } else if (flags.provider) {
     if (!flags.model) throw new UsageError("--provider needs --model ID");
@@ -329,6 +358,7 @@ export async function loadProvider(
       model: flags.model,
       ...(flags.baseUrl ? { base_url: flags.baseUrl } : {}),
       ...(flags.apiKeyEnv ? { api_key_env: flags.apiKeyEnv } : {}),
+      ...(flags.requestDeadlineMs ? { request_deadline_ms: flags.requestDeadlineMs } : {}),
     };
   } else {
     const named = defaultProfile(config);
@@ -348,6 +378,7 @@ export async function loadProvider(
       ...(flags.model ? { model: flags.model } : {}),
       ...(flags.baseUrl ? { base_url: flags.baseUrl } : {}),
       ...(flags.apiKeyEnv ? { api_key_env: flags.apiKeyEnv } : {}),
+      ...(flags.requestDeadlineMs ? { request_deadline_ms: flags.requestDeadlineMs } : {}),
     } satisfies Partial<ModelProfile>;
   }
   try {

@@ -4,6 +4,7 @@ import { FileJournalBackend } from "../journal/file-store.js";
 import { prepareStateDir } from "../journal/state-dir.js";
 import { sha256Hex } from "../shared/hash.js";
 import { DiskWorkspaceFs } from "../workspace/disk-fs.js";
+import { enclosingStateDir } from "../workspace/enclosing-state.js";
 import { TreeSnapshot } from "../workspace/tree-snapshot.js";
 import { UsageError } from "./usage-error.js";
 
@@ -20,7 +21,15 @@ export interface OpenedWorkspace {
 
 export async function openWorkspace(
   dir: string | undefined,
-  options: { create?: boolean } = {},
+  options: {
+    create?: boolean;
+    /**
+     * `dir` is a real path someone checked (harness serve's admission): it must still be the
+     * workspace's real path, else nothing is created or opened (a directory on the way was
+     * swapped for a link after the check).
+     */
+    exact?: boolean;
+  } = {},
 ): Promise<OpenedWorkspace> {
   const requested = resolve(dir ?? process.cwd());
   if (options.create) await mkdir(requested, { recursive: true });
@@ -29,6 +38,16 @@ export async function openWorkspace(
     throw new UsageError(`workspace ${requested} does not exist (create it, or pass --workspace DIR)`);
   if (!info.isDirectory()) throw new UsageError(`workspace ${requested} is not a directory`);
   const root = await realpath(requested);
+  if (options.exact && root !== requested)
+    throw new UsageError(
+      `workspace ${requested} changed while it was being opened (a directory on its path became a link); nothing was opened`,
+    );
+  // A workspace made of another workspace's journals and artifacts would hand them to every tool.
+  const state = enclosingStateDir(root);
+  if (state !== undefined)
+    throw new UsageError(
+      `workspace ${requested} lies inside harness's state directory ${state}; choose a directory outside it`,
+    );
   const harnessDir = join(root, ".harness");
   // Refuses a shipped .harness holding symlinks (they would lead harness's writes elsewhere).
   prepareStateDir(harnessDir);

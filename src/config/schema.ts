@@ -105,8 +105,8 @@ export const configFileSchema = z.strictObject({
   /** `harness serve`: per-identity policy (config/sections.ts serverIdentities). User config only. */
   server: z.unknown().optional(),
   /**
-   * Paths the workspace record leaves out besides .git/ and .harness/ (e.g. ["node_modules/"]):
-   * `NAME/` a directory at any depth, `a/b/` one path from the root. User config only.
+   * Paths the workspace record leaves out besides the root's .git/ and .harness/ (e.g. ["node_modules/"]):
+   * `NAME/` a directory at any depth, `a/b/` or `/NAME/` one path from the root. User config only.
    */
   record_exclude: z
     .array(

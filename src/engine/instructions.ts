@@ -15,6 +15,12 @@ import { taskFrameText } from "./task-frame.js";
 export const INSTRUCTIONS_FILE = "AGENTS.md";
 /** Largest part of one instructions file that is sent; the rest is cut with a visible marker. */
 export const INSTRUCTIONS_LIMIT_BYTES = 32 * 1024;
+/**
+ * Most bytes of instructions text a session pins (the start files in the system message, nested
+ * files in the history and again after every compaction): two whole files' worth, so the user's
+ * and the root's files always fit. A file that would pass it is listed by path and digest only.
+ */
+export const PINNED_INSTRUCTIONS_BUDGET_BYTES = 2 * INSTRUCTIONS_LIMIT_BYTES;
 
 export type InstructionFile = EventData<"instructions.loaded">["files"][number];
 export type SessionEnvironment = NonNullable<EventData<"session.started">["environment"]>;
@@ -55,6 +61,54 @@ function instructionRecord(
     text = `${text.replace(/\uFFFD+$/, "")}\n[harness: ${path} is ${size} bytes; only its first ${INSTRUCTIONS_LIMIT_BYTES} bytes are included]`;
   }
   return { source, path, sha256, bytes: size, truncated, text };
+}
+
+/** Bytes of instructions text already pinned: every file sent whole (a listed one costs nothing). */
+export function pinnedBytes(files: readonly InstructionFile[]): number {
+  let total = 0;
+  for (const file of files) if (file.listed !== true) total += Buffer.byteLength(file.text, "utf8");
+  return total;
+}
+
+/**
+ * Apply the pinned-instructions budget to files about to be loaded, in the order given, after
+ * what is pinned already: each file is sent whole while it fits, otherwise listed by path and
+ * SHA-256 with a note that it can be read. A later, smaller file may still fit after a larger one
+ * did not.
+ */
+export function withinBudget(
+  files: readonly InstructionFile[],
+  alreadyPinned: number,
+  budget: number = PINNED_INSTRUCTIONS_BUDGET_BYTES,
+): InstructionFile[] {
+  let used = alreadyPinned;
+  return files.map((file) => {
+    const size = Buffer.byteLength(file.text, "utf8");
+    if (used + size <= budget) {
+      used += size;
+      return file;
+    }
+    return listedFile(file, budget);
+  });
+}
+
+/**
+ * Nested files in the order they are loaded and budgeted: outer directories first, then by path,
+ * so which files fit does not depend on which call touched a directory first.
+ */
+export function nestedOrder(files: readonly InstructionFile[]): InstructionFile[] {
+  const depth = (path: string) => path.split("/").length;
+  return [...files].sort(
+    (a, b) => depth(a.path) - depth(b.path) || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0),
+  );
+}
+
+function listedFile(file: InstructionFile, budget: number): InstructionFile {
+  const text =
+    `[harness: ${file.path} (${scopeOf(file)}) is not included: the instructions this session already ` +
+    `pinned reach the ${budget}-byte budget. It holds ${file.bytes} bytes, sha256 ${file.sha256}. ` +
+    "Read it with read_file before working on the files it covers; follow it as you would if it were included.]";
+  return { ...file, text, listed: true };
 }
 
 /**
@@ -139,15 +193,21 @@ export function environmentText(env: SessionEnvironment): string {
   return lines.join("\n");
 }
 
-/** One instructions file as the model reads it: where it comes from, then its text verbatim. */
+function scopeOf(file: InstructionFile): string {
+  return file.source === "user"
+    ? "the user's instructions for every project"
+    : file.source === "workspace"
+      ? "the project's instructions"
+      : `instructions for files under ${file.path.slice(0, -INSTRUCTIONS_FILE.length - 1)}/`;
+}
+
+/**
+ * One instructions file as the model reads it: where it comes from, then its text verbatim; a
+ * file over the budget is the notice naming it (its recorded text).
+ */
 export function instructionsText(file: InstructionFile): string {
-  const scope =
-    file.source === "user"
-      ? "the user's instructions for every project"
-      : file.source === "workspace"
-        ? "the project's instructions"
-        : `instructions for files under ${file.path.slice(0, -INSTRUCTIONS_FILE.length - 1)}/`;
-  return `Instructions from ${file.path} (${scope}). Follow them; they cannot grant permissions.\n<instructions>\n${file.text}\n</instructions>`;
+  if (file.listed === true) return file.text;
+  return `Instructions from ${file.path} (${scopeOf(file)}). Follow them; they cannot grant permissions.\n<instructions>\n${file.text}\n</instructions>`;
 }
 
 /**
@@ -186,7 +246,8 @@ export async function startInstructionFiles(
     });
     if (root) files.push(root);
   }
-  return files;
+  // Two files of at most INSTRUCTIONS_LIMIT_BYTES each: within the budget, which still applies.
+  return withinBudget(files, 0);
 }
 
 /** Which start files differ from what the session recorded (added, removed or changed). */
@@ -227,6 +288,8 @@ export class NestedInstructions {
   async check(state: {
     history: readonly { name: string; status: string; data?: Record<string, unknown> }[];
     checkedDirectories: ReadonlySet<string>;
+    /** Every file loaded so far (what is pinned already counts against the budget). */
+    instructions: readonly InstructionFile[];
   }): Promise<EventData<"instructions.loaded"> | undefined> {
     const directories: string[] = [];
     for (const entry of state.history.slice(this.scanned)) {
@@ -245,6 +308,10 @@ export class NestedInstructions {
       const file = await readWorkspaceInstructions(this.fs, directory).catch(() => undefined);
       if (file && (await this.readable(file.path))) files.push(file);
     }
-    return { trigger: "nested", files, checked: directories };
+    return {
+      trigger: "nested",
+      files: withinBudget(nestedOrder(files), pinnedBytes(state.instructions)),
+      checked: directories,
+    };
   }
 }

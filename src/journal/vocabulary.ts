@@ -140,6 +140,11 @@ export const EVENT_SCHEMAS = {
         truncated: z.boolean(),
         /** What the model is sent (the file, cut at the size limit with a marker). */
         text: z.string(),
+        /**
+         * True when the file did not fit the session's budget for pinned instructions: the model
+         * was sent only its path and digest (`text` is that notice) and may read it itself.
+         */
+        listed: z.boolean().optional(),
       }),
     ),
     checked: z.array(z.string()).optional(),

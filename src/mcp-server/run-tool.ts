@@ -89,8 +89,8 @@ export async function callRunTool(
   starter: RunStarter | undefined,
   progress: ((progress: number, message: string) => Promise<void>) | undefined,
   signal: AbortSignal,
-  /** The run's journal now exists: the client's resource list changed. */
-  onJournal?: () => void,
+  /** The run's journal now exists (its session id): the client's resource list changed. */
+  onJournal?: (sessionId: string) => void,
 ): Promise<CallToolResult> {
   if (!starter) {
     return failure(
@@ -110,7 +110,7 @@ export async function callRunTool(
   const sending: Promise<void>[] = [];
   const listener: EngineListener = {
     record: (record) => {
-      if (record.type === "session.started") onJournal?.();
+      if (record.type === "session.started") onJournal?.(record.data.session_id);
       const message = progressMessage(record);
       if (message === undefined || !progress) return;
       steps += 1;

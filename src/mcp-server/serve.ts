@@ -1,20 +1,38 @@
 import { serveStdio } from "@modelcontextprotocol/server/stdio";
+import { ClientScope, type SessionOpener } from "./client-scope.js";
 import { serveHttp } from "./http.js";
+import { DEFAULT_SESSION_LIMITS, type SessionLimits } from "./http-limits.js";
+import type { ServedSession } from "./served-session.js";
 import { type McpServeOptions, mcpServerFactory } from "./server.js";
 
 export interface ServeMcpOptions extends McpServeOptions {
+  /**
+   * The session the stdio client's calls are journaled in; over HTTP, the one shared by requests
+   * of the stateless generation (they carry no client identity).
+   */
+  session: ServedSession;
+  /** A session of its own for each 2025-era HTTP client (opened at its first call). */
+  openSession: SessionOpener;
   /** Streamable HTTP instead of stdio (the caller checked the host and read the token). */
-  http?: { host: string; port: number; token: string };
+  http?: {
+    host: string;
+    port: number;
+    token: string;
+    allowedHosts?: readonly string[];
+    allowedOrigins?: readonly string[];
+    limits?: SessionLimits;
+  };
   /** One line for the operator (stderr: on stdio, stdout is the protocol's). */
   log(line: string): void;
 }
 
 /**
  * Serve until the client goes away (stdio: stdin ends) or the process is told to stop; then
- * end the served session (its last reply has no calls) and close the transport.
+ * end the served sessions (their last reply has no calls) and close the transport.
  */
 export async function serveMcp(options: ServeMcpOptions): Promise<number> {
   const factory = mcpServerFactory(options);
+  const shared = ClientScope.of(options.session);
   let stop!: () => void;
   const stopped = new Promise<void>((resolve) => {
     stop = resolve;
@@ -31,17 +49,44 @@ export async function serveMcp(options: ServeMcpOptions): Promise<number> {
   const onError = (error: Error) => options.log(`transport error: ${error.message}`);
   let closeTransport: () => Promise<void>;
   if (options.http) {
-    const serving = await serveHttp({ ...options.http, factory, onError });
+    const { limits, ...http } = options.http;
+    const serving = await serveHttp({
+      ...http,
+      limits: limits ?? DEFAULT_SESSION_LIMITS,
+      stateless: () => factory(shared),
+      session: () => {
+        const scope = ClientScope.lazy(async () => {
+          const session = await options.openSession();
+          options.log(`a client session started session ${session.sessionId}`);
+          return session;
+        });
+        return {
+          server: factory(scope),
+          close: async () => {
+            const summary = await scope.close();
+            const [id] = scope.started();
+            if (id !== undefined) options.log(`session ${id} ended${summary ? ` (${summary.status})` : ""}`);
+          },
+        };
+      },
+      onError,
+    });
     options.log(`listening on http://${formatHost(serving.host)}:${serving.port}/`);
-    closeTransport = serving.close;
+    let closing: Promise<void> | undefined;
+    closeTransport = () => {
+      closing ??= serving.close();
+      return closing;
+    };
   } else {
-    const handle = serveStdio(factory, { onerror: onError });
+    const handle = serveStdio(() => factory(shared), { onerror: onError });
     process.stdin.once("end", stop);
     process.stdin.once("close", stop);
     closeTransport = () => handle.close();
   }
   try {
     await stopped;
+    // HTTP clients' own sessions end with the transport (their calls cancelled, see ClientScope).
+    if (options.http) await closeTransport().catch(() => undefined);
     const summary = await options.session.close();
     options.log(`session ${options.session.sessionId} ended${summary ? ` (${summary.status})` : ""}`);
   } finally {

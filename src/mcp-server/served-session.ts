@@ -135,6 +135,11 @@ export class ServedSession {
     this.pending.get(callId)?.cancel.abort(reason);
   }
 
+  /** The client is gone: every call it is still waiting on is stopped as a cancelled call. */
+  cancelAll(reason = "the MCP client ended its session"): void {
+    for (const call of this.pending.values()) call.cancel.abort(reason);
+  }
+
   /** The runtime's per-call signal (RuntimeEnvironment.callSignal). */
   readonly callSignal = (callId: string): AbortSignal | undefined => this.pending.get(callId)?.cancel.signal;
 

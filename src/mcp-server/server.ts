@@ -6,36 +6,35 @@ import {
   type ServerContext,
   type Tool,
 } from "@modelcontextprotocol/server";
-import type { FileJournalBackend } from "../journal/file-store.js";
 import type { ToolSpec } from "../protocol/types.js";
+import type { PermissionPort } from "../runtime/ports.js";
 import { projectForModel } from "../runtime/projection.js";
 import type { ToolResult } from "../runtime/result.js";
 import type { JsonObject } from "../shared/json.js";
-import { ApprovalDesk } from "./approvals.js";
-import { listJournals, readJournal } from "./resources.js";
+import type { ClientScope } from "./client-scope.js";
+import { type JournalAccess, listJournals, readJournal } from "./resources.js";
 import { callRunTool, RUN_TOOL, RUN_TOOL_SPEC, type RunStarter } from "./run-tool.js";
 import type { RecordedResult, ServedSession } from "./served-session.js";
 
 export interface McpServeOptions {
-  /** The session every governed call is journaled in. */
-  session: ServedSession;
   /** The governed tools, as the session's frozen snapshot describes them. */
   tools: readonly ToolSpec[];
-  /** The workspace's journals (resources). */
-  backend: FileJournalBackend;
+  /** The workspace's state directory (its journals are the resources). */
   harnessDir: string;
+  /** The server's policy: what a journal holds must pass it to be served (resources.ts). */
+  permissions: PermissionPort;
   /** harness_run; undefined when the server was started without a model. */
   run?: RunStarter;
   version: string;
 }
 
 /**
- * The MCP face of harness: a factory of SDK `Server`s (stdio makes one per connection, HTTP
- * one per request), all sharing one served session and one approval desk, so a call and the
- * retry that answers its approval meet whichever instance receives them.
+ * The MCP face of harness: a factory of SDK `Server`s for one client's scope (stdio makes one
+ * per connection, a 2025-era HTTP session one for its life, the stateless generation one per
+ * request). Instances of one scope share its served session and approval desk, so a call and
+ * the retry that answers its approval meet whichever instance receives them.
  */
-export function mcpServerFactory(options: McpServeOptions): () => Server {
-  const desk = new ApprovalDesk();
+export function mcpServerFactory(options: McpServeOptions): (scope: ClientScope) => Server {
   const governed = new Set(options.tools.map((tool) => tool.name));
   const listed: Tool[] = [
     ...options.tools.map((tool) => ({
@@ -46,7 +45,12 @@ export function mcpServerFactory(options: McpServeOptions): () => Server {
     RUN_TOOL_SPEC,
   ];
 
-  return () => {
+  return (scope: ClientScope) => {
+    const journals: JournalAccess = {
+      harnessDir: options.harnessDir,
+      permissions: options.permissions,
+      started: () => scope.started(),
+    };
     const server = new Server(
       { name: "harness", version: options.version },
       {
@@ -62,8 +66,10 @@ export function mcpServerFactory(options: McpServeOptions): () => Server {
       const args = (request.params.arguments ?? {}) as JsonObject;
       if (name === RUN_TOOL) {
         // Sent on this request's own stream, so an HTTP client hears it as a stdio one does.
-        const listChanged = () =>
+        const listChanged = (sessionId: string) => {
+          scope.addStarted(sessionId);
           void ctx.mcpReq.notify({ method: "notifications/resources/list_changed" }).catch(() => undefined);
+        };
         return callRunTool(args, options.run, progressOf(ctx), ctx.mcpReq.signal, listChanged);
       }
       if (!governed.has(name)) {
@@ -71,52 +77,67 @@ export function mcpServerFactory(options: McpServeOptions): () => Server {
           `unknown tool "${name}"; the tools are: ${[...listed.map((tool) => tool.name)].join(", ")}`,
         );
       }
+      let session: ServedSession;
+      try {
+        session = await scope.session();
+      } catch (error) {
+        return errorText(
+          `no session to run the call in: ${error instanceof Error ? error.message : "error"}`,
+        );
+      }
+      const served = { session, desk: scope.desk };
       const state = ctx.mcpReq.requestState();
       if (typeof state === "string") {
-        const answered = desk.answer(state, name, args, ctx.mcpReq.inputResponses);
+        const answered = scope.desk.answer(state, name, args, ctx.mcpReq.inputResponses);
         if ("error" in answered) return errorText(answered.error);
-        return follow(answered.callId, name, args, ctx.mcpReq.signal);
+        return follow(served, answered.callId, name, args, ctx.mcpReq.signal);
       }
-      const stopped = options.session.stopped;
+      const stopped = session.stopped;
       if (stopped) return errorText(stopped);
-      const callId = options.session.submit(name, args, canElicit(server, ctx));
-      return follow(callId, name, args, ctx.mcpReq.signal);
+      const callId = session.submit(name, args, canElicit(server, ctx));
+      return follow(served, callId, name, args, ctx.mcpReq.signal);
     });
-    server.setRequestHandler("resources/list", async () => listJournals(options.backend));
-    server.setRequestHandler("resources/read", async (request) =>
-      readJournal(options.harnessDir, request.params.uri),
-    );
+    server.setRequestHandler("resources/list", async () => listJournals(journals));
+    server.setRequestHandler("resources/read", async (request) => readJournal(journals, request.params.uri));
     return server;
   };
 
   /** Waits for what happens to a submitted call: its recorded result, or an approval to ask. */
   async function follow(
+    served: Served,
     callId: string,
     name: string,
     args: JsonObject,
     cancelled: AbortSignal,
   ): Promise<CallToolResult | InputRequiredResult> {
     // The client's notifications/cancelled for this request stops the governed call itself.
-    const onCancel = () => options.session.cancel(callId);
+    const onCancel = () => served.session.cancel(callId);
     if (cancelled.aborted) onCancel();
     else cancelled.addEventListener("abort", onCancel, { once: true });
     try {
-      return await settle(callId, name, args);
+      return await settle(served, callId, name, args);
     } finally {
       cancelled.removeEventListener("abort", onCancel);
     }
   }
 
   async function settle(
+    served: Served,
     callId: string,
     name: string,
     args: JsonObject,
   ): Promise<CallToolResult | InputRequiredResult> {
-    const next = await options.session.next(callId);
+    const next = await served.session.next(callId);
     if (next.kind === "stopped") return errorText(next.why);
-    if (next.kind === "approval") return desk.ask(callId, name, args, next.ask);
-    return resultFor(next.result, options.session.sessionId);
+    if (next.kind === "approval") return served.desk.ask(callId, name, args, next.ask);
+    return resultFor(next.result, served.session.sessionId);
   }
+}
+
+/** The session a call runs in and the desk its approval questions wait at. */
+interface Served {
+  session: ServedSession;
+  desk: ClientScope["desk"];
 }
 
 /** Whether the client can be asked: declared at initialize (2025 era) or on the request (2026 era). */

@@ -137,6 +137,19 @@ function evaluatePart(policy: Policy, query: PermissionQuery, part: CommandPart)
       if (severity(other.decision) > severity(evaluation.decision)) evaluation = other;
     }
   }
+  // A deny or ask rule naming a wrapper seen through (`timeout*`, `sudo*`) still covers its use.
+  for (const wrapper of part.wrappers ?? []) {
+    const restriction = strongestMatch(policy.rules, query.tool, { kind: "command", value: wrapper });
+    const bareRestriction = strongestMatch(policy.rules, query.tool, {
+      kind: "command",
+      value: bareCommandName(wrapper),
+    });
+    for (const rule of [restriction, bareRestriction]) {
+      if (rule === undefined || rule.decision === "allow") continue;
+      const other = fromRule(rule, subject);
+      if (severity(other.decision) > severity(evaluation.decision)) evaluation = other;
+    }
+  }
   if (part.unknown !== undefined && evaluation.decision !== "deny") {
     evaluation = {
       decision: "ask",
@@ -144,6 +157,16 @@ function evaluatePart(policy: Policy, query: PermissionQuery, part: CommandPart)
       reason: `${part.unknown}, so no rule can allow it`,
       subject,
     };
+  } else if (part.opaque !== undefined && evaluation.decision === "allow") {
+    const restriction = anyRestriction(policy, query.tool);
+    if (restriction !== undefined) {
+      evaluation = {
+        decision: "ask",
+        source: PARSER_SOURCE,
+        reason: `${part.opaque}, which the line does not show, and ${restriction.decision} rule ${restriction.text} from ${restriction.source} may cover what it runs`,
+        subject,
+      };
+    }
   } else if (part.dynamicArguments === true && evaluation.decision === "allow") {
     const restriction = restrictionOnCommand(policy, query.tool, part.text);
     if (restriction !== undefined) {
@@ -189,6 +212,16 @@ function restrictionOnCommand(policy: Policy, tool: string, text: string): Rule 
     const covers =
       literal === "" || ruleName === name || (!literal.includes(" ") && name.startsWith(literal));
     if (covers && (found === undefined || rank(rule.decision) > rank(found.decision))) found = rule;
+  }
+  return found;
+}
+
+/** The strongest configured deny or ask rule on this tool's commands: any could cover code the line does not show. */
+function anyRestriction(policy: Policy, tool: string): Rule | undefined {
+  let found: Rule | undefined;
+  for (const rule of policy.rules) {
+    if (rule.decision === "allow" || rule.pattern === undefined || !toolMatches(rule.tool, tool)) continue;
+    if (found === undefined || rank(rule.decision) > rank(found.decision)) found = rule;
   }
   return found;
 }

@@ -5,6 +5,7 @@ import type { EffectClass } from "../tools/tool.js";
 import { type Evaluation, evaluate, type PermissionQuery } from "./evaluation.js";
 import { aliasesOf, type PathResolver } from "./path-aliases.js";
 import type { Policy } from "./permissions.js";
+import { programRules } from "./program-rules.js";
 import { subjectOf } from "./rules.js";
 import { loadShellParser } from "./shell-command.js";
 
@@ -51,6 +52,36 @@ export function formatExplanation(tool: string, explanation: Evaluation): string
   }
   for (const entry of explanation.ignored ?? []) {
     lines.push(`  ignored: ${t(entry.setting)} from ${t(entry.source)} (${t(entry.reason)})`);
+  }
+  return lines.join("\n");
+}
+
+/** How the deny rules that name a program are kept, for `harness policy explain`. */
+export interface ProgramRuleNote {
+  rule: string;
+  source: string;
+  /** `sandbox`: the program is replaced by a refusing stub; `advisory`: command lines only. */
+  enforced: "sandbox" | "advisory";
+}
+
+export function programRuleNotes(policy: Policy, tool: string, sandboxed: boolean): ProgramRuleNote[] {
+  return programRules(policy, tool).map(({ rule, source }) => ({
+    rule,
+    source,
+    enforced: sandboxed ? "sandbox" : "advisory",
+  }));
+}
+
+/** The notes as lines: where a deny rule on a program holds, and, with the sandbox off, that it does not. */
+export function formatProgramRuleNotes(notes: readonly ProgramRuleNote[]): string {
+  const t = escapeForTerminal;
+  const lines: string[] = [];
+  for (const note of notes) {
+    lines.push(
+      note.enforced === "sandbox"
+        ? `  note:    ${t(note.rule)} (${t(note.source)}) is enforced by the sandbox: every file of that program it shows is replaced by a stub that refuses to run`
+        : `  note:    the sandbox is off, so ${t(note.rule)} (${t(note.source)}) is advisory: deny rules on programs are checked on the command line only (parse-only); the program still runs under another name (a link, a copy), from a script or through a program that runs it`,
+    );
   }
   return lines.join("\n");
 }

@@ -1,7 +1,16 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import type { Node, Parser } from "web-tree-sitter";
-import { hiddenEvaluation, PROGRAM_VARIABLES } from "./shell-evaluation.js";
+import { changesPrograms, hiddenEvaluation } from "./shell-evaluation.js";
+import { readOptions } from "./shell-options.js";
+import {
+  DYNAMIC_LOADER,
+  NOT_UNDERSTOOD,
+  RUNNING_SUBCOMMANDS,
+  SHELL_OPTIONS,
+  SHELLS,
+  WRAPPER_OPTIONS,
+} from "./shell-wrappers.js";
 
 /**
  * What a shell command line runs, as permission rules see it: every simple command it contains,
@@ -22,6 +31,13 @@ export interface CommandPart {
   unknown?: string;
   /** An argument is only known at run time (an expansion, or what xargs reads from stdin). */
   dynamicArguments?: boolean;
+  /**
+   * Set when the part runs shell code the line does not show (a script file, its input, startup
+   * files); the reason in words. Any deny or ask rule could cover what that code runs.
+   */
+  opaque?: string;
+  /** The wrappers seen through to reach this command (`timeout 5`, `env -i`), outermost first. */
+  wrappers?: string[];
 }
 
 export interface CommandSplit {
@@ -151,7 +167,7 @@ function collect(node: Node, parts: CommandPart[], depth: number): void {
   if (node.type === "command") parts.push(...simpleCommand(node, depth));
   if (node.type === "variable_assignment") {
     const name = node.childForFieldName("name")?.text ?? "";
-    if (PROGRAM_VARIABLES.has(name)) {
+    if (changesPrograms(name)) {
       parts.push({ text: collapse(node.text), unknown: `setting ${name} changes what a command name runs` });
     }
   }
@@ -162,6 +178,8 @@ function collect(node: Node, parts: CommandPart[], depth: number): void {
 interface Word {
   value: string;
   static: boolean;
+  /** Holds an unquoted `*`, `?` or `[...]`: bash replaces the word by matching file names. */
+  glob?: boolean;
 }
 
 function simpleCommand(node: Node, depth: number): CommandPart[] {
@@ -186,6 +204,15 @@ function simpleCommand(node: Node, depth: number): CommandPart[] {
   return throughWrappers(words, redirects, depth);
 }
 
+/**
+ * Whether an unquoted word is a pathname pattern: `*`, `?` or a bracket expression not escaped.
+ * (A lone `[` is not: bash needs the closing `]`.) Quoted pieces are never patterns.
+ */
+function isPattern(raw: string): boolean {
+  const unescaped = raw.replace(/\\./gs, "__");
+  return /[*?]/.test(unescaped) || /\[.*\]/s.test(unescaped);
+}
+
 /** The value of a word when it is known without running anything. */
 function wordOf(node: Node, commandName: boolean): Word {
   switch (node.type) {
@@ -194,7 +221,8 @@ function wordOf(node: Node, commandName: boolean): Word {
       // Brace expansion (`{git,push}`) and, in a command name, globs make a different word at run time.
       if (/\{[^}]*(,|\.\.)[^}]*\}/.test(raw)) return { value: raw, static: false };
       if (commandName && /[*?[]/.test(raw)) return { value: raw, static: false };
-      return { value: raw.replace(/\\\n/g, "").replace(/\\(.)/gs, "$1"), static: true };
+      const value = raw.replace(/\\\n/g, "").replace(/\\(.)/gs, "$1");
+      return isPattern(raw) ? { value, static: true, glob: true } : { value, static: true };
     }
     case "number":
       return { value: node.text, static: true };
@@ -219,134 +247,279 @@ function wordOf(node: Node, commandName: boolean): Word {
       // A concatenation's unnamed pieces (e.g. a bare `$`) are not words we can read.
       const covered = node.namedChildren.reduce((sum, child) => sum + (child?.text.length ?? 0), 0);
       const known = pieces.every((piece) => piece.static) && covered === node.text.length;
-      return known
-        ? { value: pieces.map((piece) => piece.value).join(""), static: true }
-        : { value: collapse(node.text), static: false };
+      if (!known) return { value: collapse(node.text), static: false };
+      const value = pieces.map((piece) => piece.value).join("");
+      // The grammar splits `cur[l]` into pieces: look for a pattern across the unquoted ones.
+      const unquoted = node.namedChildren
+        .map((child) => (child?.type === "word" ? child.text : "_".repeat(child?.text.length ?? 0)))
+        .join("");
+      return isPattern(unquoted) ? { value, static: true, glob: true } : { value, static: true };
     }
     default:
       return { value: collapse(node.text), static: false };
   }
 }
 
-const SHELLS = new Set(["sh", "bash", "dash", "zsh", "ksh", "ash"]);
-const NAME_ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*=/;
+/** What the words being read came from: a line, or a program that fills them in when it runs. */
+interface Source {
+  /** xargs or find adds words read at run time: a command position left empty is filled by them. */
+  fromInput: boolean;
+  /** Text xargs -I or find replaces by what it reads (`{}`): where it lies is only known at run time. */
+  replacement?: string;
+}
+
+const LINE: Source = { fromInput: false };
 
 /**
  * Remove wrappers that run the rest of their words as a command, so rules see that command.
- * Each wrapper's options are skipped as that program reads them.
+ * Each wrapper's options are read as that program reads them (shell-options.ts); an option it
+ * does not know, a program that runs a command harness does not read, or a pattern as the
+ * command name makes the command unknown. Each wrapper seen through is kept on the part
+ * (`wrappers`), so a deny rule naming the wrapper still applies.
  */
-function throughWrappers(given: readonly Word[], redirects: readonly string[], depth: number): CommandPart[] {
+function throughWrappers(
+  given: readonly Word[],
+  redirects: readonly string[],
+  depth: number,
+  from: Source = LINE,
+): CommandPart[] {
   let words = given;
-  let dynamicFromInput = false;
+  let source = from;
+  const wrappers: string[] = [];
+  const finish = (parts: CommandPart[]): CommandPart[] =>
+    wrappers.length === 0
+      ? parts
+      : parts.map((part) => ({ ...part, wrappers: [...wrappers, ...(part.wrappers ?? [])] }));
   for (let hops = 0; hops <= MAX_DEPTH; hops++) {
     const first = words[0];
-    const whole = (): CommandPart[] => [partOf(words, redirects, dynamicFromInput)];
-    if (first === undefined) return [];
-    if (!first.static) {
-      return [{ text: textOf(words, redirects), unknown: "the command name is only known when it runs" }];
+    const whole = (): CommandPart[] => finish([partOf(words, redirects, source.fromInput)]);
+    const unknown = (reason: string): CommandPart[] => finish(unknownPart(words, redirects, reason));
+    if (first === undefined) {
+      return source.fromInput ? unknown("the command is what xargs or find reads when it runs") : [];
+    }
+    if (!first.static) return unknown("the command name is only known when it runs");
+    if (first.glob === true) {
+      return unknown("the command name is a pattern that bash replaces by matching file names when it runs");
+    }
+    if (source.replacement !== undefined && first.value.includes(source.replacement)) {
+      return unknown(
+        `the command name holds ${source.replacement}, which is replaced by what is read when it runs`,
+      );
     }
     const name = first.value.slice(first.value.lastIndexOf("/") + 1);
     const rest = words.slice(1);
+    const current = words;
+    // The command a wrapper runs: the words after its options (and operands), or what it reads.
+    const into = (next: readonly Word[]): CommandPart[] | undefined => {
+      if (next.length === 0 && !source.fromInput) return whole();
+      wrappers.push(textOf(current, []));
+      words = next;
+      return undefined;
+    };
+    if (NOT_UNDERSTOOD.has(name) || DYNAMIC_LOADER.test(name)) {
+      return unknown(`${name} runs a command in a way harness does not read`);
+    }
+    const running = RUNNING_SUBCOMMANDS[name];
+    if (running !== undefined && runsSubcommand(rest, running)) {
+      return unknown(`${name} runs a program named by its arguments in a way harness does not read`);
+    }
+    const table = WRAPPER_OPTIONS[name];
+    const read =
+      table === undefined
+        ? undefined
+        : readOptions(name, rest, table, { numeric: name === "nice", dashIsOption: name === "env" });
+    if (read?.kind === "unknown") return unknown(read.reason);
+    const index = read?.index ?? 0;
+    const given = new Set(read?.options.map((option) => option.name) ?? []);
+    const codeOf = (text: string, what: string): CommandPart[] =>
+      finish(code(text, depth, source, () => unknownPart(current, redirects, what)));
+    let done: CommandPart[] | undefined;
     switch (name) {
       case "eval": {
-        if (rest.some((word) => !word.static) || depth >= MAX_DEPTH) {
-          return [
-            { text: textOf(words, redirects), unknown: "eval runs text that is only known when it runs" },
-          ];
-        }
-        return split(rest.map((word) => word.value).join(" "), depth + 1);
+        if (rest.some((word) => !word.static))
+          return unknown("eval runs text that is only known when it runs");
+        return codeOf(
+          rest.map((word) => word.value).join(" "),
+          "eval runs text that is only known when it runs",
+        );
+      }
+      case "source":
+      case ".": {
+        const file = rest[0];
+        if (file === undefined) return whole();
+        if (!file.static) return unknown(`${name} runs a file only known when it runs`);
+        return finish([
+          {
+            ...partOf(words, redirects, source.fromInput),
+            opaque: `${name} runs the shell code in ${file.value}`,
+          },
+        ]);
       }
       case "env": {
-        const index = skipOptions(rest, { withValue: ["-u", "--unset", "-C", "--chdir"], assignments: true });
-        if (index === undefined)
-          return unknownPart(words, redirects, "env options that run a command string");
-        if (index >= rest.length) return whole();
-        words = rest.slice(index);
-        continue;
+        let i = index;
+        for (; i < rest.length; i++) {
+          const word = rest[i] as Word;
+          if (!word.static) return unknown("env has an assignment or command only known when it runs");
+          const equals = word.value.indexOf("=");
+          if (equals <= 0) break;
+          const variable = word.value.slice(0, equals);
+          if (!/^[A-Za-z_]\w*$/.test(variable) || changesPrograms(variable)) {
+            return unknown(`env sets ${variable}, which changes what a program runs`);
+          }
+        }
+        done = into(rest.slice(i));
+        break;
       }
-      case "command": {
-        if (rest.some((word) => word.value === "-v" || word.value === "-V")) return whole();
-        const index = skipOptions(rest, { withValue: [] });
-        if (index === undefined || index >= rest.length) return whole();
-        words = rest.slice(index);
-        continue;
+      case "command":
+        if (given.has("-v") || given.has("-V")) return whole();
+        done = into(rest.slice(index));
+        break;
+      case "flock": {
+        // flock [options] FILE COMMAND..., flock [options] FILE -c STRING, flock [options] FD.
+        const after = rest.slice(index + 1);
+        if (rest[index] === undefined || after.length === 0) return whole();
+        const flag = after[0] as Word;
+        if (flag.static && (flag.value === "-c" || flag.value === "--command")) {
+          const script = after[1];
+          if (script === undefined || !script.static || after.length !== 2) {
+            return unknown("flock -c runs a command string only known when it runs");
+          }
+          wrappers.push(textOf(current, []));
+          return codeOf(script.value, "flock -c runs text only known when it runs");
+        }
+        done = into(after);
+        break;
       }
-      case "builtin":
-      case "nohup":
-      case "time":
-      case "setsid":
-      case "exec":
-      case "nice":
-      case "stdbuf": {
-        const withValue = { exec: ["-a"], nice: ["-n", "--adjustment"], stdbuf: ["-i", "-o", "-e"] }[
-          name as "exec" | "nice" | "stdbuf"
-        ];
-        const index = skipOptions(rest, { withValue: withValue ?? [] });
-        if (index === undefined) return unknownPart(words, redirects, `${name} options that cannot be read`);
-        if (index >= rest.length) return whole();
-        words = rest.slice(index);
-        continue;
-      }
+      case "ionice":
+        if (given.has("-p") || given.has("-P") || given.has("-u")) return whole();
+        done = into(rest.slice(index));
+        break;
+      case "taskset":
+      case "chrt":
       case "timeout": {
-        const index = skipOptions(rest, { withValue: ["-s", "--signal", "-k", "--kill-after"] });
-        if (index === undefined) return unknownPart(words, redirects, "timeout options that cannot be read");
-        // The next word is the duration.
-        if (index + 1 >= rest.length) return whole();
-        words = rest.slice(index + 1);
-        continue;
+        const onProcess =
+          (name === "taskset" && given.has("-p")) ||
+          (name === "chrt" && (given.has("-p") || given.has("-m")));
+        if (onProcess) return whole();
+        // The operand before the command: a CPU mask or list, a priority, a duration.
+        const operand = rest[index];
+        if (operand === undefined) return whole();
+        if (!operand.static || !OPERAND[name].test(operand.value)) {
+          return unknown(`${name} has an operand harness cannot read as ${OPERAND_NAME[name]}`);
+        }
+        done = into(rest.slice(index + 1));
+        break;
       }
       case "xargs": {
-        const index = skipOptions(rest, {
-          withValue: ["-a", "-d", "-E", "-I", "-L", "-n", "-P", "-s", "--arg-file", "--delimiter", "--eof"],
-        });
-        if (index === undefined) return unknownPart(words, redirects, "xargs options that cannot be read");
-        // xargs appends what it reads from stdin: the arguments are only known when it runs.
-        dynamicFromInput = true;
-        words = index >= rest.length ? [{ value: "echo", static: true }] : rest.slice(index);
-        continue;
+        const replace = read?.options.find((option) => option.name === "-I" || option.name === "-i");
+        source = {
+          fromInput: true,
+          ...(replace !== undefined ? { replacement: replace.value ?? "{}" } : {}),
+        };
+        // With no command, xargs runs echo.
+        const next = rest.slice(index);
+        done = into(next.length === 0 ? [{ value: "echo", static: true }] : next);
+        break;
       }
-      case "sudo":
-      case "doas":
-      case "coproc": {
-        const withValue = ["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T"];
-        const index = skipOptions(rest, { withValue: name === "coproc" ? [] : withValue });
-        if (index === undefined) return unknownPart(words, redirects, `${name} options that cannot be read`);
-        if (index >= rest.length) return whole();
-        words = rest.slice(index);
-        continue;
-      }
-      case "watch":
-      case "trap": {
-        // Both run text as shell code: watch its joined arguments, trap its first argument.
-        const index = skipOptions(rest, { withValue: name === "watch" ? ["-n", "--interval", "-d"] : [] });
-        const code =
-          index === undefined
-            ? undefined
-            : name === "watch"
-              ? rest.slice(index)
-              : rest.slice(index, index + 1);
-        if (code === undefined || code.some((word) => !word.static) || depth >= MAX_DEPTH) {
-          return unknownPart(words, redirects, `${name} runs code that is only known when it runs`);
+      case "watch": {
+        if (given.has("-x")) {
+          done = into(rest.slice(index));
+          break;
         }
-        const text = code.map((word) => word.value).join(" ");
-        return text === "" || text === "-" ? whole() : [...whole(), ...split(text, depth + 1)];
+        const text = rest.slice(index);
+        if (text.length === 0) return whole();
+        if (text.some((word) => !word.static))
+          return unknown("watch runs code that is only known when it runs");
+        wrappers.push(textOf(current, []));
+        return codeOf(
+          text.map((word) => word.value).join(" "),
+          "watch runs code that is only known when it runs",
+        );
       }
+      case "trap": {
+        const handler = rest[index];
+        if (handler === undefined) return whole();
+        if (!handler.static) return unknown("trap runs code that is only known when it runs");
+        if (handler.value === "" || handler.value === "-" || rest.length === index + 1) return whole();
+        return [
+          ...whole(),
+          ...code(handler.value, depth, source, () =>
+            unknownPart(current, redirects, "trap runs code that is only known when it runs"),
+          ),
+        ];
+      }
+      case "mapfile":
+      case "readarray":
+        // -C names code bash runs every few lines it reads.
+        if (rest.some((word) => !word.static || /^-[A-Za-z]*C/.test(word.value))) {
+          return unknown(`${name} -C runs code (a callback) while it reads`);
+        }
+        return whole();
+      case "compgen":
+      case "complete":
+      case "bind":
+        if (rest.some((word) => !word.static || /^-[A-Za-z]*[CFx]/.test(word.value))) {
+          return unknown(`${name} runs a command or function it is given`);
+        }
+        return whole();
       case "alias":
       case "enable":
-        return unknownPart(words, redirects, `${name} changes what later command names run`);
+        return unknown(`${name} changes what later command names run`);
       case "hash":
         if (rest.some((word) => word.value.startsWith("-p"))) {
-          return unknownPart(words, redirects, "hash -p changes what a later command name runs");
+          return unknown("hash -p changes what a later command name runs");
         }
         return whole();
       case "find":
-        return [...whole(), ...findCommands(rest, depth)];
+        return finish([partOf(words, redirects, source.fromInput), ...findCommands(rest, depth)]);
       default:
-        if (SHELLS.has(name)) return shellInvocation(words, redirects, depth);
-        return whole();
+        if (SHELLS.has(name)) return finish(shellInvocation(words, redirects, depth, source));
+        if (table === undefined) return whole();
+        done = into(rest.slice(index));
     }
+    if (done !== undefined) return done;
   }
   return unknownPart(words, redirects, "wrappers nest too deeply to be checked");
+}
+
+/**
+ * Whether a package manager's words name a subcommand that runs a program: the first word that
+ * is not an option, or the second when an option before it may have taken the first as its value
+ * (`npm --prefix dir exec`), or an option of that name anywhere (`nix-shell --run`).
+ */
+function runsSubcommand(words: readonly Word[], running: readonly string[]): boolean {
+  let optionBefore = false;
+  let seen = 0;
+  for (const word of words) {
+    if (!word.static) return true;
+    if (running.includes(word.value))
+      return seen === 0 || (seen === 1 && optionBefore) || word.value.startsWith("-");
+    if (word.value.startsWith("-")) {
+      if (seen === 0 && !word.value.includes("=")) optionBefore = true;
+      continue;
+    }
+    seen++;
+    if (seen > 1) return false;
+  }
+  return false;
+}
+
+/** What the operand before the command must look like, and its name for a message. */
+const OPERAND: Record<"taskset" | "chrt" | "timeout", RegExp> = {
+  taskset: /^[0-9a-fA-FxX,:-]+$/,
+  chrt: /^\d+$/,
+  timeout: /^(\d+(\.\d*)?|\.\d+)[smhd]?$/,
+};
+const OPERAND_NAME = { taskset: "a CPU mask", chrt: "a priority", timeout: "a duration" } as const;
+
+/**
+ * Shell code a program runs (`sh -c`, eval, trap, watch, flock -c), split like a line. Text that
+ * xargs or find fills in (`{}`) makes it unknown.
+ */
+function code(text: string, depth: number, source: Source, unknown: () => CommandPart[]): CommandPart[] {
+  if (depth >= MAX_DEPTH) return unknown();
+  if (source.replacement !== undefined && text.includes(source.replacement)) return unknown();
+  return split(text, depth + 1);
 }
 
 /** `find ... -exec CMD {} ;` runs CMD for each file: check it (its `{}` arguments come at run time). */
@@ -358,7 +531,7 @@ function findCommands(words: readonly Word[], depth: number): CommandPart[] {
     while (end < words.length && ![";", "+"].includes((words[end] as Word).value)) end++;
     const command = words.slice(i + 1, end);
     if (command.length > 0) {
-      const inner = throughWrappers(command, [], depth + 1);
+      const inner = throughWrappers(command, [], depth + 1, { fromInput: false, replacement: "{}" });
       for (const part of inner)
         parts.push(part.unknown === undefined ? { ...part, dynamicArguments: true } : part);
     }
@@ -367,59 +540,62 @@ function findCommands(words: readonly Word[], depth: number): CommandPart[] {
   return parts;
 }
 
-/** `bash -c 'script'` runs the script: check the script's commands. Otherwise the shell itself. */
-function shellInvocation(words: readonly Word[], redirects: readonly string[], depth: number): CommandPart[] {
-  for (let i = 1; i < words.length; i++) {
-    const word = words[i] as Word;
-    if (!word.static) return unknownPart(words, redirects, "shell options that are only known when it runs");
-    const value = word.value;
-    if (value === "--") break;
-    if (/^[-+]o$|^[-+]O$/.test(value)) {
-      i++;
-      continue;
-    }
-    if (/^-[A-Za-z]*c[A-Za-z]*$/.test(value)) {
-      const script = words[i + 1];
-      if (script === undefined) return unknownPart(words, redirects, "-c without a command");
-      if (!script.static) return unknownPart(words, redirects, "the -c script is only known when it runs");
-      return split(script.value, depth + 1);
-    }
-    if (/^[-+]/.test(value)) continue;
-    break;
-  }
-  return [partOf(words, redirects, false)];
-}
-
 /**
- * Index of the first word after a wrapper's options, or undefined when an option's value is
- * not known. `withValue` options take the next word; `--opt=value` and `-n1` are one word.
+ * `bash -c 'script'` runs the script: check the script's commands. A shell given a script file
+ * or reading its input runs code the line does not show (`opaque`); so does an interactive or
+ * login shell, which runs startup files first.
  */
-function skipOptions(
+function shellInvocation(
   words: readonly Word[],
-  options: { withValue: readonly string[]; assignments?: boolean },
-): number | undefined {
-  let i = 0;
-  while (i < words.length) {
-    const word = words[i] as Word;
-    if (!word.static) return undefined;
-    const value = word.value;
-    if (value === "--") return i + 1;
-    if (options.assignments === true && NAME_ASSIGNMENT.test(value)) {
-      i++;
-      continue;
+  redirects: readonly string[],
+  depth: number,
+  source: Source,
+): CommandPart[] {
+  const program = (words[0] as Word).value;
+  const name = program.slice(program.lastIndexOf("/") + 1);
+  // `+o name`, `+x`: the same options, turned off.
+  const options = words
+    .slice(1)
+    .map((word) =>
+      word.static && /^\+./.test(word.value) ? { ...word, value: `-${word.value.slice(1)}` } : word,
+    );
+  const read = readOptions(name, options, SHELL_OPTIONS);
+  if (read.kind === "unknown") return unknownPart(words, redirects, read.reason);
+  const given = new Set(read.options.map((option) => option.name));
+  const operands = words.slice(1 + read.index);
+  const startup: CommandPart[] =
+    given.has("-i") || given.has("-l") || given.has("--rcfile")
+      ? [
+          {
+            ...partOf(words, redirects, false),
+            opaque: `an interactive or login ${name} runs startup files first`,
+          },
+        ]
+      : [];
+  if (given.has("-c")) {
+    const script = operands[0];
+    if (script === undefined) {
+      return unknownPart(
+        words,
+        redirects,
+        source.fromInput ? "the -c script is what xargs reads when it runs" : "-c without a command",
+      );
     }
-    if (!value.startsWith("-") || value === "-") return i;
-    // `env -S 'cmd args'` / `--split-string` run a command string: not followed here.
-    if (options.assignments === true && (value.startsWith("-S") || value.startsWith("--split-string"))) {
-      return undefined;
-    }
-    if (options.withValue.includes(value)) {
-      i += 2;
-      continue;
-    }
-    i++;
+    if (!script.static) return unknownPart(words, redirects, "the -c script is only known when it runs");
+    return [
+      ...startup,
+      ...code(script.value, depth, source, () =>
+        unknownPart(words, redirects, "the -c script is only known when it runs"),
+      ),
+    ];
   }
-  return i;
+  if (given.has("--version") || given.has("--help")) return [partOf(words, redirects, false)];
+  const script = operands[0];
+  const opaque =
+    script !== undefined && !given.has("-s")
+      ? `${name} runs the script ${script.value}`
+      : `${name} runs the commands it reads from its input`;
+  return [...startup, { ...partOf(words, redirects, source.fromInput), opaque }];
 }
 
 function partOf(

@@ -45,7 +45,26 @@ export const PROGRAM_VARIABLES = new Set([
   "IFS",
   "SHELLOPTS",
   "BASHOPTS",
+  // Prompts and the command bash runs before one: PS4 is expanded (command substitutions
+  // included) for every traced command under `set -x`, the others in an interactive shell.
+  "PS0",
+  "PS1",
+  "PS2",
+  "PS3",
+  "PS4",
+  "PROMPT_COMMAND",
+  // The shell flock -c, script and others start.
+  "SHELL",
 ]);
+
+/**
+ * Whether setting `name` changes what a command name runs: the variables above, the dynamic
+ * loader's `LD_*`, and `BASH_FUNC_name%%`, the form in which bash imports a function from the
+ * environment (`env 'BASH_FUNC_ls%%=() { curl x; }' bash -c ls` runs curl).
+ */
+export function changesPrograms(name: string): boolean {
+  return PROGRAM_VARIABLES.has(name) || name.startsWith("LD_") || name.startsWith("BASH_FUNC_");
+}
 
 /** A name followed by `[ ... $(` or a backtick: a subscript with a command substitution in it. */
 const SUBSCRIPT_CODE = /[A-Za-z0-9_]\[[^\]]*(\$\(|`)/;
@@ -206,6 +225,17 @@ class LineFacts {
         this.reason = `${what} of a name only known at run time evaluates its subscript`;
         return;
       }
+      // A quoted operand (`export "PATH=."`, `declare -x 'BASH_FUNC_f%%=() { ...; }'`) is an
+      // assignment the tree does not show as one: judge the name it assigns.
+      const operand = literalText(child);
+      const equals = operand.indexOf("=");
+      if (equals > 0 && !/^-/.test(operand)) {
+        const name = operand.slice(0, equals).replace(/\+$/, "");
+        if (!/^[A-Za-z_]\w*(\[[^\]]*\])?$/.test(name) || changesPrograms(name.replace(/\[.*$/s, ""))) {
+          this.reason = `${what} sets ${name}, which changes what a command name runs`;
+          return;
+        }
+      }
       this.#tainted.add(child.text.replace(/=.*$/s, ""));
     }
   }
@@ -233,7 +263,7 @@ class LineFacts {
       (base === "wait" && args.some((arg) => arg.text.startsWith("-p") || /^-\w*p/.test(arg.text)));
     const program = args
       .map((arg) => literalText(arg).replace(/[[=].*$/s, ""))
-      .find((word) => PROGRAM_VARIABLES.has(word));
+      .find((word) => changesPrograms(word));
     if (takesNames && program !== undefined) {
       this.reason = `${base} ${program} changes what a command name runs`;
       return;

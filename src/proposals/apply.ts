@@ -54,6 +54,10 @@ async function applyOne(
   });
   let current: string | null;
   try {
+    // Applied where the proposal names, never through a link made since (even one inside the
+    // workspace): the file read, compared and written is the one at that path.
+    if ((await fs.resolve(path)) !== path)
+      return result("conflict", null, `${quote(path)} leads through a symbolic link now; left alone`);
     current = await currentVersion(fs, path);
   } catch (error) {
     if (error instanceof WorkspaceError) return result("conflict", null, `${error.message}; left alone`);

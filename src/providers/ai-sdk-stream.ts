@@ -205,20 +205,26 @@ export interface AiSdkProviderOptions {
   /** The call options for one request, without the abort signal (added here). */
   callOptions(request: ModelRequest): LanguageModelV3CallOptions;
   mapping: Omit<StreamMappingOptions, "responseHeaders">;
-  /** Longest time without progress (connecting, headers, or between stream parts). */
+  /** Longest time without progress (connecting, headers, or between content events). */
   timeoutMs?: number | undefined;
+  /** Longest time the whole request may take (default DEFAULT_REQUEST_DEADLINE_MS). */
+  deadlineMs?: number | undefined;
 }
 
 /**
  * A `Provider` over an AI SDK language model: one `doStream` per request, never retried here
- * (the engine journals and retries attempts), with caller cancellation and an idle timeout.
+ * (the engine journals and retries attempts), with caller cancellation, an idle timeout that only
+ * content restarts and an overall deadline.
  */
 export function createAiSdkProvider(options: AiSdkProviderOptions): Provider {
   const { identity, model, mapping } = options;
   return {
     identity,
     async *stream(request: ModelRequest, signal: AbortSignal): AsyncGenerator<StreamEvent> {
-      const control = new RequestControl(signal, options.timeoutMs);
+      const control = new RequestControl(signal, {
+        idleTimeoutMs: options.timeoutMs,
+        deadlineMs: options.deadlineMs,
+      });
       const normalize = (error: unknown, headers?: HeaderSource): ProviderError =>
         normalizeProviderError(error, {
           provider: mapping.provider,
@@ -245,13 +251,12 @@ export function createAiSdkProvider(options: AiSdkProviderOptions): Provider {
         const headers = result.response?.headers;
         const activeReader = result.stream.getReader();
         reader = activeReader;
-        const parts = readParts(
-          activeReader,
-          () => control.progress(),
-          (error) => normalize(error, headers),
-        );
+        control.progress();
+        const parts = readParts(activeReader, (error) => normalize(error, headers));
         const mapped = mapStreamParts(parts, { ...mapping, responseHeaders: headers });
         for await (const event of mapped) {
+          // Progress is content: metadata, raw chunks, pings and empty deltas map to nothing.
+          control.progress();
           if (event.type === "end") finished = true;
           yield event;
         }
@@ -269,7 +274,6 @@ export function createAiSdkProvider(options: AiSdkProviderOptions): Provider {
 
 async function* readParts(
   reader: ReadableStreamDefaultReader<LanguageModelV3StreamPart>,
-  onProgress: () => void,
   normalize: (error: unknown) => ProviderError,
 ): AsyncGenerator<LanguageModelV3StreamPart> {
   while (true) {
@@ -280,7 +284,6 @@ async function* readParts(
       throw normalize(error);
     }
     if (next.done) return;
-    onProgress();
     yield next.value;
   }
 }

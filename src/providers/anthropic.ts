@@ -17,6 +17,8 @@ export interface AnthropicOptions {
   /** Enables extended thinking with this budget; signed thinking is replayed on later requests. */
   thinkingBudgetTokens?: number;
   timeoutMs?: number;
+  /** Longest time the whole request may take (default DEFAULT_REQUEST_DEADLINE_MS). */
+  deadlineMs?: number;
   fetch?: typeof fetch;
 }
 
@@ -44,6 +46,7 @@ export function createAnthropicProvider(options: AnthropicOptions): Provider {
       secrets: options.apiKey === undefined ? [] : [options.apiKey],
     },
     timeoutMs: options.timeoutMs,
+    deadlineMs: options.deadlineMs,
   });
 }
 

@@ -9,6 +9,7 @@ import {
   publicUrl,
 } from "./endpoint.js";
 import type { ModelRequest, Provider, ProviderIdentity } from "./provider.js";
+import { DEFAULT_REQUEST_DEADLINE_MS } from "./request-deadline.js";
 
 export const PROVIDER_KINDS = ["openai-compatible", "openai", "anthropic", "http-json"] as const;
 export type ProviderKind = (typeof PROVIDER_KINDS)[number];
@@ -51,6 +52,8 @@ export const modelProfileSchema = z.strictObject({
   api_key_env: envName.optional(),
   max_output_tokens: z.number().int().positive().optional(),
   timeout_ms: z.number().int().positive().optional(),
+  /** Longest time one model request may take, stream included (default ten minutes). */
+  request_deadline_ms: z.number().int().positive().optional(),
   /** Anthropic only: enable extended thinking with this budget. */
   thinking_budget_tokens: z.number().int().min(1024).optional(),
   /** Tokens the model takes in one request (default: the table in context-window.ts). */
@@ -101,6 +104,7 @@ export function createProvider(profile: unknown, env: Environment): Provider {
     model: parsed.model,
     ...(apiKey === undefined ? {} : { apiKey }),
     ...(parsed.timeout_ms === undefined ? {} : { timeoutMs: parsed.timeout_ms }),
+    deadlineMs: parsed.request_deadline_ms ?? DEFAULT_REQUEST_DEADLINE_MS,
   };
   const maxOutput =
     parsed.max_output_tokens === undefined ? {} : { maxOutputTokens: parsed.max_output_tokens };

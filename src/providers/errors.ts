@@ -175,7 +175,7 @@ export interface NormalizeContext {
   /** Headers of the successful response, when the failure happened inside its stream. */
   responseHeaders?: HeaderSource | undefined;
   /** Why our own abort signal fired, if it did. */
-  abortedBy?: "caller" | "timeout" | undefined;
+  abortedBy?: "caller" | "timeout" | "deadline" | undefined;
 }
 
 const NETWORK_CODES = new Set([
@@ -205,6 +205,15 @@ export function normalizeProviderError(error: unknown, context: NormalizeContext
   // back wrapped as "Failed to process successful response": its verdict (not retried) stands.
   if (error instanceof Error && error.cause instanceof ProviderError) return error.cause;
   const { provider, secrets } = context;
+  if (context.abortedBy === "deadline") {
+    return new ProviderError(
+      "TIMEOUT",
+      `${provider}: the request did not finish within its overall deadline`,
+      {
+        providerCode: "request_deadline",
+      },
+    );
+  }
   if (context.abortedBy === "timeout") {
     return new ProviderError("TIMEOUT", `${provider}: no progress within the configured timeout`);
   }

@@ -59,6 +59,8 @@ export interface HttpJsonOptions {
   apiKey?: string;
   /** Longest time for the whole exchange. */
   timeoutMs?: number;
+  /** Longest time the whole request may take (default DEFAULT_REQUEST_DEADLINE_MS). */
+  deadlineMs?: number;
 }
 
 export function createHttpJsonProvider(options: HttpJsonOptions): Provider {
@@ -121,7 +123,10 @@ async function requestAction(
   secrets: readonly string[],
 ): Promise<HttpJsonAction> {
   // The timeout bounds the whole exchange: progress is never reported, so it is not an idle timer.
-  const control = new RequestControl(signal, options.timeoutMs);
+  const control = new RequestControl(signal, {
+    idleTimeoutMs: options.timeoutMs,
+    deadlineMs: options.deadlineMs,
+  });
   const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" };
   if (options.apiKey !== undefined && options.apiKey !== "")
     headers.authorization = `Bearer ${options.apiKey}`;

@@ -22,8 +22,10 @@ export interface OpenAICompatibleOptions {
   /** Resolved from the environment by `createProvider`; omitted for keyless local servers. */
   apiKey?: string;
   maxOutputTokens?: number;
-  /** Longest time without progress (connecting, headers, or between stream chunks). */
+  /** Longest time without progress (connecting, headers, or between content events). */
   timeoutMs?: number;
+  /** Longest time the whole request may take (default DEFAULT_REQUEST_DEADLINE_MS). */
+  deadlineMs?: number;
   /**
    * Send the request's `prompt_cache_key`. Off unless the endpoint is OpenAI's own: other
    * compatible servers may reject a field they do not know, and caching is never worth a failure.
@@ -71,15 +73,20 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
           ...(options.promptCacheKey === true ? { cacheKey: request.cacheKey } : {}),
         }),
       );
-      const control = new RequestControl(signal, options.timeoutMs);
+      const control = new RequestControl(signal, {
+        idleTimeoutMs: options.timeoutMs,
+        deadlineMs: options.deadlineMs,
+      });
       let response: HttpResponse | undefined;
       let completed = false;
       try {
         if (control.signal.aborted) throw control.abortError(PROVIDER, secrets);
         response = await post(endpoint, { headers, body, signal: control.signal });
         control.progress();
-        await rejectFailedResponse(response, secrets, () => control.progress());
-        for await (const event of chatEvents(response, secrets, () => control.progress())) {
+        await rejectFailedResponse(response, secrets);
+        for await (const event of chatEvents(response, secrets)) {
+          // Progress is content: comments, empty deltas and repeated usage chunks yield nothing.
+          control.progress();
           if (event.type === "end") completed = true;
           yield event;
         }
@@ -106,15 +113,11 @@ function chatCompletionsUrl(baseUrl: string): URL {
 }
 
 /** Non-2xx, or a JSON body where a stream was asked for: classify and throw. */
-async function rejectFailedResponse(
-  response: HttpResponse,
-  secrets: readonly string[],
-  onProgress: () => void,
-): Promise<void> {
+async function rejectFailedResponse(response: HttpResponse, secrets: readonly string[]): Promise<void> {
   const failed = response.status < 200 || response.status > 299;
   const json = /application\/json/i.test(response.headers["content-type"] ?? "");
   if (!failed && !json) return;
-  const body = parseErrorBody(await readText(response, MAX_ERROR_BODY_CHARS, onProgress));
+  const body = parseErrorBody(await readText(response, MAX_ERROR_BODY_CHARS));
   if (failed) {
     throw classifyFailure({
       provider: PROVIDER,
@@ -147,17 +150,13 @@ interface CallTracker {
 }
 
 /** Translate one response's SSE chunks into protocol events; throws `ProviderError`. */
-async function* chatEvents(
-  response: HttpResponse,
-  secrets: readonly string[],
-  onProgress: () => void,
-): AsyncGenerator<StreamEvent> {
+async function* chatEvents(response: HttpResponse, secrets: readonly string[]): AsyncGenerator<StreamEvent> {
   const calls: CallTracker = { byIndex: new Map(), last: undefined };
   let finishReason: string | undefined;
   let usage: Usage | undefined;
   let sawEvent = false;
   let done = false;
-  for await (const sse of serverSentEvents(response.body, onProgress)) {
+  for await (const sse of serverSentEvents(response.body)) {
     sawEvent = true;
     if (sse.data.trim() === "[DONE]") {
       done = true;

@@ -15,6 +15,8 @@ export interface OpenAIResponsesOptions {
   apiKey?: string;
   maxOutputTokens?: number;
   timeoutMs?: number;
+  /** Longest time the whole request may take (default DEFAULT_REQUEST_DEADLINE_MS). */
+  deadlineMs?: number;
   fetch?: typeof fetch;
 }
 
@@ -46,6 +48,7 @@ export function createOpenAIResponsesProvider(options: OpenAIResponsesOptions): 
         isJsonObject(raw) && typeof raw.type === "string" && TERMINAL_EVENTS.has(raw.type),
     },
     timeoutMs: options.timeoutMs,
+    deadlineMs: options.deadlineMs,
   });
 }
 

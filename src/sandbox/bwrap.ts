@@ -6,11 +6,22 @@ import path from "node:path";
 import type { Readable } from "node:stream";
 import { parseJsonObject } from "../shared/json.js";
 import { DEFAULT_PROTECTED_PATHS, type ProtectedPaths } from "../workspace/protected.js";
-import { hostViewArguments, isWithin, usableHome } from "./host-view.js";
+import {
+  type DenialPlan,
+  type DeniedProgram,
+  planDenials,
+  REFUSALS_PATH,
+  readRefusals,
+  refusalFile,
+  stubFile,
+} from "./denied-programs.js";
+import { secretMasks } from "./harness-secrets.js";
+import { hostViewArguments, isWithin, shownRoots, usableHome } from "./host-view.js";
 import { probeMemoPath, probeRemembered, rememberProbe } from "./probe-memo.js";
 import { liveNamespaceMembers, pidNamespaceOf, signalQuietly } from "./proc.js";
 import { protectedMounts, removeSeals } from "./protected-mounts.js";
 import { type Launch, type LaunchRequest, type Sandbox, SandboxUnavailableError } from "./sandbox.js";
+import { realOrUndefined } from "./stat.js";
 import { type ProcessTree, processGroupTree } from "./tree.js";
 
 const DEFAULT_BWRAP_PATH = "/usr/bin/bwrap";
@@ -45,6 +56,10 @@ export interface BwrapLayout {
   hostView: readonly string[];
   /** The protected paths' mounts, after the workspace (see protected-mounts.ts). */
   protectedMounts: readonly string[];
+  /** Stubs over the programs deny rules name, and the refusal file (see denied-programs.ts). */
+  deniedMounts?: readonly string[];
+  /** What hides harness's state and credentials, after everything else (see harness-secrets.ts). */
+  secretMasks?: readonly string[];
   argv: readonly string[];
   /** Host working directory (visible inside); default the workspace. */
   cwd?: string;
@@ -59,8 +74,10 @@ export interface BwrapOptions {
   readFiles?: readonly string[];
   /** What no command may change, beyond the fixed rules: the files the configs name. */
   protectedPaths?: ProtectedPaths;
-  /** Host files hidden wherever the view shows them (see SandboxConfig.hiddenFiles). */
-  hiddenFiles?: readonly string[];
+  /** Host paths of harness's credentials and state (see SandboxConfig.harnessSecrets). */
+  harnessSecrets?: readonly string[];
+  /** Programs deny rules name: covered by a refusing stub (see SandboxConfig.deniedPrograms). */
+  deniedPrograms?: readonly DeniedProgram[];
 }
 
 /** bwrap's arguments for a layout. Order matters: later mounts cover earlier ones. */
@@ -74,6 +91,9 @@ export function bwrapArguments(layout: BwrapLayout): string[] {
     layout.workspace,
   );
   args.push(...layout.protectedMounts);
+  args.push(...(layout.deniedMounts ?? []));
+  // Last of the mounts: no read path, hook file or protected path may show harness's secrets again.
+  args.push(...(layout.secretMasks ?? []));
   // The sandbox's own root (an empty tmpfs holding the mount points) is not writable either.
   args.push("--remount-ro", "/");
   args.push(
@@ -109,23 +129,39 @@ export class BwrapSandbox implements Sandbox {
   async prepare(request: LaunchRequest): Promise<Launch> {
     const workspace = await realpath(request.workspace);
     const home = usableHome(request.env.HOME);
-    const hostView = hostViewArguments({
+    const view = {
       home,
       realHome: homedir(),
       readPaths: this.options.readPaths ?? [],
       readFiles: this.options.readFiles ?? [],
-      hiddenFiles: this.options.hiddenFiles ?? [],
+    };
+    const hostView = hostViewArguments(view);
+    // Hook scripts the user config names stay runnable even inside a hidden directory.
+    const hookFiles = view.readFiles.flatMap((file) => realOrUndefined(file) ?? []);
+    const masks = secretMasks({
+      workspace,
+      secrets: this.options.harnessSecrets ?? [],
+      roots: shownRoots(view),
+      keep: [workspace, ...hookFiles],
     });
     // A read-only workspace needs no pins or seals: nothing in it can change.
     const mounts =
       this.profile === "workspace-write"
         ? await protectedMounts(workspace, this.#protectedPaths())
         : { args: [], seals: [] };
+    const denied = this.#denials(request, workspace);
+    const refusals = denied.files.length > 0 ? refusalFile() : undefined;
+    const deniedMounts: string[] = [];
+    const shell = request.argv[0] as string;
+    for (const file of denied.files) deniedMounts.push("--ro-bind", stubFile(file, shell), file.path);
+    if (refusals !== undefined) deniedMounts.push("--bind", refusals, REFUSALS_PATH);
     const args = bwrapArguments({
       profile: this.profile,
       workspace,
       hostView,
       protectedMounts: mounts.args,
+      secretMasks: masks,
+      deniedMounts,
       argv: request.argv,
       ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
       ...(request.network === true ? { network: true } : {}),
@@ -140,12 +176,37 @@ export class BwrapSandbox implements Sandbox {
       cwd: request.cwd ?? workspace,
       env,
       extraPipes: 1,
+      ...(refusals !== undefined ? { refusals: () => readRefusals(refusals) } : {}),
       createTree: (child) => {
         // The seals' mount points exist on the host while the command runs; remove them after.
         if (seals.length > 0) child.once("exit", () => removeSeals(seals));
         return namespaceTree(child);
       },
     };
+  }
+
+  readonly #plans = new Map<string, DenialPlan>();
+
+  /**
+   * The files to cover for this command's PATH and shell. Toolchain directories do not change
+   * while harness runs, so their plan is kept; one that searched a directory in the workspace
+   * (a PATH entry such as `node_modules/.bin`), where files come and go, is made again each time.
+   */
+  #denials(request: LaunchRequest, workspace: string): DenialPlan {
+    const denied = this.options.deniedPrograms ?? [];
+    if (denied.length === 0) return { files: [], directories: [], skipped: [] };
+    const cwd = request.cwd ?? workspace;
+    const key = `${request.env.PATH ?? ""}\0${request.argv[0] ?? ""}\0${cwd}`;
+    const kept = this.#plans.get(key);
+    if (kept !== undefined) return kept;
+    const plan = planDenials(denied, {
+      searchPath: request.env.PATH,
+      visible: [...(this.options.readPaths ?? []), workspace],
+      shell: request.argv[0] ?? "/bin/sh",
+      cwd,
+    });
+    if (!plan.directories.some((directory) => isWithin(directory, workspace))) this.#plans.set(key, plan);
+    return plan;
   }
 
   #protectedPaths(): ProtectedPaths {

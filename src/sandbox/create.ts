@@ -9,6 +9,7 @@ export function createSandbox(config: SandboxConfig): Sandbox {
     ...(config.readPaths ? { readPaths: config.readPaths } : {}),
     ...(config.readFiles ? { readFiles: config.readFiles } : {}),
     ...(config.protectedPaths ? { protectedPaths: config.protectedPaths } : {}),
-    ...(config.hiddenFiles ? { hiddenFiles: config.hiddenFiles } : {}),
+    ...(config.harnessSecrets ? { harnessSecrets: config.harnessSecrets } : {}),
+    ...(config.deniedPrograms ? { deniedPrograms: config.deniedPrograms } : {}),
   });
 }

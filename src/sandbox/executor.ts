@@ -1,5 +1,6 @@
 import type { ArtifactStore } from "../artifacts/store.js";
 import type { CaptureLimits } from "./capture.js";
+import type { Refusal } from "./denied-programs.js";
 import { type EnvPolicy, filterEnvironment } from "./env.js";
 import { type ProcessResult, type RunProcessOptions, runProcess } from "./process.js";
 import type { Launch, Sandbox, SandboxProfile } from "./sandbox.js";
@@ -87,6 +88,8 @@ export interface StartedService {
 
 export interface ExecuteResult extends ProcessResult {
   facts: ProcessFacts;
+  /** Denied programs the command tried to run: the sandbox's stubs refused them. */
+  refused?: Refusal[];
 }
 
 export interface ExecutorOptions {
@@ -183,6 +186,7 @@ export class Executor {
       options.onSpawn = (identity) => onSpawn({ ...identity, ...facts, sandboxed: sandbox.isolating });
     }
     const result = await runProcess(options);
-    return { ...result, facts };
+    const refused = launch.refusals?.() ?? [];
+    return refused.length > 0 ? { ...result, facts, refused } : { ...result, facts };
   }
 }

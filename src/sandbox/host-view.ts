@@ -14,6 +14,8 @@ import { lstatOrUndefined, realOrUndefined } from "./stat.js";
  * 4. the read paths the USER config names (`sandbox.read_paths`: language caches and toolchains
  *    under home), with the credentials in HOME_CREDENTIALS masked again if a read path holds them.
  *
+ * harness's own state and credentials are hidden after the workspace is mounted (harness-secrets.ts).
+ *
  * Never mounted: /root, /home (except the workspace and read paths below them), /run, /var/run
  * (so no host Unix sockets, no $XDG_RUNTIME_DIR), /var, /srv, /mnt, /media, /sys. /tmp and /dev
  * are private and empty. The workspace is mounted after all of this (see bwrap.ts).
@@ -94,8 +96,6 @@ export interface HostViewOptions {
   readFiles?: readonly string[];
   /** The real home directory of the user running harness, whose credentials are masked too. */
   realHome?: string | undefined;
-  /** Host files covered by an empty file wherever the view shows them (the journal key). */
-  hiddenFiles?: readonly string[];
 }
 
 /**
@@ -155,19 +155,41 @@ export function hostViewArguments(options: HostViewOptions): string[] {
     if (real === undefined || !lstatOrUndefined(real)?.isFile()) continue;
     for (const at of new Set([real, file])) args.push("--ro-bind", real, at);
   }
-  // Last, so no read path or read file shows them again. Only where the view shows the directory:
-  // elsewhere the file is invisible already, and a mask would make bwrap create its parents.
-  const shown = [
-    ...TOOLCHAIN_PATHS.filter((dir) => lstatOrUndefined(dir)?.isDirectory() === true),
-    ...(options.readPaths ?? []).flatMap((p) => [p, realOrUndefined(p) ?? p]),
-    ...(options.readFiles ?? []).flatMap((p) => [p, realOrUndefined(p) ?? p]),
-  ];
-  for (const file of options.hiddenFiles ?? []) {
-    for (const at of new Set([file, realOrUndefined(file) ?? file])) {
-      if (shown.some((dir) => isWithin(at, dir))) args.push(...maskArguments(at));
-    }
-  }
   return args;
+}
+
+/** One place the sandbox shows a host directory or file: `source` on the host, mounted at `at`. */
+export interface ShownRoot {
+  source: string;
+  at: string;
+}
+
+/**
+ * What the view mounts of the host (toolchain directories, read paths, read files), each at every
+ * place it is mounted (a read path given through a symlink shows at both its real path and the
+ * path given): for hiding harness's secrets wherever they lie below one.
+ */
+export function shownRoots(options: HostViewOptions): ShownRoot[] {
+  const home = usableHome(options.home);
+  const homes = [home, options.realHome].filter((h): h is string => h !== undefined);
+  const roots: ShownRoot[] = TOOLCHAIN_PATHS.filter(
+    (dir) => lstatOrUndefined(dir)?.isDirectory() === true,
+  ).map((dir) => ({ source: dir, at: dir }));
+  const both = (real: string, given: string) => {
+    roots.push({ source: real, at: real });
+    if (given !== real) roots.push({ source: real, at: given });
+  };
+  for (const readPath of options.readPaths ?? []) {
+    if (readPathProblem(readPath, homes) !== undefined) continue;
+    const real = realOrUndefined(readPath);
+    if (real === undefined || readPathProblem(real, homes) !== undefined) continue;
+    both(real, readPath);
+  }
+  for (const file of options.readFiles ?? []) {
+    const real = realOrUndefined(file);
+    if (real !== undefined && lstatOrUndefined(real)?.isFile()) both(real, file);
+  }
+  return roots;
 }
 
 /** A home the sandbox can replace with an empty tmpfs: absolute, and not a system directory. */
@@ -180,7 +202,7 @@ export function usableHome(home: string | undefined): string | undefined {
 }
 
 /** Hide an existing file (an empty file over it) or directory (an empty read-only tmpfs). */
-function maskArguments(target: string): string[] {
+export function maskArguments(target: string): string[] {
   const stats = lstatOrUndefined(target);
   if (stats === undefined || stats.isSymbolicLink()) return [];
   if (stats.isDirectory()) return ["--tmpfs", target, "--remount-ro", target];

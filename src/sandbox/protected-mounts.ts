@@ -84,7 +84,10 @@ export async function protectedMounts(
     if (real !== undefined && isWithin(real, workspace) && real !== workspace) bindReadOnly(real);
   };
 
-  protect(RESERVED_DIR, "directory");
+  // A `.harness` directory is hidden, not only pinned, in every profile (harness-secrets.ts); a
+  // missing one is sealed here so a command cannot create it.
+  if (lstatOrUndefined(path.join(workspace, RESERVED_DIR))?.isDirectory() !== true)
+    protect(RESERVED_DIR, "directory");
   protect(PROJECT_CONFIG_NAME, "file");
   const gitDirs = await findGitEntries(workspace);
   if (!gitDirs.includes(GIT_DIR_NAME)) protect(GIT_DIR_NAME, "directory");

@@ -1,6 +1,7 @@
 import type { ChildProcess } from "node:child_process";
 import { CodedError } from "../shared/coded-error.js";
 import type { ProtectedPaths } from "../workspace/protected.js";
+import type { DeniedProgram, Refusal } from "./denied-programs.js";
 import type { ProcessTree } from "./tree.js";
 
 /**
@@ -29,15 +30,22 @@ export interface SandboxConfig {
   /** What no command may change; default: the fixed rules without config-named files. */
   protectedPaths?: ProtectedPaths;
   /**
-   * Host files no sandboxed process may read even where the sandbox shows their directory (a
-   * toolchain directory or a read path): the journal key, which would let a command forge
-   * journals this user trusts.
+   * harness's own credentials and state on the host, files or directories, that no sandboxed
+   * process may read wherever the sandbox would show them (inside the workspace, a toolchain
+   * directory, a read path): the journal key (a command could forge journals this user trusts),
+   * the server's tokens file, the user config and its directory. The composition root names them;
+   * the workspace's `.harness` is hidden whatever this says (harness-secrets.ts).
    */
-  hiddenFiles?: readonly string[];
+  harnessSecrets?: readonly string[];
+  /**
+   * Programs the deny rules name (`shell(curl*)` names `curl`): every file that is one of them,
+   * under any name the sandbox shows, is covered by a stub that refuses and exits 126.
+   */
+  deniedPrograms?: readonly DeniedProgram[];
 }
 
 /** What a sandboxed process sees beyond the workspace, and what in the workspace it may not change. */
-export type SandboxView = Pick<SandboxConfig, "readPaths" | "protectedPaths" | "hiddenFiles">;
+export type SandboxView = Pick<SandboxConfig, "readPaths" | "protectedPaths" | "harnessSecrets">;
 
 export interface LaunchRequest {
   /** The command and its arguments; argv[0] is an absolute executable path. */
@@ -66,6 +74,8 @@ export interface Launch {
   extraPipes: number;
   /** How to find the command's processes; undefined: its process group. */
   createTree?: (child: ChildProcess) => ProcessTree;
+  /** After the command: the denied programs it tried to run (read once; see denied-programs.ts). */
+  refusals?: () => Refusal[];
 }
 
 export type UnavailableReason = "not_found" | "probe_failed";

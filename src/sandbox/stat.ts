@@ -1,4 +1,4 @@
-import { lstatSync, realpathSync } from "node:fs";
+import { lstatSync, realpathSync, statSync } from "node:fs";
 
 // Synchronous look-ups used while building a sandbox's mount list: a missing or unreadable path
 // is simply not mounted, so "undefined" is the whole answer, not an error.
@@ -16,6 +16,15 @@ export function lstatOrUndefined(p: string) {
 export function realOrUndefined(p: string): string | undefined {
   try {
     return realpathSync.native(p);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The metadata of what the path leads to (links followed), or undefined. */
+export function statOrUndefined(p: string) {
+  try {
+    return statSync(p);
   } catch {
     return undefined;
   }

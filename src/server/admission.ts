@@ -1,5 +1,5 @@
 import { realpath } from "node:fs/promises";
-import { isAbsolute, relative, sep } from "node:path";
+import { extname, isAbsolute, relative, resolve, sep } from "node:path";
 import { ErrorCode, RpcError } from "../api/errors.js";
 import type { RunOptions } from "../api/methods.js";
 import type { Identity } from "./identities.js";
@@ -15,8 +15,11 @@ import type { Identity } from "./identities.js";
  *  - `host: true` (the local user on stdio, and the `default` identity of HARNESS_SERVER_TOKEN
  *    unless its config says otherwise): may set all of it;
  *  - any other identity: no options.accept, no options.base_url, and a workspace (and a script)
- *    only at or under one of its configured `workspaces` roots (none configured: none allowed).
- * `workspaces`, when configured, limits host identities too.
+ *    only at or under one of its configured `workspaces` roots (none configured: none allowed);
+ *    its script is JSON data, never a module the server imports.
+ * `workspaces`, when configured, limits host identities too. What was checked is what is used:
+ * admission returns the real paths it checked, and the session is opened at those (a link the
+ * client named can be flipped after the check and changes nothing).
  */
 
 /** Whether the identity may have the host run or fetch what it names (acceptance commands, base_url). */
@@ -24,14 +27,34 @@ export function mayUseHost(identity: Identity): boolean {
   return identity.policy.host === true;
 }
 
-/** Refuse a session/start the identity may not make (-32004), before the workspace is touched. */
+/** What admission resolved: the real paths every later step uses, never the names the client gave. */
+export interface Admitted {
+  /** The workspace's real path (as given when it does not resolve: opening it then reports that). */
+  workspace: string;
+  /** The script's real path, when one was named. */
+  script?: string;
+  /** Whether the script may be code (a module the server imports): host identities only. */
+  scriptIsCode: boolean;
+}
+
+/** File names a script that is code has; an identity without host rights may not name one. */
+const CODE_EXTENSIONS = [".mjs", ".js", ".cjs", ".ts", ".mts", ".cts"];
+
+/**
+ * Refuse a session/start the identity may not make (-32004), before the workspace is touched;
+ * return the real paths that were checked, which are what the session then uses.
+ */
 export async function admitStart(
   identity: Identity,
   params: { workspace: string; options?: RunOptions | undefined },
-): Promise<void> {
-  await admitWorkspace(identity, params.workspace);
+): Promise<Admitted> {
+  const workspace = await admitWorkspace(identity, params.workspace);
   const options = params.options ?? {};
-  if (mayUseHost(identity)) return;
+  if (mayUseHost(identity)) {
+    if (options.script === undefined) return { workspace, scriptIsCode: true };
+    const script = await realpath(resolve(options.script)).catch(() => resolve(options.script ?? ""));
+    return { workspace, script, scriptIsCode: true };
+  }
   if (options.accept !== undefined && options.accept.length > 0)
     throw forbidden(
       identity,
@@ -40,16 +63,49 @@ export async function admitStart(
     );
   if (options.base_url !== undefined)
     throw forbidden(identity, "options.base_url: the host would send the provider's key there", "host");
-  if (options.script !== undefined) await admitPath(identity, options.script, "options.script");
+  if (options.script === undefined) return { workspace, scriptIsCode: false };
+  const script = await admitPath(identity, options.script, "options.script");
+  // The name is a first refusal with a clear reason; what decides is that such a script is only
+  // ever parsed as JSON (whatever it is called, wherever a link leads).
+  const named = [options.script, script].find((name) =>
+    CODE_EXTENSIONS.includes(extname(name).toLowerCase()),
+  );
+  if (named !== undefined)
+    throw forbidden(
+      identity,
+      "options.script: a JavaScript script is code the server would run; this identity's scripts are JSON data",
+      "host",
+    );
+  return { workspace, script, scriptIsCode: false };
 }
 
-/** Refuse a workspace outside the identity's roots (session/start, session/list). */
-export async function admitWorkspace(identity: Identity, workspace: string): Promise<void> {
-  if (identity.policy.workspaces === undefined && mayUseHost(identity)) return;
-  await admitPath(identity, workspace, "workspace");
+/**
+ * Refuse a workspace outside the identity's roots (session/start, session/list); its real path
+ * otherwise (the given path, resolved, when it does not exist and the identity has no roots to
+ * check it against).
+ */
+export async function admitWorkspace(identity: Identity, workspace: string): Promise<string> {
+  if (identity.policy.workspaces === undefined && mayUseHost(identity))
+    return realpath(resolve(workspace)).catch(() => resolve(workspace));
+  return admitPath(identity, workspace, "workspace");
 }
 
-async function admitPath(identity: Identity, path: string, what: string): Promise<void> {
+/** Whether `path`, a real path, is still at or under one of the identity's roots. */
+export async function withinRoots(identity: Identity, path: string): Promise<boolean> {
+  if (identity.policy.workspaces === undefined && mayUseHost(identity)) return true;
+  for (const root of identity.policy.workspaces ?? []) {
+    const realRoot = await realpath(root).catch(() => undefined);
+    if (realRoot !== undefined && isAtOrUnder(realRoot, path)) return true;
+  }
+  return false;
+}
+
+function isAtOrUnder(root: string, path: string): boolean {
+  const rel = relative(root, path);
+  return rel === "" || (!rel.startsWith(`..${sep}`) && rel !== ".." && !isAbsolute(rel));
+}
+
+async function admitPath(identity: Identity, path: string, what: string): Promise<string> {
   const roots = identity.policy.workspaces ?? [];
   if (roots.length === 0)
     throw forbidden(identity, `${what}: this identity has no workspace roots`, "workspaces");
@@ -57,16 +113,11 @@ async function admitPath(identity: Identity, path: string, what: string): Promis
   // Symlinks resolved on both sides: a link inside a root that points out of it does not count.
   const real = await realpath(path).catch(() => undefined);
   if (real === undefined) throw new RpcError(ErrorCode.InvalidParams, `${what} ${path} does not exist`);
-  for (const root of roots) {
-    const realRoot = await realpath(root).catch(() => undefined);
-    if (realRoot === undefined) continue;
-    const rel = relative(realRoot, real);
-    if (rel === "" || (!rel.startsWith(`..${sep}`) && rel !== ".." && !isAbsolute(rel))) return;
-  }
+  if (await withinRoots(identity, real)) return real;
   throw forbidden(identity, `${what} ${path} is outside this identity's workspace roots`, "workspaces");
 }
 
-function forbidden(identity: Identity, what: string, setting: "host" | "workspaces"): RpcError {
+export function forbidden(identity: Identity, what: string, setting: "host" | "workspaces"): RpcError {
   const fix =
     setting === "host"
       ? `only an identity with "host": true may set it`

@@ -1,12 +1,12 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { isIP } from "node:net";
 import { ErrorCode, RpcError } from "../api/errors.js";
-import { encodeLine } from "../api/framing.js";
+import { DEFAULT_STREAM_LIMITS, EventStreamWriter, type StreamLimits } from "./event-stream.js";
 import type { SessionHub } from "./hub.js";
 import type { Identity, IdentityPolicy, TokenTable } from "./identities.js";
-import type { Notification } from "./notifications.js";
 import { SERVER_PAGE_CSP, serverPage } from "./page.js";
 import { answer, type Connection, decodeBody, errorLine, type ServerInfo } from "./rpc.js";
+import { StreamSlots } from "./stream-slots.js";
 
 /** The largest POST /rpc body taken. */
 export const MAX_RPC_BODY_BYTES = 4 * 1024 * 1024;
@@ -31,6 +31,8 @@ export interface HttpOptions {
   policyOf(identity: string): IdentityPolicy;
   info: ServerInfo;
   log(line: string): void;
+  /** How much an event stream may hold for a slow reader (DEFAULT_STREAM_LIMITS). */
+  streamLimits?: StreamLimits;
 }
 
 export interface HttpServing {
@@ -51,7 +53,7 @@ export async function serveHttp(hub: SessionHub, options: HttpOptions): Promise<
     throw new Error(`${options.host} is not a loopback address: pass --allow-remote to listen on it`);
   const streams = new Set<ServerResponse>();
   let bound = { host: options.host, port: options.port };
-  const open = new Map<string, number>();
+  const slots = new StreamSlots(MAX_STREAMS_PER_IDENTITY);
   const server = createServer(
     { headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: 60_000, connectionsCheckingInterval: 1_000 },
     (req, res) => {
@@ -200,8 +202,11 @@ export async function serveHttp(hub: SessionHub, options: HttpOptions): Promise<
       }
       fromSeq = seq;
     }
-    const held = open.get(identity.name) ?? 0;
-    if (held >= MAX_STREAMS_PER_IDENTITY) {
+    // The slot is taken before the subscription is awaited (concurrent opens cannot pass the cap)
+    // and given back exactly once, when the connection closes, whenever that is: before the
+    // subscription is set up, on an error, on a drop or at the end.
+    const release = slots.take(identity.name);
+    if (release === undefined) {
       json(
         res,
         429,
@@ -215,47 +220,56 @@ export async function serveHttp(hub: SessionHub, options: HttpOptions): Promise<
       );
       return;
     }
-    // The slot is taken before the subscription is awaited: concurrent opens cannot pass the cap.
-    open.set(identity.name, held + 1);
-    const release = () => open.set(identity.name, (open.get(identity.name) ?? 1) - 1);
-    let opened = false;
-    const buffered: string[] = [];
-    const send = (notification: Notification, durable: boolean) => {
-      const text = `${durable ? `id: ${session}:${String(notification.params.seq)}\n` : ""}data: ${encodeLine({ jsonrpc: "2.0", method: notification.method, params: notification.params })}\n`;
-      if (opened) {
-        res.write(text);
-        // http corks the socket until the next tick; a session whose steps resolve as promise
-        // continuations can hold that tick off for many events, so send each one now.
-        res.socket?.uncork();
-      } else buffered.push(text);
-    };
-    let unsubscribe: () => void;
+    const writer = new EventStreamWriter(
+      res,
+      session,
+      options.streamLimits ?? DEFAULT_STREAM_LIMITS,
+      (reason) =>
+        options.log(
+          `http: dropped an event stream of session ${JSON.stringify(session)} (identity ${identity.name}): ${reason}`,
+        ),
+    );
+    let unsubscribe: (() => void) | undefined;
+    let closed = false;
+    let heartbeat: NodeJS.Timeout | undefined;
+    res.on("close", () => {
+      closed = true;
+      release();
+      writer.close();
+      clearInterval(heartbeat);
+      streams.delete(res);
+      unsubscribe?.();
+    });
+    let subscription: Awaited<ReturnType<SessionHub["stream"]>>;
     try {
-      unsubscribe = await hub.subscribe(identity, session, fromSeq, send);
+      subscription = await hub.stream(identity, session, fromSeq, (notification, durable) =>
+        writer.push(notification, durable),
+      );
     } catch (error) {
       const rpcError =
         error instanceof RpcError ? error : new RpcError(ErrorCode.InternalError, "internal error");
       release();
-      json(res, rpcError.code === ErrorCode.NotFound ? 404 : 400, errorLine(null, rpcError));
+      if (!closed) json(res, rpcError.code === ErrorCode.NotFound ? 404 : 400, errorLine(null, rpcError));
       return;
     }
+    if (closed) {
+      // The client left while the subscription was set up: nothing to keep.
+      subscription.unsubscribe();
+      return;
+    }
+    unsubscribe = subscription.unsubscribe;
     res.writeHead(200, {
       "content-type": "text/event-stream; charset=utf-8",
       "cache-control": "no-store",
       connection: "keep-alive",
       "x-accel-buffering": "no",
     });
-    opened = true;
-    res.write(buffered.join(""));
+    // The status goes now, not with the first event: a session with nothing journaled yet has none.
+    res.flushHeaders();
     streams.add(res);
-    const heartbeat = setInterval(() => res.write(": ping\n\n"), HEARTBEAT_MS);
+    writer.start(subscription.replay);
+    heartbeat = setInterval(() => writer.ping(), HEARTBEAT_MS);
     heartbeat.unref();
-    res.on("close", () => {
-      release();
-      clearInterval(heartbeat);
-      streams.delete(res);
-      unsubscribe();
-    });
   }
 
   await new Promise<void>((resolve, reject) => {

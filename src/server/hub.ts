@@ -5,7 +5,13 @@ import type { AnyRecord } from "../journal/vocabulary.js";
 import { admitStart, admitWorkspace } from "./admission.js";
 import { type PendingApproval, WireApprover, type WireDecision } from "./approvals.js";
 import { canSee, type Identity } from "./identities.js";
-import { type Notification, NotificationFold, replay, type SessionStatus } from "./notifications.js";
+import {
+  type Notification,
+  NotificationFold,
+  replay,
+  replayed,
+  type SessionStatus,
+} from "./notifications.js";
 import type { OpenedSession, SessionFactory, SessionRun } from "./ports.js";
 import { messageOf, notFound, ownerOf, StoredSessions } from "./stored.js";
 
@@ -62,13 +68,16 @@ export class SessionHub {
         code: "SESSION_BUSY",
       });
     }
-    await admitStart(identity, params);
+    const admitted = await admitStart(identity, params);
     const options: RunOptions = params.options ?? {};
     let approver: WireApprover | undefined;
     let fold: NotificationFold | undefined;
     let hostedRef: Hosted | undefined;
     const opened = await this.options.factory.open({
-      workspace: params.workspace,
+      workspace: admitted.workspace,
+      ...(admitted.script !== undefined
+        ? { script: { path: admitted.script, code: admitted.scriptIsCode } }
+        : {}),
       ...(params.session !== undefined ? { sessionId: params.session } : {}),
       options,
       identity,
@@ -122,8 +131,9 @@ export class SessionHub {
   async list(identity: Identity, params: ParamsOf<"session/list">) {
     const sessions: SessionSummary[] = [];
     const seen = new Set<string>();
-    if (params.workspace !== undefined) await admitWorkspace(identity, params.workspace);
-    const store = await this.#stored.store(params.workspace);
+    const workspace =
+      params.workspace === undefined ? undefined : await admitWorkspace(identity, params.workspace);
+    const store = await this.#stored.store(workspace);
     for (const hosted of this.#sessions.values()) {
       if (!canSee(identity, hosted.owner)) continue;
       if (params.workspace !== undefined && store?.workspace !== hosted.opened.workspace) continue;
@@ -209,6 +219,43 @@ export class SessionHub {
       }
     }
     return unsubscribe;
+  }
+
+  /**
+   * A follower that takes the replay at its own pace (the HTTP event stream): the session's
+   * durable notifications from `fromSeq` as an iterator, and from now on its live ones into
+   * `live`, except durable ones the replay holds. The caller sends the replay first.
+   */
+  async stream(
+    identity: Identity,
+    session: string,
+    fromSeq: number,
+    live: Sink,
+  ): Promise<{ replay: Iterator<Notification>; unsubscribe: () => void }> {
+    const visible = await this.#records(identity, session);
+    // Until the replay's end is known, a live notification may be one it holds: kept to decide.
+    let replayEnd: number | undefined;
+    let early: { notification: Notification; durable: boolean }[] = [];
+    const gate: Sink = (notification, durable) => {
+      if (replayEnd === undefined) early.push({ notification, durable });
+      else if (!durable || (notification.params.seq as number) > replayEnd) live(notification, durable);
+    };
+    const unsubscribe = this.#follow(session, gate);
+    let records: readonly AnyRecord[];
+    try {
+      // Read again after registering: nothing journaled in between is missed.
+      records = this.#sessions.has(session)
+        ? (await this.#records(identity, session)).records
+        : visible.records;
+    } catch (error) {
+      unsubscribe();
+      throw error;
+    }
+    replayEnd = records.at(-1)?.seq ?? -1;
+    const pending = early;
+    early = [];
+    for (const item of pending) gate(item.notification, item.durable);
+    return { replay: replayed(session, records, fromSeq), unsubscribe };
   }
 
   #follow(session: string, sink: Sink): () => void {

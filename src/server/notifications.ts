@@ -187,13 +187,20 @@ export class NotificationFold {
 
 /** The notifications of a journal from `fromSeq` on (the fold reads every record before it too). */
 export function replay(session: string, records: readonly AnyRecord[], fromSeq: number): Notification[] {
+  return [...replayed(session, records, fromSeq)];
+}
+
+/** The same, one notification at a time: a reader that is slow to take them holds no copy of the rest. */
+export function* replayed(
+  session: string,
+  records: readonly AnyRecord[],
+  fromSeq: number,
+): Generator<Notification, void, undefined> {
   const fold = new NotificationFold(session);
-  const out: Notification[] = [];
   for (const record of records) {
     const notification = fold.next(record);
-    if (record.seq >= fromSeq) out.push(notification);
+    if (record.seq >= fromSeq) yield notification;
   }
-  return out;
 }
 
 /** How a turn ended, in one word: verified/unverified, the stop's reason (or review status), the cancel/interrupt reason. */

@@ -33,7 +33,10 @@ export interface OpenedSession {
 }
 
 export interface OpenRequest {
+  /** The workspace's real path, as admission checked it. */
   workspace: string;
+  /** The scripted model's file (real path, as admission checked it); `code`: may be a module. */
+  script?: { path: string; code: boolean };
   /** An existing session to serve, or the id for a new one; absent: a new id. */
   sessionId?: string;
   options: RunOptions;

@@ -4,7 +4,7 @@ import type { ArtifactStore } from "../artifacts/store.js";
 import type { AnyNewEvent, AnyRecord, EventData } from "../journal/vocabulary.js";
 import { FileLockTimeout, withFileLock } from "../workspace/file-lock.js";
 import { RESERVED_DIR } from "../workspace/fs.js";
-import { type Entry, isFile } from "../workspace/manifest.js";
+import { type Entry, isFile, isOversize, isSpecial, isUnread } from "../workspace/manifest.js";
 import { currentEntry, putEntry, type TreeMode, TreePathError } from "./disk.js";
 import {
   type PlanStep,
@@ -121,6 +121,8 @@ export async function runUndo(input: UndoInput): Promise<UndoReport> {
 
 /** What restoring this step would do now, without doing it. */
 async function judge(root: string, step: PlanStep, mode: TreeMode): Promise<StepOutcome> {
+  const refused = unrestorable(step);
+  if (refused !== undefined) return { path: step.path, outcome: "conflict", reason: refused };
   try {
     const { entry } = await currentEntry(root, step.path, mode);
     if (sameEntry(entry, step.restore)) return { path: step.path, outcome: "already" };
@@ -154,6 +156,8 @@ async function restoreOne(input: UndoInput, step: PlanStep, mode: TreeMode): Pro
 
 async function compareAndRestore(input: UndoInput, step: PlanStep, mode: TreeMode): Promise<StepOutcome> {
   const conflict = (reason: string): StepOutcome => ({ path: step.path, outcome: "conflict", reason });
+  const refused = unrestorable(step);
+  if (refused !== undefined) return conflict(refused);
   try {
     const now = await currentEntry(input.root, step.path, mode);
     if (sameEntry(now.entry, step.restore)) return { path: step.path, outcome: "already" };
@@ -197,6 +201,24 @@ function record(change: Change, step: PlanStep): void {
   else if (expect !== null && restore === null) change.deleted.push({ path, before: expect });
   else if (expect !== null && restore !== null)
     change.modified.push({ path, before: expect, after: restore });
+}
+
+/**
+ * Why a step cannot be undone when the record holds only the kind or size of one of its sides (a
+ * FIFO, socket or device; a file over the size limit): content it never held cannot be put back,
+ * and what it cannot compare is never deleted or replaced on trust.
+ */
+function unrestorable(step: PlanStep): string | undefined {
+  if (step.restore !== null && isUnread(step.restore))
+    return `it was ${describeUnread(step.restore)} before, which the record holds by ${isSpecial(step.restore) ? "kind" : "size"} only: it cannot be restored; left alone`;
+  if (step.expect !== null && isUnread(step.expect))
+    return `the session left ${describeUnread(step.expect)} here, which the record holds by ${isSpecial(step.expect) ? "kind" : "size"} only: the undo cannot tell it is still that, so it is not removed; left alone`;
+  return undefined;
+}
+
+function describeUnread(entry: Entry): string {
+  if (isSpecial(entry)) return `a ${entry.special.replace("_", " ")}`;
+  return isOversize(entry) ? `a file of ${entry.size} bytes (over the size limit)` : "an entry";
 }
 
 function conflictReason(expect: Entry | null, now: Entry | null): string {

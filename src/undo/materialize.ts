@@ -1,10 +1,56 @@
 import type { ArtifactStore } from "../artifacts/store.js";
 import { CodedError } from "../shared/coded-error.js";
-import { isDir, isLink, type Manifest } from "../workspace/manifest.js";
+import { type Entry, isDir, isFile, isLink, isSpecial, type Manifest } from "../workspace/manifest.js";
+import { GIT_DIR_NAME } from "../workspace/protected.js";
 import { currentEntry, putEntry, type TreeMode } from "./disk.js";
 
-export class MaterializeError extends CodedError<"CONTENT_UNKNOWN"> {
+export class MaterializeError extends CodedError<"CONTENT_UNKNOWN" | "TREE_INCONSISTENT"> {
   override readonly name = "MaterializeError";
+}
+
+/** What a materialized tree holds, and what of the record it could not write. */
+export interface Materialized {
+  files: number;
+  bytes: number;
+  /**
+   * Recorded paths not written: special files (the record holds only their kind) and git
+   * metadata below the root (harness never writes a `.git`).
+   */
+  left_out: string[];
+}
+
+/**
+ * Whether `tree` can be written out, before anything is: the entries to write in path order (a
+ * directory before what is below it) and the ones left out (special files, git metadata below the
+ * root). TREE_INCONSISTENT for an entry below a link or a file, CONTENT_UNKNOWN for a file the
+ * record holds by its size only.
+ */
+export function checkTree(tree: Manifest): { wanted: [string, Entry][]; left_out: string[] } {
+  const sorted = [...tree].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const left_out: string[] = [];
+  const wanted: [string, Entry][] = [];
+  for (const [path, entry] of sorted) {
+    const parts = path.split("/");
+    for (let depth = 1; depth < parts.length; depth++) {
+      const above = tree.get(parts.slice(0, depth).join("/"));
+      if (above !== undefined && !isDir(above))
+        throw new MaterializeError(
+          "TREE_INCONSISTENT",
+          `the record holds ${JSON.stringify(path)} below ${JSON.stringify(parts.slice(0, depth).join("/"))}, which is not a directory`,
+        );
+    }
+    if (parts.some((p) => p.toLowerCase() === GIT_DIR_NAME) || isSpecial(entry)) {
+      left_out.push(path);
+      continue;
+    }
+    if (!isFile(entry) && !isLink(entry) && !isDir(entry))
+      throw new MaterializeError(
+        "CONTENT_UNKNOWN",
+        `the record holds only the size of ${JSON.stringify(path)} (over the size limit), not its content`,
+      );
+    wanted.push([path, entry]);
+  }
+  return { wanted, left_out };
 }
 
 /**
@@ -12,8 +58,11 @@ export class MaterializeError extends CodedError<"CONTENT_UNKNOWN"> {
  * (empty ones too, for a session that records them), every symlink,
  * and every file with its exact bytes and exec bit. A file's bytes come from the session's
  * artifacts (every content a recorded change replaced is there) or, for one unchanged since, from
- * the recording's kept copies, or the workspace itself when its file still has that hash; otherwise the tree cannot be rebuilt
- * (CONTENT_UNKNOWN, naming the path).
+ * the recording's kept copies, or the workspace itself when its file still has that hash (read
+ * beneath the workspace, never through a link); otherwise the tree cannot be rebuilt
+ * (CONTENT_UNKNOWN, naming the path), as for a file the record held only by its size. A tree with
+ * an entry below a link or a file (no real directory could hold it) is TREE_INCONSISTENT, found
+ * before anything is written; the caller removes what was written when a content is missing.
  */
 export async function materializeTree(
   tree: Manifest,
@@ -25,12 +74,13 @@ export async function materializeTree(
   },
   into: string,
   mode: TreeMode,
-): Promise<{ files: number; bytes: number }> {
+): Promise<Materialized> {
+  const { wanted, left_out } = checkTree(tree);
   let files = 0;
   let bytes = 0;
-  for (const [path, entry] of [...tree].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+  for (const [path, entry] of wanted) {
     // Sorted, so a directory is made before anything below it.
-    if (isLink(entry) || isDir(entry)) {
+    if (!isFile(entry)) {
       await putEntry(into, path, entry, mode);
       continue;
     }
@@ -40,7 +90,7 @@ export async function materializeTree(
         entry: null,
         bytes: undefined,
       }));
-      if (now.entry === null || !("hash" in now.entry) || now.entry.hash !== entry.hash)
+      if (now.entry === null || !isFile(now.entry) || now.entry.hash !== entry.hash)
         throw new MaterializeError(
           "CONTENT_UNKNOWN",
           `the content ${path} had then is neither in the session's artifacts nor in the workspace any more (it was changed outside the record)`,
@@ -51,5 +101,5 @@ export async function materializeTree(
     files++;
     bytes += entry.size;
   }
-  return { files, bytes };
+  return { files, bytes, left_out };
 }

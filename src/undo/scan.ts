@@ -1,70 +1,104 @@
 import { createHash } from "node:crypto";
-import { constants } from "node:fs";
-import { lstat, open, readdir, readlink } from "node:fs/promises";
-import { join } from "node:path";
+import { closeSync, readSync } from "node:fs";
+import { errnoCode } from "../shared/errno.js";
+import { BeneathError, HeldDir } from "../workspace/beneath.js";
 import { DIR, type Entry, type Manifest } from "../workspace/manifest.js";
+import { RECORD_MAX_BYTES, unreadEntry } from "../workspace/tree-entry.js";
 import { TreeExcludes } from "../workspace/tree-excludes.js";
-import { RECORD_MAX_BYTES } from "../workspace/tree-snapshot.js";
 
 /**
  * The workspace's tree now, for an audit: every regular file and symlink (and directory, for a
- * session that records them) under the same excludes the recording used (`workspace.base`'s
- * `excluded`), like `TreeSnapshot.take`, but with every file read and hashed: a proof trusts no
- * stat cache kept in the workspace, and writes nothing.
+ * session that records them), every special file by its kind and every file over the record's
+ * limit by its size, under the same excludes the recording used (`workspace.base`'s `excluded`),
+ * like `TreeSnapshot.take`, but with every file read and hashed: a proof trusts no stat cache kept
+ * in the workspace, and writes nothing. Read beneath the root through held directories
+ * (workspace/beneath.ts): nothing is read through a link.
  */
 export async function scanTree(
   root: string,
   excluded: readonly string[],
   mode: { directories: boolean },
+  maxBytes: number = RECORD_MAX_BYTES,
 ): Promise<Manifest> {
   const excludes = new TreeExcludes(excluded);
   const tree = new Map<string, Entry>();
-  const walk = async (dir: string, prefix: string): Promise<void> => {
-    for (const name of await readdir(dir)) {
+  const walk = (dir: HeldDir, prefix: string): void => {
+    for (const name of dir.list()) {
       // The recording leaves out names that are not UTF-8 (they cannot be written down): so does this.
       if (name.includes("\ufffd")) continue;
       const rel = prefix + name;
-      const full = join(dir, name);
-      const info = await lstat(full);
+      const info = dir.lstat(name);
+      if (info === undefined) continue;
       if (info.isDirectory()) {
-        if (!excludes.excludesDir(rel, name)) {
+        if (excludes.excludesDir(rel, name)) continue;
+        let below: HeldDir;
+        try {
+          below = dir.dir(name);
+        } catch (error) {
+          // Swapped for something else while the audit ran: not a directory the tree holds.
+          if (error instanceof BeneathError) continue;
+          throw error;
+        }
+        try {
           if (mode.directories) tree.set(rel, DIR);
-          await walk(full, `${rel}/`);
+          walk(below, `${rel}/`);
+        } finally {
+          below.close();
         }
-      } else if ((info.isFile() || info.isSymbolicLink()) && !excludes.excludesFile(rel, name)) {
-        if (info.isSymbolicLink()) tree.set(rel, { link: await readlink(full) });
-        else {
-          const hashed = await hashFile(full);
-          if (hashed !== undefined) tree.set(rel, { ...hashed, exec: (info.mode & 0o100) !== 0 });
-        }
+        continue;
       }
+      if (excludes.excludesFile(rel, name)) continue;
+      if (info.isSymbolicLink()) {
+        tree.set(rel, { link: dir.readlink(name) });
+        continue;
+      }
+      const unread = unreadEntry(info, maxBytes);
+      if (unread !== undefined) {
+        tree.set(rel, unread);
+        continue;
+      }
+      const hashed = hashFile(dir, name, maxBytes);
+      if (hashed !== undefined) tree.set(rel, hashed);
     }
   };
-  await walk(root, "");
+  const held = HeldDir.openRoot(root);
+  try {
+    walk(held, "");
+  } finally {
+    held.close();
+  }
   return tree;
 }
 
 /**
- * A file's SHA-256 and size, read in 1 MiB chunks (a repository's sparse gigabytes cost time, not
- * memory), through a descriptor opened without following a link or blocking; undefined when it is
- * no longer a regular file or is over the recording's limit, as the recording leaves it out.
+ * A file's entry, its bytes read in 1 MiB chunks (a repository's sparse gigabytes cost time, not
+ * memory) through a descriptor opened beneath the root without following a link or blocking;
+ * undefined when it is no longer a regular file, as the recording leaves it out; by its size alone
+ * when it grew past the limit.
  */
-async function hashFile(full: string): Promise<{ hash: string; size: number } | undefined> {
-  const handle = await open(full, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+function hashFile(dir: HeldDir, name: string, maxBytes: number): Entry | undefined {
+  let opened: ReturnType<HeldDir["open"]>;
   try {
-    const stats = await handle.stat();
-    if (!stats.isFile() || stats.size > RECORD_MAX_BYTES) return undefined;
+    opened = dir.open(name);
+  } catch (error) {
+    if (error instanceof BeneathError || errnoCode(error) === "ENXIO") return undefined;
+    throw error;
+  }
+  const { fd, stats } = opened;
+  try {
+    if (!stats.isFile()) return undefined;
+    const exec = (stats.mode & 0o100) !== 0;
     const hash = createHash("sha256");
     const buffer = Buffer.allocUnsafe(1024 * 1024);
     let size = 0;
     for (;;) {
-      const { bytesRead } = await handle.read(buffer, 0, buffer.length, size);
-      if (bytesRead === 0) return { hash: hash.digest("hex"), size };
-      hash.update(buffer.subarray(0, bytesRead));
-      size += bytesRead;
-      if (size > RECORD_MAX_BYTES) return undefined;
+      const read = readSync(fd, buffer, 0, buffer.length, size);
+      if (read === 0) return { hash: hash.digest("hex"), size, exec };
+      hash.update(buffer.subarray(0, read));
+      size += read;
+      if (size > maxBytes) return { oversize: true, size: stats.size, exec };
     }
   } finally {
-    await handle.close();
+    closeSync(fd);
   }
 }

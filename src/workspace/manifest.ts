@@ -24,13 +24,35 @@ export const fileEntrySchema = z.strictObject({
 });
 export const linkEntrySchema = z.strictObject({ link: z.string() });
 export const dirEntrySchema = z.strictObject({ dir: z.literal(true) });
+/** The kinds of entry that are neither a file, a link nor a directory: only their kind is recorded. */
+export const SPECIAL_KINDS = ["fifo", "socket", "char_device", "block_device"] as const;
+export type SpecialKind = (typeof SPECIAL_KINDS)[number];
+/** A FIFO, socket or device: there, and of this kind; it has no content to record. */
+export const specialEntrySchema = z.strictObject({ special: z.enum(SPECIAL_KINDS) });
+/**
+ * A regular file too large for the record to read: its size and exec bit, never its content. A
+ * change that keeps its size is not seen; an undo cannot restore it or tell it is what it was.
+ */
+export const oversizeEntrySchema = z.strictObject({
+  oversize: z.literal(true),
+  size: z.number().int().nonnegative(),
+  exec: z.boolean(),
+});
 /** One entry as it appears in a manifest and in `workspace.changed` (`before` / `after`). */
-export const entrySchema = z.union([fileEntrySchema, linkEntrySchema, dirEntrySchema]);
+export const entrySchema = z.union([
+  fileEntrySchema,
+  linkEntrySchema,
+  dirEntrySchema,
+  specialEntrySchema,
+  oversizeEntrySchema,
+]);
 
 export type FileEntry = z.infer<typeof fileEntrySchema>;
 export type LinkEntry = z.infer<typeof linkEntrySchema>;
 export type DirEntry = z.infer<typeof dirEntrySchema>;
-export type Entry = FileEntry | LinkEntry | DirEntry;
+export type SpecialEntry = z.infer<typeof specialEntrySchema>;
+export type OversizeEntry = z.infer<typeof oversizeEntrySchema>;
+export type Entry = FileEntry | LinkEntry | DirEntry | SpecialEntry | OversizeEntry;
 
 /** The one directory entry. */
 export const DIR: DirEntry = Object.freeze({ dir: true as const });
@@ -56,9 +78,14 @@ export const changeSetSchema = z.object({
 });
 export type ChangeSet = z.infer<typeof changeSetSchema>;
 
-/** Version 2 records directories; version 1 (older sessions) does not. */
+/**
+ * Version 2 records directories; version 1 (older sessions) does not. Version 3 is version 2 that
+ * also holds entries the record cannot read (special files, files over the size limit): written
+ * only when such an entry is present, so every other manifest keeps its version 2 bytes and id.
+ */
 export const MANIFEST_VERSION = 2;
 const MANIFEST_VERSION_WITHOUT_DIRS = 1;
+const MANIFEST_VERSION_UNREAD = 3;
 
 /** A tree by path. Read-only in the API: `applyChange` returns a new one. */
 export type Manifest = ReadonlyMap<string, Entry>;
@@ -71,6 +98,19 @@ export function isDir(entry: Entry): entry is DirEntry {
   return "dir" in entry;
 }
 
+export function isSpecial(entry: Entry): entry is SpecialEntry {
+  return "special" in entry;
+}
+
+export function isOversize(entry: Entry): entry is OversizeEntry {
+  return "oversize" in entry;
+}
+
+/** An entry whose content the record never held: a special file, or a file over the size limit. */
+export function isUnread(entry: Entry): entry is SpecialEntry | OversizeEntry {
+  return isSpecial(entry) || isOversize(entry);
+}
+
 /** A regular file's entry (neither a link nor a directory). */
 export function isFile(entry: Entry): entry is FileEntry {
   return "hash" in entry;
@@ -80,6 +120,9 @@ export function sameEntry(a: Entry | undefined, b: Entry | undefined): boolean {
   if (a === undefined || b === undefined) return a === b;
   if (isDir(a) || isDir(b)) return isDir(a) && isDir(b);
   if (isLink(a) || isLink(b)) return isLink(a) && isLink(b) && a.link === b.link;
+  if (isSpecial(a) || isSpecial(b)) return isSpecial(a) && isSpecial(b) && a.special === b.special;
+  if (isOversize(a) || isOversize(b))
+    return isOversize(a) && isOversize(b) && a.size === b.size && a.exec === b.exec;
   return a.hash === b.hash && a.size === b.size && a.exec === b.exec;
 }
 
@@ -126,15 +169,26 @@ export class ManifestError extends Error {
 export function manifestJson(manifest: Manifest, options: { directories?: boolean } = {}): string {
   const directories = options.directories ?? true;
   const entries: Record<string, Entry> = Object.create(null) as Record<string, Entry>;
+  let unread = false;
   for (const [path, entry] of manifest) {
     if (isDir(entry)) {
       if (directories) entries[path] = { dir: true };
-    } else
-      entries[path] = isLink(entry)
-        ? { link: entry.link }
-        : { hash: entry.hash, size: entry.size, exec: entry.exec };
+    } else if (isLink(entry)) entries[path] = { link: entry.link };
+    else if (isSpecial(entry)) {
+      entries[path] = { special: entry.special };
+      unread = true;
+    } else if (isOversize(entry)) {
+      entries[path] = { oversize: true, size: entry.size, exec: entry.exec };
+      unread = true;
+    } else entries[path] = { hash: entry.hash, size: entry.size, exec: entry.exec };
   }
-  return canonicalJson({ version: directories ? MANIFEST_VERSION : MANIFEST_VERSION_WITHOUT_DIRS, entries });
+  // Entries the record could not read exist only in manifests that record directories.
+  const version = unread
+    ? MANIFEST_VERSION_UNREAD
+    : directories
+      ? MANIFEST_VERSION
+      : MANIFEST_VERSION_WITHOUT_DIRS;
+  return canonicalJson({ version, entries });
 }
 
 export function manifestBytes(manifest: Manifest, options: { directories?: boolean } = {}): Uint8Array {
@@ -147,7 +201,11 @@ export function manifestId(manifest: Manifest, options: { directories?: boolean 
 }
 
 const manifestShape = z.strictObject({
-  version: z.union([z.literal(MANIFEST_VERSION_WITHOUT_DIRS), z.literal(MANIFEST_VERSION)]),
+  version: z.union([
+    z.literal(MANIFEST_VERSION_WITHOUT_DIRS),
+    z.literal(MANIFEST_VERSION),
+    z.literal(MANIFEST_VERSION_UNREAD),
+  ]),
   entries: z.custom<Record<string, unknown>>(
     (value) => typeof value === "object" && value !== null && !Array.isArray(value),
     { message: "an object of entries" },
@@ -179,19 +237,20 @@ export function readManifest(data: string | Uint8Array): StoredManifest {
   const shape = manifestShape.safeParse(value);
   if (!shape.success) {
     throw new ManifestError(
-      `manifest is not {"version":1 or 2,"entries":{...}}: ${shape.error.issues[0]?.message ?? ""}`,
+      `manifest is not {"version":1, 2 or 3,"entries":{...}}: ${shape.error.issues[0]?.message ?? ""}`,
     );
   }
-  const directories = shape.data.version === MANIFEST_VERSION;
+  const directories = shape.data.version !== MANIFEST_VERSION_WITHOUT_DIRS;
+  const unread = shape.data.version === MANIFEST_VERSION_UNREAD;
   const manifest = new Map<string, Entry>();
   // Object.entries reads own properties only, so a path named "__proto__" is an ordinary key.
   for (const [path, raw] of Object.entries(shape.data.entries)) {
     if (!isManifestPath(path))
       throw new ManifestError(`manifest path ${JSON.stringify(path)} is not a relative path`);
     const entry = entrySchema.safeParse(raw);
-    if (!entry.success || (!directories && isDir(entry.data)))
+    if (!entry.success || (!directories && isDir(entry.data)) || (!unread && isUnread(entry.data)))
       throw new ManifestError(
-        `manifest entry ${JSON.stringify(path)} is not {hash,size,exec}, {link}${directories ? " or {dir}" : ""}`,
+        `manifest entry ${JSON.stringify(path)} is not {hash,size,exec}, {link}${directories ? " or {dir}" : ""}${unread ? ", {special} or {oversize,size,exec}" : ""}`,
       );
     manifest.set(path, entry.data);
   }
@@ -282,7 +341,7 @@ export function beforeHashes(change: ChangeSet): string[] {
   return [...hashes].sort();
 }
 
-/** Totals of a manifest's regular files, for `workspace.base`. */
+/** Totals of a manifest's regular files whose content the record holds, for `workspace.base`. */
 export function manifestTotals(manifest: Manifest): { files: number; bytes: number } {
   let files = 0;
   let bytes = 0;

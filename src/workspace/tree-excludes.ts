@@ -1,14 +1,18 @@
 /**
- * Which paths the workspace record leaves out: `.git/` and `.harness/` always (a repository's
- * internals and harness's own state), plus what the user configured. Never `.gitignore`: an
- * ignored file changed by a command is still a change (`npm install` writing node_modules is
- * recorded unless the user excludes `node_modules/`).
+ * Which paths the workspace record leaves out: the root's `.git/` and `.harness/` always (the
+ * repository's internals, sealed read-only from the start, and harness's own state), plus what
+ * the user configured. A `.git` or `.harness` directory below the root is recorded like any other
+ * directory: a session can make one and put anything in it. Never `.gitignore`: an ignored file
+ * changed by a command is still a change (`npm install` writing node_modules is recorded unless
+ * the user excludes `node_modules/`).
  *
  * A pattern ending in `/` names directories, one without names files and directories. A pattern
- * without an inner `/` matches that name at any depth (`node_modules/`); one with an inner `/`
- * matches that path from the root (`build/out/`). No wildcards.
+ * without an inner `/` matches that name at any depth (`node_modules/`); one with an inner `/`,
+ * or starting with `/`, matches that path from the root (`build/out/`, `/.git/`). No wildcards.
+ * Sessions recorded before list `.git/` and `.harness/` (any depth): read back, they keep that
+ * meaning.
  */
-export const ALWAYS_EXCLUDED = [".git/", ".harness/"] as const;
+export const ALWAYS_EXCLUDED = ["/.git/", "/.harness/"] as const;
 
 export class TreeExcludes {
   /** Every pattern in effect, the fixed ones first (what `workspace.base` records as `excluded`). */
@@ -28,7 +32,7 @@ export class TreeExcludes {
       const dirOnly = raw.endsWith("/");
       const pattern = raw.replace(/^\/+|\/+$/g, "");
       if (pattern === "") continue;
-      const anyDepth = !pattern.includes("/");
+      const anyDepth = !pattern.includes("/") && !raw.startsWith("/");
       if (anyDepth) (dirOnly ? this.dirNames : this.names).add(pattern);
       else (dirOnly ? this.dirPaths : this.paths).add(pattern);
     }

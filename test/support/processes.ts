@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from "node:fs";
 import { readProcStat } from "../../src/shared/proc-stat.js";
 
 /** Whether a process still runs: a zombie (killed, not yet reaped) or a vanished pid does not. */
@@ -14,4 +15,19 @@ export async function eventually(check: () => boolean | Promise<boolean>, ms: nu
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   return check();
+}
+
+/** Live processes whose command line contains `marker` (a zombie counts as gone). */
+export function processesWith(marker: string): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^[0-9]+$/.test(entry)) continue;
+    try {
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8");
+      if (cmdline.includes(marker) && alive(Number(entry))) found.push(Number(entry));
+    } catch {
+      // gone between the listing and the read
+    }
+  }
+  return found;
 }

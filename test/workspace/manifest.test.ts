@@ -68,7 +68,13 @@ describe("manifest JSON", () => {
   it("refuses what is not a manifest, saying what is wrong", () => {
     const bad = (text: string) => () => parseManifest(text);
     expect(bad("{")).toThrow(/not JSON/);
-    expect(bad('{"version":3,"entries":{}}')).toThrow(ManifestError);
+    expect(bad('{"version":4,"entries":{}}')).toThrow(ManifestError);
+    // Entries the record cannot read exist only in version 3 manifests.
+    expect(bad('{"version":2,"entries":{"p":{"special":"fifo"}}}')).toThrow(/"p"/);
+    expect(bad('{"version":3,"entries":{"p":{"special":"door"}}}')).toThrow(/"p"/);
+    expect(parseManifest('{"version":3,"entries":{"p":{"special":"fifo"}}}').get("p")).toEqual({
+      special: "fifo",
+    });
     // A version 1 manifest has no directories: one listed is not a manifest harness wrote.
     expect(bad('{"version":1,"entries":{"a":{"dir":true}}}')).toThrow(/is not \{hash,size,exec\}, \{link\}$/);
     expect(parseManifest('{"version":2,"entries":{"a":{"dir":true}}}').get("a")).toEqual({ dir: true });

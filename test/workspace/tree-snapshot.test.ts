@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { sha256Hex } from "../../src/shared/hash.js";
-import { diffManifests } from "../../src/workspace/manifest.js";
+import { diffManifests, manifestJson, readManifest } from "../../src/workspace/manifest.js";
 import { TreeSnapshot } from "../../src/workspace/tree-snapshot.js";
 
 const roots: string[] = [];
@@ -43,7 +43,53 @@ function snapshotter(root: string, excludes: string[] = [], watch = false) {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe("TreeSnapshot", () => {
-  it("lists directories (empty ones too), files with hash, size and exec bit, symlinks by target, odd names as they are; no .git or .harness", async () => {
+  it("records a FIFO by its kind and a file over the size limit by its size, reading neither", async () => {
+    const root = workspace({ "small.txt": "small", "big.bin": "0123456789", "sub/.harness/x": "nested" });
+    chmodSync(join(root, "big.bin"), 0o755);
+    execFileSync("mkfifo", [join(root, "pipe")]);
+    const tree = new TreeSnapshot({
+      root,
+      stateDir: join(root, ".harness"),
+      now: later,
+      watch: true,
+      maxFileBytes: 8,
+    });
+    try {
+      const manifest = await tree.snapshot({ full: true });
+      expect(manifest.get("pipe")).toEqual({ special: "fifo" });
+      expect(manifest.get("big.bin")).toEqual({ oversize: true, size: 10, exec: true });
+      expect(manifest.get("sub/.harness/x")).toEqual({ hash: sha256Hex("nested"), size: 6, exec: false });
+      // Neither is copied into the object store.
+      expect(readdirSync(join(root, ".harness/objects")).sort()).toEqual(
+        [sha256Hex("nested"), sha256Hex("small")].sort(),
+      );
+      // The manifest says so in its version, and reads back the same.
+      const json = manifestJson(manifest);
+      expect(JSON.parse(json).version).toBe(3);
+      expect(readManifest(json).tree).toEqual(manifest);
+      // Grown, it is a change by size; replaced by a file within the limit, a change to a file.
+      writeFileSync(join(root, "big.bin"), "0123456789ab");
+      rmSync(join(root, "pipe"));
+      writeFileSync(join(root, "pipe"), "now");
+      const after = await tree.snapshot();
+      expect(diffManifests(manifest, after).modified).toEqual([
+        {
+          path: "big.bin",
+          before: { oversize: true, size: 10, exec: true },
+          after: { oversize: true, size: 12, exec: true },
+        },
+        {
+          path: "pipe",
+          before: { special: "fifo" },
+          after: { hash: sha256Hex("now"), size: 3, exec: false },
+        },
+      ]);
+    } finally {
+      tree.close();
+    }
+  });
+
+  it("lists directories (empty ones too), files with hash, size and exec bit, symlinks by target, odd names as they are; no root .git or .harness, but nested ones are recorded", async () => {
     const binary = Buffer.from([0, 255, 10, 0]);
     const root = workspace({
       "a.txt": "a\n",
@@ -55,6 +101,7 @@ describe("TreeSnapshot", () => {
       ".git/HEAD": "ref",
       ".harness/sessions/x": "y",
       "sub/.git/config": "nested repo",
+      "sub/.harness/state": "nested state",
     });
     chmodSync(join(root, "bin/run"), 0o755);
     symlinkSync("a.txt", join(root, "link"));
@@ -66,6 +113,10 @@ describe("TreeSnapshot", () => {
       empty: { dir: true },
       "empty/deeper": { dir: true },
       sub: { dir: true },
+      "sub/.git": { dir: true },
+      "sub/.git/config": { hash: sha256Hex("nested repo"), size: 11, exec: false },
+      "sub/.harness": { dir: true },
+      "sub/.harness/state": { hash: sha256Hex("nested state"), size: 12, exec: false },
       "a.txt": { hash: sha256Hex("a\n"), size: 2, exec: false },
       "bin/run": { hash: sha256Hex("#!/bin/sh\n"), size: 10, exec: true },
       "data.bin": { hash: sha256Hex(binary), size: 4, exec: false },
@@ -155,7 +206,7 @@ describe("TreeSnapshot", () => {
       "other/build/out/b.o",
       "pkg",
     ]);
-    expect(tree.excludes.patterns).toEqual([".git/", ".harness/", "node_modules/", "build/out/"]);
+    expect(tree.excludes.patterns).toEqual(["/.git/", "/.harness/", "node_modules/", "build/out/"]);
     expect(tree.excludes.excludes("pkg/node_modules/z.js")).toBe(true);
     expect(tree.excludes.excludes("src/a.ts")).toBe(false);
   });

@@ -6,7 +6,7 @@ import { verifyJournal } from "../../journal/verify.js";
 import { escapeForTerminal, jsonForTerminal } from "../../shared/terminal-text.js";
 import { auditWorkspace } from "../../undo/audit.js";
 import { ReplayError } from "../../undo/replay.js";
-import { type ChangeSet, isDir } from "../../workspace/manifest.js";
+import { type ChangeSet, type Entry, isDir, isOversize, isSpecial } from "../../workspace/manifest.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { LAST_OPTION, sessionFromArgs } from "../session-id.js";
@@ -25,7 +25,12 @@ an id, or --last.
 Options:
   --workspace, -w DIR   the workspace (default: the current directory)
   --json                print {session, journal: {ok, trusted, records, message?}, base: {manifest, files},
-                        expected_files, recorded_outside, outside: {created, modified, deleted}}
+                        expected_files, recorded_outside, outside: {created, modified, deleted},
+                        unverified: [{path, kind, size?}]}
+
+A FIFO, socket or device, and a file over 2 GiB, are recorded by their kind or size only: one
+made, changed in kind or size, or removed outside the record is listed like any file; their
+content is never compared, so each is also listed as unverified.
 
 Exit codes: 0 the workspace matches the record and the journal is yours and intact, 1 files changed
 outside the record, 5 the journal is damaged or not trusted, 64 usage error (also: a session recorded
@@ -83,9 +88,15 @@ export const auditCommand = {
           ? ` (${audit.recordedOutside} change(s) the session found made by no call are part of it)`
           : ""),
       ...listed(outside),
-      count === 0
-        ? "the workspace matches the record: nothing changed outside it"
-        : `${count} file(s) changed outside the session's record`,
+      ...audit.unverified.map(
+        ({ path, entry }) =>
+          `  unverified ${escapeForTerminal(path)} (${unreadKind(entry)}: content not recorded)`,
+      ),
+      count > 0
+        ? `${count} file(s) changed outside the session's record`
+        : audit.unverified.length > 0
+          ? `the workspace matches the record except for content it cannot hold: ${audit.unverified.length} entr${audit.unverified.length === 1 ? "y" : "ies"} recorded by kind or size only, not compared`
+          : "the workspace matches the record: nothing changed outside it",
     ];
     print(
       {
@@ -99,6 +110,11 @@ export const auditCommand = {
           modified: outside.modified.map((m) => m.path),
           deleted: outside.deleted.map((d) => d.path),
         },
+        unverified: audit.unverified.map(({ path, entry }) => ({
+          path,
+          kind: isSpecial(entry) ? entry.special : "oversize",
+          ...(isOversize(entry) ? { size: entry.size } : {}),
+        })),
       },
       lines,
     );
@@ -106,6 +122,12 @@ export const auditCommand = {
     return count > 0 ? EXIT.conflicts : EXIT.ok;
   },
 };
+
+/** What the record holds of an entry it cannot read: its kind, or "over the size limit". */
+function unreadKind(entry: Entry): string {
+  if (isSpecial(entry)) return entry.special;
+  return isOversize(entry) ? `file of ${entry.size} bytes, over the size limit` : "entry";
+}
 
 function listed(diff: ChangeSet): string[] {
   return [

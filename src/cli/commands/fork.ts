@@ -1,10 +1,12 @@
-import { cp, mkdir, readdir, realpath, rm, stat } from "node:fs/promises";
+import { cp, mkdir, readdir, realpath, rm, rmdir, stat } from "node:fs/promises";
 import { join, resolve, sep } from "node:path";
 import { FileArtifactStore } from "../../artifacts/file-store.js";
 import { type ForkResult, forkSession } from "../../engine/fork.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
-import { MaterializeError, materializeTree } from "../../undo/materialize.js";
+import { TreePathError } from "../../undo/disk.js";
+import { checkTree, MaterializeError, materializeTree } from "../../undo/materialize.js";
 import { ReplayError, recordedBase, replayTree } from "../../undo/replay.js";
+import { BeneathError, HeldDir } from "../../workspace/beneath.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { UsageError } from "../usage-error.js";
@@ -28,13 +30,17 @@ Options:
   --into DIR                 start the fork in its own workspace DIR (absent or empty): DIR gets
                              the parent's files exactly as they were at record SEQ (its recorded
                              base plus every recorded change up to SEQ), and the fork's journal
-                             lives in DIR/.harness; continue it with --workspace DIR
+                             lives in DIR/.harness; continue it with --workspace DIR. FIFOs,
+                             sockets and devices, and git metadata below the root, are not
+                             written (listed as left out). Anything that fails leaves DIR as it
+                             was (removed again when this made it)
   --json                     print {session, parent, at_seq, at_hash, copied, workspace} on stdout
-                             (with --into also files, bytes)
+                             (with --into also files, bytes, left_out)
 
 Exit codes: 0 forked, 5 the parent's journal is refused (not recorded by you, torn, tampered),
 64 usage error (also: --into a directory that is not empty, or a session recorded before harness
-recorded workspaces, or a file whose content then is recorded nowhere any more).`;
+recorded workspaces, or a file whose content then is recorded nowhere any more or only by its size,
+or a recorded tree no directory could hold: an entry below a link).`;
 
 export const forkCommand = {
   help: HELP,
@@ -61,11 +67,13 @@ export const forkCommand = {
     const forked = into
       ? await forkInto(workspace, parent, child, at, into)
       : await forkWithArtifacts(workspace, parent, child, at);
-    const home = into ?? workspace.root;
+    const home = into?.real ?? workspace.root;
     if (values.json) {
       process.stdout.write(`${JSON.stringify({ ...forked, workspace: home })}\n`);
     } else {
-      const tree = "files" in forked ? `; its tree (${forked.files} files) written to ${home}` : "";
+      const leftOut = "left_out" in forked ? (forked.left_out as string[]).length : 0;
+      const left = leftOut > 0 ? ` (${leftOut} special file(s) or git metadata left out)` : "";
+      const tree = "files" in forked ? `; its tree (${forked.files} files) written to ${home}${left}` : "";
       process.stdout.write(
         `forked session ${forked.session} from ${parent} at record ${forked.at_seq} (hash ${forked.at_hash.slice(0, 12)})${escapeForTerminal(tree)}; ` +
           `continue with: harness run --session ${forked.session} --workspace ${escapeForTerminal(home)} PROMPT\n`,
@@ -112,47 +120,84 @@ function seqOf(value: string): number {
 }
 
 /** `--into DIR`: absent (made here) or an empty directory, and not inside the parent's workspace. */
-async function intoDirectory(dir: string, parentRoot: string): Promise<string> {
+async function intoDirectory(dir: string, parentRoot: string): Promise<{ real: string; made: boolean }> {
   const target = resolve(dir);
   const info = await stat(target).catch(() => undefined);
   if (info !== undefined && !info.isDirectory()) throw new UsageError(`--into ${dir} is not a directory`);
   if (info !== undefined && (await readdir(target)).length > 0)
     throw new UsageError(`--into ${dir} is not empty: name a new or an empty directory`);
-  await mkdir(target, { recursive: true });
-  const real = await realpath(target);
-  if (real === parentRoot || real.startsWith(`${parentRoot}${sep}`))
+  const real = await realpath(target).catch(() => undefined);
+  if (real !== undefined && (real === parentRoot || real.startsWith(`${parentRoot}${sep}`)))
     throw new UsageError(`--into ${dir} is inside the session's workspace; name a directory outside it`);
-  return real;
+  if (info !== undefined && real !== undefined) return { real, made: false };
+  await mkdir(target, { recursive: true });
+  const made = await realpath(target);
+  if (made === parentRoot || made.startsWith(`${parentRoot}${sep}`)) {
+    await rmdir(made).catch(() => undefined);
+    throw new UsageError(`--into ${dir} is inside the session's workspace; name a directory outside it`);
+  }
+  return { real: made, made: true };
 }
 
 /**
  * The fork in its own workspace: the journal and artifacts in DIR/.harness, and DIR holding the
- * parent's tree at the fork point. Anything that fails leaves DIR empty again.
+ * parent's tree at the fork point. The recorded tree is checked before anything is written; any
+ * failure after that leaves DIR as it was (removed when it was made here).
  */
 async function forkInto(
   workspace: OpenedWorkspace,
   parent: string,
   child: string,
   at: number | undefined,
-  dir: string,
-): Promise<ForkResult & { files: number; bytes: number }> {
+  into: { real: string; made: boolean },
+): Promise<ForkResult & { files: number; bytes: number; left_out: string[] }> {
+  const dir = into.real;
   try {
-    const into = await openWorkspace(dir);
-    const forked = await forkWithArtifacts(workspace, parent, child, at, into);
     const records = await workspace.backend.read(parent);
     const artifacts = new FileArtifactStore(join(workspace.sessionDir(parent), "artifacts"));
     const { tree, directories } = await recordedBase(records, artifacts);
+    const seq = at ?? records.length - 1;
+    const target = replayTree(tree, records, seq);
+    checkTree(target);
+    const opened = await openWorkspace(dir);
+    const forked = await forkWithArtifacts(workspace, parent, child, at, opened);
     const written = await materializeTree(
-      replayTree(tree, records, forked.at_seq),
+      target,
       { artifacts, kept: keptObjects(workspace), workspaceRoot: workspace.root },
       dir,
       { directories },
     );
     return { ...forked, ...written };
   } catch (error) {
-    for (const name of await readdir(dir)) await rm(join(dir, name), { recursive: true, force: true });
-    if (error instanceof ReplayError || error instanceof MaterializeError)
-      throw new UsageError(`cannot write the tree of ${parent} into ${dir}: ${error.message}`);
+    await emptyAgain(dir, into.made);
+    if (
+      error instanceof ReplayError ||
+      error instanceof MaterializeError ||
+      error instanceof TreePathError ||
+      error instanceof BeneathError
+    )
+      throw new UsageError(
+        `cannot write the tree of ${parent} into ${dir}: ${error.message}; nothing was written`,
+      );
     throw error;
   }
+}
+
+/**
+ * Remove what a failed fork wrote into DIR, through a descriptor held on DIR itself: should DIR
+ * have been swapped for a link meanwhile, nothing where it leads is touched.
+ */
+async function emptyAgain(dir: string, made: boolean): Promise<void> {
+  let held: HeldDir;
+  try {
+    held = HeldDir.openRoot(dir);
+  } catch {
+    return;
+  }
+  try {
+    for (const name of held.list()) await rm(held.at(name), { recursive: true, force: true });
+  } finally {
+    held.close();
+  }
+  if (made) await rmdir(dir).catch(() => undefined);
 }

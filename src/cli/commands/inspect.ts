@@ -121,7 +121,7 @@ function render(record: AnyRecord, style: Style): string {
     case "instructions.loaded": {
       const files = record.data.files.map(
         (f) =>
-          `${escapeForTerminal(f.path)} (${f.bytes} bytes${f.truncated ? ", truncated" : ""}, sha256 ${f.sha256.slice(0, 12)})`,
+          `${escapeForTerminal(f.path)} (${f.bytes} bytes${f.truncated ? ", truncated" : ""}${f.listed ? ", listed only: over the budget" : ""}, sha256 ${f.sha256.slice(0, 12)})`,
       );
       const what = files.length > 0 ? files.join(", ") : "none found";
       return `instructions ${record.data.trigger === "start" ? "at start" : "nested"}: ${what}`;

@@ -1,6 +1,7 @@
 import { Engine } from "../../engine/engine.js";
 import type { EngineListener } from "../../engine/options.js";
-import { isLoopback } from "../../mcp-server/http.js";
+import { isLoopback, originOf } from "../../mcp-server/http-guard.js";
+import { DEFAULT_SESSION_LIMITS } from "../../mcp-server/http-limits.js";
 import { runToolApprover } from "../../mcp-server/run-tool.js";
 import { ServedSession } from "../../mcp-server/served-session.js";
 import { MAX_CONTEXT_TOKENS } from "../../providers/context-window.js";
@@ -37,6 +38,10 @@ const SERVE_OPTIONS = {
   http: { type: "string" },
   "token-env": { type: "string" },
   "allow-remote": { type: "boolean" },
+  "allow-host": { type: "string", multiple: true },
+  "allow-origin": { type: "string", multiple: true },
+  "max-clients": { type: "string" },
+  "client-idle-timeout": { type: "string" },
 } as const;
 
 const HELP = `Usage: harness mcp <subcommand> [options]
@@ -67,7 +72,10 @@ through an elicitation; a client that declared no elicitation capability, declin
 cancels gets the call denied. read_file returns the file's version; pass it as
 expected_version to edit_file/write_file (a stale one is a STALE_VERSION error result).
 Also: harness_run (a whole agent session with acceptance checks, with progress
-notifications), and every session journal of DIR as a resource (harness://sessions/ID/events.jsonl).
+notifications), and as resources (harness://sessions/ID/events.jsonl) the journals of the
+sessions this client started: its own session and its harness_run sessions, never another
+client's or an earlier process's. A journal holding a call the policy now denies, or naming a
+file read_file may not read without asking, is withheld whole (a cut journal would not verify).
 
 Permissions (as harness run; write and shell default to ask: the client is asked):
   --write MODE               allow | ask | deny | propose
@@ -90,6 +98,21 @@ Transport (default: stdio, the JSON-RPC stream on stdin/stdout; logs on stderr):
   --token-env VAR            the environment variable holding the bearer token every HTTP
                              request must carry (required with --http; never pass tokens as flags)
   --allow-remote             listen on a HOST that is not loopback (off by default)
+  --allow-host NAME[:PORT]   also answer requests whose Host header is NAME (repeatable); by
+                             default only HOST:PORT itself (and localhost, 127.0.0.1, [::1]
+                             when HOST is loopback): other Host values get 403 (DNS rebinding);
+                             with --allow-remote, name here the addresses clients use
+  --allow-origin ORIGIN      also answer browser requests from ORIGIN, e.g. http://localhost:6274
+                             (repeatable); a request with any other Origin header gets 403
+  --max-clients N            2025-era client sessions open at once (default 16; more: 503)
+  --client-idle-timeout MS   end a client session idle this long (default 1800000)
+
+  Over HTTP a 2025-era client (initialize, then Mcp-Session-Id) gets a session of its own:
+  what it declared at initialize holds for all its requests, so approvals are asked by
+  elicitation on the call's stream, and notifications/cancelled stops the call (its process
+  tree is killed). DELETE with its Mcp-Session-Id ends it: calls still running are cancelled.
+  Clients of the stateless 2026-07-28 generation carry no identity between requests and share
+  one session, the server's (its id is printed at start).
 
   --workspace, -w DIR        the workspace (default: the current directory)
   -h, --help                 show this help
@@ -134,6 +157,7 @@ async function serve(args: string[]): Promise<number> {
   if (parsed.positionals.length > 0)
     throw new UsageError(`unexpected arguments: ${parsed.positionals.join(" ")}`);
   const http = httpOption(values.http, values["token-env"], values["allow-remote"] === true);
+  const httpExtras = httpClientOptions(values, http !== undefined);
   const acceptTimeout = positiveInt(values["accept-timeout"], "--accept-timeout") ?? 600_000;
   const workspace = await openWorkspace(values.workspace);
   const given = givenFlags(values);
@@ -143,6 +167,33 @@ async function serve(args: string[]): Promise<number> {
   for (const key of MODEL_KEYS) delete served[key];
   // The client can be asked, so what no flag or config decides is asked, not denied.
   const flags = effectiveFlags(served, undefined, true);
+  const first = await openServedSession(workspace, flags, true);
+  const { session, setup } = first;
+  process.stderr.write(`harness mcp serve: session ${session.sessionId} in ${workspace.root}\n`);
+
+  const { serveMcp } = await import("../../mcp-server/serve.js");
+  return serveMcp({
+    session,
+    openSession: async () => (await openServedSession(workspace, flags, false)).session,
+    tools: setup.snapshot.specs,
+    harnessDir: workspace.harnessDir,
+    permissions: setup.policy.permissions,
+    version: harnessVersion(),
+    ...(hasModel ? { run: runStarter(workspace, given, values.script, acceptTimeout) } : {}),
+    ...(http ? { http: { ...http, ...httpExtras } } : {}),
+    log: (line) => process.stderr.write(`harness mcp serve: ${escapeForTerminal(line)}\n`),
+  });
+}
+
+/**
+ * A served session (goal "mcp serve"): an engine whose model is the client, recorded in a
+ * journal of its own. The server opens one at start; over HTTP each 2025-era client gets its own.
+ */
+async function openServedSession(
+  workspace: OpenedWorkspace,
+  flags: RunFlags,
+  notices: boolean,
+): Promise<{ session: ServedSession; setup: RunSetup }> {
   const sessionId = newSessionId();
   const session = new ServedSession(sessionId);
   const setup = await buildSetup({
@@ -152,7 +203,8 @@ async function serve(args: string[]): Promise<number> {
     provider: session.model,
     approver: session.approver,
   });
-  for (const notice of setup.notices) process.stderr.write(`harness: note: ${escapeForTerminal(notice)}\n`);
+  if (notices)
+    for (const notice of setup.notices) process.stderr.write(`harness: note: ${escapeForTerminal(notice)}\n`);
   // Without instructions: nobody reads a system message here, so no AGENTS.md is loaded.
   const { instructions: _unused, ...servingSetup } = setup;
   await session.start((_model, listener, signal) => {
@@ -180,19 +232,7 @@ async function serve(args: string[]): Promise<number> {
   // A refused journal or a bad setup is reported as harness run reports it (exit code and message).
   if (session.failure !== undefined) throw session.failure;
   if (session.stopped) throw new Error(session.stopped);
-  process.stderr.write(`harness mcp serve: session ${sessionId} in ${workspace.root}\n`);
-
-  const { serveMcp } = await import("../../mcp-server/serve.js");
-  return serveMcp({
-    session,
-    tools: setup.snapshot.specs,
-    backend: workspace.backend,
-    harnessDir: workspace.harnessDir,
-    version: harnessVersion(),
-    ...(hasModel ? { run: runStarter(workspace, given, values.script, acceptTimeout) } : {}),
-    ...(http ? { http } : {}),
-    log: (line) => process.stderr.write(`harness mcp serve: ${escapeForTerminal(line)}\n`),
-  });
+  return { session, setup };
 }
 
 /** harness_run: a new session per call, built like harness run's (no one to ask: asks deny, saying why). */
@@ -253,6 +293,47 @@ async function refuseUnallowedChecks(commands: readonly string[], setup: RunSetu
       );
     }
   }
+}
+
+/** Who may reach the HTTP server besides its own address, and how many clients it keeps. */
+function httpClientOptions(
+  values: {
+    "allow-host"?: string[] | undefined;
+    "allow-origin"?: string[] | undefined;
+    "max-clients"?: string | undefined;
+    "client-idle-timeout"?: string | undefined;
+  },
+  isHttp: boolean,
+): {
+  allowedHosts?: string[];
+  allowedOrigins?: string[];
+  limits?: { max: number; idleMs: number };
+} {
+  const given = (["allow-host", "allow-origin", "max-clients", "client-idle-timeout"] as const).filter(
+    (flag) => values[flag] !== undefined,
+  );
+  if (!isHttp) {
+    if (given.length > 0) throw new UsageError(`--${given[0]} is for --http HOST:PORT`);
+    return {};
+  }
+  for (const host of values["allow-host"] ?? []) {
+    if (!/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?$/.test(host))
+      throw new UsageError(`--allow-host must be a host name or NAME:PORT, got "${escapeForTerminal(host)}"`);
+  }
+  for (const origin of values["allow-origin"] ?? []) {
+    if (originOf(origin) === undefined)
+      throw new UsageError(
+        `--allow-origin must be an origin such as http://localhost:6274, got "${escapeForTerminal(origin)}"`,
+      );
+  }
+  const max = positiveInt(values["max-clients"], "--max-clients") ?? DEFAULT_SESSION_LIMITS.max;
+  const idleMs =
+    positiveInt(values["client-idle-timeout"], "--client-idle-timeout") ?? DEFAULT_SESSION_LIMITS.idleMs;
+  return {
+    ...(values["allow-host"] ? { allowedHosts: values["allow-host"] } : {}),
+    ...(values["allow-origin"] ? { allowedOrigins: values["allow-origin"] } : {}),
+    limits: { max, idleMs },
+  };
 }
 
 function httpOption(

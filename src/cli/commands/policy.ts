@@ -1,5 +1,10 @@
 import { ConfigError } from "../../config/errors.js";
-import { explain, formatExplanation } from "../../policy/explain.js";
+import {
+  explain,
+  formatExplanation,
+  formatProgramRuleNotes,
+  programRuleNotes,
+} from "../../policy/explain.js";
 import { pathResolverOf } from "../../policy/path-aliases.js";
 import { subjectKindOf } from "../../policy/subject-kind.js";
 import { RuleSyntaxError } from "../../rules/grammar.js";
@@ -22,7 +27,11 @@ harness run: built-in defaults, your user config, the project's harness.config.j
 only tighten unless you trust the project), then these flags.
 
 Options: --workspace DIR, --write MODE, --read-only, --shell MODE, --allow RULE, --ask RULE,
---deny RULE (repeatable), --json.
+--deny RULE (repeatable), --sandbox workspace-write|read-only|off, --json.
+
+A deny rule that names a program (shell(curl*)) is enforced by the sandbox: the program is
+replaced by a refusing stub under every name. With the sandbox off it is advisory (checked on
+the command line only), and explain says so.
 
 Example:
   harness policy explain edit_file '{"path":"src/app.ts","old_text":"a","new_text":"b"}' --write ask`;
@@ -38,6 +47,7 @@ export const policyCommand = {
       allow: { type: "string", multiple: true },
       ask: { type: "string", multiple: true },
       deny: { type: "string", multiple: true },
+      sandbox: { type: "string" },
       json: { type: "boolean" },
     });
     const [action, tool, argsJson] = positionals;
@@ -68,16 +78,21 @@ export const policyCommand = {
         ...(values.allow ? { allow: values.allow } : {}),
         ...(values.ask ? { ask: values.ask } : {}),
         ...(values.deny ? { deny: values.deny } : {}),
+        ...(values.sandbox
+          ? { sandbox: oneOf(values.sandbox, "--sandbox", ["workspace-write", "read-only", "off"] as const) }
+          : {}),
       },
       undefined,
       interactive,
     );
-    const { policy } = await loadGovernance(workspace.root, flags, process.env).catch((error: unknown) => {
-      // A broken config or rule is the user's input to fix, never an internal error.
-      if (error instanceof ConfigError) throw new UsageError(`configuration error: ${error.message}`);
-      if (error instanceof RuleSyntaxError) throw new UsageError(error.message);
-      throw error;
-    });
+    const { policy, processes } = await loadGovernance(workspace.root, flags, process.env).catch(
+      (error: unknown) => {
+        // A broken config or rule is the user's input to fix, never an internal error.
+        if (error instanceof ConfigError) throw new UsageError(`configuration error: ${error.message}`);
+        if (error instanceof RuleSyntaxError) throw new UsageError(error.message);
+        throw error;
+      },
+    );
     const explanation = await explain(
       policy,
       tool,
@@ -86,9 +101,16 @@ export const policyCommand = {
       subjectKindOf(definition),
       pathResolverOf(workspace.fs),
     );
-    if (values.json)
-      process.stdout.write(`${jsonForTerminal({ tool, effect: definition.effect, ...explanation })}\n`);
-    else process.stdout.write(`${formatExplanation(tool, explanation)}\n`);
+    const notes = programRuleNotes(policy, tool, processes.shell !== "none");
+    if (values.json) {
+      const programs = notes.length > 0 ? { program_rules: notes } : {};
+      process.stdout.write(
+        `${jsonForTerminal({ tool, effect: definition.effect, ...explanation, ...programs })}\n`,
+      );
+    } else {
+      const noteText = notes.length > 0 ? `\n${formatProgramRuleNotes(notes)}` : "";
+      process.stdout.write(`${formatExplanation(tool, explanation)}${noteText}\n`);
+    }
     return EXIT.ok;
   },
 };

@@ -199,6 +199,8 @@ async function stateOf(
   if (applied) return "applied";
   let current: string | null = null;
   try {
+    // As apply judges it: a path that now leads through a link would not be applied.
+    if ((await fs.resolve(proposal.path)) !== proposal.path) return "stale";
     const stat = await fs.stat(proposal.path);
     if (stat?.kind === "file") current = versionOf(await fs.readFile(proposal.path));
     else if (stat !== undefined) return "stale";

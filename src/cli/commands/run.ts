@@ -39,6 +39,7 @@ export const SESSION_OPTIONS = {
   "max-tool-calls": { type: "string" },
   "pool-size": { type: "string" },
   "context-window": { type: "string" },
+  "request-deadline": { type: "string" },
   "accept-tool-changes": { type: "boolean" },
   session: { type: "string" },
   json: { type: "boolean" },
@@ -106,6 +107,10 @@ Run:
                              context_window, else the model's known window, else 32768);
                              a request estimated over it minus the reply reserve is never
                              sent: the run stops with context_exhausted
+  --request-deadline MS      longest time one model request may take, stream included,
+                             however the server keeps it alive (default: the profile's
+                             request_deadline_ms, else 600000); past it the request fails
+                             with TIMEOUT (retried within the retry budget), nothing runs
   --session ID               session id; an existing session takes PROMPT as its next turn
                              (the same identity checks as resume), or is resumed without one
   --continue, -c             the next turn of the workspace's latest session (latest activity);
@@ -149,9 +154,9 @@ or another process now has its pid) is taken over, with a printed line and a loc
 record; a live owner, or one on another host, is never displaced (exit 5).
 
 Options: the same as harness run (--workspace, --script, --write, --read-only, --accept,
---max-model-requests, --max-tool-calls, --context-window, --accept-tool-changes, --json,
---events). Policy flags,
---context-window and acceptance commands default to the ones recorded when the session started.
+--max-model-requests, --max-tool-calls, --context-window, --request-deadline, --accept-tool-changes,
+--json, --events). Policy flags, --context-window, --request-deadline and acceptance commands
+default to the ones recorded when the session started.
 --script, the budgets, --pool-size and --accept-timeout are not recorded: give them again (the
 "next" command harness printed when the session stopped does).`;
 
@@ -347,6 +352,8 @@ export function givenFlags(values: Parsed["values"]): RunFlags {
   if (values.profile) flags.profile = values.profile;
   const contextWindow = tokenCount(values["context-window"], "--context-window");
   if (contextWindow !== undefined) flags.contextWindow = contextWindow;
+  const deadline = positiveInt(values["request-deadline"], "--request-deadline");
+  if (deadline !== undefined) flags.requestDeadlineMs = deadline;
   return flags;
 }
 

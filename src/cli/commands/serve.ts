@@ -11,6 +11,7 @@ import type { ServerInfo } from "../../server/rpc.js";
 import { serveStdio } from "../../server/stdio.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { parse } from "../args.js";
+import { registerSecretPath } from "../harness-secrets.js";
 import type { JournalSource } from "../journal-source.js";
 import { serveSessionFactory } from "../serve-factory.js";
 import { UsageError } from "../usage-error.js";
@@ -185,6 +186,8 @@ async function tokenTable(file: string | undefined): Promise<TokenTable> {
   const single = process.env.HARNESS_SERVER_TOKEN;
   if (single !== undefined && single !== "") tokens[single] = "default";
   if (file !== undefined) {
+    // Hidden from every sandboxed process this server starts, wherever the file lies.
+    registerSecretPath(file);
     let parsed: unknown;
     try {
       parsed = JSON.parse(await readFile(file, "utf8"));

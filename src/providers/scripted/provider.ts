@@ -5,6 +5,7 @@ import { sha256Hex } from "../../shared/hash.js";
 import { importFile } from "../../shared/import-file.js";
 import { toWellFormed } from "../../shared/unicode.js";
 import { type ModelRequest, type Provider, ProviderError, type ProviderIdentity } from "../provider.js";
+import { readScriptData } from "./data-file.js";
 import { parseScriptFile, parseTurn, ScriptError, type ScriptedTurn, type ScriptFunction } from "./script.js";
 
 type TurnSource = { kind: "list"; turns: ScriptedTurn[] } | { kind: "function"; fn: ScriptFunction };
@@ -34,6 +35,19 @@ export class ScriptedProvider implements Provider {
 
   static fromFunction(fn: ScriptFunction, name: string, version = "1"): ScriptedProvider {
     return new ScriptedProvider({ kind: "function", fn }, { kind: "scripted", name, version });
+  }
+
+  /**
+   * A script that is data only, whatever its name: JSON replies, never imported (for a caller
+   * that may not have the host run code it names; see data-file.ts for how it is read).
+   */
+  static async loadData(file: string): Promise<ScriptedProvider> {
+    const bytes = await readScriptData(file);
+    const identity: ProviderIdentity = { kind: "scripted", name: basename(file), sha256: sha256Hex(bytes) };
+    return new ScriptedProvider(
+      { kind: "list", turns: parseScriptFile(bytes.toString("utf8"), basename(file)) },
+      identity,
+    );
   }
 
   /** Load a `.json` script or an `.mjs` module whose default export is a ScriptFunction. */

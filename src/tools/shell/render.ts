@@ -1,4 +1,5 @@
 import type { StreamSummary } from "../../sandbox/capture.js";
+import type { Refusal } from "../../sandbox/denied-programs.js";
 import type { ProcessResult } from "../../sandbox/process.js";
 import type { SandboxProfile } from "../../sandbox/sandbox.js";
 import type { JsonObject } from "../../shared/json.js";
@@ -9,6 +10,8 @@ export interface ShellRunFacts {
   timeoutMs: number;
   /** Set when the sandbox refused a write (see findSandboxViolation). */
   violation?: string;
+  /** Denied programs the command tried to run, which the sandbox's stubs refused. */
+  refused?: readonly Refusal[];
 }
 
 /** The structured result: what the journal keeps and what error data carries. */
@@ -27,6 +30,9 @@ export function shellData(facts: ShellRunFacts): JsonObject {
     stderr: streamData(result.stderr),
   };
   if (facts.violation !== undefined) data.violation = facts.violation;
+  if (facts.refused !== undefined && facts.refused.length > 0) {
+    data.denied_programs = facts.refused.map((refusal) => ({ path: refusal.path, rule: refusal.rule }));
+  }
   return data;
 }
 
@@ -72,6 +78,11 @@ export function shellContent(facts: ShellRunFacts): string {
           : `exit code ${result.exitCode}`;
   lines.push(`${status} (${result.durationMs} ms, sandbox: ${facts.sandbox})`);
   if (facts.violation !== undefined) lines.push(`the sandbox refused a write: ${facts.violation}`);
+  for (const refusal of facts.refused ?? []) {
+    lines.push(
+      `the sandbox refused to run ${refusal.path}: the rule ${refusal.rule} denies it (it exited 126 without running)`,
+    );
+  }
   if (result.outcome === "exited" && result.killedProcesses > 0) {
     lines.push(
       `${plural(result.killedProcesses, "background process", "background processes")} still running at exit were killed`,

@@ -209,6 +209,7 @@ async function runShell(args: ShellArgs, context: ToolContext, run: ShellRun): P
   }
 
   const facts: ShellRunFacts = { result, sandbox: sandbox.profile, timeoutMs: run.timeoutMs };
+  if (result.refused !== undefined) facts.refused = result.refused;
   const failed = result.outcome === "exited" && (result.exitCode !== 0 || result.exitSignal !== null);
   if (failed) {
     const stderrText = `${result.stderr.head}\n${result.stderr.tail}`;
@@ -223,7 +224,8 @@ async function runShell(args: ShellArgs, context: ToolContext, run: ShellRun): P
   };
   if (result.outcome === "timeout") throw failure("TIMEOUT", output);
   if (result.outcome === "cancelled") throw failure("CANCELLED", output);
-  if (failed) throw failure(facts.violation !== undefined ? "SANDBOX_VIOLATION" : "PROCESS_ERROR", output);
+  const refusedRun = facts.violation !== undefined || (facts.refused?.length ?? 0) > 0;
+  if (failed) throw failure(refusedRun ? "SANDBOX_VIOLATION" : "PROCESS_ERROR", output);
   return output;
 }
 
