@@ -5,6 +5,7 @@ import { ScriptError } from "../providers/scripted/script.js";
 import { CodedError } from "../shared/coded-error.js";
 import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
 import type { Options } from "./args.js";
+import { consoleToStderr } from "./console-stderr.js";
 import { EXIT } from "./exit-codes.js";
 import { withWorkspace } from "./next-steps.js";
 import { output } from "./output.js";
@@ -214,6 +215,7 @@ function takeGlobalOptions(argv: readonly string[]): string[] {
 }
 
 export async function main(argv: string[]): Promise<number> {
+  consoleToStderr();
   let args = takeGlobalOptions(argv);
   // Bare `harness` on a terminal opens the chat; off one it prints the help as before.
   if (args.length === 0 && process.stdin.isTTY === true && process.stdout.isTTY === true) args = ["chat"];

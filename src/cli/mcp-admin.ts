@@ -1,12 +1,18 @@
 import { homedir } from "node:os";
-import { dirname } from "node:path";
 import { type LoadedConfig, userConfigPath } from "../config/load.js";
+import {
+  type ApprovalBinding,
+  type ApprovalVerdict,
+  type RecordedApproval,
+  shownPath,
+  withApproval,
+} from "../mcp/approval.js";
 import { isStdioDefinition } from "../mcp/config.js";
 import type { SelectedServer } from "../mcp/selection.js";
 import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
 import { parse } from "./args.js";
 import { loadConfigForCli, loadGovernance } from "./governance.js";
-import { McpServers, mcpSelection, progressLine, shellQuote, userApprovals } from "./mcp-servers.js";
+import { approveCommand, McpServers, mcpSelection, progressLine, shellQuote } from "./mcp-servers.js";
 import { UsageError } from "./usage-error.js";
 import { updateUserConfig } from "./user-config-file.js";
 import { openWorkspace } from "./workspace.js";
@@ -32,6 +38,18 @@ interface ServerRow {
   required: boolean;
   trusted: boolean;
   digest: string;
+  /**
+   * A proposal: what an approval is bound to here (this workspace's real path, the definition's
+   * digest, each named file's SHA-256) and whether the user's approvals cover it (`approved`), or
+   * why not: `none`, `legacy` (an unbound approval from an earlier harness), `workspace` (given in
+   * another workspace only), `changed` (the definition or a file changed since).
+   */
+  binding?: {
+    state: "approved" | "none" | "legacy" | "workspace" | "changed";
+    reason?: string;
+    workspace: string;
+    files: { path: string; sha256: string }[];
+  };
   /** A project proposal the user's own definition of the same name overrides. */
   shadowed?: true;
 }
@@ -46,11 +64,24 @@ async function configOf(args: string[]): Promise<{
   return { parsed, root: workspace.root, config: await loadConfigForCli(workspace.root) };
 }
 
+function bindingRow(verdict: ApprovalVerdict): NonNullable<ServerRow["binding"]> {
+  const { binding } = verdict;
+  return {
+    state: verdict.approved ? "approved" : verdict.kind,
+    ...(verdict.approved ? {} : { reason: verdict.reason }),
+    workspace: binding.workspace,
+    files: Object.entries(binding.files).map(([path, sha256]) => ({
+      path: shownPath(path, binding.workspace),
+      sha256,
+    })),
+  };
+}
+
 export async function mcpList(args: string[]): Promise<number> {
-  const { parsed, config } = await configOf(args);
+  const { parsed, root, config } = await configOf(args);
   if (parsed.positionals.length > 0)
     throw new UsageError(`unexpected arguments: ${parsed.positionals.join(" ")}`);
-  const selection = mcpSelection(config);
+  const selection = mcpSelection(config, root);
   const row = (server: SelectedServer, starts: boolean): ServerRow => ({
     name: server.name,
     source: server.source,
@@ -60,6 +91,7 @@ export async function mcpList(args: string[]): Promise<number> {
     required: server.definition.required,
     trusted: server.definition.trusted,
     digest: server.digest,
+    ...(server.verdict ? { binding: bindingRow(server.verdict) } : {}),
   });
   const rows = [
     ...selection.start.map((s) => row(s, true)),
@@ -76,20 +108,29 @@ export async function mcpList(args: string[]): Promise<number> {
   }
   for (const r of rows) {
     const status =
-      r.source === "user" ? "starts" : r.approved ? "approved, starts" : "NOT approved, does not start";
+      r.source === "user"
+        ? "starts"
+        : r.approved
+          ? "approved for this workspace and these files, starts"
+          : "NOT approved, does not start";
     const flags = [r.transport, r.required ? "required" : "optional", r.trusted ? "trusted" : "untrusted"];
     process.stdout.write(
       `${escapeForTerminal(r.name).padEnd(20)} ${r.source.padEnd(8)} ${status} (${flags.join(", ")})\n`,
     );
+    if (r.binding?.reason !== undefined)
+      process.stdout.write(`${" ".repeat(21)}why: ${escapeForTerminal(r.binding.reason)}\n`);
+    for (const file of r.binding?.files ?? [])
+      process.stdout.write(
+        `${" ".repeat(21)}runs ${escapeForTerminal(file.path)} (sha256 ${escapeForTerminal(file.sha256)})\n`,
+      );
   }
   for (const s of shadowed)
     process.stdout.write(
       `${escapeForTerminal(s.name).padEnd(20)} project  ignored: your user config defines it\n`,
     );
   if (selection.unapproved.length > 0) {
-    const root = shellQuote(config.project ? dirname(config.project.path) : ".");
     process.stdout.write(
-      `approve a proposal after reviewing it: harness mcp approve NAME --workspace ${root}\n`,
+      `approve a proposal after reviewing it: harness mcp approve NAME --workspace ${shellQuote(root)}\n`,
     );
   }
   return 0;
@@ -100,13 +141,14 @@ export async function mcpTest(args: string[]): Promise<number> {
   const [name, ...extra] = parsed.positionals;
   if (name === undefined) throw new UsageError("which server? harness mcp test NAME (see: harness mcp list)");
   if (extra.length > 0) throw new UsageError(`unexpected arguments: ${extra.join(" ")}`);
-  const selection = mcpSelection(config);
+  const selection = mcpSelection(config, root);
   const server = selection.start.find((s) => s.name === name);
   if (server === undefined) {
     const proposal = selection.unapproved.find((s) => s.name === name);
+    const why = proposal?.verdict?.approved === false ? proposal.verdict.reason : "you have not approved it";
     throw new UsageError(
       proposal
-        ? `the project proposes "${name}" but you have not approved it; review and approve it first: harness mcp approve ${name} --workspace ${shellQuote(root)}`
+        ? `the project proposes "${name}" but it does not start: ${why}; review and approve it first: ${approveCommand(name, root)}`
         : `no MCP server "${name}" is configured (see: harness mcp list)`,
     );
   }
@@ -161,39 +203,63 @@ export async function mcpApprove(args: string[]): Promise<number> {
   const [name, ...extra] = parsed.positionals;
   if (name === undefined) throw new UsageError("which server? harness mcp approve NAME --workspace DIR");
   if (extra.length > 0) throw new UsageError(`unexpected arguments: ${extra.join(" ")}`);
-  const selection = mcpSelection(config);
+  const selection = mcpSelection(config, root);
   const proposal = [...selection.unapproved, ...selection.start].find(
     (s) => s.name === name && s.source === "project",
   );
-  if (proposal === undefined) {
+  if (proposal?.verdict === undefined) {
     throw new UsageError(
       selection.shadowed.includes(name)
         ? `your user config defines "${name}" itself; the project's proposal of that name is never used`
         : `the project at ${root} proposes no MCP server "${name}" (see: harness mcp list --workspace ${shellQuote(root)})`,
     );
   }
+  const { binding } = proposal.verdict;
   const shown = escapeLines(JSON.stringify(proposal.definition, null, 2));
   process.stdout.write(
-    `MCP server "${escapeForTerminal(name)}" as the project proposes it:\n${shown.map((l) => `  ${l}`).join("\n")}\n`,
+    `MCP server "${escapeForTerminal(name)}" as the project at ${escapeForTerminal(root)} proposes it:\n${shown.map((l) => `  ${l}`).join("\n")}\n`,
   );
-  if (userApprovals(config)[name] === proposal.digest) {
-    process.stdout.write("already approved (this exact definition); nothing changed\n");
+  const files = Object.entries(binding.files);
+  process.stdout.write(
+    files.length === 0
+      ? "it names no file to run\n"
+      : `the files it runs, as approved now (a later change to any of them needs a new approval):\n${files
+          .map(
+            ([file, sha256]) =>
+              `  ${escapeForTerminal(shownPath(file, root))}  sha256 ${escapeForTerminal(sha256)}`,
+          )
+          .join("\n")}\n`,
+  );
+  const unreadable = files.filter(([, sha256]) => !/^[0-9a-f]{64}$/.test(sha256));
+  if (unreadable.length > 0)
+    throw new UsageError(
+      `cannot approve "${name}": harness cannot read ${unreadable.map(([file]) => shownPath(file, root)).join(", ")}, so it cannot bind the approval to its content`,
+    );
+  if (proposal.verdict.approved) {
+    process.stdout.write(
+      "already approved (this workspace, this definition, these files); nothing changed\n",
+    );
     return 0;
   }
   const file = userConfigPath(process.env, homedir());
-  await recordApproval(file, name, proposal.digest);
+  await recordApproval(file, name, binding);
   process.stdout.write(
-    `approved: recorded in ${escapeForTerminal(file)} (mcp_approvals.${escapeForTerminal(name)} = ${proposal.digest})\n`,
+    `approved for this workspace only: recorded in ${escapeForTerminal(file)} (mcp_approvals.${escapeForTerminal(name)}, definition ${binding.definition})\n`,
   );
   return 0;
 }
 
-/** Add `mcp_approvals.NAME = digest` to the user config, keeping every other key. */
-async function recordApproval(file: string, name: string, digest: string): Promise<void> {
+/** Add the approval of `name` bound to `binding` to the user config, keeping every other key and other workspaces' approvals. */
+async function recordApproval(file: string, name: string, binding: ApprovalBinding): Promise<void> {
   await updateUserConfig(file, (config) => {
     const approvals = config.mcp_approvals ?? {};
     if (typeof approvals !== "object" || approvals === null || Array.isArray(approvals))
       throw new UsageError(`${file}: mcp_approvals must be an object; fix it first`);
-    config.mcp_approvals = { ...(approvals as Record<string, unknown>), [name]: digest };
+    const existing = (approvals as Record<string, unknown>)[name];
+    const recorded: RecordedApproval = Array.isArray(existing) ? (existing as ApprovalBinding[]) : undefined;
+    config.mcp_approvals = {
+      ...(approvals as Record<string, unknown>),
+      [name]: withApproval(recorded, binding),
+    };
   });
 }

@@ -1,7 +1,9 @@
 import type { LoadedConfig } from "../config/load.js";
 import { mcpServerSettings } from "../config/sections.js";
+import { currentBinding, judgeApproval, type RecordedApproval } from "../mcp/approval.js";
+import { callDeadlineMs } from "../mcp/config.js";
 import { McpConnection } from "../mcp/connection.js";
-import { startFailure } from "../mcp/errors.js";
+import { McpStartError, startFailure } from "../mcp/errors.js";
 import type { StdioHost } from "../mcp/process-transport.js";
 import { type SelectedServer, type ServerSelection, selectServers } from "../mcp/selection.js";
 import { McpRequiredServerError, type ServerStartProgress, startServers } from "../mcp/startup.js";
@@ -12,6 +14,7 @@ import {
   type UnavailableMcpTool,
 } from "../mcp/tool.js";
 import type { McpToolInfo } from "../mcp/tool-info.js";
+import { MAX_SURFACE_BYTES_TOTAL, McpListingRefused } from "../mcp/tool-listing.js";
 import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
 import { harnessVersion } from "./version.js";
 
@@ -39,24 +42,58 @@ export async function startSessionServers(
   return { servers: started.servers, notices: [...notices, ...started.notices] };
 }
 
-/** The servers the configs define, split by whether they may start. */
-export function mcpSelection(config: LoadedConfig): ServerSelection {
+/**
+ * The servers the configs define, split by whether they may start; a proposal's approval is judged
+ * for the workspace at `workspaceRoot` (its real path) and the files its definition names now.
+ */
+export function mcpSelection(config: LoadedConfig, workspaceRoot: string): ServerSelection {
   const { user, proposed } = mcpServerSettings(config);
   const approvals = userApprovals(config);
-  return selectServers(user, proposed, (name, digest) => approvals[name] === digest);
+  return selectServers(user, proposed, (name, definition) =>
+    judgeApproval(
+      Object.hasOwn(approvals, name) ? approvals[name] : undefined,
+      currentBinding(definition, workspaceRoot),
+    ),
+  );
 }
 
 /** `mcp_approvals` of the user config: a project's own file cannot approve its proposals. */
-export function userApprovals(config: LoadedConfig): Readonly<Record<string, string>> {
+export function userApprovals(config: LoadedConfig): Readonly<Record<string, RecordedApproval>> {
   return config.user?.config.mcp_approvals ?? {};
 }
 
-/** What the user is told about a proposal that was not started: exactly how to approve it. */
+/** The command that approves the proposal `name` of the workspace at `workspaceRoot`, as a user pastes it. */
+export function approveCommand(name: string, workspaceRoot: string): string {
+  return `harness mcp approve ${shellQuote(name)} --workspace ${shellQuote(workspaceRoot)}`;
+}
+
+/** What the user is told about a proposal that was not started: why, and exactly how to approve it. */
 export function unapprovedNote(server: SelectedServer, workspaceRoot: string): string {
+  const why = server.verdict?.approved === false ? server.verdict.reason : "you have not approved it";
   return (
-    `the project proposes MCP server "${server.name}"; it was not started because you have not approved ` +
-    `this definition. Review it and approve it with: harness mcp approve ${server.name} --workspace ${shellQuote(workspaceRoot)}`
+    `the project proposes MCP server "${server.name}"; it was not started: ${why}. ` +
+    `Review it and approve it with: ${approveCommand(server.name, workspaceRoot)}`
   );
+}
+
+/**
+ * What runs before every start of a proposal (first start, restart, reconnect): its approval judged
+ * again, so a file or definition changed since the selection is refused, not started.
+ */
+export function approvalGate(server: SelectedServer, workspaceRoot: string): (() => void) | undefined {
+  const judge = server.approval;
+  if (judge === undefined) return undefined;
+  return () => {
+    const verdict = judge();
+    if (verdict.approved) return;
+    throw new McpStartError(
+      server.name,
+      "approval",
+      `MCP server "${server.name}" was not started: ${verdict.reason}. ` +
+        `Review it and approve it with: ${approveCommand(server.name, workspaceRoot)}`,
+      undefined,
+    );
+  };
 }
 
 export function shellQuote(text: string): string {
@@ -82,42 +119,49 @@ export function progressLine(progress: ServerStartProgress): string {
 
 /** The started servers of a session and what each listed. */
 export class McpServers {
-  readonly #listings = new Map<string, readonly McpToolInfo[]>();
+  readonly #listings = new Map<string, { tools: readonly McpToolInfo[]; bytes: number }>();
+  /** Servers whose last listing was refused (past a bound), with the reason. */
+  readonly #refused = new Map<string, string>();
 
   private constructor(readonly connections: readonly McpConnection[]) {}
 
   /**
    * Start the selected servers concurrently and list the tools of those that came up. Throws
-   * McpRequiredServerError (every server stopped) when a required one failed.
+   * McpRequiredServerError (every server stopped) when a required one failed, or its listing was
+   * refused. `signal` abandons the listing (harness is stopping).
    */
   static async start(
     selected: readonly SelectedServer[],
     host: StdioHost,
     onProgress: (progress: ServerStartProgress) => void,
+    signal?: AbortSignal,
   ): Promise<{ servers: McpServers; notices: string[] }> {
-    const connections = selected.map(
-      (server) =>
-        new McpConnection({
-          name: server.name,
-          definition: server.definition,
-          stdio: host,
-          environment: host.executor.environment,
-          clientInfo: { name: "harness", version: harnessVersion() },
-        }),
-    );
+    const connections = selected.map((server) => {
+      const gate = approvalGate(server, host.workspace);
+      return new McpConnection({
+        name: server.name,
+        definition: server.definition,
+        stdio: host,
+        environment: host.executor.environment,
+        clientInfo: { name: "harness", version: harnessVersion() },
+        ...(gate ? { beforeStart: gate } : {}),
+      });
+    });
     const outcomes = await startServers(connections, onProgress);
     const servers = new McpServers(connections.filter((_, index) => outcomes[index]?.ok === true));
     const notices: string[] = [];
     try {
       for (const connection of servers.connections) {
         try {
-          servers.#listings.set(connection.name, await connection.listTools());
+          await servers.#list(connection, signal);
         } catch (error) {
           if (connection.definition.required)
             throw new McpRequiredServerError([startFailure(connection.name, "handshake", error, undefined)]);
-          notices.push(
-            `MCP server "${connection.name}" did not list its tools (${(error as Error).message}); its tools are not offered`,
-          );
+          // A refused listing is reported with the surface's unavailable tools (unavailableNote).
+          if (!(error instanceof McpListingRefused))
+            notices.push(
+              `MCP server "${connection.name}" did not list its tools (${(error as Error).message}); its tools are not offered`,
+            );
         }
       }
     } catch (error) {
@@ -130,19 +174,45 @@ export class McpServers {
     return { servers, notices };
   }
 
-  /** Re-list the tools of servers that announced a change (or were restarted). Whether any did. */
-  async refresh(): Promise<boolean> {
+  /**
+   * Re-list the tools of servers that announced a change (or were restarted). Whether any did. A
+   * listing refused now takes the server's tools away (with the reason); one that failed otherwise
+   * keeps its last tools (calls to them fail on their own).
+   */
+  async refresh(signal?: AbortSignal): Promise<boolean> {
     let changed = false;
     for (const connection of this.connections) {
+      if (signal?.aborted) break;
       if (!connection.toolsChanged || connection.state !== "ready") continue;
       try {
-        this.#listings.set(connection.name, await connection.listTools());
+        await this.#list(connection, signal);
         changed = true;
-      } catch {
-        // A server that cannot list now keeps its last tools: calls to them fail on their own.
+      } catch (error) {
+        if (error instanceof McpListingRefused) changed = true;
       }
     }
     return changed;
+  }
+
+  /** List one server's tools within its bounds and what is left of the session's; record the outcome. */
+  async #list(connection: McpConnection, signal: AbortSignal | undefined): Promise<void> {
+    let others = 0;
+    for (const [name, listing] of this.#listings) if (name !== connection.name) others += listing.bytes;
+    try {
+      const tools = await connection.listTools({
+        maxBytes: Math.max(0, MAX_SURFACE_BYTES_TOTAL - others),
+        ...(signal ? { signal } : {}),
+      });
+      const bytes = tools.reduce((sum, tool) => sum + Buffer.byteLength(JSON.stringify(tool)), 0);
+      this.#listings.set(connection.name, { tools, bytes });
+      this.#refused.delete(connection.name);
+    } catch (error) {
+      if (error instanceof McpListingRefused) {
+        this.#listings.delete(connection.name);
+        this.#refused.set(connection.name, error.reason);
+      }
+      throw error;
+    }
   }
 
   /** Every server's current tools as harness tools, and the listed tools that cannot be offered. */
@@ -156,14 +226,19 @@ export class McpServers {
           server: connection.name,
           trusted: definition.trusted,
           toolTimeoutMs: definition.tool_timeout_ms,
+          callDeadlineMs: callDeadlineMs(definition),
           caller: connection,
-          tools: listing,
+          tools: listing.tools,
           ...(definition.enabled_tools ? { enabledTools: definition.enabled_tools } : {}),
           ...(definition.disabled_tools ? { disabledTools: definition.disabled_tools } : {}),
         },
       ];
     });
-    return buildMcpTools(servers);
+    const built = buildMcpTools(servers);
+    // A refused listing is one entry for the whole server: `*` stands for every tool it listed.
+    for (const [server, reason] of this.#refused)
+      built.unavailable.push({ server, tool: "*", reason: `its tool list was refused: ${reason}` });
+    return built;
   }
 
   /** Stop every server (its whole process tree). */
@@ -174,5 +249,6 @@ export class McpServers {
 
 /** A listed tool that is not offered, as a notice for the user. */
 export function unavailableNote(tool: UnavailableMcpTool): string {
+  if (tool.tool === "*") return `MCP server "${tool.server}" offers no tools: ${tool.reason}`;
   return `MCP tool ${JSON.stringify(tool.tool)} of server "${tool.server}" is not offered: ${tool.reason}`;
 }

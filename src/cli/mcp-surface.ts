@@ -38,7 +38,7 @@ export class McpToolSurface implements ToolSurfaceSource {
 
   async refresh(current: ToolSnapshot, signal: AbortSignal): Promise<ToolSnapshot | undefined> {
     if (this.servers === undefined || signal.aborted) return undefined;
-    if (!(await this.servers.refresh())) return undefined;
+    if (!(await this.servers.refresh(signal))) return undefined;
     const built = this.#build();
     this.#unavailable = built.unavailable;
     if (built.snapshot.digest === current.digest) return undefined;

@@ -140,7 +140,7 @@ export async function buildSetup(options: {
   // before any tool runs.
   const servers = (() => {
     try {
-      return mcpSelection(governance.config);
+      return mcpSelection(governance.config, workspace.root);
     } catch (error) {
       if (error instanceof ConfigError) throw new UsageError(`configuration error: ${error.message}`);
       throw error;

@@ -82,11 +82,25 @@ export const configFileSchema = z.strictObject({
   /** MCP servers by name (mcp/config.ts); a project's are proposals the user must approve. */
   mcp_servers: z.unknown().optional(),
   /**
-   * The project-proposed MCP servers the user approved, by name, with the digest of the exact
-   * definition approved (`harness mcp approve`). Read from the user config only.
+   * The project-proposed MCP servers the user approved (`harness mcp approve`), by name: each
+   * approval bound to a workspace's real path, the definition's digest and the SHA-256 of every
+   * file it names (mcp/approval.ts). A bare digest was written by harness versions before the
+   * binding: still read, never an approval. Read from the user config only.
    */
   mcp_approvals: z
-    .record(z.string(), z.string().regex(/^[0-9a-f]{64}$/, "not a definition digest"))
+    .record(
+      z.string(),
+      z.union([
+        z.string().regex(/^[0-9a-f]{64}$/, "not a definition digest"),
+        z.array(
+          z.strictObject({
+            workspace: z.string().min(1),
+            definition: z.string().regex(/^[0-9a-f]{64}$/, "not a definition digest"),
+            files: z.record(z.string().min(1), z.string()),
+          }),
+        ),
+      ]),
+    )
     .optional(),
   /** `harness serve`: per-identity policy (config/sections.ts serverIdentities). User config only. */
   server: z.unknown().optional(),

@@ -32,7 +32,7 @@ import { SessionState } from "./state.js";
 import { Steering } from "./steering.js";
 import { SYSTEM_PROMPT } from "./system-prompt.js";
 import { taskFrame } from "./task-frame.js";
-import { toolDigests, toolsChanged } from "./tool-surface.js";
+import { startUnavailable, toolDigests, toolsChanged } from "./tool-surface.js";
 import { beginTurn, checkInput } from "./turns.js";
 
 /**
@@ -302,6 +302,7 @@ export class Engine {
             digest: digests.get(e.tool.name) as string,
           })),
           tools_digest: snapshot.digest,
+          ...startUnavailable(this.options.toolSurface?.unavailable?.()),
           acceptance: this.options.acceptance.map((check) => check.name),
           ...(this.options.setup ? { options: this.options.setup } : {}),
           key_id: this.writer.keyId,

@@ -62,3 +62,12 @@ export function toolsChanged(
       .map(([n]) => n),
   };
 }
+
+/** The `unavailable` field of session.started: the tools listed at the start but not offered, if any. */
+export function startUnavailable(unavailable: readonly UnavailableTool[] | undefined): {
+  unavailable?: UnavailableTool[];
+} {
+  return unavailable !== undefined && unavailable.length > 0
+    ? { unavailable: unavailable.map((entry) => ({ ...entry })) }
+    : {};
+}

@@ -68,6 +68,12 @@ export const EVENT_SCHEMAS = {
       z.object({ name: z.string(), version: z.string(), effect: z.string(), digest: hex64.optional() }),
     ),
     tools_digest: hex64,
+    /**
+     * Tools a source listed at the start but that are not offered, with why (as in tools.changed;
+     * `tool` "*" for a server whose whole listing was refused). Absent when none, and in journals
+     * written before.
+     */
+    unavailable: z.array(z.object({ server: z.string(), tool: z.string(), reason: z.string() })).optional(),
     acceptance: z.array(z.string()).optional(),
     /** How the run was set up (CLI flags without secrets or host paths), so resume can rebuild it. */
     options: jsonObject.optional(),

@@ -171,6 +171,18 @@ export function definitionDigest(definition: McpServerDefinition): string {
   return digestOf(definition);
 }
 
+/** How long a call with progress may last at most, whatever progress it reports. */
+export const CALL_DEADLINE_FACTOR = 10;
+
+/**
+ * The most time one call may take in all: a server that keeps reporting progress extends the
+ * call's timeout (tool_timeout_ms without word from it) up to this bound, ten times the timeout
+ * and never past an hour.
+ */
+export function callDeadlineMs(definition: McpServerDefinition): number {
+  return Math.min(definition.tool_timeout_ms * CALL_DEADLINE_FACTOR, MAX_TOOL_TIMEOUT_MS);
+}
+
 /** Whether the server's tool `rawName` is offered under the definition's enabled/disabled lists. */
 export function toolEnabled(definition: McpServerDefinition, rawName: string): boolean {
   if (definition.enabled_tools !== undefined && !definition.enabled_tools.includes(rawName)) return false;

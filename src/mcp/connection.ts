@@ -1,11 +1,24 @@
 import { type CallToolResult, Client, type Transport } from "@modelcontextprotocol/client";
 import type { StreamSummary } from "../sandbox/capture.js";
 import type { ProcessFacts } from "../sandbox/executor.js";
-import { isStdioDefinition, type McpServerDefinition } from "./config.js";
+import { callDeadlineMs, isStdioDefinition, type McpServerDefinition } from "./config.js";
 import { callFailure, exitText, McpCallError, McpStartError, startFailure } from "./errors.js";
-import { connectionLost, createHttpTransport, suggestsSseFallback } from "./http-transport.js";
+import {
+  connectionLost,
+  createHttpTransport,
+  mayResume,
+  type ResumeWatch,
+  suggestsSseFallback,
+} from "./http-transport.js";
 import { launchStdioServer, ProcessTransport, type StdioHost } from "./process-transport.js";
-import { type McpToolInfo, toolInfo } from "./tool-info.js";
+import type { McpToolInfo } from "./tool-info.js";
+import {
+  listBounded,
+  MAX_LIST_PAGES,
+  MAX_SURFACE_BYTES_PER_SERVER,
+  MAX_TOOLS_PER_SERVER,
+  McpListingRefused,
+} from "./tool-listing.js";
 
 export { McpCallError, type McpCallErrorKind, type McpCallOutcome, McpStartError } from "./errors.js";
 export type { McpToolInfo } from "./tool-info.js";
@@ -29,7 +42,11 @@ export type McpConnectionState = "starting" | "ready" | "failed" | "closed";
 
 export interface McpCallOptions {
   signal?: AbortSignal;
-  /** Default: the definition's tool_timeout_ms. */
+  /**
+   * How long the call may go without an answer or a progress notification; default the
+   * definition's tool_timeout_ms. Each progress notification the server sends for the call starts
+   * this wait again, up to the call's maximum total (callDeadlineMs).
+   */
   timeoutMs?: number;
 }
 
@@ -56,6 +73,11 @@ export interface McpConnectionOptions {
   /** harness's name and version as the server sees them. */
   clientInfo?: { name: string; version: string };
   onEvent?: (event: McpConnectionEvent) => void;
+  /**
+   * Run immediately before every start (the first, a restart, a reconnect): throwing refuses that
+   * start with the error (an McpStartError is passed on as it is) and nothing is launched.
+   */
+  beforeStart?: () => void | Promise<void>;
 }
 
 /** How long a failed handshake waits for the server's exit to be reported. */
@@ -151,18 +173,39 @@ export class McpConnection {
     return this.#starting;
   }
 
-  async listTools(): Promise<McpToolInfo[]> {
+  /**
+   * Every tool the server lists, page by page within the bounds of tool-listing.ts: past one, the
+   * whole listing is refused (McpListingRefused). `maxBytes` lowers the byte bound (what is left
+   * of every server's together); `signal` abandons the listing (harness is stopping).
+   */
+  async listTools(options: { signal?: AbortSignal; maxBytes?: number } = {}): Promise<McpToolInfo[]> {
     const live = await this.#ready();
     // Cleared before asking: a change announced while the list is in flight sets it again.
     this.#toolsChanged = false;
+    // A server without tools is not asked (the SDK would answer for it, with a line on stdout).
+    if (live.client.getServerCapabilities()?.tools === undefined) return [];
+    const maxBytes = Math.min(MAX_SURFACE_BYTES_PER_SERVER, options.maxBytes ?? MAX_SURFACE_BYTES_PER_SERVER);
     try {
-      const { tools } = await live.client.listTools(undefined, {
-        timeout: this.definition.tool_timeout_ms,
-        cacheMode: "refresh",
-      });
-      return tools.map((tool) => toolInfo(tool as unknown as Record<string, unknown>));
+      const { tools } = await listBounded(
+        this.name,
+        (cursor, signal, timeout) =>
+          live.client.request(
+            { method: "tools/list", ...(cursor !== undefined ? { params: { cursor } } : {}) },
+            { signal, timeout },
+          ),
+        {
+          maxTools: MAX_TOOLS_PER_SERVER,
+          maxBytes,
+          sharedBytes: maxBytes < MAX_SURFACE_BYTES_PER_SERVER,
+          maxPages: MAX_LIST_PAGES,
+          deadlineMs: this.definition.startup_timeout_ms,
+        },
+        options.signal,
+      );
+      return tools;
     } catch (error) {
-      throw callFailure(this.name, error, undefined);
+      if (error instanceof McpListingRefused) throw error;
+      throw callFailure(this.name, error, options.signal);
     }
   }
 
@@ -178,11 +221,16 @@ export class McpConnection {
     if (options.signal?.aborted) {
       throw new McpCallError("cancelled", "not_sent", `the call to ${name} was cancelled before it was sent`);
     }
+    const timeout = options.timeoutMs ?? this.definition.tool_timeout_ms;
     try {
+      // A progress token goes with every call; the server's progress keeps a long call alive.
       return (await live.client.callTool(
         { name, arguments: args },
         {
-          timeout: options.timeoutMs ?? this.definition.tool_timeout_ms,
+          timeout,
+          onprogress: () => undefined,
+          resetTimeoutOnProgress: true,
+          maxTotalTimeout: Math.max(timeout, callDeadlineMs(this.definition)),
           ...(options.signal !== undefined ? { signal: options.signal } : {}),
         },
       )) as McpCallResult;
@@ -246,6 +294,11 @@ export class McpConnection {
 
   async #connect(): Promise<Live> {
     const definition = this.definition;
+    try {
+      await this.options.beforeStart?.();
+    } catch (error) {
+      throw error instanceof McpStartError ? error : startFailure(this.name, "spawn", error, undefined);
+    }
     const deadline = AbortSignal.timeout(definition.startup_timeout_ms);
     if (isStdioDefinition(definition)) {
       const host = this.options.stdio;
@@ -280,13 +333,14 @@ export class McpConnection {
       definition.transport === "auto" ? (["streamable-http", "sse"] as const) : [definition.transport];
     for (const [index, kind] of kinds.entries()) {
       let transport: Transport;
+      const watch: ResumeWatch = { scheduled: 0 };
       try {
-        transport = createHttpTransport(definition, kind, environment);
+        transport = createHttpTransport(definition, kind, environment, watch);
       } catch (error) {
         throw startFailure(this.name, "spawn", error, undefined);
       }
       try {
-        const live = await this.#handshake(transport, deadline, async () => undefined);
+        const live = await this.#handshake(transport, deadline, async () => undefined, watch);
         live.started = { type: "started", starts: this.#starts, transport: kind };
         return live;
       } catch (error) {
@@ -302,6 +356,7 @@ export class McpConnection {
     transport: Transport,
     deadline: AbortSignal,
     stopped: () => Promise<StreamSummary | undefined>,
+    watch?: ResumeWatch,
   ): Promise<Live> {
     const client = new Client(this.options.clientInfo ?? { name: "harness", version: "0" }, {
       capabilities: {},
@@ -337,11 +392,19 @@ export class McpConnection {
       live.dropped = true;
       this.#disconnected(live);
     };
-    // HTTP has no process to watch: a broken stream or a refused request is the drop. Closing the
-    // client fails every call in flight at once (instead of the SDK resuming streams in the
-    // background while the calls wait for their timeouts).
+    // HTTP has no process to watch: a broken stream or a refused request is the drop, unless the
+    // SDK resumes the stream (it schedules that right after reporting the break). Closing the
+    // client fails every call in flight at once instead of leaving them to their timeouts.
     client.onerror = (error) => {
-      if (connectionLost(error)) void client.close().catch(() => undefined);
+      if (!connectionLost(error)) return;
+      if (watch !== undefined && mayResume(error)) {
+        const before = watch.scheduled;
+        queueMicrotask(() => {
+          if (watch.scheduled === before) void client.close().catch(() => undefined);
+        });
+        return;
+      }
+      void client.close().catch(() => undefined);
     };
     if (transport instanceof ProcessTransport && transport.process.hasExited) live.dropped = true;
     return live;

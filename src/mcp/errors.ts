@@ -1,6 +1,7 @@
 import { SdkError, SdkErrorCode } from "@modelcontextprotocol/client";
 import type { StreamSummary } from "../sandbox/capture.js";
 import { CodedError } from "../shared/coded-error.js";
+import { streamEndedUnanswered } from "./http-transport.js";
 
 /**
  * Why a call to an MCP server produced no result:
@@ -28,8 +29,11 @@ export class McpCallError extends CodedError<McpCallErrorKind> {
   }
 }
 
-/** `spawn`: the process or transport could not be made; `handshake`: initialize failed; `timeout`: startup_timeout_ms passed. */
-export type McpStartFailure = "spawn" | "handshake" | "timeout";
+/**
+ * `spawn`: the process or transport could not be made; `handshake`: initialize failed; `timeout`:
+ * startup_timeout_ms passed; `approval`: the check made before every start refused it (nothing ran).
+ */
+export type McpStartFailure = "spawn" | "handshake" | "timeout" | "approval";
 
 /** A server that could not be started; whatever was started has been stopped. */
 export class McpStartError extends CodedError<McpStartFailure> {
@@ -105,7 +109,10 @@ export function callFailure(server: string, error: unknown, signal: AbortSignal 
       cause: error,
     });
   }
-  if (error instanceof SdkError && error.code === SdkErrorCode.ConnectionClosed) {
+  if (
+    (error instanceof SdkError && error.code === SdkErrorCode.ConnectionClosed) ||
+    streamEndedUnanswered(error)
+  ) {
     return new McpCallError(
       "disconnected",
       "unknown",

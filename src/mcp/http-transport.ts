@@ -1,5 +1,7 @@
 import {
   type FetchLike,
+  isJSONRPCRequest,
+  ProtocolError,
   SdkHttpError,
   SSEClientTransport,
   SseError,
@@ -31,10 +33,30 @@ export class MissingTokenError extends Error {
   }
 }
 
+/**
+ * How often a response stream the server closed is resumed (GET with `Last-Event-ID`) before the
+ * connection counts as lost: attempts in a row that fail; a resumed stream that delivers events
+ * starts the count again.
+ */
+export const MAX_RESUME_ATTEMPTS = 3;
+/**
+ * The wait before a resumption when the server names none (its `retry` field wins, never below
+ * this), growing per failed attempt.
+ */
+const RESUME_DELAY_MS = 100;
+/** A server's `retry` is honoured up to this; a longer wait is this one. */
+const MAX_RESUME_DELAY_MS = 30_000;
+
+/** What the connection learns of a transport's resumptions: how many it scheduled so far. */
+export interface ResumeWatch {
+  scheduled: number;
+}
+
 export function createHttpTransport(
   definition: McpHttpDefinition,
   kind: HttpTransportKind,
   environment: Readonly<Record<string, string | undefined>>,
+  watch: ResumeWatch = { scheduled: 0 },
 ): Transport {
   const url = new URL(definition.url);
   const token = bearerToken(definition, environment);
@@ -51,18 +73,69 @@ export function createHttpTransport(
   };
   const options = {
     fetch: withHeaders,
-    // No background resumption of broken streams: a drop fails the calls in flight (connection.ts).
+    // A response stream the server closed after an event with an id is resumed as the transport
+    // specifies: GET with Last-Event-ID, after the server's `retry` when it sent one. Past the
+    // attempts the connection is lost and the calls in flight fail (connection.ts).
     reconnectionOptions: {
-      maxRetries: 0,
-      initialReconnectionDelay: 1_000,
-      maxReconnectionDelay: 1_000,
-      reconnectionDelayGrowFactor: 1,
+      maxRetries: MAX_RESUME_ATTEMPTS,
+      initialReconnectionDelay: RESUME_DELAY_MS,
+      maxReconnectionDelay: MAX_RESUME_DELAY_MS,
+      reconnectionDelayGrowFactor: 2,
+    },
+    reconnectionScheduler: (reconnect: () => void, delay: number) => {
+      watch.scheduled += 1;
+      // Never sooner than the base wait: a server that ends every stream at once with `retry: 0`
+      // would otherwise be asked again in a tight loop.
+      const timer = setTimeout(reconnect, Math.min(Math.max(RESUME_DELAY_MS, delay), MAX_RESUME_DELAY_MS));
+      return () => clearTimeout(timer);
     },
     ...(token !== undefined ? { authProvider: { token: async () => token } } : {}),
   };
-  return kind === "sse"
-    ? new SSEClientTransport(url, options)
-    : new StreamableHTTPClientTransport(url, options);
+  if (kind === "sse") return new SSEClientTransport(url, options);
+  return answeringEveryRequest(new StreamableHTTPClientTransport(url, options));
+}
+
+/** The JSON-RPC error code of the answer harness gives itself for a request whose stream ended unanswered. */
+export const STREAM_ENDED_CODE = -32099;
+const STREAM_ENDED_DATA = "harness:stream_ended_unanswered";
+
+/**
+ * A request's event stream that ends with no answer and cannot be resumed (no event id, the
+ * attempts used up, a resumption refused) would leave the call waiting for its timeout: the SDK
+ * reports the end only to the sender. The call is answered at once with an error that says so
+ * (classed as a lost connection: the server may have acted). An answer that did arrive came first,
+ * and this one then matches no request.
+ */
+function answeringEveryRequest(transport: StreamableHTTPClientTransport): Transport {
+  const send = transport.send.bind(transport);
+  transport.send = (message, options) => {
+    if (!isJSONRPCRequest(message)) return send(message, options);
+    const { id } = message;
+    return send(message, {
+      ...options,
+      onRequestStreamEnd: () => {
+        queueMicrotask(() =>
+          transport.onmessage?.({
+            jsonrpc: "2.0",
+            id,
+            error: {
+              code: STREAM_ENDED_CODE,
+              message: "the server ended the response stream without an answer",
+              data: STREAM_ENDED_DATA,
+            },
+          }),
+        );
+      },
+    });
+  };
+  return transport;
+}
+
+/** Whether a call failed with the answer `answeringEveryRequest` gives a stream that ended unanswered. */
+export function streamEndedUnanswered(error: unknown): boolean {
+  return (
+    error instanceof ProtocolError && error.code === STREAM_ENDED_CODE && error.data === STREAM_ENDED_DATA
+  );
 }
 
 function bearerToken(
@@ -101,9 +174,25 @@ const LOST_CODES = new Set([
 export function connectionLost(error: unknown): boolean {
   if (error instanceof SseError) return true;
   if (!(error instanceof Error)) return false;
-  if (/^(SSE stream disconnected|Failed to reconnect SSE stream)/.test(error.message)) return true;
+  if (
+    /^(SSE stream disconnected|Failed to reconnect SSE stream|Maximum reconnection attempts)/.test(
+      error.message,
+    )
+  )
+    return true;
   if (error instanceof TypeError && /^(fetch failed|terminated)$/.test(error.message)) return true;
   const cause = (error as { cause?: unknown }).cause;
   const code = typeof cause === "object" && cause !== null ? (cause as { code?: unknown }).code : undefined;
   return typeof code === "string" && LOST_CODES.has(code);
+}
+
+/**
+ * Whether the SDK may resume the stream after reporting `error`: a stream cut or a failed
+ * resumption, after which it schedules the next attempt at once when it can (a stream that carried
+ * an event id, attempts left), and does nothing more when it cannot.
+ */
+export function mayResume(error: unknown): boolean {
+  return (
+    error instanceof Error && /^(SSE stream disconnected|Failed to reconnect SSE stream)/.test(error.message)
+  );
 }

@@ -19,14 +19,50 @@ export function serverNamedFiles(
   for (const definition of definitions) {
     if (!isStdioDefinition(definition)) continue;
     const cwd = definition.cwd === undefined ? workspaceRoot : path.resolve(workspaceRoot, definition.cwd);
-    for (const word of [definition.command, ...definition.args]) {
-      if (word === "" || word.startsWith("-")) continue;
+    const loaders = Object.entries(definition.env).flatMap(([name, value]) =>
+      CODE_LOADING_VARIABLES.has(name) ? [value] : [],
+    );
+    for (const word of namingWords(definition.command, definition.args, loaders)) {
       const candidate = path.resolve(cwd, word);
       if (isFile(candidate)) files.add(candidate);
       else if (isDirectory(candidate)) for (const file of packageEntry(candidate)) files.add(file);
     }
   }
   return [...files].sort();
+}
+
+/**
+ * Variables whose value makes the program load and run a file (`NODE_OPTIONS=--require ./x.js`,
+ * `PYTHONSTARTUP=./x.py`): their words name files as surely as an argument does. Other variables
+ * are data (a log file a server writes each run must not count as a program it runs).
+ */
+const CODE_LOADING_VARIABLES: ReadonlySet<string> = new Set([
+  "NODE_OPTIONS",
+  "PYTHONSTARTUP",
+  "BASH_ENV",
+  "ENV",
+  "LD_PRELOAD",
+  "PERL5OPT",
+  "RUBYOPT",
+  "JAVA_TOOL_OPTIONS",
+]);
+
+/**
+ * The words of a definition that may name a file: the command, each argument, the value of an
+ * `--option=value` argument, and each word of a code-loading variable's value. Only those naming
+ * an existing file or package directory count.
+ */
+function namingWords(command: string, args: readonly string[], env: readonly string[]): string[] {
+  const words: string[] = [command];
+  const take = (word: string) => {
+    if (word === "") return;
+    if (!word.startsWith("-")) words.push(word);
+    const equals = word.indexOf("=");
+    if (equals > 0) take(word.slice(equals + 1));
+  };
+  for (const arg of args) take(arg);
+  for (const value of env) for (const word of value.split(/\s+/)) take(word);
+  return words;
 }
 
 /**

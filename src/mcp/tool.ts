@@ -49,6 +49,11 @@ export interface McpServerTools {
   server: string;
   trusted: boolean;
   toolTimeoutMs: number;
+  /**
+   * The most a call may take in all when the server reports progress (each report restarts
+   * toolTimeoutMs); default toolTimeoutMs. The runtime's own deadline for the call.
+   */
+  callDeadlineMs?: number;
   caller: McpCaller;
   tools: readonly McpToolListing[];
   /** Only these tools (raw names) are offered, when given (the config's `enabled_tools`). */
@@ -181,7 +186,7 @@ function mcpToolEntry(
     inputSchema: schema.modelSchema,
     effect,
     idempotency,
-    timeoutMs: server.toolTimeoutMs,
+    timeoutMs: Math.max(server.toolTimeoutMs, server.callDeadlineMs ?? 0),
     // An untrusted server's tools may touch anything: they run alone. A trusted server's read-only
     // tools run beside each other; its other tools one at a time per server.
     resources: () =>

@@ -128,7 +128,9 @@ describe("harness run with the user's MCP servers (reference server-everything o
     expect(existsSync(marked.marker)).toBe(false);
     const saved = JSON.parse(await readFile(file, "utf8"));
     expect(saved.permissions).toEqual({ allow: ["read_file"] });
-    expect(saved.mcp_approvals.proj).toMatch(/^[0-9a-f]{64}$/);
+    expect(saved.mcp_approvals.proj).toEqual([
+      expect.objectContaining({ workspace, definition: expect.stringMatching(/^[0-9a-f]{64}$/) }),
+    ]);
 
     const after = await run(
       ["run", "--workspace", workspace, "--script", model.path, "--allow", "mcp__proj__*", "--json", "go"],

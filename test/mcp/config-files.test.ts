@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ConfigError } from "../../src/config/errors.js";
 import { loadConfig } from "../../src/config/load.js";
 import { mcpServerSettings } from "../../src/config/sections.js";
-import { definitionDigest } from "../../src/mcp/config.js";
+import { currentBinding, judgeApproval } from "../../src/mcp/approval.js";
 import { selectServers } from "../../src/mcp/selection.js";
 
 let root: string;
@@ -44,14 +44,17 @@ describe("mcp_servers in config files", () => {
       args: ["--ro"],
       sandbox: "workspace-write",
     });
-    const unapproved = selectServers(settings.user, settings.proposed, () => false);
+    const unapproved = selectServers(settings.user, settings.proposed, (_name, definition) =>
+      judgeApproval(undefined, currentBinding(definition, "/nonexistent-workspace")),
+    );
     expect(unapproved.start.map((server) => server.name)).toEqual(["github"]);
     expect(unapproved.unapproved.map((server) => server.name)).toEqual(["db"]);
-    const digest = definitionDigest(settings.proposed.db!);
-    const approved = selectServers(
-      settings.user,
-      settings.proposed,
-      (name, d) => name === "db" && d === digest,
+    const recorded = [currentBinding(settings.proposed.db!, "/nonexistent-workspace")];
+    const approved = selectServers(settings.user, settings.proposed, (name, definition) =>
+      judgeApproval(
+        name === "db" ? recorded : undefined,
+        currentBinding(definition, "/nonexistent-workspace"),
+      ),
     );
     expect(approved.start.map((server) => server.name)).toEqual(["github", "db"]);
   });

@@ -1,9 +1,11 @@
 import { describe, expect, it } from "vitest";
+import { currentBinding, judgeApproval } from "../../src/mcp/approval.js";
 import {
   DEFAULT_STARTUP_TIMEOUT_MS,
   DEFAULT_TOOL_TIMEOUT_MS,
   definitionDigest,
   McpConfigError,
+  type McpServerDefinition,
   parseMcpServer,
   parseMcpServers,
   toolEnabled,
@@ -163,18 +165,28 @@ describe("selectServers", () => {
   const user = { github: parseMcpServer("github", { command: "github-mcp" }, SOURCE) };
   const proposed = parseMcpServer("db", { command: "db-mcp", args: ["--ro"] }, "harness.config.json");
   const changed = parseMcpServer("db", { command: "db-mcp", args: ["--rw"] }, "harness.config.json");
+  const workspace = "/nonexistent-workspace";
+  const none = (_name: string, definition: McpServerDefinition) =>
+    judgeApproval(undefined, currentBinding(definition, workspace));
 
   it("starts the user's servers and never a project proposal that was not approved", () => {
-    const selection = selectServers(user, { db: proposed }, () => false);
+    const selection = selectServers(user, { db: proposed }, none);
     expect(selection.start.map((server) => [server.name, server.source])).toEqual([["github", "user"]]);
     expect(selection.unapproved).toEqual([
-      { name: "db", definition: proposed, source: "project", digest: definitionDigest(proposed) },
+      expect.objectContaining({
+        name: "db",
+        definition: proposed,
+        source: "project",
+        digest: definitionDigest(proposed),
+        verdict: expect.objectContaining({ approved: false, kind: "none" }),
+      }),
     ]);
   });
 
-  it("starts a proposal approved with its exact digest, and not once its definition changed", () => {
-    const approvedDigest = definitionDigest(proposed);
-    const approved = (name: string, digest: string) => name === "db" && digest === approvedDigest;
+  it("starts a proposal approved here with its exact digest, and not once its definition changed", () => {
+    const recorded = [currentBinding(proposed, workspace)];
+    const approved = (name: string, definition: McpServerDefinition) =>
+      judgeApproval(name === "db" ? recorded : undefined, currentBinding(definition, workspace));
     expect(selectServers(user, { db: proposed }, approved).start.map((server) => server.name)).toEqual([
       "github",
       "db",
@@ -182,10 +194,11 @@ describe("selectServers", () => {
     const after = selectServers(user, { db: changed }, approved);
     expect(after.start.map((server) => server.name)).toEqual(["github"]);
     expect(after.unapproved.map((server) => server.digest)).toEqual([definitionDigest(changed)]);
+    expect(after.unapproved[0]?.verdict).toMatchObject({ approved: false, kind: "changed" });
   });
 
   it("lets the user's own definition win over a project's of the same name", () => {
-    const selection = selectServers(user, { github: proposed }, () => true);
+    const selection = selectServers(user, { github: proposed }, none);
     expect(selection.start).toEqual([
       { name: "github", definition: user.github, source: "user", digest: definitionDigest(user.github) },
     ]);

@@ -33,4 +33,27 @@ describe("the files a stdio server definition names", () => {
       ].sort(),
     );
   });
+
+  it("an option's =value and the words of a code-loading variable's value name files too; other variables are data", async () => {
+    root = await realpath(await mkdtemp(join(tmpdir(), "harness-named-")));
+    for (const name of ["srv.py", "boot.js", "start.py", "pre.js", "server.log"])
+      await writeFile(join(root, name), "");
+    const definition = parseMcpServer(
+      "s",
+      {
+        command: "python3",
+        args: ["--script=./srv.py", "-q"],
+        env: {
+          NODE_OPTIONS: "--require ./boot.js --import=./pre.js",
+          PYTHONSTARTUP: "start.py",
+          N: "3",
+          LOG: "server.log",
+        },
+      },
+      "config.json",
+    );
+    expect(serverNamedFiles([definition], root)).toEqual(
+      [join(root, "boot.js"), join(root, "pre.js"), join(root, "srv.py"), join(root, "start.py")].sort(),
+    );
+  });
 });
