@@ -114,10 +114,15 @@ describe("attack: serve --http event streams from clients that leave early or ne
     slow.on("error", () => {});
     let received = "";
     let reading = true;
+    let headSeen: () => void = () => {};
+    const head = new Promise<void>((resolve) => {
+      headSeen = resolve;
+    });
     const firstEvent = new Promise<void>((resolve) => {
       slow.setEncoding("utf8").on("data", (chunk: string) => {
         if (!reading) return;
         received += chunk;
+        if (received.includes("\r\n\r\n")) headSeen();
         if (!/^id: /m.test(received)) return;
         reading = false;
         slow.pause();
@@ -126,7 +131,13 @@ describe("attack: serve --http event streams from clients that leave early or ne
     });
     const closed = new Promise<void>((resolve) => slow.on("close", () => resolve()));
     slow.write(eventsRequest(server.url, session));
-    const dropped = stderrContains(server, "dropped an event stream");
+    // The flood starts only once the head is here: the server sends it once the stream's
+    // subscription is set up, so every event of the turn is offered to this reader. (Started
+    // before, a loaded server could still be setting the subscription up while the deltas came,
+    // and drop the stream before its head was sent: the reader would never see a byte.)
+    await Promise.race([head, closed]);
+    expect(received.startsWith("HTTP/1.1 200"), received).toBe(true);
+    const dropped = stderrContains(server, `dropped an event stream of session ${JSON.stringify(session)}`);
     const turn = await rpc(server.url, TOKEN, "turn/start", { session, input: "flood" });
     expect(turn.body.error, JSON.stringify(turn.body)).toBeUndefined();
     await firstEvent;
