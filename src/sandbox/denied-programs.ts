@@ -1,5 +1,14 @@
 import { randomBytes } from "node:crypto";
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { sha256Hex } from "../shared/hash.js";
@@ -205,7 +214,14 @@ export interface Refusal {
 export function readRefusals(file: string): Refusal[] {
   let text = "";
   try {
-    text = readFileSync(file).subarray(0, MAX_REFUSALS_BYTES).toString("utf8");
+    // The sandboxed command can write as much as it likes into this file: read only the bound.
+    const fd = openSync(file, "r");
+    try {
+      const buffer = Buffer.alloc(MAX_REFUSALS_BYTES);
+      text = buffer.subarray(0, readSync(fd, buffer, 0, MAX_REFUSALS_BYTES, 0)).toString("utf8");
+    } finally {
+      closeSync(fd);
+    }
   } catch {
     return [];
   } finally {
