@@ -33,7 +33,15 @@ export async function readScriptData(checkedPath: string): Promise<Buffer> {
     if (!stats.isFile()) throw new ScriptError(`script ${name} is not a regular file`);
     if (stats.size > SCRIPT_DATA_LIMIT_BYTES)
       throw new ScriptError(`script ${name} is over ${SCRIPT_DATA_LIMIT_BYTES} bytes`);
-    const bytes = await handle.readFile();
+    // The file may grow after the stat (a session's shell can write it): read one byte past the
+    // bound, never the whole file.
+    const buffer = Buffer.alloc(SCRIPT_DATA_LIMIT_BYTES + 1);
+    let length = 0;
+    for (;;) {
+      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, length);
+      if (bytesRead === 0 || (length += bytesRead) === buffer.length) break;
+    }
+    const bytes = buffer.subarray(0, length);
     if (bytes.length > SCRIPT_DATA_LIMIT_BYTES)
       throw new ScriptError(`script ${name} is over ${SCRIPT_DATA_LIMIT_BYTES} bytes`);
     return bytes;
