@@ -39,7 +39,9 @@ export async function readScriptData(checkedPath: string): Promise<Buffer> {
     let length = 0;
     for (;;) {
       const { bytesRead } = await handle.read(buffer, length, buffer.length - length, length);
-      if (bytesRead === 0 || (length += bytesRead) === buffer.length) break;
+      if (bytesRead === 0) break;
+      length += bytesRead;
+      if (length === buffer.length) break;
     }
     const bytes = buffer.subarray(0, length);
     if (bytes.length > SCRIPT_DATA_LIMIT_BYTES)
