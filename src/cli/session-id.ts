@@ -36,18 +36,49 @@ export async function sessionFromArgs(
 }
 
 async function byPrefix(workspace: OpenedWorkspace, given: string): Promise<string> {
-  if (await workspace.backend.exists(given)) return given;
-  const matches = (await workspace.backend.list()).filter((id) => id.startsWith(given));
+  const found = await matchPrefix(workspace.backend, given);
+  if (found !== undefined) return found;
+  throw new UsageError(
+    `no session "${given}" in ${workspace.root} (list them with: harness sessions${workspaceFlag(workspace)})`,
+  );
+}
+
+/**
+ * The session `given` names in `backend`: the id itself, else the one id it starts; undefined when
+ * none does. Several ids starting with it is a usage error (guessing one could continue, undo or
+ * fork the wrong session).
+ */
+async function matchPrefix(backend: SessionLister, given: string): Promise<string | undefined> {
+  if (await backend.exists(given)) return given;
+  const matches = (await backend.list()).filter((id) => id.startsWith(given));
   if (matches.length === 1) return matches[0]!;
-  if (matches.length === 0) {
-    throw new UsageError(
-      `no session "${given}" in ${workspace.root} (list them with: harness sessions${workspaceFlag(workspace)})`,
-    );
-  }
+  if (matches.length === 0) return undefined;
   const shown = matches.slice(0, 5).join(", ");
   throw new UsageError(
     `"${given}" is the start of ${matches.length} sessions (${shown}${matches.length > 5 ? ", ..." : ""}); type more of the id`,
   );
+}
+
+interface SessionLister {
+  exists(sessionId: string): Promise<boolean>;
+  list(): Promise<readonly string[]>;
+}
+
+/**
+ * `--session ID` of `run` and `chat`, where ID may also name a new session: an existing session
+ * it names (exactly, or as the one id it starts) is continued; otherwise ID is the new session's id.
+ */
+export async function continuedOrNewSession(
+  workspace: OpenedWorkspace,
+  given: string,
+): Promise<{ sessionId: string; existing: boolean }> {
+  if (!SESSION_ID_PATTERN.test(given)) {
+    throw new UsageError(
+      `invalid session id "${escapeForTerminal(given)}": use letters, digits, '.', '_' or '-'`,
+    );
+  }
+  const found = await matchPrefix(workspace.backend, given);
+  return found === undefined ? { sessionId: given, existing: false } : { sessionId: found, existing: true };
 }
 
 /** Most recently written journal: the session last worked on, whatever its id looks like. */
@@ -58,8 +89,9 @@ async function latest(workspace: OpenedWorkspace): Promise<string> {
 }
 
 /**
- * The session a command that can read PostgreSQL names: with `--database` the id as typed (a
- * prefix or `--last` needs a workspace's files), otherwise as `sessionFromArgs` resolves it.
+ * The session a command that can read PostgreSQL names: with `--database` the id or the one id it
+ * starts among the database's sessions (`--last` needs a workspace's files), otherwise as
+ * `sessionFromArgs` resolves it.
  */
 export async function sessionIdFromArgs(
   flags: { workspace?: string | undefined; database?: string | undefined },
@@ -74,5 +106,17 @@ export async function sessionIdFromArgs(
   if (given === undefined) {
     throw new UsageError(`which session? ${usage} (list them with: harness sessions --database URL)`);
   }
-  return given;
+  if (!SESSION_ID_PATTERN.test(given)) {
+    throw new UsageError(
+      `invalid session id "${escapeForTerminal(given)}": use letters, digits, '.', '_' or '-'`,
+    );
+  }
+  // A prefix is resolved in the database as in a workspace; the source is opened again by the command.
+  const { openJournalSource } = await import("./journal-source.js");
+  const source = await openJournalSource({ database: flags.database });
+  try {
+    return (await matchPrefix(source.backend, given)) ?? given;
+  } finally {
+    await source.close();
+  }
 }

@@ -62,15 +62,6 @@ export async function openWorkspace(
   };
 }
 
-/** Open the workspace and check that the session exists in it (otherwise a usage error saying where to look). */
-export async function openSession(dir: string | undefined, sessionId: string): Promise<OpenedWorkspace> {
-  const workspace = await openWorkspace(dir);
-  if (!(await workspace.backend.exists(sessionId))) {
-    throw new UsageError(`no session "${sessionId}" in ${workspace.root} (list them with: harness sessions)`);
-  }
-  return workspace;
-}
-
 /** The workspace recording's kept copies of file contents (`.harness/objects`), each checked against its hash. */
 export function keptObjects(workspace: OpenedWorkspace): (hash: string) => Uint8Array | undefined {
   const snapshot = new TreeSnapshot({ root: workspace.root, stateDir: workspace.harnessDir });

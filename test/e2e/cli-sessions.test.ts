@@ -114,3 +114,87 @@ describe("session ids: unique prefixes and --last", () => {
     expect(neither.stderr).toContain("which session? harness inspect SESSION (or --last");
   });
 });
+
+describe("every command that takes a session id takes a unique start of it", () => {
+  it("fork, undo, audit, report, run --session and chat --session resolve a prefix; run --session with an unknown id starts that session", async () => {
+    const workspace = await workspaceWith({});
+    const started = await harness([
+      "run",
+      "--script",
+      ECHO,
+      "--workspace",
+      workspace,
+      "--session",
+      "gamma-77",
+      "first",
+    ]);
+    expect(started.code, started.stderr).toBe(0);
+
+    const forked = await harness([
+      "fork",
+      "gam",
+      "--workspace",
+      workspace,
+      "--session",
+      "gamma-fork",
+      "--json",
+    ]);
+    expect(forked.code, forked.stderr).toBe(0);
+    expect(JSON.parse(forked.stdout)).toMatchObject({ session: "gamma-fork", parent: "gamma-77" });
+    // Two sessions now start with "gamma": a prefix shared by both is refused, naming them.
+    const ambiguous = await harness(["undo", "gamma", "--workspace", workspace, "--dry-run"]);
+    expect(ambiguous.code).toBe(64);
+    expect(ambiguous.stderr).toContain('"gamma" is the start of 2 sessions');
+
+    for (const args of [
+      ["undo", "gamma-7", "--dry-run", "--json"],
+      ["audit", "gamma-7", "--json"],
+      ["report", "gamma-7", "-o", "-"],
+    ]) {
+      const result = await harness([...args, "--workspace", workspace]);
+      expect(result.code, `${args.join(" ")}: ${result.stderr}`).toBe(0);
+      expect(result.stdout).toContain("gamma-77");
+    }
+
+    const continued = await harness([
+      "run",
+      "--script",
+      ECHO,
+      "--workspace",
+      workspace,
+      "--session",
+      "gamma-7",
+      "--json",
+      "second",
+    ]);
+    expect(continued.code, continued.stderr).toBe(0);
+    expect(jsonSummary(continued).session).toBe("gamma-77");
+    const inputs = ofType(await readJournal(workspace, "gamma-77"), "user.input").map((r) => r.data.text);
+    expect(inputs).toEqual(["first", "second"]);
+
+    const chatted = await withStdin(
+      ["chat", "--script", ECHO, "--workspace", workspace, "--session", "gamma-f"],
+      "third\n",
+    );
+    expect(chatted.code, chatted.stderr).toBe(0);
+    const forkInputs = ofType(await readJournal(workspace, "gamma-fork"), "user.input").map(
+      (r) => r.data.text,
+    );
+    expect(forkInputs).toEqual(["first", "third"]);
+
+    // An id no session starts with names a new session, as before.
+    const fresh = await harness([
+      "run",
+      "--script",
+      ECHO,
+      "--workspace",
+      workspace,
+      "--session",
+      "delta-1",
+      "--json",
+      "new",
+    ]);
+    expect(fresh.code, fresh.stderr).toBe(0);
+    expect(sessionIds(workspace).sort()).toEqual(["delta-1", "gamma-77", "gamma-fork"]);
+  });
+});

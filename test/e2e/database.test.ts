@@ -85,6 +85,10 @@ describe("--database URL", () => {
     const inspectDb = await cli(["inspect", session, "--database", db.url, "--json"]);
     expectExit(inspectDb, 0);
     expect(json(inspectDb)).toEqual(json(inspectDisk));
+    // A unique start of the id names the session in the database as in a workspace.
+    const byPrefix = await cli(["inspect", session.slice(0, 10), "--database", db.url, "--json"]);
+    expectExit(byPrefix, 0);
+    expect(json(byPrefix)).toEqual(json(inspectDisk));
 
     // The artifacts stay on disk: --workspace names where to check them.
     const verifyDisk = await cli(["journal", "verify", session, "--workspace", workspace, "--json"]);

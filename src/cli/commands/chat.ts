@@ -9,6 +9,7 @@ import { ModelCatalog } from "../chat/models.js";
 import { EngineChatSession } from "../chat/session.js";
 import { loadConfigForCli } from "../governance.js";
 import { effectiveFlags } from "../run-flags.js";
+import { continuedOrNewSession } from "../session-id.js";
 import { buildSetup } from "../setup.js";
 import { colorEnabled, createStyle } from "../style.js";
 import { UsageError } from "../usage-error.js";
@@ -61,9 +62,11 @@ export const chatCommand = {
     }
     const values = parsed.values;
     const workspace = await openWorkspace(values.workspace);
-    const sessionId = values.session ?? newSessionId();
+    const named =
+      values.session === undefined ? undefined : await continuedOrNewSession(workspace, values.session);
+    const sessionId = named?.sessionId ?? newSessionId();
     validateSessionId(sessionId);
-    const existing = values.session !== undefined && (await workspace.backend.exists(sessionId));
+    const existing = named?.existing === true;
     const records = existing ? await workspace.backend.read(sessionId) : [];
     const state = records.length > 0 ? SessionState.from(records) : undefined;
     const recorded = state?.header;

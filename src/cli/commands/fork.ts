@@ -9,8 +9,9 @@ import { ReplayError, recordedBase, replayTree } from "../../undo/replay.js";
 import { BeneathError, HeldDir } from "../../workspace/beneath.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
+import { LAST_OPTION, sessionFromArgs } from "../session-id.js";
 import { UsageError } from "../usage-error.js";
-import { keptObjects, newSessionId, type OpenedWorkspace, openSession, openWorkspace } from "../workspace.js";
+import { keptObjects, newSessionId, type OpenedWorkspace, openWorkspace } from "../workspace.js";
 import { validateSessionId } from "./run.js";
 
 const HELP = `Usage: harness fork SESSION [--at SEQ] [--into DIR] [--workspace DIR] [--session NEW_ID] [--json]
@@ -24,6 +25,7 @@ with: harness run --session NEW_ID PROMPT.
 A SEQ inside a running call (its tool.started recorded, its result not yet) is refused.
 
 Options:
+  SESSION                    the session's id or a unique start of it; --last: the latest
   --at SEQ                   the last record of SESSION to keep (default: its last)
   --workspace, -w DIR        the workspace (default: the current directory)
   --session NEW_ID           the new session's id (default: a fresh one)
@@ -51,18 +53,19 @@ export const forkCommand = {
       session: { type: "string" },
       into: { type: "string" },
       json: { type: "boolean" },
+      ...LAST_OPTION,
     });
-    const [parent, ...extra] = positionals;
-    if (!parent)
-      throw new UsageError(
-        "which session? harness fork SESSION [--at SEQ] (list them with: harness sessions)",
-      );
+    const [given, ...extra] = positionals;
     if (extra.length > 0) throw new UsageError(`unexpected arguments: ${extra.join(" ")}`);
-    validateSessionId(parent);
     const at = values.at === undefined ? undefined : seqOf(values.at);
     const child = values.session ?? newSessionId();
     validateSessionId(child);
-    const workspace = await openSession(values.workspace, parent);
+    const { workspace, sessionId: parent } = await sessionFromArgs(
+      values.workspace,
+      given,
+      values.last,
+      "harness fork SESSION [--at SEQ]",
+    );
     const into = values.into === undefined ? undefined : await intoDirectory(values.into, workspace.root);
     const forked = into
       ? await forkInto(workspace, parent, child, at, into)

@@ -9,7 +9,7 @@ import { goalFrom } from "../goal-input.js";
 import { latestSession } from "../latest-session.js";
 import { offTerminalNotice } from "../off-terminal.js";
 import { effectiveFlags, flagWords, type RunFlags, type SandboxFlag } from "../run-flags.js";
-import { LAST_OPTION, sessionFromArgs } from "../session-id.js";
+import { continuedOrNewSession, LAST_OPTION, sessionFromArgs } from "../session-id.js";
 import { runSession } from "../session-runner.js";
 import { buildSetup } from "../setup.js";
 import { UsageError } from "../usage-error.js";
@@ -111,7 +111,8 @@ Run:
                              however the server keeps it alive (default: the profile's
                              request_deadline_ms, else 600000); past it the request fails
                              with TIMEOUT (retried within the retry budget), nothing runs
-  --session ID               session id; an existing session takes PROMPT as its next turn
+  --session ID               session id; an existing session (its id or a unique start of it)
+                             takes PROMPT as its next turn
                              (the same identity checks as resume), or is resumed without one
   --continue, -c             the next turn of the workspace's latest session (latest activity);
                              without PROMPT, resume it
@@ -178,11 +179,13 @@ export const runCommand = {
         `no session to continue in ${workspace.root}; start one with: harness run --workspace ${workspace.root} [options] GOAL`,
       );
     }
-    const sessionId = latest ?? parsed.values.session ?? newSessionId();
+    const named =
+      parsed.values.session === undefined
+        ? undefined
+        : await continuedOrNewSession(workspace, parsed.values.session);
+    const sessionId = latest ?? named?.sessionId ?? newSessionId();
     validateSessionId(sessionId);
-    const existing =
-      latest !== undefined ||
-      (parsed.values.session !== undefined && (await workspace.backend.exists(sessionId)));
+    const existing = latest !== undefined || named?.existing === true;
     // Resuming with --session/--continue and no words takes no goal: stdin is read only for a new one or for '-'.
     const goal = existing && parsed.positionals.length === 0 ? "" : await goalFrom(parsed.positionals);
     if (!existing && goal === "")
