@@ -7,16 +7,16 @@ import { describe, expect, it } from "vitest";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 
-/** The README's harness/client example, as printed. */
+/** The harness/client example of docs/server.md, as printed. */
 function readmeExample(): string {
-  const readme = readFileSync(join(root, "README.md"), "utf8");
+  const readme = readFileSync(join(root, "docs/server.md"), "utf8");
   const section = readme.slice(readme.indexOf("## Embedding: harness serve and harness/client"));
   const block = /```ts\n([\s\S]*?)```/.exec(section)?.[1];
-  if (block === undefined) throw new Error("the README has no harness/client example");
+  if (block === undefined) throw new Error("docs/server.md has no harness/client example");
   return block;
 }
 
-describe("the README's harness/client example", () => {
+describe("the documented harness/client example", () => {
   it("is at most a dozen lines and compiles under the project's strict settings", () => {
     const code = readmeExample();
     expect(code).toContain('from "harness/client"');

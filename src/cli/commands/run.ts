@@ -61,7 +61,7 @@ any tool that is not read-only) was denied: then it stops (changes_denied, exit 
 flag that allows them.
 The model is sent AGENTS.md from the workspace root and from next to your user config
 (each up to 32 KiB; nested AGENTS.md files once a call touches their directory), recorded in
-the journal; a resume refuses when the root or user file changed (see README).
+the journal; a resume refuses when the root or user file changed (see docs/configuration.md).
 
 Model (one of):
   --script FILE              scripted model: a .json script or an .mjs module (offline)
@@ -78,7 +78,7 @@ Permissions:
   --allow RULE, --ask RULE, --deny RULE
                              permission rules such as 'read_file(src/**)', 'shell(npm test*)'
                              or 'mcp__github__*' (a '*' in a tool name matches any run of
-                             characters; repeatable; deny wins over ask, ask over allow; see README)
+                             characters; repeatable; deny wins over ask, ask over allow; see docs/permissions.md)
   --read-path PATH, --edit-path PATH
                              task scope: the only files that may be read / edited (repeatable;
                              an edit path must also be a read path; checked at every call)
