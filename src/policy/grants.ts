@@ -3,8 +3,8 @@ import { callHashOf, grantFor } from "../runtime/authorize.js";
 import type { DecidedPart, GrantPort, SessionGrant, SubjectKind } from "../runtime/ports.js";
 import type { JsonObject } from "../shared/json.js";
 import { commandPatternMatches, subjectOf } from "./rules.js";
-import { loadShellParser, splitCommand } from "./shell-command.js";
 import { sessionPatternOf } from "./session-pattern.js";
+import { loadShellParser, splitCommand } from "./shell-command.js";
 
 /**
  * The session's grants: exact ones keyed by tool + subject, and command patterns (`npm test*`)
@@ -71,7 +71,10 @@ export interface DecidedCall {
 }
 
 /** The fields of an `approval.decided` event that matter here. */
-export type DecidedApproval = Pick<EventData<"approval.decided">, "decision" | "scope" | "call_hash" | "pattern">;
+export type DecidedApproval = Pick<
+  EventData<"approval.decided">,
+  "decision" | "scope" | "call_hash" | "pattern"
+>;
 
 /**
  * The grant a journaled decision created, or undefined (a denial, a once-approval, or a hash

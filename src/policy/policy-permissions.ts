@@ -61,7 +61,9 @@ export class PolicyPermissions implements PermissionPort {
       }));
       const only = evaluation.parts.length === 1 ? evaluation.parts[0] : undefined;
       const pattern =
-        evaluation.decision === "ask" && only?.grantable === true ? sessionPatternOf(only.command) : undefined;
+        evaluation.decision === "ask" && only?.grantable === true
+          ? sessionPatternOf(only.command)
+          : undefined;
       if (pattern !== undefined) result.pattern = pattern;
     }
     return result;

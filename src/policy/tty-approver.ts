@@ -63,7 +63,9 @@ export class TtyApprover implements ApprovalPort {
     this.#discardTypeAhead();
     this.#output.write(renderPrompt(request));
     const raw = rawTerminal(this.#input);
-    const answer = raw ? await this.#readKey(raw, signal, request.pattern !== undefined) : await this.#readLine(signal);
+    const answer = raw
+      ? await this.#readKey(raw, signal, request.pattern !== undefined)
+      : await this.#readLine(signal);
     const decision = decide(answer, request.pattern);
     this.#output.write(`${answerLine(decision)}\n`);
     if (answer.kind === "interrupt") process.kill(process.pid, "SIGINT");
