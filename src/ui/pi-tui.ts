@@ -165,15 +165,15 @@ export class PiTui implements ChatUi {
     if (asking === undefined) return { consume: true };
     const now = this.#now();
     const settled = now - asking.lastKeyAt >= this.#guardMs;
-    const escape = matchesKey(data, "escape");
-    const answer = escape ? "deny" : approvalKeyOf(data, asking.prefix);
+    const escaped = matchesKey(data, "escape");
+    const answer = escaped ? "deny" : approvalKeyOf(data, asking.prefix);
     if (answer === undefined || !settled) {
-      if (!escape) asking.lastKeyAt = now;
+      if (!escaped) asking.lastKeyAt = now;
       return { consume: true };
     }
     this.#asking = undefined;
     asking.resolve(answer);
-    if (escape && this.#running) this.#handlers?.interrupt();
+    if (escaped && this.#running) this.#handlers?.interrupt();
     return { consume: true };
   }
 
