@@ -8,6 +8,7 @@ import {
   TUI,
 } from "@mariozechner/pi-tui";
 import { footerLine, modelLine } from "./lines.js";
+import { type FileLister, MentionCompletion } from "./mentions.js";
 import {
   type ApprovalAnswer,
   type ApprovalView,
@@ -36,6 +37,8 @@ export interface PiTuiOptions {
    */
   answerGuardMs?: number;
   now?(): number;
+  /** The workspace's files, for completing `@path` in the editor (none: no completion). */
+  files?: FileLister;
 }
 
 interface LiveCall {
@@ -87,6 +90,7 @@ export class PiTui implements ChatUi {
         noMatch: (text) => style.dim(text),
       },
     });
+    if (options.files !== undefined) this.#editor.setAutocompleteProvider(new MentionCompletion(options.files));
     this.#editor.onSubmit = (text) => {
       if (text.trim() === "") return;
       this.#editor.addToHistory(text);

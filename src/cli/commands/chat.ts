@@ -4,6 +4,7 @@ import { UiApprover } from "../../ui/approval.js";
 import { LineUi } from "../../ui/line-ui.js";
 import type { ChatUi } from "../../ui/ui.js";
 import { parse, positiveInt } from "../args.js";
+import { workspaceFiles } from "../chat/attachments.js";
 import { ChatController } from "../chat/controller.js";
 import { ModelCatalog } from "../chat/models.js";
 import { EngineChatSession } from "../chat/session.js";
@@ -73,7 +74,7 @@ export const chatCommand = {
     // The options the session last recorded: its start's, or those of its latest model switch.
     const flags = effectiveFlags(givenFlags(values), state?.options, true);
     const ui: ChatUi = terminal
-      ? new (await import("../../ui/pi-tui.js")).PiTui(style)
+      ? new (await import("../../ui/pi-tui.js")).PiTui(style, { files: () => workspaceFiles(workspace.fs) })
       : new LineUi(process.stdin, process.stdout, style);
     const approver = new UiApprover(ui, style, async (path) => {
       try {
@@ -119,7 +120,11 @@ export const chatCommand = {
       existing,
       new ModelCatalog(await loadConfigForCli(workspace.root), values.script !== undefined),
     );
-    return new ChatController(ui, session, style).run();
+    return new ChatController(ui, session, style, {
+      root: workspace.root,
+      fs: workspace.fs,
+      permissions: setup.policy.permissions,
+    }).run();
   },
 };
 
