@@ -90,7 +90,8 @@ export class PiTui implements ChatUi {
         noMatch: (text) => style.dim(text),
       },
     });
-    if (options.files !== undefined) this.#editor.setAutocompleteProvider(new MentionCompletion(options.files));
+    if (options.files !== undefined)
+      this.#editor.setAutocompleteProvider(new MentionCompletion(options.files));
     this.#editor.onSubmit = (text) => {
       if (text.trim() === "") return;
       this.#editor.addToHistory(text);

@@ -48,7 +48,9 @@ describe("harness chat: @file attachments", () => {
       .map((line) => JSON.parse(line) as { role: string; content: string }[]);
     const user = requests[0]?.find((message) => message.role === "user")?.content ?? "";
     expect(user).toContain("@notes.md what is the word?");
-    expect(user).toContain('<attached file="notes.md" bytes="29">\nthe secret word is pineapple\n\n</attached>');
+    expect(user).toContain(
+      '<attached file="notes.md" bytes="29">\nthe secret word is pineapple\n\n</attached>',
+    );
     const journal = await readJournal(workspace, sessionIdOn(left));
     expect(ofType(journal, "user.input")[0]?.data.text).toBe(user);
   });

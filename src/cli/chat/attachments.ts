@@ -31,9 +31,7 @@ export interface Attachment {
   bytes: number;
 }
 
-export type Expanded =
-  | { ok: true; text: string; attached: Attachment[] }
-  | { ok: false; problems: string[] };
+export type Expanded = { ok: true; text: string; attached: Attachment[] } | { ok: false; problems: string[] };
 
 export interface AttachmentSource {
   root: string;

@@ -123,7 +123,8 @@ export class ChatController {
     const expanded = await expandAttachments(text, this.#attachments);
     if (!expanded.ok) {
       this.#ui.line(note(this.#style, "dim", "› ", text));
-      for (const problem of expanded.problems) this.#ui.line(note(this.#style, "error", "✗ not sent: ", problem));
+      for (const problem of expanded.problems)
+        this.#ui.line(note(this.#style, "error", "✗ not sent: ", problem));
       return undefined;
     }
     if (this.#turn === undefined) this.#ui.line(note(this.#style, "plain", "› ", text));

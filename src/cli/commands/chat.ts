@@ -35,8 +35,17 @@ Keys:
   Esc                    interrupt the running turn (running commands' process trees are killed)
   Ctrl-C                 clear the input, or interrupt; twice exits
   Ctrl-D                 exit (on an empty input)
-Approvals: y allows once, s for the session, anything else (Enter alone too) denies; an edit or
-write shows its diff first, a command its exact text, working directory and sandbox.
+Approvals own the keyboard while they show: y allows once, s this exact call for the session,
+p a command's prefix for the session (shown as the rule it adds, e.g. shell(npm test*); each
+simple command of a later line is checked on its own), n or Esc denies; no other key answers,
+and nothing typed at a question is sent or steers. An edit or write shows its diff first, a
+command its exact text, working directory and sandbox.
+
+Attach files: @path in a message sends the workspace file's content with it (at most 256 KiB a
+file, 1 MiB a message; recorded in the journal as part of the message). Tab completes @path
+over the workspace's files (what .gitignore ignores is not offered). A path outside the
+workspace, in .harness or .git, or one the policy does not let read_file read (.env, keys) is
+refused and nothing is sent.
 
 Slash commands: /help /diff /compact /model [NAME] /sessions /fork /quit
 (/model NAME switches to a configured profile, or a model id of the one in use, from the next turn;
