@@ -126,6 +126,30 @@ describe("approvals on a terminal", () => {
     const results = new Map(ofType(journal, "tool.result").map((r) => [r.data.call_id, r.data.status]));
     expect([results.get("s1"), results.get("s2"), results.get("s3")]).toEqual(["ok", "ok", "denied"]);
     expect(existsSync(join(workspace, "pwned"))).toBe(false);
+
+    // The grant is rebuilt from the journal when the session continues: covered commands run
+    // unasked, a compound one still asks (and is denied here).
+    const id = chatIdOn(left);
+    const { session: next } = await start(
+      workspace,
+      "run",
+      [
+        shellCall("s4", "echo hi --resumed"),
+        shellCall("s5", "echo hi && touch pwned"),
+        { text: "ok", calls: [] },
+      ],
+      "--session",
+      id,
+      "continue",
+    );
+    await next.waitForQuestion();
+    next.type("n");
+    await next.waitFor("[exited 0]");
+    const resumed = await readJournal(workspace, id);
+    expect(ofType(resumed, "approval.requested").map((r) => r.data.call_id)).toEqual(["s1", "s3", "s5"]);
+    const after = new Map(ofType(resumed, "tool.result").map((r) => [r.data.call_id, r.data.status]));
+    expect([after.get("s4"), after.get("s5")]).toEqual(["ok", "denied"]);
+    expect(existsSync(join(workspace, "pwned"))).toBe(false);
   });
 
   it("run: a question is answered with one key (no Enter), other keys are ignored, and the command is shown once", async () => {
