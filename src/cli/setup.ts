@@ -18,7 +18,7 @@ import { serverNamedFiles } from "../mcp/named-files.js";
 import { parseToolSelection } from "../mcp/tool-selection.js";
 import { DenyApprover } from "../policy/approver.js";
 import { evaluate } from "../policy/evaluation.js";
-import { grantFromDecision, SessionGrants } from "../policy/grants.js";
+import { grantFromDecision, prepareGrantRestore, SessionGrants } from "../policy/grants.js";
 import { HookRunner } from "../policy/hooks.js";
 import { pathResolverOf } from "../policy/path-aliases.js";
 import { PolicyPermissions } from "../policy/policy-permissions.js";
@@ -237,7 +237,7 @@ export async function buildSetup(options: {
     const approver =
       options.approver ?? (interactive ? new TtyApprover(process.stdin, process.stderr) : new DenyApprover());
     const grants = new SessionGrants();
-    restoreGrants(grants, options.records ?? [], kinds);
+    await restoreGrants(grants, options.records ?? [], kinds);
     const hooks = governance.hooks.length > 0 ? new HookRunner(governance.hooks) : undefined;
 
     const context = contextBudgetFor(flags, model.profile, notices);
@@ -299,11 +299,14 @@ export async function buildSetup(options: {
 }
 
 /** Session-scoped approvals survive a resume: rebuilt from the journal, bound to the call hash. */
-function restoreGrants(
+async function restoreGrants(
   grants: SessionGrants,
   records: readonly AnyRecord[],
   kinds: (name: string) => ReturnType<typeof subjectKindOf> | undefined,
-): void {
+): Promise<void> {
+  await prepareGrantRestore(
+    records.flatMap((record) => (record.type === "approval.decided" ? [record.data] : [])),
+  );
   const calls = new Map<string, EventData<"model.reply">["calls"][number]>();
   for (const record of records) {
     if (record.type === "model.reply") for (const call of record.data.calls) calls.set(call.id, call);

@@ -202,6 +202,11 @@ export const EVENT_SCHEMAS = {
     scope: z.enum(["once", "session"]),
     by: z.string(),
     reason: z.string().optional(),
+    /**
+     * A session approval of a command prefix: the rule pattern it adds (`npm test*`), each simple
+     * command of a later line matched by it separately; absent, exactly the call's subject.
+     */
+    pattern: z.string().optional(),
   }),
   "hook.decided": z.object({
     call_id: z.string(),

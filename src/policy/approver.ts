@@ -35,7 +35,10 @@ export class FunctionApprover implements ApprovalPort {
   }
 }
 
-/** Accepts `true`/`false`, "allow"/"deny", or a full decision object; anything else denies. */
+/**
+ * Accepts `true`/`false`, "allow"/"deny", or a full decision object (with `pattern`, the
+ * request's offered prefix, for a session approval of it); anything else denies.
+ */
 function normalizeAnswer(answer: unknown, by: string): ApprovalDecision {
   if (answer === true || answer === "allow") return { decision: "allow", scope: "once", by };
   if (typeof answer !== "object" || answer === null) return deny(by, "the approval callback did not decide");
@@ -50,6 +53,8 @@ function normalizeAnswer(answer: unknown, by: string): ApprovalDecision {
     by: typeof candidate.by === "string" && candidate.by !== "" ? candidate.by : by,
   };
   if (typeof candidate.reason === "string") decision.reason = candidate.reason;
+  // The runtime keeps a pattern only when it is the one the request offered.
+  if (scope === "session" && typeof candidate.pattern === "string") decision.pattern = candidate.pattern;
   return decision;
 }
 

@@ -37,6 +37,8 @@ export interface PartEvaluation {
   rule?: string;
   source: string;
   reason: string;
+  /** Whether a session approval of a command pattern may allow it (see `DecidedPart`). */
+  grantable: boolean;
 }
 
 export interface Evaluation {
@@ -127,7 +129,36 @@ function evaluateCommand(policy: Policy, query: PermissionQuery, subject: Subjec
 
 function evaluatePart(policy: Policy, query: PermissionQuery, part: CommandPart): PartEvaluation {
   const subject: Subject = { kind: "command", value: part.text };
-  let evaluation = evaluateSubject(policy, query.tool, query.effect, subject);
+  const own = evaluateSubject(policy, query.tool, query.effect, subject);
+  const evaluation = restrictPart(policy, query, part, own);
+  const result: PartEvaluation = {
+    command: part.text,
+    decision: evaluation.decision,
+    source: evaluation.source,
+    reason: evaluation.reason,
+    // A session's pattern grant acts as an allow of this part's own text: would the part still
+    // ask (or be denied) if that allowed it? Then no grant covers it.
+    grantable:
+      own.decision === "ask" &&
+      evaluation.decision === "ask" &&
+      restrictPart(policy, query, part, { ...own, decision: "allow" }).decision === "allow",
+  };
+  if (evaluation.rule !== undefined) result.rule = evaluation.rule;
+  return result;
+}
+
+/**
+ * What rules on other names of a part (its bare program name, the wrappers seen through) and the
+ * parser's doubts make of the decision on its own text: only ever stricter.
+ */
+function restrictPart(
+  policy: Policy,
+  query: PermissionQuery,
+  part: CommandPart,
+  decided: Evaluation,
+): Evaluation {
+  const subject = decided.subject;
+  let evaluation = decided;
   // `/usr/bin/git push` is `git push` to a deny or ask rule.
   const bare = bareCommandName(part.text);
   if (bare !== part.text) {
@@ -178,14 +209,7 @@ function evaluatePart(policy: Policy, query: PermissionQuery, part: CommandPart)
       };
     }
   }
-  const result: PartEvaluation = {
-    command: part.text,
-    decision: evaluation.decision,
-    source: evaluation.source,
-    reason: evaluation.reason,
-  };
-  if (evaluation.rule !== undefined) result.rule = evaluation.rule;
-  return result;
+  return evaluation;
 }
 
 /** `/usr/bin/git push` -> `git push`. */

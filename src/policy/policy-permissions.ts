@@ -5,6 +5,7 @@ import { explain } from "./explain.js";
 import type { PathResolver } from "./path-aliases.js";
 import { buildPolicy, type PermissionSettings, type Policy } from "./permissions.js";
 import { subjectOf } from "./rules.js";
+import { sessionPatternOf } from "./session-pattern.js";
 
 /** Which argument a tool's rules match; build it from the registry with `subjectKindOf`. */
 export type SubjectKindLookup = (tool: string) => SubjectKind | undefined;
@@ -52,6 +53,19 @@ export class PolicyPermissions implements PermissionPort {
       subject,
     };
     if (evaluation.rule !== undefined) result.rule = evaluation.rule;
+    if (evaluation.parts !== undefined) {
+      result.parts = evaluation.parts.map((part) => ({
+        command: part.command,
+        decision: part.decision,
+        grantable: part.grantable,
+      }));
+      const only = evaluation.parts.length === 1 ? evaluation.parts[0] : undefined;
+      const pattern =
+        evaluation.decision === "ask" && only?.grantable === true
+          ? sessionPatternOf(only.command)
+          : undefined;
+      if (pattern !== undefined) result.pattern = pattern;
+    }
     return result;
   }
 }

@@ -141,13 +141,14 @@ export async function authorize(
     call,
     decision,
     proposals: ports.proposals,
-    granted: decision.decision === "ask" && ports.grants.covers(grant),
+    granted: decision.decision === "ask" && ports.grants.covers(grant, decision.parts),
   };
   let ruled = authorization(input);
   if (ruled.outcome === "ask") {
     const answer = await ask(call, decision, grant.subject, ports.approver, effects);
     ruled = authorization({ ...input, answer, cancelled: effects.signal.aborted }) as Authorization;
-    if (ruled.outcome === "allow" && answer.scope === "session") ports.grants.add(grant);
+    if (ruled.outcome === "allow" && answer.scope === "session")
+      ports.grants.add(answer.pattern !== undefined ? { ...grant, pattern: answer.pattern } : grant);
   }
   if (ruled.outcome === "deny" || !ports.hooks) return ruled;
   const admitted = await ports.hooks.admit("before_execute", effects.hookContext());
@@ -175,6 +176,7 @@ async function ask(
     reason: decision.reason,
   };
   if (call.display !== undefined) request.display = call.display;
+  if (decision.pattern !== undefined) request.pattern = decision.pattern;
   await effects.recorder.record([
     {
       type: "approval.requested",
@@ -187,6 +189,7 @@ async function ask(
   } catch {
     answer = { decision: "deny", scope: "once", by: "approver", reason: "the approver failed" };
   }
+  answer = offeredOnly(answer, request);
   await effects.recorder.record([
     {
       type: "approval.decided",
@@ -197,10 +200,23 @@ async function ask(
         scope: answer.scope,
         by: answer.by,
         ...(answer.reason !== undefined ? { reason: answer.reason } : {}),
+        ...(answer.pattern !== undefined ? { pattern: answer.pattern } : {}),
       },
     },
   ]);
   return answer;
+}
+
+/**
+ * An answer grants no more than the question offered: a pattern is kept only on an allow for the
+ * session, and only when it is the one the request offered; any other is the exact subject.
+ */
+function offeredOnly(answer: ApprovalDecision, request: ApprovalRequest): ApprovalDecision {
+  if (answer.pattern === undefined) return answer;
+  const { pattern, ...rest } = answer;
+  return answer.decision === "allow" && answer.scope === "session" && pattern === request.pattern
+    ? answer
+    : rest;
 }
 
 /** The tool whose permission decides what any tool may reveal of a file's content. */

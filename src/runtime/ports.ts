@@ -81,6 +81,26 @@ export interface PermissionDecision {
    * an approval of this call covers exactly this subject; absent, exactly these arguments.
    */
   subject?: Subject;
+  /** For a command line: each simple command it runs, decided on its own (a grant may cover each). */
+  parts?: readonly DecidedPart[];
+  /**
+   * A command pattern (`npm test*`) an approval for the session may add instead of the exact
+   * subject: offered only for a line that is one simple command a session grant may cover.
+   */
+  pattern?: string;
+}
+
+/** One simple command of a shell line, as the policy decided it. */
+export interface DecidedPart {
+  /** The command as rules match it (normalized, wrappers seen through). */
+  command: string;
+  decision: PermissionVerdict;
+  /**
+   * Whether a session grant of a command pattern may allow this part: it asks only because of
+   * the rules and defaults on its own text (never because of a wrapper's rule or what the parser
+   * could not see).
+   */
+  grantable: boolean;
 }
 
 /**
@@ -106,6 +126,11 @@ export interface ApprovalRequest {
   reason?: string;
   /** Facts the tool wants shown besides the arguments (command, cwd, timeout, sandbox...). */
   display?: ApprovalDisplay;
+  /**
+   * The command pattern a session approval may grant instead of the exact subject (`npm test*`).
+   * An answer naming any other pattern is taken as the exact subject.
+   */
+  pattern?: string;
 }
 
 /** An approver's answer, as `approval.decided` records it. */
@@ -128,11 +153,21 @@ export interface ApprovalPort {
 export interface SessionGrant {
   tool: string;
   subject: Subject;
+  /**
+   * A command pattern (`npm test*`): the grant covers each simple command of a later line that
+   * it matches and that the policy let a grant cover (`DecidedPart.grantable`), instead of
+   * exactly `subject`.
+   */
+  pattern?: string;
 }
 
 /** Approvals granted "for this session", keyed by tool + subject. */
 export interface GrantPort {
-  covers(grant: SessionGrant): boolean;
+  /**
+   * Whether the session's grants cover a call: one granted for exactly this subject, or, for a
+   * command line decided per part (`parts`), every part that asks matched by a pattern grant.
+   */
+  covers(grant: SessionGrant, parts?: readonly DecidedPart[]): boolean;
   add(grant: SessionGrant): void;
 }
 

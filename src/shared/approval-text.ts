@@ -1,3 +1,5 @@
+import { escapeForTerminal } from "./terminal-text.js";
+
 /**
  * What an approval question shows of a long command. A terminal shows a long line wrapped and
  * keeps only the last screenful in view, so a model can push the part that matters out of sight:
@@ -41,4 +43,31 @@ export function grantForQuestion(tool: string, escapedLabel: string): string {
   const shown = collapseSpaceRuns(escapedLabel);
   if (shown.length <= QUESTION_SUBJECT_CHARS) return shown;
   return `${tool}(the ${shown.length}-character subject shown above)`;
+}
+
+/** What an approval's session choices grant, in the rule syntax, escaped and ready to show. */
+export interface ApprovalChoices {
+  /** `s`: exactly this call (`shell(npm test --watch)`), shortened when long. */
+  exact: string;
+  /** `p`: the offered prefix (`shell(npm test*)`), when the request offers one. */
+  prefix?: string;
+}
+
+/** The session choices of a request (its tool, subject and offered pattern). */
+export function approvalChoices(request: {
+  tool: string;
+  subject: { kind: string; value: string };
+  pattern?: string;
+}): ApprovalChoices {
+  const tool = escapeForTerminal(request.tool);
+  const exact =
+    request.subject.kind === "none"
+      ? `${tool} with exactly these arguments`
+      : `${tool}(${escapeForTerminal(request.subject.value)})`;
+  return {
+    exact: grantForQuestion(tool, exact),
+    ...(request.pattern !== undefined
+      ? { prefix: collapseSpaceRuns(`${tool}(${escapeForTerminal(request.pattern)})`) }
+      : {}),
+  };
 }

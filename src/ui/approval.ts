@@ -1,6 +1,6 @@
 import { unifiedDiff } from "../proposals/diff.js";
 import type { ApprovalDecision, ApprovalPort, ApprovalRequest } from "../runtime/ports.js";
-import { collapseSpaceRuns, grantForQuestion, longCommandNote } from "../shared/approval-text.js";
+import { approvalChoices, collapseSpaceRuns, longCommandNote } from "../shared/approval-text.js";
 import { escapeForTerminal, escapeLines, jsonForTerminal } from "../shared/terminal-text.js";
 import type { ApprovalView, ChatLine, ChatUi, UiStyle } from "./ui.js";
 
@@ -13,8 +13,10 @@ export type CurrentText = (path: string) => Promise<string | undefined>;
 /**
  * Approvals asked inline in the chat: the same once/session/deny decision `TtyApprover` takes,
  * shown with what the call will do (a coloured diff for edit_file and write_file; the exact
- * command, cwd and sandbox for shell). Anything but `y` or `s` denies, Enter alone included;
- * an interrupted turn (the signal) denies.
+ * command, cwd and sandbox for shell). `y` allows once, `s` this exact call for the session, `p`
+ * the offered prefix of a command for the session (the rule it adds is shown); `n` or Esc denies,
+ * and so does an interrupted turn (the signal). Which other input answers is the UI's to say:
+ * on a terminal no other key does (ui.ts `approvalKeyOf`), in line mode any other line denies.
  */
 export class UiApprover implements ApprovalPort {
   readonly #ui: ChatUi;
@@ -42,6 +44,8 @@ export class UiApprover implements ApprovalPort {
     if (signal.aborted) return denied("cancelled while waiting for an answer");
     if (answer === "once") return { decision: "allow", scope: "once", by: "user" };
     if (answer === "session") return { decision: "allow", scope: "session", by: "user" };
+    if (answer === "prefix" && request.pattern !== undefined)
+      return { decision: "allow", scope: "session", by: "user", pattern: request.pattern };
     return denied("the user did not approve");
   }
 }
@@ -78,15 +82,17 @@ export async function approvalView(
       ? undefined
       : longCommandNote(collapseSpaceRuns(escapeForTerminal(display.command)));
   if (note !== undefined) lines.push({ text: style.yellow(`  note:    ${note}`) });
-  const grant =
-    request.subject.kind === "none"
-      ? `${request.tool} with exactly these arguments`
-      : `${request.tool}(${request.subject.value})`;
+  const choices = approvalChoices(request);
+  const prefix = choices.prefix;
   return {
     lines,
     question: {
-      text: `Allow? ${style.bold("y")} once, ${style.bold("s")} session for ${grantForQuestion(escapeForTerminal(request.tool), escapeForTerminal(grant))}, anything else denies: `,
+      text:
+        `Allow? ${style.bold("y")} once · ${style.bold("s")} session: ${choices.exact}` +
+        (prefix !== undefined ? ` · ${style.bold("p")} session: ${prefix}` : "") +
+        ` · ${style.bold("n")} or ${style.bold("Esc")} denies `,
     },
+    ...(prefix !== undefined ? { prefix } : {}),
   };
 }
 

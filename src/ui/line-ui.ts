@@ -5,6 +5,7 @@ import { footerLine, MODEL_PREFIX } from "./lines.js";
 import {
   type ApprovalAnswer,
   type ApprovalView,
+  answerText,
   approvalAnswerOf,
   type ChatHandlers,
   type ChatLine,
@@ -19,6 +20,16 @@ import {
  */
 export const LIVE_OUTPUT_EVERY_MS = 500;
 
+/** The answer line is printed without colour, as before (a script reads it). */
+const PLAIN: UiStyle = {
+  bold: (text) => text,
+  dim: (text) => text,
+  red: (text) => text,
+  green: (text) => text,
+  yellow: (text) => text,
+  cyan: (text) => text,
+};
+
 /** A running call's live output: the lines last printed, the latest ones, the pending print. */
 interface LiveOutput {
   shown: readonly string[];
@@ -31,8 +42,8 @@ interface LiveOutput {
  * The chat as plain lines, for when stdin or stdout is not a terminal (a pipe, a script, a CI
  * log). Input is read as lines in order: a line answers the open approval question, or waits
  * while the previous message is handled (a question its turn asks takes the next waiting line)
- * and is the next message once it has been. So a script can pipe in prompts and answers; only `y`/`s` lines
- * approve. The input closing leaves the chat once every waiting line is done. Nothing is
+ * and is the next message once it has been. So a script can pipe in prompts and answers; only `y`/`s`
+ * (and `p` where a prefix is offered) lines approve. The input closing leaves the chat once every waiting line is done. Nothing is
  * redrawn: a call prints a line when it starts and when it ends, the footer after each turn, and
  * a running command's output lines (the ones the full-screen chat shows under its live line,
  * already escaped) as they come, each line once, at most every LIVE_OUTPUT_EVERY_MS. Every line
@@ -215,8 +226,8 @@ export class LineUi implements ChatUi {
       const answer = (line: string | undefined) => {
         this.#pending = undefined;
         signal.removeEventListener("abort", onAbort);
-        const decided = line === undefined ? "deny" : approvalAnswerOf(line);
-        this.#output.write(`${decided === "deny" ? "denied" : `approved (${decided})`}\n`);
+        const decided = line === undefined ? "deny" : approvalAnswerOf(line, view.prefix !== undefined);
+        this.#output.write(`${answerText(PLAIN, view, decided)}\n`);
         resolve(decided);
       };
       const onAbort = () => answer(undefined);

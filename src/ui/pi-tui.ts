@@ -8,10 +8,12 @@ import {
   TUI,
 } from "@mariozechner/pi-tui";
 import { footerLine, modelLine } from "./lines.js";
+import { type FileLister, MentionCompletion } from "./mentions.js";
 import {
   type ApprovalAnswer,
   type ApprovalView,
-  approvalAnswerOf,
+  answerText,
+  approvalKeyOf,
   type ChatHandlers,
   type ChatLine,
   type ChatUi,
@@ -29,11 +31,14 @@ export interface PiTuiOptions {
   /** The terminal to draw on (default: this process's stdin and stdout). Tests pass a headless one. */
   terminal?: Terminal;
   /**
-   * Keys pressed this soon after an approval question appears are ignored, so a person typing
-   * a message when it pops up cannot answer a question nobody read. Default 250 ms.
+   * An answer key pressed this soon after an approval question appears, or after another key, is
+   * ignored, so a person typing a message when it pops up cannot answer a question nobody read.
+   * Default 250 ms.
    */
   answerGuardMs?: number;
   now?(): number;
+  /** The workspace's files, for completing `@path` in the editor (none: no completion). */
+  files?: FileLister;
 }
 
 interface LiveCall {
@@ -64,7 +69,7 @@ export class PiTui implements ChatUi {
   readonly #now: () => number;
   #handlers: ChatHandlers | undefined;
   #streaming: { raw: string; view: Text } | undefined;
-  #asking: { resolve(answer: ApprovalAnswer): void; shownAt: number } | undefined;
+  #asking: { resolve(answer: ApprovalAnswer): void; lastKeyAt: number; prefix: boolean } | undefined;
   #running = false;
   #lastCtrlC = Number.NEGATIVE_INFINITY;
   #timer: NodeJS.Timeout | undefined;
@@ -85,6 +90,8 @@ export class PiTui implements ChatUi {
         noMatch: (text) => style.dim(text),
       },
     });
+    if (options.files !== undefined)
+      this.#editor.setAutocompleteProvider(new MentionCompletion(options.files));
     this.#editor.onSubmit = (text) => {
       if (text.trim() === "") return;
       this.#editor.addToHistory(text);
@@ -150,14 +157,28 @@ export class PiTui implements ChatUi {
     return undefined;
   }
 
-  /** An open question takes the next key: `y` once, `s` session, anything else denies. */
+  /**
+   * An open question owns the input: every key goes to it and none to the editor, so nothing
+   * typed while it shows is sent as a message or a steer. Only its answer keys answer it (`y`
+   * once, `s` session, `p` the prefix for the session when offered, `n` or Esc denies; Esc also
+   * interrupts the turn); any other key is dropped. An answer key counts only after a pause: not
+   * within the guard after the question appeared, nor right after another key (a letter inside a
+   * word being typed is not an answer).
+   */
   #answer(data: string): { consume: boolean } {
     const asking = this.#asking;
-    if (asking === undefined || this.#now() - asking.shownAt < this.#guardMs) return { consume: true };
+    if (asking === undefined) return { consume: true };
+    const now = this.#now();
+    const settled = now - asking.lastKeyAt >= this.#guardMs;
+    const escaped = matchesKey(data, "escape");
+    const answer = escaped ? "deny" : approvalKeyOf(data, asking.prefix);
+    if (answer === undefined || !settled) {
+      if (!escaped) asking.lastKeyAt = now;
+      return { consume: true };
+    }
     this.#asking = undefined;
-    const key = data.length === 1 ? data : "";
-    asking.resolve(approvalAnswerOf(key));
-    if (matchesKey(data, "escape") && this.#running) this.#handlers?.interrupt();
+    asking.resolve(answer);
+    if (escaped && this.#running) this.#handlers?.interrupt();
     return { consume: true };
   }
 
@@ -228,7 +249,7 @@ export class PiTui implements ChatUi {
         // The question and the answer stay in the scrollback.
         this.#history.addChild(shown);
         this.line({
-          text: `${view.question.text}${answer === "deny" ? this.#style.red("denied") : this.#style.green(`approved (${answer})`)}`,
+          text: `${view.question.text}${answerText(this.#style, view, answer)}`,
         });
         resolve(answer);
       };
@@ -237,7 +258,7 @@ export class PiTui implements ChatUi {
         finish("deny");
       };
       signal.addEventListener("abort", onAbort, { once: true });
-      this.#asking = { resolve: finish, shownAt: this.#now() };
+      this.#asking = { resolve: finish, lastKeyAt: this.#now(), prefix: view.prefix !== undefined };
     });
   }
 

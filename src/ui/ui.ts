@@ -33,10 +33,26 @@ export interface ChatLine {
 export interface ApprovalView {
   lines: readonly ChatLine[];
   question: ChatLine;
+  /**
+   * The rule `p` adds for the session (a command's prefix, `shell(npm test*)`, escaped), when
+   * the question offers it.
+   */
+  prefix?: string;
 }
 
-/** `y` once, `s` for the session; anything else (Enter alone included) denies. */
-export type ApprovalAnswer = "once" | "session" | "deny";
+/** What the scrollback says after the question: the answer, and for a prefix the rule it added. */
+export function answerText(style: UiStyle, view: ApprovalView, answer: ApprovalAnswer): string {
+  if (answer === "deny") return style.red("denied");
+  if (answer === "prefix") return style.green(`approved (session: ${view.prefix ?? "prefix"})`);
+  return style.green(`approved (${answer})`);
+}
+
+/**
+ * `y` once, `s` this exact call for the session, `p` the offered prefix for the session, `n` (or
+ * Esc) denies. On a terminal no other key answers; a line answers in line mode, where any other
+ * line denies.
+ */
+export type ApprovalAnswer = "once" | "session" | "prefix" | "deny";
 
 /** The status footer: model, tokens used, context fill, cost when the profile has prices. */
 export interface FooterStatus {
@@ -88,10 +104,37 @@ export interface UiStyle {
   cyan(text: string): string;
 }
 
-/** How an answer typed at an approval prompt is read: only `y`/`yes` and `s`/`session` allow. */
-export function approvalAnswerOf(typed: string): ApprovalAnswer {
+/**
+ * How a line typed at an approval prompt is read: only `y`/`yes`, `s`/`session` and, where it is
+ * offered, `p`/`prefix` allow; any other line denies.
+ */
+export function approvalAnswerOf(typed: string, prefix = false): ApprovalAnswer {
   const text = typed.trim().toLowerCase();
   if (text === "y" || text === "yes") return "once";
   if (text === "s" || text === "session") return "session";
+  if (prefix && (text === "p" || text === "prefix")) return "prefix";
   return "deny";
+}
+
+/**
+ * What one key pressed at an approval question answers on a terminal, or undefined for a key
+ * that answers nothing (it is ignored: the question owns the input while it shows).
+ */
+export function approvalKeyOf(key: string, prefix: boolean): ApprovalAnswer | undefined {
+  switch (key) {
+    case "y":
+    case "Y":
+      return "once";
+    case "s":
+    case "S":
+      return "session";
+    case "p":
+    case "P":
+      return prefix ? "prefix" : undefined;
+    case "n":
+    case "N":
+      return "deny";
+    default:
+      return undefined;
+  }
 }

@@ -92,13 +92,16 @@ describe("harness chat in a terminal", () => {
     expect(screen).toContain("harness chat: no model configured");
   });
 
-  it("denies on Enter alone: the file stays as it was and the journal says denied", async () => {
+  it("Enter alone does not answer; n denies: the file stays as it was and the journal says denied", async () => {
     const workspace = await workspaceWith({ "hello.txt": "hello wrld\n" });
     const session = await chat(workspace, EDIT);
     session.type("fix the typo");
     session.press("Enter");
     await session.waitForQuestion();
     session.press("Enter");
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(session.screen()).not.toContain("⊘ edit_file denied");
+    session.type("n");
     const done = await session.waitFor("— unverified");
     expect(done).toContain("denied");
     expect(done).toContain("⊘ edit_file denied");

@@ -88,7 +88,7 @@ export class TmuxSession {
 
   /** Wait for an approval question, then past the chat's guard against keys typed as it appeared. */
   async waitForQuestion(): Promise<string> {
-    const screen = await this.waitFor("anything else denies");
+    const screen = await this.waitFor("Esc denies");
     await new Promise((resolve) => setTimeout(resolve, 400));
     return screen;
   }

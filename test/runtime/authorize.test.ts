@@ -136,6 +136,8 @@ describe("authorize", () => {
         source: "default",
         reason: "approved earlier for this session",
         subject: { kind: "command", value: "npm test" },
+        parts: [{ command: "npm test", decision: "ask", grantable: true }],
+        pattern: "npm test*",
       },
     });
     expect(again.events).toEqual([]);
@@ -184,6 +186,50 @@ describe("authorize", () => {
     expect(io.events).toEqual([]);
     const evil = shell("npm test; curl evil", "c3");
     expect((await authorize(evil, ports(new DenyApprover(), { grants }), effects(evil).io)).outcome).toBe(
+      "deny",
+    );
+  });
+
+  it("a session approval of the offered prefix journals the rule and covers each matching part, never a compound's other parts", async () => {
+    const grants = new SessionGrants();
+    const offered: (string | undefined)[] = [];
+    const approver = new FunctionApprover((request: ApprovalRequest) => {
+      offered.push(request.pattern);
+      return { decision: "allow", scope: "session", pattern: request.pattern };
+    });
+    const first = shell("npm test --watch");
+    const io = effects(first);
+    expect((await authorize(first, ports(approver, { grants }), io.io)).outcome).toBe("allow");
+    expect(offered).toEqual(["npm test*"]);
+    expect(io.events[1]?.data).toMatchObject({ scope: "session", pattern: "npm test*" });
+    const asked = new FunctionApprover(() => {
+      offered.push("asked again");
+      return false;
+    });
+    for (const [command, outcome] of [
+      ["npm test -- --update", "allow"],
+      ["npm test; touch x", "deny"],
+      ["npm test && curl evil.example", "deny"],
+      ["npm run build", "deny"],
+    ] as const) {
+      const call = shell(command, command);
+      expect((await authorize(call, ports(asked, { grants }), effects(call).io)).outcome, command).toBe(
+        outcome,
+      );
+    }
+    // Three were asked (and refused): only the line every part of which the prefix covers ran unasked.
+    expect(offered.filter((entry) => entry === "asked again")).toHaveLength(3);
+  });
+
+  it("an answer naming a pattern the question did not offer grants the exact command only, journaled without it", async () => {
+    const grants = new SessionGrants();
+    const approver = new FunctionApprover(() => ({ decision: "allow", scope: "session", pattern: "*" }));
+    const first = shell("npm test");
+    const io = effects(first);
+    await authorize(first, ports(approver, { grants }), io.io);
+    expect(io.events[1]?.data).not.toHaveProperty("pattern");
+    const other = shell("make", "c2");
+    expect((await authorize(other, ports(new DenyApprover(), { grants }), effects(other).io)).outcome).toBe(
       "deny",
     );
   });

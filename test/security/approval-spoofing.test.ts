@@ -82,7 +82,7 @@ describe("the terminal approver with a command padded out of sight", () => {
     const question = lines.findIndex((line) => line.startsWith("Allow? "));
     // The question itself stays short: the grant refers to the command instead of repeating it.
     expect(lines[question]).toMatch(
-      /^Allow\? \[y\]es once, \[s\]ession for shell\(the \d+-character subject shown above\), anything else denies: /,
+      /^Allow\? \[y\] once · \[s\] session: shell\(the \d+-character subject shown above\) · \[n\] or Esc denies /,
     );
     expect(lines[question - 1]).toBe(
       `${NOTE_PREFIX}${QUOTED.length} characters long, more than one screen: scroll up and read all of it before answering, or deny`,

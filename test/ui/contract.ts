@@ -110,7 +110,6 @@ export function uiContract(name: string, make: () => UiDriver): void {
       ["y", "once"],
       ["s", "session"],
       ["n", "deny"],
-      ["", "deny"],
     ] as const) {
       it(`answers an approval typed as ${JSON.stringify(key)} with ${expected}, after showing it`, async () => {
         const driver = make();

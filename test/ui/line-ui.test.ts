@@ -112,3 +112,42 @@ describe("line mode: calls running at once", () => {
     await ui.stop();
   });
 });
+
+describe("line mode: an approval's answer is the next line", () => {
+  function lineUi() {
+    const input = new PassThrough();
+    const output = new PassThrough();
+    let written = "";
+    output.setEncoding("utf8").on("data", (chunk: string) => {
+      written += chunk;
+    });
+    const ui = new LineUi(input, output, PLAIN);
+    ui.start({ submit: () => undefined, interrupt: () => undefined, exit: () => undefined });
+    return { ui, input, written: () => written };
+  }
+  const view = { lines: [], question: { text: "Allow? " } };
+
+  it("an empty line or any other line denies (a line is typed on purpose)", async () => {
+    for (const line of ["", "/fork", "whatever"]) {
+      const { ui, input } = lineUi();
+      const answer = ui.ask(view, new AbortController().signal);
+      input.write(`${line}\n`);
+      await expect(answer).resolves.toBe("deny");
+      await ui.stop();
+    }
+  });
+
+  it("p takes the offered prefix, and is a denial where none is offered", async () => {
+    const offered = lineUi();
+    const answer = offered.ui.ask({ ...view, prefix: "shell(npm test*)" }, new AbortController().signal);
+    offered.input.write("p\n");
+    await expect(answer).resolves.toBe("prefix");
+    expect(offered.written()).toContain("approved (session: shell(npm test*))");
+    await offered.ui.stop();
+    const none = lineUi();
+    const denied = none.ui.ask(view, new AbortController().signal);
+    none.input.write("p\n");
+    await expect(denied).resolves.toBe("deny");
+    await none.ui.stop();
+  });
+});

@@ -100,6 +100,58 @@ describe("PiTui keys", () => {
     await expect(answer).resolves.toBe("deny");
   });
 
+  it("while a question shows it owns the input: typed text, /fork and Enter neither answer it nor reach the editor", async () => {
+    let now = 1000;
+    const { terminal, seen, ui, type } = open({ answerGuardMs: 250, now: () => now });
+    ui.footer(running);
+    let settled: string | undefined;
+    const answer = ui.ask(
+      { lines: [{ text: "Approval needed: shell" }], question: { text: "Allow? " } },
+      new AbortController().signal,
+    );
+    void answer.then((value) => {
+      settled = value;
+    });
+    now += 300;
+    type("/fork");
+    terminal.send("\r");
+    // A letter inside a word being typed (the `s` of "yes") answers nothing either.
+    type("yes please");
+    terminal.send("\r");
+    terminal.send("\x1b[200~pasted y\x1b[201~");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(settled).toBeUndefined();
+    expect(seen.submitted).toEqual([]);
+    expect(seen.interrupts).toBe(0);
+    // After a pause, an answer key answers; the editor is empty, nothing was sent.
+    now += 300;
+    terminal.send("y");
+    await expect(answer).resolves.toBe("once");
+    terminal.send("\r");
+    expect(seen.submitted).toEqual([]);
+  });
+
+  it("p answers only where a prefix is offered; Esc denies and interrupts", async () => {
+    const { terminal, seen, ui } = open();
+    ui.footer(running);
+    const view = { lines: [], question: { text: "Allow? " } };
+    const withPrefix = ui.ask({ ...view, prefix: "shell(npm test*)" }, new AbortController().signal);
+    terminal.send("p");
+    await expect(withPrefix).resolves.toBe("prefix");
+    expect(await terminal.screen()).toContain("approved (session: shell(npm test*))");
+    let settled: string | undefined;
+    const without = ui.ask(view, new AbortController().signal);
+    void without.then((value) => {
+      settled = value;
+    });
+    terminal.send("p");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(settled).toBeUndefined();
+    terminal.send("\x1b");
+    await expect(without).resolves.toBe("deny");
+    expect(seen.interrupts).toBe(1);
+  });
+
   it("a running call has a live line with its elapsed time, replaced by its result", async () => {
     let now = 0;
     const { terminal, ui } = open({ now: () => now });

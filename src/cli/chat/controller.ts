@@ -3,6 +3,7 @@ import { costUsd } from "../../providers/cost.js";
 import { callTag, note, own, quoted, toolDone, toolLabel } from "../../ui/lines.js";
 import { OutputTail } from "../../ui/output-tail.js";
 import type { ChatUi, FooterStatus, UiStyle } from "../../ui/ui.js";
+import { type AttachmentSource, expandAttachments } from "./attachments.js";
 import type { ChatSession, Turn } from "./session.js";
 import { runSlash } from "./slash.js";
 
@@ -16,6 +17,8 @@ export class ChatController {
   readonly #ui: ChatUi;
   readonly #session: ChatSession;
   readonly #style: UiStyle;
+  /** Where `@path` files are read from (none: `@` is plain text). */
+  readonly #attachments: AttachmentSource | undefined;
   #turn: Turn | undefined;
   #footer: FooterStatus;
   #exit: (() => void) | undefined;
@@ -32,10 +35,11 @@ export class ChatController {
   /** Calls started in this chat: each gets the next number for its tag. */
   #calls = 0;
 
-  constructor(ui: ChatUi, session: ChatSession, style: UiStyle) {
+  constructor(ui: ChatUi, session: ChatSession, style: UiStyle, attachments?: AttachmentSource) {
     this.#ui = ui;
     this.#session = session;
     this.#style = style;
+    this.#attachments = attachments;
     this.#footer = { model: session.model, inputTokens: 0, outputTokens: 0, running: false };
   }
 
@@ -90,10 +94,12 @@ export class ChatController {
       if (next !== undefined && !this.#leaving) await this.#submit(next);
       return;
     }
+    const message = await this.#attach(text);
+    if (message === undefined) return;
     if (turn !== undefined) {
       this.#ui.line(note(this.#style, "warn", "↳ steer: ", text));
       try {
-        await turn.steer(text);
+        await turn.steer(message);
         this.#ui.line(own(this.#style, "dim", "  (delivered at the next step, after the running calls)"));
       } catch {
         // The turn is already ending: what was typed starts the next one instead of being lost.
@@ -102,8 +108,29 @@ export class ChatController {
       }
       return;
     }
-    this.#ui.line(note(this.#style, "plain", "› ", text));
-    await this.#runTurn(text);
+    await this.#runTurn(message);
+  }
+
+  /**
+   * The message with its `@path` files attached (attachments.ts), each named in a line; or,
+   * when one cannot be attached, undefined and why: nothing is sent, the person fixes the path.
+   */
+  async #attach(text: string): Promise<string | undefined> {
+    if (this.#attachments === undefined || !text.includes("@")) {
+      if (this.#turn === undefined) this.#ui.line(note(this.#style, "plain", "› ", text));
+      return text;
+    }
+    const expanded = await expandAttachments(text, this.#attachments);
+    if (!expanded.ok) {
+      this.#ui.line(note(this.#style, "dim", "› ", text));
+      for (const problem of expanded.problems)
+        this.#ui.line(note(this.#style, "error", "✗ not sent: ", problem));
+      return undefined;
+    }
+    if (this.#turn === undefined) this.#ui.line(note(this.#style, "plain", "› ", text));
+    for (const file of expanded.attached)
+      this.#ui.line(note(this.#style, "dim", "  + attached ", file.path, ` (${file.bytes} bytes)`));
+    return expanded.text;
   }
 
   async #runTurn(input: string): Promise<void> {

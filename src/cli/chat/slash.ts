@@ -41,6 +41,8 @@ export async function runSlash(text: string, context: SlashContext): Promise<voi
         for (const [command, what] of HELP) say(`  ${style.bold(command.padEnd(10))} ${what}`);
         say(style.dim("  Keys: Enter sends · Shift-Enter or a trailing \\ adds a line · Up/Down history"));
         say(style.dim("        Esc interrupts · Ctrl-C clears the input or interrupts, twice exits"));
+        say(style.dim("  @path attaches a workspace file (Tab completes) · approvals: y once · s session"));
+        say(style.dim("        · p the command's prefix for the session · n or Esc denies"));
         return;
       case "/quit":
       case "/exit":

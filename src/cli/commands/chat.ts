@@ -4,6 +4,7 @@ import { UiApprover } from "../../ui/approval.js";
 import { LineUi } from "../../ui/line-ui.js";
 import type { ChatUi } from "../../ui/ui.js";
 import { parse, positiveInt } from "../args.js";
+import { workspaceFiles } from "../chat/attachments.js";
 import { ChatController } from "../chat/controller.js";
 import { ModelCatalog } from "../chat/models.js";
 import { EngineChatSession } from "../chat/session.js";
@@ -35,8 +36,17 @@ Keys:
   Esc                    interrupt the running turn (running commands' process trees are killed)
   Ctrl-C                 clear the input, or interrupt; twice exits
   Ctrl-D                 exit (on an empty input)
-Approvals: y allows once, s for the session, anything else (Enter alone too) denies; an edit or
-write shows its diff first, a command its exact text, working directory and sandbox.
+Approvals own the keyboard while they show: y allows once, s this exact call for the session,
+p a command's prefix for the session (shown as the rule it adds, e.g. shell(npm test*); each
+simple command of a later line is checked on its own), n or Esc denies; no other key answers,
+and nothing typed at a question is sent or steers. An edit or write shows its diff first, a
+command its exact text, working directory and sandbox.
+
+Attach files: @path in a message sends the workspace file's content with it (at most 256 KiB a
+file, 1 MiB a message; recorded in the journal as part of the message). Tab completes @path
+over the workspace's files (what .gitignore ignores is not offered). A path outside the
+workspace, in .harness or .git, or one the policy does not let read_file read (.env, keys) is
+refused and nothing is sent.
 
 Slash commands: /help /diff /compact /model [NAME] /sessions /fork /quit
 (/model NAME switches to a configured profile, or a model id of the one in use, from the next turn;
@@ -76,7 +86,7 @@ export const chatCommand = {
     // The options the session last recorded: its start's, or those of its latest model switch.
     const flags = effectiveFlags(givenFlags(values), state?.options, true);
     const ui: ChatUi = terminal
-      ? new (await import("../../ui/pi-tui.js")).PiTui(style)
+      ? new (await import("../../ui/pi-tui.js")).PiTui(style, { files: () => workspaceFiles(workspace.fs) })
       : new LineUi(process.stdin, process.stdout, style);
     const approver = new UiApprover(ui, style, async (path) => {
       try {
@@ -122,7 +132,11 @@ export const chatCommand = {
       existing,
       new ModelCatalog(await loadConfigForCli(workspace.root), values.script !== undefined),
     );
-    return new ChatController(ui, session, style).run();
+    return new ChatController(ui, session, style, {
+      root: workspace.root,
+      fs: workspace.fs,
+      permissions: setup.policy.permissions,
+    }).run();
   },
 };
 

@@ -170,7 +170,7 @@ function render(record: AnyRecord, style: Style): string {
     case "approval.requested":
       return `approval requested for ${callLabel(record.data.name, record.data.call_id)}`;
     case "approval.decided":
-      return `approval ${record.data.decision} (${record.data.scope}, by ${escapeForTerminal(record.data.by)})`;
+      return `approval ${record.data.decision} (${record.data.scope}${record.data.pattern !== undefined ? `: ${escapeForTerminal(record.data.pattern)}` : ""}, by ${escapeForTerminal(record.data.by)})`;
     case "hook.decided":
       return style.dim(
         `hook ${escapeForTerminal(record.data.hook)} ${record.data.kind}@${escapeForTerminal(record.data.point)}: ${record.data.decision}`,

@@ -128,8 +128,10 @@ model replies without calls (then --accept runs). Budgets (--max-model-requests,
 --max-tool-calls) apply to each turn.
 On a terminal, a line typed while the run works steers it (journaled at once, given to the model
 at the next step); Ctrl-C interrupts the turn (exit 130; the "next" line is the command that
-continues the session: run --session ID ... PROMPT), a second Ctrl-C exits at once. Off a
-terminal stdin is not read and Ctrl-C cancels the run.
+continues the session: run --session ID ... PROMPT), a second Ctrl-C exits at once. An approval
+question takes one key: y once, s this exact call for the session, p a command's prefix for the
+session (shown as the rule it adds, e.g. shell(npm test*)), n or Esc denies; other keys are
+ignored. Off a terminal stdin is not read and Ctrl-C cancels the run.
 
 Exit codes: 0 verified or unverified, 2 stopped (also: every change denied, or a required MCP
 server could not start), 3 review required, 4 needs review
