@@ -2,9 +2,12 @@ import { mkdir, realpath, stat } from "node:fs/promises";
 import { basename, join, resolve } from "node:path";
 import { FileJournalBackend } from "../journal/file-store.js";
 import { prepareStateDir } from "../journal/state-dir.js";
+import { settleGuards } from "../sandbox/absent-guard.js";
 import { sha256Hex } from "../shared/hash.js";
+import { escapeForTerminal } from "../shared/terminal-text.js";
 import { DiskWorkspaceFs } from "../workspace/disk-fs.js";
 import { enclosingStateDir } from "../workspace/enclosing-state.js";
+import { excludeStateDirFromGit } from "../workspace/git-exclude.js";
 import { TreeSnapshot } from "../workspace/tree-snapshot.js";
 import { UsageError } from "./usage-error.js";
 
@@ -51,6 +54,15 @@ export async function openWorkspace(
   const harnessDir = join(root, ".harness");
   // Refuses a shipped .harness holding symlinks (they would lead harness's writes elsewhere).
   prepareStateDir(harnessDir);
+  // `.harness/` stays out of `git status` through the repository's own info/exclude, never .gitignore.
+  excludeStateDirFromGit(root);
+  // Before anything reads the project config: what a sandboxed command of a harness that was
+  // killed mid-command created at a protected name is moved away (src/sandbox/absent-guard.ts).
+  for (const moved of settleGuards(root)) {
+    process.stderr.write(
+      `harness: ${escapeForTerminal(moved.path)} was created by a sandboxed command while it was protected; moved to ${escapeForTerminal(moved.movedTo)}\n`,
+    );
+  }
   const fs = await DiskWorkspaceFs.create(root);
   return {
     root,
