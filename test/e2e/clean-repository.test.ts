@@ -295,6 +295,12 @@ describe("harness inside harness's sandbox", () => {
         calls: [
           { id: "demo", name: "shell", arguments: { command: `${nested} demo --workspace sub` } },
           {
+            id: "root-config",
+            name: "shell",
+            arguments: { command: `${nested} models --workspace . --json` },
+          },
+          { id: "root-run", name: "shell", arguments: { command: `${nested} demo --workspace .` } },
+          {
             id: "nested-shell",
             name: "shell",
             arguments: {
@@ -338,6 +344,14 @@ describe("harness inside harness's sandbox", () => {
     const demo = await shellStdout(workspace, "outer", "demo");
     expect(demo).toContain("status    verified");
     expect(readFileSync(join(workspace, "sub/hello.txt"), "utf8")).toBe("hello, harness\n");
+    // On the outer run's own workspace it reads the config (the root harness.config.json used to
+    // be an unreadable placeholder: exit 64), and says why it cannot record a session there.
+    const models = await callResult(workspace, "outer", "root-config");
+    expect(models.status).toBe("ok");
+    const rootRun = await callResult(workspace, "outer", "root-run");
+    expect((rootRun.data.stderr as { head: string }).head).toContain(
+      "its .harness directory is read-only here, so no session can be recorded",
+    );
     // No bubblewrap inside bubblewrap: the nested harness says why its shell call cannot run.
     const records = await readJournal(
       join(workspace, "sub"),
