@@ -172,6 +172,8 @@ describe("git status stays empty", () => {
         "running.log",
       ]);
       expect(excludeLines(workspace)).toEqual([".harness/"]);
+      // An interrupted harness settles its guard; a killed one leaves it for the next open.
+      expect(readdirSync(join(workspace, ".harness/guards")).length).toBe(signal === "SIGKILL" ? 1 : 0);
     }, 180_000);
   }
 });
