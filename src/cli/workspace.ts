@@ -1,10 +1,15 @@
+import { accessSync, constants } from "node:fs";
 import { mkdir, realpath, stat } from "node:fs/promises";
 import { basename, join, resolve } from "node:path";
 import { FileJournalBackend } from "../journal/file-store.js";
 import { prepareStateDir } from "../journal/state-dir.js";
+import { settleGuards } from "../sandbox/absent-guard.js";
+import { errnoCode } from "../shared/errno.js";
 import { sha256Hex } from "../shared/hash.js";
+import { escapeForTerminal } from "../shared/terminal-text.js";
 import { DiskWorkspaceFs } from "../workspace/disk-fs.js";
 import { enclosingStateDir } from "../workspace/enclosing-state.js";
+import { excludeStateDirFromGit } from "../workspace/git-exclude.js";
 import { TreeSnapshot } from "../workspace/tree-snapshot.js";
 import { UsageError } from "./usage-error.js";
 
@@ -49,8 +54,23 @@ export async function openWorkspace(
       `workspace ${requested} lies inside harness's state directory ${state}; choose a directory outside it`,
     );
   const harnessDir = join(root, ".harness");
+  if (readOnlyDirectory(harnessDir))
+    throw new UsageError(
+      `workspace ${requested}: its .harness directory is read-only here, so no session can be recorded. ` +
+        "Inside harness's sandbox (a shell call of another harness run) that run's .harness is hidden and read-only: " +
+        "give this harness a workspace of its own, such as a subdirectory (--workspace DIR)",
+    );
   // Refuses a shipped .harness holding symlinks (they would lead harness's writes elsewhere).
   prepareStateDir(harnessDir);
+  // `.harness/` stays out of `git status` through the repository's own info/exclude, never .gitignore.
+  excludeStateDirFromGit(root);
+  // Before anything reads the project config: what a sandboxed command of a harness that was
+  // killed mid-command created at a protected name is moved away (src/sandbox/absent-guard.ts).
+  for (const moved of settleGuards(root)) {
+    process.stderr.write(
+      `harness: ${escapeForTerminal(moved.path)} was created by a sandboxed command while it was protected; moved to ${escapeForTerminal(moved.movedTo)}\n`,
+    );
+  }
   const fs = await DiskWorkspaceFs.create(root);
   return {
     root,
@@ -60,6 +80,16 @@ export async function openWorkspace(
     identity: { name: basename(root), fingerprint: sha256Hex(root) },
     sessionDir: (sessionId) => join(harnessDir, "sessions", sessionId),
   };
+}
+
+/** Whether `dir` is a directory on a read-only mount (EROFS), as `.harness` is inside the sandbox. */
+function readOnlyDirectory(dir: string): boolean {
+  try {
+    accessSync(dir, constants.W_OK);
+    return false;
+  } catch (error) {
+    return errnoCode(error) === "EROFS";
+  }
 }
 
 /** The workspace recording's kept copies of file contents (`.harness/objects`), each checked against its hash. */

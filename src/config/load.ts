@@ -78,8 +78,8 @@ export async function loadConfig(options: LoadConfigOptions): Promise<LoadedConf
       : { kind: "user", label: userLabel, path: userPath, config: parseConfigText(userText, userLabel) };
 
   const projectPath = join(workspaceRoot, PROJECT_CONFIG_FILE);
-  // An empty file is no config: it is what a sandboxed command's seal leaves if harness died
-  // while the command ran (see src/sandbox/protected-mounts.ts).
+  // An empty file is no config (older harness versions left one behind when they were killed
+  // while a sandboxed command ran; the sandbox no longer mounts onto missing names).
   const projectRead = await readConfigFile(
     projectPath,
     PROJECT_CONFIG_LABEL,

@@ -1,11 +1,12 @@
 import { type ChildProcess, execFile } from "node:child_process";
-import { constants } from "node:fs";
+import { constants, readFileSync } from "node:fs";
 import { access, realpath } from "node:fs/promises";
 import { homedir } from "node:os";
 import path from "node:path";
 import type { Readable } from "node:stream";
 import { parseJsonObject } from "../shared/json.js";
 import { DEFAULT_PROTECTED_PATHS, type ProtectedPaths } from "../workspace/protected.js";
+import { guardAbsent, prepareGuards, type Quarantined, settleGuards } from "./absent-guard.js";
 import {
   type DenialPlan,
   type DeniedProgram,
@@ -19,7 +20,7 @@ import { secretMasks } from "./harness-secrets.js";
 import { hostViewArguments, isWithin, shownRoots, usableHome } from "./host-view.js";
 import { probeMemoPath, probeRemembered, rememberProbe } from "./probe-memo.js";
 import { liveNamespaceMembers, pidNamespaceOf, signalQuietly } from "./proc.js";
-import { protectedMounts, removeSeals } from "./protected-mounts.js";
+import { protectedMounts } from "./protected-mounts.js";
 import { type Launch, type LaunchRequest, type Sandbox, SandboxUnavailableError } from "./sandbox.js";
 import { realOrUndefined } from "./stat.js";
 import { type ProcessTree, processGroupTree } from "./tree.js";
@@ -128,6 +129,13 @@ export class BwrapSandbox implements Sandbox {
 
   async prepare(request: LaunchRequest): Promise<Launch> {
     const workspace = await realpath(request.workspace);
+    if (this.profile === "workspace-write") {
+      // Before anything is laid out: `.harness` exists (it is hidden and holds the guards), and
+      // what a still running sandboxed process or a killed harness's command created at a
+      // guarded name is moved away before this process can run or see it (absent-guard.ts).
+      prepareGuards(workspace);
+      settleGuards(workspace);
+    }
     const home = usableHome(request.env.HOME);
     const view = {
       home,
@@ -148,7 +156,7 @@ export class BwrapSandbox implements Sandbox {
     const mounts =
       this.profile === "workspace-write"
         ? await protectedMounts(workspace, this.#protectedPaths())
-        : { args: [], seals: [] };
+        : { args: [], absent: [] };
     const denied = this.#denials(request, workspace);
     const refusals = denied.files.length > 0 ? refusalFile() : undefined;
     const deniedMounts: string[] = [];
@@ -169,7 +177,9 @@ export class BwrapSandbox implements Sandbox {
     // The host's TMPDIR may point at a directory that is not mounted here; /tmp is private and
     // writable. Without a usable home, the command gets one under the private /tmp.
     const env = { ...request.env, TMPDIR: "/tmp", HOME: home ?? "/tmp" };
-    const seals = mounts.seals;
+    // Written before the process starts, so a harness killed while it runs leaves the guard behind.
+    const guard = guardAbsent(workspace, mounts.absent);
+    let quarantined: Quarantined[] = [];
     return {
       file: this.bwrapPath,
       args,
@@ -177,9 +187,13 @@ export class BwrapSandbox implements Sandbox {
       env,
       extraPipes: 1,
       ...(refusals !== undefined ? { refusals: () => readRefusals(refusals) } : {}),
+      quarantined: () => quarantined,
       createTree: (child) => {
-        // The seals' mount points exist on the host while the command runs; remove them after.
-        if (seals.length > 0) child.once("exit", () => removeSeals(seals));
+        // bwrap exits after the namespace's init, whose exit waits for every process in it: no
+        // process of the command is left to create anything once this runs.
+        child.once("exit", () => {
+          quarantined = guard.settle();
+        });
         return namespaceTree(child);
       },
     };
@@ -285,14 +299,29 @@ function spawnProbe(bwrapPath: string): Promise<ProbeOutcome> {
       (error, _stdout, stderr) => {
         if (error === null) return resolve({ ok: true });
         const firstLine = String(stderr).split("\n")[0]?.trim().slice(0, 200);
+        const where = insideBwrap()
+          ? " (this harness runs inside another bubblewrap sandbox, such as a shell call of another harness run, where no new namespaces may be created)"
+          : "";
         resolve({
           ok: false,
           reason: "probe_failed",
-          detail: `bubblewrap (bwrap) is installed but cannot create a sandbox here${firstLine ? `: ${firstLine}` : ""}`,
+          detail: `bubblewrap (bwrap) is installed but cannot create a sandbox here${where}${firstLine ? `: ${firstLine}` : ""}`,
         });
       },
     );
   });
+}
+
+/**
+ * Whether this process runs in a pid namespace whose init is bubblewrap: inside harness's own
+ * sandbox (a harness started by a shell call), where bwrap cannot nest. Only for the message.
+ */
+function insideBwrap(): boolean {
+  try {
+    return readFileSync("/proc/1/comm", "utf8").trim() === "bwrap";
+  } catch {
+    return false;
+  }
 }
 
 /** The canonical form of a path that may not exist yet: resolve its nearest existing ancestor. */

@@ -1,4 +1,5 @@
 import type { ArtifactStore } from "../artifacts/store.js";
+import type { Quarantined } from "./absent-guard.js";
 import type { CaptureLimits } from "./capture.js";
 import type { Refusal } from "./denied-programs.js";
 import { type EnvPolicy, filterEnvironment } from "./env.js";
@@ -90,6 +91,8 @@ export interface ExecuteResult extends ProcessResult {
   facts: ProcessFacts;
   /** Denied programs the command tried to run: the sandbox's stubs refused them. */
   refused?: Refusal[];
+  /** Absent protected names the command created: moved to `.harness/quarantine/` (absent-guard.ts). */
+  quarantined?: Quarantined[];
 }
 
 export interface ExecutorOptions {
@@ -187,6 +190,12 @@ export class Executor {
     }
     const result = await runProcess(options);
     const refused = launch.refusals?.() ?? [];
-    return refused.length > 0 ? { ...result, facts, refused } : { ...result, facts };
+    const quarantined = launch.quarantined?.() ?? [];
+    return {
+      ...result,
+      facts,
+      ...(refused.length > 0 ? { refused } : {}),
+      ...(quarantined.length > 0 ? { quarantined } : {}),
+    };
   }
 }

@@ -1,4 +1,3 @@
-import { rmdirSync, statSync, unlinkSync } from "node:fs";
 import { readdir } from "node:fs/promises";
 import path from "node:path";
 import { RESERVED_DIR } from "../workspace/fs.js";
@@ -19,24 +18,20 @@ import { lstatOrUndefined, realOrUndefined } from "./stat.js";
  * read history, status and diffs, but `git add`/`git commit` fail; the user commits on the host,
  * where the change can be reviewed first).
  *
- * A protected name that does NOT exist yet (no `.git`, no harness.config.json, a hook script not
- * written yet) is sealed: an empty read-only directory (`.git`) or an empty file (anything else)
- * is mounted there, so the command cannot create it. The mount point bwrap has to create on the
- * host is removed again when the command ends (`removeSeals`); one left by a crash is harmless
- * (git ignores an empty `.git` directory, the config loader treats an empty harness.config.json
- * as absent, and the next run seals it again).
+ * A protected name that does NOT exist yet (no `.git`, no harness.config.json, no HEAD at the
+ * root, a hook script not written yet) gets no mount: a mount needs a mount point, and bwrap
+ * creates a missing one in the host directory the workspace bind shows, which left empty `HEAD`
+ * and `harness.config.json` files in the user's workspace (for good when harness was killed). Such
+ * names are returned as `absent` (the highest missing component of each: `hooks` of a missing
+ * `hooks/check.sh`, so creating the parents first does not get around it), and guarded on the host
+ * (absent-guard.ts): whatever a command creates there is moved away before anything reads it.
  */
 
 export interface ProtectedMounts {
-  /** bwrap arguments, to come after the workspace bind. */
+  /** bwrap arguments, to come after the workspace bind: read-only binds of existing paths only. */
   args: string[];
-  /** Host paths this layout creates as mount points; remove them when the command ends. */
-  seals: Seal[];
-}
-
-export interface Seal {
-  path: string;
-  kind: "directory" | "file";
+  /** Workspace-relative protected names that do not exist: guarded, never mounted. */
+  absent: string[];
 }
 
 /** Walks stop here: harness's own state, and no repository lives inside a `.git`. */
@@ -47,20 +42,19 @@ export async function protectedMounts(
   protectedPaths: ProtectedPaths,
 ): Promise<ProtectedMounts> {
   const args: string[] = [];
-  const seals: Seal[] = [];
+  const absent: string[] = [];
   const bound = new Set<string>();
   const bindReadOnly = (target: string) => {
     if (bound.has(target)) return;
     bound.add(target);
     args.push("--ro-bind", target, target);
   };
-  const protect = (relative: string, missing: Seal["kind"]) => {
+  const protect = (relative: string) => {
     const target = path.join(workspace, relative);
     const stats = lstatOrUndefined(target);
     if (stats === undefined) {
-      // Seal the highest missing component (`hooks` of a missing `hooks/check.sh`), so the
-      // command cannot create the path by creating its parents first, and bwrap creates only
-      // one mount point on the host.
+      // Guard the highest missing component (`hooks` of a missing `hooks/check.sh`), so the
+      // command cannot create the path by creating its parents first.
       const parts = relative.split("/");
       let depth = 1;
       while (
@@ -68,13 +62,9 @@ export async function protectedMounts(
         lstatOrUndefined(path.join(workspace, ...parts.slice(0, depth))) !== undefined
       )
         depth++;
-      const sealed = path.join(workspace, ...parts.slice(0, depth));
-      if (lstatOrUndefined(path.dirname(sealed))?.isDirectory() !== true) return;
-      const kind = depth === parts.length ? missing : "directory";
-      if (seals.some((seal) => seal.path === sealed)) return;
-      seals.push({ path: sealed, kind });
-      if (kind === "directory") args.push("--tmpfs", sealed, "--remount-ro", sealed);
-      else args.push("--ro-bind", "/dev/null", sealed);
+      const missing = parts.slice(0, depth).join("/");
+      if (lstatOrUndefined(path.dirname(path.join(workspace, missing)))?.isDirectory() !== true) return;
+      if (!absent.includes(missing)) absent.push(missing);
       return;
     }
     // A symlink is protected where it leads, if that is inside the workspace (outside it, nothing
@@ -84,19 +74,19 @@ export async function protectedMounts(
     if (real !== undefined && isWithin(real, workspace) && real !== workspace) bindReadOnly(real);
   };
 
-  // A `.harness` directory is hidden, not only pinned, in every profile (harness-secrets.ts); a
-  // missing one is sealed here so a command cannot create it.
-  if (lstatOrUndefined(path.join(workspace, RESERVED_DIR))?.isDirectory() !== true)
-    protect(RESERVED_DIR, "directory");
-  protect(PROJECT_CONFIG_NAME, "file");
+  // A `.harness` directory is hidden, not only pinned, in every profile (harness-secrets.ts); the
+  // sandbox makes one before a command starts (it holds the guards). Anything else by that name is
+  // pinned.
+  if (lstatOrUndefined(path.join(workspace, RESERVED_DIR))?.isDirectory() !== true) protect(RESERVED_DIR);
+  protect(PROJECT_CONFIG_NAME);
   const gitDirs = await findGitEntries(workspace);
-  if (!gitDirs.includes(GIT_DIR_NAME)) protect(GIT_DIR_NAME, "directory");
-  // A HEAD at the root (with objects/ and refs/, which are ordinary names) would make the
-  // workspace a bare repository that host git obeys once the .git seal is gone: seal it too.
-  if (!gitDirs.includes(BARE_HEAD_NAME)) protect(BARE_HEAD_NAME, "file");
-  for (const relative of gitDirs) protect(relative, "directory");
-  for (const file of protectedPaths.files) protect(file, "file");
-  return { args, seals };
+  if (!gitDirs.includes(GIT_DIR_NAME)) protect(GIT_DIR_NAME);
+  // A HEAD at the root (with objects/ and refs/, which are ordinary names) would make a
+  // workspace without `.git` a bare repository that host git obeys: guard it too.
+  if (!gitDirs.includes(BARE_HEAD_NAME)) protect(BARE_HEAD_NAME);
+  for (const relative of gitDirs) protect(relative);
+  for (const file of protectedPaths.files) protect(file);
+  return { args, absent };
 }
 
 /**
@@ -130,20 +120,4 @@ async function findGitEntries(workspace: string): Promise<string[]> {
   };
   await walk("");
   return found.sort();
-}
-
-/**
- * Remove the mount points a command's seals left on the host, if they are still what the seal
- * created (an empty directory or an empty file). Best effort: a leftover is harmless.
- */
-export function removeSeals(seals: readonly Seal[]): void {
-  for (const seal of seals) {
-    try {
-      const stats = statSync(seal.path);
-      if (seal.kind === "directory" && stats.isDirectory()) rmdirSync(seal.path);
-      else if (seal.kind === "file" && stats.isFile() && stats.size === 0) unlinkSync(seal.path);
-    } catch {
-      // Gone already, not empty, or still mounted somewhere: leave it.
-    }
-  }
 }

@@ -1,6 +1,7 @@
 import type { ChildProcess } from "node:child_process";
 import { CodedError } from "../shared/coded-error.js";
 import type { ProtectedPaths } from "../workspace/protected.js";
+import type { Quarantined } from "./absent-guard.js";
 import type { DeniedProgram, Refusal } from "./denied-programs.js";
 import type { ProcessTree } from "./tree.js";
 
@@ -76,6 +77,8 @@ export interface Launch {
   createTree?: (child: ChildProcess) => ProcessTree;
   /** After the command: the denied programs it tried to run (read once; see denied-programs.ts). */
   refusals?: () => Refusal[];
+  /** After the command: what it created at absent protected names, moved away (absent-guard.ts). */
+  quarantined?: () => Quarantined[];
 }
 
 export type UnavailableReason = "not_found" | "probe_failed";

@@ -244,6 +244,10 @@ describe("the shell sandbox keeps protected paths read-only", () => {
     expect(after["src/a.txt"]).not.toBe(before["src/a.txt"]);
     delete after["src/a.txt"];
     delete before["src/a.txt"];
+    // harness itself (on the host, not the sandbox) keeps .harness/ out of git status there.
+    expect(readFileSync(join(workspace, ".git/info/exclude"), "utf8")).toMatch(/\n\.harness\/\n$/);
+    delete after[".git/info/exclude"];
+    delete before[".git/info/exclude"];
     expect(after).toEqual(before);
   });
 

@@ -1,3 +1,4 @@
+import type { Quarantined } from "../../sandbox/absent-guard.js";
 import type { StreamSummary } from "../../sandbox/capture.js";
 import type { Refusal } from "../../sandbox/denied-programs.js";
 import type { ProcessResult } from "../../sandbox/process.js";
@@ -12,6 +13,8 @@ export interface ShellRunFacts {
   violation?: string;
   /** Denied programs the command tried to run, which the sandbox's stubs refused. */
   refused?: readonly Refusal[];
+  /** Protected names the command created, moved to `.harness/quarantine/` after it ended. */
+  quarantined?: readonly Quarantined[];
 }
 
 /** The structured result: what the journal keeps and what error data carries. */
@@ -32,6 +35,9 @@ export function shellData(facts: ShellRunFacts): JsonObject {
   if (facts.violation !== undefined) data.violation = facts.violation;
   if (facts.refused !== undefined && facts.refused.length > 0) {
     data.denied_programs = facts.refused.map((refusal) => ({ path: refusal.path, rule: refusal.rule }));
+  }
+  if (facts.quarantined !== undefined && facts.quarantined.length > 0) {
+    data.quarantined = facts.quarantined.map((moved) => ({ path: moved.path, moved_to: moved.movedTo }));
   }
   return data;
 }
@@ -81,6 +87,11 @@ export function shellContent(facts: ShellRunFacts): string {
   for (const refusal of facts.refused ?? []) {
     lines.push(
       `the sandbox refused to run ${refusal.path}: the rule ${refusal.rule} denies it (it exited 126 without running)`,
+    );
+  }
+  for (const moved of facts.quarantined ?? []) {
+    lines.push(
+      `the command created the protected path ${moved.path}; it was moved to ${moved.movedTo} (protected paths may not be created)`,
     );
   }
   if (result.outcome === "exited" && result.killedProcesses > 0) {

@@ -210,7 +210,10 @@ async function runShell(args: ShellArgs, context: ToolContext, run: ShellRun): P
 
   const facts: ShellRunFacts = { result, sandbox: sandbox.profile, timeoutMs: run.timeoutMs };
   if (result.refused !== undefined) facts.refused = result.refused;
-  const failed = result.outcome === "exited" && (result.exitCode !== 0 || result.exitSignal !== null);
+  if (result.quarantined !== undefined) facts.quarantined = result.quarantined;
+  const quarantined = (facts.quarantined?.length ?? 0) > 0;
+  const failed =
+    quarantined || (result.outcome === "exited" && (result.exitCode !== 0 || result.exitSignal !== null));
   if (failed) {
     const stderrText = `${result.stderr.head}\n${result.stderr.tail}`;
     const violation = await findSandboxViolation(stderrText, sandbox, workspace);
@@ -224,7 +227,7 @@ async function runShell(args: ShellArgs, context: ToolContext, run: ShellRun): P
   };
   if (result.outcome === "timeout") throw failure("TIMEOUT", output);
   if (result.outcome === "cancelled") throw failure("CANCELLED", output);
-  const refusedRun = facts.violation !== undefined || (facts.refused?.length ?? 0) > 0;
+  const refusedRun = facts.violation !== undefined || (facts.refused?.length ?? 0) > 0 || quarantined;
   if (failed) throw failure(refusedRun ? "SANDBOX_VIOLATION" : "PROCESS_ERROR", output);
   return output;
 }
@@ -232,8 +235,11 @@ async function runShell(args: ShellArgs, context: ToolContext, run: ShellRun): P
 function unavailable(error: SandboxUnavailableError, sandbox: Sandbox): ToolError {
   return new ToolError(
     "SANDBOX_UNAVAILABLE",
-    `${error.message}. The command was not run. To enable the sandbox, install bubblewrap ` +
-      `(e.g. \`apt-get install bubblewrap\`). To run commands without a sandbox, the user can opt out ` +
+    `${error.message}. The command was not run. ` +
+      (error.code === "not_found"
+        ? "To enable the sandbox, install bubblewrap (e.g. `apt-get install bubblewrap`). "
+        : "") +
+      `To run commands without a sandbox, the user can opt out ` +
       `with \`--sandbox off\` on the command line or \`"sandbox": "off"\` in the config.`,
     { data: { reason: error.code, sandbox: sandbox.profile } },
   );
