@@ -33,7 +33,11 @@ async function runWithDeniedEdit() {
     {
       text: "Finalising.",
       calls: [
-        { id: "e1", name: "edit_file", arguments: { path: "notes.txt", old_text: "draft", new_text: "final" } },
+        {
+          id: "e1",
+          name: "edit_file",
+          arguments: { path: "notes.txt", old_text: "draft", new_text: "final" },
+        },
       ],
       usage: { input_tokens: 150, output_tokens: 30 },
     },
@@ -84,14 +88,20 @@ describe("harness report: denied edits, approvals, totals", () => {
     expect(await page.locator("pre.diff.applied").count()).toBe(1);
 
     // The approval for e1 comes before e1's card in the page, as it did before the call ran.
-    const order = await page.evaluate(() => {
-      const items = [...document.querySelectorAll("#timeline > li")];
-      const approval = items.findIndex((li) => (li as HTMLElement).dataset.approvalFor === "e1");
-      const call = items.findIndex(
-        (li) => li.classList.contains("call") && li.querySelector(".title")?.textContent === "edit_file",
-      );
-      return { approval, call, text: approval >= 0 ? items[approval]!.textContent : "" };
-    });
+    const items = page.locator("#timeline > li");
+    const rows = await items.evaluateAll((lis) =>
+      lis.map((li) => ({
+        approvalFor: li.getAttribute("data-approval-for"),
+        call: li.classList.contains("call") ? li.querySelector(".title")?.textContent : null,
+        text: li.textContent ?? "",
+      })),
+    );
+    const approval = rows.findIndex((row) => row.approvalFor === "e1");
+    const order = {
+      approval,
+      call: rows.findIndex((row) => row.call === "edit_file"),
+      text: rows[approval]?.text,
+    };
     expect(order.approval).toBeGreaterThanOrEqual(0);
     expect(order.approval).toBeLessThan(order.call);
     expect(order.text).toContain("Approval declined by policy");
@@ -105,14 +115,21 @@ describe("harness report: denied edits, approvals, totals", () => {
     const expected = {
       calls: String(results.length),
       edits: String(
-        results.filter((r) => data(r).status === "ok" && ["edit_file", "write_file"].includes(String(data(r).name)))
-          .length,
+        results.filter(
+          (r) => data(r).status === "ok" && ["edit_file", "write_file"].includes(String(data(r).name)),
+        ).length,
       ),
       denied: String(results.filter((r) => data(r).status === "denied").length),
       approvals: String(records.filter((r) => r.type === "approval.decided").length),
       tokens: `${usage.reduce((n, u) => n + (u.input_tokens ?? 0), 0)} in / ${usage.reduce((n, u) => n + (u.output_tokens ?? 0), 0)} out`,
     };
-    expect(expected).toEqual({ calls: "2", edits: "1", denied: "1", approvals: "1", tokens: "450 in / 55 out" });
+    expect(expected).toEqual({
+      calls: "2",
+      edits: "1",
+      denied: "1",
+      approvals: "1",
+      tokens: "450 in / 55 out",
+    });
     const total = (key: string) => page.locator(`#totals [data-total="${key}"] .value`).textContent();
     for (const [key, value] of Object.entries(expected)) expect(await total(key), key).toBe(value);
     const ms = Date.parse(records.at(-1)!.time) - Date.parse(records[0]!.time);
