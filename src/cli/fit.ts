@@ -4,10 +4,7 @@
  * (--json, --events) never goes through here.
  */
 
-/** Colour codes (SGR) take no columns: they are kept, not counted. */
-const SGR = /\u001b\[[0-9;]*m/y;
-const ELLIPSIS = "…";
-const RESET = "\u001b[0m";
+import { truncateToWidth } from "../shared/text-width.js";
 
 /**
  * The columns to fit: the terminal's when the stream is one, else COLUMNS, else no limit
@@ -23,28 +20,12 @@ export function outputWidth(
   return Number.isInteger(columns) && columns > 0 ? columns : undefined;
 }
 
-/** One line cut to `width` characters (colour codes not counted), the last one an ellipsis. */
+/**
+ * One line cut to `width` columns (shared/text-width.ts: wide CJK characters and emoji take two,
+ * colour codes none), the last one an ellipsis.
+ */
 export function fitLine(line: string, width: number | undefined): string {
-  if (width === undefined || visibleLength(line) <= width) return line;
-  let out = "";
-  let shown = 0;
-  let coloured = false;
-  let index = 0;
-  while (index < line.length && shown < width - 1) {
-    SGR.lastIndex = index;
-    const code = SGR.exec(line);
-    if (code) {
-      out += code[0];
-      coloured = true;
-      index = SGR.lastIndex;
-      continue;
-    }
-    const char = String.fromCodePoint(line.codePointAt(index) ?? 0);
-    out += char;
-    index += char.length;
-    shown += 1;
-  }
-  return `${out}${ELLIPSIS}${coloured ? RESET : ""}`;
+  return width === undefined ? line : truncateToWidth(line, width);
 }
 
 /** Every line of `text` fitted to `width`. */
@@ -54,8 +35,4 @@ export function fitText(text: string, width: number | undefined): string {
     .split("\n")
     .map((line) => fitLine(line, width))
     .join("\n");
-}
-
-function visibleLength(line: string): number {
-  return [...line.replace(/\u001b\[[0-9;]*m/g, "")].length;
 }

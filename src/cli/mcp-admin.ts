@@ -10,6 +10,7 @@ import {
 import { isStdioDefinition } from "../mcp/config.js";
 import type { SelectedServer } from "../mcp/selection.js";
 import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
+import { padEndWidth } from "../shared/text-width.js";
 import { parse } from "./args.js";
 import { loadConfigForCli, loadGovernance } from "./governance.js";
 import { approveCommand, McpServers, mcpSelection, progressLine, shellQuote } from "./mcp-servers.js";
@@ -115,7 +116,7 @@ export async function mcpList(args: string[]): Promise<number> {
           : "NOT approved, does not start";
     const flags = [r.transport, r.required ? "required" : "optional", r.trusted ? "trusted" : "untrusted"];
     process.stdout.write(
-      `${escapeForTerminal(r.name).padEnd(20)} ${r.source.padEnd(8)} ${status} (${flags.join(", ")})\n`,
+      `${padEndWidth(escapeForTerminal(r.name), 20)} ${r.source.padEnd(8)} ${status} (${flags.join(", ")})\n`,
     );
     if (r.binding?.reason !== undefined)
       process.stdout.write(`${" ".repeat(21)}why: ${escapeForTerminal(r.binding.reason)}\n`);
@@ -126,7 +127,7 @@ export async function mcpList(args: string[]): Promise<number> {
   }
   for (const s of shadowed)
     process.stdout.write(
-      `${escapeForTerminal(s.name).padEnd(20)} project  ignored: your user config defines it\n`,
+      `${padEndWidth(escapeForTerminal(s.name), 20)} project  ignored: your user config defines it\n`,
     );
   if (selection.unapproved.length > 0) {
     process.stdout.write(
@@ -186,7 +187,7 @@ export async function mcpTest(args: string[]): Promise<number> {
         tool.raw_name === tool.name.split("__").slice(2).join("__")
           ? ""
           : ` (server name "${escapeForTerminal(tool.raw_name)}")`;
-      process.stdout.write(`  ${escapeForTerminal(tool.name).padEnd(40)} ${tool.effect}${raw}\n`);
+      process.stdout.write(`  ${padEndWidth(escapeForTerminal(tool.name), 40)} ${tool.effect}${raw}\n`);
     }
     for (const tool of unavailable)
       process.stdout.write(

@@ -1,5 +1,6 @@
 import type { JsonObject } from "../shared/json.js";
 import { escapeForTerminal } from "../shared/terminal-text.js";
+import { displayWidth, padEndWidth } from "../shared/text-width.js";
 import type { Check } from "./suite.js";
 
 export const REPORT_FORMAT_VERSION = 1;
@@ -101,10 +102,12 @@ export function formatReport(report: EvalReport): string {
       t.effects_summary,
     ].map(escapeForTerminal),
   );
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  const widths = header.map((h, i) =>
+    Math.max(displayWidth(h), ...rows.map((r) => displayWidth(r[i] ?? ""))),
+  );
   const line = (cells: string[]) =>
     cells
-      .map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)))
+      .map((cell, i) => (i === cells.length - 1 ? cell : padEndWidth(cell, widths[i] ?? 0)))
       .join("  ")
       .trimEnd();
   const out = [

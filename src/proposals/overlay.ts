@@ -14,7 +14,7 @@ import {
 import { compareCodeUnits } from "../workspace/order.js";
 import type { ProtectedPaths } from "../workspace/protected.js";
 import { versionOf } from "../workspace/version.js";
-import { unifiedDiff } from "./diff.js";
+import { fileDiff } from "./diff.js";
 
 /**
  * Propose mode's file system: a copy-on-write layer over the workspace that never writes to it.
@@ -93,14 +93,7 @@ function held(record: ProposalRecord): Held {
 
 /** The diff from the real file; a file that is not UTF-8 text is shown as replaced whole. */
 function previewDiff(path: string, real: Uint8Array | undefined, content: string): string {
-  if (real === undefined) return unifiedDiff(path, null, content);
-  let before: string;
-  try {
-    before = strictDecoder.decode(real);
-  } catch {
-    return `Binary files a/${path} and b/${path} differ\n`;
-  }
-  return unifiedDiff(path, before, content);
+  return fileDiff(path, real ?? null, encoder.encode(content));
 }
 
 /** One call's view: the workspace, the committed proposals, then this call's own writes. */

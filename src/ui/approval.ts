@@ -1,14 +1,21 @@
-import { unifiedDiff } from "../proposals/diff.js";
 import type { ApprovalDecision, ApprovalPort, ApprovalRequest } from "../runtime/ports.js";
 import { approvalChoices, collapseSpaceRuns, longCommandNote } from "../shared/approval-text.js";
 import { escapeForTerminal, escapeLines, jsonForTerminal } from "../shared/terminal-text.js";
+import { type FileSide, fileDiff, unifiedDiff } from "../shared/unified-diff.js";
 import type { ApprovalView, ChatLine, ChatUi, UiStyle } from "./ui.js";
 
 /** Lines of a diff preview shown inline; the rest is counted, not shown. */
 const PREVIEW_LINES = 40;
 
-/** Reads a workspace file's current text for a write's preview (undefined: absent or unreadable). */
-export type CurrentText = (path: string) => Promise<string | undefined>;
+/**
+ * Reads a workspace file for a change's preview: its bytes, `{ size }` when it is too big to diff
+ * (shared/unified-diff.ts MAX_DIFF_BYTES), undefined when absent or unreadable. The preview is
+ * the one diff (`fileDiff`) of these bytes, so it is the diff the tool's result then records.
+ */
+export type CurrentText = (path: string) => Promise<Uint8Array | { size: number } | undefined>;
+
+const utf8 = new TextEncoder();
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 /**
  * Approvals asked inline in the chat: the same once/session/deny decision `TtyApprover` takes,
@@ -106,7 +113,7 @@ async function diffPreview(request: ApprovalRequest, current: CurrentText): Prom
     typeof args.old_text === "string" &&
     typeof args.new_text === "string"
   ) {
-    const before = await current(path);
+    const before = asText(await current(path));
     if (before?.includes(args.old_text)) {
       const after =
         args.replace_all === true
@@ -117,10 +124,19 @@ async function diffPreview(request: ApprovalRequest, current: CurrentText): Prom
     return unifiedDiff(path, args.old_text, args.new_text);
   }
   if (request.tool === "write_file" && typeof args.content === "string") {
-    const before = await current(path);
-    return unifiedDiff(path, before ?? null, args.content);
+    const before: FileSide = (await current(path)) ?? null;
+    return fileDiff(path, before, utf8.encode(args.content));
   }
   return undefined;
+}
+
+function asText(file: Uint8Array | { size: number } | undefined): string | undefined {
+  if (!(file instanceof Uint8Array)) return undefined;
+  try {
+    return strictUtf8.decode(file);
+  } catch {
+    return undefined;
+  }
 }
 
 function coloredDiff(diff: string, style: UiStyle): ChatLine[] {

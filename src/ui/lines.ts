@@ -1,4 +1,5 @@
 import { escapeForTerminal, escapeLines, jsonForTerminal } from "../shared/terminal-text.js";
+import { truncateToWidth } from "../shared/text-width.js";
 import type { ChatLine, FooterStatus, UiStyle } from "./ui.js";
 
 /**
@@ -109,8 +110,9 @@ function argumentsBrief(args: unknown): string {
   return clip(jsonForTerminal(args), 80);
 }
 
+/** Cut to `max` columns (wide characters count two), never inside a character. */
 function clip(text: string, max: number): string {
-  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+  return truncateToWidth(text, max);
 }
 
 function paint(style: UiStyle, tone: Tone, text: string): string {

@@ -1,4 +1,5 @@
 import { escapeForTerminal } from "../shared/terminal-text.js";
+import { truncateToWidth } from "../shared/text-width.js";
 import { MODEL_PREFIX } from "./lines.js";
 import type { ChatLine, UiStyle } from "./ui.js";
 
@@ -35,6 +36,7 @@ export class OutputTail {
   }
 }
 
+/** Cut to LINE_CHARS columns (wide characters count two), never inside a character. */
 function clip(text: string): string {
-  return text.length > LINE_CHARS ? `${text.slice(0, LINE_CHARS - 1)}…` : text;
+  return truncateToWidth(text, LINE_CHARS);
 }

@@ -72,6 +72,7 @@ function page(csp: string, data: string): string {
 <nav id="sessions" hidden><h2>Sessions</h2><button id="refresh" type="button">Refresh</button><ul id="session-list"></ul></nav>
 <section id="session">
 <div id="summary"></div>
+<div id="totals"></div>
 <div id="approvals" hidden></div>
 <ol id="timeline"></ol>
 <div id="streaming"></div>

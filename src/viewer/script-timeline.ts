@@ -28,41 +28,43 @@ const spaceRuns = (text) => String(text).replace(/(?<=[^\n]) {8,}/g, (run) => " 
 const OUTPUT_MAX = 8000;
 const seconds = (ms) => (ms < 1000 ? Math.round(ms) + " ms" : (ms / 1000).toFixed(2) + " s");
 
-/** Lines removed and added between two texts: the common head and tail are kept as context. */
-function lineDiff(before, after) {
-  const a = before === null ? [] : String(before).split("\n");
-  const b = String(after).split("\n");
-  let head = 0;
-  while (head < a.length && head < b.length && a[head] === b[head]) head++;
-  let tail = 0;
-  while (tail < a.length - head && tail < b.length - head && a[a.length - 1 - tail] === b[b.length - 1 - tail]) tail++;
-  const rows = [];
-  for (let i = Math.max(0, head - 2); i < head; i++) rows.push([" ", a[i]]);
-  for (let i = head; i < a.length - tail; i++) rows.push(["-", a[i]]);
-  for (let i = head; i < b.length - tail; i++) rows.push(["+", b[i]]);
-  for (let i = b.length - tail; i < Math.min(b.length, b.length - tail + 2); i++) rows.push([" ", b[i]]);
-  return rows;
-}
-
-function diffNode(before, after) {
-  const pre = el("pre", "diff");
-  for (const [sign, line] of lineDiff(before, after)) {
-    const kind = sign === "+" ? "add" : sign === "-" ? "del" : "ctx";
-    pre.appendChild(el("span", "line " + kind, sign + " " + line));
+/**
+ * A unified diff as harness computed it (shared/unified-diff.ts, on the host): the page never
+ * diffs anything itself, it draws the text a tool result or a proposal recorded, so the page, the
+ * chat and the CLI show the same bytes. kind: "applied" (a change that was written) or "proposed".
+ */
+function diffNode(diff, kind) {
+  const pre = el("pre", "diff " + kind);
+  const lines = String(diff).split("\n");
+  if (lines[lines.length - 1] === "") lines.pop();
+  for (const line of lines) {
+    const cls = line.startsWith("+++") || line.startsWith("---") ? "file"
+      : line.startsWith("@@") ? "hunk"
+      : line.startsWith("+") ? "add"
+      : line.startsWith("-") ? "del" : "ctx";
+    pre.appendChild(el("span", "line " + cls, line));
   }
   return pre;
 }
 
-/** What a call does, from its arguments: the diff of an edit or write, a shell command line. */
+/**
+ * What a call asks for, from its arguments: the text an edit replaces and its replacement, the
+ * content a write puts, a shell command line. This is a request, not a change: a change is drawn
+ * only from the diff its result recorded (diffNode), so a denied edit is never drawn as applied.
+ */
 function callBody(name, args) {
   const box = el("div", "call-args");
   const a = args && typeof args === "object" ? args : {};
   if (name === "edit_file" && typeof a.old_text === "string" && typeof a.new_text === "string") {
     box.appendChild(el("div", "path", a.path));
-    box.appendChild(diffNode(a.old_text, a.new_text));
+    box.appendChild(el("div", "label", "replace" + (a.replace_all === true ? " every occurrence of" : "")));
+    box.appendChild(el("pre", "old-text", clip(a.old_text, OUTPUT_MAX)));
+    box.appendChild(el("div", "label", "with"));
+    box.appendChild(el("pre", "new-text", clip(a.new_text, OUTPUT_MAX)));
   } else if (name === "write_file" && typeof a.content === "string") {
     box.appendChild(el("div", "path", a.path));
-    box.appendChild(diffNode(null, a.content));
+    box.appendChild(el("div", "label", "content"));
+    box.appendChild(el("pre", "new-text", clip(a.content, OUTPUT_MAX)));
   } else if (name === "shell" && typeof a.command === "string") {
     box.appendChild(el("pre", "command", "$ " + spaceRuns(a.command)));
   } else {
@@ -70,6 +72,8 @@ function callBody(name, args) {
   }
   return box;
 }
+
+const EDIT_TOOLS = new Set(["edit_file", "write_file"]);
 
 class Timeline {
   constructor(root, hooks) {
@@ -80,9 +84,11 @@ class Timeline {
     this.calls = new Map();
     this.requests = new Map();
     this.approvals = new Map();
+    this.approvalItems = new Map();
     this.session = null;
     this.goal = null;
     this.status = "unknown";
+    this.totals = { calls: 0, edits: 0, denied: 0, approvals: 0, declined: 0, input_tokens: 0, output_tokens: 0, usage: false, first: NaN, last: NaN };
   }
 
   /** A record already shown (a replay after a reconnect) is ignored. */
@@ -91,14 +97,40 @@ class Timeline {
     this.lastSeq = record.seq;
     const time = Date.parse(record.time);
     if (this.start === null && !Number.isNaN(time)) this.start = time;
+    if (!Number.isNaN(time)) {
+      if (Number.isNaN(this.totals.first)) this.totals.first = time;
+      this.totals.last = time;
+    }
     const data = record.data || {};
     const handler = this["on_" + String(record.type).replace(/\./g, "_")];
     if (typeof handler === "function") handler.call(this, data, record, time);
     else this.line("event", String(record.type), record, time);
+    const totals = typeof document === "undefined" ? null : document.getElementById("totals");
+    if (totals) this.renderTotals(totals);
     if (this.hooks.changed) this.hooks.changed(this);
   }
 
-  item(kind, title, record, time) {
+  /** The session in numbers, each from the records shown (data-total names what it counts). */
+  renderTotals(box) {
+    const t = this.totals;
+    box.replaceChildren();
+    const add = (key, value, label) => {
+      const cell = el("span", "total");
+      cell.dataset.total = key;
+      cell.appendChild(el("span", "value", value));
+      cell.appendChild(el("span", "label", label));
+      box.appendChild(cell);
+    };
+    add("calls", t.calls, t.calls === 1 ? "call" : "calls");
+    add("edits", t.edits, t.edits === 1 ? "edit" : "edits");
+    add("denied", t.denied, "denied");
+    add("approvals", t.approvals, (t.approvals === 1 ? "approval" : "approvals") + (t.declined ? " (" + t.declined + " declined)" : ""));
+    if (t.usage) add("tokens", t.input_tokens + " in / " + t.output_tokens + " out", "tokens");
+    if (!Number.isNaN(t.first)) add("duration", seconds(t.last - t.first), "duration");
+  }
+
+  /** A timeline entry, appended, or put just before the entry before (an approval before its call). */
+  item(kind, title, record, time, before) {
     const li = el("li", "item " + kind);
     li.dataset.seq = String(record.seq);
     const head = el("div", "head");
@@ -106,7 +138,8 @@ class Timeline {
     head.appendChild(el("span", "offset", offset));
     head.appendChild(el("span", "title", title));
     li.appendChild(head);
-    this.root.appendChild(li);
+    if (before && before.parentNode === this.root) this.root.insertBefore(li, before);
+    else this.root.appendChild(li);
     return li;
   }
 
@@ -149,6 +182,11 @@ class Timeline {
     li.classList.remove("pending");
     const meta = [];
     if (open && !Number.isNaN(t)) meta.push(seconds(t - open.time));
+    if (d.usage) {
+      this.totals.usage = true;
+      this.totals.input_tokens += d.usage.input_tokens || 0;
+      this.totals.output_tokens += d.usage.output_tokens || 0;
+    }
     if (d.usage && d.usage.input_tokens) meta.push(d.usage.input_tokens + " in / " + (d.usage.output_tokens || 0) + " out tokens");
     if (meta.length) li.firstChild.appendChild(el("span", "meta", meta.join(" · ")));
     if (d.reasoning && d.reasoning.length) {
@@ -178,6 +216,7 @@ class Timeline {
     li.appendChild(callBody(name, args));
     const card = { li, badge, name, args };
     this.calls.set(id, card);
+    this.totals.calls += 1;
     return card;
   }
   badge(card, status) {
@@ -193,7 +232,19 @@ class Timeline {
     this.badge(card, d.status);
     card.li.firstChild.appendChild(el("span", "meta", seconds(d.duration_ms)));
     const out = el("div", "result");
+    if (d.status === "denied") {
+      // Denied: nothing was written. The card says so, and no diff is drawn for it.
+      this.totals.denied += 1;
+      card.li.classList.add("denied");
+      out.appendChild(el("div", "denied-marker", "denied: not applied" + (d.error_type ? " (" + d.error_type + ")" : "")));
+    }
     out.appendChild(el("div", "summary", (d.error_type ? d.error_type + ": " : "") + d.summary));
+    const diff = d.data && typeof d.data.diff === "string" ? d.data.diff : null;
+    if (d.status === "ok" && EDIT_TOOLS.has(card.name)) this.totals.edits += 1;
+    if (d.status === "ok" && diff) {
+      out.appendChild(el("div", "label", "applied"));
+      out.appendChild(diffNode(diff, "applied"));
+    }
     if (d.content) {
       if (card.name === "shell") out.appendChild(el("pre", "output", clip(d.content, OUTPUT_MAX)));
       else {
@@ -207,19 +258,36 @@ class Timeline {
   }
   on_tool_retrying(d, r, t) { this.line("dim", "retrying call " + d.call_id + ": " + d.error_type, r, t); }
 
+  // An approval is drawn just before the call it is about: it was asked and answered before the
+  // call ran, whatever order the card and the question were drawn in.
   on_approval_requested(d, r, t) {
     const card = this.calls.get(d.call_id);
     if (card) this.badge(card, "awaiting approval");
     const id = (this.session || "") + ":" + r.seq;
     this.approvals.set(d.call_id, id);
+    const li = this.item("line approval pending", "Approval asked for " + d.name, r, t, card ? card.li : null);
+    li.dataset.approvalFor = d.call_id;
+    this.approvalItems.set(d.call_id, li);
     this.setStatus("awaiting_approval");
     if (this.hooks.approvalRequested) this.hooks.approvalRequested({ id, call_id: d.call_id, tool: d.name, effect: d.effect, args: card ? card.args : {} });
   }
   on_approval_decided(d, r, t) {
-    const li = this.line(d.decision === "allow" ? "ok" : "error", "Approval " + (d.decision === "allow" ? "granted" : "declined") + (d.scope === "session" ? " for the session" : "") + " by " + d.by, r, t);
-    if (d.reason) li.appendChild(el("div", "summary", d.reason));
+    const allowed = d.decision === "allow";
+    const title = "Approval " + (allowed ? "granted" : "declined") + (d.scope === "session" ? " for the session" : "") + " by " + d.by;
     const card = this.calls.get(d.call_id);
-    if (card) this.badge(card, d.decision === "allow" ? "approved" : "declined");
+    let li = this.approvalItems.get(d.call_id);
+    this.approvalItems.delete(d.call_id);
+    if (li) {
+      li.className = "item line approval " + (allowed ? "ok" : "error");
+      li.querySelector(".title").textContent = title;
+    } else {
+      li = this.item("line approval " + (allowed ? "ok" : "error"), title, r, t, card ? card.li : null);
+      li.dataset.approvalFor = d.call_id;
+    }
+    if (d.reason) li.appendChild(el("div", "summary", d.reason));
+    this.totals.approvals += 1;
+    if (!allowed) this.totals.declined += 1;
+    if (card) this.badge(card, allowed ? "approved" : "declined");
     const id = this.approvals.get(d.call_id);
     this.approvals.delete(d.call_id);
     this.setStatus("running");
@@ -229,12 +297,7 @@ class Timeline {
 
   on_proposal_recorded(d, r, t) {
     const li = this.item("call", "Proposed change to " + d.path, r, t);
-    const pre = el("pre", "diff");
-    for (const line of String(d.diff).split("\n")) {
-      const kind = line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : "ctx";
-      pre.appendChild(el("span", "line " + kind, line));
-    }
-    li.appendChild(pre);
+    li.appendChild(diffNode(d.diff, "proposed"));
   }
   on_proposal_applied(d, r, t) { this.line(d.outcome === "conflict" ? "error" : "ok", "Proposal for " + d.path + ": " + d.outcome, r, t); }
 

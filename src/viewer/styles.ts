@@ -42,6 +42,16 @@ pre { white-space: pre-wrap; overflow-wrap: anywhere; margin: .3em 0; font: 12.5
 .diff .line { display: block; }
 .diff .add { background: var(--add); }
 .diff .del { background: var(--del); }
+.diff .hunk { color: var(--dim); }
+.diff .file { font-weight: 600; }
+.label { color: var(--dim); font-size: .85em; margin-top: .3em; }
+.item.call.denied { border-left-color: var(--err); }
+.item.call.denied .call-args pre { text-decoration: line-through; opacity: .7; }
+.denied-marker { color: var(--err); font-weight: 600; }
+.item.approval.pending { border-left-color: var(--warn); }
+#totals { display: flex; flex-wrap: wrap; gap: .4em 1.2em; margin: .4em 0; }
+#totals .value { font-weight: 600; margin-right: .3em; }
+#totals .label { font-size: .9em; }
 .output { max-height: 24em; overflow: auto; border: 1px solid var(--line); padding: .3em; }
 .check { display: flex; gap: .6em; align-items: baseline; }
 #approvals { border: 2px solid var(--warn); border-radius: 6px; padding: .4em .8em; margin: .6em 0; }

@@ -16,8 +16,9 @@ describe("fitting human output to the terminal", () => {
     expect(fitLine("abcdefghij", 5)).toBe("abcd…");
     expect(fitLine("abcde", 5)).toBe("abcde");
     expect(fitLine("abcdefghij", undefined)).toBe("abcdefghij");
-    // Characters, not UTF-16 units: an astral character is one, and is never split.
-    expect(fitLine("😀😀😀😀😀😀", 4)).toBe("😀😀😀…");
+    // Columns, not UTF-16 units: an emoji takes two, and is never split.
+    expect(fitLine("😀😀😀😀😀😀", 4)).toBe("😀…");
+    expect(fitLine("😀😀😀😀😀😀", 5)).toBe("😀😀…");
   });
 
   it("does not count colour codes, keeps them, and resets colour after a cut", () => {

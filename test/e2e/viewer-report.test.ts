@@ -96,9 +96,9 @@ describe("harness report", () => {
     await expect.poll(() => timeline.textContent()).toContain("Outcome: verified");
     const text = await timeline.textContent();
     expect(text).toContain("write_file");
-    expect(text).toContain("+ step one");
-    expect(text).toContain("- draft");
-    expect(text).toContain("+ final");
+    // The diffs the results recorded (shared/unified-diff.ts), as the CLI shows them.
+    expect(text).toContain("+++ b/plan.txt@@ -0,0 +1,2 @@+step one+step two");
+    expect(text).toContain("-status: draft+status: final");
     expect(text).toContain(`$ printf`);
     expect(text).toContain("Acceptance passed");
     expect(text).toContain("grep -q final notes.txt");

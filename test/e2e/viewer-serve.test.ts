@@ -45,7 +45,9 @@ describe("the viewer served by harness serve --http", () => {
       await page.goto(`${server.url}/?token=${TOKEN}&session=${encodeURIComponent(session)}`);
       const approvals = page.locator("#approvals");
       await approvals.getByRole("button", { name: "Accept", exact: true }).waitFor({ timeout: 20_000 });
-      expect(await approvals.textContent()).toContain("+ alpha");
+      // The request as asked (path and content); a diff is drawn only from what a result records.
+      expect(await approvals.locator(".path").textContent()).toBe("a.txt");
+      expect(await approvals.locator("pre.new-text").textContent()).toBe("alpha\nbeta\n");
       expect(await page.locator("#session-list").textContent()).toContain(session);
       expect(await page.locator("#summary .goal").textContent()).toBe(`write a.txt ${IMG}`);
 

@@ -37,8 +37,10 @@ describe.each(FACTORIES)("edit_file on %s", (_name, factory) => {
       version: sha256Hex(Buffer.from("alpha\nBETA\ngamma\n")),
       bytes: 17,
       replacements: 1,
+      diff: "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n alpha\n-beta\n+BETA\n gamma\n",
     });
-    expect(out.content).toContain("@@ line 2 @@\n- beta\n+ BETA");
+    // The model reads the same unified diff the result records.
+    expect(out.content).toContain("@@ -1,3 +1,3 @@\n alpha\n-beta\n+BETA\n gamma");
     expect(out.content).toContain("17 UTF-8 bytes");
   });
 

@@ -22,7 +22,13 @@ describe.each(FACTORIES)("write_file on %s", (_name, factory) => {
     const session = await open({ "keep.txt": "k" });
     const out = await session.run(writeFile, { path: "demo/deep/note.txt", content: "你好" });
     const version = sha256Hex(Buffer.from("你好"));
-    expect(out.data).toEqual({ path: "demo/deep/note.txt", version, bytes: 6, created: true });
+    expect(out.data).toEqual({
+      path: "demo/deep/note.txt",
+      version,
+      bytes: 6,
+      created: true,
+      diff: "--- /dev/null\n+++ b/demo/deep/note.txt\n@@ -0,0 +1 @@\n+你好\n\\ No newline at end of file\n",
+    });
     expect(out.content).toContain("6 UTF-8 bytes");
     expect(out.content).toContain(`version: ${version}`);
     // Exactly the two files: nothing else (no temp files) was left behind.

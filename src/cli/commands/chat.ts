@@ -1,5 +1,6 @@
 import { SessionState } from "../../engine/state.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
+import { MAX_DIFF_BYTES } from "../../shared/unified-diff.js";
 import { UiApprover } from "../../ui/approval.js";
 import { LineUi } from "../../ui/line-ui.js";
 import type { ChatUi } from "../../ui/ui.js";
@@ -18,9 +19,6 @@ import { newSessionId, openWorkspace } from "../workspace.js";
 import { givenFlags, SESSION_OPTIONS, validateSessionId } from "./run.js";
 
 const { json: _json, events: _events, ...CHAT_OPTIONS } = SESSION_OPTIONS;
-
-/** Files larger than this are not read for an approval's diff preview (the arguments still show). */
-const PREVIEW_READ_LIMIT = 1024 * 1024;
 
 const HELP = `Usage: harness chat [options]
        harness            (on a terminal, with no arguments)
@@ -91,8 +89,9 @@ export const chatCommand = {
     const approver = new UiApprover(ui, style, async (path) => {
       try {
         const stat = await workspace.fs.stat(path);
-        if (stat === undefined || stat.size > PREVIEW_READ_LIMIT) return undefined;
-        return new TextDecoder().decode(await workspace.fs.readFile(path));
+        if (stat === undefined) return undefined;
+        if (stat.size > MAX_DIFF_BYTES) return { size: stat.size };
+        return await workspace.fs.readFile(path);
       } catch {
         return undefined;
       }

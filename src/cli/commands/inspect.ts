@@ -4,6 +4,7 @@ import type { AnyRecord } from "../../journal/vocabulary.js";
 import type { Usage } from "../../protocol/types.js";
 import { modelNameOf } from "../../providers/provider.js";
 import { escapeForTerminal, jsonForTerminal } from "../../shared/terminal-text.js";
+import { padEndWidth } from "../../shared/text-width.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { fitText, outputWidth } from "../fit.js";
@@ -84,7 +85,7 @@ export const inspectCommand = {
       out.push(`${"TOOL".padEnd(14)} CALLS  OK  ERR  DENIED  P50ms  P95ms  COMMIT-WAITms`);
       for (const t of tools) {
         out.push(
-          `${escapeForTerminal(t.tool).padEnd(14)} ${String(t.calls).padStart(5)} ${String(t.ok).padStart(3)} ${String(t.errors).padStart(4)} ` +
+          `${padEndWidth(escapeForTerminal(t.tool), 14)} ${String(t.calls).padStart(5)} ${String(t.ok).padStart(3)} ${String(t.errors).padStart(4)} ` +
             `${String(t.denied).padStart(7)} ${String(t.p50_ms).padStart(6)} ${String(t.p95_ms).padStart(6)} ${String(t.commit_wait_ms).padStart(14)}`,
         );
       }
@@ -94,7 +95,7 @@ export const inspectCommand = {
       out.push(`${"MCP SERVER".padEnd(20)} CALLS  OK  ERR  DENIED  UNKNOWN`);
       for (const m of mcp) {
         out.push(
-          `${escapeForTerminal(m.server).padEnd(20)} ${String(m.calls).padStart(5)} ${String(m.ok).padStart(3)} ${String(m.errors).padStart(4)} ` +
+          `${padEndWidth(escapeForTerminal(m.server), 20)} ${String(m.calls).padStart(5)} ${String(m.ok).padStart(3)} ${String(m.errors).padStart(4)} ` +
             `${String(m.denied).padStart(7)} ${String(m.unknown).padStart(8)}`,
         );
       }

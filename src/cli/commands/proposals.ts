@@ -4,6 +4,7 @@ import type { AnyNewEvent } from "../../journal/vocabulary.js";
 import { applyProposals, short } from "../../proposals/apply.js";
 import { type ApplyOutcome, proposalsOf, type RecordedProposal } from "../../proposals/ledger.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
+import { displayWidth, padEndWidth } from "../../shared/text-width.js";
 import { WorkspaceError, type WorkspaceFs } from "../../workspace/fs.js";
 import { versionOf } from "../../workspace/version.js";
 import { parse, positiveInt } from "../args.js";
@@ -249,7 +250,7 @@ function renderApply(
 ): string[] {
   if (outcomes.length === 0) return [`session ${sessionId} has no proposed changes; nothing to apply`];
   const shownPath = (o: ApplyOutcome) => escapeForTerminal(o.path);
-  const width = Math.max(...outcomes.map((o) => shownPath(o).length));
+  const width = Math.max(...outcomes.map((o) => displayWidth(shownPath(o))));
   const lines = outcomes.map((o) => {
     const label =
       o.outcome === "applied"
@@ -257,7 +258,7 @@ function renderApply(
         : o.outcome === "already_applied"
           ? style.dim("already applied")
           : style.red("conflict       ");
-    return `${label}  ${shownPath(o).padEnd(width)}  ${style.dim(escapeForTerminal(o.proposal_id))}  ${escapeForTerminal(o.message)}`;
+    return `${label}  ${padEndWidth(shownPath(o), width)}  ${style.dim(escapeForTerminal(o.proposal_id))}  ${escapeForTerminal(o.message)}`;
   });
   if (skippedAcceptance) lines.push(style.dim("acceptance checks not run: a file could not be applied"));
   for (const check of acceptance?.checks ?? []) {

@@ -19,8 +19,11 @@ const HELP = `Usage: harness report SESSION [--workspace DIR] -o FILE
        harness report SESSION --database URL [--workspace DIR] -o FILE
 
 Write a session as one self-contained HTML page: its turns, model requests and replies, tool
-calls with status and duration, the diffs of edits and writes, shell commands and their output,
-approvals, acceptance checks and the outcome (the view harness serve --http shows live).
+calls with status and duration, the diffs of the edits and writes that were applied (the same
+unified diff the chat shows; a denied edit is marked denied, with no diff), shell commands and
+their output, each approval just before the call it answered, acceptance checks, the outcome,
+and totals (calls, edits, denied, approvals, tokens when recorded, duration). The view harness
+serve --http shows live.
 SESSION may be the start of an id. The journal is verified first (hash chain, authentication by
 your key, artifacts) and the verdict is shown at the top of the page.
 

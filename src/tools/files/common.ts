@@ -195,13 +195,6 @@ export function splitLines(text: string): string[] {
   return lines;
 }
 
-/** 1-based line number of a UTF-16 index in `text`. */
-export function lineAt(text: string, index: number): number {
-  let line = 1;
-  for (let i = text.indexOf("\n"); i !== -1 && i < index; i = text.indexOf("\n", i + 1)) line++;
-  return line;
-}
-
 export interface BoundTarget {
   /** The canonical path the change applies to. */
   path: string;

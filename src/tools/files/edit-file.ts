@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { clipDiff, RECORDED_DIFF_BYTES, unifiedDiff } from "../../shared/unified-diff.js";
 import { ToolError } from "../errors.js";
 import { defineTool, type ToolDefinition } from "../tool.js";
 import {
@@ -7,7 +8,6 @@ import {
   changesFile,
   commitChange,
   decodeUtf8,
-  lineAt,
   PATH_RULES,
   plural,
   versionField,
@@ -16,9 +16,8 @@ import { whitespaceHint } from "./whitespace-hint.js";
 
 /** Matches whose lines an AMBIGUOUS_MATCH error lists. */
 const LISTED_MATCH_LINES = 20;
-/** Replacements shown in the result's diff, and lines shown per side of each. */
-const DIFF_HUNKS = 3;
-const DIFF_LINES = 8;
+/** The most of the diff the model reads back (the whole, up to RECORDED_DIFF_BYTES, is in `data.diff`). */
+const MODEL_DIFF_BYTES = 4096;
 
 export const editFileInput = z.strictObject({
   path: z.string().min(1).describe(`The existing file to edit. ${PATH_RULES}`),
@@ -81,15 +80,17 @@ export function createEditFileTool(): ToolDefinition<EditFileArgs> {
 
       const updated = replaceAt(text, matches, args.old_text.length, args.new_text);
       const { bytes, version } = await commitChange(context, target, updated);
-      const diff = renderDiff(text, updated, matches, args.old_text, args.new_text);
+      // The one diff (shared/unified-diff.ts) of what was written, recorded with the result so
+      // every surface (chat, report, viewer) shows these bytes.
+      const diff = clipDiff(unifiedDiff(target.path, text, updated), RECORDED_DIFF_BYTES);
       return {
         summary: `edited ${target.path} (${plural(matches.length, "replacement")})`,
         content: [
           `Edited ${target.path}: ${plural(matches.length, "replacement")}, ${plural(bytes.byteLength, "UTF-8 byte")} written.`,
           `version: ${version}`,
-          diff,
+          clipDiff(diff, MODEL_DIFF_BYTES).trimEnd(),
         ].join("\n"),
-        data: { path: target.path, version, bytes: bytes.byteLength, replacements: matches.length },
+        data: { path: target.path, version, bytes: bytes.byteLength, replacements: matches.length, diff },
       };
     },
   });
@@ -151,41 +152,4 @@ function lineNumbers(text: string, indexes: readonly number[]): number[] {
     result.push(line);
   }
   return result;
-}
-
-function renderDiff(
-  before: string,
-  after: string,
-  matches: readonly number[],
-  oldText: string,
-  newText: string,
-): string {
-  const hunks: string[] = [];
-  const shift = newText.length - oldText.length;
-  matches.slice(0, DIFF_HUNKS).forEach((index, n) => {
-    const line = lineAt(before, index);
-    hunks.push(
-      `@@ line ${line} @@`,
-      ...side("-", surroundingLines(before, index, oldText.length)),
-      ...side("+", surroundingLines(after, index + n * shift, newText.length)),
-    );
-  });
-  if (matches.length > DIFF_HUNKS) hunks.push(`(${matches.length - DIFF_HUNKS} more replacements not shown)`);
-  return hunks.join("\n");
-}
-
-/** The whole lines touched by text[index, index + length), without their line breaks. */
-function surroundingLines(text: string, index: number, length: number): string[] {
-  const start = text.lastIndexOf("\n", index - 1) + 1;
-  let end = index + length;
-  if (length > 0 && text[end - 1] === "\n") end--;
-  const lineEnd = text.indexOf("\n", end);
-  const region = text.slice(start, lineEnd === -1 ? text.length : lineEnd);
-  return region.split("\n").map((line) => (line.endsWith("\r") ? line.slice(0, -1) : line));
-}
-
-function side(sign: "-" | "+", lines: readonly string[]): string[] {
-  const shown = lines.slice(0, DIFF_LINES).map((line) => `${sign} ${line}`);
-  if (lines.length > DIFF_LINES) shown.push(`${sign} … (${lines.length - DIFF_LINES} more lines)`);
-  return shown;
 }

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { clipDiff, fileDiff, RECORDED_DIFF_BYTES } from "../../shared/unified-diff.js";
 import { defineTool, type ToolDefinition } from "../tool.js";
 import {
   assertEncodable,
@@ -56,7 +57,14 @@ export function createWriteFileTool(): ToolDefinition<WriteFileArgs> {
           `${created ? "Created" : "Wrote"} ${target.path}: ${plural(bytes.byteLength, "UTF-8 byte")}.`,
           `version: ${version}`,
         ].join("\n"),
-        data: { path: target.path, version, bytes: bytes.byteLength, created },
+        data: {
+          path: target.path,
+          version,
+          bytes: bytes.byteLength,
+          created,
+          // The one diff (shared/unified-diff.ts) of what was written, for every surface to show.
+          diff: clipDiff(fileDiff(target.path, target.current ?? null, bytes), RECORDED_DIFF_BYTES),
+        },
       };
     },
   });
