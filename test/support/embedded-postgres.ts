@@ -1,4 +1,4 @@
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
   chmodSync,
@@ -66,7 +66,8 @@ function runAs(): RunAs | undefined {
   try {
     return { uid: idOf("-u"), gid: idOf("-g") };
   } catch {
-    execFileSync("groupadd", ["--system", USER], { stdio: "ignore" });
+    const groupExists = spawnSync("getent", ["group", USER], { stdio: "ignore" }).status === 0;
+    if (!groupExists) execFileSync("groupadd", ["--system", USER], { stdio: "ignore" });
     execFileSync("useradd", ["--system", "-g", USER, "--no-create-home", USER], { stdio: "ignore" });
     return { uid: idOf("-u"), gid: idOf("-g") };
   }
@@ -183,38 +184,45 @@ function templateDir(native: string): string {
   return join(cache, "harness", "test-postgres", `${version}-${key}`);
 }
 
-/** Runs initdb into the run's directory and moves the result to `template`; a run that lost the race keeps the other's. */
-async function initTemplate(
+/** Runs initdb into `dataDir` (created here, owned by the server's user). */
+async function initdb(
   native: string,
-  template: string,
+  dataDir: string,
   root: string,
   env: NodeJS.ProcessEnv,
   as: RunAs | undefined,
 ): Promise<void> {
-  const fresh = join(root, "initdb");
-  mkdirSync(fresh, { mode: 0o700 });
+  mkdirSync(dataDir, { mode: 0o700 });
   const passwordFile = join(root, "password");
   writeFileSync(passwordFile, `${PASSWORD}\n`, { mode: 0o600 });
   if (as) {
-    chownSync(fresh, as.uid, as.gid);
+    chownSync(dataDir, as.uid, as.gid);
     chownSync(passwordFile, as.uid, as.gid);
   }
-  await run(
-    join(native, "bin", "initdb"),
-    [`--pgdata=${fresh}`, `--pwfile=${passwordFile}`, ...INITDB_ARGS],
-    env,
-    as,
-  );
-  rmSync(passwordFile);
-  mkdirSync(dirname(template), { recursive: true, mode: 0o700 });
-  // A copy beside the template first: rename is atomic only within one file system.
-  const staged = `${template}.${process.pid}.tmp`;
-  execFileSync("cp", ["-a", fresh, staged]);
-  rmSync(fresh, { recursive: true, force: true });
   try {
+    await run(
+      join(native, "bin", "initdb"),
+      [`--pgdata=${dataDir}`, `--pwfile=${passwordFile}`, ...INITDB_ARGS],
+      env,
+      as,
+    );
+  } finally {
+    rmSync(passwordFile, { force: true });
+  }
+}
+
+/**
+ * Keeps a copy of a fresh data directory as the template. Best effort: without a writable cache
+ * (a user with no home) every run runs initdb. A run that lost the race keeps the other's copy.
+ */
+function keepTemplate(dataDir: string, template: string): void {
+  // Staged beside the template: rename is atomic only within one file system.
+  const staged = `${template}.${process.pid}.tmp`;
+  try {
+    mkdirSync(dirname(template), { recursive: true, mode: 0o700 });
+    execFileSync("cp", ["-a", dataDir, staged], { stdio: "ignore" });
     renameSync(staged, template);
   } catch {
-    // Another run put its template there first; it is the same.
     rmSync(staged, { recursive: true, force: true });
   }
 }
@@ -236,9 +244,13 @@ export async function startEmbeddedPostgres(): Promise<EmbeddedPostgres> {
     const dataDir = join(root, "data");
     const env = { ...process.env, LC_ALL: "C", LC_MESSAGES: "C", LANG: "C" };
     const template = templateDir(native);
-    if (!existsSync(template)) await initTemplate(native, template, root, env, as);
-    // cp -a keeps the modes and, as root, the postgres user's ownership that initdb gave.
-    execFileSync("cp", ["-a", template, dataDir]);
+    if (existsSync(template)) {
+      // cp -a keeps the modes and, as root, the postgres user's ownership that initdb gave.
+      execFileSync("cp", ["-a", template, dataDir]);
+    } else {
+      await initdb(native, dataDir, root, env, as);
+      keepTemplate(dataDir, template);
+    }
     let server: ChildProcess | undefined;
     let port = 0;
     let lastError: unknown;
