@@ -16,6 +16,6 @@ export default defineConfig({
     hookTimeout: 30_000,
     pool: "forks",
     env: { HARNESS_KEY_FILE: keyFile },
-    globalSetup: ["test/support/global-teardown.ts"],
+    globalSetup: ["test/support/global-teardown.ts", "test/support/global-database.ts"],
   },
 });

@@ -1,7 +1,7 @@
 // Fleet throughput: sessions per second through the PostgreSQL queue with 1 worker and with 4,
 // on sessions whose model replies each take 200 ms (a scripted model with a delay: one reply with a
 // write_file call, one final answer). Needs HARNESS_TEST_DATABASE_URL (a PostgreSQL URL, as the
-// PostgreSQL append bench and the tests; .ci/run starts one); the
+// PostgreSQL append bench and the tests use; npm test starts its own); the
 // bench makes its own schema there and drops it.
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
@@ -34,7 +34,7 @@ export async function benchFleet(): Promise<BenchRow[]> {
         name: "fleet throughput",
         value: Number.NaN,
         unit: "",
-        note: "skipped: set HARNESS_TEST_DATABASE_URL to a PostgreSQL URL (.ci/run starts one)",
+        note: "skipped: set HARNESS_TEST_DATABASE_URL to a PostgreSQL URL (npm test starts an embedded one for the tests only)",
       },
     ];
   }

@@ -27,7 +27,7 @@ export async function benchPg(): Promise<BenchRow[]> {
         name: "pg.append_fenced.median",
         value: Number.NaN,
         unit: "ms",
-        note: "skipped: set HARNESS_TEST_DATABASE_URL to a PostgreSQL URL (.ci/run starts one)",
+        note: "skipped: set HARNESS_TEST_DATABASE_URL to a PostgreSQL URL (npm test starts an embedded one for the tests only)",
       },
     ];
   }

@@ -1,13 +1,15 @@
 // Builds the CLI bundle that src/cli/bin.ts runs: one CommonJS file, dist/bundle/main.cjs, plus
 // its V8 code cache, main.cjs.cache (see src/cli/bundle-loader.ts). Run by `npm run bundle`
-// after `tsc`. The output directory is emptied first so nothing stale ships.
+// after `tsc`. The output directory is emptied first so nothing stale ships. It also marks the
+// compiled bin executable (tsc writes it 0644), so `./dist/src/cli/bin.js` and `npm link` run it.
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { rm } from "node:fs/promises";
+import { chmod, rm } from "node:fs/promises";
 import { dirname } from "node:path";
 import { build } from "esbuild";
 
 const OUT_DIR = "dist/bundle";
+const BIN = "dist/src/cli/bin.js";
 const BUNDLE = `${OUT_DIR}/main.cjs`;
 
 /**
@@ -60,3 +62,6 @@ if (warm.status !== 0) {
   process.stderr.write(`bundle: warming the code cache failed (exit ${warm.status ?? warm.signal})\n`);
   process.exit(1);
 }
+
+// The bin starts with `#!/usr/bin/env node`; rwxr-xr-x lets a shell run it by path.
+await chmod(BIN, 0o755);

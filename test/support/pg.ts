@@ -3,11 +3,20 @@ import pg from "pg";
 import { ensurePgSchema } from "../../src/journal/pg/schema.js";
 
 /**
- * The PostgreSQL the tests use (.ci/run starts one and exports the URL). Tests that need it fail,
- * never skip, when it cannot be reached: the connection error names this variable.
+ * The PostgreSQL the tests use: HARNESS_TEST_DATABASE_URL, which test/support/global-database.ts
+ * sets to an embedded server when it was not set. Tests that need it fail, never skip, when it
+ * cannot be reached: the connection error names this variable.
  */
-export const TEST_DATABASE_URL =
-  process.env.HARNESS_TEST_DATABASE_URL ?? "postgres://postgres:postgres@127.0.0.1:5432/postgres";
+function testDatabaseUrl(): string {
+  const url = process.env.HARNESS_TEST_DATABASE_URL;
+  if (!url) {
+    throw new Error(
+      "HARNESS_TEST_DATABASE_URL is not set: run the tests with vitest (its global setup starts an embedded PostgreSQL)",
+    );
+  }
+  return url;
+}
+export const TEST_DATABASE_URL = testDatabaseUrl();
 
 export interface TempPgSchema {
   /** A pool whose connections use the schema (search_path). */
@@ -34,7 +43,7 @@ export async function tempPgSchema(): Promise<TempPgSchema> {
     await admin.connect();
   } catch (error) {
     throw new Error(
-      `PostgreSQL is not reachable at ${TEST_DATABASE_URL} (${String(error)}); start it (.ci/run does) or set HARNESS_TEST_DATABASE_URL`,
+      `PostgreSQL is not reachable at ${TEST_DATABASE_URL} (${String(error)}); start it or set HARNESS_TEST_DATABASE_URL`,
     );
   }
   try {

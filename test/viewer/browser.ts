@@ -5,7 +5,7 @@ import { afterAll, beforeAll } from "vitest";
 /** Debian's chromium; Playwright's own browser download cannot be reached from these machines. */
 export const CHROMIUM = "/usr/bin/chromium";
 
-/** Headless chromium. Missing, it fails the test (never skips): .ci/run installs it. */
+/** Headless chromium. Missing, it fails the test (never skips): npm test installs it (scripts/test-prerequisites.mjs). */
 export async function launchChromium(): Promise<Browser> {
   if (!existsSync(CHROMIUM)) {
     throw new Error(
