@@ -60,10 +60,13 @@ describe("npm install -g of the packed tarball", () => {
     ]) {
       expect(paths).toContain(needed);
     }
+    // The README's links lead to docs/, so the reference ships with it.
+    expect(paths).toContain("docs/cli.md");
     // Nothing else: no tests, benchmarks, scripts or sources (bench/ imports test/, so tsc emits both).
-    expect(
-      paths.filter((path) => !path.startsWith("dist/src/") && !path.startsWith("dist/bundle/")).sort(),
-    ).toEqual(["README.md", "package.json"]);
+    expect(paths.filter((path) => !/^(dist\/src|dist\/bundle|docs)\//.test(path)).sort()).toEqual([
+      "README.md",
+      "package.json",
+    ]);
     expect(pack.files.find((file) => file.path === "dist/src/cli/bin.js")?.mode).toBe(0o755);
 
     const prefix = join(scratch, "prefix");
