@@ -35,7 +35,8 @@ export async function sessionFromArgs(
   return { workspace, sessionId };
 }
 
-async function byPrefix(workspace: OpenedWorkspace, given: string): Promise<string> {
+/** The session `given` names in the workspace: that id, or the one id that starts with it. */
+export async function byPrefix(workspace: OpenedWorkspace, given: string): Promise<string> {
   if (await workspace.backend.exists(given)) return given;
   const matches = (await workspace.backend.list()).filter((id) => id.startsWith(given));
   if (matches.length === 1) return matches[0]!;
