@@ -234,10 +234,9 @@ export class LineUi implements ChatUi {
     if (signal.aborted || !this.#started) return Promise.resolve(undefined);
     this.line(view.title);
     const width = String(view.rows.length).length;
-    view.rows.forEach((row, index) =>
-      this.line({ text: `  ${String(index + 1).padStart(width)}  ${row.text}` }),
-    );
-    this.#output.write(`number to pick (anything else cancels): `);
+    for (const [index, row] of view.rows.entries())
+      this.line({ text: `  ${String(index + 1).padStart(width)}  ${row.text}` });
+    this.#output.write("number to pick (anything else cancels): ");
     return new Promise<number | undefined>((resolve) => {
       const answer = (line: string | undefined) => {
         this.#pending = undefined;
