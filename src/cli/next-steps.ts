@@ -117,6 +117,15 @@ export function continueCommand(
   return hint(`run --session ${id}${flagsText(unrecorded)} PROMPT`, workspace);
 }
 
+/** `harness chat --session`: the chat that goes on with the session (printed when a chat is left). */
+export function chatContinueCommand(
+  id: string,
+  workspace: { root: string },
+  unrecorded: readonly (readonly string[])[] = [],
+): string {
+  return hint(`chat --session ${id}${flagsText(unrecorded)}`, workspace);
+}
+
 /** Flags as words to paste, each quoted when it needs to be, each after a space. */
 function flagsText(flags: readonly (readonly string[])[]): string {
   return flags

@@ -35,7 +35,8 @@ export async function sessionFromArgs(
   return { workspace, sessionId };
 }
 
-async function byPrefix(workspace: OpenedWorkspace, given: string): Promise<string> {
+/** The session `given` names in the workspace: that id, or the one id that starts with it. */
+export async function byPrefix(workspace: OpenedWorkspace, given: string): Promise<string> {
   const found = await matchPrefix(workspace.backend, given);
   if (found !== undefined) return found;
   throw new UsageError(

@@ -146,6 +146,38 @@ export class Engine {
   }
 
   /**
+   * The checks a resume makes before anything runs, without running or journaling anything: the
+   * session exists, has records, is not running (its writer lock is free), its journal is
+   * trusted, and its workspace, goal, policy, model, system prompt, tools and start instructions
+   * are this engine's (IDENTITY_MISMATCH otherwise). For an embedder that switches to a session
+   * before its next turn (the chat's /sessions ID), so a refusal comes at once, not at that turn.
+   */
+  async checkResume(): Promise<void> {
+    const { backend, sessionId } = this.options;
+    if (!(await backend.exists(sessionId)))
+      throw new EngineError(
+        "SESSION_NOT_FOUND",
+        `no session "${sessionId}" in this workspace (see: harness sessions)`,
+      );
+    this.writer = await backend.openWriter(sessionId, { create: false });
+    try {
+      this.state = SessionState.from(this.writer.records);
+      if (this.state.header === undefined)
+        throw new EngineError(
+          "BAD_INPUT",
+          `session "${sessionId}" has no records (it was interrupted before it started)`,
+        );
+      const instructions =
+        this.options.instructions === undefined
+          ? undefined
+          : await startInstructionFiles(this.options.instructions, this.options.runtime.fs, this.readable);
+      this.checkIdentity(instructions);
+    } finally {
+      await this.writer.close();
+    }
+  }
+
+  /**
    * Steer the running turn: journaled now, sent to the model at the next step boundary (after the
    * current reply's calls have their results, before the next request). Rejected (BAD_INPUT) when
    * no turn is running or it is already ending: then the text belongs in the next turn's `input`.

@@ -11,6 +11,7 @@ import {
   type ChatLine,
   type ChatUi,
   type FooterStatus,
+  type PickView,
   type UiStyle,
 } from "./ui.js";
 
@@ -229,6 +230,33 @@ export class LineUi implements ChatUi {
         const decided = line === undefined ? "deny" : approvalAnswerOf(line, view.prefix !== undefined);
         this.#output.write(`${answerText(PLAIN, view, decided)}\n`);
         resolve(decided);
+      };
+      const onAbort = () => answer(undefined);
+      signal.addEventListener("abort", onAbort, { once: true });
+      const waiting = this.#waiting.shift();
+      if (waiting !== undefined) answer(waiting);
+      else if (this.#ended) answer(undefined);
+      else this.#pending = answer;
+    });
+  }
+
+  /** The rows numbered from 1; the next line is the number of the one chosen (anything else cancels). */
+  pick(view: PickView, signal: AbortSignal): Promise<number | undefined> {
+    if (signal.aborted || !this.#started) return Promise.resolve(undefined);
+    this.line(view.title);
+    const width = String(view.rows.length).length;
+    for (const [index, row] of view.rows.entries())
+      this.line({ text: `  ${String(index + 1).padStart(width)}  ${row.text}` });
+    this.#output.write("number to pick (anything else cancels): ");
+    return new Promise<number | undefined>((resolve) => {
+      const answer = (line: string | undefined) => {
+        this.#pending = undefined;
+        signal.removeEventListener("abort", onAbort);
+        const typed = line?.trim() ?? "";
+        const index = /^[0-9]{1,6}$/.test(typed) ? Number(typed) - 1 : -1;
+        const chosen = index >= 0 && index < view.rows.length ? index : undefined;
+        this.#output.write(chosen === undefined ? "cancelled\n" : `${chosen + 1}\n`);
+        resolve(chosen);
       };
       const onAbort = () => answer(undefined);
       signal.addEventListener("abort", onAbort, { once: true });

@@ -3,6 +3,7 @@ import {
   Editor,
   matchesKey,
   ProcessTerminal,
+  SelectList,
   type Terminal,
   Text,
   TUI,
@@ -18,12 +19,15 @@ import {
   type ChatLine,
   type ChatUi,
   type FooterStatus,
+  type PickView,
   type UiStyle,
 } from "./ui.js";
 
 const SPINNER = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 /** Spinner frame interval; the timer runs only while a call is running. */
 const FRAME_MS = 120;
+/** Rows a picker shows at once (it scrolls). */
+const PICK_VISIBLE = 12;
 /** Two Ctrl-C within this long leave the chat. */
 const DOUBLE_CTRL_C_MS = 2000;
 
@@ -70,6 +74,8 @@ export class PiTui implements ChatUi {
   #handlers: ChatHandlers | undefined;
   #streaming: { raw: string; view: Text } | undefined;
   #asking: { resolve(answer: ApprovalAnswer): void; lastKeyAt: number; prefix: boolean } | undefined;
+  /** An open picker: it has the focus and takes every key until it is answered or dismissed. */
+  #picking: ((index: number | undefined) => void) | undefined;
   #running = false;
   #lastCtrlC = Number.NEGATIVE_INFINITY;
   #timer: NodeJS.Timeout | undefined;
@@ -119,6 +125,7 @@ export class PiTui implements ChatUi {
     this.#stopTimer();
     this.#asking?.resolve("deny");
     this.#asking = undefined;
+    this.#picking?.(undefined);
     // The conversation stays in the scrollback; the editor, live lines and footer go, so the
     // shell's prompt follows the last line of the conversation.
     for (const part of [this.#live, this.#question, this.#editor, this.#footer]) this.#tui.removeChild(part);
@@ -130,6 +137,8 @@ export class PiTui implements ChatUi {
   /** Keys the chat itself handles; everything else goes to the editor. */
   #onKey(data: string): { consume: boolean } | undefined {
     if (this.#asking) return this.#answer(data);
+    // The focused picker reads Up/Down, Enter, and Esc or Ctrl-C (dismiss).
+    if (this.#picking) return undefined;
     if (matchesKey(data, "escape")) {
       if (this.#running) this.#handlers?.interrupt();
       return { consume: true };
@@ -259,6 +268,43 @@ export class PiTui implements ChatUi {
       };
       signal.addEventListener("abort", onAbort, { once: true });
       this.#asking = { resolve: finish, lastKeyAt: this.#now(), prefix: view.prefix !== undefined };
+    });
+  }
+
+  pick(view: PickView, signal: AbortSignal): Promise<number | undefined> {
+    if (signal.aborted || !this.#started || this.#picking) return Promise.resolve(undefined);
+    this.#streaming = undefined;
+    const title = new Text(view.title.text, 0, 0);
+    const list = new SelectList(
+      view.rows.map((row, index) => ({ value: String(index), label: row.text })),
+      PICK_VISIBLE,
+      {
+        selectedPrefix: (text) => text,
+        selectedText: (text) => this.#style.bold(text),
+        description: (text) => this.#style.dim(text),
+        scrollInfo: (text) => this.#style.dim(text),
+        noMatch: (text) => this.#style.dim(text),
+      },
+    );
+    const hint = new Text(this.#style.dim("  ↑/↓ choose · Enter picks · Esc cancels"), 0, 0);
+    for (const part of [title, list, hint]) this.#live.addChild(part);
+    this.#tui.setFocus(list);
+    this.#tui.requestRender();
+    return new Promise<number | undefined>((resolve) => {
+      const finish = (index: number | undefined) => {
+        if (this.#picking !== finish) return;
+        this.#picking = undefined;
+        signal.removeEventListener("abort", onAbort);
+        for (const part of [title, list, hint]) this.#live.removeChild(part);
+        this.#tui.setFocus(this.#editor);
+        this.#tui.requestRender();
+        resolve(index);
+      };
+      const onAbort = () => finish(undefined);
+      signal.addEventListener("abort", onAbort, { once: true });
+      list.onSelect = (item) => finish(Number(item.value));
+      list.onCancel = () => finish(undefined);
+      this.#picking = finish;
     });
   }
 

@@ -54,6 +54,12 @@ export function answerText(style: UiStyle, view: ApprovalView, answer: ApprovalA
  */
 export type ApprovalAnswer = "once" | "session" | "prefix" | "deny";
 
+/** A choice the person asked for (/undo's points, /sessions): a title and one line per row. */
+export interface PickView {
+  title: ChatLine;
+  rows: readonly ChatLine[];
+}
+
 /** The status footer: model, tokens used, context fill, cost when the profile has prices. */
 export interface FooterStatus {
   model: string;
@@ -91,6 +97,12 @@ export interface ChatUi {
   toolFinished(id: string, line: ChatLine): void;
   /** Ask one approval; resolves "deny" when the signal aborts. Input typed before it is ignored. */
   ask(view: ApprovalView, signal: AbortSignal): Promise<ApprovalAnswer>;
+  /**
+   * Let the person choose one of `view.rows` (Up/Down and Enter on a terminal, the row's number
+   * as the next line otherwise): its index, or undefined when dismissed (Esc, an empty or
+   * unknown answer, the input closing) or when the signal aborts.
+   */
+  pick(view: PickView, signal: AbortSignal): Promise<number | undefined>;
   footer(status: FooterStatus): void;
 }
 

@@ -2,7 +2,8 @@ import type { ArtifactStore } from "../artifacts/store.js";
 import { CodedError } from "../shared/coded-error.js";
 import { type Entry, isDir, isFile, isLink, isSpecial, type Manifest } from "../workspace/manifest.js";
 import { GIT_DIR_NAME } from "../workspace/protected.js";
-import { currentEntry, putEntry, type TreeMode } from "./disk.js";
+import { putEntry, type TreeMode } from "./disk.js";
+import { recordedContent } from "./history.js";
 
 export class MaterializeError extends CodedError<"CONTENT_UNKNOWN" | "TREE_INCONSISTENT"> {
   override readonly name = "MaterializeError";
@@ -84,19 +85,21 @@ export async function materializeTree(
       await putEntry(into, path, entry, mode);
       continue;
     }
-    let content = (await sources.artifacts.read(entry.hash)) ?? sources.kept?.(entry.hash);
-    if (content === undefined) {
-      const now = await currentEntry(sources.workspaceRoot, path, mode).catch(() => ({
-        entry: null,
-        bytes: undefined,
-      }));
-      if (now.entry === null || !isFile(now.entry) || now.entry.hash !== entry.hash)
-        throw new MaterializeError(
-          "CONTENT_UNKNOWN",
-          `the content ${path} had then is neither in the session's artifacts nor in the workspace any more (it was changed outside the record)`,
-        );
-      content = now.bytes;
-    }
+    const content = await recordedContent(
+      {
+        artifacts: sources.artifacts,
+        ...(sources.kept ? { kept: sources.kept } : {}),
+        root: sources.workspaceRoot,
+        mode,
+      },
+      path,
+      entry,
+    );
+    if (content === undefined)
+      throw new MaterializeError(
+        "CONTENT_UNKNOWN",
+        `the content ${path} had then is neither in the session's artifacts nor in the workspace any more (it was changed outside the record)`,
+      );
     await putEntry(into, path, entry, mode, content);
     files++;
     bytes += entry.size;

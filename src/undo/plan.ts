@@ -1,6 +1,7 @@
 import type { AnyRecord, EventData } from "../journal/vocabulary.js";
 import { CodedError } from "../shared/coded-error.js";
-import { type ChangeSet, type Entry, sameEntry } from "../workspace/manifest.js";
+import { type Entry, sameEntry } from "../workspace/manifest.js";
+import { netChanges } from "./history.js";
 
 /** One file of an undo: the entry it must still have (null: absent), and the one it gets back (null: delete it). */
 export type PlanStep = EventData<"undo.started">["plan"][number];
@@ -71,33 +72,17 @@ export function resolveTarget(records: readonly AnyRecord[], target: UndoTarget)
  * made before anything below it).
  */
 export function planUndo(records: readonly AnyRecord[], seq: number): PlanStep[] {
-  const folded = new Map<string, { expect: Entry | null; restore: Entry | null }>();
-  for (const record of records) {
-    if (record.seq <= seq || record.type !== "workspace.changed") continue;
-    for (const [path, before, after] of changedPaths(record.data)) {
-      const known = folded.get(path);
-      if (known) known.expect = after;
-      else folded.set(path, { expect: after, restore: before });
-    }
-  }
-  const steps: PlanStep[] = [];
-  for (const [path, { expect, restore }] of folded) {
-    if (!sameOrAbsent(expect, restore)) steps.push({ path, expect, restore });
-  }
+  const steps: PlanStep[] = netChanges(records, seq).map(({ path, before, after }) => ({
+    path,
+    expect: after,
+    restore: before,
+  }));
   return steps.sort((a, b) => {
     const order = Number(a.restore !== null) - Number(b.restore !== null);
     if (order !== 0) return order;
     const byPath = a.path < b.path ? -1 : a.path > b.path ? 1 : 0;
     return a.restore === null ? -byPath : byPath;
   });
-}
-
-function changedPaths(change: ChangeSet): [string, Entry | null, Entry | null][] {
-  return [
-    ...change.created.map((c): [string, Entry | null, Entry | null] => [c.path, null, c.after]),
-    ...change.modified.map((m): [string, Entry | null, Entry | null] => [m.path, m.before, m.after]),
-    ...change.deleted.map((d): [string, Entry | null, Entry | null] => [d.path, d.before, null]),
-  ];
 }
 
 /** An undo whose plan was journaled but that never finished (harness was killed mid-way). */

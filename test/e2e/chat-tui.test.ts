@@ -63,7 +63,9 @@ describe("harness chat in a terminal", () => {
 
     session.type("/diff");
     session.press("Enter");
-    await session.waitFor("edit_file hello.txt: edited hello.txt");
+    await session.waitFor(
+      /-hello wrld\n\+hello world\nthis session \(from its recorded base to now\): 1 file changed, \+1 -1/,
+    );
     session.press("C-d");
     const left = await session.waitFor("[exited 0]");
 

@@ -40,6 +40,9 @@ describe("the chat's /undo", () => {
     expect(await readFile(join(workspace, "hello.txt"), "utf8")).toBe("hello world\n");
     session.type("/undo");
     session.press("Enter");
+    // The picker opens on the last turn: Enter undoes it.
+    await session.waitFor("Enter picks · Esc cancels");
+    session.press("Enter");
     await session.waitFor(/restored 2 file\(s\) \(undo it with --to undo:\w+\)/);
     expect(await readFile(join(workspace, "hello.txt"), "utf8")).toBe("hello wrld\n");
     await expect(readFile(join(workspace, "new.txt"))).rejects.toThrow(/ENOENT/);

@@ -46,13 +46,17 @@ export class TmuxSession {
     readonly cwd: string,
     readonly args: readonly string[],
     readonly env: Record<string, string>,
+    /** A shell command line to run instead of the built CLI with `args` (a command harness printed). */
+    readonly line?: string,
   ) {}
 
   start(): void {
     const assignments = Object.entries(this.env).map(([key, value]) => `${key}=${shellQuote(value)}`);
-    const command = `env ${assignments.join(" ")} ${shellQuote(process.execPath)} ${shellQuote(BIN)} ${this.args
-      .map(shellQuote)
-      .join(" ")}; echo "[exited $?]"; sleep 600`;
+    const program =
+      this.line !== undefined
+        ? `sh -c ${shellQuote(this.line)}`
+        : `${shellQuote(process.execPath)} ${shellQuote(BIN)} ${this.args.map(shellQuote).join(" ")}`;
+    const command = `env ${assignments.join(" ")} ${program}; echo "[exited $?]"; sleep 600`;
     this.#tmux(["new-session", "-d", "-s", this.#name, "-x", "110", "-y", "40", "-c", this.cwd, command]);
   }
 

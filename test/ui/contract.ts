@@ -18,6 +18,10 @@ export interface UiDriver {
   enter(text: string): void;
   /** Answer the open question: a key (line mode: a line); "" is Enter alone. */
   answer(key: string): void;
+  /** Choose row `index` of the open picker as this UI offers (arrow keys and Enter; its number). */
+  choose(index: number): void;
+  /** Close the open picker without choosing (Esc; an empty line). */
+  dismiss(): void;
   /** Leave as this UI offers: Ctrl-D on an empty input, or the input closing. */
   leave(): void;
   /** What the person sees, as text. */
@@ -86,6 +90,47 @@ export function uiContract(name: string, make: () => UiDriver): void {
       expect(driver.raw()).not.toContain("\u001b[2J");
       expect(driver.raw()).not.toContain("\u202e");
       expect(screen.indexOf("after")).toBeGreaterThan(screen.indexOf("second"));
+      await driver.ui.stop();
+    });
+
+    it("shows a picker's rows and resolves with the row chosen", async () => {
+      const driver = make();
+      started(driver);
+      const rows = [
+        own(PLAIN, "plain", "turn 2  first row"),
+        note(PLAIN, "plain", "    second \u001b[2Jrow"),
+      ];
+      const picked = driver.ui.pick(
+        { title: own(PLAIN, "plain", "Pick one:"), rows },
+        new AbortController().signal,
+      );
+      await settle();
+      const screen = await driver.screen();
+      expect(screen).toContain("Pick one:");
+      expect(screen).toContain("turn 2  first row");
+      expect(screen).toContain("second \\x1b[2Jrow");
+      expect(driver.raw()).not.toContain("\u001b[2J");
+      driver.choose(1);
+      expect(await picked).toBe(1);
+      await driver.ui.stop();
+    });
+
+    it("resolves a dismissed or aborted picker with nothing chosen", async () => {
+      const driver = make();
+      started(driver);
+      const rows = [own(PLAIN, "plain", "only row")];
+      const dismissed = driver.ui.pick(
+        { title: own(PLAIN, "plain", "Pick:"), rows },
+        new AbortController().signal,
+      );
+      await settle();
+      driver.dismiss();
+      expect(await dismissed).toBeUndefined();
+      const abort = new AbortController();
+      const aborted = driver.ui.pick({ title: own(PLAIN, "plain", "Pick:"), rows }, abort.signal);
+      await settle();
+      abort.abort();
+      expect(await aborted).toBeUndefined();
       await driver.ui.stop();
     });
 

@@ -15,6 +15,8 @@ uiContract("line mode", () => {
     ui: new LineUi(input, output, PLAIN),
     enter: (text) => input.write(`${text}\n`),
     answer: (key) => input.write(`${key}\n`),
+    choose: (index) => input.write(`${index + 1}\n`),
+    dismiss: () => input.write("\n"),
     leave: () => input.end(),
     screen: async () => {
       await new Promise((resolve) => setTimeout(resolve, 10));

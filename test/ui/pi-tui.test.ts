@@ -17,6 +17,11 @@ uiContract("pi-tui", () => {
       terminal.send("\r");
     },
     answer: (key) => terminal.send(key === "" ? "\r" : key),
+    choose: (index) => {
+      for (let i = 0; i < index; i++) terminal.send("\x1b[B");
+      terminal.send("\r");
+    },
+    dismiss: () => terminal.send("\x1b"),
     leave: () => terminal.send("\x04"),
     screen: () => terminal.screen(),
     raw: () => written,

@@ -1,5 +1,6 @@
 import type { EngineListener, RunSummary } from "../../engine/options.js";
 import { costUsd } from "../../providers/cost.js";
+import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { callTag, note, own, quoted, toolDone, toolLabel } from "../../ui/lines.js";
 import { OutputTail } from "../../ui/output-tail.js";
 import type { ChatUi, FooterStatus, UiStyle } from "../../ui/ui.js";
@@ -34,8 +35,20 @@ export class ChatController {
   readonly #outputs = new Map<string, OutputTail>();
   /** Calls started in this chat: each gets the next number for its tag. */
   #calls = 0;
+  /** Aborted when the person leaves: a picker a slash command opened closes. */
+  readonly #leaving$ = new AbortController();
 
-  constructor(ui: ChatUi, session: ChatSession, style: UiStyle, attachments?: AttachmentSource) {
+  /** Where the lines after the chat go (the terminal, once the UI has stopped). */
+  readonly #print: (text: string) => void;
+
+  constructor(
+    ui: ChatUi,
+    session: ChatSession,
+    style: UiStyle,
+    attachments?: AttachmentSource,
+    print: (text: string) => void = (text) => void process.stdout.write(text),
+  ) {
+    this.#print = print;
     this.#ui = ui;
     this.#session = session;
     this.#style = style;
@@ -64,6 +77,14 @@ export class ChatController {
     return left.then(async () => {
       await this.#session.close();
       await this.#ui.stop();
+      // After the UI is gone, as plain lines the terminal wraps itself: which session this was and
+      // the command that goes on with it, to copy whole.
+      const next = this.#session.continueCommand();
+      this.#print(
+        next === undefined
+          ? "harness chat: nothing was recorded (no message was sent)\n"
+          : `harness chat: session ${escapeForTerminal(this.#session.sessionId)}\ncontinue it with: ${escapeForTerminal(next)}\n`,
+      );
       return 0;
     });
   }
@@ -85,6 +106,7 @@ export class ChatController {
         running: turn !== undefined,
         leave: () => void this.#leave(),
         listener: this.#listener(),
+        signal: this.#leaving$.signal,
       });
       await this.#slash;
       this.#slash = undefined;
@@ -159,6 +181,7 @@ export class ChatController {
   async #leave(): Promise<void> {
     if (this.#leaving) return;
     this.#leaving = true;
+    this.#leaving$.abort();
     const turn = this.#turn;
     if (turn !== undefined) {
       turn.interrupt();

@@ -1,12 +1,21 @@
+import { join } from "node:path";
+import { FileArtifactStore } from "../../artifacts/file-store.js";
 import { Engine } from "../../engine/engine.js";
 import type { EngineListener, RunSummary } from "../../engine/options.js";
 import type { AnyRecord } from "../../journal/vocabulary.js";
 import type { ModelPrices } from "../../providers/config.js";
 import { modelNameOf } from "../../providers/provider.js";
+import type { PermissionPort } from "../../runtime/ports.js";
+import type { UndoReport } from "../../undo/apply.js";
+import type { ContentSources } from "../../undo/history.js";
+import type { UndoTarget } from "../../undo/plan.js";
+import { recordedBase } from "../../undo/replay.js";
 import { forkWithArtifacts } from "../commands/fork.js";
-import { undoSession, undoSummary } from "../commands/undo.js";
+import { type SessionRow, sessionRows } from "../commands/sessions.js";
+import { undoSession } from "../commands/undo.js";
+import { byPrefix } from "../session-id.js";
 import { type SessionRun, sessionEngineOptions } from "../session-runner.js";
-import { newSessionId } from "../workspace.js";
+import { keptObjects, newSessionId } from "../workspace.js";
 import type { ModelCatalog, ProfileRow } from "./models.js";
 
 /** One running turn of the chat's session. */
@@ -32,14 +41,24 @@ export interface ChatSession {
   start(input: string, listener: EngineListener): Turn;
   /** /compact: summarize the older turns now (one summary request); what happened, in words. */
   compact(listener: EngineListener): Promise<string>;
-  /** The session's journal so far (for /diff). */
+  /** The session's journal so far (for /diff and /undo's picker). */
   records(): Promise<readonly AnyRecord[]>;
-  /** Every session id in the workspace (for /sessions). */
-  sessions(): Promise<readonly string[]>;
+  /** Where the bytes of the session's recorded file entries are (for /diff and the picker's line counts). */
+  contentSources(records: readonly AnyRecord[]): Promise<ContentSources>;
+  /** The workspace's sessions with status and goal (for /sessions). */
+  sessions(): Promise<readonly SessionRow[]>;
+  /**
+   * /sessions ID: go on in the session `given` names (an id or its unique start), after the
+   * checks a resume makes (trusted journal, not running, same workspace, policy, model, tools...);
+   * refused with the reason otherwise, this session kept. The id switched to.
+   */
+  switchTo(given: string): Promise<string>;
+  /** The command that continues this session after the chat (undefined before it has records). */
+  continueCommand(): string | undefined;
   /** /fork: continue in a new session holding this one's history (this one stays as it is); its id. */
   fork(): Promise<string>;
-  /** /undo: put the workspace's files back as they were before the last turn; what happened, in words. */
-  undo(): Promise<string>;
+  /** /undo, /redo: put the workspace's files back to a point of the session (journaled, compare-and-swap). */
+  undo(target: UndoTarget): Promise<UndoReport>;
   /** /model: the configured profiles, the one in use, and what its provider offers. */
   models(): Promise<ModelListing>;
   /**
@@ -49,6 +68,19 @@ export interface ChatSession {
   switchModel(name: string): Promise<{ model: string; profile?: string; notices: string[] }>;
   /** End the session's resources (MCP servers). */
   close(): Promise<void>;
+}
+
+/** What a chat's turns run with (harness run's SessionRun without its output modes). */
+export type ChatRun = Omit<SessionRun, "json" | "events">;
+
+/**
+ * How the chat opens another recorded session of its workspace (/sessions ID) as `harness chat
+ * --session ID` would (its recorded flags, model and acceptance), and the command that continues
+ * a session after the chat.
+ */
+export interface SessionOpener {
+  open(sessionId: string): Promise<ChatRun>;
+  continueCommand(run: ChatRun): string;
 }
 
 export interface ModelListing {
@@ -67,16 +99,18 @@ export interface ModelListing {
  * identity checks a resume does.
  */
 export class EngineChatSession implements ChatSession {
-  #run: Omit<SessionRun, "json" | "events">;
+  #run: ChatRun;
   #started: boolean;
   readonly #catalog: ModelCatalog | undefined;
+  readonly #opener: SessionOpener | undefined;
   /** /model switched the provider: turns from now on journal the switch if the session recorded another. */
   #switched = false;
 
-  constructor(run: Omit<SessionRun, "json" | "events">, existing: boolean, catalog?: ModelCatalog) {
+  constructor(run: ChatRun, existing: boolean, catalog?: ModelCatalog, opener?: SessionOpener) {
     this.#run = run;
     this.#started = existing;
     this.#catalog = catalog;
+    this.#opener = opener;
   }
 
   get model(): string {
@@ -89,6 +123,11 @@ export class EngineChatSession implements ChatSession {
 
   get sessionId(): string {
     return this.#run.sessionId;
+  }
+
+  /** The policy of the session the chat is in now (it changes with /sessions). */
+  get permissions(): PermissionPort {
+    return this.#run.setup.policy.permissions;
   }
 
   get started(): boolean {
@@ -128,8 +167,44 @@ export class EngineChatSession implements ChatSession {
     return this.#started ? this.#run.workspace.backend.read(this.sessionId) : Promise.resolve([]);
   }
 
-  sessions(): Promise<readonly string[]> {
-    return this.#run.workspace.backend.list();
+  async contentSources(records: readonly AnyRecord[]): Promise<ContentSources> {
+    const workspace = this.#run.workspace;
+    const artifacts = new FileArtifactStore(join(workspace.sessionDir(this.sessionId), "artifacts"));
+    const directories = await recordedBase(records, artifacts).then(
+      (base) => base.directories,
+      () => false,
+    );
+    return { artifacts, kept: keptObjects(workspace), root: workspace.root, mode: { directories } };
+  }
+
+  sessions(): Promise<readonly SessionRow[]> {
+    return sessionRows(this.#run.workspace.backend);
+  }
+
+  async switchTo(given: string): Promise<string> {
+    if (this.#opener === undefined) throw new Error("this chat cannot switch sessions");
+    const id = await byPrefix(this.#run.workspace, given);
+    if (id === this.sessionId && this.#started) return id;
+    const run = await this.#opener.open(id);
+    // The checks the next turn's resume would make, made now: a refusal keeps this session.
+    try {
+      await new Engine(
+        sessionEngineOptions({ ...run, mode: "resume" }, new AbortController().signal, {}),
+      ).checkResume();
+    } catch (error) {
+      await run.setup.mcp?.close();
+      throw error;
+    }
+    const previous = this.#run;
+    this.#run = run;
+    this.#started = true;
+    this.#switched = false;
+    await previous.setup.mcp?.close();
+    return id;
+  }
+
+  continueCommand(): string | undefined {
+    return this.#started ? this.#opener?.continueCommand(this.#run) : undefined;
   }
 
   async fork(): Promise<string> {
@@ -141,10 +216,8 @@ export class EngineChatSession implements ChatSession {
     return child;
   }
 
-  async undo(): Promise<string> {
-    const report = await undoSession(this.#run.workspace, this.sessionId, { kind: "last-turn" }, false);
-    const conflicts = report.outcomes.flatMap((o) => (o.outcome === "conflict" ? [o.path] : []));
-    return conflicts.length > 0 ? `${undoSummary(report)}: ${conflicts.join(", ")}` : undoSummary(report);
+  undo(target: UndoTarget): Promise<UndoReport> {
+    return undoSession(this.#run.workspace, this.sessionId, target, false);
   }
 
   async models(): Promise<ModelListing> {

@@ -1,8 +1,11 @@
 import type { EngineListener } from "../../engine/options.js";
-import type { AnyRecord } from "../../journal/vocabulary.js";
-import { note, own, quoted } from "../../ui/lines.js";
+import { escapeForTerminal } from "../../shared/terminal-text.js";
+import { note, own } from "../../ui/lines.js";
 import type { ChatUi, UiStyle } from "../../ui/ui.js";
+import { clip } from "../commands/sessions.js";
+import { diffCommand } from "./diff-view.js";
 import type { ChatSession } from "./session.js";
+import { redoCommand, UNDO_USAGE, undoCommand } from "./undo-picker.js";
 
 export interface SlashContext {
   ui: ChatUi;
@@ -12,16 +15,19 @@ export interface SlashContext {
   running: boolean;
   leave(): void;
   listener: EngineListener;
+  /** Aborted when the person leaves: an open picker closes. */
+  signal: AbortSignal;
 }
 
 const HELP: readonly [string, string][] = [
   ["/help", "this list"],
-  ["/diff", "the file changes made in this session"],
+  ["/diff", "the session's changes to the workspace, per file as git diff shows them; /diff N: turn N's"],
   ["/compact", "summarize the older turns now (between turns)"],
   ["/model", "the model in use and the configured ones; /model NAME switches from the next turn"],
-  ["/sessions", "the sessions recorded in this workspace"],
+  ["/sessions", "the workspace's sessions with status and goal; /sessions ID switches (a prefix will do)"],
   ["/fork", "continue from here in a new session (the journal stays as it is)"],
-  ["/undo", "put the files back as they were before the last turn (changed since: left alone)"],
+  ["/undo", `pick a turn or call to put the files back to before it; ${UNDO_USAGE.slice(6)} as harness undo`],
+  ["/redo", "take back the last /undo (files changed since are left alone)"],
   ["/quit", "leave the chat (also Ctrl-D on an empty input, or Ctrl-C twice)"],
 ];
 
@@ -38,7 +44,8 @@ export async function runSlash(text: string, context: SlashContext): Promise<voi
   try {
     switch (name) {
       case "/help":
-        for (const [command, what] of HELP) say(`  ${style.bold(command.padEnd(10))} ${what}`);
+        for (const [command, what] of HELP)
+          say(`  ${style.bold(command.padEnd(10))} ${escapeForTerminal(what)}`);
         say(style.dim("  Keys: Enter sends · Shift-Enter or a trailing \\ adds a line · Up/Down history"));
         say(style.dim("        Esc interrupts · Ctrl-C clears the input or interrupts, twice exits"));
         say(style.dim("  @path attaches a workspace file (Tab completes) · approvals: y once · s session"));
@@ -56,24 +63,26 @@ export async function runSlash(text: string, context: SlashContext): Promise<voi
         if (args[0] === undefined) await listModels(context);
         else await switchModel(args[0], context);
         return;
-      case "/sessions": {
-        const ids = await session.sessions();
-        if (ids.length === 0) say("no sessions recorded in this workspace yet");
-        for (const id of ids) {
+      case "/sessions":
+        if (args.length > 1) {
+          ui.line(own(style, "warn", "/sessions takes one session id (or the start of one)"));
+          return;
+        }
+        if (args[0] === undefined) await listSessions(context);
+        else {
+          if (!betweenTurns()) return;
+          const before = session.sessionId;
+          const id = await session.switchTo(args[0]);
           ui.line(
-            note(
-              style,
-              id === session.sessionId ? "ok" : "plain",
-              id === session.sessionId ? "* " : "  ",
-              id,
-            ),
+            id === before
+              ? note(style, "plain", "already in session ", id)
+              : note(style, "ok", "now in session ", id, ": your next message is its next turn"),
           );
         }
         return;
-      }
       case "/diff":
         if (!betweenTurns()) return;
-        showDiff(await session.records(), ui, style);
+        await diffCommand(args, context);
         return;
       case "/compact":
         if (!betweenTurns()) return;
@@ -97,12 +106,13 @@ export async function runSlash(text: string, context: SlashContext): Promise<voi
         return;
       }
       case "/undo":
+      case "/redo":
         if (!betweenTurns()) return;
         if (!session.started) {
-          say("nothing to undo yet: the session starts with your first message");
+          say(`nothing to ${name.slice(1)} yet: the session starts with your first message`);
           return;
         }
-        ui.line(note(style, "ok", await session.undo()));
+        await (name === "/undo" ? undoCommand(args, context) : redoCommand(args, context));
         return;
       default:
         ui.line(note(style, "warn", "unknown command ", name, "; try /help"));
@@ -183,25 +193,28 @@ async function switchModel(name: string, { ui, style, session, running }: SlashC
   );
 }
 
-/** Each file the session changed (write_file, edit_file results that succeeded), with what it did. */
-function showDiff(records: readonly AnyRecord[], ui: ChatUi, style: UiStyle): void {
-  let shown = 0;
-  for (const record of records) {
-    if (record.type !== "tool.result" || record.data.status !== "ok") continue;
-    if (record.data.name !== "edit_file" && record.data.name !== "write_file") continue;
-    const path = record.data.data?.path;
+/** /sessions: each session of the workspace with its status and goal; the chat's own marked. */
+async function listSessions({ ui, style, session }: SlashContext): Promise<void> {
+  const rows = await session.sessions();
+  if (rows.length === 0) {
+    ui.line(own(style, "plain", "no sessions recorded in this workspace yet"));
+    return;
+  }
+  const width = Math.max(...rows.map((r) => escapeForTerminal(r.session).length));
+  for (const row of rows) {
+    const mine = row.session === session.sessionId;
     ui.line(
       note(
         style,
-        "plain",
-        `${record.data.name} `,
-        typeof path === "string" ? path : "?",
-        ": ",
-        record.data.summary,
+        mine ? "ok" : "plain",
+        mine ? "* " : "  ",
+        row.session.padEnd(width),
+        "  ",
+        row.status.padEnd(14),
+        "  ",
+        clip(row.goal.replace(/\s+/g, " "), 60),
       ),
     );
-    for (const line of quoted(style, record.data.content)) ui.line(line);
-    shown += 1;
   }
-  if (shown === 0) ui.line(own(style, "dim", "no file changes in this session yet"));
+  ui.line(own(style, "dim", "/sessions ID switches to one (the start of its id will do)"));
 }

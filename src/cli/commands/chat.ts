@@ -8,25 +8,38 @@ import { parse, positiveInt } from "../args.js";
 import { workspaceFiles } from "../chat/attachments.js";
 import { ChatController } from "../chat/controller.js";
 import { ModelCatalog } from "../chat/models.js";
-import { EngineChatSession } from "../chat/session.js";
+import { type ChatRun, EngineChatSession } from "../chat/session.js";
 import { loadConfigForCli } from "../governance.js";
+import { hint } from "../hints.js";
+import { latestSession } from "../latest-session.js";
+import { chatContinueCommand } from "../next-steps.js";
 import { effectiveFlags } from "../run-flags.js";
 import { continuedOrNewSession } from "../session-id.js";
 import { buildSetup } from "../setup.js";
 import { colorEnabled, createStyle } from "../style.js";
 import { UsageError } from "../usage-error.js";
 import { newSessionId, openWorkspace } from "../workspace.js";
-import { givenFlags, SESSION_OPTIONS, validateSessionId } from "./run.js";
+import {
+  givenFlags,
+  refuseLooserSandbox,
+  SESSION_OPTIONS,
+  unrecordedFlags,
+  validateSessionId,
+} from "./run.js";
 
-const { json: _json, events: _events, ...CHAT_OPTIONS } = SESSION_OPTIONS;
+const { json: _json, events: _events, ...SESSION_FLAGS } = SESSION_OPTIONS;
+const CHAT_OPTIONS = { ...SESSION_FLAGS, continue: { type: "boolean", short: "c" } } as const;
 
 const HELP = `Usage: harness chat [options]
+       harness chat --continue [options]     (-c: the workspace's latest session, as run -c)
+       harness chat --session ID [options]   (a recorded session; a new one with that id otherwise)
        harness            (on a terminal, with no arguments)
 
 Talk to an agent in a workspace, turn after turn, in one recorded session. What you type first is
 the session's goal; each later message starts the next turn. While a turn runs, what you type is
 steering: journaled at once and given to the model at the next step (after the running calls).
-Every step is journaled as in harness run; approvals are asked inline.
+Every step is journaled as in harness run; approvals are asked inline. Leaving prints the session's
+id and the command that continues it.
 
 Keys:
   Enter                  send (Shift-Enter, or a line ending in \\, adds a line; pastes keep their lines)
@@ -46,21 +59,32 @@ over the workspace's files (what .gitignore ignores is not offered). A path outs
 workspace, in .harness or .git, or one the policy does not let read_file read (.env, keys) is
 refused and nothing is sent.
 
-Slash commands: /help /diff /compact /model [NAME] /sessions /fork /quit
-(/model NAME switches to a configured profile, or a model id of the one in use, from the next turn;
-the switch is journaled as model.switched and a later resume continues with that model; an id the
-provider's model list does not have is refused at once, naming the close ones; a provider that
-cannot list its models takes the id unchecked, and the chat says so)
+Slash commands (between turns; /help lists them):
+  /undo                  pick a turn or call (each with the files it changed, +/- lines) and put
+                         the files back to before it; /undo N (turn N), /undo --to CALL_ID,
+                         /undo --seq N as harness undo takes them. Journaled, file by file with
+                         compare-and-swap: a file changed since is left alone and reported
+  /redo                  take back the last /undo (harness undo --to undo:ID)
+  /diff                  the session's net change, per file as git diff shows it (recorded base
+                         to now); /diff N: what turn N changed
+  /sessions              the workspace's sessions with status and goal; /sessions ID switches
+                         to one (a unique start of its id will do) after resume's checks
+  /model [NAME]          the model in use; NAME switches to a configured profile, or a model id
+                         of the one in use, from the next turn (journaled as model.switched; an
+                         id the provider's list lacks is refused, naming the close ones)
+  /compact /fork /help /quit
 
 Options: those of harness run (model, permissions, --workspace, --accept, limits), except --json
-and --events; --session ID continues a recorded session. When stdin or stdout is not a terminal
-the chat reads one message per line and prints plain lines; a question's answer is the next line;
-a running command's new output lines are printed as they come (escaped, at most twice a second).
+and --events; --session ID continues a recorded session, --continue (-c) the latest one. When
+stdin or stdout is not a terminal the chat reads one message per line and prints plain lines; a
+question's or a picker's answer is the next line; a running command's new output lines are
+printed as they come (escaped, at most twice a second).
 
 Exit codes: 0 when you leave; 64 usage error; 5 journal refused; 1 internal error.`;
 
 export const chatCommand = {
   help: HELP,
+  options: CHAT_OPTIONS,
   async run(args: string[]): Promise<number> {
     const parsed = parse(args, CHAT_OPTIONS);
     if (parsed.positionals.length > 0) {
@@ -70,22 +94,24 @@ export const chatCommand = {
     }
     const values = parsed.values;
     const workspace = await openWorkspace(values.workspace);
+    if (values.continue && values.session !== undefined)
+      throw new UsageError("--continue takes the latest session; --session names one: choose one");
+    const latest = values.continue ? await latestSession(workspace) : undefined;
+    if (values.continue && latest === undefined)
+      throw new UsageError(
+        `no session to continue in ${workspace.root}; start one with: ${hint("chat", workspace)}`,
+      );
     const named =
       values.session === undefined ? undefined : await continuedOrNewSession(workspace, values.session);
-    const sessionId = named?.sessionId ?? newSessionId();
+    const sessionId = latest ?? named?.sessionId ?? newSessionId();
     validateSessionId(sessionId);
-    const existing = named?.existing === true;
-    const records = existing ? await workspace.backend.read(sessionId) : [];
-    const state = records.length > 0 ? SessionState.from(records) : undefined;
-    const recorded = state?.header;
+    const existing = latest !== undefined || named?.existing === true;
     const terminal = process.stdin.isTTY === true && process.stdout.isTTY === true;
     const style = createStyle(colorEnabled(process.stdout));
-    // Questions are answered in the chat itself, on a terminal or as the next input line.
-    // The options the session last recorded: its start's, or those of its latest model switch.
-    const flags = effectiveFlags(givenFlags(values), state?.options, true);
     const ui: ChatUi = terminal
       ? new (await import("../../ui/pi-tui.js")).PiTui(style, { files: () => workspaceFiles(workspace.fs) })
       : new LineUi(process.stdin, process.stdout, style);
+    // Questions are answered in the chat itself, on a terminal or as the next input line.
     const approver = new UiApprover(ui, style, async (path) => {
       try {
         const stat = await workspace.fs.stat(path);
@@ -96,45 +122,66 @@ export const chatCommand = {
         return undefined;
       }
     });
-    const setup = await buildSetup({
-      workspace,
-      flags,
-      ...(values.script !== undefined ? { script: values.script } : {}),
-      interactive: true,
-      records,
-      approver,
-      mcp: (line) => process.stderr.write(`${line}\n`),
-    });
-    for (const notice of setup.notices) process.stderr.write(`harness: note: ${escapeForTerminal(notice)}\n`);
     const acceptTimeout = positiveInt(values["accept-timeout"], "--accept-timeout") ?? 600_000;
     const limits = {
       ...optional("maxModelRequests", positiveInt(values["max-model-requests"], "--max-model-requests")),
       ...optional("maxToolCalls", positiveInt(values["max-tool-calls"], "--max-tool-calls")),
       ...optional("poolSize", positiveInt(values["pool-size"], "--pool-size")),
     };
-    const session = new EngineChatSession(
-      {
+    /** A session of this workspace set up as this command line sets it up: its recorded flags, model and acceptance. */
+    const open = async (id: string, mode: "new" | "resume"): Promise<ChatRun> => {
+      const records = mode === "resume" ? await workspace.backend.read(id) : [];
+      const state = records.length > 0 ? SessionState.from(records) : undefined;
+      if (state?.header !== undefined)
+        refuseLooserSandbox(givenFlags(values).sandbox, state.options?.sandbox);
+      // The options the session last recorded: its start's, or those of its latest model switch.
+      const flags = effectiveFlags(givenFlags(values), state?.options, true);
+      if (state?.provider?.kind === "scripted" && values.script === undefined) {
+        throw new UsageError(
+          `session ${id} uses the scripted model "${String(state.provider.name)}"; pass it again with --script FILE`,
+        );
+      }
+      const setup = await buildSetup({
         workspace,
-        sessionId,
-        mode: existing ? "resume" : "new",
+        flags,
+        ...(values.script !== undefined ? { script: values.script } : {}),
+        interactive: true,
+        records,
+        approver,
+        mcp: (line) => process.stderr.write(`${line}\n`),
+      });
+      for (const notice of setup.notices)
+        process.stderr.write(`harness: note: ${escapeForTerminal(notice)}\n`);
+      const acceptance = values.accept ?? state?.header?.acceptance ?? [];
+      return {
+        workspace,
+        sessionId: id,
+        mode,
         setup,
-        acceptance: (values.accept ?? recorded?.acceptance ?? []).map((command) =>
-          setup.acceptanceCheck(command, acceptTimeout),
-        ),
+        acceptance: acceptance.map((command) => setup.acceptanceCheck(command, acceptTimeout)),
         limits: {
           ...limits,
           contextWindowTokens: setup.context.window,
           replyReserveTokens: setup.context.reserve,
         },
         acceptToolChanges: values["accept-tool-changes"] === true,
-      },
+        unrecordedFlags: unrecordedFlags(values, acceptance),
+      };
+    };
+    const session = new EngineChatSession(
+      await open(sessionId, existing ? "resume" : "new"),
       existing,
       new ModelCatalog(await loadConfigForCli(workspace.root), values.script !== undefined),
+      {
+        open: (id) => open(id, "resume"),
+        continueCommand: (run) => chatContinueCommand(run.sessionId, workspace, run.unrecordedFlags),
+      },
     );
     return new ChatController(ui, session, style, {
       root: workspace.root,
       fs: workspace.fs,
-      permissions: setup.policy.permissions,
+      // @path is decided by the policy of the session the chat is in at the time.
+      permissions: { decide: (request) => session.permissions.decide(request) },
     }).run();
   },
 };

@@ -304,7 +304,7 @@ export async function startOrResume(
  * acceptance timeout (given now) and the acceptance commands in force (a later turn's own
  * --accept is not recorded). A new run also repeats the session's flags: it inherits none.
  */
-function unrecordedFlags(values: Parsed["values"], acceptance: readonly string[]): string[][] {
+export function unrecordedFlags(values: Parsed["values"], acceptance: readonly string[]): string[][] {
   const unrecorded: string[][] = [];
   if (values.script !== undefined) unrecorded.push(["--script", resolve(values.script)]);
   for (const name of ["max-model-requests", "max-tool-calls", "pool-size", "accept-timeout"] as const) {
@@ -320,7 +320,7 @@ function unrecordedFlags(values: Parsed["values"], acceptance: readonly string[]
  * a script or another person may type) cannot give its commands more access than was recorded.
  * Tightening is fine. A looser profile needs a new session.
  */
-function refuseLooserSandbox(given: SandboxFlag | undefined, recorded: unknown): void {
+export function refuseLooserSandbox(given: SandboxFlag | undefined, recorded: unknown): void {
   if (given === undefined) return;
   const baseline: SandboxFlag =
     recorded === "off" || recorded === "read-only" || recorded === "workspace-write"

@@ -85,7 +85,8 @@ export async function undoSession(
   }
 }
 
-function targetOf(values: {
+/** The point --to, --turn or --seq names (none: before the last turn); also the chat's /undo flags. */
+export function targetOf(values: {
   to?: string | undefined;
   turn?: string | undefined;
   seq?: string | undefined;
@@ -132,9 +133,17 @@ export function undoSummary(report: UndoReport): string {
 }
 
 function describe(session: string, report: UndoReport): string {
-  const lines: string[] = [];
   const what = report.dry_run ? "dry run: undo" : report.resumed ? "finished the interrupted undo" : "undo";
-  lines.push(`${what} of session ${escapeForTerminal(session)}: back to record ${report.target_seq}`);
+  return `${[
+    `${what} of session ${escapeForTerminal(session)}: back to record ${report.target_seq}`,
+    ...outcomeLines(report),
+    undoSummary(report),
+  ].join("\n")}\n`;
+}
+
+/** One line per file of an undo (escaped): what happened to it, or why it was left alone. */
+export function outcomeLines(report: UndoReport): string[] {
+  const lines: string[] = [];
   const stepOf = new Map(report.plan.map((s) => [s.path, s]));
   for (const outcome of report.outcomes) {
     const path = escapeForTerminal(outcome.path);
@@ -146,6 +155,5 @@ function describe(session: string, report: UndoReport): string {
     const action = step?.restore === null ? "deleted" : step?.expect === null ? "recreated" : "restored";
     lines.push(`  ${(outcome.outcome === "already" ? "unchanged" : action).padEnd(9)} ${path}`);
   }
-  lines.push(undoSummary(report));
-  return `${lines.join("\n")}\n`;
+  return lines;
 }
