@@ -1,8 +1,10 @@
 import type { EngineListener, RunSummary } from "../../engine/options.js";
 import { costUsd } from "../../providers/cost.js";
+import { checkOutputLines } from "../../ui/call-lines.js";
 import { callTag, note, own, quoted, toolDone, toolLabel } from "../../ui/lines.js";
 import { OutputTail } from "../../ui/output-tail.js";
 import type { ChatUi, FooterStatus, UiStyle } from "../../ui/ui.js";
+import type { CallShow } from "../call-show.js";
 import type { ChatSession, Turn } from "./session.js";
 import { runSlash } from "./slash.js";
 
@@ -32,10 +34,14 @@ export class ChatController {
   /** Calls started in this chat: each gets the next number for its tag. */
   #calls = 0;
 
-  constructor(ui: ChatUi, session: ChatSession, style: UiStyle) {
+  /** Shows each finished call's diff and command output (absent with --quiet-calls). */
+  readonly #show: CallShow | undefined;
+
+  constructor(ui: ChatUi, session: ChatSession, style: UiStyle, show?: CallShow) {
     this.#ui = ui;
     this.#session = session;
     this.#style = style;
+    this.#show = show;
     this.#footer = { model: session.model, inputTokens: 0, outputTokens: 0, running: false };
   }
 
@@ -181,6 +187,7 @@ export class ChatController {
         this.#ui.toolFinished(info.call_id, toolDone(style, info));
       },
       record: (record) => {
+        for (const line of this.#show?.linesFor(record) ?? []) this.#ui.line(line);
         switch (record.type) {
           case "model.started":
             this.#setFooter({
@@ -259,6 +266,8 @@ export class ChatController {
                   check.name,
                 ),
               );
+              if (!check.passed)
+                for (const line of checkOutputLines(style, check.output)) this.#ui.line(line);
             }
             break;
           case "context.compacted":

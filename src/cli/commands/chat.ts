@@ -8,14 +8,17 @@ import { ChatController } from "../chat/controller.js";
 import { ModelCatalog } from "../chat/models.js";
 import { EngineChatSession } from "../chat/session.js";
 import { loadConfigForCli } from "../governance.js";
+import { output } from "../output.js";
 import { effectiveFlags } from "../run-flags.js";
+import { callShow } from "../session-runner.js";
 import { buildSetup } from "../setup.js";
 import { colorEnabled, createStyle } from "../style.js";
 import { UsageError } from "../usage-error.js";
 import { newSessionId, openWorkspace } from "../workspace.js";
-import { givenFlags, SESSION_OPTIONS, validateSessionId } from "./run.js";
+import { givenFlags, QUIET_CALLS_HELP, SESSION_OPTIONS, SHOW_OPTIONS, validateSessionId } from "./run.js";
 
-const { json: _json, events: _events, ...CHAT_OPTIONS } = SESSION_OPTIONS;
+const { json: _json, events: _events, ...SESSION_CHAT_OPTIONS } = SESSION_OPTIONS;
+const CHAT_OPTIONS = { ...SESSION_CHAT_OPTIONS, ...SHOW_OPTIONS } as const;
 
 /** Files larger than this are not read for an approval's diff preview (the arguments still show). */
 const PREVIEW_READ_LIMIT = 1024 * 1024;
@@ -44,7 +47,10 @@ provider's model list does not have is refused at once, naming the close ones; a
 cannot list its models takes the id unchecked, and the chat says so)
 
 Options: those of harness run (model, permissions, --workspace, --accept, limits), except --json
-and --events; --session ID continues a recorded session. When stdin or stdout is not a terminal
+and --events; --session ID continues a recorded session.
+${QUIET_CALLS_HELP}
+A finished call shows its status line, then an edit's diff and a command's output (its first and
+last lines); a failed --accept check shows its output. -q (harness -q chat) hides them too. When stdin or stdout is not a terminal
 the chat reads one message per line and prints plain lines; a question's answer is the next line;
 a running command's new output lines are printed as they come (escaped, at most twice a second).
 
@@ -119,7 +125,11 @@ export const chatCommand = {
       existing,
       new ModelCatalog(await loadConfigForCli(workspace.root), values.script !== undefined),
     );
-    return new ChatController(ui, session, style).run();
+    const show =
+      values["quiet-calls"] === true || output.quiet
+        ? undefined
+        : callShow(workspace, () => session.sessionId, style);
+    return new ChatController(ui, session, style, show).run();
   },
 };
 
