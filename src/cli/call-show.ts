@@ -34,6 +34,11 @@ export class CallShow {
   constructor(
     private readonly source: CallShowSource,
     private readonly style: UiStyle,
+    /**
+     * Whether to show a command's output after its result. Not where every output line was already
+     * printed as it came and stays on screen (the chat's line mode): it would be shown twice.
+     */
+    private readonly output = true,
   ) {}
 
   /** The lines to show after `record`, in order (none for most records). */
@@ -50,7 +55,7 @@ export class CallShow {
         const callId = record.data.call_id;
         const changes = this.#pending.get(callId) ?? [];
         this.#pending.delete(callId);
-        const streams = commandStreams(record.data.data);
+        const streams = this.output ? commandStreams(record.data.data) : undefined;
         const output =
           streams === undefined ? [] : commandOutputLines(this.style, streams, this.#more(callId));
         return [...output, ...changes];

@@ -217,6 +217,7 @@ export function callShow(
   workspace: OpenedWorkspace,
   sessionId: string | (() => string),
   style: Style,
+  options: { output?: boolean } = {},
 ): CallShow {
   return new CallShow(
     {
@@ -226,6 +227,7 @@ export function callShow(
       artifactsDir: (id) => join(workspace.sessionDir(id), "artifacts"),
     },
     style,
+    options.output ?? true,
   );
 }
 

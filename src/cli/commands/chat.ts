@@ -50,7 +50,8 @@ Options: those of harness run (model, permissions, --workspace, --accept, limits
 and --events; --session ID continues a recorded session.
 ${QUIET_CALLS_HELP}
 A finished call shows its status line, then an edit's diff and a command's output (its first and
-last lines); a failed --accept check shows its output. -q (harness -q chat) hides them too. When stdin or stdout is not a terminal
+last lines; off a terminal its lines were printed as they came); a failed --accept check shows its
+output. -q (harness -q chat) hides them too. When stdin or stdout is not a terminal
 the chat reads one message per line and prints plain lines; a question's answer is the next line;
 a running command's new output lines are printed as they come (escaped, at most twice a second).
 
@@ -128,7 +129,8 @@ export const chatCommand = {
     const show =
       values["quiet-calls"] === true || output.quiet
         ? undefined
-        : callShow(workspace, () => session.sessionId, style);
+        : // In line mode a running command's output lines were printed as they came: only diffs follow.
+          callShow(workspace, () => session.sessionId, style, { output: terminal });
     return new ChatController(ui, session, style, show).run();
   },
 };
