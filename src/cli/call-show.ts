@@ -5,11 +5,13 @@ import { sha256Hex } from "../shared/hash.js";
 import { changeNote, commandOutputLines, commandStreams, diffLines } from "../ui/call-lines.js";
 import type { ChatLine, UiStyle } from "../ui/ui.js";
 import { readFileBeneath } from "../workspace/beneath.js";
-import { type Entry, isDir, isLink, isOversize, isSpecial } from "../workspace/manifest.js";
+import { DIR, type Entry, isDir, isLink, isOversize, isSpecial } from "../workspace/manifest.js";
 import { hint, shellQuote } from "./hints.js";
 
 /** A file larger than this is named, not diffed: a glance at a run is not the place for it. */
 const DIFF_READ_LIMIT = 512 * 1024;
+/** Files of one call whose change is shown. */
+const SHOWN_FILES = 20;
 
 /** Where a session's contents are: its workspace, the workspace's `.harness`, the session's artifacts. */
 export interface CallShowSource {
@@ -72,12 +74,20 @@ export class CallShow {
   }
 
   #changeLines(change: EventData<"workspace.changed">): ChatLine[] {
+    const all: { path: string; before?: Entry; after?: Entry }[] = [
+      ...change.created.map(({ path, after }) => ({ path, after })),
+      ...change.modified,
+      ...change.deleted.map(({ path, before }) => ({ path, before })),
+    ];
+    const entries = all.filter((entry) => !isDir(entry.after ?? entry.before ?? DIR));
     const lines: ChatLine[] = [];
-    for (const { path, after } of change.created) lines.push(...this.#fileLines(path, undefined, after));
-    for (const { path, before, after } of change.modified)
-      lines.push(...this.#fileLines(path, before, after));
-    for (const { path, before } of change.deleted) {
-      if (!isDir(before)) lines.push(changeNote(this.style, path, "deleted"));
+    // A command that rewrote a whole tree is a glance too: the first files, then how many more.
+    for (const { path, before, after } of entries.slice(0, SHOWN_FILES)) {
+      if (after === undefined) lines.push(changeNote(this.style, path, "deleted"));
+      else lines.push(...this.#fileLines(path, before, after));
+    }
+    if (entries.length > SHOWN_FILES) {
+      lines.push(changeNote(this.style, `${entries.length - SHOWN_FILES} more files`, "changed, not shown"));
     }
     return lines;
   }

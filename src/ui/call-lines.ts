@@ -127,7 +127,7 @@ export function diffLines(style: UiStyle, diff: string): ChatLine[] {
 
 /** A change that has no text diff to show (a binary or large file, a link, a deletion): one line. */
 export function changeNote(style: UiStyle, path: string, what: string): ChatLine {
-  return { text: `${INDENT}${style.dim(`${what}: `)}${escapeForTerminal(path)}` };
+  return { text: `${INDENT}${style.dim(`${escapeForTerminal(what)}: `)}${escapeForTerminal(path)}` };
 }
 
 /** One line of output; a CRLF line ending is a line ending, not a character to show. */
