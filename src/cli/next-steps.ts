@@ -61,11 +61,13 @@ export function nextSteps(
       return [resume()];
     case "context_exhausted":
       return [at(`compact ${id}`), resume()];
+    case "acceptance_failed":
     case "changes_denied": {
       // A session keeps the policy it was recorded with, so allowing the changes takes a new run:
       // every flag of this one, with the ones that allow what was denied. A journal written before
       // the flags were recorded with the stop has only the inspect hint.
-      if (summary.allow === undefined) return [at(`inspect ${id}`)];
+      if (summary.allow === undefined)
+        return summary.reason === "acceptance_failed" && transportFailed ? [resume()] : [at(`inspect ${id}`)];
       const words = flagsText(allowing(given.rerun ?? [], summary.allow));
       return [at(`run${words} ${goalWord(given.goal)}`), at(`inspect ${id}`)];
     }

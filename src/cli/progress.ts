@@ -1,7 +1,9 @@
 import type { EngineListener } from "../engine/options.js";
 import type { EventData } from "../journal/vocabulary.js";
 import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
+import { checkOutputLines } from "../ui/call-lines.js";
 import { STATUS_GLYPH } from "../ui/lines.js";
+import type { CallShow } from "./call-show.js";
 import type { Style } from "./style.js";
 
 /**
@@ -23,6 +25,8 @@ export function createProgress(options: {
   style: Style;
   events: boolean;
   quiet: boolean;
+  /** Shows each finished call's diff and command output; absent with --quiet-calls. */
+  show?: CallShow;
 }): EngineListener {
   const { err, out, style } = options;
   let midLine = false;
@@ -110,10 +114,17 @@ export function createProgress(options: {
           for (const check of record.data.checks) {
             const mark = check.passed ? style.green("✓") : style.red("✗");
             err.write(`${mark} acceptance: ${escapeForTerminal(check.name)} (${check.duration_ms} ms)\n`);
+            if (!check.passed)
+              for (const line of checkOutputLines(style, check.output)) err.write(`${line.text}\n`);
           }
           break;
         default:
           break;
+      }
+      const shown = options.show?.linesFor(record) ?? [];
+      if (shown.length > 0) {
+        endLine();
+        for (const line of shown) err.write(`${line.text}\n`);
       }
     },
     stream(event) {

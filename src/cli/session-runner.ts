@@ -10,6 +10,7 @@ import type { RuntimeEnvironment } from "../runtime/environment.js";
 import { WorkspaceEffects } from "../runtime/workspace-effects.js";
 import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
 import { TreeSnapshot } from "../workspace/tree-snapshot.js";
+import { CallShow } from "./call-show.js";
 import { exitCodeFor } from "./exit-codes.js";
 import { continueCommand, nextSteps, resumeCommand, withWorkspace } from "./next-steps.js";
 import { output } from "./output.js";
@@ -35,6 +36,8 @@ export interface SessionRun {
   limits: Partial<Limits>;
   json: boolean;
   events: boolean;
+  /** Show each finished call's diff and command output on stderr (not with --quiet-calls or -q). */
+  showCalls?: boolean;
   /** --accept-tool-changes: resume with a tool surface that differs from the recorded one. */
   acceptToolChanges?: boolean;
   /** What a printed command for a new run repeats (every flag of this one, recorded or not). */
@@ -166,6 +169,9 @@ export async function runSession(run: SessionRun): Promise<number> {
     style,
     events: run.events,
     quiet: output.quiet,
+    ...(run.showCalls === true && !output.quiet
+      ? { show: callShow(run.workspace, run.sessionId, style) }
+      : {}),
   });
   const connection = watchConnection(run.setup.provider.identity, style);
   const listener = {
@@ -204,6 +210,25 @@ export async function runSession(run: SessionRun): Promise<number> {
     // The session's MCP servers (whole process trees) end with it, on any outcome.
     await run.setup.mcp?.close();
   }
+}
+
+/** What a run shows of its finished calls: read from this session's artifacts and its workspace. */
+export function callShow(
+  workspace: OpenedWorkspace,
+  sessionId: string | (() => string),
+  style: Style,
+  options: { output?: boolean } = {},
+): CallShow {
+  return new CallShow(
+    {
+      root: workspace.root,
+      harnessDir: workspace.harnessDir,
+      sessionId: typeof sessionId === "string" ? () => sessionId : sessionId,
+      artifactsDir: (id) => join(workspace.sessionDir(id), "artifacts"),
+    },
+    style,
+    options.output ?? true,
+  );
 }
 
 /** harness compact succeeded: the session is as it was, with its older turns now summarized. */
@@ -309,6 +334,8 @@ function printSummary(
   if (summary.status === "unverified")
     lines.push(style.dim("(no --accept check ran: the model's claim was not verified)"));
   for (const command of end.next) lines.push(`${label("next")}${escapeForTerminal(command)}`);
+  // -q: the verdict alone (errors still reach stderr).
+  if (output.quiet) lines.splice(1);
   process.stderr.write(run.events ? `${lines.join("\n")}\n` : "");
   if (!run.events) process.stdout.write(`${lines.join("\n")}\n`);
 }

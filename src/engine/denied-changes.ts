@@ -22,13 +22,29 @@ export interface DeniedChanges {
  * at least one went through.
  */
 export function everyChangeDenied(run: EngineRun): DeniedChanges | undefined {
+  return collectDenied(run, true);
+}
+
+/**
+ * The changes of the latest turn that were denied, whether or not others went through: when the
+ * acceptance checks then fail, the flags that would have allowed them are worth naming (the
+ * model may have failed for want of them). Undefined when none was denied.
+ */
+export function someChangesDenied(run: EngineRun): DeniedChanges | undefined {
+  return collectDenied(run, false);
+}
+
+function collectDenied(run: EngineRun, every: boolean): DeniedChanges | undefined {
   let calls = 0;
   const tools = new Set<string>();
   const allow = new Map<string, string[]>();
   for (const result of run.state.turnResults) {
     const effect = run.tools().get(result.name)?.tool.effect;
     if (effect === undefined || CHANGES_NOTHING.has(effect)) continue;
-    if (result.status !== "denied") return undefined;
+    if (result.status !== "denied") {
+      if (every) return undefined;
+      continue;
+    }
     calls += 1;
     tools.add(result.name);
     const flag = allowingFlag(effect, result.name);
@@ -53,4 +69,12 @@ export function changesDeniedStop(denied: DeniedChanges): [string, string] {
     `every change the model tried was denied (${denied.calls} call(s) of ${denied.tools.join(", ")}); ` +
       `nothing was changed: allow them (${denied.allow.map((flag) => flag.join(" ")).join(" ")}) and run again`,
   ];
+}
+
+/** The message of an `acceptance_failed` stop after some changes were denied (the flags go in `allow`). */
+export function acceptanceFailedAfterDenials(denied: DeniedChanges): string {
+  return (
+    `the model finished but the acceptance checks failed; ${denied.calls} change(s) it tried were denied ` +
+    `(${denied.tools.join(", ")}): to allow them, run again with ${denied.allow.map((flag) => flag.join(" ")).join(" ")}`
+  );
 }

@@ -1,5 +1,10 @@
 import type { AnyNewEvent } from "../journal/vocabulary.js";
-import { changesDeniedStop, everyChangeDenied } from "./denied-changes.js";
+import {
+  acceptanceFailedAfterDenials,
+  changesDeniedStop,
+  everyChangeDenied,
+  someChangesDenied,
+} from "./denied-changes.js";
 import type { RunSummary } from "./options.js";
 import { cancel, type EngineRun, stop, summary } from "./outcome.js";
 
@@ -30,6 +35,10 @@ export async function finish(run: EngineRun, answer: string): Promise<RunSummary
   const accepted = await runAcceptance(run);
   if (run.signal.aborted) return cancel(run);
   if (!accepted) {
+    // What was denied may be why the checks fail: say which flags would have allowed it.
+    const refused = run.options.changesDeniedStops ? someChangesDenied(run) : undefined;
+    if (refused)
+      return stop(run, "stopped", "acceptance_failed", acceptanceFailedAfterDenials(refused), refused.allow);
     return stop(run, "stopped", "acceptance_failed", "the model finished but the acceptance checks failed");
   }
   await run.record({ type: "run.finished", data: { status: "verified", answer } });

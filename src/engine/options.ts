@@ -39,8 +39,9 @@ export interface RunSummary {
     peak_reported_input_tokens: number | null;
   };
   /**
-   * A `changes_denied` stop: the flags that would allow what was denied, each a flag and its
-   * value (`["--write", "allow"]`), as recorded in its `run.stopped` (absent in older journals).
+   * A `changes_denied` stop, or an `acceptance_failed` one after denied changes: the flags that
+   * would allow what was denied, each a flag and its value (`["--write", "allow"]`), as recorded
+   * in its `run.stopped` (absent in older journals).
    */
   allow?: string[][];
   /** Only from a compaction asked for by the user (compactOnly): what context.compacted recorded. */
@@ -149,7 +150,11 @@ export interface EngineOptions {
    * instead of refused. Without it a different provider is an identity mismatch.
    */
   switchModel?: boolean;
-  /** Without acceptance checks, a run whose every attempted change was denied stops (denied-changes.ts) instead of ending unverified. */
+  /**
+   * Without acceptance checks, a run whose every attempted change was denied stops (denied-changes.ts)
+   * instead of ending unverified; with them, a failed check after denied changes names the CLI flags
+   * that would have allowed those (`allow`). For embedders whose flags those are (the CLI).
+   */
   changesDeniedStops?: boolean;
   sleep?(ms: number, signal: AbortSignal): Promise<void>;
   random?(): number;

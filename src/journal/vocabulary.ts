@@ -328,8 +328,9 @@ export const EVENT_SCHEMAS = {
     reason: z.string(),
     message: z.string(),
     /**
-     * `changes_denied`: the flags that would allow the denied changes, each a flag and its value
-     * (absent for other reasons, and in journals written before it was recorded).
+     * `changes_denied`, and `acceptance_failed` after denied changes: the flags that would allow the
+     * denied changes, each a flag and its value (absent for other reasons, and in journals written
+     * before it was recorded).
      */
     allow: z.array(z.array(z.string())).optional(),
   }),

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   ensureBuilt,
   harness,
+  jsonScript,
   jsonSummary,
   ofType,
   pasteAsPrinted,
@@ -126,5 +127,80 @@ describe("the changes_denied hint", () => {
     const again = await paste(`${hint!} --json`, elsewhere);
     expect(again.code).toBe(0);
     expect(await readFile(join(workspace, "notes.txt"), "utf8")).toBe("status: final\n");
+  });
+});
+
+describe("the acceptance_failed hint after denied changes", () => {
+  it("names --shell allow when a command was denied and the check then failed; the printed run works", async () => {
+    const workspace = await workspaceWith({});
+    // The check needs a file only a command makes; the edit tools are not offered to the model.
+    const script = await jsonScript([
+      { calls: [{ id: "s1", name: "shell", arguments: { command: "echo built > out.txt" } }] },
+      { text: "built it" },
+    ]);
+    const elsewhere = await tempDir("harness-cwd-");
+    const failed = await harness(
+      [
+        "run",
+        "--script",
+        script,
+        "--workspace",
+        workspace,
+        "--tools",
+        "shell-only",
+        "--shell",
+        "deny",
+        "--accept",
+        "test -f out.txt",
+        "build it",
+      ],
+      { cwd: elsewhere },
+    );
+    expect(failed.code).toBe(2);
+    expect(failed.stdout).toMatch(/status {4}stopped \(acceptance_failed\)/);
+    expect(failed.stdout).toContain(
+      "1 change(s) it tried were denied (shell): to allow them, run again with --shell allow",
+    );
+    const hint = /^next {6}(harness run .*)$/m.exec(failed.stdout)?.[1];
+    expect(hint).toContain("--shell allow");
+    expect(hint).not.toContain("--shell deny");
+    expect(hint).toContain("--accept 'test -f out.txt'");
+    expect(hint).toContain("'build it'");
+    const journal = await readJournal(workspace, /^session {3}(\S+)$/m.exec(failed.stdout)?.[1] ?? "");
+    expect(ofType(journal, "run.stopped")[0]?.data.allow).toEqual([["--shell", "allow"]]);
+
+    const again = await paste(`${hint!} --json`, elsewhere);
+    expect(again.code).toBe(0);
+    expect(jsonSummary(again).status).toBe("verified");
+    expect(await readFile(join(workspace, "out.txt"), "utf8")).toBe("built\n");
+  });
+
+  it("names --write allow when an edit was denied", async () => {
+    const workspace = await workspaceWith({ "notes.txt": "status: draft\n" });
+    const script = join(await tempDir("harness-script-"), "edit.mjs");
+    await writeFile(script, EDIT_EACH_TURN);
+    const failed = await harness([
+      "run",
+      "--script",
+      script,
+      "--workspace",
+      workspace,
+      "--write",
+      "deny",
+      "--accept",
+      "grep -q final notes.txt",
+      "--json",
+      "finalise the notes",
+    ]);
+    expect(failed.code).toBe(2);
+    const summary = jsonSummary(failed);
+    expect([summary.status, summary.reason, summary.allow]).toEqual([
+      "stopped",
+      "acceptance_failed",
+      [["--write", "allow"]],
+    ]);
+    const [hint] = summary.next as string[];
+    const again = await paste(`${hint!} --json`, await tempDir("harness-cwd-"));
+    expect(jsonSummary(again).status).toBe("verified");
   });
 });

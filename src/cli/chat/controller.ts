@@ -1,9 +1,11 @@
 import type { EngineListener, RunSummary } from "../../engine/options.js";
 import { costUsd } from "../../providers/cost.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
+import { checkOutputLines } from "../../ui/call-lines.js";
 import { callTag, note, own, quoted, toolDone, toolLabel } from "../../ui/lines.js";
 import { OutputTail } from "../../ui/output-tail.js";
 import type { ChatUi, FooterStatus, UiStyle } from "../../ui/ui.js";
+import type { CallShow } from "../call-show.js";
 import { type AttachmentSource, expandAttachments } from "./attachments.js";
 import type { ChatSession, Turn } from "./session.js";
 import { runSlash } from "./slash.js";
@@ -40,19 +42,25 @@ export class ChatController {
 
   /** Where the lines after the chat go (the terminal, once the UI has stopped). */
   readonly #print: (text: string) => void;
+  /** Shows each finished call's diff and command output (absent with --quiet-calls). */
+  readonly #show: CallShow | undefined;
 
   constructor(
     ui: ChatUi,
     session: ChatSession,
     style: UiStyle,
-    attachments?: AttachmentSource,
-    print: (text: string) => void = (text) => void process.stdout.write(text),
+    options: {
+      attachments?: AttachmentSource | undefined;
+      show?: CallShow | undefined;
+      print?: (text: string) => void;
+    } = {},
   ) {
-    this.#print = print;
+    this.#print = options.print ?? ((text) => void process.stdout.write(text));
     this.#ui = ui;
     this.#session = session;
     this.#style = style;
-    this.#attachments = attachments;
+    this.#attachments = options.attachments;
+    this.#show = options.show;
     this.#footer = { model: session.model, inputTokens: 0, outputTokens: 0, running: false };
   }
 
@@ -231,6 +239,7 @@ export class ChatController {
         this.#ui.toolFinished(info.call_id, toolDone(style, info));
       },
       record: (record) => {
+        for (const line of this.#show?.linesFor(record) ?? []) this.#ui.line(line);
         switch (record.type) {
           case "model.started":
             this.#setFooter({
@@ -309,6 +318,8 @@ export class ChatController {
                   check.name,
                 ),
               );
+              if (!check.passed)
+                for (const line of checkOutputLines(style, check.output)) this.#ui.line(line);
             }
             break;
           case "context.compacted":

@@ -13,22 +13,30 @@ import { loadConfigForCli } from "../governance.js";
 import { hint } from "../hints.js";
 import { latestSession } from "../latest-session.js";
 import { chatContinueCommand } from "../next-steps.js";
+import { output } from "../output.js";
 import { effectiveFlags } from "../run-flags.js";
 import { continuedOrNewSession } from "../session-id.js";
+import { callShow } from "../session-runner.js";
 import { buildSetup } from "../setup.js";
 import { colorEnabled, createStyle } from "../style.js";
 import { UsageError } from "../usage-error.js";
 import { newSessionId, openWorkspace } from "../workspace.js";
 import {
   givenFlags,
+  QUIET_CALLS_HELP,
   refuseLooserSandbox,
   SESSION_OPTIONS,
+  SHOW_OPTIONS,
   unrecordedFlags,
   validateSessionId,
 } from "./run.js";
 
 const { json: _json, events: _events, ...SESSION_FLAGS } = SESSION_OPTIONS;
-const CHAT_OPTIONS = { ...SESSION_FLAGS, continue: { type: "boolean", short: "c" } } as const;
+const CHAT_OPTIONS = {
+  ...SESSION_FLAGS,
+  ...SHOW_OPTIONS,
+  continue: { type: "boolean", short: "c" },
+} as const;
 
 const HELP = `Usage: harness chat [options]
        harness chat --continue [options]     (-c: the workspace's latest session, as run -c)
@@ -75,10 +83,13 @@ Slash commands (between turns; /help lists them):
   /compact /fork /help /quit
 
 Options: those of harness run (model, permissions, --workspace, --accept, limits), except --json
-and --events; --session ID continues a recorded session, --continue (-c) the latest one. When
-stdin or stdout is not a terminal the chat reads one message per line and prints plain lines; a
-question's or a picker's answer is the next line; a running command's new output lines are
-printed as they come (escaped, at most twice a second).
+and --events; --session ID continues a recorded session, --continue (-c) the latest one.
+${QUIET_CALLS_HELP}
+A finished call shows its status line, then an edit's diff and a command's output (its first and
+last lines; off a terminal its lines were printed as they came); a failed --accept check shows its
+output. -q (harness -q chat) hides them too. When stdin or stdout is not a terminal the chat reads
+one message per line and prints plain lines; a question's or a picker's answer is the next line; a
+running command's new output lines are printed as they come (escaped, at most twice a second).
 
 Exit codes: 0 when you leave; 64 usage error; 5 journal refused; 1 internal error.`;
 
@@ -177,11 +188,19 @@ export const chatCommand = {
         continueCommand: (run) => chatContinueCommand(run.sessionId, workspace, run.unrecordedFlags),
       },
     );
+    const show =
+      values["quiet-calls"] === true || output.quiet
+        ? undefined
+        : // In line mode a running command's output lines were printed as they came: only diffs follow.
+          callShow(workspace, () => session.sessionId, style, { output: terminal });
     return new ChatController(ui, session, style, {
-      root: workspace.root,
-      fs: workspace.fs,
-      // @path is decided by the policy of the session the chat is in at the time.
-      permissions: { decide: (request) => session.permissions.decide(request) },
+      attachments: {
+        root: workspace.root,
+        fs: workspace.fs,
+        // @path is decided by the policy of the session the chat is in at the time.
+        permissions: { decide: (request) => session.permissions.decide(request) },
+      },
+      show,
     }).run();
   },
 };

@@ -8,6 +8,7 @@ import { padEndWidth } from "../../shared/text-width.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { fitText, outputWidth } from "../fit.js";
+import { callView, findCall, renderCall } from "../inspect-call.js";
 import { DATABASE_HELP, openSessionSource } from "../journal-source.js";
 import { mcpStats } from "../mcp-stats.js";
 import { LAST_OPTION, sessionIdFromArgs } from "../session-id.js";
@@ -15,6 +16,7 @@ import { statusOf } from "../status.js";
 import { colorEnabled, createStyle, type Style } from "../style.js";
 
 const HELP = `Usage: harness inspect SESSION [--workspace DIR | --database URL] [--json]
+       harness inspect SESSION --call ID [--json]
 
 A readable timeline of a session: model requests, tool calls with status and duration,
 approvals, acceptance checks and the outcome; for each process harness started (shell
@@ -31,6 +33,12 @@ cache) and cache_write_tokens (written to it); tokens is
 {requests: [{step, attempt, estimated_input_tokens, reported_input_tokens, cached_input_tokens,
 cache_write_tokens, context_window}],
 peak: {estimated_input_tokens, reported_input_tokens}} (null where a journal has no number).
+--call ID prints one call's whole result: its arguments, status and summary, then a command's
+whole stdout and stderr (read from the session's artifacts, checked against their SHA-256; the
+journal keeps only their first and last bytes) or any other tool's whole result. With --json:
+{call_id, name, arguments, status, error_type, summary, content, content_complete, hint,
+duration_ms, data, stdout, stderr} where each stream is {bytes, text, complete, artifact}.
+An id the session has no call with is an error (exit 64) listing the ids it has.
 ${DATABASE_HELP}`;
 
 export const inspectCommand = {
@@ -40,12 +48,29 @@ export const inspectCommand = {
       workspace: { type: "string", short: "w" },
       database: { type: "string" },
       json: { type: "boolean" },
+      call: { type: "string" },
       ...LAST_OPTION,
     });
     const sessionId = await sessionIdFromArgs(values, positionals[0], values.last, "harness inspect SESSION");
     const workspace = await openSessionSource(values, sessionId);
     // Showing a journal runs nothing, so an untrusted one is shown, labelled as such.
     const { records, trust } = await workspace.backend.readReport(sessionId);
+    if (values.call !== undefined) {
+      const view = await callView(
+        findCall(records, values.call, sessionId),
+        workspace.artifactsDir(sessionId),
+      );
+      if (!trust.trusted) process.stderr.write(`harness: UNTRUSTED: ${escapeForTerminal(trust.message)}\n`);
+      const text = values.json
+        ? `${JSON.stringify({ ...view, ...(trust.trusted ? {} : { untrusted: trust.message }) })}\n`
+        : renderCall(view, createStyle(colorEnabled(process.stdout)));
+      // A whole output can be megabytes: the process exits when main returns, so wait until a
+      // pipe has taken it all (writes to a pipe are not synchronous).
+      await new Promise<void>((resolve, reject) =>
+        process.stdout.write(text, (error) => (error ? reject(error) : resolve())),
+      );
+      return EXIT.ok;
+    }
     const state = SessionState.from(records);
     const tools = toolStats(records);
     const mcp = mcpStats(records);

@@ -8,6 +8,7 @@ import { oneOf, parse, positiveInt, tokenCount } from "../args.js";
 import { goalFrom } from "../goal-input.js";
 import { latestSession } from "../latest-session.js";
 import { offTerminalNotice } from "../off-terminal.js";
+import { output } from "../output.js";
 import { effectiveFlags, flagWords, type RunFlags, type SandboxFlag } from "../run-flags.js";
 import { continuedOrNewSession, LAST_OPTION, sessionFromArgs } from "../session-id.js";
 import { runSession } from "../session-runner.js";
@@ -46,8 +47,21 @@ export const SESSION_OPTIONS = {
   events: { type: "boolean" },
 } as const;
 
+/** How much of each finished call a person watching sees (run, resume, chat): --quiet-calls hides diffs and output. */
+export const SHOW_OPTIONS = { "quiet-calls": { type: "boolean" } } as const;
+
+/** The help line of --quiet-calls (run, resume, chat). */
+export const QUIET_CALLS_HELP = `  --quiet-calls              do not show each edit's diff and each command's output (its
+                             first and last lines, secrets scrubbed) as calls finish;
+                             the status line of each call stays (harness inspect SESSION
+                             --call ID shows a call's whole result)`;
+
 /** harness run's own: the session options plus --continue. */
-const RUN_OPTIONS = { ...SESSION_OPTIONS, continue: { type: "boolean", short: "c" } } as const;
+const RUN_OPTIONS = {
+  ...SESSION_OPTIONS,
+  ...SHOW_OPTIONS,
+  continue: { type: "boolean", short: "c" },
+} as const;
 
 const RUN_HELP = `Usage: harness run [options] GOAL
        harness run --continue [options] PROMPT
@@ -120,7 +134,12 @@ Run:
                              recorded (e.g. an MCP server changed its tool list); journaled
   --json                     print exactly one JSON summary object on stdout
   --events                   print journal events as NDJSON on stdout while running
+${QUIET_CALLS_HELP}
   -h, --help                 show this help
+
+Progress goes to stderr: model text, a line per finished call, then an edit's diff and a
+command's output; a failed --accept check prints its output. With -q (harness -q run ...) only
+the status line and errors are printed.
 
 Turns: a session is a sequence of turns. The goal is turn 1; each later PROMPT is sent after
 everything the session holds (its earlier turns, their calls and results). A turn ends when the
@@ -158,14 +177,14 @@ record; a live owner, or one on another host, is never displaced (exit 5).
 
 Options: the same as harness run (--workspace, --script, --write, --read-only, --accept,
 --max-model-requests, --max-tool-calls, --context-window, --request-deadline, --accept-tool-changes,
---json, --events). Policy flags, --context-window, --request-deadline and acceptance commands
+--json, --events, --quiet-calls). Policy flags, --context-window, --request-deadline and acceptance commands
 default to the ones recorded when the session started.
 --script, the budgets, --pool-size and --accept-timeout are not recorded: give them again (the
 "next" command harness printed when the session stopped does).`;
 
 export type Parsed = ReturnType<typeof parse<typeof SESSION_OPTIONS>>;
 
-const RESUME_OPTIONS = { ...SESSION_OPTIONS, ...LAST_OPTION } as const;
+const RESUME_OPTIONS = { ...SESSION_OPTIONS, ...SHOW_OPTIONS, ...LAST_OPTION } as const;
 
 export const runCommand = {
   help: RUN_HELP,
@@ -200,6 +219,8 @@ export const runCommand = {
       sessionId,
       existing ? "resume" : "new",
       goal === "" ? undefined : goal,
+      undefined,
+      { quietCalls: parsed.values["quiet-calls"] === true },
     );
   },
 };
@@ -217,7 +238,9 @@ export const resumeCommand = {
       parsed.values.last,
       "harness resume SESSION",
     );
-    return startOrResume(parsed, workspace, sessionId, "resume", undefined);
+    return startOrResume(parsed, workspace, sessionId, "resume", undefined, undefined, {
+      quietCalls: parsed.values["quiet-calls"] === true,
+    });
   },
 };
 
@@ -229,6 +252,7 @@ export async function startOrResume(
   mode: "new" | "resume",
   goal: string | undefined,
   compactOnly?: { instructions?: string },
+  display: { quietCalls?: boolean } = {},
 ): Promise<number> {
   const values = parsed.values;
   if (values.json && values.events)
@@ -275,8 +299,8 @@ export async function startOrResume(
     mcp: (line) => process.stderr.write(`${line}\n`),
   });
   const offTerminal = interactive ? undefined : offTerminalNotice(setup.policy.describe);
-  for (const notice of [...setup.notices, ...(offTerminal ? [offTerminal] : [])])
-    process.stderr.write(`harness: note: ${escapeForTerminal(notice)}\n`);
+  const notices = output.quiet ? [] : [...setup.notices, ...(offTerminal ? [offTerminal] : [])];
+  for (const notice of notices) process.stderr.write(`harness: note: ${escapeForTerminal(notice)}\n`);
   return runSession({
     workspace,
     sessionId,
@@ -292,6 +316,7 @@ export async function startOrResume(
     },
     json: values.json === true,
     events: values.events === true,
+    showCalls: display.quietCalls !== true && compactOnly === undefined,
     acceptToolChanges: values["accept-tool-changes"] === true,
     rerunFlags: [...unrecordedFlags(values, commands), ...flagWords(setup.flags)],
     unrecordedFlags: unrecordedFlags(values, commands),
