@@ -43,6 +43,31 @@ export class StoredSessions {
     return store;
   }
 
+  /**
+   * Every store sessions are listed from when no workspace is named: the served ones (each
+   * --workspace or the current directory, the database) and every workspace a session was opened
+   * in, each once. (What an identity sees in them is decided per session by its owner.)
+   */
+  async listed(): Promise<SessionStore[]> {
+    const fallback = await this.store(undefined);
+    let served: SessionStore[];
+    try {
+      served = [...(fallback ? [fallback] : []), ...(await this.factory.served())];
+    } catch (error) {
+      throw new RpcError(ErrorCode.InvalidParams, messageOf(error));
+    }
+    const out: SessionStore[] = [];
+    const seen = new Set<string>();
+    for (const store of [...served, ...this.#stores.values()]) {
+      const key = store.workspace ?? "";
+      if (seen.has(key)) continue;
+      seen.add(key);
+      if (store.workspace !== undefined) this.#stores.set(store.workspace, store);
+      out.push(store);
+    }
+    return out;
+  }
+
   /** The summaries of a store's sessions this identity may see, except those in `skip`. */
   async summaries(
     identity: Identity,
@@ -66,13 +91,16 @@ export class StoredSessions {
       const fold = new NotificationFold(id);
       for (const record of records) fold.next(record);
       const header = records[0]?.type === "session.started" ? records[0] : undefined;
+      const elsewhere = fold.ended === undefined && (await store.lockHolder?.(id)) !== undefined;
       out.push({
         session: id,
         workspace,
         identity: owner,
-        status: fold.ended ?? (records.length > 0 ? "idle" : "unknown"),
+        status: fold.ended ?? (elsewhere ? "running" : records.length > 0 ? "idle" : "unknown"),
         ...(header?.type === "session.started" ? { goal: header.data.goal, started_at: header.time } : {}),
         last_seq: Math.max(fold.lastSeq, 0),
+        ...(fold.outcome !== undefined ? { outcome: fold.outcome } : {}),
+        ...(elsewhere ? { running_elsewhere: true } : {}),
       });
     }
     return out;
@@ -95,9 +123,7 @@ export class StoredSessions {
       if (store && !(await store.backend.exists(session))) return { records: [], store };
       if (store) candidates.push(store);
     } else {
-      const fallback = await this.store(undefined);
-      if (fallback) candidates.push(fallback);
-      candidates.push(...this.#stores.values());
+      candidates.push(...(await this.listed()));
     }
     for (const store of candidates) {
       if (!(await store.backend.exists(session).catch(() => false))) continue;
