@@ -28,6 +28,8 @@ export function messageOf(error: unknown): string {
 export class StoredSessions {
   /** Stores sessions were found in, by workspace path: a later session/read looks there too. */
   readonly #stores = new Map<string, SessionStore>();
+  /** The last summary of each listed journal, with the stamp it was made at. */
+  readonly #summaries = new Map<string, { stamp: string; summary: SessionSummary }>();
 
   constructor(private readonly factory: SessionFactory) {}
 
@@ -78,6 +80,14 @@ export class StoredSessions {
     const workspace = store.workspace ?? "";
     for (const id of await store.backend.list()) {
       if (skip.has(id)) continue;
+      // A journal unchanged since it was last summarized is not read again (the page lists every few seconds).
+      const key = `${workspace}\0${id}`;
+      const stamp = await store.stamp?.(id).catch(() => undefined);
+      const cached = stamp === undefined ? undefined : this.#summaries.get(key);
+      if (cached !== undefined && cached.stamp === stamp) {
+        if (canSee(identity, cached.summary.identity)) out.push(cached.summary);
+        continue;
+      }
       let records: readonly AnyRecord[];
       try {
         records = (await store.backend.readReport(id)).records;
@@ -92,7 +102,7 @@ export class StoredSessions {
       for (const record of records) fold.next(record);
       const header = records[0]?.type === "session.started" ? records[0] : undefined;
       const elsewhere = fold.ended === undefined && (await store.lockHolder?.(id)) !== undefined;
-      out.push({
+      const summary: SessionSummary = {
         session: id,
         workspace,
         identity: owner,
@@ -101,7 +111,11 @@ export class StoredSessions {
         last_seq: Math.max(fold.lastSeq, 0),
         ...(fold.outcome !== undefined ? { outcome: fold.outcome } : {}),
         ...(elsewhere ? { running_elsewhere: true } : {}),
-      });
+      };
+      // One another process runs is read again each time: its lock can go stale without a write.
+      if (stamp !== undefined && !elsewhere) this.#summaries.set(key, { stamp, summary });
+      else this.#summaries.delete(key);
+      out.push(summary);
     }
     return out;
   }
