@@ -88,7 +88,7 @@ describe("the viewer shows every session recorded in the workspaces it serves", 
     const { page, log, escaped } = await openViewer(server);
     try {
       expect(server.viewer).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/\?token=[A-Za-z0-9_-]{43}$/);
-      expect(server.stderr()).toContain(`harness serve: viewer: ${server.viewer}\n`);
+      await expect.poll(() => server.stderr()).toContain(`harness serve: viewer: ${server.viewer}\n`);
       const item = listItem(page, session);
       await item.waitFor({ timeout: 20_000 });
       expect(await item.locator(".session-status").textContent()).toBe("verified");
