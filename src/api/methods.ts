@@ -49,6 +49,10 @@ export const sessionSummary = z.object({
   goal: z.string().optional(),
   last_seq: int.nonnegative(),
   started_at: z.string().optional(),
+  /** How its latest turn ended, in one word (verified, unverified, a stop's reason): absent while none has ended. */
+  outcome: z.string().optional(),
+  /** A process other than this server holds its journal's writer lock (a `run`, `chat` or worker): it may grow, and is not continued here until that ends. */
+  running_elsewhere: z.boolean().optional(),
 });
 export type SessionSummary = z.infer<typeof sessionSummary>;
 
@@ -80,7 +84,11 @@ export const METHODS = {
   },
   "session/list": {
     params: z.object({ workspace: z.string().min(1).optional() }).strict(),
-    result: z.object({ sessions: z.array(sessionSummary) }),
+    result: z.object({
+      sessions: z.array(sessionSummary),
+      /** The workspaces listed (where a new session may be started), when the server serves some. */
+      workspaces: z.array(z.string()).optional(),
+    }),
   },
   "session/read": {
     params: z

@@ -1,12 +1,16 @@
-import { realpath } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { lstat, realpath } from "node:fs/promises";
 import { join } from "node:path";
 import { ErrorCode, RpcError } from "../api/errors.js";
 import type { RunOptions } from "../api/methods.js";
 import { Engine } from "../engine/engine.js";
 import { SessionState } from "../engine/state.js";
+import { describeOwner, inspectLockFile } from "../journal/lock.js";
+import { sessionPaths } from "../journal/session-path.js";
+import { checkSessionDir } from "../journal/state-dir.js";
 import { verifyJournal } from "../journal/verify.js";
 import { mayUseHost } from "../server/admission.js";
-import type { IdentityPolicy } from "../server/identities.js";
+import { canSee, type IdentityPolicy } from "../server/identities.js";
 import type {
   OpenedSession,
   OpenRequest,
@@ -15,6 +19,7 @@ import type {
   SessionStore,
 } from "../server/ports.js";
 import { ownerOf } from "../server/stored.js";
+import { thisProcess } from "../shared/process-owner.js";
 import { TOOL_PROFILES, type ToolProfile } from "../tools/profiles.js";
 import { forkWithArtifacts } from "./commands/fork.js";
 import { validateSessionId } from "./commands/run.js";
@@ -29,8 +34,8 @@ import { newSessionId, type OpenedWorkspace, openWorkspace } from "./workspace.j
 const ACCEPT_TIMEOUT_MS = 600_000;
 
 export interface FactoryOptions {
-  /** --workspace: where sessions at rest are listed and read by default. */
-  workspace?: string;
+  /** Each --workspace: where sessions at rest are listed and read by default (none: the current directory). */
+  workspaces?: readonly string[];
   /** --database: sessions at rest are read from PostgreSQL instead. */
   database?: JournalSource;
   log(line: string): void;
@@ -46,10 +51,21 @@ export function serveSessionFactory(options: FactoryOptions): SessionFactory {
     open: (request) => openServed(request, options),
     async store(workspace) {
       if (workspace === undefined && options.database) return databaseStore(options.database);
-      const dir = workspace ?? options.workspace;
+      const dir = workspace ?? options.workspaces?.[0];
       if (dir === undefined) return undefined;
       // A client's workspace comes as the real path admission checked: opened exactly there.
       return workspaceStore(await openWorkspace(dir, { exact: workspace !== undefined }));
+    },
+    async served() {
+      const stores: SessionStore[] = [];
+      const dirs = options.workspaces?.length ? options.workspaces : [];
+      for (const dir of dirs) stores.push(workspaceStore(await openWorkspace(dir)));
+      // The directory serve was started in, when no --workspace names one: listed only when it
+      // already holds harness state (serving never creates .harness where nothing ran).
+      if (dirs.length === 0 && existsSync(join(process.cwd(), ".harness")))
+        stores.push(workspaceStore(await openWorkspace(process.cwd())));
+      if (options.database) stores.push(databaseStore(options.database));
+      return stores;
     },
   };
 }
@@ -63,7 +79,7 @@ async function openServed(request: OpenRequest, options: FactoryOptions): Promis
   const records = (await workspace.backend.exists(sessionId)) ? await workspace.backend.read(sessionId) : [];
   const recorded = records.length > 0 ? SessionState.from(records).header : undefined;
   const owner = ownerOf(records);
-  if (recorded && request.identity.policy.see_all !== true && owner !== request.identity.name)
+  if (recorded && !canSee(request.identity, owner))
     throw new RpcError(ErrorCode.NotFound, `no session ${sessionId}`, { code: "SESSION_NOT_FOUND" });
   const opts = request.options;
   if (recorded?.provider.kind === "scripted" && request.script === undefined)
@@ -235,6 +251,26 @@ function workspaceStore(workspace: OpenedWorkspace): SessionStore {
       const child = newSessionId();
       await forkWithArtifacts(workspace, parent, child, at);
       return child;
+    },
+    // The session's paths come from sessionPaths, which refuses an id that is not a directory
+    // name; the state directory was checked for links when the workspace was opened.
+    async lockHolder(sessionId) {
+      const paths = sessionPaths(workspace.harnessDir, sessionId);
+      // No link or special file in its directory before the lock file is read.
+      checkSessionDir(workspace.harnessDir, paths.sessionDir);
+      const status = inspectLockFile(paths.lock);
+      if (status?.state !== "alive") return undefined;
+      const self = thisProcess();
+      if (status.owner.pid === self.pid && status.owner.host === self.host) return undefined;
+      return describeOwner(status.owner);
+    },
+    async stamp(sessionId) {
+      const paths = sessionPaths(workspace.harnessDir, sessionId);
+      const events = await lstat(paths.events, { bigint: true }).catch(() => undefined);
+      const lock = await lstat(paths.lock, { bigint: true }).catch(() => undefined);
+      return [events?.ino, events?.size, events?.mtimeNs, events?.ctimeNs, lock?.ino, lock?.mtimeNs].join(
+        ":",
+      );
     },
   };
 }

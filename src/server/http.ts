@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import { isIP } from "node:net";
 import { ErrorCode, RpcError } from "../api/errors.js";
 import { DEFAULT_STREAM_LIMITS, EventStreamWriter, type StreamLimits } from "./event-stream.js";
-import type { SessionHub } from "./hub.js";
+import { checkSessionId, type SessionHub } from "./hub.js";
 import type { Identity, IdentityPolicy, TokenTable } from "./identities.js";
 import { SERVER_PAGE_CSP, serverPage } from "./page.js";
 import { answer, type Connection, decodeBody, errorLine, type ServerInfo } from "./rpc.js";
@@ -181,6 +181,12 @@ export async function serveHttp(hub: SessionHub, options: HttpOptions): Promise<
     const session = url.searchParams.get("session");
     if (!session) {
       json(res, 400, errorLine(null, new RpcError(ErrorCode.InvalidParams, "GET /events?session=ID")));
+      return;
+    }
+    try {
+      checkSessionId(session);
+    } catch (error) {
+      json(res, 400, errorLine(null, error as RpcError));
       return;
     }
     // Without Last-Event-ID or from_seq: the whole journal (seqs start at 0), then live.

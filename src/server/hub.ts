@@ -1,6 +1,7 @@
 import { ErrorCode, RpcError } from "../api/errors.js";
 import type { ParsedParamsOf as ParamsOf, RunOptions, SessionSummary } from "../api/methods.js";
 import type { EngineListener } from "../engine/options.js";
+import { SESSION_ID_PATTERN } from "../journal/session-path.js";
 import type { AnyRecord } from "../journal/vocabulary.js";
 import { admitStart, admitWorkspace } from "./admission.js";
 import { type PendingApproval, WireApprover, type WireDecision } from "./approvals.js";
@@ -12,8 +13,9 @@ import {
   replayed,
   type SessionStatus,
 } from "./notifications.js";
-import type { OpenedSession, SessionFactory, SessionRun } from "./ports.js";
+import type { OpenedSession, SessionFactory, SessionRun, SessionStore } from "./ports.js";
 import { messageOf, notFound, ownerOf, StoredSessions } from "./stored.js";
+import { StoredFollower } from "./stored-follower.js";
 
 /** Where a subscriber's notifications go; `durable` ones carry seq and hash and can be replayed. */
 export type Sink = (notification: Notification, durable: boolean) => void;
@@ -47,6 +49,8 @@ export interface HubOptions {
 export class SessionHub {
   readonly #sessions = new Map<string, Hosted>();
   readonly #sinks = new Map<string, Set<Sink>>();
+  /** Sessions not hosted here that someone follows: polled for what another process appends. */
+  readonly #followers = new Map<string, StoredFollower>();
   #closing = false;
 
   readonly #stored: StoredSessions;
@@ -68,7 +72,10 @@ export class SessionHub {
         code: "SESSION_BUSY",
       });
     }
+    if (params.session !== undefined) checkSessionId(params.session);
     const admitted = await admitStart(identity, params);
+    if (params.session !== undefined)
+      await this.#refuseIfRunningElsewhere(params.session, await this.#stored.store(admitted.workspace));
     const options: RunOptions = params.options ?? {};
     let approver: WireApprover | undefined;
     let fold: NotificationFold | undefined;
@@ -106,7 +113,15 @@ export class SessionHub {
         code: "SESSION_BUSY",
       });
     }
-    for (const record of opened.records) fold.next(record);
+    // Someone was following it from its journal: what was appended since their last poll goes to them now.
+    const follower = this.#followers.get(opened.sessionId);
+    follower?.stop();
+    this.#followers.delete(opened.sessionId);
+    const followedTo = follower?.lastSeq ?? Number.POSITIVE_INFINITY;
+    for (const record of opened.records) {
+      const notification = fold.next(record);
+      if (record.seq > followedTo) this.#emit(opened.sessionId, notification, true);
+    }
     const header = opened.records[0]?.type === "session.started" ? opened.records[0] : undefined;
     const hosted: Hosted = {
       id: opened.sessionId,
@@ -123,6 +138,8 @@ export class SessionHub {
     };
     hostedRef = hosted;
     this.#sessions.set(hosted.id, hosted);
+    // Its workspace is served from now on: session/list shows the other sessions recorded there.
+    await this.#stored.store(hosted.opened.workspace).catch(() => undefined);
     const unsubscribe = sink ? this.#follow(hosted.id, sink) : undefined;
     if (params.goal !== undefined) this.#startRun(hosted, params.goal);
     return { session: hosted.id, status: hosted.status, ...(unsubscribe ? { unsubscribe } : {}) };
@@ -133,10 +150,12 @@ export class SessionHub {
     const seen = new Set<string>();
     const workspace =
       params.workspace === undefined ? undefined : await admitWorkspace(identity, params.workspace);
-    const store = await this.#stored.store(workspace);
+    const named = workspace === undefined ? undefined : await this.#stored.store(workspace);
+    // Without a workspace named: every served workspace (sessions any door recorded there) and the database.
+    const stores = workspace === undefined ? await this.#stored.listed() : named ? [named] : [];
     for (const hosted of this.#sessions.values()) {
       if (!canSee(identity, hosted.owner)) continue;
-      if (params.workspace !== undefined && store?.workspace !== hosted.opened.workspace) continue;
+      if (params.workspace !== undefined && named?.workspace !== hosted.opened.workspace) continue;
       seen.add(hosted.id);
       sessions.push({
         session: hosted.id,
@@ -146,10 +165,16 @@ export class SessionHub {
         ...(hosted.goal !== undefined ? { goal: hosted.goal } : {}),
         last_seq: Math.max(hosted.fold.lastSeq, 0),
         ...(hosted.startedAt !== undefined ? { started_at: hosted.startedAt } : {}),
+        ...(hosted.fold.outcome !== undefined && !hosted.run ? { outcome: hosted.fold.outcome } : {}),
       });
     }
-    if (store) sessions.push(...(await this.#stored.summaries(identity, store, seen)));
-    return { sessions };
+    for (const store of stores) {
+      const found = await this.#stored.summaries(identity, store, seen);
+      for (const summary of found) seen.add(summary.session);
+      sessions.push(...found);
+    }
+    const workspaces = stores.flatMap((store) => (store.workspace === undefined ? [] : [store.workspace]));
+    return { sessions, ...(workspaces.length > 0 ? { workspaces } : {}) };
   }
 
   async read(identity: Identity, params: ParamsOf<"session/read">) {
@@ -218,6 +243,7 @@ export class SessionHub {
         sink(item.notification, item.durable);
       }
     }
+    await this.#followStored(session, visible.store, visible.records);
     return unsubscribe;
   }
 
@@ -255,6 +281,7 @@ export class SessionHub {
     const pending = early;
     early = [];
     for (const item of pending) gate(item.notification, item.durable);
+    await this.#followStored(session, visible.store, records);
     return { replay: replayed(session, records, fromSeq), unsubscribe };
   }
 
@@ -264,8 +291,39 @@ export class SessionHub {
     sinks.add(sink);
     return () => {
       sinks.delete(sink);
-      if (sinks.size === 0) this.#sinks.delete(session);
+      if (sinks.size > 0) return;
+      this.#sinks.delete(session);
+      this.#followers.get(session)?.stop();
+      this.#followers.delete(session);
     };
+  }
+
+  /**
+   * A session not hosted here is followed from its journal while someone subscribes: another
+   * process may be appending to it (started once per session, however many follow it).
+   */
+  async #followStored(session: string, store: SessionStore, records: readonly AnyRecord[]): Promise<void> {
+    if (this.#sessions.has(session) || this.#followers.has(session) || !this.#sinks.has(session)) return;
+    const follower = new StoredFollower(
+      session,
+      store,
+      records,
+      (notification, durable) => this.#emit(session, notification, durable),
+      this.options.log,
+    );
+    this.#followers.set(session, follower);
+    await follower.start();
+  }
+
+  /** A session another process holds the writer lock of is not continued here (two writers would collide). */
+  async #refuseIfRunningElsewhere(session: string, store: SessionStore | undefined): Promise<void> {
+    const holder = await store?.lockHolder?.(session);
+    if (holder === undefined) return;
+    throw new RpcError(
+      ErrorCode.Conflict,
+      `session ${session} is being run by another process (${holder}): wait until it ends, then continue it here`,
+      { code: "SESSION_LOCKED" },
+    );
   }
 
   async startTurn(
@@ -278,6 +336,11 @@ export class SessionHub {
         code: "TURN_RUNNING",
       });
     if (this.#closing) throw new RpcError(ErrorCode.Conflict, "the server is shutting down");
+    await this.#refuseIfRunningElsewhere(hosted.id, await this.#stored.store(hosted.opened.workspace));
+    if (hosted.run)
+      throw new RpcError(ErrorCode.Conflict, "a turn is already running in this session", {
+        code: "TURN_RUNNING",
+      });
     this.#startRun(hosted, params.input);
     return { session: hosted.id, turn: hosted.fold.turn + 1 };
   }
@@ -362,6 +425,8 @@ export class SessionHub {
   /** Interrupt every running turn, wait for each to reach its safe point, and close the sessions. */
   async shutdown(): Promise<void> {
     this.#closing = true;
+    for (const follower of this.#followers.values()) follower.stop();
+    this.#followers.clear();
     const running = [...this.#sessions.values()];
     for (const hosted of running) hosted.run?.interrupt();
     await Promise.all(running.map((hosted) => hosted.done));
@@ -494,10 +559,21 @@ export class SessionHub {
 
   /** A session's records and store, if this identity may see it (else not found: existence never leaks). */
   #records(identity: Identity, session: string) {
+    checkSessionId(session);
     const hosted = this.#sessions.get(session);
     if (hosted && !canSee(identity, hosted.owner)) throw notFound(session);
     return this.#stored.find(identity, session, hosted?.opened.workspace);
   }
+}
+
+/** A session id from a client is a directory name: checked before anything is looked up by it. */
+export function checkSessionId(session: string): void {
+  if (!SESSION_ID_PATTERN.test(session))
+    throw new RpcError(
+      ErrorCode.InvalidParams,
+      `invalid session id ${JSON.stringify(session.slice(0, 80))}: 1-64 characters from A-Z a-z 0-9 . _ - starting with a letter or digit`,
+      { code: "INVALID_SESSION_ID" },
+    );
 }
 
 /** A session this identity cannot use here and that is not found where this server looks. */

@@ -35,9 +35,17 @@ export function policyFor(name: string, configured: IdentityPolicy | undefined):
   return name === "default" ? { host: true, ...configured } : (configured ?? {});
 }
 
-/** Whether this identity may see a session owned by `owner`. */
+/**
+ * Whether this identity may see a session owned by `owner`. Sessions recorded outside the server
+ * (`run`, `chat`, workers) are the local user's: an identity trusted with the host is that user
+ * (it could read them through an acceptance command anyway), so it sees them too.
+ */
 export function canSee(identity: Identity, owner: string): boolean {
-  return identity.policy.see_all === true || identity.name === owner;
+  return (
+    identity.policy.see_all === true ||
+    identity.name === owner ||
+    (owner === LOCAL_IDENTITY.name && identity.policy.host === true)
+  );
 }
 
 /**

@@ -44,6 +44,7 @@ export class NotificationFold {
   readonly #approvals = new Map<string, JsonObject>();
   readonly #decided = new Set<string>();
   #ended: SessionStatus | undefined;
+  #outcome: string | undefined;
   /** -1 before the first record (journal seqs start at 0). */
   #lastSeq = -1;
   #lastHash: string | null = null;
@@ -71,6 +72,11 @@ export class NotificationFold {
   /** How the latest turn ended (undefined while none has ended or a new one started). */
   get ended(): SessionStatus | undefined {
     return this.#ended;
+  }
+
+  /** How the latest turn ended in one word (verified, unverified, a stop's reason); undefined like `ended`. */
+  get outcome(): string | undefined {
+    return this.#outcome;
   }
 
   /** Whether this approval was decided in the journal. */
@@ -104,6 +110,7 @@ export class NotificationFold {
         const turn = record.data.turn ?? this.#turn + 1;
         this.#turn = turn;
         this.#ended = undefined;
+        this.#outcome = undefined;
         return note("turn/started", { turn, input: record.data.text });
       }
       case "model.started":
@@ -154,7 +161,8 @@ export class NotificationFold {
       case "turn.interrupted": {
         const status = TURN_ENDS[record.type];
         this.#ended = status;
-        return note("turn/completed", { turn: this.#turn, status, outcome: outcomeOf(record) });
+        this.#outcome = outcomeOf(record);
+        return note("turn/completed", { turn: this.#turn, status, outcome: this.#outcome });
       }
       case "approval.requested": {
         const requested = note("approval/requested", {

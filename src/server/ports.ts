@@ -55,10 +55,25 @@ export interface SessionStore {
   ): Promise<{ ok: boolean; records: number; problems: string[]; head: string | null }>;
   /** A new session holding this one's history (up to `atSeq`); its id. */
   fork(sessionId: string, atSeq: number | undefined): Promise<string>;
+  /**
+   * Who else holds the session's writer lock, described for a message, when a live process other
+   * than this one does (a `run`, `chat` or worker appending to it now); undefined otherwise.
+   */
+  lockHolder?(sessionId: string): Promise<string | undefined>;
+  /**
+   * A cheap token that changes when the session's journal may have grown (its file's size and
+   * times); absent: the follower reads the journal on every poll.
+   */
+  stamp?(sessionId: string): Promise<string | undefined>;
 }
 
 export interface SessionFactory {
   open(request: OpenRequest): Promise<OpenedSession>;
   /** The store of a workspace, or (undefined) the server's default (--workspace, --database). */
   store(workspace: string | undefined): Promise<SessionStore | undefined>;
+  /**
+   * Every store the server serves by default, listed without a workspace named: each
+   * --workspace (else the current directory, when it holds harness state) and the database.
+   */
+  served(): Promise<SessionStore[]>;
 }

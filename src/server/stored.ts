@@ -28,6 +28,8 @@ export function messageOf(error: unknown): string {
 export class StoredSessions {
   /** Stores sessions were found in, by workspace path: a later session/read looks there too. */
   readonly #stores = new Map<string, SessionStore>();
+  /** The last summary of each listed journal, with the stamp it was made at. */
+  readonly #summaries = new Map<string, { stamp: string; summary: SessionSummary }>();
 
   constructor(private readonly factory: SessionFactory) {}
 
@@ -43,6 +45,31 @@ export class StoredSessions {
     return store;
   }
 
+  /**
+   * Every store sessions are listed from when no workspace is named: the served ones (each
+   * --workspace or the current directory, the database) and every workspace a session was opened
+   * in, each once. (What an identity sees in them is decided per session by its owner.)
+   */
+  async listed(): Promise<SessionStore[]> {
+    const fallback = await this.store(undefined);
+    let served: SessionStore[];
+    try {
+      served = [...(fallback ? [fallback] : []), ...(await this.factory.served())];
+    } catch (error) {
+      throw new RpcError(ErrorCode.InvalidParams, messageOf(error));
+    }
+    const out: SessionStore[] = [];
+    const seen = new Set<string>();
+    for (const store of [...served, ...this.#stores.values()]) {
+      const key = store.workspace ?? "";
+      if (seen.has(key)) continue;
+      seen.add(key);
+      if (store.workspace !== undefined) this.#stores.set(store.workspace, store);
+      out.push(store);
+    }
+    return out;
+  }
+
   /** The summaries of a store's sessions this identity may see, except those in `skip`. */
   async summaries(
     identity: Identity,
@@ -53,6 +80,14 @@ export class StoredSessions {
     const workspace = store.workspace ?? "";
     for (const id of await store.backend.list()) {
       if (skip.has(id)) continue;
+      // A journal unchanged since it was last summarized is not read again (the page lists every few seconds).
+      const key = `${workspace}\0${id}`;
+      const stamp = await store.stamp?.(id).catch(() => undefined);
+      const cached = stamp === undefined ? undefined : this.#summaries.get(key);
+      if (cached !== undefined && cached.stamp === stamp) {
+        if (canSee(identity, cached.summary.identity)) out.push(cached.summary);
+        continue;
+      }
       let records: readonly AnyRecord[];
       try {
         records = (await store.backend.readReport(id)).records;
@@ -66,14 +101,21 @@ export class StoredSessions {
       const fold = new NotificationFold(id);
       for (const record of records) fold.next(record);
       const header = records[0]?.type === "session.started" ? records[0] : undefined;
-      out.push({
+      const elsewhere = fold.ended === undefined && (await store.lockHolder?.(id)) !== undefined;
+      const summary: SessionSummary = {
         session: id,
         workspace,
         identity: owner,
-        status: fold.ended ?? (records.length > 0 ? "idle" : "unknown"),
+        status: fold.ended ?? (elsewhere ? "running" : records.length > 0 ? "idle" : "unknown"),
         ...(header?.type === "session.started" ? { goal: header.data.goal, started_at: header.time } : {}),
         last_seq: Math.max(fold.lastSeq, 0),
-      });
+        ...(fold.outcome !== undefined ? { outcome: fold.outcome } : {}),
+        ...(elsewhere ? { running_elsewhere: true } : {}),
+      };
+      // One another process runs is read again each time: its lock can go stale without a write.
+      if (stamp !== undefined && !elsewhere) this.#summaries.set(key, { stamp, summary });
+      else this.#summaries.delete(key);
+      out.push(summary);
     }
     return out;
   }
@@ -95,9 +137,7 @@ export class StoredSessions {
       if (store && !(await store.backend.exists(session))) return { records: [], store };
       if (store) candidates.push(store);
     } else {
-      const fallback = await this.store(undefined);
-      if (fallback) candidates.push(fallback);
-      candidates.push(...this.#stores.values());
+      candidates.push(...(await this.listed()));
     }
     for (const store of candidates) {
       if (!(await store.backend.exists(session).catch(() => false))) continue;

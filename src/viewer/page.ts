@@ -76,6 +76,11 @@ function page(csp: string, data: string): string {
 <div id="approvals" hidden></div>
 <ol id="timeline"></ol>
 <div id="streaming"></div>
+<form id="prompt" hidden>
+<label for="prompt-text">Prompt</label>
+<textarea id="prompt-text" rows="3"></textarea>
+<div class="buttons"><button type="submit" id="prompt-send" disabled>Send as the next turn</button><button type="button" id="prompt-new">Start a new session</button><label for="prompt-workspace">in</label><select id="prompt-workspace"></select></div>
+</form>
 </section>
 </main>
 ${data}<script>${SCRIPT}</script>

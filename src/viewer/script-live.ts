@@ -100,7 +100,11 @@ function startLive() {
       body: JSON.stringify({ jsonrpc: "2.0", id: ++rpcId, method, params: rpcParams }),
     });
     const body = await response.json();
-    if (body.error) throw new Error(method + ": " + body.error.message + " (" + body.error.code + ")");
+    if (body.error) {
+      const error = new Error(method + ": " + body.error.message + " (" + body.error.code + ")");
+      error.data = body.error.data || {};
+      throw error;
+    }
     return body.result;
   };
 
@@ -141,7 +145,37 @@ function startLive() {
     }
   };
 
-  const open = (session) => {
+  // A pane that says why a session cannot be shown (never an empty one).
+  const paneError = (session, text) => {
+    if (stream) stream.close();
+    stream = null;
+    current = null;
+    pending.clear();
+    renderApprovals();
+    $("timeline").replaceChildren();
+    $("streaming").textContent = "";
+    const head = $("summary");
+    head.replaceChildren();
+    const title = el("h2", null, "Session ");
+    title.appendChild(el("code", null, session));
+    head.appendChild(title);
+    head.appendChild(el("p", "pane-error", text));
+    showError(text);
+    updatePrompt();
+  };
+
+  const open = async (session) => {
+    if (!SESSION_ID.test(session)) {
+      paneError(session, "cannot open session " + JSON.stringify(session) + ": not a valid session id (1-64 letters, digits, '.', '_' or '-')");
+      return;
+    }
+    try {
+      // Asked first: a session that does not exist (or is not this token's to see) is said so, not shown empty.
+      await rpc("session/read", { session, limit: 1 });
+    } catch (err) {
+      paneError(session, "cannot open session " + session + ": " + String(err.message || err));
+      return;
+    }
     if (stream) stream.close();
     pending.clear();
     renderApprovals();
@@ -173,8 +207,10 @@ function startLive() {
       if (p.record) timeline.add(p.record);
       else if (note.method === "item/delta" && p.kind === "text") $("streaming").textContent += p.text;
       else if (note.method === "session/status") {
-        timeline.setStatus(p.status);
+        // "finished" says less than the outcome its record already showed (verified, unverified).
+        if (p.status !== "finished") timeline.setStatus(p.status);
         timeline.hooks.changed(timeline);
+        if (p.error) showError("session " + session + ": " + p.error);
       }
     };
     stream.onerror = () => showError(stream.readyState === EventSource.CLOSED ? "the event stream closed" : "");
@@ -185,27 +221,97 @@ function startLive() {
         showVerdict(timeline.verdict);
       })
       .catch((err) => showError(String(err.message || err)));
+    updatePrompt();
   };
+
+  // The prompt box: the next turn of the open session, or a new session in a served workspace.
+  const updatePrompt = () => {
+    $("prompt").hidden = false;
+    $("prompt-send").disabled = !current;
+    $("prompt-send").textContent = current ? "Send as the next turn of " + current.session : "Send as the next turn";
+    $("prompt-new").disabled = $("prompt-workspace").options.length === 0;
+  };
+  const busy = (on) => {
+    for (const b of $("prompt").querySelectorAll("button")) b.disabled = on;
+    if (!on) updatePrompt();
+  };
+  const nextTurn = async (session, input) => {
+    try {
+      await rpc("turn/start", { session, input });
+    } catch (err) {
+      // Recorded but not open on this server (a run, a chat, an earlier server): open it with this input as its next turn.
+      if (!err.data || err.data.code !== "SESSION_NOT_OPEN") throw err;
+      await rpc("session/start", { workspace: err.data.workspace, session, goal: input });
+    }
+  };
+  $("prompt").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const input = $("prompt-text").value;
+    if (!current || input.trim() === "") return;
+    busy(true);
+    try {
+      await nextTurn(current.session, input);
+      $("prompt-text").value = "";
+      showError("");
+      refresh();
+    } catch (err) {
+      showError(String(err.message || err));
+    } finally {
+      busy(false);
+    }
+  });
+  $("prompt-new").addEventListener("click", async () => {
+    const input = $("prompt-text").value;
+    const workspace = $("prompt-workspace").value;
+    if (input.trim() === "" || !workspace) return;
+    busy(true);
+    try {
+      const started = await rpc("session/start", { workspace, goal: input });
+      $("prompt-text").value = "";
+      showError("");
+      await open(started.session);
+      refresh();
+    } catch (err) {
+      showError(String(err.message || err));
+    } finally {
+      busy(false);
+    }
+  });
 
   const refresh = async () => {
     try {
-      const { sessions } = await rpc("session/list", {});
+      const listed = await rpc("session/list", {});
+      const sessions = listed.sessions;
       const list = $("session-list");
       list.replaceChildren();
+      const workspaces = new Set(listed.workspaces || []);
       for (const s of sessions) {
+        workspaces.add(s.workspace);
         const li = el("li", s.session === (current && current.session) ? "current" : null);
         li.dataset.session = s.session;
         const button = el("button", "session-link");
         button.type = "button";
         button.appendChild(el("code", null, s.session));
-        button.appendChild(el("span", "session-status " + s.status, s.status));
+        // A finished turn's outcome (verified, unverified) says more than "finished".
+        const shown = s.status === "finished" && s.outcome ? s.outcome : s.status;
+        button.appendChild(el("span", "session-status " + String(shown).replace(/[^a-z_]/g, "_"), shown));
+        if (s.running_elsewhere) button.appendChild(el("span", "elsewhere", "running in another process"));
         if (s.goal) button.appendChild(el("span", "goal", s.goal));
-        button.addEventListener("click", () => open(s.session));
+        button.addEventListener("click", () => void open(s.session));
         li.appendChild(button);
         list.appendChild(li);
       }
       if (sessions.length === 0) list.appendChild(el("li", "dim", "no sessions yet"));
-      showError("");
+      const select = $("prompt-workspace");
+      const chosen = select.value;
+      select.replaceChildren();
+      for (const w of [...workspaces].filter((w) => w !== "")) {
+        const option = el("option", null, w);
+        option.value = w;
+        select.appendChild(option);
+      }
+      if (chosen) select.value = chosen;
+      updatePrompt();
     } catch (err) {
       showError(String(err.message || err));
     }
@@ -216,9 +322,13 @@ function startLive() {
   $("refresh").addEventListener("click", refresh);
   refresh();
   setInterval(refresh, 5000);
+  updatePrompt();
   const chosen = params.get("session");
-  if (chosen) open(chosen);
+  if (chosen !== null) open(chosen);
 }
+
+// The journal's rule for a session id (src/journal/session-path.ts): anything else is refused before any request.
+const SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
 const embedded = $("harness-data");
 if (embedded) startStatic(embedded);

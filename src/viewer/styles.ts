@@ -64,4 +64,9 @@ pre { white-space: pre-wrap; overflow-wrap: anywhere; margin: .3em 0; font: 12.5
 #error { color: var(--err); margin: .4em 1em; }
 #streaming { color: var(--dim); white-space: pre-wrap; }
 body.static nav { display: none; }
+#prompt { border-top: 1px solid var(--line); margin-top: 1em; padding-top: .6em; }
+#prompt textarea { display: block; width: 100%; font: 12.5px/1.4 ui-monospace, monospace; margin: .3em 0; }
+#prompt select { font: inherit; max-width: 24em; }
+.pane-error { color: var(--err); font-weight: 600; }
+.elsewhere { color: var(--warn); font-size: .85em; margin-left: .4em; }
 `;

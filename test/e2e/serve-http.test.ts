@@ -38,19 +38,21 @@ function rawGet(
 }
 
 describe("harness serve --http", () => {
-  it("refuses to start without a token, saying how to set one", async () => {
+  it("without a token configured, makes one for this run and prints the viewer's URL with it; refuses a non-loopback address", async () => {
     const config = await serverConfig();
     const env = serverEnv(config);
     delete env.HARNESS_SERVER_TOKEN;
-    const { spawnSync } = await import("node:child_process");
-    const { BIN } = await import("./helpers.js");
-    const result = spawnSync(process.execPath, [BIN, "serve", "--http", "127.0.0.1:0"], {
-      env,
-      encoding: "utf8",
-    });
-    expect(result.status).toBe(64);
-    expect(result.stderr).toContain("HARNESS_SERVER_TOKEN");
-    expect(result.stderr).not.toMatch(/\n\s+at /);
+    const server = await startHttpServer(env);
+    try {
+      expect(server.viewer).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/\?token=[A-Za-z0-9_-]{43}$/);
+      await expect.poll(() => server.stderr()).toContain(`harness serve: viewer: ${server.viewer}\n`);
+      expect((await fetch(server.viewer)).status).toBe(200);
+      expect((await fetch(`${server.url}/`)).status).toBe(401);
+      expect((await fetch(`${server.url}/?token=${"x".repeat(43)}`)).status).toBe(401);
+    } finally {
+      server.child.kill("SIGTERM");
+      await server.exited;
+    }
     const remote = await harness(["serve", "--http", "0.0.0.0:0"]);
     expect(remote.code).toBe(64);
   });

@@ -1,6 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { request as httpRequest } from "node:http";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BIN, childEnv, tempDir } from "./helpers.js";
 
@@ -40,6 +42,8 @@ export class StdioServer {
   constructor(env: NodeJS.ProcessEnv, args: string[] = []) {
     this.child = spawn(process.execPath, [BIN, "serve", "--stdio", ...args], {
       env,
+      // Not the test runner's directory: the one serve starts in is served when it holds sessions.
+      cwd: mkdtempSync(join(tmpdir(), "harness-serve-cwd-")),
       stdio: ["pipe", "pipe", "pipe"],
     });
     this.child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
@@ -115,13 +119,25 @@ export class StdioServer {
   }
 }
 
-/** `harness serve --http 127.0.0.1:0 --json`: resolves once it prints its URL. */
+/**
+ * `harness serve --http 127.0.0.1:0 --json`: resolves once it prints its URL (and the viewer's,
+ * with its token). It runs in `cwd`, by default an empty directory: the one it starts in is
+ * served when it holds harness state, and the test runner's may.
+ */
 export async function startHttpServer(
   env: NodeJS.ProcessEnv,
   args: string[] = [],
-): Promise<{ child: ChildProcess; url: string; stderr: () => string; exited: Promise<number | null> }> {
+  options: { cwd?: string } = {},
+): Promise<{
+  child: ChildProcess;
+  url: string;
+  viewer: string;
+  stderr: () => string;
+  exited: Promise<number | null>;
+}> {
   const child = spawn(process.execPath, [BIN, "serve", "--http", "127.0.0.1:0", "--json", ...args], {
     env,
+    cwd: options.cwd ?? mkdtempSync(join(tmpdir(), "harness-serve-cwd-")),
     stdio: ["ignore", "pipe", "pipe"],
   });
   let stderr = "";
@@ -129,16 +145,16 @@ export async function startHttpServer(
     stderr += chunk;
   });
   const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
-  const url = await new Promise<string>((resolve, reject) => {
+  const { url, viewer } = await new Promise<{ url: string; viewer: string }>((resolve, reject) => {
     let out = "";
     child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
       out += chunk;
       const line = out.split("\n")[0];
-      if (out.includes("\n") && line) resolve((JSON.parse(line) as { url: string }).url);
+      if (out.includes("\n") && line) resolve(JSON.parse(line) as { url: string; viewer: string });
     });
     void exited.then(() => reject(new Error(`server exited: ${stderr}`)));
   });
-  return { child, url, stderr: () => stderr, exited };
+  return { child, url, viewer, stderr: () => stderr, exited };
 }
 
 /** POST /rpc with a token: the HTTP status and the parsed body. */

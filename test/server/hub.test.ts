@@ -58,6 +58,9 @@ async function hubWith(turns: unknown[], existing?: Workspace) {
         fork: async () => "fork",
       };
     },
+    async served() {
+      return [];
+    },
   };
   const hub = new SessionHub({ factory, log: () => {} });
   return { hub, ws };

@@ -83,6 +83,15 @@ export async function startStubServer(token = "t0ken-for-tests"): Promise<StubSe
             last_seq: s.records.length - 1,
           })),
         };
+      case "session/read": {
+        const s = sessions.get(String(params.session));
+        if (!s) return undefined;
+        return {
+          session: params.session,
+          records: s.records.slice(0, Number(params.limit ?? s.records.length)),
+          head: null,
+        };
+      }
       case "session/verify": {
         const s = sessions.get(String(params.session))!;
         return { session: params.session, ok: true, records: s.records.length, head_hash: "h", problems: [] };

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import { z } from "zod";
@@ -23,12 +24,12 @@ const OPTIONS = {
   tokens: { type: "string" },
   "allow-remote": { type: "boolean" },
   database: { type: "string" },
-  workspace: { type: "string", short: "w" },
+  workspace: { type: "string", short: "w", multiple: true },
   json: { type: "boolean" },
 } as const;
 
-const HELP = `Usage: harness serve --stdio [--workspace DIR] [--database URL]
-       harness serve --http HOST:PORT [--tokens FILE] [--allow-remote] [--workspace DIR] [--database URL] [--json]
+const HELP = `Usage: harness serve --stdio [--workspace DIR]... [--database URL]
+       harness serve --http HOST:PORT [--tokens FILE] [--allow-remote] [--workspace DIR]... [--database URL] [--json]
 
 Serve sessions to programs over JSON-RPC 2.0 (one JSON object per line): start sessions in
 workspaces, run turns, stream every journaled event (each with its seq and hash, replayable),
@@ -39,15 +40,19 @@ stops one, and an approval with nobody connected waits (the session is awaiting_
                        logs go to stderr; stdin closing shuts the server down
   --http HOST:PORT     POST /rpc, GET /events?session=ID (Server-Sent Events, id SESSION:SEQ,
                        Last-Event-ID replay), GET / (the session viewer); 127.0.0.1:0 picks a
-                       port and prints the URL. Every request needs Authorization: Bearer TOKEN
-                       (or ?token=TOKEN): HARNESS_SERVER_TOKEN (identity "default") and/or
-  --tokens FILE        a JSON file {"TOKEN": "IDENTITY", ...}
+                       port. Prints the viewer's URL with its token: open it in a browser.
+                       Every request needs Authorization: Bearer TOKEN (or ?token=TOKEN):
+                       HARNESS_SERVER_TOKEN (identity "default") and/or
+  --tokens FILE        a JSON file {"TOKEN": "IDENTITY", ...}; with neither, a random token
+                       for "default" is made for this run (shown in the printed URL)
   --allow-remote       listen on a non-loopback address (the Host check is off then)
-  --workspace, -w DIR  where session/list and session/read look by default
-  --database URL       session/list, session/read and session/verify read sessions from
+  --workspace, -w DIR  a workspace served: session/list shows every session recorded in it
+                       (by run, chat, workers or this server), live; repeatable. Default: the
+                       current directory, when it holds harness state (.harness)
+  --database URL       session/list, session/read and session/verify also read sessions from
                        PostgreSQL (postgres://USER:PASSWORD@HOST:PORT/DB); sessions started
                        through the server still run in their workspaces
-  --json               print {"url": ...} on stdout once listening (--http only)
+  --json               print {"url": ..., "viewer": ...} on stdout once listening (--http only)
   -h, --help           show this help
 
 Identities: the user config's "server": {"identities": {"NAME": {"tools": "readonly",
@@ -112,7 +117,7 @@ export const serveCommand = {
           await (await import("../journal-source.js")).openJournalSource({ database: values.database });
     const hub = new SessionHub({
       factory: serveSessionFactory({
-        ...(values.workspace !== undefined ? { workspace: values.workspace } : {}),
+        ...(values.workspace !== undefined ? { workspaces: values.workspace } : {}),
         ...(database ? { database } : {}),
         log,
       }),
@@ -149,7 +154,7 @@ export const serveCommand = {
           host: listen.host,
           port: listen.port,
           allowRemote: values["allow-remote"] === true,
-          tokens: tokens!,
+          tokens: tokens!.table,
           policyOf: (name) => policyFor(name, identities[name]),
           info,
           log,
@@ -160,8 +165,15 @@ export const serveCommand = {
         })
       : undefined;
     if (http) {
-      if (values.json) process.stdout.write(`${JSON.stringify({ url: http.url })}\n`);
+      const viewer = viewerUrl(http.url, tokens?.pageToken);
+      if (values.json) process.stdout.write(`${JSON.stringify({ url: http.url, viewer })}\n`);
       log(`listening on ${http.url}`);
+      // One line the user can open as it is: the page reads its token from the URL.
+      log(
+        tokens?.pageToken === undefined
+          ? `viewer: ${viewer} (add ?token=YOUR_TOKEN from ${values.tokens})`
+          : `viewer: ${viewer}`,
+      );
     }
     if (values.stdio)
       void serveStdio(hub, info, process.stdin, process.stdout).then(() => stop("stdin closed"));
@@ -181,9 +193,23 @@ function hostPort(value: string): { host: string; port: number } {
   return { host, port };
 }
 
-async function tokenTable(file: string | undefined): Promise<TokenTable> {
+/** The viewer's address: the page at `/` with the token it sends (none known: the bare page). */
+function viewerUrl(base: string, token: string | undefined): string {
+  return token === undefined ? `${base}/` : `${base}/?token=${encodeURIComponent(token)}`;
+}
+
+/**
+ * The server's tokens, and the one the printed viewer URL carries (the "default" identity's:
+ * HARNESS_SERVER_TOKEN, or one made for this run when neither it nor --tokens is given).
+ */
+async function tokenTable(
+  file: string | undefined,
+): Promise<{ table: TokenTable; pageToken: string | undefined }> {
   const tokens: Record<string, string> = {};
-  const single = process.env.HARNESS_SERVER_TOKEN;
+  let single = process.env.HARNESS_SERVER_TOKEN;
+  // Nothing configured: a token for this run only, 256 random bits, shown once in the URL.
+  if ((single === undefined || single === "") && file === undefined)
+    single = randomBytes(32).toString("base64url");
   if (single !== undefined && single !== "") tokens[single] = "default";
   if (file !== undefined) {
     // Hidden from every sandboxed process this server starts, wherever the file lies.
@@ -208,5 +234,5 @@ async function tokenTable(file: string | undefined): Promise<TokenTable> {
     throw new UsageError(
       'the HTTP server needs a token: set HARNESS_SERVER_TOKEN (identity "default") or pass --tokens FILE holding {"TOKEN": "IDENTITY"}',
     );
-  return table;
+  return { table, pageToken: single !== undefined && single !== "" ? single : undefined };
 }
