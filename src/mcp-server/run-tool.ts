@@ -97,7 +97,8 @@ export async function callRunTool(
 ): Promise<CallToolResult> {
   if (!starter) {
     return failure(
-      "harness mcp serve was started without a model: restart it with --script FILE, --provider NAME --model ID, or --profile NAME to use harness_run",
+      "harness mcp serve was started without a model: restart it with --script FILE, --provider NAME --model ID, or --profile NAME " +
+        "(or set default_profile in the user config: harness init) to use harness_run",
     );
   }
   const parsed = RunArguments.safeParse(args);
