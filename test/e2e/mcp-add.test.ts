@@ -127,8 +127,9 @@ exec sleep 600
 `,
     );
     await chmod(npx, 0o755);
-    const { env } = await userConfig({});
-    expectExit(await run(["mcp", "add", "pkg", "--required", "--", npx, "-y", "some-pkg"], env), 0);
+    const { env } = await userConfig({
+      mcp_servers: { pkg: { command: npx, args: ["-y", "some-pkg"], required: true } },
+    });
     const listed = await run(["mcp", "list", "--workspace", workspace], env);
     expect(listed.stdout).toMatch(/^pkg\s+user\s+starts \(stdio, required, untrusted\)$/m);
 
