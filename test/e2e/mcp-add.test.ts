@@ -12,8 +12,8 @@ import {
   sessionIds,
   workspaceWith,
 } from "./helpers.js";
-import { connectServe } from "./mcp-serve-client.js";
 import { recordingScript, run, userConfig } from "./mcp-run-support.js";
+import { connectServe } from "./mcp-serve-client.js";
 
 beforeAll(() => ensureBuilt());
 afterAll(removeTempDirs);
