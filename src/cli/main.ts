@@ -97,7 +97,8 @@ const COMMANDS: CommandTable = {
     load: async () => (await import("./commands/eval.js")).evalCommand,
   },
   mcp: {
-    summary: "your MCP servers (list, test, approve) and serving harness's tools to MCP clients (serve)",
+    summary:
+      "your MCP servers (add, remove, list, test, approve) and serving harness's tools to MCP clients (serve)",
     load: async () => (await import("./commands/mcp.js")).mcpCommand,
   },
   serve: {
@@ -228,7 +229,9 @@ export async function main(argv: string[]): Promise<number> {
   const entry = COMMANDS[name];
   if (!entry) return unknownCommand(name);
   const command = await entry.load();
-  if (name !== "help" && (rest.includes("--help") || rest.includes("-h"))) {
+  // What follows `--` is not harness's (a goal, the command of `mcp add`): its --help is not ours.
+  const own = rest.includes("--") ? rest.slice(0, rest.indexOf("--")) : rest;
+  if (name !== "help" && (own.includes("--help") || own.includes("-h"))) {
     process.stdout.write(`${command.helpFor?.(rest) ?? command.help}\n`);
     return EXIT.ok;
   }

@@ -9,6 +9,7 @@ import {
 } from "../mcp/approval.js";
 import { isStdioDefinition } from "../mcp/config.js";
 import type { SelectedServer } from "../mcp/selection.js";
+import { McpRequiredServerError } from "../mcp/startup.js";
 import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
 import { padEndWidth } from "../shared/text-width.js";
 import { parse } from "./args.js";
@@ -154,10 +155,11 @@ export async function mcpTest(args: string[]): Promise<number> {
     );
   }
   const { executor, processes } = await loadGovernance(root, {}, process.env);
-  // Required for the trial: a server that cannot start is this command's failure (exit 2).
-  const trial: SelectedServer = { ...server, definition: { ...server.definition, required: true } };
-  const { servers } = await McpServers.start(
-    [trial],
+  // A server that cannot start is this command's failure (exit 2), said as a run would say it:
+  // required (a run stops) or optional (a run goes on without it), as `mcp list` shows it.
+  let failure: string | undefined;
+  const started = McpServers.start(
+    [server],
     {
       executor,
       workspace: root,
@@ -166,9 +168,40 @@ export async function mcpTest(args: string[]): Promise<number> {
       ...(processes.override ? { override: processes.override } : {}),
     },
     (progress) => {
-      if (!parsed.values.json) process.stderr.write(`${progressLine(progress)}\n`);
+      if (parsed.values.json) {
+        if (progress.phase === "failed") failure = progress.error.message;
+        return;
+      }
+      if (progress.phase !== "failed") {
+        process.stderr.write(`${progressLine(progress)}\n`);
+        return;
+      }
+      failure = progress.error.message;
+      const [first = "", ...more] = escapeLines(failure);
+      const role = progress.required
+        ? "required: harness run stops when it cannot start"
+        : "optional: harness run goes on without it";
+      process.stderr.write(
+        `${[`harness: MCP server ${escapeForTerminal(name)} (${role}) FAILED: ${first}`, ...more.map((line) => `  ${line}`)].join("\n")}\n`,
+      );
     },
   );
+  // A required server's failure is thrown (every server stopped), an optional one's reported.
+  const servers = await started.then(
+    (ok) => ok.servers,
+    (error: unknown) => {
+      if (error instanceof McpRequiredServerError && failure !== undefined) return undefined;
+      throw error;
+    },
+  );
+  if (servers === undefined || failure !== undefined) {
+    await servers?.close();
+    if (parsed.values.json)
+      process.stdout.write(
+        `${JSON.stringify({ server: name, started: false, required: server.definition.required, error: failure })}\n`,
+      );
+    return 2;
+  }
   try {
     const { entries, unavailable } = servers.tools();
     const tools = entries.map((entry) => ({

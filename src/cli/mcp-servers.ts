@@ -1,7 +1,15 @@
+import { homedir } from "node:os";
 import type { LoadedConfig } from "../config/load.js";
+import { userConfigPath } from "../config/load.js";
 import { mcpServerSettings } from "../config/sections.js";
 import { currentBinding, judgeApproval, type RecordedApproval } from "../mcp/approval.js";
-import { callDeadlineMs } from "../mcp/config.js";
+import {
+  callDeadlineMs,
+  DEFAULT_STARTUP_TIMEOUT_MS,
+  DEFAULT_TOOL_TIMEOUT_MS,
+  isStdioDefinition,
+  type McpStdioDefinition,
+} from "../mcp/config.js";
 import { McpConnection } from "../mcp/connection.js";
 import { McpStartError, startFailure } from "../mcp/errors.js";
 import type { StdioHost } from "../mcp/process-transport.js";
@@ -96,6 +104,77 @@ export function approvalGate(server: SelectedServer, workspaceRoot: string): (()
   };
 }
 
+/**
+ * The fix for a server whose package runner could not download its package (mcp/offline-start.ts),
+ * as commands that work as printed: for the user's own server, re-adding it with --network (when
+ * every setting of its definition has a flag, and it sets no variables, which are not echoed); the
+ * config key otherwise; or installing the package on the host, which the sandbox shows (/usr).
+ */
+/** How long a package runner that downloads at every start may take to start (the hint's). */
+const DOWNLOAD_STARTUP_MS = 120_000;
+
+export function offlineFix(server: SelectedServer, runner: { runner: string; pkg: string }): string {
+  const { definition } = server;
+  if (!isStdioDefinition(definition)) return "";
+  const lines = ["Fix it in one of two ways:"];
+  const file = userConfigPath(process.env, homedir());
+  // Its sandbox's HOME is private and empty, so the runner downloads at every start: give it time.
+  const downloading = {
+    ...definition,
+    network: true,
+    startup_timeout_ms: Math.max(definition.startup_timeout_ms, DOWNLOAD_STARTUP_MS),
+  };
+  const readd = server.source === "user" ? addCommand(server.name, downloading) : undefined;
+  if (definition.network) {
+    lines.push("  - the network is allowed, so check that this machine can reach the package registry");
+  } else if (readd !== undefined) {
+    lines.push(
+      `  - let it download: harness mcp remove ${shellQuote(server.name)} && ${readd}`,
+      `    (or set "network": true and "startup_timeout_ms": ${downloading.startup_timeout_ms} in mcp_servers.${server.name} of ${file}; it downloads the package at every start)`,
+    );
+  } else {
+    lines.push(
+      server.source === "user"
+        ? `  - let it download: set "network": true and "startup_timeout_ms": ${downloading.startup_timeout_ms} in mcp_servers.${server.name} of ${file}`
+        : `  - let it download: the project's definition needs "network": true (then approve it again)`,
+    );
+  }
+  const npm = ["npx", "npm exec", "bunx", "bun x", "pnpm dlx", "yarn dlx"].includes(runner.runner);
+  lines.push(
+    npm
+      ? `  - or install it once, outside harness: npm install -g ${shellQuote(runner.pkg)}; then make the program it installs the command, without ${runner.runner}: harness mcp remove ${shellQuote(server.name)} && harness mcp add ${shellQuote(server.name)} -- PROGRAM ARGS... (npm ls -g --parseable ${shellQuote(runner.pkg)} shows where it is; a program outside /usr needs --read-path DIR)`
+      : `  - or install ${shellQuote(runner.pkg)} once, outside harness, and make the program it installs the command (harness mcp remove ${shellQuote(server.name)} && harness mcp add ${shellQuote(server.name)} --read-path DIR -- PROGRAM ARGS..., DIR where it was installed)`,
+  );
+  return lines.join("\n");
+}
+
+/**
+ * The `harness mcp add` command that makes this definition, or undefined when
+ * a setting has no flag (tool lists, tool timeout) or it sets variables (their values may be secrets).
+ */
+export function addCommand(name: string, definition: McpStdioDefinition): string | undefined {
+  if (
+    definition.enabled_tools !== undefined ||
+    definition.disabled_tools !== undefined ||
+    Object.keys(definition.env).length > 0 ||
+    definition.tool_timeout_ms !== DEFAULT_TOOL_TIMEOUT_MS
+  )
+    return undefined;
+  const flags: string[] = [];
+  if (definition.network) flags.push("--network");
+  for (const name of definition.pass_env) flags.push("--pass-env", name);
+  if (definition.cwd !== undefined) flags.push("--cwd", definition.cwd);
+  if (definition.sandbox !== "workspace-write") flags.push("--sandbox", definition.sandbox);
+  for (const entry of definition.read_paths) flags.push("--read-path", entry);
+  if (definition.required) flags.push("--required");
+  if (definition.trusted) flags.push("--trust");
+  if (definition.startup_timeout_ms !== DEFAULT_STARTUP_TIMEOUT_MS)
+    flags.push("--startup-timeout", String(definition.startup_timeout_ms));
+  return ["harness", "mcp", "add", name, ...flags, "--", definition.command, ...definition.args]
+    .map(shellQuote)
+    .join(" ");
+}
+
 export function shellQuote(text: string): string {
   return /^[A-Za-z0-9_./:@%+=-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`;
 }
@@ -145,6 +224,7 @@ export class McpServers {
         environment: host.executor.environment,
         clientInfo: { name: "harness", version: harnessVersion() },
         ...(gate ? { beforeStart: gate } : {}),
+        offlineFix: (runner) => offlineFix(server, runner),
       });
     });
     const outcomes = await startServers(connections, onProgress);

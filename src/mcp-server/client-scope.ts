@@ -11,9 +11,9 @@ export type SessionOpener = () => Promise<ServedSession>;
  * harness_run sessions), which are the only journals it may read as resources.
  *
  * A stdio connection is one client; so is a Streamable HTTP session (Mcp-Session-Id) of a
- * 2025-era client, whose session is opened at its first call, so a client that only looks
+ * 2025-era client. Each one's session is opened at its first call, so a client that only looks
  * around leaves no journal. Requests of the stateless protocol generation carry no client
- * identity, so they share the server's default scope.
+ * identity, so they share the server's default scope (opened at the first such call).
  */
 export class ClientScope {
   readonly desk = new ApprovalDesk();
@@ -22,14 +22,6 @@ export class ClientScope {
   private closed = false;
 
   private constructor(private readonly opener: SessionOpener | undefined) {}
-
-  /** A client served in a session that is already open (stdio, the stateless generation). */
-  static of(session: ServedSession): ClientScope {
-    const scope = new ClientScope(undefined);
-    scope.opening = Promise.resolve(session);
-    scope.ids.push(session.sessionId);
-    return scope;
-  }
 
   /** A client whose session is opened when it first needs one. */
   static lazy(opener: SessionOpener): ClientScope {
@@ -62,16 +54,16 @@ export class ClientScope {
 
   /**
    * The client left (it ended its HTTP session, was idle too long, or the server stops): calls
-   * it still waits on are cancelled (a shell command's process tree is killed), questions it did
+   * it still waits on are cancelled (unless `cancelCalls` is false: the server stops and lets them finish) (a shell command's process tree is killed), questions it did
    * not answer are denied, and its session ends.
    */
-  async close(): Promise<RunSummary | undefined> {
+  async close(options: { cancelCalls?: boolean } = {}): Promise<RunSummary | undefined> {
     if (this.closed) return undefined;
     this.closed = true;
     if (!this.opening) return undefined;
     const session = await this.opening.catch(() => undefined);
     if (!session) return undefined;
-    session.cancelAll();
+    if (options.cancelCalls !== false) session.cancelAll();
     return session.close();
   }
 }

@@ -60,6 +60,9 @@ export const RUN_TOOL_SPEC: Tool = {
     required: ["goal"],
     additionalProperties: false,
   },
+  // A whole agent session: it may change anything the server's policy lets it, runs commands,
+  // and talks to the model's provider; running it twice is two sessions.
+  annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
 };
 
 /** What a progress notification says about a journal record, or nothing for records not worth one. */
@@ -94,7 +97,8 @@ export async function callRunTool(
 ): Promise<CallToolResult> {
   if (!starter) {
     return failure(
-      "harness mcp serve was started without a model: restart it with --script FILE, --provider NAME --model ID, or --profile NAME to use harness_run",
+      "harness mcp serve was started without a model: restart it with --script FILE, --provider NAME --model ID, or --profile NAME " +
+        "(or set default_profile in the user config: harness init) to use harness_run",
     );
   }
   const parsed = RunArguments.safeParse(args);

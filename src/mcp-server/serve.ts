@@ -7,11 +7,11 @@ import { type McpServeOptions, mcpServerFactory } from "./server.js";
 
 export interface ServeMcpOptions extends McpServeOptions {
   /**
-   * The session the stdio client's calls are journaled in; over HTTP, the one shared by requests
-   * of the stateless generation (they carry no client identity).
+   * Opens a served session (its journal under .harness/sessions). Called at a client's first
+   * tool call, never at connection: a client that connects, lists and leaves (an IDE probing its
+   * servers) leaves nothing behind. The stdio client has one; over HTTP each 2025-era client has
+   * its own, and requests of the stateless generation (no client identity) share one.
    */
-  session: ServedSession;
-  /** A session of its own for each 2025-era HTTP client (opened at its first call). */
   openSession: SessionOpener;
   /** Streamable HTTP instead of stdio (the caller checked the host and read the token). */
   http?: {
@@ -28,11 +28,27 @@ export interface ServeMcpOptions extends McpServeOptions {
 
 /**
  * Serve until the client goes away (stdio: stdin ends) or the process is told to stop; then
- * end the served sessions (their last reply has no calls) and close the transport.
+ * end the served sessions that were opened (their last reply has no calls) and close the transport.
  */
 export async function serveMcp(options: ServeMcpOptions): Promise<number> {
   const factory = mcpServerFactory(options);
-  const shared = ClientScope.of(options.session);
+  const opened = new Set<ServedSession>();
+  const open = async (): Promise<ServedSession> => {
+    try {
+      const session = await options.openSession();
+      opened.add(session);
+      return session;
+    } catch (error) {
+      // The client's call is answered with the reason too (server.ts); the operator sees it here.
+      options.log(`no session could be opened: ${error instanceof Error ? error.message : String(error)}`);
+      throw error;
+    }
+  };
+  const shared = ClientScope.lazy(async () => {
+    const session = await open();
+    options.log(`session ${session.sessionId} started`);
+    return session;
+  });
   let stop!: () => void;
   const stopped = new Promise<void>((resolve) => {
     stop = resolve;
@@ -41,7 +57,7 @@ export async function serveMcp(options: ServeMcpOptions): Promise<number> {
   const onSignal = () => {
     signals += 1;
     // A second signal does not wait for running calls: the engine stops at its next safe point.
-    if (signals > 1) options.session.abort();
+    if (signals > 1) for (const session of opened) session.abort();
     stop();
   };
   process.on("SIGINT", onSignal);
@@ -56,7 +72,7 @@ export async function serveMcp(options: ServeMcpOptions): Promise<number> {
       stateless: () => factory(shared),
       session: () => {
         const scope = ClientScope.lazy(async () => {
-          const session = await options.openSession();
+          const session = await open();
           options.log(`a client session started session ${session.sessionId}`);
           return session;
         });
@@ -87,8 +103,10 @@ export async function serveMcp(options: ServeMcpOptions): Promise<number> {
     await stopped;
     // HTTP clients' own sessions end with the transport (their calls cancelled, see ClientScope).
     if (options.http) await closeTransport().catch(() => undefined);
-    const summary = await options.session.close();
-    options.log(`session ${options.session.sessionId} ended${summary ? ` (${summary.status})` : ""}`);
+    // The shared session's running calls finish (a second signal stops them at once).
+    const summary = await shared.close({ cancelCalls: false });
+    const [id] = shared.started();
+    if (id !== undefined) options.log(`session ${id} ended${summary ? ` (${summary.status})` : ""}`);
   } finally {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);

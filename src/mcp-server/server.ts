@@ -5,6 +5,7 @@ import {
   Server,
   type ServerContext,
   type Tool,
+  type ToolAnnotations,
 } from "@modelcontextprotocol/server";
 import type { ToolSpec } from "../protocol/types.js";
 import type { PermissionPort } from "../runtime/ports.js";
@@ -17,8 +18,11 @@ import { callRunTool, RUN_TOOL, RUN_TOOL_SPEC, type RunStarter } from "./run-too
 import type { RecordedResult, ServedSession } from "./served-session.js";
 
 export interface McpServeOptions {
-  /** The governed tools, as the session's frozen snapshot describes them. */
-  tools: readonly ToolSpec[];
+  /**
+   * The governed tools, as the session's frozen snapshot describes them, each with the
+   * annotations its effect class gives it (annotations.ts).
+   */
+  tools: readonly (ToolSpec & { annotations?: ToolAnnotations })[];
   /** The workspace's state directory (its journals are the resources). */
   harnessDir: string;
   /** The server's policy: what a journal holds must pass it to be served (resources.ts). */
@@ -41,6 +45,7 @@ export function mcpServerFactory(options: McpServeOptions): (scope: ClientScope)
       name: tool.name,
       description: tool.description,
       inputSchema: tool.input_schema as Tool["inputSchema"],
+      ...(tool.annotations ? { annotations: tool.annotations } : {}),
     })),
     RUN_TOOL_SPEC,
   ];

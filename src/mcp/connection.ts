@@ -10,6 +10,7 @@ import {
   type ResumeWatch,
   suggestsSseFallback,
 } from "./http-transport.js";
+import { NetworkFailureWatch, offlineReason, packageRunner } from "./offline-start.js";
 import { launchStdioServer, ProcessTransport, type StdioHost } from "./process-transport.js";
 import type { McpToolInfo } from "./tool-info.js";
 import {
@@ -78,6 +79,11 @@ export interface McpConnectionOptions {
    * start with the error (an McpStartError is passed on as it is) and nothing is launched.
    */
   beforeStart?: () => void | Promise<void>;
+  /**
+   * What to tell the user when a package runner's server could not download its package (see
+   * offline-start.ts): the fix, as commands that work for this server. Default: the config key.
+   */
+  offlineFix?: (runner: { runner: string; pkg: string }) => string;
 }
 
 /** How long a failed handshake waits for the server's exit to be reported. */
@@ -351,6 +357,45 @@ export class McpConnection {
     throw new TypeError("unreachable: no transport to try");
   }
 
+  /**
+   * For a server a package runner starts (`npx -y pkg`): its stderr watched during the handshake,
+   * so a download that fails for want of network ends the start at once (a runner may retry for
+   * minutes), with the reason and the fix instead of a timeout.
+   */
+  #offlineWatch(transport: Transport):
+    | {
+        signal: AbortSignal;
+        stop(): void;
+        evidence(stderr: StreamSummary | undefined): string | undefined;
+        message(evidence: string): string;
+      }
+    | undefined {
+    const definition = this.definition;
+    if (!(transport instanceof ProcessTransport) || !isStdioDefinition(definition)) return undefined;
+    const runner = packageRunner(definition);
+    if (runner === undefined) return undefined;
+    const watch = new NetworkFailureWatch();
+    const controller = new AbortController();
+    const unsubscribe = transport.process.onStderr((bytes) => {
+      if (watch.push(bytes) !== undefined) controller.abort();
+    });
+    return {
+      signal: controller.signal,
+      stop: unsubscribe,
+      // The live watch, or what the stderr kept says (a runner that gave up and exited).
+      evidence: (stderr) =>
+        watch.seen ??
+        (stderr === undefined
+          ? undefined
+          : new NetworkFailureWatch().push(Buffer.from(`${stderr.head}\n${stderr.tail}`))),
+      message: (evidence) =>
+        `${offlineReason(definition, runner, evidence)}.\n${
+          this.options.offlineFix?.(runner) ??
+          `Fix: let it reach the network ("network": true in mcp_servers.${this.name}), or install ${runner.pkg} and make the server's command the program it installs`
+        }`,
+    };
+  }
+
   /** Connect a fresh client over `transport` within the deadline; on failure stop what started. */
   async #handshake(
     transport: Transport,
@@ -366,8 +411,12 @@ export class McpConnection {
     });
     this.#starts += 1;
     const live: Live = { client, transport, stopped, dropped: false };
+    const offline = this.#offlineWatch(transport);
     try {
-      await client.connect(transport, { signal: deadline, timeout: this.definition.startup_timeout_ms });
+      await client.connect(transport, {
+        signal: offline ? AbortSignal.any([deadline, offline.signal]) : deadline,
+        timeout: this.definition.startup_timeout_ms,
+      });
     } catch (error) {
       // An exit during the handshake is the real reason, not "connection closed". Its stdout may
       // close a moment before the exit is reported: give the exit that moment, before we kill it.
@@ -381,12 +430,17 @@ export class McpConnection {
       }
       await client.close().catch(() => undefined);
       const stderr = await stopped();
+      offline?.stop();
       if (stderr !== undefined) this.#lastStderr = stderr;
+      const unreachable = offline?.evidence(stderr);
+      if (offline !== undefined && unreachable !== undefined)
+        throw startFailure(this.name, "offline", new Error(offline.message(unreachable)), stderr);
       const reason = exited
         ? new Error(exitText(await (transport as ProcessTransport).process.exited))
         : error;
       throw startFailure(this.name, deadline.aborted ? "timeout" : "handshake", reason, stderr);
     }
+    offline?.stop();
     // Set after connect: a failed handshake is reported by start, not as a disconnect.
     client.onclose = () => {
       live.dropped = true;

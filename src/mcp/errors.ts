@@ -31,9 +31,10 @@ export class McpCallError extends CodedError<McpCallErrorKind> {
 
 /**
  * `spawn`: the process or transport could not be made; `handshake`: initialize failed; `timeout`:
- * startup_timeout_ms passed; `approval`: the check made before every start refused it (nothing ran).
+ * startup_timeout_ms passed; `approval`: the check made before every start refused it (nothing ran);
+ * `offline`: a package runner (`npx -y pkg`) could not download its package (offline-start.ts).
  */
-export type McpStartFailure = "spawn" | "handshake" | "timeout" | "approval";
+export type McpStartFailure = "spawn" | "handshake" | "timeout" | "approval" | "offline";
 
 /** A server that could not be started; whatever was started has been stopped. */
 export class McpStartError extends CodedError<McpStartFailure> {
@@ -62,11 +63,13 @@ export function startFailure(
 ): McpStartError {
   const reason = error instanceof Error ? error.message : String(error);
   const what =
-    failure === "timeout"
-      ? "did not complete the MCP handshake within startup_timeout_ms"
-      : failure === "spawn"
-        ? `could not be started: ${reason}`
-        : `failed during the MCP handshake: ${reason}`;
+    failure === "offline"
+      ? `could not start: ${reason}`
+      : failure === "timeout"
+        ? "did not complete the MCP handshake within startup_timeout_ms"
+        : failure === "spawn"
+          ? `could not be started: ${reason}`
+          : `failed during the MCP handshake: ${reason}`;
   const said = stderrText(stderr);
   // The server's own words go on lines of their own under a `│ ` mark, every one of them, so no
   // line it wrote can pass for one of harness's when the message is shown.

@@ -17,6 +17,7 @@ import type { ServiceProcess } from "../sandbox/service.js";
 import { isExecutable, pathOutside, programOutside } from "../tools/shell/locate.js";
 import { expandHome, type McpStdioDefinition } from "./config.js";
 import { LineSplitter } from "./lines.js";
+import { noRetryEnvironment } from "./offline-start.js";
 
 /**
  * A stdio MCP server started by harness's own executor (sandbox profile, filtered environment,
@@ -65,7 +66,7 @@ export async function launchStdioServer(
     unsandboxed !== undefined && searchPath !== undefined && definition.env.PATH === undefined
       ? { PATH: pathOutside(searchPath, unsandboxed) }
       : {};
-  const env = { ...hostPath, ...definition.env };
+  const env = { ...hostPath, ...noRetryEnvironment(definition, profile !== "none"), ...definition.env };
   const argv0 = resolveCommand(definition.command, cwd, host.executor.environment.PATH, unsandboxed);
   const view = host.view ?? {};
   const readPaths = [

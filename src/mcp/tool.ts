@@ -146,8 +146,10 @@ export function classifyMcpTool(
   // MCP's defaults for absent hints: not read-only, destructive, not idempotent, open world.
   const readOnly = annotations.readOnlyHint === true;
   const openWorld = annotations.openWorldHint !== false;
-  if (readOnly)
-    return { effect: openWorld ? "network_read" : "read_only", idempotency: "idempotent", readOnly };
+  // A read-only tool of a server the user trusts is a read, whatever world it reads: it runs
+  // without asking (as read_file does) and is not a change. Marking the server trusted is the
+  // user's statement that its claims hold; an untrusted server's never count.
+  if (readOnly) return { effect: "read_only", idempotency: "idempotent", readOnly };
   const idempotency: Idempotency = annotations.idempotentHint === true ? "idempotent" : "non_idempotent";
   if (annotations.destructiveHint !== false) return { effect: "destructive", idempotency, readOnly };
   return { effect: openWorld ? "network_write" : "external_side_effect", idempotency, readOnly };

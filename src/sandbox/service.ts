@@ -47,6 +47,12 @@ export interface ServiceProcess extends SpawnIdentity {
   /** Pids of the tree's live processes. */
   members(): number[];
   /**
+   * Watch stderr as it arrives (scrubbed, as it is kept): for a caller that must act on what the
+   * process says before it exits (an MCP server that cannot download its package). Returns the
+   * unsubscribe.
+   */
+  onStderr(listener: (bytes: Buffer) => void): () => void;
+  /**
    * Stop the whole tree: SIGTERM, `graceMs`, SIGKILL. Idempotent. Resolves with the stderr
    * captured over the process's life, once the tree is gone.
    */
@@ -106,10 +112,14 @@ export async function startService(options: StartServiceOptions): Promise<Servic
   const tree = options.createTree?.(child) ?? processGroupTree(pid);
   installExitHook();
   live.add(tree);
+  const stderrListeners = new Set<(bytes: Buffer) => void>();
   const stderr = new OutputCapture(
     options.stderrLimits ?? DEFAULT_STDERR_LIMITS,
     undefined,
     options.stderrFilter,
+    (bytes) => {
+      for (const listener of stderrListeners) listener(bytes);
+    },
   );
   const reading = stderr.consume(child.stderr!);
   let stopping: Promise<StreamSummary> | undefined;
@@ -123,6 +133,10 @@ export async function startService(options: StartServiceOptions): Promise<Servic
       return hasExited;
     },
     members: () => tree.members(),
+    onStderr(listener) {
+      stderrListeners.add(listener);
+      return () => stderrListeners.delete(listener);
+    },
     stop(graceMs = 2_000) {
       stopping ??= (async () => {
         await terminateTree(tree, graceMs);

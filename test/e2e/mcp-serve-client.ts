@@ -16,14 +16,16 @@ export interface ClientOptions {
   elicit?: (params: { message: string }) => Record<string, unknown> | Promise<Record<string, unknown>>;
   /** Pin the 2026-07-28 protocol revision instead of the default 2025 handshake. */
   modern?: boolean;
+  /** The user config the server reads (default: an empty one). */
+  config?: Record<string, unknown>;
 }
 
 /** An environment whose user config is an empty temp file, never the real one. */
-export async function serveEnv(): Promise<Record<string, string>> {
+export async function serveEnv(content: Record<string, unknown> = {}): Promise<Record<string, string>> {
   const dir = await tempDir("harness-mcp-config-");
   const config = join(dir, "config.json");
   const { writeFile } = await import("node:fs/promises");
-  await writeFile(config, "{}\n");
+  await writeFile(config, `${JSON.stringify(content)}\n`);
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(childEnv())) if (value !== undefined) env[key] = value;
   env.HARNESS_CONFIG = config;
@@ -54,7 +56,7 @@ export async function connectServe(
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [BIN, "mcp", "serve", ...args],
-    env: await serveEnv(),
+    env: await serveEnv(options.config),
     stderr: "pipe",
   });
   let stderr = "";

@@ -110,7 +110,8 @@ describe("harness_run over MCP", () => {
       expect(textOf(result)).toContain(
         `acceptance command "touch pwned" is not allowed by the server's shell policy`,
       );
-      expect(sessionIds(workspace)).toHaveLength(1);
+      // No session at all: not harness_run's, and the served one opens only at a governed call.
+      expect(sessionIds(workspace)).toEqual([]);
       await expect(readFile(join(workspace, "pwned"))).rejects.toThrow(/ENOENT/);
       expect(await readFile(join(workspace, "notes.txt"), "utf8")).toBe("status: draft\n");
     } finally {
@@ -272,7 +273,7 @@ describe("harness mcp usage errors", () => {
     const workspace = await workspaceWith({});
     const env = await serveEnv();
     const cases: [string[], string][] = [
-      [["mcp"], "which subcommand? harness mcp list | test | approve | serve"],
+      [["mcp"], "which subcommand? harness mcp add | remove | list | test | approve | serve"],
       [["mcp", "frob"], 'unknown subcommand "frob"'],
       [["mcp", "serve", "-w", workspace, "--write", "sometimes"], "--write"],
       [["mcp", "serve", "-w", join(workspace, "missing")], "does not exist"],

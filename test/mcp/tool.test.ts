@@ -364,7 +364,9 @@ describe("what an MCP tool may do", () => {
 
   it.each([
     [{ readOnlyHint: true, openWorldHint: false }, "read_only", "idempotent"],
-    [{ readOnlyHint: true }, "network_read", "idempotent"],
+    // A trusted server's read is a read, open world or not: it runs without asking.
+    [{ readOnlyHint: true }, "read_only", "idempotent"],
+    [{ readOnlyHint: true, openWorldHint: true }, "read_only", "idempotent"],
     [{}, "destructive", "non_idempotent"],
     [{ destructiveHint: true, idempotentHint: true }, "destructive", "idempotent"],
     [{ destructiveHint: false }, "network_write", "non_idempotent"],

@@ -1,3 +1,4 @@
+import { defaultProfile } from "../../config/sections.js";
 import { Engine } from "../../engine/engine.js";
 import type { EngineListener } from "../../engine/options.js";
 import { isLoopback, originOf } from "../../mcp-server/http-guard.js";
@@ -7,7 +8,8 @@ import { ServedSession } from "../../mcp-server/served-session.js";
 import { MAX_CONTEXT_TOKENS } from "../../providers/context-window.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { parse, positiveInt } from "../args.js";
-import { APPROVE_HELP, LIST_HELP, TEST_HELP } from "../mcp-help.js";
+import { loadConfigForCli } from "../governance.js";
+import { ADD_HELP, APPROVE_HELP, LIST_HELP, REMOVE_HELP, TEST_HELP } from "../mcp-help.js";
 import { effectiveFlags, type RunFlags } from "../run-flags.js";
 import { sessionEngineOptions } from "../session-runner.js";
 import { buildSetup, type RunSetup } from "../setup.js";
@@ -47,6 +49,10 @@ const SERVE_OPTIONS = {
 const HELP = `Usage: harness mcp <subcommand> [options]
 
 Subcommands:
+  add NAME -- COMMAND ARGS...
+             add your own server to your user config (or NAME --url URL)
+  remove NAME
+             remove one of your servers from your user config
   list       the MCP servers your config defines and the project proposes (not started)
   test NAME  start one server, list its tools as the model would see them, stop it
   approve NAME
@@ -55,6 +61,10 @@ Subcommands:
 
 Your MCP servers (user config "mcp_servers") start with every harness run and resume;
 their tools are offered as mcp__SERVER__TOOL, governed like built-in tools.
+
+${ADD_HELP}
+
+${REMOVE_HELP}
 
 ${LIST_HELP}
 
@@ -65,9 +75,11 @@ ${APPROVE_HELP}
 harness mcp serve --workspace DIR [options]
 
 Any MCP client (an IDE, another agent) gets harness's tools: read_file, edit_file,
-write_file, glob, grep, shell, read_artifact. Every call is validated, decided by the
-policy, sandboxed and journaled in a session of its own (DIR/.harness/sessions/ID, goal
-"mcp serve"), exactly like an agent's call. When the policy says ask, the client is asked
+write_file, glob, grep, shell, read_artifact, each marked with MCP tool annotations
+(readOnlyHint, destructiveHint, idempotentHint, openWorldHint) from its effect class. Every call
+is validated, decided by the policy, sandboxed and journaled in a session of its own
+(DIR/.harness/sessions/ID, goal "mcp serve"), exactly like an agent's call. The session is
+opened at the client's first tool call: a client that connects, lists and leaves leaves nothing. When the policy says ask, the client is asked
 through an elicitation; a client that declared no elicitation capability, declines or
 cancels gets the call denied. read_file returns the file's version; pass it as
 expected_version to edit_file/write_file (a stale one is a STALE_VERSION error result).
@@ -88,7 +100,8 @@ Permissions (as harness run; write and shell default to ask: the client is asked
   --sandbox PROFILE          workspace-write (default) | read-only | off, for shell commands
   --tools SET                readonly | coding (default) | shell-only | files | name,name,...
 
-The model harness_run uses (without one, harness_run answers with an error):
+The model harness_run uses (default: your user config's default_profile; without any,
+harness_run answers with an error):
   --script FILE | --provider NAME --model ID [--base-url URL] [--api-key-env VAR] | --profile NAME
   --accept-timeout MS        timeout per acceptance command of harness_run (default 600000)
   harness_run sessions have no one to ask: their asks are denied.
@@ -112,7 +125,7 @@ Transport (default: stdio, the JSON-RPC stream on stdin/stdout; logs on stderr):
   elicitation on the call's stream, and notifications/cancelled stops the call (its process
   tree is killed). DELETE with its Mcp-Session-Id ends it: calls still running are cancelled.
   Clients of the stateless 2026-07-28 generation carry no identity between requests and share
-  one session, the server's (its id is printed at start).
+  one session, the server's (its id is printed when their first call opens it).
 
   --workspace, -w DIR        the workspace (default: the current directory)
   -h, --help                 show this help
@@ -130,6 +143,8 @@ const SUBCOMMAND_HELP: Readonly<Record<string, string>> = {
   list: LIST_HELP,
   test: TEST_HELP,
   approve: APPROVE_HELP,
+  add: ADD_HELP,
+  remove: REMOVE_HELP,
 };
 
 export const mcpCommand = {
@@ -139,14 +154,18 @@ export const mcpCommand = {
   async run(args: string[]): Promise<number> {
     const [sub, ...rest] = args;
     if (sub === "serve") return serve(rest);
+    if (sub === "add" || sub === "remove") {
+      const edit = await import("../mcp-config-edit.js");
+      return sub === "add" ? edit.mcpAdd(rest) : edit.mcpRemove(rest);
+    }
     const admin = await import("../mcp-admin.js");
     if (sub === "list") return admin.mcpList(rest);
     if (sub === "test") return admin.mcpTest(rest);
     if (sub === "approve") return admin.mcpApprove(rest);
     throw new UsageError(
       sub === undefined
-        ? "which subcommand? harness mcp list | test | approve | serve"
-        : `unknown subcommand "${escapeForTerminal(sub)}" (available: list, test, approve, serve)`,
+        ? "which subcommand? harness mcp add | remove | list | test | approve | serve"
+        : `unknown subcommand "${escapeForTerminal(sub)}" (available: add, remove, list, test, approve, serve)`,
     );
   },
 };
@@ -161,21 +180,40 @@ async function serve(args: string[]): Promise<number> {
   const acceptTimeout = positiveInt(values["accept-timeout"], "--accept-timeout") ?? 600_000;
   const workspace = await openWorkspace(values.workspace);
   const given = givenFlags(values);
-  const hasModel = values.script !== undefined || given.provider !== undefined || given.profile !== undefined;
+  const config = await loadConfigForCli(workspace.root);
+  // harness_run's model: the flags, else the user's default_profile (harness init writes it).
+  const hasModel =
+    values.script !== undefined ||
+    given.provider !== undefined ||
+    given.profile !== undefined ||
+    defaultProfile(config) !== undefined;
 
   const served: RunFlags = { ...given };
   for (const key of MODEL_KEYS) delete served[key];
   // The client can be asked, so what no flag or config decides is asked, not denied.
   const flags = effectiveFlags(served, undefined, true);
-  const first = await openServedSession(workspace, flags, true);
-  const { session, setup } = first;
-  process.stderr.write(`harness mcp serve: session ${session.sessionId} in ${workspace.root}\n`);
+  // Built now, so a bad flag or config fails the start; its session is opened at the first call.
+  let first: PreparedSession | undefined = await prepareServedSession(workspace, flags, true);
+  const { setup } = first;
+  process.stderr.write(
+    `harness mcp serve: serving ${workspace.root}; a session is recorded from a client's first tool call\n`,
+  );
+  const commandsSandboxed = setup.environment?.sandbox !== undefined && setup.environment.sandbox !== "none";
 
   const { serveMcp } = await import("../../mcp-server/serve.js");
+  const { annotationsFor } = await import("../../mcp-server/annotations.js");
   return serveMcp({
-    session,
-    openSession: async () => (await openServedSession(workspace, flags, false)).session,
-    tools: setup.snapshot.specs,
+    openSession: async () => {
+      const prepared = first ?? (await prepareServedSession(workspace, flags, false));
+      first = undefined;
+      return startServedSession(workspace, prepared);
+    },
+    tools: setup.snapshot.specs.map((spec) => {
+      const tool = setup.snapshot.get(spec.name)?.tool;
+      return tool
+        ? { ...spec, annotations: annotationsFor(tool.effect, tool.idempotency, { commandsSandboxed }) }
+        : spec;
+    }),
     harnessDir: workspace.harnessDir,
     permissions: setup.policy.permissions,
     version: harnessVersion(),
@@ -185,17 +223,23 @@ async function serve(args: string[]): Promise<number> {
   });
 }
 
+/** A served session built (its setup from the flags and config) but not yet started. */
+interface PreparedSession {
+  session: ServedSession;
+  setup: RunSetup;
+}
+
 /**
  * A served session (goal "mcp serve"): an engine whose model is the client, recorded in a
- * journal of its own. The server opens one at start; over HTTP each 2025-era client gets its own.
+ * journal of its own once started. The server opens one at a client's first call; over HTTP each
+ * 2025-era client gets its own.
  */
-async function openServedSession(
+async function prepareServedSession(
   workspace: OpenedWorkspace,
   flags: RunFlags,
   notices: boolean,
-): Promise<{ session: ServedSession; setup: RunSetup }> {
-  const sessionId = newSessionId();
-  const session = new ServedSession(sessionId);
+): Promise<PreparedSession> {
+  const session = new ServedSession(newSessionId());
   const setup = await buildSetup({
     workspace,
     flags,
@@ -205,6 +249,14 @@ async function openServedSession(
   });
   if (notices)
     for (const notice of setup.notices) process.stderr.write(`harness: note: ${escapeForTerminal(notice)}\n`);
+  return { session, setup };
+}
+
+async function startServedSession(
+  workspace: OpenedWorkspace,
+  { session, setup }: PreparedSession,
+): Promise<ServedSession> {
+  const sessionId = session.sessionId;
   // Without instructions: nobody reads a system message here, so no AGENTS.md is loaded.
   const { instructions: _unused, ...servingSetup } = setup;
   await session.start((_model, listener, signal) => {
@@ -229,10 +281,10 @@ async function openServedSession(
     // A client's notifications/cancelled stops its one call (served-session.ts).
     return new Engine({ ...options, runtime: { ...options.runtime, callSignal: session.callSignal } }).run();
   });
-  // A refused journal or a bad setup is reported as harness run reports it (exit code and message).
+  // A refused journal or a bad setup reaches the client as the call's error, and the operator's log.
   if (session.failure !== undefined) throw session.failure;
   if (session.stopped) throw new Error(session.stopped);
-  return { session, setup };
+  return session;
 }
 
 /** harness_run: a new session per call, built like harness run's (no one to ask: asks deny, saying why). */
