@@ -124,6 +124,12 @@ describe("harness chat: !command", () => {
     // The clear-screen sequence is shown, not obeyed: the earlier lines are still there.
     expect(screen).toContain("heard 1: first");
     expect(screen).toMatch(/A.*\[2JB/);
+    // What the sandbox hides from the model's shell is hidden from the person's command too.
+    session.type('!cat ~/.config/harness/journal.key; echo "rc=$?"');
+    session.press("Enter");
+    const hidden = await session.waitFor(/rc=\d/);
+    expect(hidden).toMatch(/journal\.key: No such file or directory/);
+    expect(hidden).toMatch(/rc=1/);
     session.press("C-d");
     await session.waitFor("[exited 0]");
     const journal = await readJournal(workspace, id);
