@@ -1,7 +1,19 @@
-import { readFile } from "node:fs/promises";
+import { spawn } from "node:child_process";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
-import { fixture, ofType, readJournal, tempDir, workspaceWith } from "./helpers.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  BIN,
+  childEnv,
+  ensureBuilt,
+  finished,
+  fixture,
+  ofType,
+  readJournal,
+  removeTempDirs,
+  tempDir,
+  workspaceWith,
+} from "./helpers.js";
 import { TmuxSession, terminalFixture } from "./tmux.js";
 
 /**
@@ -40,7 +52,10 @@ describe("harness chat: !command", () => {
   }
 
   const requests = async (sent: string) =>
-    (await readFile(sent, "utf8")).trim().split("\n").map((line) => JSON.stringify(JSON.parse(line)));
+    (await readFile(sent, "utf8"))
+      .trim()
+      .split("\n")
+      .map((line) => JSON.stringify(JSON.parse(line)));
 
   it("shows the output without sending it; !! sends it with the next message; both journaled", async () => {
     const workspace = await workspaceWith({ "a.txt": "a\n" });
@@ -137,5 +152,37 @@ describe("harness chat: !command", () => {
     expect(denied?.data.status).toBe("denied");
     expect(ofType(journal, "tool.started").map((r) => r.data.call_id)).not.toContain("user:1");
     expect(JSON.stringify(journal)).not.toContain("sk-bangsecret0123456789");
+  });
+});
+
+describe("harness chat in line mode: !command", () => {
+  let config: string;
+  beforeAll(async () => {
+    ensureBuilt();
+    config = join(await tempDir("harness-bang-lines-config-"), "config.json");
+    await writeFile(config, "{}");
+  });
+  afterAll(removeTempDirs);
+
+  it("runs a !command read from a line, shows its output escaped, and keeps it from the model", async () => {
+    const workspace = await workspaceWith({ "a.txt": "a\n" });
+    const sent = join(await tempDir("harness-sent-"), "sent.jsonl");
+    const child = spawn(
+      process.execPath,
+      [BIN, "chat", "--script", fixture("recording-model.mjs"), "--shell", "allow"],
+      {
+        cwd: workspace,
+        env: { ...childEnv(), HARNESS_CONFIG: config, HARNESS_TEST_SENT: sent },
+        stdio: ["pipe", "pipe", "pipe"],
+      },
+    );
+    child.stdin.end("first\n!printf 'line-\\033]0;pwned\\007-%d\\n' $((6*7))\nsecond\n");
+    const result = await finished(child);
+    expect(result.code).toBe(0);
+    expect(result.stdout).not.toContain("\u001b");
+    expect(result.stdout).toContain("line-\\x1b]0;pwned\\x07-42");
+    expect(result.stdout).toContain("not sent to the model");
+    expect(result.stdout).toContain("heard 2:");
+    expect(await readFile(sent, "utf8")).not.toContain("-42");
   });
 });
