@@ -8,6 +8,7 @@ import {
   ensureBuilt,
   finished,
   fixture,
+  harness,
   ofType,
   readJournal,
   removeTempDirs,
@@ -102,19 +103,20 @@ describe("harness chat: !command", () => {
     expect(inputs.at(-1)).toContain("shared-42");
   });
 
-  it("a file it creates is journaled as its change (not outside) and /undo takes it back", async () => {
+  it("a file it creates is journaled as its change (audit: nothing outside) and harness undo takes it back", async () => {
     const workspace = await workspaceWith({ "a.txt": "a\n" });
     const { session, id } = await chat(workspace);
     session.type("!touch made-by-user.txt");
     session.press("Enter");
     await session.waitFor("not sent to the model");
     await readFile(join(workspace, "made-by-user.txt"));
-    session.type("/undo");
-    session.press("Enter");
-    await session.waitFor(/restored 1 file\(s\)/);
-    await expect(readFile(join(workspace, "made-by-user.txt"))).rejects.toThrow(/ENOENT/);
     session.press("C-d");
     await session.waitFor("[exited 0]");
+    const audit = await harness(["audit", id], { cwd: workspace });
+    expect(audit.stdout).toContain("the workspace matches the record: nothing changed outside it");
+    const undo = await harness(["undo", id], { cwd: workspace });
+    expect(undo.stdout).toMatch(/deleted\s+made-by-user\.txt/);
+    await expect(readFile(join(workspace, "made-by-user.txt"))).rejects.toThrow(/ENOENT/);
     const changes = ofType(await readJournal(workspace, id), "workspace.changed").map((r) => r.data);
     expect(changes.filter((c) => c.source === "outside")).toEqual([]);
     expect(changes.find((c) => c.call_id === "user:1")).toMatchObject({
