@@ -125,6 +125,29 @@ describe("harness chat: !command", () => {
     });
   });
 
+  it("while a turn runs it is not run: the person is told to wait", async () => {
+    const workspace = await workspaceWith({ "a.txt": "a\n" });
+    const { session, id } = await chat(workspace, [], {
+      HARNESS_TEST_PLAN: JSON.stringify([
+        { text: "heard 1: first", calls: [] },
+        { calls: [{ id: "s1", name: "shell", arguments: { command: "sleep 3; echo slept" } }] },
+        { text: "done sleeping", calls: [] },
+      ]),
+    });
+    session.type("sleep please");
+    session.press("Enter");
+    await session.waitForQuestion();
+    session.type("y");
+    session.type("!touch during-turn.txt");
+    session.press("Enter");
+    await session.waitFor("a !command runs between turns");
+    await session.waitFor("done sleeping");
+    await expect(readFile(join(workspace, "during-turn.txt"))).rejects.toThrow(/ENOENT/);
+    session.press("C-d");
+    await session.waitFor("[exited 0]");
+    expect(ofType(await readJournal(workspace, id), "user.command")).toEqual([]);
+  });
+
   it("a deny rule refuses it (nothing deleted); escapes are escaped; secrets and hidden files stay out", async () => {
     const workspace = await workspaceWith({ "x/keep.txt": "keep\n" });
     const { session, id } = await chat(workspace, ["--deny", "shell(rm*)"], {
