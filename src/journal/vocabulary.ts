@@ -448,7 +448,7 @@ export const EVENT_SCHEMAS = {
    * its output with their next message (`!!command`), which then records it in its user.input.
    */
   "user.command": z.object({
-    call_id: z.string().regex(/^user:[1-9][0-9]*$/),
+    call_id: z.string().min(1),
     command: z.string().min(1),
     share: z.boolean(),
   }),
