@@ -31,6 +31,8 @@ export interface SessionRun {
   input?: string;
   /** harness compact: compact the stopped session now instead of continuing it. */
   compactOnly?: { instructions?: string };
+  /** The chat's `!command`: run the person's shell command in the stopped session (EngineOptions.userCommand). */
+  userCommand?: { command: string; share: boolean };
   setup: Pick<RunSetup, "provider" | "snapshot" | "policy" | "approver"> & Partial<RunSetup>;
   acceptance: AcceptanceCheck[];
   limits: Partial<Limits>;
@@ -119,6 +121,7 @@ export function sessionEngineOptions(
     listener,
     mode: run.mode,
     ...(run.compactOnly ? { compactOnly: run.compactOnly } : {}),
+    ...(run.userCommand ? { userCommand: run.userCommand } : {}),
     ...(run.acceptToolChanges ? { acceptToolChanges: true } : {}),
     ...(run.setup.toolSurface ? { toolSurface: run.setup.toolSurface } : {}),
     harnessVersion: harnessVersion(),

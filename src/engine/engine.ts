@@ -9,7 +9,7 @@ import {
 import { readAccess } from "../runtime/authorize.js";
 import { DEFAULT_RETRY, DEFAULT_SETTLE_GRACE_MS } from "../runtime/environment.js";
 import { ToolRuntime } from "../runtime/pipeline.js";
-import type { GrantPort, ProposalRecord } from "../runtime/ports.js";
+import type { ApprovalPort, GrantPort, ProposalRecord } from "../runtime/ports.js";
 import type { ToolSnapshot } from "../runtime/registry.js";
 import type { EffectsJournal } from "../runtime/workspace-effects.js";
 import { digestOf } from "../shared/hash.js";
@@ -110,6 +110,8 @@ export class Engine {
           ? undefined
           : await startInstructionFiles(this.options.instructions, this.options.runtime.fs, this.readable);
       if (this.options.compactOnly) refuseCompaction(this.state, sessionId);
+      if (this.options.userCommand && !resuming)
+        throw new EngineError("SESSION_NOT_FOUND", `session "${sessionId}" has no records yet`);
       if (!resuming) {
         await this.begin(instructions);
       } else {
@@ -131,6 +133,7 @@ export class Engine {
         });
       }
       if (this.options.compactOnly) return await this.compactNow(this.options.compactOnly.instructions);
+      if (this.options.userCommand) return await this.userCommandNow(this.options.userCommand);
       if (resuming) await this.record({ type: "session.resumed", data: { pid: process.pid } });
       if (resuming) await this.finishInterruptedUndo();
       // The workspace as the session starts from it (before the first request), or as its journal left it.
@@ -221,6 +224,33 @@ export class Engine {
     if (outcome.kind === "impossible") throw new EngineError("BAD_INPUT", `cannot compact: ${outcome.why}`);
     const { kind: _kind, ...compacted } = outcome;
     return { ...summary(this.session), compacted };
+  }
+
+  /**
+   * The person's `!command`: `user.command` names the call theirs, then it runs as a model's
+   * `shell` call would (runtime pipeline: policy, sandbox, environment filter, scrubbing,
+   * workspace recording), except that their typing it answers an `ask`. Nothing goes to the model.
+   */
+  private async userCommandNow(command: { command: string; share: boolean }): Promise<RunSummary> {
+    const callId = `user:${this.state.userCommands.size + 1}`;
+    await this.record({ type: "user.command", data: { call_id: callId, ...command } });
+    await this.options.runtime.effects?.start(this.writer.records, this.effectsJournal());
+    const runtime = this.createRuntime(userApprover);
+    await runtime.runCalls({
+      calls: [{ id: callId, name: "shell", arguments: { command: command.command } }],
+      remainingToolCalls: 1,
+      signal: this.signal,
+      recorder: { record: (events) => this.record(...events), defer: (events) => this.defer(...events) },
+      firstBatchId: this.state.batches,
+    });
+    const hookRecords = runtime.drainHookRecords();
+    if (hookRecords.length > 0)
+      await this.record(...hookRecords.map((data): AnyNewEvent => ({ type: "hook.decided", data })));
+    const result = this.state.results.get(callId);
+    const base = summary(this.session);
+    if (result === undefined) return base;
+    const { status, summary: said, content, duration_ms } = result;
+    return { ...base, command: { call_id: callId, status, summary: said, content, duration_ms } };
   }
 
   private async drive(resuming: boolean): Promise<RunSummary> {
@@ -475,11 +505,12 @@ export class Engine {
   /** Deferred records the listener has not been shown, because they are not durable yet. */
   private readonly undisclosed: AnyRecord[] = [];
 
-  private createRuntime(): ToolRuntime {
+  private createRuntime(approver?: ApprovalPort): ToolRuntime {
     const o = this.options;
     // The environment passes through whole; the engine adds what the session owns.
     return new ToolRuntime({
       ...o.runtime,
+      ...(approver ? { approver } : {}),
       snapshot: this.tools,
       grants: this.grants,
       retry: o.runtime.retry ?? DEFAULT_RETRY,
@@ -498,6 +529,14 @@ export class Engine {
     });
   }
 }
+
+/**
+ * Who answers an `ask` for the person's own command: they did, by typing it (journaled as
+ * approval.decided by "user", once). A deny rule never reaches an approver.
+ */
+const userApprover: ApprovalPort = {
+  request: async () => ({ decision: "allow", scope: "once", by: "user", reason: "typed by the user" }),
+};
 
 /** Checked before anything is appended: a compaction needs a stopped session with older turns. */
 function refuseCompaction(state: SessionState, sessionId: string): void {

@@ -46,6 +46,8 @@ export interface RunSummary {
   allow?: string[][];
   /** Only from a compaction asked for by the user (compactOnly): what context.compacted recorded. */
   compacted?: { replaced_messages: number; tokens_before: number; tokens_after: number };
+  /** Only from a userCommand: the call's result as journaled (its content is the scrubbed output). */
+  command?: { call_id: string; status: string; summary: string; content: string; duration_ms: number };
 }
 
 /** Budgets are per turn: each turn of a session may use them afresh (a session with one turn: per session). */
@@ -126,6 +128,13 @@ export interface EngineOptions {
    * request, journaled as automatic compaction is, then return. Requires mode "resume".
    */
   compactOnly?: { instructions?: string };
+  /**
+   * Run the person's own shell command in the stopped session instead of continuing it (the
+   * chat's `!command`): journaled as `user.command`, then the `shell` call `user:N` through the
+   * same policy, sandbox and recording as the model's calls (the person typing it is their answer
+   * to an `ask`; a deny rule still denies). Its result is not sent to the model. Requires mode "resume".
+   */
+  userCommand?: { command: string; share: boolean };
   harnessVersion: string;
   /** What to tell the user when a model request fails for good (default: general advice per code). */
   providerAdvice?: ProviderAdvice;

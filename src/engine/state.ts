@@ -39,6 +39,8 @@ export class SessionState {
   readonly callIds = new Set<string>();
   readonly started = new Map<string, EventData<"tool.started">>();
   readonly results = new Map<string, EventData<"tool.result">>();
+  /** Calls the person ran themselves (`user.command`): their results are never messages to the model. */
+  readonly userCommands = new Map<string, EventData<"user.command">>();
   readonly observed = new Map<string, string>();
   /** Latest proposal per path (propose mode), and the ids already applied. */
   readonly proposals = new Map<string, EventData<"proposal.recorded">>();
@@ -137,6 +139,14 @@ export class SessionState {
         this.replyPending = true;
         this.addUserMessage(record.data.text);
         break;
+      case "user.command":
+        this.userCommands.set(record.data.call_id, record.data);
+        this.callArguments.set(record.data.call_id, {
+          id: record.data.call_id,
+          name: "shell",
+          arguments: { command: record.data.command },
+        });
+        break;
       case "user.steered":
         this.pendingSteers.push(record.data.text);
         break;
@@ -214,13 +224,14 @@ export class SessionState {
       case "tool.result": {
         this.results.set(record.data.call_id, record.data);
         this.noteOutcome(record.data.call_id);
-        this.addMessage({
-          role: "tool",
-          call_id: record.data.call_id,
-          name: record.data.name,
-          status: record.data.status,
-          content: projectForModel(record.data as ToolResult),
-        });
+        if (!this.userCommands.has(record.data.call_id))
+          this.addMessage({
+            role: "tool",
+            call_id: record.data.call_id,
+            name: record.data.name,
+            status: record.data.status,
+            content: projectForModel(record.data as ToolResult),
+          });
         const data = record.data.data;
         if (
           record.data.status === "ok" &&

@@ -441,6 +441,18 @@ export const EVENT_SCHEMAS = {
    * are the run options that rebuild it (as `session.started.options`: no secrets, no host paths).
    */
   "model.switched": z.object({ from: jsonObject, to: jsonObject, options: jsonObject }),
+  /**
+   * The person ran a shell command themselves (the chat's `!command`): the `shell` call `call_id`
+   * (`user:N`) that follows is theirs, not the model's. It is authorized, sandboxed and journaled
+   * as the model's calls are (tool.started, process.spawned, workspace.changed, tool.result), but
+   * its result is never a message to the model; `share`: the person asked to send the command and
+   * its output with their next message (`!!command`), which then records it in its user.input.
+   */
+  "user.command": z.object({
+    call_id: z.string().min(1),
+    command: z.string().min(1),
+    share: z.boolean(),
+  }),
 } as const;
 
 export type EventType = keyof typeof EVENT_SCHEMAS;

@@ -169,6 +169,11 @@ class Timeline {
     li.appendChild(el("pre", "input", d.text));
   }
 
+  on_user_command(d, r, t) {
+    const li = this.item("steer", "User ran " + d.call_id + (d.share ? " (shared with the model)" : " (not sent to the model)"), r, t);
+    li.appendChild(el("pre", "input", d.command));
+  }
+
   on_model_started(d, r, t) {
     const what = d.purpose === "compaction" ? "Model request (compaction)" : "Model request";
     const li = this.item("model pending", what + " · step " + (d.step + 1) + (d.attempt > 0 ? ", attempt " + (d.attempt + 1) : ""), r, t);

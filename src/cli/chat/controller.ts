@@ -7,7 +7,7 @@ import { OutputTail } from "../../ui/output-tail.js";
 import type { ChatUi, FooterStatus, UiStyle } from "../../ui/ui.js";
 import type { CallShow } from "../call-show.js";
 import { type AttachmentSource, expandAttachments } from "./attachments.js";
-import type { ChatSession, Turn } from "./session.js";
+import type { ChatSession, CommandResult, Turn } from "./session.js";
 import { runSlash } from "./slash.js";
 
 /**
@@ -35,6 +35,8 @@ export class ChatController {
   #costUsd: number | undefined;
   /** The output so far of each running call that produces some (a shell command). */
   readonly #outputs = new Map<string, OutputTail>();
+  /** `!!command` outputs waiting for the next message the person sends. */
+  readonly #shared: string[] = [];
   /** Calls started in this chat: each gets the next number for its tag. */
   #calls = 0;
   /** Aborted when the person leaves: a picker a slash command opened closes. */
@@ -124,6 +126,10 @@ export class ChatController {
       if (next !== undefined && !this.#leaving) await this.#submit(next);
       return;
     }
+    if (text.startsWith("!")) {
+      await this.#command(text, turn !== undefined);
+      return;
+    }
     const message = await this.#attach(text);
     if (message === undefined) return;
     if (turn !== undefined) {
@@ -163,7 +169,76 @@ export class ChatController {
     return expanded.text;
   }
 
-  async #runTurn(input: string): Promise<void> {
+  /**
+   * `!command` / `!!command`: the person's own shell command, between turns only (during a turn
+   * it would race the model's calls on the journal and the workspace: they are told to wait).
+   * Runs like a slash command, so input typed meanwhile waits for it.
+   */
+  async #command(text: string, running: boolean): Promise<void> {
+    const share = text.startsWith("!!");
+    const command = text.slice(share ? 2 : 1).trim();
+    this.#ui.line(note(this.#style, "dim", "› ", text));
+    if (command === "") {
+      this.#ui.line(
+        own(
+          this.#style,
+          "warn",
+          "usage: !command runs it here; !!command also sends it and its output with your next message",
+        ),
+      );
+      return;
+    }
+    if (running) {
+      this.#ui.line(
+        own(
+          this.#style,
+          "warn",
+          "a !command runs between turns: wait for the turn to end (Esc interrupts it), then type it again",
+        ),
+      );
+      return;
+    }
+    if (!this.#session.started) {
+      this.#ui.line(
+        own(this.#style, "warn", "!commands run in the session: send a first message to start it"),
+      );
+      return;
+    }
+    const run = this.#session.runCommand(command, share, this.#listener()).then(
+      (result) => this.#showCommand(command, share, result),
+      (error: unknown) => {
+        this.#ui.line(note(this.#style, "error", "✗ ", messageOf(error)));
+      },
+    );
+    this.#slash = run;
+    await run;
+    this.#slash = undefined;
+    const next = this.#queued.shift();
+    if (next !== undefined && !this.#leaving) await this.#submit(next);
+  }
+
+  /** A `!command`'s output, head and tail, escaped; kept for the next message when shared. */
+  #showCommand(command: string, share: boolean, result: CommandResult): void {
+    const output = result.content.replace(/\n+$/, "");
+    if (result.status !== "ok" && output === "") {
+      this.#ui.line(note(this.#style, "error", "  ✗ ", result.summary));
+    }
+    for (const line of quoted(this.#style, headAndTail(output))) this.#ui.line(line);
+    if (share && result.status !== "denied") {
+      this.#shared.push(`I ran \`${command}\` (${result.status}):\n${output}`);
+      this.#ui.line(
+        own(this.#style, "dim", "  (this command and its output go to the model with your next message)"),
+      );
+    } else {
+      this.#ui.line(
+        own(this.#style, "dim", "  (not sent to the model; !!command sends it with your next message)"),
+      );
+    }
+  }
+
+  async #runTurn(message: string): Promise<void> {
+    // `!!command` outputs go first, as part of what the person sends (recorded in user.input).
+    const input = this.#shared.length > 0 ? [...this.#shared.splice(0), message].join("\n\n") : message;
     const turn = this.#session.start(input, this.#listener());
     this.#turn = turn;
     this.#setFooter({ running: true });
@@ -331,6 +406,17 @@ export class ChatController {
       },
     };
   }
+}
+
+/** Lines kept from each end of a `!command`'s output on screen (the journal has all of it). */
+const COMMAND_LINES = 12;
+
+/** The first and last lines of a long output, with how many were left out between them. */
+export function headAndTail(text: string, keep = COMMAND_LINES): string {
+  const lines = text.split("\n");
+  if (lines.length <= keep * 2) return text;
+  const hidden = lines.length - keep * 2;
+  return [...lines.slice(0, keep), `… ${hidden} more line(s) …`, ...lines.slice(-keep)].join("\n");
 }
 
 /** An error's message, raw: lines.ts escapes it where it is shown. */

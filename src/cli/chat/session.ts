@@ -41,6 +41,11 @@ export interface ChatSession {
   start(input: string, listener: EngineListener): Turn;
   /** /compact: summarize the older turns now (one summary request); what happened, in words. */
   compact(listener: EngineListener): Promise<string>;
+  /**
+   * `!command`: run the person's shell command between turns, through the policy, sandbox and
+   * journal the model's shell calls use; its result, which is not sent to the model.
+   */
+  runCommand(command: string, share: boolean, listener: EngineListener): Promise<CommandResult>;
   /** The session's journal so far (for /diff and /undo's picker). */
   records(): Promise<readonly AnyRecord[]>;
   /** Where the bytes of the session's recorded file entries are (for /diff and the picker's line counts). */
@@ -82,6 +87,9 @@ export interface SessionOpener {
   open(sessionId: string): Promise<ChatRun>;
   continueCommand(run: ChatRun): string;
 }
+
+/** A `!command`'s result as journaled (content: the scrubbed output the shell tool returns). */
+export type CommandResult = NonNullable<RunSummary["command"]>;
 
 export interface ModelListing {
   model: string;
@@ -161,6 +169,20 @@ export class EngineChatSession implements ChatSession {
     return compacted
       ? `compacted: ${compacted.replaced_messages} messages replaced by a summary (about ${compacted.tokens_before} -> ${compacted.tokens_after} tokens)`
       : "nothing was compacted";
+  }
+
+  async runCommand(command: string, share: boolean, listener: EngineListener): Promise<CommandResult> {
+    const engine = new Engine({
+      ...sessionEngineOptions(
+        { ...this.#run, mode: "resume", userCommand: { command, share } },
+        new AbortController().signal,
+        listener,
+      ),
+      ...this.#switch(),
+    });
+    const summary = await engine.run();
+    if (summary.command === undefined) throw new Error("the command was not run");
+    return summary.command;
   }
 
   records(): Promise<readonly AnyRecord[]> {

@@ -50,6 +50,12 @@ export async function runSlash(text: string, context: SlashContext): Promise<voi
         say(style.dim("        Esc interrupts · Ctrl-C clears the input or interrupts, twice exits"));
         say(style.dim("  @path attaches a workspace file (Tab completes) · approvals: y once · s session"));
         say(style.dim("        · p the command's prefix for the session · n or Esc denies"));
+        say(style.dim("  !command runs it here between turns (policy and sandbox as the model's shell;"));
+        say(
+          style.dim(
+            "        output shown, not sent to the model) · !!command also sends it with your next message",
+          ),
+        );
         return;
       case "/quit":
       case "/exit":

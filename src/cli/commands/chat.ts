@@ -67,6 +67,12 @@ over the workspace's files (what .gitignore ignores is not offered). A path outs
 workspace, in .harness or .git, or one the policy does not let read_file read (.env, keys) is
 refused and nothing is sent.
 
+Run a command yourself: !command (between turns) runs it through the same policy, sandbox,
+environment filter and secret scrubbing as the model's shell calls and shows its output without
+sending it to the model; !!command also sends the command and its output with your next
+message. A deny rule refuses it; typing it is your answer to an ask rule. It is journaled
+(user.command, then the shell call user:N), so harness undo and audit cover what it changed.
+
 Slash commands (between turns; /help lists them):
   /undo                  pick a turn or call (each with the files it changed, +/- lines) and put
                          the files back to before it; /undo N (turn N), /undo --to CALL_ID,

@@ -156,6 +156,8 @@ function render(record: AnyRecord, style: Style): string {
       return `${record.data.turn !== undefined && record.data.turn > 1 ? `turn ${record.data.turn}, ` : ""}user: ${escapeForTerminal(record.data.text)}`;
     case "user.steered":
       return `user steered: ${escapeForTerminal(record.data.text)}`;
+    case "user.command":
+      return `user ran (${escapeForTerminal(record.data.call_id)}${record.data.share ? ", shared with the model" : ", not sent to the model"}): ${escapeForTerminal(record.data.command)}`;
     case "steer.delivered":
       return style.dim(`${record.data.count} steer(s) sent to the model (step ${record.data.step + 1})`);
     case "turn.interrupted":
