@@ -43,6 +43,11 @@ export class CallShow {
     private readonly output = true,
   ) {}
 
+  /** Whether a command's output is shown after its result (so a caller need not show it again). */
+  get showsOutput(): boolean {
+    return this.output;
+  }
+
   /** The lines to show after `record`, in order (none for most records). */
   linesFor(record: AnyRecord): ChatLine[] {
     switch (record.type) {

@@ -65,6 +65,8 @@ describe("harness chat: !command", () => {
     session.press("Enter");
     await session.waitFor("private-42");
     await session.waitFor("not sent to the model");
+    // Shown once: under the call's own lines, not again after them (the command line itself reads `$((6*7))`).
+    expect(session.screen().match(/private-42/g)).toHaveLength(1);
     session.type("second");
     session.press("Enter");
     await session.waitFor("heard 2:");

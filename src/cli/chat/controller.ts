@@ -223,7 +223,9 @@ export class ChatController {
     if (result.status !== "ok" && output === "") {
       this.#ui.line(note(this.#style, "error", "  ✗ ", result.summary));
     }
-    for (const line of quoted(this.#style, headAndTail(output))) this.#ui.line(line);
+    // With call output on, the call's own lines (status, stdout and stderr) already showed it.
+    if (this.#show?.showsOutput !== true)
+      for (const line of quoted(this.#style, headAndTail(output))) this.#ui.line(line);
     if (share && result.status !== "denied") {
       this.#shared.push(`I ran \`${command}\` (${result.status}):\n${output}`);
       this.#ui.line(
