@@ -9,7 +9,7 @@ import { ensureBuilt, REPO_ROOT } from "../e2e/helpers.js";
  * npm runs a dependency's install script only when package.json's `allowScripts` allows it, and
  * warns on every `npm ci` about each one it does not cover. Every dependency with an install
  * script is decided here: allowed when harness needs what it builds (better-sqlite3's native
- * module, esbuild's binary), denied when it does not (tree-sitter-bash's native binding: harness
+ * module, esbuild's binary, the test PostgreSQL's symlinks on each platform), denied when it does not (tree-sitter-bash's native binding: harness
  * loads only the grammar's .wasm, which ships in the package).
  */
 
