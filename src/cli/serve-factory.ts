@@ -74,7 +74,7 @@ async function openServed(request: OpenRequest, options: FactoryOptions): Promis
   // The real path admission checked, opened exactly there: a link the client named that was
   // flipped since, or a directory on the way swapped for one, opens nothing.
   const workspace = await openWorkspace(request.workspace, { exact: true });
-  const sessionId = request.sessionId ?? newSessionId();
+  const sessionId = request.sessionId ?? (await unusedSessionId(workspace));
   validateSessionId(sessionId);
   const records = (await workspace.backend.exists(sessionId)) ? await workspace.backend.read(sessionId) : [];
   const recorded = records.length > 0 ? SessionState.from(records).header : undefined;
@@ -295,4 +295,12 @@ function databaseStore(source: JournalSource): SessionStore {
       );
     },
   };
+}
+
+/** A new session's id that no journal of the workspace has: a new start must never resume one. */
+async function unusedSessionId(workspace: OpenedWorkspace): Promise<string> {
+  for (;;) {
+    const id = newSessionId();
+    if (!(await workspace.backend.exists(id))) return id;
+  }
 }

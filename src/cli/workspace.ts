@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { accessSync, constants } from "node:fs";
 import { mkdir, realpath, stat } from "node:fs/promises";
 import { basename, join, resolve } from "node:path";
@@ -98,11 +99,11 @@ export function keptObjects(workspace: OpenedWorkspace): (hash: string) => Uint8
   return (hash) => snapshot.object(hash);
 }
 
-/** A sortable, unique, readable session id: 20261130-064233-a1b2c3. */
+/**
+ * A sortable, unique, readable session id: 20261130-064233-a1b2c3d4. 32 random bits after the
+ * second: a server starting hundreds of sessions a second must not hand two of them one id.
+ */
 export function newSessionId(now = new Date()): string {
   const stamp = now.toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
-  const random = Math.floor(Math.random() * 0xffffff)
-    .toString(16)
-    .padStart(6, "0");
-  return `${stamp}-${random}`;
+  return `${stamp}-${randomBytes(4).toString("hex")}`;
 }
