@@ -77,35 +77,13 @@ export class TtyApprover implements ApprovalPort {
     if (this.#failed || input.errored) return Promise.resolve({ kind: "error" });
     if (this.#ended || input.readableEnded || input.destroyed) return Promise.resolve({ kind: "eof" });
     const wasRaw = input.isRaw;
-    return new Promise<Answer>((resolve) => {
-      const finish = (answer: Answer): void => {
-        clearTimeout(timer);
-        input.off("data", onData);
-        input.off("end", onEnd);
-        input.off("close", onEnd);
-        input.off("error", onError);
-        signal.removeEventListener("abort", onAbort);
-        input.setRawMode(wasRaw);
-        input.pause();
-        resolve(answer);
-      };
-      const onData = (chunk: Buffer | string): void => {
-        const text = typeof chunk === "string" ? chunk : this.#decoder.write(chunk);
-        const key = keyAnswer(text, prefix);
-        if (key !== undefined) finish(key);
-      };
-      const onEnd = (): void => finish({ kind: "eof" });
-      const onError = (): void => finish({ kind: "error" });
-      const onAbort = (): void => finish({ kind: "aborted" });
-      const timer = setTimeout(() => finish({ kind: "timeout" }), this.#timeoutMs);
-      input.setRawMode(true);
-      input.on("data", onData);
-      input.once("end", onEnd);
-      input.once("close", onEnd);
-      input.once("error", onError);
-      signal.addEventListener("abort", onAbort, { once: true });
-      input.resume();
-    });
+    input.setRawMode(true);
+    return this.#listen(
+      input,
+      signal,
+      (text) => keyAnswer(text, prefix),
+      () => input.setRawMode(wasRaw),
+    );
   }
 
   #discardTypeAhead(): void {
@@ -120,9 +98,26 @@ export class TtyApprover implements ApprovalPort {
     if (this.#failed || this.#input.errored) return Promise.resolve({ kind: "error" });
     if (this.#ended || this.#input.readableEnded || this.#input.destroyed)
       return Promise.resolve({ kind: "eof" });
-    const input = this.#input;
+    let buffered = "";
+    return this.#listen(this.#input, signal, (text) => {
+      buffered += text;
+      const newline = buffered.indexOf("\n");
+      return newline === -1 ? undefined : { kind: "line", line: buffered.slice(0, newline) };
+    });
+  }
+
+  /**
+   * Read `input` until `onText` (given each decoded chunk) answers, or the stream ends or fails,
+   * the signal aborts or the timeout passes; every listener is removed and the stream paused
+   * before the answer is returned (`restore` runs first, e.g. to leave raw mode).
+   */
+  #listen(
+    input: Readable,
+    signal: AbortSignal,
+    onText: (text: string) => Answer | undefined,
+    restore?: () => void,
+  ): Promise<Answer> {
     return new Promise<Answer>((resolve) => {
-      let buffered = "";
       const finish = (answer: Answer): void => {
         clearTimeout(timer);
         input.off("data", onData);
@@ -130,13 +125,13 @@ export class TtyApprover implements ApprovalPort {
         input.off("close", onEnd);
         input.off("error", onError);
         signal.removeEventListener("abort", onAbort);
+        restore?.();
         input.pause();
         resolve(answer);
       };
       const onData = (chunk: Buffer | string): void => {
-        buffered += typeof chunk === "string" ? chunk : this.#decoder.write(chunk);
-        const newline = buffered.indexOf("\n");
-        if (newline !== -1) finish({ kind: "line", line: buffered.slice(0, newline) });
+        const answer = onText(typeof chunk === "string" ? chunk : this.#decoder.write(chunk));
+        if (answer !== undefined) finish(answer);
       };
       const onEnd = (): void => finish({ kind: "eof" });
       const onError = (): void => finish({ kind: "error" });
