@@ -1,11 +1,11 @@
 import { readFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { parseTasksFile, TaskError } from "../fleet/task.js";
+import { UsageError } from "../session/usage-error.js";
+import { newSessionId } from "../session/workspace.js";
 import { escapeForTerminal, jsonForTerminal } from "../shared/terminal-text.js";
 import { countStates, withDatabase } from "./commands/queue.js";
 import { EXIT } from "./exit-codes.js";
-import { UsageError } from "./usage-error.js";
-import { newSessionId } from "./workspace.js";
 
 /**
  * `harness eval TASKS.jsonl --database URL`: a suite of tasks (the `queue submit --tasks` format)

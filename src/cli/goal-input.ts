@@ -1,4 +1,4 @@
-import { UsageError } from "./usage-error.js";
+import { UsageError } from "../session/usage-error.js";
 
 /** A goal is a prompt, not a file to process: one larger than this is refused rather than sent. */
 const MAX_GOAL_BYTES = 256 * 1024;

@@ -1,11 +1,11 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { AnyRecord, EventData } from "../journal/vocabulary.js";
+import { UsageError } from "../session/usage-error.js";
 import { sha256Hex } from "../shared/hash.js";
 import { escapeForTerminal, escapeLines, jsonForTerminal } from "../shared/terminal-text.js";
 import { commandStreams, type StreamView } from "../ui/call-lines.js";
 import type { Style } from "./style.js";
-import { UsageError } from "./usage-error.js";
 
 /**
  * `harness inspect SESSION --call ID`: one call's whole result. The journal keeps a bounded

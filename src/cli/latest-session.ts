@@ -1,7 +1,7 @@
 import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { EVENTS_FILE } from "../journal/session-path.js";
-import type { OpenedWorkspace } from "./workspace.js";
+import type { OpenedWorkspace } from "../session/workspace.js";
 
 /**
  * The workspace's session with the latest activity (its journal's modification time; ids break

@@ -2,6 +2,7 @@ import { resolve } from "node:path";
 import { EngineError } from "../engine/errors.js";
 import { JournalError, type JournalErrorCode } from "../journal/store.js";
 import { ScriptError } from "../providers/scripted/script.js";
+import { UsageError } from "../session/usage-error.js";
 import { CodedError } from "../shared/coded-error.js";
 import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
 import type { Options } from "./args.js";
@@ -10,7 +11,6 @@ import { EXIT } from "./exit-codes.js";
 import { withWorkspace } from "./next-steps.js";
 import { output } from "./output.js";
 import { closest } from "./suggest.js";
-import { UsageError } from "./usage-error.js";
 
 export interface Command {
   help: string;
@@ -182,7 +182,7 @@ const helpCommand: Command = {
 const versionCommand: Command = {
   help: "Usage: harness version\n\nPrint the version (also: harness --version, -V, -v).",
   async run() {
-    const { harnessVersion } = await import("./version.js");
+    const { harnessVersion } = await import("../session/version.js");
     process.stdout.write(`harness ${harnessVersion()}\n`);
     return EXIT.ok;
   },

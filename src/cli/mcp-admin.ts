@@ -10,14 +10,20 @@ import {
 import { isStdioDefinition } from "../mcp/config.js";
 import type { SelectedServer } from "../mcp/selection.js";
 import { McpRequiredServerError } from "../mcp/startup.js";
+import { loadConfigForCli, loadGovernance } from "../session/governance.js";
+import {
+  approveCommand,
+  McpServers,
+  mcpSelection,
+  progressLine,
+  shellQuote,
+} from "../session/mcp-servers.js";
+import { UsageError } from "../session/usage-error.js";
+import { openWorkspace } from "../session/workspace.js";
 import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
 import { padEndWidth } from "../shared/text-width.js";
 import { parse } from "./args.js";
-import { loadConfigForCli, loadGovernance } from "./governance.js";
-import { approveCommand, McpServers, mcpSelection, progressLine, shellQuote } from "./mcp-servers.js";
-import { UsageError } from "./usage-error.js";
 import { updateUserConfig } from "./user-config-file.js";
-import { openWorkspace } from "./workspace.js";
 
 /**
  * `harness mcp list | test | approve`: the user's view of the MCP servers the configs define,

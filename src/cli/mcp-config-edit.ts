@@ -1,10 +1,10 @@
 import { homedir } from "node:os";
 import { userConfigPath } from "../config/load.js";
 import { McpConfigError, parseMcpServer } from "../mcp/config.js";
+import { shellQuote } from "../session/mcp-servers.js";
+import { UsageError } from "../session/usage-error.js";
 import { escapeForTerminal } from "../shared/terminal-text.js";
 import { parse } from "./args.js";
-import { shellQuote } from "./mcp-servers.js";
-import { UsageError } from "./usage-error.js";
 import { updateUserConfig } from "./user-config-file.js";
 
 /**

@@ -19,16 +19,16 @@ import type {
   SessionStore,
 } from "../server/ports.js";
 import { ownerOf } from "../server/stored.js";
+import { type SessionRun, sessionEngineOptions } from "../session/engine-options.js";
+import type { JournalSource } from "../session/journal-source.js";
+import { forkWithArtifacts } from "../session/operations/fork.js";
+import { effectiveFlags, type RunFlags } from "../session/run-flags.js";
+import { validateSessionId } from "../session/session-id.js";
+import { buildSetup } from "../session/setup.js";
+import { UsageError } from "../session/usage-error.js";
+import { newSessionId, type OpenedWorkspace, openWorkspace } from "../session/workspace.js";
 import { thisProcess } from "../shared/process-owner.js";
 import { TOOL_PROFILES, type ToolProfile } from "../tools/profiles.js";
-import { forkWithArtifacts } from "./commands/fork.js";
-import { validateSessionId } from "./commands/run.js";
-import type { JournalSource } from "./journal-source.js";
-import { effectiveFlags, type RunFlags } from "./run-flags.js";
-import { type SessionRun, sessionEngineOptions } from "./session-runner.js";
-import { buildSetup } from "./setup.js";
-import { UsageError } from "./usage-error.js";
-import { newSessionId, type OpenedWorkspace, openWorkspace } from "./workspace.js";
 
 /** The acceptance timeout of a served session's checks (as harness run's default). */
 const ACCEPT_TIMEOUT_MS = 600_000;

@@ -1,9 +1,9 @@
 import { SESSION_ID_PATTERN } from "../journal/session-path.js";
+import { UsageError } from "../session/usage-error.js";
+import { type OpenedWorkspace, openWorkspace } from "../session/workspace.js";
 import { escapeForTerminal } from "../shared/terminal-text.js";
 import { workspaceFlag } from "./hints.js";
 import { latestSession } from "./latest-session.js";
-import { UsageError } from "./usage-error.js";
-import { type OpenedWorkspace, openWorkspace } from "./workspace.js";
 
 /** `--last`, for every command that takes a session id. */
 export const LAST_OPTION = { last: { type: "boolean" } } as const;
@@ -113,7 +113,7 @@ export async function sessionIdFromArgs(
     );
   }
   // A prefix is resolved in the database as in a workspace; the source is opened again by the command.
-  const { openJournalSource } = await import("./journal-source.js");
+  const { openJournalSource } = await import("../session/journal-source.js");
   const source = await openJournalSource({ database: flags.database });
   try {
     return (await matchPrefix(source.backend, given)) ?? given;

@@ -1,139 +1,50 @@
 import { join } from "node:path";
-import { FileArtifactStore } from "../artifacts/file-store.js";
-import type { AcceptanceCheck } from "../engine/acceptance.js";
 import { Engine } from "../engine/engine.js";
-import type { EngineListener, EngineOptions, Limits, RunSummary } from "../engine/options.js";
+import type { RunSummary } from "../engine/options.js";
 import type { AnyRecord } from "../journal/vocabulary.js";
 import { costUsd, formatCost } from "../providers/cost.js";
 import type { ProviderIdentity } from "../providers/provider.js";
-import type { RuntimeEnvironment } from "../runtime/environment.js";
-import { WorkspaceEffects } from "../runtime/workspace-effects.js";
+import { type SessionRun, sessionEngineOptions } from "../session/engine-options.js";
+import type { Notify } from "../session/notice.js";
+import type { OpenedWorkspace } from "../session/workspace.js";
 import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
-import { TreeSnapshot } from "../workspace/tree-snapshot.js";
 import { CallShow } from "./call-show.js";
 import { exitCodeFor } from "./exit-codes.js";
 import { continueCommand, nextSteps, resumeCommand, withWorkspace } from "./next-steps.js";
 import { output } from "./output.js";
 import { createProgress, MODEL_TEXT_PREFIX } from "./progress.js";
-import { recordableFlags } from "./run-flags.js";
 import { TerminalSteering } from "./run-steering.js";
-import type { RunSetup } from "./setup.js";
 import { colorEnabled, createStyle, type Style } from "./style.js";
-import { harnessVersion } from "./version.js";
-import type { OpenedWorkspace } from "./workspace.js";
 
-export interface SessionRun {
-  workspace: OpenedWorkspace;
-  sessionId: string;
-  mode: "new" | "resume" | "auto";
-  goal?: string;
-  /** The next turn's input for an existing session (harness run --continue / --session ID PROMPT). */
-  input?: string;
-  /** harness compact: compact the stopped session now instead of continuing it. */
-  compactOnly?: { instructions?: string };
-  /** The chat's `!command`: run the person's shell command in the stopped session (EngineOptions.userCommand). */
-  userCommand?: { command: string; share: boolean };
-  setup: Pick<RunSetup, "provider" | "snapshot" | "policy" | "approver"> & Partial<RunSetup>;
-  acceptance: AcceptanceCheck[];
-  limits: Partial<Limits>;
+/** A session as `harness run` runs it: the session, and how this command line shows and repeats it. */
+export interface CliRun extends SessionRun {
   json: boolean;
   events: boolean;
   /** Show each finished call's diff and command output on stderr (not with --quiet-calls or -q). */
   showCalls?: boolean;
-  /** --accept-tool-changes: resume with a tool surface that differs from the recorded one. */
-  acceptToolChanges?: boolean;
   /** What a printed command for a new run repeats (every flag of this one, recorded or not). */
   rerunFlags?: string[][];
   /** What a printed command that continues the session repeats (run.ts `unrecordedFlags`, next-steps.ts). */
   unrecordedFlags?: string[][];
 }
 
-/** Where a CLI session's tool calls run: its workspace, its artifacts, and the setup's ports. */
-export function runtimeEnvironment(
-  workspace: OpenedWorkspace,
-  sessionId: string,
-  setup: SessionRun["setup"],
-): RuntimeEnvironment {
-  const artifacts = new FileArtifactStore(join(workspace.sessionDir(sessionId), "artifacts"));
-  return {
-    snapshot: setup.snapshot,
-    fs: workspace.fs,
-    hostRoot: workspace.root,
-    artifacts,
-    effects: workspaceEffects(workspace, artifacts, setup.workspaceExcludes ?? [], setup.workspaceWithheld),
-    approver: setup.approver,
-    ...(setup.grants ? { grants: setup.grants } : {}),
-    ...(setup.hooks ? { hooks: setup.hooks } : {}),
-    ...(setup.timeoutFor ? { timeoutFor: setup.timeoutFor } : {}),
-  };
-}
-
 /**
- * The record of a session's workspace effects. A first walk of a large tree (everything is hashed
- * and kept once) says on stderr how far it got.
+ * The session layer's notices on stderr: warnings and notes always (escaped: they quote
+ * workspace paths), progress unless -q.
  */
-function workspaceEffects(
-  workspace: OpenedWorkspace,
-  artifacts: FileArtifactStore,
-  excludes: readonly string[],
-  withheld: ((path: string) => boolean) | undefined,
-) {
-  const warn = (message: string) =>
-    process.stderr.write(`harness: workspace record: ${escapeForTerminal(message)}\n`);
-  const tree = new TreeSnapshot({
-    root: workspace.root,
-    stateDir: workspace.harnessDir,
-    excludes,
-    warn,
-    ...(withheld ? { withheld } : {}),
-    progress: (done, hashed) => {
-      if (!output.quiet)
-        process.stderr.write(`harness: recording the workspace: ${done} files listed, ${hashed} hashed\n`);
-    },
-  });
-  return new WorkspaceEffects(tree, artifacts, warn);
-}
-
-/** The engine options of a CLI session: its setup, workspace, task and limits (one place for every embedder). */
-export function sessionEngineOptions(
-  run: Omit<SessionRun, "json" | "events">,
-  signal: AbortSignal,
-  listener: EngineListener,
-): EngineOptions {
-  return {
-    sessionId: run.sessionId,
-    backend: run.workspace.backend,
-    provider: run.setup.provider,
-    runtime: runtimeEnvironment(run.workspace, run.sessionId, run.setup),
-    workspace: run.workspace.identity,
-    ...(run.goal !== undefined ? { goal: run.goal } : {}),
-    ...(run.input !== undefined ? { input: run.input } : {}),
-    policy: run.setup.policy,
-    ...(run.setup.processes ? { processes: run.setup.processes } : {}),
-    ...(run.setup.proposals ? { proposals: run.setup.proposals } : {}),
-    ...(run.setup.providerAdvice ? { providerAdvice: run.setup.providerAdvice } : {}),
-    ...(run.setup.instructions ? { instructions: run.setup.instructions } : {}),
-    ...(run.setup.environment ? { environment: run.setup.environment } : {}),
-    ...(run.setup.flags ? { setup: recordableFlags(run.setup.flags) } : {}),
-    acceptance: run.acceptance,
-    limits: run.limits,
-    signal,
-    listener,
-    mode: run.mode,
-    ...(run.compactOnly ? { compactOnly: run.compactOnly } : {}),
-    ...(run.userCommand ? { userCommand: run.userCommand } : {}),
-    ...(run.acceptToolChanges ? { acceptToolChanges: true } : {}),
-    ...(run.setup.toolSurface ? { toolSurface: run.setup.toolSurface } : {}),
-    harnessVersion: harnessVersion(),
-  };
-}
+export const stderrNotices: Notify = (notice) => {
+  if (notice.level === "progress" && output.quiet) return;
+  const prefix = notice.level === "note" ? "harness: note: " : "harness: ";
+  process.stderr.write(`${prefix}${escapeForTerminal(notice.message)}\n`);
+};
 
 /**
  * Run a session with the CLI's conventions: progress on stderr, `--events` NDJSON or one
  * `--json` summary on stdout, SIGINT/SIGTERM stop at the next boundary (a second SIGINT exits
  * at once; every journal append is already whole and fsynced).
  */
-export async function runSession(run: SessionRun): Promise<number> {
+export async function runSession(given: CliRun): Promise<number> {
+  const run: CliRun = { notify: stderrNotices, ...given };
   const controller = new AbortController();
   // On a terminal a person is watching: typed lines steer, Ctrl-C interrupts the turn.
   const steering =
@@ -235,7 +146,7 @@ export function callShow(
 }
 
 /** harness compact succeeded: the session is as it was, with its older turns now summarized. */
-function printCompacted(summary: RunSummary, run: SessionRun): number {
+function printCompacted(summary: RunSummary, run: CliRun): number {
   const compacted = summary.compacted;
   if (run.json) {
     process.stdout.write(
@@ -295,7 +206,7 @@ function tokenLine(usage: RunSummary["usage"]): string {
 
 function printSummary(
   summary: RunSummary,
-  run: SessionRun,
+  run: CliRun,
   style: ReturnType<typeof createStyle>,
   end: RunEnd,
 ): void {

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { UsageError } from "./usage-error.js";
+import { UsageError } from "../session/usage-error.js";
 
 /**
  * Change the user config as JSON, keeping every other key: the file is read, changed, written to a

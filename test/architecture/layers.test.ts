@@ -18,6 +18,7 @@ import {
 const STACK: readonly (readonly string[])[] = [
   ["cli"],
   ["eval", "examples", "mcp-server", "ui", "fleet", "server", PACKAGE_ENTRY],
+  ["session"],
   ["engine"],
   ["packs", "proposals", "policy", "config", "undo"],
   ["runtime"],

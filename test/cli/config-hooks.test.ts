@@ -2,11 +2,11 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { configNamedFiles, resolveHookCommand } from "../../src/cli/config-hooks.js";
-import { loadGovernance } from "../../src/cli/governance.js";
 import { ConfigError } from "../../src/config/errors.js";
 import { HookRunner } from "../../src/policy/hooks.js";
 import type { HookCallContext } from "../../src/runtime/ports.js";
+import { configNamedFiles, resolveHookCommand } from "../../src/session/config-hooks.js";
+import { loadGovernance } from "../../src/session/governance.js";
 
 let root: string;
 let home: string;

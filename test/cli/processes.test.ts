@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { hookProcessProfile } from "../../src/cli/config-hooks.js";
-import { sessionProcesses } from "../../src/cli/processes.js";
-import type { RunFlags } from "../../src/cli/run-flags.js";
 import type { LoadedConfig } from "../../src/config/load.js";
 import type { ConfigFile } from "../../src/config/schema.js";
+import { hookProcessProfile } from "../../src/session/config-hooks.js";
+import { sessionProcesses } from "../../src/session/processes.js";
+import type { RunFlags } from "../../src/session/run-flags.js";
 
 function loaded(user: ConfigFile = {}, project?: ConfigFile): LoadedConfig {
   const config: LoadedConfig = {

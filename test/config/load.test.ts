@@ -2,12 +2,12 @@ import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { policyFromConfig } from "../../src/cli/governance.js";
 import { ConfigError } from "../../src/config/errors.js";
 import { loadConfig, userConfigPath } from "../../src/config/load.js";
 import { parseConfigText } from "../../src/config/schema.js";
 import { evaluate } from "../../src/policy/evaluation.js";
 import { loadShellParser } from "../../src/policy/shell-command.js";
+import { policyFromConfig } from "../../src/session/governance.js";
 
 beforeAll(loadShellParser);
 

@@ -3,14 +3,14 @@
 import { readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { effectiveFlags, recordableFlags } from "../../src/cli/run-flags.js";
-import { runtimeEnvironment } from "../../src/cli/session-runner.js";
-import { buildSetup } from "../../src/cli/setup.js";
-import { openWorkspace } from "../../src/cli/workspace.js";
 import { Engine } from "../../src/engine/engine.js";
 import { FunctionApprover } from "../../src/policy/approver.js";
 import { SessionGrants } from "../../src/policy/grants.js";
 import type { ApprovalRequest } from "../../src/runtime/ports.js";
+import { runtimeEnvironment } from "../../src/session/engine-options.js";
+import { effectiveFlags, recordableFlags } from "../../src/session/run-flags.js";
+import { buildSetup } from "../../src/session/setup.js";
+import { openWorkspace } from "../../src/session/workspace.js";
 import { Recording, run, scripted, tempWorkspace, type Workspace } from "../support/session.js";
 import { ofType, resultOf, results } from "./helpers.js";
 

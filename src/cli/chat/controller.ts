@@ -1,5 +1,6 @@
 import type { EngineListener, RunSummary } from "../../engine/options.js";
 import { costUsd } from "../../providers/cost.js";
+import type { CommandResult, SessionHandle, Turn } from "../../session/handle.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { checkOutputLines } from "../../ui/call-lines.js";
 import { callTag, note, own, quoted, toolDone, toolLabel } from "../../ui/lines.js";
@@ -7,7 +8,6 @@ import { OutputTail } from "../../ui/output-tail.js";
 import type { ChatUi, FooterStatus, UiStyle } from "../../ui/ui.js";
 import type { CallShow } from "../call-show.js";
 import { type AttachmentSource, expandAttachments } from "./attachments.js";
-import type { ChatSession, CommandResult, Turn } from "./session.js";
 import { runSlash } from "./slash.js";
 
 /**
@@ -18,7 +18,7 @@ import { runSlash } from "./slash.js";
  */
 export class ChatController {
   readonly #ui: ChatUi;
-  readonly #session: ChatSession;
+  readonly #session: SessionHandle;
   readonly #style: UiStyle;
   /** Where `@path` files are read from (none: `@` is plain text). */
   readonly #attachments: AttachmentSource | undefined;
@@ -49,7 +49,7 @@ export class ChatController {
 
   constructor(
     ui: ChatUi,
-    session: ChatSession,
+    session: SessionHandle,
     style: UiStyle,
     options: {
       attachments?: AttachmentSource | undefined;
@@ -241,7 +241,7 @@ export class ChatController {
   async #runTurn(message: string): Promise<void> {
     // `!!command` outputs go first, as part of what the person sends (recorded in user.input).
     const input = this.#shared.length > 0 ? [...this.#shared.splice(0), message].join("\n\n") : message;
-    const turn = this.#session.start(input, this.#listener());
+    const turn = this.#session.turn(input, this.#listener());
     this.#turn = turn;
     this.#setFooter({ running: true });
     try {

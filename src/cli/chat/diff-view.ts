@@ -1,9 +1,9 @@
+import type { SessionHandle } from "../../session/handle.js";
+import { UsageError } from "../../session/usage-error.js";
 import { note, own } from "../../ui/lines.js";
 import type { ChatUi, UiStyle } from "../../ui/ui.js";
 import { netChanges, turnSpan } from "../../undo/history.js";
-import { UsageError } from "../usage-error.js";
 import { diffLines, fileDiff, totalsLine } from "./changes.js";
-import type { ChatSession } from "./session.js";
 
 /**
  * /diff: the session's net change of the workspace, file by file as `git diff` shows it, from
@@ -12,7 +12,7 @@ import type { ChatSession } from "./session.js";
  */
 export async function diffCommand(
   args: readonly string[],
-  context: { ui: ChatUi; style: UiStyle; session: ChatSession },
+  context: { ui: ChatUi; style: UiStyle; session: SessionHandle },
 ): Promise<void> {
   const { ui, style, session } = context;
   if (args.length > 1 || (args[0] !== undefined && !/^[1-9][0-9]{0,8}$/.test(args[0])))

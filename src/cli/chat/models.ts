@@ -1,40 +1,18 @@
 import type { LoadedConfig } from "../../config/load.js";
 import { defaultProfile, modelProfiles } from "../../config/sections.js";
-import type { ProviderAdvice } from "../../engine/provider-advice.js";
-import type { ModelPrices } from "../../providers/config.js";
-import type { ContextBudget } from "../../providers/context-window.js";
-import type { Provider } from "../../providers/provider.js";
+import { contextBudgetFor } from "../../session/context-budget.js";
+import type { ModelCatalog, ModelChoice, ProfileRow } from "../../session/handle.js";
+import type { RunFlags } from "../../session/run-flags.js";
+import { loadProvider } from "../../session/setup.js";
+import { UsageError } from "../../session/usage-error.js";
 import { listModels } from "../commands/models.js";
-import { contextBudgetFor } from "../context-budget.js";
-import type { RunFlags } from "../run-flags.js";
-import { loadProvider } from "../setup.js";
 import { closeMatches } from "../suggest.js";
-import { UsageError } from "../usage-error.js";
-
-/** One configured model profile, as `harness models` lists it. */
-export interface ProfileRow {
-  name: string;
-  provider: string;
-  model: string;
-  baseUrl?: string;
-  default: boolean;
-}
-
-/** What a session needs to talk to another model: the provider and the run options that rebuild it. */
-export interface ModelChoice {
-  provider: Provider;
-  flags: RunFlags;
-  advice?: ProviderAdvice;
-  prices?: ModelPrices;
-  context: ContextBudget;
-  notices: string[];
-}
 
 /**
  * The models a chat may switch to (/model): the user's configured profiles, or another model id
  * of the profile in use. A scripted chat has no other model to switch to.
  */
-export class ModelCatalog {
+export class ConfiguredModels implements ModelCatalog {
   constructor(
     private readonly config: LoadedConfig,
     private readonly scripted: boolean,

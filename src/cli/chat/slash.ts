@@ -1,16 +1,16 @@
 import type { EngineListener } from "../../engine/options.js";
+import type { SessionHandle } from "../../session/handle.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { note, own } from "../../ui/lines.js";
 import type { ChatUi, UiStyle } from "../../ui/ui.js";
 import { clip } from "../commands/sessions.js";
 import { diffCommand } from "./diff-view.js";
-import type { ChatSession } from "./session.js";
 import { redoCommand, UNDO_USAGE, undoCommand } from "./undo-picker.js";
 
 export interface SlashContext {
   ui: ChatUi;
   style: UiStyle;
-  session: ChatSession;
+  session: SessionHandle;
   /** Whether a turn is running (commands that use the journal wait for it to end). */
   running: boolean;
   leave(): void;

@@ -1,4 +1,6 @@
 import type { AnyRecord } from "../../journal/vocabulary.js";
+import type { SessionHandle } from "../../session/handle.js";
+import { UsageError } from "../../session/usage-error.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { note, own } from "../../ui/lines.js";
 import type { ChatLine, ChatUi, UiStyle } from "../../ui/ui.js";
@@ -6,9 +8,7 @@ import type { UndoReport } from "../../undo/apply.js";
 import { type ContentSources, redoable, turnHistory } from "../../undo/history.js";
 import type { UndoTarget } from "../../undo/plan.js";
 import { outcomeLines, targetOf, undoSummary } from "../commands/undo.js";
-import { UsageError } from "../usage-error.js";
 import { changeBrief, fileDiff } from "./changes.js";
-import type { ChatSession } from "./session.js";
 
 /**
  * The chat's /undo and /redo, on the same journaled undo as `harness undo` (undo/apply.ts:
@@ -96,7 +96,7 @@ export async function undoChoices(
 /** /undo: the point named, or the one picked; then the undo, and what it did. */
 export async function undoCommand(
   args: readonly string[],
-  context: { ui: ChatUi; style: UiStyle; session: ChatSession; signal: AbortSignal },
+  context: { ui: ChatUi; style: UiStyle; session: SessionHandle; signal: AbortSignal },
 ): Promise<void> {
   const { ui, style, session } = context;
   let target = undoTargetOf(args);
@@ -126,7 +126,7 @@ export async function undoCommand(
 /** /redo: undo the last undo, as `harness undo SESSION --to undo:ID` would. */
 export async function redoCommand(
   args: readonly string[],
-  context: { ui: ChatUi; style: UiStyle; session: ChatSession },
+  context: { ui: ChatUi; style: UiStyle; session: SessionHandle },
 ): Promise<void> {
   const { ui, style, session } = context;
   if (args.length > 0) throw new UsageError("/redo takes no arguments (it undoes the last /undo)");

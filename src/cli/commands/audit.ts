@@ -3,6 +3,7 @@ import { FileArtifactStore } from "../../artifacts/file-store.js";
 import { EVENTS_FILE } from "../../journal/session-path.js";
 import { assessTrust } from "../../journal/trust.js";
 import { verifyJournal } from "../../journal/verify.js";
+import { UsageError } from "../../session/usage-error.js";
 import { escapeForTerminal, jsonForTerminal } from "../../shared/terminal-text.js";
 import { auditWorkspace } from "../../undo/audit.js";
 import { ReplayError } from "../../undo/replay.js";
@@ -10,7 +11,6 @@ import { type ChangeSet, type Entry, isDir, isOversize, isSpecial } from "../../
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { LAST_OPTION, sessionFromArgs } from "../session-id.js";
-import { UsageError } from "../usage-error.js";
 
 const HELP = `Usage: harness audit SESSION [--workspace DIR] [--json]
 

@@ -1,4 +1,12 @@
 import { SessionState } from "../../engine/state.js";
+import type { SessionRun } from "../../session/engine-options.js";
+import { loadConfigForCli } from "../../session/governance.js";
+import { EngineSession } from "../../session/handle.js";
+import { effectiveFlags } from "../../session/run-flags.js";
+import { validateSessionId } from "../../session/session-id.js";
+import { buildSetup } from "../../session/setup.js";
+import { UsageError } from "../../session/usage-error.js";
+import { newSessionId, openWorkspace } from "../../session/workspace.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { MAX_DIFF_BYTES } from "../../shared/unified-diff.js";
 import { UiApprover } from "../../ui/approval.js";
@@ -7,20 +15,14 @@ import type { ChatUi } from "../../ui/ui.js";
 import { parse, positiveInt } from "../args.js";
 import { workspaceFiles } from "../chat/attachments.js";
 import { ChatController } from "../chat/controller.js";
-import { ModelCatalog } from "../chat/models.js";
-import { type ChatRun, EngineChatSession } from "../chat/session.js";
-import { loadConfigForCli } from "../governance.js";
+import { ConfiguredModels } from "../chat/models.js";
 import { hint } from "../hints.js";
 import { latestSession } from "../latest-session.js";
 import { chatContinueCommand } from "../next-steps.js";
 import { output } from "../output.js";
-import { effectiveFlags } from "../run-flags.js";
-import { continuedOrNewSession } from "../session-id.js";
-import { callShow } from "../session-runner.js";
-import { buildSetup } from "../setup.js";
+import { byPrefix, continuedOrNewSession } from "../session-id.js";
+import { callShow, stderrNotices } from "../session-runner.js";
 import { colorEnabled, createStyle } from "../style.js";
-import { UsageError } from "../usage-error.js";
-import { newSessionId, openWorkspace } from "../workspace.js";
 import {
   givenFlags,
   QUIET_CALLS_HELP,
@@ -28,7 +30,6 @@ import {
   SESSION_OPTIONS,
   SHOW_OPTIONS,
   unrecordedFlags,
-  validateSessionId,
 } from "./run.js";
 
 const { json: _json, events: _events, ...SESSION_FLAGS } = SESSION_OPTIONS;
@@ -146,7 +147,8 @@ export const chatCommand = {
       ...optional("poolSize", positiveInt(values["pool-size"], "--pool-size")),
     };
     /** A session of this workspace set up as this command line sets it up: its recorded flags, model and acceptance. */
-    const open = async (id: string, mode: "new" | "resume"): Promise<ChatRun> => {
+    const unrecorded = new Map<string, string[][]>();
+    const open = async (id: string, mode: "new" | "resume"): Promise<SessionRun> => {
       const records = mode === "resume" ? await workspace.backend.read(id) : [];
       const state = records.length > 0 ? SessionState.from(records) : undefined;
       if (state?.header !== undefined)
@@ -170,7 +172,7 @@ export const chatCommand = {
       for (const notice of setup.notices)
         process.stderr.write(`harness: note: ${escapeForTerminal(notice)}\n`);
       const acceptance = values.accept ?? state?.header?.acceptance ?? [];
-      return {
+      const run: SessionRun = {
         workspace,
         sessionId: id,
         mode,
@@ -182,18 +184,19 @@ export const chatCommand = {
           replyReserveTokens: setup.context.reserve,
         },
         acceptToolChanges: values["accept-tool-changes"] === true,
-        unrecordedFlags: unrecordedFlags(values, acceptance),
+        notify: stderrNotices,
       };
+      unrecorded.set(id, unrecordedFlags(values, acceptance));
+      return run;
     };
-    const session = new EngineChatSession(
-      await open(sessionId, existing ? "resume" : "new"),
-      existing,
-      new ModelCatalog(await loadConfigForCli(workspace.root), values.script !== undefined),
-      {
+    const session = new EngineSession(await open(sessionId, existing ? "resume" : "new"), existing, {
+      catalog: new ConfiguredModels(await loadConfigForCli(workspace.root), values.script !== undefined),
+      opener: {
+        resolve: (given) => byPrefix(workspace, given),
         open: (id) => open(id, "resume"),
-        continueCommand: (run) => chatContinueCommand(run.sessionId, workspace, run.unrecordedFlags),
+        continueCommand: (id) => chatContinueCommand(id, workspace, unrecorded.get(id)),
       },
-    );
+    });
     const show =
       values["quiet-calls"] === true || output.quiet
         ? undefined

@@ -1,6 +1,6 @@
+import { UsageError } from "../../session/usage-error.js";
 import { parse } from "../args.js";
 import { LAST_OPTION, sessionFromArgs } from "../session-id.js";
-import { UsageError } from "../usage-error.js";
 import { SESSION_OPTIONS, startOrResume } from "./run.js";
 
 const COMPACT_HELP = `Usage: harness compact SESSION [--instructions TEXT] [options]

@@ -1,7 +1,7 @@
+import { UsageError } from "../../session/usage-error.js";
 import { longFlags } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import type { Command, CommandTable } from "../main.js";
-import { UsageError } from "../usage-error.js";
 
 const HELP = `Usage: harness completion bash|zsh|fish
 

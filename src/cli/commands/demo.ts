@@ -6,11 +6,11 @@ import { DEMO_EXPECTED, DEMO_FILE, DEMO_GOAL, DEMO_INITIAL, demoScript } from ".
 import { modePolicy } from "../../policy/policy-permissions.js";
 import { ScriptedProvider } from "../../providers/scripted/provider.js";
 import { ToolRegistry } from "../../runtime/registry.js";
+import { openWorkspace } from "../../session/workspace.js";
 import { errnoCode } from "../../shared/errno.js";
 import { createFileTools } from "../../tools/builtin.js";
 import { parse } from "../args.js";
 import { runSession } from "../session-runner.js";
-import { openWorkspace } from "../workspace.js";
 
 const HELP = `Usage: harness demo [--workspace DIR] [--read-only] [--json]
 

@@ -4,12 +4,12 @@ import { formatReport } from "../../eval/report.js";
 import { runSuite, SuiteError } from "../../eval/runner.js";
 import { builtinSuite, SUITE_NAMES } from "../../eval/suites/index.js";
 import { demoRun } from "../../examples/demo/script.js";
+import { UsageError } from "../../session/usage-error.js";
+import { harnessVersion } from "../../session/version.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { oneOf, parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { fitLine, fitText, outputWidth } from "../fit.js";
-import { UsageError } from "../usage-error.js";
-import { harnessVersion } from "../version.js";
 
 const DECISIONS = ["workflow", "http-json"] as const;
 

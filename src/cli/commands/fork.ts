@@ -1,7 +1,11 @@
-import { cp, mkdir, readdir, realpath, rm, rmdir, stat } from "node:fs/promises";
+import { mkdir, readdir, realpath, rm, rmdir, stat } from "node:fs/promises";
 import { join, resolve, sep } from "node:path";
 import { FileArtifactStore } from "../../artifacts/file-store.js";
-import { type ForkResult, forkSession } from "../../engine/fork.js";
+import type { ForkResult } from "../../engine/fork.js";
+import { forkWithArtifacts } from "../../session/operations/fork.js";
+import { validateSessionId } from "../../session/session-id.js";
+import { UsageError } from "../../session/usage-error.js";
+import { keptObjects, newSessionId, type OpenedWorkspace, openWorkspace } from "../../session/workspace.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { TreePathError } from "../../undo/disk.js";
 import { checkTree, MaterializeError, materializeTree } from "../../undo/materialize.js";
@@ -10,9 +14,6 @@ import { BeneathError, HeldDir } from "../../workspace/beneath.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { LAST_OPTION, sessionFromArgs } from "../session-id.js";
-import { UsageError } from "../usage-error.js";
-import { keptObjects, newSessionId, type OpenedWorkspace, openWorkspace } from "../workspace.js";
-import { validateSessionId } from "./run.js";
 
 const HELP = `Usage: harness fork SESSION [--at SEQ] [--into DIR] [--workspace DIR] [--session NEW_ID] [--json]
 
@@ -85,36 +86,6 @@ export const forkCommand = {
     return EXIT.ok;
   },
 };
-
-/**
- * Fork a workspace's session (harness fork, the chat's /fork): the journal, and the artifacts its
- * history points to (previews' full output, pruned results), copied beside it.
- */
-export async function forkWithArtifacts(
-  workspace: OpenedWorkspace,
-  parent: string,
-  child: string,
-  at: number | undefined,
-  /** The fork's own workspace (harness fork --into): its journal and artifacts live there. */
-  into?: OpenedWorkspace,
-): Promise<Awaited<ReturnType<typeof forkSession>>> {
-  const home = into ?? workspace;
-  const forked = await forkSession(
-    workspace.backend,
-    parent,
-    child,
-    at,
-    into ? { backend: into.backend, workspace: into.identity } : undefined,
-  );
-  await cp(join(workspace.sessionDir(parent), "artifacts"), join(home.sessionDir(child), "artifacts"), {
-    recursive: true,
-    errorOnExist: false,
-    force: false,
-  }).catch((error: NodeJS.ErrnoException) => {
-    if (error.code !== "ENOENT") throw error;
-  });
-  return forked;
-}
 
 function seqOf(value: string): number {
   if (!/^[0-9]{1,9}$/.test(value))

@@ -7,9 +7,9 @@ import {
   ProviderConfigError,
   parseProfile,
 } from "../../providers/config.js";
+import { UsageError } from "../../session/usage-error.js";
 import { oneOf, parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
-import { UsageError } from "../usage-error.js";
 import { updateUserConfig } from "../user-config-file.js";
 
 const HELP = `Usage: harness init [--provider NAME --model ID [--base-url URL] [--api-key-env VAR]] [--name PROFILE]

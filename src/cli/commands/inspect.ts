@@ -3,16 +3,16 @@ import { requestTokens } from "../../engine/tokens.js";
 import type { AnyRecord } from "../../journal/vocabulary.js";
 import type { Usage } from "../../protocol/types.js";
 import { modelNameOf } from "../../providers/provider.js";
+import { DATABASE_HELP, openSessionSource } from "../../session/journal-source.js";
+import { statusOf } from "../../session/status.js";
 import { escapeForTerminal, jsonForTerminal } from "../../shared/terminal-text.js";
 import { padEndWidth } from "../../shared/text-width.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { fitText, outputWidth } from "../fit.js";
 import { callView, findCall, renderCall } from "../inspect-call.js";
-import { DATABASE_HELP, openSessionSource } from "../journal-source.js";
 import { mcpStats } from "../mcp-stats.js";
 import { LAST_OPTION, sessionIdFromArgs } from "../session-id.js";
-import { statusOf } from "../status.js";
 import { colorEnabled, createStyle, type Style } from "../style.js";
 
 const HELP = `Usage: harness inspect SESSION [--workspace DIR | --database URL] [--json]

@@ -6,15 +6,15 @@ import { describeOwner, type UnlockResult } from "../../journal/lock.js";
 import { repairJournal } from "../../journal/repair.js";
 import { assessTrust } from "../../journal/trust.js";
 import type { AnyRecord } from "../../journal/vocabulary.js";
+import { type JournalSource, openSessionSource } from "../../session/journal-source.js";
+import { UsageError } from "../../session/usage-error.js";
+import type { OpenedWorkspace } from "../../session/workspace.js";
 import { escapeForTerminal, jsonForTerminal } from "../../shared/terminal-text.js";
 import { beforeHashes } from "../../workspace/manifest.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
-import { type JournalSource, openSessionSource } from "../journal-source.js";
 import { resumeCommand, unrecordedPlaceholders } from "../next-steps.js";
 import { LAST_OPTION, sessionFromArgs, sessionIdFromArgs } from "../session-id.js";
-import { UsageError } from "../usage-error.js";
-import type { OpenedWorkspace } from "../workspace.js";
 
 const JOURNAL_HELP = `Usage: harness journal verify SESSION [--workspace DIR] [--database URL] [--json]
        harness journal repair SESSION [--workspace DIR] [--json]

@@ -6,16 +6,16 @@ import { DEFAULT_SESSION_LIMITS } from "../../mcp-server/http-limits.js";
 import { runToolApprover } from "../../mcp-server/run-tool.js";
 import { ServedSession } from "../../mcp-server/served-session.js";
 import { MAX_CONTEXT_TOKENS } from "../../providers/context-window.js";
+import { sessionEngineOptions } from "../../session/engine-options.js";
+import { loadConfigForCli } from "../../session/governance.js";
+import { effectiveFlags, type RunFlags } from "../../session/run-flags.js";
+import { buildSetup, type RunSetup } from "../../session/setup.js";
+import { UsageError } from "../../session/usage-error.js";
+import { harnessVersion } from "../../session/version.js";
+import { newSessionId, type OpenedWorkspace, openWorkspace } from "../../session/workspace.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { parse, positiveInt } from "../args.js";
-import { loadConfigForCli } from "../governance.js";
 import { ADD_HELP, APPROVE_HELP, LIST_HELP, REMOVE_HELP, TEST_HELP } from "../mcp-help.js";
-import { effectiveFlags, type RunFlags } from "../run-flags.js";
-import { sessionEngineOptions } from "../session-runner.js";
-import { buildSetup, type RunSetup } from "../setup.js";
-import { UsageError } from "../usage-error.js";
-import { harnessVersion } from "../version.js";
-import { newSessionId, type OpenedWorkspace, openWorkspace } from "../workspace.js";
 import { givenFlags, SESSION_OPTIONS } from "./run.js";
 
 const SERVE_OPTIONS = {

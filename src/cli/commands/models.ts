@@ -2,11 +2,11 @@ import { z } from "zod";
 import { defaultProfile, modelProfiles } from "../../config/sections.js";
 import { DEFAULT_KEY_ENV, type ModelProfile } from "../../providers/config.js";
 import { ANTHROPIC_DEFAULT_BASE_URL, OPENAI_DEFAULT_BASE_URL } from "../../providers/endpoint.js";
+import { loadConfigForCli } from "../../session/governance.js";
+import { UsageError } from "../../session/usage-error.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
-import { loadConfigForCli } from "../governance.js";
-import { UsageError } from "../usage-error.js";
 
 const HELP = `Usage: harness models [--profile NAME] [--json]
 

@@ -8,16 +8,16 @@ import {
 import { pathResolverOf } from "../../policy/path-aliases.js";
 import { subjectKindOf } from "../../policy/subject-kind.js";
 import { RuleSyntaxError } from "../../rules/grammar.js";
+import { loadGovernance } from "../../session/governance.js";
+import { effectiveFlags } from "../../session/run-flags.js";
+import { UsageError } from "../../session/usage-error.js";
+import { openWorkspace } from "../../session/workspace.js";
 import { isJsonObject } from "../../shared/json.js";
 import { jsonForTerminal } from "../../shared/terminal-text.js";
 import { createFileTools } from "../../tools/builtin.js";
 import { createShellTool } from "../../tools/shell/shell.js";
 import { oneOf, parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
-import { loadGovernance } from "../governance.js";
-import { effectiveFlags } from "../run-flags.js";
-import { UsageError } from "../usage-error.js";
-import { openWorkspace } from "../workspace.js";
 
 const HELP = `Usage: harness policy explain TOOL 'ARGS_JSON' [options]
 

@@ -3,18 +3,18 @@ import { SessionState } from "../../engine/state.js";
 import type { AnyNewEvent } from "../../journal/vocabulary.js";
 import { applyProposals, short } from "../../proposals/apply.js";
 import { type ApplyOutcome, proposalsOf, type RecordedProposal } from "../../proposals/ledger.js";
+import { configNamedFiles } from "../../session/config-hooks.js";
+import { loadConfigForCli } from "../../session/governance.js";
+import { standaloneAcceptance } from "../../session/processes.js";
+import { UsageError } from "../../session/usage-error.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { displayWidth, padEndWidth } from "../../shared/text-width.js";
 import { WorkspaceError, type WorkspaceFs } from "../../workspace/fs.js";
 import { versionOf } from "../../workspace/version.js";
 import { parse, positiveInt } from "../args.js";
-import { configNamedFiles } from "../config-hooks.js";
 import { EXIT } from "../exit-codes.js";
-import { loadConfigForCli } from "../governance.js";
-import { standaloneAcceptance } from "../processes.js";
 import { LAST_OPTION, sessionFromArgs } from "../session-id.js";
 import { colorEnabled, createStyle, type Style } from "../style.js";
-import { UsageError } from "../usage-error.js";
 
 const DIFF_HELP = `Usage: harness diff SESSION [--workspace DIR] [--json]
 

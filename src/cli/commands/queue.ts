@@ -12,11 +12,12 @@ import {
   taskOptionsSchema,
   type WorkspaceSource,
 } from "../../fleet/task.js";
+import { validateSessionId } from "../../session/session-id.js";
+import { UsageError } from "../../session/usage-error.js";
+import { newSessionId } from "../../session/workspace.js";
 import { escapeForTerminal, jsonForTerminal } from "../../shared/terminal-text.js";
 import { parse } from "../args.js";
-import { UsageError } from "../usage-error.js";
-import { newSessionId } from "../workspace.js";
-import { givenFlags, SESSION_OPTIONS, validateSessionId } from "./run.js";
+import { givenFlags, SESSION_OPTIONS } from "./run.js";
 import { requireDatabase } from "./worker.js";
 
 const HELP = `Usage: harness queue submit --database URL [--session ID] [run options] GOAL

@@ -4,14 +4,14 @@ import { basename, dirname, join, resolve } from "node:path";
 import { checkArtifacts } from "../../artifacts/file-store.js";
 import { assessTrust } from "../../journal/trust.js";
 import type { AnyRecord } from "../../journal/vocabulary.js";
+import { type JournalSource, openSessionSource } from "../../session/journal-source.js";
+import { UsageError } from "../../session/usage-error.js";
 import { errnoCode } from "../../shared/errno.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { type ReportMeta, reportHtml } from "../../viewer/page.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
-import { type JournalSource, openSessionSource } from "../journal-source.js";
 import { LAST_OPTION, sessionIdFromArgs } from "../session-id.js";
-import { UsageError } from "../usage-error.js";
 import { referencedArtifacts } from "./journal.js";
 
 const HELP = `Usage: harness report SESSION [--workspace DIR] -o FILE

@@ -1,11 +1,11 @@
 import { userInfo } from "node:os";
 import { SessionState } from "../../engine/state.js";
+import { UsageError } from "../../session/usage-error.js";
 import { escapeForTerminal, jsonForTerminal } from "../../shared/terminal-text.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { resumeCommand, unrecordedPlaceholders } from "../next-steps.js";
 import { LAST_OPTION, sessionFromArgs } from "../session-id.js";
-import { UsageError } from "../usage-error.js";
 
 const HELP = `Usage: harness review SESSION                       list calls whose outcome is unknown
        harness review SESSION CALL_ID --applied|--not-applied|--undetermined --evidence TEXT [--by NAME]

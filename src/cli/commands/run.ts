@@ -1,20 +1,20 @@
 import { resolve } from "node:path";
 import { SessionState } from "../../engine/state.js";
-import { SESSION_ID_PATTERN } from "../../journal/session-path.js";
 import { PROVIDER_KINDS } from "../../providers/config.js";
 import { isLooser, profileOf } from "../../sandbox/profiles.js";
+import { effectiveFlags, flagWords, type RunFlags, type SandboxFlag } from "../../session/run-flags.js";
+import { validateSessionId } from "../../session/session-id.js";
+import { buildSetup } from "../../session/setup.js";
+import { UsageError } from "../../session/usage-error.js";
+import { newSessionId, openWorkspace } from "../../session/workspace.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { oneOf, parse, positiveInt, tokenCount } from "../args.js";
 import { goalFrom } from "../goal-input.js";
 import { latestSession } from "../latest-session.js";
 import { offTerminalNotice } from "../off-terminal.js";
 import { output } from "../output.js";
-import { effectiveFlags, flagWords, type RunFlags, type SandboxFlag } from "../run-flags.js";
 import { continuedOrNewSession, LAST_OPTION, sessionFromArgs } from "../session-id.js";
 import { runSession } from "../session-runner.js";
-import { buildSetup } from "../setup.js";
-import { UsageError } from "../usage-error.js";
-import { newSessionId, openWorkspace } from "../workspace.js";
 
 export const SESSION_OPTIONS = {
   workspace: { type: "string", short: "w" },
@@ -389,10 +389,4 @@ export function givenFlags(values: Parsed["values"]): RunFlags {
 
 function optional<K extends string>(key: K, value: number | undefined): Partial<Record<K, number>> {
   return value === undefined ? {} : ({ [key]: value } as Record<K, number>);
-}
-
-export function validateSessionId(id: string): void {
-  if (!SESSION_ID_PATTERN.test(id)) {
-    throw new UsageError(`invalid session id "${id}": use letters, digits, '.', '_' or '-' (at most 64)`);
-  }
 }

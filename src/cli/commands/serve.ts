@@ -10,13 +10,13 @@ import { SessionHub } from "../../server/hub.js";
 import { policyFor, RESERVED_IDENTITIES, TokenTable } from "../../server/identities.js";
 import type { ServerInfo } from "../../server/rpc.js";
 import { serveStdio } from "../../server/stdio.js";
+import { registerSecretPath } from "../../session/harness-secrets.js";
+import type { JournalSource } from "../../session/journal-source.js";
+import { UsageError } from "../../session/usage-error.js";
+import { harnessVersion } from "../../session/version.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { parse } from "../args.js";
-import { registerSecretPath } from "../harness-secrets.js";
-import type { JournalSource } from "../journal-source.js";
 import { serveSessionFactory } from "../serve-factory.js";
-import { UsageError } from "../usage-error.js";
-import { harnessVersion } from "../version.js";
 
 const OPTIONS = {
   stdio: { type: "boolean" },
@@ -114,7 +114,9 @@ export const serveCommand = {
       values.database === undefined
         ? undefined
         : // pg loads only when a database is named.
-          await (await import("../journal-source.js")).openJournalSource({ database: values.database });
+          await (await import("../../session/journal-source.js")).openJournalSource({
+            database: values.database,
+          });
     const hub = new SessionHub({
       factory: serveSessionFactory({
         ...(values.workspace !== undefined ? { workspaces: values.workspace } : {}),

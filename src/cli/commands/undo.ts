@@ -1,13 +1,11 @@
-import { join } from "node:path";
-import { FileArtifactStore } from "../../artifacts/file-store.js";
+import { undoSession } from "../../session/operations/undo.js";
+import { UsageError } from "../../session/usage-error.js";
 import { escapeForTerminal, jsonForTerminal } from "../../shared/terminal-text.js";
-import { runUndo, type UndoReport } from "../../undo/apply.js";
-import { type UndoTarget, UndoTargetError } from "../../undo/plan.js";
+import type { UndoReport } from "../../undo/apply.js";
+import type { UndoTarget } from "../../undo/plan.js";
 import { parse, positiveInt } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { LAST_OPTION, sessionFromArgs } from "../session-id.js";
-import { UsageError } from "../usage-error.js";
-import { keptObjects, type OpenedWorkspace } from "../workspace.js";
 
 const HELP = `Usage: harness undo SESSION [--to CALL_ID | --turn N | --seq N] [--dry-run] [--workspace DIR] [--json]
 
@@ -64,26 +62,6 @@ export const undoCommand = {
     return report.outcomes.some((o) => o.outcome === "conflict") ? EXIT.conflicts : EXIT.ok;
   },
 };
-
-/** Undo a session of this workspace under its writer lock (harness undo, the chat's /undo). */
-export async function undoSession(
-  workspace: OpenedWorkspace,
-  sessionId: string,
-  target: UndoTarget,
-  dryRun: boolean,
-): Promise<UndoReport> {
-  const writer = await workspace.backend.openWriter(sessionId, { create: false });
-  try {
-    const artifacts = new FileArtifactStore(join(workspace.sessionDir(sessionId), "artifacts"));
-    const kept = keptObjects(workspace);
-    return await runUndo({ root: workspace.root, writer, artifacts, kept, target, dryRun });
-  } catch (error) {
-    if (error instanceof UndoTargetError) throw new UsageError(error.message);
-    throw error;
-  } finally {
-    await writer.close();
-  }
-}
 
 /** The point --to, --turn or --seq names (none: before the last turn); also the chat's /undo flags. */
 export function targetOf(values: {

@@ -5,13 +5,13 @@ import { SessionState } from "../../engine/state.js";
 import { FleetError } from "../../fleet/queue.js";
 import type { FleetTask } from "../../fleet/task.js";
 import { FleetWorker, type SessionLauncher } from "../../fleet/worker.js";
+import { sessionEngineOptions } from "../../session/engine-options.js";
+import { effectiveFlags } from "../../session/run-flags.js";
+import { buildSetup } from "../../session/setup.js";
+import { UsageError } from "../../session/usage-error.js";
+import { openWorkspace } from "../../session/workspace.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { parse, positiveInt } from "../args.js";
-import { effectiveFlags } from "../run-flags.js";
-import { sessionEngineOptions } from "../session-runner.js";
-import { buildSetup } from "../setup.js";
-import { UsageError } from "../usage-error.js";
-import { openWorkspace } from "../workspace.js";
 import { givenFlags, type Parsed } from "./run.js";
 
 const HELP = `Usage: harness worker --database URL [--concurrency N] [--lease-ms MS] [--work-dir DIR]

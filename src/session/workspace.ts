@@ -12,6 +12,7 @@ import { DiskWorkspaceFs } from "../workspace/disk-fs.js";
 import { enclosingStateDir } from "../workspace/enclosing-state.js";
 import { excludeStateDirFromGit } from "../workspace/git-exclude.js";
 import { TreeSnapshot } from "../workspace/tree-snapshot.js";
+import type { Notify } from "./notice.js";
 import { UsageError } from "./usage-error.js";
 
 export interface OpenedWorkspace {
@@ -35,6 +36,8 @@ export async function openWorkspace(
      * swapped for a link after the check).
      */
     exact?: boolean;
+    /** Where the notice of a settled guard goes (default: stderr, the CLI's). */
+    notify?: Notify;
   } = {},
 ): Promise<OpenedWorkspace> {
   const requested = resolve(dir ?? process.cwd());
@@ -68,9 +71,9 @@ export async function openWorkspace(
   // Before anything reads the project config: what a sandboxed command of a harness that was
   // killed mid-command created at a protected name is moved away (src/sandbox/absent-guard.ts).
   for (const moved of settleGuards(root)) {
-    process.stderr.write(
-      `harness: ${escapeForTerminal(moved.path)} was created by a sandboxed command while it was protected; moved to ${escapeForTerminal(moved.movedTo)}\n`,
-    );
+    const message = `${moved.path} was created by a sandboxed command while it was protected; moved to ${moved.movedTo}`;
+    if (options.notify) options.notify({ level: "warning", message });
+    else process.stderr.write(`harness: ${escapeForTerminal(message)}\n`);
   }
   const fs = await DiskWorkspaceFs.create(root);
   return {

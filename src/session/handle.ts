@@ -1,22 +1,49 @@
 import { join } from "node:path";
-import { FileArtifactStore } from "../../artifacts/file-store.js";
-import { Engine } from "../../engine/engine.js";
-import type { EngineListener, RunSummary } from "../../engine/options.js";
-import type { AnyRecord } from "../../journal/vocabulary.js";
-import type { ModelPrices } from "../../providers/config.js";
-import { modelNameOf } from "../../providers/provider.js";
-import type { PermissionPort } from "../../runtime/ports.js";
-import type { UndoReport } from "../../undo/apply.js";
-import type { ContentSources } from "../../undo/history.js";
-import type { UndoTarget } from "../../undo/plan.js";
-import { recordedBase } from "../../undo/replay.js";
-import { forkWithArtifacts } from "../commands/fork.js";
-import { type SessionRow, sessionRows } from "../commands/sessions.js";
-import { undoSession } from "../commands/undo.js";
-import { byPrefix } from "../session-id.js";
-import { type SessionRun, sessionEngineOptions } from "../session-runner.js";
-import { keptObjects, newSessionId } from "../workspace.js";
-import type { ModelCatalog, ProfileRow } from "./models.js";
+import { FileArtifactStore } from "../artifacts/file-store.js";
+import { Engine } from "../engine/engine.js";
+import type { EngineListener, RunSummary } from "../engine/options.js";
+import type { ProviderAdvice } from "../engine/provider-advice.js";
+import type { AnyRecord } from "../journal/vocabulary.js";
+import type { ModelPrices } from "../providers/config.js";
+import type { ContextBudget } from "../providers/context-window.js";
+import { modelNameOf, type Provider } from "../providers/provider.js";
+import type { PermissionPort } from "../runtime/ports.js";
+import type { UndoReport } from "../undo/apply.js";
+import type { ContentSources } from "../undo/history.js";
+import type { UndoTarget } from "../undo/plan.js";
+import { recordedBase } from "../undo/replay.js";
+import { type SessionRun, sessionEngineOptions } from "./engine-options.js";
+import { type SessionRow, sessionRows } from "./listing.js";
+import { forkWithArtifacts } from "./operations/fork.js";
+import { undoSession } from "./operations/undo.js";
+import type { RunFlags } from "./run-flags.js";
+import { keptObjects, newSessionId } from "./workspace.js";
+
+/** One configured model profile, as `harness models` and /model list it. */
+export interface ProfileRow {
+  name: string;
+  provider: string;
+  model: string;
+  baseUrl?: string;
+  default: boolean;
+}
+
+/** What a session needs to talk to another model: the provider and the run options that rebuild it. */
+export interface ModelChoice {
+  provider: Provider;
+  flags: RunFlags;
+  advice?: ProviderAdvice;
+  prices?: ModelPrices;
+  context: ContextBudget;
+  notices: string[];
+}
+
+/** The models a session may switch to (its door's configured profiles and what their providers offer). */
+export interface ModelCatalog {
+  profiles(): ProfileRow[];
+  offered(flags: RunFlags): Promise<string[] | undefined>;
+  choose(name: string, flags: RunFlags): Promise<ModelChoice>;
+}
 
 /** One running turn of the chat's session. */
 export interface Turn {
@@ -28,8 +55,11 @@ export interface Turn {
   interrupt(): void;
 }
 
-/** The session a chat talks to: turn after turn on one journal. */
-export interface ChatSession {
+/**
+ * A session you can run turns in and operate on: the one handle the chat, the server, the MCP
+ * server, the fleet worker, evaluations, examples and library callers use.
+ */
+export interface SessionHandle {
   /** The model as the footer and /model name it (the next turn's, after a switch). */
   readonly model: string;
   /** The model's prices when its profile gives them (the footer's cost). */
@@ -38,14 +68,18 @@ export interface ChatSession {
   readonly sessionId: string;
   /** Whether a turn has run (the next input is a follow-up, not the goal). */
   readonly started: boolean;
-  start(input: string, listener: EngineListener): Turn;
+  /**
+   * Run one turn: the first turn of a new session starts it with `input` as its goal, a later one
+   * continues it. Events go to `listener` (the handle's own when none is given).
+   */
+  turn(input: string, listener?: EngineListener): Turn;
   /** /compact: summarize the older turns now (one summary request); what happened, in words. */
-  compact(listener: EngineListener): Promise<string>;
+  compact(listener?: EngineListener): Promise<string>;
   /**
    * `!command`: run the person's shell command between turns, through the policy, sandbox and
    * journal the model's shell calls use; its result, which is not sent to the model.
    */
-  runCommand(command: string, share: boolean, listener: EngineListener): Promise<CommandResult>;
+  runCommand(command: string, share: boolean, listener?: EngineListener): Promise<CommandResult>;
   /** The session's journal so far (for /diff and /undo's picker). */
   records(): Promise<readonly AnyRecord[]>;
   /** Where the bytes of the session's recorded file entries are (for /diff and the picker's line counts). */
@@ -75,17 +109,16 @@ export interface ChatSession {
   close(): Promise<void>;
 }
 
-/** What a chat's turns run with (harness run's SessionRun without its output modes). */
-export type ChatRun = Omit<SessionRun, "json" | "events">;
-
 /**
- * How the chat opens another recorded session of its workspace (/sessions ID) as `harness chat
- * --session ID` would (its recorded flags, model and acceptance), and the command that continues
- * a session after the chat.
+ * How a door opens another recorded session of its workspace (the chat's /sessions ID) as it
+ * would open it itself (its recorded options, model and acceptance), and the command that
+ * continues a session after it.
  */
 export interface SessionOpener {
-  open(sessionId: string): Promise<ChatRun>;
-  continueCommand(run: ChatRun): string;
+  /** The session id `given` names (an id or its unique start); a usage error otherwise. */
+  resolve(given: string): Promise<string>;
+  open(sessionId: string): Promise<SessionRun>;
+  continueCommand(sessionId: string): string;
 }
 
 /** A `!command`'s result as journaled (content: the scrubbed output the shell tool returns). */
@@ -101,20 +134,36 @@ export interface ModelListing {
 }
 
 /**
- * The chat's session on the real engine, set up as `harness run` sets one up (the caller passes
- * the same SessionRun): the first turn starts a new session whose goal is the first input; each
- * later turn is a new Engine on the same session with that input, so every turn passes the
- * identity checks a resume does.
+ * A session on the real engine, set up as every door sets one up (the caller passes the
+ * SessionRun `createSession`/`openSession` or a door built): the first turn starts a new session
+ * whose goal is the first input; each later turn is a new Engine on the same session with that
+ * input, so every turn passes the identity checks a resume does.
  */
-export class EngineChatSession implements ChatSession {
-  #run: ChatRun;
+export class EngineSession implements SessionHandle {
+  #run: SessionRun;
   #started: boolean;
   readonly #catalog: ModelCatalog | undefined;
   readonly #opener: SessionOpener | undefined;
   /** /model switched the provider: turns from now on journal the switch if the session recorded another. */
   #switched = false;
 
-  constructor(run: ChatRun, existing: boolean, catalog?: ModelCatalog, opener?: SessionOpener) {
+  readonly #listener: EngineListener;
+  readonly #signal: AbortSignal | undefined;
+
+  constructor(
+    run: SessionRun,
+    existing: boolean,
+    options: {
+      catalog?: ModelCatalog;
+      opener?: SessionOpener;
+      listener?: EngineListener;
+      /** Aborting it cancels the running turn (a library caller's signal). */
+      signal?: AbortSignal;
+    } = {},
+  ) {
+    const { catalog, opener } = options;
+    this.#listener = options.listener ?? {};
+    this.#signal = options.signal;
     this.#run = run;
     this.#started = existing;
     this.#catalog = catalog;
@@ -142,11 +191,11 @@ export class EngineChatSession implements ChatSession {
     return this.#started;
   }
 
-  start(input: string, listener: EngineListener): Turn {
+  turn(input: string, listener: EngineListener = this.#listener): Turn {
     const first = !this.#started;
     const options = sessionEngineOptions(
       first ? { ...this.#run, mode: "new", goal: input } : { ...this.#run, mode: "resume" },
-      new AbortController().signal,
+      this.#signal ?? new AbortController().signal,
       listener,
     );
     const engine = new Engine(first ? options : { ...options, input, ...this.#switch() });
@@ -158,7 +207,7 @@ export class EngineChatSession implements ChatSession {
     };
   }
 
-  async compact(listener: EngineListener): Promise<string> {
+  async compact(listener: EngineListener = this.#listener): Promise<string> {
     const controller = new AbortController();
     const engine = new Engine({
       ...sessionEngineOptions({ ...this.#run, mode: "resume", compactOnly: {} }, controller.signal, listener),
@@ -171,7 +220,11 @@ export class EngineChatSession implements ChatSession {
       : "nothing was compacted";
   }
 
-  async runCommand(command: string, share: boolean, listener: EngineListener): Promise<CommandResult> {
+  async runCommand(
+    command: string,
+    share: boolean,
+    listener: EngineListener = this.#listener,
+  ): Promise<CommandResult> {
     const engine = new Engine({
       ...sessionEngineOptions(
         { ...this.#run, mode: "resume", userCommand: { command, share } },
@@ -205,7 +258,7 @@ export class EngineChatSession implements ChatSession {
 
   async switchTo(given: string): Promise<string> {
     if (this.#opener === undefined) throw new Error("this chat cannot switch sessions");
-    const id = await byPrefix(this.#run.workspace, given);
+    const id = await this.#opener.resolve(given);
     if (id === this.sessionId && this.#started) return id;
     const run = await this.#opener.open(id);
     // The checks the next turn's resume would make, made now: a refusal keeps this session.
@@ -226,7 +279,7 @@ export class EngineChatSession implements ChatSession {
   }
 
   continueCommand(): string | undefined {
-    return this.#started ? this.#opener?.continueCommand(this.#run) : undefined;
+    return this.#started ? this.#opener?.continueCommand(this.sessionId) : undefined;
   }
 
   async fork(): Promise<string> {

@@ -1,0 +1,121 @@
+import { join } from "node:path";
+import { FileArtifactStore } from "../artifacts/file-store.js";
+import type { AcceptanceCheck } from "../engine/acceptance.js";
+import type { EngineListener, EngineOptions, Limits } from "../engine/options.js";
+import type { RuntimeEnvironment } from "../runtime/environment.js";
+import { WorkspaceEffects } from "../runtime/workspace-effects.js";
+import { TreeSnapshot } from "../workspace/tree-snapshot.js";
+import { IGNORE_NOTICES, type Notify } from "./notice.js";
+import { recordableFlags } from "./run-flags.js";
+import type { RunSetup } from "./setup.js";
+import { harnessVersion } from "./version.js";
+import type { OpenedWorkspace } from "./workspace.js";
+
+/** A session ready to run: its workspace, id, task, setup, acceptance and limits, as every door builds it. */
+export interface SessionRun {
+  workspace: OpenedWorkspace;
+  sessionId: string;
+  mode: "new" | "resume" | "auto";
+  goal?: string;
+  /** The next turn's input for an existing session (harness run --continue / --session ID PROMPT). */
+  input?: string;
+  /** harness compact: compact the stopped session now instead of continuing it. */
+  compactOnly?: { instructions?: string };
+  /** The chat's `!command`: run the person's shell command in the stopped session (EngineOptions.userCommand). */
+  userCommand?: { command: string; share: boolean };
+  setup: Pick<RunSetup, "provider" | "snapshot" | "policy" | "approver"> & Partial<RunSetup>;
+  acceptance: AcceptanceCheck[];
+  limits: Partial<Limits>;
+  /** --accept-tool-changes: resume with a tool surface that differs from the recorded one. */
+  acceptToolChanges?: boolean;
+  /** Where notices of the session's setup and record go (the library prints nothing). */
+  notify?: Notify;
+}
+
+/** Where a CLI session's tool calls run: its workspace, its artifacts, and the setup's ports. */
+export function runtimeEnvironment(
+  workspace: OpenedWorkspace,
+  sessionId: string,
+  setup: SessionRun["setup"],
+  notify?: Notify,
+): RuntimeEnvironment {
+  const artifacts = new FileArtifactStore(join(workspace.sessionDir(sessionId), "artifacts"));
+  return {
+    snapshot: setup.snapshot,
+    fs: workspace.fs,
+    hostRoot: workspace.root,
+    artifacts,
+    effects: workspaceEffects(
+      workspace,
+      artifacts,
+      setup.workspaceExcludes ?? [],
+      setup.workspaceWithheld,
+      notify ?? IGNORE_NOTICES,
+    ),
+    approver: setup.approver,
+    ...(setup.grants ? { grants: setup.grants } : {}),
+    ...(setup.hooks ? { hooks: setup.hooks } : {}),
+    ...(setup.timeoutFor ? { timeoutFor: setup.timeoutFor } : {}),
+  };
+}
+
+/**
+ * The record of a session's workspace effects. A first walk of a large tree (everything is hashed
+ * and kept once) says through `notify` how far it got.
+ */
+function workspaceEffects(
+  workspace: OpenedWorkspace,
+  artifacts: FileArtifactStore,
+  excludes: readonly string[],
+  withheld: ((path: string) => boolean) | undefined,
+  notify: Notify,
+) {
+  const warn = (message: string) => notify({ level: "warning", message: `workspace record: ${message}` });
+  const tree = new TreeSnapshot({
+    root: workspace.root,
+    stateDir: workspace.harnessDir,
+    excludes,
+    warn,
+    ...(withheld ? { withheld } : {}),
+    progress: (done, hashed) =>
+      notify({
+        level: "progress",
+        message: `recording the workspace: ${done} files listed, ${hashed} hashed`,
+      }),
+  });
+  return new WorkspaceEffects(tree, artifacts, warn);
+}
+
+/** The engine options of a session: its setup, workspace, task and limits (one place for every door). */
+export function sessionEngineOptions(
+  run: SessionRun,
+  signal: AbortSignal,
+  listener: EngineListener,
+): EngineOptions {
+  return {
+    sessionId: run.sessionId,
+    backend: run.workspace.backend,
+    provider: run.setup.provider,
+    runtime: runtimeEnvironment(run.workspace, run.sessionId, run.setup, run.notify),
+    workspace: run.workspace.identity,
+    ...(run.goal !== undefined ? { goal: run.goal } : {}),
+    ...(run.input !== undefined ? { input: run.input } : {}),
+    policy: run.setup.policy,
+    ...(run.setup.processes ? { processes: run.setup.processes } : {}),
+    ...(run.setup.proposals ? { proposals: run.setup.proposals } : {}),
+    ...(run.setup.providerAdvice ? { providerAdvice: run.setup.providerAdvice } : {}),
+    ...(run.setup.instructions ? { instructions: run.setup.instructions } : {}),
+    ...(run.setup.environment ? { environment: run.setup.environment } : {}),
+    ...(run.setup.flags ? { setup: recordableFlags(run.setup.flags) } : {}),
+    acceptance: run.acceptance,
+    limits: run.limits,
+    signal,
+    listener,
+    mode: run.mode,
+    ...(run.compactOnly ? { compactOnly: run.compactOnly } : {}),
+    ...(run.userCommand ? { userCommand: run.userCommand } : {}),
+    ...(run.acceptToolChanges ? { acceptToolChanges: true } : {}),
+    ...(run.setup.toolSurface ? { toolSurface: run.setup.toolSurface } : {}),
+    harnessVersion: harnessVersion(),
+  };
+}

@@ -1,0 +1,100 @@
+import type { Limits } from "../engine/options.js";
+import { SessionState } from "../engine/state.js";
+import type { AnyRecord } from "../journal/vocabulary.js";
+import type { Provider } from "../providers/provider.js";
+import type { ApprovalPort } from "../runtime/ports.js";
+import { DEFAULT_ACCEPT_TIMEOUT_MS, flagsOf, type SessionConfig } from "./config.js";
+import type { SessionRun } from "./engine-options.js";
+import { IGNORE_NOTICES, type Notify } from "./notice.js";
+import { effectiveFlags } from "./run-flags.js";
+import { buildSetup } from "./setup.js";
+import { UsageError } from "./usage-error.js";
+import type { OpenedWorkspace } from "./workspace.js";
+
+/** What a door adds to a configuration: where, which session, who answers, what may run on the host. */
+export interface DoorContext {
+  workspace: OpenedWorkspace;
+  sessionId: string;
+  /**
+   * Whether someone can answer `ask` (a terminal, a client over the wire, an editor): the write
+   * and shell defaults below the config files are then `ask`, else `deny`.
+   */
+  interactive: boolean;
+  /** Who answers `ask` (none: the terminal when interactive, otherwise every ask is denied). */
+  approver?: ApprovalPort;
+  /** Where calls come from instead of a configured model (harness mcp serve, a library caller's model). */
+  provider?: Provider;
+  /** `data`: the script is read as JSON only, whatever its name (a server client without host rights named it). */
+  scriptAs?: "code" | "data";
+  /** Whether code the workspace brings may run on the host (setup.ts `workspaceCode`). */
+  workspaceCode?: boolean;
+  /** Start the user's MCP servers (every door that runs turns). */
+  startMcp?: boolean;
+  env?: NodeJS.ProcessEnv;
+  notify?: Notify;
+}
+
+/** A session ready to run, and what its door needs to say about it. */
+export interface PreparedSession {
+  run: SessionRun;
+  /** The session's records so far ([] for a new one). */
+  records: readonly AnyRecord[];
+  /** The acceptance commands in force (given now, else recorded). */
+  acceptance: readonly string[];
+}
+
+/**
+ * Build a session from its configuration and its door's context: the one place a session is
+ * set up, for a new one and for a recorded one (whose recorded options fill in what the
+ * configuration leaves out, and whose recorded acceptance applies unless new commands are given).
+ */
+export async function prepareSession(config: SessionConfig, door: DoorContext): Promise<PreparedSession> {
+  const { workspace, sessionId } = door;
+  const notify = door.notify ?? IGNORE_NOTICES;
+  const records = (await workspace.backend.exists(sessionId)) ? await workspace.backend.read(sessionId) : [];
+  const state = records.length > 0 ? SessionState.from(records) : undefined;
+  if (state?.provider?.kind === "scripted" && config.script === undefined && door.provider === undefined)
+    throw new UsageError(
+      `session ${sessionId} uses the scripted model "${String(state.provider.name)}"; give its script again (script)`,
+    );
+  const flags = effectiveFlags(flagsOf(config), state?.options, door.interactive);
+  const setup = await buildSetup({
+    workspace,
+    flags,
+    ...(config.script !== undefined ? { script: config.script } : {}),
+    ...(door.scriptAs !== undefined ? { scriptAs: door.scriptAs } : {}),
+    ...(door.workspaceCode !== undefined ? { workspaceCode: door.workspaceCode } : {}),
+    interactive: door.interactive,
+    records,
+    ...(door.env !== undefined ? { env: door.env } : {}),
+    ...(door.provider !== undefined ? { provider: door.provider } : {}),
+    ...(door.approver !== undefined ? { approver: door.approver } : {}),
+    ...(door.startMcp === true
+      ? { mcp: (line: string) => notify({ level: "progress", message: line }) }
+      : {}),
+  });
+  const acceptance = config.accept ?? state?.header?.acceptance ?? [];
+  const timeout = config.acceptTimeoutMs ?? DEFAULT_ACCEPT_TIMEOUT_MS;
+  const limits: Partial<Limits> = {
+    ...(definedOnly(config.limits ?? {}) as Partial<Limits>),
+    contextWindowTokens: setup.context.window,
+    replyReserveTokens: setup.context.reserve,
+  };
+  return {
+    run: {
+      workspace,
+      sessionId,
+      mode: records.length > 0 ? "resume" : "new",
+      setup,
+      acceptance: acceptance.map((command) => setup.acceptanceCheck(command, timeout)),
+      limits,
+      notify,
+    },
+    records,
+    acceptance,
+  };
+}
+
+function definedOnly<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
