@@ -85,7 +85,7 @@ async function open(
     ...(options.approver !== undefined ? { approver: options.approver } : {}),
     ...(options.provider !== undefined ? { provider: options.provider } : {}),
     ...(options.env !== undefined ? { env: options.env } : {}),
-    startMcp: true,
+    mcp: (line) => notify({ level: "progress", message: line }),
     notify,
   });
   for (const message of prepared.run.setup.notices ?? []) notify({ level: "note", message });

@@ -7,7 +7,7 @@ import { DEFAULT_ACCEPT_TIMEOUT_MS, flagsOf, type SessionConfig } from "./config
 import type { SessionRun } from "./engine-options.js";
 import { IGNORE_NOTICES, type Notify } from "./notice.js";
 import { effectiveFlags } from "./run-flags.js";
-import { buildSetup } from "./setup.js";
+import { buildSetup, type RunSetup } from "./setup.js";
 import { UsageError } from "./usage-error.js";
 import type { OpenedWorkspace } from "./workspace.js";
 
@@ -15,6 +15,8 @@ import type { OpenedWorkspace } from "./workspace.js";
 export interface DoorContext {
   workspace: OpenedWorkspace;
   sessionId: string;
+  /** The session's records when the door already read them (read here otherwise). */
+  records?: readonly AnyRecord[];
   /**
    * Whether someone can answer `ask` (a terminal, a client over the wire, an editor): the write
    * and shell defaults below the config files are then `ask`, else `deny`.
@@ -28,15 +30,18 @@ export interface DoorContext {
   scriptAs?: "code" | "data";
   /** Whether code the workspace brings may run on the host (setup.ts `workspaceCode`). */
   workspaceCode?: boolean;
-  /** Start the user's MCP servers (every door that runs turns). */
-  startMcp?: boolean;
+  /**
+   * Start the user's MCP servers (every door that runs turns), with their start-up progress as
+   * lines already laid out for a terminal (escaped, one per server and phase).
+   */
+  mcp?: (line: string) => void;
   env?: NodeJS.ProcessEnv;
   notify?: Notify;
 }
 
 /** A session ready to run, and what its door needs to say about it. */
 export interface PreparedSession {
-  run: SessionRun;
+  run: SessionRun & { setup: RunSetup };
   /** The session's records so far ([] for a new one). */
   records: readonly AnyRecord[];
   /** The acceptance commands in force (given now, else recorded). */
@@ -51,7 +56,9 @@ export interface PreparedSession {
 export async function prepareSession(config: SessionConfig, door: DoorContext): Promise<PreparedSession> {
   const { workspace, sessionId } = door;
   const notify = door.notify ?? IGNORE_NOTICES;
-  const records = (await workspace.backend.exists(sessionId)) ? await workspace.backend.read(sessionId) : [];
+  const records =
+    door.records ??
+    ((await workspace.backend.exists(sessionId)) ? await workspace.backend.read(sessionId) : []);
   const state = records.length > 0 ? SessionState.from(records) : undefined;
   if (state?.provider?.kind === "scripted" && config.script === undefined && door.provider === undefined)
     throw new UsageError(
@@ -69,9 +76,7 @@ export async function prepareSession(config: SessionConfig, door: DoorContext): 
     ...(door.env !== undefined ? { env: door.env } : {}),
     ...(door.provider !== undefined ? { provider: door.provider } : {}),
     ...(door.approver !== undefined ? { approver: door.approver } : {}),
-    ...(door.startMcp === true
-      ? { mcp: (line: string) => notify({ level: "progress", message: line }) }
-      : {}),
+    ...(door.mcp !== undefined ? { mcp: door.mcp } : {}),
   });
   const acceptance = config.accept ?? state?.header?.acceptance ?? [];
   const timeout = config.acceptTimeoutMs ?? DEFAULT_ACCEPT_TIMEOUT_MS;

@@ -2,9 +2,8 @@ import { SessionState } from "../../engine/state.js";
 import type { SessionRun } from "../../session/engine-options.js";
 import { loadConfigForCli } from "../../session/governance.js";
 import { EngineSession } from "../../session/handle.js";
-import { effectiveFlags } from "../../session/run-flags.js";
+import { prepareSession } from "../../session/prepare.js";
 import { validateSessionId } from "../../session/session-id.js";
-import { buildSetup } from "../../session/setup.js";
 import { UsageError } from "../../session/usage-error.js";
 import { newSessionId, openWorkspace } from "../../session/workspace.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
@@ -12,7 +11,7 @@ import { MAX_DIFF_BYTES } from "../../shared/unified-diff.js";
 import { UiApprover } from "../../ui/approval.js";
 import { LineUi } from "../../ui/line-ui.js";
 import type { ChatUi } from "../../ui/ui.js";
-import { parse, positiveInt } from "../args.js";
+import { parse } from "../args.js";
 import { workspaceFiles } from "../chat/attachments.js";
 import { ChatController } from "../chat/controller.js";
 import { ConfiguredModels } from "../chat/models.js";
@@ -24,7 +23,7 @@ import { byPrefix, continuedOrNewSession } from "../session-id.js";
 import { callShow, stderrNotices } from "../session-runner.js";
 import { colorEnabled, createStyle } from "../style.js";
 import {
-  givenFlags,
+  argvConfig,
   QUIET_CALLS_HELP,
   refuseLooserSandbox,
   SESSION_OPTIONS,
@@ -140,52 +139,35 @@ export const chatCommand = {
         return undefined;
       }
     });
-    const acceptTimeout = positiveInt(values["accept-timeout"], "--accept-timeout") ?? 600_000;
-    const limits = {
-      ...optional("maxModelRequests", positiveInt(values["max-model-requests"], "--max-model-requests")),
-      ...optional("maxToolCalls", positiveInt(values["max-tool-calls"], "--max-tool-calls")),
-      ...optional("poolSize", positiveInt(values["pool-size"], "--pool-size")),
-    };
+    const config = argvConfig(values);
     /** A session of this workspace set up as this command line sets it up: its recorded flags, model and acceptance. */
     const unrecorded = new Map<string, string[][]>();
     const open = async (id: string, mode: "new" | "resume"): Promise<SessionRun> => {
       const records = mode === "resume" ? await workspace.backend.read(id) : [];
       const state = records.length > 0 ? SessionState.from(records) : undefined;
-      if (state?.header !== undefined)
-        refuseLooserSandbox(givenFlags(values).sandbox, state.options?.sandbox);
-      // The options the session last recorded: its start's, or those of its latest model switch.
-      const flags = effectiveFlags(givenFlags(values), state?.options, true);
+      if (state?.header !== undefined) refuseLooserSandbox(config.sandbox, state.options?.sandbox);
       if (state?.provider?.kind === "scripted" && values.script === undefined) {
         throw new UsageError(
           `session ${id} uses the scripted model "${String(state.provider.name)}"; pass it again with --script FILE`,
         );
       }
-      const setup = await buildSetup({
-        workspace,
-        flags,
-        ...(values.script !== undefined ? { script: values.script } : {}),
-        interactive: true,
-        records,
-        approver,
-        mcp: (line) => process.stderr.write(`${line}\n`),
-      });
-      for (const notice of setup.notices)
-        process.stderr.write(`harness: note: ${escapeForTerminal(notice)}\n`);
-      const acceptance = values.accept ?? state?.header?.acceptance ?? [];
-      const run: SessionRun = {
+      const prepared = await prepareSession(config, {
         workspace,
         sessionId: id,
-        mode,
-        setup,
-        acceptance: acceptance.map((command) => setup.acceptanceCheck(command, acceptTimeout)),
-        limits: {
-          ...limits,
-          contextWindowTokens: setup.context.window,
-          replyReserveTokens: setup.context.reserve,
-        },
-        acceptToolChanges: values["accept-tool-changes"] === true,
+        records,
+        interactive: true,
+        approver,
+        mcp: (line) => process.stderr.write(`${line}\n`),
         notify: stderrNotices,
+      });
+      for (const notice of prepared.run.setup.notices ?? [])
+        process.stderr.write(`harness: note: ${escapeForTerminal(notice)}\n`);
+      const run: SessionRun = {
+        ...prepared.run,
+        mode,
+        acceptToolChanges: values["accept-tool-changes"] === true,
       };
+      const acceptance = prepared.acceptance;
       unrecorded.set(id, unrecordedFlags(values, acceptance));
       return run;
     };
@@ -213,7 +195,3 @@ export const chatCommand = {
     }).run();
   },
 };
-
-function optional<K extends string>(key: K, value: number | undefined): Partial<Record<K, number>> {
-  return value === undefined ? {} : ({ [key]: value } as Record<K, number>);
-}

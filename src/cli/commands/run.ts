@@ -2,9 +2,10 @@ import { resolve } from "node:path";
 import { SessionState } from "../../engine/state.js";
 import { PROVIDER_KINDS } from "../../providers/config.js";
 import { isLooser, profileOf } from "../../sandbox/profiles.js";
-import { effectiveFlags, flagWords, type RunFlags, type SandboxFlag } from "../../session/run-flags.js";
+import type { SessionConfig } from "../../session/config.js";
+import { prepareSession } from "../../session/prepare.js";
+import { flagWords, type RunFlags, type SandboxFlag } from "../../session/run-flags.js";
 import { validateSessionId } from "../../session/session-id.js";
-import { buildSetup } from "../../session/setup.js";
 import { UsageError } from "../../session/usage-error.js";
 import { newSessionId, openWorkspace } from "../../session/workspace.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
@@ -14,7 +15,7 @@ import { latestSession } from "../latest-session.js";
 import { offTerminalNotice } from "../off-terminal.js";
 import { output } from "../output.js";
 import { continuedOrNewSession, LAST_OPTION, sessionFromArgs } from "../session-id.js";
-import { runSession } from "../session-runner.js";
+import { runSession, stderrNotices } from "../session-runner.js";
 
 export const SESSION_OPTIONS = {
   workspace: { type: "string", short: "w" },
@@ -268,52 +269,37 @@ export async function startOrResume(
   const state = records.length > 0 ? SessionState.from(records) : undefined;
   const recorded = state?.header;
   const interactive = process.stdin.isTTY === true && process.stderr.isTTY === true;
-  const given = givenFlags(values);
-  if (recorded !== undefined) refuseLooserSandbox(given.sandbox, state?.options?.sandbox);
+  const config = argvConfig(values);
+  if (recorded !== undefined) refuseLooserSandbox(config.sandbox, state?.options?.sandbox);
   // For an existing session the prompt is its next turn's input; only the session's own goal,
   // while it has one turn, still resumes it (as `run --session ID GOAL` did before turns).
   const input =
     goal !== undefined && state?.header !== undefined && !(goal === state.header.goal && state.turn <= 1)
       ? goal
       : undefined;
-  // The options the session last recorded: its start's, or those of its latest model switch.
-  const flags = effectiveFlags(given, state?.options, interactive);
   if (state?.provider?.kind === "scripted" && values.script === undefined) {
     throw new UsageError(
       `this session uses the scripted model "${String(state.provider.name)}"; pass it again with --script FILE`,
     );
   }
-  const acceptTimeout = positiveInt(values["accept-timeout"], "--accept-timeout") ?? 600_000;
-  const commands = values.accept ?? recorded?.acceptance ?? [];
-  const limits = {
-    ...optional("maxModelRequests", positiveInt(values["max-model-requests"], "--max-model-requests")),
-    ...optional("maxToolCalls", positiveInt(values["max-tool-calls"], "--max-tool-calls")),
-    ...optional("poolSize", positiveInt(values["pool-size"], "--pool-size")),
-  };
-  const setup = await buildSetup({
-    workspace,
-    flags,
-    ...(values.script !== undefined ? { script: values.script } : {}),
-    interactive,
-    records,
-    mcp: (line) => process.stderr.write(`${line}\n`),
-  });
-  const offTerminal = interactive ? undefined : offTerminalNotice(setup.policy.describe);
-  const notices = output.quiet ? [] : [...setup.notices, ...(offTerminal ? [offTerminal] : [])];
-  for (const notice of notices) process.stderr.write(`harness: note: ${escapeForTerminal(notice)}\n`);
-  return runSession({
+  const prepared = await prepareSession(config, {
     workspace,
     sessionId,
+    records,
+    interactive,
+    mcp: (line) => process.stderr.write(`${line}\n`),
+    notify: stderrNotices,
+  });
+  const { setup } = prepared.run;
+  const commands = prepared.acceptance;
+  const offTerminal = interactive ? undefined : offTerminalNotice(setup.policy.describe);
+  const notices = output.quiet ? [] : [...(setup.notices ?? []), ...(offTerminal ? [offTerminal] : [])];
+  for (const notice of notices) process.stderr.write(`harness: note: ${escapeForTerminal(notice)}\n`);
+  return runSession({
+    ...prepared.run,
     mode,
     ...(input !== undefined ? { input } : goal !== undefined ? { goal } : {}),
     ...(compactOnly !== undefined ? { compactOnly } : {}),
-    setup,
-    acceptance: commands.map((command) => setup.acceptanceCheck(command, acceptTimeout)),
-    limits: {
-      ...limits,
-      contextWindowTokens: setup.context.window,
-      replyReserveTokens: setup.context.reserve,
-    },
     json: values.json === true,
     events: values.events === true,
     showCalls: display.quietCalls !== true && compactOnly === undefined,
@@ -357,6 +343,26 @@ export function refuseLooserSandbox(given: SandboxFlag | undefined, recorded: un
         `(${baseline}); start a new session to change it`,
     );
   }
+}
+
+/**
+ * The command line's session configuration: its flags, the scripted model, the acceptance
+ * commands and their timeout, and the budgets (the argv door's one parser).
+ */
+export function argvConfig(values: Parsed["values"]): SessionConfig {
+  const limits = {
+    ...optional("maxModelRequests", positiveInt(values["max-model-requests"], "--max-model-requests")),
+    ...optional("maxToolCalls", positiveInt(values["max-tool-calls"], "--max-tool-calls")),
+    ...optional("poolSize", positiveInt(values["pool-size"], "--pool-size")),
+  };
+  const acceptTimeout = positiveInt(values["accept-timeout"], "--accept-timeout");
+  return {
+    ...givenFlags(values),
+    ...(values.script !== undefined ? { script: values.script } : {}),
+    ...(values.accept !== undefined ? { accept: values.accept } : {}),
+    ...(acceptTimeout !== undefined ? { acceptTimeoutMs: acceptTimeout } : {}),
+    limits,
+  };
 }
 
 export function givenFlags(values: Parsed["values"]): RunFlags {
