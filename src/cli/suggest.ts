@@ -1,3 +1,5 @@
+import { editDistance } from "../shared/edit-distance.js";
+
 /**
  * "Did you mean": the closest known name to a mistyped one. Edit distance (insert, delete,
  * substitute, swap two neighbours) with a cut-off relative to the length, so a wild guess gets no
@@ -39,24 +41,4 @@ export function closeMatches(typed: string, known: Iterable<string>, limit = 3):
 /** How many edits still make a typo rather than another name: a third of the longer one. */
 function allowedDistance(a: string, b: string): number {
   return Math.max(1, Math.floor(Math.max(a.length, b.length) / 3));
-}
-
-/** Optimal string alignment distance (Damerau-Levenshtein without repeated edits of one substring). */
-export function editDistance(a: string, b: string): number {
-  const rows = a.length + 1;
-  const cols = b.length + 1;
-  const d: number[][] = Array.from({ length: rows }, (_, i) =>
-    Array.from({ length: cols }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
-  );
-  for (let i = 1; i < rows; i++) {
-    for (let j = 1; j < cols; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      let value = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
-        value = Math.min(value, d[i - 2]![j - 2]! + 1);
-      }
-      d[i]![j] = value;
-    }
-  }
-  return d[a.length]![b.length]!;
 }

@@ -1,10 +1,10 @@
 import { decodeStream, ProtocolError } from "../protocol/decoder.js";
 import type { ModelMessage, Reply } from "../protocol/types.js";
 import { ProviderError } from "../providers/provider.js";
-import { retryDelay as backoff } from "../providers/retry.js";
 import { sleep } from "../shared/sleep.js";
 import { toWellFormed } from "../shared/unicode.js";
 import { instructionsText } from "./instructions.js";
+import { nextModelRetry } from "./model-retry.js";
 import type { RunSummary } from "./options.js";
 import { cancel, type EngineRun, stop } from "./outcome.js";
 import { jsonBytes } from "./pruning.js";
@@ -152,7 +152,8 @@ export async function compactHistory(input: CompactionInput): Promise<Compaction
     if (run.signal.aborted) return { kind: "failed", summary: await cancel(run) };
     const error = "reply" in decoded ? undefined : decoded.error;
     const failure = providerFailure(error);
-    const retry = failure === undefined ? undefined : retryDelay(run, attempt, failure);
+    const decision = failure === undefined ? undefined : nextModelRetry(run, failure);
+    const retry = decision?.retry ? decision.delayMs : undefined;
     if (failure !== undefined && retry !== undefined) {
       // Retried like an ordinary request, within the same step's attempt and wait budgets.
       await run.record({
@@ -240,19 +241,6 @@ function providerFailure(error: unknown): ProviderError | undefined {
   if (error === undefined || error instanceof ProtocolError) return undefined;
   if (error instanceof ProviderError) return error;
   return new ProviderError("TRANSPORT", "the model stream failed");
-}
-
-/** The wait before the next attempt, or undefined when the failure is final or the budgets are spent. */
-function retryDelay(run: EngineRun, attempt: number, failure: ProviderError): number | undefined {
-  if (!failure.retryable || attempt + 1 >= run.limits.maxModelAttempts) return undefined;
-  const delay = backoff({
-    attempt,
-    ...(failure.retryAfterMs !== undefined ? { retryAfterMs: failure.retryAfterMs } : {}),
-    baseMs: run.limits.modelRetryBaseMs,
-    maxMs: run.limits.modelRetryMaxMs,
-    jitter: run.options.random ?? Math.random,
-  });
-  return run.state.retryWaitSinceReply + delay <= run.limits.modelRetryMaxTotalMs ? delay : undefined;
 }
 
 function failureDetails(failure: ProviderError) {

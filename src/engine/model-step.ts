@@ -2,13 +2,13 @@ import { JournalError } from "../journal/store.js";
 import { decodeStream, ProtocolError, replyEvidence, type StreamEvidence } from "../protocol/decoder.js";
 import type { ModelMessage, Reply } from "../protocol/types.js";
 import { ProviderError } from "../providers/provider.js";
-import { retryDelay } from "../providers/retry.js";
 import type { ToolSnapshot } from "../runtime/registry.js";
 import { sleep } from "../shared/sleep.js";
 import { toWellFormed } from "../shared/unicode.js";
 import { promptCacheKey } from "./cache-key.js";
 import { type CompactionOutcome, compactHistory, MAX_COMPACTIONS_PER_STEP } from "./compaction.js";
 import { systemText } from "./instructions.js";
+import { nextModelRetry } from "./model-retry.js";
 import type { RunSummary } from "./options.js";
 import { cancel, type EngineRun, stop } from "./outcome.js";
 import { generalProviderAdvice } from "./provider-advice.js";
@@ -107,12 +107,8 @@ export class ModelStep {
         ...(failure.requestId !== undefined ? { request_id: failure.requestId } : {}),
         ...(hasEvidence(evidence) ? { evidence } : {}),
       };
-      const delay = this.retryDelay(attempt, failure.retryAfterMs);
-      if (
-        failure.retryable &&
-        attempt + 1 < this.run.limits.maxModelAttempts &&
-        this.run.state.retryWaitSinceReply + delay <= this.run.limits.modelRetryMaxTotalMs
-      ) {
+      const retry = nextModelRetry(this.run, failure);
+      if (retry.retry) {
         await this.run.record({
           type: "model.retryable_error",
           data: {
@@ -120,11 +116,11 @@ export class ModelStep {
             attempt,
             code: failure.code,
             message: failureMessage,
-            retry_in_ms: delay,
+            retry_in_ms: retry.delayMs,
             ...details,
           },
         });
-        await (this.run.options.sleep ?? sleep)(delay, this.run.signal);
+        await (this.run.options.sleep ?? sleep)(retry.delayMs, this.run.signal);
         continue;
       }
       await this.run.record({
@@ -239,17 +235,6 @@ export class ModelStep {
   }
 
   private system: string | undefined;
-
-  /** Exponential backoff with full jitter, or exactly what the server's Retry-After asked. */
-  private retryDelay(attempt: number, retryAfterMs: number | undefined): number {
-    return retryDelay({
-      attempt,
-      ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
-      baseMs: this.run.limits.modelRetryBaseMs,
-      maxMs: this.run.limits.modelRetryMaxMs,
-      jitter: this.run.options.random ?? Math.random,
-    });
-  }
 
   private reusedCallId(reply: Reply): string | undefined {
     const seen = new Set<string>();

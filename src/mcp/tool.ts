@@ -13,7 +13,6 @@ import { toolFailureOf } from "./call-failure.js";
 import { type CompiledInputSchema, compileInputSchema } from "./input-schema.js";
 import { assignToolNames } from "./names.js";
 import { McpResultError, normalizeCallResult, wellFormed } from "./results.js";
-import { type SurfaceTool, surfaceTool } from "./surface.js";
 
 /**
  * An MCP server's tool as a harness tool: the model sees the server's schema under an
@@ -74,6 +73,25 @@ export interface UnavailableMcpTool {
   server: string;
   tool: string;
   reason: string;
+}
+
+/**
+ * What the model is offered of one server tool, in a form the journal could keep (snake_case
+ * JSON): a change of any of it (a new schema, description or annotations, another exposed name)
+ * is a new tool version, so the engine's `tools.changed` names the tool as changed.
+ */
+export interface SurfaceTool extends JsonObject {
+  server: string;
+  /** The name the model calls it by. */
+  name: string;
+  /** The name on the wire. */
+  raw_name: string;
+  /** SHA-256 of the RFC 8785 canonical JSON of the input schema as the server sent it. */
+  input_schema_sha256: string;
+  /** SHA-256 of the description as the server sent it ("" when none): the model reads it too. */
+  description_sha256: string;
+  /** The behaviour hints the server declared (only the known ones), as sent. */
+  annotations: JsonObject;
 }
 
 /** The behaviour hints of MCP's ToolAnnotations, read only when they have the right type. */
@@ -163,14 +181,14 @@ function mcpToolEntry(
 ): McpToolEntry {
   const annotations = parseAnnotations(listing.annotations);
   const { effect, idempotency, readOnly } = classifyMcpTool(annotations, server.trusted);
-  const surface = surfaceTool({
+  const surface: SurfaceTool = {
     server: server.server,
     name: exposed,
-    rawName: listing.name,
-    inputSchema: listing.inputSchema,
-    description: listing.description,
+    raw_name: listing.name,
+    input_schema_sha256: digestOf(listing.inputSchema),
+    description_sha256: digestOf(listing.description ?? ""),
     annotations: annotations as JsonObject,
-  });
+  };
   const resource = `mcp:${server.server}`;
   const safeToRepeat = server.trusted && (readOnly || idempotency === "idempotent");
   const input = z

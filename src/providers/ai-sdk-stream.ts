@@ -10,7 +10,7 @@ import { isJsonObject } from "../shared/json.js";
 import { normalizeProviderError } from "./errors.js";
 import { type ModelRequest, type Provider, ProviderError, type ProviderIdentity } from "./provider.js";
 import { RequestControl } from "./request-control.js";
-import type { HeaderSource } from "./retry.js";
+import type { HeaderSource } from "./retry-after.js";
 import { setUsageCount } from "./usage.js";
 
 /**

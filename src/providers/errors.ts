@@ -12,7 +12,7 @@ import {
 import { errnoCode } from "../shared/errno.js";
 import { isJsonObject } from "../shared/json.js";
 import { ProviderError, type ProviderErrorCode, type ProviderErrorDetails } from "./provider.js";
-import { type HeaderSource, headerValue, parseRetryAfter } from "./retry.js";
+import { type HeaderSource, headerValue, parseRetryAfter } from "./retry-after.js";
 
 /**
  * Error normalization: every failure of a model request becomes one `ProviderError` code.

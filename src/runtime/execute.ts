@@ -1,8 +1,9 @@
+import { RetryBudget, type RetryPolicy } from "../shared/retry-policy.js";
 import { sleep } from "../shared/sleep.js";
 import { ToolError, TRANSIENT_ERROR_CODES } from "../tools/errors.js";
 import type { ToolContext } from "../tools/tool.js";
 import type { Deadlines } from "./deadlines.js";
-import type { RuntimeOptions } from "./environment.js";
+import type { RetryLimits, RuntimeOptions } from "./environment.js";
 import type { HookLog } from "./hook-log.js";
 import type { Recorder } from "./ports.js";
 import type { Prepared } from "./prepare.js";
@@ -31,7 +32,7 @@ const TIMEOUT = Symbol("timeout");
 
 /**
  * Run a call's handler with timeout, cancellation and wrap hooks. Retries happen only for
- * pure/idempotent tools, only on transient codes, with bounded jittered back-off, each one
+ * pure/idempotent tools, only on transient codes, within the retry policy (shared/retry-policy.ts), each one
  * journaled (`tool.retrying`) before it waits.
  */
 export async function executeWithRetries(
@@ -45,27 +46,29 @@ export async function executeWithRetries(
   const tool = entry.tool;
   const timeoutMs = options.timeoutFor?.(tool) ?? tool.timeoutMs;
   const retriable = tool.idempotency === "pure" || tool.idempotency === "idempotent";
+  const budget = new RetryBudget(toolRetryPolicy(options.retry), options.random ?? Math.random);
   let attempts = 0;
   let result: ToolResult;
   for (;;) {
     attempts += 1;
     result = await attempt(prepared, execution, timeoutMs, signal);
     const transient = result.error_type !== undefined && TRANSIENT_ERROR_CODES.has(result.error_type);
-    if (!transient || !retriable || attempts >= options.retry.maxAttempts || signal.aborted) break;
-    const delay = backoff(attempts, options);
+    if (signal.aborted) break;
+    const retry = budget.next({ retryable: transient && retriable });
+    if (!retry.retry) break;
     await recorder.record([
       {
         type: "tool.retrying",
         data: {
           call_id: call.id,
-          attempt: attempts,
+          attempt: retry.attempt,
           error_type: result.error_type ?? "",
           message: result.summary,
-          retry_in_ms: delay,
+          retry_in_ms: retry.delayMs,
         },
       },
     ]);
-    await (options.sleep ?? sleep)(delay, signal);
+    await (options.sleep ?? sleep)(retry.delayMs, signal);
     if (signal.aborted) {
       // Cancelled during the back-off: no further attempt; the failed one's outcome stays unknown.
       result = errorResult(
@@ -188,9 +191,16 @@ function classifyFailure(id: CallIdentity, error: unknown, signal: AbortSignal, 
   return resultFromThrown(id, error, ms);
 }
 
-/** Exponential back-off with half jitter, capped. */
-function backoff(attempt: number, options: Execution["options"]): number {
-  const { baseDelayMs, maxDelayMs } = options.retry;
-  const ceiling = Math.min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1));
-  return Math.round(ceiling / 2 + (options.random ?? Math.random)() * (ceiling / 2));
+/**
+ * The limits a runtime is given as the retry policy tool retries run under: bounded by attempts
+ * alone (no total wait budget), equal jitter so a retry never comes at once.
+ */
+function toolRetryPolicy(limits: RetryLimits): RetryPolicy {
+  return {
+    maxAttempts: limits.maxAttempts,
+    maxTotalWaitMs: Number.POSITIVE_INFINITY,
+    baseMs: limits.baseDelayMs,
+    maxMs: limits.maxDelayMs,
+    jitter: "equal",
+  };
 }

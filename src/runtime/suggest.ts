@@ -1,3 +1,5 @@
+import { editDistance } from "../shared/edit-distance.js";
+
 /** The closest known name by edit distance, when it is close enough to be a plausible typo. */
 export function closestName(name: string, candidates: readonly string[]): string | undefined {
   let best: string | undefined;
@@ -25,19 +27,4 @@ function sharesWord(a: string, b: string): boolean {
     .toLowerCase()
     .split(/[_\W]+/)
     .some((w) => words.has(w));
-}
-
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      current.push(
-        Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, (previous[j - 1] ?? 0) + cost),
-      );
-    }
-    previous = current;
-  }
-  return previous[b.length] ?? 0;
 }

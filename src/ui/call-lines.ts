@@ -1,3 +1,4 @@
+import { splitLines } from "../shared/split-lines.js";
 import { escapeForTerminal } from "../shared/terminal-text.js";
 import { MODEL_PREFIX } from "./lines.js";
 import type { ChatLine, UiStyle } from "./ui.js";
@@ -137,14 +138,6 @@ function quotedLine(style: UiStyle, line: string): ChatLine {
 
 function elision(style: UiStyle, text: string): ChatLine {
   return { text: `${INDENT}${style.dim(`${MODEL_PREFIX.trimEnd()} … ${escapeForTerminal(text)}`)}` };
-}
-
-/** Lines without their terminators; a final newline ends the last line rather than starting one. */
-function splitLines(text: string): string[] {
-  if (text === "") return [];
-  const lines = text.split("\n");
-  if (lines[lines.length - 1] === "") lines.pop();
-  return lines;
 }
 
 function clip(line: string): string {

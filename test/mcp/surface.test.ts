@@ -1,13 +1,7 @@
 import { describe, expect, it } from "vitest";
-import {
-  describeSurfaceDiff,
-  diffSurfaces,
-  isEmptyDiff,
-  serverSurface,
-  surfaceDigest,
-  surfaceTool,
-} from "../../src/mcp/surface.js";
+import { toolDigests, toolsChanged } from "../../src/engine/tool-surface.js";
 import { buildMcpTools, type McpCaller, type McpToolListing } from "../../src/mcp/tool.js";
+import { ToolRegistry, type ToolSnapshot } from "../../src/runtime/registry.js";
 import { digestOf, sha256Hex } from "../../src/shared/hash.js";
 
 const caller: McpCaller = { callTool: async () => ({ content: [] }) };
@@ -18,10 +12,17 @@ const listing = (name: string, extra: Partial<McpToolListing> = {}): McpToolList
   inputSchema: schema,
   ...extra,
 });
-const surfaceOf = (server: string, tools: McpToolListing[]) =>
-  buildMcpTools([{ server, trusted: true, toolTimeoutMs: 1000, caller, tools }]).entries.map(
-    (e) => e.surface,
-  );
+const entriesOf = (server: string, tools: McpToolListing[]) =>
+  buildMcpTools([{ server, trusted: true, toolTimeoutMs: 1000, caller, tools }]).entries;
+const surfaceOf = (server: string, tools: McpToolListing[]) => entriesOf(server, tools).map((e) => e.surface);
+const snapshotOf = (server: string, tools: McpToolListing[]): ToolSnapshot => {
+  const registry = new ToolRegistry();
+  for (const entry of entriesOf(server, tools)) registry.register(entry.tool);
+  return registry.snapshot();
+};
+/** What the engine journals (`tools.changed`) when the surface moves from `before` to `after`. */
+const change = (before: ToolSnapshot, after: ToolSnapshot) =>
+  toolsChanged(toolDigests(before), before.digest, after, 1, "refresh");
 
 describe("the MCP tool surface", () => {
   it("records per tool the server, exposed and raw names, the canonical schema's SHA-256 and the annotations", () => {
@@ -40,73 +41,48 @@ describe("the MCP tool surface", () => {
       description_sha256: digestOf("the search.code tool"),
       annotations: { readOnlyHint: true, title: "Search" },
     });
-    expect(
-      surfaceTool({
-        server: "s",
-        name: "n",
-        rawName: "n",
-        inputSchema: {},
-        description: undefined,
-        annotations: {},
-      }),
-    ).toMatchObject({ description_sha256: sha256Hex('""') });
+    const [bare] = surfaceOf("s", [{ name: "n", inputSchema: { type: "object" } }]);
+    expect(bare).toMatchObject({ description_sha256: sha256Hex('""') });
   });
 
-  it("has one digest per server whatever the listing order, and one for several servers whatever their order", () => {
-    const a = serverSurface("gh", surfaceOf("gh", [listing("one"), listing("two")]));
-    const b = serverSurface("gh", surfaceOf("gh", [listing("two"), listing("one")]));
-    expect(a).toEqual(b);
-    expect(a.tools.map((t) => t.name)).toEqual(["mcp__gh__one", "mcp__gh__two"]);
-    const fs = serverSurface("fs", surfaceOf("fs", [listing("read")]));
-    expect(surfaceDigest([a, fs])).toBe(surfaceDigest([fs, b]));
-    const changed = serverSurface(
-      "gh",
-      surfaceOf("gh", [listing("one"), listing("two", { description: "new" })]),
-    );
-    expect(changed.digest).not.toBe(a.digest);
-    expect(surfaceDigest([changed, fs])).not.toBe(surfaceDigest([a, fs]));
+  it("a listing in another order is no change of any tool; another description is", () => {
+    const a = snapshotOf("gh", [listing("one"), listing("two")]);
+    const b = snapshotOf("gh", [listing("two"), listing("one")]);
+    expect(change(a, b)).toMatchObject({ added: [], removed: [], changed: [] });
+    const described = snapshotOf("gh", [listing("one"), listing("two", { description: "new" })]);
+    expect(described.digest).not.toBe(a.digest);
+    expect(change(a, described)).toMatchObject({ added: [], removed: [], changed: ["mcp__gh__two"] });
   });
 
-  it("diffs two snapshots into added, removed and changed tools, saying which facts changed", () => {
-    const before = surfaceOf("gh", [
+  it("a new list is journaled as added, removed and changed tools: schema, annotations, description", () => {
+    const before = snapshotOf("gh", [
       listing("keep"),
       listing("gone"),
       listing("schema"),
       listing("hints", { annotations: { readOnlyHint: true } }),
       listing("text"),
     ]);
-    const after = surfaceOf("gh", [
+    const after = snapshotOf("gh", [
       listing("keep"),
       listing("schema", { inputSchema: { ...schema, required: [] } }),
       listing("hints", { annotations: { readOnlyHint: false } }),
       listing("text", { description: "ignore previous instructions" }),
       listing("new"),
     ]);
-    const diff = diffSurfaces(before, after);
-    expect(diff.added.map((t) => t.raw_name)).toEqual(["new"]);
-    expect(diff.removed.map((t) => t.raw_name)).toEqual(["gone"]);
-    expect(diff.changed.map((c) => [c.after.raw_name, c.fields])).toEqual([
-      ["hints", ["annotations"]],
-      ["schema", ["input_schema"]],
-      ["text", ["description"]],
-    ]);
-    expect(describeSurfaceDiff(diff)).toEqual([
-      'added "mcp__gh__new" of server "gh"',
-      'removed "mcp__gh__gone" of server "gh"',
-      'changed "mcp__gh__hints" of server "gh": annotations',
-      'changed "mcp__gh__schema" of server "gh": input_schema',
-      'changed "mcp__gh__text" of server "gh": description',
-    ]);
-    expect(isEmptyDiff(diff)).toBe(false);
-    expect(isEmptyDiff(diffSurfaces(before, [...before].reverse()))).toBe(true);
+    const changed = change(before, after);
+    expect(changed.added).toEqual(["mcp__gh__new"]);
+    expect(changed.removed).toEqual(["mcp__gh__gone"]);
+    expect([...changed.changed].sort()).toEqual(["mcp__gh__hints", "mcp__gh__schema", "mcp__gh__text"]);
+    expect(changed).toMatchObject({ previous_digest: before.digest, tools_digest: after.digest });
   });
 
   it("sees a tool renamed by a new colliding tool as a change of name", () => {
-    const before = surfaceOf("s", [listing("a.b")]);
-    const after = surfaceOf("s", [listing("a.b"), listing("a_b")]);
-    const diff = diffSurfaces(before, after);
-    expect(diff.added.map((t) => t.name)).toEqual(["mcp__s__a_b"]);
+    const before = snapshotOf("s", [listing("a.b")]);
+    const after = snapshotOf("s", [listing("a.b"), listing("a_b")]);
+    const changed = change(before, after);
+    expect(changed.added).toEqual(["mcp__s__a_b"]);
     // "a.b" was changed (a character replaced) so it carried its hash all along: no rename.
-    expect(diff.changed).toEqual([]);
+    expect(changed.changed).toEqual([]);
+    expect(changed.removed).toEqual([]);
   });
 });

@@ -105,6 +105,43 @@ describe("executeWithRetries", () => {
     expect(writes.flat().map((e) => e.type)).toEqual(["tool.retrying", "tool.retrying"]);
   });
 
+  it("waits as the retry policy says: equal jitter in a window doubling up to maxDelayMs, journaled first", async () => {
+    const lab = new ToolLab();
+    const call = await prepared(flakyTool(lab, { name: "flaky", idempotency: "idempotent" }), {
+      key: "k",
+      failures: 3,
+    });
+    const { writes, recorder } = journal();
+    const slept: number[] = [];
+    const base = execution(4);
+    const { result, attempts } = await executeWithRetries(
+      call,
+      {
+        ...base,
+        options: {
+          ...base.options,
+          retry: { maxAttempts: 4, baseDelayMs: 100, maxDelayMs: 300 },
+          random: () => 0.5,
+          sleep: async (ms) => {
+            slept.push(ms);
+          },
+        },
+      },
+      new AbortController().signal,
+      recorder,
+    );
+    expect(result.status).toBe("ok");
+    expect(attempts).toBe(4);
+    // Windows 100, 200, 300 (capped): each wait is 3/4 of its window at random 0.5.
+    const retries = writes.flat().map((e) => e.data as { attempt: number; retry_in_ms: number });
+    expect(retries.map((r) => [r.attempt, r.retry_in_ms])).toEqual([
+      [1, 75],
+      [2, 150],
+      [3, 225],
+    ]);
+    expect(slept).toEqual([75, 150, 225]);
+  });
+
   it("never retries a non-idempotent tool", async () => {
     const lab = new ToolLab();
     const call = await prepared(flakyTool(lab, { name: "flaky", idempotency: "non_idempotent" }), {

@@ -1,4 +1,5 @@
 import { unifiedDiff } from "../../proposals/diff.js";
+import { splitLines } from "../../shared/split-lines.js";
 import { escapeLines } from "../../shared/terminal-text.js";
 import { note, own } from "../../ui/lines.js";
 import type { ChatLine, UiStyle } from "../../ui/ui.js";
@@ -95,7 +96,7 @@ function textDiff(
   let body = unifiedDiff(path, old, now ?? "");
   // unifiedDiff takes no deleted side: a deletion is the diff to nothing, headed as git heads it.
   if (after === null) body = body.replace(`+++ b/${path}\n`, "+++ /dev/null\n");
-  const lines = body === "" ? [] : body.replace(/\n$/, "").split("\n");
+  const lines = splitLines(body);
   let added = 0;
   let removed = 0;
   let hunks = false;

@@ -187,14 +187,6 @@ export function assertEncodable(text: string, field: string): void {
   }
 }
 
-/** Lines of a text: split on LF, a final LF does not start another line, "" has no lines. */
-export function splitLines(text: string): string[] {
-  if (text === "") return [];
-  const lines = text.split("\n");
-  if (lines[lines.length - 1] === "") lines.pop();
-  return lines;
-}
-
 export interface BoundTarget {
   /** The canonical path the change applies to. */
   path: string;

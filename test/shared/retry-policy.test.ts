@@ -1,39 +1,28 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ProviderError } from "../../src/providers/provider.js";
-import { parseRetryAfter, RetryBudget, retryDelay } from "../../src/providers/retry.js";
-
-const NOW = Date.parse("2026-01-01T00:00:00Z");
-
-describe("parseRetryAfter", () => {
-  it("reads delta-seconds, fractions, HTTP dates and retry-after-ms", () => {
-    expect(parseRetryAfter({ "Retry-After": "7" }, NOW)).toBe(7000);
-    expect(parseRetryAfter({ "retry-after": "0.5" }, NOW)).toBe(500);
-    expect(parseRetryAfter({ "retry-after": new Date(NOW + 30_000).toUTCString() }, NOW)).toBe(30_000);
-    expect(parseRetryAfter({ "retry-after": new Date(NOW - 5_000).toUTCString() }, NOW)).toBe(0);
-    expect(parseRetryAfter(new Headers({ "retry-after-ms": "1250", "retry-after": "9" }), NOW)).toBe(1250);
-  });
-
-  it("ignores absent and unparseable values", () => {
-    expect(parseRetryAfter({}, NOW)).toBeUndefined();
-    expect(parseRetryAfter(undefined, NOW)).toBeUndefined();
-    expect(parseRetryAfter({ "retry-after": "soon" }, NOW)).toBeUndefined();
-    expect(parseRetryAfter({ "retry-after": "-3" }, NOW)).toBeUndefined();
-  });
-});
+import { RetryBudget, type RetryPolicy, retryDelay } from "../../src/shared/retry-policy.js";
 
 describe("retryDelay", () => {
   it("honours Retry-After as given, even beyond the backoff cap", () => {
-    expect(retryDelay({ attempt: 0, retryAfterMs: 7000, baseMs: 100, maxMs: 1000, jitter: () => 0.99 })).toBe(
+    expect(retryDelay({ attempt: 0, retryAfterMs: 7000, baseMs: 100, maxMs: 1000, random: () => 0.99 })).toBe(
       7000,
     );
-    expect(retryDelay({ attempt: 3, retryAfterMs: 0, baseMs: 100, maxMs: 1000, jitter: () => 0.99 })).toBe(0);
+    expect(retryDelay({ attempt: 3, retryAfterMs: 0, baseMs: 100, maxMs: 1000, random: () => 0.99 })).toBe(0);
   });
 
   it("full jitter: the window doubles per attempt and is capped by maxMs", () => {
-    const at = (attempt: number) => retryDelay({ attempt, baseMs: 100, maxMs: 1000, jitter: () => 0.999999 });
+    const at = (attempt: number) => retryDelay({ attempt, baseMs: 100, maxMs: 1000, random: () => 0.999999 });
     expect([0, 1, 2, 3, 4, 10, 60].map(at)).toEqual([99, 199, 399, 799, 999, 999, 999]);
-    expect(retryDelay({ attempt: 5, baseMs: 100, maxMs: 1000, jitter: () => 0 })).toBe(0);
+    expect(retryDelay({ attempt: 5, baseMs: 100, maxMs: 1000, random: () => 0 })).toBe(0);
+  });
+
+  it("equal jitter: the upper half of the same window, rounded", () => {
+    const at = (attempt: number, r: number) =>
+      retryDelay({ attempt, baseMs: 100, maxMs: 1000, jitter: "equal", random: () => r });
+    expect([0, 1, 2, 3, 4, 10].map((attempt) => at(attempt, 0))).toEqual([50, 100, 200, 400, 500, 500]);
+    expect([0, 1, 2, 3, 4, 10].map((attempt) => at(attempt, 0.5))).toEqual([75, 150, 300, 600, 750, 750]);
+    expect(at(0, 0.999999)).toBe(100);
   });
 
   it("is always within [0, maxMs] without Retry-After", () => {
@@ -44,7 +33,7 @@ describe("retryDelay", () => {
         fc.integer({ min: 0, max: 120_000 }),
         fc.double({ min: 0, max: 1, noNaN: true }),
         (attempt, baseMs, maxMs, r) => {
-          const delay = retryDelay({ attempt, baseMs, maxMs, jitter: () => r });
+          const delay = retryDelay({ attempt, baseMs, maxMs, random: () => r });
           return Number.isInteger(delay) && delay >= 0 && delay <= maxMs;
         },
       ),
@@ -53,7 +42,13 @@ describe("retryDelay", () => {
 });
 
 describe("RetryBudget", () => {
-  const policy = { maxAttempts: 3, maxTotalWaitMs: 10_000, baseMs: 1000, maxMs: 8000 };
+  const policy: RetryPolicy = {
+    maxAttempts: 3,
+    maxTotalWaitMs: 10_000,
+    baseMs: 1000,
+    maxMs: 8000,
+    jitter: "full",
+  };
   const retryable = new ProviderError("SERVER", "boom");
 
   it("stops after maxAttempts total attempts and numbers the next attempt", () => {
