@@ -165,7 +165,6 @@ export const chatCommand = {
         flags,
         ...(values.script !== undefined ? { script: values.script } : {}),
         interactive: true,
-        records,
         approver,
         mcp: (line) => process.stderr.write(`${line}\n`),
       });

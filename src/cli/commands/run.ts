@@ -295,7 +295,6 @@ export async function startOrResume(
     flags,
     ...(values.script !== undefined ? { script: values.script } : {}),
     interactive,
-    records,
     mcp: (line) => process.stderr.write(`${line}\n`),
   });
   const offTerminal = interactive ? undefined : offTerminalNotice(setup.policy.describe);
