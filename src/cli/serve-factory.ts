@@ -121,7 +121,6 @@ async function openServed(request: OpenRequest, options: FactoryOptions): Promis
     // A client without host rights chose this workspace: nothing in it becomes host code.
     workspaceCode: mayUseHost(request.identity),
     interactive: false,
-    records,
     approver: request.approver(sessionId),
     mcp: (line) => options.log(`session ${sessionId}: ${line}`),
   });

@@ -18,6 +18,7 @@ import { unfinishedUndo } from "../undo/plan.js";
 import { compactionCut } from "./compaction.js";
 import { EngineError } from "./errors.js";
 import { finish, recheckFinished } from "./finish.js";
+import { restoreGrants } from "./grants-restore.js";
 import {
   changedInstructions,
   type InstructionFile,
@@ -54,7 +55,10 @@ export class Engine {
   private session!: EngineRun;
   /** The tools offered now (replaced when the surface changes at a step boundary). */
   private tools: ToolSnapshot;
-  /** Approvals "for this session": the runtime's, and what nested instructions are read under. */
+  /**
+   * Approvals "for this session": the runtime's, and what nested instructions are read under. On
+   * resume the engine grants again what the journal's session approvals granted (`restoreGrants`).
+   */
   private grants!: GrantPort;
 
   /**
@@ -91,6 +95,8 @@ export class Engine {
     this.options.processes?.journal.attach((info) => this.record(spawnedEvent(info)));
     try {
       this.state = SessionState.from(this.writer.records);
+      // Before anything is decided (the start instructions are read under them too).
+      await restoreGrants(this.grants, this.state.sessionApprovals, this.tools);
       this.session = {
         options: this.options,
         limits: this.limits,
@@ -165,6 +171,7 @@ export class Engine {
     this.writer = await backend.openWriter(sessionId, { create: false });
     try {
       this.state = SessionState.from(this.writer.records);
+      await restoreGrants(this.grants, this.state.sessionApprovals, this.tools);
       if (this.state.header === undefined)
         throw new EngineError(
           "BAD_INPUT",

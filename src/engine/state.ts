@@ -1,4 +1,4 @@
-import type { AnyRecord, EventData } from "../journal/vocabulary.js";
+import type { AnyRecord, EventData, EventType, JournalRecord } from "../journal/vocabulary.js";
 import type { ModelMessage, ToolCall } from "../protocol/types.js";
 import type { HistoryEntry } from "../runtime/ports.js";
 import { projectForModel } from "../runtime/projection.js";
@@ -20,6 +20,20 @@ export type Outcome =
   | { kind: "stopped"; data: EventData<"run.stopped"> }
   | { kind: "cancelled"; data: EventData<"run.cancelled"> }
   | { kind: "interrupted"; data: EventData<"turn.interrupted"> };
+
+/** An approval "for this session" and the call it was about: what a resume grants again. */
+export interface SessionApproval {
+  call: ToolCall;
+  decided: EventData<"approval.decided">;
+}
+
+/** How a record of type `T` changes the state. */
+type Reducer<T extends EventType> = (state: SessionState, record: JournalRecord<T>) => void;
+/** One reducer for every event type of the vocabulary. */
+type Reducers = { readonly [T in EventType]: Reducer<T> };
+
+/** The reducer of a type the engine keeps nothing of (each entry says why). */
+const ignore = (): void => {};
 
 /**
  * Everything the engine needs to know about a session, derived from its records alone: a fold
@@ -50,6 +64,8 @@ export class SessionState {
   /** Settled calls in commit order, with their arguments (for observation-based policies). */
   readonly history: HistoryEntry[] = [];
   private readonly callArguments = new Map<string, ToolCall>();
+  /** Approvals "for this session", in journal order: the session's grants, restored on resume. */
+  readonly sessionApprovals: SessionApproval[] = [];
   /** Human resolutions of unknown outcomes, by call id (the latest wins). */
   readonly resolutions = new Map<string, EventData<"review.resolved">>();
   /** Results replaced by a placeholder in what the model is sent: the artifact holding each, by call id. */
@@ -112,200 +128,220 @@ export class SessionState {
 
   apply(record: AnyRecord): void {
     this.records += 1;
-    switch (record.type) {
-      case "session.started":
-        this.header = record.data;
-        this.surface = new Map(record.data.tools.map((t) => [t.name, t.digest]));
-        this.toolsDigest = record.data.tools_digest;
-        this.provider = record.data.provider;
-        this.options = record.data.options;
-        break;
-      case "model.switched":
-        this.provider = record.data.to;
-        this.options = record.data.options;
-        break;
-      case "tools.changed":
-        this.surface = new Map(record.data.tools.map((t) => [t.name, t.digest]));
-        this.toolsDigest = record.data.tools_digest;
-        break;
-      case "user.input":
-        this.goal ??= record.data.text;
-        // A new turn: its own budgets, and no outcome until it ends.
-        this.turn = record.data.turn ?? this.turn + 1;
-        this.turnModelRequests = 0;
-        this.turnToolCallsBefore = this.started.size;
-        this.turnResultsBefore = this.results.size;
-        this.outcome = undefined;
-        this.replyPending = true;
-        this.addUserMessage(record.data.text);
-        break;
-      case "user.command":
-        this.userCommands.set(record.data.call_id, record.data);
-        this.callArguments.set(record.data.call_id, {
-          id: record.data.call_id,
-          name: "shell",
-          arguments: { command: record.data.command },
-        });
-        break;
-      case "user.steered":
-        this.pendingSteers.push(record.data.text);
-        break;
-      case "steer.delivered":
-        for (const text of this.pendingSteers.splice(0, record.data.count)) this.addUserMessage(text);
-        this.replyPending = true;
-        break;
-      case "turn.interrupted":
-        this.outcome = { kind: "interrupted", data: record.data };
-        break;
-      case "session.forked":
-        this.forkedFrom = record.data;
-        break;
-      case "instructions.loaded":
-        this.instructions.push(...record.data.files);
-        for (const directory of record.data.checked ?? []) this.checkedDirectories.add(directory);
-        if (record.data.trigger === "start") {
-          this.startInstructions = record.data.files;
-        } else {
-          // Appended where it was read, so every earlier request stays a prefix of the next.
-          this.nestedInstructions.push(...record.data.files);
-          for (const file of record.data.files)
-            this.addMessage({ role: "user", content: instructionsText(file) });
-        }
-        break;
-      case "model.started":
-        this.modelRequests += 1;
-        this.turnModelRequests += 1;
-        this.pendingBasis = record.data.basis_tokens;
-        this.peakEstimatedInputTokens = larger(
-          this.peakEstimatedInputTokens,
-          record.data.estimated_input_tokens,
-        );
-        break;
-      case "model.retryable_error":
-        this.ordinal += 1;
-        this.retriesSinceReply += 1;
-        this.retryWaitSinceReply += record.data.retry_in_ms;
-        break;
-      case "model.failed":
-      case "model.protocol_error":
-        this.ordinal += 1;
-        this.pendingBasis = undefined;
-        break;
-      case "model.reply": {
-        this.ordinal += 1;
-        this.replyPending = false;
-        this.retriesSinceReply = 0;
-        this.retryWaitSinceReply = 0;
-        this.replies.push(record.data);
-        for (const call of record.data.calls) {
-          this.callIds.add(call.id);
-          this.callArguments.set(call.id, call);
-        }
-        const message: ModelMessage = {
-          role: "assistant",
-          content: record.data.text,
-          calls: record.data.calls,
-        };
-        if (record.data.reasoning) message.reasoning = record.data.reasoning;
-        this.addMessage(message);
-        const usage = record.data.usage;
-        if (this.pendingBasis !== undefined && usage?.input_tokens !== undefined) {
-          this.calibration.add(this.pendingBasis, usage.input_tokens);
-        }
-        this.pendingBasis = undefined;
-        this.peakReportedInputTokens = larger(this.peakReportedInputTokens, usage?.input_tokens);
-        this.addUsage(usage);
-        break;
-      }
-      case "tool.started":
-        this.started.set(record.data.call_id, record.data);
-        this.batches = Math.max(this.batches, record.data.batch + 1);
-        break;
-      case "tool.result": {
-        this.results.set(record.data.call_id, record.data);
-        this.noteOutcome(record.data.call_id);
-        if (!this.userCommands.has(record.data.call_id))
-          this.addMessage({
-            role: "tool",
-            call_id: record.data.call_id,
-            name: record.data.name,
-            status: record.data.status,
-            content: projectForModel(record.data as ToolResult),
-          });
-        const data = record.data.data;
-        if (
-          record.data.status === "ok" &&
-          typeof data?.path === "string" &&
-          typeof data.version === "string"
-        ) {
-          this.observed.set(data.path, data.version);
-        }
-        const entry: HistoryEntry = {
-          call_id: record.data.call_id,
-          name: record.data.name,
-          arguments: this.callArguments.get(record.data.call_id)?.arguments ?? {},
-          status: record.data.status,
-        };
-        if (data !== undefined) entry.data = data;
-        if (record.data.artifact !== undefined) entry.artifact = record.data.artifact.id;
-        this.history.push(entry);
-        break;
-      }
-      case "review.resolved": {
-        this.resolutions.set(record.data.call_id, record.data);
-        this.noteOutcome(record.data.call_id);
-        // The model learns what a person established about the call, next to its result.
-        const index = this.messages.findIndex((m) => m.role === "tool" && m.call_id === record.data.call_id);
-        const message = this.messages[index];
-        if (message?.role === "tool") {
-          const note = RESOLUTION_NOTES[record.data.resolution];
-          const updated = {
-            ...message,
-            content: `${message.content}\n[Review by ${record.data.by}: ${note} Evidence: ${record.data.evidence}]`,
-          };
-          this.messageBytes += jsonBytes(updated) - jsonBytes(message);
-          this.messages[index] = updated;
-        }
-        break;
-      }
-      case "context.compacted": {
-        this.compact(record.data.replaced_messages, record.data.summary);
-        const step = record.data.step;
-        this.compactionsByStep.set(step, (this.compactionsByStep.get(step) ?? 0) + 1);
-        const input = record.data.usage?.input_tokens;
-        if (this.pendingBasis !== undefined && input !== undefined)
-          this.calibration.add(this.pendingBasis, input);
-        this.pendingBasis = undefined;
-        this.peakReportedInputTokens = larger(this.peakReportedInputTokens, input);
-        this.addUsage(record.data.usage);
-        break;
-      }
-      case "context.pruned":
-        for (const { call_id, artifact } of record.data.results) this.prune(call_id, artifact);
-        break;
-      case "proposal.recorded":
-        this.proposals.set(record.data.path, record.data);
-        break;
-      case "proposal.applied":
-        if (record.data.outcome !== "conflict") this.appliedProposals.add(record.data.proposal_id);
-        break;
-      case "process.spawned":
-        this.spawns.push(record.data);
-        break;
-      case "run.finished":
-        this.outcome = { kind: "finished", data: record.data };
-        break;
-      case "run.stopped":
-        this.outcome = { kind: "stopped", data: record.data };
-        break;
-      case "run.cancelled":
-        this.outcome = { kind: "cancelled", data: record.data };
-        break;
-      default:
-        break;
-    }
+    reduce(this, record);
   }
 
+  /**
+   * How each event type changes the state: one reducer per type of the vocabulary, so a type
+   * added without one does not compile (and a test checks the keys against `EVENT_TYPES`).
+   * Types the engine does not fold are listed too, each saying why nothing is kept.
+   */
+  static readonly reducers: Reducers = {
+    "session.started": (state, { data }) => {
+      state.header = data;
+      state.surface = new Map(data.tools.map((t) => [t.name, t.digest]));
+      state.toolsDigest = data.tools_digest;
+      state.provider = data.provider;
+      state.options = data.options;
+    },
+    "model.switched": (state, { data }) => {
+      state.provider = data.to;
+      state.options = data.options;
+    },
+    "tools.changed": (state, { data }) => {
+      state.surface = new Map(data.tools.map((t) => [t.name, t.digest]));
+      state.toolsDigest = data.tools_digest;
+    },
+    "user.input": (state, { data }) => {
+      state.goal ??= data.text;
+      // A new turn: its own budgets, and no outcome until it ends.
+      state.turn = data.turn ?? state.turn + 1;
+      state.turnModelRequests = 0;
+      state.turnToolCallsBefore = state.started.size;
+      state.turnResultsBefore = state.results.size;
+      state.outcome = undefined;
+      state.replyPending = true;
+      state.addUserMessage(data.text);
+    },
+    "user.command": (state, { data }) => {
+      state.userCommands.set(data.call_id, data);
+      state.callArguments.set(data.call_id, {
+        id: data.call_id,
+        name: "shell",
+        arguments: { command: data.command },
+      });
+    },
+    "user.steered": (state, { data }) => {
+      state.pendingSteers.push(data.text);
+    },
+    "steer.delivered": (state, { data }) => {
+      for (const text of state.pendingSteers.splice(0, data.count)) state.addUserMessage(text);
+      state.replyPending = true;
+    },
+    "turn.interrupted": (state, { data }) => {
+      state.outcome = { kind: "interrupted", data };
+    },
+    "session.forked": (state, { data }) => {
+      state.forkedFrom = data;
+    },
+    "instructions.loaded": (state, { data }) => {
+      state.instructions.push(...data.files);
+      for (const directory of data.checked ?? []) state.checkedDirectories.add(directory);
+      if (data.trigger === "start") {
+        state.startInstructions = data.files;
+      } else {
+        // Appended where it was read, so every earlier request stays a prefix of the next.
+        state.nestedInstructions.push(...data.files);
+        for (const file of data.files) state.addMessage({ role: "user", content: instructionsText(file) });
+      }
+    },
+    "model.started": (state, { data }) => {
+      state.modelRequests += 1;
+      state.turnModelRequests += 1;
+      state.pendingBasis = data.basis_tokens;
+      state.peakEstimatedInputTokens = larger(state.peakEstimatedInputTokens, data.estimated_input_tokens);
+    },
+    "model.retryable_error": (state, { data }) => {
+      state.ordinal += 1;
+      state.retriesSinceReply += 1;
+      state.retryWaitSinceReply += data.retry_in_ms;
+    },
+    "model.failed": (state) => state.attemptFailed(),
+    "model.protocol_error": (state) => state.attemptFailed(),
+    "model.reply": (state, { data }) => {
+      state.ordinal += 1;
+      state.replyPending = false;
+      state.retriesSinceReply = 0;
+      state.retryWaitSinceReply = 0;
+      state.replies.push(data);
+      for (const call of data.calls) {
+        state.callIds.add(call.id);
+        state.callArguments.set(call.id, call);
+      }
+      const message: ModelMessage = { role: "assistant", content: data.text, calls: data.calls };
+      if (data.reasoning) message.reasoning = data.reasoning;
+      state.addMessage(message);
+      const usage = data.usage;
+      if (state.pendingBasis !== undefined && usage?.input_tokens !== undefined) {
+        state.calibration.add(state.pendingBasis, usage.input_tokens);
+      }
+      state.pendingBasis = undefined;
+      state.peakReportedInputTokens = larger(state.peakReportedInputTokens, usage?.input_tokens);
+      state.addUsage(usage);
+    },
+    // The request is the runtime's to show and journal; only the answer changes what the session may do.
+    "approval.requested": ignore,
+    "approval.decided": (state, { data }) => {
+      // What a resume grants again: each allow "for this session", with the call it was about.
+      const call = state.callArguments.get(data.call_id);
+      if (call !== undefined && data.decision === "allow" && data.scope === "session")
+        state.sessionApprovals.push({ call, decided: data });
+    },
+    // Hook decisions are an audit trail: the call's own records say what came of them.
+    "hook.decided": ignore,
+    "tool.started": (state, { data }) => {
+      state.started.set(data.call_id, data);
+      state.batches = Math.max(state.batches, data.batch + 1);
+    },
+    "process.spawned": (state, { data }) => {
+      state.spawns.push(data);
+    },
+    // A retry within one call: the call's result is what the model and the budgets see.
+    "tool.retrying": ignore,
+    "tool.result": (state, { data: result }) => {
+      state.results.set(result.call_id, result);
+      state.noteOutcome(result.call_id);
+      if (!state.userCommands.has(result.call_id))
+        state.addMessage({
+          role: "tool",
+          call_id: result.call_id,
+          name: result.name,
+          status: result.status,
+          content: projectForModel(result as ToolResult),
+        });
+      const data = result.data;
+      if (result.status === "ok" && typeof data?.path === "string" && typeof data.version === "string") {
+        state.observed.set(data.path, data.version);
+      }
+      const entry: HistoryEntry = {
+        call_id: result.call_id,
+        name: result.name,
+        arguments: state.callArguments.get(result.call_id)?.arguments ?? {},
+        status: result.status,
+      };
+      if (data !== undefined) entry.data = data;
+      if (result.artifact !== undefined) entry.artifact = result.artifact.id;
+      state.history.push(entry);
+    },
+    "proposal.recorded": (state, { data }) => {
+      state.proposals.set(data.path, data);
+    },
+    "proposal.applied": (state, { data }) => {
+      if (data.outcome !== "conflict") state.appliedProposals.add(data.proposal_id);
+    },
+    "review.resolved": (state, { data }) => {
+      state.resolutions.set(data.call_id, data);
+      state.noteOutcome(data.call_id);
+      // The model learns what a person established about the call, next to its result.
+      const index = state.messages.findIndex((m) => m.role === "tool" && m.call_id === data.call_id);
+      const message = state.messages[index];
+      if (message?.role === "tool") {
+        const note = RESOLUTION_NOTES[data.resolution];
+        const updated = {
+          ...message,
+          content: `${message.content}\n[Review by ${data.by}: ${note} Evidence: ${data.evidence}]`,
+        };
+        state.messageBytes += jsonBytes(updated) - jsonBytes(message);
+        state.messages[index] = updated;
+      }
+    },
+    // Its verdict is the run.finished or run.stopped that follows; a finished session rechecks anyway.
+    "acceptance.checked": ignore,
+    "context.pruned": (state, { data }) => {
+      for (const { call_id, artifact } of data.results) state.prune(call_id, artifact);
+    },
+    "context.compacted": (state, { data }) => {
+      state.compact(data.replaced_messages, data.summary);
+      state.compactionsByStep.set(data.step, (state.compactionsByStep.get(data.step) ?? 0) + 1);
+      const input = data.usage?.input_tokens;
+      if (state.pendingBasis !== undefined && input !== undefined)
+        state.calibration.add(state.pendingBasis, input);
+      state.pendingBasis = undefined;
+      state.peakReportedInputTokens = larger(state.peakReportedInputTokens, input);
+      state.addUsage(data.usage);
+    },
+    "run.finished": (state, { data }) => {
+      state.outcome = { kind: "finished", data };
+    },
+    "run.stopped": (state, { data }) => {
+      state.outcome = { kind: "stopped", data };
+    },
+    "run.cancelled": (state, { data }) => {
+      state.outcome = { kind: "cancelled", data };
+    },
+    // Liveness only (which process took the session up): nothing a request or a budget depends on.
+    "session.resumed": ignore,
+    // Trust in the journal is settled when it is read, before any fold.
+    "journal.adopted": ignore,
+    // Which process held the writer lock: the session is the same whoever wrote it.
+    "lock.recovered": ignore,
+    // Which worker holds the lease: fencing is the PostgreSQL journal's, not the session's.
+    "lease.acquired": ignore,
+    // The workspace's history: the effects recorder and undo read it from the records themselves.
+    "workspace.base": ignore,
+    // As workspace.base: what a call changed on disk is the effects recorder's and undo's.
+    "workspace.changed": ignore,
+    // An undo is finished from the records (`unfinishedUndo`), not from the fold.
+    "undo.started": ignore,
+    // As undo.started: it closes an undo the records describe.
+    "undo.finished": ignore,
+  };
+
+  /** A model attempt that ended without a reply: it counts, and its estimate pairs with no report. */
+  private attemptFailed(): void {
+    this.ordinal += 1;
+    this.pendingBasis = undefined;
+  }
   private addUsage(usage: EventData<"model.reply">["usage"]): void {
     if (!usage) return;
     this.usage.input_tokens += usage.input_tokens ?? 0;
@@ -409,6 +445,12 @@ export class SessionState {
         (this.resolutions.get(r.call_id)?.resolution ?? "undetermined") === "undetermined",
     );
   }
+}
+
+/** Each record by its type's reducer (the type picks the reducer and the record's shape together). */
+function reduce<T extends EventType>(state: SessionState, record: JournalRecord<T>): void {
+  const reducer: Reducer<T> = SessionState.reducers[record.type];
+  reducer(state, record);
 }
 
 function jsonBytes(value: unknown): number {

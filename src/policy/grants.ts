@@ -8,7 +8,8 @@ import { loadShellParser, splitCommand } from "./shell-command.js";
 
 /**
  * The session's grants: exact ones keyed by tool + subject, and command patterns (`npm test*`)
- * that cover a line only part by part. The engine rebuilds them on resume with `grantFromDecision`.
+ * that cover a line only part by part. The engine rebuilds them on resume with `grantFromDecision`
+ * (`engine/grants-restore.ts`), from the session approvals its fold keeps.
  */
 export class SessionGrants implements GrantPort {
   readonly #keys = new Set<string>();

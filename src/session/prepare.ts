@@ -72,7 +72,6 @@ export async function prepareSession(config: SessionConfig, door: DoorContext): 
     ...(door.scriptAs !== undefined ? { scriptAs: door.scriptAs } : {}),
     ...(door.workspaceCode !== undefined ? { workspaceCode: door.workspaceCode } : {}),
     interactive: door.interactive,
-    records,
     ...(door.env !== undefined ? { env: door.env } : {}),
     ...(door.provider !== undefined ? { provider: door.provider } : {}),
     ...(door.approver !== undefined ? { approver: door.approver } : {}),

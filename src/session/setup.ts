@@ -13,12 +13,11 @@ import { generalProviderAdvice, type ProviderAdvice } from "../engine/provider-a
 import type { ProcessSupervision } from "../engine/recovery.js";
 import { SpawnJournal } from "../engine/recovery.js";
 import type { ToolSurfaceSource } from "../engine/tool-surface.js";
-import type { AnyRecord, EventData } from "../journal/vocabulary.js";
 import { serverNamedFiles } from "../mcp/named-files.js";
 import { parseToolSelection } from "../mcp/tool-selection.js";
 import { DenyApprover } from "../policy/approver.js";
 import { evaluate } from "../policy/evaluation.js";
-import { grantFromDecision, prepareGrantRestore, SessionGrants } from "../policy/grants.js";
+import { SessionGrants } from "../policy/grants.js";
 import { HookRunner } from "../policy/hooks.js";
 import { pathResolverOf } from "../policy/path-aliases.js";
 import { PolicyPermissions } from "../policy/policy-permissions.js";
@@ -113,7 +112,6 @@ export async function buildSetup(options: {
    */
   workspaceCode?: boolean;
   interactive: boolean;
-  records?: readonly AnyRecord[];
   env?: NodeJS.ProcessEnv;
   /** Where calls come from instead of a configured model (harness mcp serve: the MCP client). */
   provider?: Provider;
@@ -236,8 +234,8 @@ export async function buildSetup(options: {
     const permissions = scoped?.port ?? policyPort;
     const approver =
       options.approver ?? (interactive ? new TtyApprover(process.stdin, process.stderr) : new DenyApprover());
+    // Empty here: the engine grants again what a resumed session's journal approved for the session.
     const grants = new SessionGrants();
-    await restoreGrants(grants, options.records ?? [], kinds);
     const hooks = governance.hooks.length > 0 ? new HookRunner(governance.hooks) : undefined;
 
     const context = contextBudgetFor(flags, model.profile, notices);
@@ -295,30 +293,6 @@ export async function buildSetup(options: {
         }),
       ...(mcp ? { mcp: mcp.servers, toolSurface: surface } : {}),
     };
-  }
-}
-
-/** Session-scoped approvals survive a resume: rebuilt from the journal, bound to the call hash. */
-async function restoreGrants(
-  grants: SessionGrants,
-  records: readonly AnyRecord[],
-  kinds: (name: string) => ReturnType<typeof subjectKindOf> | undefined,
-): Promise<void> {
-  await prepareGrantRestore(
-    records.flatMap((record) => (record.type === "approval.decided" ? [record.data] : [])),
-  );
-  const calls = new Map<string, EventData<"model.reply">["calls"][number]>();
-  for (const record of records) {
-    if (record.type === "model.reply") for (const call of record.data.calls) calls.set(call.id, call);
-    if (record.type !== "approval.decided") continue;
-    const call = calls.get(record.data.call_id);
-    if (!call) continue;
-    const kind = kinds(call.name);
-    const grant = grantFromDecision(
-      { tool: call.name, arguments: call.arguments, ...(kind ? { subjectKind: kind } : {}) },
-      record.data,
-    );
-    if (grant) grants.add(grant);
   }
 }
 

@@ -109,7 +109,6 @@ export function launchSession(log: (line: string) => void): SessionLauncher {
       flags,
       ...(values.script !== undefined ? { script: values.script } : {}),
       interactive: false,
-      records,
       mcp: (line) => log(`session ${task.session}: ${line}`),
     });
     const acceptTimeout = positiveInt(values["accept-timeout"], "--accept-timeout") ?? 600_000;
