@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
-import { launchSession } from "../src/cli/commands/worker.js";
+import { launchSession } from "../src/fleet/launcher.js";
 import { FleetDatabase } from "../src/fleet/queue.js";
 import type { FleetTask } from "../src/fleet/task.js";
 import { FleetWorker } from "../src/fleet/worker.js";

@@ -28,8 +28,9 @@ export const runOptions = z
     model: z.string().min(1),
     base_url: z.string().min(1),
     profile: z.string().min(1),
-    write: z.boolean(),
-    shell: z.boolean(),
+    /** The run command's modes; `true`/`false` (the first protocol's) mean allow/deny. */
+    write: z.union([z.boolean(), z.enum(["allow", "ask", "deny", "propose"])]),
+    shell: z.union([z.boolean(), z.enum(["allow", "ask", "deny"])]),
     tools: z.string().min(1),
     accept: z.array(z.string().min(1)),
     propose: z.boolean(),

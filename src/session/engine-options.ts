@@ -2,6 +2,7 @@ import { join } from "node:path";
 import { FileArtifactStore } from "../artifacts/file-store.js";
 import type { AcceptanceCheck } from "../engine/acceptance.js";
 import type { EngineListener, EngineOptions, Limits } from "../engine/options.js";
+import type { JournalBackend } from "../journal/store.js";
 import type { RuntimeEnvironment } from "../runtime/environment.js";
 import { WorkspaceEffects } from "../runtime/workspace-effects.js";
 import { TreeSnapshot } from "../workspace/tree-snapshot.js";
@@ -30,6 +31,10 @@ export interface SessionRun {
   acceptToolChanges?: boolean;
   /** Where notices of the session's setup and record go (the library prints nothing). */
   notify?: Notify;
+  /** The journal, when not the workspace's own (a fleet worker's PostgreSQL journal under its lease). */
+  backend?: JournalBackend;
+  /** The identity that owns the session (a server's client), recorded in session.started's setup. */
+  owner?: string;
 }
 
 /** Where a CLI session's tool calls run: its workspace, its artifacts, and the setup's ports. */
@@ -94,7 +99,7 @@ export function sessionEngineOptions(
 ): EngineOptions {
   return {
     sessionId: run.sessionId,
-    backend: run.workspace.backend,
+    backend: run.backend ?? run.workspace.backend,
     provider: run.setup.provider,
     runtime: runtimeEnvironment(run.workspace, run.sessionId, run.setup, run.notify),
     workspace: run.workspace.identity,
@@ -106,7 +111,14 @@ export function sessionEngineOptions(
     ...(run.setup.providerAdvice ? { providerAdvice: run.setup.providerAdvice } : {}),
     ...(run.setup.instructions ? { instructions: run.setup.instructions } : {}),
     ...(run.setup.environment ? { environment: run.setup.environment } : {}),
-    ...(run.setup.flags ? { setup: recordableFlags(run.setup.flags) } : {}),
+    ...(run.setup.flags || run.owner !== undefined
+      ? {
+          setup: {
+            ...(run.setup.flags ? recordableFlags(run.setup.flags) : {}),
+            ...(run.owner !== undefined ? { identity: run.owner } : {}),
+          },
+        }
+      : {}),
     acceptance: run.acceptance,
     limits: run.limits,
     signal,

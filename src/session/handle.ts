@@ -53,6 +53,11 @@ export interface Turn {
   steer(text: string): Promise<void>;
   /** Stop the turn at the next safe point; the session stays open for the next prompt. */
   interrupt(): void;
+  /**
+   * Kill the turn's process trees now, not at the next safe point (a lost lease, a second
+   * Ctrl-C); every journal append already made is whole.
+   */
+  exitNow(): void;
 }
 
 /**
@@ -73,6 +78,8 @@ export interface SessionHandle {
    * continues it. Events go to `listener` (the handle's own when none is given).
    */
   turn(input: string, listener?: EngineListener): Turn;
+  /** Go on with a recorded session where it stopped, with no new input. */
+  resume(listener?: EngineListener): Turn;
   /** /compact: summarize the older turns now (one summary request); what happened, in words. */
   compact(listener?: EngineListener): Promise<string>;
   /**
@@ -200,11 +207,41 @@ export class EngineSession implements SessionHandle {
     );
     const engine = new Engine(first ? options : { ...options, input, ...this.#switch() });
     this.#started = true;
-    return {
-      done: engine.run(),
-      steer: (text) => engine.steer(text),
-      interrupt: () => engine.interrupt(),
-    };
+    return turnOf(engine);
+  }
+
+  /**
+   * Go on with a recorded session where it stopped, with no new input (a worker taking over a
+   * session whose worker died, `harness resume`): calls left without a result are settled first.
+   */
+  resume(listener: EngineListener = this.#listener): Turn {
+    if (!this.#started) throw new Error("a new session starts with a turn, not a resume");
+    return turnOf(
+      new Engine({
+        ...sessionEngineOptions(
+          { ...this.#run, mode: "resume" },
+          this.#signal ?? new AbortController().signal,
+          listener,
+        ),
+        ...this.#switch(),
+      }),
+    );
+  }
+
+  /**
+   * A compaction as a turn of its own (the server's session/compact): the older turns summarized
+   * now, with the caller's instructions; its summary says what was replaced.
+   */
+  compactTurn(instructions: string | undefined, listener: EngineListener = this.#listener): Turn {
+    const engine = new Engine({
+      ...sessionEngineOptions(
+        { ...this.#run, mode: "resume", compactOnly: instructions === undefined ? {} : { instructions } },
+        this.#signal ?? new AbortController().signal,
+        listener,
+      ),
+      ...this.#switch(),
+    });
+    return turnOf(engine);
   }
 
   async compact(listener: EngineListener = this.#listener): Promise<string> {
@@ -345,4 +382,13 @@ export class EngineSession implements SessionHandle {
   async close(): Promise<void> {
     await this.#run.setup.mcp?.close();
   }
+}
+
+function turnOf(engine: Engine): Turn {
+  return {
+    done: engine.run(),
+    steer: (text) => engine.steer(text),
+    interrupt: () => engine.interrupt(),
+    exitNow: () => engine.exitNow(),
+  };
 }

@@ -1,5 +1,6 @@
 import type { Limits } from "../engine/options.js";
 import { SessionState } from "../engine/state.js";
+import type { JournalBackend } from "../journal/store.js";
 import type { AnyRecord } from "../journal/vocabulary.js";
 import type { Provider } from "../providers/provider.js";
 import type { ApprovalPort } from "../runtime/ports.js";
@@ -15,6 +16,8 @@ import type { OpenedWorkspace } from "./workspace.js";
 export interface DoorContext {
   workspace: OpenedWorkspace;
   sessionId: string;
+  /** The journal, when not the workspace's own (a fleet worker's, under its lease). */
+  backend?: JournalBackend;
   /** The session's records when the door already read them (read here otherwise). */
   records?: readonly AnyRecord[];
   /**
@@ -56,9 +59,8 @@ export interface PreparedSession {
 export async function prepareSession(config: SessionConfig, door: DoorContext): Promise<PreparedSession> {
   const { workspace, sessionId } = door;
   const notify = door.notify ?? IGNORE_NOTICES;
-  const records =
-    door.records ??
-    ((await workspace.backend.exists(sessionId)) ? await workspace.backend.read(sessionId) : []);
+  const backend = door.backend ?? workspace.backend;
+  const records = door.records ?? ((await backend.exists(sessionId)) ? await backend.read(sessionId) : []);
   const state = records.length > 0 ? SessionState.from(records) : undefined;
   if (state?.provider?.kind === "scripted" && config.script === undefined && door.provider === undefined)
     throw new UsageError(
@@ -88,6 +90,7 @@ export async function prepareSession(config: SessionConfig, door: DoorContext): 
     run: {
       workspace,
       sessionId,
+      ...(door.backend !== undefined ? { backend: door.backend } : {}),
       mode: records.length > 0 ? "resume" : "new",
       setup,
       acceptance: acceptance.map((command) => setup.acceptanceCheck(command, timeout)),

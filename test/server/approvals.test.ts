@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ErrorCode } from "../../src/api/errors.js";
-import { catalogOf } from "../../src/cli/serve-factory.js";
+import { catalogOf } from "../../src/server/session-factory.js";
 import type { ApprovalRequest } from "../../src/runtime/ports.js";
 import { WireApprover } from "../../src/server/approvals.js";
 import { TokenTable } from "../../src/server/identities.js";

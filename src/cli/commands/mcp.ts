@@ -6,8 +6,11 @@ import { DEFAULT_SESSION_LIMITS } from "../../mcp-server/http-limits.js";
 import { runToolApprover } from "../../mcp-server/run-tool.js";
 import { ServedSession } from "../../mcp-server/served-session.js";
 import { MAX_CONTEXT_TOKENS } from "../../providers/context-window.js";
+import type { SessionConfig } from "../../session/config.js";
 import { sessionEngineOptions } from "../../session/engine-options.js";
 import { loadConfigForCli } from "../../session/governance.js";
+import { EngineSession } from "../../session/handle.js";
+import { prepareSession } from "../../session/prepare.js";
 import { effectiveFlags, type RunFlags } from "../../session/run-flags.js";
 import { buildSetup, type RunSetup } from "../../session/setup.js";
 import { UsageError } from "../../session/usage-error.js";
@@ -16,7 +19,7 @@ import { newSessionId, type OpenedWorkspace, openWorkspace } from "../../session
 import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { parse, positiveInt } from "../args.js";
 import { ADD_HELP, APPROVE_HELP, LIST_HELP, REMOVE_HELP, TEST_HELP } from "../mcp-help.js";
-import { givenFlags, SESSION_OPTIONS } from "./run.js";
+import { argvConfig, givenFlags, SESSION_OPTIONS } from "./run.js";
 
 const SERVE_OPTIONS = {
   workspace: SESSION_OPTIONS.workspace,
@@ -177,7 +180,6 @@ async function serve(args: string[]): Promise<number> {
     throw new UsageError(`unexpected arguments: ${parsed.positionals.join(" ")}`);
   const http = httpOption(values.http, values["token-env"], values["allow-remote"] === true);
   const httpExtras = httpClientOptions(values, http !== undefined);
-  const acceptTimeout = positiveInt(values["accept-timeout"], "--accept-timeout") ?? 600_000;
   const workspace = await openWorkspace(values.workspace);
   const given = givenFlags(values);
   const config = await loadConfigForCli(workspace.root);
@@ -217,7 +219,7 @@ async function serve(args: string[]): Promise<number> {
     harnessDir: workspace.harnessDir,
     permissions: setup.policy.permissions,
     version: harnessVersion(),
-    ...(hasModel ? { run: runStarter(workspace, given, values.script, acceptTimeout) } : {}),
+    ...(hasModel ? { run: runStarter(workspace, argvConfig(values)) } : {}),
     ...(http ? { http: { ...http, ...httpExtras } } : {}),
     log: (line) => process.stderr.write(`harness mcp serve: ${escapeForTerminal(line)}\n`),
   });
@@ -288,40 +290,18 @@ async function startServedSession(
 }
 
 /** harness_run: a new session per call, built like harness run's (no one to ask: asks deny, saying why). */
-function runStarter(
-  workspace: OpenedWorkspace,
-  given: RunFlags,
-  script: string | undefined,
-  acceptTimeout: number,
-) {
+function runStarter(workspace: OpenedWorkspace, config: SessionConfig) {
   return async (
     request: { goal: string; accept: string[] },
     listener: EngineListener,
     signal: AbortSignal,
   ) => {
-    const flags = effectiveFlags(given, undefined, false);
-    const setup = await buildSetup({
-      workspace,
-      flags,
-      ...(script !== undefined ? { script } : {}),
-      interactive: false,
-      approver: runToolApprover,
-    });
-    await refuseUnallowedChecks(request.accept, setup);
-    const options = sessionEngineOptions(
-      {
-        workspace,
-        sessionId: newSessionId(),
-        mode: "new",
-        goal: request.goal,
-        setup,
-        acceptance: request.accept.map((command) => setup.acceptanceCheck(command, acceptTimeout)),
-        limits: { contextWindowTokens: setup.context.window, replyReserveTokens: setup.context.reserve },
-      },
-      signal,
-      listener,
+    const prepared = await prepareSession(
+      { ...config, accept: request.accept },
+      { workspace, sessionId: newSessionId(), interactive: false, approver: runToolApprover },
     );
-    return new Engine(options).run();
+    await refuseUnallowedChecks(request.accept, prepared.run.setup);
+    return new EngineSession(prepared.run, false, { signal, listener }).turn(request.goal).done;
   };
 }
 

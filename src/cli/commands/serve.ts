@@ -9,6 +9,7 @@ import { serveHttp } from "../../server/http.js";
 import { SessionHub } from "../../server/hub.js";
 import { policyFor, RESERVED_IDENTITIES, TokenTable } from "../../server/identities.js";
 import type { ServerInfo } from "../../server/rpc.js";
+import { serveSessionFactory } from "../../server/session-factory.js";
 import { serveStdio } from "../../server/stdio.js";
 import { registerSecretPath } from "../../session/harness-secrets.js";
 import type { JournalSource } from "../../session/journal-source.js";
@@ -16,7 +17,6 @@ import { UsageError } from "../../session/usage-error.js";
 import { harnessVersion } from "../../session/version.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { parse } from "../args.js";
-import { serveSessionFactory } from "../serve-factory.js";
 
 const OPTIONS = {
   stdio: { type: "boolean" },

@@ -1,18 +1,12 @@
 import { homedir } from "node:os";
 import { isAbsolute, join } from "node:path";
-import { Engine } from "../../engine/engine.js";
-import { SessionState } from "../../engine/state.js";
+import { launchSession } from "../../fleet/launcher.js";
 import { FleetError } from "../../fleet/queue.js";
 import type { FleetTask } from "../../fleet/task.js";
-import { FleetWorker, type SessionLauncher } from "../../fleet/worker.js";
-import { sessionEngineOptions } from "../../session/engine-options.js";
-import { effectiveFlags } from "../../session/run-flags.js";
-import { buildSetup } from "../../session/setup.js";
+import { FleetWorker } from "../../fleet/worker.js";
 import { UsageError } from "../../session/usage-error.js";
-import { openWorkspace } from "../../session/workspace.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { parse, positiveInt } from "../args.js";
-import { givenFlags, type Parsed } from "./run.js";
 
 const HELP = `Usage: harness worker --database URL [--concurrency N] [--lease-ms MS] [--work-dir DIR]
 
@@ -90,66 +84,6 @@ export function requireDatabase(value: string | undefined): string {
   if (!/^postgres(ql)?:\/\//.test(value))
     throw new UsageError(`--database must be a postgres:// or postgresql:// URL, not "${value}"`);
   return value;
-}
-
-/**
- * A queued session run the way `harness run` runs one: its flags through givenFlags and
- * effectiveFlags (the recorded ones win on a resume), its setup from buildSetup, its engine
- * options from sessionEngineOptions; only the journal differs (PostgreSQL, under the lease).
- */
-export function launchSession(log: (line: string) => void): SessionLauncher {
-  return async ({ task, root, backend, signal, lost }) => {
-    const values = task.options as Parsed["values"];
-    const workspace = await openWorkspace(root);
-    const records = (await backend.exists(task.session)) ? await backend.read(task.session) : [];
-    const recorded = records.length > 0 ? SessionState.from(records) : undefined;
-    const flags = effectiveFlags(givenFlags(values), recorded?.options, false);
-    const setup = await buildSetup({
-      workspace,
-      flags,
-      ...(values.script !== undefined ? { script: values.script } : {}),
-      interactive: false,
-      mcp: (line) => log(`session ${task.session}: ${line}`),
-    });
-    const acceptTimeout = positiveInt(values["accept-timeout"], "--accept-timeout") ?? 600_000;
-    const commands = values.accept ?? recorded?.header?.acceptance ?? [];
-    const engine = new Engine({
-      ...sessionEngineOptions(
-        {
-          workspace,
-          sessionId: task.session,
-          mode: "auto",
-          goal: task.goal,
-          setup,
-          acceptance: commands.map((command) => setup.acceptanceCheck(command, acceptTimeout)),
-          limits: {
-            ...limit("maxModelRequests", positiveInt(values["max-model-requests"], "--max-model-requests")),
-            ...limit("maxToolCalls", positiveInt(values["max-tool-calls"], "--max-tool-calls")),
-            contextWindowTokens: setup.context.window,
-            replyReserveTokens: setup.context.reserve,
-          },
-        },
-        signal,
-        {},
-      ),
-      backend,
-    });
-    // The lease is gone (or the worker stops hard): kill the process trees of running calls now,
-    // not at the next safe point; the fence already refuses any further append.
-    const kill = () => engine.exitNow();
-    lost.addEventListener("abort", kill, { once: true });
-    try {
-      const summary = await engine.run();
-      return { status: summary.status };
-    } finally {
-      lost.removeEventListener("abort", kill);
-      await setup.mcp?.close();
-    }
-  };
-}
-
-function limit<K extends string>(key: K, value: number | undefined): Partial<Record<K, number>> {
-  return value === undefined ? {} : ({ [key]: value } as Record<K, number>);
 }
 
 export type { FleetTask };

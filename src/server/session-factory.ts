@@ -3,35 +3,33 @@ import { lstat, realpath } from "node:fs/promises";
 import { join } from "node:path";
 import { ErrorCode, RpcError } from "../api/errors.js";
 import type { RunOptions } from "../api/methods.js";
-import { Engine } from "../engine/engine.js";
 import { SessionState } from "../engine/state.js";
 import { describeOwner, inspectLockFile } from "../journal/lock.js";
 import { sessionPaths } from "../journal/session-path.js";
 import { checkSessionDir } from "../journal/state-dir.js";
 import { verifyJournal } from "../journal/verify.js";
-import { mayUseHost } from "../server/admission.js";
-import { canSee, type IdentityPolicy } from "../server/identities.js";
+import type { SessionConfig } from "../session/config.js";
+import { flagsOf } from "../session/config.js";
+import { EngineSession, type Turn } from "../session/handle.js";
+import type { JournalSource } from "../session/journal-source.js";
+import { forkWithArtifacts } from "../session/operations/fork.js";
+import { prepareSession } from "../session/prepare.js";
+import { effectiveFlags } from "../session/run-flags.js";
+import { validateSessionId } from "../session/session-id.js";
+import { UsageError } from "../session/usage-error.js";
+import { newSessionId, type OpenedWorkspace, openWorkspace } from "../session/workspace.js";
+import { thisProcess } from "../shared/process-owner.js";
+import { TOOL_PROFILES, type ToolProfile } from "../tools/profiles.js";
+import { mayUseHost } from "./admission.js";
+import { canSee, type IdentityPolicy } from "./identities.js";
 import type {
   OpenedSession,
   OpenRequest,
   SessionRun as ServedRun,
   SessionFactory,
   SessionStore,
-} from "../server/ports.js";
-import { ownerOf } from "../server/stored.js";
-import { type SessionRun, sessionEngineOptions } from "../session/engine-options.js";
-import type { JournalSource } from "../session/journal-source.js";
-import { forkWithArtifacts } from "../session/operations/fork.js";
-import { effectiveFlags, type RunFlags } from "../session/run-flags.js";
-import { validateSessionId } from "../session/session-id.js";
-import { buildSetup } from "../session/setup.js";
-import { UsageError } from "../session/usage-error.js";
-import { newSessionId, type OpenedWorkspace, openWorkspace } from "../session/workspace.js";
-import { thisProcess } from "../shared/process-owner.js";
-import { TOOL_PROFILES, type ToolProfile } from "../tools/profiles.js";
-
-/** The acceptance timeout of a served session's checks (as harness run's default). */
-const ACCEPT_TIMEOUT_MS = 600_000;
+} from "./ports.js";
+import { ownerOf } from "./stored.js";
 
 export interface FactoryOptions {
   /** Each --workspace: where sessions at rest are listed and read by default (none: the current directory). */
@@ -87,9 +85,9 @@ async function openServed(request: OpenRequest, options: FactoryOptions): Promis
       `this session uses the scripted model "${String(recorded.provider.name)}": pass options.script again`,
     );
   const policy = request.identity.policy;
-  const given = givenOf(opts, policy, recorded?.options?.tools);
+  const config = servedConfig(opts, policy, recorded?.options?.tools);
   // Answers come over the wire: write and shell default to ask, as on a terminal.
-  const flags = effectiveFlags(given, recorded?.options, true);
+  const flags = effectiveFlags(flagsOf(config), recorded?.options, true);
   // A resumed session's recorded flags that make the host run or send more than a sandboxed
   // session does (a sandbox turned off, a provider URL or key variable) need host rights too.
   const hostFlag =
@@ -104,7 +102,7 @@ async function openServed(request: OpenRequest, options: FactoryOptions): Promis
       `forbidden for identity ${request.identity.name}: this session was recorded so that ${hostFlag} (only an identity with "host": true may open it)`,
       { code: "IDENTITY_FORBIDDEN" },
     );
-  const commands = opts.accept ?? recorded?.acceptance ?? [];
+  const commands = config.accept ?? recorded?.acceptance ?? [];
   // Acceptance commands run on the host unsandboxed: a resumed session's recorded ones too.
   if (commands.length > 0 && !mayUseHost(request.identity))
     throw new RpcError(
@@ -112,52 +110,39 @@ async function openServed(request: OpenRequest, options: FactoryOptions): Promis
       `forbidden for identity ${request.identity.name}: this session runs acceptance commands on the host (only an identity with "host": true may)`,
       { code: "IDENTITY_FORBIDDEN" },
     );
-  const setup = await buildSetup({
-    workspace,
-    flags,
-    ...(request.script !== undefined
-      ? { script: request.script.path, scriptAs: request.script.code ? "code" : "data" }
-      : {}),
-    // A client without host rights chose this workspace: nothing in it becomes host code.
-    workspaceCode: mayUseHost(request.identity),
-    interactive: false,
-    approver: request.approver(sessionId),
-    mcp: (line) => options.log(`session ${sessionId}: ${line}`),
-  });
-  for (const notice of setup.notices) options.log(`session ${sessionId}: note: ${notice}`);
-  const run: Omit<SessionRun, "json" | "events"> = {
-    workspace,
-    sessionId,
-    mode: "auto",
-    setup,
-    acceptance: commands.map((command) => setup.acceptanceCheck(command, ACCEPT_TIMEOUT_MS)),
-    limits: {
-      ...(opts.max_model_requests ? { maxModelRequests: opts.max_model_requests } : {}),
-      ...(opts.max_tool_calls ? { maxToolCalls: opts.max_tool_calls } : {}),
-      contextWindowTokens: setup.context.window,
-      replyReserveTokens: setup.context.reserve,
+  const log = (line: string) => options.log(`session ${sessionId}: ${line}`);
+  const prepared = await prepareSession(
+    { ...config, ...(request.script !== undefined ? { script: request.script.path } : {}) },
+    {
+      workspace,
+      sessionId,
+      records,
+      interactive: true,
+      ...(request.script !== undefined ? { scriptAs: request.script.code ? "code" : "data" } : {}),
+      // A client without host rights chose this workspace: nothing in it becomes host code.
+      workspaceCode: mayUseHost(request.identity),
+      approver: request.approver(sessionId),
+      mcp: log,
+      notify: (notice) => log(notice.level === "note" ? `note: ${notice.message}` : notice.message),
     },
-  };
-  const identity = recorded ? owner : request.identity.name;
-  const engine = (extra: Partial<SessionRun>, listener: Parameters<typeof sessionEngineOptions>[2]) => {
-    const engineOptions = sessionEngineOptions({ ...run, ...extra }, new AbortController().signal, listener);
-    return atItsRoot(
-      workspace.root,
-      new Engine({ ...engineOptions, setup: { ...engineOptions.setup, identity } }),
-    );
-  };
+  );
+  const { setup } = prepared.run;
+  for (const notice of setup.notices ?? []) log(`note: ${notice}`);
+  // The owner is recorded in session.started's setup, so ownership survives a restart.
+  const handle = new EngineSession(
+    { ...prepared.run, owner: recorded ? owner : request.identity.name },
+    records.length > 0,
+  );
   return {
     sessionId,
     workspace: workspace.root,
     backend: workspace.backend,
     records,
-    // mode "auto": the first input of a session without records is its goal.
-    turn: (input, listener) => engine({ input }, listener),
+    // The first input of a session without records is its goal.
+    turn: (input, listener) => atItsRoot(workspace.root, () => handle.turn(input, listener)),
     compact: (instructions, listener) =>
-      engine({ mode: "resume", compactOnly: instructions === undefined ? {} : { instructions } }, listener),
-    close: async () => {
-      await setup.mcp?.close();
-    },
+      atItsRoot(workspace.root, () => handle.compactTurn(instructions, listener)),
+    close: () => handle.close(),
   };
 }
 
@@ -166,7 +151,8 @@ async function openServed(request: OpenRequest, options: FactoryOptions): Promis
  * path swapped for a link between turns would otherwise take the next turn's journal, writes and
  * sandbox bind elsewhere. Nothing is journaled when it moved (the journal is under the root).
  */
-function atItsRoot(root: string, engine: Engine): ServedRun {
+function atItsRoot(root: string, start: () => Turn): ServedRun {
+  let turn: Turn | undefined;
   return {
     run: async () => {
       const now = await realpath(root).catch(() => undefined);
@@ -174,31 +160,52 @@ function atItsRoot(root: string, engine: Engine): ServedRun {
         throw new UsageError(
           `workspace ${root} moved or a directory on its path became a link since the session was opened; open it again with session/start`,
         );
-      return engine.run();
+      turn = start();
+      return turn.done;
     },
-    steer: (text) => engine.steer(text),
-    interrupt: () => engine.interrupt(),
+    steer: async (text) => {
+      if (turn === undefined) throw new UsageError("the turn has not started");
+      await turn.steer(text);
+    },
+    interrupt: () => turn?.interrupt(),
   };
 }
 
-/** The run flags of a session/start: the client's options within the identity's catalog and rules. */
-function givenOf(opts: RunOptions, policy: IdentityPolicy, recordedTools: unknown): RunFlags {
-  const flags: RunFlags = {};
-  if (opts.propose) flags.write = "propose";
-  else if (opts.write !== undefined) flags.write = opts.write ? "allow" : "deny";
-  if (opts.shell !== undefined) flags.shell = opts.shell ? "allow" : "deny";
-  if (opts.provider !== undefined) flags.provider = opts.provider;
-  if (opts.model !== undefined) flags.model = opts.model;
-  if (opts.base_url !== undefined) flags.baseUrl = opts.base_url;
-  if (opts.profile !== undefined) flags.profile = opts.profile;
+/**
+ * The server door's parser: a session/start's options as a SessionConfig, within the identity's
+ * catalog and rules. `write` and `shell` take the run command's modes; `true`/`false` still mean
+ * allow/deny, as clients written for the first protocol send them.
+ */
+export function servedConfig(
+  opts: RunOptions,
+  policy: IdentityPolicy,
+  recordedTools: unknown,
+): SessionConfig {
+  const config: SessionConfig = {};
+  if (opts.propose) config.write = "propose";
+  else if (opts.write !== undefined) config.write = modeOf(opts.write);
+  if (opts.shell !== undefined) config.shell = modeOf(opts.shell);
+  if (opts.provider !== undefined) config.provider = opts.provider;
+  if (opts.model !== undefined) config.model = opts.model;
+  if (opts.base_url !== undefined) config.baseUrl = opts.base_url;
+  if (opts.profile !== undefined) config.profile = opts.profile;
   const tools = catalogOf(
     opts.tools ?? (typeof recordedTools === "string" ? recordedTools : undefined),
     policy,
   );
-  if (tools !== undefined) flags.tools = tools;
-  if (policy.deny?.length) flags.deny = [...policy.deny];
-  if (policy.ask?.length) flags.ask = [...policy.ask];
-  return flags;
+  if (tools !== undefined) config.tools = tools;
+  if (policy.deny?.length) config.deny = [...policy.deny];
+  if (policy.ask?.length) config.ask = [...policy.ask];
+  if (opts.accept !== undefined) config.accept = opts.accept;
+  config.limits = {
+    ...(opts.max_model_requests ? { maxModelRequests: opts.max_model_requests } : {}),
+    ...(opts.max_tool_calls ? { maxToolCalls: opts.max_tool_calls } : {}),
+  };
+  return config;
+}
+
+function modeOf<M extends string>(value: boolean | M): M | "allow" | "deny" {
+  return value === true ? "allow" : value === false ? "deny" : value;
 }
 
 const BARE_TOOL = /^[A-Za-z_][A-Za-z0-9_]*$/;

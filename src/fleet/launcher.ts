@@ -1,0 +1,41 @@
+import { EngineSession } from "../session/handle.js";
+import { prepareSession } from "../session/prepare.js";
+import { openWorkspace } from "../session/workspace.js";
+import { taskConfig } from "./task-config.js";
+import type { SessionLauncher } from "./worker.js";
+
+/**
+ * A queued session run the way every door runs one: the task's options as a SessionConfig,
+ * set up by prepareSession (the recorded options win on a resume), run through the session
+ * handle; only the journal differs (PostgreSQL, under the worker's lease).
+ */
+export function launchSession(log: (line: string) => void): SessionLauncher {
+  return async ({ task, root, backend, signal, lost }) => {
+    const config = taskConfig(task.options);
+    const workspace = await openWorkspace(root);
+    const note = (line: string) => log(`session ${task.session}: ${line}`);
+    const prepared = await prepareSession(config, {
+      workspace,
+      sessionId: task.session,
+      backend,
+      // A worker has nobody to ask: write and shell default to deny.
+      interactive: false,
+      mcp: note,
+      notify: (notice) => note(notice.level === "note" ? `note: ${notice.message}` : notice.message),
+    });
+    const session = new EngineSession(prepared.run, prepared.records.length > 0, { signal });
+    // A session the worker resumes goes on with its own goal; a new one starts with the task's.
+    const turn = prepared.records.length > 0 ? session.resume() : session.turn(task.goal);
+    // The lease is gone (or the worker stops hard): kill the process trees of running calls now,
+    // not at the next safe point; the fence already refuses any further append.
+    const kill = () => turn.exitNow();
+    lost.addEventListener("abort", kill, { once: true });
+    try {
+      const summary = await turn.done;
+      return { status: summary.status };
+    } finally {
+      lost.removeEventListener("abort", kill);
+      await session.close();
+    }
+  };
+}

@@ -1,0 +1,46 @@
+import { parseSessionConfig, type SessionConfig } from "../session/config.js";
+import { UsageError } from "../session/usage-error.js";
+import type { TaskOptions } from "./task.js";
+
+/**
+ * The fleet door's parser: a task's options (the run command's flag names and values, as
+ * `harness queue add` stored them) as a SessionConfig, checked like any configuration.
+ */
+export function taskConfig(options: TaskOptions): SessionConfig {
+  const count = (flag: keyof TaskOptions & string): number | undefined => {
+    const value = options[flag];
+    if (value === undefined) return undefined;
+    if (typeof value !== "string" || !/^[0-9]{1,15}$/.test(value) || Number(value) <= 0)
+      throw new UsageError(
+        `task option ${flag} must be a positive whole number, got ${JSON.stringify(value)}`,
+      );
+    return Number(value);
+  };
+  const maxModelRequests = count("max-model-requests");
+  const maxToolCalls = count("max-tool-calls");
+  const acceptTimeoutMs = count("accept-timeout");
+  const contextWindow = count("context-window");
+  return parseSessionConfig({
+    ...(options.script !== undefined ? { script: options.script } : {}),
+    ...(options.provider !== undefined ? { provider: options.provider } : {}),
+    ...(options.model !== undefined ? { model: options.model } : {}),
+    ...(options["base-url"] !== undefined ? { baseUrl: options["base-url"] } : {}),
+    ...(options["api-key-env"] !== undefined ? { apiKeyEnv: options["api-key-env"] } : {}),
+    ...(options.profile !== undefined ? { profile: options.profile } : {}),
+    ...(options.write !== undefined ? { write: options.write } : {}),
+    ...(options.shell !== undefined ? { shell: options.shell } : {}),
+    ...(options.sandbox !== undefined ? { sandbox: options.sandbox } : {}),
+    ...(options.tools !== undefined ? { tools: options.tools } : {}),
+    ...(options["read-only"] === true ? { readOnly: true } : {}),
+    ...(options.allow !== undefined ? { allow: options.allow } : {}),
+    ...(options.ask !== undefined ? { ask: options.ask } : {}),
+    ...(options.deny !== undefined ? { deny: options.deny } : {}),
+    ...(options.accept !== undefined ? { accept: options.accept } : {}),
+    ...(acceptTimeoutMs !== undefined ? { acceptTimeoutMs } : {}),
+    ...(contextWindow !== undefined ? { contextWindow } : {}),
+    limits: {
+      ...(maxModelRequests !== undefined ? { maxModelRequests } : {}),
+      ...(maxToolCalls !== undefined ? { maxToolCalls } : {}),
+    },
+  });
+}
