@@ -95,10 +95,8 @@ export async function loadGovernance(
     );
   }
   const defaults: PermissionLayer = { source: "default (no terminal: deny; terminal: ask)", trusted: true };
-  if (flags.defaults) {
-    defaults.write = flags.defaults.write;
-    defaults.shell = flags.defaults.shell;
-  }
+  if (flags.defaults?.write) defaults.write = flags.defaults.write;
+  if (flags.defaults?.shell) defaults.shell = flags.defaults.shell;
   const cli: PermissionSettings = {
     ...(flags.allow ? { allow: flags.allow } : {}),
     ...(flags.ask ? { ask: flags.ask } : {}),

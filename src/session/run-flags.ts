@@ -26,8 +26,11 @@ export interface RunFlags {
   /** Task scope: the only files the agent may read / edit (checked at every call). */
   readPaths?: string[] | undefined;
   editPaths?: string[] | undefined;
-  /** The defaults in force when no config or flag decides (lowest precedence). */
-  defaults?: { write: WriteFlag; shell: ShellFlag };
+  /**
+   * The defaults in force when no config or flag decides (lowest precedence): only for what
+   * the flags leave open, so the same flags make the same policy through any door.
+   */
+  defaults?: { write?: WriteFlag; shell?: ShellFlag };
 }
 
 const RECORDED_KEYS: (keyof RunFlags)[] = [
@@ -66,10 +69,11 @@ export function effectiveFlags(
     if (value !== undefined) Object.assign(flags, { [key]: value });
   }
   const defaults = recorded?.defaults as { write?: WriteFlag; shell?: ShellFlag } | undefined;
-  flags.defaults = {
-    write: defaults?.write ?? (interactive ? "ask" : "deny"),
-    shell: defaults?.shell ?? (interactive ? "ask" : "deny"),
-  };
+  const fallback = interactive ? "ask" : "deny";
+  // A session recorded with defaults keeps them all (journals from before this rule included).
+  const write = defaults?.write ?? (flags.write === undefined ? fallback : undefined);
+  const shell = defaults?.shell ?? (flags.shell === undefined ? fallback : undefined);
+  flags.defaults = { ...(write ? { write } : {}), ...(shell ? { shell } : {}) };
   return flags;
 }
 
