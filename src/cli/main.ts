@@ -2,6 +2,7 @@ import { resolve } from "node:path";
 import { EngineError } from "../engine/errors.js";
 import { JournalError, type JournalErrorCode } from "../journal/store.js";
 import { ScriptError } from "../providers/scripted/script.js";
+import { SessionOperationError } from "../session/operations/error.js";
 import { UsageError } from "../session/usage-error.js";
 import { CodedError } from "../shared/coded-error.js";
 import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
@@ -300,6 +301,11 @@ function reportError(error: unknown, command: string, workspace: { root: string 
       error.code === "SESSION_NOT_FOUND"
       ? EXIT.usage
       : EXIT.internal;
+  }
+  // The journal moved under a person's decision (JOURNAL_CHANGED): nothing was appended, they look again.
+  if (error instanceof SessionOperationError) {
+    process.stderr.write(`harness ${command}: refused (${error.code}): ${fix(error.message)}\n`);
+    return EXIT.journalRefused;
   }
   if (error instanceof JournalError) {
     if (error.code === "INVALID_SESSION_ID") {

@@ -5,7 +5,8 @@ import type PgBoss from "pg-boss";
 import { acquireLease, type Lease } from "../journal/pg/lease.js";
 import { leasedBackend } from "../journal/pg/leased.js";
 import { PgJournalBackend } from "../journal/pg/store.js";
-import { type JournalBackend, JournalError, type JournalWriter } from "../journal/store.js";
+import { type JournalBackend, JournalError } from "../journal/store.js";
+import { stopForLostWorkspace } from "../session/operations/stop-lost-workspace.js";
 import { FleetDatabase, QUEUE } from "./queue.js";
 import { reapExpired } from "./reaper.js";
 import type { FleetTask } from "./task.js";
@@ -165,6 +166,7 @@ export class FleetWorker {
     const records = (await journal.exists(task.session)) ? (await journal.read(task.session)).length : 0;
     const root = await this.workspaceFor(found, records > 0);
     if (root === undefined) {
+      // A started session is never run again from a fresh copy: a person reviews it.
       await stopForLostWorkspace(backend, task.session, found.materializedOn);
       return "review_required";
     }
@@ -217,37 +219,4 @@ export class FleetWorker {
       [session, status, this.id],
     );
   }
-}
-
-async function withWriter(
-  backend: JournalBackend,
-  session: string,
-  work: (writer: JournalWriter) => Promise<void>,
-) {
-  const writer = await backend.openWriter(session, { create: false });
-  try {
-    await work(writer);
-  } finally {
-    await writer.close();
-  }
-}
-
-/** A started session whose copied or cloned workspace was only on a dead worker's disk. */
-async function stopForLostWorkspace(backend: JournalBackend, session: string, where: string | null) {
-  await withWriter(backend, session, (writer) =>
-    writer
-      .append([
-        {
-          type: "run.stopped",
-          data: {
-            status: "review_required",
-            reason: "workspace_lost",
-            message:
-              `the session's workspace was materialized on ${where ?? "another worker"}, which no longer runs it; ` +
-              "it is not started again from a fresh copy (its effects so far would be lost or repeated): review it",
-          },
-        },
-      ])
-      .then(() => {}),
-  );
 }

@@ -4,6 +4,8 @@ import { writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FileJournalBackend } from "../../src/journal/file-store.js";
+import { loadJournalKey } from "../../src/journal/key-file.js";
 import { canonicalJson, digestOf } from "../../src/shared/hash.js";
 import { processStartTime } from "../../src/shared/proc-stat.js";
 import { cliEnv, runCli } from "../e2e-providers/cli.js";
@@ -163,15 +165,23 @@ describe("a repository that ships a session recorded under another key", () => {
   });
 });
 
-/** Run `harness ARGS` on a pseudo-terminal (util-linux `script`), typing `answer` once the adopt prompt shows. */
-function onTerminal(args: readonly string[], env: NodeJS.ProcessEnv, answer: string): Promise<CliResult> {
+/**
+ * Run `harness ARGS` on a pseudo-terminal (util-linux `script`), typing `answer` once the adopt
+ * prompt shows (after `meanwhile`, what happens while the person reads it).
+ */
+function onTerminal(
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+  answer: string,
+  meanwhile: () => Promise<void> = async () => {},
+): Promise<CliResult> {
   const command = [process.execPath, BIN, ...args].map((arg) => `'${arg.replace(/'/g, "'\\''")}'`).join(" ");
   const child = spawn("script", ["-qec", command, "/dev/null"], { env, stdio: ["pipe", "pipe", "pipe"] });
   let typed = false;
   child.stdout.on("data", (chunk: Buffer) => {
     if (!typed && chunk.toString("utf8").includes("Only y or yes adopts")) {
       typed = true;
-      child.stdin.write(`${answer}\n`);
+      void meanwhile().then(() => child.stdin.write(`${answer}\n`));
     }
   });
   return finished(child);
@@ -193,6 +203,31 @@ describe("journal adopt on a terminal", () => {
     expect(accepted.stdout).toContain(`session ${session}: adopted`);
     expect((await readJournal(workspace, session)).at(-1)!.type).toBe("journal.adopted");
     expectExit(await runCli(["journal", "verify", session, "-w", workspace], me), 0);
+  });
+
+  it("adopts nothing when the journal gains a record while the person decides", async () => {
+    const owner = await userEnv();
+    const session = "moving";
+    const { workspace } = await ownSession(owner, session);
+    const me = await userEnv();
+    // The colleague resumes their session while the prompt shows what it holds.
+    const colleague = new FileJournalBackend(join(workspace, ".harness"), {
+      key: loadJournalKey({ path: String(owner.HARNESS_KEY_FILE) }),
+    });
+    const meanwhile = async () => {
+      const writer = await colleague.openWriter(session, { create: false });
+      await writer.append([{ type: "session.resumed", data: { pid: process.pid } }]);
+      await writer.close();
+    };
+    const shown = (await readJournal(workspace, session)).length;
+    const result = await onTerminal(["journal", "adopt", session, "-w", workspace], me, "yes", meanwhile);
+    expectExit(result, JOURNAL_REFUSED);
+    expect(result.stdout).toContain(
+      `refused (JOURNAL_CHANGED): session ${session} changed while you were reviewing it (${shown} records shown, ${shown + 1} now)`,
+    );
+    const records = await readJournal(workspace, session);
+    expect(records.map((r) => r.type).slice(shown)).toEqual(["session.resumed"]);
+    expectExit(await runCli(["journal", "verify", session, "-w", workspace], me), JOURNAL_REFUSED);
   });
 });
 

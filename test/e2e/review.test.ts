@@ -71,6 +71,21 @@ describe("harness review", () => {
       },
     ]);
 
+    // A conclusive resolution stands (a resumed run may act on it): another answer is refused.
+    const again = await harness([
+      "review",
+      "r",
+      "w-1",
+      "--not-applied",
+      "--evidence",
+      "changed my mind",
+      "--workspace",
+      workspace,
+    ]);
+    expectExit(again, 64);
+    expect(again.stderr).toContain('call "w-1" of session r was already resolved as applied by ops');
+    expect(ofType(await readJournal(workspace, "r"), "review.resolved")).toHaveLength(1);
+
     const resumed = await harness(["resume", "r", ...common, "--json"]);
     expectExit(resumed, 0);
     expect(jsonSummary(resumed)).toMatchObject({ status: "verified", tool_calls: 1 });

@@ -1,12 +1,12 @@
 import { userInfo } from "node:os";
 import { createInterface } from "node:readline/promises";
 import { checkArtifacts } from "../../artifacts/file-store.js";
-import { SessionState } from "../../engine/state.js";
 import { describeOwner, type UnlockResult } from "../../journal/lock.js";
 import { repairJournal } from "../../journal/repair.js";
 import { assessTrust } from "../../journal/trust.js";
 import type { AnyRecord } from "../../journal/vocabulary.js";
 import { type JournalSource, openSessionSource } from "../../session/journal-source.js";
+import { type AdoptionFacts, adoptSession, reviewAdoption } from "../../session/operations/adopt.js";
 import { UsageError } from "../../session/usage-error.js";
 import type { OpenedWorkspace } from "../../session/workspace.js";
 import { escapeForTerminal, jsonForTerminal } from "../../shared/terminal-text.js";
@@ -138,41 +138,22 @@ async function verify(source: JournalSource, sessionId: string, json: boolean): 
   return ok ? EXIT.ok : EXIT.journalRefused;
 }
 
-/** What resuming the session would do with the user's machine and credentials. */
-function adoptionSummary(state: SessionState): {
-  lines: string[];
-  facts: Record<string, unknown>;
-} {
-  const header = state.header;
-  if (!header)
-    return { lines: ["  (no session.started record: resuming would run nothing recorded)"], facts: {} };
-  // The model the session would talk to now: its start's, or the latest model.switched's.
-  const options = state.options ?? {};
-  const provider = state.provider ?? header.provider;
+/** What resuming the session would do with the user's machine and credentials, for the person to judge. */
+function adoptionLines(facts: AdoptionFacts | undefined): string[] {
+  if (!facts) return ["  (no session.started record: resuming would run nothing recorded)"];
   const text = (value: unknown) => (typeof value === "string" ? escapeForTerminal(value) : "(none)");
-  const facts = {
-    goal: header.goal,
-    acceptance: header.acceptance ?? [],
-    provider: provider.kind ?? null,
-    model: provider.model ?? options.model ?? null,
-    base_url: provider.base_url ?? options.baseUrl ?? null,
-    api_key_env: options.apiKeyEnv ?? null,
-    policy_flags: options,
-    recorded_key_id: header.key_id ?? null,
-  };
   const acceptance =
     facts.acceptance.length > 0 ? facts.acceptance.map((c) => `    ${escapeForTerminal(c)}`) : ["    (none)"];
-  const lines = [
-    `  goal:                ${escapeForTerminal(header.goal)}`,
+  return [
+    `  goal:                ${escapeForTerminal(facts.goal)}`,
     "  acceptance commands (run on resume, in your workspace):",
     ...acceptance,
     `  provider:            ${text(facts.provider)}  model: ${text(facts.model)}`,
     `  base URL:            ${text(facts.base_url)}  (your API key would be sent there)`,
     `  key variable:        ${text(facts.api_key_env)}`,
-    `  policy flags:        ${jsonForTerminal(options)}`,
+    `  policy flags:        ${jsonForTerminal(facts.policy_flags)}`,
     `  recorded key id:     ${text(facts.recorded_key_id)}`,
   ];
-  return { lines, facts };
 }
 
 async function askYes(question: string): Promise<boolean> {
@@ -192,7 +173,8 @@ async function adopt(
   sessionId: string,
   options: { yes: boolean; json: boolean },
 ): Promise<number> {
-  const { records, trust } = await workspace.backend.readReport(sessionId);
+  const reviewed = await reviewAdoption(workspace.backend, sessionId);
+  const { trust } = reviewed;
   if (trust.trusted) {
     const message = `session ${sessionId} is already trusted: it authenticates under your journal key; nothing to adopt`;
     process.stdout.write(
@@ -202,11 +184,9 @@ async function adopt(
     );
     return EXIT.ok;
   }
-  const state = SessionState.from(records);
-  const summary = adoptionSummary(state);
   process.stderr.write(
     `session ${sessionId} is not trusted: ${escapeForTerminal(trust.message)}\n\n` +
-      `Adopting it means harness treats it as yours. Resuming it would:\n${summary.lines.join("\n")}\n\n`,
+      `Adopting it means harness treats it as yours. Resuming it would:\n${adoptionLines(reviewed.facts).join("\n")}\n\n`,
   );
   if (!options.yes) {
     const interactive = process.stdin.isTTY === true && process.stderr.isTTY === true;
@@ -221,34 +201,15 @@ async function adopt(
       return EXIT.journalRefused;
     }
   }
-  const head = records[records.length - 1];
-  if (!head) throw new UsageError(`session ${sessionId} has no records to adopt`);
-  const writer = await workspace.backend.openWriter(sessionId, { create: false, adopt: true });
-  try {
-    await writer.append([
-      {
-        type: "journal.adopted",
-        data: {
-          head_hash: head.hash,
-          records: records.length,
-          key_id: writer.keyId,
-          previous_key_id: trust.recordedKeyId,
-          reason: trust.problem,
-          by: userInfo().username,
-        },
-      },
-    ]);
-  } finally {
-    await writer.close();
-  }
+  const adopted = await adoptSession(workspace.backend, sessionId, reviewed, userInfo().username);
   if (options.json) {
     process.stdout.write(
-      `${jsonForTerminal({ session: sessionId, adopted: true, head_hash: head.hash, records: records.length, ...summary.facts })}\n`,
+      `${jsonForTerminal({ session: sessionId, adopted: true, head_hash: adopted.headHash, records: adopted.records, ...reviewed.facts })}\n`,
     );
   } else {
     process.stdout.write(
-      `session ${sessionId}: adopted (vouched for ${records.length} records up to ${head.hash.slice(0, 12)}); ` +
-        `continue with: ${escapeForTerminal(resumeCommand(sessionId, workspace, unrecordedPlaceholders(state.provider)))}\n`,
+      `session ${sessionId}: adopted (vouched for ${adopted.records} records up to ${adopted.headHash.slice(0, 12)}); ` +
+        `continue with: ${escapeForTerminal(resumeCommand(sessionId, workspace, unrecordedPlaceholders(reviewed.state.provider)))}\n`,
     );
   }
   return EXIT.ok;

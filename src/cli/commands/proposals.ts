@@ -1,11 +1,7 @@
 import type { CheckOutcome } from "../../engine/acceptance.js";
-import { SessionState } from "../../engine/state.js";
-import type { AnyNewEvent } from "../../journal/vocabulary.js";
-import { applyProposals, short } from "../../proposals/apply.js";
+import { short } from "../../proposals/apply.js";
 import { type ApplyOutcome, proposalsOf, type RecordedProposal } from "../../proposals/ledger.js";
-import { configNamedFiles } from "../../session/config-hooks.js";
-import { loadConfigForCli } from "../../session/governance.js";
-import { standaloneAcceptance } from "../../session/processes.js";
+import { applySession } from "../../session/operations/apply.js";
 import { UsageError } from "../../session/usage-error.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { displayWidth, padEndWidth } from "../../shared/text-width.js";
@@ -14,6 +10,7 @@ import { versionOf } from "../../workspace/version.js";
 import { parse, positiveInt } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { LAST_OPTION, sessionFromArgs } from "../session-id.js";
+import { stderrNotices } from "../session-runner.js";
 import { colorEnabled, createStyle, type Style } from "../style.js";
 
 const DIFF_HELP = `Usage: harness diff SESSION [--workspace DIR] [--json]
@@ -99,74 +96,13 @@ export const applyCommand = {
       ...LAST_OPTION,
     });
     const { workspace, sessionId } = await sessionArgument(values, positionals, "apply");
-    const acceptTimeout = positiveInt(values["accept-timeout"], "--accept-timeout") ?? 600_000;
-    const commands = values.accept ?? [];
-    if (commands.some((command) => command.trim() === "")) throw new UsageError("--accept needs a command");
-    const config = await loadConfigForCli(workspace.root);
-    // A proposal for a hook file the configs name is refused like a write to it would be.
-    workspace.fs.protectFiles(configNamedFiles(config, workspace.root));
-    const acceptanceRunner = standaloneAcceptance(
-      config,
-      workspace.root,
-      workspace.fs.protectedPaths,
-      process.env,
-    );
-    if (commands.length > 0) {
-      for (const notice of acceptanceRunner.notices) process.stderr.write(`harness: note: ${notice}\n`);
-    }
-
-    const writer = await workspace.backend.openWriter(sessionId, { create: false });
-    const header = SessionState.from(writer.records).header;
-    if (header !== undefined && header.workspace.fingerprint !== workspace.identity.fingerprint) {
-      await writer.close();
-      throw new UsageError(`session "${sessionId}" was recorded in another workspace; apply it there`);
-    }
-    let outcomes: ApplyOutcome[];
-    let acceptance: { accepted: boolean; checks: CheckOutcome[] } | undefined;
-    let skippedAcceptance = false;
-    try {
-      const ledger = proposalsOf(writer.records);
-      const record = async (...events: AnyNewEvent[]) => {
-        await writer.append(events);
-      };
-      outcomes = await applyProposals({
-        fs: workspace.fs,
-        proposals: ledger,
-        record: (outcome) => record({ type: "proposal.applied", data: outcome }),
-      });
-      const conflicts = outcomes.some((o) => o.outcome === "conflict");
-      if (commands.length > 0 && conflicts) skippedAcceptance = true;
-      if (commands.length > 0 && !conflicts && outcomes.length > 0) {
-        // Checks run against the workspace as applied: that is what "verified" is about.
-        const signal = new AbortController().signal;
-        const checks: CheckOutcome[] = [];
-        for (const command of commands) {
-          checks.push(await acceptanceRunner.check(command, acceptTimeout).run(signal));
-        }
-        acceptance = { accepted: checks.every((c) => c.passed), checks };
-        await record({ type: "acceptance.checked", data: acceptance });
-        if (acceptance.accepted) {
-          const answer = SessionState.from(writer.records).lastReply?.text ?? "";
-          await record({ type: "run.finished", data: { status: "verified", answer } });
-        }
-      }
-    } finally {
-      await writer.close();
-    }
-
-    const conflicts = outcomes.filter((o) => o.outcome === "conflict").length;
-    const status =
-      outcomes.length === 0
-        ? "nothing_to_apply"
-        : conflicts > 0
-          ? "conflict"
-          : acceptance === undefined
-            ? outcomes.every((o) => o.outcome === "already_applied")
-              ? "already_applied"
-              : "applied"
-            : acceptance.accepted
-              ? "verified"
-              : "acceptance_failed";
+    const acceptTimeoutMs = positiveInt(values["accept-timeout"], "--accept-timeout") ?? 600_000;
+    const { status, outcomes, acceptance, skippedAcceptance } = await applySession(workspace, sessionId, {
+      commands: values.accept ?? [],
+      acceptTimeoutMs,
+      env: process.env,
+      notify: stderrNotices,
+    });
     const code = status === "conflict" || status === "acceptance_failed" ? EXIT.stopped : EXIT.ok;
     if (values.json) {
       process.stdout.write(

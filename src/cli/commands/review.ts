@@ -1,5 +1,5 @@
 import { userInfo } from "node:os";
-import { SessionState } from "../../engine/state.js";
+import { resolveReview, unknownOutcomes } from "../../session/operations/review.js";
 import { UsageError } from "../../session/usage-error.js";
 import { escapeForTerminal, jsonForTerminal } from "../../shared/terminal-text.js";
 import { parse } from "../args.js";
@@ -14,7 +14,8 @@ A call that started but whose outcome was never recorded is "unknown": harness n
 never runs it again, so the session stops for review. After checking the workspace (or the
 external system) yourself, record what you found. The resolution and its evidence are journaled
 (review.resolved) and shown to the model next to the call's result; once every unknown outcome is
-resolved as applied or not applied, "harness resume SESSION" continues the session.`;
+resolved as applied or not applied, "harness resume SESSION" continues the session. A call resolved
+as applied or not applied keeps that resolution (a resumed run may have acted on it).`;
 
 export const reviewCommand = {
   help: HELP,
@@ -37,9 +38,8 @@ export const reviewCommand = {
       values.last,
       "harness review SESSION [CALL_ID ...]",
     );
-    const state = SessionState.from(await workspace.backend.read(sessionId));
-    const unknown = state.unresolvedUnknowns();
     if (!callId) {
+      const unknown = await unknownOutcomes(workspace.backend, sessionId);
       if (values.json) {
         process.stdout.write(
           `${JSON.stringify(unknown.map((r) => ({ call_id: r.call_id, name: r.name, summary: r.summary })))}\n`,
@@ -48,7 +48,7 @@ export const reviewCommand = {
         process.stdout.write(`session ${sessionId}: no unresolved unknown outcomes\n`);
       } else {
         for (const r of unknown) {
-          const args = jsonForTerminal(state.started.get(r.call_id)?.arguments ?? {});
+          const args = jsonForTerminal(r.arguments);
           process.stdout.write(
             `${escapeForTerminal(r.call_id)}  ${escapeForTerminal(r.name)}  ${args.length > 100 ? `${args.slice(0, 99)}…` : args}\n`,
           );
@@ -59,29 +59,15 @@ export const reviewCommand = {
     const chosen = (["applied", "not-applied", "undetermined"] as const).filter((flag) => values[flag]);
     if (chosen.length !== 1)
       throw new UsageError("give exactly one of --applied, --not-applied, --undetermined");
-    const evidence = values.evidence?.trim();
-    if (!evidence) throw new UsageError("--evidence TEXT is required: say how you established the outcome");
-    const result = state.results.get(callId);
-    if (result?.status !== "unknown") {
-      throw new UsageError(`call "${callId}" of session ${sessionId} has no unknown outcome to resolve`);
-    }
-    const resolution = chosen[0] === "not-applied" ? "not_applied" : chosen[0]!;
-    const writer = await workspace.backend.openWriter(sessionId, { create: false });
-    try {
-      await writer.append([
-        {
-          type: "review.resolved",
-          data: { call_id: callId, resolution, evidence, by: values.by ?? userInfo().username },
-        },
-      ]);
-    } finally {
-      await writer.close();
-    }
-    const after = SessionState.from(await workspace.backend.read(sessionId));
-    const left = after.unresolvedUnknowns().length;
+    const { left, state } = await resolveReview(workspace.backend, sessionId, {
+      callId,
+      resolution: chosen[0] === "not-applied" ? "not_applied" : chosen[0]!,
+      evidence: values.evidence ?? "",
+      by: values.by ?? userInfo().username,
+    });
     process.stdout.write(
       left === 0
-        ? `recorded; no unknown outcomes remain: continue with ${escapeForTerminal(resumeCommand(sessionId, workspace, unrecordedPlaceholders(after.provider)))}\n`
+        ? `recorded; no unknown outcomes remain: continue with ${escapeForTerminal(resumeCommand(sessionId, workspace, unrecordedPlaceholders(state.provider)))}\n`
         : `recorded; ${left} unknown outcome(s) still need review\n`,
     );
     return EXIT.ok;
