@@ -23,6 +23,7 @@ import { openWorkspace } from "../session/workspace.js";
 import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
 import { padEndWidth } from "../shared/text-width.js";
 import { parse } from "./args.js";
+import { stderrNotices } from "./notices.js";
 import { updateUserConfig } from "./user-config-file.js";
 
 /**
@@ -68,7 +69,7 @@ async function configOf(args: string[]): Promise<{
   config: LoadedConfig;
 }> {
   const parsed = parse(args, OPTIONS);
-  const workspace = await openWorkspace(parsed.values.workspace);
+  const workspace = await openWorkspace(parsed.values.workspace, { notify: stderrNotices });
   return { parsed, root: workspace.root, config: await loadConfigForCli(workspace.root) };
 }
 

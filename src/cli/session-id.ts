@@ -4,6 +4,7 @@ import { type OpenedWorkspace, openWorkspace } from "../session/workspace.js";
 import { escapeForTerminal } from "../shared/terminal-text.js";
 import { workspaceFlag } from "./hints.js";
 import { latestSession } from "./latest-session.js";
+import { stderrNotices } from "./notices.js";
 
 /** `--last`, for every command that takes a session id. */
 export const LAST_OPTION = { last: { type: "boolean" } } as const;
@@ -30,7 +31,7 @@ export async function sessionFromArgs(
       `invalid session id "${escapeForTerminal(given)}": use letters, digits, '.', '_' or '-'`,
     );
   }
-  const workspace = await openWorkspace(dir);
+  const workspace = await openWorkspace(dir, { notify: stderrNotices });
   const sessionId = given === undefined ? await latest(workspace) : await byPrefix(workspace, given);
   return { workspace, sessionId };
 }

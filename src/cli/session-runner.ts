@@ -5,12 +5,12 @@ import type { AnyRecord } from "../journal/vocabulary.js";
 import { costUsd, formatCost } from "../providers/cost.js";
 import type { ProviderIdentity } from "../providers/provider.js";
 import { type SessionRun, sessionEngineOptions } from "../session/engine-options.js";
-import type { Notify } from "../session/notice.js";
 import type { OpenedWorkspace } from "../session/workspace.js";
 import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
 import { CallShow } from "./call-show.js";
 import { exitCodeFor } from "./exit-codes.js";
 import { continueCommand, nextSteps, resumeCommand, withWorkspace } from "./next-steps.js";
+import { stderrNotices } from "./notices.js";
 import { output } from "./output.js";
 import { createProgress, MODEL_TEXT_PREFIX } from "./progress.js";
 import { TerminalSteering } from "./run-steering.js";
@@ -27,16 +27,6 @@ export interface CliRun extends SessionRun {
   /** What a printed command that continues the session repeats (run.ts `unrecordedFlags`, next-steps.ts). */
   unrecordedFlags?: string[][];
 }
-
-/**
- * The session layer's notices on stderr: warnings and notes always (escaped: they quote
- * workspace paths), progress unless -q.
- */
-export const stderrNotices: Notify = (notice) => {
-  if (notice.level === "progress" && output.quiet) return;
-  const prefix = notice.level === "note" ? "harness: note: " : "harness: ";
-  process.stderr.write(`${prefix}${escapeForTerminal(notice.message)}\n`);
-};
 
 /**
  * Run a session with the CLI's conventions: progress on stderr, `--events` NDJSON or one

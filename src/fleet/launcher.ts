@@ -1,4 +1,5 @@
 import { EngineSession } from "../session/handle.js";
+import type { SessionNotice } from "../session/notice.js";
 import { prepareSession } from "../session/prepare.js";
 import { openWorkspace } from "../session/workspace.js";
 import { taskConfig } from "./task-config.js";
@@ -12,8 +13,10 @@ import type { SessionLauncher } from "./worker.js";
 export function launchSession(log: (line: string) => void): SessionLauncher {
   return async ({ task, root, backend, signal, lost }) => {
     const config = taskConfig(task.options);
-    const workspace = await openWorkspace(root);
     const note = (line: string) => log(`session ${task.session}: ${line}`);
+    const notify = (notice: SessionNotice) =>
+      note(notice.level === "note" ? `note: ${notice.message}` : notice.message);
+    const workspace = await openWorkspace(root, { notify });
     const prepared = await prepareSession(config, {
       workspace,
       sessionId: task.session,
@@ -21,7 +24,7 @@ export function launchSession(log: (line: string) => void): SessionLauncher {
       // A worker has nobody to ask: write and shell default to deny.
       interactive: false,
       mcp: note,
-      notify: (notice) => note(notice.level === "note" ? `note: ${notice.message}` : notice.message),
+      notify,
     });
     const session = new EngineSession(prepared.run, prepared.records.length > 0, { signal });
     // A session the worker resumes goes on with its own goal; a new one starts with the task's.

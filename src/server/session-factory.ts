@@ -12,6 +12,7 @@ import type { SessionConfig } from "../session/config.js";
 import { flagsOf } from "../session/config.js";
 import { EngineSession, type Turn } from "../session/handle.js";
 import type { JournalSource } from "../session/journal-source.js";
+import type { Notify } from "../session/notice.js";
 import { forkWithArtifacts } from "../session/operations/fork.js";
 import { prepareSession } from "../session/prepare.js";
 import { effectiveFlags } from "../session/run-flags.js";
@@ -52,26 +53,34 @@ export function serveSessionFactory(options: FactoryOptions): SessionFactory {
       const dir = workspace ?? options.workspaces?.[0];
       if (dir === undefined) return undefined;
       // A client's workspace comes as the real path admission checked: opened exactly there.
-      return workspaceStore(await openWorkspace(dir, { exact: workspace !== undefined }));
+      return workspaceStore(
+        await openWorkspace(dir, { exact: workspace !== undefined, notify: logNotice(options) }),
+      );
     },
     async served() {
       const stores: SessionStore[] = [];
       const dirs = options.workspaces?.length ? options.workspaces : [];
-      for (const dir of dirs) stores.push(workspaceStore(await openWorkspace(dir)));
+      for (const dir of dirs)
+        stores.push(workspaceStore(await openWorkspace(dir, { notify: logNotice(options) })));
       // The directory serve was started in, when no --workspace names one: listed only when it
       // already holds harness state (serving never creates .harness where nothing ran).
       if (dirs.length === 0 && existsSync(join(process.cwd(), ".harness")))
-        stores.push(workspaceStore(await openWorkspace(process.cwd())));
+        stores.push(workspaceStore(await openWorkspace(process.cwd(), { notify: logNotice(options) })));
       if (options.database) stores.push(databaseStore(options.database));
       return stores;
     },
   };
 }
 
+/** The session layer's notices in the server's log (an operator reads it; never a client). */
+function logNotice(options: FactoryOptions): Notify {
+  return (notice) => options.log(notice.level === "note" ? `note: ${notice.message}` : notice.message);
+}
+
 async function openServed(request: OpenRequest, options: FactoryOptions): Promise<OpenedSession> {
   // The real path admission checked, opened exactly there: a link the client named that was
   // flipped since, or a directory on the way swapped for one, opens nothing.
-  const workspace = await openWorkspace(request.workspace, { exact: true });
+  const workspace = await openWorkspace(request.workspace, { exact: true, notify: logNotice(options) });
   const sessionId = request.sessionId ?? (await unusedSessionId(workspace));
   validateSessionId(sessionId);
   const records = (await workspace.backend.exists(sessionId)) ? await workspace.backend.read(sessionId) : [];

@@ -29,7 +29,7 @@ export interface SessionOptions {
   listener?: SessionListener;
   /** Aborting it cancels the running turn at its next safe point (the session is then cancelled). */
   signal?: AbortSignal;
-  /** Environment the session's setup reads (API key variables, HOME); default `process.env`. */
+  /** Environment the session's setup reads (API key variables, HARNESS_CONFIG); default `process.env`. */
   env?: NodeJS.ProcessEnv;
 }
 

@@ -10,6 +10,7 @@ import { unlockPgSession } from "../journal/pg/writer-claim.js";
 import type { JournalBackend } from "../journal/store.js";
 import { type VerifyResult, verifyJournal, verifyJournalBytes } from "../journal/verify.js";
 import type { AnyRecord } from "../journal/vocabulary.js";
+import { IGNORE_NOTICES, type Notify } from "./notice.js";
 import { UsageError } from "./usage-error.js";
 import { openWorkspace } from "./workspace.js";
 
@@ -51,13 +52,14 @@ export const DATABASE_HELP =
  */
 export async function openJournalSource(
   flags: JournalSourceFlags,
-  options: { withArtifacts?: boolean } = {},
+  options: { withArtifacts?: boolean; notify?: Notify } = {},
 ): Promise<JournalSource> {
+  const notify = options.notify ?? IGNORE_NOTICES;
   if (flags.database !== undefined && flags.workspace !== undefined && options.withArtifacts !== true) {
     throw new UsageError("--workspace and --database name two places to read sessions from; give one");
   }
   if (flags.database === undefined) {
-    const workspace = await openWorkspace(flags.workspace);
+    const workspace = await openWorkspace(flags.workspace, { notify });
     return {
       backend: workspace.backend,
       where: workspace.root,
@@ -70,7 +72,8 @@ export async function openJournalSource(
     };
   }
   const url = databaseUrl(flags.database);
-  const workspace = flags.workspace === undefined ? undefined : await openWorkspace(flags.workspace);
+  const workspace =
+    flags.workspace === undefined ? undefined : await openWorkspace(flags.workspace, { notify });
   // allowExitOnIdle: a command ends when its work does, without having to close the pool.
   const pool = new pg.Pool({
     connectionString: url.href,
@@ -105,7 +108,7 @@ export async function openJournalSource(
 export async function openSessionSource(
   flags: JournalSourceFlags,
   sessionId: string,
-  options: { withArtifacts?: boolean } = {},
+  options: { withArtifacts?: boolean; notify?: Notify } = {},
 ): Promise<JournalSource> {
   const source = await openJournalSource(flags, options);
   if (!(await source.backend.exists(sessionId))) {

@@ -7,7 +7,6 @@ import { prepareStateDir } from "../journal/state-dir.js";
 import { settleGuards } from "../sandbox/absent-guard.js";
 import { errnoCode } from "../shared/errno.js";
 import { sha256Hex } from "../shared/hash.js";
-import { escapeForTerminal } from "../shared/terminal-text.js";
 import { DiskWorkspaceFs } from "../workspace/disk-fs.js";
 import { enclosingStateDir } from "../workspace/enclosing-state.js";
 import { excludeStateDirFromGit } from "../workspace/git-exclude.js";
@@ -29,6 +28,8 @@ export interface OpenedWorkspace {
 export async function openWorkspace(
   dir: string | undefined,
   options: {
+    /** Where the notice of a settled guard goes: the library prints nothing itself. */
+    notify: Notify;
     create?: boolean;
     /**
      * `dir` is a real path someone checked (harness serve's admission): it must still be the
@@ -36,9 +37,7 @@ export async function openWorkspace(
      * swapped for a link after the check).
      */
     exact?: boolean;
-    /** Where the notice of a settled guard goes (default: stderr, the CLI's). */
-    notify?: Notify;
-  } = {},
+  },
 ): Promise<OpenedWorkspace> {
   const requested = resolve(dir ?? process.cwd());
   if (options.create) await mkdir(requested, { recursive: true });
@@ -72,8 +71,7 @@ export async function openWorkspace(
   // killed mid-command created at a protected name is moved away (src/sandbox/absent-guard.ts).
   for (const moved of settleGuards(root)) {
     const message = `${moved.path} was created by a sandboxed command while it was protected; moved to ${moved.movedTo}`;
-    if (options.notify) options.notify({ level: "warning", message });
-    else process.stderr.write(`harness: ${escapeForTerminal(message)}\n`);
+    options.notify({ level: "warning", message });
   }
   const fs = await DiskWorkspaceFs.create(root);
   return {

@@ -179,7 +179,7 @@ describe("session grants across a resume (CLI setup)", () => {
         replies: [{ calls: [write("w1", "one\n")] }, { calls: [write("w2", "two\n")] }, done],
       }),
     );
-    const workspace = await openWorkspace(ws.root);
+    const workspace = await openWorkspace(ws.root, { notify: () => {} });
     const flags = effectiveFlags({ write: "ask" }, undefined, false);
     const engine = async (approver: FunctionApprover, maxToolCalls: number, mode: "new" | "resume") => {
       const setup = await buildSetup({ workspace, flags, script: scriptPath, interactive: false });

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { ErrorCode } from "../../src/api/errors.js";
-import { catalogOf } from "../../src/server/session-factory.js";
 import type { ApprovalRequest } from "../../src/runtime/ports.js";
 import { WireApprover } from "../../src/server/approvals.js";
 import { TokenTable } from "../../src/server/identities.js";
+import { catalogOf } from "../../src/server/session-factory.js";
 
 const request: ApprovalRequest = {
   callId: "c1",

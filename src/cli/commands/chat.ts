@@ -18,9 +18,10 @@ import { ConfiguredModels } from "../chat/models.js";
 import { hint } from "../hints.js";
 import { latestSession } from "../latest-session.js";
 import { chatContinueCommand } from "../next-steps.js";
+import { stderrNotices } from "../notices.js";
 import { output } from "../output.js";
 import { byPrefix, continuedOrNewSession } from "../session-id.js";
-import { callShow, stderrNotices } from "../session-runner.js";
+import { callShow } from "../session-runner.js";
 import { colorEnabled, createStyle } from "../style.js";
 import {
   argvConfig,
@@ -110,7 +111,7 @@ export const chatCommand = {
       );
     }
     const values = parsed.values;
-    const workspace = await openWorkspace(values.workspace);
+    const workspace = await openWorkspace(values.workspace, { notify: stderrNotices });
     if (values.continue && values.session !== undefined)
       throw new UsageError("--continue takes the latest session; --session names one: choose one");
     const latest = values.continue ? await latestSession(workspace) : undefined;

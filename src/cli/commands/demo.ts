@@ -10,6 +10,7 @@ import { openWorkspace } from "../../session/workspace.js";
 import { errnoCode } from "../../shared/errno.js";
 import { createFileTools } from "../../tools/builtin.js";
 import { parse } from "../args.js";
+import { stderrNotices } from "../notices.js";
 import { runSession } from "../session-runner.js";
 
 const HELP = `Usage: harness demo [--workspace DIR] [--read-only] [--json]
@@ -39,7 +40,7 @@ export const demoCommand = {
     const dir = values.workspace ?? (await mkdtemp(join(tmpdir(), "harness-demo-")));
     if (values.workspace === undefined)
       process.stderr.write(`harness demo: using a fresh workspace at ${dir}\n`);
-    const workspace = await openWorkspace(dir, { create: true });
+    const workspace = await openWorkspace(dir, { create: true, notify: stderrNotices });
     await createIfAbsent(join(workspace.root, DEMO_FILE), DEMO_INITIAL);
     const readOnly = values["read-only"] === true;
     const modes = modePolicy({ write: "allow", readOnly });

@@ -13,6 +13,7 @@ import { ReplayError, recordedBase, replayTree } from "../../undo/replay.js";
 import { BeneathError, HeldDir } from "../../workspace/beneath.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
+import { stderrNotices } from "../notices.js";
 import { LAST_OPTION, sessionFromArgs } from "../session-id.js";
 
 const HELP = `Usage: harness fork SESSION [--at SEQ] [--into DIR] [--workspace DIR] [--session NEW_ID] [--json]
@@ -133,7 +134,7 @@ async function forkInto(
     const seq = at ?? records.length - 1;
     const target = replayTree(tree, records, seq);
     checkTree(target);
-    const opened = await openWorkspace(dir);
+    const opened = await openWorkspace(dir, { notify: stderrNotices });
     const forked = await forkWithArtifacts(workspace, parent, child, at, opened);
     const written = await materializeTree(
       target,

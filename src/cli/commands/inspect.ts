@@ -12,6 +12,7 @@ import { EXIT } from "../exit-codes.js";
 import { fitText, outputWidth } from "../fit.js";
 import { callView, findCall, renderCall } from "../inspect-call.js";
 import { mcpStats } from "../mcp-stats.js";
+import { stderrNotices } from "../notices.js";
 import { LAST_OPTION, sessionIdFromArgs } from "../session-id.js";
 import { colorEnabled, createStyle, type Style } from "../style.js";
 
@@ -52,7 +53,7 @@ export const inspectCommand = {
       ...LAST_OPTION,
     });
     const sessionId = await sessionIdFromArgs(values, positionals[0], values.last, "harness inspect SESSION");
-    const workspace = await openSessionSource(values, sessionId);
+    const workspace = await openSessionSource(values, sessionId, { notify: stderrNotices });
     // Showing a journal runs nothing, so an untrusted one is shown, labelled as such.
     const { records, trust } = await workspace.backend.readReport(sessionId);
     if (values.call !== undefined) {

@@ -14,6 +14,7 @@ import { beforeHashes } from "../../workspace/manifest.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { resumeCommand, unrecordedPlaceholders } from "../next-steps.js";
+import { stderrNotices } from "../notices.js";
 import { LAST_OPTION, sessionFromArgs, sessionIdFromArgs } from "../session-id.js";
 
 const JOURNAL_HELP = `Usage: harness journal verify SESSION [--workspace DIR] [--database URL] [--json]
@@ -231,7 +232,10 @@ export const journalCommand = {
     if (values.yes && action !== "adopt") throw new UsageError("--yes applies to harness journal adopt only");
     if (action === "verify") {
       const sessionId = await sessionIdFromArgs(values, given, values.last, "harness journal verify SESSION");
-      const source = await openSessionSource(values, sessionId, { withArtifacts: true });
+      const source = await openSessionSource(values, sessionId, {
+        withArtifacts: true,
+        notify: stderrNotices,
+      });
       return verify(source, sessionId, values.json === true);
     }
     if (values.database !== undefined)
@@ -271,7 +275,7 @@ export const unlockCommand = {
       ...LAST_OPTION,
     });
     const sessionId = await sessionIdFromArgs(values, positionals[0], values.last, "harness unlock SESSION");
-    const source = await openSessionSource(values, sessionId);
+    const source = await openSessionSource(values, sessionId, { notify: stderrNotices });
     let result: UnlockResult;
     try {
       result = await source.unlock(sessionId, { force: values.force === true });

@@ -19,6 +19,7 @@ import { newSessionId, type OpenedWorkspace, openWorkspace } from "../../session
 import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { parse, positiveInt } from "../args.js";
 import { ADD_HELP, APPROVE_HELP, LIST_HELP, REMOVE_HELP, TEST_HELP } from "../mcp-help.js";
+import { stderrNotices } from "../notices.js";
 import { argvConfig, givenFlags, SESSION_OPTIONS } from "./run.js";
 
 const SERVE_OPTIONS = {
@@ -180,7 +181,7 @@ async function serve(args: string[]): Promise<number> {
     throw new UsageError(`unexpected arguments: ${parsed.positionals.join(" ")}`);
   const http = httpOption(values.http, values["token-env"], values["allow-remote"] === true);
   const httpExtras = httpClientOptions(values, http !== undefined);
-  const workspace = await openWorkspace(values.workspace);
+  const workspace = await openWorkspace(values.workspace, { notify: stderrNotices });
   const given = givenFlags(values);
   const config = await loadConfigForCli(workspace.root);
   // harness_run's model: the flags, else the user's default_profile (harness init writes it).

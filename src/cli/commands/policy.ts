@@ -18,6 +18,7 @@ import { createFileTools } from "../../tools/builtin.js";
 import { createShellTool } from "../../tools/shell/shell.js";
 import { oneOf, parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
+import { stderrNotices } from "../notices.js";
 
 const HELP = `Usage: harness policy explain TOOL 'ARGS_JSON' [options]
 
@@ -66,7 +67,7 @@ export const policyCommand = {
     const definition = tools.find((t) => t.name === tool);
     if (!definition)
       throw new UsageError(`unknown tool "${tool}" (tools: ${tools.map((t) => t.name).join(", ")})`);
-    const workspace = await openWorkspace(values.workspace);
+    const workspace = await openWorkspace(values.workspace, { notify: stderrNotices });
     const interactive = process.stdin.isTTY === true && process.stderr.isTTY === true;
     const flags = effectiveFlags(
       {

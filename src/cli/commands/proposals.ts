@@ -9,8 +9,8 @@ import { WorkspaceError, type WorkspaceFs } from "../../workspace/fs.js";
 import { versionOf } from "../../workspace/version.js";
 import { parse, positiveInt } from "../args.js";
 import { EXIT } from "../exit-codes.js";
+import { stderrNotices } from "../notices.js";
 import { LAST_OPTION, sessionFromArgs } from "../session-id.js";
-import { stderrNotices } from "../session-runner.js";
 import { colorEnabled, createStyle, type Style } from "../style.js";
 
 const DIFF_HELP = `Usage: harness diff SESSION [--workspace DIR] [--json]

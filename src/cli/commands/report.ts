@@ -11,6 +11,7 @@ import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { type ReportMeta, reportHtml } from "../../viewer/page.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
+import { stderrNotices } from "../notices.js";
 import { LAST_OPTION, sessionIdFromArgs } from "../session-id.js";
 import { referencedArtifacts } from "./journal.js";
 
@@ -66,7 +67,7 @@ export const reportCommand = {
       values.last,
       "harness report SESSION -o FILE",
     );
-    const source = await openSessionSource(values, sessionId, { withArtifacts: true });
+    const source = await openSessionSource(values, sessionId, { withArtifacts: true, notify: stderrNotices });
     const { records, verdict } = await verifiedRecords(source, sessionId).finally(() => source.close());
     const html = reportHtml(records, { session: sessionId, generated: new Date().toISOString(), verdict });
     if (target === undefined) process.stdout.write(html);

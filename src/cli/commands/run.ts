@@ -12,10 +12,11 @@ import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { oneOf, parse, positiveInt, tokenCount } from "../args.js";
 import { goalFrom } from "../goal-input.js";
 import { latestSession } from "../latest-session.js";
+import { stderrNotices } from "../notices.js";
 import { offTerminalNotice } from "../off-terminal.js";
 import { output } from "../output.js";
 import { continuedOrNewSession, LAST_OPTION, sessionFromArgs } from "../session-id.js";
-import { runSession, stderrNotices } from "../session-runner.js";
+import { runSession } from "../session-runner.js";
 
 export const SESSION_OPTIONS = {
   workspace: { type: "string", short: "w" },
@@ -192,7 +193,7 @@ export const runCommand = {
   options: RUN_OPTIONS,
   async run(args: string[]): Promise<number> {
     const parsed = parse(args, RUN_OPTIONS);
-    const workspace = await openWorkspace(parsed.values.workspace);
+    const workspace = await openWorkspace(parsed.values.workspace, { notify: stderrNotices });
     if (parsed.values.continue && parsed.values.session !== undefined)
       throw new UsageError("--continue takes the latest session; --session names one: choose one");
     const latest = parsed.values.continue ? await latestSession(workspace) : undefined;

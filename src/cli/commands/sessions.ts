@@ -3,6 +3,7 @@ import { sessionRows } from "../../session/listing.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
+import { stderrNotices } from "../notices.js";
 
 const HELP = `Usage: harness sessions [--workspace DIR | --database URL] [--json]
 
@@ -17,7 +18,7 @@ export const sessionsCommand = {
       database: { type: "string" },
       json: { type: "boolean" },
     });
-    const workspace = await openJournalSource(values);
+    const workspace = await openJournalSource(values, { notify: stderrNotices });
     const rows = await sessionRows(workspace.backend);
     if (values.json) {
       process.stdout.write(`${JSON.stringify(rows)}\n`);
