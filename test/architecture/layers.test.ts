@@ -43,6 +43,10 @@ describe("the import graph of src/", () => {
     expect(findCycle(graph)).toBeUndefined();
   });
 
+  it("lets the examples import the package entry only, as a program embedding harness does", () => {
+    expect([...(graph.get("examples")?.entries() ?? [])]).toEqual([[PACKAGE_ENTRY, expect.any(String)]]);
+  });
+
   it("places every folder of src/ on the stack exactly once", () => {
     const placed = STACK.flat();
     expect(new Set(placed).size).toBe(placed.length);

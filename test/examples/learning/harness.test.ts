@@ -35,7 +35,7 @@ describe("learning:harness workflow", () => {
     expect(report.repository_unchanged).toBe(true);
   });
 
-  it("leaves every byte of the in-memory repository as it was", async () => {
+  it("leaves every byte of the repository as it was, its journal beside it not counted", async () => {
     const run = await runLesson(lessonSetup("workflow"));
     expect(run.summary.status).toBe("needs_review");
     expect(sameFiles(run.before, run.after)).toBe(true);
