@@ -46,7 +46,9 @@ async function runAsCaller(program: string): Promise<{ dir: string; ran: Ran }> 
   await symlink(ROOT, join(work, "node_modules/harness"), "dir");
   await writeFile(join(work, "hello.mjs"), program);
   const env: NodeJS.ProcessEnv = { ...process.env, HOME: join(dir, "home") };
-  for (const name of Object.keys(env)) if (/API_KEY$/.test(name)) delete env[name];
+  // A fresh user: no config file named, no model keys (the journal key stays the tests' throwaway one).
+  for (const name of Object.keys(env))
+    if (/API_KEY$/.test(name) || name === "HARNESS_CONFIG") delete env[name];
   const ran = await new Promise<Ran>((resolve) => {
     execFile(
       process.execPath,

@@ -80,8 +80,7 @@ export async function runLesson(setup: LessonSetup): Promise<LessonRun> {
         ...(setup.limits !== undefined ? { limits: setup.limits } : {}),
         ...(setup.contextWindow !== undefined ? { contextWindow: setup.contextWindow } : {}),
       },
-      // A HOME of its own: no person's config files, profiles or rules change a lesson.
-      { workspace: repo, provider, sessionId: setup.name, env: { ...process.env, HOME: join(dir, "home") } },
+      { workspace: repo, provider, sessionId: setup.name, env: await lessonEnv(join(dir, "home")) },
     );
     let summary: RunSummary;
     let records: AnyRecord[];
@@ -104,6 +103,17 @@ export async function runLesson(setup: LessonSetup): Promise<LessonRun> {
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * The environment a lesson's session is set up from: an empty user config of its own, so no
+ * person's config file (its rules, hooks, profiles, MCP servers) changes what a lesson shows.
+ */
+async function lessonEnv(home: string): Promise<NodeJS.ProcessEnv> {
+  await mkdir(home, { recursive: true });
+  const config = join(home, "config.json");
+  await writeFile(config, "{}\n");
+  return { ...process.env, HOME: home, HARNESS_CONFIG: config };
 }
 
 /** The latest proposal of each file, by path (a later proposal for a file replaces the earlier). */
