@@ -17,11 +17,9 @@ export {
   type ArtifactSink,
   type ArtifactStore,
 } from "./artifacts/store.js";
-// What a turn ends with, and what a caller reads of the journal.
 export type { EngineListener, Limits, PolicyHandle, RunStatus, RunSummary } from "./engine/options.js";
 export { FileJournalBackend } from "./journal/file-store.js";
 export { MemoryJournalBackend } from "./journal/memory-store.js";
-// The seams, each with its stock implementations.
 export {
   type AppendOptions,
   type JournalBackend,
@@ -92,7 +90,6 @@ export {
   type UnavailableReason,
 } from "./sandbox/sandbox.js";
 export { parseSessionConfig, type SessionConfig, type SessionLimits } from "./session/config.js";
-// The session layer: the one handle every door uses.
 export {
   createSession,
   openSession,
