@@ -1,52 +1,154 @@
-// The library surface: the engine, the runtime, and every seam with its implementations.
+/**
+ * `harness`: run a coding agent's session from a program, as `harness run` runs one: policy,
+ * sandbox, journal and acceptance set up from a `SessionConfig`; nothing is printed (notices go
+ * to `listener.notice`). The low-level parts (Engine, ToolRuntime, registry) are `harness/engine`.
+ *
+ *   const session = await createSession({ write: "allow", accept: ["npm test"] }, { workspace, provider });
+ *   const summary = await session.turn("fix the failing test").done;
+ *   await session.close();
+ *   if (summary.status !== "verified") process.exitCode = 1;
+ */
 
 export { FileArtifactStore } from "./artifacts/file-store.js";
 export { MemoryArtifactStore } from "./artifacts/memory-store.js";
-export type { ArtifactRef, ArtifactSink, ArtifactStore } from "./artifacts/store.js";
-export * from "./engine/acceptance.js";
-export * from "./engine/engine.js";
-export * from "./engine/errors.js";
-export * from "./engine/options.js";
-export { type ProcessSupervision, type SpawnInfo, SpawnJournal } from "./engine/recovery.js";
-export { SessionState } from "./engine/state.js";
-export { SYSTEM_PROMPT } from "./engine/system-prompt.js";
+export {
+  ArtifactCorruptError,
+  type ArtifactRef,
+  type ArtifactSink,
+  type ArtifactStore,
+} from "./artifacts/store.js";
+export type { EngineListener, Limits, PolicyHandle, RunStatus, RunSummary } from "./engine/options.js";
 export { FileJournalBackend } from "./journal/file-store.js";
-export { JournalKey } from "./journal/key.js";
-export { journalKeyPath, loadJournalKey } from "./journal/key-file.js";
 export { MemoryJournalBackend } from "./journal/memory-store.js";
-export { acquireLease, expiredLeases, type Lease, type LeaseHolder, leaseOf } from "./journal/pg/lease.js";
-export { leasedBackend } from "./journal/pg/leased.js";
-export { ensurePgSchema } from "./journal/pg/schema.js";
-export { PgJournalBackend, type PgJournalOptions, type PgOpenWriterOptions } from "./journal/pg/store.js";
-export * from "./journal/store.js";
-export { adoptCommand, assessTrust, type JournalReading, type JournalTrust } from "./journal/trust.js";
-export * from "./journal/vocabulary.js";
+export {
+  type AppendOptions,
+  type JournalBackend,
+  JournalError,
+  type JournalErrorCode,
+  type JournalWriter,
+  type OpenWriterOptions,
+  type SessionSummary,
+} from "./journal/store.js";
+export {
+  type JournalFaultCode,
+  type VerifyResult,
+  verifyJournal,
+  verifyJournalBytes,
+} from "./journal/verify.js";
+export type {
+  AnyRecord,
+  EventData,
+  EventType,
+  JournalRecord,
+} from "./journal/vocabulary.js";
 export { DenyApprover, FunctionApprover } from "./policy/approver.js";
 export { SessionGrants } from "./policy/grants.js";
 export { HookRunner } from "./policy/hooks.js";
 export { modePolicy, PolicyPermissions } from "./policy/policy-permissions.js";
-export { TtyApprover } from "./policy/tty-approver.js";
-export { decodeStream, ProtocolError, StreamDecoder } from "./protocol/decoder.js";
-export * from "./protocol/types.js";
+export type { ModelMessage } from "./protocol/types.js";
 export { createProvider } from "./providers/config.js";
-export * from "./providers/provider.js";
+export {
+  type ModelRequest,
+  type Provider,
+  ProviderError,
+  type ProviderErrorCode,
+  type ProviderErrorDetails,
+  type ProviderIdentity,
+} from "./providers/provider.js";
 export { ScriptedProvider } from "./providers/scripted/provider.js";
-export type { RetryLimits, RuntimeEnvironment } from "./runtime/environment.js";
-export * from "./runtime/hook-points.js";
-export { ToolRuntime } from "./runtime/pipeline.js";
-export * from "./runtime/ports.js";
-export { ToolRegistry, ToolSnapshot } from "./runtime/registry.js";
+export type { ScriptedTurn, ScriptFunction } from "./providers/scripted/script.js";
+export { HOOK_POINTS, type HookKind, type HookPoint, type WrapPoint } from "./runtime/hook-points.js";
+export type {
+  AdmitOutcome,
+  ApprovalDecision,
+  ApprovalPort,
+  ApprovalRequest,
+  ApprovalScope,
+  GrantPort,
+  HookCallContext,
+  HookContext,
+  HookPort,
+  HookRecord,
+  PermissionDecision,
+  PermissionPort,
+  PermissionRequest,
+  PermissionVerdict,
+  SessionGrant,
+  Subject,
+  SubjectKind,
+  WrapOutcome,
+} from "./runtime/ports.js";
 export type { ToolResult } from "./runtime/result.js";
 export { createSandbox } from "./sandbox/create.js";
-export { Executor } from "./sandbox/executor.js";
-export { type Sandbox, SandboxUnavailableError } from "./sandbox/sandbox.js";
-export { escapeForTerminal, escapeLines } from "./shared/terminal-text.js";
-export { createFileTools } from "./tools/builtin.js";
-export { createToolContext, type ToolContextParts } from "./tools/context.js";
-export { ERROR_CODES, ToolError } from "./tools/errors.js";
-export { selectTools, TOOL_PROFILES } from "./tools/profiles.js";
-export { createShellTool } from "./tools/shell/shell.js";
-export * from "./tools/tool.js";
+export {
+  type Launch,
+  type LaunchRequest,
+  type Sandbox,
+  type SandboxConfig,
+  type SandboxProfile,
+  SandboxUnavailableError,
+  type UnavailableReason,
+} from "./sandbox/sandbox.js";
+export { parseSessionConfig, type SessionConfig, type SessionLimits } from "./session/config.js";
+export {
+  createSession,
+  openSession,
+  type SessionListener,
+  type SessionOptions,
+} from "./session/create.js";
+export type { CommandResult, ModelListing, ProfileRow, SessionHandle, Turn } from "./session/handle.js";
+export { type SessionRow, sessionRows } from "./session/listing.js";
+export type { SessionNotice } from "./session/notice.js";
+export {
+  type AdoptionReport,
+  type AdoptionReview,
+  adoptSession,
+  reviewAdoption,
+} from "./session/operations/adopt.js";
+export {
+  type ApplyReport,
+  type ApplyRequest,
+  type ApplyStatus,
+  applySession,
+} from "./session/operations/apply.js";
+export { SessionOperationError, type SessionOperationErrorCode } from "./session/operations/error.js";
+export { forkWithArtifacts } from "./session/operations/fork.js";
+export {
+  type ReviewReport,
+  type ReviewRequest,
+  type ReviewResolution,
+  resolveReview,
+  type UnknownOutcome,
+  unknownOutcomes,
+} from "./session/operations/review.js";
+export { type LostWorkspaceReport, stopForLostWorkspace } from "./session/operations/stop-lost-workspace.js";
+export { undoSession } from "./session/operations/undo.js";
+export { UsageError } from "./session/usage-error.js";
+export { type OpenedWorkspace, openWorkspace } from "./session/workspace.js";
+export { ToolError } from "./tools/errors.js";
+export {
+  type AnyTool,
+  type ApprovalDisplay,
+  defineTool,
+  type EffectClass,
+  type Idempotency,
+  type ReadAccess,
+  type ResourceSet,
+  type ToolContext,
+  type ToolDefinition,
+  type ToolOutput,
+} from "./tools/tool.js";
+export type { UndoReport } from "./undo/apply.js";
+export type { UndoTarget } from "./undo/plan.js";
 export { DiskWorkspaceFs } from "./workspace/disk-fs.js";
-export * from "./workspace/fs.js";
+export {
+  type ChunkOptions,
+  type DirEntry,
+  type FileStat,
+  type GlobOptions,
+  WorkspaceError,
+  type WorkspaceErrorCode,
+  type WorkspaceFs,
+  type WriteOptions,
+} from "./workspace/fs.js";
 export { MemoryWorkspaceFs } from "./workspace/memory-fs.js";

@@ -1,4 +1,4 @@
-import type { ModelMessage } from "../protocol/types.js";
+import type { ModelMessage } from "../index.js";
 
 /**
  * The `version:` the last successful read_file observation reported: what a scripted model binds

@@ -6,8 +6,8 @@ import ts from "typescript";
 /**
  * The folder-level import graph of src/ and the check that it is a stack: every folder sits on a
  * floor, and a folder may import only folders on floors below its own. Folders on the same floor
- * are side by side and may not import each other. src/index.ts (the package's entry) counts as a
- * folder of its own.
+ * are side by side and may not import each other. src/index.ts (the package's entry) and
+ * src/engine-entry.ts (its `./engine` entry) each count as a folder of their own.
  */
 
 /** Folder name -> the folders it imports, each with one file-level edge as evidence. */
@@ -23,16 +23,23 @@ export interface Violation {
 
 export const PACKAGE_ENTRY = "index.ts";
 
+/** The package's `"./engine"` entry (the low-level parts), a node of its own beside PACKAGE_ENTRY. */
+export const ENGINE_ENTRY = "engine-entry.ts";
+
 /** Every relative import specifier of a module: static, `export ... from`, dynamic `import()`. */
 export function importSpecifiers(source: string): string[] {
   const info = ts.preProcessFile(source, true, true);
   return info.importedFiles.map((file) => file.fileName).filter((name) => name.startsWith("."));
 }
 
-/** The top-level folder of a path relative to src/ ("tools/files/grep.ts" -> "tools"). */
+/**
+ * The top-level folder of a path relative to src/ ("tools/files/grep.ts" -> "tools"); a module
+ * directly in src/ is the engine entry itself or else part of the package entry.
+ */
 export function folderOf(pathInSrc: string): string {
   const [first, ...rest] = pathInSrc.split("/");
-  return rest.length === 0 ? PACKAGE_ENTRY : (first ?? PACKAGE_ENTRY);
+  if (rest.length === 0) return first === ENGINE_ENTRY ? ENGINE_ENTRY : PACKAGE_ENTRY;
+  return first ?? PACKAGE_ENTRY;
 }
 
 /** Build the graph from module texts keyed by their path relative to src/ (posix separators). */

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   checkStack,
+  ENGINE_ENTRY,
   type FolderGraph,
   findCycle,
   folderGraph,
@@ -17,7 +18,9 @@ import {
  */
 const STACK: readonly (readonly string[])[] = [
   ["cli"],
-  ["eval", "examples", "mcp-server", "ui", "fleet", "server", PACKAGE_ENTRY],
+  // The in-repo embedding example uses the package as a caller does: through its entry only.
+  ["examples"],
+  ["eval", "mcp-server", "ui", "fleet", "server", PACKAGE_ENTRY, ENGINE_ENTRY],
   ["session"],
   ["engine"],
   ["packs", "proposals", "policy", "config", "undo"],
@@ -38,6 +41,10 @@ describe("the import graph of src/", () => {
 
   it("has no cycle between folders", () => {
     expect(findCycle(graph)).toBeUndefined();
+  });
+
+  it("lets the examples import the package entry only, as a program embedding harness does", () => {
+    expect([...(graph.get("examples")?.entries() ?? [])]).toEqual([[PACKAGE_ENTRY, expect.any(String)]]);
   });
 
   it("places every folder of src/ on the stack exactly once", () => {
@@ -66,16 +73,18 @@ describe("the check itself", () => {
     expect(importSpecifiers(source)).toEqual(["./a.js", "../b/b.js", "../../c.js", "./d.js", "../e/e.js"]);
   });
 
-  it("maps modules to folders, src/index.ts being the package entry", () => {
+  it("maps modules to folders, src/index.ts being the package entry and src/engine-entry.ts its own", () => {
     const graph = folderGraph(
       new Map([
         ["index.ts", 'export * from "./engine/engine.js";'],
+        ["engine-entry.ts", 'export * from "./tools/files/grep.js";'],
         ["engine/engine.ts", 'import "../tools/files/grep.js";\nimport "./state.js";'],
         ["tools/files/grep.ts", 'import "../tool.js";'],
       ]),
     );
     expect(Object.fromEntries([...graph].map(([folder, edges]) => [folder, [...edges.keys()]]))).toEqual({
       [PACKAGE_ENTRY]: ["engine"],
+      [ENGINE_ENTRY]: ["tools"],
       engine: ["tools"],
       tools: [],
     });

@@ -1,18 +1,16 @@
 // What a team embedding the runtime needs comes from the package entry: approvers, the hook
-// runner, the policy and session grants (each implementing a runtime port directly), the
-// executor and the terminal escaper, and they behave as the CLI's own.
+// runner, the policy and session grants (each implementing a runtime port directly); the
+// executor, the terminal approver and the escaper from `harness/engine`. They behave as the CLI's own.
 import { describe, expect, it } from "vitest";
+import { Executor, escapeForTerminal, TtyApprover } from "../../src/engine-entry.js";
 import {
   type ApprovalRequest,
-  Executor,
-  escapeForTerminal,
   FunctionApprover,
   HOOK_POINTS,
   HookRunner,
   modePolicy,
   SandboxUnavailableError,
   SessionGrants,
-  TtyApprover,
 } from "../../src/index.js";
 
 const request: ApprovalRequest = {
@@ -66,7 +64,7 @@ describe("the library surface", () => {
     expect(HOOK_POINTS).toContain("before_execute");
   });
 
-  it("exports the executor, the sandbox error, the terminal approver and the escaper", () => {
+  it("exports the sandbox error, and from harness/engine the executor, the terminal approver and the escaper", () => {
     expect(typeof Executor).toBe("function");
     expect(new SandboxUnavailableError("not_found", "x")).toBeInstanceOf(Error);
     expect(typeof TtyApprover).toBe("function");

@@ -55,6 +55,8 @@ describe("npm install -g of the packed tarball", () => {
       "dist/src/cli/main.js",
       "dist/src/index.js",
       "dist/src/index.d.ts",
+      "dist/src/engine-entry.js",
+      "dist/src/engine-entry.d.ts",
       "dist/bundle/main.cjs",
       "dist/bundle/main.cjs.cache",
     ]) {

@@ -1,4 +1,4 @@
-import type { ModelMessage } from "../../protocol/types.js";
+import type { ModelMessage } from "../../index.js";
 import { lastReadVersion } from "../read-version.js";
 
 export const DEMO_FILE = "hello.txt";

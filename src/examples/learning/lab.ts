@@ -1,20 +1,15 @@
-import { MemoryArtifactStore } from "../../artifacts/memory-store.js";
-import { Engine } from "../../engine/engine.js";
-import type { Limits, RunSummary } from "../../engine/options.js";
-import { MemoryJournalBackend } from "../../journal/memory-store.js";
-import type { AnyRecord } from "../../journal/vocabulary.js";
-import { modePolicy } from "../../policy/policy-permissions.js";
-import { ScopedPermissions, validateScope } from "../../policy/scope.js";
-import { subjectKindOf } from "../../policy/subject-kind.js";
-import { proposalsOf, type RecordedProposal } from "../../proposals/ledger.js";
-import { ProposalOverlay } from "../../proposals/overlay.js";
-import type { ModelMessage } from "../../protocol/types.js";
-import { ScriptedProvider } from "../../providers/scripted/provider.js";
-import type { ApprovalPort } from "../../runtime/ports.js";
-import { ToolRegistry } from "../../runtime/registry.js";
-import { digestOf, sha256Hex } from "../../shared/hash.js";
-import { createFileTools } from "../../tools/builtin.js";
-import { MemoryWorkspaceFs } from "../../workspace/memory-fs.js";
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join, relative, sep } from "node:path";
+import {
+  type AnyRecord,
+  createSession,
+  type EventData,
+  type ModelMessage,
+  type RunSummary,
+  ScriptedProvider,
+  type SessionLimits,
+} from "../../index.js";
 import { TASK_GOAL, TASK_SCOPE, VIRTUAL_REPO } from "./repo.js";
 
 /** What a lesson's scripted model sees at each step. */
@@ -29,8 +24,13 @@ export interface LessonSetup {
   /** Session id, also the scripted model's name. */
   name: string;
   script(turn: ScriptTurn): unknown;
-  limits?: Partial<Limits>;
+  limits?: SessionLimits;
+  /** The model's context window in tokens (the session's `contextWindow`). */
+  contextWindow?: number;
 }
+
+/** A change the agent proposed, as the journal recorded it (the latest one per file). */
+export type RecordedProposal = EventData<"proposal.recorded">;
 
 export interface LessonRun {
   summary: RunSummary;
@@ -45,68 +45,100 @@ export interface LessonRun {
   unchangedByAgent: boolean;
 }
 
-const denyApprover: ApprovalPort = {
-  async request() {
-    return { decision: "deny", scope: "once", by: "learning", reason: "the lesson has no approver" };
-  },
-};
+/** The file tools and no shell: a call to a shell has no tool to reach. */
+const TOOLS = "read_file,write_file,edit_file,glob,grep,read_artifact";
 
 /**
- * Run one lesson on the real runtime (Engine, ToolRuntime, the built-in file tools) over an
- * in-memory repository and journal: writes are proposed (ProposalOverlay), the task scope wraps
- * the write-mode policy, and the model is a deterministic script. The tools do not know which
- * file system they run on.
+ * Run one lesson as a program embedding harness runs a session (`createSession` from the
+ * package entry, nothing else) over a throwaway copy of the repository: writes are proposed,
+ * never applied; the task scope bounds what may be read and edited; nobody answers a question
+ * (every `ask` is denied); and the model is a deterministic script. The directory and its
+ * journal are removed afterwards: what the lesson shows is in the run it returns.
  */
 export async function runLesson(setup: LessonSetup): Promise<LessonRun> {
-  const repo = new MemoryWorkspaceFs(VIRTUAL_REPO, { label: "virtual-repo" });
-  const backend = new MemoryJournalBackend();
-  const registry = new ToolRegistry();
-  for (const tool of createFileTools()) registry.register(tool);
-  const snapshot = registry.snapshot();
-  const scope = await validateScope(TASK_SCOPE, repo);
-  const writes = modePolicy({ write: "propose" });
-  const permissions = new ScopedPermissions(writes, scope, (name) => {
-    const entry = snapshot.get(name);
-    return entry ? subjectKindOf(entry.tool) : undefined;
-  });
-  const describe = { ...writes.describe, scope: scope.describe() };
+  const dir = await mkdtemp(join(tmpdir(), "harness-learning-"));
+  try {
+    const repo = join(dir, "repo");
+    for (const [path, content] of Object.entries(VIRTUAL_REPO)) await writeText(repo, path, content);
+    const before = await snapshot(repo);
+    let expected = before;
+    const humanEdit = async (path: string, content: string) => {
+      await writeText(repo, path, content);
+      expected = await snapshot(repo);
+    };
+    const provider = ScriptedProvider.fromFunction(
+      (messages, step) => setup.script({ messages, step, humanEdit }),
+      setup.name,
+    );
+    const session = await createSession(
+      {
+        write: "propose",
+        shell: "deny",
+        tools: TOOLS,
+        readPaths: [...TASK_SCOPE.readPaths],
+        editPaths: [...TASK_SCOPE.editPaths],
+        ...(setup.limits !== undefined ? { limits: setup.limits } : {}),
+        ...(setup.contextWindow !== undefined ? { contextWindow: setup.contextWindow } : {}),
+      },
+      { workspace: repo, provider, sessionId: setup.name, env: await lessonEnv(join(dir, "home")) },
+    );
+    let summary: RunSummary;
+    let records: AnyRecord[];
+    try {
+      summary = await session.turn(TASK_GOAL).done;
+      records = [...(await session.records())];
+    } finally {
+      await session.close();
+    }
+    const after = await snapshot(repo);
+    return {
+      summary,
+      records,
+      proposals: latestProposals(records),
+      before,
+      after,
+      expected,
+      unchangedByAgent: sameFiles(after, expected),
+    };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
 
-  const before = repo.snapshot();
-  let expected = before;
-  const humanEdit = async (path: string, content: string) => {
-    await repo.writeFileAtomic(path, new TextEncoder().encode(content));
-    expected = repo.snapshot();
-  };
-  const provider = ScriptedProvider.fromFunction(
-    (messages, step) => setup.script({ messages, step, humanEdit }),
-    setup.name,
-  );
-  const engine = new Engine({
-    sessionId: setup.name,
-    backend,
-    provider,
-    runtime: { snapshot, fs: repo, artifacts: new MemoryArtifactStore(), approver: denyApprover },
-    workspace: { name: "virtual-repo", fingerprint: sha256Hex("virtual-repo") },
-    goal: TASK_GOAL,
-    policy: { describe, digest: digestOf(describe), permissions },
-    acceptance: [],
-    proposals: (existing) => new ProposalOverlay(repo, existing),
-    limits: setup.limits ?? {},
-    mode: "new",
-    harnessVersion: "learning",
-  });
-  const summary = await engine.run();
-  const records = await backend.read(setup.name);
-  const after = repo.snapshot();
-  return {
-    summary,
-    records,
-    proposals: proposalsOf(records).current,
-    before,
-    after,
-    expected,
-    unchangedByAgent: sameFiles(after, expected),
-  };
+/**
+ * The environment a lesson's session is set up from: an empty user config of its own, so no
+ * person's config file (its rules, hooks, profiles, MCP servers) changes what a lesson shows.
+ */
+async function lessonEnv(home: string): Promise<NodeJS.ProcessEnv> {
+  await mkdir(home, { recursive: true });
+  const config = join(home, "config.json");
+  await writeFile(config, "{}\n");
+  return { ...process.env, HOME: home, HARNESS_CONFIG: config };
+}
+
+/** The latest proposal of each file, by path (a later proposal for a file replaces the earlier). */
+function latestProposals(records: readonly AnyRecord[]): RecordedProposal[] {
+  const latest = new Map<string, RecordedProposal>();
+  for (const record of records)
+    if (record.type === "proposal.recorded") latest.set(record.data.path, record.data);
+  return [...latest.values()].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
+async function writeText(root: string, path: string, content: string): Promise<void> {
+  await mkdir(dirname(join(root, path)), { recursive: true });
+  await writeFile(join(root, path), content);
+}
+
+/** Every file of the repository and its bytes; the session's record (.harness/) is not the repository. */
+async function snapshot(root: string): Promise<Record<string, Uint8Array>> {
+  const files: Record<string, Uint8Array> = {};
+  for (const entry of await readdir(root, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile()) continue;
+    const path = relative(root, join(entry.parentPath, entry.name)).split(sep).join("/");
+    if (path === ".harness" || path.startsWith(".harness/")) continue;
+    files[path] = new Uint8Array(await readFile(join(root, path)));
+  }
+  return files;
 }
 
 /** Byte-for-byte equality of two repository snapshots (same paths, same bytes). */

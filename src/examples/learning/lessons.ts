@@ -1,10 +1,13 @@
-import type { RunStatus } from "../../engine/options.js";
-import type { AnyRecord } from "../../journal/vocabulary.js";
-import { sha256Hex } from "../../shared/hash.js";
-import type { JsonObject } from "../../shared/json.js";
+import { createHash } from "node:crypto";
+import type { AnyRecord, RunStatus } from "../../index.js";
 import { lastReadVersion } from "../read-version.js";
 import { type LessonRun, type LessonSetup, runLesson } from "./lab.js";
 import { HUMAN_EDIT, SUM_FILE } from "./repo.js";
+
+/** A tool call's arguments, as the journal recorded them. */
+type JsonObject = Extract<AnyRecord, { type: "model.reply" }>["data"]["calls"][number]["arguments"];
+
+const sha256Hex = (text: string) => createHash("sha256").update(text).digest("hex");
 
 /** One tool call as the journal recorded it. */
 export interface CallTrace {
@@ -254,7 +257,7 @@ const BOUNDARIES: Case[] = [
     expected: "context_exhausted with 0 model requests",
     setup: {
       name: "context-budget",
-      limits: { contextWindowTokens: 200 },
+      contextWindow: 200,
       script: () => finish("unreachable"),
     },
     check: (r) => r.status === "stopped" && r.reason === "context_exhausted" && r.model_requests === 0,

@@ -3,8 +3,8 @@ import { renderLesson } from "./report.js";
 
 const USAGE = `Usage: npm run learning:harness -- workflow|boundaries [--json]
 
-The change-proposal demonstrations, run on the real runtime (engine, tool pipeline, built-in file tools)
-over an in-memory repository, with writes proposed (never applied) and a scripted model.
+The change-proposal demonstrations, each a session made with createSession (the package's entry)
+in a throwaway copy of a small repository, with writes proposed (never applied) and a scripted model.
 
   workflow    search, read, propose a fix bound to the version read, finish: needs_review
   boundaries  each refusal with its own reason: out-of-scope read, unknown action, a version

@@ -1,5 +1,3 @@
-import type { TaskScope } from "../../policy/scope.js";
-
 /**
  * The virtual repository of the change-proposal lessons: the README says what `sum` should do, the source does
  * something else, and a `.env` sits next to them that no task scope lists.
@@ -15,7 +13,8 @@ export const SUM_FILE = "src/sum.ts";
 /** The task: read the README and the source, change only the source. */
 export const TASK_GOAL = "sum(a, b) should return the sum of two numbers, as README.md says; propose a fix.";
 
-export const TASK_SCOPE: TaskScope = {
+/** What the task may read and edit (the session's `readPaths` and `editPaths`). */
+export const TASK_SCOPE: { readonly readPaths: readonly string[]; readonly editPaths: readonly string[] } = {
   readPaths: ["README.md", SUM_FILE],
   editPaths: [SUM_FILE],
 };

@@ -1,3 +1,6 @@
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { runLesson, sameFiles } from "../../../src/examples/learning/lab.js";
 import {
@@ -35,13 +38,32 @@ describe("learning:harness workflow", () => {
     expect(report.repository_unchanged).toBe(true);
   });
 
-  it("leaves every byte of the in-memory repository as it was", async () => {
+  it("leaves every byte of the repository as it was, its journal beside it not counted", async () => {
     const run = await runLesson(lessonSetup("workflow"));
     expect(run.summary.status).toBe("needs_review");
     expect(sameFiles(run.before, run.after)).toBe(true);
     expect(Object.keys(run.after).sort()).toEqual(Object.keys(VIRTUAL_REPO).sort());
     for (const [path, content] of Object.entries(VIRTUAL_REPO)) expect(text(run.after[path])).toBe(content);
     expect(run.records.filter((r) => r.type === "proposal.recorded")).toHaveLength(1);
+  });
+});
+
+describe("a lesson's session", () => {
+  it("is set up without the person's user config (a config denying reads changes nothing)", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "harness-learning-config-"));
+    const saved = process.env.HARNESS_CONFIG;
+    try {
+      const config = join(dir, "config.json");
+      await writeFile(config, JSON.stringify({ permissions: { deny: ["read_file"] } }));
+      process.env.HARNESS_CONFIG = config;
+      const report = await workflowLesson();
+      expect(report.as_expected).toBe(true);
+      expect(report.calls.find((call) => call.tool === "read_file")?.status).toBe("ok");
+    } finally {
+      if (saved === undefined) delete process.env.HARNESS_CONFIG;
+      else process.env.HARNESS_CONFIG = saved;
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
 
