@@ -1,10 +1,10 @@
 import { join } from "node:path";
-import { Engine } from "../engine/engine.js";
 import type { RunSummary } from "../engine/options.js";
 import type { AnyRecord } from "../journal/vocabulary.js";
 import { costUsd, formatCost } from "../providers/cost.js";
 import type { ProviderIdentity } from "../providers/provider.js";
-import { type SessionRun, sessionEngineOptions } from "../session/engine-options.js";
+import type { SessionRun } from "../session/engine-options.js";
+import { EngineSession, type Turn } from "../session/handle.js";
 import type { OpenedWorkspace } from "../session/workspace.js";
 import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
 import { CallShow } from "./call-show.js";
@@ -46,16 +46,16 @@ export async function runSession(given: CliRun): Promise<number> {
     interrupts += 1;
     if (interrupts > 1 && signal === "SIGINT") {
       process.stderr.write("\nharness: second interrupt, exiting now (the journal is consistent)\n");
-      engine?.exitNow();
+      turn?.exitNow();
       process.exit(130);
     }
-    if (steering !== undefined && signal === "SIGINT" && engine !== undefined) {
+    if (steering !== undefined && signal === "SIGINT" && turn !== undefined) {
       // The turn stops at the next safe point; the session stays open for its next prompt.
       process.stderr.write(
         "\nharness: interrupting the turn at the next safe point; the session stays open " +
           `(next: ${continueCommand(run.sessionId, run.workspace, run.unrecordedFlags)}); Ctrl-C again exits now\n`,
       );
-      engine.interrupt();
+      turn.interrupt();
       return;
     }
     process.stderr.write(
@@ -63,7 +63,7 @@ export async function runSession(given: CliRun): Promise<number> {
     );
     controller.abort(signal);
   };
-  let engine: Engine | undefined;
+  let turn: Turn | undefined;
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
   const style = createStyle(colorEnabled(process.stderr));
@@ -89,13 +89,14 @@ export async function runSession(given: CliRun): Promise<number> {
   try {
     // A run from the command line: an agent that could change nothing has not done its task.
     const setup = steering ? { ...run.setup, approver: steering.wrap(run.setup.approver) } : run.setup;
-    const current = new Engine({
-      ...sessionEngineOptions({ ...run, setup }, controller.signal, listener),
-      changesDeniedStops: true,
+    const session = new EngineSession({ ...run, setup, changesDeniedStops: true }, run.mode !== "new", {
+      signal: controller.signal,
+      listener,
     });
-    engine = current;
+    const current = session.start(run);
+    turn = current;
     steering?.start((text) => current.steer(text));
-    const summary = await engine.run();
+    const summary = await current.done;
     if (run.compactOnly && summary.compacted) return printCompacted(summary, run);
     printSummary(summary, run, style, {
       duration_ms: Math.round(performance.now() - started),

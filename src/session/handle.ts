@@ -211,6 +211,30 @@ export class EngineSession implements SessionHandle {
   }
 
   /**
+   * An engine run exactly as a door asked for it (a mode, a goal or input, a compaction): what
+   * `harness run`'s modes need beyond turn and resume. The session counts as started after it.
+   */
+  start(
+    request: Pick<SessionRun, "mode" | "goal" | "input" | "compactOnly">,
+    listener: EngineListener = this.#listener,
+  ): Turn {
+    const { mode, goal, input, compactOnly } = request;
+    const run: SessionRun = {
+      ...this.#run,
+      mode,
+      ...(goal !== undefined ? { goal } : {}),
+      ...(input !== undefined ? { input } : {}),
+      ...(compactOnly !== undefined ? { compactOnly } : {}),
+    };
+    const engine = new Engine({
+      ...sessionEngineOptions(run, this.#signal ?? new AbortController().signal, listener),
+      ...this.#switch(),
+    });
+    this.#started = true;
+    return turnOf(engine);
+  }
+
+  /**
    * Go on with a recorded session where it stopped, with no new input (a worker taking over a
    * session whose worker died, `harness resume`): calls left without a result are settled first.
    */

@@ -7,8 +7,8 @@ import { assertSessionId } from "../session-path.js";
 import { Staging } from "../staging.js";
 import {
   type AppendOptions,
-  type JournalBackend,
   JournalError,
+  type JournalStore,
   type JournalWriter,
   type OpenWriterOptions,
 } from "../store.js";
@@ -40,7 +40,7 @@ export interface PgOpenWriterOptions extends OpenWriterOptions {
  * number it expects (the session row, locked, must still say so) and, under a lease, that the
  * lease row still carries the writer's epoch; otherwise nothing is written.
  */
-export class PgJournalBackend implements JournalBackend {
+export class PgJournalStore implements JournalStore {
   private readonly now: () => Date;
   private givenKey: JournalKey | undefined;
 
