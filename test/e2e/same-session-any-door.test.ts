@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -7,6 +8,7 @@ import { startPool } from "../fleet/support.js";
 import {
   ensureBuilt,
   expectExit,
+  finished,
   harness,
   jsonSummary,
   readJournal,
@@ -14,7 +16,6 @@ import {
   sessionIds,
   startHarness,
   tempDir,
-  finished,
 } from "./helpers.js";
 import { connectServe, serveEnv } from "./mcp-serve-client.js";
 import { StdioServer } from "./serve-support.js";
@@ -31,8 +32,14 @@ const GOAL = "write hello.txt";
 const ACCEPT = "test -f hello.txt";
 const ALLOW = "shell(test -f hello.txt)";
 const DENY = "shell(rm *)";
+/** Write the file, check it with the command the allow rule lets run, try one the deny rule refuses. */
 const REPLIES = [
-  { text: "writing", calls: [{ id: "w1", name: "write_file", arguments: { path: "hello.txt", content: "hi\n" } }] },
+  {
+    text: "writing",
+    calls: [{ id: "w1", name: "write_file", arguments: { path: "hello.txt", content: "hi\n" } }],
+  },
+  { text: "checking", calls: [{ id: "s1", name: "shell", arguments: { command: "test -f hello.txt" } }] },
+  { text: "cleaning", calls: [{ id: "s2", name: "shell", arguments: { command: "rm README.md" } }] },
   { text: "hello.txt written" },
 ];
 
@@ -183,10 +190,28 @@ function setupOf({ header, records }: Started) {
     acceptance: header.acceptance,
     options,
     environment: header.environment,
-    // Where each process ran: its purpose and the sandbox profile it ran in.
-    sandbox: records
+    // How each call was decided, and the sandbox profile each process ran in (the shell's, the acceptance's).
+    calls: records
+      .filter((record) => record.type === "tool.result")
+      .map((record) => ({ call: record.data.call_id, status: record.data.status })),
+    processes: records
       .filter((record) => record.type === "process.spawned")
-      .map((record) => ({ purpose: record.data.purpose, profile: record.data.sandbox_profile })),
+      .map((record) => ({
+        call: record.data.call_id,
+        purpose: record.data.purpose,
+        sandbox: record.data.sandbox_profile,
+        env: record.data.env_names,
+      })),
+    checks: records
+      .filter((record) => record.type === "acceptance.checked")
+      .flatMap((record) => record.data.checks as Record<string, unknown>[])
+      .map((check) => ({
+        name: check.name,
+        passed: check.passed,
+        purpose: check.purpose,
+        sandbox: check.sandbox_profile,
+        env: check.env_names,
+      })),
   };
 }
 
@@ -214,16 +239,84 @@ describe("same session, any door", () => {
       undefined,
     ]);
     const [reference, ...others] = doors.map((door) => ({ door: door.door, setup: setupOf(door) }));
-    for (const other of others) expect({ door: other.door, setup: other.setup }).toEqual({
-      door: other.door,
-      setup: reference!.setup,
-    });
+    for (const other of others)
+      expect({ door: other.door, setup: other.setup }).toEqual({
+        door: other.door,
+        setup: reference!.setup,
+      });
     expect(reference!.setup.options).toEqual({
       write: "allow",
       shell: "deny",
       allow: [ALLOW],
       deny: [DENY],
-      defaults: expect.anything(),
+      defaults: {},
     });
+    // What is compared is what happened: the allow rule let the check run, the deny rule refused rm.
+    expect(reference!.setup.calls).toEqual([
+      { call: "w1", status: "ok" },
+      { call: "s1", status: "ok" },
+      { call: "s2", status: "denied" },
+    ]);
+    expect(reference!.setup.processes).toMatchObject([{ call: "s1", purpose: "shell" }]);
+    expect(reference!.setup.checks).toMatchObject([{ name: ACCEPT, passed: true, purpose: "acceptance" }]);
   }, 120_000);
+});
+
+describe("session/start's write modes", () => {
+  const WRITE = [
+    { text: "", calls: [{ id: "w1", name: "write_file", arguments: { path: "a.txt", content: "A\n" } }] },
+    { text: "done" },
+  ];
+
+  async function startWith(server: StdioServer, workspace: string, options: Record<string, unknown>) {
+    const script = join(await tempDir("harness-door-script-"), "write.json");
+    await writeFile(script, JSON.stringify({ replies: WRITE }));
+    return server.call("session/start", { workspace, goal: "write a", options: { script, ...options } });
+  }
+
+  it('write "ask" asks before a write, answered over the wire; "propose" records a proposal; a bogus mode writes nothing', async () => {
+    const server = new StdioServer(await serveEnv());
+    try {
+      const asking = await workspaceCopy();
+      const started = await startWith(server, asking, { write: "ask", shell: "deny" });
+      const session = started.result?.session as string;
+      const asked = await server.waitFor(
+        (m) => m.json.method === "approval/requested" && m.json.params?.session === session,
+      );
+      expect(asked.json.params).toMatchObject({ call_id: "w1", tool: "write_file" });
+      expect(existsSync(join(asking, "a.txt"))).toBe(false);
+      const id = asked.json.params?.approval_id as string;
+      expect((await server.call("approval/respond", { approval_id: id, decision: "accept" })).result).toEqual(
+        {},
+      );
+      await server.waitFor((m) => m.json.method === "turn/completed" && m.json.params?.session === session);
+      expect(await readFile(join(asking, "a.txt"), "utf8")).toBe("A\n");
+      const records = await readJournal(asking, session);
+      const header = records[0]!.data;
+      expect(header.options).toEqual({ write: "ask", shell: "deny", defaults: {}, identity: "local" });
+      expect((header.policy as { write: unknown }).write).toEqual({ mode: "ask", source: "cli" });
+      expect(records.filter((r) => r.type === "approval.requested").map((r) => r.data.call_id)).toEqual([
+        "w1",
+      ]);
+
+      const proposing = await workspaceCopy();
+      const proposed = await startWith(server, proposing, { write: "propose", shell: "deny" });
+      const other = proposed.result?.session as string;
+      await server.waitFor((m) => m.json.method === "turn/completed" && m.json.params?.session === other);
+      expect(existsSync(join(proposing, "a.txt"))).toBe(false);
+      const held = await readJournal(proposing, other);
+      expect(held[0]!.data.options).toMatchObject({ write: "propose" });
+      expect((held[0]!.data.policy as { write: unknown }).write).toEqual({ mode: "propose", source: "cli" });
+      expect(held.filter((r) => r.type === "proposal.recorded").map((r) => r.data.call_id)).toEqual(["w1"]);
+      expect(held.some((r) => r.type === "approval.requested")).toBe(false);
+
+      const refused = await workspaceCopy();
+      const bogus = await startWith(server, refused, { write: "bogus" });
+      expect(bogus.error?.code).toBe(-32602);
+      expect(bogus.result).toBeUndefined();
+      expect(existsSync(join(refused, ".harness"))).toBe(false);
+    } finally {
+      expect((await server.close()).code).toBe(0);
+    }
+  });
 });
