@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PgJournalBackend } from "../../src/journal/pg/store.js";
+import { PgJournalStore } from "../../src/journal/pg/store.js";
 import { createSession } from "../../src/session/create.js";
 import { startPool } from "../fleet/support.js";
 import {
@@ -152,7 +152,7 @@ async function viaWorker(script: string, env: NodeJS.ProcessEnv): Promise<Starte
     pool.startWorker({ env: { HARNESS_CONFIG: env.HARNESS_CONFIG ?? "" } });
     const rows = await pool.waitUntil((all) => all.length === 1 && all[0]?.state === "done", 30_000);
     expect(rows[0]).toMatchObject({ status: "verified" });
-    const records = await new PgJournalBackend(pool.schema.pool).read("door-worker");
+    const records = await new PgJournalStore(pool.schema.pool).read("door-worker");
     return started(
       "worker",
       records.map((record) => ({ type: record.type, data: record.data as Record<string, unknown> })),
