@@ -32,6 +32,10 @@ export const runOptions = z
     write: z.union([z.boolean(), z.enum(["allow", "ask", "deny", "propose"])]),
     shell: z.union([z.boolean(), z.enum(["allow", "ask", "deny"])]),
     tools: z.string().min(1),
+    /** The run command's `--allow/--ask/--deny` rules; the identity's own deny and ask rules still apply. */
+    allow: z.array(z.string().min(1)),
+    ask: z.array(z.string().min(1)),
+    deny: z.array(z.string().min(1)),
     accept: z.array(z.string().min(1)),
     propose: z.boolean(),
     max_model_requests: int.positive(),

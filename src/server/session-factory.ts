@@ -203,8 +203,13 @@ export function servedConfig(
     policy,
   );
   if (tools !== undefined) config.tools = tools;
-  if (policy.deny?.length) config.deny = [...policy.deny];
-  if (policy.ask?.length) config.ask = [...policy.ask];
+  // The client's rules join the identity's: a deny or ask matching a call beats any allow
+  // (policy/evaluation.ts), so a client's allow rule never lifts what its identity denies or asks.
+  if (opts.allow?.length) config.allow = [...opts.allow];
+  const deny = [...(opts.deny ?? []), ...(policy.deny ?? [])];
+  const ask = [...(opts.ask ?? []), ...(policy.ask ?? [])];
+  if (deny.length > 0) config.deny = deny;
+  if (ask.length > 0) config.ask = ask;
   if (opts.accept !== undefined) config.accept = opts.accept;
   config.limits = {
     ...(opts.max_model_requests ? { maxModelRequests: opts.max_model_requests } : {}),
