@@ -89,17 +89,33 @@ function aborted(): AbortSignal {
 export function approverContract(name: string, factory: ApproverFactory): void {
   const callOf = (underTest: ApproverUnderTest, n: number) => underTest.newCall?.() ?? `call_${n}`;
 
-  /** Ask about one call, let the person answer, and check the decision's shape. */
-  async function decided(answer: PersonAnswer, pattern?: string): Promise<ApprovalDecision> {
+  /**
+   * Ask about one call on a fresh approver and wait until the person sees the question; `decision`
+   * awaits the answer and checks its shape.
+   */
+  async function question(signal: AbortSignal, pattern?: string) {
     const underTest = factory();
     const person = underTest.person as Person;
     const request = askFor(callOf(underTest, 1), "npm test", pattern);
-    const pending = underTest.approver.request(request, open());
+    const pending = underTest.approver.request(request, signal);
     await person.asked(request.callId);
-    person.answer(request.callId, answer);
-    const decision = await pending;
-    expectWellFormed(decision, request);
-    return decision;
+    const decision = async () => {
+      const decided = await pending;
+      expectWellFormed(decided, request);
+      return decided;
+    };
+    return { person, callId: request.callId, decision };
+  }
+
+  /** Ask about one call and let the person answer; an ignored answer is followed by a no. */
+  async function decided(answer: PersonAnswer, pattern?: string): Promise<ApprovalDecision> {
+    const { person, callId, decision } = await question(open(), pattern);
+    person.answer(callId, answer);
+    if (answer === "malformed" || (answer === "prefix" && pattern === undefined)) {
+      // A question that ignores it stays open: only the answer after it decides.
+      if (person.malformed === "ignored") person.answer(callId, "deny");
+    }
+    return decision();
   }
 
   describe(`ApprovalPort contract: ${name}`, () => {
@@ -144,17 +160,7 @@ export function approverContract(name: string, factory: ApproverFactory): void {
     });
 
     it("never takes a malformed answer for a yes", async () => {
-      const underTest = factory();
-      const p = underTest.person as Person;
-      const request = askFor(callOf(underTest, 1));
-      const pending = underTest.approver.request(request, open());
-      await p.asked(request.callId);
-      p.answer(request.callId, "malformed");
-      // A question that ignores it stays open: only the answer after it decides.
-      if (p.malformed === "ignored") p.answer(request.callId, "deny");
-      const decision = await pending;
-      expectWellFormed(decision, request);
-      expect(decision.decision).toBe("deny");
+      expect((await decided("malformed")).decision).toBe("deny");
     });
 
     if (person.prefix) {
@@ -165,43 +171,22 @@ export function approverContract(name: string, factory: ApproverFactory): void {
       });
 
       it("grants no pattern when the request offered none, whatever the person picks", async () => {
-        const underTest = factory();
-        const p = underTest.person as Person;
-        const request = askFor(callOf(underTest, 1));
-        const pending = underTest.approver.request(request, open());
-        await p.asked(request.callId);
-        p.answer(request.callId, "prefix");
-        if (p.malformed === "ignored") p.answer(request.callId, "deny");
-        const decision = await pending;
-        expectWellFormed(decision, request);
-        expect(decision.pattern).toBeUndefined();
+        expect((await decided("prefix")).pattern).toBeUndefined();
       });
     }
 
     it("denies a waiting question when the signal aborts", async () => {
-      const underTest = factory();
-      const p = underTest.person as Person;
-      const request = askFor(callOf(underTest, 1));
       const controller = new AbortController();
-      const pending = underTest.approver.request(request, controller.signal);
-      await p.asked(request.callId);
+      const { decision } = await question(controller.signal);
       controller.abort();
-      const decision = await pending;
-      expectWellFormed(decision, request);
-      expect(decision.decision).toBe("deny");
+      expect((await decision()).decision).toBe("deny");
     });
 
     if (person.fail !== undefined) {
       it("denies (never rejects) when the way to the person breaks while it waits", async () => {
-        const underTest = factory();
-        const p = underTest.person as Person;
-        const request = askFor(callOf(underTest, 1));
-        const pending = underTest.approver.request(request, open());
-        await p.asked(request.callId);
-        p.fail?.(request.callId);
-        const decision = await pending;
-        expectWellFormed(decision, request);
-        expect(decision.decision).toBe("deny");
+        const { person: p, callId, decision } = await question(open());
+        p.fail?.(callId);
+        expect((await decision()).decision).toBe("deny");
       });
     }
 

@@ -1,15 +1,16 @@
 import { TaskPermissionPolicy } from "../../src/packs/reservations/policy.js";
-import { deriveKey, parseTask } from "../../src/packs/reservations/task.js";
+import { deriveKey } from "../../src/packs/reservations/task.js";
 import { deepFreeze } from "../../src/policy/approver.js";
 import { cliLayer } from "../../src/policy/cli-flags.js";
 import { buildPolicy } from "../../src/policy/permissions.js";
 import { modePolicy, PolicyPermissions } from "../../src/policy/policy-permissions.js";
 import { ScopedPermissions, validateScope } from "../../src/policy/scope.js";
 import { subjectKindOf } from "../../src/policy/subject-kind.js";
-import type { HistoryEntry, PermissionRequest } from "../../src/runtime/ports.js";
+import type { PermissionRequest } from "../../src/runtime/ports.js";
 import type { JsonObject } from "../../src/shared/json.js";
 import { createFileTools } from "../../src/tools/builtin.js";
 import { MemoryWorkspaceFs } from "../../src/workspace/memory-fs.js";
+import { CAMERA_TASK, FULL, reserveArgs } from "../reservations/helpers.js";
 import { type Example, permissionContract, permissionRequest as request } from "./permission-contract.js";
 
 /* Every PermissionPort in src runs the one permission contract. */
@@ -103,43 +104,13 @@ permissionContract("ScopedPermissions around the run's policy", async () => {
 });
 
 permissionContract("TaskPermissionPolicy (a reservation task)", async () => {
-  const task = parseTask({
-    id: "reserve-camera",
-    query: "camera",
-    mode: "reserve",
-    quantity: 1,
-    allow_write: true,
-    max_tool_calls: 8,
-  });
-  const history: HistoryEntry[] = [
-    {
-      call_id: "c0",
-      name: "search",
-      arguments: { query: "camera" },
-      status: "ok",
-      data: { outcome: "unique", query: "camera", hits: [{ id: "camera", title: "Camera", snippet: "" }] },
-    },
-    { call_id: "c1", name: "document", arguments: { item_id: "camera" }, status: "ok", data: {} },
-    {
-      call_id: "c2",
-      name: "stock",
-      arguments: { item_id: "camera" },
-      status: "ok",
-      data: { item_id: "camera", available: 3, revision: 0 },
-    },
-  ];
+  const task = CAMERA_TASK;
   const reserve = (over: JsonObject): PermissionRequest =>
     deepFreeze({
       tool: "reserve",
       effect: "external_side_effect",
-      arguments: {
-        item_id: "camera",
-        quantity: 1,
-        expected_revision: 0,
-        idempotency_key: deriveKey(task, "camera", 1),
-        ...over,
-      },
-      history,
+      arguments: reserveArgs(over),
+      history: FULL,
     });
   return {
     port: new TaskPermissionPolicy(task),
