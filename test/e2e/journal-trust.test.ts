@@ -199,10 +199,10 @@ describe("journal adopt on a terminal", () => {
   });
 
   it("adopts nothing when the journal gains a record while the person decides", async () => {
-    const owner = await userEnv();
+    const owner = await userEnv("trust");
     const session = "moving";
     const { workspace } = await ownSession(owner, session);
-    const me = await userEnv();
+    const me = await userEnv("trust");
     // The colleague resumes their session while the prompt shows what it holds.
     const colleague = new FileJournalBackend(join(workspace, ".harness"), {
       key: loadJournalKey({ path: String(owner.HARNESS_KEY_FILE) }),
