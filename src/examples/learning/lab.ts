@@ -1,7 +1,7 @@
 import { MemoryArtifactStore } from "../../artifacts/memory-store.js";
 import { Engine } from "../../engine/engine.js";
 import type { Limits, RunSummary } from "../../engine/options.js";
-import { MemoryJournalBackend } from "../../journal/memory-store.js";
+import { MemoryJournalStore } from "../../journal/memory-store.js";
 import type { AnyRecord } from "../../journal/vocabulary.js";
 import { modePolicy } from "../../policy/policy-permissions.js";
 import { ScopedPermissions, validateScope } from "../../policy/scope.js";
@@ -59,7 +59,7 @@ const denyApprover: ApprovalPort = {
  */
 export async function runLesson(setup: LessonSetup): Promise<LessonRun> {
   const repo = new MemoryWorkspaceFs(VIRTUAL_REPO, { label: "virtual-repo" });
-  const backend = new MemoryJournalBackend();
+  const backend = new MemoryJournalStore();
   const registry = new ToolRegistry();
   for (const tool of createFileTools()) registry.register(tool);
   const snapshot = registry.snapshot();
