@@ -188,6 +188,7 @@ export class ServedSession {
         reason: "the MCP client closed the connection",
       };
     }
+    if (signal.aborted) return { decision: "deny", scope: "once", by: "mcp-client", reason: "cancelled" };
     if (!call?.canElicit) {
       return {
         decision: "deny",

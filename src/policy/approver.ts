@@ -26,20 +26,36 @@ export class FunctionApprover implements ApprovalPort {
     if (signal.aborted) return deny(this.#by, "cancelled");
     let answer: unknown;
     try {
-      answer = await this.#decide(deepFreeze(structuredClone(request)), signal);
+      answer = await untilAborted(this.#decide(deepFreeze(structuredClone(request)), signal), signal);
     } catch {
       return deny(this.#by, "the approval callback failed");
     }
     if (signal.aborted) return deny(this.#by, "cancelled");
-    return normalizeAnswer(answer, this.#by);
+    return normalizeAnswer(answer, this.#by, request.pattern);
   }
 }
 
 /**
- * Accepts `true`/`false`, "allow"/"deny", or a full decision object (with `pattern`, the
- * request's offered prefix, for a session approval of it); anything else denies.
+ * The callback's answer, or undefined as soon as the signal aborts: a cancelled call is denied
+ * at once, not when a callback that ignores the signal gets round to answering.
  */
-function normalizeAnswer(answer: unknown, by: string): ApprovalDecision {
+function untilAborted(answer: unknown, signal: AbortSignal): Promise<unknown> {
+  return new Promise<unknown>((resolve, reject) => {
+    const onAbort = () => resolve(undefined);
+    signal.addEventListener("abort", onAbort, { once: true });
+    Promise.resolve(answer)
+      .then(resolve, reject)
+      .finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
+/**
+ * Accepts `true`/`false`, "allow"/"deny", or a full decision object (with `pattern`, the
+ * request's offered prefix, for a session approval of it); anything else denies. A pattern the
+ * request did not offer is dropped (the approval is then for the exact subject), so what an
+ * approver returns never covers more than it was asked about.
+ */
+function normalizeAnswer(answer: unknown, by: string, offered: string | undefined): ApprovalDecision {
   if (answer === true || answer === "allow") return { decision: "allow", scope: "once", by };
   if (typeof answer !== "object" || answer === null) return deny(by, "the approval callback did not decide");
   const candidate = answer as Record<string, unknown>;
@@ -53,8 +69,8 @@ function normalizeAnswer(answer: unknown, by: string): ApprovalDecision {
     by: typeof candidate.by === "string" && candidate.by !== "" ? candidate.by : by,
   };
   if (typeof candidate.reason === "string") decision.reason = candidate.reason;
-  // The runtime keeps a pattern only when it is the one the request offered.
-  if (scope === "session" && typeof candidate.pattern === "string") decision.pattern = candidate.pattern;
+  if (scope === "session" && offered !== undefined && candidate.pattern === offered)
+    decision.pattern = offered;
   return decision;
 }
 

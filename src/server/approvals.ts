@@ -82,10 +82,11 @@ export class WireApprover implements ApprovalPort {
     if (!waiting)
       throw new RpcError(ErrorCode.Conflict, `approval ${approvalId} is not waiting (already answered)`);
     const by = `identity:${identity}`;
+    // Only an explicit accept allows: anything else the wire carries denies.
     waiting.settle(
-      decision === "decline"
-        ? { decision: "deny", scope: "once", by, reason: "declined over the wire" }
-        : { decision: "allow", scope: decision === "accept_session" ? "session" : "once", by },
+      decision === "accept" || decision === "accept_session"
+        ? { decision: "allow", scope: decision === "accept_session" ? "session" : "once", by }
+        : { decision: "deny", scope: "once", by, reason: "declined over the wire" },
     );
   }
 }

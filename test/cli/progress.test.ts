@@ -3,6 +3,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { createProgress, MODEL_TEXT_PREFIX } from "../../src/cli/progress.js";
 import { createStyle } from "../../src/cli/style.js";
+import { splitAt } from "../support/split.js";
 
 function sink() {
   let text = "";
@@ -38,17 +39,9 @@ function render(pieces: readonly string[], color = false): string {
   return err.text();
 }
 
-/** Split `text` at the given cut points into consecutive pieces. */
+/** Split `text` at the given cut points into consecutive pieces (a repeated point cuts once). */
 function split(text: string, cuts: number[]): string[] {
-  const points = [...new Set(cuts.map((c) => c % (text.length + 1)))].sort((a, b) => a - b);
-  const pieces: string[] = [];
-  let from = 0;
-  for (const point of points) {
-    pieces.push(text.slice(from, point));
-    from = point;
-  }
-  pieces.push(text.slice(from));
-  return pieces;
+  return splitAt(text, [...new Set(cuts.map((c) => c % (text.length + 1)))]);
 }
 
 describe("progress: streamed model text", () => {

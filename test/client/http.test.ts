@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { connectHttp, ErrorCode, type Notification, RpcError } from "../../src/client/index.js";
+import { until } from "../support/until.js";
 import { approvalNote, durable, FakeHttpServer } from "./fake.js";
 
 let server: FakeHttpServer;
@@ -182,12 +183,4 @@ function defaultInit(method: string): unknown {
     identity: "default",
     capabilities: { compact: true, http: true },
   };
-}
-
-async function until(check: () => boolean, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error("timed out");
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }

@@ -2,6 +2,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { encodeLine } from "../../src/api/index.js";
 import { connectStdio, connectStreams, type Notification, RpcError } from "../../src/client/index.js";
+import { until } from "../support/until.js";
 import { approvalNote, durable, FakeStreamServer, NO_ANSWER } from "./fake.js";
 
 const seqs = (notes: Notification[]) => notes.map((n) => ("seq" in n.params ? n.params.seq : -1));
@@ -145,14 +146,6 @@ describe("connectStdio", () => {
     expect(error.harnessCode).toBe("CONNECTION_FAILED");
   });
 });
-
-async function until(check: () => boolean, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error("timed out");
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 describe("the client's own checks", () => {
   it("refuses params the protocol does not allow before sending anything", async () => {

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   ensureBuilt,
@@ -12,6 +12,7 @@ import {
   removeTempDirs,
   workspaceWith,
 } from "../e2e/helpers.js";
+import { processesWith } from "../support/processes.js";
 import { startHarnessWith } from "./helpers.js";
 
 beforeAll(() => ensureBuilt());
@@ -82,17 +83,3 @@ describe("a second Ctrl-C", () => {
 });
 
 /** Live (non-zombie) processes whose command line contains `token`. */
-function processesWith(token: string): number[] {
-  const found: number[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8");
-      const state = readFileSync(`/proc/${entry}/stat`, "utf8").split(") ")[1]?.[0];
-      if (cmdline.includes(token) && state !== "Z") found.push(Number(entry));
-    } catch {
-      // the process went away while we looked
-    }
-  }
-  return found;
-}

@@ -1,8 +1,7 @@
 import { writeFile } from "node:fs/promises";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type EndlessServer, endlessServer } from "../support/endless-server.js";
 import {
   childEnv,
   ensureBuilt,
@@ -24,15 +23,9 @@ import {
 beforeAll(() => ensureBuilt());
 afterAll(removeTempDirs);
 
-const MiB = 1024 * 1024;
 const SENT_MIB = 1024;
 
-interface Endless {
-  server: Server;
-  url: string;
-  /** MiB written on each request before its connection closed. */
-  written: number[];
-}
+type Endless = EndlessServer & { url: string };
 
 async function endlessEndpoint(
   answer: { status: number; type: string; start: string } = {
@@ -41,33 +34,8 @@ async function endlessEndpoint(
     start: "data: ",
   },
 ): Promise<Endless> {
-  const written: number[] = [];
-  const chunk = "x".repeat(MiB);
-  const server = createServer((request, response) => {
-    const index = written.push(0) - 1;
-    response.writeHead(answer.status, { "content-type": answer.type });
-    response.write(answer.start);
-    let stopped = false;
-    request.on("close", () => {
-      stopped = true;
-    });
-    response.on("close", () => {
-      stopped = true;
-    });
-    const pump = (): void => {
-      while (!stopped && (written[index] ?? 0) < SENT_MIB) {
-        written[index] = (written[index] ?? 0) + 1;
-        if (!response.write(chunk)) {
-          response.once("drain", pump);
-          return;
-        }
-      }
-      if (!stopped) response.end("\n\n");
-    };
-    pump();
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, written };
+  const endless = await endlessServer({ ...answer, end: "\n\n", mib: SENT_MIB });
+  return { ...endless, url: `${endless.origin}/v1` };
 }
 
 async function runAgainst(provider: string, endpoint: Endless) {

@@ -3,7 +3,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { fixture, ofType, readJournal, tempDir, workspaceWith } from "./helpers.js";
-import { TmuxSession, terminalFixture } from "./tmux.js";
+import { CHAT_READY, type TmuxSession, terminalFixture } from "./tmux.js";
 
 /** What the scripted model (fixtures/recording-model.mjs) was sent, one entry per request. */
 async function sentToModel(file: string): Promise<{ role: string; content: string }[][]> {
@@ -25,20 +25,15 @@ describe("approvals on a terminal", () => {
     ...args: string[]
   ): Promise<{ session: TmuxSession; sent: string }> {
     const sent = join(await tempDir("harness-sent-"), "sent.jsonl");
-    const session = new TmuxSession(
+    const session = terminal.start(
       workspace,
       [command, "--script", fixture("recording-model.mjs"), ...args],
       {
-        HARNESS_CONFIG: terminal.config,
-        HARNESS_KEY_FILE: process.env.HARNESS_KEY_FILE ?? "",
-        TERM: "xterm-256color",
         HARNESS_TEST_SENT: sent,
         HARNESS_TEST_PLAN: JSON.stringify(plan),
       },
     );
-    terminal.track(session);
-    session.start();
-    if (command === "chat") await session.waitFor("/help for keys and commands");
+    if (command === "chat") await session.waitFor(CHAT_READY);
     return { session, sent };
   }
 

@@ -2,7 +2,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { fixture, ofType, readJournal, tempDir, workspaceWith } from "./helpers.js";
-import { TmuxSession, terminalFixture } from "./tmux.js";
+import { type TmuxSession, terminalFixture } from "./tmux.js";
 
 /** `@path` in the chat: a workspace file's content goes with the message; completion over the workspace. */
 describe("harness chat: @file attachments", () => {
@@ -10,15 +10,9 @@ describe("harness chat: @file attachments", () => {
 
   async function chat(workspace: string): Promise<{ session: TmuxSession; sent: string }> {
     const sent = join(await tempDir("harness-sent-"), "sent.jsonl");
-    const session = new TmuxSession(workspace, ["chat", "--script", fixture("recording-model.mjs")], {
-      HARNESS_CONFIG: terminal.config,
-      HARNESS_KEY_FILE: process.env.HARNESS_KEY_FILE ?? "",
-      TERM: "xterm-256color",
+    const session = await terminal.chat(workspace, ["chat", "--script", fixture("recording-model.mjs")], {
       HARNESS_TEST_SENT: sent,
     });
-    terminal.track(session);
-    session.start();
-    await session.waitFor("/help for keys and commands");
     return { session, sent };
   }
 

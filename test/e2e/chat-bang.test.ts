@@ -15,7 +15,7 @@ import {
   tempDir,
   workspaceWith,
 } from "./helpers.js";
-import { TmuxSession, terminalFixture } from "./tmux.js";
+import { CHAT_READY, type TmuxSession, terminalFixture } from "./tmux.js";
 
 /**
  * `!command` in the chat, in a real pseudo-terminal: what the screen shows, what the recording
@@ -30,20 +30,12 @@ describe("harness chat: !command", () => {
     env: Record<string, string> = {},
   ): Promise<{ session: TmuxSession; sent: string; id: string }> {
     const sent = join(await tempDir("harness-sent-"), "sent.jsonl");
-    const session = new TmuxSession(
+    const session = terminal.start(
       workspace,
       ["chat", "--script", fixture("recording-model.mjs"), "--shell", "ask", ...flags],
-      {
-        HARNESS_CONFIG: terminal.config,
-        HARNESS_KEY_FILE: process.env.HARNESS_KEY_FILE ?? "",
-        TERM: "xterm-256color",
-        HARNESS_TEST_SENT: sent,
-        ...env,
-      },
+      { HARNESS_TEST_SENT: sent, ...env },
     );
-    terminal.track(session);
-    session.start();
-    const screen = await session.waitFor("/help for keys and commands");
+    const screen = await session.waitFor(CHAT_READY);
     // !commands run in the session: the first message starts it.
     session.type("first");
     session.press("Enter");

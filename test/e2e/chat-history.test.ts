@@ -13,19 +13,8 @@ describe("the chat's history: undo, redo, diff, sessions, continuing", () => {
   const terminal = terminalFixture("harness-chat-history-config-");
   const SCRIPT = fixture("chat-files.mjs");
 
-  const env = () => ({
-    HARNESS_CONFIG: terminal.config,
-    HARNESS_KEY_FILE: process.env.HARNESS_KEY_FILE ?? "",
-    TERM: "xterm-256color",
-  });
-
-  async function chat(workspace: string, ...flags: string[]): Promise<TmuxSession> {
-    const session = terminal.track(
-      new TmuxSession(workspace, ["chat", "--script", SCRIPT, "--write", "allow", ...flags], env()),
-    );
-    session.start();
-    await session.waitFor("/help for keys and commands");
-    return session;
+  function chat(workspace: string, ...flags: string[]): Promise<TmuxSession> {
+    return terminal.chat(workspace, ["chat", "--script", SCRIPT, "--write", "allow", ...flags]);
   }
 
   /** Send a message (or a slash command) and wait for what shows it was handled. */
@@ -216,7 +205,12 @@ describe("the chat's history: undo, redo, diff, sessions, continuing", () => {
     await writeFile(join(bin, "harness"), `#!/bin/sh\nexec '${process.execPath}' '${BIN}' "$@"\n`);
     await chmod(join(bin, "harness"), 0o755);
     const again = terminal.track(
-      new TmuxSession(workspace, [], { ...env(), PATH: `${bin}:${process.env.PATH ?? ""}` }, printed),
+      new TmuxSession(
+        workspace,
+        [],
+        { ...terminal.env(), PATH: `${bin}:${process.env.PATH ?? ""}` },
+        printed,
+      ),
     );
     again.start();
     expect(sessionIdOn(await again.waitFor("/help for keys and commands"))).toBe(id);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { jsonScript, workspaceWith } from "./helpers.js";
-import { TmuxSession, terminalFixture } from "./tmux.js";
+import { type TmuxSession, terminalFixture } from "./tmux.js";
 
 /** What the chat shows of a finished call, in a real pseudo-terminal (tmux), judged by the screen. */
 describe("harness chat shows what each call did", () => {
@@ -23,18 +23,16 @@ describe("harness chat shows what each call did", () => {
 
   async function chat(workspace: string, ...flags: string[]): Promise<TmuxSession> {
     const script = await jsonScript(REPLIES);
-    const session = new TmuxSession(
-      workspace,
-      ["chat", "--script", script, "--write", "allow", "--shell", "allow", ...flags],
-      {
-        HARNESS_CONFIG: terminal.config,
-        HARNESS_KEY_FILE: process.env.HARNESS_KEY_FILE ?? "",
-        TERM: "xterm-256color",
-      },
-    );
-    terminal.track(session);
-    session.start();
-    await session.waitFor("/help for keys and commands");
+    const session = await terminal.chat(workspace, [
+      "chat",
+      "--script",
+      script,
+      "--write",
+      "allow",
+      "--shell",
+      "allow",
+      ...flags,
+    ]);
     session.type("fix the typo and count");
     session.press("Enter");
     return session;

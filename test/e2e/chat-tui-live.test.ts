@@ -20,15 +20,7 @@ describe("harness chat: live views", () => {
   const terminal = terminalFixture("harness-chat-live-config-");
 
   async function chat(workspace: string, replies: unknown[], ...flags: string[]): Promise<TmuxSession> {
-    const session = new TmuxSession(workspace, ["chat", "--script", await jsonScript(replies), ...flags], {
-      HARNESS_CONFIG: terminal.config,
-      HARNESS_KEY_FILE: process.env.HARNESS_KEY_FILE ?? "",
-      TERM: "xterm-256color",
-    });
-    terminal.track(session);
-    session.start();
-    await session.waitFor("/help for keys and commands");
-    return session;
+    return terminal.chat(workspace, ["chat", "--script", await jsonScript(replies), ...flags]);
   }
 
   it("/model lists the profiles, switches for the next turn, and the switch is journaled and kept on resume", async () => {

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { alive, eventually } from "../support/processes.js";
 import { fixture, journalFile, jsonScript, ofType, readJournal, workspaceWith } from "./helpers.js";
-import { TmuxSession, terminalFixture } from "./tmux.js";
+import { type TmuxSession, terminalFixture } from "./tmux.js";
 
 /** The chat driven as a person would, in a real pseudo-terminal (tmux), judged by the screen and the journal. */
 describe("harness chat in a terminal", () => {
@@ -15,15 +15,7 @@ describe("harness chat in a terminal", () => {
     ...flags: string[]
   ): Promise<TmuxSession> {
     const script = typeof replies === "string" ? replies : await jsonScript(replies);
-    const session = new TmuxSession(workspace, ["chat", "--script", script, ...flags], {
-      HARNESS_CONFIG: terminal.config,
-      HARNESS_KEY_FILE: process.env.HARNESS_KEY_FILE ?? "",
-      TERM: "xterm-256color",
-    });
-    terminal.track(session);
-    session.start();
-    await session.waitFor("/help for keys and commands");
-    return session;
+    return terminal.chat(workspace, ["chat", "--script", script, ...flags]);
   }
 
   const sessionIdOn = (screen: string) => /session (\S+) ·/.exec(screen)?.[1] ?? "";
@@ -82,13 +74,7 @@ describe("harness chat in a terminal", () => {
 
   it("bare harness on a terminal is harness chat", async () => {
     const workspace = await workspaceWith({});
-    const session = new TmuxSession(workspace, [], {
-      HARNESS_CONFIG: terminal.config,
-      HARNESS_KEY_FILE: process.env.HARNESS_KEY_FILE ?? "",
-      TERM: "xterm-256color",
-    });
-    terminal.track(session);
-    session.start();
+    const session = terminal.start(workspace, []);
     // No model is configured here: the chat itself says so (a pipe would get the help instead).
     const screen = await session.waitFor("[exited 64]");
     expect(screen).toContain("harness chat: no model configured");

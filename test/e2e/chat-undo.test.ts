@@ -2,7 +2,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { jsonScript, ofType, readJournal, workspaceWith } from "./helpers.js";
-import { TmuxSession, terminalFixture } from "./tmux.js";
+import { terminalFixture } from "./tmux.js";
 
 /** /undo in the chat, driven in a real pseudo-terminal: the files on disk and the journal judge it. */
 describe("the chat's /undo", () => {
@@ -24,14 +24,7 @@ describe("the chat's /undo", () => {
       },
       { text: "Done.", calls: [] },
     ]);
-    const session = new TmuxSession(workspace, ["chat", "--script", script, "--write", "allow"], {
-      HARNESS_CONFIG: terminal.config,
-      HARNESS_KEY_FILE: process.env.HARNESS_KEY_FILE ?? "",
-      TERM: "xterm-256color",
-    });
-    terminal.track(session);
-    session.start();
-    await session.waitFor("/help for keys and commands");
+    const session = await terminal.chat(workspace, ["chat", "--script", script, "--write", "allow"]);
     session.type("fix it");
     session.press("Enter");
     const done = await session.waitFor("Done.");

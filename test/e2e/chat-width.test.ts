@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { displayWidth } from "../../src/shared/text-width.js";
 import { jsonScript, workspaceWith } from "./helpers.js";
-import { TmuxSession, terminalFixture } from "./tmux.js";
+import { terminalFixture } from "./tmux.js";
 
 /** The chat's own lines measured in columns: a call's arguments are cut to fit, whatever script they are in. */
 describe("harness chat in a terminal: wide text", () => {
@@ -14,14 +14,7 @@ describe("harness chat in a terminal: wide text", () => {
       { text: "Waited.", calls: [] },
     ]);
     const workspace = await workspaceWith({});
-    const session = new TmuxSession(workspace, ["chat", "--script", script, "--shell", "allow"], {
-      HARNESS_CONFIG: terminal.config,
-      HARNESS_KEY_FILE: process.env.HARNESS_KEY_FILE ?? "",
-      TERM: "xterm-256color",
-    });
-    terminal.track(session);
-    session.start();
-    await session.waitFor("/help for keys and commands");
+    const session = await terminal.chat(workspace, ["chat", "--script", script, "--shell", "allow"]);
     session.type("wait");
     session.press("Enter");
     // The live line of the running call: its name and its arguments, cut to fit.

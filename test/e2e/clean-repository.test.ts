@@ -1,4 +1,4 @@
-import { type ChildProcess, execFileSync } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import {
   existsSync,
   lstatSync,
@@ -10,6 +10,7 @@ import {
 } from "node:fs";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { git } from "../support/git.js";
 import {
   childEnv,
   ensureBuilt,
@@ -39,23 +40,6 @@ const GITIGNORE = "node_modules/\n*.log\n";
 
 beforeAll(() => ensureBuilt());
 afterAll(removeTempDirs);
-
-/** git with no user or system config, so the host's settings change nothing. */
-function git(workspace: string, ...args: string[]): string {
-  return execFileSync("git", args, {
-    cwd: workspace,
-    encoding: "utf8",
-    env: {
-      ...process.env,
-      GIT_CONFIG_GLOBAL: "/dev/null",
-      GIT_CONFIG_NOSYSTEM: "1",
-      GIT_AUTHOR_NAME: "t",
-      GIT_AUTHOR_EMAIL: "t@example.com",
-      GIT_COMMITTER_NAME: "t",
-      GIT_COMMITTER_EMAIL: "t@example.com",
-    },
-  });
-}
 
 /** A git repository with a committed file, a .gitignore, and nothing untracked. */
 async function gitWorkspace(files: Record<string, string> = {}): Promise<string> {

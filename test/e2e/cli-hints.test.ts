@@ -1,10 +1,10 @@
 import { spawn } from "node:child_process";
 import { chmod, readFile, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { writeReply } from "../e2e-providers/wire.js";
+import { freePort } from "../support/net.js";
 import {
   BIN,
   type CliResult,
@@ -207,14 +207,6 @@ describe("every printed next step works as printed from where the user is", () =
     }
   });
 });
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** A Chat Completions server on `port` that answers every request with `text`. */
 async function serveChat(port: number, text: string): Promise<Server> {

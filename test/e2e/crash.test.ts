@@ -4,6 +4,7 @@ import { hostname } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { verifyJournal } from "../../src/journal/verify.js";
+import { mulberry32 } from "../support/random.js";
 import {
   type CliResult,
   ensureBuilt,
@@ -246,18 +247,6 @@ async function readFiles(workspace: string): Promise<Record<string, string>> {
     if (existsSync(path)) files[name] = await readFile(path, "utf8");
   }
   return files;
-}
-
-/** A small deterministic generator; the seed is in the test names so a failure can be replayed. */
-function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const SEED = Number(process.env.HARNESS_CRASH_SEED ?? Date.now() % 1_000_000);

@@ -1,8 +1,8 @@
 import { readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { canonicalJson, digestOf } from "../../src/shared/hash.js";
-import { cliEnv, runCli } from "../e2e-providers/cli.js";
+import { runCli } from "../e2e-providers/cli.js";
+import { userEnv } from "../support/user-env.js";
 import {
   ensureBuilt,
   expectExit,
@@ -11,7 +11,6 @@ import {
   ofType,
   readJournal,
   removeTempDirs,
-  tempDir,
   workspaceWith,
 } from "./helpers.js";
 
@@ -24,12 +23,6 @@ import {
 
 beforeAll(() => ensureBuilt());
 afterAll(() => removeTempDirs());
-
-async function userEnv(): Promise<NodeJS.ProcessEnv> {
-  return cliEnv(await tempDir("harness-inspect-home-"), {
-    HARNESS_KEY_FILE: join(await tempDir("harness-inspect-key-"), "journal.key"),
-  });
-}
 
 /** A session that ran one shell command and one acceptance command. */
 async function sessionWithProcesses(env: NodeJS.ProcessEnv) {
@@ -67,7 +60,7 @@ function timelineLine(stdout: string, pattern: RegExp): string {
 
 describe("inspect shows what each process ran under", () => {
   it("a shell command's and an acceptance command's purpose, sandbox profile and environment names", async () => {
-    const env = await userEnv();
+    const env = await userEnv("inspect");
     const workspace = await sessionWithProcesses(env);
     const records = await readJournal(workspace, "s");
     const [spawned] = ofType(records, "process.spawned");
@@ -97,7 +90,7 @@ describe("inspect shows what each process ran under", () => {
   });
 
   it("hostile environment names in a journal shipped by someone else are shown escaped", async () => {
-    const env = await userEnv();
+    const env = await userEnv("inspect");
     const workspace = await sessionWithProcesses(env);
     const hostile = "EVIL\u001b]0;pwned\u0007\u202eX";
     // Rewrite the journal as a forger without the key would: inspect still shows it, labelled.

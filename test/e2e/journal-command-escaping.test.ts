@@ -1,9 +1,9 @@
 import { spawnSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cliEnv, runCli } from "../e2e-providers/cli.js";
+import { runCli } from "../e2e-providers/cli.js";
+import { userEnv } from "../support/user-env.js";
 import {
   type CliResult,
   ensureBuilt,
@@ -12,7 +12,6 @@ import {
   jsonScript,
   lockFile,
   removeTempDirs,
-  tempDir,
   workspaceWith,
 } from "./helpers.js";
 
@@ -29,12 +28,6 @@ const ESC = "\u001b";
 const RLO = "\u202e";
 const HOSTILE = `${ESC}]0;pwned\u0007${ESC}[2K${RLO}gnp.exe`;
 const JOURNAL_REFUSED = 5;
-
-async function userEnv(): Promise<NodeJS.ProcessEnv> {
-  return cliEnv(await tempDir("harness-escape-home-"), {
-    HARNESS_KEY_FILE: join(await tempDir("harness-escape-key-"), "journal.key"),
-  });
-}
 
 function expectNoControl(label: string, result: CliResult): void {
   for (const text of [result.stdout, result.stderr]) {
@@ -73,7 +66,7 @@ function writeLock(workspace: string, owner: Record<string, unknown>): void {
 
 describe("journal and lock contents are shown escaped", () => {
   it("unlock shows a lock file's hostile host name escaped, whether refused or forced", async () => {
-    const env = await userEnv();
+    const env = await userEnv("escape");
     const { workspace } = await recordedSession(env);
     writeLock(workspace, { pid: 1, host: `elsewhere${HOSTILE}`, started_at: HOSTILE, proc_start: null });
 
@@ -89,7 +82,7 @@ describe("journal and lock contents are shown escaped", () => {
   });
 
   it("resume's line about a stale lock it took over shows the lock's hostile fields escaped", async () => {
-    const env = await userEnv();
+    const env = await userEnv("escape");
     const { workspace, script } = await recordedSession(env);
     const dead = spawnSync("true").pid!;
     writeLock(workspace, { pid: dead, host: hostname(), started_at: HOSTILE, proc_start: null });
@@ -101,7 +94,7 @@ describe("journal and lock contents are shown escaped", () => {
   });
 
   it("verify shows a damaged journal's hostile field escaped, in text and in --json", async () => {
-    const env = await userEnv();
+    const env = await userEnv("escape");
     const { workspace } = await recordedSession(env);
     const path = journalFile(workspace, "s");
     const [first, ...rest] = readFileSync(path, "utf8").split("\n");
@@ -122,8 +115,8 @@ describe("journal and lock contents are shown escaped", () => {
   });
 
   it("adopt shows another user's hostile goal and acceptance command escaped", async () => {
-    const { workspace } = await recordedSession(await userEnv());
-    const victim = await userEnv();
+    const { workspace } = await recordedSession(await userEnv("escape"));
+    const victim = await userEnv("escape");
     const adopt = await runCli(["journal", "adopt", "s", "-w", workspace], victim);
     expectExit(adopt, JOURNAL_REFUSED);
     expectNoControl("adopt", adopt);

@@ -8,8 +8,9 @@ import { FileJournalStore } from "../../src/journal/file-store.js";
 import { loadJournalKey } from "../../src/journal/key-file.js";
 import { canonicalJson, digestOf } from "../../src/shared/hash.js";
 import { processStartTime } from "../../src/shared/proc-stat.js";
-import { cliEnv, runCli } from "../e2e-providers/cli.js";
+import { runCli } from "../e2e-providers/cli.js";
 import { startMockServer } from "../e2e-providers/mock-server.js";
+import { userEnv } from "../support/user-env.js";
 import {
   BIN,
   type CliResult,
@@ -40,14 +41,6 @@ afterAll(() => removeTempDirs());
 
 const JOURNAL_REFUSED = 5;
 const VICTIM_SECRET = "sk-victim-secret-never-sent";
-
-async function userEnv(extra: Record<string, string> = {}): Promise<NodeJS.ProcessEnv> {
-  const home = await tempDir("harness-trust-home-");
-  return cliEnv(home, {
-    HARNESS_KEY_FILE: join(await tempDir("harness-trust-key-"), "journal.key"),
-    ...extra,
-  });
-}
 
 function refusedAsUntrusted(result: CliResult, sessionId: string): void {
   expectExit(result, JOURNAL_REFUSED);
@@ -82,7 +75,7 @@ describe("a repository that ships a session recorded under another key", () => {
       ];
       // The attacker records the session with their own key; it stops early, so resuming it
       // would ask their endpoint again (with the resumer's key) and then run the acceptance.
-      const attacker = await userEnv();
+      const attacker = await userEnv("trust");
       const recorded = await runCli(
         [
           "run",
@@ -106,7 +99,7 @@ describe("a repository that ships a session recorded under another key", () => {
       expect(requestsByAttacker).toBe(1);
       phase = "victim";
 
-      const victim = await userEnv({ OPENAI_API_KEY: VICTIM_SECRET });
+      const victim = await userEnv("trust", { OPENAI_API_KEY: VICTIM_SECRET });
       const shipped = readFileSync(journalFile(workspace, session));
       refusedAsUntrusted(await runCli(["resume", session, "-w", workspace], victim), session);
       refusedAsUntrusted(
@@ -189,10 +182,10 @@ function onTerminal(
 
 describe("journal adopt on a terminal", () => {
   it("adopts only on y or yes; any other answer changes nothing", async () => {
-    const owner = await userEnv();
+    const owner = await userEnv("trust");
     const session = "colleague";
     const { workspace } = await ownSession(owner, session);
-    const me = await userEnv();
+    const me = await userEnv("trust");
     const before = readFileSync(journalFile(workspace, session));
     const declined = await onTerminal(["journal", "adopt", session, "-w", workspace], me, "sure");
     expectExit(declined, JOURNAL_REFUSED);
@@ -206,10 +199,10 @@ describe("journal adopt on a terminal", () => {
   });
 
   it("adopts nothing when the journal gains a record while the person decides", async () => {
-    const owner = await userEnv();
+    const owner = await userEnv("trust");
     const session = "moving";
     const { workspace } = await ownSession(owner, session);
-    const me = await userEnv();
+    const me = await userEnv("trust");
     // The colleague resumes their session while the prompt shows what it holds.
     const colleague = new FileJournalStore(join(workspace, ".harness"), {
       key: loadJournalKey({ path: String(owner.HARNESS_KEY_FILE) }),
@@ -259,7 +252,7 @@ function rechain(path: string, edit: (record: Record<string, unknown>) => void):
 
 describe("a journal modified and re-chained without the key", () => {
   it("is refused by resume, verify, apply and review; inspect shows it labelled untrusted", async () => {
-    const env = await userEnv();
+    const env = await userEnv("trust");
     const session = "forged";
     const { workspace, args } = await ownSession(env, session);
     rechain(journalFile(workspace, session), (record) => {
@@ -287,7 +280,7 @@ describe("a journal modified and re-chained without the key", () => {
   });
 
   it("the user's own session still verifies and re-runs with no new model request", async () => {
-    const env = await userEnv();
+    const env = await userEnv("trust");
     const { workspace, args } = await ownSession(env, "mine");
     expectExit(await runCli(["journal", "verify", "mine", "-w", workspace], env), 0);
     const again = await runCli(["resume", "mine", ...args.slice(0, 2), "-w", workspace, "--json"], env);
@@ -298,7 +291,7 @@ describe("a journal modified and re-chained without the key", () => {
 
 describe("artifacts are checked against their SHA-256", () => {
   it("a modified artifact is reported by verify, and read_artifact returns an error instead of its bytes", async () => {
-    const env = await userEnv();
+    const env = await userEnv("trust");
     const workspace = await workspaceWith({ "hello.txt": "hello\n" });
     const events = journalFile(workspace, "art");
     const artifactsDir = join(sessionDir(workspace, "art"), "artifacts");
@@ -357,7 +350,7 @@ describe("writer locks on resume", () => {
   }
 
   it("takes over a lock whose owner is dead, with a printed line and a lock.recovered record", async () => {
-    const env = await userEnv();
+    const env = await userEnv("trust");
     const { workspace, script } = await stoppedSession(env);
     const dead = spawnSync("true").pid!;
     writeLock(workspace, {
@@ -383,7 +376,7 @@ describe("writer locks on resume", () => {
   });
 
   it("never displaces a live owner, nor one on another host: refused with the journal exit code", async () => {
-    const env = await userEnv();
+    const env = await userEnv("trust");
     const { workspace, script } = await stoppedSession(env);
     const before = readFileSync(journalFile(workspace, "s"));
     const live = writeLock(workspace, {
@@ -410,7 +403,7 @@ describe("writer locks on resume", () => {
 
 describe("the journal key file", () => {
   it("is created with mode 0600; a key others can read, or one inside the workspace, is refused", async () => {
-    const env = await userEnv();
+    const env = await userEnv("trust");
     const keyFile = env.HARNESS_KEY_FILE!;
     const workspace = await workspaceWith({ "hello.txt": "hello\n" });
     const script = await jsonScript([{ text: "nothing to do" }]);

@@ -24,13 +24,13 @@ import {
   longRunArgs,
   longScript,
   longWorkspace,
-  mulberry32,
   RESERVE,
   SESSION,
   STEPS,
   summaryAt,
   WINDOW,
 } from "../support/long-session.js";
+import { mulberry32 } from "../support/random.js";
 import {
   type CliResult,
   ensureBuilt,

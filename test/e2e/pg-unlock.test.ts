@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import { hostname } from "node:os";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { JournalKey } from "../../src/journal/key.js";
@@ -7,6 +6,7 @@ import type { JournalWriter } from "../../src/journal/store.js";
 import { cliEnv, runCli } from "../e2e-providers/cli.js";
 import { input } from "../journal/contract.js";
 import { type TempPgSchema, tempPgSchema } from "../support/pg.js";
+import { deadPid } from "../support/processes.js";
 import { ensureBuilt, expectExit, removeTempDirs, tempDir } from "./helpers.js";
 
 /** `harness unlock SESSION --database URL` clears a crashed writer's lock in PostgreSQL, by the file store's rules. */
@@ -38,12 +38,6 @@ async function locked(owner?: Record<string, unknown>): Promise<void> {
     await db.pool.query("UPDATE harness_sessions SET writer = $1 WHERE session_id = 's1'", [
       JSON.stringify(owner),
     ]);
-}
-
-async function deadPid(): Promise<number> {
-  const child = spawn(process.execPath, ["-e", "0"], { stdio: "ignore" });
-  await new Promise((resolve) => child.once("exit", resolve));
-  return child.pid as number;
 }
 
 const writerToken = async () =>

@@ -7,18 +7,14 @@ describe("harness run on a terminal", () => {
   const terminal = terminalFixture("harness-run-tty-config-");
 
   function run(workspace: string, ...args: string[]): TmuxSession {
-    const session = new TmuxSession(
-      workspace,
-      ["run", "--script", fixture("chat-echo.mjs"), "--shell", "allow", ...args],
-      {
-        HARNESS_CONFIG: terminal.config,
-        HARNESS_KEY_FILE: process.env.HARNESS_KEY_FILE ?? "",
-        TERM: "xterm-256color",
-      },
-    );
-    terminal.track(session);
-    session.start();
-    return session;
+    return terminal.start(workspace, [
+      "run",
+      "--script",
+      fixture("chat-echo.mjs"),
+      "--shell",
+      "allow",
+      ...args,
+    ]);
   }
 
   const sessionIdOn = (screen: string) => /^session +(\S+)$/m.exec(screen)?.[1] ?? "";

@@ -48,22 +48,33 @@ const REPLIES = [
 
 const files = () => ({ "notes.txt": "title\nstatus: draft\nend\n", "key.txt": `${SECRET}\n` });
 
+/**
+ * The REPLIES session in a fresh workspace, writes and commands allowed: `flags` go after the
+ * allow flags, `global` before `run`.
+ */
+async function runReplies(flags: string[] = [], global: string[] = []) {
+  const workspace = await workspaceWith(files());
+  const script = await jsonScript(REPLIES);
+  const result = await run([
+    ...global,
+    "run",
+    "--script",
+    script,
+    "--workspace",
+    workspace,
+    "--write",
+    "allow",
+    "--shell",
+    "allow",
+    ...flags,
+    "go",
+  ]);
+  return { workspace, result };
+}
+
 describe("harness run shows what each call did", () => {
   it("an edit's diff and a command's first and last lines, scrubbed, as the calls finish", async () => {
-    const workspace = await workspaceWith(files());
-    const script = await jsonScript(REPLIES);
-    const result = await run([
-      "run",
-      "--script",
-      script,
-      "--workspace",
-      workspace,
-      "--write",
-      "allow",
-      "--shell",
-      "allow",
-      "go",
-    ]);
+    const { result } = await runReplies();
     expectExit(result, 0);
     const err = result.stderr;
     // The edit's unified diff, under the quoted-text prefix, after the call's status line.
@@ -88,21 +99,7 @@ describe("harness run shows what each call did", () => {
   });
 
   it("--quiet-calls keeps the status lines and shows no diff and no output", async () => {
-    const workspace = await workspaceWith(files());
-    const script = await jsonScript(REPLIES);
-    const result = await run([
-      "run",
-      "--script",
-      script,
-      "--workspace",
-      workspace,
-      "--write",
-      "allow",
-      "--shell",
-      "allow",
-      "--quiet-calls",
-      "go",
-    ]);
+    const { workspace, result } = await runReplies(["--quiet-calls"]);
     expectExit(result, 0);
     expect(result.stderr).toContain("✓ edit_file ok");
     expect(result.stderr).toContain("✓ shell ok");
@@ -113,21 +110,7 @@ describe("harness run shows what each call did", () => {
   });
 
   it("-q leaves only the verdict on stdout and nothing on stderr", async () => {
-    const workspace = await workspaceWith(files());
-    const script = await jsonScript(REPLIES);
-    const result = await run([
-      "-q",
-      "run",
-      "--script",
-      script,
-      "--workspace",
-      workspace,
-      "--write",
-      "allow",
-      "--shell",
-      "allow",
-      "go",
-    ]);
+    const { result } = await runReplies([], ["-q"]);
     expectExit(result, 0);
     expect(result.stdout).toBe("status    unverified\n");
     expect(result.stderr).toBe("");
@@ -172,21 +155,7 @@ describe("harness run shows what each call did", () => {
 
 describe("harness inspect SESSION --call ID", () => {
   it("prints a command's whole output, the bytes of its artifact; --json too; an unknown id is an error", async () => {
-    const workspace = await workspaceWith(files());
-    const script = await jsonScript(REPLIES);
-    const result = await run([
-      "run",
-      "--script",
-      script,
-      "--workspace",
-      workspace,
-      "--write",
-      "allow",
-      "--shell",
-      "allow",
-      "--json",
-      "go",
-    ]);
+    const { workspace, result } = await runReplies(["--json"]);
     expectExit(result, 0);
     const id = (JSON.parse(result.stdout) as { session: string }).session;
     const records = await readJournal(workspace, id);

@@ -4,6 +4,9 @@ import { join } from "node:path";
 import { afterAll, afterEach, beforeAll } from "vitest";
 import { BIN, ensureBuilt, removeTempDirs, tempDir } from "./helpers.js";
 
+/** What the chat shows once it is ready for a message. */
+export const CHAT_READY = "/help for keys and commands";
+
 /**
  * What a describe block of terminal tests shares: the built CLI, an empty user config of its own
  * (`config`, set before the first test), and every session it `track`s killed after each test.
@@ -11,6 +14,12 @@ import { BIN, ensureBuilt, removeTempDirs, tempDir } from "./helpers.js";
 export function terminalFixture(prefix: string): {
   readonly config: string;
   track(session: TmuxSession): TmuxSession;
+  /** The environment the CLI runs with: this block's user config, the tests' journal key, a colour terminal. */
+  env(extra?: Record<string, string>): Record<string, string>;
+  /** The built CLI with `args` in `cwd`, started in a tracked session. */
+  start(cwd: string, args: readonly string[], extra?: Record<string, string>): TmuxSession;
+  /** `start`, then wait until the chat is ready for a message. */
+  chat(cwd: string, args: readonly string[], extra?: Record<string, string>): Promise<TmuxSession>;
 } {
   let config = "";
   const sessions: TmuxSession[] = [];
@@ -29,6 +38,24 @@ export function terminalFixture(prefix: string): {
     },
     track(session) {
       sessions.push(session);
+      return session;
+    },
+    env(extra = {}) {
+      return {
+        HARNESS_CONFIG: config,
+        HARNESS_KEY_FILE: process.env.HARNESS_KEY_FILE ?? "",
+        TERM: "xterm-256color",
+        ...extra,
+      };
+    },
+    start(cwd, args, extra) {
+      const session = this.track(new TmuxSession(cwd, args, this.env(extra)));
+      session.start();
+      return session;
+    },
+    async chat(cwd, args, extra) {
+      const session = this.start(cwd, args, extra);
+      await session.waitFor(CHAT_READY);
       return session;
     },
   };

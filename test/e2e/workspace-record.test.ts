@@ -4,7 +4,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sha256Hex } from "../../src/shared/hash.js";
 import { parseManifest } from "../../src/workspace/manifest.js";
-import { cliEnv, runCli } from "../e2e-providers/cli.js";
+import { runCli } from "../e2e-providers/cli.js";
+import { userEnv } from "../support/user-env.js";
 import {
   ensureBuilt,
   expectExit,
@@ -73,11 +74,6 @@ const file = (text: string | Buffer, exec = false) => ({
   exec,
 });
 
-async function userEnv(): Promise<NodeJS.ProcessEnv> {
-  const home = await tempDir("harness-record-home-");
-  return cliEnv(home, { HARNESS_KEY_FILE: join(await tempDir("harness-record-key-"), "journal.key") });
-}
-
 /** The workspace.changed records with their seq (their data as the journal holds it). */
 function changes(records: readonly JournalLine[]): ({ seq: number } & Record<string, unknown>)[] {
   return ofType(records, "workspace.changed").map((r) => ({ seq: r.seq, ...r.data }));
@@ -87,7 +83,7 @@ describe("the workspace record of a session", () => {
   it(
     "journals the base, file tool writes, shell and acceptance effects, and keeps every before",
     async () => {
-      const env = await userEnv();
+      const env = await userEnv("record");
       const workspace = await workspaceWith(INITIAL);
       const script = join(await tempDir("harness-record-script-"), "model.mjs");
       await writeFile(script, SCRIPT);
@@ -191,7 +187,7 @@ describe("the workspace record of a session", () => {
   it(
     "journals a change nobody in the session made as outside, at the next turn's start",
     async () => {
-      const env = await userEnv();
+      const env = await userEnv("record");
       const workspace = await workspaceWith({ "notes.txt": "mine\n", "doomed.txt": "x\n" });
       const script = join(await tempDir("harness-record-script-"), "model.mjs");
       await writeFile(script, 'export default async () => ({ text: "nothing to do" });');

@@ -6,6 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type LockOwner, unlockSession } from "../../src/journal/lock.js";
 import { repairJournal } from "../../src/journal/repair.js";
 import { processStartTime } from "../../src/shared/proc-stat.js";
+import { deadPid } from "../support/processes.js";
 import { input, rejection } from "./contract.js";
 import { lockPath, seedSession, type TempHarness, tempHarness } from "./helpers.js";
 
@@ -14,13 +15,6 @@ const children: ChildProcess[] = [];
 function exited(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => child.once("exit", () => resolve()));
-}
-
-async function deadPid(): Promise<number> {
-  const child = spawn(process.execPath, ["-e", "0"], { stdio: "ignore" });
-  await exited(child);
-  if (child.pid === undefined) throw new Error("no pid");
-  return child.pid;
 }
 
 function sleepingChild(): ChildProcess {

@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import { hostname } from "node:os";
 import { afterEach, describe, expect, it } from "vitest";
 import { JournalKey } from "../../src/journal/key.js";
@@ -8,6 +7,7 @@ import { PgJournalStore } from "../../src/journal/pg/store.js";
 import { unlockPgSession } from "../../src/journal/pg/writer-claim.js";
 import type { JournalWriter } from "../../src/journal/store.js";
 import { type TempPgSchema, tempPgSchema } from "../support/pg.js";
+import { deadPid } from "../support/processes.js";
 import { input, rejection } from "./contract.js";
 
 /**
@@ -20,13 +20,6 @@ const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
-
-async function deadPid(): Promise<number> {
-  const child = spawn(process.execPath, ["-e", "0"], { stdio: "ignore" });
-  await new Promise((resolve) => child.once("exit", resolve));
-  if (child.pid === undefined) throw new Error("no pid");
-  return child.pid;
-}
 
 /** A session `s1` with one record whose writer is still open; its row then names `owner` instead. */
 async function lockedSession(

@@ -77,14 +77,6 @@ export function logLines(file: string): string[] {
   }
 }
 
-export async function until(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
-  const ends = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > ends) throw new Error("condition not met in time");
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 /** The rejection of a promise that must reject. */
 export async function rejection(promise: Promise<unknown>): Promise<unknown> {
   return promise.then(

@@ -3,6 +3,7 @@ import { createServer, type IncomingHttpHeaders } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { McpCallError, McpConnection, McpStartError } from "../../src/mcp/connection.js";
+import { freePort } from "../support/net.js";
 import { definition, EVERYTHING } from "./connection-fixtures.js";
 
 /** Reference servers started by a test, killed after it. */
@@ -12,14 +13,6 @@ afterEach(async () => {
   await Promise.all(connections.splice(0).map((connection) => connection.close()));
   for (const server of servers.splice(0)) server.kill("SIGKILL");
 });
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
 
 /** server-everything over HTTP (`streamableHttp` or the older `sse`), once it listens. */
 async function everythingOverHttp(

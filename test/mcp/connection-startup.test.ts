@@ -6,15 +6,8 @@ import { describe, expect, it } from "vitest";
 import { McpStartError } from "../../src/mcp/connection.js";
 import { McpRequiredServerError, startServers } from "../../src/mcp/startup.js";
 import { dirsPerTest } from "../shell/helpers.js";
-import {
-  alive,
-  connectionsPerTest,
-  lastPid,
-  logLines,
-  rejection,
-  toyServer,
-  until,
-} from "./connection-fixtures.js";
+import { until } from "../support/until.js";
+import { alive, connectionsPerTest, lastPid, logLines, rejection, toyServer } from "./connection-fixtures.js";
 
 const dirs = dirsPerTest("mcp-start");
 const connect = connectionsPerTest();

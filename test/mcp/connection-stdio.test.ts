@@ -5,6 +5,7 @@ import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
 import { McpCallError } from "../../src/mcp/connection.js";
 import { dirsPerTest } from "../shell/helpers.js";
+import { until } from "../support/until.js";
 import {
   alive,
   connectionsPerTest,
@@ -15,7 +16,6 @@ import {
   rejection,
   TOY_SERVER,
   toyServer,
-  until,
 } from "./connection-fixtures.js";
 
 const dirs = dirsPerTest("mcp-stdio");

@@ -1,54 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { TaskPermissionPolicy } from "../../src/packs/reservations/policy.js";
-import { deriveKey, parseTask, type ReservationTask } from "../../src/packs/reservations/task.js";
+import { deriveKey, type ReservationTask } from "../../src/packs/reservations/task.js";
 import type { HistoryEntry, PermissionRequest } from "../../src/runtime/ports.js";
 import type { JsonObject } from "../../src/shared/json.js";
+import { CAMERA_TASK, documented, FULL, reserveArgs, searched, stocked } from "./helpers.js";
 
-const task = parseTask({
-  id: "reserve-camera",
-  query: "camera",
-  mode: "reserve",
-  quantity: 1,
-  allow_write: true,
-  max_tool_calls: 8,
-});
-
-const searched: HistoryEntry = {
-  call_id: "c0",
-  name: "search",
-  arguments: { query: "camera" },
-  status: "ok",
-  data: {
-    outcome: "unique",
-    query: "camera",
-    hits: [{ id: "camera", title: "Mirrorless camera kit", snippet: "" }],
-  },
-};
-const documented: HistoryEntry = {
-  call_id: "c1",
-  name: "document",
-  arguments: { item_id: "camera" },
-  status: "ok",
-  data: { item_id: "camera" },
-};
-const stocked: HistoryEntry = {
-  call_id: "c2",
-  name: "stock",
-  arguments: { item_id: "camera" },
-  status: "ok",
-  data: { item_id: "camera", available: 3, revision: 0 },
-};
-const FULL = [searched, documented, stocked];
-
-function reserveArgs(over: JsonObject = {}, forTask: ReservationTask = task): JsonObject {
-  return {
-    item_id: "camera",
-    quantity: 1,
-    expected_revision: 0,
-    idempotency_key: deriveKey(forTask, "camera", 1),
-    ...over,
-  };
-}
+const task = CAMERA_TASK;
 
 function decide(args: JsonObject, history: readonly HistoryEntry[], forTask: ReservationTask = task) {
   const request: PermissionRequest = {

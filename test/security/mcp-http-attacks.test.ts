@@ -1,8 +1,8 @@
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { Server } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import { McpConnection, McpStartError } from "../../src/mcp/connection.js";
 import { definition } from "../mcp/connection-fixtures.js";
+import { endlessServer } from "../support/endless-server.js";
 
 /*
  * A remote MCP server (over HTTP) answers the handshake with a body that never ends: one JSON
@@ -11,7 +11,6 @@ import { definition } from "../mcp/connection-fixtures.js";
  * being read past 16 MiB and the server fails to start.
  */
 
-const MiB = 1024 * 1024;
 const SENT_MIB = 512;
 
 const servers: Server[] = [];
@@ -26,32 +25,15 @@ afterEach(async () => {
 
 /** A server that answers every request with `start` and then endless text; counts MiB written. */
 async function endless(type: string, start: string): Promise<{ url: string; written: number[] }> {
-  const written: number[] = [];
-  const chunk = "x".repeat(MiB);
-  const server = createServer((request, response) => {
-    const index = written.push(0) - 1;
-    response.writeHead(200, { "content-type": type });
-    response.write(start);
-    let stopped = false;
-    response.on("close", () => {
-      stopped = true;
-    });
-    const pump = (): void => {
-      while (!stopped && (written[index] ?? 0) < SENT_MIB) {
-        written[index] = (written[index] ?? 0) + 1;
-        if (!response.write(chunk)) {
-          response.once("drain", pump);
-          return;
-        }
-      }
-      if (!stopped) response.end();
-    };
-    request.resume();
-    pump();
+  const { server, origin, written } = await endlessServer({
+    status: 200,
+    type,
+    start,
+    end: "",
+    mib: SENT_MIB,
   });
   servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`, written };
+  return { url: `${origin}/mcp`, written };
 }
 
 describe("a remote MCP server's endless answer", () => {

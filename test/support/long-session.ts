@@ -136,15 +136,3 @@ export function longRunArgs(workspace: string, model: string[]): string[] {
     ...["--accept", ACCEPT, "--session", SESSION, "--json", GOAL],
   ];
 }
-
-/** A small seeded generator, so a failing kill schedule can be replayed. */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}

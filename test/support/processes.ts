@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { readProcStat } from "../../src/shared/proc-stat.js";
 
@@ -30,4 +31,12 @@ export function processesWith(marker: string): number[] {
     }
   }
   return found;
+}
+
+/** The pid of a process that has exited: no process has it (until the kernel hands it out again). */
+export async function deadPid(): Promise<number> {
+  const child = spawn(process.execPath, ["-e", "0"], { stdio: "ignore" });
+  await new Promise((resolve) => child.once("exit", resolve));
+  if (child.pid === undefined) throw new Error("no pid");
+  return child.pid;
 }

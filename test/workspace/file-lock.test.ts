@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { hostname, tmpdir } from "node:os";
 import path from "node:path";
@@ -10,6 +9,7 @@ import { createWriteFileTool } from "../../src/tools/files/write-file.js";
 import { DiskWorkspaceFs } from "../../src/workspace/disk-fs.js";
 import { FileLockDirectoryError, FileLockTimeout, withFileLock } from "../../src/workspace/file-lock.js";
 import { versionOf } from "../../src/workspace/version.js";
+import { deadPid } from "../support/processes.js";
 import { Session } from "../tools/helpers.js";
 
 let dir: string;
@@ -24,11 +24,6 @@ const locks = () => path.join(dir, ".harness", "locks");
 const lockFile = (key: string) => path.join(locks(), `${sha256Hex(key)}.lock`);
 
 /** A pid that existed and is gone now. */
-async function deadPid(): Promise<number> {
-  const child = spawn(process.execPath, ["-e", ""], { stdio: "ignore" });
-  await new Promise((resolve) => child.on("exit", resolve));
-  return child.pid!;
-}
 
 describe("per-file write lock", () => {
   it("is released when the action throws, and the lock directory is left empty", async () => {

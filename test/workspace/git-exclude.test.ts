@@ -1,4 +1,3 @@
-import { execFileSync } from "node:child_process";
 import {
   mkdirSync,
   mkdtempSync,
@@ -12,6 +11,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { excludeStateDirFromGit } from "../../src/workspace/git-exclude.js";
+import { git } from "../support/git.js";
 
 /**
  * `.harness/` is kept out of `git status` by one line in the repository's own `info/exclude`:
@@ -24,22 +24,6 @@ beforeEach(() => {
   root = realpathSync(mkdtempSync(path.join(tmpdir(), "harness-exclude-")));
 });
 afterEach(() => rmSync(root, { recursive: true, force: true }));
-
-function git(cwd: string, ...args: string[]): string {
-  return execFileSync("git", args, {
-    cwd,
-    encoding: "utf8",
-    env: {
-      ...process.env,
-      GIT_CONFIG_GLOBAL: "/dev/null",
-      GIT_CONFIG_NOSYSTEM: "1",
-      GIT_AUTHOR_NAME: "t",
-      GIT_AUTHOR_EMAIL: "t@example.com",
-      GIT_COMMITTER_NAME: "t",
-      GIT_COMMITTER_EMAIL: "t@example.com",
-    },
-  });
-}
 
 function repository(dir: string): string {
   mkdirSync(dir, { recursive: true });
