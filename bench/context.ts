@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { MemoryArtifactStore } from "../src/artifacts/memory-store.js";
 import { Engine } from "../src/engine/engine.js";
 import type { EngineListener } from "../src/engine/options.js";
-import { MemoryJournalBackend } from "../src/journal/memory-store.js";
+import { MemoryJournalStore } from "../src/journal/memory-store.js";
 import { modePolicy } from "../src/policy/policy-permissions.js";
 import type { ModelMessage } from "../src/protocol/types.js";
 import { chatRequestBody } from "../src/providers/chat-completions-wire.js";
@@ -108,7 +108,7 @@ async function session(root: string, steps: number, window: number): Promise<Ses
   };
   const engine = new Engine({
     sessionId: "context",
-    backend: new MemoryJournalBackend(),
+    backend: new MemoryJournalStore(),
     provider,
     runtime: {
       snapshot: registry.snapshot(),

@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { encodeRecord } from "../src/journal/codec.js";
-import { FileJournalBackend } from "../src/journal/file-store.js";
+import { FileJournalStore } from "../src/journal/file-store.js";
 import { JournalKey } from "../src/journal/key.js";
 import { sessionPaths } from "../src/journal/session-path.js";
 import { type AnyNewEvent, event, GENESIS_HASH } from "../src/journal/vocabulary.js";
@@ -80,7 +80,7 @@ function mixedEvent(i: number): AnyNewEvent {
 }
 
 async function benchAppend(root: string): Promise<BenchRow[]> {
-  const backend = new FileJournalBackend(join(root, "append", ".harness"), { key: BENCH_KEY });
+  const backend = new FileJournalStore(join(root, "append", ".harness"), { key: BENCH_KEY });
   const writer = await backend.openWriter("append-bench", { create: true });
   const rawDir = join(root, "raw");
   mkdirSync(rawDir, { recursive: true });
@@ -159,7 +159,7 @@ function collectGarbage(): void {
 
 async function benchLoad(root: string): Promise<BenchRow[]> {
   const harnessDir = join(root, "load", ".harness");
-  const backend = new FileJournalBackend(harnessDir, { key: BENCH_KEY });
+  const backend = new FileJournalStore(harnessDir, { key: BENCH_KEY });
   const rows: BenchRow[] = [];
   const perHundredK: number[] = [];
   for (const count of LOAD_SIZES) {

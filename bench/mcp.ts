@@ -5,7 +5,7 @@ import { dirname, join } from "node:path";
 import { Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { MemoryArtifactStore } from "../src/artifacts/memory-store.js";
-import { FileJournalBackend } from "../src/journal/file-store.js";
+import { FileJournalStore } from "../src/journal/file-store.js";
 import { JournalKey } from "../src/journal/key.js";
 import { parseMcpServer } from "../src/mcp/config.js";
 import { McpConnection } from "../src/mcp/connection.js";
@@ -90,7 +90,7 @@ async function openHarness(root: string, journal: boolean): Promise<Caller> {
       retry: { maxAttempts: 1, baseDelayMs: 1, maxDelayMs: 1 },
       settleGraceMs: 1000,
     });
-    const backend = new FileJournalBackend(join(root, ".harness"), { key: JournalKey.ephemeral() });
+    const backend = new FileJournalStore(join(root, ".harness"), { key: JournalKey.ephemeral() });
     const writer = await backend.openWriter(journal ? "bench-mcp" : "bench-mcp-unjournaled", {
       create: true,
     });

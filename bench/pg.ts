@@ -5,11 +5,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
-import { FileJournalBackend } from "../src/journal/file-store.js";
+import { FileJournalStore } from "../src/journal/file-store.js";
 import { JournalKey } from "../src/journal/key.js";
 import { acquireLease } from "../src/journal/pg/lease.js";
 import { ensurePgSchema } from "../src/journal/pg/schema.js";
-import { PgJournalBackend } from "../src/journal/pg/store.js";
+import { PgJournalStore } from "../src/journal/pg/store.js";
 import { event } from "../src/journal/vocabulary.js";
 import { type BenchRow, median, round } from "./stats.js";
 
@@ -43,11 +43,11 @@ export async function benchPg(): Promise<BenchRow[]> {
     await ensurePgSchema(pool);
     const lease = await acquireLease(pool, "bench", "bench-worker", 60_000);
     if (!lease) throw new Error("could not take the bench session's lease");
-    const pgWriter = await new PgJournalBackend(pool, { key: KEY }).openWriter("bench", {
+    const pgWriter = await new PgJournalStore(pool, { key: KEY }).openWriter("bench", {
       create: true,
       lease,
     });
-    const fileWriter = await new FileJournalBackend(join(root, ".harness"), { key: KEY }).openWriter(
+    const fileWriter = await new FileJournalStore(join(root, ".harness"), { key: KEY }).openWriter(
       "bench",
       {
         create: true,

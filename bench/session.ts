@@ -17,9 +17,9 @@ import { fileURLToPath } from "node:url";
 import { MemoryArtifactStore } from "../src/artifacts/memory-store.js";
 import { Engine } from "../src/engine/engine.js";
 import type { EngineListener } from "../src/engine/options.js";
-import { FileJournalBackend, type SyncCounter } from "../src/journal/file-store.js";
-import { MemoryJournalBackend } from "../src/journal/memory-store.js";
-import type { JournalBackend } from "../src/journal/store.js";
+import { FileJournalStore, type SyncCounter } from "../src/journal/file-store.js";
+import { MemoryJournalStore } from "../src/journal/memory-store.js";
+import type { JournalStore } from "../src/journal/store.js";
 import { modePolicy } from "../src/policy/policy-permissions.js";
 import { ScriptedProvider } from "../src/providers/scripted/provider.js";
 import { ToolRegistry } from "../src/runtime/registry.js";
@@ -48,7 +48,7 @@ interface TimedSession {
 /** One scripted session of `steps` read_file steps; returns per-step wall times (ms) and fsyncs. */
 async function timedSession(
   root: string,
-  backend: JournalBackend,
+  backend: JournalStore,
   session: string,
   syncs?: SyncCounter,
 ): Promise<TimedSession> {
@@ -118,8 +118,8 @@ async function timedSession(
  * wait of that length costs only its length. Any durable append pays it; timing the write and
  * fsync alone leaves it on the step.
  */
-function rawAppendBackend(path: string, bytes: number): JournalBackend & { close(): void; timed: number[] } {
-  const inner = new MemoryJournalBackend();
+function rawAppendBackend(path: string, bytes: number): JournalStore & { close(): void; timed: number[] } {
+  const inner = new MemoryJournalStore();
   const raw = rawAppender(path);
   const timed: number[] = [];
   return {
@@ -186,13 +186,13 @@ export async function benchSteps(): Promise<BenchRow[]> {
     // (measured: about 1 ms a step in the first session, 0.25-0.4 ms from about the fifteenth).
     // The first session is reported as it is; the goal is read after a warm-up, as in a process
     // that runs many sessions (server, worker, chat), and the warm-up is printed too.
-    const coldFile = new FileJournalBackend(join(root, ".harness"));
+    const coldFile = new FileJournalStore(join(root, ".harness"));
     const cold = await timedSession(root, coldFile, "cold", coldFile.syncs);
     const warmup: number[] = [];
     // The in-memory sessions warm up what every session runs; the file journal's own code warms up
     // in the cold session and the rounds.
     for (let i = 0; i < WARMUP_SESSIONS; i++) {
-      warmup.push(median((await timedSession(root, new MemoryJournalBackend(), `warmup-${i}`)).steps));
+      warmup.push(median((await timedSession(root, new MemoryJournalStore(), `warmup-${i}`)).steps));
     }
     // Then rounds of three sessions side by side: the memory journal alone, the memory journal
     // with a raw fsync'd append at each durable append, and the file journal. The floor is what
@@ -208,10 +208,10 @@ export async function benchSteps(): Promise<BenchRow[]> {
       alone: number;
     }[] = [];
     for (let i = 0; i < ROUNDS; i++) {
-      const memory = median((await timedSession(root, new MemoryJournalBackend(), `memory-${i}`)).steps);
+      const memory = median((await timedSession(root, new MemoryJournalStore(), `memory-${i}`)).steps);
       const rawBackend = rawAppendBackend(join(root, `raw-${i}.jsonl`), bytes);
       const raw = await timedSession(root, rawBackend, `raw-${i}`).finally(() => rawBackend.close());
-      const file = new FileJournalBackend(join(root, ".harness"));
+      const file = new FileJournalStore(join(root, ".harness"));
       const durable = await timedSession(root, file, `durable-${i}`, file.syncs);
       rounds.push({
         memory,

@@ -19,9 +19,9 @@ export { SYSTEM_PROMPT } from "./engine/system-prompt.js";
 export { JournalKey } from "./journal/key.js";
 export { journalKeyPath, loadJournalKey } from "./journal/key-file.js";
 export { acquireLease, expiredLeases, type Lease, type LeaseHolder, leaseOf } from "./journal/pg/lease.js";
-export { leasedBackend } from "./journal/pg/leased.js";
+export { leasedStore } from "./journal/pg/leased.js";
 export { ensurePgSchema } from "./journal/pg/schema.js";
-export { PgJournalBackend, type PgJournalOptions, type PgOpenWriterOptions } from "./journal/pg/store.js";
+export { PgJournalStore, type PgJournalOptions, type PgOpenWriterOptions } from "./journal/pg/store.js";
 export { adoptCommand, assessTrust, type JournalReading, type JournalTrust } from "./journal/trust.js";
 export {
   type AnyNewEvent,

@@ -18,11 +18,11 @@ export {
   type ArtifactStore,
 } from "./artifacts/store.js";
 export type { EngineListener, Limits, PolicyHandle, RunStatus, RunSummary } from "./engine/options.js";
-export { FileJournalBackend } from "./journal/file-store.js";
-export { MemoryJournalBackend } from "./journal/memory-store.js";
+export { FileJournalStore } from "./journal/file-store.js";
+export { MemoryJournalStore } from "./journal/memory-store.js";
 export {
   type AppendOptions,
-  type JournalBackend,
+  type JournalStore,
   JournalError,
   type JournalErrorCode,
   type JournalWriter,

@@ -1,4 +1,4 @@
-import type { JournalBackend } from "../journal/store.js";
+import type { JournalStore } from "../journal/store.js";
 import type { AnyNewEvent, AnyRecord } from "../journal/vocabulary.js";
 import { EngineError } from "./errors.js";
 import { SessionState } from "./state.js";
@@ -20,12 +20,12 @@ export interface ForkResult {
  * result is refused: the fork's recovery would otherwise act on a process the parent may still own.
  */
 export async function forkSession(
-  backend: JournalBackend,
+  backend: JournalStore,
   parent: string,
   child: string,
   at?: number,
   /** Where the fork lives when it is not beside its parent (harness fork --into): its store and workspace identity. */
-  into?: { backend: JournalBackend; workspace: { name: string; fingerprint: string } },
+  into?: { backend: JournalStore; workspace: { name: string; fingerprint: string } },
 ): Promise<ForkResult> {
   const records = await backend.read(parent);
   const last = records.length - 1;

@@ -1,4 +1,4 @@
-import type { JournalBackend } from "../journal/store.js";
+import type { JournalStore } from "../journal/store.js";
 import type { AnyRecord } from "../journal/vocabulary.js";
 import type { StreamEvent } from "../protocol/types.js";
 import type { Provider } from "../providers/provider.js";
@@ -97,7 +97,7 @@ export interface EngineListener extends ProgressListener {
 
 export interface EngineOptions {
   sessionId: string;
-  backend: JournalBackend;
+  backend: JournalStore;
   provider: Provider;
   /** What tool calls run in: tools, workspace, approver, grants, hooks, time limits. */
   runtime: RuntimeEnvironment;

@@ -1,4 +1,4 @@
-import type { FileJournalBackend } from "../journal/file-store.js";
+import type { FileJournalStore } from "../journal/file-store.js";
 import type { AnyRecord, EventData } from "../journal/vocabulary.js";
 import type { JsonObject } from "../shared/json.js";
 import type { DiskWorkspaceFs } from "../workspace/disk-fs.js";
@@ -14,7 +14,7 @@ export interface TaskWorkspace {
   /** Absolute host path; never copied into a report. */
   readonly root: string;
   readonly fs: DiskWorkspaceFs;
-  readonly backend: FileJournalBackend;
+  readonly backend: FileJournalStore;
   /** Where a session's artifacts live. */
   artifactsDir(session: string): string;
 }

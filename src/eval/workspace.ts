@@ -1,7 +1,7 @@
 import { mkdir, mkdtemp, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { FileJournalBackend } from "../journal/file-store.js";
+import { FileJournalStore } from "../journal/file-store.js";
 import { DiskWorkspaceFs } from "../workspace/disk-fs.js";
 import type { TaskWorkspace } from "./suite.js";
 
@@ -16,7 +16,7 @@ export async function createTaskWorkspace(
   return {
     root,
     fs: await DiskWorkspaceFs.create(root),
-    backend: new FileJournalBackend(harnessDir),
+    backend: new FileJournalStore(harnessDir),
     artifactsDir: (session) => join(harnessDir, "sessions", session, "artifacts"),
     remove: () => rm(root, { recursive: true, force: true }),
   };

@@ -3,9 +3,9 @@ import { hostname } from "node:os";
 import path from "node:path";
 import type PgBoss from "pg-boss";
 import { acquireLease, type Lease } from "../journal/pg/lease.js";
-import { leasedBackend } from "../journal/pg/leased.js";
-import { PgJournalBackend } from "../journal/pg/store.js";
-import { type JournalBackend, JournalError } from "../journal/store.js";
+import { leasedStore } from "../journal/pg/leased.js";
+import { PgJournalStore } from "../journal/pg/store.js";
+import { type JournalStore, JournalError } from "../journal/store.js";
 import { stopForLostWorkspace } from "../session/operations/stop-lost-workspace.js";
 import { FleetDatabase, QUEUE } from "./queue.js";
 import { reapExpired } from "./reaper.js";
@@ -26,7 +26,7 @@ export type SessionLauncher = (request: {
   /** The workspace directory on this worker. */
   root: string;
   /** The journal, every writer opened under this worker's lease. */
-  backend: JournalBackend;
+  backend: JournalStore;
   /** Aborted when the worker stops or the lease is lost: stop at the next safe point. */
   signal: AbortSignal;
   /** Aborted when the lease is lost: kill the session's process trees now. */
@@ -161,8 +161,8 @@ export class FleetWorker {
     lease: Lease,
   ): Promise<string | undefined> {
     const { task } = found;
-    const journal = new PgJournalBackend(this.db.pool);
-    const backend = leasedBackend(journal, lease);
+    const journal = new PgJournalStore(this.db.pool);
+    const backend = leasedStore(journal, lease);
     const records = (await journal.exists(task.session)) ? (await journal.read(task.session)).length : 0;
     const root = await this.workspaceFor(found, records > 0);
     if (root === undefined) {

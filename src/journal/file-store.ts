@@ -31,7 +31,7 @@ import { Staging } from "./staging.js";
 import { checkSessionDir } from "./state-dir.js";
 import {
   type AppendOptions,
-  type JournalBackend,
+  type JournalStore,
   JournalError,
   type JournalWriter,
   type OpenWriterOptions,
@@ -64,7 +64,7 @@ function openIfExists(path: string, flags: number): number | undefined {
  * Sessions as JSONL files under `<harnessDir>/sessions/<id>/events.jsonl`. The constructor takes
  * the absolute path of the `.harness` directory itself (not the workspace root).
  */
-export class FileJournalBackend implements JournalBackend {
+export class FileJournalStore implements JournalStore {
   private readonly now: () => Date;
   private givenKey: JournalKey | undefined;
   /** Every fsync this backend's writers made (journal files and directories), for tests and benchmarks. */

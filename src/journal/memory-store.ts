@@ -5,7 +5,7 @@ import { assertSessionId } from "./session-path.js";
 import { Staging } from "./staging.js";
 import {
   type AppendOptions,
-  type JournalBackend,
+  type JournalStore,
   JournalError,
   type JournalWriter,
   type OpenWriterOptions,
@@ -30,7 +30,7 @@ interface MemorySession {
  * The journal contract in memory: same encoding, verification and single-writer rule as the file
  * backend, without durability. Reads decode the stored lines again, so callers get fresh objects.
  */
-export class MemoryJournalBackend implements JournalBackend {
+export class MemoryJournalStore implements JournalStore {
   private sessions = new Map<string, MemorySession>();
   private readonly now: () => Date;
   readonly key: JournalKey;
@@ -43,8 +43,8 @@ export class MemoryJournalBackend implements JournalBackend {
   }
 
   /** Another handle on the same sessions that authenticates with `key` (as another user would). */
-  withKey(key: JournalKey): MemoryJournalBackend {
-    const other = new MemoryJournalBackend({ now: this.now, key });
+  withKey(key: JournalKey): MemoryJournalStore {
+    const other = new MemoryJournalStore({ now: this.now, key });
     other.sessions = this.sessions;
     return other;
   }

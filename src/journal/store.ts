@@ -54,7 +54,7 @@ export interface SessionSummary {
   records: number;
 }
 
-export interface JournalBackend {
+export interface JournalStore {
   /** Open a session for writing: take the lock, load and verify. `create` makes it if absent. */
   openWriter(sessionId: string, options: OpenWriterOptions): Promise<JournalWriter>;
   /** Load and verify a session without taking the lock; an untrusted journal is refused (UNTRUSTED). */

@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { FileArtifactStore } from "../artifacts/file-store.js";
 import type { AcceptanceCheck } from "../engine/acceptance.js";
 import type { EngineListener, EngineOptions, Limits } from "../engine/options.js";
-import type { JournalBackend } from "../journal/store.js";
+import type { JournalStore } from "../journal/store.js";
 import type { RuntimeEnvironment } from "../runtime/environment.js";
 import { WorkspaceEffects } from "../runtime/workspace-effects.js";
 import { TreeSnapshot } from "../workspace/tree-snapshot.js";
@@ -32,7 +32,7 @@ export interface SessionRun {
   /** Where notices of the session's setup and record go (the library prints nothing). */
   notify?: Notify;
   /** The journal, when not the workspace's own (a fleet worker's PostgreSQL journal under its lease). */
-  backend?: JournalBackend;
+  backend?: JournalStore;
   /** The identity that owns the session (a server's client), recorded in session.started's setup. */
   owner?: string;
 }

@@ -4,10 +4,10 @@ import pg from "pg";
 import type { JournalKey } from "../journal/key.js";
 import { type UnlockResult, unlockSession } from "../journal/lock.js";
 import { ensurePgSchema } from "../journal/pg/schema.js";
-import { database, PgJournalBackend } from "../journal/pg/store.js";
+import { database, PgJournalStore } from "../journal/pg/store.js";
 import { verifyPgJournal, verifyPgJournalPrefix } from "../journal/pg/verify.js";
 import { unlockPgSession } from "../journal/pg/writer-claim.js";
-import type { JournalBackend } from "../journal/store.js";
+import type { JournalStore } from "../journal/store.js";
 import { type VerifyResult, verifyJournal, verifyJournalBytes } from "../journal/verify.js";
 import type { AnyRecord } from "../journal/vocabulary.js";
 import { IGNORE_NOTICES, type Notify } from "./notice.js";
@@ -19,7 +19,7 @@ import { openWorkspace } from "./workspace.js";
  * workspace's `.harness` directory, or a PostgreSQL database (`--database URL`) that workers share.
  */
 export interface JournalSource {
-  backend: JournalBackend & { readonly key: JournalKey };
+  backend: JournalStore & { readonly key: JournalKey };
   /** For messages: the workspace path, or the database URL without its password. */
   where: string;
   verify(sessionId: string): Promise<VerifyResult>;
@@ -91,7 +91,7 @@ export async function openJournalSource(
     throw error;
   }
   return {
-    backend: new PgJournalBackend(pool),
+    backend: new PgJournalStore(pool),
     where,
     verify: (sessionId) => verifyPgJournal(pool, sessionId),
     verifiedPrefix: (sessionId) => verifyPgJournalPrefix(pool, sessionId),

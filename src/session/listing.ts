@@ -1,5 +1,5 @@
 import { SessionState } from "../engine/state.js";
-import { type JournalBackend, JournalError } from "../journal/store.js";
+import { type JournalStore, JournalError } from "../journal/store.js";
 import { statusOf } from "./status.js";
 
 /** One listed session: its status (with trust), when it started, its counts and its goal, as the journal says. */
@@ -14,7 +14,7 @@ export interface SessionRow {
 }
 
 /** Every session of a journal store as `harness sessions` lists them (also the chat's /sessions). */
-export async function sessionRows(backend: JournalBackend): Promise<SessionRow[]> {
+export async function sessionRows(backend: JournalStore): Promise<SessionRow[]> {
   const rows: SessionRow[] = [];
   for (const id of await backend.list()) {
     try {

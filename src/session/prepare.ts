@@ -1,6 +1,6 @@
 import type { Limits } from "../engine/options.js";
 import { SessionState } from "../engine/state.js";
-import type { JournalBackend } from "../journal/store.js";
+import type { JournalStore } from "../journal/store.js";
 import type { AnyRecord } from "../journal/vocabulary.js";
 import type { Provider } from "../providers/provider.js";
 import type { ApprovalPort } from "../runtime/ports.js";
@@ -17,7 +17,7 @@ export interface DoorContext {
   workspace: OpenedWorkspace;
   sessionId: string;
   /** The journal, when not the workspace's own (a fleet worker's, under its lease). */
-  backend?: JournalBackend;
+  backend?: JournalStore;
   /** The session's records when the door already read them (read here otherwise). */
   records?: readonly AnyRecord[];
   /**

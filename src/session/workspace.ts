@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { accessSync, constants } from "node:fs";
 import { mkdir, realpath, stat } from "node:fs/promises";
 import { basename, join, resolve } from "node:path";
-import { FileJournalBackend } from "../journal/file-store.js";
+import { FileJournalStore } from "../journal/file-store.js";
 import { prepareStateDir } from "../journal/state-dir.js";
 import { settleGuards } from "../sandbox/absent-guard.js";
 import { errnoCode } from "../shared/errno.js";
@@ -19,7 +19,7 @@ export interface OpenedWorkspace {
   root: string;
   fs: DiskWorkspaceFs;
   harnessDir: string;
-  backend: FileJournalBackend;
+  backend: FileJournalStore;
   /** What the journal records: a name and a fingerprint, never the host path. */
   identity: { name: string; fingerprint: string };
   sessionDir(sessionId: string): string;
@@ -78,7 +78,7 @@ export async function openWorkspace(
     root,
     fs,
     harnessDir,
-    backend: new FileJournalBackend(harnessDir),
+    backend: new FileJournalStore(harnessDir),
     identity: { name: basename(root), fingerprint: sha256Hex(root) },
     sessionDir: (sessionId) => join(harnessDir, "sessions", sessionId),
   };

@@ -4,7 +4,7 @@ import { writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FileJournalBackend } from "../../src/journal/file-store.js";
+import { FileJournalStore } from "../../src/journal/file-store.js";
 import { loadJournalKey } from "../../src/journal/key-file.js";
 import { canonicalJson, digestOf } from "../../src/shared/hash.js";
 import { processStartTime } from "../../src/shared/proc-stat.js";
@@ -211,7 +211,7 @@ describe("journal adopt on a terminal", () => {
     const { workspace } = await ownSession(owner, session);
     const me = await userEnv();
     // The colleague resumes their session while the prompt shows what it holds.
-    const colleague = new FileJournalBackend(join(workspace, ".harness"), {
+    const colleague = new FileJournalStore(join(workspace, ".harness"), {
       key: loadJournalKey({ path: String(owner.HARNESS_KEY_FILE) }),
     });
     const meanwhile = async () => {

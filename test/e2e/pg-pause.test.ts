@@ -4,7 +4,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import { afterEach, beforeAll, beforeEach, expect, it } from "vitest";
 import { JournalKey } from "../../src/journal/key.js";
 import { acquireLease } from "../../src/journal/pg/lease.js";
-import { PgJournalBackend } from "../../src/journal/pg/store.js";
+import { PgJournalStore } from "../../src/journal/pg/store.js";
 import { event } from "../../src/journal/vocabulary.js";
 import { type TempPgSchema, tempPgSchema } from "../support/pg.js";
 import { ensureBuilt, REPO_ROOT } from "./helpers.js";
@@ -19,11 +19,11 @@ const DIST = join(REPO_ROOT, "dist/src/journal");
 const WORKER = `
 import pg from "pg";
 const { acquireLease } = await import(${JSON.stringify(join(DIST, "pg/lease.js"))});
-const { PgJournalBackend } = await import(${JSON.stringify(join(DIST, "pg/store.js"))});
+const { PgJournalStore } = await import(${JSON.stringify(join(DIST, "pg/store.js"))});
 const { JournalKey } = await import(${JSON.stringify(join(DIST, "key.js"))});
 const pool = new pg.Pool({ connectionString: process.env.DB_URL });
 const lease = await acquireLease(pool, "s1", "paused-worker", 800, { renewEveryMs: 200 });
-const writer = await new PgJournalBackend(pool, { key: JournalKey.ephemeral() }).openWriter("s1", { create: true, lease });
+const writer = await new PgJournalStore(pool, { key: JournalKey.ephemeral() }).openWriter("s1", { create: true, lease });
 await writer.append([{ type: "user.input", data: { text: "worker: before the pause" } }]);
 process.stdout.write("ready\\n");
 process.stdin.once("data", async () => {
@@ -80,7 +80,7 @@ it("refuses the append of a worker resumed after SIGSTOP once another took its l
   await delay(1200);
   const taken = await acquireLease(db.newPool(), "s1", "new-owner", 60_000, { renewEveryMs: 0 });
   expect(taken).toMatchObject({ epoch: 2, previous: { owner: "paused-worker", epoch: 1 } });
-  const writer = await new PgJournalBackend(db.pool, { key: JournalKey.ephemeral() }).openWriter("s1", {
+  const writer = await new PgJournalStore(db.pool, { key: JournalKey.ephemeral() }).openWriter("s1", {
     create: false,
     adopt: true,
     lease: taken!,

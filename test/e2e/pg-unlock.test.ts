@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { hostname } from "node:os";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { JournalKey } from "../../src/journal/key.js";
-import { PgJournalBackend } from "../../src/journal/pg/store.js";
+import { PgJournalStore } from "../../src/journal/pg/store.js";
 import type { JournalWriter } from "../../src/journal/store.js";
 import { cliEnv, runCli } from "../e2e-providers/cli.js";
 import { input } from "../journal/contract.js";
@@ -29,7 +29,7 @@ afterAll(removeTempDirs);
 /** A session `s1` in a fresh schema whose row names `owner` as its writer (undefined: this process, alive). */
 async function locked(owner?: Record<string, unknown>): Promise<void> {
   db = await tempPgSchema();
-  const writer = await new PgJournalBackend(db.pool, { key: JournalKey.ephemeral() }).openWriter("s1", {
+  const writer = await new PgJournalStore(db.pool, { key: JournalKey.ephemeral() }).openWriter("s1", {
     create: true,
   });
   writers.push(writer);

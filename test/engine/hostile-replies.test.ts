@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type JournalBackend, JournalError, type JournalWriter } from "../../src/journal/store.js";
+import { type JournalStore, JournalError, type JournalWriter } from "../../src/journal/store.js";
 import type { AnyNewEvent } from "../../src/journal/vocabulary.js";
 import { count, Recording, run, scripted, tempWorkspace, type Workspace } from "../support/session.js";
 
@@ -13,7 +13,7 @@ afterEach(async () => ws.cleanup());
  * A journal that refuses to encode model replies, as the real one does for a value with no
  * canonical form: the engine's last line of defence if the decoder ever lets one through.
  */
-function refusingReplies(inner: JournalBackend): JournalBackend {
+function refusingReplies(inner: JournalStore): JournalStore {
   return {
     read: (id) => inner.read(id),
     readReport: (id) => inner.readReport(id),

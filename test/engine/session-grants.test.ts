@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { MemoryArtifactStore } from "../../src/artifacts/memory-store.js";
 import { Engine } from "../../src/engine/engine.js";
-import { MemoryJournalBackend } from "../../src/journal/memory-store.js";
+import { MemoryJournalStore } from "../../src/journal/memory-store.js";
 import type { AnyRecord } from "../../src/journal/vocabulary.js";
 import { FunctionApprover } from "../../src/policy/approver.js";
 import { SessionGrants } from "../../src/policy/grants.js";
@@ -58,7 +58,7 @@ const runTool: AnyTool = defineTool({
 });
 
 interface Session {
-  backend: MemoryJournalBackend;
+  backend: MemoryJournalStore;
   fs: MemoryWorkspaceFs;
   artifacts: MemoryArtifactStore;
 }
@@ -97,7 +97,7 @@ const callIdsOf = (records: readonly AnyRecord[], type: string) =>
 
 function newSession(): Session {
   return {
-    backend: new MemoryJournalBackend(),
+    backend: new MemoryJournalStore(),
     fs: new MemoryWorkspaceFs(),
     artifacts: new MemoryArtifactStore(),
   };

@@ -1,7 +1,7 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { PgJournalBackend } from "../../src/journal/pg/store.js";
+import { PgJournalStore } from "../../src/journal/pg/store.js";
 import { harness, removeTempDirs } from "../e2e/helpers.js";
 import { allDone, effects, type Pool, startPool } from "./support.js";
 
@@ -63,7 +63,7 @@ describe("workers killed at random points", () => {
     const rows = await pool.waitUntil(allDone(SESSIONS), 45_000);
     expect(kills).toBeGreaterThan(5);
 
-    const journal = new PgJournalBackend(pool.schema.pool);
+    const journal = new PgJournalStore(pool.schema.pool);
     for (const [index, workspace] of workspaces.entries()) {
       const session = `chaos-${index}`;
       const row = rows.find((each) => each.session === session);

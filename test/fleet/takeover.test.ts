@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { PgJournalBackend } from "../../src/journal/pg/store.js";
+import { PgJournalStore } from "../../src/journal/pg/store.js";
 import { harness, removeTempDirs } from "../e2e/helpers.js";
 import { allDone, effects, type Pool, startPool } from "./support.js";
 
@@ -54,7 +54,7 @@ describe("workers over one PostgreSQL database", () => {
     expect(await effects(workspace)).toBe(1);
     const taken = pool.logs.join("").match(/session race-1: taken/g) ?? [];
     expect(taken).toHaveLength(1);
-    const records = await new PgJournalBackend(pool.schema.pool).read("race-1");
+    const records = await new PgJournalStore(pool.schema.pool).read("race-1");
     expect(records.filter((record) => record.type === "session.started")).toHaveLength(1);
     expect(records.filter((record) => record.type === "lease.acquired")).toHaveLength(0);
   });
@@ -80,7 +80,7 @@ describe("workers over one PostgreSQL database", () => {
     await sleep(1500);
     expect(await effects(workspace)).toBe(1);
 
-    const records = await new PgJournalBackend(pool.schema.pool).read("paused-1");
+    const records = await new PgJournalStore(pool.schema.pool).read("paused-1");
     const takeover = records.find((record) => record.type === "lease.acquired");
     expect(takeover?.data).toMatchObject({ epoch: 2, previous: { epoch: 1 } });
     expect(records.filter((record) => record.type === "tool.started")).toHaveLength(1);

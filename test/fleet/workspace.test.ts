@@ -4,7 +4,7 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { materialize, WorkspaceSourceError } from "../../src/fleet/workspace.js";
-import { PgJournalBackend } from "../../src/journal/pg/store.js";
+import { PgJournalStore } from "../../src/journal/pg/store.js";
 import { harness, removeTempDirs, tempDir } from "../e2e/helpers.js";
 import { allDone, type Pool, startPool } from "./support.js";
 
@@ -78,7 +78,7 @@ describe("materialized workspaces", () => {
     pool.startWorker({ leaseMs: 1000 });
     const [row] = await pool.waitUntil(allDone(1), 20_000);
     expect(row).toMatchObject({ status: "review_required", requeues: 1 });
-    const records = await new PgJournalBackend(pool.schema.pool).read("lost-1");
+    const records = await new PgJournalStore(pool.schema.pool).read("lost-1");
     expect(records.at(-1)).toMatchObject({
       type: "run.stopped",
       data: { status: "review_required", reason: "workspace_lost" },

@@ -1,19 +1,19 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { JournalKey } from "../../src/journal/key.js";
-import { type JournalBackend, JournalError, type JournalWriter } from "../../src/journal/store.js";
+import { type JournalStore, JournalError, type JournalWriter } from "../../src/journal/store.js";
 import { type AnyNewEvent, type AnyRecord, event, GENESIS_HASH } from "../../src/journal/vocabulary.js";
 import { canonicalJson, digestOf } from "../../src/shared/hash.js";
 
 export interface BackendUnderTest {
-  backend: JournalBackend;
+  backend: JournalStore;
   /** Durable writes (file fsyncs) made so far, where the backend counts them. */
   syncs?: () => number;
   /** Another handle on the same storage, as a second process would have. */
-  reopen(): JournalBackend;
+  reopen(): JournalStore;
   /** The key `backend` authenticates records with. */
   key: JournalKey;
   /** A handle on the same storage that authenticates with another key (another user or machine). */
-  withKey(key: JournalKey): JournalBackend;
+  withKey(key: JournalKey): JournalStore;
   /** The stored lines of a session, and a way to replace them: what a forger with access to storage does. */
   lines(sessionId: string): Promise<string[]>;
   replaceLines(sessionId: string, lines: readonly string[]): Promise<void>;
@@ -132,7 +132,7 @@ export function rechain(
   });
 }
 
-/** The behaviour every JournalBackend must show. */
+/** The behaviour every JournalStore must show. */
 export function journalContract(name: string, factory: BackendFactory): void {
   describe(`${name}: journal contract`, () => {
     let subject: BackendUnderTest;

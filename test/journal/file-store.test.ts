@@ -11,7 +11,7 @@ import {
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { FileJournalBackend } from "../../src/journal/file-store.js";
+import { FileJournalStore } from "../../src/journal/file-store.js";
 import { unlockSession } from "../../src/journal/lock.js";
 import { verifyJournal } from "../../src/journal/verify.js";
 import { event, GENESIS_HASH } from "../../src/journal/vocabulary.js";
@@ -30,14 +30,14 @@ import {
   writeLines,
 } from "./helpers.js";
 
-journalContract("FileJournalBackend", async (now) => {
+journalContract("FileJournalStore", async (now) => {
   const h = tempHarness(now);
   return {
     backend: h.backend,
     syncs: () => h.backend.syncs.fsyncs,
-    reopen: () => new FileJournalBackend(h.harnessDir, { now }),
+    reopen: () => new FileJournalStore(h.harnessDir, { now }),
     key: h.backend.key,
-    withKey: (key) => new FileJournalBackend(h.harnessDir, { now, key }),
+    withKey: (key) => new FileJournalStore(h.harnessDir, { now, key }),
     lines: async (sessionId) => readLines(eventsPath(h.harnessDir, sessionId)),
     replaceLines: async (sessionId, lines) => writeLines(eventsPath(h.harnessDir, sessionId), lines),
     dropWriterLock: async (sessionId) => rmSync(lockPath(h.harnessDir, sessionId)),
@@ -45,7 +45,7 @@ journalContract("FileJournalBackend", async (now) => {
   };
 });
 
-describe("FileJournalBackend on disk", () => {
+describe("FileJournalStore on disk", () => {
   let h: TempHarness;
   beforeEach(() => {
     h = tempHarness();
@@ -121,7 +121,7 @@ describe("FileJournalBackend on disk", () => {
   });
 
   it("requires an absolute .harness path", () => {
-    expect(() => new FileJournalBackend(".harness")).toThrow(TypeError);
+    expect(() => new FileJournalStore(".harness")).toThrow(TypeError);
   });
 
   describe("torn tail", () => {

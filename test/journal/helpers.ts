@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { encodeRecord } from "../../src/journal/codec.js";
-import { FileJournalBackend } from "../../src/journal/file-store.js";
+import { FileJournalStore } from "../../src/journal/file-store.js";
 import { loadJournalKey } from "../../src/journal/key-file.js";
 import { sessionPaths } from "../../src/journal/session-path.js";
 import { type AnyNewEvent, GENESIS_HASH } from "../../src/journal/vocabulary.js";
@@ -12,7 +12,7 @@ import { fixedClock, input } from "./contract.js";
 
 export interface TempHarness {
   harnessDir: string;
-  backend: FileJournalBackend;
+  backend: FileJournalStore;
   cleanup(): void;
 }
 
@@ -21,7 +21,7 @@ export function tempHarness(now: () => Date = fixedClock()): TempHarness {
   const harnessDir = join(root, ".harness");
   return {
     harnessDir,
-    backend: new FileJournalBackend(harnessDir, { now }),
+    backend: new FileJournalStore(harnessDir, { now }),
     cleanup: () => rmSync(root, { recursive: true, force: true }),
   };
 }

@@ -1,8 +1,8 @@
-import { MemoryJournalBackend } from "../../src/journal/memory-store.js";
+import { MemoryJournalStore } from "../../src/journal/memory-store.js";
 import { journalContract } from "./contract.js";
 
-journalContract("MemoryJournalBackend", async (now) => {
-  const backend = new MemoryJournalBackend({ now });
+journalContract("MemoryJournalStore", async (now) => {
+  const backend = new MemoryJournalStore({ now });
   const stored = (sessionId: string) => {
     const lines = backend.linesOf(sessionId);
     if (!lines) throw new Error(`no session ${sessionId}`);

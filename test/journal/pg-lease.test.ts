@@ -4,8 +4,8 @@ import { setTimeout as delay } from "node:timers/promises";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { JournalKey } from "../../src/journal/key.js";
 import { acquireLease, expiredLeases, type Lease, leaseOf } from "../../src/journal/pg/lease.js";
-import { leasedBackend } from "../../src/journal/pg/leased.js";
-import { PgJournalBackend } from "../../src/journal/pg/store.js";
+import { leasedStore } from "../../src/journal/pg/leased.js";
+import { PgJournalStore } from "../../src/journal/pg/store.js";
 import type { JournalWriter } from "../../src/journal/store.js";
 import { event } from "../../src/journal/vocabulary.js";
 import { type TempPgSchema, tempPgSchema } from "../support/pg.js";
@@ -26,8 +26,8 @@ afterEach(async () => {
 });
 
 /** A backend on its own pool: what one worker process has. */
-function worker(): PgJournalBackend {
-  return new PgJournalBackend(db.newPool(), { key });
+function worker(): PgJournalStore {
+  return new PgJournalStore(db.newPool(), { key });
 }
 
 function track<T extends JournalWriter | Lease>(value: T): T {
@@ -278,7 +278,7 @@ describe("PostgreSQL journal: an unreachable database", () => {
       connectionTimeoutMillis: 2000,
     });
     cleanups.push(() => pool.end());
-    const refused = await rejection(new PgJournalBackend(pool, { key }).read("s1"));
+    const refused = await rejection(new PgJournalStore(pool, { key }).read("s1"));
     expect(refused.code).toBe("IO");
     expect(refused.message).toContain("cannot read the journal in PostgreSQL");
   });
@@ -287,14 +287,14 @@ describe("PostgreSQL journal: an unreachable database", () => {
 describe("PostgreSQL journal: the backend a worker hands the engine", () => {
   it("journals lease.acquired when it opens a session that has records, and fences every writer it opens", async () => {
     const first = await lease("s1", "worker-a", 60_000);
-    const a = track(await leasedBackend(worker(), first).openWriter("s1", { create: true }));
+    const a = track(await leasedStore(worker(), first).openWriter("s1", { create: true }));
     // A new session: nothing before the engine's own first record.
     expect(a.records).toEqual([]);
     await a.append([input("a: intent")]);
     await a.close();
     await first.release();
     const second = await lease("s1", "worker-b", 60_000);
-    const b = track(await leasedBackend(worker(), second).openWriter("s1", { create: false }));
+    const b = track(await leasedStore(worker(), second).openWriter("s1", { create: false }));
     expect(b.records.map((r) => [r.type, r.data])).toEqual([
       ["user.input", { text: "a: intent" }],
       ["lease.acquired", { epoch: 2, owner: "worker-b", previous: { owner: "worker-a", epoch: 1 } }],

@@ -1,17 +1,17 @@
 import { JournalKey } from "../../src/journal/key.js";
-import { PgJournalBackend } from "../../src/journal/pg/store.js";
+import { PgJournalStore } from "../../src/journal/pg/store.js";
 import { tempPgSchema } from "../support/pg.js";
 import { journalContract } from "./contract.js";
 
-journalContract("PgJournalBackend", async (now) => {
+journalContract("PgJournalStore", async (now) => {
   const db = await tempPgSchema();
   const key = JournalKey.ephemeral();
-  const backend = new PgJournalBackend(db.pool, { now, key });
+  const backend = new PgJournalStore(db.pool, { now, key });
   return {
     backend,
-    reopen: () => new PgJournalBackend(db.newPool(), { now, key }),
+    reopen: () => new PgJournalStore(db.newPool(), { now, key }),
     key,
-    withKey: (other) => new PgJournalBackend(db.pool, { now, key: other }),
+    withKey: (other) => new PgJournalStore(db.pool, { now, key: other }),
     lines: async (sessionId) =>
       (
         await db.pool.query<{ line: string }>(

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { JournalKey } from "../../src/journal/key.js";
 import { currentOwner, type LockOwner } from "../../src/journal/lock.js";
 import { acquireLease } from "../../src/journal/pg/lease.js";
-import { PgJournalBackend } from "../../src/journal/pg/store.js";
+import { PgJournalStore } from "../../src/journal/pg/store.js";
 import { unlockPgSession } from "../../src/journal/pg/writer-claim.js";
 import type { JournalWriter } from "../../src/journal/store.js";
 import { type TempPgSchema, tempPgSchema } from "../support/pg.js";
@@ -31,10 +31,10 @@ async function deadPid(): Promise<number> {
 /** A session `s1` with one record whose writer is still open; its row then names `owner` instead. */
 async function lockedSession(
   owner?: LockOwner,
-): Promise<{ db: TempPgSchema; backend: PgJournalBackend; writer: JournalWriter }> {
+): Promise<{ db: TempPgSchema; backend: PgJournalStore; writer: JournalWriter }> {
   const db = await tempPgSchema();
   cleanups.push(() => db.cleanup());
-  const backend = new PgJournalBackend(db.pool, { key: JournalKey.ephemeral() });
+  const backend = new PgJournalStore(db.pool, { key: JournalKey.ephemeral() });
   const writer = await backend.openWriter("s1", { create: true });
   cleanups.push(() => writer.close().catch(() => undefined));
   await writer.append([input("one")]);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { MemoryJournalBackend } from "../../src/journal/memory-store.js";
+import { MemoryJournalStore } from "../../src/journal/memory-store.js";
 import type { AnyNewEvent } from "../../src/journal/vocabulary.js";
 import { applyProposals } from "../../src/proposals/apply.js";
 import { type ApplyOutcome, proposalsOf } from "../../src/proposals/ledger.js";
@@ -18,7 +18,7 @@ async function session(
   fs: WorkspaceFs,
   writes: { call: string; path: string; content: string; expected: string | null }[],
 ) {
-  const backend = new MemoryJournalBackend();
+  const backend = new MemoryJournalStore();
   const overlay = new ProposalOverlay(fs);
   const events: AnyNewEvent[] = [];
   for (const write of writes) {
@@ -34,7 +34,7 @@ async function session(
 }
 
 /** What `harness apply` does with the journal: fold, apply, record each outcome. */
-async function apply(fs: WorkspaceFs, backend: MemoryJournalBackend): Promise<ApplyOutcome[]> {
+async function apply(fs: WorkspaceFs, backend: MemoryJournalStore): Promise<ApplyOutcome[]> {
   const writer = await backend.openWriter("s", { create: false });
   try {
     return await applyProposals({
@@ -49,7 +49,7 @@ async function apply(fs: WorkspaceFs, backend: MemoryJournalBackend): Promise<Ap
   }
 }
 
-async function journaled(backend: MemoryJournalBackend) {
+async function journaled(backend: MemoryJournalStore) {
   return (await backend.read("s")).flatMap((r) => (r.type === "proposal.applied" ? [r.data] : []));
 }
 

@@ -1,6 +1,6 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { JournalBackend, JournalWriter } from "../../src/journal/store.js";
+import type { JournalStore, JournalWriter } from "../../src/journal/store.js";
 import type { AnyRecord, EventData } from "../../src/journal/vocabulary.js";
 import type { Workspace } from "../support/session.js";
 
@@ -33,9 +33,9 @@ export function traceTime(result: ResultData, key: "started_at" | "ended_at"): n
 }
 
 /** A backend that records the event types of every `append` its writers make (one entry per fsync). */
-export function spyingBackend(inner: JournalBackend): { backend: JournalBackend; appends: string[][] } {
+export function spyingBackend(inner: JournalStore): { backend: JournalStore; appends: string[][] } {
   const appends: string[][] = [];
-  const backend: JournalBackend = {
+  const backend: JournalStore = {
     read: (id) => inner.read(id),
     readReport: (id) => inner.readReport(id),
     exists: (id) => inner.exists(id),

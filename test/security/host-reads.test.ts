@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { MemoryArtifactStore } from "../../src/artifacts/memory-store.js";
-import { MemoryJournalBackend } from "../../src/journal/memory-store.js";
+import { MemoryJournalStore } from "../../src/journal/memory-store.js";
 import type { AnyNewEvent } from "../../src/journal/vocabulary.js";
 import { applyProposals } from "../../src/proposals/apply.js";
 import { type ApplyOutcome, proposalsOf } from "../../src/proposals/ledger.js";
@@ -236,7 +236,7 @@ async function applied(
   content: string,
   base: string,
 ): Promise<ApplyOutcome[]> {
-  const backend = new MemoryJournalBackend();
+  const backend = new MemoryJournalStore();
   const record = {
     proposal_id: `p-${Math.random().toString(16).slice(2)}`,
     call_id: "c1",

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { SessionState } from "../../src/engine/state.js";
 import { JournalKey } from "../../src/journal/key.js";
-import { MemoryJournalBackend } from "../../src/journal/memory-store.js";
-import type { JournalBackend } from "../../src/journal/store.js";
+import { MemoryJournalStore } from "../../src/journal/memory-store.js";
+import type { JournalStore } from "../../src/journal/store.js";
 import type { AnyNewEvent } from "../../src/journal/vocabulary.js";
 import { adoptSession, reviewAdoption } from "../../src/session/operations/adopt.js";
 import { SessionOperationError } from "../../src/session/operations/error.js";
@@ -28,7 +28,7 @@ const resolved = (callId: string, resolution: "applied" | "not_applied" | "undet
     data: { call_id: callId, resolution, evidence: "looked", by },
   }) as const;
 
-async function appendAs(backend: JournalBackend, sessionId: string, events: AnyNewEvent[], create = false) {
+async function appendAs(backend: JournalStore, sessionId: string, events: AnyNewEvent[], create = false) {
   const writer = await backend.openWriter(sessionId, { create });
   try {
     await writer.append(events);
@@ -42,7 +42,7 @@ async function appendAs(backend: JournalBackend, sessionId: string, events: AnyN
  * appends, holding and releasing the lock) after anything the operation read without the lock
  * and just before its own writer is opened.
  */
-function racing(backend: JournalBackend, before: () => Promise<void>): JournalBackend {
+function racing(backend: JournalStore, before: () => Promise<void>): JournalStore {
   let raced = false;
   return {
     openWriter: async (sessionId, options) => {
@@ -59,12 +59,12 @@ function racing(backend: JournalBackend, before: () => Promise<void>): JournalBa
   };
 }
 
-const typesOf = async (backend: JournalBackend, sessionId: string) =>
+const typesOf = async (backend: JournalStore, sessionId: string) =>
   (await backend.read(sessionId)).map((r) => r.type);
 
 describe("resolveReview", () => {
   it("refuses a call another review settled just before the lock, and appends nothing", async () => {
-    const backend = new MemoryJournalBackend();
+    const backend = new MemoryJournalStore();
     await appendAs(backend, "s", [unknownResult("w")], true);
     const other = racing(backend, () => appendAs(backend, "s", [resolved("w", "applied", "first")]));
     const review = resolveReview(other, "s", {
@@ -81,7 +81,7 @@ describe("resolveReview", () => {
   });
 
   it("counts what is left after the resolution, another writer's resolution included", async () => {
-    const backend = new MemoryJournalBackend();
+    const backend = new MemoryJournalStore();
     await appendAs(backend, "s", [unknownResult("a"), unknownResult("b")], true);
     const other = racing(backend, () => appendAs(backend, "s", [resolved("b", "not_applied", "first")]));
     const report = await resolveReview(other, "s", {
@@ -94,7 +94,7 @@ describe("resolveReview", () => {
   });
 
   it("re-resolves an undetermined outcome, and refuses a call whose outcome is not unknown", async () => {
-    const backend = new MemoryJournalBackend();
+    const backend = new MemoryJournalStore();
     await appendAs(backend, "s", [unknownResult("w"), resolved("w", "undetermined", "first")], true);
     const request = { callId: "w", resolution: "applied", evidence: " checked ", by: "second" } as const;
     expect((await resolveReview(backend, "s", request)).left).toBe(0);
@@ -114,7 +114,7 @@ describe("resolveReview", () => {
 describe("adoptSession", () => {
   /** A journal recorded under someone else's key: untrusted here. */
   async function foreignJournal() {
-    const mine = new MemoryJournalBackend();
+    const mine = new MemoryJournalStore();
     const theirs = mine.withKey(JournalKey.ephemeral());
     await appendAs(theirs, "s", [unknownResult("w")], true);
     return { mine, theirs };
@@ -144,7 +144,7 @@ describe("adoptSession", () => {
 
 describe("stopForLostWorkspace", () => {
   it("stops the session for review once, even when asked again", async () => {
-    const backend = new MemoryJournalBackend();
+    const backend = new MemoryJournalStore();
     await appendAs(backend, "s", [unknownResult("w")], true);
     expect(await stopForLostWorkspace(backend, "s", "host-a:/work")).toEqual({ appended: true });
     expect(await stopForLostWorkspace(backend, "s", "host-a:/work")).toEqual({ appended: false });

@@ -5,7 +5,7 @@ import { FileArtifactStore } from "../../src/artifacts/file-store.js";
 import { type AcceptanceCheck, FileEqualsCheck } from "../../src/engine/acceptance.js";
 import { Engine } from "../../src/engine/engine.js";
 import type { EngineOptions, RunSummary } from "../../src/engine/options.js";
-import { FileJournalBackend } from "../../src/journal/file-store.js";
+import { FileJournalStore } from "../../src/journal/file-store.js";
 import type { AnyRecord } from "../../src/journal/vocabulary.js";
 import { modePolicy } from "../../src/policy/policy-permissions.js";
 import type { ModelRequest, Provider } from "../../src/providers/provider.js";
@@ -42,7 +42,7 @@ export const denyApprover: ApprovalPort = {
 export interface Workspace {
   root: string;
   fs: DiskWorkspaceFs;
-  backend: FileJournalBackend;
+  backend: FileJournalStore;
   file(path: string): Promise<string>;
   journal(session?: string): Promise<AnyRecord[]>;
   events(type: string, session?: string): Promise<AnyRecord[]>;
@@ -57,7 +57,7 @@ export async function tempWorkspace(files: Record<string, string> = {}): Promise
     await writeFile(join(root, path), content);
   }
   await mkdir(join(root, ".harness", "sessions"), { recursive: true });
-  const backend = new FileJournalBackend(join(root, ".harness"));
+  const backend = new FileJournalStore(join(root, ".harness"));
   const ws: Workspace = {
     root,
     fs: await DiskWorkspaceFs.create(root),

@@ -15,7 +15,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FileArtifactStore } from "../../src/artifacts/file-store.js";
-import { FileJournalBackend } from "../../src/journal/file-store.js";
+import { FileJournalStore } from "../../src/journal/file-store.js";
 import type { JournalWriter } from "../../src/journal/store.js";
 import type { EventData } from "../../src/journal/vocabulary.js";
 import { scanTree } from "../../src/undo/scan.js";
@@ -28,7 +28,7 @@ import { diffManifests, type Manifest, manifestBytes } from "../../src/workspace
  */
 export class Recording {
   readonly root: string;
-  readonly backend: FileJournalBackend;
+  readonly backend: FileJournalStore;
   readonly artifacts: FileArtifactStore;
   #writer: JournalWriter | undefined;
   #tree: Manifest = new Map();
@@ -39,7 +39,7 @@ export class Recording {
     readonly directories = false,
   ) {
     this.root = mkdtempSync(join(tmpdir(), "harness-undo-test-"));
-    this.backend = new FileJournalBackend(join(this.root, ".harness"));
+    this.backend = new FileJournalStore(join(this.root, ".harness"));
     this.artifacts = new FileArtifactStore(join(this.root, ".harness", "sessions", sessionId, "artifacts"));
   }
 

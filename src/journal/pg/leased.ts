@@ -1,7 +1,7 @@
-import type { JournalBackend, JournalWriter, OpenWriterOptions } from "../store.js";
+import type { JournalStore, JournalWriter, OpenWriterOptions } from "../store.js";
 import { event } from "../vocabulary.js";
 import type { Lease } from "./lease.js";
-import type { PgJournalBackend } from "./store.js";
+import type { PgJournalStore } from "./store.js";
 
 /**
  * The backend a worker hands the engine for the session it holds a lease on: every writer it opens
@@ -10,7 +10,7 @@ import type { PgJournalBackend } from "./store.js";
  * what follows. A new session gets none: its first record must be `session.started`, and epoch 1
  * with no previous owner is what a session without the record means.
  */
-export function leasedBackend(backend: PgJournalBackend, lease: Lease): JournalBackend {
+export function leasedStore(backend: PgJournalStore, lease: Lease): JournalStore {
   return {
     async openWriter(sessionId: string, options: OpenWriterOptions): Promise<JournalWriter> {
       const writer = await backend.openWriter(sessionId, { ...options, lease });

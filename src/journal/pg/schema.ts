@@ -1,7 +1,7 @@
 import type { Pool, PoolClient } from "pg";
 
 /**
- * The PostgreSQL tables behind PgJournalBackend and leases. Tables are unqualified, so the
+ * The PostgreSQL tables behind PgJournalStore and leases. Tables are unqualified, so the
  * connection's search_path chooses the schema (tests give each run its own).
  *
  * - harness_sessions: one row per session. `next_seq` is the sequence number the next append must

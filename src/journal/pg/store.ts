@@ -7,7 +7,7 @@ import { assertSessionId } from "../session-path.js";
 import { Staging } from "../staging.js";
 import {
   type AppendOptions,
-  type JournalBackend,
+  type JournalStore,
   JournalError,
   type JournalWriter,
   type OpenWriterOptions,
@@ -40,7 +40,7 @@ export interface PgOpenWriterOptions extends OpenWriterOptions {
  * number it expects (the session row, locked, must still say so) and, under a lease, that the
  * lease row still carries the writer's epoch; otherwise nothing is written.
  */
-export class PgJournalBackend implements JournalBackend {
+export class PgJournalStore implements JournalStore {
   private readonly now: () => Date;
   private givenKey: JournalKey | undefined;
 

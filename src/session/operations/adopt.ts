@@ -1,5 +1,5 @@
 import { SessionState } from "../../engine/state.js";
-import type { JournalBackend } from "../../journal/store.js";
+import type { JournalStore } from "../../journal/store.js";
 import type { JournalTrust } from "../../journal/trust.js";
 import type { JsonObject, JsonValue } from "../../shared/json.js";
 import { UsageError } from "../usage-error.js";
@@ -29,7 +29,7 @@ export interface AdoptionReview {
 }
 
 /** Read a journal to show before adopting it (no lock: a person may take their time to answer). */
-export async function reviewAdoption(backend: JournalBackend, sessionId: string): Promise<AdoptionReview> {
+export async function reviewAdoption(backend: JournalStore, sessionId: string): Promise<AdoptionReview> {
   const { records, trust } = await backend.readReport(sessionId);
   const state = SessionState.from(records);
   const last = records[records.length - 1];
@@ -72,7 +72,7 @@ export interface AdoptionReport {
  * is refused with JOURNAL_CHANGED and nothing is appended.
  */
 export async function adoptSession(
-  backend: JournalBackend,
+  backend: JournalStore,
   sessionId: string,
   reviewed: AdoptionReview,
   by: string,

@@ -1,5 +1,5 @@
 import { SessionState } from "../../engine/state.js";
-import type { JournalBackend } from "../../journal/store.js";
+import type { JournalStore } from "../../journal/store.js";
 import type { EventData } from "../../journal/vocabulary.js";
 import { UsageError } from "../usage-error.js";
 
@@ -17,7 +17,7 @@ export interface UnknownOutcome {
  * The calls of a session whose outcome is unknown and not conclusively resolved. A listing only:
  * it reads without the writer lock, so it works while a run holds the session.
  */
-export async function unknownOutcomes(backend: JournalBackend, sessionId: string): Promise<UnknownOutcome[]> {
+export async function unknownOutcomes(backend: JournalStore, sessionId: string): Promise<UnknownOutcome[]> {
   const state = SessionState.from(await backend.read(sessionId));
   return state.unresolvedUnknowns().map((r) => ({
     call_id: r.call_id,
@@ -49,7 +49,7 @@ export interface ReviewReport {
  * meantime is refused (a resumed run may already have acted on that answer).
  */
 export async function resolveReview(
-  backend: JournalBackend,
+  backend: JournalStore,
   sessionId: string,
   request: ReviewRequest,
 ): Promise<ReviewReport> {

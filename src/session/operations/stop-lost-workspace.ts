@@ -1,5 +1,5 @@
 import { SessionState } from "../../engine/state.js";
-import type { JournalBackend } from "../../journal/store.js";
+import type { JournalStore } from "../../journal/store.js";
 
 export interface LostWorkspaceReport {
   /** false: the journal already ends stopped for this reason (a worker died before reporting it). */
@@ -12,7 +12,7 @@ export interface LostWorkspaceReport {
  * read under the writer lock: a journal that already ends with this stop gets no second one.
  */
 export async function stopForLostWorkspace(
-  backend: JournalBackend,
+  backend: JournalStore,
   sessionId: string,
   where: string | null,
 ): Promise<LostWorkspaceReport> {

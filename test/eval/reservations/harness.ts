@@ -5,7 +5,7 @@ import {
   reservationEngine,
 } from "../../../src/eval/suites/reservations/session.js";
 import { type DecisionPolicy, scriptFor } from "../../../src/eval/suites/reservations/workflow.js";
-import { MemoryJournalBackend } from "../../../src/journal/memory-store.js";
+import { MemoryJournalStore } from "../../../src/journal/memory-store.js";
 import type { AnyRecord } from "../../../src/journal/vocabulary.js";
 import type { ReservationDb } from "../../../src/packs/reservations/database.js";
 import { parseTask, type ReservationTask } from "../../../src/packs/reservations/task.js";
@@ -27,7 +27,7 @@ export function makeTask(over: Partial<ReservationTask> = {}): ReservationTask {
 
 export interface Harness {
   db: ReservationDb;
-  backend: MemoryJournalBackend;
+  backend: MemoryJournalStore;
   run(policy: DecisionPolicy, extra?: Partial<ReservationSessionOptions>): Promise<RunSummary>;
   records(): Promise<AnyRecord[]>;
   results(name: string): Promise<Extract<AnyRecord, { type: "tool.result" }>["data"][]>;
@@ -37,7 +37,7 @@ export interface Harness {
 /** One reservation task on a fresh database and an in-memory journal. */
 export function reservationHarness(task: ReservationTask): Harness {
   const db = freshDb();
-  const backend = new MemoryJournalBackend();
+  const backend = new MemoryJournalStore();
   const stockBefore = db.stockLevels();
   const records = () => backend.read(task.id);
   return {

@@ -1,7 +1,7 @@
 import type { ArtifactStore } from "../../../artifacts/store.js";
 import { Engine } from "../../../engine/engine.js";
 import type { EngineListener, RunSummary } from "../../../engine/options.js";
-import type { JournalBackend } from "../../../journal/store.js";
+import type { JournalStore } from "../../../journal/store.js";
 import type { ReservationDb } from "../../../packs/reservations/database.js";
 import { TaskPermissionPolicy } from "../../../packs/reservations/policy.js";
 import { type ReservationTask, taskGoal } from "../../../packs/reservations/task.js";
@@ -28,7 +28,7 @@ export interface ReservationSessionOptions {
   task: ReservationTask;
   db: ReservationDb;
   provider: Provider;
-  backend: JournalBackend;
+  backend: JournalStore;
   fs: WorkspaceFs;
   artifacts: ArtifactStore;
   workspace: { name: string; fingerprint: string };
