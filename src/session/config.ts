@@ -7,7 +7,7 @@ import { UsageError } from "./usage-error.js";
  * How a session is set up: the one shape every door (the command line, the server's
  * `session/start`, a fleet task, the library) turns its input into before anything is built.
  * The names are the command line's flags in camelCase; what of it a session records for resume
- * is `recordedOptions` (run-flags.ts), produced from it by one function.
+ * is `recordableFlags(flagsOf(config))` (run-flags.ts), produced from it by one function.
  *
  * What the config files decide (profiles, rules, hooks, MCP servers, sandbox profiles) is read
  * when the session is built, below these options: an option given here beats the files.
