@@ -96,8 +96,9 @@ export {
   type SessionListener,
   type SessionOptions,
 } from "./session/create.js";
-export type { CommandResult, ModelListing, ProfileRow, SessionHandle, Turn } from "./session/handle.js";
+export type { CommandResult, SessionHandle, Turn } from "./session/handle.js";
 export { type SessionRow, sessionRows } from "./session/listing.js";
+export type { ModelListing, ProfileRow } from "./session/models.js";
 export type { SessionNotice } from "./session/notice.js";
 export {
   type AdoptionReport,

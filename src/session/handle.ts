@@ -2,11 +2,9 @@ import { join } from "node:path";
 import { FileArtifactStore } from "../artifacts/file-store.js";
 import { Engine } from "../engine/engine.js";
 import type { EngineListener, RunSummary } from "../engine/options.js";
-import type { ProviderAdvice } from "../engine/provider-advice.js";
 import type { AnyRecord } from "../journal/vocabulary.js";
 import type { ModelPrices } from "../providers/config.js";
-import type { ContextBudget } from "../providers/context-window.js";
-import { modelNameOf, type Provider } from "../providers/provider.js";
+import { modelNameOf } from "../providers/provider.js";
 import type { PermissionPort } from "../runtime/ports.js";
 import type { UndoReport } from "../undo/apply.js";
 import type { ContentSources } from "../undo/history.js";
@@ -14,36 +12,10 @@ import type { UndoTarget } from "../undo/plan.js";
 import { recordedBase } from "../undo/replay.js";
 import { type SessionRun, sessionEngineOptions } from "./engine-options.js";
 import { type SessionRow, sessionRows } from "./listing.js";
+import type { ModelCatalog, ModelListing } from "./models.js";
 import { forkWithArtifacts } from "./operations/fork.js";
 import { undoSession } from "./operations/undo.js";
-import type { RunFlags } from "./run-flags.js";
 import { keptObjects, newSessionId } from "./workspace.js";
-
-/** One configured model profile, as `harness models` and /model list it. */
-export interface ProfileRow {
-  name: string;
-  provider: string;
-  model: string;
-  baseUrl?: string;
-  default: boolean;
-}
-
-/** What a session needs to talk to another model: the provider and the run options that rebuild it. */
-export interface ModelChoice {
-  provider: Provider;
-  flags: RunFlags;
-  advice?: ProviderAdvice;
-  prices?: ModelPrices;
-  context: ContextBudget;
-  notices: string[];
-}
-
-/** The models a session may switch to (its door's configured profiles and what their providers offer). */
-export interface ModelCatalog {
-  profiles(): ProfileRow[];
-  offered(flags: RunFlags): Promise<string[] | undefined>;
-  choose(name: string, flags: RunFlags): Promise<ModelChoice>;
-}
 
 /** One running turn of the chat's session. */
 export interface Turn {
@@ -130,15 +102,6 @@ export interface SessionOpener {
 
 /** A `!command`'s result as journaled (content: the scrubbed output the shell tool returns). */
 export type CommandResult = NonNullable<RunSummary["command"]>;
-
-export interface ModelListing {
-  model: string;
-  /** The profile in use, when the model came from one. */
-  profile?: string;
-  profiles: ProfileRow[];
-  /** What the provider in use offers (what `/model ID` is checked against), or why that could not be listed. */
-  offered?: { models: string[] } | { error: string };
-}
 
 /**
  * A session on the real engine, set up as every door sets one up (the caller passes the

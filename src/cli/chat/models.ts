@@ -1,7 +1,7 @@
 import type { LoadedConfig } from "../../config/load.js";
 import { defaultProfile, modelProfiles } from "../../config/sections.js";
 import { contextBudgetFor } from "../../session/context-budget.js";
-import type { ModelCatalog, ModelChoice, ProfileRow } from "../../session/handle.js";
+import type { ModelCatalog, ModelChoice, ProfileRow } from "../../session/models.js";
 import type { RunFlags } from "../../session/run-flags.js";
 import { loadProvider } from "../../session/setup.js";
 import { UsageError } from "../../session/usage-error.js";

@@ -11,8 +11,8 @@ import { sessionEngineOptions } from "../../session/engine-options.js";
 import { loadConfigForCli } from "../../session/governance.js";
 import { EngineSession } from "../../session/handle.js";
 import { prepareSession } from "../../session/prepare.js";
-import { effectiveFlags, type RunFlags } from "../../session/run-flags.js";
-import { buildSetup, type RunSetup } from "../../session/setup.js";
+import type { RunFlags } from "../../session/run-flags.js";
+import type { RunSetup } from "../../session/setup.js";
 import { UsageError } from "../../session/usage-error.js";
 import { harnessVersion } from "../../session/version.js";
 import { newSessionId, type OpenedWorkspace, openWorkspace } from "../../session/workspace.js";
@@ -193,10 +193,8 @@ async function serve(args: string[]): Promise<number> {
 
   const served: RunFlags = { ...given };
   for (const key of MODEL_KEYS) delete served[key];
-  // The client can be asked, so what no flag or config decides is asked, not denied.
-  const flags = effectiveFlags(served, undefined, true);
   // Built now, so a bad flag or config fails the start; its session is opened at the first call.
-  let first: PreparedSession | undefined = await prepareServedSession(workspace, flags, true);
+  let first: PreparedSession | undefined = await prepareServedSession(workspace, served, true);
   const { setup } = first;
   process.stderr.write(
     `harness mcp serve: serving ${workspace.root}; a session is recorded from a client's first tool call\n`,
@@ -207,7 +205,7 @@ async function serve(args: string[]): Promise<number> {
   const { annotationsFor } = await import("../../mcp-server/annotations.js");
   return serveMcp({
     openSession: async () => {
-      const prepared = first ?? (await prepareServedSession(workspace, flags, false));
+      const prepared = first ?? (await prepareServedSession(workspace, served, false));
       first = undefined;
       return startServedSession(workspace, prepared);
     },
@@ -239,17 +237,21 @@ interface PreparedSession {
  */
 async function prepareServedSession(
   workspace: OpenedWorkspace,
-  flags: RunFlags,
+  config: SessionConfig,
   notices: boolean,
 ): Promise<PreparedSession> {
   const session = new ServedSession(newSessionId());
-  const setup = await buildSetup({
-    workspace,
-    flags,
-    interactive: false,
-    provider: session.model,
-    approver: session.approver,
-  });
+  // The client can be asked, so what no flag or config decides is asked, not denied.
+  const { setup } = (
+    await prepareSession(config, {
+      workspace,
+      sessionId: session.sessionId,
+      interactive: true,
+      provider: session.model,
+      approver: session.approver,
+      notify: stderrNotices,
+    })
+  ).run;
   if (notices)
     for (const notice of setup.notices) process.stderr.write(`harness: note: ${escapeForTerminal(notice)}\n`);
   return { session, setup };
