@@ -1,7 +1,7 @@
 import { type ParseArgsConfig, parseArgs } from "node:util";
 import { MAX_CONTEXT_TOKENS } from "../providers/context-window.js";
 import { UsageError } from "../session/usage-error.js";
-import { closest } from "./suggest.js";
+import { closest } from "../shared/suggest.js";
 
 export type Options = NonNullable<ParseArgsConfig["options"]>;
 

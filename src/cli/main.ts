@@ -5,13 +5,13 @@ import { ScriptError } from "../providers/scripted/script.js";
 import { SessionOperationError } from "../session/operations/error.js";
 import { UsageError } from "../session/usage-error.js";
 import { CodedError } from "../shared/coded-error.js";
+import { closest } from "../shared/suggest.js";
 import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
 import type { Options } from "./args.js";
 import { consoleToStderr } from "./console-stderr.js";
 import { EXIT } from "./exit-codes.js";
 import { withWorkspace } from "./next-steps.js";
 import { output } from "./output.js";
-import { closest } from "./suggest.js";
 
 export interface Command {
   help: string;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { closeMatches, closest } from "../../src/cli/suggest.js";
+import { closeMatches, closest } from "../../src/shared/suggest.js";
 
 describe("closeMatches", () => {
   const models = ["gpt-4o", "gpt-4o-mini", "gpt-4.1", "o3", "claude-sonnet-4"];

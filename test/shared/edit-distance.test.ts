@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { closest } from "../../src/cli/suggest.js";
 import { closestName } from "../../src/runtime/suggest.js";
 import { editDistance } from "../../src/shared/edit-distance.js";
+import { closest } from "../../src/shared/suggest.js";
 
 describe("editDistance", () => {
   it("counts insertions, deletions and substitutions", () => {

@@ -1,4 +1,5 @@
 import { SessionState } from "../../engine/state.js";
+import { ConfiguredModels } from "../../session/configured-models.js";
 import type { SessionRun } from "../../session/engine-options.js";
 import { loadConfigForCli } from "../../session/governance.js";
 import { EngineSession } from "../../session/handle.js";
@@ -14,7 +15,6 @@ import type { ChatUi } from "../../ui/ui.js";
 import { parse } from "../args.js";
 import { workspaceFiles } from "../chat/attachments.js";
 import { ChatController } from "../chat/controller.js";
-import { ConfiguredModels } from "../chat/models.js";
 import { hint } from "../hints.js";
 import { latestSession } from "../latest-session.js";
 import { chatContinueCommand } from "../next-steps.js";

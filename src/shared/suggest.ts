@@ -1,4 +1,4 @@
-import { editDistance } from "../shared/edit-distance.js";
+import { editDistance } from "./edit-distance.js";
 
 /**
  * "Did you mean": the closest known name to a mistyped one. Edit distance (insert, delete,

@@ -1,12 +1,12 @@
-import type { LoadedConfig } from "../../config/load.js";
-import { defaultProfile, modelProfiles } from "../../config/sections.js";
-import { contextBudgetFor } from "../../session/context-budget.js";
-import type { ModelCatalog, ModelChoice, ProfileRow } from "../../session/models.js";
-import type { RunFlags } from "../../session/run-flags.js";
-import { loadProvider } from "../../session/setup.js";
-import { UsageError } from "../../session/usage-error.js";
-import { listModels } from "../commands/models.js";
-import { closeMatches } from "../suggest.js";
+import type { LoadedConfig } from "../config/load.js";
+import { defaultProfile, modelProfiles } from "../config/sections.js";
+import { closeMatches } from "../shared/suggest.js";
+import { contextBudgetFor } from "./context-budget.js";
+import { listModels } from "./model-listing.js";
+import type { ModelCatalog, ModelChoice, ProfileRow } from "./models.js";
+import type { RunFlags } from "./run-flags.js";
+import { loadProvider } from "./setup.js";
+import { UsageError } from "./usage-error.js";
 
 /**
  * The models a chat may switch to (/model): the user's configured profiles, or another model id
