@@ -137,6 +137,32 @@ describe("createSession and openSession", () => {
     await session.close();
   });
 
+  it("stops a turn at its next safe point when the caller's signal aborts", async () => {
+    const controller = new AbortController();
+    let steps = 0;
+    const provider = ScriptedProvider.fromFunction((messages) => {
+      steps += 1;
+      // The caller gives up while the model is answering: the call it proposes never runs.
+      controller.abort();
+      return {
+        text: "writing",
+        calls: [
+          { id: `w-${messages.length}`, name: "write_file", arguments: { path: "late.txt", content: "x" } },
+        ],
+      };
+    }, "aborting");
+    const session = await createSession(
+      { write: "allow", shell: "deny" },
+      { workspace: join(dir, "ws"), provider, env, signal: controller.signal },
+    );
+    const summary = await session.turn("write late.txt").done;
+    await session.close();
+    expect(summary.status).toBe("cancelled");
+    expect(steps).toBe(1);
+    expect(existsSync(join(dir, "ws", "late.txt"))).toBe(false);
+    expect((await journal(session.sessionId)).at(-1)?.type).toBe("run.cancelled");
+  });
+
   it("refuses a bad configuration or an existing id before anything is recorded", async () => {
     const provider = writer({});
     await expect(
