@@ -20,6 +20,7 @@ export function taskConfig(options: TaskOptions): SessionConfig {
   const maxToolCalls = count("max-tool-calls");
   const acceptTimeoutMs = count("accept-timeout");
   const contextWindow = count("context-window");
+  const requestDeadlineMs = count("request-deadline");
   return parseSessionConfig({
     ...(options.script !== undefined ? { script: options.script } : {}),
     ...(options.provider !== undefined ? { provider: options.provider } : {}),
@@ -38,6 +39,9 @@ export function taskConfig(options: TaskOptions): SessionConfig {
     ...(options.accept !== undefined ? { accept: options.accept } : {}),
     ...(acceptTimeoutMs !== undefined ? { acceptTimeoutMs } : {}),
     ...(contextWindow !== undefined ? { contextWindow } : {}),
+    ...(requestDeadlineMs !== undefined ? { requestDeadlineMs } : {}),
+    ...(options["read-path"] !== undefined ? { readPaths: options["read-path"] } : {}),
+    ...(options["edit-path"] !== undefined ? { editPaths: options["edit-path"] } : {}),
     limits: {
       ...(maxModelRequests !== undefined ? { maxModelRequests } : {}),
       ...(maxToolCalls !== undefined ? { maxToolCalls } : {}),

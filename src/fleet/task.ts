@@ -45,6 +45,9 @@ export const taskOptionsSchema = z.strictObject({
   "max-model-requests": z.string().optional(),
   "max-tool-calls": z.string().optional(),
   "context-window": z.string().optional(),
+  "request-deadline": z.string().optional(),
+  "read-path": z.array(z.string()).optional(),
+  "edit-path": z.array(z.string()).optional(),
 });
 export type TaskOptions = z.infer<typeof taskOptionsSchema>;
 

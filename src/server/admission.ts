@@ -63,6 +63,14 @@ export async function admitStart(
     );
   if (options.base_url !== undefined)
     throw forbidden(identity, "options.base_url: the host would send the provider's key there", "host");
+  if (options.api_key_env !== undefined)
+    throw forbidden(
+      identity,
+      "options.api_key_env: the host would read that variable and send its value to the provider",
+      "host",
+    );
+  if (options.sandbox === "off")
+    throw forbidden(identity, 'options.sandbox "off": the session\'s commands would run on the host', "host");
   if (options.script === undefined) return { workspace, scriptIsCode: false };
   const script = await admitPath(identity, options.script, "options.script");
   // The name is a first refusal with a clear reason; what decides is that such a script is only

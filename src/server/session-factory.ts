@@ -198,6 +198,13 @@ export function servedConfig(
   if (opts.model !== undefined) config.model = opts.model;
   if (opts.base_url !== undefined) config.baseUrl = opts.base_url;
   if (opts.profile !== undefined) config.profile = opts.profile;
+  if (opts.api_key_env !== undefined) config.apiKeyEnv = opts.api_key_env;
+  if (opts.sandbox !== undefined) config.sandbox = opts.sandbox;
+  if (opts.read_only === true) config.readOnly = true;
+  if (opts.read_path !== undefined) config.readPaths = [...opts.read_path];
+  if (opts.edit_path !== undefined) config.editPaths = [...opts.edit_path];
+  if (opts.context_window !== undefined) config.contextWindow = opts.context_window;
+  if (opts.request_deadline_ms !== undefined) config.requestDeadlineMs = opts.request_deadline_ms;
   const tools = catalogOf(
     opts.tools ?? (typeof recordedTools === "string" ? recordedTools : undefined),
     policy,

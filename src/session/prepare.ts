@@ -4,10 +4,11 @@ import type { JournalStore } from "../journal/store.js";
 import type { AnyRecord } from "../journal/vocabulary.js";
 import type { Provider } from "../providers/provider.js";
 import type { ApprovalPort } from "../runtime/ports.js";
+import { isLooser, profileOf } from "../sandbox/profiles.js";
 import { DEFAULT_ACCEPT_TIMEOUT_MS, flagsOf, type SessionConfig } from "./config.js";
 import type { SessionRun } from "./engine-options.js";
 import { IGNORE_NOTICES, type Notify } from "./notice.js";
-import { effectiveFlags } from "./run-flags.js";
+import { effectiveFlags, type SandboxFlag } from "./run-flags.js";
 import { buildSetup, type RunSetup } from "./setup.js";
 import { UsageError } from "./usage-error.js";
 import type { OpenedWorkspace } from "./workspace.js";
@@ -66,6 +67,7 @@ export async function prepareSession(config: SessionConfig, door: DoorContext): 
     throw new UsageError(
       `session ${sessionId} uses the scripted model "${String(state.provider.name)}"; give its script again (script)`,
     );
+  if (state?.header !== undefined) refuseLooserSandbox(config.sandbox, state.options?.sandbox);
   const flags = effectiveFlags(flagsOf(config), state?.options, door.interactive);
   const setup = await buildSetup({
     workspace,
@@ -104,4 +106,23 @@ export async function prepareSession(config: SessionConfig, door: DoorContext): 
 
 function definedOnly<T extends object>(value: T): Partial<T> {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/**
+ * A resumed session keeps the isolation it was started with: the command line of a resume (which
+ * a script or another person may type) cannot give its commands more access than was recorded.
+ * Tightening is fine. A looser profile needs a new session.
+ */
+function refuseLooserSandbox(given: SandboxFlag | undefined, recorded: unknown): void {
+  if (given === undefined) return;
+  const baseline: SandboxFlag =
+    recorded === "off" || recorded === "read-only" || recorded === "workspace-write"
+      ? recorded
+      : "workspace-write";
+  if (isLooser(profileOf(given), profileOf(baseline))) {
+    throw new UsageError(
+      `--sandbox ${given} would give this resumed session's commands more access than it was started with ` +
+        `(${baseline}); start a new session to change it`,
+    );
+  }
 }

@@ -89,6 +89,14 @@ describe("attack: an HTTP identity asks the host for more than its sessions' too
     }
   });
 
+  it("the sandbox turned off or a key variable named (the host would run or send them) is refused before anything is created", async () => {
+    const off = await forbidden({ workspace: join(root, "ws"), goal: "x", options: { sandbox: "off" } });
+    expect(off).toContain('options.sandbox "off"');
+    const key = await forbidden({ workspace: join(root, "ws"), goal: "x", options: { api_key_env: "HOME" } });
+    expect(key).toContain("options.api_key_env");
+    expect(existsSync(join(root, "ws", ".harness"))).toBe(false);
+  });
+
   it("workspaces outside its roots are refused: /etc, the parent of a root, a symlink out of a root; nothing is created there", async () => {
     await forbidden({ workspace: "/etc", goal: "x" });
     await forbidden({ workspace: outside, goal: "x" });

@@ -26,4 +26,31 @@ describe("servedConfig (session/start's options as a SessionConfig)", () => {
       limits: {},
     });
   });
+
+  it("takes the run command's sandbox, read-only, scope, context window, deadline and key variable", () => {
+    expect(
+      servedConfig(
+        {
+          sandbox: "read-only",
+          read_only: true,
+          read_path: ["src"],
+          edit_path: ["src/app.ts"],
+          context_window: 64_000,
+          request_deadline_ms: 90_000,
+          api_key_env: "MY_KEY",
+        },
+        {},
+        undefined,
+      ),
+    ).toEqual({
+      sandbox: "read-only",
+      readOnly: true,
+      readPaths: ["src"],
+      editPaths: ["src/app.ts"],
+      contextWindow: 64_000,
+      requestDeadlineMs: 90_000,
+      apiKeyEnv: "MY_KEY",
+      limits: {},
+    });
+  });
 });

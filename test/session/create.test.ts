@@ -163,6 +163,28 @@ describe("createSession and openSession", () => {
     expect((await journal(session.sessionId)).at(-1)?.type).toBe("run.cancelled");
   });
 
+  it("keeps a resumed session's sandbox: a looser one is refused whatever door opens it", async () => {
+    const provider = writer({});
+    const session = await createSession(
+      { write: "allow", shell: "deny", sandbox: "read-only" },
+      { workspace: join(dir, "ws"), provider, env },
+    );
+    await session.turn("say hi").done;
+    await session.close();
+    const before = await journal(session.sessionId);
+    await expect(
+      openSession(session.sessionId, {
+        workspace: join(dir, "ws"),
+        provider,
+        env,
+        config: { sandbox: "workspace-write" },
+      }),
+    ).rejects.toThrow(
+      /would give this resumed session's commands more access than it was started with \(read-only\)/,
+    );
+    expect(await journal(session.sessionId)).toEqual(before);
+  });
+
   it("refuses a bad configuration or an existing id before anything is recorded", async () => {
     const provider = writer({});
     await expect(

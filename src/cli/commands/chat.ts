@@ -23,14 +23,7 @@ import { output } from "../output.js";
 import { byPrefix, continuedOrNewSession } from "../session-id.js";
 import { callShow } from "../session-runner.js";
 import { colorEnabled, createStyle } from "../style.js";
-import {
-  argvConfig,
-  QUIET_CALLS_HELP,
-  refuseLooserSandbox,
-  SESSION_OPTIONS,
-  SHOW_OPTIONS,
-  unrecordedFlags,
-} from "./run.js";
+import { argvConfig, QUIET_CALLS_HELP, SESSION_OPTIONS, SHOW_OPTIONS, unrecordedFlags } from "./run.js";
 
 const { json: _json, events: _events, ...SESSION_FLAGS } = SESSION_OPTIONS;
 const CHAT_OPTIONS = {
@@ -146,7 +139,6 @@ export const chatCommand = {
     const open = async (id: string, mode: "new" | "resume"): Promise<SessionRun> => {
       const records = mode === "resume" ? await workspace.backend.read(id) : [];
       const state = records.length > 0 ? SessionState.from(records) : undefined;
-      if (state?.header !== undefined) refuseLooserSandbox(config.sandbox, state.options?.sandbox);
       if (state?.provider?.kind === "scripted" && values.script === undefined) {
         throw new UsageError(
           `session ${id} uses the scripted model "${String(state.provider.name)}"; pass it again with --script FILE`,

@@ -1,10 +1,9 @@
 import { resolve } from "node:path";
 import { SessionState } from "../../engine/state.js";
 import { PROVIDER_KINDS } from "../../providers/config.js";
-import { isLooser, profileOf } from "../../sandbox/profiles.js";
 import type { SessionConfig } from "../../session/config.js";
 import { prepareSession } from "../../session/prepare.js";
-import { flagWords, type RunFlags, type SandboxFlag } from "../../session/run-flags.js";
+import { flagWords, type RunFlags } from "../../session/run-flags.js";
 import { validateSessionId } from "../../session/session-id.js";
 import { UsageError } from "../../session/usage-error.js";
 import { newSessionId, openWorkspace } from "../../session/workspace.js";
@@ -268,10 +267,8 @@ export async function startOrResume(
     );
   }
   const state = records.length > 0 ? SessionState.from(records) : undefined;
-  const recorded = state?.header;
   const interactive = process.stdin.isTTY === true && process.stderr.isTTY === true;
   const config = argvConfig(values);
-  if (recorded !== undefined) refuseLooserSandbox(config.sandbox, state?.options?.sandbox);
   // For an existing session the prompt is its next turn's input; only the session's own goal,
   // while it has one turn, still resumes it (as `run --session ID GOAL` did before turns).
   const input =
@@ -325,25 +322,6 @@ export function unrecordedFlags(values: Parsed["values"], acceptance: readonly s
   }
   for (const command of acceptance) unrecorded.push(["--accept", command]);
   return unrecorded;
-}
-
-/**
- * A resumed session keeps the isolation it was started with: the command line of a resume (which
- * a script or another person may type) cannot give its commands more access than was recorded.
- * Tightening is fine. A looser profile needs a new session.
- */
-export function refuseLooserSandbox(given: SandboxFlag | undefined, recorded: unknown): void {
-  if (given === undefined) return;
-  const baseline: SandboxFlag =
-    recorded === "off" || recorded === "read-only" || recorded === "workspace-write"
-      ? recorded
-      : "workspace-write";
-  if (isLooser(profileOf(given), profileOf(baseline))) {
-    throw new UsageError(
-      `--sandbox ${given} would give this resumed session's commands more access than it was started with ` +
-        `(${baseline}); start a new session to change it`,
-    );
-  }
 }
 
 /**
