@@ -17,8 +17,8 @@ import { forkWithArtifacts } from "./operations/fork.js";
 import { undoSession } from "./operations/undo.js";
 import { keptObjects, newSessionId } from "./workspace.js";
 
-/** One running turn of the chat's session. */
-export interface Turn {
+/** One running turn of a session: awaiting it (or `done`) gives its summary. */
+export interface Turn extends PromiseLike<RunSummary> {
   /** Resolves when the turn ends (the model answered, it was interrupted, or it stopped). */
   readonly done: Promise<RunSummary>;
   /** Typed while the turn runs: journaled and given to the model at the next step boundary. */
@@ -372,8 +372,12 @@ export class EngineSession implements SessionHandle {
 }
 
 function turnOf(engine: Engine): Turn {
+  const done = engine.run();
   return {
-    done: engine.run(),
+    done,
+    // Awaiting the turn itself is awaiting `done`.
+    // biome-ignore lint/suspicious/noThenProperty: a turn is deliberately a thenable of its summary.
+    then: (fulfilled, rejected) => done.then(fulfilled, rejected),
     steer: (text) => engine.steer(text),
     interrupt: () => engine.interrupt(),
     exitNow: () => engine.exitNow(),

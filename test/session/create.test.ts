@@ -117,7 +117,8 @@ describe("createSession and openSession", () => {
       { write: "allow", shell: "deny" },
       { workspace: join(dir, "ws"), provider, env },
     );
-    expect((await session.turn("write a.txt").done).status).toBe("unverified");
+    // A turn is awaited as itself (the same as awaiting its `done`).
+    expect((await session.turn("write a.txt")).status).toBe("unverified");
     const parent = session.sessionId;
 
     const undone = await session.undo({ kind: "turn", turn: 1 });
