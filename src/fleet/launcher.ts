@@ -1,5 +1,5 @@
 import { EngineSession } from "../session/handle.js";
-import type { SessionNotice } from "../session/notice.js";
+import { noticeLine, type SessionNotice } from "../session/notice.js";
 import { prepareSession } from "../session/prepare.js";
 import { openWorkspace } from "../session/workspace.js";
 import { taskConfig } from "./task-config.js";
@@ -14,8 +14,7 @@ export function launchSession(log: (line: string) => void): SessionLauncher {
   return async ({ task, root, backend, signal, lost }) => {
     const config = taskConfig(task.options);
     const note = (line: string) => log(`session ${task.session}: ${line}`);
-    const notify = (notice: SessionNotice) =>
-      note(notice.level === "note" ? `note: ${notice.message}` : notice.message);
+    const notify = (notice: SessionNotice) => note(noticeLine(notice));
     const workspace = await openWorkspace(root, { notify });
     const prepared = await prepareSession(config, {
       workspace,

@@ -12,7 +12,7 @@ import type { SessionConfig } from "../session/config.js";
 import { flagsOf } from "../session/config.js";
 import { EngineSession, type Turn } from "../session/handle.js";
 import type { JournalSource } from "../session/journal-source.js";
-import type { Notify } from "../session/notice.js";
+import { type Notify, noticeLine } from "../session/notice.js";
 import { forkWithArtifacts } from "../session/operations/fork.js";
 import { prepareSession } from "../session/prepare.js";
 import { effectiveFlags } from "../session/run-flags.js";
@@ -74,7 +74,7 @@ export function serveSessionFactory(options: FactoryOptions): SessionFactory {
 
 /** The session layer's notices in the server's log (an operator reads it; never a client). */
 function logNotice(options: FactoryOptions): Notify {
-  return (notice) => options.log(notice.level === "note" ? `note: ${notice.message}` : notice.message);
+  return (notice) => options.log(noticeLine(notice));
 }
 
 async function openServed(request: OpenRequest, options: FactoryOptions): Promise<OpenedSession> {
@@ -132,7 +132,7 @@ async function openServed(request: OpenRequest, options: FactoryOptions): Promis
       workspaceCode: mayUseHost(request.identity),
       approver: request.approver(sessionId),
       mcp: log,
-      notify: (notice) => log(notice.level === "note" ? `note: ${notice.message}` : notice.message),
+      notify: (notice) => log(noticeLine(notice)),
     },
   );
   const { setup } = prepared.run;

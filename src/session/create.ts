@@ -3,7 +3,6 @@ import type { Provider } from "../providers/provider.js";
 import type { ApprovalPort } from "../runtime/ports.js";
 import { parseSessionConfig, type SessionConfig } from "./config.js";
 import { ConfiguredModels } from "./configured-models.js";
-import { loadConfigForCli } from "./governance.js";
 import { EngineSession, type SessionHandle } from "./handle.js";
 import type { SessionNotice } from "./notice.js";
 import { prepareSession } from "./prepare.js";
@@ -92,11 +91,7 @@ async function open(
   });
   for (const message of prepared.run.setup.notices ?? []) notify({ level: "note", message });
   // switchModel's catalog: the configured profiles (a scripted session has no other model).
-  const catalog = new ConfiguredModels(
-    await loadConfigForCli(workspace.root, options.env),
-    config.script !== undefined,
-    options.env,
-  );
+  const catalog = new ConfiguredModels(prepared.run.setup.config, config.script !== undefined, options.env);
   return new EngineSession(prepared.run, prepared.records.length > 0, {
     listener,
     catalog,

@@ -2,6 +2,7 @@ import { join } from "node:path";
 import { FileArtifactStore } from "../artifacts/file-store.js";
 import { Engine } from "../engine/engine.js";
 import type { EngineListener, RunSummary } from "../engine/options.js";
+import type { JournalStore } from "../journal/store.js";
 import type { AnyRecord } from "../journal/vocabulary.js";
 import type { ModelPrices } from "../providers/config.js";
 import { modelNameOf } from "../providers/provider.js";
@@ -162,15 +163,9 @@ export class EngineSession implements SessionHandle {
   }
 
   turn(input: string, listener: EngineListener = this.#listener): Turn {
-    const first = !this.#started;
-    const options = sessionEngineOptions(
-      first ? { ...this.#run, mode: "new", goal: input } : { ...this.#run, mode: "resume" },
-      this.#signal ?? new AbortController().signal,
-      listener,
-    );
-    const engine = new Engine(first ? options : { ...options, input, ...this.#switch() });
-    this.#started = true;
-    return turnOf(engine);
+    return this.#started
+      ? this.start({ mode: "resume", input }, listener)
+      : this.start({ mode: "new", goal: input }, listener);
   }
 
   /**
@@ -178,20 +173,23 @@ export class EngineSession implements SessionHandle {
    * `harness run`'s modes need beyond turn and resume. The session counts as started after it.
    */
   start(
-    request: Pick<SessionRun, "mode" | "goal" | "input" | "compactOnly">,
+    request: Pick<SessionRun, "mode" | "goal" | "input" | "compactOnly" | "userCommand">,
     listener: EngineListener = this.#listener,
   ): Turn {
-    const { mode, goal, input, compactOnly } = request;
+    // Only what a request names is taken (a door may pass a wider object, e.g. harness run's).
+    const { mode, goal, input, compactOnly, userCommand } = request;
     const run: SessionRun = {
       ...this.#run,
       mode,
       ...(goal !== undefined ? { goal } : {}),
       ...(input !== undefined ? { input } : {}),
       ...(compactOnly !== undefined ? { compactOnly } : {}),
+      ...(userCommand !== undefined ? { userCommand } : {}),
     };
     const engine = new Engine({
       ...sessionEngineOptions(run, this.#signal ?? new AbortController().signal, listener),
-      ...this.#switch(),
+      // A new session records the model it starts with; a switch is journaled only on a resume.
+      ...(request.mode === "new" ? {} : this.#switch()),
     });
     this.#started = true;
     return turnOf(engine);
@@ -203,16 +201,7 @@ export class EngineSession implements SessionHandle {
    */
   resume(listener: EngineListener = this.#listener): Turn {
     if (!this.#started) throw new Error("a new session starts with a turn, not a resume");
-    return turnOf(
-      new Engine({
-        ...sessionEngineOptions(
-          { ...this.#run, mode: "resume" },
-          this.#signal ?? new AbortController().signal,
-          listener,
-        ),
-        ...this.#switch(),
-      }),
-    );
+    return this.start({ mode: "resume" }, listener);
   }
 
   /**
@@ -220,25 +209,14 @@ export class EngineSession implements SessionHandle {
    * now, with the caller's instructions; its summary says what was replaced.
    */
   compactTurn(instructions: string | undefined, listener: EngineListener = this.#listener): Turn {
-    const engine = new Engine({
-      ...sessionEngineOptions(
-        { ...this.#run, mode: "resume", compactOnly: instructions === undefined ? {} : { instructions } },
-        this.#signal ?? new AbortController().signal,
-        listener,
-      ),
-      ...this.#switch(),
-    });
-    return turnOf(engine);
+    return this.start(
+      { mode: "resume", compactOnly: instructions === undefined ? {} : { instructions } },
+      listener,
+    );
   }
 
   async compact(listener: EngineListener = this.#listener): Promise<string> {
-    const controller = new AbortController();
-    const engine = new Engine({
-      ...sessionEngineOptions({ ...this.#run, mode: "resume", compactOnly: {} }, controller.signal, listener),
-      ...this.#switch(),
-    });
-    const summary = await engine.run();
-    const compacted = summary.compacted;
+    const { compacted } = await this.compactTurn(undefined, listener);
     return compacted
       ? `compacted: ${compacted.replaced_messages} messages replaced by a summary (about ${compacted.tokens_before} -> ${compacted.tokens_after} tokens)`
       : "nothing was compacted";
@@ -249,21 +227,13 @@ export class EngineSession implements SessionHandle {
     share: boolean,
     listener: EngineListener = this.#listener,
   ): Promise<CommandResult> {
-    const engine = new Engine({
-      ...sessionEngineOptions(
-        { ...this.#run, mode: "resume", userCommand: { command, share } },
-        new AbortController().signal,
-        listener,
-      ),
-      ...this.#switch(),
-    });
-    const summary = await engine.run();
+    const summary = await this.start({ mode: "resume", userCommand: { command, share } }, listener);
     if (summary.command === undefined) throw new Error("the command was not run");
     return summary.command;
   }
 
   records(): Promise<readonly AnyRecord[]> {
-    return this.#started ? this.#run.workspace.backend.read(this.sessionId) : Promise.resolve([]);
+    return this.#started ? this.#journal().read(this.sessionId) : Promise.resolve([]);
   }
 
   async contentSources(records: readonly AnyRecord[]): Promise<ContentSources> {
@@ -277,7 +247,7 @@ export class EngineSession implements SessionHandle {
   }
 
   sessions(): Promise<readonly SessionRow[]> {
-    return sessionRows(this.#run.workspace.backend);
+    return sessionRows(this.#journal());
   }
 
   async switchTo(given: string): Promise<string> {
@@ -359,6 +329,11 @@ export class EngineSession implements SessionHandle {
       ...(choice.flags.profile !== undefined ? { profile: choice.flags.profile } : {}),
       notices: choice.notices,
     };
+  }
+
+  /** The session's journal store (a worker's, under its lease, or the workspace's own). */
+  #journal(): JournalStore {
+    return this.#run.backend ?? this.#run.workspace.backend;
   }
 
   /** A resume after /model: the engine journals the switch instead of refusing the new provider. */

@@ -13,3 +13,8 @@ export type Notify = (notice: SessionNotice) => void;
 
 /** The default of a library caller that gave no listener: notices are dropped, never printed. */
 export const IGNORE_NOTICES: Notify = () => {};
+
+/** A notice as one line of an operator's log (a server's, a worker's): notes say so. */
+export function noticeLine(notice: SessionNotice): string {
+  return notice.level === "note" ? `note: ${notice.message}` : notice.message;
+}

@@ -1,4 +1,5 @@
 import { ConfigError } from "../config/errors.js";
+import type { LoadedConfig } from "../config/load.js";
 import {
   defaultProfile,
   modelProfiles,
@@ -75,6 +76,8 @@ export interface RunSetup {
   /** Propose mode: the overlay factory (see src/proposals). */
   proposals?: (existing: readonly ProposalRecord[]) => ProposalPort;
   notices: string[];
+  /** The config files as this setup read them (the model catalog of /model and switchModel reads them too). */
+  config: LoadedConfig;
   /** Per-tool timeout overrides from config (milliseconds). */
   timeoutFor?: (tool: AnyTool) => number;
   /** The context window requests must fit, and the reserve kept for the reply. */
@@ -275,6 +278,7 @@ export async function buildSetup(options: {
       },
       context,
       notices,
+      config: governance.config,
       workspaceExcludes: recorded.excludes,
       // The walk meets files by their real paths (it follows no symlink), so the rules decide on them directly.
       workspaceWithheld: (path: string) =>

@@ -1,9 +1,7 @@
 import { SessionState } from "../../engine/state.js";
 import { ConfiguredModels } from "../../session/configured-models.js";
-import type { SessionRun } from "../../session/engine-options.js";
-import { loadConfigForCli } from "../../session/governance.js";
 import { EngineSession } from "../../session/handle.js";
-import { prepareSession } from "../../session/prepare.js";
+import { type PreparedSession, prepareSession } from "../../session/prepare.js";
 import { validateSessionId } from "../../session/session-id.js";
 import { UsageError } from "../../session/usage-error.js";
 import { newSessionId, openWorkspace } from "../../session/workspace.js";
@@ -136,7 +134,7 @@ export const chatCommand = {
     const config = argvConfig(values);
     /** A session of this workspace set up as this command line sets it up: its recorded flags, model and acceptance. */
     const unrecorded = new Map<string, string[][]>();
-    const open = async (id: string, mode: "new" | "resume"): Promise<SessionRun> => {
+    const open = async (id: string, mode: "new" | "resume"): Promise<PreparedSession["run"]> => {
       const records = mode === "resume" ? await workspace.backend.read(id) : [];
       const state = records.length > 0 ? SessionState.from(records) : undefined;
       if (state?.provider?.kind === "scripted" && values.script === undefined) {
@@ -155,7 +153,7 @@ export const chatCommand = {
       });
       for (const notice of prepared.run.setup.notices ?? [])
         process.stderr.write(`harness: note: ${escapeForTerminal(notice)}\n`);
-      const run: SessionRun = {
+      const run: PreparedSession["run"] = {
         ...prepared.run,
         mode,
         acceptToolChanges: values["accept-tool-changes"] === true,
@@ -164,8 +162,9 @@ export const chatCommand = {
       unrecorded.set(id, unrecordedFlags(values, acceptance));
       return run;
     };
-    const session = new EngineSession(await open(sessionId, existing ? "resume" : "new"), existing, {
-      catalog: new ConfiguredModels(await loadConfigForCli(workspace.root), values.script !== undefined),
+    const first = await open(sessionId, existing ? "resume" : "new");
+    const session = new EngineSession(first, existing, {
+      catalog: new ConfiguredModels(first.setup.config, values.script !== undefined),
       opener: {
         resolve: (given) => byPrefix(workspace, given),
         open: (id) => open(id, "resume"),
