@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { Limits } from "../engine/options.js";
+import { MAX_CONTEXT_TOKENS } from "../providers/context-window.js";
 import type { RunFlags } from "./run-flags.js";
 import { UsageError } from "./usage-error.js";
 
@@ -50,7 +51,7 @@ export const sessionConfigSchema = z
     baseUrl: z.string().min(1),
     apiKeyEnv: z.string().min(1),
     profile: z.string().min(1),
-    contextWindow: positive,
+    contextWindow: positive.max(MAX_CONTEXT_TOKENS),
     requestDeadlineMs: positive,
     readPaths: z.array(z.string().min(1)),
     editPaths: z.array(z.string().min(1)),

@@ -5,7 +5,7 @@ import type { AnyRecord } from "../journal/vocabulary.js";
 import type { Provider } from "../providers/provider.js";
 import type { ApprovalPort } from "../runtime/ports.js";
 import { isLooser, profileOf } from "../sandbox/profiles.js";
-import { DEFAULT_ACCEPT_TIMEOUT_MS, flagsOf, type SessionConfig } from "./config.js";
+import { DEFAULT_ACCEPT_TIMEOUT_MS, flagsOf, parseSessionConfig, type SessionConfig } from "./config.js";
 import type { SessionRun } from "./engine-options.js";
 import { IGNORE_NOTICES, type Notify } from "./notice.js";
 import { effectiveFlags, type SandboxFlag } from "./run-flags.js";
@@ -57,7 +57,9 @@ export interface PreparedSession {
  * set up, for a new one and for a recorded one (whose recorded options fill in what the
  * configuration leaves out, and whose recorded acceptance applies unless new commands are given).
  */
-export async function prepareSession(config: SessionConfig, door: DoorContext): Promise<PreparedSession> {
+export async function prepareSession(given: SessionConfig, door: DoorContext): Promise<PreparedSession> {
+  // Every door's configuration is checked by the one schema here, whatever its parser let through.
+  const config = parseSessionConfig(given);
   const { workspace, sessionId } = door;
   const notify = door.notify ?? IGNORE_NOTICES;
   const backend = door.backend ?? workspace.backend;

@@ -194,6 +194,9 @@ describe("createSession and openSession", () => {
     await expect(
       createSession({ limits: { maxModelRequests: -1 } }, { workspace: join(dir, "ws"), provider, env }),
     ).rejects.toBeInstanceOf(UsageError);
+    await expect(
+      createSession({ contextWindow: 1e12 }, { workspace: join(dir, "ws"), provider, env }),
+    ).rejects.toThrow(/contextWindow/);
     const sessions = join(dir, "ws", ".harness", "sessions");
     expect(existsSync(sessions) ? await readdir(sessions) : []).toEqual([]);
 
