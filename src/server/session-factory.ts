@@ -162,6 +162,10 @@ async function openServed(request: OpenRequest, options: FactoryOptions): Promis
  */
 function atItsRoot(root: string, start: () => Turn): ServedRun {
   let turn: Turn | undefined;
+  // An interrupt or steer that arrives between turn/start and the engine's start is kept for it,
+  // not dropped: the turn starts only after the root is checked.
+  let interrupted = false;
+  const steers: string[] = [];
   return {
     run: async () => {
       const now = await realpath(root).catch(() => undefined);
@@ -169,14 +173,20 @@ function atItsRoot(root: string, start: () => Turn): ServedRun {
         throw new UsageError(
           `workspace ${root} moved or a directory on its path became a link since the session was opened; open it again with session/start`,
         );
-      turn = start();
-      return turn.done;
+      const current = start();
+      turn = current;
+      if (interrupted) current.interrupt();
+      for (const text of steers.splice(0)) await current.steer(text);
+      return current.done;
     },
     steer: async (text) => {
-      if (turn === undefined) throw new UsageError("the turn has not started");
-      await turn.steer(text);
+      if (turn === undefined) steers.push(text);
+      else await turn.steer(text);
     },
-    interrupt: () => turn?.interrupt(),
+    interrupt: () => {
+      interrupted = true;
+      turn?.interrupt();
+    },
   };
 }
 
