@@ -108,7 +108,7 @@ async function session(root: string, steps: number, window: number): Promise<Ses
   };
   const engine = new Engine({
     sessionId: "context",
-    backend: new MemoryJournalStore(),
+    store: new MemoryJournalStore(),
     provider,
     runtime: {
       snapshot: registry.snapshot(),

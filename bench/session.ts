@@ -75,7 +75,7 @@ async function timedSession(
   );
   const engine = new Engine({
     sessionId: session,
-    backend,
+    store: backend,
     provider,
     runtime: {
       snapshot: registry.snapshot(),

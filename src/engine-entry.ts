@@ -6,7 +6,7 @@
  *
  *   const registry = new ToolRegistry();
  *   for (const tool of createFileTools()) registry.register(tool);
- *   const engine = new Engine({ sessionId, backend, provider, runtime: { snapshot: registry.snapshot(), ... }, ... });
+ *   const engine = new Engine({ sessionId, store, provider, runtime: { snapshot: registry.snapshot(), ... }, ... });
  *   const summary = await engine.run();
  */
 export * from "./engine/acceptance.js";

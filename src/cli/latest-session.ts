@@ -9,7 +9,7 @@ import type { OpenedWorkspace } from "../session/workspace.js";
  */
 export async function latestSession(workspace: OpenedWorkspace): Promise<string | undefined> {
   let latest: { id: string; time: number } | undefined;
-  for (const id of await workspace.backend.list()) {
+  for (const id of await workspace.store.list()) {
     const info = await stat(join(workspace.sessionDir(id), EVENTS_FILE)).catch(() => undefined);
     if (info === undefined) continue;
     const time = info.mtimeMs;

@@ -38,7 +38,7 @@ export async function sessionFromArgs(
 
 /** The session `given` names in the workspace: that id, or the one id that starts with it. */
 export async function byPrefix(workspace: OpenedWorkspace, given: string): Promise<string> {
-  const found = await matchPrefix(workspace.backend, given);
+  const found = await matchPrefix(workspace.store, given);
   if (found !== undefined) return found;
   throw new UsageError(
     `no session "${given}" in ${workspace.root} (list them with: harness sessions${workspaceFlag(workspace)})`,
@@ -46,13 +46,13 @@ export async function byPrefix(workspace: OpenedWorkspace, given: string): Promi
 }
 
 /**
- * The session `given` names in `backend`: the id itself, else the one id it starts; undefined when
+ * The session `given` names in `store`: the id itself, else the one id it starts; undefined when
  * none does. Several ids starting with it is a usage error (guessing one could continue, undo or
  * fork the wrong session).
  */
-async function matchPrefix(backend: SessionLister, given: string): Promise<string | undefined> {
-  if (await backend.exists(given)) return given;
-  const matches = (await backend.list()).filter((id) => id.startsWith(given));
+async function matchPrefix(store: SessionLister, given: string): Promise<string | undefined> {
+  if (await store.exists(given)) return given;
+  const matches = (await store.list()).filter((id) => id.startsWith(given));
   if (matches.length === 1) return matches[0]!;
   if (matches.length === 0) return undefined;
   const shown = matches.slice(0, 5).join(", ");
@@ -79,7 +79,7 @@ export async function continuedOrNewSession(
       `invalid session id "${escapeForTerminal(given)}": use letters, digits, '.', '_' or '-'`,
     );
   }
-  const found = await matchPrefix(workspace.backend, given);
+  const found = await matchPrefix(workspace.store, given);
   return found === undefined ? { sessionId: given, existing: false } : { sessionId: found, existing: true };
 }
 
@@ -117,7 +117,7 @@ export async function sessionIdFromArgs(
   const { openJournalSource } = await import("../session/journal-source.js");
   const source = await openJournalSource({ database: flags.database });
   try {
-    return (await matchPrefix(source.backend, given)) ?? given;
+    return (await matchPrefix(source.store, given)) ?? given;
   } finally {
     await source.close();
   }

@@ -80,9 +80,9 @@ export class Engine {
   }
 
   async run(): Promise<RunSummary> {
-    const { backend, sessionId, mode } = this.options;
+    const { store, sessionId, mode } = this.options;
     checkInput(this.options.input);
-    const exists = await backend.exists(sessionId);
+    const exists = await store.exists(sessionId);
     if (mode === "resume" && !exists) {
       throw new EngineError(
         "SESSION_NOT_FOUND",
@@ -91,7 +91,7 @@ export class Engine {
     }
     // A lock whose owner is provably gone is taken over and journaled below; a live or
     // unverifiable owner still refuses.
-    this.writer = await backend.openWriter(sessionId, { create: mode !== "resume", recoverStaleLock: true });
+    this.writer = await store.openWriter(sessionId, { create: mode !== "resume", recoverStaleLock: true });
     this.options.processes?.journal.attach((info) => this.record(spawnedEvent(info)));
     try {
       this.state = SessionState.from(this.writer.records);
@@ -162,13 +162,13 @@ export class Engine {
    * before its next turn (the chat's /sessions ID), so a refusal comes at once, not at that turn.
    */
   async checkResume(): Promise<void> {
-    const { backend, sessionId } = this.options;
-    if (!(await backend.exists(sessionId)))
+    const { store, sessionId } = this.options;
+    if (!(await store.exists(sessionId)))
       throw new EngineError(
         "SESSION_NOT_FOUND",
         `no session "${sessionId}" in this workspace (see: harness sessions)`,
       );
-    this.writer = await backend.openWriter(sessionId, { create: false });
+    this.writer = await store.openWriter(sessionId, { create: false });
     try {
       this.state = SessionState.from(this.writer.records);
       await restoreGrants(this.grants, this.state.sessionApprovals, this.tools);

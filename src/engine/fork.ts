@@ -20,14 +20,14 @@ export interface ForkResult {
  * result is refused: the fork's recovery would otherwise act on a process the parent may still own.
  */
 export async function forkSession(
-  backend: JournalStore,
+  store: JournalStore,
   parent: string,
   child: string,
   at?: number,
   /** Where the fork lives when it is not beside its parent (harness fork --into): its store and workspace identity. */
-  into?: { backend: JournalStore; workspace: { name: string; fingerprint: string } },
+  into?: { store: JournalStore; workspace: { name: string; fingerprint: string } },
 ): Promise<ForkResult> {
-  const records = await backend.read(parent);
+  const records = await store.read(parent);
   const last = records.length - 1;
   const seq = at ?? last;
   if (records.length === 0) throw new EngineError("BAD_INPUT", `session "${parent}" has no records to fork`);
@@ -47,7 +47,7 @@ export async function forkSession(
         "fork before that call's tool.started or after its tool.result",
     );
   }
-  const target = into?.backend ?? backend;
+  const target = into?.store ?? store;
   if (await target.exists(child)) throw new EngineError("BAD_INPUT", `session "${child}" already exists`);
   const at_hash = (records[seq] as AnyRecord).hash;
   // An adoption vouches for the parent's chain under its head; the fork's chain is its own.

@@ -97,7 +97,7 @@ export interface EngineListener extends ProgressListener {
 
 export interface EngineOptions {
   sessionId: string;
-  backend: JournalStore;
+  store: JournalStore;
   provider: Provider;
   /** What tool calls run in: tools, workspace, approver, grants, hooks, time limits. */
   runtime: RuntimeEnvironment;

@@ -14,7 +14,7 @@ export interface TaskWorkspace {
   /** Absolute host path; never copied into a report. */
   readonly root: string;
   readonly fs: DiskWorkspaceFs;
-  readonly backend: FileJournalStore;
+  readonly store: FileJournalStore;
   /** Where a session's artifacts live. */
   artifactsDir(session: string): string;
 }

@@ -16,7 +16,7 @@ export async function createTaskWorkspace(
   return {
     root,
     fs: await DiskWorkspaceFs.create(root),
-    backend: new FileJournalStore(harnessDir),
+    store: new FileJournalStore(harnessDir),
     artifactsDir: (session) => join(harnessDir, "sessions", session, "artifacts"),
     remove: () => rm(root, { recursive: true, force: true }),
   };

@@ -11,7 +11,7 @@ import type { SessionLauncher } from "./worker.js";
  * handle; only the journal differs (PostgreSQL, under the worker's lease).
  */
 export function launchSession(log: (line: string) => void): SessionLauncher {
-  return async ({ task, root, backend, signal, lost }) => {
+  return async ({ task, root, store, signal, lost }) => {
     const config = taskConfig(task.options);
     const note = (line: string) => log(`session ${task.session}: ${line}`);
     const notify = (notice: SessionNotice) => note(noticeLine(notice));
@@ -19,7 +19,7 @@ export function launchSession(log: (line: string) => void): SessionLauncher {
     const prepared = await prepareSession(config, {
       workspace,
       sessionId: task.session,
-      backend,
+      store,
       // A worker has nobody to ask: write and shell default to deny.
       interactive: false,
       mcp: note,

@@ -26,7 +26,7 @@ export type SessionLauncher = (request: {
   /** The workspace directory on this worker. */
   root: string;
   /** The journal, every writer opened under this worker's lease. */
-  backend: JournalStore;
+  store: JournalStore;
   /** Aborted when the worker stops or the lease is lost: stop at the next safe point. */
   signal: AbortSignal;
   /** Aborted when the lease is lost: kill the session's process trees now. */
@@ -162,16 +162,16 @@ export class FleetWorker {
   ): Promise<string | undefined> {
     const { task } = found;
     const journal = new PgJournalStore(this.db.pool);
-    const backend = leasedStore(journal, lease);
+    const store = leasedStore(journal, lease);
     const records = (await journal.exists(task.session)) ? (await journal.read(task.session)).length : 0;
     const root = await this.workspaceFor(found, records > 0);
     if (root === undefined) {
       // A started session is never run again from a fresh copy: a person reviews it.
-      await stopForLostWorkspace(backend, task.session, found.materializedOn);
+      await stopForLostWorkspace(store, task.session, found.materializedOn);
       return "review_required";
     }
     const signal = AbortSignal.any([lease.lost, this.stopping.signal]);
-    const outcome = await this.options.launch({ task, root, backend, signal, lost: lease.lost });
+    const outcome = await this.options.launch({ task, root, store, signal, lost: lease.lost });
     if (lease.lost.aborted) return undefined;
     if (this.stopping.signal.aborted && outcome.status === "cancelled") {
       // A graceful stop: hand the session on at once (the reaper skips this epoch).

@@ -67,7 +67,7 @@ function openIfExists(path: string, flags: number): number | undefined {
 export class FileJournalStore implements JournalStore {
   private readonly now: () => Date;
   private givenKey: JournalKey | undefined;
-  /** Every fsync this backend's writers made (journal files and directories), for tests and benchmarks. */
+  /** Every fsync this store's writers made (journal files and directories), for tests and benchmarks. */
   readonly syncs: SyncCounter = { fsyncs: 0, fsyncMs: 0, bytes: 0 };
 
   constructor(
@@ -193,7 +193,7 @@ export class FileJournalStore implements JournalStore {
   }
 }
 
-/** A count shared by a backend and its writers. */
+/** A count shared by a store and its writers. */
 export interface SyncCounter {
   fsyncs: number;
   /** Wall time spent in those fsyncs (ms): what a benchmark takes out of a step to see the rest. */

@@ -15,12 +15,12 @@ import { type AnyNewEvent, type AnyRecord, GENESIS_HASH } from "./vocabulary.js"
 
 export interface MemoryJournalOptions {
   now?: () => Date;
-  /** The key that authenticates records; defaults to one that lives as long as this backend. */
+  /** The key that authenticates records; defaults to one that lives as long as this store. */
   key?: JournalKey;
 }
 
 interface MemorySession {
-  /** Encoded lines (without "\n"), exactly as the file backend would store them. */
+  /** Encoded lines (without "\n"), exactly as the file store would store them. */
   lines: string[];
   /** The writer holding the session, identified by object identity. */
   holder: { owner: LockOwner } | undefined;
@@ -28,7 +28,7 @@ interface MemorySession {
 
 /**
  * The journal contract in memory: same encoding, verification and single-writer rule as the file
- * backend, without durability. Reads decode the stored lines again, so callers get fresh objects.
+ * store, without durability. Reads decode the stored lines again, so callers get fresh objects.
  */
 export class MemoryJournalStore implements JournalStore {
   private sessions = new Map<string, MemorySession>();

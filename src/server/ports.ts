@@ -22,7 +22,7 @@ export interface OpenedSession {
   readonly sessionId: string;
   /** The workspace's real path (shown to the local user; never journaled). */
   readonly workspace: string;
-  readonly backend: JournalStore;
+  readonly store: JournalStore;
   /** Its records when it was opened (empty for a new session). */
   readonly records: readonly AnyRecord[];
   /** A turn: the goal of a session without records, else the next input. */
@@ -46,7 +46,7 @@ export interface OpenRequest {
 
 /** Where sessions at rest are read: a workspace's journals, or the database's. */
 export interface SessionStore {
-  backend: JournalStore;
+  store: JournalStore;
   /** The workspace path (absent for a database). */
   workspace?: string;
   /** Verify a session's chain: the records, or what is wrong. */

@@ -83,7 +83,7 @@ async function openServed(request: OpenRequest, options: FactoryOptions): Promis
   const workspace = await openWorkspace(request.workspace, { exact: true, notify: logNotice(options) });
   const sessionId = request.sessionId ?? (await unusedSessionId(workspace));
   validateSessionId(sessionId);
-  const records = (await workspace.backend.exists(sessionId)) ? await workspace.backend.read(sessionId) : [];
+  const records = (await workspace.store.exists(sessionId)) ? await workspace.store.read(sessionId) : [];
   const recorded = records.length > 0 ? SessionState.from(records).header : undefined;
   const owner = ownerOf(records);
   if (recorded && !canSee(request.identity, owner))
@@ -145,7 +145,7 @@ async function openServed(request: OpenRequest, options: FactoryOptions): Promis
   return {
     sessionId,
     workspace: workspace.root,
-    backend: workspace.backend,
+    store: workspace.store,
     records,
     // The first input of a session without records is its goal.
     turn: (input, listener) => atItsRoot(workspace.root, () => handle.turn(input, listener)),
@@ -270,13 +270,13 @@ export function catalogOf(requested: string | undefined, policy: IdentityPolicy)
 
 function workspaceStore(workspace: OpenedWorkspace): SessionStore {
   return {
-    backend: workspace.backend,
+    store: workspace.store,
     workspace: workspace.root,
     async verify(sessionId) {
       const result = await verifyJournal(join(workspace.sessionDir(sessionId), "events.jsonl"));
       if (!result.ok)
         return { ok: false, records: result.validRecords, problems: [result.message], head: null };
-      const trust = (await workspace.backend.readReport(sessionId)).trust;
+      const trust = (await workspace.store.readReport(sessionId)).trust;
       return {
         ok: trust.trusted,
         records: result.records.length,
@@ -314,7 +314,7 @@ function workspaceStore(workspace: OpenedWorkspace): SessionStore {
 
 function databaseStore(source: JournalSource): SessionStore {
   return {
-    backend: source.backend,
+    store: source.store,
     async verify(sessionId) {
       const result = await source.verify(sessionId);
       if (!result.ok)
@@ -338,6 +338,6 @@ function databaseStore(source: JournalSource): SessionStore {
 async function unusedSessionId(workspace: OpenedWorkspace): Promise<string> {
   for (;;) {
     const id = newSessionId();
-    if (!(await workspace.backend.exists(id))) return id;
+    if (!(await workspace.store.exists(id))) return id;
   }
 }

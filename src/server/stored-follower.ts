@@ -62,7 +62,7 @@ export class StoredFollower {
     if (stamp !== undefined && stamp === this.#stamp) return;
     let records: AnyRecord[];
     try {
-      records = await this.store.backend.read(this.session);
+      records = await this.store.store.read(this.session);
     } catch (error) {
       // Logged once per distinct failure (a torn tail mid-write reads fine on the next change).
       const message = messageOf(error);

@@ -78,7 +78,7 @@ export class StoredSessions {
   ): Promise<SessionSummary[]> {
     const out: SessionSummary[] = [];
     const workspace = store.workspace ?? "";
-    for (const id of await store.backend.list()) {
+    for (const id of await store.store.list()) {
       if (skip.has(id)) continue;
       // A journal unchanged since it was last summarized is not read again (the page lists every few seconds).
       const key = `${workspace}\0${id}`;
@@ -90,7 +90,7 @@ export class StoredSessions {
       }
       let records: readonly AnyRecord[];
       try {
-        records = (await store.backend.readReport(id)).records;
+        records = (await store.store.readReport(id)).records;
       } catch {
         if (identity.policy.see_all)
           out.push({ session: id, workspace, identity: "unknown", status: "unknown", last_seq: 0 });
@@ -134,16 +134,16 @@ export class StoredSessions {
     if (hostedIn !== undefined) {
       const store = await this.store(hostedIn);
       // Hosted before its first record (started without a goal): nothing to read yet.
-      if (store && !(await store.backend.exists(session))) return { records: [], store };
+      if (store && !(await store.store.exists(session))) return { records: [], store };
       if (store) candidates.push(store);
     } else {
       candidates.push(...(await this.listed()));
     }
     for (const store of candidates) {
-      if (!(await store.backend.exists(session).catch(() => false))) continue;
+      if (!(await store.store.exists(session).catch(() => false))) continue;
       let records: AnyRecord[];
       try {
-        records = await store.backend.read(session);
+        records = await store.store.read(session);
       } catch (error) {
         if (!identity.policy.see_all) throw notFound(session);
         throw new RpcError(ErrorCode.InternalError, `cannot read session ${session}: ${messageOf(error)}`);

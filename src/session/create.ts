@@ -73,7 +73,7 @@ async function open(
   const notify = (notice: SessionNotice) => listener.notice?.(notice);
   const workspace = await openWorkspace(options.workspace, { notify });
   // Decided before anything starts (the session's MCP servers): nothing to stop on a refusal.
-  const exists = await workspace.backend.exists(sessionId);
+  const exists = await workspace.store.exists(sessionId);
   if (expect === "new" && exists)
     throw new UsageError(
       `session ${sessionId} already exists in ${workspace.root}: open it with openSession`,

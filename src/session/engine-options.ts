@@ -32,7 +32,7 @@ export interface SessionRun {
   /** Where notices of the session's setup and record go (the library prints nothing). */
   notify?: Notify;
   /** The journal, when not the workspace's own (a fleet worker's PostgreSQL journal under its lease). */
-  backend?: JournalStore;
+  store?: JournalStore;
   /**
    * A turn that could change nothing because every change was denied stops as `changes_denied`
    * (harness run: an agent that could change nothing has not done its task).
@@ -104,7 +104,7 @@ export function sessionEngineOptions(
 ): EngineOptions {
   return {
     sessionId: run.sessionId,
-    backend: run.backend ?? run.workspace.backend,
+    store: run.store ?? run.workspace.store,
     provider: run.setup.provider,
     runtime: runtimeEnvironment(run.workspace, run.sessionId, run.setup, run.notify),
     workspace: run.workspace.identity,

@@ -333,7 +333,7 @@ export class EngineSession implements SessionHandle {
 
   /** The session's journal store (a worker's, under its lease, or the workspace's own). */
   #journal(): JournalStore {
-    return this.#run.backend ?? this.#run.workspace.backend;
+    return this.#run.store ?? this.#run.workspace.store;
   }
 
   /** A resume after /model: the engine journals the switch instead of refusing the new provider. */

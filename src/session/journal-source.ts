@@ -19,7 +19,7 @@ import { openWorkspace } from "./workspace.js";
  * workspace's `.harness` directory, or a PostgreSQL database (`--database URL`) that workers share.
  */
 export interface JournalSource {
-  backend: JournalStore & { readonly key: JournalKey };
+  store: JournalStore & { readonly key: JournalKey };
   /** For messages: the workspace path, or the database URL without its password. */
   where: string;
   verify(sessionId: string): Promise<VerifyResult>;
@@ -61,7 +61,7 @@ export async function openJournalSource(
   if (flags.database === undefined) {
     const workspace = await openWorkspace(flags.workspace, { notify });
     return {
-      backend: workspace.backend,
+      store: workspace.store,
       where: workspace.root,
       verify: (sessionId) => verifyJournal(join(workspace.sessionDir(sessionId), "events.jsonl")),
       verifiedPrefix: (sessionId) =>
@@ -91,7 +91,7 @@ export async function openJournalSource(
     throw error;
   }
   return {
-    backend: new PgJournalStore(pool),
+    store: new PgJournalStore(pool),
     where,
     verify: (sessionId) => verifyPgJournal(pool, sessionId),
     verifiedPrefix: (sessionId) => verifyPgJournalPrefix(pool, sessionId),
@@ -111,7 +111,7 @@ export async function openSessionSource(
   options: { withArtifacts?: boolean; notify?: Notify } = {},
 ): Promise<JournalSource> {
   const source = await openJournalSource(flags, options);
-  if (!(await source.backend.exists(sessionId))) {
+  if (!(await source.store.exists(sessionId))) {
     await source.close();
     const list = flags.database === undefined ? "harness sessions" : "harness sessions --database URL";
     throw new UsageError(`no session "${sessionId}" in ${source.where} (list them with: ${list})`);

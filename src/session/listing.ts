@@ -14,11 +14,11 @@ export interface SessionRow {
 }
 
 /** Every session of a journal store as `harness sessions` lists them (also the chat's /sessions). */
-export async function sessionRows(backend: JournalStore): Promise<SessionRow[]> {
+export async function sessionRows(store: JournalStore): Promise<SessionRow[]> {
   const rows: SessionRow[] = [];
-  for (const id of await backend.list()) {
+  for (const id of await store.list()) {
     try {
-      const { records, trust } = await backend.readReport(id);
+      const { records, trust } = await store.readReport(id);
       const state = SessionState.from(records);
       rows.push({
         session: id,

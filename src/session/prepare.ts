@@ -18,7 +18,7 @@ export interface DoorContext {
   workspace: OpenedWorkspace;
   sessionId: string;
   /** The journal, when not the workspace's own (a fleet worker's, under its lease). */
-  backend?: JournalStore;
+  store?: JournalStore;
   /** The session's records when the door already read them (read here otherwise). */
   records?: readonly AnyRecord[];
   /**
@@ -62,8 +62,8 @@ export async function prepareSession(given: SessionConfig, door: DoorContext): P
   const config = parseSessionConfig(given);
   const { workspace, sessionId } = door;
   const notify = door.notify ?? IGNORE_NOTICES;
-  const backend = door.backend ?? workspace.backend;
-  const records = door.records ?? ((await backend.exists(sessionId)) ? await backend.read(sessionId) : []);
+  const store = door.store ?? workspace.store;
+  const records = door.records ?? ((await store.exists(sessionId)) ? await store.read(sessionId) : []);
   const state = records.length > 0 ? SessionState.from(records) : undefined;
   if (state?.provider?.kind === "scripted" && config.script === undefined && door.provider === undefined)
     throw new UsageError(
@@ -94,7 +94,7 @@ export async function prepareSession(given: SessionConfig, door: DoorContext): P
     run: {
       workspace,
       sessionId,
-      ...(door.backend !== undefined ? { backend: door.backend } : {}),
+      ...(door.store !== undefined ? { store: door.store } : {}),
       mode: records.length > 0 ? "resume" : "new",
       setup,
       acceptance: acceptance.map((command) => setup.acceptanceCheck(command, timeout)),

@@ -19,7 +19,7 @@ export interface OpenedWorkspace {
   root: string;
   fs: DiskWorkspaceFs;
   harnessDir: string;
-  backend: FileJournalStore;
+  store: FileJournalStore;
   /** What the journal records: a name and a fingerprint, never the host path. */
   identity: { name: string; fingerprint: string };
   sessionDir(sessionId: string): string;
@@ -78,7 +78,7 @@ export async function openWorkspace(
     root,
     fs,
     harnessDir,
-    backend: new FileJournalStore(harnessDir),
+    store: new FileJournalStore(harnessDir),
     identity: { name: basename(root), fingerprint: sha256Hex(root) },
     sessionDir: (sessionId) => join(harnessDir, "sessions", sessionId),
   };

@@ -73,7 +73,7 @@ describe("durable appends per step", () => {
     const lab = new ToolLab();
     const atExecution: { callId: string; disk: DiskRecord[] }[] = [];
     lab.onStart = (execution) => atExecution.push({ callId: execution.callId, disk: onDisk() });
-    const model = new Observed(waiter(), () => ws.backend.syncs.fsyncs);
+    const model = new Observed(waiter(), () => ws.store.syncs.fsyncs);
     const shownWhileDurable: boolean[] = [];
     const summary = await run(ws, {
       provider: model,

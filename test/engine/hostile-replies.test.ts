@@ -48,13 +48,13 @@ function refusingReplies(inner: JournalStore): JournalStore {
 
 describe("a reply the journal refuses", () => {
   it("is recorded as a protocol error and stops the run; a resume makes one new request, not a loop", async () => {
-    const backend = refusingReplies(ws.backend);
+    const backend = refusingReplies(ws.store);
     const provider = new Recording(scripted({ script: () => ({ text: "anything" }) }));
-    const first = await run(ws, { provider, extra: { backend } });
+    const first = await run(ws, { provider, extra: { store: backend } });
     expect(first).toMatchObject({ status: "stopped", reason: "protocol_error" });
     expect(first.message).toContain("could not be recorded");
 
-    const second = await run(ws, { provider, extra: { backend } });
+    const second = await run(ws, { provider, extra: { store: backend } });
     expect(second).toMatchObject({ status: "stopped", reason: "protocol_error" });
     expect(provider.requests).toHaveLength(2);
 

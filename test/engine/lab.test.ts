@@ -296,7 +296,7 @@ describe("lab harness behaviours", () => {
   });
 
   it("20. the writer lock excludes another writer", async () => {
-    const first = await ws.backend.openWriter("s", { create: true });
+    const first = await ws.store.openWriter("s", { create: true });
     try {
       await expect(run(ws, demo())).rejects.toMatchObject({ code: "LOCKED" });
     } finally {

@@ -186,7 +186,7 @@ describe("the pinned set", () => {
     const unknownText = asked?.role === "tool" ? String(asked.content) : "";
     expect(unknownText).toContain("the server went away before answering");
     // A person resolves it; the very next request tells the model, next to the pinned note.
-    const writer = await ws.backend.openWriter("s", { create: false });
+    const writer = await ws.store.openWriter("s", { create: false });
     await writer.append([
       {
         type: "review.resolved",

@@ -28,7 +28,7 @@ async function interruptedWrite() {
 }
 
 async function resolve(resolution: "applied" | "not_applied" | "undetermined") {
-  const writer = await ws.backend.openWriter("s", { create: false });
+  const writer = await ws.store.openWriter("s", { create: false });
   await writer.append([
     {
       type: "review.resolved",

@@ -58,7 +58,7 @@ const runTool: AnyTool = defineTool({
 });
 
 interface Session {
-  backend: MemoryJournalStore;
+  store: MemoryJournalStore;
   fs: MemoryWorkspaceFs;
   artifacts: MemoryArtifactStore;
 }
@@ -72,7 +72,7 @@ function engine(
   for (const tool of [...createFileTools(), runTool]) registry.register(tool);
   return new Engine({
     sessionId: "s",
-    backend: session.backend,
+    store: session.store,
     provider: scriptFor(turn.calls),
     runtime: {
       snapshot: registry.snapshot(),
@@ -97,7 +97,7 @@ const callIdsOf = (records: readonly AnyRecord[], type: string) =>
 
 function newSession(): Session {
   return {
-    backend: new MemoryJournalStore(),
+    store: new MemoryJournalStore(),
     fs: new MemoryWorkspaceFs(),
     artifacts: new MemoryArtifactStore(),
   };
@@ -126,7 +126,7 @@ describe("session approvals on resume, engine alone", () => {
     expect(second.status).toBe("unverified");
     expect(asked.map((r) => r.callId)).toEqual(["w1"]);
 
-    const records = await session.backend.read("s");
+    const records = await session.store.read("s");
     expect(callIdsOf(records, "approval.requested")).toEqual(["w1"]);
     expect(ofType(records, "approval.decided").map((r) => r.data)).toEqual([
       expect.objectContaining({ call_id: "w1", decision: "allow", scope: "session", by: "tester" }),
@@ -168,7 +168,7 @@ describe("session approvals on resume, engine alone", () => {
     await engine(session, { approver, calls: { other: run("r3", "npm run build") }, input: "other" }).run();
 
     expect(asked.map((r) => r.callId)).toEqual(["r1", "r3"]);
-    const records = await session.backend.read("s");
+    const records = await session.store.read("s");
     expect(callIdsOf(records, "approval.requested")).toEqual(["r1", "r3"]);
     expect(ofType(records, "tool.result").map((r) => r.data)).toEqual([
       expect.objectContaining({ call_id: "r1", status: "ok" }),

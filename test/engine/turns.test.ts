@@ -100,7 +100,7 @@ describe("sessions with many turns", () => {
     expect(oldStyle?.data).toEqual({ text: "fix hello.txt", turn: 1 });
     const legacy = await tempWorkspace({});
     try {
-      const writer = await legacy.backend.openWriter("s", { create: true });
+      const writer = await legacy.store.openWriter("s", { create: true });
       await writer.append(
         (records as { type: string; data: Record<string, unknown> }[])
           .filter((r) => r.type !== "user.input")
@@ -195,7 +195,7 @@ describe("steering", () => {
     await expect(idle.steer("hello")).rejects.toThrow(/no turn is running/);
     // A turn that stopped (budget) with a steer journaled but not yet delivered.
     await run(ws, { script: () => readCall("c1"), limits: { maxToolCalls: 0 } });
-    const writer = await ws.backend.openWriter("s", { create: false });
+    const writer = await ws.store.openWriter("s", { create: false });
     await writer.append([{ type: "user.steered", data: { text: "left over" } }]);
     await writer.close();
     const recording = new Recording(ScriptedProvider.fromFunction(() => ({ text: "fine" }), "test-script"));
@@ -218,7 +218,7 @@ function fingerprintOf(w: Workspace): string {
 describe("forking", () => {
   it("refuses a cut inside a running call and leaves no session behind", async () => {
     await run(ws, { script: () => readCall("c1"), limits: { maxToolCalls: 0 } });
-    const writer = await ws.backend.openWriter("s", { create: false });
+    const writer = await ws.store.openWriter("s", { create: false });
     await writer.append([
       {
         type: "tool.started",
@@ -236,12 +236,12 @@ describe("forking", () => {
     ]);
     await writer.close();
     const records = await ws.journal();
-    const refused = await forkSession(ws.backend, "s", "f", records.length - 1).catch((e: unknown) => e);
+    const refused = await forkSession(ws.store, "s", "f", records.length - 1).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(EngineError);
     expect((refused as Error).message).toContain("inside a running call");
-    expect(await ws.backend.exists("f")).toBe(false);
+    expect(await ws.store.exists("f")).toBe(false);
     // One record earlier the history is whole: the fork resumes under its own id and verifies.
-    const forked = await forkSession(ws.backend, "s", "f", records.length - 2);
+    const forked = await forkSession(ws.store, "s", "f", records.length - 2);
     expect(forked).toMatchObject({ parent: "s", at_seq: records.length - 2, at_hash: records.at(-2)!.hash });
     const summary = await engineFor(ws, {
       script: () => ({ text: "from the fork" }),

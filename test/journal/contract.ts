@@ -5,7 +5,7 @@ import { type AnyNewEvent, type AnyRecord, event, GENESIS_HASH } from "../../src
 import { canonicalJson, digestOf } from "../../src/shared/hash.js";
 
 export interface BackendUnderTest {
-  backend: JournalStore;
+  store: JournalStore;
   /** Durable writes (file fsyncs) made so far, where the backend counts them. */
   syncs?: () => number;
   /** Another handle on the same storage, as a second process would have. */
@@ -149,7 +149,7 @@ export function journalContract(name: string, factory: BackendFactory): void {
     });
 
     async function writer(sessionId: string, create = true): Promise<JournalWriter> {
-      const opened = await subject.backend.openWriter(sessionId, { create });
+      const opened = await subject.store.openWriter(sessionId, { create });
       open.push(opened);
       return opened;
     }
@@ -158,7 +158,7 @@ export function journalContract(name: string, factory: BackendFactory): void {
       const w = await writer("s1");
       const appended = await w.append([input("hello")]);
       await w.append([event("run.finished", { status: "verified", answer: "done" })]);
-      const loaded = await subject.backend.read("s1");
+      const loaded = await subject.store.read("s1");
       expect(loaded).toEqual([...appended, w.records[1]]);
       expect(loaded.map((r) => [r.type, r.data])).toEqual([
         ["user.input", { text: "hello" }],
@@ -174,7 +174,7 @@ export function journalContract(name: string, factory: BackendFactory): void {
     it("numbers records contiguously from 0 and chains each to the one before", async () => {
       const w = await writer("s1");
       for (let i = 0; i < 5; i++) await w.append([input(`message ${i}`)]);
-      const loaded = await subject.backend.read("s1");
+      const loaded = await subject.store.read("s1");
       expect(loaded.map((r) => r.seq)).toEqual([0, 1, 2, 3, 4]);
       expect(loaded[0]?.prev).toBe(GENESIS_HASH);
       expectValidChain(loaded);
@@ -188,7 +188,7 @@ export function journalContract(name: string, factory: BackendFactory): void {
       expect(new Set(batch.map((r) => r.time)).size).toBe(1);
       expect(w.records).toHaveLength(4);
       expect(await w.append([])).toEqual([]);
-      expectValidChain(await subject.backend.read("s1"));
+      expectValidChain(await subject.store.read("s1"));
     });
 
     it("stages records that are not durable yet: in the writer at once, stored with the next durable append", async () => {
@@ -260,7 +260,7 @@ export function journalContract(name: string, factory: BackendFactory): void {
       const [third] = await second.append([input("three")]);
       expect(third?.seq).toBe(2);
       expect(third?.prev).toBe(second.records[1]?.hash);
-      const loaded = await subject.backend.read("s1");
+      const loaded = await subject.store.read("s1");
       expect(loaded.map((r) => r.data)).toEqual([{ text: "one" }, { text: "two" }, { text: "three" }]);
       expectValidChain(loaded);
     });
@@ -268,7 +268,7 @@ export function journalContract(name: string, factory: BackendFactory): void {
     it("refuses a second writer with LOCKED naming the owner, and admits one after close", async () => {
       const first = await writer("s1");
       await first.append([input("one")]);
-      const refused = await rejection(subject.backend.openWriter("s1", { create: false }));
+      const refused = await rejection(subject.store.openWriter("s1", { create: false }));
       expect(refused.code).toBe("LOCKED");
       expect(refused.message).toContain(`pid ${process.pid}`);
       expect(refused.message).toContain("started 2025-03-01T12:00:00.000Z");
@@ -280,9 +280,9 @@ export function journalContract(name: string, factory: BackendFactory): void {
     it("reads without the lock while a writer holds the session", async () => {
       const w = await writer("s1");
       await w.append([input("one")]);
-      expect((await subject.backend.read("s1")).map((r) => r.data)).toEqual([{ text: "one" }]);
+      expect((await subject.store.read("s1")).map((r) => r.data)).toEqual([{ text: "one" }]);
       await w.append([input("two")]);
-      expect(await subject.backend.read("s1")).toEqual(w.records);
+      expect(await subject.store.read("s1")).toEqual(w.records);
     });
 
     it("rejects an invalid event before writing anything, even within a batch", async () => {
@@ -318,7 +318,7 @@ export function journalContract(name: string, factory: BackendFactory): void {
         expect(error.code).toBe("INVALID_EVENT");
       }
       expect(w.records).toHaveLength(1);
-      expect((await subject.backend.read("s1")).map((r) => r.data)).toEqual([{ text: "kept" }]);
+      expect((await subject.store.read("s1")).map((r) => r.data)).toEqual([{ text: "kept" }]);
       const [next] = await w.append([input("after")]);
       expect(next?.seq).toBe(1);
     });
@@ -327,22 +327,22 @@ export function journalContract(name: string, factory: BackendFactory): void {
       const w = await writer("s1");
       await w.close();
       expect((await rejection(w.append([input("late")]))).code).toBe("LOCKED");
-      expect(await subject.backend.read("s1")).toEqual([]);
+      expect(await subject.store.read("s1")).toEqual([]);
     });
 
     it("reports unknown sessions and refuses to open them without create", async () => {
-      expect(await subject.backend.exists("nope")).toBe(false);
-      expect((await rejection(subject.backend.read("nope"))).code).toBe("SESSION_NOT_FOUND");
-      expect((await rejection(subject.backend.openWriter("nope", { create: false }))).code).toBe(
+      expect(await subject.store.exists("nope")).toBe(false);
+      expect((await rejection(subject.store.read("nope"))).code).toBe("SESSION_NOT_FOUND");
+      expect((await rejection(subject.store.openWriter("nope", { create: false }))).code).toBe(
         "SESSION_NOT_FOUND",
       );
-      expect(await subject.backend.exists("nope")).toBe(false);
+      expect(await subject.store.exists("nope")).toBe(false);
     });
 
     it("lists sessions sorted by id", async () => {
       for (const id of ["b-2", "a_1", "B.3", "a"]) await (await writer(id)).append([input(id)]);
-      expect(await subject.backend.list()).toEqual(["B.3", "a", "a_1", "b-2"]);
-      expect(await subject.backend.exists("a_1")).toBe(true);
+      expect(await subject.store.list()).toEqual(["B.3", "a", "a_1", "b-2"]);
+      expect(await subject.store.exists("a_1")).toBe(true);
     });
 
     it("authenticates every record with the backend's key", async () => {
@@ -350,7 +350,7 @@ export function journalContract(name: string, factory: BackendFactory): void {
       await w.append([input("one"), input("two")]);
       expect(w.keyId).toBe(subject.key.id);
       expect(w.recoveredLock).toBeUndefined();
-      const reading = await subject.backend.readReport("s1");
+      const reading = await subject.store.readReport("s1");
       expect(reading.trust).toEqual({ trusted: true, keyId: subject.key.id });
       expectValidChain(reading.records, subject.key);
     });
@@ -392,15 +392,15 @@ export function journalContract(name: string, factory: BackendFactory): void {
           mac ?? (() => undefined),
         );
         await subject.replaceLines("s1", forged);
-        const refused = await rejection(subject.backend.read("s1"));
+        const refused = await rejection(subject.store.read("s1"));
         expect(refused.code).toBe("UNTRUSTED");
-        expect((await rejection(subject.backend.openWriter("s1", { create: false }))).code).toBe("UNTRUSTED");
-        const reading = await subject.backend.readReport("s1");
+        expect((await rejection(subject.store.openWriter("s1", { create: false }))).code).toBe("UNTRUSTED");
+        const reading = await subject.store.readReport("s1");
         expect(reading.records[1]?.data).toEqual({ text: "forged" });
         expect(reading.trust.trusted).toBe(false);
       }
       // With the old tags kept, the first record whose tag fails is named.
-      expect((await rejection(subject.backend.read("s1"))).message).toContain("record seq 1 (user.input)");
+      expect((await rejection(subject.store.read("s1"))).message).toContain("record seq 1 (user.input)");
     });
 
     it("refuses a journal with no authentication at all (an older format or another tool)", async () => {
@@ -415,9 +415,9 @@ export function journalContract(name: string, factory: BackendFactory): void {
           () => undefined,
         ),
       );
-      const reading = await subject.backend.readReport("s1");
+      const reading = await subject.store.readReport("s1");
       expect(reading.trust).toMatchObject({ trusted: false, problem: "UNAUTHENTICATED" });
-      expect((await rejection(subject.backend.read("s1"))).message).toContain("not authenticated");
+      expect((await rejection(subject.store.read("s1"))).message).toContain("not authenticated");
     });
 
     it("adopts a journal only through a first journal.adopted record naming its head, after which it is trusted", async () => {
@@ -447,7 +447,7 @@ export function journalContract(name: string, factory: BackendFactory): void {
       // The adopted history is unchanged: the same bytes, now vouched for.
       expect(after.slice(0, 2)).toEqual(records);
       // The original key holder now sees a journal another key took over.
-      expect((await rejection(subject.backend.read("s1"))).code).toBe("UNTRUSTED");
+      expect((await rejection(subject.store.read("s1"))).code).toBe("UNTRUSTED");
       // An adoption record forged by someone without the key vouches for nothing.
       const forgedAdoption = rechain(await subject.lines("s1"), (record, index) => {
         if (index === 3) record.data = { text: "changed after adoption" };
@@ -458,12 +458,12 @@ export function journalContract(name: string, factory: BackendFactory): void {
 
     it("rejects session ids that are not plain names", async () => {
       for (const id of ["", "../x", ".hidden", "a/b", "a b", "x".repeat(65), "-lead"]) {
-        expect((await rejection(subject.backend.openWriter(id, { create: true }))).code).toBe(
+        expect((await rejection(subject.store.openWriter(id, { create: true }))).code).toBe(
           "INVALID_SESSION_ID",
         );
-        expect((await rejection(subject.backend.read(id))).code).toBe("INVALID_SESSION_ID");
+        expect((await rejection(subject.store.read(id))).code).toBe("INVALID_SESSION_ID");
       }
-      expect(await subject.backend.list()).toEqual([]);
+      expect(await subject.store.list()).toEqual([]);
     });
   });
 }

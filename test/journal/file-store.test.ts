@@ -33,10 +33,10 @@ import {
 journalContract("FileJournalStore", async (now) => {
   const h = tempHarness(now);
   return {
-    backend: h.backend,
-    syncs: () => h.backend.syncs.fsyncs,
+    store: h.store,
+    syncs: () => h.store.syncs.fsyncs,
     reopen: () => new FileJournalStore(h.harnessDir, { now }),
-    key: h.backend.key,
+    key: h.store.key,
     withKey: (key) => new FileJournalStore(h.harnessDir, { now, key }),
     lines: async (sessionId) => readLines(eventsPath(h.harnessDir, sessionId)),
     replaceLines: async (sessionId, lines) => writeLines(eventsPath(h.harnessDir, sessionId), lines),
@@ -53,7 +53,7 @@ describe("FileJournalStore on disk", () => {
   afterEach(() => h.cleanup());
 
   it("stores one canonical JSON line per record under sessions/<id>/events.jsonl", async () => {
-    const writer = await h.backend.openWriter("s1", { create: true });
+    const writer = await h.store.openWriter("s1", { create: true });
     const records = await writer.append([input("hello"), event("run.cancelled", { reason: "user" })]);
     await writer.close();
     const text = readFileSync(join(h.harnessDir, "sessions", "s1", "events.jsonl"), "utf8");
@@ -62,7 +62,7 @@ describe("FileJournalStore on disk", () => {
   });
 
   it("holds a lock file naming this process while a writer is open and removes it on close", async () => {
-    const writer = await h.backend.openWriter("s1", { create: true });
+    const writer = await h.store.openWriter("s1", { create: true });
     const lock: unknown = JSON.parse(readFileSync(lockPath(h.harnessDir, "s1"), "utf8"));
     expect(lock).toEqual({
       pid: process.pid,
@@ -76,7 +76,7 @@ describe("FileJournalStore on disk", () => {
   });
 
   it("leaves a lock that is no longer its own in place on close", async () => {
-    const writer = await h.backend.openWriter("s1", { create: true });
+    const writer = await h.store.openWriter("s1", { create: true });
     const foreign = '{"pid":1,"host":"elsewhere","started_at":"x","proc_start":null}\n';
     writeFileSync(lockPath(h.harnessDir, "s1"), foreign);
     await writer.close();
@@ -84,7 +84,7 @@ describe("FileJournalStore on disk", () => {
   });
 
   it("stops appending when its lock was removed, and writes nothing", async () => {
-    const writer = await h.backend.openWriter("s1", { create: true });
+    const writer = await h.store.openWriter("s1", { create: true });
     await writer.append([input("one")]);
     const before = readFileSync(eventsPath(h.harnessDir, "s1"));
     expect((await unlockSession(h.harnessDir, "s1", { force: true })).outcome).toBe("removed");
@@ -95,7 +95,7 @@ describe("FileJournalStore on disk", () => {
   });
 
   it("stops appending when the file changed behind the writer", async () => {
-    const writer = await h.backend.openWriter("s1", { create: true });
+    const writer = await h.store.openWriter("s1", { create: true });
     await writer.append([input("one")]);
     const { line } = encodedLine(input("intruder"), 1, writer.records[0]?.hash);
     appendFileSync(eventsPath(h.harnessDir, "s1"), `${line}\n`);
@@ -107,7 +107,7 @@ describe("FileJournalStore on disk", () => {
 
   it("opens an existing session with create: true instead of replacing it", async () => {
     await seedSession(h, "s1", 2);
-    const writer = await h.backend.openWriter("s1", { create: true });
+    const writer = await h.store.openWriter("s1", { create: true });
     expect(writer.records).toHaveLength(2);
     await writer.close();
   });
@@ -117,7 +117,7 @@ describe("FileJournalStore on disk", () => {
     await seedSession(h, "alpha", 1);
     mkdirSync(join(h.harnessDir, "sessions", "empty-dir"));
     writeFileSync(join(h.harnessDir, "sessions", "stray-file"), "");
-    expect(await h.backend.list()).toEqual(["alpha", "zeta"]);
+    expect(await h.store.list()).toEqual(["alpha", "zeta"]);
   });
 
   it("requires an absolute .harness path", () => {
@@ -132,10 +132,10 @@ describe("FileJournalStore on disk", () => {
       appendFileSync(path, line.slice(0, 40));
       const torn = readFileSync(path);
 
-      const onRead = await rejection(h.backend.read("s1"));
+      const onRead = await rejection(h.store.read("s1"));
       expect(onRead.code).toBe("TORN_TAIL");
       expect(onRead.message).toContain("harness journal repair s1");
-      const onOpen = await rejection(h.backend.openWriter("s1", { create: false }));
+      const onOpen = await rejection(h.store.openWriter("s1", { create: false }));
       expect(onOpen.code).toBe("TORN_TAIL");
 
       expect(readFileSync(path)).toEqual(torn);
@@ -148,12 +148,12 @@ describe("FileJournalStore on disk", () => {
     it("is read as an append in flight while a live writer holds the lock", async () => {
       await seedSession(h, "s1", 1);
       const path = eventsPath(h.harnessDir, "s1");
-      const writer = await h.backend.openWriter("s1", { create: false });
+      const writer = await h.store.openWriter("s1", { create: false });
       const { line } = encodedLine(input("in flight"), 1, writer.records[0]?.hash);
       appendFileSync(path, line.slice(0, 30));
       const finish = setTimeout(() => appendFileSync(path, `${line.slice(30)}\n`), 15);
       try {
-        const records = await h.backend.read("s1");
+        const records = await h.store.read("s1");
         expect(records.map((r) => r.data)).toEqual([{ text: "message 0" }, { text: "in flight" }]);
       } finally {
         clearTimeout(finish);
@@ -163,9 +163,9 @@ describe("FileJournalStore on disk", () => {
 
     it("is still refused while a writer holds the lock if it never completes", async () => {
       await seedSession(h, "s1", 1);
-      const writer = await h.backend.openWriter("s1", { create: false });
+      const writer = await h.store.openWriter("s1", { create: false });
       appendFileSync(eventsPath(h.harnessDir, "s1"), "{");
-      expect((await rejection(h.backend.read("s1"))).code).toBe("TORN_TAIL");
+      expect((await rejection(h.store.read("s1"))).code).toBe("TORN_TAIL");
       await writer.close();
     });
 
@@ -173,7 +173,7 @@ describe("FileJournalStore on disk", () => {
       const original = await seedSession(h, "s1", 2);
       const path = eventsPath(h.harnessDir, "s1");
       writeFileSync(path, original.subarray(0, original.length - 1));
-      expect((await rejection(h.backend.read("s1"))).code).toBe("TORN_TAIL");
+      expect((await rejection(h.store.read("s1"))).code).toBe("TORN_TAIL");
     });
   });
 
@@ -185,7 +185,7 @@ describe("FileJournalStore on disk", () => {
       const at = bytes.indexOf("message 2");
       bytes[at + "message ".length] = "7".charCodeAt(0);
       writeFileSync(path, bytes);
-      const error = await rejection(h.backend.read("s1"));
+      const error = await rejection(h.store.read("s1"));
       expect(error.code).toBe("TAMPERED");
       expect(error.message).toContain("seq 2");
       expect(readFileSync(path)).toEqual(bytes);
@@ -199,7 +199,7 @@ describe("FileJournalStore on disk", () => {
       record.hash = "f".repeat(64);
       lines[1] = canonicalJson(record);
       writeLines(path, lines);
-      const error = await rejection(h.backend.read("s1"));
+      const error = await rejection(h.store.read("s1"));
       expect(error.code).toBe("TAMPERED");
       expect(error.message).toContain("seq 1");
     });
@@ -210,7 +210,7 @@ describe("FileJournalStore on disk", () => {
       const lines = readLines(path);
       lines.splice(1, 1);
       writeLines(path, lines);
-      const error = await rejection(h.backend.read("s1"));
+      const error = await rejection(h.store.read("s1"));
       expect(error.code).toBe("CORRUPT");
       expect(error.message).toContain("expected seq 1");
       expect(error.message).toContain("holds seq 2");
@@ -222,7 +222,7 @@ describe("FileJournalStore on disk", () => {
       const lines = readLines(path);
       [lines[1], lines[2]] = [lines[2]!, lines[1]!];
       writeLines(path, lines);
-      const error = await rejection(h.backend.read("s1"));
+      const error = await rejection(h.store.read("s1"));
       expect(error.code).toBe("CORRUPT");
       expect(error.message).toContain("expected seq 1");
     });
@@ -233,7 +233,7 @@ describe("FileJournalStore on disk", () => {
       const lines = readLines(path);
       lines[2] = encodedLine(input("replaced"), 2, GENESIS_HASH).line;
       writeLines(path, lines);
-      const error = await rejection(h.backend.read("s1"));
+      const error = await rejection(h.store.read("s1"));
       expect(error.code).toBe("CORRUPT");
       expect(error.message).toContain("seq 2");
       expect(error.message).toContain("prev");
@@ -241,7 +241,7 @@ describe("FileJournalStore on disk", () => {
 
     it("reports an unknown event type as CORRUPT", async () => {
       writeSession(h, "s1", [forgeLine({ seq: 0, type: "made.up", data: { x: 1 }, prev: GENESIS_HASH })]);
-      const error = await rejection(h.backend.read("s1"));
+      const error = await rejection(h.store.read("s1"));
       expect(error.code).toBe("CORRUPT");
       expect(error.message).toContain('unknown event type "made.up"');
     });
@@ -250,7 +250,7 @@ describe("FileJournalStore on disk", () => {
       writeSession(h, "s1", [
         forgeLine({ seq: 0, type: "user.input", data: { text: 5 }, prev: GENESIS_HASH }),
       ]);
-      const error = await rejection(h.backend.read("s1"));
+      const error = await rejection(h.store.read("s1"));
       expect(error.code).toBe("CORRUPT");
       expect(error.message).toContain("schema");
     });
@@ -267,7 +267,7 @@ describe("FileJournalStore on disk", () => {
         good.line.replace('"prev"', '"prv"'),
       ]) {
         writeSession(h, "s1", [line]);
-        expect((await rejection(h.backend.read("s1"))).code).toBe("CORRUPT");
+        expect((await rejection(h.store.read("s1"))).code).toBe("CORRUPT");
       }
     });
 
@@ -284,7 +284,7 @@ describe("FileJournalStore on disk", () => {
       });
       for (const variant of [reordered, line.replace("é", "\\u00e9"), `${line}\r`, line.replace(":", ": ")]) {
         writeSession(h, "s1", [variant]);
-        const error = await rejection(h.backend.read("s1"));
+        const error = await rejection(h.store.read("s1"));
         expect(error.code).toBe("TAMPERED");
         expect(error.message).toContain("seq 0");
       }
@@ -297,13 +297,13 @@ describe("FileJournalStore on disk", () => {
       const invalid = Buffer.concat([bytes.subarray(0, at), Buffer.from([0xff]), bytes.subarray(at + 3)]);
       mkdirSync(join(h.harnessDir, "sessions", "s1"), { recursive: true });
       writeFileSync(eventsPath(h.harnessDir, "s1"), invalid);
-      const error = await rejection(h.backend.read("s1"));
+      const error = await rejection(h.store.read("s1"));
       expect(error.code).toBe("CORRUPT");
       expect(error.message).toContain("UTF-8");
     });
 
     it("keeps integer-like and non-ASCII keys in RFC 8785 order through a round trip", async () => {
-      const writer = await h.backend.openWriter("s1", { create: true });
+      const writer = await h.store.openWriter("s1", { create: true });
       const args = {
         "10": 1,
         "9": 2,
@@ -330,7 +330,7 @@ describe("FileJournalStore on disk", () => {
       expect(text).toContain(
         '"arguments":{"10":1,"9":2,"b":[{"a":true,"z":null}],"\u00e9":"x","\u20ac":1,"\ud83d\ude00":2,"\ufb33":3}',
       );
-      const loaded = await h.backend.read("s1");
+      const loaded = await h.store.read("s1");
       expect(loaded).toEqual([record]);
       expectValidChain(loaded);
     });
@@ -338,7 +338,7 @@ describe("FileJournalStore on disk", () => {
     it("never reports absolute host paths in errors", async () => {
       await seedSession(h, "s1", 2);
       appendFileSync(eventsPath(h.harnessDir, "s1"), "{");
-      const error = await rejection(h.backend.read("s1"));
+      const error = await rejection(h.store.read("s1"));
       expect(error.message).not.toContain(h.harnessDir);
     });
   });

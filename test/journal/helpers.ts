@@ -12,7 +12,7 @@ import { fixedClock, input } from "./contract.js";
 
 export interface TempHarness {
   harnessDir: string;
-  backend: FileJournalStore;
+  store: FileJournalStore;
   cleanup(): void;
 }
 
@@ -21,7 +21,7 @@ export function tempHarness(now: () => Date = fixedClock()): TempHarness {
   const harnessDir = join(root, ".harness");
   return {
     harnessDir,
-    backend: new FileJournalStore(harnessDir, { now }),
+    store: new FileJournalStore(harnessDir, { now }),
     cleanup: () => rmSync(root, { recursive: true, force: true }),
   };
 }
@@ -36,7 +36,7 @@ export function lockPath(harnessDir: string, sessionId: string): string {
 
 /** Create a session holding `count` user.input records through the real writer, then close it. */
 export async function seedSession(h: TempHarness, sessionId: string, count: number): Promise<Buffer> {
-  const writer = await h.backend.openWriter(sessionId, { create: true });
+  const writer = await h.store.openWriter(sessionId, { create: true });
   for (let i = 0; i < count; i++) await writer.append([input(`message ${i}`)]);
   await writer.close();
   return readFileSync(eventsPath(h.harnessDir, sessionId));

@@ -61,7 +61,7 @@ describe("writer lock ownership", () => {
       proc_start: null,
     });
 
-    const error = await rejection(h.backend.openWriter("s1", { create: false }));
+    const error = await rejection(h.store.openWriter("s1", { create: false }));
     expect(error.code).toBe("STALE_LOCK");
     expect(error.message).toContain("harness unlock s1");
     expect(error.message).toContain(`pid ${pid}`);
@@ -73,7 +73,7 @@ describe("writer lock ownership", () => {
     const result = await unlockSession(h.harnessDir, "s1");
     expect(result).toMatchObject({ outcome: "removed", forced: false, status: { state: "gone" } });
     expect(existsSync(lockPath(h.harnessDir, "s1"))).toBe(false);
-    const writer = await h.backend.openWriter("s1", { create: false });
+    const writer = await h.store.openWriter("s1", { create: false });
     expect(writer.records).toHaveLength(2);
     await writer.close();
   });
@@ -90,7 +90,7 @@ describe("writer lock ownership", () => {
     };
     const text = writeLock(h, "s1", owner);
 
-    const error = await rejection(h.backend.openWriter("s1", { create: false }));
+    const error = await rejection(h.store.openWriter("s1", { create: false }));
     expect(error.code).toBe("LOCKED");
     expect(error.message).toContain(`pid ${pid} on host ${hostname()}, started 2025-01-01T00:00:00.000Z`);
     expect((await rejection(repairJournal(h.harnessDir, "s1"))).code).toBe("LOCKED");
@@ -116,7 +116,7 @@ describe("writer lock ownership", () => {
       started_at: "2025-01-01T00:00:00.000Z",
       proc_start: `${start}1`,
     });
-    const error = await rejection(h.backend.openWriter("s1", { create: false }));
+    const error = await rejection(h.store.openWriter("s1", { create: false }));
     expect(error.code).toBe("STALE_LOCK");
     expect(error.message).toContain("pid reused");
   });
@@ -131,7 +131,7 @@ describe("writer lock ownership", () => {
       '{"pid":-1,"host":"x","started_at":"y","proc_start":null}',
     ]) {
       const text = writeLock(h, "s1", lock);
-      const error = await rejection(h.backend.openWriter("s1", { create: false }));
+      const error = await rejection(h.store.openWriter("s1", { create: false }));
       expect(error.code).toBe("LOCKED");
       expect(error.message).toContain("harness unlock s1 --force");
       expect(await unlockSession(h.harnessDir, "s1")).toMatchObject({
@@ -162,17 +162,17 @@ describe("writer lock ownership", () => {
     const owner = JSON.parse(readFileSync(lockPath(h.harnessDir, "s1"), "utf8"));
     expect(owner.pid).toBe(child.pid);
 
-    const live = await rejection(h.backend.openWriter("s1", { create: false }));
+    const live = await rejection(h.store.openWriter("s1", { create: false }));
     expect(live.code).toBe("LOCKED");
     child.kill("SIGKILL");
     await exited(child);
 
-    const stale = await rejection(h.backend.openWriter("s1", { create: false }));
+    const stale = await rejection(h.store.openWriter("s1", { create: false }));
     expect(stale.code).toBe("STALE_LOCK");
     expect(stale.message).toContain("harness unlock s1");
-    expect((await h.backend.read("s1")).map((r) => r.data)).toEqual([{ text: "held by a child" }]);
+    expect((await h.store.read("s1")).map((r) => r.data)).toEqual([{ text: "held by a child" }]);
     expect((await unlockSession(h.harnessDir, "s1")).outcome).toBe("removed");
-    const writer = await h.backend.openWriter("s1", { create: false });
+    const writer = await h.store.openWriter("s1", { create: false });
     const [next] = await writer.append([input("after the crash")]);
     expect(next?.seq).toBe(1);
     await writer.close();
@@ -188,8 +188,8 @@ describe("writer lock ownership", () => {
       proc_start: "1",
     };
     writeLock(h, "s1", owner);
-    expect((await rejection(h.backend.openWriter("s1", { create: false }))).code).toBe("STALE_LOCK");
-    const writer = await h.backend.openWriter("s1", { create: false, recoverStaleLock: true });
+    expect((await rejection(h.store.openWriter("s1", { create: false }))).code).toBe("STALE_LOCK");
+    const writer = await h.store.openWriter("s1", { create: false, recoverStaleLock: true });
     expect(writer.recoveredLock).toEqual({ owner, reason: `no process ${pid} exists` });
     const lock = JSON.parse(readFileSync(lockPath(h.harnessDir, "s1"), "utf8")) as LockOwner;
     expect(lock.pid).toBe(process.pid);
@@ -209,9 +209,9 @@ describe("writer lock ownership", () => {
       started_at: "t",
       proc_start: start,
     });
-    expect(
-      (await rejection(h.backend.openWriter("s1", { create: false, recoverStaleLock: true }))).code,
-    ).toBe("LOCKED");
+    expect((await rejection(h.store.openWriter("s1", { create: false, recoverStaleLock: true }))).code).toBe(
+      "LOCKED",
+    );
     expect(readFileSync(lockPath(h.harnessDir, "s1"), "utf8")).toBe(live);
     const remote = writeLock(h, "s1", {
       pid: 1,
@@ -219,16 +219,16 @@ describe("writer lock ownership", () => {
       started_at: "t",
       proc_start: null,
     });
-    const refused = await rejection(h.backend.openWriter("s1", { create: false, recoverStaleLock: true }));
+    const refused = await rejection(h.store.openWriter("s1", { create: false, recoverStaleLock: true }));
     expect(refused.code).toBe("LOCKED");
     expect(refused.message).toContain("--force");
     expect(readFileSync(lockPath(h.harnessDir, "s1"), "utf8")).toBe(remote);
     writeLock(h, "s1", "not an owner record");
-    expect(
-      (await rejection(h.backend.openWriter("s1", { create: false, recoverStaleLock: true }))).code,
-    ).toBe("LOCKED");
+    expect((await rejection(h.store.openWriter("s1", { create: false, recoverStaleLock: true }))).code).toBe(
+      "LOCKED",
+    );
     writeLock(h, "s1", { pid: child.pid!, host: hostname(), started_at: "t", proc_start: `${start}0` });
-    const writer = await h.backend.openWriter("s1", { create: false, recoverStaleLock: true });
+    const writer = await h.store.openWriter("s1", { create: false, recoverStaleLock: true });
     expect(writer.recoveredLock?.reason).toContain("pid reused");
     await writer.close();
   });
@@ -242,7 +242,7 @@ describe("writer lock ownership", () => {
       proc_start: null,
     });
     writeFileSync(`${lockPath(h.harnessDir, "s1")}.recover`, "");
-    const refused = await rejection(h.backend.openWriter("s1", { create: false, recoverStaleLock: true }));
+    const refused = await rejection(h.store.openWriter("s1", { create: false, recoverStaleLock: true }));
     expect(refused.code).toBe("LOCKED");
     expect(refused.message).toContain("taking over");
     expect(readFileSync(lockPath(h.harnessDir, "s1"), "utf8")).toBe(stale);

@@ -9,7 +9,7 @@ journalContract("MemoryJournalStore", async (now) => {
     return lines;
   };
   return {
-    backend,
+    store: backend,
     syncs: () => backend.syncs.fsyncs,
     reopen: () => backend,
     key: backend.key,

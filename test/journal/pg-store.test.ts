@@ -8,7 +8,7 @@ journalContract("PgJournalStore", async (now) => {
   const key = JournalKey.ephemeral();
   const backend = new PgJournalStore(db.pool, { now, key });
   return {
-    backend,
+    store: backend,
     reopen: () => new PgJournalStore(db.newPool(), { now, key }),
     key,
     withKey: (other) => new PgJournalStore(db.pool, { now, key: other }),

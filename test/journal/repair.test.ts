@@ -32,17 +32,17 @@ describe("repairJournal", () => {
     expect(readFileSync(path)).toEqual(intact);
     expect(readdirSync(dirname(path)).sort()).toEqual(["events.jsonl", basename(result.backup!)]);
 
-    const records = await h.backend.read("s1");
+    const records = await h.store.read("s1");
     expect(records.map((r) => r.data)).toEqual([
       { text: "message 0" },
       { text: "message 1" },
       { text: "message 2" },
     ]);
-    const writer = await h.backend.openWriter("s1", { create: false });
+    const writer = await h.store.openWriter("s1", { create: false });
     const [next] = await writer.append([input("after repair")]);
     expect(next?.seq).toBe(3);
     await writer.close();
-    expectValidChain(await h.backend.read("s1"));
+    expectValidChain(await h.store.read("s1"));
   });
 
   it("cuts at the first damaged record and counts every dropped line", async () => {
@@ -91,7 +91,7 @@ describe("repairJournal", () => {
 
   it("refuses while a live writer holds the session, changing nothing", async () => {
     await seedSession(h, "s1", 1);
-    const writer = await h.backend.openWriter("s1", { create: false });
+    const writer = await h.store.openWriter("s1", { create: false });
     const error = await rejection(repairJournal(h.harnessDir, "s1", { now }));
     expect(error.code).toBe("LOCKED");
     expect(readdirSync(dirname(eventsPath(h.harnessDir, "s1"))).sort()).toEqual([

@@ -185,7 +185,7 @@ describe("session grants across a resume (CLI setup)", () => {
       const setup = await buildSetup({ workspace, flags, script: scriptPath, interactive: false });
       return new Engine({
         sessionId: "s",
-        backend: workspace.backend,
+        store: workspace.store,
         provider: setup.provider,
         runtime: { ...runtimeEnvironment(workspace, "s", setup), approver },
         workspace: workspace.identity,

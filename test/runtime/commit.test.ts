@@ -39,7 +39,7 @@ describe("ordered commit", () => {
   });
 
   it("makes every tool.started of a batch durable in one append before any handler runs", async () => {
-    const { backend, appends } = spyingBackend(ws.backend);
+    const { backend, appends } = spyingBackend(ws.store);
     let appendsWhenFirstHandlerRan = -1;
     lab.onStart = () => {
       if (appendsWhenFirstHandlerRan < 0) appendsWhenFirstHandlerRan = appends.length;
@@ -47,7 +47,7 @@ describe("ordered commit", () => {
     await run(ws, {
       tools: [waitTool(lab)],
       turns: [{ calls: [wait("a", 20), wait("b", 5), wait("c", 10)] }, done],
-      extra: { backend },
+      extra: { store: backend },
     });
     const startAppends = appends.filter((types) => types.includes("tool.started"));
     expect(startAppends).toEqual([["tool.started", "tool.started", "tool.started"]]);

@@ -30,7 +30,7 @@ async function hubWith(turns: unknown[], existing?: Workspace) {
       return {
         sessionId,
         workspace: ws.root,
-        backend: ws.backend,
+        store: ws.store,
         records: [],
         turn: (input: string, listener: EngineListener) =>
           engineFor(ws, {
@@ -52,7 +52,7 @@ async function hubWith(turns: unknown[], existing?: Workspace) {
     },
     async store() {
       return {
-        backend: ws.backend,
+        store: ws.store,
         workspace: ws.root,
         verify: async () => ({ ok: true, records: 0, problems: [], head: null }),
         fork: async () => "fork",

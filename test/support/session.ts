@@ -42,7 +42,7 @@ export const denyApprover: ApprovalPort = {
 export interface Workspace {
   root: string;
   fs: DiskWorkspaceFs;
-  backend: FileJournalStore;
+  store: FileJournalStore;
   file(path: string): Promise<string>;
   journal(session?: string): Promise<AnyRecord[]>;
   events(type: string, session?: string): Promise<AnyRecord[]>;
@@ -61,7 +61,7 @@ export async function tempWorkspace(files: Record<string, string> = {}): Promise
   const ws: Workspace = {
     root,
     fs: await DiskWorkspaceFs.create(root),
-    backend,
+    store: backend,
     file: (path) => readFile(join(root, path), "utf8"),
     journal: (session = "s") => backend.read(session),
     events: async (type, session = "s") => (await backend.read(session)).filter((r) => r.type === type),
@@ -101,7 +101,7 @@ export function engineFor(ws: Workspace, options: RunOptions = {}): Engine {
   const session = options.session ?? "s";
   return new Engine({
     sessionId: session,
-    backend: ws.backend,
+    store: ws.store,
     provider: options.provider ?? scripted(options),
     runtime: {
       snapshot: registry.snapshot(),
@@ -160,7 +160,7 @@ export async function startedWriteWithoutResult(ws: Workspace, content: string, 
   const first = await run(ws, { script, limits: { maxToolCalls: 0 } });
   if (first.reason !== "budget_exhausted")
     throw new Error(`setup run ended ${first.status} (${first.reason})`);
-  const writer = await ws.backend.openWriter("s", { create: false });
+  const writer = await ws.store.openWriter("s", { create: false });
   await writer.append([
     {
       type: "tool.started",

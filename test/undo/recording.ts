@@ -28,7 +28,7 @@ import { diffManifests, type Manifest, manifestBytes } from "../../src/workspace
  */
 export class Recording {
   readonly root: string;
-  readonly backend: FileJournalStore;
+  readonly store: FileJournalStore;
   readonly artifacts: FileArtifactStore;
   #writer: JournalWriter | undefined;
   #tree: Manifest = new Map();
@@ -39,12 +39,12 @@ export class Recording {
     readonly directories = false,
   ) {
     this.root = mkdtempSync(join(tmpdir(), "harness-undo-test-"));
-    this.backend = new FileJournalStore(join(this.root, ".harness"));
+    this.store = new FileJournalStore(join(this.root, ".harness"));
     this.artifacts = new FileArtifactStore(join(this.root, ".harness", "sessions", sessionId, "artifacts"));
   }
 
   async writer(): Promise<JournalWriter> {
-    this.#writer ??= await this.backend.openWriter(this.sessionId, { create: true });
+    this.#writer ??= await this.store.openWriter(this.sessionId, { create: true });
     return this.#writer;
   }
 

@@ -62,7 +62,7 @@ export const auditCommand = {
       ]);
       return EXIT.journalRefused;
     }
-    const trust = assessTrust(verified.records, workspace.backend.key, sessionId);
+    const trust = assessTrust(verified.records, workspace.store.key, sessionId);
     const journal = {
       ok: true,
       trusted: trust.trusted,

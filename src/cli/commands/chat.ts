@@ -135,7 +135,7 @@ export const chatCommand = {
     /** A session of this workspace set up as this command line sets it up: its recorded flags, model and acceptance. */
     const unrecorded = new Map<string, string[][]>();
     const open = async (id: string, mode: "new" | "resume"): Promise<PreparedSession["run"]> => {
-      const records = mode === "resume" ? await workspace.backend.read(id) : [];
+      const records = mode === "resume" ? await workspace.store.read(id) : [];
       const state = records.length > 0 ? SessionState.from(records) : undefined;
       if (state?.provider?.kind === "scripted" && values.script === undefined) {
         throw new UsageError(

@@ -128,7 +128,7 @@ async function forkInto(
 ): Promise<ForkResult & { files: number; bytes: number; left_out: string[] }> {
   const dir = into.real;
   try {
-    const records = await workspace.backend.read(parent);
+    const records = await workspace.store.read(parent);
     const artifacts = new FileArtifactStore(join(workspace.sessionDir(parent), "artifacts"));
     const { tree, directories } = await recordedBase(records, artifacts);
     const seq = at ?? records.length - 1;

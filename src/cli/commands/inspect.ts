@@ -55,7 +55,7 @@ export const inspectCommand = {
     const sessionId = await sessionIdFromArgs(values, positionals[0], values.last, "harness inspect SESSION");
     const workspace = await openSessionSource(values, sessionId, { notify: stderrNotices });
     // Showing a journal runs nothing, so an untrusted one is shown, labelled as such.
-    const { records, trust } = await workspace.backend.readReport(sessionId);
+    const { records, trust } = await workspace.store.readReport(sessionId);
     if (values.call !== undefined) {
       const view = await callView(
         findCall(records, values.call, sessionId),

@@ -95,7 +95,7 @@ async function verify(source: JournalSource, sessionId: string, json: boolean): 
     }
     return EXIT.journalRefused;
   }
-  const trust = assessTrust(result.records, source.backend.key, sessionId);
+  const trust = assessTrust(result.records, source.store.key, sessionId);
   const artifactsDir = source.artifactsDir(sessionId);
   const artifacts = artifactsDir
     ? await checkArtifacts(artifactsDir, referencedArtifacts(result.records))
@@ -174,7 +174,7 @@ async function adopt(
   sessionId: string,
   options: { yes: boolean; json: boolean },
 ): Promise<number> {
-  const reviewed = await reviewAdoption(workspace.backend, sessionId);
+  const reviewed = await reviewAdoption(workspace.store, sessionId);
   const { trust } = reviewed;
   if (trust.trusted) {
     const message = `session ${sessionId} is already trusted: it authenticates under your journal key; nothing to adopt`;
@@ -202,7 +202,7 @@ async function adopt(
       return EXIT.journalRefused;
     }
   }
-  const adopted = await adoptSession(workspace.backend, sessionId, reviewed, userInfo().username);
+  const adopted = await adoptSession(workspace.store, sessionId, reviewed, userInfo().username);
   if (options.json) {
     process.stdout.write(
       `${jsonForTerminal({ session: sessionId, adopted: true, head_hash: adopted.headHash, records: adopted.records, ...reviewed.facts })}\n`,

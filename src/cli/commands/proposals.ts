@@ -53,7 +53,7 @@ export const diffCommand = {
       ...LAST_OPTION,
     });
     const { workspace, sessionId } = await sessionArgument(values, positionals, "diff");
-    const ledger = proposalsOf(await workspace.backend.read(sessionId));
+    const ledger = proposalsOf(await workspace.store.read(sessionId));
     const shown = [];
     for (const proposal of ledger.current) {
       shown.push({

@@ -105,7 +105,7 @@ async function verifiedRecords(
     return { records, verdict: { ok: false, records: records.length, problems } };
   }
   const problems: string[] = [];
-  const trust = assessTrust(records, source.backend.key, sessionId);
+  const trust = assessTrust(records, source.store.key, sessionId);
   if (!trust.trusted) problems.push(`UNTRUSTED: ${trust.message}`);
   // Sessions in a database keep their artifacts on a disk: checked only where --workspace names one.
   const artifactsDir = source.artifactsDir(sessionId);

@@ -39,7 +39,7 @@ export const reviewCommand = {
       "harness review SESSION [CALL_ID ...]",
     );
     if (!callId) {
-      const unknown = await unknownOutcomes(workspace.backend, sessionId);
+      const unknown = await unknownOutcomes(workspace.store, sessionId);
       if (values.json) {
         process.stdout.write(
           `${JSON.stringify(unknown.map((r) => ({ call_id: r.call_id, name: r.name, summary: r.summary })))}\n`,
@@ -59,7 +59,7 @@ export const reviewCommand = {
     const chosen = (["applied", "not-applied", "undetermined"] as const).filter((flag) => values[flag]);
     if (chosen.length !== 1)
       throw new UsageError("give exactly one of --applied, --not-applied, --undetermined");
-    const { left, state } = await resolveReview(workspace.backend, sessionId, {
+    const { left, state } = await resolveReview(workspace.store, sessionId, {
       callId,
       resolution: chosen[0] === "not-applied" ? "not_applied" : chosen[0]!,
       evidence: values.evidence ?? "",

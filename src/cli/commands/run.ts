@@ -258,7 +258,7 @@ export async function startOrResume(
   const values = parsed.values;
   if (values.json && values.events)
     throw new UsageError("--json and --events both write to stdout; choose one");
-  const records = mode === "resume" ? await workspace.backend.read(sessionId) : [];
+  const records = mode === "resume" ? await workspace.store.read(sessionId) : [];
   if (mode === "resume" && records.length === 0 && goal === undefined) {
     // Interrupted before its first record: there is no recorded goal to continue with.
     throw new UsageError(

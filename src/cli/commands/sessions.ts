@@ -19,7 +19,7 @@ export const sessionsCommand = {
       json: { type: "boolean" },
     });
     const workspace = await openJournalSource(values, { notify: stderrNotices });
-    const rows = await sessionRows(workspace.backend);
+    const rows = await sessionRows(workspace.store);
     if (values.json) {
       process.stdout.write(`${JSON.stringify(rows)}\n`);
       return EXIT.ok;

@@ -79,7 +79,7 @@ async function runEngine(ws: TaskWorkspace, b: FaultBaseline, options: FaultRun)
   for (const tool of createFileTools()) registry.register(tool);
   return new Engine({
     sessionId: SESSION,
-    backend: ws.backend,
+    store: ws.store,
     provider: options.provider,
     runtime: {
       snapshot: registry.snapshot(),
@@ -148,7 +148,7 @@ const truncatedStream = (b: FaultBaseline): EvalTask => ({
       { type: "end", reason: "length" },
     ];
     const summary = await runEngine(ws, b, { provider: turns([{ stream }]) });
-    const records = await ws.backend.read(SESSION);
+    const records = await ws.store.read(SESSION);
     return outcome(
       ws,
       b,
@@ -169,7 +169,7 @@ const writesDisabled = (b: FaultBaseline): EvalTask => ({
   async run(ws) {
     await seeded(ws, b);
     const summary = await runEngine(ws, b, { provider: baseline(b), write: "deny" });
-    const records = await ws.backend.read(SESSION);
+    const records = await ws.store.read(SESSION);
     const edit = toolResults(records, "edit_file")[0];
     return outcome(
       ws,
@@ -205,7 +205,7 @@ const modifiedAfterRead = (b: FaultBaseline): EvalTask => ({
       provider: ScriptedProvider.fromFunction(script, "faults-modified"),
       accept: false,
     });
-    const edit = toolResults(await ws.backend.read(SESSION), "edit_file")[0];
+    const edit = toolResults(await ws.store.read(SESSION), "edit_file")[0];
     return outcome(
       ws,
       b,
@@ -237,7 +237,7 @@ const startedWithoutResult = (b: FaultBaseline): EvalTask => ({
     await truncate(path, Buffer.byteLength(`${lines.slice(0, at + 1).join("\n")}\n`));
     const provider = new CountingProvider(baseline(b));
     const summary = await runEngine(ws, b, { provider });
-    const records = await ws.backend.read(SESSION);
+    const records = await ws.store.read(SESSION);
     const edits = toolResults(records, "edit_file");
     return outcome(
       ws,
@@ -263,7 +263,7 @@ const claimsCompletion = (b: FaultBaseline): EvalTask => ({
   async run(ws) {
     await seeded(ws, b);
     const summary = await runEngine(ws, b, { provider: turns([{ text: "All done, the file is fixed." }]) });
-    const records = await ws.backend.read(SESSION);
+    const records = await ws.store.read(SESSION);
     const checked = records.find((r) => r.type === "acceptance.checked");
     return outcome(
       ws,
@@ -293,7 +293,7 @@ const changedAfterFinish = (b: FaultBaseline): EvalTask => ({
     await writeFile(join(ws.root, b.file), `${b.expected}and more\n`);
     const provider = new CountingProvider(baseline(b));
     const second = await runEngine(ws, b, { provider });
-    const records = await ws.backend.read(SESSION);
+    const records = await ws.store.read(SESSION);
     const verdicts = records.flatMap((r) => (r.type === "acceptance.checked" ? [r.data.accepted] : []));
     return outcome(
       ws,

@@ -4,16 +4,16 @@ import type { Lease } from "./lease.js";
 import type { PgJournalStore } from "./store.js";
 
 /**
- * The backend a worker hands the engine for the session it holds a lease on: every writer it opens
+ * The store a worker hands the engine for the session it holds a lease on: every writer it opens
  * is fenced by the lease, and opening a session that already has records (a takeover, or the
  * worker resuming its own) first journals `lease.acquired`, so the journal says which epoch wrote
  * what follows. A new session gets none: its first record must be `session.started`, and epoch 1
  * with no previous owner is what a session without the record means.
  */
-export function leasedStore(backend: PgJournalStore, lease: Lease): JournalStore {
+export function leasedStore(store: PgJournalStore, lease: Lease): JournalStore {
   return {
     async openWriter(sessionId: string, options: OpenWriterOptions): Promise<JournalWriter> {
-      const writer = await backend.openWriter(sessionId, { ...options, lease });
+      const writer = await store.openWriter(sessionId, { ...options, lease });
       if (writer.records.length === 0 || options.adopt === true) return writer;
       try {
         await writer.append([
@@ -25,9 +25,9 @@ export function leasedStore(backend: PgJournalStore, lease: Lease): JournalStore
       }
       return writer;
     },
-    read: (sessionId) => backend.read(sessionId),
-    readReport: (sessionId) => backend.readReport(sessionId),
-    exists: (sessionId) => backend.exists(sessionId),
-    list: () => backend.list(),
+    read: (sessionId) => store.read(sessionId),
+    readReport: (sessionId) => store.readReport(sessionId),
+    exists: (sessionId) => store.exists(sessionId),
+    list: () => store.list(),
   };
 }

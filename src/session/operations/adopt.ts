@@ -29,8 +29,8 @@ export interface AdoptionReview {
 }
 
 /** Read a journal to show before adopting it (no lock: a person may take their time to answer). */
-export async function reviewAdoption(backend: JournalStore, sessionId: string): Promise<AdoptionReview> {
-  const { records, trust } = await backend.readReport(sessionId);
+export async function reviewAdoption(store: JournalStore, sessionId: string): Promise<AdoptionReview> {
+  const { records, trust } = await store.readReport(sessionId);
   const state = SessionState.from(records);
   const last = records[records.length - 1];
   return {
@@ -72,7 +72,7 @@ export interface AdoptionReport {
  * is refused with JOURNAL_CHANGED and nothing is appended.
  */
 export async function adoptSession(
-  backend: JournalStore,
+  store: JournalStore,
   sessionId: string,
   reviewed: AdoptionReview,
   by: string,
@@ -80,7 +80,7 @@ export async function adoptSession(
   if (reviewed.trust.trusted)
     throw new UsageError(`session ${sessionId} is already trusted; nothing to adopt`);
   if (!reviewed.head) throw new UsageError(`session ${sessionId} has no records to adopt`);
-  const writer = await backend.openWriter(sessionId, { create: false, adopt: true });
+  const writer = await store.openWriter(sessionId, { create: false, adopt: true });
   try {
     const head = writer.records[writer.records.length - 1];
     if (head?.hash !== reviewed.head.hash || writer.records.length !== reviewed.head.records) {

@@ -61,7 +61,7 @@ export async function applySession(
     for (const message of acceptanceRunner.notices) notify({ level: "note", message });
   }
 
-  const writer = await workspace.backend.openWriter(sessionId, { create: false });
+  const writer = await workspace.store.openWriter(sessionId, { create: false });
   try {
     const header = SessionState.from(writer.records).header;
     if (header !== undefined && header.workspace.fingerprint !== workspace.identity.fingerprint) {

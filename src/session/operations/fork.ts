@@ -17,11 +17,11 @@ export async function forkWithArtifacts(
 ): Promise<Awaited<ReturnType<typeof forkSession>>> {
   const home = into ?? workspace;
   const forked = await forkSession(
-    workspace.backend,
+    workspace.store,
     parent,
     child,
     at,
-    into ? { backend: into.backend, workspace: into.identity } : undefined,
+    into ? { store: into.store, workspace: into.identity } : undefined,
   );
   await cp(join(workspace.sessionDir(parent), "artifacts"), join(home.sessionDir(child), "artifacts"), {
     recursive: true,

@@ -17,8 +17,8 @@ export interface UnknownOutcome {
  * The calls of a session whose outcome is unknown and not conclusively resolved. A listing only:
  * it reads without the writer lock, so it works while a run holds the session.
  */
-export async function unknownOutcomes(backend: JournalStore, sessionId: string): Promise<UnknownOutcome[]> {
-  const state = SessionState.from(await backend.read(sessionId));
+export async function unknownOutcomes(store: JournalStore, sessionId: string): Promise<UnknownOutcome[]> {
+  const state = SessionState.from(await store.read(sessionId));
   return state.unresolvedUnknowns().map((r) => ({
     call_id: r.call_id,
     name: r.name,
@@ -49,13 +49,13 @@ export interface ReviewReport {
  * meantime is refused (a resumed run may already have acted on that answer).
  */
 export async function resolveReview(
-  backend: JournalStore,
+  store: JournalStore,
   sessionId: string,
   request: ReviewRequest,
 ): Promise<ReviewReport> {
   const evidence = request.evidence.trim();
   if (!evidence) throw new UsageError("--evidence TEXT is required: say how you established the outcome");
-  const writer = await backend.openWriter(sessionId, { create: false });
+  const writer = await store.openWriter(sessionId, { create: false });
   try {
     const state = SessionState.from(writer.records);
     if (state.results.get(request.callId)?.status !== "unknown") {

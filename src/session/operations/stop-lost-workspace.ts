@@ -12,11 +12,11 @@ export interface LostWorkspaceReport {
  * read under the writer lock: a journal that already ends with this stop gets no second one.
  */
 export async function stopForLostWorkspace(
-  backend: JournalStore,
+  store: JournalStore,
   sessionId: string,
   where: string | null,
 ): Promise<LostWorkspaceReport> {
-  const writer = await backend.openWriter(sessionId, { create: false });
+  const writer = await store.openWriter(sessionId, { create: false });
   try {
     const outcome = SessionState.from(writer.records).outcome;
     if (outcome?.kind === "stopped" && outcome.data.reason === "workspace_lost") return { appended: false };

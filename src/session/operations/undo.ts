@@ -12,7 +12,7 @@ export async function undoSession(
   target: UndoTarget,
   dryRun: boolean,
 ): Promise<UndoReport> {
-  const writer = await workspace.backend.openWriter(sessionId, { create: false });
+  const writer = await workspace.store.openWriter(sessionId, { create: false });
   try {
     const artifacts = new FileArtifactStore(join(workspace.sessionDir(sessionId), "artifacts"));
     const kept = keptObjects(workspace);

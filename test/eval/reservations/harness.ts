@@ -27,7 +27,7 @@ export function makeTask(over: Partial<ReservationTask> = {}): ReservationTask {
 
 export interface Harness {
   db: ReservationDb;
-  backend: MemoryJournalStore;
+  store: MemoryJournalStore;
   run(policy: DecisionPolicy, extra?: Partial<ReservationSessionOptions>): Promise<RunSummary>;
   records(): Promise<AnyRecord[]>;
   results(name: string): Promise<Extract<AnyRecord, { type: "tool.result" }>["data"][]>;
@@ -42,13 +42,13 @@ export function reservationHarness(task: ReservationTask): Harness {
   const records = () => backend.read(task.id);
   return {
     db,
-    backend,
+    store: backend,
     run: (policy, extra = {}) =>
       reservationEngine({
         task,
         db,
         provider: ScriptedProvider.fromFunction(scriptFor(policy), "test-policy"),
-        backend,
+        store: backend,
         fs: new MemoryWorkspaceFs(),
         artifacts: new MemoryArtifactStore(),
         workspace: { name: "test", fingerprint: "0".repeat(64) },

@@ -28,7 +28,7 @@ export interface ReservationSessionOptions {
   task: ReservationTask;
   db: ReservationDb;
   provider: Provider;
-  backend: JournalStore;
+  store: JournalStore;
   fs: WorkspaceFs;
   artifacts: ArtifactStore;
   workspace: { name: string; fingerprint: string };
@@ -53,7 +53,7 @@ export function reservationEngine(options: ReservationSessionOptions): Engine {
   const sessionId = options.sessionId ?? task.id;
   return new Engine({
     sessionId,
-    backend: options.backend,
+    store: options.store,
     provider: options.provider,
     runtime: {
       snapshot: registry.snapshot(),
@@ -64,7 +64,7 @@ export function reservationEngine(options: ReservationSessionOptions): Engine {
     workspace: options.workspace,
     goal: taskGoal(task),
     policy: { describe: policy.describe, digest: policy.digest, permissions: policy },
-    acceptance: [new ClaimAcceptance(task, db, options.stockBefore, () => options.backend.read(sessionId))],
+    acceptance: [new ClaimAcceptance(task, db, options.stockBefore, () => options.store.read(sessionId))],
     limits: {
       maxToolCalls: task.max_tool_calls,
       maxModelRequests: task.max_tool_calls + 4,

@@ -87,7 +87,7 @@ async function runCase(
     const session = {
       task: c.task,
       db,
-      backend: workspace.backend,
+      store: workspace.store,
       fs: workspace.fs,
       artifacts: new FileArtifactStore(workspace.artifactsDir(c.task.id)),
       workspace: { name: "eval", fingerprint: sha256Hex(`reservations/${c.id}`) },
@@ -103,7 +103,7 @@ async function runCase(
     } else {
       summary = await runReservationTask({ ...session, provider: provider() });
     }
-    const records = await workspace.backend.read(c.task.id);
+    const records = await workspace.store.read(c.task.id);
     const effects = { ledger: db.ledger(), stockBefore, stockAfter: db.stockLevels() };
     const verdict = checkClaim(c.task, finalReplyText(records), records, effects);
     const actual = outcomeOf(summary);
@@ -188,7 +188,7 @@ async function crashAfterCommit(
     if (!(error instanceof SimulatedCrash)) throw error;
     crashed = true;
   }
-  const started = (await session.backend.read(c.task.id)).filter(
+  const started = (await session.store.read(c.task.id)).filter(
     (r) => r.type === "tool.started" && r.data.name === "reserve",
   );
   const args =
