@@ -146,6 +146,7 @@ function rawAppendBackend(path: string, bytes: number): JournalStore & { close()
     readReport: (sessionId) => inner.readReport(sessionId),
     exists: (sessionId) => inner.exists(sessionId),
     list: () => inner.list(),
+    listChildren: (sessionId) => inner.listChildren(sessionId),
   };
 }
 

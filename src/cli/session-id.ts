@@ -1,4 +1,4 @@
-import { SESSION_ID_PATTERN } from "../journal/session-path.js";
+import { isRootSessionId, isSessionId } from "../journal/session-path.js";
 import { UsageError } from "../session/usage-error.js";
 import { type OpenedWorkspace, openWorkspace } from "../session/workspace.js";
 import { escapeForTerminal } from "../shared/terminal-text.js";
@@ -26,11 +26,7 @@ export async function sessionFromArgs(
       `which session? ${usage} (or --last for the latest; list them with: harness sessions)`,
     );
   }
-  if (given !== undefined && !SESSION_ID_PATTERN.test(given)) {
-    throw new UsageError(
-      `invalid session id "${escapeForTerminal(given)}": use letters, digits, '.', '_' or '-'`,
-    );
-  }
+  if (given !== undefined) checkGivenId(given);
   const workspace = await openWorkspace(dir, { notify: stderrNotices });
   const sessionId = given === undefined ? await latest(workspace) : await byPrefix(workspace, given);
   return { workspace, sessionId };
@@ -45,13 +41,31 @@ export async function byPrefix(workspace: OpenedWorkspace, given: string): Promi
   );
 }
 
+/** A session id as typed: a root id, or a sub-agent's `ROOT/LABEL...` (the root part may be a prefix). */
+function checkGivenId(given: string): void {
+  if (!isSessionId(given)) {
+    throw new UsageError(
+      `invalid session id "${escapeForTerminal(given)}": use letters, digits, '.', '_' or '-' ` +
+        "(a sub-agent's session: that id, then /LABEL)",
+    );
+  }
+}
+
 /**
  * The session `given` names in `store`: the id itself, else the one id it starts; undefined when
  * none does. Several ids starting with it is a usage error (guessing one could continue, undo or
- * fork the wrong session).
+ * fork the wrong session). A sub-agent's id `ROOT/LABEL...` is taken as typed after its root
+ * part, which may be the start of a root id like any other.
  */
 async function matchPrefix(store: SessionLister, given: string): Promise<string | undefined> {
   if (await store.exists(given)) return given;
+  const cut = given.indexOf("/");
+  if (cut >= 0) {
+    const root = await matchPrefix(store, given.slice(0, cut));
+    if (root === undefined) return undefined;
+    const child = `${root}${given.slice(cut)}`;
+    return (await store.exists(child)) ? child : undefined;
+  }
   const matches = (await store.list()).filter((id) => id.startsWith(given));
   if (matches.length === 1) return matches[0]!;
   if (matches.length === 0) return undefined;
@@ -74,7 +88,8 @@ export async function continuedOrNewSession(
   workspace: OpenedWorkspace,
   given: string,
 ): Promise<{ sessionId: string; existing: boolean }> {
-  if (!SESSION_ID_PATTERN.test(given)) {
+  // A sub-agent's session is started by its parent's run, never named here as a new one.
+  if (!isRootSessionId(given)) {
     throw new UsageError(
       `invalid session id "${escapeForTerminal(given)}": use letters, digits, '.', '_' or '-'`,
     );
@@ -108,11 +123,7 @@ export async function sessionIdFromArgs(
   if (given === undefined) {
     throw new UsageError(`which session? ${usage} (list them with: harness sessions --database URL)`);
   }
-  if (!SESSION_ID_PATTERN.test(given)) {
-    throw new UsageError(
-      `invalid session id "${escapeForTerminal(given)}": use letters, digits, '.', '_' or '-'`,
-    );
-  }
+  checkGivenId(given);
   // A prefix is resolved in the database as in a workspace; the source is opened again by the command.
   const { openJournalSource } = await import("../session/journal-source.js");
   const source = await openJournalSource({ database: flags.database });

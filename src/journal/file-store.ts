@@ -21,7 +21,11 @@ import { loadJournalKey } from "./key-file.js";
 import { acquireLock, type HeldLock, inspectLockFile, lockFileLinked, releaseLock } from "./lock.js";
 import {
   assertHarnessDir,
+  assertSessionId,
   EVENTS_FILE,
+  isAgentLabel,
+  parentNotFound,
+  parentSessionId,
   SESSION_ID_PATTERN,
   type SessionPaths,
   sessionPaths,
@@ -90,6 +94,7 @@ export class FileJournalStore implements JournalStore {
     checkSessionDir(this.harnessDir, paths.sessionDir);
     const key = this.key;
     if (options.create) {
+      this.assertParentExists(sessionId);
       mkdirIn(paths);
     } else if (!existsSync(paths.events)) {
       throw notFound(sessionId);
@@ -103,6 +108,13 @@ export class FileJournalStore implements JournalStore {
       releaseLock(lock);
       throw error;
     }
+  }
+
+  /** A sub-agent's folder is made inside its parent's: never for a parent that was not recorded. */
+  private assertParentExists(sessionId: string): void {
+    const parent = parentSessionId(sessionId);
+    if (parent !== undefined && !existsSync(sessionPaths(this.harnessDir, parent).events))
+      throw parentNotFound(sessionId, parent);
   }
 
   /** With the lock held: open (or create) the file and load it again, so no stale view is used. */
@@ -177,20 +189,40 @@ export class FileJournalStore implements JournalStore {
     return existsSync(sessionPaths(this.harnessDir, sessionId).events);
   }
 
-  /** Session ids (directories holding an events file), sorted by name. */
+  /** Root session ids (directories holding an events file), sorted by name. */
   async list(): Promise<string[]> {
     const sessionsDir = sessionsDirOf(this.harnessDir);
-    let names: string[];
-    try {
-      names = readdirSync(sessionsDir);
-    } catch (error) {
-      if (errnoCode(error) === "ENOENT") return [];
-      throw new JournalError("IO", `cannot list sessions (${errnoText(error)})`);
-    }
-    return names
-      .filter((name) => SESSION_ID_PATTERN.test(name) && existsSync(join(sessionsDir, name, EVENTS_FILE)))
+    return sessionFolders(sessionsDir, (name) => SESSION_ID_PATTERN.test(name)).sort();
+  }
+
+  /** Sub-agent sessions of `sessionId`: folders named by a label inside its folder, holding an events file. */
+  async listChildren(sessionId: string): Promise<string[]> {
+    assertSessionId(sessionId);
+    const { sessionDir } = sessionPaths(this.harnessDir, sessionId);
+    return sessionFolders(sessionDir, isAgentLabel)
+      .map((label) => `${sessionId}/${label}`)
       .sort();
   }
+}
+
+/**
+ * Names of the real directories in `dir` that `named` accepts and that hold an events file (a
+ * link is never one: opening it would be refused anyway). None when `dir` does not exist.
+ */
+function sessionFolders(dir: string, named: (name: string) => boolean): string[] {
+  let entries: import("node:fs").Dirent[];
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch (error) {
+    const code = errnoCode(error);
+    if (code === "ENOENT" || code === "ENOTDIR") return [];
+    throw new JournalError("IO", `cannot list sessions (${errnoText(error)})`);
+  }
+  return entries
+    .filter(
+      (entry) => entry.isDirectory() && named(entry.name) && existsSync(join(dir, entry.name, EVENTS_FILE)),
+    )
+    .map((entry) => entry.name);
 }
 
 /** A count shared by a store and its writers. */
@@ -216,6 +248,18 @@ function readEvents(paths: SessionPaths, sessionId: string): Buffer {
 
 function notFound(sessionId: string): JournalError {
   return new JournalError("SESSION_NOT_FOUND", `session ${sessionId} does not exist`);
+}
+
+/** `dir`, then each directory above it, up to and including `top`. */
+function directoriesUp(dir: string, top: string): string[] {
+  const dirs = [dir];
+  for (let current = dir; current !== top; ) {
+    const above = dirname(current);
+    if (above === current) break;
+    dirs.push(above);
+    current = above;
+  }
+  return dirs;
 }
 
 function mkdirIn(paths: SessionPaths): void {
@@ -311,11 +355,12 @@ class FileJournalWriter implements JournalWriter {
       fsyncSync(this.fd);
       this.syncs.fsyncs += 1;
       if (this.syncDirsOnAppend) {
-        // The new entries (session directory, possibly `sessions/` itself) live in these three.
-        fsyncPath(this.paths.sessionDir);
-        fsyncPath(this.paths.sessionsDir);
-        fsyncPath(dirname(this.paths.sessionsDir));
-        this.syncs.fsyncs += 3;
+        // The new entries (the session directory, possibly `sessions/` itself) live in the
+        // session directory and every one above it up to `.harness`: three for a root session,
+        // one more per sub-agent level.
+        const dirs = directoriesUp(this.paths.sessionDir, dirname(this.paths.sessionsDir));
+        for (const dir of dirs) fsyncPath(dir);
+        this.syncs.fsyncs += dirs.length;
         this.syncDirsOnAppend = false;
       }
       this.syncs.fsyncMs += performance.now() - began;

@@ -1,7 +1,7 @@
 import { decodeRecordLine, encodeRecord, isRecordFault } from "./codec.js";
 import { JournalKey } from "./key.js";
 import { currentOwner, type LockOwner, lockHeldError } from "./lock.js";
-import { assertSessionId } from "./session-path.js";
+import { assertSessionId, parentNotFound, parentSessionId } from "./session-path.js";
 import { Staging } from "./staging.js";
 import {
   type AppendOptions,
@@ -54,6 +54,8 @@ export class MemoryJournalStore implements JournalStore {
     let session = this.sessions.get(sessionId);
     if (!session) {
       if (!options.create) throw notFound(sessionId);
+      const parent = parentSessionId(sessionId);
+      if (parent !== undefined && !this.sessions.has(parent)) throw parentNotFound(sessionId, parent);
       session = { lines: [], holder: undefined };
       this.sessions.set(sessionId, session);
     }
@@ -108,8 +110,14 @@ export class MemoryJournalStore implements JournalStore {
     return this.sessions.has(sessionId);
   }
 
+  /** Root sessions only: a sub-agent's is listed by its parent's `listChildren`. */
   async list(): Promise<string[]> {
-    return [...this.sessions.keys()].sort();
+    return [...this.sessions.keys()].filter((id) => parentSessionId(id) === undefined).sort();
+  }
+
+  async listChildren(sessionId: string): Promise<string[]> {
+    assertSessionId(sessionId);
+    return [...this.sessions.keys()].filter((id) => parentSessionId(id) === sessionId).sort();
   }
 }
 

@@ -1,5 +1,5 @@
 import { lstatSync, mkdirSync, readdirSync } from "node:fs";
-import { join, relative } from "node:path";
+import { isAbsolute, join, relative, sep } from "node:path";
 import { errnoCode, errnoText } from "../shared/errno.js";
 import { sessionsDirOf } from "./session-path.js";
 import { JournalError } from "./store.js";
@@ -34,12 +34,30 @@ export function prepareStateDir(harnessDir: string): void {
   });
 }
 
-/** The same check for one session's directory, before its journal or artifacts are touched. */
+/**
+ * The same check for one session's directory, before its journal or artifacts are touched. A
+ * sub-agent's directory lies inside its parent's: each directory on the way below `sessions/`
+ * must be a real one too, or a link there would lead the sub-agent's writes elsewhere.
+ */
 export function checkSessionDir(harnessDir: string, sessionDir: string): void {
   guarded(() => {
-    refuseUnlessDirectory(sessionDir, harnessDir);
+    for (const dir of directoriesBelow(sessionsDirOf(harnessDir), sessionDir))
+      refuseUnlessDirectory(dir, harnessDir);
     walk(sessionDir, harnessDir);
   });
+}
+
+/** Each directory from the one just below `top` down to `dir` (only `dir` when it is directly below). */
+function directoriesBelow(top: string, dir: string): string[] {
+  const inside = relative(top, dir);
+  if (inside === "" || inside.startsWith("..") || isAbsolute(inside)) return [dir];
+  const dirs: string[] = [];
+  let current = top;
+  for (const part of inside.split(sep)) {
+    current = join(current, part);
+    dirs.push(current);
+  }
+  return dirs;
 }
 
 function guarded(check: () => void): void {

@@ -65,7 +65,13 @@ export interface JournalStore {
    */
   readReport(sessionId: string): Promise<JournalReading>;
   exists(sessionId: string): Promise<boolean>;
+  /** The root sessions, sorted by id: a sub-agent's session is reached through its parent. */
   list(): Promise<string[]>;
+  /**
+   * The sub-agent sessions `sessionId` started (`sessionId/LABEL`, one level down) that exist,
+   * sorted by id; none for a session without any or that does not exist.
+   */
+  listChildren(sessionId: string): Promise<string[]>;
 }
 
 export type JournalErrorCode =
@@ -77,7 +83,7 @@ export type JournalErrorCode =
   | "CORRUPT"
   | "TAMPERED"
   | "IO"
-  /** A session id that does not match SESSION_ID_PATTERN (a caller or user error). */
+  /** A session id that is not a root id (SESSION_ID_PATTERN) with up to MAX_AGENT_DEPTH "/LABEL" (a caller or user error). */
   | "INVALID_SESSION_ID"
   /** An event whose type is unknown or whose data fails its schema; nothing was written. */
   | "INVALID_EVENT"

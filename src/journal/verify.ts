@@ -1,9 +1,9 @@
 import { isUtf8 } from "node:buffer";
 import { readFile } from "node:fs/promises";
-import { basename, dirname } from "node:path";
+import { basename, dirname, sep } from "node:path";
 import { errnoCode } from "../shared/errno.js";
 import { decodeRecordLine, isRecordFault } from "./codec.js";
-import { EVENTS_FILE, SESSION_ID_PATTERN } from "./session-path.js";
+import { EVENTS_FILE, isRootSessionId, isSessionId, MAX_AGENT_DEPTH } from "./session-path.js";
 import { JournalError } from "./store.js";
 import { type AnyRecord, GENESIS_HASH } from "./vocabulary.js";
 
@@ -83,10 +83,19 @@ function fault(
   return { ok: false, code, message: `${message}. ${next}`, validRecords, validBytes };
 }
 
-/** Guess the session id from `<…>/sessions/<id>/events.jsonl` for messages; a placeholder otherwise. */
+/**
+ * Guess the session id from `<…>/sessions/<id>/events.jsonl` (a sub-agent's: `sessions/<id>/<label>/…`)
+ * for messages; a placeholder otherwise. The longest id that fits wins: a label may itself be "sessions".
+ */
 function sessionIdOf(path: string): string {
-  const id = basename(dirname(path));
-  return basename(path) === EVENTS_FILE && SESSION_ID_PATTERN.test(id) ? id : "<session>";
+  if (basename(path) !== EVENTS_FILE) return "<session>";
+  const parts = dirname(path).split(sep);
+  for (let length = Math.min(MAX_AGENT_DEPTH + 1, parts.length - 1); length >= 1; length--) {
+    const id = parts.slice(parts.length - length).join("/");
+    if (parts[parts.length - length - 1] === "sessions" && isSessionId(id)) return id;
+  }
+  const folder = basename(dirname(path));
+  return isRootSessionId(folder) ? folder : "<session>";
 }
 
 /** Verify the journal file at `path` without taking its lock. I/O failures throw JournalError("IO"). */

@@ -42,6 +42,13 @@ export function modelNameOf(identity: JsonObject): string {
 export interface Provider {
   readonly identity: ProviderIdentity;
   stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<unknown>;
+  /**
+   * The provider a sub-agent labelled `label` (started by this provider's session) uses: the same
+   * model; a scripted provider plays that sub-agent's own replies. Its identity must follow from
+   * this one's and the label alone, the same on every call (a resumed sub-agent compares it).
+   * Absent: the sub-agent uses this provider itself.
+   */
+  forAgent?(label: string): Provider;
 }
 
 /**

@@ -19,6 +19,7 @@ function refusingReplies(inner: JournalStore): JournalStore {
     readReport: (id) => inner.readReport(id),
     exists: (id) => inner.exists(id),
     list: () => inner.list(),
+    listChildren: (id) => inner.listChildren(id),
     async openWriter(id, options) {
       const writer = await inner.openWriter(id, options);
       const wrapped: JournalWriter = {

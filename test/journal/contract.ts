@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { JournalKey } from "../../src/journal/key.js";
+import { MAX_AGENT_DEPTH } from "../../src/journal/session-path.js";
 import { JournalError, type JournalStore, type JournalWriter } from "../../src/journal/store.js";
 import { type AnyNewEvent, type AnyRecord, event, GENESIS_HASH } from "../../src/journal/vocabulary.js";
 import { canonicalJson, digestOf } from "../../src/shared/hash.js";
@@ -457,13 +458,86 @@ export function journalContract(name: string, factory: BackendFactory): void {
     });
 
     it("rejects session ids that are not plain names", async () => {
-      for (const id of ["", "../x", ".hidden", "a/b", "a b", "x".repeat(65), "-lead"]) {
+      await (await writer("a")).append([input("parent")]);
+      const tooDeep = ["a", ..."123456789"].join("/");
+      const hostile = ["", "../x", ".hidden", "a b", "x".repeat(65), "-lead", "a\0"];
+      // A sub-agent's id is its parent's, "/", a label: nothing else passes as one.
+      hostile.push("a/../b", "a//b", "a/.x", "/a", "a/", "a/b.c", "a/b\0", "a/..", "a/.", "a\\b");
+      hostile.push(
+        `${"x".repeat(65)}/b`,
+        `a/${"l".repeat(33)}`,
+        "a/artifacts",
+        "a/Artifacts",
+        "a/-b",
+        tooDeep,
+      );
+      for (const id of hostile) {
         expect((await rejection(subject.store.openWriter(id, { create: true }))).code).toBe(
           "INVALID_SESSION_ID",
         );
         expect((await rejection(subject.store.read(id))).code).toBe("INVALID_SESSION_ID");
+        expect((await rejection(subject.store.listChildren(id))).code).toBe("INVALID_SESSION_ID");
       }
+      expect(await subject.store.list()).toEqual(["a"]);
+      expect(await subject.store.listChildren("a")).toEqual([]);
+    });
+
+    it("keeps a sub-agent's session under its parent: its own journal, listed by the parent only", async () => {
+      const parent = await writer("p");
+      await parent.append([input("parent goal")]);
+      const child = await writer("p/helper");
+      await child.append([input("child goal"), input("child more")]);
+      const grandchild = await writer("p/helper/deep_1");
+      await grandchild.append([input("grandchild goal")]);
+      await (await writer("p/another-2")).append([input("second child")]);
+      await (await writer("q")).append([input("other root")]);
+
+      // Each is a session of its own: its own chain, from seq 0.
+      expect((await subject.store.read("p")).map((r) => r.data)).toEqual([{ text: "parent goal" }]);
+      const childRecords = await subject.store.read("p/helper");
+      expect(childRecords.map((r) => r.data)).toEqual([{ text: "child goal" }, { text: "child more" }]);
+      expectValidChain(childRecords, subject.key);
+      expect(await subject.lines("p/helper/deep_1")).toHaveLength(1);
+      expect(await subject.store.exists("p/helper")).toBe(true);
+      expect(await subject.store.exists("p/missing")).toBe(false);
+      expect((await rejection(subject.store.read("p/missing"))).code).toBe("SESSION_NOT_FOUND");
+
+      // The workspace's list is root sessions; each level lists its own children.
+      expect(await subject.store.list()).toEqual(["p", "q"]);
+      expect(await subject.store.listChildren("p")).toEqual(["p/another-2", "p/helper"]);
+      expect(await subject.store.listChildren("p/helper")).toEqual(["p/helper/deep_1"]);
+      expect(await subject.store.listChildren("p/helper/deep_1")).toEqual([]);
+      expect(await subject.store.listChildren("q")).toEqual([]);
+      expect(await subject.store.listChildren("nope")).toEqual([]);
+
+      // One writer per session: the parent's writer does not hold its child, nor the reverse.
+      expect((await rejection(subject.store.openWriter("p/helper", { create: false }))).code).toBe("LOCKED");
+      await child.close();
+      const again = await writer("p/helper", false);
+      await again.append([input("resumed")]);
+      expect(await subject.store.read("p/helper")).toHaveLength(3);
+      await parent.append([input("parent goes on")]);
+      expect(await subject.store.read("p")).toHaveLength(2);
+    });
+
+    it("creates a sub-agent's session only below an existing parent, and at most MAX_AGENT_DEPTH deep", async () => {
+      const refused = await rejection(subject.store.openWriter("ghost/helper", { create: true }));
+      expect(refused.code).toBe("SESSION_NOT_FOUND");
+      expect(refused.message).toContain("parent session ghost");
+      expect(await subject.store.exists("ghost")).toBe(false);
       expect(await subject.store.list()).toEqual([]);
+      let id = "r";
+      await (await writer(id)).append([input(id)]);
+      for (const label of ["a", "b", "c", "d", "e", "f", "g", "h"]) {
+        id = `${id}/${label}`;
+        await (await writer(id)).append([input(id)]);
+      }
+      expect(id.split("/")).toHaveLength(1 + MAX_AGENT_DEPTH);
+      expect((await subject.store.read(id)).map((r) => r.data)).toEqual([{ text: id }]);
+      expect(await subject.store.listChildren("r/a/b/c/d/e/f/g")).toEqual([id]);
+      expect((await rejection(subject.store.openWriter(`${id}/i`, { create: true }))).code).toBe(
+        "INVALID_SESSION_ID",
+      );
     });
   });
 }

@@ -6,6 +6,7 @@ import {
   readFileSync,
   rmSync,
   statSync,
+  symlinkSync,
   writeFileSync,
 } from "node:fs";
 import { hostname } from "node:os";
@@ -118,6 +119,59 @@ describe("FileJournalStore on disk", () => {
     mkdirSync(join(h.harnessDir, "sessions", "empty-dir"));
     writeFileSync(join(h.harnessDir, "sessions", "stray-file"), "");
     expect(await h.store.list()).toEqual(["alpha", "zeta"]);
+  });
+
+  describe("sub-agent sessions", () => {
+    it("keeps a child's journal inside its parent's folder, and the workspace list to root sessions", async () => {
+      await seedSession(h, "p", 1);
+      const before = h.store.syncs.fsyncs;
+      const child = await h.store.openWriter("p/helper", { create: true });
+      const records = await child.append([input("child")]);
+      // One fsync of the file, then the new folder and each one above it up to .harness.
+      expect(h.store.syncs.fsyncs - before).toBe(1 + 4);
+      await child.close();
+      const folder = join(h.harnessDir, "sessions", "p", "helper");
+      expect(readFileSync(join(folder, "events.jsonl"), "utf8")).toBe(`${canonicalJson(records[0])}\n`);
+      expect(readdirSync(folder)).toEqual(["events.jsonl"]);
+      expect(readdirSync(join(h.harnessDir, "sessions")).sort()).toEqual(["p"]);
+      expect(readdirSync(join(h.harnessDir, "sessions", "p")).sort()).toEqual(["events.jsonl", "helper"]);
+      // Folders that are not sub-agent sessions are not children: artifacts, a stray or dotted one.
+      mkdirSync(join(h.harnessDir, "sessions", "p", "artifacts"));
+      writeFileSync(join(h.harnessDir, "sessions", "p", "artifacts", "events.jsonl"), "");
+      mkdirSync(join(h.harnessDir, "sessions", "p", "empty"));
+      mkdirSync(join(h.harnessDir, "sessions", "p", "v.2"));
+      writeFileSync(join(h.harnessDir, "sessions", "p", "v.2", "events.jsonl"), "");
+      expect(await h.store.list()).toEqual(["p"]);
+      expect(await h.store.listChildren("p")).toEqual(["p/helper"]);
+      expect((await verifyJournal(join(folder, "events.jsonl"))).ok).toBe(true);
+    });
+
+    it("names the child in a damaged child journal's repair advice", async () => {
+      await seedSession(h, "p", 1);
+      const child = await h.store.openWriter("p/sessions", { create: true });
+      await child.append([input("one"), input("two")]);
+      await child.close();
+      const path = join(h.harnessDir, "sessions", "p", "sessions", "events.jsonl");
+      appendFileSync(path, '{"seq":2');
+      const result = await verifyJournal(path);
+      expect(result.ok).toBe(false);
+      expect(!result.ok && result.message).toContain("harness journal repair p/sessions");
+    });
+
+    it("refuses a child reached through a link in its parent's folder", async () => {
+      await seedSession(h, "p", 1);
+      await seedSession(h, "q", 1);
+      const q = await h.store.openWriter("q", { create: false });
+      await q.close();
+      const elsewhere = join(h.harnessDir, "..", "elsewhere");
+      mkdirSync(join(elsewhere, "inner"), { recursive: true });
+      symlinkSync(elsewhere, join(h.harnessDir, "sessions", "p", "helper"));
+      const refused = await rejection(h.store.openWriter("p/helper/inner", { create: true }));
+      expect(refused.code).toBe("UNTRUSTED");
+      expect(refused.message).toContain(".harness/sessions/p/helper");
+      expect(readdirSync(join(elsewhere, "inner"))).toEqual([]);
+      expect(await h.store.listChildren("p")).toEqual([]);
+    });
   });
 
   it("requires an absolute .harness path", () => {

@@ -40,6 +40,7 @@ export function spyingBackend(inner: JournalStore): { backend: JournalStore; app
     readReport: (id) => inner.readReport(id),
     exists: (id) => inner.exists(id),
     list: () => inner.list(),
+    listChildren: (id) => inner.listChildren(id),
     async openWriter(id, options) {
       const writer = await inner.openWriter(id, options);
       const spied: JournalWriter = {

@@ -56,6 +56,7 @@ function racing(backend: JournalStore, before: () => Promise<void>): JournalStor
     readReport: (sessionId) => backend.readReport(sessionId),
     exists: (sessionId) => backend.exists(sessionId),
     list: () => backend.list(),
+    listChildren: (sessionId) => backend.listChildren(sessionId),
   };
 }
 

@@ -3,7 +3,7 @@ import { join, resolve, sep } from "node:path";
 import { FileArtifactStore } from "../../artifacts/file-store.js";
 import type { ForkResult } from "../../engine/fork.js";
 import { forkWithArtifacts } from "../../session/operations/fork.js";
-import { validateSessionId } from "../../session/session-id.js";
+import { validateRootSessionId } from "../../session/session-id.js";
 import { UsageError } from "../../session/usage-error.js";
 import { keptObjects, newSessionId, type OpenedWorkspace, openWorkspace } from "../../session/workspace.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
@@ -61,7 +61,7 @@ export const forkCommand = {
     if (extra.length > 0) throw new UsageError(`unexpected arguments: ${extra.join(" ")}`);
     const at = values.at === undefined ? undefined : seqOf(values.at);
     const child = values.session ?? newSessionId();
-    validateSessionId(child);
+    validateRootSessionId(child);
     const { workspace, sessionId: parent } = await sessionFromArgs(
       values.workspace,
       given,

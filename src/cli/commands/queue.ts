@@ -12,7 +12,7 @@ import {
   taskOptionsSchema,
   type WorkspaceSource,
 } from "../../fleet/task.js";
-import { validateSessionId } from "../../session/session-id.js";
+import { validateRootSessionId } from "../../session/session-id.js";
 import { UsageError } from "../../session/usage-error.js";
 import { newSessionId } from "../../session/workspace.js";
 import { escapeForTerminal, jsonForTerminal } from "../../shared/terminal-text.js";
@@ -113,7 +113,7 @@ function taskFromFlags(values: SubmitValues, positionals: string[]): FleetTask {
     throw new UsageError("a goal is required: harness queue submit [options] GOAL (or --tasks FILE)");
   givenFlags(values); // the same checks of --write, --shell, --sandbox, --provider as harness run
   const session = values.session ?? newSessionId();
-  validateSessionId(session);
+  validateRootSessionId(session);
   const sources = [values["copy-from"], values.git].filter((value) => value !== undefined);
   if (sources.length > 1 || (sources.length === 1 && values.workspace !== undefined))
     throw new UsageError("choose one of --workspace, --copy-from and --git");

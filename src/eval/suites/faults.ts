@@ -197,9 +197,9 @@ const modifiedAfterRead = (b: FaultBaseline): EvalTask => ({
     // Someone else's content that still starts with the baseline's first word (the text its edit
     // replaces): only the version the edit is bound to can stop it.
     const other = `${b.initial.split(" ")[0]} someone else's edit\n`;
-    const script = async (messages: readonly ModelMessage[], step: number) => {
+    const script = async (messages: readonly ModelMessage[], step: number, agent: string) => {
       if (step === 1) await writeFile(join(ws.root, b.file), other);
-      return step <= 1 ? b.script(messages, step) : { text: "done" };
+      return step <= 1 ? b.script(messages, step, agent) : { text: "done" };
     };
     const summary = await runEngine(ws, b, {
       provider: ScriptedProvider.fromFunction(script, "faults-modified"),

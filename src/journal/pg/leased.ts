@@ -29,5 +29,6 @@ export function leasedStore(store: PgJournalStore, lease: Lease): JournalStore {
     readReport: (sessionId) => store.readReport(sessionId),
     exists: (sessionId) => store.exists(sessionId),
     list: () => store.list(),
+    listChildren: (sessionId) => store.listChildren(sessionId),
   };
 }

@@ -118,12 +118,34 @@ export class PgJournalStore implements JournalStore {
     });
   }
 
-  /** Session ids, sorted by code point like the file store's (not by the database's collation). */
+  /**
+   * Root session ids (a sub-agent's id holds a "/"), sorted by code point like the file store's
+   * (not by the database's collation).
+   */
   async list(): Promise<string[]> {
     const result = await database(undefined, "list sessions", () =>
-      this.pool.query<{ session_id: string }>("SELECT session_id FROM harness_sessions"),
+      this.pool.query<{ session_id: string }>(
+        "SELECT session_id FROM harness_sessions WHERE strpos(session_id, '/') = 0",
+      ),
     );
     return result.rows.map((row) => row.session_id).sort();
+  }
+
+  /** Ids one level below `sessionId` (its sub-agents), sorted by code point. */
+  async listChildren(sessionId: string): Promise<string[]> {
+    assertSessionId(sessionId);
+    const prefix = `${sessionId}/`;
+    // Compared as text, never as a LIKE pattern: '_' is a label character and a LIKE wildcard.
+    const result = await database(sessionId, "list its sub-agents", () =>
+      this.pool.query<{ session_id: string }>(
+        "SELECT session_id FROM harness_sessions WHERE left(session_id, char_length($1)) = $1",
+        [prefix],
+      ),
+    );
+    return result.rows
+      .map((row) => row.session_id)
+      .filter((id) => !id.slice(prefix.length).includes("/"))
+      .sort();
   }
 }
 

@@ -3,6 +3,7 @@ import type { Pool, PoolClient } from "pg";
 import type { JsonObject } from "../../shared/json.js";
 import { ownerLiveness, parseProcessOwner } from "../../shared/process-owner.js";
 import { type LockOwner, type LockStatus, lockHeldError, type UnlockResult } from "../lock.js";
+import { parentNotFound, parentSessionId } from "../session-path.js";
 import { JournalError, type OpenWriterOptions } from "../store.js";
 import type { Lease } from "./lease.js";
 import { inTransaction } from "./schema.js";
@@ -92,6 +93,12 @@ async function lockSessionRow(client: PoolClient, sessionId: string, create: boo
   const found = await client.query<SessionRow>(select, [sessionId]);
   if (found.rows[0]) return found.rows[0];
   if (!create) throw new JournalError("SESSION_NOT_FOUND", `session ${sessionId} does not exist`);
+  // A sub-agent's session is created only below a recorded parent, as the file store's folder is.
+  const parent = parentSessionId(sessionId);
+  if (parent !== undefined) {
+    const parentRow = await client.query("SELECT 1 FROM harness_sessions WHERE session_id = $1", [parent]);
+    if (parentRow.rowCount !== 1) throw parentNotFound(sessionId, parent);
+  }
   // A concurrent creator may insert first; then lock its row like any existing session.
   await client.query("INSERT INTO harness_sessions (session_id) VALUES ($1) ON CONFLICT DO NOTHING", [
     sessionId,

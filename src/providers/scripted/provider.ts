@@ -1,35 +1,64 @@
 import { readFile } from "node:fs/promises";
 import { basename, extname } from "node:path";
+import { AGENT_LABEL_RULE, isAgentLabel, MAX_AGENT_DEPTH } from "../../shared/agent-label.js";
 import { errnoCode } from "../../shared/errno.js";
 import { sha256Hex } from "../../shared/hash.js";
 import { importFile } from "../../shared/import-file.js";
 import { toWellFormed } from "../../shared/unicode.js";
 import { type ModelRequest, type Provider, ProviderError, type ProviderIdentity } from "../provider.js";
 import { readScriptData } from "./data-file.js";
-import { parseScriptFile, parseTurn, ScriptError, type ScriptedTurn, type ScriptFunction } from "./script.js";
+import {
+  parseScript,
+  parseScriptFile,
+  parseTurn,
+  ScriptError,
+  type ScriptedTurn,
+  type ScriptFunction,
+  type ScriptTree,
+} from "./script.js";
 
-type TurnSource = { kind: "list"; turns: ScriptedTurn[] } | { kind: "function"; fn: ScriptFunction };
+/**
+ * Where turns come from: a reply list (`script` undefined: the script has none for this sub-agent,
+ * so every request fails), or a function asked with the sub-agent path.
+ */
+type TurnSource = { kind: "list"; script: ScriptTree | undefined } | { kind: "function"; fn: ScriptFunction };
 
 /**
  * The offline model: plays a script. Turn N answers the session's Nth recorded model attempt
  * (`request.ordinal`), so a resumed session continues where it stopped. Every call's argument
- * JSON is split into several fragments so the decoder is exercised on every run.
+ * JSON is split into several fragments so the decoder is exercised on every run. A sub-agent's
+ * session gets `forAgent(label)`: the replies the script holds for that label, counted from its
+ * own first request.
  */
 export class ScriptedProvider implements Provider {
   readonly identity: ProviderIdentity;
+  /** The sub-agent path this provider answers for: "" for the session the script was given to. */
+  readonly agent: string;
   private readonly source: TurnSource;
+  /** The identity of the script as loaded, which every sub-agent's identity derives from. */
+  private readonly scriptIdentity: ProviderIdentity;
 
-  constructor(source: TurnSource, identity: ProviderIdentity) {
+  constructor(source: TurnSource, identity: ProviderIdentity, agent = "", scriptIdentity = identity) {
     this.source = source;
     this.identity = identity;
+    this.agent = agent;
+    this.scriptIdentity = scriptIdentity;
   }
 
   /** Turns are checked like a script file's (external input), and defaults are filled in. */
   static fromTurns(turns: readonly unknown[], name = "inline"): ScriptedProvider {
     const parsed = turns.map((turn, i) => parseTurn(turn, `${name} reply #${i + 1}`));
     return new ScriptedProvider(
-      { kind: "list", turns: parsed },
+      { kind: "list", script: { replies: parsed, agents: new Map() } },
       { kind: "scripted", name, sha256: sha256Hex(JSON.stringify(turns)) },
+    );
+  }
+
+  /** A whole script as a value, `{ replies, agents? }`, checked as a script file is. */
+  static fromScript(script: unknown, name = "inline"): ScriptedProvider {
+    return new ScriptedProvider(
+      { kind: "list", script: parseScript(script, name) },
+      { kind: "scripted", name, sha256: sha256Hex(JSON.stringify(script)) },
     );
   }
 
@@ -45,7 +74,7 @@ export class ScriptedProvider implements Provider {
     const bytes = await readScriptData(file);
     const identity: ProviderIdentity = { kind: "scripted", name: basename(file), sha256: sha256Hex(bytes) };
     return new ScriptedProvider(
-      { kind: "list", turns: parseScriptFile(bytes.toString("utf8"), basename(file)) },
+      { kind: "list", script: parseScriptFile(bytes.toString("utf8"), basename(file)) },
       identity,
     );
   }
@@ -72,14 +101,44 @@ export class ScriptedProvider implements Provider {
       }
       if (typeof module?.default !== "function") {
         throw new ScriptError(
-          `${basename(file)}: the default export must be a function (messages, step) => reply`,
+          `${basename(file)}: the default export must be a function (messages, step, agent) => reply`,
         );
       }
       return new ScriptedProvider({ kind: "function", fn: module.default as ScriptFunction }, identity);
     }
     return new ScriptedProvider(
-      { kind: "list", turns: parseScriptFile(bytes.toString("utf8"), basename(file)) },
+      { kind: "list", script: parseScriptFile(bytes.toString("utf8"), basename(file)) },
       identity,
+    );
+  }
+
+  /**
+   * The provider of this session's sub-agent `label`: the same script, playing that sub-agent's
+   * own replies (`agents[label]`; none there, and each of its requests fails as a fatal script
+   * error naming the path), or the same function asked with the path. Its identity is the
+   * script's with the name `NAME#PATH`, the same every time, so a resumed sub-agent finds it
+   * unchanged. A label that is not one is the caller's bug (a TypeError).
+   */
+  forAgent(label: string): ScriptedProvider {
+    if (!isAgentLabel(label)) {
+      throw new TypeError(
+        `invalid sub-agent label ${JSON.stringify(label.slice(0, 80))}: ${AGENT_LABEL_RULE}`,
+      );
+    }
+    const path = this.agent === "" ? label : `${this.agent}/${label}`;
+    if (path.split("/").length > MAX_AGENT_DEPTH) {
+      throw new TypeError(`sub-agent ${path} is deeper than sub-agents go (${MAX_AGENT_DEPTH} levels)`);
+    }
+    const source: TurnSource =
+      this.source.kind === "function"
+        ? this.source
+        : { kind: "list", script: this.source.script?.agents.get(label) };
+    const name = typeof this.scriptIdentity.name === "string" ? this.scriptIdentity.name : "script";
+    return new ScriptedProvider(
+      source,
+      { ...this.scriptIdentity, name: `${name}#${path}` },
+      path,
+      this.scriptIdentity,
     );
   }
 
@@ -115,13 +174,20 @@ export class ScriptedProvider implements Provider {
     request: ModelRequest,
   ): Promise<ScriptedTurn | Iterable<unknown> | AsyncIterable<unknown>> {
     if (this.source.kind === "list") {
+      const script = this.source.script;
+      if (script === undefined) {
+        throw scriptFailure(
+          `the script has no replies for sub-agent ${this.agent} (its "agents" hold no entry on that path)`,
+        );
+      }
       // A reply list scripts the task; a summary asked for along the way never uses up a reply.
       if (request.purpose === "compaction") return parseTurn({ text: scriptedSummary(request) }, "summary");
-      const turn = this.source.turns[request.ordinal];
+      const turn = script.replies[request.ordinal];
       if (turn === undefined) {
+        const whose = this.agent === "" ? "" : ` for sub-agent ${this.agent}`;
         throw new ProviderError(
           "SCRIPT_ERROR",
-          `the script has no reply #${request.ordinal + 1} (it has ${this.source.turns.length})`,
+          `the script has no reply #${request.ordinal + 1}${whose} (it has ${script.replies.length})`,
           { retryable: false },
         );
       }
@@ -129,7 +195,7 @@ export class ScriptedProvider implements Provider {
     }
     let value: unknown;
     try {
-      value = await this.source.fn(request.messages, request.step);
+      value = await this.source.fn(request.messages, request.step, this.agent);
     } catch (error) {
       throw scriptFailure(`script function failed: ${describeFailure(error)}`);
     }

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { ModelMessage } from "../../protocol/types.js";
+import { AGENT_LABEL_RULE, isAgentLabel, MAX_AGENT_DEPTH } from "../../shared/agent-label.js";
 import { isJsonObject, isJsonValue, jsonObjectSchema } from "../../shared/json.js";
 
 const jsonObject = jsonObjectSchema;
@@ -32,35 +33,95 @@ export const scriptedTurnSchema = z.union([
   }),
 ]);
 
-export const scriptFileSchema = z.strictObject({ replies: z.array(scriptedTurnSchema) });
-
 export type ScriptedTurn = z.infer<typeof scriptedTurnSchema>;
 
+/** A script file as parsed: its replies, and each sub-agent's own script under its label. */
+interface ScriptFileNode {
+  replies: ScriptedTurn[];
+  agents?: Record<string, ScriptFileNode> | undefined;
+}
+
+/** Each key of `agents` must be a label; the message names the key (a key schema's would not). */
+function checkLabels(agents: Record<string, unknown>, context: z.RefinementCtx): void {
+  for (const key of Object.keys(agents)) {
+    if (!isAgentLabel(key)) {
+      const shown = JSON.stringify(key.slice(0, 80));
+      context.addIssue({
+        code: "custom",
+        message: `invalid sub-agent label ${shown}: ${AGENT_LABEL_RULE}`,
+        path: [key],
+      });
+    }
+  }
+}
+
 /**
- * A programmable script: receives the projected messages and the step index, and returns (or
- * resolves to) a turn, or returns an iterable of raw stream events.
+ * `{"replies": [...], "agents": {"LABEL": {"replies": [...], "agents": {...}}}}`: the replies of
+ * the session the script is given to, and under `agents` those of each sub-agent it starts, by
+ * label, as deep as sub-agents go. Strict at every level.
+ */
+export const scriptFileSchema: z.ZodType<ScriptFileNode, unknown> = z.lazy(() =>
+  z.strictObject({
+    replies: z.array(scriptedTurnSchema),
+    agents: z.record(z.string(), scriptFileSchema).superRefine(checkLabels).optional(),
+  }),
+);
+
+/** A parsed script: the replies it plays, and the script of each sub-agent by label. */
+export interface ScriptTree {
+  readonly replies: readonly ScriptedTurn[];
+  readonly agents: ReadonlyMap<string, ScriptTree>;
+}
+
+/**
+ * A programmable script: receives the projected messages, the step index and the sub-agent path
+ * of the session asking ("" for the session the script was given to, "a/b" for the sub-agent b
+ * its sub-agent a started), and returns (or resolves to) a turn, or returns an iterable of raw
+ * stream events. A function that takes two arguments answers every session the same way.
  */
 export type ScriptFunction = (
   messages: readonly ModelMessage[],
   step: number,
+  agent: string,
 ) => unknown | Promise<unknown> | AsyncIterable<unknown> | Iterable<unknown>;
 
 export class ScriptError extends Error {
   override readonly name = "ScriptError";
 }
 
-export function parseScriptFile(text: string, label: string): ScriptedTurn[] {
+/** A script file's text, parsed and checked (JSON, then the schema at every level, then the depth). */
+export function parseScriptFile(text: string, label: string): ScriptTree {
   let raw: unknown;
   try {
     raw = JSON.parse(text);
   } catch (error) {
     throw new ScriptError(`${label}: not valid JSON (${(error as Error).message})`);
   }
+  return parseScript(raw, label);
+}
+
+/** A script given as a value (`{ replies, agents? }`), checked as a file's would be. */
+export function parseScript(raw: unknown, label: string): ScriptTree {
   const parsed = checked(scriptFileSchema, raw, label);
   if (!parsed.success) {
     throw new ScriptError(`${label}: not a harness script: ${z.prettifyError(parsed.error)}`);
   }
-  return parsed.data.replies;
+  return scriptTree(parsed.data, label, "");
+}
+
+/** The parsed node as a tree of maps (a label is never looked up on an object's prototype). */
+function scriptTree(node: ScriptFileNode, label: string, path: string): ScriptTree {
+  const agents = new Map<string, ScriptTree>();
+  for (const [name, child] of Object.entries(node.agents ?? {})) {
+    const childPath = path === "" ? name : `${path}/${name}`;
+    if (childPath.split("/").length > MAX_AGENT_DEPTH) {
+      throw new ScriptError(
+        `${label}: agents ${childPath} are nested deeper than sub-agents go (${MAX_AGENT_DEPTH} levels)`,
+      );
+    }
+    agents.set(name, scriptTree(child, label, childPath));
+  }
+  return { replies: node.replies, agents };
 }
 
 export function parseTurn(value: unknown, label: string): ScriptedTurn {
