@@ -78,6 +78,12 @@ describe("a sub-agent's session through the command line", () => {
     expect(verified.stderr).toBe("");
     expect(verified.code).toBe(0);
     expect(verified.stdout).toContain(`journal ${CHILD}: intact`);
+    const repaired = await harness(["journal", "repair", CHILD, "--workspace", workspace]);
+    expect(repaired.code).toBe(0);
+    expect(repaired.stdout).toContain(`journal ${CHILD}: intact, nothing to repair`);
+    const unlocked = await harness(["unlock", CHILD, "--workspace", workspace]);
+    expect(unlocked.code).toBe(0);
+    expect(unlocked.stdout).toContain(`session ${CHILD}: not locked`);
     // The parent's folder now holds the child's: the parent still verifies as it did.
     const parent = await harness(["journal", "verify", PARENT, "--workspace", workspace]);
     expect(parent.code).toBe(0);
