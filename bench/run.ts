@@ -1,5 +1,6 @@
 // `npm run bench`: every benchmark in one run, printed as one table (and --json for scripts).
 import { benchAcceptance } from "./acceptance.js";
+import { benchAgentCopy } from "./agents.js";
 import { benchChat } from "./chat.js";
 import { benchContext } from "./context.js";
 import { benchEffects } from "./effects.js";
@@ -33,6 +34,10 @@ const sections: [string, () => Promise<BenchRow[]> | BenchRow[]][] = [
   ["fleet: sessions through the PostgreSQL queue, 1 vs 4 workers (issue 16)", benchFleet],
   ["server: events through harness serve to one client vs harness run --events (issue 15)", benchServer],
   ["workspace effects: tree compared around a shell call on a 50k-file tree (issue 18)", benchEffects],
+  [
+    "agents: starting a writing child on a 10,000-file workspace vs a plain recursive copy (issue 31)",
+    benchAgentCopy,
+  ],
 ];
 
 const json = process.argv.includes("--json");
