@@ -26,7 +26,9 @@ import {
 import { copyWorkspace, type WorkspaceCopy } from "../../../src/session/agents/workspace-copy.js";
 import { sha256Hex } from "../../../src/shared/hash.js";
 import { DiskWorkspaceFs } from "../../../src/workspace/disk-fs.js";
+import { applyChange, changeSetSchema, manifestJson } from "../../../src/workspace/manifest.js";
 import { MemoryWorkspaceFs } from "../../../src/workspace/memory-fs.js";
+import { TreeSnapshot } from "../../../src/workspace/tree-snapshot.js";
 
 const temps: string[] = [];
 afterEach(() => {
@@ -90,9 +92,15 @@ describe("mergeChanges", () => {
     chmodSync(c.at("tool.sh"), 0o755);
     unlinkSync(c.at("notes.md"));
     rmSync(c.at("old"), { recursive: true });
+    const tree = new TreeSnapshot({ root: p.root, stateDir: path.join(temp(), "state"), watch: false });
+    const parentBefore = await tree.snapshot({ full: true });
 
     const outcome = await merge(p, c);
 
+    // The change set is exactly what happened to the parent's tree, in the record's own schema.
+    const parentAfter = await tree.snapshot({ full: true });
+    expect(changeSetSchema.parse(outcome.change)).toEqual(outcome.change);
+    expect(manifestJson(applyChange(parentBefore, outcome.change))).toBe(manifestJson(parentAfter));
     expect(outcome.conflicts).toEqual([]);
     expect(outcome.already).toEqual([]);
     expect(readFileSync(p.at("src/a.ts"), "utf8")).toBe("export const a = 10;\n");

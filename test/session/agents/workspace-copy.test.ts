@@ -142,9 +142,9 @@ describe("copyWorkspace", () => {
     const existing = temp();
     await expect(copyWorkspace(source, existing)).rejects.toBeInstanceOf(WorkspaceCopyError);
     expect(existsSync(existing)).toBe(true);
-    const inside = path.join(source, "nested-copy");
+    const inside = path.join(source, "nested", "copy");
     await expect(copyWorkspace(source, inside)).rejects.toBeInstanceOf(WorkspaceCopyError);
-    expect(existsSync(inside)).toBe(false);
+    expect(existsSync(path.join(source, "nested"))).toBe(false);
   });
 
   it("an aborted copy removes what it made", async () => {
