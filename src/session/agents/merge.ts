@@ -86,7 +86,11 @@ export interface MergeOutcome {
   already: string[];
   /** The `already` paths as a change (before → after), for a caller whose first run was not journaled. */
   alreadyChange: ChangeSet;
-  /** Paths left alone: changed in the parent since the base, or not mergeable. */
+  /**
+   * Paths left alone: changed in the parent since the base, or not mergeable. (One exception: a
+   * file whose content was written but whose exec bit could not be set, the file changing again
+   * in between, is in `applied` and here, and `change` records the bit it has.)
+   */
   conflicts: MergeConflict[];
 }
 
