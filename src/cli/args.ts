@@ -61,6 +61,20 @@ export function positiveInt(value: string | undefined, flag: string): number | u
   return Number(value);
 }
 
+/** An integer flag within [min, max], e.g. `--agents-depth 0`. */
+export function boundedInt(
+  value: string | undefined,
+  flag: string,
+  min: number,
+  max: number,
+): number | undefined {
+  if (value === undefined) return undefined;
+  const n = /^[0-9]{1,9}$/.test(value) ? Number(value) : Number.NaN;
+  if (!(n >= min && n <= max))
+    throw new UsageError(`${flag} must be an integer from ${min} to ${max}, got "${value}"`);
+  return n;
+}
+
 export function oneOf<T extends string>(
   value: string | undefined,
   flag: string,

@@ -16,6 +16,7 @@ import { digestOf } from "../shared/hash.js";
 import { runUndo } from "../undo/apply.js";
 import { unfinishedUndo } from "../undo/plan.js";
 import { compactionCut } from "./compaction.js";
+import { delegationPort } from "./delegation.js";
 import { EngineError } from "./errors.js";
 import { finish, recheckFinished } from "./finish.js";
 import { restoreGrants } from "./grants-restore.js";
@@ -533,6 +534,7 @@ export class Engine {
       ...(o.sleep ? { sleep: o.sleep } : {}),
       ...(o.random ? { random: o.random } : {}),
       nextSeq: () => this.state.records,
+      delegation: delegationPort(this.session),
     });
   }
 }

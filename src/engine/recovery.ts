@@ -1,6 +1,8 @@
 import type { AnyNewEvent, EventData } from "../journal/vocabulary.js";
 import { errorResult, okResult, type ToolResult } from "../runtime/result.js";
 import { createToolContext } from "../tools/context.js";
+import type { ChangeSet } from "../workspace/manifest.js";
+import { delegationPort } from "./delegation.js";
 import type { RunSummary } from "./options.js";
 import { type EngineRun, stop } from "./outcome.js";
 
@@ -97,6 +99,8 @@ async function recover(run: EngineRun, started: EventData<"tool.started">): Prom
     const parsed = entry.tool.input.safeParse(started.arguments);
     if (parsed.success) {
       try {
+        const changes: ChangeSet[] = [];
+        const effects = run.options.runtime.effects;
         const context = createToolContext({
           callId: started.call_id,
           signal: run.signal,
@@ -104,8 +108,20 @@ async function recover(run: EngineRun, started: EventData<"tool.started">): Prom
           artifacts: run.options.runtime.artifacts,
           observedVersion: (path) => run.state.observed.get(path),
           hostRoot: run.options.runtime.hostRoot,
+          // A reconciling tool that finishes the work (a child's merge) reports its writes as any call does.
+          ...(effects
+            ? {
+                workspaceChanged: (change: ChangeSet) => {
+                  const kept = effects.toolChanged(change);
+                  if (kept) changes.push(kept);
+                },
+              }
+            : {}),
+          ...(entry.tool.delegates ? { delegation: delegationPort(run) } : {}),
         });
         const output = await entry.tool.reconcile(parsed.data, context);
+        for (const change of changes)
+          await run.record(effects!.event(started.call_id, { source: "tool", change }));
         if (output) {
           const result = okResult(id, output, 0);
           result.summary = `reconciled after an interruption: ${output.summary}`;

@@ -4,6 +4,7 @@ import type { HistoryEntry } from "../runtime/ports.js";
 import { projectForModel } from "../runtime/projection.js";
 import type { ToolResult } from "../runtime/result.js";
 import type { JsonObject } from "../shared/json.js";
+import type { RecordedAgent } from "../tools/tool.js";
 import { pinnedMessages, summaryMessage } from "./compaction.js";
 import { type InstructionFile, instructionsText } from "./instructions.js";
 import { prunedPlaceholder } from "./pruning.js";
@@ -86,6 +87,15 @@ export class SessionState {
   turnModelRequests = 0;
   private turnToolCallsBefore = 0;
   private turnResultsBefore = 0;
+  /** Tool calls this turn's finished children made: the session's spend too. */
+  private turnAgentToolCalls = 0;
+  /**
+   * The children this session started (`agent` calls), by call id, in the order started: what
+   * each was granted and, once over, how it ended.
+   */
+  readonly agents = new Map<string, RecordedAgent>();
+  /** What the children spent, all turns together (the session's own usage is `usage`). */
+  readonly agentUsage = { model_requests: 0, tool_calls: 0, input_tokens: 0, output_tokens: 0 };
   /**
    * The person's own words as the model was sent them: each turn's input (the goal first) and
    * each delivered steer, in order. Compaction pins them: they are never summarized away.
@@ -159,9 +169,29 @@ export class SessionState {
       state.turnModelRequests = 0;
       state.turnToolCallsBefore = state.started.size;
       state.turnResultsBefore = state.results.size;
+      state.turnAgentToolCalls = 0;
       state.outcome = undefined;
       state.replyPending = true;
       state.addUserMessage(data.text);
+    },
+    "agent.started": (state, { data }) => {
+      state.agents.set(data.call_id, { started: data });
+    },
+    "agent.approval": () => {},
+    "agent.merge": (state, { data }) => {
+      const agent = state.agents.get(data.call_id);
+      if (agent) agent.merge = data;
+    },
+    "agent.finished": (state, { data }) => {
+      const agent = state.agents.get(data.call_id);
+      if (agent) agent.finished = data;
+      // What a child spent counts against this turn's budgets, as if the session had spent it.
+      state.turnModelRequests += data.usage.model_requests;
+      state.turnAgentToolCalls += data.usage.tool_calls;
+      state.agentUsage.model_requests += data.usage.model_requests;
+      state.agentUsage.tool_calls += data.usage.tool_calls;
+      state.agentUsage.input_tokens += data.usage.input_tokens;
+      state.agentUsage.output_tokens += data.usage.output_tokens;
     },
     "user.command": (state, { data }) => {
       state.userCommands.set(data.call_id, data);
@@ -398,7 +428,7 @@ export class SessionState {
 
   /** Calls started in the current turn (the tool-call budget is per turn). */
   get turnToolCalls(): number {
-    return this.started.size - this.turnToolCallsBefore;
+    return this.started.size - this.turnToolCallsBefore + this.turnAgentToolCalls;
   }
 
   get lastReply(): EventData<"model.reply"> | undefined {

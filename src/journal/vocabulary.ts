@@ -52,6 +52,41 @@ const processFacts = {
   env_names: z.array(z.string()).optional(),
 };
 
+/** How a child session ended, as its parent records it. */
+export const AGENT_OUTCOMES = [
+  "verified",
+  "unverified",
+  "failed",
+  "budget_exhausted",
+  "cancelled",
+  "review_required",
+] as const;
+/** What a child may spend (reserved from its parent) or spent. */
+const agentBudget = z.object({
+  model_requests: z.number().int().nonnegative(),
+  tool_calls: z.number().int().nonnegative(),
+  tokens: z.number().int().nonnegative().optional(),
+  cost_usd: z.number().nonnegative().optional(),
+  wall_ms: z.number().int().nonnegative().optional(),
+});
+const agentUsage = z.object({
+  model_requests: z.number().int().nonnegative(),
+  tool_calls: z.number().int().nonnegative(),
+  input_tokens: z.number().nonnegative(),
+  output_tokens: z.number().nonnegative(),
+  cost_usd: z.number().nonnegative().optional(),
+});
+/** One file a child changed: the version its base had and the one it made (null: absent). */
+const agentChange = z.object({
+  path: manifestPathSchema,
+  base_version: z.string().nullable(),
+  new_version: z.string().nullable(),
+  added: z.number().int().nonnegative(),
+  removed: z.number().int().nonnegative(),
+  /** Written into this workspace (merge apply), or only proposed. */
+  applied: z.boolean().optional(),
+});
+
 export const EVENT_SCHEMAS = {
   "session.started": z.object({
     format_version: z.number().int(),
@@ -452,6 +487,51 @@ export const EVENT_SCHEMAS = {
     call_id: z.string().min(1),
     command: z.string().min(1),
     share: z.boolean(),
+  }),
+  /**
+   * The `agent` call `call_id` starts a child session `child_session` (`PARENT/LABEL`): durable
+   * before the child's first request. `grant` is what the child may do (the intersection of this
+   * session's policy and what the call asked, with what was asked and not granted), `budget` what
+   * was reserved for it from this session's remaining budgets.
+   */
+  "agent.started": z.object({
+    call_id: z.string().min(1),
+    label: z.string().min(1),
+    child_session: z.string().min(1),
+    depth: z.number().int().positive(),
+    grant: jsonObject,
+    budget: agentBudget,
+  }),
+  /** An approval asked inside a child went to this session's approver: what was decided. */
+  "agent.approval": z.object({
+    label: z.string().min(1),
+    call_id: z.string().min(1),
+    tool: z.string().optional(),
+    decision: z.enum(["allow", "deny"]),
+    by: z.string().optional(),
+  }),
+  /**
+   * A child's changes are about to be merged into this workspace: the intent, durable before any
+   * file is touched. The files merged are then `workspace.changed` records under `call_id`.
+   */
+  "agent.merge": z.object({
+    call_id: z.string().min(1),
+    files: z.array(agentChange),
+  }),
+  /**
+   * The child of `call_id` is over (cancelled children too): its outcome, the hash of its journal's
+   * last record, what it spent, what it changed, what conflicted, and how many of its processes
+   * were found alive after it ended (and killed).
+   */
+  "agent.finished": z.object({
+    call_id: z.string().min(1),
+    child_session: z.string().min(1),
+    head_hash: hex64.nullable(),
+    outcome: z.enum(AGENT_OUTCOMES),
+    usage: agentUsage,
+    changes: z.array(agentChange),
+    conflicts: z.array(z.object({ path: z.string(), reason: z.string() })),
+    survivors: z.number().int().nonnegative(),
   }),
 } as const;
 

@@ -1,5 +1,5 @@
 import type { ArtifactStore } from "../artifacts/store.js";
-import type { AnyTool } from "../tools/tool.js";
+import type { AnyTool, DelegationPort } from "../tools/tool.js";
 import type { WorkspaceFs } from "../workspace/fs.js";
 import type {
   ApprovalPort,
@@ -74,4 +74,6 @@ export interface RuntimeOptions extends Omit<RuntimeEnvironment, "grants" | "set
   random?(): number;
   /** The seq the session's next journal record gets (names an outside change: `outside:SEQ`). */
   nextSeq?(): number;
+  /** What the `agent` tool records in the session and may still spend (see DelegationPort). */
+  delegation?: DelegationPort;
 }

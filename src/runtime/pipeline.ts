@@ -68,6 +68,7 @@ export class ToolRuntime {
           readAccess: (path) => readAccess(path, this.options),
           artifactSources: (artifactId) => this.artifactSources(artifactId),
           ...liveOutput(prepared.call.id, options.progress),
+          ...(options.delegation && prepared.entry.tool.delegates ? { delegation: options.delegation } : {}),
         }),
     };
   }

@@ -55,6 +55,14 @@ export const sessionConfigSchema = z
     requestDeadlineMs: positive,
     readPaths: z.array(z.string().min(1)),
     editPaths: z.array(z.string().min(1)),
+    agents: z
+      .object({
+        depth: z.number().int().nonnegative().max(8),
+        concurrent: positive.max(64),
+        max: positive.max(1024),
+      })
+      .partial()
+      .strict(),
     script: z.string().min(1),
     accept: z.array(z.string().min(1)),
     acceptTimeoutMs: positive,

@@ -82,6 +82,7 @@ export async function prepareSession(given: SessionConfig, door: DoorContext): P
     ...(door.provider !== undefined ? { provider: door.provider } : {}),
     ...(door.approver !== undefined ? { approver: door.approver } : {}),
     ...(door.mcp !== undefined ? { mcp: door.mcp } : {}),
+    session: { id: sessionId, store, notify },
   });
   const acceptance = config.accept ?? state?.header?.acceptance ?? [];
   const timeout = config.acceptTimeoutMs ?? DEFAULT_ACCEPT_TIMEOUT_MS;

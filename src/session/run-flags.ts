@@ -1,4 +1,5 @@
 import type { JsonObject } from "../shared/json.js";
+import { type AgentLimits, effectiveAgentLimits } from "./agents/limits.js";
 
 export type WriteFlag = "allow" | "ask" | "deny" | "propose";
 export type ShellFlag = "allow" | "ask" | "deny";
@@ -26,6 +27,8 @@ export interface RunFlags {
   /** Task scope: the only files the agent may read / edit (checked at every call). */
   readPaths?: string[] | undefined;
   editPaths?: string[] | undefined;
+  /** `--agents-depth`, `--agents-concurrent`, `--agents-max`: how far the session may delegate. */
+  agents?: { [K in keyof AgentLimits]?: AgentLimits[K] | undefined } | undefined;
   /**
    * The defaults in force when no config or flag decides (lowest precedence): only for what
    * the flags leave open, so the same flags make the same policy through any door.
@@ -51,6 +54,7 @@ const RECORDED_KEYS: (keyof RunFlags)[] = [
   "requestDeadlineMs",
   "readPaths",
   "editPaths",
+  "agents",
 ];
 
 /**
@@ -68,6 +72,13 @@ export function effectiveFlags(
     const value = given[key] ?? (recorded?.[key] as RunFlags[typeof key] | undefined);
     if (value !== undefined) Object.assign(flags, { [key]: value });
   }
+  // Always whole once effective: a new session records its limits, so its children and its
+  // resume hold to them whatever the defaults become.
+  flags.agents = effectiveAgentLimits(
+    given.agents,
+    recorded?.agents as Partial<AgentLimits> | undefined,
+    recorded === undefined,
+  );
   const defaults = recorded?.defaults as { write?: WriteFlag; shell?: ShellFlag } | undefined;
   const fallback = interactive ? "ask" : "deny";
   // A session recorded with defaults keeps them all (journals from before this rule included).
@@ -116,5 +127,8 @@ export function flagWords(flags: RunFlags): string[][] {
   many("--edit-path", flags.editPaths);
   one("--context-window", flags.contextWindow);
   one("--request-deadline", flags.requestDeadlineMs);
+  one("--agents-depth", flags.agents?.depth);
+  one("--agents-concurrent", flags.agents?.concurrent);
+  one("--agents-max", flags.agents?.max);
   return words;
 }

@@ -14,6 +14,7 @@ import { generalProviderAdvice, type ProviderAdvice } from "../engine/provider-a
 import type { ProcessSupervision } from "../engine/recovery.js";
 import { SpawnJournal } from "../engine/recovery.js";
 import type { ToolSurfaceSource } from "../engine/tool-surface.js";
+import type { JournalStore } from "../journal/store.js";
 import { serverNamedFiles } from "../mcp/named-files.js";
 import { parseToolSelection } from "../mcp/tool-selection.js";
 import { DenyApprover } from "../policy/approver.js";
@@ -45,15 +46,19 @@ import { killSurvivors } from "../sandbox/tree.js";
 import { digestOf } from "../shared/hash.js";
 import type { JsonObject } from "../shared/json.js";
 import { createFileTools } from "../tools/builtin.js";
-import { selectTools, ToolSelectionError } from "../tools/profiles.js";
+import { isToolProfile, selectTools, ToolSelectionError } from "../tools/profiles.js";
 import { createShellTool } from "../tools/shell/shell.js";
 import type { AnyTool } from "../tools/tool.js";
+import { Delegation } from "./agents/delegation.js";
+import { type AgentLimits, NO_DELEGATION } from "./agents/limits.js";
+import { agentTool } from "./agents/tool.js";
 import { configNamedFiles, workspaceRelative } from "./config-hooks.js";
 import { contextBudgetFor } from "./context-budget.js";
 import { loadGovernance } from "./governance.js";
 import { sessionEnvironment, startInstructions } from "./instructions.js";
 import { type McpServers, mcpSelection, startSessionServers, unavailableNote } from "./mcp-servers.js";
 import { McpToolSurface } from "./mcp-surface.js";
+import type { Notify } from "./notice.js";
 import type { RunFlags } from "./run-flags.js";
 import { UsageError } from "./usage-error.js";
 import type { OpenedWorkspace } from "./workspace.js";
@@ -122,6 +127,8 @@ export async function buildSetup(options: {
   approver?: ApprovalPort;
   /** Start the user's MCP servers (harness run/resume), reporting progress lines here. */
   mcp?: (line: string) => void;
+  /** The session being set up and its journal: where the `agent` tool's children are journaled. */
+  session?: { id: string; store: JournalStore; notify?: Notify };
 }): Promise<RunSetup> {
   const { workspace, flags, interactive } = options;
   const env = options.env ?? process.env;
@@ -173,10 +180,28 @@ export async function buildSetup(options: {
     ...(shell.default_timeout_ms ? { defaultTimeoutMs: shell.default_timeout_ms } : {}),
     ...(shell.max_timeout_ms ? { maxTimeoutMs: shell.max_timeout_ms } : {}),
   });
+  // Delegation (the `agent` tool) for a session whose recorded limits allow it: its children are
+  // journaled in this session's store, bound to this session's policy once that is built below.
+  const agentLimits = flags.agents ?? NO_DELEGATION;
+  const delegation =
+    options.session !== undefined && (agentLimits.depth ?? 0) > 0
+      ? new Delegation({
+          sessionId: options.session.id,
+          workspace,
+          store: options.session.store,
+          limits: { ...NO_DELEGATION, ...agentLimits } as AgentLimits,
+          interactive,
+          env,
+          ...(options.session.notify ? { notify: options.session.notify } : {}),
+        })
+      : undefined;
   let tools: AnyTool[];
   try {
     const { builtins } = toolSelection;
-    tools = builtins === undefined ? [] : selectTools(builtins, [...createFileTools(), shellTool]);
+    const available = [...createFileTools(), shellTool, ...(delegation ? [agentTool(delegation)] : [])];
+    tools = builtins === undefined ? [] : selectTools(builtins, available);
+    // A profile (coding, readonly...) brings the agent tool along where the session may delegate.
+    if (delegation && builtins !== undefined && isToolProfile(builtins)) tools.push(agentTool(delegation));
   } catch (error) {
     if (error instanceof ToolSelectionError) throw new UsageError(`--tools: ${error.message}`);
     throw error;
@@ -243,6 +268,21 @@ export async function buildSetup(options: {
 
     const context = contextBudgetFor(flags, model.profile, notices);
     const { policy } = governance;
+    delegation?.bind({
+      provider: model.provider,
+      ...(model.profile?.prices ? { prices: model.profile.prices } : {}),
+      permissions,
+      approver,
+      ...(hooks ? { hooks } : {}),
+      powers: {
+        flags,
+        write: policy.write.value,
+        shell: policy.shell.value,
+        readOnly: policy.readOnly.value,
+        tools: [...snapshot.names],
+      },
+      killSurvivors: (spawn) => killSurvivors(spawn),
+    });
     const recorded = recordExcludes(governance.config);
     if (recorded.notice) notices.push(recorded.notice);
     return {

@@ -154,6 +154,20 @@ export const ERROR_CODES = {
   ),
   OUTPUT_LIMIT: info("error", "no", false, true, "The output was too large; narrow the request."),
   BUDGET_EXHAUSTED: info("denied", "no", false, false, "The run's tool budget is used up."),
+  AGENT_LIMIT: info(
+    "denied",
+    "no",
+    false,
+    false,
+    "A delegation limit (depth, concurrent children or children per session) refuses this child; do the work yourself or wait for running children.",
+  ),
+  BUDGET_EXCEEDED: info(
+    "denied",
+    "no",
+    false,
+    false,
+    "The child's budget is more than this session has left; ask for less (the result says what is left).",
+  ),
   UNKNOWN_OUTCOME: info(
     "unknown",
     "no",

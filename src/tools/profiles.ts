@@ -10,6 +10,11 @@ export const TOOL_PROFILES = {
 
 export type ToolProfile = keyof typeof TOOL_PROFILES;
 
+/** Whether `--tools` names a profile rather than listing tools. */
+export function isToolProfile(selection: string): selection is ToolProfile {
+  return Object.hasOwn(TOOL_PROFILES, selection);
+}
+
 export class ToolSelectionError extends Error {
   override readonly name = "ToolSelectionError";
 }

@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import type { ArtifactStore } from "../artifacts/store.js";
+import type { EventData } from "../journal/vocabulary.js";
 import type { JsonObject } from "../shared/json.js";
 import type { WorkspaceFs } from "../workspace/fs.js";
 import type { ChangeSet } from "../workspace/manifest.js";
@@ -62,6 +63,38 @@ export interface ToolContext {
    * Absent when nobody watches.
    */
   output?(text: string): void;
+  /**
+   * For the one tool that starts child sessions (`agent`): records its session must hold before
+   * it goes on, and what the turn may still spend. Absent for every other tool.
+   */
+  readonly delegation?: DelegationPort;
+}
+
+/** The `agent.*` records a delegating tool writes into its own session's journal. */
+export type DelegationEvent = {
+  [T in DelegationEventType]: { type: T; data: EventData<T> };
+}[DelegationEventType];
+export type DelegationEventType = "agent.started" | "agent.approval" | "agent.merge" | "agent.finished";
+
+/**
+ * What a delegating tool may do in the session running it. It never sees the journal itself:
+ * only these records go in, appended durably before `record` resolves.
+ */
+export interface DelegationPort {
+  record(event: DelegationEvent): Promise<void>;
+  /** What this turn may still spend (finished children's spend counted as the session's own). */
+  remaining(): { model_requests: number; tool_calls: number };
+  /** Children this session has journaled as started. */
+  children(): number;
+  /** What this session journaled of its child labelled `label`, if it started one. */
+  recorded(label: string): RecordedAgent | undefined;
+}
+
+/** A child as its parent's journal holds it. */
+export interface RecordedAgent {
+  started: EventData<"agent.started">;
+  merge?: EventData<"agent.merge">;
+  finished?: EventData<"agent.finished">;
 }
 
 /** A successful handler outcome (status ok). Failures are thrown as ToolError. */
@@ -112,6 +145,8 @@ export interface ToolDefinition<Args = unknown> {
    * recorded as this source. Process-running tools (`process_execution`) are compared as `shell`.
    */
   readonly comparedAs?: "mcp";
+  /** The tool starts child sessions (`agent`): its context gets the session's DelegationPort. */
+  readonly delegates?: true;
 }
 
 /** Extra facts an approval prompt shows for a call; all optional. */

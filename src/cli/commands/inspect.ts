@@ -157,6 +157,26 @@ function render(record: AnyRecord, style: Style): string {
       return `${record.data.turn !== undefined && record.data.turn > 1 ? `turn ${record.data.turn}, ` : ""}user: ${escapeForTerminal(record.data.text)}`;
     case "user.steered":
       return `user steered: ${escapeForTerminal(record.data.text)}`;
+    case "agent.started":
+      return style.bold(
+        `agent ${escapeForTerminal(record.data.label)} started (${escapeForTerminal(record.data.child_session)}, depth ${record.data.depth}, budget ${record.data.budget.model_requests} requests / ${record.data.budget.tool_calls} calls)`,
+      );
+    case "agent.approval":
+      return `agent ${escapeForTerminal(record.data.label)}: ${escapeForTerminal(record.data.call_id)} ${record.data.decision === "allow" ? "approved" : "denied"} by this session's approver`;
+    case "agent.merge":
+      return `agent call ${escapeForTerminal(record.data.call_id)}: merging ${record.data.files.length} file(s)`;
+    case "agent.finished": {
+      const { usage, changes, conflicts, survivors } = record.data;
+      const extra = [
+        `${usage.model_requests} requests, ${usage.tool_calls} calls`,
+        `${changes.length} change(s)`,
+        ...(conflicts.length > 0 ? [`${conflicts.length} conflict(s)`] : []),
+        ...(survivors > 0 ? [`${survivors} survivor(s) killed`] : []),
+      ];
+      return style.bold(
+        `agent ${escapeForTerminal(record.data.child_session)} ${record.data.outcome} (${extra.join(", ")})`,
+      );
+    }
     case "user.command":
       return `user ran (${escapeForTerminal(record.data.call_id)}${record.data.share ? ", shared with the model" : ", not sent to the model"}): ${escapeForTerminal(record.data.command)}`;
     case "steer.delivered":

@@ -8,7 +8,7 @@ import { validateSessionId } from "../../session/session-id.js";
 import { UsageError } from "../../session/usage-error.js";
 import { newSessionId, openWorkspace } from "../../session/workspace.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
-import { oneOf, parse, positiveInt, tokenCount } from "../args.js";
+import { boundedInt, oneOf, parse, positiveInt, tokenCount } from "../args.js";
 import { goalFrom } from "../goal-input.js";
 import { latestSession } from "../latest-session.js";
 import { stderrNotices } from "../notices.js";
@@ -42,6 +42,9 @@ export const SESSION_OPTIONS = {
   "pool-size": { type: "string" },
   "context-window": { type: "string" },
   "request-deadline": { type: "string" },
+  "agents-depth": { type: "string" },
+  "agents-concurrent": { type: "string" },
+  "agents-max": { type: "string" },
   "accept-tool-changes": { type: "boolean" },
   session: { type: "string" },
   json: { type: "boolean" },
@@ -126,6 +129,10 @@ Run:
                              however the server keeps it alive (default: the profile's
                              request_deadline_ms, else 600000); past it the request fails
                              with TIMEOUT (retried within the retry budget), nothing runs
+  --agents-depth N           how many levels of sub-agents (the agent tool) below this session
+                             (default 1: its children cannot delegate; 0: no agent tool)
+  --agents-concurrent N      children running at once (default 4; more calls wait their turn)
+  --agents-max N             children per session (default 16; later calls are refused)
   --session ID               session id; an existing session (its id or a unique start of it)
                              takes PROMPT as its next turn
                              (the same identity checks as resume), or is resumed without one
@@ -369,6 +376,12 @@ export function givenFlags(values: Parsed["values"]): RunFlags {
   if (contextWindow !== undefined) flags.contextWindow = contextWindow;
   const deadline = positiveInt(values["request-deadline"], "--request-deadline");
   if (deadline !== undefined) flags.requestDeadlineMs = deadline;
+  const agents = {
+    ...optional("depth", boundedInt(values["agents-depth"], "--agents-depth", 0, 8)),
+    ...optional("concurrent", boundedInt(values["agents-concurrent"], "--agents-concurrent", 1, 64)),
+    ...optional("max", boundedInt(values["agents-max"], "--agents-max", 1, 1024)),
+  };
+  if (Object.keys(agents).length > 0) flags.agents = agents;
   return flags;
 }
 

@@ -1,0 +1,20 @@
+import type { DelegationPort } from "../tools/tool.js";
+import type { EngineRun } from "./outcome.js";
+
+/**
+ * What the `agent` tool may do in the session running it: append its `agent.*` records (durable
+ * before it goes on: a child's grant before the child's first request, a merge's intent before
+ * any file is touched) and read what the turn may still spend. A finished child's spend is
+ * folded into the turn's counters by `agent.finished`, so it is the session's spend too.
+ */
+export function delegationPort(run: Pick<EngineRun, "record" | "state" | "limits">): DelegationPort {
+  return {
+    record: (event) => run.record(event),
+    remaining: () => ({
+      model_requests: Math.max(0, run.limits.maxModelRequests - run.state.turnModelRequests),
+      tool_calls: Math.max(0, run.limits.maxToolCalls - run.state.turnToolCalls),
+    }),
+    children: () => run.state.agents.size,
+    recorded: (label) => [...run.state.agents.values()].find((agent) => agent.started.label === label),
+  };
+}

@@ -1,0 +1,412 @@
+import type { RunSummary } from "../../engine/options.js";
+import { SessionState } from "../../engine/state.js";
+import type { JournalStore } from "../../journal/store.js";
+import type { AnyRecord, EventData } from "../../journal/vocabulary.js";
+import { IntersectedPermissions } from "../../policy/intersect.js";
+import type { ModelPrices } from "../../providers/config.js";
+import { costUsd } from "../../providers/cost.js";
+import type { Provider } from "../../providers/provider.js";
+import type { ApprovalPort, HookPort, PermissionPort } from "../../runtime/ports.js";
+import { digestOf } from "../../shared/hash.js";
+import { ToolError } from "../../tools/errors.js";
+import type { ToolContext, ToolOutput } from "../../tools/tool.js";
+import { EngineSession } from "../handle.js";
+import type { Notify } from "../notice.js";
+import { prepareSession } from "../prepare.js";
+import type { OpenedWorkspace } from "../workspace.js";
+import { UpwardApprover } from "./approver.js";
+import { type ChildWorkspace, childWorkspace, mergeBack, openChildWorkspace } from "./child-workspace.js";
+import { type GrantRequest, narrowGrant, type ParentPowers } from "./grant.js";
+import type { AgentLimits } from "./limits.js";
+import { type AgentOutcome, agentOutcome, resultOf } from "./outcome.js";
+import type { AgentArgs } from "./tool.js";
+
+/**
+ * A child's budget when the call names none: an equal share of what is left among as many
+ * children as may run at once (one request kept back for this session to read their results),
+ * at most these.
+ */
+const DEFAULT_CHILD_REQUESTS = 25;
+const DEFAULT_CHILD_TOOL_CALLS = 100;
+
+function share(left: number, ways: number, most: number): number {
+  return Math.max(1, Math.min(most, Math.floor((left - 1) / Math.max(1, ways))));
+}
+
+/** Where a session's `agent` calls take what they need from the session that runs them. */
+export interface DelegationParent {
+  sessionId: string;
+  workspace: OpenedWorkspace;
+  store: JournalStore;
+  limits: AgentLimits;
+  interactive: boolean;
+  env?: NodeJS.ProcessEnv;
+  notify?: Notify;
+  /** Known once the session's setup is done (the tools and policy are built after the tool). */
+  bound?: DelegationBinding;
+}
+
+export interface DelegationBinding {
+  provider: Provider;
+  prices?: ModelPrices;
+  permissions: PermissionPort;
+  approver: ApprovalPort;
+  hooks?: HookPort;
+  powers: ParentPowers;
+  /** Kill what is left of a child's recorded process group; returns how many were killed. */
+  killSurvivors(spawn: { pgid: number; bootId: string; startTicks: number }): Promise<number>;
+}
+
+type Budget = EventData<"agent.started">["budget"];
+
+/**
+ * One session's delegation: the `agent` calls it makes, held to its limits (depth, children at
+ * once, children per session) and budgets before anything starts, each child a session of its
+ * own (`PARENT/LABEL`, journaled in this session's store) whose grant is this session's narrowed,
+ * whose asks come up to this session's approver, whose cancellation follows this session's, and
+ * whose changes come back compare-and-swap.
+ */
+export class Delegation {
+  /** Children started (journaled before, or by this process): counted synchronously, in call order. */
+  private started: number | undefined;
+  private running = 0;
+  private readonly waiting: (() => void)[] = [];
+  private readonly labels = new Set<string>();
+  /** What running children hold of this turn's budgets. */
+  private reserved = { model_requests: 0, tool_calls: 0 };
+
+  constructor(private readonly parent: DelegationParent) {}
+
+  /** What the session's setup builds after the tool: its model, policy, approver and tools. */
+  bind(binding: DelegationBinding): void {
+    this.parent.bound = binding;
+  }
+
+  /** This session's depth: 0 for a root, 1 for its children... */
+  get depth(): number {
+    return this.parent.sessionId.split("/").length - 1;
+  }
+
+  async run(args: AgentArgs, context: ToolContext): Promise<ToolOutput> {
+    const port = context.delegation;
+    const bound = this.parent.bound;
+    if (!port || !bound) throw new ToolError("RUNTIME_EXCEPTION", "agent: this session cannot delegate here");
+    const childId = `${this.parent.sessionId}/${args.label}`;
+    // Everything that can refuse is decided before any await: calls are refused in call order.
+    const depth = this.depth + 1;
+    const { limits } = this.parent;
+    if (depth > limits.depth)
+      throw limitError(
+        `a child of this session would be at depth ${depth}; --agents-depth is ${limits.depth}` +
+          (limits.depth <= this.depth ? " (this session may not delegate)" : ""),
+        { limit: "depth", asked: depth, allowed: limits.depth },
+      );
+    this.started ??= port.children();
+    if (this.labels.has(args.label) || port.recorded(args.label) !== undefined)
+      throw new ToolError(
+        "SEMANTIC_VALIDATION_ERROR",
+        `agent label "${args.label}" is already used in this session`,
+      );
+    if (this.started >= limits.max)
+      throw limitError(`this session has started ${this.started} children; --agents-max is ${limits.max}`, {
+        limit: "max",
+        asked: this.started + 1,
+        allowed: limits.max,
+      });
+    const budget = this.reserve(args.budget, port.remaining());
+    this.started += 1;
+    this.labels.add(args.label);
+    try {
+      await this.turnToRun(context.signal);
+      try {
+        return await this.runChild(args, context, { childId, depth, budget });
+      } finally {
+        this.running -= 1;
+        this.waiting.shift()?.();
+      }
+    } finally {
+      this.reserved.model_requests -= budget.model_requests;
+      this.reserved.tool_calls -= budget.tool_calls;
+    }
+  }
+
+  /**
+   * After a crash: a child whose call started but has no result. Finished: its result is rebuilt
+   * from the journals (a merge recorded as begun is completed, never applied twice: each file is
+   * compare-and-swapped against the versions the child's base and copy hold). Unfinished: the
+   * child is resumed as any session is. Never started: nothing happened yet, so it starts now.
+   */
+  async reconcile(args: AgentArgs, context: ToolContext): Promise<ToolOutput | undefined> {
+    const port = context.delegation;
+    if (!port) return undefined;
+    const recorded = port.recorded(args.label);
+    const childId = `${this.parent.sessionId}/${args.label}`;
+    this.labels.add(args.label);
+    if (recorded === undefined) return this.run(args, context);
+    const { started, finished } = recorded;
+    if (started.call_id !== context.callId) return undefined;
+    if (finished) return resultOf(finished, started, []);
+    this.started ??= port.children();
+    return this.runChild(args, context, {
+      childId,
+      depth: started.depth,
+      budget: started.budget,
+      resumed: true,
+    });
+  }
+
+  /** Hold `asked` (or a default share) of what the turn has left, or refuse with the numbers. */
+  private reserve(asked: AgentArgs["budget"], left: { model_requests: number; tool_calls: number }): Budget {
+    const free = {
+      model_requests: left.model_requests - this.reserved.model_requests,
+      tool_calls: left.tool_calls - this.reserved.tool_calls,
+    };
+    const budget: Budget = {
+      model_requests:
+        asked?.model_requests ??
+        share(left.model_requests, this.parent.limits.concurrent, DEFAULT_CHILD_REQUESTS),
+      tool_calls:
+        asked?.tool_calls ?? share(left.tool_calls, this.parent.limits.concurrent, DEFAULT_CHILD_TOOL_CALLS),
+      ...(asked?.tokens !== undefined ? { tokens: asked.tokens } : {}),
+      ...(asked?.cost_usd !== undefined ? { cost_usd: asked.cost_usd } : {}),
+      ...(asked?.wall_ms !== undefined ? { wall_ms: asked.wall_ms } : {}),
+    };
+    const over: string[] = [];
+    if (budget.model_requests > free.model_requests || budget.model_requests < 1)
+      over.push(`model_requests: asked ${budget.model_requests}, ${free.model_requests} left`);
+    if (budget.tool_calls > free.tool_calls)
+      over.push(`tool_calls: asked ${budget.tool_calls}, ${free.tool_calls} left`);
+    if (over.length > 0)
+      throw new ToolError(
+        "BUDGET_EXCEEDED",
+        `the child's budget does not fit in what this session has left (${over.join("; ")})`,
+        { data: { asked: { ...budget }, left: free } },
+      );
+    this.reserved.model_requests += budget.model_requests;
+    this.reserved.tool_calls += budget.tool_calls;
+    return budget;
+  }
+
+  /** Wait for a free slot (`--agents-concurrent`): calls past it wait their turn, in order. */
+  private async turnToRun(signal: AbortSignal): Promise<void> {
+    if (this.running < this.parent.limits.concurrent) {
+      this.running += 1;
+      return;
+    }
+    await new Promise<void>((resolve, reject) => {
+      const onAbort = () =>
+        reject(new ToolError("CANCELLED", "agent: cancelled while waiting for a free slot"));
+      signal.addEventListener("abort", onAbort, { once: true });
+      this.waiting.push(() => {
+        signal.removeEventListener("abort", onAbort);
+        this.running += 1;
+        resolve();
+      });
+    });
+  }
+
+  private async runChild(
+    args: AgentArgs,
+    context: ToolContext,
+    child: { childId: string; depth: number; budget: Budget; resumed?: boolean },
+  ): Promise<ToolOutput> {
+    const port = context.delegation!;
+    const bound = this.parent.bound!;
+    const { childId, depth, budget } = child;
+    const isolation = args.isolation ?? "copy";
+    const request: GrantRequest = {
+      tools: args.tools,
+      read_paths: args.read_paths,
+      edit_paths: args.edit_paths,
+      write: args.write,
+      shell: args.shell,
+      isolation,
+    };
+    const grant = narrowGrant(bound.powers, request);
+    const mergeAsked = args.merge ?? "propose";
+    const mayApply = bound.powers.write === "allow" && !bound.powers.readOnly;
+    if (mergeAsked === "apply" && !mayApply)
+      grant.notGranted.push(`merge "apply": this session may not write (write "${bound.powers.write}")`);
+    const merge = mergeAsked === "apply" && mayApply ? "apply" : "propose";
+
+    const workspace: ChildWorkspace = child.resumed
+      ? await openChildWorkspace(this.parent.workspace, childId, isolation, this.parent.env)
+      : await childWorkspace(this.parent.workspace, childId, isolation, context.signal, this.parent.env);
+    if (!child.resumed) {
+      await port.record({
+        type: "agent.started",
+        data: {
+          call_id: context.callId,
+          label: args.label,
+          child_session: childId,
+          depth,
+          grant: { ...grant.recorded, merge },
+          budget,
+        },
+      });
+    }
+
+    const controller = new AbortController();
+    const onParentAbort = () => controller.abort(context.signal.reason);
+    if (context.signal.aborted) controller.abort(context.signal.reason);
+    else context.signal.addEventListener("abort", onParentAbort, { once: true });
+    let exhausted: string | undefined;
+    const exhaust = (why: string) => {
+      exhausted ??= why;
+      controller.abort(new Error(why));
+    };
+    const wall =
+      budget.wall_ms !== undefined
+        ? setTimeout(() => exhaust(`wall_ms ${budget.wall_ms}`), budget.wall_ms)
+        : undefined;
+    wall?.unref();
+
+    let summary: RunSummary | undefined;
+    let failure: string | undefined;
+    let setupKill = bound.killSurvivors;
+    try {
+      const prepared = await prepareSession(
+        {
+          ...grant.flags,
+          ...(args.accept !== undefined ? { accept: args.accept } : {}),
+          limits: { maxModelRequests: budget.model_requests, maxToolCalls: budget.tool_calls },
+        },
+        {
+          workspace: workspace.opened,
+          sessionId: childId,
+          store: this.parent.store,
+          interactive: this.parent.interactive,
+          approver: new UpwardApprover(
+            bound.approver,
+            { label: args.label, path: childId.split("/").slice(1).join("/"), depth },
+            (event) => port.record(event),
+          ),
+          provider: bound.provider.forAgent?.(args.label) ?? bound.provider,
+          ...(this.parent.env !== undefined ? { env: this.parent.env } : {}),
+          ...(this.parent.notify !== undefined ? { notify: this.parent.notify } : {}),
+        },
+      );
+      const setup = prepared.run.setup;
+      // The grant can only narrow: every call of the child is decided by its own policy AND this
+      // session's; this session's hooks see the child's calls as they see its own.
+      setup.policy = {
+        describe: { ...setup.policy.describe, parent: childId.split("/").slice(0, -1).join("/") },
+        digest: digestOf({ own: setup.policy.digest, parent: bindingDigest(bound) }),
+        permissions: new IntersectedPermissions(setup.policy.permissions, bound.permissions),
+      };
+      if (bound.hooks) setup.hooks = bound.hooks;
+      if (setup.processes) setupKill = setup.processes.killSurvivors;
+      const session = new EngineSession(prepared.run, prepared.records.length > 0, {
+        signal: controller.signal,
+      });
+      const spent = { tokens: 0, cost: 0 };
+      const listener = {
+        record: (record: AnyRecord) => {
+          if (record.type !== "model.reply" || !record.data.usage) return;
+          const usage = record.data.usage;
+          spent.tokens += (usage.input_tokens ?? 0) + (usage.output_tokens ?? 0);
+          if (bound.prices)
+            spent.cost += costUsd(
+              {
+                input_tokens: usage.input_tokens ?? 0,
+                output_tokens: usage.output_tokens ?? 0,
+                cached_tokens: usage.cached_tokens ?? 0,
+              },
+              bound.prices,
+            );
+          if (budget.tokens !== undefined && spent.tokens >= budget.tokens)
+            exhaust(`tokens ${budget.tokens}`);
+          if (budget.cost_usd !== undefined && bound.prices && spent.cost >= budget.cost_usd)
+            exhaust(`cost_usd ${budget.cost_usd}`);
+        },
+      };
+      summary = await (prepared.records.length > 0 && child.resumed
+        ? session.resume(listener)
+        : session.turn(args.task, listener));
+    } catch (error) {
+      failure = error instanceof Error ? error.message : String(error);
+    } finally {
+      if (wall) clearTimeout(wall);
+      context.signal.removeEventListener("abort", onParentAbort);
+    }
+
+    // The child's record, read back: what it spent, its last record, the processes it left.
+    const records = (await this.parent.store.exists(childId)) ? await this.parent.store.read(childId) : [];
+    const state = SessionState.from(records);
+    let survivors = 0;
+    for (const spawn of state.spawns) {
+      survivors += await setupKill({
+        pgid: spawn.pgid,
+        bootId: spawn.boot_id,
+        startTicks: spawn.start_ticks,
+      }).catch(() => 0);
+    }
+    const outcome: AgentOutcome = agentOutcome(summary, {
+      cancelled: context.signal.aborted,
+      exhausted: exhausted !== undefined,
+      failed: failure !== undefined,
+    });
+    const found = await workspace.changes();
+    const mergeable =
+      merge === "apply" &&
+      isolation === "copy" &&
+      (outcome === "verified" || (outcome === "unverified" && (args.accept ?? []).length === 0));
+    let merged: Awaited<ReturnType<typeof mergeBack>> | undefined;
+    if (mergeable && found.length > 0) {
+      await port.record({ type: "agent.merge", data: { call_id: context.callId, files: found } });
+      merged = await mergeBack(workspace, found, {
+        fs: context.fs,
+        artifacts: context.artifacts,
+        permissions: bound.permissions,
+      });
+      if (merged.change) context.workspaceChanged?.(merged.change);
+    }
+    const applied = new Set(merged?.applied ?? []);
+    const changes = found.map((change) => ({ ...change, applied: applied.has(change.path) }));
+    const finished: EventData<"agent.finished"> = {
+      call_id: context.callId,
+      child_session: childId,
+      head_hash: records.at(-1)?.hash ?? null,
+      outcome,
+      usage: {
+        model_requests: state.modelRequests + state.agentUsage.model_requests,
+        tool_calls: state.toolCalls + state.agentUsage.tool_calls,
+        input_tokens: state.usage.input_tokens + state.agentUsage.input_tokens,
+        output_tokens: state.usage.output_tokens + state.agentUsage.output_tokens,
+        ...(bound.prices
+          ? {
+              cost_usd: costUsd(
+                {
+                  input_tokens: state.usage.input_tokens,
+                  output_tokens: state.usage.output_tokens,
+                  cached_tokens: state.usage.cached_tokens,
+                },
+                bound.prices,
+              ),
+            }
+          : {}),
+      },
+      changes,
+      conflicts: merged?.conflicts ?? [],
+      survivors,
+    };
+    await port.record({ type: "agent.finished", data: finished });
+    if (merged !== undefined && merged.conflicts.length === 0) await workspace.remove();
+    const started = port.recorded(args.label)?.started;
+    const notes = [
+      ...grant.notGranted.map((line) => `not granted: ${line}`),
+      ...(exhausted ? [`stopped: its budget ran out (${exhausted})`] : []),
+      ...(failure ? [`failed to run: ${failure}`] : []),
+    ];
+    return resultOf(finished, started, notes, summary?.answer ?? null);
+  }
+}
+
+/** What of the parent's binding a child's policy digest depends on: its policy's own digest. */
+function bindingDigest(bound: NonNullable<DelegationParent["bound"]>): string {
+  return digestOf({ powers: bound.powers });
+}
+
+function limitError(message: string, data: { limit: string; asked: number; allowed: number }): ToolError {
+  return new ToolError("AGENT_LIMIT", message, { data });
+}

@@ -1,0 +1,144 @@
+import type { JsonObject } from "../../shared/json.js";
+import type { RunFlags, ShellFlag, WriteFlag } from "../run-flags.js";
+
+/** How much a mode lets a session do; a child gets the lesser of its parent's and what it asked. */
+const WRITE_POWER: Record<WriteFlag, number> = { deny: 0, propose: 1, ask: 2, allow: 3 };
+const SHELL_POWER: Record<ShellFlag, number> = { deny: 0, ask: 1, allow: 2 };
+
+/** What a parent session may do, as far as a child's grant is concerned. */
+export interface ParentPowers {
+  /** The parent's effective options (what its policy and tools were built from). */
+  flags: RunFlags;
+  /** The parent's effective modes after its config files and flags. */
+  write: WriteFlag;
+  shell: ShellFlag;
+  readOnly: boolean;
+  /** The tools the parent is offered now, by name. */
+  tools: readonly string[];
+}
+
+/** What an `agent` call asks its child may do. */
+export interface GrantRequest {
+  tools?: readonly string[] | undefined;
+  read_paths?: readonly string[] | undefined;
+  edit_paths?: readonly string[] | undefined;
+  write?: WriteFlag | undefined;
+  shell?: ShellFlag | undefined;
+  /** `shared` children read the parent's workspace and can never write it. */
+  isolation: "copy" | "shared";
+}
+
+export interface Grant {
+  /** The child's own options: its policy is built from them, then intersected with the parent's. */
+  flags: RunFlags;
+  /** Asked for and not granted, each said in a sentence the model reads. */
+  notGranted: string[];
+  /** What the parent's journal records (`agent.started.grant`). */
+  recorded: JsonObject;
+}
+
+/**
+ * The child's grant: the intersection of what the parent holds and what the call asked. Nothing
+ * the parent lacks is granted (a looser mode, a tool it is not offered, a path outside its scope,
+ * an MCP server's tool), and each refusal is said. A read-only parent, or a shared child, gives
+ * a read-only child; a propose parent a propose child. The parent's command-line rules carry
+ * over; every other rule the parent holds still decides each of the child's calls, through the
+ * intersected policy (policy/intersect.ts).
+ */
+export function narrowGrant(parent: ParentPowers, request: GrantRequest): Grant {
+  const notGranted: string[] = [];
+  const readOnly = parent.readOnly || request.isolation === "shared";
+  let write = lesser(WRITE_POWER, parent.write, request.write ?? parent.write);
+  if (request.write !== undefined && WRITE_POWER[request.write] > WRITE_POWER[parent.write])
+    notGranted.push(`write "${request.write}": this session has write "${parent.write}"`);
+  if (readOnly && write !== "deny" && write !== "propose") {
+    if (request.write !== undefined && request.write !== "deny" && !parent.readOnly)
+      notGranted.push(`write "${request.write}": a shared child only reads the parent's workspace`);
+    write = parent.write === "propose" ? "propose" : "deny";
+  }
+  const shell = lesser(SHELL_POWER, parent.shell, request.shell ?? parent.shell);
+  if (request.shell !== undefined && SHELL_POWER[request.shell] > SHELL_POWER[parent.shell])
+    notGranted.push(`shell "${request.shell}": this session has shell "${parent.shell}"`);
+
+  let tools = parent.tools.filter((name) => !name.startsWith("mcp__"));
+  if (parent.tools.some((name) => name.startsWith("mcp__")))
+    notGranted.push("MCP servers' tools: a child is not given the session's MCP servers");
+  if (request.tools !== undefined) {
+    for (const name of request.tools) {
+      if (!tools.includes(name)) notGranted.push(`tool "${name}": this session is not offered it`);
+    }
+    tools = tools.filter((name) => request.tools?.includes(name));
+  }
+
+  const readPaths = within(parent.flags.readPaths, request.read_paths, "read path", notGranted);
+  const editPaths = within(parent.flags.editPaths, request.edit_paths, "edit path", notGranted);
+
+  const flags: RunFlags = {
+    ...carried(parent.flags),
+    write,
+    shell,
+    ...(readOnly ? { readOnly: true } : {}),
+    // An empty list is a child with no tools at all: refused by the tool selection, as asked.
+    tools: tools.join(","),
+    ...(readPaths ? { readPaths } : {}),
+    ...(editPaths ? { editPaths } : {}),
+  };
+  const recorded: JsonObject = {
+    write,
+    shell,
+    read_only: readOnly,
+    tools,
+    ...(readPaths ? { read_paths: readPaths } : {}),
+    ...(editPaths ? { edit_paths: editPaths } : {}),
+    isolation: request.isolation,
+    sandbox: parent.flags.sandbox ?? "workspace-write",
+    not_granted: notGranted,
+  };
+  return { flags, notGranted, recorded };
+}
+
+function lesser<M extends string>(power: Record<M, number>, a: M, b: M): M {
+  return power[a] <= power[b] ? a : b;
+}
+
+/**
+ * A scope asked for, kept to the parent's: with a parent scope, only the paths it lists (a scope
+ * is a list of exact files); without one, what was asked. Nothing asked: the parent's own.
+ */
+function within(
+  parent: readonly string[] | undefined,
+  asked: readonly string[] | undefined,
+  what: string,
+  notGranted: string[],
+): string[] | undefined {
+  if (asked === undefined) return parent === undefined ? undefined : [...parent];
+  if (parent === undefined) return [...asked];
+  const kept = asked.filter((path) => parent.includes(path));
+  for (const path of asked)
+    if (!parent.includes(path)) notGranted.push(`${what} "${path}": outside this session's scope`);
+  // Asking only for paths outside the scope leaves the child the parent's scope, never none.
+  return kept.length > 0 ? kept : [...parent];
+}
+
+/** The parent's options a child keeps as they are: the model, rules, sandbox, window, deadline. */
+function carried(flags: RunFlags): RunFlags {
+  const out: RunFlags = {};
+  for (const key of [
+    "allow",
+    "ask",
+    "deny",
+    "sandbox",
+    "provider",
+    "model",
+    "baseUrl",
+    "apiKeyEnv",
+    "profile",
+    "contextWindow",
+    "requestDeadlineMs",
+    "agents",
+  ] as const) {
+    const value = flags[key];
+    if (value !== undefined) Object.assign(out, { [key]: value });
+  }
+  return out;
+}
