@@ -7,7 +7,9 @@ import type { EngineRun } from "./outcome.js";
  * any file is touched) and read what the turn may still spend. A finished child's spend is
  * folded into the turn's counters by `agent.finished`, so it is the session's spend too.
  */
-export function delegationPort(run: Pick<EngineRun, "record" | "state" | "limits">): DelegationPort {
+export function delegationPort(
+  run: Pick<EngineRun, "record" | "state" | "limits" | "options">,
+): DelegationPort {
   return {
     record: (event) => run.record(event),
     remaining: () => ({
@@ -16,5 +18,12 @@ export function delegationPort(run: Pick<EngineRun, "record" | "state" | "limits
     }),
     children: () => run.state.agents.size,
     recorded: (label) => [...run.state.agents.values()].find((agent) => agent.started.label === label),
+    changed: async (callId, change) => {
+      const effects = run.options.runtime.effects;
+      const kept = effects ? effects.toolChanged(change) : change;
+      if (kept === undefined) return;
+      await run.record({ type: "workspace.changed", data: { call_id: callId, source: "tool", ...kept } });
+    },
+    changedPaths: (callId) => run.state.changedPaths.get(callId) ?? new Set(),
   };
 }

@@ -94,6 +94,8 @@ export class SessionState {
    * each was granted and, once over, how it ended.
    */
   readonly agents = new Map<string, RecordedAgent>();
+  /** The paths each agent call's merges are journaled as having changed. */
+  readonly changedPaths = new Map<string, Set<string>>();
   /** What the children spent, all turns together (the session's own usage is `usage`). */
   readonly agentUsage = { model_requests: 0, tool_calls: 0, input_tokens: 0, output_tokens: 0 };
   /**
@@ -360,7 +362,13 @@ export class SessionState {
     // The workspace's history: the effects recorder and undo read it from the records themselves.
     "workspace.base": ignore,
     // As workspace.base: what a call changed on disk is the effects recorder's and undo's.
-    "workspace.changed": ignore,
+    "workspace.changed": (state, { data }) => {
+      // Only an agent call's changes are looked up (a merge finished after a crash records no path twice).
+      if (!state.agents.has(data.call_id)) return;
+      const paths = state.changedPaths.get(data.call_id) ?? new Set<string>();
+      for (const { path } of [...data.created, ...data.modified, ...data.deleted]) paths.add(path);
+      state.changedPaths.set(data.call_id, paths);
+    },
     // An undo is finished from the records (`unfinishedUndo`), not from the fold.
     "undo.started": ignore,
     // As undo.started: it closes an undo the records describe.

@@ -88,6 +88,13 @@ export interface DelegationPort {
   children(): number;
   /** What this session journaled of its child labelled `label`, if it started one. */
   recorded(label: string): RecordedAgent | undefined;
+  /**
+   * Journal what a merge just wrote into this workspace as the call's change, durably, now (not
+   * with the result): a crash after it cannot leave the files written and the record silent.
+   */
+  changed(callId: string, change: ChangeSet): Promise<void>;
+  /** The paths this session's journal already records the call `callId` as having changed. */
+  changedPaths(callId: string): ReadonlySet<string>;
 }
 
 /** A child as its parent's journal holds it. */

@@ -70,7 +70,11 @@ export async function childWorkspace(
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const copy = await copyWorkspace(parent.root, join(dir, "tree"), { signal });
   await writeFile(join(dir, "base.json"), manifestJson(copy.base), { mode: 0o600 });
-  return copied(dir, await openWorkspace(copy.root, { notify: IGNORE_NOTICES }), keptObjects(parent));
+  return copied(
+    dir,
+    withSessionsOf(parent, await openWorkspace(copy.root, { notify: IGNORE_NOTICES })),
+    keptObjects(parent),
+  );
 }
 
 /** The workspace of a child journaled as started (a resume): its copy as the crash left it. */
@@ -82,7 +86,20 @@ export async function openChildWorkspace(
 ): Promise<ChildWorkspace> {
   if (isolation === "shared") return shared(parent);
   const dir = copyDirectory(parent, childId, env);
-  return copied(dir, await openWorkspace(join(dir, "tree"), { notify: IGNORE_NOTICES }), keptObjects(parent));
+  return copied(
+    dir,
+    withSessionsOf(parent, await openWorkspace(join(dir, "tree"), { notify: IGNORE_NOTICES })),
+    keptObjects(parent),
+  );
+}
+
+/**
+ * The copy as a child session's workspace, with its session folder (artifacts) where its journal
+ * is: under the parent's session folder, so a child's record outlives its copy and verifies
+ * with its parent's.
+ */
+function withSessionsOf(parent: OpenedWorkspace, copy: OpenedWorkspace): OpenedWorkspace {
+  return { ...copy, sessionDir: (sessionId) => parent.sessionDir(sessionId) };
 }
 
 function shared(parent: OpenedWorkspace): ChildWorkspace {
@@ -143,6 +160,7 @@ export async function mergeBack(
   workspace: ChildWorkspace,
   recorded: readonly AgentChange[],
   parent: { fs: WorkspaceFs; artifacts: ArtifactStore; permissions: PermissionPort },
+  options: { attributeAlready?: boolean; journaled?: ReadonlySet<string> } = {},
 ): Promise<{ change?: ChangeSet; applied: string[]; conflicts: { path: string; reason: string }[] }> {
   const wanted = new Set(recorded.map((change) => change.path));
   const all = (await workspace.raw()).filter((change) => wanted.has(change.path));
@@ -168,11 +186,29 @@ export async function mergeBack(
     changes: allowed,
   });
   conflicts.push(...outcome.conflicts);
-  const empty =
-    outcome.change.created.length + outcome.change.modified.length + outcome.change.deleted.length === 0;
+  const journaled = options.journaled ?? new Set<string>();
+  const unjournaled = (entry: { path: string }) => !journaled.has(entry.path);
+  const change = options.attributeAlready
+    ? joined(outcome.change, {
+        created: outcome.alreadyChange.created.filter(unjournaled),
+        modified: outcome.alreadyChange.modified.filter(unjournaled),
+        deleted: outcome.alreadyChange.deleted.filter(unjournaled),
+      })
+    : outcome.change;
+  const empty = change.created.length + change.modified.length + change.deleted.length === 0;
   return {
-    ...(empty ? {} : { change: outcome.change }),
+    ...(empty ? {} : { change }),
     applied: [...outcome.applied, ...outcome.already],
     conflicts: conflicts.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)),
+  };
+}
+
+function joined(a: ChangeSet, b: ChangeSet): ChangeSet {
+  const sorted = <T extends { path: string }>(list: T[]) =>
+    list.sort((x, y) => (x.path < y.path ? -1 : x.path > y.path ? 1 : 0));
+  return {
+    created: sorted([...a.created, ...b.created]),
+    modified: sorted([...a.modified, ...b.modified]),
+    deleted: sorted([...a.deleted, ...b.deleted]),
   };
 }

@@ -9,7 +9,7 @@ import type { Provider } from "../../providers/provider.js";
 import type { ApprovalPort, HookPort, PermissionPort } from "../../runtime/ports.js";
 import { digestOf } from "../../shared/hash.js";
 import { ToolError } from "../../tools/errors.js";
-import type { ToolContext, ToolOutput } from "../../tools/tool.js";
+import type { RecordedAgent, ToolContext, ToolOutput } from "../../tools/tool.js";
 import { EngineSession } from "../handle.js";
 import type { Notify } from "../notice.js";
 import { prepareSession } from "../prepare.js";
@@ -140,18 +140,17 @@ export class Delegation {
     const port = context.delegation;
     if (!port) return undefined;
     const recorded = port.recorded(args.label);
-    const childId = `${this.parent.sessionId}/${args.label}`;
-    this.labels.add(args.label);
     if (recorded === undefined) return this.run(args, context);
     const { started, finished } = recorded;
     if (started.call_id !== context.callId) return undefined;
+    this.labels.add(args.label);
     if (finished) return resultOf(finished, started, []);
     this.started ??= port.children();
     return this.runChild(args, context, {
-      childId,
+      childId: started.child_session,
       depth: started.depth,
       budget: started.budget,
-      resumed: true,
+      resumed: recorded,
     });
   }
 
@@ -208,7 +207,7 @@ export class Delegation {
   private async runChild(
     args: AgentArgs,
     context: ToolContext,
-    child: { childId: string; depth: number; budget: Budget; resumed?: boolean },
+    child: { childId: string; depth: number; budget: Budget; resumed?: RecordedAgent },
   ): Promise<ToolOutput> {
     const port = context.delegation!;
     const bound = this.parent.bound!;
@@ -320,9 +319,13 @@ export class Delegation {
             exhaust(`cost_usd ${budget.cost_usd}`);
         },
       };
-      summary = await (prepared.records.length > 0 && child.resumed
-        ? session.resume(listener)
-        : session.turn(args.task, listener));
+      // A child that had ended before the crash is not run again: its end is read from its journal.
+      const ended = child.resumed ? recordedSummary(prepared.records) : undefined;
+      summary =
+        ended ??
+        (await (prepared.records.length > 0 && child.resumed
+          ? session.resume(listener)
+          : session.turn(args.task, listener)));
     } catch (error) {
       failure = error instanceof Error ? error.message : String(error);
     } finally {
@@ -352,14 +355,23 @@ export class Delegation {
       isolation === "copy" &&
       (outcome === "verified" || (outcome === "unverified" && (args.accept ?? []).length === 0));
     let merged: Awaited<ReturnType<typeof mergeBack>> | undefined;
-    if (mergeable && found.length > 0) {
-      await port.record({ type: "agent.merge", data: { call_id: context.callId, files: found } });
-      merged = await mergeBack(workspace, found, {
-        fs: context.fs,
-        artifacts: context.artifacts,
-        permissions: bound.permissions,
-      });
-      if (merged.change) context.workspaceChanged?.(merged.change);
+    // A merge begun before a crash is finished with the files it recorded as its intent.
+    const intended = child.resumed?.merge?.files;
+    if ((mergeable && found.length > 0) || intended !== undefined) {
+      const files = intended ?? found;
+      if (intended === undefined)
+        await port.record({ type: "agent.merge", data: { call_id: context.callId, files } });
+      merged = await mergeBack(
+        workspace,
+        files,
+        { fs: context.fs, artifacts: context.artifacts, permissions: bound.permissions },
+        // After a crash, files the interrupted merge had written and not yet journaled are this
+        // call's changes too; those it journaled are never recorded twice.
+        intended !== undefined
+          ? { attributeAlready: true, journaled: port.changedPaths(context.callId) }
+          : {},
+      );
+      if (merged.change) await port.changed(context.callId, merged.change);
     }
     const applied = new Set(merged?.applied ?? []);
     const changes = found.map((change) => ({ ...change, applied: applied.has(change.path) }));
@@ -400,6 +412,20 @@ export class Delegation {
     ];
     return resultOf(finished, started, notes, summary?.answer ?? null);
   }
+}
+
+/** How a child that had already ended looks as a run summary (its journal's last outcome). */
+function recordedSummary(records: readonly AnyRecord[]): RunSummary | undefined {
+  const outcome = SessionState.from(records).outcome;
+  if (outcome === undefined || outcome.kind === "interrupted") return undefined;
+  const base = { session: "", events: records.length, model_requests: 0, tool_calls: 0, message: null };
+  const tokens = { context_window: 0, peak_estimated_input_tokens: null, peak_reported_input_tokens: null };
+  const usage = SessionState.from(records).usage;
+  if (outcome.kind === "finished")
+    return { ...base, status: outcome.data.status, reason: null, answer: outcome.data.answer, usage, tokens };
+  if (outcome.kind === "stopped")
+    return { ...base, status: outcome.data.status, reason: outcome.data.reason, answer: null, usage, tokens };
+  return { ...base, status: "cancelled", reason: null, answer: null, usage, tokens };
 }
 
 /** What of the parent's binding a child's policy digest depends on: its policy's own digest. */
