@@ -32,7 +32,10 @@ const RUNS = 30;
 async function script(): Promise<string> {
   const child = (label: string) => ({
     replies: [
-      { text: "", calls: [{ id: "w", name: "write_file", arguments: { path: `${label}.txt`, content: `${label}\n` } }] },
+      {
+        text: "",
+        calls: [{ id: "w", name: "write_file", arguments: { path: `${label}.txt`, content: `${label}\n` } }],
+      },
       { text: `${label} done` },
     ],
   });
@@ -88,15 +91,25 @@ describe("SIGKILL of a parent while three writing children run, then resume", ()
       const parent = await readJournal(workspace, id);
       for (const [i, label] of LABELS.entries()) {
         const callId = `a${i}`;
-        expect(ofType(parent, "tool.result").filter((r) => r.data.call_id === callId).length, where).toBeLessThanOrEqual(1);
-        expect(ofType(parent, "agent.merge").filter((r) => r.data.call_id === callId).length, where).toBeLessThanOrEqual(1);
-        expect(ofType(parent, "agent.finished").filter((r) => r.data.call_id === callId).length, where).toBeLessThanOrEqual(1);
+        expect(
+          ofType(parent, "tool.result").filter((r) => r.data.call_id === callId).length,
+          where,
+        ).toBeLessThanOrEqual(1);
+        expect(
+          ofType(parent, "agent.merge").filter((r) => r.data.call_id === callId).length,
+          where,
+        ).toBeLessThanOrEqual(1);
+        expect(
+          ofType(parent, "agent.finished").filter((r) => r.data.call_id === callId).length,
+          where,
+        ).toBeLessThanOrEqual(1);
         const childId = `${id}/${label}`;
         if (existsSync(journalFile(workspace, childId))) {
           const child = await cli(["journal", "verify", childId, "--workspace", workspace], env);
           expect(child.code, `${where} ${childId}: ${child.stdout}${child.stderr}`).toBe(0);
           const end = ofType(parent, "agent.finished").find((r) => r.data.call_id === callId);
-          if (end) expect(end.data.head_hash, where).toBe((await readJournal(workspace, childId)).at(-1)?.hash);
+          if (end)
+            expect(end.data.head_hash, where).toBe((await readJournal(workspace, childId)).at(-1)?.hash);
         }
         // The child's file is in the parent's workspace at most once, with its bytes, and every
         // record of it being written names this agent call (or a person: `outside`).
