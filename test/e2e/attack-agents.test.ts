@@ -14,6 +14,7 @@ import {
   tempDir,
   workspaceWith,
 } from "./helpers.js";
+import { StdioServer, serverConfig, serverEnv } from "./serve-support.js";
 
 /*
  * Children that would outlive their parent: three sub-agents each running a long command when the
@@ -38,6 +39,65 @@ function liveWith(token: string): number[] {
   }
   return found;
 }
+
+/** A parent that starts three children, each running `sleep TOKEN`. */
+async function sleepersScript(token: string, labels: readonly string[]): Promise<string> {
+  const sleeper = {
+    replies: [
+      { text: "", calls: [{ id: "s", name: "shell", arguments: { command: `sleep ${token}` } }] },
+      { text: "x" },
+    ],
+  };
+  const file = join(await tempDir("harness-agents-script-"), "script.json");
+  await writeFile(
+    file,
+    JSON.stringify({
+      replies: [
+        {
+          text: "",
+          calls: labels.map((label, i) => ({
+            id: `a${i}`,
+            name: "agent",
+            arguments: { task: "wait", label },
+          })),
+        },
+        { text: "ok" },
+      ],
+      agents: Object.fromEntries(labels.map((label) => [label, sleeper])),
+    }),
+  );
+  return file;
+}
+
+const uniqueToken = () => `${1000 + Math.floor(Math.random() * 8000)}.${Math.floor(Math.random() * 1000)}`;
+
+describe("turn/interrupt over harness serve while three children run sleep 1000", () => {
+  it("interrupts the turn, cancels every child and kills their processes (0 survivors)", async () => {
+    const workspace = await workspaceWith({ "a.txt": "a\n" });
+    const token = uniqueToken();
+    const labels = ["one", "two", "three"];
+    const script = await sleepersScript(token, labels);
+    const server = new StdioServer(
+      serverEnv(await serverConfig(), { HARNESS_AGENTS_DIR: await tempDir("harness-agent-copies-") }),
+    );
+    try {
+      const session = (await server.call("session/start", { workspace, options: { script, shell: "allow" } }))
+        .result?.session as string;
+      expect(session).toBeTruthy();
+      await server.call("turn/start", { session, input: "wait" });
+      await until(() => liveWith(token).length >= 3, 60_000);
+      expect((await server.call("turn/interrupt", { session })).result).toEqual({});
+      await server.waitFor((m) => m.json.method === "turn/completed" && m.json.params?.session === session);
+      await until(() => liveWith(token).length === 0, 10_000);
+      const journal = await readJournal(workspace, session);
+      const ends = ofType(journal, "agent.finished").map((r) => r.data);
+      expect(ends.map((d) => d.outcome)).toEqual(["cancelled", "cancelled", "cancelled"]);
+      expect(ends.every((d) => d.survivors === 0)).toBe(true);
+    } finally {
+      await server.close();
+    }
+  }, 120_000);
+});
 
 describe.each(["SIGINT", "SIGTERM"] as const)("%s while three children run sleep 1000", (signal) => {
   it("cancels every child, kills their processes (0 survivors) and journals each child's end", async () => {

@@ -247,6 +247,7 @@ describe("same session, any door", () => {
     expect(reference!.setup.options).toEqual({
       write: "allow",
       shell: "deny",
+      agents: { depth: 1, concurrent: 4, max: 16 },
       allow: [ALLOW],
       deny: [DENY],
       defaults: {},
@@ -293,7 +294,13 @@ describe("session/start's write modes", () => {
       expect(await readFile(join(asking, "a.txt"), "utf8")).toBe("A\n");
       const records = await readJournal(asking, session);
       const header = records[0]!.data;
-      expect(header.options).toEqual({ write: "ask", shell: "deny", defaults: {}, identity: "local" });
+      expect(header.options).toEqual({
+        write: "ask",
+        shell: "deny",
+        agents: { depth: 1, concurrent: 4, max: 16 },
+        defaults: {},
+        identity: "local",
+      });
       expect((header.policy as { write: unknown }).write).toEqual({ mode: "ask", source: "cli" });
       expect(records.filter((r) => r.type === "approval.requested").map((r) => r.data.call_id)).toEqual([
         "w1",

@@ -243,7 +243,8 @@ async function prepareServedSession(
   const session = new ServedSession(newSessionId());
   // The client can be asked, so what no flag or config decides is asked, not denied.
   const { setup } = (
-    await prepareSession(config, {
+    // The client is the model here: it has no children to delegate to (no agent tool).
+    await prepareSession({ ...config, agents: { depth: 0 } }, {
       workspace,
       sessionId: session.sessionId,
       interactive: true,

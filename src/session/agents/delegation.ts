@@ -113,20 +113,23 @@ export class Delegation {
         asked: this.started + 1,
         allowed: limits.max,
       });
-    const budget = this.reserve(args.budget, port.remaining());
     this.started += 1;
     this.labels.add(args.label);
+    await this.turnToRun(context.signal);
+    // From here this call holds a slot, given back whatever happens.
     try {
-      await this.turnToRun(context.signal);
+      // Reserved when the child is about to start: a call that waited for a slot takes its share
+      // of what is left then, after the children before it gave back what they did not spend.
+      const budget = this.reserve(args.budget, port.remaining());
       try {
         return await this.runChild(args, context, { childId, depth, budget });
       } finally {
-        this.running -= 1;
-        this.waiting.shift()?.();
+        this.reserved.model_requests -= budget.model_requests;
+        this.reserved.tool_calls -= budget.tool_calls;
       }
     } finally {
-      this.reserved.model_requests -= budget.model_requests;
-      this.reserved.tool_calls -= budget.tool_calls;
+      this.running -= 1;
+      this.waiting.shift()?.();
     }
   }
 

@@ -11,28 +11,13 @@ const label = z
 const path = z.string().min(1).max(4096);
 
 export const agentArgsSchema = z.strictObject({
-  task: z
-    .string()
-    .min(1)
-    .max(100_000)
-    .describe("The child's goal, complete: it sees nothing of this conversation."),
-  label: label.describe("A name for the child, unique in this session (its session id is PARENT/LABEL)."),
-  tools: z
-    .array(z.string().min(1))
-    .max(64)
-    .optional()
-    .describe("The tools the child may use (a subset of yours; default: all of yours but MCP tools)."),
-  read_paths: z.array(path).max(1000).optional().describe("Only these files may be read (exact paths)."),
-  edit_paths: z
-    .array(path)
-    .max(1000)
-    .optional()
-    .describe("Only these files may be changed (also read paths)."),
-  write: z
-    .enum(["allow", "ask", "deny", "propose"])
-    .optional()
-    .describe("Write mode (never looser than yours)."),
-  shell: z.enum(["allow", "ask", "deny"]).optional().describe("Shell mode (never looser than yours)."),
+  task: z.string().min(1).max(100_000).describe("The whole goal: the child sees nothing else."),
+  label: label.describe("Unique in this session."),
+  tools: z.array(z.string().min(1)).max(64).optional().describe("A subset of yours."),
+  read_paths: z.array(path).max(1000).optional(),
+  edit_paths: z.array(path).max(1000).optional(),
+  write: z.enum(["allow", "ask", "deny", "propose"]).optional(),
+  shell: z.enum(["allow", "ask", "deny"]).optional(),
   budget: z
     .strictObject({
       model_requests: z.number().int().positive().optional(),
@@ -42,22 +27,16 @@ export const agentArgsSchema = z.strictObject({
       wall_ms: z.number().int().positive().optional(),
     })
     .optional()
-    .describe("What the child may spend, reserved from what you have left."),
+    .describe("Taken from what you have left."),
   isolation: z
     .enum(["copy", "shared"])
     .optional()
-    .describe("copy (default): a private copy of the workspace; shared: reads yours, never writes."),
+    .describe("copy (default): a private copy; shared: reads yours only."),
   merge: z
     .enum(["propose", "apply"])
     .optional()
-    .describe(
-      "propose (default): its changes come back as proposals; apply: written into your workspace where unchanged since.",
-    ),
-  accept: z
-    .array(z.string().min(1))
-    .max(16)
-    .optional()
-    .describe("Commands run by the host in the child's workspace: the child is verified only if all exit 0."),
+    .describe("propose (default); apply: written here where unchanged since."),
+  accept: z.array(z.string().min(1)).max(16).optional().describe("Host checks: verified only if all exit 0."),
 });
 
 export type AgentArgs = z.infer<typeof agentArgsSchema>;
@@ -67,13 +46,10 @@ export function agentTool(delegation: Delegation): ToolDefinition<AgentArgs> {
   return defineTool<AgentArgs>({
     name: "agent",
     description:
-      "Delegate a self-contained task to a sub-agent: a child session with its own model requests, " +
-      "working in a private copy of the workspace (or reading yours with isolation shared). It can " +
-      "never do more than you may: its tools, paths and modes are yours narrowed to what you ask, and " +
-      "its budget is taken from yours. Several agent calls in one reply run in parallel. The result " +
-      "gives the child's outcome (verified, unverified, failed, budget_exhausted, cancelled, " +
-      "review_required), its final text, its changes (path, base and new version, lines added/removed), " +
-      "conflicts, usage and the hash of its journal's last record. Its 'done' is a claim: check it.",
+      "Delegate a self-contained task to a sub-agent (a child session) working in a private copy of " +
+      "the workspace. It never gets more than you have: tools, paths and modes are yours narrowed, its " +
+      "budget comes out of yours. Calls in one reply run in parallel. Returns its outcome, final text, " +
+      "changes, conflicts and usage; its 'done' is a claim to check.",
     version: "1",
     input: agentArgsSchema,
     // The call itself reads: each of the child's calls is decided by the child's (narrowed) policy,
