@@ -1,5 +1,5 @@
 import type { JsonObject } from "../shared/json.js";
-import { type AgentLimits, effectiveAgentLimits } from "./agents/limits.js";
+import { type AgentLimits, DEFAULT_AGENT_LIMITS, effectiveAgentLimits } from "./agents/limits.js";
 
 export type WriteFlag = "allow" | "ask" | "deny" | "propose";
 export type ShellFlag = "allow" | "ask" | "deny";
@@ -127,8 +127,12 @@ export function flagWords(flags: RunFlags): string[][] {
   many("--edit-path", flags.editPaths);
   one("--context-window", flags.contextWindow);
   one("--request-deadline", flags.requestDeadlineMs);
-  one("--agents-depth", flags.agents?.depth);
-  one("--agents-concurrent", flags.agents?.concurrent);
-  one("--agents-max", flags.agents?.max);
+  // Only limits that differ from a new session's defaults: a printed command stays short.
+  const agents = flags.agents ?? {};
+  if (agents.depth !== undefined && agents.depth !== DEFAULT_AGENT_LIMITS.depth)
+    one("--agents-depth", agents.depth);
+  if (agents.concurrent !== undefined && agents.concurrent !== DEFAULT_AGENT_LIMITS.concurrent)
+    one("--agents-concurrent", agents.concurrent);
+  if (agents.max !== undefined && agents.max !== DEFAULT_AGENT_LIMITS.max) one("--agents-max", agents.max);
   return words;
 }
