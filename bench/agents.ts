@@ -5,7 +5,9 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync }
 import { cp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { ScriptedProvider } from "../src/providers/scripted/provider.js";
 import { copyWorkspace } from "../src/session/agents/workspace-copy.js";
+import { createSession } from "../src/session/create.js";
 import { TreeSnapshot } from "../src/workspace/tree-snapshot.js";
 import { type BenchRow, median, round } from "./stats.js";
 
@@ -101,6 +103,31 @@ export async function benchAgentCopy(): Promise<BenchRow[]> {
       );
       for (const dir of [a, b, c, state]) rmSync(dir, { recursive: true, force: true });
     }
+    // The whole start of a writing child: an `agent` call whose child answers at once (copy, base,
+    // the child's setup and first record of its copy, its journal, the scan for its changes).
+    const child: number[] = [];
+    writeFileSync(path.join(scratch, "config.json"), "{}");
+    const env = {
+      ...process.env,
+      HARNESS_CONFIG: path.join(scratch, "config.json"),
+      HARNESS_AGENTS_DIR: path.join(scratch, "copies"),
+    };
+    for (let round = 0; round < 3; round++) {
+      const provider = ScriptedProvider.fromFunction((_messages, step, agent) => {
+        if (agent !== "") return { text: "done" };
+        return step === 0
+          ? { text: "", calls: [{ id: "a1", name: "agent", arguments: { task: "nothing", label: `c${round}` } }] }
+          : { text: "ok" };
+      }, "bench-agent");
+      const session = await createSession({ write: "allow" }, { workspace: source, provider, env });
+      let agentMs = 0;
+      await session.turn("delegate", {
+        record: (record) => {
+          if (record.type === "tool.result" && record.data.call_id === "a1") agentMs = record.data.duration_ms;
+        },
+      });
+      child.push(agentMs);
+    }
     const oursMs = median(ours);
     const plainMs = median(plain);
     return [
@@ -118,6 +145,13 @@ export async function benchAgentCopy(): Promise<BenchRow[]> {
         note: `median of ${ROUNDS}`,
       },
       { name: "copyWorkspace / fs.cp", value: round(oursMs / plainMs, 2), unit: "x" },
+      {
+        name: "a writing child's whole start (agent call, empty task)",
+        value: round(median(child), 1),
+        unit: "ms",
+        note: "median of 3: copy, base, child setup and record, changes scan",
+      },
+      { name: "writing child / fs.cp", value: round(median(child) / plainMs, 2), unit: "x" },
       {
         name: "fs.cp with the .harness filter, links verbatim",
         value: round(median(filtered), 1),
