@@ -1,5 +1,12 @@
 import { z } from "zod";
-import { approvalRequested, durable, sessionId, sessionStatus, toolArguments } from "./common.js";
+import {
+  approvalRequested,
+  durable,
+  journalRecord,
+  sessionId,
+  sessionStatus,
+  toolArguments,
+} from "./common.js";
 
 /**
  * Every notification the server sends, with the schema of its params. Durable ones stand for
@@ -72,13 +79,23 @@ export const NOTIFICATIONS = {
     text: z.string(),
   }),
   "session/status": z.object({ session: sessionId, status: sessionStatus }),
+  /**
+   * A record a sub-agent of `session` just wrote to its own journal (`agent`: its label, `a/b`
+   * for a grandchild). Transient: it is in the child's journal, not this session's, so a replay
+   * of this session does not carry it.
+   */
+  "agent/record": z.object({ session: sessionId, agent: z.string().min(1), record: journalRecord }),
 } as const;
 
 export type NotificationName = keyof typeof NOTIFICATIONS;
 export type NotificationParams<N extends NotificationName> = z.output<(typeof NOTIFICATIONS)[N]>;
 
 /** Notifications that never stand for a journal record: no seq, never replayed. */
-export const TRANSIENT_NOTIFICATIONS: readonly NotificationName[] = ["item/delta", "session/status"];
+export const TRANSIENT_NOTIFICATIONS: readonly NotificationName[] = [
+  "item/delta",
+  "session/status",
+  "agent/record",
+];
 
 /** A notification as it travels, typed by its method. */
 export type Notification = {

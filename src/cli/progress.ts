@@ -1,5 +1,5 @@
 import type { EngineListener } from "../engine/options.js";
-import type { EventData } from "../journal/vocabulary.js";
+import type { AnyRecord, EventData } from "../journal/vocabulary.js";
 import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
 import { checkOutputLines } from "../ui/call-lines.js";
 import { STATUS_GLYPH } from "../ui/lines.js";
@@ -16,7 +16,8 @@ export const MODEL_TEXT_PREFIX = "│ ";
  * Human progress on stderr: streamed model text, one line per tool call with status and
  * duration. `--events` adds every durable journal record as NDJSON on stdout, and the model's
  * text as it streams as transient `{"transient":true,"type":"text.delta","text":...}` lines, and a running
- * call's output as transient `{"transient":true,"type":"tool.output","call_id":...,"text":...}` lines. Every string that
+ * call's output as transient `{"transient":true,"type":"tool.output","call_id":...,"text":...}` lines, and each
+sub-agent's records as they are written, with `"agent": "LABEL"` (`a/b` for a grandchild). Every string that
  * harness did not write itself is escaped (terminal-text.ts) before harness styles it.
  */
 export function createProgress(options: {
@@ -56,6 +57,14 @@ export function createProgress(options: {
     out.write(`${JSON.stringify({ transient: true, type: "tool.output", call_id: callId, text })}\n`);
   return {
     ...(options.events ? { toolOutput } : {}),
+    // A sub-agent's records, each tagged with its path below this session (`a/b` for a grandchild).
+    ...(options.events
+      ? {
+          agentRecord(path: string, record: AnyRecord) {
+            out.write(`${JSON.stringify({ ...record, agent: path })}\n`);
+          },
+        }
+      : {}),
     record(record) {
       if (options.events) out.write(`${JSON.stringify(record)}\n`);
       if (options.quiet) return;

@@ -226,6 +226,12 @@ function printSummary(
     `${label("workspace")}${run.workspace.root}`,
     `${label("activity")}${summary.model_requests} model requests, ${summary.tool_calls} tool calls, ${summary.events} events`,
     `${label("tokens")}${tokenLine(summary.usage)}`,
+    ...(summary.agents_usage
+      ? [
+          `${label("children")}${summary.agents_usage.model_requests} model requests, ${summary.agents_usage.tool_calls} tool calls, ` +
+            `tokens ${summary.agents_usage.input_tokens} in, ${summary.agents_usage.output_tokens} out`,
+        ]
+      : []),
     ...(cost === undefined ? [] : [`${label("cost")}${formatCost(cost)}`]),
     `${label("duration")}${(end.duration_ms / 1000).toFixed(1)} s`,
   ];

@@ -25,5 +25,6 @@ export function delegationPort(
       await run.record({ type: "workspace.changed", data: { call_id: callId, source: "tool", ...kept } });
     },
     changedPaths: (callId) => run.state.changedPaths.get(callId) ?? new Set(),
+    observe: (path, record) => run.options.listener?.agentRecord?.(path, record),
   };
 }

@@ -44,6 +44,11 @@ export interface RunSummary {
    * in its `run.stopped` (absent in older journals).
    */
   allow?: string[][];
+  /**
+   * What the session's sub-agents spent (their own sub-agents included), when it started any:
+   * not part of `model_requests`, `tool_calls` and `usage`, which are the session's own.
+   */
+  agents_usage?: SessionState["agentUsage"];
   /** Only from a compaction asked for by the user (compactOnly): what context.compacted recorded. */
   compacted?: { replaced_messages: number; tokens_before: number; tokens_after: number };
   /** Only from a userCommand: the call's result as journaled (its content is the scrubbed output). */
@@ -93,6 +98,11 @@ export interface PolicyHandle {
 export interface EngineListener extends ProgressListener {
   record?(record: AnyRecord): void;
   stream?(event: StreamEvent): void;
+  /**
+   * A record of a sub-agent's journal, as it is written: `path` is its label below this session
+   * (`a/b` for a grandchild). Not this session's record: it is in the child's journal.
+   */
+  agentRecord?(path: string, record: AnyRecord): void;
 }
 
 export interface EngineOptions {

@@ -64,6 +64,7 @@ export function summary(run: EngineRun): RunSummary {
     model_requests: state.modelRequests,
     tool_calls: state.toolCalls,
     usage: state.usage,
+    ...(state.agents.size > 0 ? { agents_usage: { ...state.agentUsage } } : {}),
     tokens: {
       context_window: run.budget.window,
       peak_estimated_input_tokens: state.peakEstimatedInputTokens,

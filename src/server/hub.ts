@@ -3,6 +3,7 @@ import type { ParsedParamsOf as ParamsOf, RunOptions, SessionSummary } from "../
 import type { EngineListener } from "../engine/options.js";
 import { SESSION_ID_PATTERN } from "../journal/session-path.js";
 import type { AnyRecord } from "../journal/vocabulary.js";
+import type { JsonObject } from "../shared/json.js";
 import { admitStart, admitWorkspace } from "./admission.js";
 import { type PendingApproval, WireApprover, type WireDecision } from "./approvals.js";
 import { canSee, type Identity } from "./identities.js";
@@ -472,6 +473,16 @@ export class SessionHub {
         const notification = hosted.fold.next(record);
         this.#emit(hosted.id, notification, true);
       },
+      // A sub-agent's records, as its journal takes them: live only (they are not this session's).
+      agentRecord: (path, record) =>
+        this.#emit(
+          hosted.id,
+          {
+            method: "agent/record",
+            params: { session: hosted.id, agent: path, record: record as unknown as JsonObject },
+          },
+          false,
+        ),
       stream: (event) => {
         if (event.type !== "text_delta" && event.type !== "reasoning_delta") return;
         this.#emit(

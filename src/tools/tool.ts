@@ -1,6 +1,6 @@
 import type { z } from "zod";
 import type { ArtifactStore } from "../artifacts/store.js";
-import type { EventData } from "../journal/vocabulary.js";
+import type { AnyRecord, EventData } from "../journal/vocabulary.js";
 import type { JsonObject } from "../shared/json.js";
 import type { WorkspaceFs } from "../workspace/fs.js";
 import type { ChangeSet } from "../workspace/manifest.js";
@@ -95,6 +95,11 @@ export interface DelegationPort {
   changed(callId: string, change: ChangeSet): Promise<void>;
   /** The paths this session's journal already records the call `callId` as having changed. */
   changedPaths(callId: string): ReadonlySet<string>;
+  /**
+   * A record a child (`agentPath` = its label, `a/b` for a grandchild) just wrote to its own
+   * journal, for whoever watches this session live; never journaled here.
+   */
+  observe?(agentPath: string, record: AnyRecord): void;
 }
 
 /** A child as its parent's journal holds it. */

@@ -107,8 +107,26 @@ export function embeddedJson(value: unknown): string {
     .replace(/\u2029/g, "\\u2029");
 }
 
-/** The static report: the page with the session's records inside; it makes no request at all. */
-export function reportHtml(records: readonly ViewerRecord[], meta: ReportMeta): string {
-  const data = `<script type="application/json" id="harness-data">${embeddedJson({ meta, records })}</script>\n`;
+/**
+ * A sub-agent's own session for the report, keyed in its parent by the `agent` call that started
+ * it: its records (exactly as journaled) and its own sub-agents.
+ */
+export interface ReportAgent {
+  session: string;
+  label: string;
+  records: readonly ViewerRecord[];
+  agents: Record<string, ReportAgent>;
+}
+
+/**
+ * The static report: the page with the session's records inside (and each sub-agent's, shown
+ * under the call that started it); it makes no request at all.
+ */
+export function reportHtml(
+  records: readonly ViewerRecord[],
+  meta: ReportMeta,
+  agents: Record<string, ReportAgent> = {},
+): string {
+  const data = `<script type="application/json" id="harness-data">${embeddedJson({ meta, records, agents })}</script>\n`;
   return page(REPORT_CSP, data);
 }

@@ -80,7 +80,7 @@ function startStatic(embedded) {
   document.body.classList.add("static");
   const payload = JSON.parse(embedded.textContent);
   const meta = payload.meta || {};
-  const timeline = makeTimeline(meta.session || "", {});
+  const timeline = makeTimeline(meta.session || "", { agents: payload.agents || {} });
   timeline.verdict = meta.verdict || null;
   for (const record of payload.records || []) timeline.add(record);
   if (timeline.verdict) showVerdict(timeline.verdict);

@@ -89,6 +89,9 @@ class Timeline {
     this.goal = null;
     this.status = "unknown";
     this.totals = { calls: 0, edits: 0, denied: 0, approvals: 0, declined: 0, input_tokens: 0, output_tokens: 0, usage: false, first: NaN, last: NaN };
+    // A report's sub-agents, by the agent call that started each: {session, label, records, agents}.
+    this.agents = this.hooks.agents && typeof this.hooks.agents === "object" ? this.hooks.agents : {};
+    this.agentBoxes = new Map();
   }
 
   /** A record already shown (a replay after a reconnect) is ignored. */
@@ -105,7 +108,8 @@ class Timeline {
     const handler = this["on_" + String(record.type).replace(/\./g, "_")];
     if (typeof handler === "function") handler.call(this, data, record, time);
     else this.line("event", String(record.type), record, time);
-    const totals = typeof document === "undefined" ? null : document.getElementById("totals");
+    // A sub-agent's timeline (nested) leaves the page's totals to the session the page is about.
+    const totals = typeof document === "undefined" || this.hooks.nested ? null : document.getElementById("totals");
     if (totals) this.renderTotals(totals);
     if (this.hooks.changed) this.hooks.changed(this);
   }
@@ -338,6 +342,66 @@ class Timeline {
   on_context_pruned(d, r, t) { this.line("dim", "Context pruned (" + d.tokens_before + " → " + d.tokens_after + " tokens)", r, t); }
   on_steer_delivered(d, r, t) { this.line("dim", d.count + " steer(s) sent to the model", r, t); }
   on_process_spawned() {}
+
+  // A sub-agent is drawn inside the agent call that started it: its label, status, what it spent
+  // and changed, and (in a report) its own session's timeline, nested the same way below it.
+  on_agent_started(d, r, t) {
+    const card = this.calls.get(d.call_id);
+    const box = el("section", "agent");
+    box.id = "agent-" + String(d.child_session).replace(/[^A-Za-z0-9_-]/g, "_");
+    box.dataset.childSession = String(d.child_session);
+    const head = el("div", "agent-head");
+    head.appendChild(el("span", "agent-label", "agent " + d.label));
+    const status = el("span", "status running", "running");
+    head.appendChild(status);
+    const budget = d.budget || {};
+    head.appendChild(el("span", "meta", d.child_session + " · depth " + d.depth + " · budget " + budget.model_requests + " requests / " + budget.tool_calls + " calls"));
+    box.appendChild(head);
+    const facts = el("div", "agent-facts");
+    box.appendChild(facts);
+    const child = Object.prototype.hasOwnProperty.call(this.agents, d.call_id) ? this.agents[d.call_id] : null;
+    if (child && Array.isArray(child.records)) {
+      const details = el("details", "agent-records");
+      details.open = true;
+      details.appendChild(el("summary", null, "its session: " + child.records.length + " records"));
+      const ol = el("ol", "timeline child");
+      details.appendChild(ol);
+      const sub = new Timeline(ol, { nested: true, agents: child.agents || {} });
+      sub.session = child.session;
+      for (const record of child.records) sub.add(record);
+      box.appendChild(details);
+    }
+    if (card) card.li.appendChild(box);
+    else this.item("call", "agent " + d.label, r, t).appendChild(box);
+    this.agentBoxes.set(d.call_id, { box, status, facts });
+  }
+  on_agent_approval(d, r, t) {
+    this.line(d.decision === "allow" ? "ok" : "error", "agent " + d.label + ": call " + d.call_id + (d.tool ? " (" + d.tool + ")" : "") + (d.decision === "allow" ? " approved" : " denied") + (d.by ? " by " + d.by : ""), r, t);
+  }
+  on_agent_merge(d, r, t) {
+    this.line("dim", "merging " + (d.files || []).length + " file(s) of agent call " + d.call_id, r, t);
+  }
+  on_agent_finished(d, r, t) {
+    let entry = this.agentBoxes.get(d.call_id);
+    if (!entry) {
+      this.on_agent_started({ call_id: d.call_id, label: d.child_session, child_session: d.child_session, depth: "?", budget: {} }, r, t);
+      entry = this.agentBoxes.get(d.call_id);
+    }
+    entry.status.className = "status " + String(d.outcome).replace(/[^a-z_]/g, "_");
+    entry.status.textContent = d.outcome;
+    entry.box.dataset.outcome = String(d.outcome);
+    const u = d.usage || {};
+    const changes = d.changes || [];
+    const conflicts = d.conflicts || [];
+    entry.facts.replaceChildren();
+    entry.facts.appendChild(el("div", "meta", u.model_requests + " model requests, " + u.tool_calls + " tool calls, " + u.input_tokens + " in / " + u.output_tokens + " out tokens · " + changes.length + " change(s), " + conflicts.length + " conflict(s)"));
+    for (const change of changes) {
+      entry.facts.appendChild(el("div", "path agent-change", (change.applied ? "applied " : "found ") + change.path + " +" + change.added + " -" + change.removed));
+    }
+    for (const conflict of conflicts) {
+      entry.facts.appendChild(el("div", "path agent-conflict", "conflict " + conflict.path + ": " + conflict.reason));
+    }
+  }
   on_instructions_loaded(d, r, t) {
     const files = (d.files || []).map((f) => f.path).join(", ");
     this.line("dim", "Instructions loaded" + (files ? ": " + files : ""), r, t);

@@ -69,4 +69,8 @@ body.static nav { display: none; }
 #prompt select { font: inherit; max-width: 24em; }
 .pane-error { color: var(--err); font-weight: 600; }
 .elsewhere { color: var(--warn); font-size: .85em; margin-left: .4em; }
+.agent { border: 1px solid var(--line); border-radius: 4px; padding: .3em .6em; margin: .4em 0; }
+.agent-head { display: flex; gap: .6em; align-items: baseline; flex-wrap: wrap; }
+.agent-label { font-weight: 600; }
+ol.timeline.child { list-style: none; padding: 0 0 0 .8em; margin: .3em 0; }
 `;

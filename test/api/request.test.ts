@@ -125,6 +125,7 @@ describe("the protocol's schemas", () => {
         "approval/resolved",
         "session/record",
         "session/status",
+        "agent/record",
       ].sort(),
     );
   });

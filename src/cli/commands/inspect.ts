@@ -7,6 +7,7 @@ import { DATABASE_HELP, openSessionSource } from "../../session/journal-source.j
 import { statusOf } from "../../session/status.js";
 import { escapeForTerminal, jsonForTerminal } from "../../shared/terminal-text.js";
 import { padEndWidth } from "../../shared/text-width.js";
+import { agentTree, agentTreeJson, agentTreeLines } from "../agent-tree.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { fitText, outputWidth } from "../fit.js";
@@ -27,8 +28,12 @@ denials and the time calls waited for ordered commit, MCP calls per server (call
 errors, denied, unknown outcomes), and the input tokens per model request
 (harness's estimate before sending, the provider's report after, and how much of it the
 provider read from its prompt cache) with their peaks and totals.
---json prints {session, status, timeline, tools, mcp, usage, tokens} instead (mcp:
-[{server, calls, ok, errors, denied, unknown}]); usage totals
+A session that delegated lists its sub-agents (label, depth, outcome, spend, changes, conflicts),
+a child's own sub-agents nested below it, and the totals add what the children spent.
+--json prints {session, status, timeline, tools, mcp, usage, agents, agents_usage, tokens}
+instead (mcp: [{server, calls, ok, errors, denied, unknown}]; agents: [{label, child_session,
+depth, outcome, usage, changes, conflicts, agents}], outcome and usage null while a child has
+not finished; agents_usage: what the children spent); usage totals
 input_tokens, output_tokens, reasoning_tokens, cached_tokens (read from the provider's prompt
 cache) and cache_write_tokens (written to it); tokens is
 {requests: [{step, attempt, estimated_input_tokens, reported_input_tokens, cached_input_tokens,
@@ -76,10 +81,11 @@ export const inspectCommand = {
     const tools = toolStats(records);
     const mcp = mcpStats(records);
     const tokens = requestTokens(records);
+    const agents = await agentTree(workspace.store, records);
     if (values.json) {
       const trusted = trust.trusted ? { trusted: true } : { trusted: false, untrusted: trust.message };
       process.stdout.write(
-        `${JSON.stringify({ session: sessionId, status: statusOf(state), ...trusted, timeline: records.map(describe), tools, mcp, usage: state.usage, tokens })}\n`,
+        `${JSON.stringify({ session: sessionId, status: statusOf(state), ...trusted, timeline: records.map(describe), tools, mcp, usage: state.usage, agents: agentTreeJson(agents), agents_usage: state.agentUsage, tokens })}\n`,
       );
       return EXIT.ok;
     }
@@ -100,12 +106,22 @@ export const inspectCommand = {
     out.push(
       `${style.bold("totals")}  ${state.modelRequests} model requests, ${state.toolCalls} tool calls, ${records.length} events; ` +
         `tokens in ${state.usage.input_tokens} / out ${state.usage.output_tokens}` +
-        `, cached ${state.usage.cached_tokens} read / ${state.usage.cache_write_tokens} written`,
+        `, cached ${state.usage.cached_tokens} read / ${state.usage.cache_write_tokens} written` +
+        // The session's own spend above; what its sub-agents spent (theirs included) beside it.
+        (state.agents.size > 0
+          ? `; children: ${state.agentUsage.model_requests} model requests, ${state.agentUsage.tool_calls} tool calls, ` +
+            `tokens in ${state.agentUsage.input_tokens} / out ${state.agentUsage.output_tokens}`
+          : ""),
     );
     out.push(
       `${style.bold("peak")}    input tokens per request: estimated ${tokens.peak.estimated_input_tokens ?? "-"}, ` +
         `reported ${tokens.peak.reported_input_tokens ?? "-"}`,
     );
+    if (agents.length > 0) {
+      out.push("");
+      out.push(style.bold("agents"));
+      out.push(...agentTreeLines(agents));
+    }
     if (tools.length > 0) {
       out.push("");
       out.push(`${"TOOL".padEnd(14)} CALLS  OK  ERR  DENIED  P50ms  P95ms  COMMIT-WAITms`);

@@ -1,6 +1,7 @@
 import { userInfo } from "node:os";
 import { createInterface } from "node:readline/promises";
 import { checkArtifacts } from "../../artifacts/file-store.js";
+import { SessionState } from "../../engine/state.js";
 import { describeOwner, type UnlockResult } from "../../journal/lock.js";
 import { repairJournal } from "../../journal/repair.js";
 import { assessTrust } from "../../journal/trust.js";
@@ -25,6 +26,9 @@ verify  check every record (sequence, hash chain, record hashes, event shapes), 
         was recorded (or adopted) by you: its records authenticate under your journal key, and
         that every stored artifact still has its SHA-256.
         Exit 0 when intact and yours, 5 when damaged or not trusted (the message says what and where).
+        A session's sub-agents are verified too, down to the deepest, and each must end at the
+        record its parent's agent.finished names (head_hash): a damaged or altered child fails
+        its parent, named. --json adds children: [their results] and head_mismatches.
         --database URL verifies a session stored in PostgreSQL; its artifacts are checked in the
         workspace --workspace names, and not at all without it.
 repair  keep a byte-identical backup (events.jsonl.bak-<time>), then cut the journal back to
@@ -82,18 +86,34 @@ export function referencedArtifacts(records: readonly AnyRecord[]): string[] {
   return ids;
 }
 
-async function verify(source: JournalSource, sessionId: string, json: boolean): Promise<number> {
+/** One session's verification, with its sub-agents' (recursively). */
+interface SessionCheck {
+  session: string;
+  ok: boolean;
+  /** Human lines saying what is wrong, or that it is intact. */
+  lines: string[];
+  /** The `--json` body: this session's own result, then `children` and `head_mismatches`. */
+  body: Record<string, unknown>;
+}
+
+/**
+ * Verify a session, then each sub-agent it started (from its `agent.started` records and the
+ * folders beside its journal), down to the deepest, and that every `agent.finished.head_hash`
+ * is the child journal's last record: a child altered, cut or appended to after its parent
+ * recorded its end fails the parent too, named.
+ */
+async function checkSession(source: JournalSource, sessionId: string): Promise<SessionCheck> {
   const result = await source.verify(sessionId);
   if (!result.ok) {
-    if (json) {
-      process.stdout.write(`${jsonForTerminal({ session: sessionId, ...result })}\n`);
-    } else {
-      process.stdout.write(
-        `journal ${sessionId}: ${result.code}: ${escapeForTerminal(result.message)}\n` +
-          `the first ${result.validRecords} records are valid; repair with: harness journal repair ${sessionId}\n`,
-      );
-    }
-    return EXIT.journalRefused;
+    return {
+      session: sessionId,
+      ok: false,
+      body: { session: sessionId, ...result },
+      lines: [
+        `journal ${sessionId}: ${result.code}: ${escapeForTerminal(result.message)}`,
+        `the first ${result.validRecords} records are valid; repair with: harness journal repair ${sessionId}`,
+      ],
+    };
   }
   const trust = assessTrust(result.records, source.store.key, sessionId);
   const artifactsDir = source.artifactsDir(sessionId);
@@ -101,20 +121,6 @@ async function verify(source: JournalSource, sessionId: string, json: boolean): 
     ? await checkArtifacts(artifactsDir, referencedArtifacts(result.records))
     : { intact: 0, modified: [], missing: [] };
   const artifactsOk = artifacts.modified.length === 0 && artifacts.missing.length === 0;
-  const ok = trust.trusted && artifactsOk;
-  if (json) {
-    const body = {
-      session: sessionId,
-      ok,
-      records: result.records.length,
-      trusted: trust.trusted,
-      ...(trust.trusted ? {} : { code: "UNTRUSTED", problem: trust.problem, message: trust.message }),
-      artifacts,
-      ...(artifactsDir ? {} : { artifacts_checked: false }),
-    };
-    process.stdout.write(`${jsonForTerminal(body)}\n`);
-    return ok ? EXIT.ok : EXIT.journalRefused;
-  }
   const lines: string[] = [];
   if (!trust.trusted) lines.push(`journal ${sessionId}: UNTRUSTED: ${escapeForTerminal(trust.message)}`);
   for (const id of artifacts.modified) {
@@ -127,16 +133,68 @@ async function verify(source: JournalSource, sessionId: string, json: boolean): 
       `journal ${sessionId}: artifact ${escapeForTerminal(id)} is referenced by the journal but missing`,
     );
   }
-  if (ok) {
+
+  const state = SessionState.from(result.records);
+  const childIds = new Set(await source.store.listChildren(sessionId));
+  for (const agent of state.agents.values()) childIds.add(agent.started.child_session);
+  const children: SessionCheck[] = [];
+  const mismatches: { child_session: string; recorded: string | null; actual: string | null }[] = [];
+  for (const childId of [...childIds].sort()) {
+    const exists = await source.store.exists(childId);
+    const child: SessionCheck = exists
+      ? await checkSession(source, childId)
+      : {
+          session: childId,
+          ok: false,
+          body: { session: childId, ok: false, code: "SESSION_NOT_FOUND" },
+          lines: [`journal ${childId}: missing: its parent ${sessionId} records starting it`],
+        };
+    children.push(child);
+    const finished = [...state.agents.values()].find((a) => a.started.child_session === childId)?.finished;
+    if (finished === undefined || !exists) continue;
+    const read = await source.verifiedPrefix(childId);
+    const actual = read.records.at(-1)?.hash ?? null;
+    if (read.result.ok && actual !== finished.head_hash) {
+      mismatches.push({ child_session: childId, recorded: finished.head_hash, actual });
+      lines.push(
+        `journal ${sessionId}: sub-agent ${childId} does not end where this session recorded it ended: ` +
+          `agent.finished records head ${finished.head_hash ?? "none"}, its journal ends at ${actual ?? "no record"}`,
+      );
+    }
+  }
+  const childrenOk = children.every((child) => child.ok) && mismatches.length === 0;
+  for (const child of children) {
+    if (!child.ok) lines.push(`journal ${sessionId}: sub-agent ${child.session} fails verification`);
+  }
+  const ok = trust.trusted && artifactsOk && childrenOk;
+  if (trust.trusted && artifactsOk) {
     const checked = artifactsDir
       ? `${artifacts.intact} artifact(s) match their SHA-256`
       : "artifacts not checked: name the workspace that holds them with --workspace DIR";
+    const agents = children.length > 0 ? `; ${children.length} sub-agent journal(s) checked` : "";
     lines.push(
-      `journal ${sessionId}: intact (${result.records.length} records, authenticated by your key; ${checked})`,
+      `journal ${sessionId}: ${childrenOk ? "intact" : "own records intact"} (${result.records.length} records, authenticated by your key; ${checked}${agents})`,
     );
   }
-  process.stdout.write(`${lines.join("\n")}\n`);
-  return ok ? EXIT.ok : EXIT.journalRefused;
+  const body = {
+    session: sessionId,
+    ok,
+    records: result.records.length,
+    trusted: trust.trusted,
+    ...(trust.trusted ? {} : { code: "UNTRUSTED", problem: trust.problem, message: trust.message }),
+    artifacts,
+    ...(artifactsDir ? {} : { artifacts_checked: false }),
+    children: children.map((child) => child.body),
+    head_mismatches: mismatches,
+  };
+  // A child's own lines come after its parent's, so the first line names the session asked about.
+  return { session: sessionId, ok, body, lines: [...lines, ...children.flatMap((child) => child.lines)] };
+}
+
+async function verify(source: JournalSource, sessionId: string, json: boolean): Promise<number> {
+  const check = await checkSession(source, sessionId);
+  process.stdout.write(json ? `${jsonForTerminal(check.body)}\n` : `${check.lines.join("\n")}\n`);
+  return check.ok ? EXIT.ok : EXIT.journalRefused;
 }
 
 /** What resuming the session would do with the user's machine and credentials, for the person to judge. */

@@ -8,7 +8,8 @@ import { type JournalSource, openSessionSource } from "../../session/journal-sou
 import { UsageError } from "../../session/usage-error.js";
 import { errnoCode } from "../../shared/errno.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
-import { type ReportMeta, reportHtml } from "../../viewer/page.js";
+import { type ReportAgent, type ReportMeta, reportHtml } from "../../viewer/page.js";
+import { type AgentNode, agentTree } from "../agent-tree.js";
 import { parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { stderrNotices } from "../notices.js";
@@ -24,7 +25,8 @@ calls with status and duration, the diffs of the edits and writes that were appl
 unified diff the chat shows; a denied edit is marked denied, with no diff), shell commands and
 their output, each approval just before the call it answered, acceptance checks, the outcome,
 and totals (calls, edits, denied, approvals, tokens when recorded, duration). The view harness
-serve --http shows live.
+serve --http shows live. Each sub-agent is shown inside the agent call that started it (label,
+outcome, spend, changes, conflicts) with its own session's records, and its sub-agents below.
 SESSION may be the start of an id. The journal is verified first (hash chain, authentication by
 your key, artifacts) and the verdict is shown at the top of the page.
 
@@ -68,8 +70,14 @@ export const reportCommand = {
       "harness report SESSION -o FILE",
     );
     const source = await openSessionSource(values, sessionId, { withArtifacts: true, notify: stderrNotices });
-    const { records, verdict } = await verifiedRecords(source, sessionId).finally(() => source.close());
-    const html = reportHtml(records, { session: sessionId, generated: new Date().toISOString(), verdict });
+    const { records, verdict, agents } = await verifiedRecords(source, sessionId)
+      .then(async (read) => ({ ...read, agents: reportAgents(await agentTree(source.store, read.records)) }))
+      .finally(() => source.close());
+    const html = reportHtml(
+      records,
+      { session: sessionId, generated: new Date().toISOString(), verdict },
+      agents,
+    );
     if (target === undefined) process.stdout.write(html);
     else {
       await writeReplacing(target, html);
@@ -124,6 +132,19 @@ async function verifiedRecords(
     verdict.detail = `authenticated by your key; ${checked}`;
   }
   return { records, verdict };
+}
+
+/** The sub-agents' sessions as the page embeds them, keyed by the agent call that started each. */
+function reportAgents(nodes: readonly AgentNode[]): Record<string, ReportAgent> {
+  const out: Record<string, ReportAgent> = {};
+  for (const node of nodes)
+    out[node.call_id] = {
+      session: node.child_session,
+      label: node.label,
+      records: node.records,
+      agents: reportAgents(node.agents),
+    };
+  return out;
 }
 
 async function refuseDirectory(target: string): Promise<void> {

@@ -142,6 +142,7 @@ Run:
                              recorded (e.g. an MCP server changed its tool list); journaled
   --json                     print exactly one JSON summary object on stdout
   --events                   print journal events as NDJSON on stdout while running
+                             (a sub-agent's records too, each with "agent": its label, a/b below it)
 ${QUIET_CALLS_HELP}
   -h, --help                 show this help
 

@@ -303,7 +303,10 @@ export class Delegation {
       });
       const spent = { tokens: 0, cost: 0 };
       const listener = {
+        // Whoever watches this session live sees the child's records too, tagged with its path.
+        agentRecord: (path: string, record: AnyRecord) => port.observe?.(`${args.label}/${path}`, record),
         record: (record: AnyRecord) => {
+          port.observe?.(args.label, record);
           if (record.type !== "model.reply" || !record.data.usage) return;
           const usage = record.data.usage;
           spent.tokens += (usage.input_tokens ?? 0) + (usage.output_tokens ?? 0);

@@ -1,3 +1,4 @@
+import { z } from "zod";
 import type { JsonObject } from "../../shared/json.js";
 import type { RunFlags, ShellFlag, WriteFlag } from "../run-flags.js";
 
@@ -141,4 +142,33 @@ function carried(flags: RunFlags): RunFlags {
     if (value !== undefined) Object.assign(out, { [key]: value });
   }
   return out;
+}
+
+const recordedGrant = z.object({
+  write: z.enum(["allow", "ask", "deny", "propose"]),
+  shell: z.enum(["allow", "ask", "deny"]),
+  read_only: z.boolean().optional(),
+  tools: z.array(z.string()),
+  read_paths: z.array(z.string()).optional(),
+  edit_paths: z.array(z.string()).optional(),
+});
+
+/**
+ * A child's own options rebuilt from the grant its parent recorded (`agent.started.grant`) and
+ * the parent's effective options: what its own policy was built from, before the parent's
+ * decided each call too. Undefined when the record is not a grant this harness writes.
+ */
+export function flagsFromGrant(parent: RunFlags, grant: unknown): RunFlags | undefined {
+  const parsed = recordedGrant.safeParse(grant);
+  if (!parsed.success) return undefined;
+  const g = parsed.data;
+  return {
+    ...carried(parent),
+    write: g.write,
+    shell: g.shell,
+    ...(g.read_only === true ? { readOnly: true } : {}),
+    tools: g.tools.join(","),
+    ...(g.read_paths ? { readPaths: g.read_paths } : {}),
+    ...(g.edit_paths ? { editPaths: g.edit_paths } : {}),
+  };
 }
