@@ -297,6 +297,10 @@ export class Delegation {
         permissions: new IntersectedPermissions(setup.policy.permissions, bound.permissions),
       };
       if (bound.hooks) setup.hooks = bound.hooks;
+      // The child's record of its copy hashes every file but keeps no copy of one: its changes come
+      // back through the merge (whose replaced contents the parent keeps) and the copy is thrown
+      // away, so keeping each file again would double the cost of starting a child.
+      if (workspace.isolation === "copy") setup.workspaceWithheld = () => true;
       if (setup.processes) setupKill = setup.processes.killSurvivors;
       const session = new EngineSession(prepared.run, prepared.records.length > 0, {
         signal: controller.signal,
