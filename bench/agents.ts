@@ -116,14 +116,18 @@ export async function benchAgentCopy(): Promise<BenchRow[]> {
       const provider = ScriptedProvider.fromFunction((_messages, step, agent) => {
         if (agent !== "") return { text: "done" };
         return step === 0
-          ? { text: "", calls: [{ id: "a1", name: "agent", arguments: { task: "nothing", label: `c${round}` } }] }
+          ? {
+              text: "",
+              calls: [{ id: "a1", name: "agent", arguments: { task: "nothing", label: `c${round}` } }],
+            }
           : { text: "ok" };
       }, "bench-agent");
       const session = await createSession({ write: "allow" }, { workspace: source, provider, env });
       let agentMs = 0;
       await session.turn("delegate", {
         record: (record) => {
-          if (record.type === "tool.result" && record.data.call_id === "a1") agentMs = record.data.duration_ms;
+          if (record.type === "tool.result" && record.data.call_id === "a1")
+            agentMs = record.data.duration_ms;
         },
       });
       child.push(agentMs);

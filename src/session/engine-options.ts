@@ -40,6 +40,8 @@ export interface SessionRun {
   changesDeniedStops?: boolean;
   /** The identity that owns the session (a server's client), recorded in session.started's setup. */
   owner?: string;
+  /** One call's own cancellation from whoever proposed it (RuntimeEnvironment.callSignal: mcp serve). */
+  callSignal?(callId: string): AbortSignal | undefined;
 }
 
 /** Where a CLI session's tool calls run: its workspace, its artifacts, and the setup's ports. */
@@ -106,7 +108,10 @@ export function sessionEngineOptions(
     sessionId: run.sessionId,
     store: run.store ?? run.workspace.store,
     provider: run.setup.provider,
-    runtime: runtimeEnvironment(run.workspace, run.sessionId, run.setup, run.notify),
+    runtime: {
+      ...runtimeEnvironment(run.workspace, run.sessionId, run.setup, run.notify),
+      ...(run.callSignal ? { callSignal: run.callSignal } : {}),
+    },
     workspace: run.workspace.identity,
     ...(run.goal !== undefined ? { goal: run.goal } : {}),
     ...(run.input !== undefined ? { input: run.input } : {}),

@@ -1,5 +1,4 @@
 import { defaultProfile } from "../../config/sections.js";
-import { Engine } from "../../engine/engine.js";
 import type { EngineListener } from "../../engine/options.js";
 import { isLoopback, originOf } from "../../mcp-server/http-guard.js";
 import { DEFAULT_SESSION_LIMITS } from "../../mcp-server/http-limits.js";
@@ -7,7 +6,6 @@ import { runToolApprover } from "../../mcp-server/run-tool.js";
 import { ServedSession } from "../../mcp-server/served-session.js";
 import { MAX_CONTEXT_TOKENS } from "../../providers/context-window.js";
 import type { SessionConfig } from "../../session/config.js";
-import { sessionEngineOptions } from "../../session/engine-options.js";
 import { loadConfigForCli } from "../../session/governance.js";
 import { EngineSession } from "../../session/handle.js";
 import { prepareSession } from "../../session/prepare.js";
@@ -242,17 +240,21 @@ async function prepareServedSession(
 ): Promise<PreparedSession> {
   const session = new ServedSession(newSessionId());
   // The client can be asked, so what no flag or config decides is asked, not denied.
-  const { setup } = (
+  const { setup } =
     // The client is the model here: it has no children to delegate to (no agent tool).
-    await prepareSession({ ...config, agents: { depth: 0 } }, {
-      workspace,
-      sessionId: session.sessionId,
-      interactive: true,
-      provider: session.model,
-      approver: session.approver,
-      notify: stderrNotices,
-    })
-  ).run;
+    (
+      await prepareSession(
+        { ...config, agents: { depth: 0 } },
+        {
+          workspace,
+          sessionId: session.sessionId,
+          interactive: true,
+          provider: session.model,
+          approver: session.approver,
+          notify: stderrNotices,
+        },
+      )
+    ).run;
   if (notices)
     for (const notice of setup.notices) process.stderr.write(`harness: note: ${escapeForTerminal(notice)}\n`);
   return { session, setup };
@@ -265,28 +267,28 @@ async function startServedSession(
   const sessionId = session.sessionId;
   // Without instructions: nobody reads a system message here, so no AGENTS.md is loaded.
   const { instructions: _unused, ...servingSetup } = setup;
-  await session.start((_model, listener, signal) => {
-    const options = sessionEngineOptions(
-      {
-        workspace,
-        sessionId,
-        mode: "new",
-        goal: "mcp serve",
-        setup: servingSetup,
-        acceptance: [],
-        limits: {
-          maxModelRequests: Number.MAX_SAFE_INTEGER,
-          maxToolCalls: Number.MAX_SAFE_INTEGER,
-          contextWindowTokens: MAX_CONTEXT_TOKENS,
-          replyReserveTokens: 1,
+  await session.start(
+    (_model, listener, signal) =>
+      new EngineSession(
+        {
+          workspace,
+          sessionId,
+          mode: "new",
+          setup: servingSetup,
+          acceptance: [],
+          limits: {
+            maxModelRequests: Number.MAX_SAFE_INTEGER,
+            maxToolCalls: Number.MAX_SAFE_INTEGER,
+            contextWindowTokens: MAX_CONTEXT_TOKENS,
+            replyReserveTokens: 1,
+          },
+          // A client's notifications/cancelled stops its one call (served-session.ts).
+          callSignal: session.callSignal,
         },
-      },
-      signal,
-      listener,
-    );
-    // A client's notifications/cancelled stops its one call (served-session.ts).
-    return new Engine({ ...options, runtime: { ...options.runtime, callSignal: session.callSignal } }).run();
-  });
+        false,
+        { signal, listener },
+      ).turn("mcp serve").done,
+  );
   // A refused journal or a bad setup reaches the client as the call's error, and the operator's log.
   if (session.failure !== undefined) throw session.failure;
   if (session.stopped) throw new Error(session.stopped);

@@ -96,7 +96,7 @@ describe("approvals inside a child", () => {
     await session.turn("delegate");
     const child = await journal(`${session.sessionId}/helper`);
     const result = ofType(child, "tool.result").find((r) => (r.data as { call_id: string }).call_id === "s1");
-    expect((result?.data as { status: string }).status).toBe("denied");
+    expect(result?.data).toMatchObject({ status: "denied" });
     expect(
       ofType(child, "tool.started").filter((r) => (r.data as { call_id: string }).call_id === "s1"),
     ).toEqual([]);
