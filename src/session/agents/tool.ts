@@ -38,7 +38,11 @@ export const agentArgsSchema = z.strictObject({
     .enum(["propose", "apply"])
     .optional()
     .describe("propose (default); apply: written here where unchanged since."),
-  accept: z.array(z.string().min(1)).max(16).optional().describe("Host checks: verified only if all exit 0."),
+  accept: z
+    .array(z.string().min(1))
+    .max(16)
+    .optional()
+    .describe("Host checks your shell may run unasked: verified only if all exit 0."),
 });
 
 export type AgentArgs = z.infer<typeof agentArgsSchema>;
