@@ -336,4 +336,51 @@ describe("a child reaching past its copy", () => {
     expect(await readFile(join(workspace, "b.txt"), "utf8")).toBe("b\n");
     expect(existsSync(join(workspace, "c.txt"))).toBe(false);
   });
+
+  it("shared, writes nothing of the parent's whatever it asks: its shell is read-only and its file tools are denied", async () => {
+    const workspace = await workspaceWith({ "a.txt": "a\n" });
+    const { result, journal, child } = await run(
+      workspace,
+      {
+        replies: [
+          {
+            text: "",
+            calls: [
+              call("a1", "agent", {
+                task: "x",
+                label: "sh",
+                isolation: "shared",
+                write: "allow",
+                merge: "apply",
+              }),
+            ],
+          },
+          { text: "ok" },
+        ],
+        agents: {
+          sh: {
+            replies: [
+              {
+                text: "",
+                calls: [
+                  call("c1", "shell", { command: "echo SH >> a.txt; touch new.txt; true" }),
+                  call("c2", "write_file", { path: "b.txt", content: "b" }),
+                ],
+              },
+              { text: "done" },
+            ],
+          },
+        },
+      },
+      ["--write", "allow", "--shell", "allow"],
+    );
+    expectExit(result, 0);
+    const results = resultsByCall(await child("sh"));
+    expect(String(results.get("c1")?.content)).toContain("Read-only file system");
+    expect(results.get("c2")?.error_type).toBe("POLICY_DENIED");
+    expect(ofType(journal, "agent.finished")[0]?.data.changes).toEqual([]);
+    expect(await readFile(join(workspace, "a.txt"), "utf8")).toBe("a\n");
+    expect(existsSync(join(workspace, "new.txt"))).toBe(false);
+    expect(existsSync(join(workspace, "b.txt"))).toBe(false);
+  });
 });
