@@ -18,6 +18,7 @@ import {
   tempDir,
   workspaceWith,
 } from "./helpers.js";
+import { StdioServer, serverConfig, serverEnv } from "./serve-support.js";
 
 /*
  * The model (parent and children) as the attacker: each test drives the built CLI with a script
@@ -382,5 +383,63 @@ describe("a child reaching past its copy", () => {
     expect(await readFile(join(workspace, "a.txt"), "utf8")).toBe("a\n");
     expect(existsSync(join(workspace, "new.txt"))).toBe(false);
     expect(existsSync(join(workspace, "b.txt"))).toBe(false);
+  });
+});
+
+describe("a child's ask over harness serve", () => {
+  it("is shown as the child's own call, never as an earlier call of the parent's with the same id", async () => {
+    const workspace = await workspaceWith({ "a.txt": "a\n" });
+    const file = join(await tempDir("harness-agents-script-"), "script.json");
+    await writeFile(
+      file,
+      JSON.stringify({
+        replies: [
+          { text: "", calls: [call("c1", "shell", { command: "echo harmless" })] },
+          { text: "", calls: [call("a1", "agent", { task: "x", label: "kid" })] },
+          { text: "ok" },
+        ],
+        agents: {
+          kid: {
+            replies: [
+              { text: "", calls: [call("c1", "shell", { command: "echo DANGER > a.txt" })] },
+              { text: "done" },
+            ],
+          },
+        },
+      }),
+    );
+    const server = new StdioServer(
+      serverEnv(await serverConfig(), { HARNESS_AGENTS_DIR: await tempDir("harness-agent-copies-") }),
+    );
+    try {
+      const started = await server.call("session/start", { workspace, goal: "g", options: { script: file } });
+      const session = started.result?.session as string;
+      const first = await server.waitFor((m) => m.json.method === "approval/requested");
+      await server.call("approval/respond", {
+        approval_id: first.json.params?.approval_id,
+        decision: "accept",
+      });
+      // The child's ask is journaled in the child's journal: the client finds it in approval/list.
+      let pending: Record<string, unknown>[] = [];
+      for (const deadline = Date.now() + 20_000; Date.now() < deadline; ) {
+        const listed = await server.call("approval/list", {});
+        pending = (listed.result?.approvals as Record<string, unknown>[] | undefined) ?? [];
+        if (pending.length === 1 && pending[0]?.approval_id !== first.json.params?.approval_id) break;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(pending[0]).toMatchObject({
+        call_id: "kid/c1",
+        tool: "shell",
+        arguments: { command: "echo DANGER > a.txt" },
+      });
+      await server.call("approval/respond", { approval_id: pending[0]?.approval_id, decision: "decline" });
+      await server.waitFor((m) => m.json.method === "turn/completed");
+      const journal = await readJournal(workspace, session);
+      expect(ofType(journal, "agent.approval").map((r) => r.data)).toEqual([
+        expect.objectContaining({ label: "kid", call_id: "c1", tool: "shell", decision: "deny" }),
+      ]);
+    } finally {
+      await server.close();
+    }
   });
 });
