@@ -185,13 +185,15 @@ export class WorkspaceEffects {
   private madeParents(change: ChangeSet): ChangeSet["created"] {
     const expected = this.expected as Manifest;
     const made = new Set<string>();
+    // A directory the change names itself (a merge's, which reports what it made) is not added twice.
+    const named = new Set(change.created.map((entry) => entry.path));
     for (const { path } of change.created) {
       const parts = path.split("/");
       for (let depth = 1; depth < parts.length; depth++) {
         const dir = parts.slice(0, depth).join("/");
         if (this.tree.excludes.excludesDirPath(dir)) break;
         const known = expected.get(dir);
-        if (known !== undefined && isDir(known)) continue;
+        if ((known !== undefined && isDir(known)) || named.has(dir)) continue;
         made.add(dir);
       }
     }

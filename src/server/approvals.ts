@@ -1,5 +1,6 @@
 import { ErrorCode, RpcError } from "../api/errors.js";
 import type { ApprovalDecision, ApprovalPort, ApprovalRequest } from "../runtime/ports.js";
+import { digestOf } from "../shared/hash.js";
 import type { JsonObject } from "../shared/json.js";
 
 /** A pending approval as `approval/list` shows it: its approval/requested notification's params. */
@@ -34,7 +35,15 @@ export class WireApprover implements ApprovalPort {
   }
 
   request(request: ApprovalRequest, signal: AbortSignal): Promise<ApprovalDecision> {
-    const requested = this.requestedOf(request.callId);
+    // The journaled params of this call's ask, only if they are this ask's: a call id is the
+    // model's to choose, and an earlier ask under the same id must never be shown for this one.
+    const recorded = this.requestedOf(request.callId);
+    const requested =
+      recorded !== undefined &&
+      recorded.tool === request.tool &&
+      digestOf(recorded.arguments ?? null) === digestOf(request.arguments)
+        ? recorded
+        : undefined;
     const approvalId =
       typeof requested?.approval_id === "string"
         ? requested.approval_id

@@ -14,15 +14,40 @@ const request: ApprovalRequest = {
   subject: { kind: "path", value: "a.txt" } as unknown as ApprovalRequest["subject"],
 };
 
+/** What the journal's approval/requested params say of `request`. */
+const asked = { tool: "write_file", arguments: { path: "a.txt" } };
+
 describe("WireApprover", () => {
-  it("waits for an answer; accept_session allows for the session, by the answering identity", async () => {
+  it("never shows an earlier ask recorded under the same call id for a different call", async () => {
     const approver = new WireApprover(
       "s",
-      () => ({ approval_id: "s:7" }),
+      () => ({ approval_id: "s:3", tool: "write_file", arguments: { path: "harmless.txt" } }),
       () => {},
     );
     const answer = approver.request(request, new AbortController().signal);
-    expect(approver.pending).toEqual([{ approval_id: "s:7" }]);
+    expect(approver.pending).toEqual([
+      {
+        approval_id: "s:c1",
+        session: "s",
+        call_id: "c1",
+        tool: "write_file",
+        effect: "local_write",
+        arguments: { path: "a.txt" },
+      },
+    ]);
+    expect(approver.has("s:3")).toBe(false);
+    approver.respond("s:c1", "decline", "alice");
+    expect((await answer).decision).toBe("deny");
+  });
+
+  it("waits for an answer; accept_session allows for the session, by the answering identity", async () => {
+    const approver = new WireApprover(
+      "s",
+      () => ({ approval_id: "s:7", ...asked }),
+      () => {},
+    );
+    const answer = approver.request(request, new AbortController().signal);
+    expect(approver.pending).toEqual([{ approval_id: "s:7", ...asked }]);
     approver.respond("s:7", "accept_session", "alice");
     expect(await answer).toEqual({ decision: "allow", scope: "session", by: "identity:alice" });
     expect(approver.pending).toEqual([]);
@@ -34,7 +59,7 @@ describe("WireApprover", () => {
   it("denies when the timeout passes or the turn is interrupted, never by itself otherwise", async () => {
     const timed = new WireApprover(
       "s",
-      () => ({ approval_id: "s:1" }),
+      () => ({ approval_id: "s:1", ...asked }),
       () => {},
       20,
     );
@@ -47,7 +72,7 @@ describe("WireApprover", () => {
     const controller = new AbortController();
     const parked = new WireApprover(
       "s",
-      () => ({ approval_id: "s:2" }),
+      () => ({ approval_id: "s:2", ...asked }),
       () => {},
     );
     const answer = parked.request(request, controller.signal);

@@ -14,6 +14,7 @@ import { EngineSession } from "../handle.js";
 import type { Notify } from "../notice.js";
 import { prepareSession } from "../prepare.js";
 import type { OpenedWorkspace } from "../workspace.js";
+import { grantedAcceptance } from "./acceptance.js";
 import { UpwardApprover } from "./approver.js";
 import { type ChildWorkspace, childWorkspace, mergeBack, openChildWorkspace } from "./child-workspace.js";
 import { type GrantRequest, narrowGrant, type ParentPowers } from "./grant.js";
@@ -225,6 +226,12 @@ export class Delegation {
       isolation,
     };
     const grant = narrowGrant(bound.powers, request);
+    // Checks the model names run on the host: only those this session's shell may run unasked.
+    const checks = await grantedAcceptance(args.accept, {
+      permissions: bound.permissions,
+      tools: bound.powers.tools,
+    });
+    grant.notGranted.push(...checks.notGranted);
     const mergeAsked = args.merge ?? "propose";
     const mayApply = bound.powers.write === "allow" && !bound.powers.readOnly;
     if (mergeAsked === "apply" && !mayApply)
@@ -270,7 +277,7 @@ export class Delegation {
       const prepared = await prepareSession(
         {
           ...grant.flags,
-          ...(args.accept !== undefined ? { accept: args.accept } : {}),
+          ...(checks.accept !== undefined ? { accept: checks.accept } : {}),
           limits: { maxModelRequests: budget.model_requests, maxToolCalls: budget.tool_calls },
         },
         {

@@ -71,8 +71,12 @@ export function narrowGrant(parent: ParentPowers, request: GrantRequest): Grant 
     tools = tools.filter((name) => request.tools?.includes(name));
   }
 
-  const readPaths = within(parent.flags.readPaths, request.read_paths, "read path", notGranted);
   const editPaths = within(parent.flags.editPaths, request.edit_paths, "edit path", notGranted);
+  // An edit path is also a read path (a scope whose edit path is not readable is refused, and the
+  // child would not run): added to what it reads, never past the parent's, whose own edit paths
+  // are among its read paths.
+  const asked = within(parent.flags.readPaths, request.read_paths, "read path", notGranted);
+  const readPaths = editPaths ? [...new Set([...(asked ?? []), ...editPaths])] : asked;
 
   const flags: RunFlags = {
     ...carried(parent.flags),

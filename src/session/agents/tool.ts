@@ -1,13 +1,14 @@
 import { z } from "zod";
+import { AGENT_LABEL_PATTERN, AGENT_LABEL_RULE, isAgentLabel } from "../../shared/agent-label.js";
 import { defineTool, type ToolDefinition } from "../../tools/tool.js";
 import type { Delegation } from "./delegation.js";
 
-const label = z
-  .string()
-  .regex(
-    /^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$/,
-    "1-32 letters, digits, '_' or '-', starting with a letter or digit",
-  );
+// The one rule the journal holds a child's id to: a label it refuses (`artifacts`, the session
+// folder's own) is refused here, before a copy is made or anything is recorded.
+const label = z.string().regex(AGENT_LABEL_PATTERN, AGENT_LABEL_RULE).refine(isAgentLabel, AGENT_LABEL_RULE);
+/** The outer limit of one `agent` call, and so the most a child's `wall_ms` may be: a day. */
+const AGENT_CALL_TIMEOUT_MS = 24 * 60 * 60 * 1000;
+
 const path = z.string().min(1).max(4096);
 
 export const agentArgsSchema = z.strictObject({
@@ -24,7 +25,8 @@ export const agentArgsSchema = z.strictObject({
       tool_calls: z.number().int().nonnegative().optional(),
       tokens: z.number().int().positive().optional(),
       cost_usd: z.number().positive().optional(),
-      wall_ms: z.number().int().positive().optional(),
+      // At most the call's own limit (timeoutMs): a timer past 2^31-1 ms would fire at once.
+      wall_ms: z.number().int().positive().max(AGENT_CALL_TIMEOUT_MS).optional(),
     })
     .optional()
     .describe("Taken from what you have left."),
@@ -36,7 +38,11 @@ export const agentArgsSchema = z.strictObject({
     .enum(["propose", "apply"])
     .optional()
     .describe("propose (default); apply: written here where unchanged since."),
-  accept: z.array(z.string().min(1)).max(16).optional().describe("Host checks: verified only if all exit 0."),
+  accept: z
+    .array(z.string().min(1))
+    .max(16)
+    .optional()
+    .describe("Host checks your shell may run unasked: verified only if all exit 0."),
 });
 
 export type AgentArgs = z.infer<typeof agentArgsSchema>;
@@ -57,7 +63,7 @@ export function agentTool(delegation: Delegation): ToolDefinition<AgentArgs> {
     effect: "read_only",
     idempotency: "non_idempotent",
     // The child's own budget (wall_ms) bounds it; this is only the outer limit.
-    timeoutMs: 24 * 60 * 60 * 1000,
+    timeoutMs: AGENT_CALL_TIMEOUT_MS,
     delegates: true,
     // Children run in parallel; each works in its own copy, and merges compare-and-swap per file.
     resources: (args) => ({ read: [], write: [`agent:${args.label}`] }),

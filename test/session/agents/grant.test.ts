@@ -59,4 +59,18 @@ describe("a child's grant", () => {
     );
     expect(grant.recorded.not_granted).toEqual(grant.notGranted);
   });
+
+  it("reads the files it may edit: edit paths alone are its whole scope, never more than the parent's", () => {
+    const alone = narrowGrant(parent(), { edit_paths: ["a.txt"], isolation: "copy" });
+    expect(alone.flags.readPaths).toEqual(["a.txt"]);
+    expect(alone.flags.editPaths).toEqual(["a.txt"]);
+    const scoped = narrowGrant(parent({ flags: { readPaths: ["a.txt", "b.txt"], editPaths: ["a.txt"] } }), {
+      read_paths: ["b.txt"],
+      edit_paths: ["a.txt", "c.txt"],
+      isolation: "copy",
+    });
+    expect(scoped.flags.readPaths).toEqual(["b.txt", "a.txt"]);
+    expect(scoped.flags.editPaths).toEqual(["a.txt"]);
+    expect(scoped.notGranted).toContain('edit path "c.txt": outside this session\'s scope');
+  });
 });
