@@ -304,10 +304,6 @@ export class Delegation {
         permissions: new IntersectedPermissions(setup.policy.permissions, bound.permissions),
       };
       if (bound.hooks) setup.hooks = bound.hooks;
-      // The child's record of its copy hashes every file but keeps no copy of one: its changes come
-      // back through the merge (whose replaced contents the parent keeps) and the copy is thrown
-      // away, so keeping each file again would double the cost of starting a child.
-      if (workspace.isolation === "copy") setup.workspaceWithheld = () => true;
       if (setup.processes) setupKill = setup.processes.killSurvivors;
       const session = new EngineSession(prepared.run, prepared.records.length > 0, {
         signal: controller.signal,
@@ -420,7 +416,9 @@ export class Delegation {
       survivors,
     };
     await port.record({ type: "agent.finished", data: finished });
-    if (merged !== undefined && merged.conflicts.length === 0) await workspace.remove();
+    // The child's record is its journal; its copy (which may hold any file of the workspace) is
+    // removed once its end is journaled, unless a person must look at what it left (unknown outcome).
+    if (outcome !== "review_required") await workspace.remove();
     const started = port.recorded(args.label)?.started;
     const notes = [
       ...grant.notGranted.map((line) => `not granted: ${line}`),
