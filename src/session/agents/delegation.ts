@@ -1,21 +1,16 @@
-import type { RunSummary } from "../../engine/options.js";
 import { SessionState } from "../../engine/state.js";
 import type { JournalStore } from "../../journal/store.js";
-import type { AnyRecord, EventData } from "../../journal/vocabulary.js";
-import { IntersectedPermissions } from "../../policy/intersect.js";
+import type { EventData } from "../../journal/vocabulary.js";
 import type { ModelPrices } from "../../providers/config.js";
 import { costUsd } from "../../providers/cost.js";
 import type { Provider } from "../../providers/provider.js";
 import type { ApprovalPort, HookPort, PermissionPort } from "../../runtime/ports.js";
-import { digestOf } from "../../shared/hash.js";
 import { ToolError } from "../../tools/errors.js";
 import type { RecordedAgent, ToolContext, ToolOutput } from "../../tools/tool.js";
-import { EngineSession } from "../handle.js";
 import type { Notify } from "../notice.js";
-import { prepareSession } from "../prepare.js";
 import type { OpenedWorkspace } from "../workspace.js";
 import { grantedAcceptance } from "./acceptance.js";
-import { UpwardApprover } from "./approver.js";
+import { runChildSession } from "./child-run.js";
 import { type ChildWorkspace, childWorkspace, mergeBack, openChildWorkspace } from "./child-workspace.js";
 import { type GrantRequest, narrowGrant, type ParentPowers } from "./grant.js";
 import type { AgentLimits } from "./limits.js";
@@ -58,7 +53,7 @@ export interface DelegationBinding {
   killSurvivors(spawn: { pgid: number; bootId: string; startTicks: number }): Promise<number>;
 }
 
-type Budget = EventData<"agent.started">["budget"];
+export type Budget = EventData<"agent.started">["budget"];
 
 /**
  * One session's delegation: the `agent` calls it makes, held to its limits (depth, children at
@@ -255,107 +250,40 @@ export class Delegation {
       });
     }
 
-    const controller = new AbortController();
-    const onParentAbort = () => controller.abort(context.signal.reason);
-    if (context.signal.aborted) controller.abort(context.signal.reason);
-    else context.signal.addEventListener("abort", onParentAbort, { once: true });
-    let exhausted: string | undefined;
-    const exhaust = (why: string) => {
-      exhausted ??= why;
-      controller.abort(new Error(why));
-    };
-    const wall =
-      budget.wall_ms !== undefined
-        ? setTimeout(() => exhaust(`wall_ms ${budget.wall_ms}`), budget.wall_ms)
-        : undefined;
-    wall?.unref();
-
-    let summary: RunSummary | undefined;
-    let failure: string | undefined;
-    let setupKill = bound.killSurvivors;
-    try {
-      const prepared = await prepareSession(
-        {
-          ...grant.flags,
-          ...(checks.accept !== undefined ? { accept: checks.accept } : {}),
-          limits: { maxModelRequests: budget.model_requests, maxToolCalls: budget.tool_calls },
-        },
-        {
-          workspace: workspace.opened,
-          sessionId: childId,
-          store: this.parent.store,
-          interactive: this.parent.interactive,
-          approver: new UpwardApprover(
-            bound.approver,
-            { label: args.label, path: childId.split("/").slice(1).join("/"), depth },
-            (event) => port.record(event),
-          ),
-          provider: bound.provider.forAgent?.(args.label) ?? bound.provider,
-          ...(this.parent.env !== undefined ? { env: this.parent.env } : {}),
-          ...(this.parent.notify !== undefined ? { notify: this.parent.notify } : {}),
-        },
-      );
-      const setup = prepared.run.setup;
-      // The grant can only narrow: every call of the child is decided by its own policy AND this
-      // session's; this session's hooks see the child's calls as they see its own.
-      setup.policy = {
-        describe: { ...setup.policy.describe, parent: childId.split("/").slice(0, -1).join("/") },
-        digest: digestOf({ own: setup.policy.digest, parent: bindingDigest(bound) }),
-        permissions: new IntersectedPermissions(setup.policy.permissions, bound.permissions),
-      };
-      if (bound.hooks) setup.hooks = bound.hooks;
-      if (setup.processes) setupKill = setup.processes.killSurvivors;
-      const session = new EngineSession(prepared.run, prepared.records.length > 0, {
-        signal: controller.signal,
-      });
-      const spent = { tokens: 0, cost: 0 };
-      const listener = {
-        // Whoever watches this session live sees the child's records too, tagged with its path.
-        agentRecord: (path: string, record: AnyRecord) => port.observe?.(`${args.label}/${path}`, record),
-        record: (record: AnyRecord) => {
-          port.observe?.(args.label, record);
-          if (record.type !== "model.reply" || !record.data.usage) return;
-          const usage = record.data.usage;
-          spent.tokens += (usage.input_tokens ?? 0) + (usage.output_tokens ?? 0);
-          if (bound.prices)
-            spent.cost += costUsd(
-              {
-                input_tokens: usage.input_tokens ?? 0,
-                output_tokens: usage.output_tokens ?? 0,
-                cached_tokens: usage.cached_tokens ?? 0,
-              },
-              bound.prices,
-            );
-          if (budget.tokens !== undefined && spent.tokens >= budget.tokens)
-            exhaust(`tokens ${budget.tokens}`);
-          if (budget.cost_usd !== undefined && bound.prices && spent.cost >= budget.cost_usd)
-            exhaust(`cost_usd ${budget.cost_usd}`);
-        },
-      };
-      // A child that had ended before the crash is not run again: its end is read from its journal.
-      const ended = child.resumed ? recordedSummary(prepared.records) : undefined;
-      summary =
-        ended ??
-        (await (prepared.records.length > 0 && child.resumed
-          ? session.resume(listener)
-          : session.turn(args.task, listener)));
-    } catch (error) {
-      failure = error instanceof Error ? error.message : String(error);
-    } finally {
-      if (wall) clearTimeout(wall);
-      context.signal.removeEventListener("abort", onParentAbort);
-    }
+    const ran = await runChildSession({
+      task: args.task,
+      label: args.label,
+      childId,
+      depth,
+      budget,
+      flags: {
+        ...grant.flags,
+        ...(checks.accept !== undefined ? { accept: checks.accept } : {}),
+      },
+      workspace: workspace.opened,
+      store: this.parent.store,
+      interactive: this.parent.interactive,
+      ...(this.parent.env !== undefined ? { env: this.parent.env } : {}),
+      ...(this.parent.notify !== undefined ? { notify: this.parent.notify } : {}),
+      bound,
+      port,
+      signal: context.signal,
+      resumed: child.resumed !== undefined,
+    });
+    const { summary, failure, exhausted } = ran;
 
     // The child's record, read back: what it spent, its last record, the processes it left.
     const records = (await this.parent.store.exists(childId)) ? await this.parent.store.read(childId) : [];
     const state = SessionState.from(records);
     let survivors = 0;
     for (const spawn of state.spawns) {
-      survivors += await setupKill({
-        pgid: spawn.pgid,
-        bootId: spawn.boot_id,
-        startTicks: spawn.start_ticks,
-      }).catch(() => 0);
+      survivors += await ran
+        .killSurvivors({
+          pgid: spawn.pgid,
+          bootId: spawn.boot_id,
+          startTicks: spawn.start_ticks,
+        })
+        .catch(() => 0);
     }
     const outcome: AgentOutcome = agentOutcome(summary, {
       cancelled: context.signal.aborted,
@@ -427,25 +355,6 @@ export class Delegation {
     ];
     return resultOf(finished, started, notes, summary?.answer ?? null);
   }
-}
-
-/** How a child that had already ended looks as a run summary (its journal's last outcome). */
-function recordedSummary(records: readonly AnyRecord[]): RunSummary | undefined {
-  const outcome = SessionState.from(records).outcome;
-  if (outcome === undefined || outcome.kind === "interrupted") return undefined;
-  const base = { session: "", events: records.length, model_requests: 0, tool_calls: 0, message: null };
-  const tokens = { context_window: 0, peak_estimated_input_tokens: null, peak_reported_input_tokens: null };
-  const usage = SessionState.from(records).usage;
-  if (outcome.kind === "finished")
-    return { ...base, status: outcome.data.status, reason: null, answer: outcome.data.answer, usage, tokens };
-  if (outcome.kind === "stopped")
-    return { ...base, status: outcome.data.status, reason: outcome.data.reason, answer: null, usage, tokens };
-  return { ...base, status: "cancelled", reason: null, answer: null, usage, tokens };
-}
-
-/** What of the parent's binding a child's policy digest depends on: its policy's own digest. */
-function bindingDigest(bound: NonNullable<DelegationParent["bound"]>): string {
-  return digestOf({ powers: bound.powers });
 }
 
 function limitError(message: string, data: { limit: string; asked: number; allowed: number }): ToolError {
