@@ -1,7 +1,7 @@
-import { readdirSync, readFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { processesWith } from "../support/processes.js";
 import { until } from "../support/until.js";
 import {
   childEnv,
@@ -25,20 +25,8 @@ import { StdioServer, serverConfig, serverEnv } from "./serve-support.js";
 beforeAll(() => ensureBuilt());
 afterAll(removeTempDirs);
 
-/** Host processes whose command line holds `token` (a unique sleep duration). */
-function liveWith(token: string): number[] {
-  const found: number[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0").includes(token))
-        found.push(Number(entry));
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  return found;
-}
+/** The live `sleep TOKEN` processes (a sandbox's own command line holds "sleep TOKEN" with a space). */
+const liveWith = (token: string): number[] => processesWith(`sleep\u0000${token}`);
 
 /** A parent that starts three children, each running `sleep TOKEN`. */
 async function sleepersScript(token: string, labels: readonly string[]): Promise<string> {
@@ -102,32 +90,9 @@ describe("turn/interrupt over harness serve while three children run sleep 1000"
 describe.each(["SIGINT", "SIGTERM"] as const)("%s while three children run sleep 1000", (signal) => {
   it("cancels every child, kills their processes (0 survivors) and journals each child's end", async () => {
     const workspace = await workspaceWith({ "a.txt": "a\n" });
-    const token = `${1000 + Math.floor(Math.random() * 8000)}.${Math.floor(Math.random() * 1000)}`;
+    const token = uniqueToken();
     const labels = ["one", "two", "three"];
-    const sleeper = {
-      replies: [
-        { text: "", calls: [{ id: "s", name: "shell", arguments: { command: `sleep ${token}` } }] },
-        { text: "x" },
-      ],
-    };
-    const file = join(await tempDir("harness-agents-script-"), "script.json");
-    await writeFile(
-      file,
-      JSON.stringify({
-        replies: [
-          {
-            text: "",
-            calls: labels.map((label, i) => ({
-              id: `a${i}`,
-              name: "agent",
-              arguments: { task: "wait", label },
-            })),
-          },
-          { text: "ok" },
-        ],
-        agents: Object.fromEntries(labels.map((label) => [label, sleeper])),
-      }),
-    );
+    const file = await sleepersScript(token, labels);
     const id = `cancel${Math.random().toString(16).slice(2, 8)}`;
     const child = startHarness(
       [
