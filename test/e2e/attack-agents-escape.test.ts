@@ -252,7 +252,7 @@ describe("a child reaching past its copy", () => {
     // change: its changes were measured against the real base (an emptied base would list every
     // file as created), and the copy is gone once the child's end is journaled.
     const [first] = ofType(journal, "agent.finished");
-    expect((first?.data.changes as { path: string }[]).map((c) => c.path)).not.toContain("a.txt");
+    expect(((first?.data.changes ?? []) as { path: string }[]).map((c) => c.path)).not.toContain("a.txt");
     expect(readdirSync(copies)).toEqual([]);
     // Neither the link nor .git came back; the link is a conflict the parent is told of.
     expect(existsSync(join(workspace, "root-link"))).toBe(false);
