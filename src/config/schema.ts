@@ -78,6 +78,8 @@ export const configFileSchema = z.strictObject({
   models: z.unknown().optional(),
   /** The model profile a run uses when none is named (`--profile`, `--provider`, `--script`). User config only. */
   default_profile: z.string().min(1).optional(),
+  /** The model profile sub-agents (the agent tool's children) use; default: their parent's model. User config only. */
+  agent_profile: z.string().min(1).optional(),
   env: z.unknown().optional(),
   /** MCP servers by name (mcp/config.ts); a project's are proposals the user must approve. */
   mcp_servers: z.unknown().optional(),

@@ -165,6 +165,11 @@ export function defaultProfile(loaded: LoadedConfig): string | undefined {
   return loaded.user?.config.default_profile;
 }
 
+/** The model profile the agent tool's children use instead of their parent's model (user config only). */
+export function agentProfile(loaded: LoadedConfig): string | undefined {
+  return loaded.user?.config.agent_profile;
+}
+
 /**
  * Per-tool timeout overrides. Trusted sources set them; an untrusted project may only shorten a
  * timeout, never lengthen it.

@@ -1,6 +1,7 @@
 import { ConfigError } from "../config/errors.js";
 import type { LoadedConfig } from "../config/load.js";
 import {
+  agentProfile,
   defaultProfile,
   modelProfiles,
   recordExcludes,
@@ -268,8 +269,10 @@ export async function buildSetup(options: {
 
     const context = contextBudgetFor(flags, model.profile, notices);
     const { policy } = governance;
+    const childProfile = agentProfile(governance.config);
     delegation?.bind({
       provider: model.provider,
+      ...(childProfile !== undefined ? { agentProfile: childProfile } : {}),
       ...(model.profile?.prices ? { prices: model.profile.prices } : {}),
       permissions,
       approver,

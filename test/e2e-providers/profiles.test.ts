@@ -83,3 +83,67 @@ describe("--profile NAME from the user config", () => {
     expect(result.stdout).toBe("");
   });
 });
+
+describe("agent_profile in the user config", () => {
+  it("gives sub-agents that profile's model (the wire sees it), under the same boundaries", async () => {
+    const server = await startMockServer({
+      dialect: "chat",
+      script: () => ({ kind: "text", text: "the child answered" }),
+    });
+    try {
+      const config = join(await tempDir("harness-prov-config-"), "config.json");
+      await writeFile(
+        config,
+        JSON.stringify({
+          models: { small: { provider: "openai-compatible", model: "small-1", base_url: server.baseUrl } },
+          agent_profile: "small",
+        }),
+      );
+      const script = join(await tempDir("harness-prov-script-"), "parent.json");
+      await writeFile(
+        script,
+        JSON.stringify({
+          replies: [
+            {
+              text: "",
+              calls: [{ id: "a1", name: "agent", arguments: { task: "answer", label: "helper" } }],
+            },
+            { text: "parent done" },
+          ],
+        }),
+      );
+      const workspace = await workspaceWith({ "a.txt": "a\n" });
+      const home = await tempDir("harness-prov-home-");
+      const result = await runCli(
+        [
+          "run",
+          "--script",
+          script,
+          "-w",
+          workspace,
+          "--session",
+          "prof",
+          "--json",
+          "--deny",
+          "shell(curl*)",
+          "go",
+        ],
+        cliEnv(home, { HARNESS_CONFIG: config, HARNESS_AGENTS_DIR: join(home, "copies") }),
+      );
+      expectExit(result, 0);
+      expect(server.failures).toEqual([]);
+      // The child's one request went to the profile's model, not to the parent's script.
+      expect(server.requests).toHaveLength(1);
+      expect(server.requests[0]?.body).toMatchObject({ model: "small-1" });
+      const child = await readJournal(workspace, "prof/helper");
+      const [started] = ofType(child, "session.started");
+      expect(started?.data.provider).toMatchObject({ kind: "openai-compatible", model: "small-1" });
+      // Its policy still carries the parent's rules.
+      expect(started?.data.options).toMatchObject({ deny: ["shell(curl*)"], profile: "small" });
+      const [finished] = ofType(await readJournal(workspace, "prof"), "agent.finished");
+      expect(finished?.data).toMatchObject({ outcome: "unverified" });
+    } finally {
+      await server.close();
+    }
+  });
+});

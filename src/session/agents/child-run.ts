@@ -74,7 +74,7 @@ export async function runChildSession(input: ChildSessionInput): Promise<ChildRu
   try {
     const prepared = await prepareSession(
       {
-        ...input.flags,
+        ...modelOf(input.flags, bound.agentProfile),
         limits: { maxModelRequests: budget.model_requests, maxToolCalls: budget.tool_calls },
       },
       {
@@ -87,7 +87,10 @@ export async function runChildSession(input: ChildSessionInput): Promise<ChildRu
           { label: input.label, path: childId.split("/").slice(1).join("/"), depth: input.depth },
           (event) => port.record(event),
         ),
-        provider: bound.provider.forAgent?.(input.label) ?? bound.provider,
+        // The parent's model, unless the user's config names a profile for sub-agents.
+        ...(bound.agentProfile === undefined
+          ? { provider: bound.provider.forAgent?.(input.label) ?? bound.provider }
+          : {}),
         ...(input.env !== undefined ? { env: input.env } : {}),
         ...(input.notify !== undefined ? { notify: input.notify } : {}),
       },
@@ -142,6 +145,24 @@ export async function runChildSession(input: ChildSessionInput): Promise<ChildRu
     input.signal.removeEventListener("abort", onParentAbort);
   }
   return run;
+}
+
+/**
+ * The child's options with its model: its parent's (passed as a provider), or the profile the
+ * user's config names for sub-agents, which then replaces every model option the parent had.
+ */
+function modelOf(flags: SessionConfig, profile: string | undefined): SessionConfig {
+  if (profile === undefined) return flags;
+  const {
+    provider: _provider,
+    model: _model,
+    baseUrl: _baseUrl,
+    apiKeyEnv: _key,
+    requestDeadlineMs: _deadline,
+    script: _script,
+    ...rest
+  } = flags;
+  return { ...rest, profile };
 }
 
 /** How a child that had already ended looks as a run summary (its journal's last outcome). */

@@ -44,6 +44,8 @@ export interface DelegationParent {
 
 export interface DelegationBinding {
   provider: Provider;
+  /** The user config's `agent_profile`: children talk to that model instead of this session's. */
+  agentProfile?: string;
   prices?: ModelPrices;
   permissions: PermissionPort;
   approver: ApprovalPort;
