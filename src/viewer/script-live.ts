@@ -180,6 +180,7 @@ function startLive() {
     pending.clear();
     renderApprovals();
     current = makeTimeline(session, {
+      live: true,
       approvalRequested: (a) => {
         pending.set(a.id, a);
         renderApprovals();
@@ -204,7 +205,11 @@ function startLive() {
       }
       const p = note && note.params;
       if (!p || p.session !== session) return;
-      if (p.record) timeline.add(p.record);
+      // A sub-agent's record belongs to the child's journal, not this session's: it goes to the
+      // child's timeline, nested under the agent call that started it.
+      if (note.method === "agent/record") {
+        if (typeof p.agent === "string" && p.record) timeline.addAgent(p.agent, p.record);
+      } else if (p.record) timeline.add(p.record);
       else if (note.method === "item/delta" && p.kind === "text") $("streaming").textContent += p.text;
       else if (note.method === "session/status") {
         // "finished" says less than the outcome its record already showed (verified, unverified).

@@ -92,6 +92,32 @@ class Timeline {
     // A report's sub-agents, by the agent call that started each: {session, label, records, agents}.
     this.agents = this.hooks.agents && typeof this.hooks.agents === "object" ? this.hooks.agents : {};
     this.agentBoxes = new Map();
+    // Live (harness serve): each child's records arrive as agent/record notifications, by label;
+    // the timeline of the latest agent call with that label takes them. A record that comes before
+    // its agent.started is kept until that record has drawn the call's box.
+    this.live = this.hooks.live === true;
+    this.agentTimelines = new Map();
+    this.agentWaiting = new Map();
+  }
+
+  /**
+   * A sub-agent's record, live: path is its label below this session (LABEL/SUB for a
+   * grandchild), so it is folded by the child's own timeline, nested in its agent call.
+   */
+  addAgent(path, record) {
+    const parts = String(path).split("/");
+    const label = parts[0];
+    const rest = parts.slice(1).join("/");
+    const child = this.agentTimelines.get(label);
+    if (!child) {
+      const waiting = this.agentWaiting.get(label) || [];
+      // Bounded: a child this page never sees start must not grow the page without end.
+      if (waiting.length < 1000) waiting.push([rest, record]);
+      this.agentWaiting.set(label, waiting);
+      return;
+    }
+    if (rest === "") child.add(record);
+    else child.addAgent(rest, record);
   }
 
   /** A record already shown (a replay after a reconnect) is ignored. */
@@ -370,6 +396,19 @@ class Timeline {
       sub.session = child.session;
       for (const record of child.records) sub.add(record);
       box.appendChild(details);
+    } else if (this.live) {
+      const details = el("details", "agent-records");
+      details.open = true;
+      details.appendChild(el("summary", null, "its session, live"));
+      const ol = el("ol", "timeline child");
+      details.appendChild(ol);
+      const sub = new Timeline(ol, { nested: true, live: true });
+      sub.session = d.child_session;
+      box.appendChild(details);
+      this.agentTimelines.set(String(d.label), sub);
+      const waiting = this.agentWaiting.get(String(d.label)) || [];
+      this.agentWaiting.delete(String(d.label));
+      for (const [rest, record] of waiting) this.addAgent(rest === "" ? d.label : d.label + "/" + rest, record);
     }
     if (card) card.li.appendChild(box);
     else this.item("call", "agent " + d.label, r, t).appendChild(box);

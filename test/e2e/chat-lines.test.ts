@@ -242,6 +242,66 @@ describe("harness chat in line mode (stdin is not a terminal)", () => {
     }
   });
 
+  it("shows a sub-agent's finished calls and its end under its path while the agent call runs, escaped", async () => {
+    const workspace = await workspaceWith({ "hello.txt": "hello\n" });
+    // A tool name the child's model made up: it is recorded as sent, control characters and all.
+    const hostile = "evil\u001b]0;pwned\u0007";
+    const script = join(await tempDir("harness-chat-agents-"), "script.json");
+    await writeFile(
+      script,
+      JSON.stringify({
+        replies: [
+          { text: "", calls: [{ id: "a1", name: "agent", arguments: { task: "write", label: "worker" } }] },
+          { text: "Delegated.", calls: [] },
+        ],
+        agents: {
+          worker: {
+            replies: [
+              {
+                text: "",
+                calls: [
+                  { id: "w1", name: "write_file", arguments: { path: "a.txt", content: "from the child\n" } },
+                  { id: "w2", name: hostile, arguments: {} },
+                ],
+              },
+              { text: "child done", calls: [] },
+            ],
+          },
+        },
+      }),
+    );
+    const child = spawn(process.execPath, [BIN, "chat", "--script", script, "--write", "allow"], {
+      cwd: workspace,
+      env: {
+        ...childEnv(),
+        HARNESS_CONFIG: config,
+        HARNESS_AGENTS_DIR: await tempDir("harness-agent-copies-"),
+      },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    child.stdin.end("delegate it\n");
+    const result = await finished(child);
+    expect(result.code, result.stderr).toBe(0);
+    const out = result.stdout;
+    expect(out).not.toContain("\u001b");
+    const lines = out.split("\n");
+    const childLines = lines.filter((line) => line.startsWith("  ↳ worker: "));
+    expect(childLines[0]).toMatch(/^ {2}↳ worker: ✓ write_file ok {2}.*a\.txt/);
+    // The child's model chose the second tool's name: it reaches the terminal escaped.
+    expect(childLines[1]).toMatch(/^ {2}↳ worker: ✗ evil\\x1b\]0;pwned\\x07 /);
+    expect(childLines.at(-1)).toBe("  ↳ worker: ended unverified");
+    // The child's lines come while the agent call runs: before the parent's next reply.
+    expect(lines.indexOf(childLines.at(-1)!)).toBeLessThan(lines.findIndex((l) => l.includes("Delegated.")));
+    // One line per finished call of the child, as its own journal has them.
+    const [id = ""] = sessionIds(workspace);
+    const results = ofType(await readJournal(workspace, `${id}/worker`), "tool.result");
+    expect(results.map((r) => [r.data.name, r.data.status])).toEqual([
+      ["write_file", "ok"],
+      [hostile, "invalid"],
+    ]);
+    expect(childLines).toHaveLength(results.length + 1);
+  }, 60_000);
+
   it("refuses a goal argument with the command to use instead", async () => {
     const workspace = await workspaceWith({});
     const script = await jsonScript([]);

@@ -213,6 +213,94 @@ describe("the live viewer page against a protocol server", () => {
     expect(escaped).toEqual([]);
   }, 60_000);
 
+  it("nests a sub-agent's live agent/record notifications in its agent call, grandchildren below, never in the parent's timeline", async () => {
+    startedSession("s-ag", "delegate");
+    server.append("s-ag", {
+      type: "model.reply",
+      time: now(),
+      data: {
+        step: 0,
+        text: "",
+        calls: [{ id: "a1", name: "agent", arguments: { task: "write it", label: "worker" } }],
+        stop_reason: "tool_calls",
+      },
+    });
+    await page.goto(`${server.url}/?token=${server.token}&session=s-ag`);
+    await expect.poll(timelineText).toContain("Model request · step 1");
+    // The child's seqs are its own journal's: several above the parent's, which must not be skipped for them.
+    let childSeq = 0;
+    const child = (agent: string, type: string, data: Record<string, unknown>) =>
+      server.transient("s-ag", "agent/record", {
+        agent,
+        record: { seq: childSeq++, type, time: now(), data, prev: HASH, hash: HASH },
+      });
+    // A child record that arrives before the parent's agent.started waits for its box.
+    child("worker", "user.input", { text: "write it", turn: 1 });
+    server.append("s-ag", {
+      type: "agent.started",
+      time: now(),
+      data: {
+        call_id: "a1",
+        label: "worker",
+        child_session: "s-ag/worker",
+        depth: 1,
+        grant: {},
+        budget: { model_requests: 4, tool_calls: 8 },
+      },
+    });
+    const worker = page.locator('#timeline > li section.agent[data-child-session="s-ag/worker"]');
+    await expect.poll(() => worker.textContent()).toContain("write it");
+    child("worker", "model.reply", {
+      step: 0,
+      text: "",
+      calls: [
+        { id: "w1", name: "write_file", arguments: { path: "a.txt", content: "a\n" } },
+        { id: "g1", name: "agent", arguments: { task: "deeper", label: "sub" } },
+      ],
+    });
+    child("worker", "tool.started", { call_id: "w1", name: "write_file", arguments: { path: "a.txt" } });
+    child("worker", "tool.result", {
+      call_id: "w1",
+      name: "write_file",
+      status: "ok",
+      summary: `wrote a.txt ${IMG}`,
+      content: "",
+      duration_ms: 2,
+    });
+    child("worker", "agent.started", {
+      call_id: "g1",
+      label: "sub",
+      child_session: "s-ag/worker/sub",
+      depth: 2,
+      grant: {},
+      budget: { model_requests: 1, tool_calls: 1 },
+    });
+    const sub = worker.locator('section.agent[data-child-session="s-ag/worker/sub"]');
+    await expect.poll(() => sub.count()).toBe(1);
+    const subSeq = childSeq;
+    childSeq = 0;
+    child("worker/sub", "run.finished", { status: "unverified", answer: "sub done" });
+    childSeq = subSeq;
+    child("worker", "run.finished", { status: "unverified", answer: "worker done" });
+    await expect.poll(() => worker.textContent()).toContain("worker done");
+    expect(await sub.textContent()).toContain("sub done");
+    const call = worker.locator("li.item.call").first();
+    expect(await call.locator(".status").first().textContent()).toBe("ok");
+    expect(await call.textContent()).toContain(`wrote a.txt ${IMG}`);
+    // The parent's own records after the child's go on being shown (their seqs are below the child's).
+    server.append("s-ag", {
+      type: "run.finished",
+      time: now(),
+      data: { status: "verified", answer: "parent done" },
+    });
+    await expect.poll(timelineText).toContain("parent done");
+    // The children's records are inside the agent call only: the parent's own list is its own records.
+    expect(await page.locator("#timeline > li").count()).toBe(4);
+    expect(await page.locator('#totals [data-total="calls"] .value').textContent()).toBe("1");
+    expect(await page.locator("img").count()).toBe(0);
+    expect(log.pageErrors).toEqual([]);
+  }, 60_000);
+
   it("says so when the server refuses the token", async () => {
     startedSession("s-1", "anything");
     await page.goto(`${server.url}/?token=${server.token}`);

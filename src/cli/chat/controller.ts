@@ -2,6 +2,7 @@ import type { EngineListener, RunSummary } from "../../engine/options.js";
 import { costUsd } from "../../providers/cost.js";
 import type { CommandResult, SessionHandle, Turn } from "../../session/handle.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
+import { agentRecordLine } from "../../ui/agent-lines.js";
 import { checkOutputLines } from "../../ui/call-lines.js";
 import { callTag, note, own, quoted, toolDone, toolLabel } from "../../ui/lines.js";
 import { OutputTail } from "../../ui/output-tail.js";
@@ -310,6 +311,11 @@ export class ChatController {
         }
         tail.append(text);
         this.#ui.toolOutput(callId, tail.lines(style));
+      },
+      // A sub-agent's progress while its agent call runs: its finished calls and its end.
+      agentRecord: (path, record) => {
+        const line = agentRecordLine(style, path, record);
+        if (line !== undefined) this.#ui.line(line);
       },
       callFinished: (info) => {
         this.#outputs.delete(info.call_id);
