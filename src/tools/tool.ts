@@ -74,7 +74,13 @@ export interface ToolContext {
 export type DelegationEvent = {
   [T in DelegationEventType]: { type: T; data: EventData<T> };
 }[DelegationEventType];
-export type DelegationEventType = "agent.started" | "agent.approval" | "agent.merge" | "agent.finished";
+export type DelegationEventType =
+  | "agent.started"
+  | "agent.approval"
+  | "agent.merge"
+  | "agent.finished"
+  /** A `merge: propose` child's changes, as this session's proposals (`harness diff` / `apply`). */
+  | "proposal.recorded";
 
 /**
  * What a delegating tool may do in the session running it. It never sees the journal itself:

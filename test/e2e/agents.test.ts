@@ -106,6 +106,15 @@ describe("the agent tool", () => {
     const content = String(resultsByCall(journal).get("a1")?.content);
     expect(content).toContain("unverified");
     expect(content).toContain("appended");
+    // Its change is this session's proposal, bound to the base version: apply writes it.
+    const [proposal] = agentData(journal, "proposal.recorded");
+    expect(proposal).toMatchObject({ call_id: "a1", path: "notes.txt", content: "one\ntwo\n" });
+    expect(proposal?.base_version).toBe(
+      done?.changes && (done.changes as { base_version: string }[])[0]?.base_version,
+    );
+    const applied = await harness(["apply", id, "--workspace", workspace, "--json"]);
+    expectExit(applied, 0);
+    expect(await readFile(join(workspace, "notes.txt"), "utf8")).toBe("one\ntwo\n");
   });
 
   it("merge apply writes the child's changes here, journaled under the agent call and undoable", async () => {

@@ -30,6 +30,8 @@ export interface ChildWorkspace {
   changes(): Promise<AgentChange[]>;
   /** The raw changes with their entries (what a merge needs). */
   raw(): Promise<ChildChange[]>;
+  /** A file's content in the child's base, by hash, when the parent's record kept it. */
+  base(hash: string): Uint8Array | undefined;
   remove(): Promise<void>;
 }
 
@@ -108,6 +110,7 @@ function shared(parent: OpenedWorkspace): ChildWorkspace {
     isolation: "shared",
     changes: async () => [],
     raw: async () => [],
+    base: () => undefined,
     remove: async () => undefined,
   };
 }
@@ -127,6 +130,7 @@ function copied(
     opened,
     isolation: "copy",
     raw,
+    base: kept,
     changes: async () => (await raw()).map(recordedChange),
     remove: () => rm(dir, { recursive: true, force: true }),
   };

@@ -15,6 +15,7 @@ import { type ChildWorkspace, childWorkspace, mergeBack, openChildWorkspace } fr
 import { type GrantRequest, narrowGrant, type ParentPowers } from "./grant.js";
 import type { AgentLimits } from "./limits.js";
 import { type AgentOutcome, agentOutcome, resultOf } from "./outcome.js";
+import { childProposals } from "./proposals.js";
 import type { AgentArgs } from "./tool.js";
 
 /**
@@ -316,6 +317,22 @@ export class Delegation {
       );
       if (merged.change) await port.changed(context.callId, merged.change);
     }
+    // Not merged: the changes become this session's proposals, bound to their base versions
+    // (`harness diff` shows them, `harness apply` writes each compare-and-swap).
+    let proposed: Awaited<ReturnType<typeof childProposals>> | undefined;
+    if (
+      merged === undefined &&
+      isolation === "copy" &&
+      found.length > 0 &&
+      outcome !== "cancelled" &&
+      outcome !== "failed"
+    ) {
+      proposed = await childProposals(context.callId, workspace.opened.root, await workspace.raw(), (hash) =>
+        workspace.base(hash),
+      );
+      for (const proposal of proposed.proposals)
+        await port.record({ type: "proposal.recorded", data: proposal });
+    }
     const applied = new Set(merged?.applied ?? []);
     const changes = found.map((change) => ({ ...change, applied: applied.has(change.path) }));
     const finished: EventData<"agent.finished"> = {
@@ -354,6 +371,12 @@ export class Delegation {
       ...grant.notGranted.map((line) => `not granted: ${line}`),
       ...(exhausted ? [`stopped: its budget ran out (${exhausted})`] : []),
       ...(failure ? [`failed to run: ${failure}`] : []),
+      ...(proposed && proposed.proposals.length > 0
+        ? [
+            `proposed: ${proposed.proposals.length} file(s) recorded as this session's proposals, each bound to its base version (harness diff / harness apply)`,
+          ]
+        : []),
+      ...(proposed?.skipped ?? []).map((skip) => `not proposed: ${skip.path}: ${skip.reason}`),
     ];
     return resultOf(finished, started, notes, summary?.answer ?? null);
   }
