@@ -156,6 +156,31 @@ describe("the agent tool", () => {
     await expect(readFile(join(workspace, "new.txt"))).rejects.toThrow();
   });
 
+  it("a merge never changes a file the parent's edit_file rule denies, whatever the child's shell did", async () => {
+    const workspace = await workspaceWith({ "notes.txt": "one\n" });
+    const { result, journal } = await run(
+      workspace,
+      {
+        replies: [agentCall("a1", { task: "append", label: "w", merge: "apply" }), { text: "ok" }],
+        agents: {
+          w: {
+            replies: [
+              { text: "", calls: [call("c1", "shell", { command: "echo two >> notes.txt" })] },
+              { text: "done" },
+            ],
+          },
+        },
+      },
+      ["--write", "allow", "--shell", "allow", "--deny", "edit_file(notes.txt)"],
+    );
+    expectExit(result, 0);
+    expect(await readFile(join(workspace, "notes.txt"), "utf8")).toBe("one\n");
+    expect(agentData(journal, "agent.finished")[0]?.conflicts).toEqual([
+      expect.objectContaining({ path: "notes.txt", reason: expect.stringContaining("edit_file(notes.txt)") }),
+    ]);
+    expect(journal.filter((r) => r.type === "workspace.changed" && r.data.call_id === "a1")).toEqual([]);
+  });
+
   it("a child asking for shell allow under the parent's deny shell(curl*) is still denied curl", async () => {
     const workspace = await workspaceWith({ "a.txt": "a\n" });
     const { result, id, journal } = await run(

@@ -11,6 +11,7 @@ import { EngineSession } from "../../session/handle.js";
 import { prepareSession } from "../../session/prepare.js";
 import type { RunFlags } from "../../session/run-flags.js";
 import type { RunSetup } from "../../session/setup.js";
+import { unaskedShellRefusal } from "../../session/unasked-checks.js";
 import { UsageError } from "../../session/usage-error.js";
 import { harnessVersion } from "../../session/version.js";
 import { newSessionId, type OpenedWorkspace, openWorkspace } from "../../session/workspace.js";
@@ -317,19 +318,14 @@ function runStarter(workspace: OpenedWorkspace, config: SessionConfig) {
  * shell tool run without asking (an `ask` has no one to answer in a harness_run session).
  */
 async function refuseUnallowedChecks(commands: readonly string[], setup: RunSetup): Promise<void> {
-  if (commands.length === 0) return;
-  const shell = setup.snapshot.get("shell")?.tool;
+  const session = { permissions: setup.policy.permissions, tools: setup.snapshot.names };
   for (const command of commands) {
-    const decision = shell
-      ? await setup.policy.permissions.decide({ tool: "shell", effect: shell.effect, arguments: { command } })
-      : undefined;
-    if (decision?.decision !== "allow") {
+    const why = await unaskedShellRefusal(command, session);
+    if (why !== undefined)
       throw new Error(
-        `acceptance command ${JSON.stringify(command)} is not allowed by the server's shell policy` +
-          (decision ? ` (${decision.decision}: ${decision.reason})` : " (the shell tool is not served)") +
-          "; the server's operator can allow it with --shell allow or an --allow 'shell(...)' rule",
+        `acceptance command ${JSON.stringify(command)} is not allowed by the server's shell policy (${why}); ` +
+          "the server's operator can allow it with --shell allow or an --allow 'shell(...)' rule",
       );
-    }
   }
 }
 

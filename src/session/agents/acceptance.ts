@@ -1,4 +1,5 @@
 import type { PermissionPort } from "../../runtime/ports.js";
+import { unaskedShellRefusal } from "../unasked-checks.js";
 
 /**
  * A child's acceptance commands (`accept`) run on the host, in the child's sandbox, and they are
@@ -17,20 +18,10 @@ export async function grantedAcceptance(
   if (commands === undefined || commands.length === 0) return { accept: undefined, notGranted: [] };
   const notGranted: string[] = [];
   for (const command of commands) {
+    const why = await unaskedShellRefusal(command, parent);
+    if (why === undefined) continue;
     const shown = JSON.stringify(command.length > 120 ? `${command.slice(0, 120)}…` : command);
-    if (!parent.tools.includes("shell")) {
-      notGranted.push(`acceptance command ${shown}: this session is not offered the shell`);
-      continue;
-    }
-    const decision = await parent.permissions.decide({
-      tool: "shell",
-      effect: "process_execution",
-      arguments: { command },
-    });
-    if (decision.decision !== "allow")
-      notGranted.push(
-        `acceptance command ${shown}: this session's shell may not run it without asking (${decision.decision}: ${decision.rule ?? decision.reason})`,
-      );
+    notGranted.push(`acceptance command ${shown}: ${why}`);
   }
   if (notGranted.length === 0) return { accept: [...commands], notGranted };
   return {

@@ -3,7 +3,7 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import type { ArtifactStore } from "../../artifacts/store.js";
 import type { EventData } from "../../journal/vocabulary.js";
-import type { PermissionPort } from "../../runtime/ports.js";
+import type { PermissionDecision, PermissionPort } from "../../runtime/ports.js";
 import { sha256Hex } from "../../shared/hash.js";
 import type { WorkspaceFs } from "../../workspace/fs.js";
 import {
@@ -26,9 +26,10 @@ export type AgentChange = EventData<"agent.finished">["changes"][number];
 export interface ChildWorkspace {
   opened: OpenedWorkspace;
   isolation: "copy" | "shared";
-  /** The files the child changed against its base (none for a shared child: it cannot write). */
-  changes(): Promise<AgentChange[]>;
-  /** The raw changes with their entries (what a merge needs). */
+  /**
+   * What the child changed against its base, with the entries a merge needs (none for a shared
+   * child: it cannot write). A full walk of the copy: take it once per child.
+   */
   raw(): Promise<ChildChange[]>;
   /** A file's content in the child's base, by hash, when the parent's record kept it. */
   base(hash: string): Uint8Array | undefined;
@@ -108,7 +109,6 @@ function shared(parent: OpenedWorkspace): ChildWorkspace {
   return {
     opened: parent,
     isolation: "shared",
-    changes: async () => [],
     raw: async () => [],
     base: () => undefined,
     remove: async () => undefined,
@@ -131,13 +131,12 @@ function copied(
     isolation: "copy",
     raw,
     base: kept,
-    changes: async () => (await raw()).map(recordedChange),
     remove: () => rm(dir, { recursive: true, force: true }),
   };
 }
 
 /** A change as the parent's journal records it: versions are file hashes (null: absent, or not a file). */
-function recordedChange(change: ChildChange): AgentChange {
+export function recordedChange(change: ChildChange): AgentChange {
   return {
     path: change.path,
     base_version: versionOfEntry(change.before),
@@ -162,20 +161,18 @@ function versionOfEntry(entry: Entry | null): string | null {
  */
 export async function mergeBack(
   workspace: ChildWorkspace,
+  /** The child's changes as scanned (`raw`), and the paths of them to merge. */
+  scanned: readonly ChildChange[],
   recorded: readonly AgentChange[],
   parent: { fs: WorkspaceFs; artifacts: ArtifactStore; permissions: PermissionPort },
   options: { attributeAlready?: boolean; journaled?: ReadonlySet<string> } = {},
 ): Promise<{ change?: ChangeSet; applied: string[]; conflicts: { path: string; reason: string }[] }> {
   const wanted = new Set(recorded.map((change) => change.path));
-  const all = (await workspace.raw()).filter((change) => wanted.has(change.path));
+  const all = scanned.filter((change) => wanted.has(change.path));
   const conflicts: { path: string; reason: string }[] = [];
   const allowed: ChildChange[] = [];
   for (const change of all) {
-    const decision = await parent.permissions.decide({
-      tool: "write_file",
-      effect: "local_write",
-      arguments: { path: change.path, content: "" },
-    });
+    const decision = await mergeDecision(parent.permissions, change);
     if (decision.decision === "allow") allowed.push(change);
     else
       conflicts.push({
@@ -205,6 +202,24 @@ export async function mergeBack(
     applied: [...outcome.applied, ...outcome.already],
     conflicts: conflicts.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)),
   };
+}
+
+/**
+ * Whether this session's policy lets a merge write a path: as write_file would, and, for a file
+ * that exists (a change to it), as edit_file would too: a rule on either tool holds a merge back.
+ */
+async function mergeDecision(permissions: PermissionPort, change: ChildChange): Promise<PermissionDecision> {
+  const write = await permissions.decide({
+    tool: "write_file",
+    effect: "local_write",
+    arguments: { path: change.path, content: "" },
+  });
+  if (change.before === null || write.decision !== "allow") return write;
+  return permissions.decide({
+    tool: "edit_file",
+    effect: "local_write",
+    arguments: { path: change.path, old_text: "", new_text: "" },
+  });
 }
 
 function joined(a: ChangeSet, b: ChangeSet): ChangeSet {

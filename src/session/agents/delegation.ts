@@ -11,7 +11,13 @@ import type { Notify } from "../notice.js";
 import type { OpenedWorkspace } from "../workspace.js";
 import { grantedAcceptance } from "./acceptance.js";
 import { runChildSession } from "./child-run.js";
-import { type ChildWorkspace, childWorkspace, mergeBack, openChildWorkspace } from "./child-workspace.js";
+import {
+  type ChildWorkspace,
+  childWorkspace,
+  mergeBack,
+  openChildWorkspace,
+  recordedChange,
+} from "./child-workspace.js";
 import { type GrantRequest, narrowGrant, type ParentPowers } from "./grant.js";
 import type { AgentLimits } from "./limits.js";
 import { type AgentOutcome, agentOutcome, resultOf } from "./outcome.js";
@@ -293,7 +299,9 @@ export class Delegation {
       exhausted: exhausted !== undefined,
       failed: failure !== undefined,
     });
-    const found = await workspace.changes();
+    // One walk of the copy: the recorded changes, the merge and the proposals all come from it.
+    const scanned = await workspace.raw();
+    const found = scanned.map(recordedChange);
     const mergeable =
       merge === "apply" &&
       isolation === "copy" &&
@@ -307,6 +315,7 @@ export class Delegation {
         await port.record({ type: "agent.merge", data: { call_id: context.callId, files } });
       merged = await mergeBack(
         workspace,
+        scanned,
         files,
         { fs: context.fs, artifacts: context.artifacts, permissions: bound.permissions },
         // After a crash, files the interrupted merge had written and not yet journaled are this
@@ -327,7 +336,7 @@ export class Delegation {
       outcome !== "cancelled" &&
       outcome !== "failed"
     ) {
-      proposed = await childProposals(context.callId, workspace.opened.root, await workspace.raw(), (hash) =>
+      proposed = await childProposals(context.callId, workspace.opened.root, scanned, (hash) =>
         workspace.base(hash),
       );
       for (const proposal of proposed.proposals)
