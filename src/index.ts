@@ -124,6 +124,7 @@ export {
 } from "./session/operations/review.js";
 export { type LostWorkspaceReport, stopForLostWorkspace } from "./session/operations/stop-lost-workspace.js";
 export { undoSession } from "./session/operations/undo.js";
+export { type PackSession, packTurn } from "./session/pack.js";
 export { UsageError } from "./session/usage-error.js";
 export { type OpenedWorkspace, openWorkspace } from "./session/workspace.js";
 export { ToolError } from "./tools/errors.js";

@@ -346,7 +346,7 @@ export class EngineSession implements SessionHandle {
   }
 }
 
-function turnOf(engine: Engine): Turn {
+export function turnOf(engine: Engine): Turn {
   const done = engine.run();
   return {
     done,

@@ -2,7 +2,6 @@ import { readFile, truncate, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { FileArtifactStore } from "../../artifacts/file-store.js";
 import { FileEqualsCheck } from "../../engine/acceptance.js";
-import { Engine } from "../../engine/engine.js";
 import type { RunSummary } from "../../engine/options.js";
 import type { AnyRecord } from "../../journal/vocabulary.js";
 import { modePolicy } from "../../policy/policy-permissions.js";
@@ -11,8 +10,7 @@ import type { ModelRequest, Provider } from "../../providers/provider.js";
 import { ScriptedProvider } from "../../providers/scripted/provider.js";
 import type { ScriptFunction } from "../../providers/scripted/script.js";
 import type { WriteMode } from "../../rules/modes.js";
-import type { ApprovalPort } from "../../runtime/ports.js";
-import { ToolRegistry } from "../../runtime/registry.js";
+import { packTurn } from "../../session/pack.js";
 import { sha256Hex } from "../../shared/hash.js";
 import { createFileTools } from "../../tools/builtin.js";
 import {
@@ -48,12 +46,6 @@ export interface FaultBaseline {
 
 const SESSION = "fault";
 
-const denyAll: ApprovalPort = {
-  async request() {
-    return { decision: "deny", scope: "once", by: "eval", reason: "no approver in evaluations" };
-  },
-};
-
 /** Counts what the engine sent, to prove a resumed session did not ask the model again. */
 class CountingProvider implements Provider {
   requests = 0;
@@ -73,29 +65,24 @@ interface FaultRun {
   accept?: boolean;
 }
 
-async function runEngine(ws: TaskWorkspace, b: FaultBaseline, options: FaultRun): Promise<RunSummary> {
+function runEngine(ws: TaskWorkspace, b: FaultBaseline, options: FaultRun): Promise<RunSummary> {
   const policy = modePolicy({ write: options.write ?? "allow" });
-  const registry = new ToolRegistry();
-  for (const tool of createFileTools()) registry.register(tool);
-  return new Engine({
+  return packTurn({
     sessionId: SESSION,
-    store: ws.store,
-    provider: options.provider,
-    runtime: {
-      snapshot: registry.snapshot(),
-      fs: ws.fs,
-      hostRoot: ws.root,
-      artifacts: new FileArtifactStore(ws.artifactsDir(SESSION)),
-      approver: denyAll,
-    },
-    workspace: { name: "eval", fingerprint: sha256Hex(`faults/${ws.root}`) },
+    mode: "auto",
     goal: b.goal,
+    store: ws.store,
+    workspace: { name: "eval", fingerprint: sha256Hex(`faults/${ws.root}`) },
+    fs: ws.fs,
+    hostRoot: ws.root,
+    artifacts: new FileArtifactStore(ws.artifactsDir(SESSION)),
+    tools: createFileTools(),
+    provider: options.provider,
     policy: { describe: policy.describe, digest: policy.digest, permissions: policy },
     acceptance: options.accept === false ? [] : [new FileEqualsCheck(ws.fs, b.file, b.expected)],
     limits: { maxModelAttempts: 1 },
-    mode: "auto",
     harnessVersion: "eval",
-  }).run();
+  }).done;
 }
 
 const baseline = (b: FaultBaseline) => ScriptedProvider.fromFunction(b.script, "faults-demo");

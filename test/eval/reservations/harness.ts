@@ -2,7 +2,7 @@ import { MemoryArtifactStore } from "../../../src/artifacts/memory-store.js";
 import type { RunSummary } from "../../../src/engine/options.js";
 import {
   type ReservationSessionOptions,
-  reservationEngine,
+  runReservationTask,
 } from "../../../src/eval/suites/reservations/session.js";
 import { type DecisionPolicy, scriptFor } from "../../../src/eval/suites/reservations/workflow.js";
 import { MemoryJournalStore } from "../../../src/journal/memory-store.js";
@@ -44,7 +44,7 @@ export function reservationHarness(task: ReservationTask): Harness {
     db,
     store: backend,
     run: (policy, extra = {}) =>
-      reservationEngine({
+      runReservationTask({
         task,
         db,
         provider: ScriptedProvider.fromFunction(scriptFor(policy), "test-policy"),
@@ -54,7 +54,7 @@ export function reservationHarness(task: ReservationTask): Harness {
         workspace: { name: "test", fingerprint: "0".repeat(64) },
         stockBefore,
         ...extra,
-      }).run(),
+      }),
     records,
     async results(name) {
       return (await records()).flatMap((r) =>
