@@ -2,6 +2,7 @@ import type { Rule, RuleDecision } from "../rules/grammar.js";
 import type { PermissionVerdict, Subject, SubjectKind } from "../runtime/ports.js";
 import type { JsonObject } from "../shared/json.js";
 import type { EffectClass } from "../tools/tool.js";
+import { pathArguments } from "./argument-paths.js";
 import { DEFAULT_SOURCE, defaultDecision, type EffectiveModes } from "./defaults.js";
 import { type IgnoredSetting, matchingIgnored, type Policy } from "./permissions.js";
 import { normalizeSubjectPath, ruleMatches, subjectOf, toolMatches } from "./rules.js";
@@ -181,6 +182,17 @@ function restrictPart(
       if (severity(other.decision) > severity(evaluation.decision)) evaluation = other;
     }
   }
+  // `cat .env` reads what a tool-agnostic ask or deny rule on `.env` keeps from every tool.
+  const named = pathRestriction(policy, query, part);
+  if (named !== undefined && severity(named.decision) > severity(evaluation.decision)) {
+    evaluation = {
+      decision: named.decision,
+      rule: named.rule.text,
+      source: named.rule.source,
+      reason: `it names ${named.path}: ${named.rule.decision} rule ${named.rule.text} from ${named.rule.source}`,
+      subject,
+    };
+  }
   if (part.unknown !== undefined && evaluation.decision !== "deny") {
     evaluation = {
       decision: "ask",
@@ -210,6 +222,37 @@ function restrictPart(
     }
   }
   return evaluation;
+}
+
+/**
+ * The strongest ask or deny rule about a path this part names as an argument (see
+ * argument-paths.ts). Configured rules first; the built-in ones (files that usually hold secrets)
+ * unless a configured rule decides that path for this tool, or the user allowed exactly this
+ * command (a rule with no wildcard: they have seen what it reads).
+ */
+function pathRestriction(
+  policy: Policy,
+  query: PermissionQuery,
+  part: CommandPart,
+): { decision: RuleDecision; rule: Rule; path: string } | undefined {
+  const exactlyAllowed = policy.rules.some(
+    (rule) =>
+      rule.decision === "allow" &&
+      rule.pattern !== undefined &&
+      !rule.pattern.includes("*") &&
+      ruleMatches(rule, query.tool, { kind: "command", value: part.text }),
+  );
+  let found: { decision: RuleDecision; rule: Rule; path: string } | undefined;
+  for (const path of pathArguments(part.text)) {
+    const subject: Subject = { kind: "path", value: path };
+    const configured = strongestMatch(policy.rules, query.tool, subject);
+    const rule =
+      configured ?? (exactlyAllowed ? undefined : strongestMatch(policy.defaultRules, query.tool, subject));
+    if (rule === undefined || rule.decision === "allow") continue;
+    if (found === undefined || rank(rule.decision) > rank(found.decision))
+      found = { decision: rule.decision, rule, path };
+  }
+  return found;
 }
 
 /** `/usr/bin/git push` -> `git push`. */

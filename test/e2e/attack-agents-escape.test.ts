@@ -274,6 +274,8 @@ describe("a child reaching past its copy", () => {
       call(`${prefix}4`, "glob", { pattern: "**/.env" }),
       call(`${prefix}5`, "shell", { command: "cat ./.env" }),
       call(`${prefix}6`, "shell", { command: "cat .env" }),
+      // A line naming no secret runs, so the run is not stopped for having every change denied.
+      call(`${prefix}7`, "shell", { command: "cat a.txt" }),
     ];
     const { result, journal, child } = await run(
       workspace,
@@ -294,8 +296,11 @@ describe("a child reaching past its copy", () => {
     const parent = resultsByCall(journal);
     const children = resultsByCall(await child("r"));
     const ending = (r: Record<string, unknown> | undefined) => [r?.status, r?.error_type ?? null];
-    for (const n of [1, 2, 3, 4, 5, 6])
+    for (const n of [1, 2, 3, 4, 5, 6, 7])
       expect(ending(children.get(`c${n}`))).toEqual(ending(parent.get(`p${n}`)));
+    // Naming .env in a shell line asks like read_file(.env) would (denied: no terminal).
+    expect(parent.get("p6")?.status).toBe("denied");
+    expect(parent.get("p7")?.status).toBe("ok");
     expect(parent.get("p1")?.error_type).toBe("POLICY_DENIED");
     expect(String(children.get("c3")?.content)).not.toContain("SECRET=1");
   });
