@@ -18,7 +18,7 @@ import { unfinishedUndo } from "../undo/plan.js";
 import { compactionCut } from "./compaction.js";
 import { delegationPort } from "./delegation.js";
 import { EngineError } from "./errors.js";
-import { finish, recheckFinished } from "./finish.js";
+import { CONTINUE, finish, recheckFinished } from "./finish.js";
 import { restoreGrants } from "./grants-restore.js";
 import {
   changedInstructions,
@@ -332,7 +332,10 @@ export class Engine {
           this.steering.openGate();
           continue;
         }
-        return finish(run, last.text);
+        const finished = await finish(run, last.text);
+        if (finished !== CONTINUE) return finished;
+        this.steering.openGate();
+        continue;
       }
       // Between steps, never while calls run: a tool list that changed is taken up here.
       const surface = await this.options.toolSurface?.refresh(this.tools, this.signal);

@@ -1,18 +1,23 @@
 import type { AnyNewEvent } from "../journal/vocabulary.js";
+import type { CheckOutcome } from "./acceptance.js";
 import {
   acceptanceFailedAfterDenials,
   changesDeniedStop,
   everyChangeDenied,
   someChangesDenied,
 } from "./denied-changes.js";
+import { nextAttempt } from "./goal-loop.js";
 import type { RunSummary } from "./options.js";
 import { cancel, type EngineRun, stop, summary } from "./outcome.js";
+
+/** finish's answer when a goal loop goes on: the checks' failures are the model's next input. */
+export const CONTINUE = Symbol("continue");
 
 /**
  * The model has stopped calling tools: pending proposals wait for review; otherwise the host's
  * own acceptance checks decide whether the run is verified.
  */
-export async function finish(run: EngineRun, answer: string): Promise<RunSummary> {
+export async function finish(run: EngineRun, answer: string): Promise<RunSummary | typeof CONTINUE> {
   const pending = [...run.state.proposals.values()].filter(
     (p) => !run.state.appliedProposals.has(p.proposal_id),
   );
@@ -32,8 +37,29 @@ export async function finish(run: EngineRun, answer: string): Promise<RunSummary
     await run.record({ type: "run.finished", data: { status: "unverified", answer } });
     return summary(run);
   }
-  const accepted = await runAcceptance(run);
+  const results = await runAcceptance(run);
   if (run.signal.aborted) return cancel(run);
+  const accepted = results.every((r) => r.passed);
+  const loop = run.options.goalLoop;
+  if (loop !== undefined) {
+    const attempt = nextAttempt(run.state.turnAttempts, results, loop);
+    await run.record({ type: "acceptance.attempt", data: attempt });
+    if (attempt.continued) return CONTINUE;
+    if (!accepted && attempt.progress.stalled >= loop.noProgress)
+      return stop(
+        run,
+        "stopped",
+        "no_progress",
+        `the acceptance checks failed ${attempt.n} time(s) and the last ${attempt.progress.stalled} attempt(s) made no progress (--no-progress ${loop.noProgress})`,
+      );
+    if (!accepted)
+      return stop(
+        run,
+        "stopped",
+        "acceptance_failed",
+        `the acceptance checks still failed after ${attempt.n} attempt(s) (--until-accepted ${loop.attempts})`,
+      );
+  }
   if (!accepted) {
     // What was denied may be why the checks fail: say which flags would have allowed it.
     const refused = run.options.changesDeniedStops ? someChangesDenied(run) : undefined;
@@ -50,7 +76,7 @@ export async function recheckFinished(run: EngineRun): Promise<RunSummary> {
   const outcome = run.state.outcome;
   const answer = outcome?.kind === "finished" ? outcome.data.answer : "";
   if (run.options.acceptance.length === 0) return summary(run);
-  const accepted = await runAcceptance(run);
+  const accepted = (await runAcceptance(run)).every((r) => r.passed);
   if (run.signal.aborted) return cancel(run);
   if (!accepted) {
     return stop(
@@ -64,7 +90,7 @@ export async function recheckFinished(run: EngineRun): Promise<RunSummary> {
   return summary(run);
 }
 
-async function runAcceptance(run: EngineRun): Promise<boolean> {
+async function runAcceptance(run: EngineRun): Promise<CheckOutcome[]> {
   const check = async () => {
     const results = [];
     for (const check of run.options.acceptance) results.push(await check.run(run.signal));
@@ -82,5 +108,5 @@ async function runAcceptance(run: EngineRun): Promise<boolean> {
   const accepted = results.every((r) => r.passed);
   const changed = found ? [effects!.event(`acceptance:${run.state.records}`, found)] : [];
   await run.record(...changed, { type: "acceptance.checked", data: { accepted, checks: results } });
-  return accepted;
+  return results;
 }

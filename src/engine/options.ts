@@ -49,10 +49,17 @@ export interface RunSummary {
    * not part of `model_requests`, `tool_calls` and `usage`, which are the session's own.
    */
   agents_usage?: SessionState["agentUsage"];
+  /** With a goal loop: how many times the acceptance checks ran in this turn. */
+  attempts?: number;
   /** Only from a compaction asked for by the user (compactOnly): what context.compacted recorded. */
   compacted?: { replaced_messages: number; tokens_before: number; tokens_after: number };
   /** Only from a userCommand: the call's result as journaled (its content is the scrubbed output). */
   command?: { call_id: string; status: string; summary: string; content: string; duration_ms: number };
+}
+
+export interface GoalLoop {
+  attempts: number;
+  noProgress: number;
 }
 
 /** Budgets are per turn: each turn of a session may use them afresh (a session with one turn: per session). */
@@ -122,6 +129,12 @@ export interface EngineOptions {
   input?: string;
   policy: PolicyHandle;
   acceptance: readonly AcceptanceCheck[];
+  /**
+   * The goal loop: when the acceptance checks fail, their failures are the model's next input and
+   * the session goes on, up to `attempts` evaluations in all; it stops early after `noProgress`
+   * consecutive attempts that improved on none before them.
+   */
+  goalLoop?: GoalLoop;
   /** Propose mode: builds the overlay proposing calls write to, from the session's proposals. */
   proposals?(existing: readonly ProposalRecord[]): ProposalPort;
   /** Process-running tools: where spawns are journaled, and how survivors are killed on resume. */

@@ -65,6 +65,7 @@ export function summary(run: EngineRun): RunSummary {
     tool_calls: state.toolCalls,
     usage: state.usage,
     ...(state.agents.size > 0 ? { agents_usage: { ...state.agentUsage } } : {}),
+    ...(state.turnAttempts.length > 0 ? { attempts: state.turnAttempts.length } : {}),
     tokens: {
       context_window: run.budget.window,
       peak_estimated_input_tokens: state.peakEstimatedInputTokens,

@@ -107,6 +107,8 @@ export class SessionState {
   readonly pendingSteers: string[] = [];
   /** The model owes a reply: input or steering arrived after its latest reply. */
   replyPending = false;
+  /** This turn's goal-loop attempts, in order (a new turn starts its own loop). */
+  turnAttempts: EventData<"acceptance.attempt">[] = [];
   /**
    * The model source the session talks to and the run options that rebuild it: the header's,
    * then each `model.switched`'s.
@@ -172,6 +174,7 @@ export class SessionState {
       state.turnToolCallsBefore = state.started.size;
       state.turnResultsBefore = state.results.size;
       state.turnAgentToolCalls = 0;
+      state.turnAttempts = [];
       state.outcome = undefined;
       state.replyPending = true;
       state.addUserMessage(data.text);
@@ -329,6 +332,14 @@ export class SessionState {
     },
     // Its verdict is the run.finished or run.stopped that follows; a finished session rechecks anyway.
     "acceptance.checked": ignore,
+    "acceptance.attempt": (state, { data }) => {
+      state.turnAttempts.push(data);
+      // The checks' failures are the model's next input, within the same turn and its budgets.
+      if (data.continued && data.feedback !== undefined) {
+        state.addMessage({ role: "user", content: data.feedback });
+        state.replyPending = true;
+      }
+    },
     "context.pruned": (state, { data }) => {
       for (const { call_id, artifact } of data.results) state.prune(call_id, artifact);
     },

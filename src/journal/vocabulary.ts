@@ -318,6 +318,27 @@ export const EVENT_SCHEMAS = {
     evidence: z.string(),
     by: z.string(),
   }),
+  /**
+   * One attempt of a goal loop (`--until-accepted N`): the checks' counts after the model's n-th
+   * finish, and the host's measure of progress. `continued`: the session goes on, and `feedback`
+   * (which checks failed, their exit codes and output tails) is the model's next input, in the same
+   * turn, so the turn's budgets span every attempt.
+   */
+  "acceptance.attempt": z.object({
+    n: z.number().int().positive(),
+    passed: z.number().int().nonnegative(),
+    failed: z.number().int().nonnegative(),
+    progress: z.object({
+      checks_passed: z.number().int().nonnegative(),
+      tests_failed: z.number().int().nonnegative().optional(),
+      /** Whether this attempt improved on the best before it (the first attempt: true). */
+      improved: z.boolean(),
+      /** Consecutive attempts, up to this one, that did not improve. */
+      stalled: z.number().int().nonnegative(),
+    }),
+    continued: z.boolean(),
+    feedback: z.string().optional(),
+  }),
   "acceptance.checked": z.object({
     accepted: z.boolean(),
     checks: z.array(

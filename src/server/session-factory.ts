@@ -228,6 +228,8 @@ export function servedConfig(
   if (deny.length > 0) config.deny = deny;
   if (ask.length > 0) config.ask = ask;
   if (opts.accept !== undefined) config.accept = opts.accept;
+  if (opts.until_accepted !== undefined) config.untilAccepted = opts.until_accepted;
+  if (opts.no_progress !== undefined) config.noProgress = opts.no_progress;
   config.limits = {
     ...(opts.max_model_requests ? { maxModelRequests: opts.max_model_requests } : {}),
     ...(opts.max_tool_calls ? { maxToolCalls: opts.max_tool_calls } : {}),

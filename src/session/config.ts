@@ -63,6 +63,8 @@ export const sessionConfigSchema = z
       })
       .partial()
       .strict(),
+    untilAccepted: z.number().int().min(2).max(100),
+    noProgress: positive.max(100),
     script: z.string().min(1),
     accept: z.array(z.string().min(1)),
     acceptTimeoutMs: positive,

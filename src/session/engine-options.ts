@@ -1,13 +1,13 @@
 import { join } from "node:path";
 import { FileArtifactStore } from "../artifacts/file-store.js";
 import type { AcceptanceCheck } from "../engine/acceptance.js";
-import type { EngineListener, EngineOptions, Limits } from "../engine/options.js";
+import type { EngineListener, EngineOptions, GoalLoop, Limits } from "../engine/options.js";
 import type { JournalStore } from "../journal/store.js";
 import type { RuntimeEnvironment } from "../runtime/environment.js";
 import { WorkspaceEffects } from "../runtime/workspace-effects.js";
 import { TreeSnapshot } from "../workspace/tree-snapshot.js";
 import { IGNORE_NOTICES, type Notify } from "./notice.js";
-import { recordableFlags } from "./run-flags.js";
+import { type RunFlags, recordableFlags } from "./run-flags.js";
 import type { RunSetup } from "./setup.js";
 import { harnessVersion } from "./version.js";
 import type { OpenedWorkspace } from "./workspace.js";
@@ -130,6 +130,7 @@ export function sessionEngineOptions(
         }
       : {}),
     acceptance: run.acceptance,
+    ...goalLoopOf(run.setup.flags),
     limits: run.limits,
     signal,
     listener,
@@ -142,3 +143,13 @@ export function sessionEngineOptions(
     harnessVersion: harnessVersion(),
   };
 }
+
+/** The goal loop the flags ask for (`--until-accepted N`, `--no-progress K`), if any. */
+function goalLoopOf(flags: RunFlags | undefined): { goalLoop?: GoalLoop } {
+  const attempts = flags?.untilAccepted;
+  if (attempts === undefined || attempts < 2) return {};
+  return { goalLoop: { attempts, noProgress: flags?.noProgress ?? DEFAULT_NO_PROGRESS } };
+}
+
+/** Attempts in a row without progress that end a goal loop, unless --no-progress says otherwise. */
+export const DEFAULT_NO_PROGRESS = 2;

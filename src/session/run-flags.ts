@@ -29,6 +29,10 @@ export interface RunFlags {
   editPaths?: string[] | undefined;
   /** `--agents-depth`, `--agents-concurrent`, `--agents-max`: how far the session may delegate. */
   agents?: { [K in keyof AgentLimits]?: AgentLimits[K] | undefined } | undefined;
+  /** `--until-accepted N`: the goal loop's attempts in all (the checks' failures go back to the model). */
+  untilAccepted?: number | undefined;
+  /** `--no-progress K`: the goal loop ends after K attempts in a row without progress (default 2). */
+  noProgress?: number | undefined;
   /**
    * The defaults in force when no config or flag decides (lowest precedence): only for what
    * the flags leave open, so the same flags make the same policy through any door.
@@ -55,6 +59,8 @@ const RECORDED_KEYS: (keyof RunFlags)[] = [
   "readPaths",
   "editPaths",
   "agents",
+  "untilAccepted",
+  "noProgress",
 ];
 
 /**
@@ -127,6 +133,8 @@ export function flagWords(flags: RunFlags): string[][] {
   many("--edit-path", flags.editPaths);
   one("--context-window", flags.contextWindow);
   one("--request-deadline", flags.requestDeadlineMs);
+  one("--until-accepted", flags.untilAccepted);
+  one("--no-progress", flags.noProgress);
   // Only limits that differ from a new session's defaults: a printed command stays short.
   const agents = flags.agents ?? {};
   if (agents.depth !== undefined && agents.depth !== DEFAULT_AGENT_LIMITS.depth)

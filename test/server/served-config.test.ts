@@ -53,4 +53,13 @@ describe("servedConfig (session/start's options as a SessionConfig)", () => {
       limits: {},
     });
   });
+
+  it("takes the run command's goal loop (until_accepted, no_progress), which the session records", () => {
+    expect(servedConfig({ accept: ["npm test"], until_accepted: 4, no_progress: 1 }, {}, undefined)).toEqual({
+      accept: ["npm test"],
+      untilAccepted: 4,
+      noProgress: 1,
+      limits: {},
+    });
+  });
 });

@@ -282,6 +282,12 @@ function render(record: AnyRecord, style: Style): string {
       return `${record.data.accepted ? style.green("acceptance passed") : style.red("acceptance failed")}: ${record.data.checks
         .map((c) => `${c.passed ? "✓" : "✗"} ${escapeForTerminal(c.name)}${ranUnder(c)}`)
         .join("; ")}`;
+    case "acceptance.attempt": {
+      const { n, passed, failed, progress, continued } = record.data;
+      const tests = progress.tests_failed === undefined ? "" : `, ${progress.tests_failed} failing test(s)`;
+      const next = continued ? "; the failures went back to the model" : "";
+      return `goal loop attempt ${n}: ${passed} check(s) passed, ${failed} failed${tests}${progress.improved ? "" : ` (no progress for ${progress.stalled})`}${next}`;
+    }
     case "run.finished":
       return style.bold(`finished: ${record.data.status}`);
     case "run.stopped":

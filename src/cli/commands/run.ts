@@ -45,6 +45,8 @@ export const SESSION_OPTIONS = {
   "agents-depth": { type: "string" },
   "agents-concurrent": { type: "string" },
   "agents-max": { type: "string" },
+  "until-accepted": { type: "string" },
+  "no-progress": { type: "string" },
   "accept-tool-changes": { type: "boolean" },
   session: { type: "string" },
   json: { type: "boolean" },
@@ -118,6 +120,12 @@ Run:
   --workspace, -w DIR        the workspace (default: the current directory)
   --accept CMD               acceptance command run in the workspace (repeatable)
   --accept-timeout MS        timeout per acceptance command (default 600000)
+  --until-accepted N         goal loop: when the --accept checks fail, their failures (which
+                             checks, exit codes, the end of their output) are the model's next
+                             input and it goes on, up to N attempts in all (2-100; the turn's
+                             budgets span every attempt; kept for resume)
+  --no-progress K            end the goal loop after K attempts in a row that improved neither
+                             the number of checks passing nor of failing tests (default 2)
   --max-model-requests N     model request budget, retries included (default 50)
   --max-tool-calls N         tool call budget (default 200)
   --pool-size N              parallel tool calls per batch (default 8)
@@ -184,7 +192,7 @@ it recorded runs. A writer lock whose owner is provably gone (same host; the pro
 or another process now has its pid) is taken over, with a printed line and a lock.recovered
 record; a live owner, or one on another host, is never displaced (exit 5).
 
-Options: the same as harness run (--workspace, --script, --write, --read-only, --accept,
+Options: the same as harness run (--workspace, --script, --write, --read-only, --accept, --until-accepted,
 --max-model-requests, --max-tool-calls, --context-window, --request-deadline, --accept-tool-changes,
 --json, --events, --quiet-calls). Policy flags, --context-window, --request-deadline and acceptance commands
 default to the ones recorded when the session started.
@@ -383,6 +391,10 @@ export function givenFlags(values: Parsed["values"]): RunFlags {
     ...optional("max", boundedInt(values["agents-max"], "--agents-max", 1, 1024)),
   };
   if (Object.keys(agents).length > 0) flags.agents = agents;
+  const untilAccepted = boundedInt(values["until-accepted"], "--until-accepted", 2, 100);
+  if (untilAccepted !== undefined) flags.untilAccepted = untilAccepted;
+  const noProgress = boundedInt(values["no-progress"], "--no-progress", 1, 100);
+  if (noProgress !== undefined) flags.noProgress = noProgress;
   return flags;
 }
 
