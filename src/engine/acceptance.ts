@@ -1,4 +1,5 @@
 import { homedir } from "node:os";
+import type { ArtifactStore } from "../artifacts/store.js";
 import type { ExecuteResult, Executor, ProcessFacts, ProcessProfile } from "../sandbox/executor.js";
 import { SpawnError } from "../sandbox/process.js";
 import { SandboxUnavailableError } from "../sandbox/sandbox.js";
@@ -10,12 +11,15 @@ export interface CheckOutcome extends Partial<ProcessFacts> {
   exit_code?: number | null;
   duration_ms: number;
   output?: string;
+  /** Artifacts holding the whole output (stdout, then stderr), when it was stored. */
+  output_artifacts?: string[];
 }
 
 /** A host-side check of the workspace. Completion is decided by these, never by the model. */
 export interface AcceptanceCheck {
   readonly name: string;
-  run(signal: AbortSignal): Promise<CheckOutcome>;
+  /** `artifacts`: where the session keeps whole outputs (a command's, for the model to read). */
+  run(signal: AbortSignal, artifacts?: ArtifactStore): Promise<CheckOutcome>;
 }
 
 /** Passes when a file's bytes equal the expected text exactly. */
@@ -72,7 +76,7 @@ export class CommandCheck implements AcceptanceCheck {
     this.timeoutMs = options.timeoutMs ?? 600_000;
   }
 
-  async run(signal: AbortSignal): Promise<CheckOutcome> {
+  async run(signal: AbortSignal, artifacts?: ArtifactStore): Promise<CheckOutcome> {
     const began = Date.now();
     const { executor, profile, workspace } = this.options;
     const facts = executor.factsFor("acceptance", profile);
@@ -94,6 +98,7 @@ export class CommandCheck implements AcceptanceCheck {
         timeoutMs: this.timeoutMs,
         killGraceMs: KILL_GRACE_MS,
         signal,
+        ...(artifacts !== undefined ? { artifacts } : {}),
         capture: { headBytes: 0, tailBytes: OUTPUT_TAIL_BYTES },
       });
     } catch (error) {
@@ -115,12 +120,14 @@ export class CommandCheck implements AcceptanceCheck {
             : undefined;
     let output = scrubPaths(tailOf(result), workspace);
     if (note) output = `${output}${output.endsWith("\n") || output === "" ? "" : "\n"}${note}`;
+    const stored = [result.stdout.artifact, result.stderr.artifact].flatMap((ref) => (ref ? [ref.id] : []));
     return {
       name: this.name,
       passed: result.outcome === "exited" && result.exitCode === 0,
       exit_code: result.outcome === "exited" ? result.exitCode : null,
       duration_ms: Date.now() - began,
       output,
+      ...(stored.length > 0 ? { output_artifacts: stored } : {}),
       ...result.facts,
     };
   }

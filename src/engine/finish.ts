@@ -93,7 +93,8 @@ export async function recheckFinished(run: EngineRun): Promise<RunSummary> {
 async function runAcceptance(run: EngineRun): Promise<CheckOutcome[]> {
   const check = async () => {
     const results = [];
-    for (const check of run.options.acceptance) results.push(await check.run(run.signal));
+    for (const check of run.options.acceptance)
+      results.push(await check.run(run.signal, run.options.runtime.artifacts));
     return results;
   };
   // Acceptance commands run the model's code, which may write: compared like a shell call.

@@ -83,6 +83,7 @@ function feedback(n: number, attempts: number, results: readonly CheckOutcome[])
         output.length > FEEDBACK_OUTPUT_CHARS ? `…${output.slice(-FEEDBACK_OUTPUT_CHARS)}` : output;
       lines.push("output (end):", tail);
     }
+    for (const id of check.output_artifacts ?? []) lines.push(`whole output: read_artifact {"id": "${id}"}`);
   }
   return lines.join("\n");
 }

@@ -348,6 +348,8 @@ export const EVENT_SCHEMAS = {
         exit_code: z.number().int().nullable().optional(),
         duration_ms: z.number(),
         output: z.string().optional(),
+        /** The whole output's artifacts (stdout, then stderr); absent in older journals. */
+        output_artifacts: z.array(z.string()).optional(),
         ...processFacts,
       }),
     ),

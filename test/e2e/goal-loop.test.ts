@@ -107,6 +107,17 @@ describe("the goal loop", () => {
     expect(feedback).toContain("(exit 1)");
     expect(feedback).toContain("not ok t2");
     expect(feedback).toContain("# fail 2");
+    // The whole output is kept as an artifact the model may read in full.
+    const id = /whole output: read_artifact \{"id": "([0-9a-f]{64})"\}/.exec(feedback)?.[1];
+    const artifact = join(
+      workspace,
+      ".harness",
+      "sessions",
+      String(summary.session),
+      "artifacts",
+      String(id),
+    );
+    expect(await readFile(artifact, "utf8")).toContain("not ok t2\nnot ok t3\n# fail 2\n");
     // ...and that is what the model received as its next input, once per failed attempt.
     expect(await model.sent()).toEqual([
       { role: "user", content: "make the tests pass" },
