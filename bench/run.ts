@@ -1,6 +1,7 @@
 // `npm run bench`: every benchmark in one run, printed as one table (and --json for scripts).
 import { benchAcceptance } from "./acceptance.js";
 import { benchAgentCopy } from "./agents.js";
+import { benchBatch } from "./batch.js";
 import { benchChat } from "./chat.js";
 import { benchContext } from "./context.js";
 import { benchEffects } from "./effects.js";
@@ -38,6 +39,7 @@ const sections: [string, () => Promise<BenchRow[]> | BenchRow[]][] = [
     "agents: starting a writing child on a 10,000-file workspace vs a plain recursive copy (issue 31)",
     benchAgentCopy,
   ],
+  ["batch: one program of 50 reads vs 50 model-level reads (issue 32)", benchBatch],
 ];
 
 const json = process.argv.includes("--json");

@@ -39,6 +39,8 @@ function collectDenied(run: EngineRun, every: boolean): DeniedChanges | undefine
   const tools = new Set<string>();
   const allow = new Map<string, string[]>();
   for (const result of run.state.turnResults) {
+    // A program's refused call (a write inside `batch`) is no change a flag would have allowed.
+    if (result.parent_call_id !== undefined) continue;
     const effect = run.tools().get(result.name)?.tool.effect;
     if (effect === undefined || CHANGES_NOTHING.has(effect)) continue;
     if (result.status !== "denied") {

@@ -109,6 +109,13 @@ export class Engine {
         record: (...events) => this.record(...events),
         interrupted: () => this.interruptRequested,
         defer: (...events) => this.defer(...events),
+        nestedCalls: (parent, prefix) =>
+          this.createRuntime().subCalls(
+            { id: parent.call_id, batch: parent.batch },
+            prefix,
+            { recorder: { record: (events) => this.record(...events) } },
+            { remaining: Math.max(0, this.limits.maxToolCalls - this.state.turnToolCalls) },
+          ),
       };
       const recovered = this.writer.recoveredLock;
       const resuming = this.state.header !== undefined;

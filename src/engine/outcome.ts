@@ -1,6 +1,7 @@
-import type { AnyNewEvent } from "../journal/vocabulary.js";
+import type { AnyNewEvent, EventData } from "../journal/vocabulary.js";
 import type { ContextBudget } from "../providers/context-window.js";
 import type { ToolSnapshot } from "../runtime/registry.js";
+import type { SubCallPort } from "../tools/tool.js";
 import type { EngineOptions, Limits, RunSummary } from "./options.js";
 import type { SessionState } from "./state.js";
 
@@ -21,6 +22,11 @@ export interface EngineRun {
   interrupted(): boolean;
   /** Append events that may wait for the next durable append; applied to the state at once. */
   defer(...events: AnyNewEvent[]): Promise<void>;
+  /**
+   * Nested calls of the recorded call `parent` (a `batch` run again after a crash), through
+   * the pipeline, with ids `PREFIX/N`.
+   */
+  nestedCalls?(parent: EventData<"tool.started">, prefix: string): SubCallPort;
 }
 
 /** The run ends short of success (stopped, review required, needs review): journaled, then summarized. */

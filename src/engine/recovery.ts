@@ -1,6 +1,7 @@
 import type { AnyNewEvent, EventData } from "../journal/vocabulary.js";
-import { errorResult, okResult, type ToolResult } from "../runtime/result.js";
+import { errorResult, okResult, resultFromThrown, type ToolResult } from "../runtime/result.js";
 import { createToolContext } from "../tools/context.js";
+import { ToolError } from "../tools/errors.js";
 import type { ChangeSet } from "../workspace/manifest.js";
 import { delegationPort } from "./delegation.js";
 import type { RunSummary } from "./options.js";
@@ -118,17 +119,28 @@ async function recover(run: EngineRun, started: EventData<"tool.started">): Prom
               }
             : {}),
           ...(entry.tool.delegates ? { delegation: delegationPort(run) } : {}),
+          ...(entry.tool.nests && run.nestedCalls
+            ? { subCalls: run.nestedCalls(started, rerunPrefix(run, started.call_id)) }
+            : {}),
         });
         const output = await entry.tool.reconcile(parsed.data, context);
         for (const change of changes)
           await run.record(effects!.event(started.call_id, { source: "tool", change }));
         if (output) {
           const result = okResult(id, output, 0);
-          result.summary = `reconciled after an interruption: ${output.summary}`;
+          // A nesting tool (batch) reads only: it was run again, its earlier sub-calls kept.
+          result.summary = `${entry.tool.nests ? "re-run" : "reconciled"} after an interruption: ${output.summary}`;
           result.data = { ...output.data, reconciled: true };
           return result;
         }
-      } catch {
+      } catch (error) {
+        // A re-run program that failed is a known outcome of a read-only call, not an unknown one.
+        if (entry.tool.nests && error instanceof ToolError) {
+          const result = resultFromThrown(id, error, 0);
+          result.summary = `re-run after an interruption: ${result.summary}`;
+          result.data = { ...result.data, reconciled: true };
+          return result;
+        }
         // A failed lookup proves nothing either way: fall through to unknown.
       }
     }
@@ -165,7 +177,18 @@ export async function settleServices(run: EngineRun): Promise<void> {
  */
 export async function recoverOrphans(run: EngineRun): Promise<RunSummary | undefined> {
   const orphans = run.state.startedWithoutResult();
-  for (const started of orphans) {
+  // A program's read-only calls first: each is closed as interrupted (a read changed nothing),
+  // before the batch that made them is run again under new ids.
+  for (const started of orphans.filter(isNestedRead)) {
+    const result = errorResult(
+      { call_id: started.call_id, name: started.name },
+      "CANCELLED",
+      `${started.name} (call ${started.call_id}) was interrupted by a crash; it only read, so nothing changed.`,
+      { data: { interrupted: true }, operationApplied: false },
+    );
+    await run.record({ type: "tool.result", data: { ...result, parent_call_id: started.parent_call_id } });
+  }
+  for (const started of orphans.filter((s) => !isNestedRead(s))) {
     const result = await recover(run, started);
     await run.record({ type: "tool.result", data: result });
   }
@@ -178,4 +201,26 @@ export async function recoverOrphans(run: EngineRun): Promise<RunSummary | undef
     );
   }
   return undefined;
+}
+
+/** A call a program made inside another call, of a tool that only reads. */
+function isNestedRead(started: EventData<"tool.started">): boolean {
+  return (
+    started.parent_call_id !== undefined && (started.effect === "read_only" || started.effect === "pure")
+  );
+}
+
+/**
+ * The ids a re-run of `callId` gives its sub-calls: `CALL/rK`, K one more than the re-runs the
+ * journal already holds, so no id is ever used twice and the earlier results stay as they were.
+ */
+function rerunPrefix(run: EngineRun, callId: string): string {
+  const head = `${callId}/r`;
+  let latest = 0;
+  for (const id of run.state.callIds) {
+    if (!id.startsWith(head)) continue;
+    const k = Number(id.slice(head.length).split("/")[0]);
+    if (Number.isInteger(k)) latest = Math.max(latest, k);
+  }
+  return `${head}${latest + 1}`;
 }

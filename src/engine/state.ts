@@ -276,6 +276,8 @@ export class SessionState {
     "hook.decided": ignore,
     "tool.started": (state, { data }) => {
       state.started.set(data.call_id, data);
+      // A program's call (`CALL/N`) is not the model's, but its id is taken all the same.
+      if (data.parent_call_id !== undefined) state.callIds.add(data.call_id);
       state.batches = Math.max(state.batches, data.batch + 1);
     },
     "process.spawned": (state, { data }) => {
@@ -286,7 +288,11 @@ export class SessionState {
     "tool.result": (state, { data: result }) => {
       state.results.set(result.call_id, result);
       state.noteOutcome(result.call_id);
-      if (!state.userCommands.has(result.call_id))
+      // A program's call: the model asked for the batch, not for it, and saw only what the
+      // program returned, so it is no message and no observation of a file's version.
+      const nested = result.parent_call_id !== undefined;
+      if (nested) state.callIds.add(result.call_id);
+      if (!state.userCommands.has(result.call_id) && !nested)
         state.addMessage({
           role: "tool",
           call_id: result.call_id,
@@ -295,7 +301,12 @@ export class SessionState {
           content: projectForModel(result as ToolResult),
         });
       const data = result.data;
-      if (result.status === "ok" && typeof data?.path === "string" && typeof data.version === "string") {
+      if (
+        !nested &&
+        result.status === "ok" &&
+        typeof data?.path === "string" &&
+        typeof data.version === "string"
+      ) {
         state.observed.set(data.path, data.version);
       }
       const entry: HistoryEntry = {

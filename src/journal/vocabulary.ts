@@ -262,6 +262,8 @@ export const EVENT_SCHEMAS = {
     effect: z.string(),
     batch: z.number().int(),
     permission: jsonObject.optional(),
+    /** A call a program made inside another call (`batch`): that call's id. Absent for the model's own calls. */
+    parent_call_id: z.string().optional(),
   }),
   "process.spawned": z.object({
     call_id: z.string(),
@@ -294,6 +296,8 @@ export const EVENT_SCHEMAS = {
     artifact: artifact.optional(),
     duration_ms: z.number(),
     trace: jsonObject.optional(),
+    /** As in `tool.started`: the call whose program made this one. */
+    parent_call_id: z.string().optional(),
   }),
   "proposal.recorded": z.object({
     proposal_id: z.string(),

@@ -44,7 +44,8 @@ export async function runBatch(run: BatchRun): Promise<void> {
   await Promise.all(Array.from({ length: Math.min(pool, batch.length) }, worker));
 }
 
-function startedEvent(p: Prepared, batchId: number): AnyNewEvent {
+/** A call's `tool.started`; `parentCallId` for a program's call inside another call. */
+export function startedEvent(p: Prepared, batchId: number, parentCallId?: string): AnyNewEvent {
   const data: EventData<"tool.started"> = {
     call_id: p.call.id,
     name: p.call.name,
@@ -56,5 +57,6 @@ function startedEvent(p: Prepared, batchId: number): AnyNewEvent {
     batch: batchId,
   };
   if (p.permission) data.permission = permissionRecord(p.permission);
+  if (parentCallId !== undefined) data.parent_call_id = parentCallId;
   return { type: "tool.started", data };
 }

@@ -68,17 +68,7 @@ export class OrderedCommitter {
       for (const [offset, result] of ready.entries()) {
         const finished = this.finishedAt[this.next - ready.length + offset];
         if (result.trace && finished !== undefined) result.trace.commit_wait_ms = now - finished;
-        const { proposals, workspace, ...settled } = result;
-        for (const proposal of proposals ?? []) {
-          events.push({ type: "proposal.recorded", data: { ...proposal, call_id: result.call_id } });
-        }
-        if (workspace) {
-          events.push({
-            type: "workspace.changed",
-            data: { call_id: result.call_id, source: workspace.source, ...workspace.change },
-          });
-        }
-        events.push({ type: "tool.result", data: settled });
+        events.push(...resultEvents(result));
       }
       const last = this.next === this.results.length;
       await (last ? deferRecord(this.recorder, events) : this.recorder.record(events));
@@ -86,4 +76,21 @@ export class OrderedCommitter {
     });
     return this.flushing;
   }
+}
+
+/** A result's records: its proposals and workspace change first, then the `tool.result` itself. */
+export function resultEvents(result: ToolResult): AnyNewEvent[] {
+  const events: AnyNewEvent[] = [];
+  const { proposals, workspace, ...settled } = result;
+  for (const proposal of proposals ?? []) {
+    events.push({ type: "proposal.recorded", data: { ...proposal, call_id: result.call_id } });
+  }
+  if (workspace) {
+    events.push({
+      type: "workspace.changed",
+      data: { call_id: result.call_id, source: workspace.source, ...workspace.change },
+    });
+  }
+  events.push({ type: "tool.result", data: settled });
+  return events;
 }

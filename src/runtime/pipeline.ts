@@ -1,5 +1,6 @@
 import type { ToolCall } from "../protocol/types.js";
 import { createToolContext } from "../tools/context.js";
+import type { SubCallPort } from "../tools/tool.js";
 import { authorize, readAccess } from "./authorize.js";
 import { runBatch } from "./batch.js";
 import { OrderedCommitter } from "./commit.js";
@@ -12,6 +13,7 @@ import { deferRecord, type HookRecord, type ProgressListener, type Recorder } fr
 import { type Prepared, prepare } from "./prepare.js";
 import { errorResult, identity, type ToolResult } from "./result.js";
 import { planBatches } from "./scheduler.js";
+import { subCallPort } from "./sub-calls.js";
 import type { FoundChange } from "./workspace-effects.js";
 
 export interface RunCallsInput {
@@ -69,6 +71,7 @@ export class ToolRuntime {
           artifactSources: (artifactId) => this.artifactSources(artifactId),
           ...liveOutput(prepared.call.id, options.progress),
           ...(options.delegation && prepared.entry.tool.delegates ? { delegation: options.delegation } : {}),
+          ...(prepared.entry.tool.nests ? this.nestedCalls(prepared) : {}),
         }),
     };
   }
@@ -87,7 +90,8 @@ export class ToolRuntime {
     }
     const committer = new OrderedCommitter(decided, input.recorder, this.options.progress);
     const batches = planBatches(prepared);
-    let remaining = input.remainingToolCalls;
+    // Shared with the calls a program makes inside one of these (`batch`): they spend it too.
+    const budget = { remaining: input.remainingToolCalls };
     let stop: RunCallsOutcome["stop"];
     let batchId = input.firstBatchId;
 
@@ -98,7 +102,7 @@ export class ToolRuntime {
       const authorized: Prepared[] = [];
       for (const call of batch) {
         if (input.signal.aborted) break;
-        if (remaining - authorized.length <= 0) {
+        if (budget.remaining - authorized.length <= 0) {
           stop = "budget_exhausted";
           break;
         }
@@ -111,7 +115,7 @@ export class ToolRuntime {
         break;
       }
       if (authorized.length > 0) {
-        remaining -= authorized.length;
+        budget.remaining -= authorized.length;
         const id = batchId;
         await runBatch({
           batch: authorized,
@@ -120,7 +124,7 @@ export class ToolRuntime {
           committer,
           poolSize: this.options.poolSize,
           progress: this.options.progress,
-          run: (call, queueWaitMs) => this.runCall(call, id, queueWaitMs, input),
+          run: (call, queueWaitMs) => this.runCall(call, id, queueWaitMs, input, budget),
         });
         batchId += 1;
       } else {
@@ -193,8 +197,71 @@ export class ToolRuntime {
     return sources;
   }
 
+  /** Calls running now that may nest calls (`batch`): what their nested calls run under. */
+  private readonly nesting = new Map<
+    string,
+    { batch: number; input: Pick<RunCallsInput, "recorder">; budget: { remaining: number } }
+  >();
+
+  /** The SubCallPort of a nesting call that is running now. */
+  private nestedCalls(prepared: Prepared): { subCalls?: SubCallPort } {
+    const running = this.nesting.get(prepared.call.id);
+    if (running === undefined) return {};
+    return {
+      subCalls: this.subCalls(
+        { id: prepared.call.id, batch: running.batch },
+        prepared.call.id,
+        running.input,
+        running.budget,
+      ),
+    };
+  }
+
+  /**
+   * Nested calls of the call `parent` (its program's), each through this pipeline as a call of
+   * its own: `prefix` is the parent's id, or `PARENT/rK` when a crash recovery runs it again.
+   */
+  subCalls(
+    parent: { id: string; batch: number },
+    prefix: string,
+    input: Pick<RunCallsInput, "recorder">,
+    budget: { remaining: number },
+  ): SubCallPort {
+    return subCallPort({
+      parent,
+      prefix,
+      snapshot: this.options.snapshot,
+      hooks: this.hooks,
+      recorder: input.recorder,
+      budget,
+      authorize: (prepared, signal) => this.authorize(prepared, input.recorder, signal),
+      run: (prepared, signal) => this.runCall(prepared, parent.batch, 0, { ...input, signal }, budget),
+    });
+  }
+
   /** One authorized call: execution (with retries), its proposals, hooks, normalization. */
-  private async runCall(prepared: Prepared, batchId: number, queueWaitMs: number, input: RunCallsInput) {
+  private async runCall(
+    prepared: Prepared,
+    batchId: number,
+    queueWaitMs: number,
+    input: Pick<RunCallsInput, "recorder" | "signal">,
+    budget: { remaining: number },
+  ) {
+    const { call, entry } = prepared;
+    if (entry.tool.nests) this.nesting.set(call.id, { batch: batchId, input, budget });
+    try {
+      return await this.runOne(prepared, batchId, queueWaitMs, input);
+    } finally {
+      this.nesting.delete(call.id);
+    }
+  }
+
+  private async runOne(
+    prepared: Prepared,
+    batchId: number,
+    queueWaitMs: number,
+    input: Pick<RunCallsInput, "recorder" | "signal">,
+  ) {
     const { call, entry } = prepared;
     const tool = entry.tool;
     const startedAt = Date.now();
@@ -248,7 +315,7 @@ export class ToolRuntime {
     this.reported.set(prepared.call.id, { source: "tool", change: merged });
   }
 
-  private effectsJournal(input: RunCallsInput) {
+  private effectsJournal(input: Pick<RunCallsInput, "recorder">) {
     return {
       record: (events: Parameters<RunCallsInput["recorder"]["record"]>[0]) => input.recorder.record(events),
       nextSeq: () => this.options.nextSeq?.() ?? 0,

@@ -46,7 +46,7 @@ import type { ToolSnapshot } from "../runtime/registry.js";
 import { killSurvivors } from "../sandbox/tree.js";
 import { digestOf } from "../shared/hash.js";
 import type { JsonObject } from "../shared/json.js";
-import { createFileTools } from "../tools/builtin.js";
+import { createFileTools, createProgramTools } from "../tools/builtin.js";
 import { isToolProfile, selectTools, ToolSelectionError } from "../tools/profiles.js";
 import { createShellTool } from "../tools/shell/shell.js";
 import type { AnyTool } from "../tools/tool.js";
@@ -199,7 +199,12 @@ export async function buildSetup(options: {
   let tools: AnyTool[];
   try {
     const { builtins } = toolSelection;
-    const available = [...createFileTools(), shellTool, ...(delegation ? [agentTool(delegation)] : [])];
+    const available = [
+      ...createFileTools(),
+      ...createProgramTools(),
+      shellTool,
+      ...(delegation ? [agentTool(delegation)] : []),
+    ];
     tools = builtins === undefined ? [] : selectTools(builtins, available);
     // A profile (coding, readonly...) brings the agent tool along where the session may delegate.
     if (delegation && builtins !== undefined && isToolProfile(builtins)) tools.push(agentTool(delegation));

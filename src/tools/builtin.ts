@@ -1,3 +1,4 @@
+import { createBatchTool } from "./batch/tool.js";
 import { createEditFileTool } from "./files/edit-file.js";
 import { createGlobTool } from "./files/glob.js";
 import { createGrepTool } from "./files/grep.js";
@@ -6,6 +7,7 @@ import { createReadFileTool } from "./files/read-file.js";
 import { createWriteFileTool } from "./files/write-file.js";
 import type { AnyTool } from "./tool.js";
 
+export { createBatchTool } from "./batch/tool.js";
 export { createEditFileTool } from "./files/edit-file.js";
 export { createGlobTool } from "./files/glob.js";
 export { createGrepTool } from "./files/grep.js";
@@ -26,4 +28,9 @@ export function createFileTools(): AnyTool[] {
     createGrepTool(),
     createReadArtifactTool(),
   ];
+}
+
+/** The built-ins a session may be offered beyond the file tools and the shell: `batch`. */
+export function createProgramTools(): AnyTool[] {
+  return [createBatchTool()];
 }

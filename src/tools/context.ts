@@ -1,7 +1,7 @@
 import type { ArtifactStore } from "../artifacts/store.js";
 import type { WorkspaceFs } from "../workspace/fs.js";
 import type { ChangeSet } from "../workspace/manifest.js";
-import type { DelegationPort, ReadAccess, ToolContext } from "./tool.js";
+import type { DelegationPort, ReadAccess, SubCallPort, ToolContext } from "./tool.js";
 
 /** What a context is built from; everything optional has the default a plain run needs. */
 export interface ToolContextParts {
@@ -18,11 +18,12 @@ export interface ToolContextParts {
   workspaceChanged?(change: ChangeSet): void;
   output?(text: string): void;
   delegation?: DelegationPort;
+  subCalls?: SubCallPort;
 }
 
 /** The one way to build a ToolContext: the runtime, crash recovery, evaluations and tests. */
 export function createToolContext(parts: ToolContextParts): ToolContext {
-  const { hostRoot, readAccess, artifactSources, workspaceChanged, output, delegation } = parts;
+  const { hostRoot, readAccess, artifactSources, workspaceChanged, output, delegation, subCalls } = parts;
   return {
     callId: parts.callId,
     signal: parts.signal ?? new AbortController().signal,
@@ -35,5 +36,6 @@ export function createToolContext(parts: ToolContextParts): ToolContext {
     ...(workspaceChanged ? { workspaceChanged } : {}),
     ...(output ? { output } : {}),
     ...(delegation ? { delegation } : {}),
+    ...(subCalls ? { subCalls } : {}),
   };
 }

@@ -221,6 +221,28 @@ export const ERROR_CODES = {
     "unknown",
     "The connection to the MCP server was lost while the call ran; whether it took effect is unknown. Do not repeat it: a person must check.",
   ),
+  // A `batch` program: what it may call, how far it may go, how it ended. Every sub-call is read-only.
+  BATCH_TOOL_FORBIDDEN: info(
+    "denied",
+    "no",
+    false,
+    false,
+    "A batch program may call only read-only tools; make writes, commands and messages as calls of their own.",
+  ),
+  BATCH_LIMIT: info(
+    "error",
+    "no",
+    false,
+    false,
+    "The program went past a bound (data.limit names it); gather less per batch or split the work.",
+  ),
+  BATCH_PROGRAM_ERROR: info(
+    "error",
+    "no",
+    false,
+    false,
+    "The program threw or did not parse; fix it (data.failed lists sub-calls that failed).",
+  ),
 } as const satisfies Record<string, ErrorCodeInfo>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

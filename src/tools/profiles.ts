@@ -2,10 +2,11 @@ import type { AnyTool } from "./tool.js";
 
 /** Named tool sets. Order is the order the model sees, and it never changes within a session. */
 export const TOOL_PROFILES = {
-  readonly: ["read_file", "glob", "grep", "read_artifact"],
-  coding: ["read_file", "write_file", "edit_file", "glob", "grep", "read_artifact", "shell"],
+  // `batch` comes with the read tools: its programs call only those.
+  readonly: ["read_file", "glob", "grep", "read_artifact", "batch"],
+  coding: ["read_file", "write_file", "edit_file", "glob", "grep", "read_artifact", "batch", "shell"],
   "shell-only": ["shell"],
-  files: ["shell", "read_file", "write_file", "edit_file", "glob"],
+  files: ["shell", "read_file", "write_file", "edit_file", "glob", "batch"],
 } as const satisfies Record<string, readonly string[]>;
 
 export type ToolProfile = keyof typeof TOOL_PROFILES;

@@ -68,6 +68,41 @@ export interface ToolContext {
    * it goes on, and what the turn may still spend. Absent for every other tool.
    */
   readonly delegation?: DelegationPort;
+  /**
+   * For the one tool that runs programs calling other tools (`batch`): each nested call goes
+   * through the session's whole pipeline as a call of its own. Absent for every other tool.
+   */
+  readonly subCalls?: SubCallPort;
+}
+
+/** What a program's call gave back: plain JSON, never a host object. */
+export interface SubCallOutcome {
+  call_id: string;
+  name: string;
+  status: string;
+  error_type?: string;
+  summary: string;
+  /** The result's content as the model would read it (the preview, when an artifact holds the rest). */
+  content: string;
+  data?: JsonObject;
+  artifact?: { id: string; bytes: number };
+}
+
+/**
+ * Nested calls of a call (`batch`): each runs through validation, authorization, scheduling and
+ * the journal as a call of its own whose id is `PREFIX/N`, journaled with `parent_call_id`.
+ * Only read-only tools run; any other is answered BATCH_TOOL_FORBIDDEN (journaled, never run).
+ */
+export interface SubCallPort {
+  /** `CALL` for the call's own run, `CALL/rK` for its K-th re-run after a crash. */
+  readonly prefix: string;
+  /** Whether a program may call the tool (`unknown`: this session offers no such tool). */
+  callable(name: string): "allowed" | "forbidden" | "unknown";
+  /** Run one nested call, id `PREFIX/N`; resolves with its committed result, never rejects. */
+  call(
+    request: { id: string; name: string; arguments: unknown },
+    signal: AbortSignal,
+  ): Promise<SubCallOutcome>;
 }
 
 /** The `agent.*` records a delegating tool writes into its own session's journal. */
@@ -165,6 +200,11 @@ export interface ToolDefinition<Args = unknown> {
   readonly comparedAs?: "mcp";
   /** The tool starts child sessions (`agent`): its context gets the session's DelegationPort. */
   readonly delegates?: true;
+  /**
+   * The tool runs nested calls (`batch`): its context gets a SubCallPort, and it can never be
+   * one of those nested calls itself.
+   */
+  readonly nests?: true;
 }
 
 /** Extra facts an approval prompt shows for a call; all optional. */

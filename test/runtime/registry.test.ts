@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { RegistrationError, ToolRegistry } from "../../src/runtime/registry.js";
-import { createFileTools } from "../../src/tools/builtin.js";
+import { createFileTools, createProgramTools } from "../../src/tools/builtin.js";
 import { selectTools, TOOL_PROFILES } from "../../src/tools/profiles.js";
 import { createShellTool } from "../../src/tools/shell/shell.js";
 import { type AnyTool, defineTool } from "../../src/tools/tool.js";
@@ -110,7 +110,11 @@ describe("tool registry", () => {
   });
 
   it("selects tool profiles in their fixed order", () => {
-    const all = [...createFileTools(), createShellTool({ sandbox: { profile: "none" } })];
+    const all = [
+      ...createFileTools(),
+      ...createProgramTools(),
+      createShellTool({ sandbox: { profile: "none" } }),
+    ];
     for (const [profile, names] of Object.entries(TOOL_PROFILES)) {
       expect(selectTools(profile, all).map((t) => t.name)).toEqual([...names]);
     }

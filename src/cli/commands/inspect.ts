@@ -242,7 +242,7 @@ function render(record: AnyRecord, style: Style): string {
       );
     case "tool.started":
       return style.dim(
-        `started ${callLabel(record.data.name, record.data.call_id)} (batch ${record.data.batch})`,
+        `started ${callLabel(record.data.name, record.data.call_id)} (batch ${record.data.batch}${insideOf(record.data)})`,
       );
     case "process.spawned":
       return style.dim(
@@ -260,7 +260,8 @@ function render(record: AnyRecord, style: Style): string {
             ? style.yellow
             : style.red;
       const code = record.data.error_type ? ` ${escapeForTerminal(record.data.error_type)}` : "";
-      return `${color(record.data.status)}${code} ${callLabel(record.data.name, record.data.call_id)} ${record.data.duration_ms} ms: ${escapeForTerminal(truncate(record.data.summary, 100))}`;
+      const inside = record.data.parent_call_id === undefined ? "" : ` (${insideOf(record.data).slice(2)})`;
+      return `${color(record.data.status)}${code} ${callLabel(record.data.name, record.data.call_id)}${inside} ${record.data.duration_ms} ms: ${escapeForTerminal(truncate(record.data.summary, 100))}`;
     }
     case "context.compacted":
       return style.dim(
@@ -374,6 +375,11 @@ function ranUnder(facts: ProcessFacts, sandboxed?: boolean): string {
 }
 
 /** `tool#call-id`, both as the model sent them, escaped. */
+/** A program's call names the call whose program made it (`batch`); the model's own, nothing. */
+function insideOf(data: { parent_call_id?: string | undefined }): string {
+  return data.parent_call_id === undefined ? "" : `, inside ${escapeForTerminal(data.parent_call_id)}`;
+}
+
 function callLabel(name: string, callId: string): string {
   return `${escapeForTerminal(name)}#${escapeForTerminal(callId)}`;
 }

@@ -19,7 +19,7 @@ import { UsageError } from "../../session/usage-error.js";
 import { type OpenedWorkspace, openWorkspace } from "../../session/workspace.js";
 import { isJsonObject } from "../../shared/json.js";
 import { escapeForTerminal, jsonForTerminal } from "../../shared/terminal-text.js";
-import { createFileTools } from "../../tools/builtin.js";
+import { createFileTools, createProgramTools } from "../../tools/builtin.js";
 import { createShellTool } from "../../tools/shell/shell.js";
 import { oneOf, parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
@@ -76,7 +76,11 @@ export const policyCommand = {
       }
     }
     if (!isJsonObject(callArgs)) throw new UsageError("ARGS_JSON must be a JSON object");
-    const tools = [...createFileTools(), createShellTool({ sandbox: { profile: "none" } })];
+    const tools = [
+      ...createFileTools(),
+      ...createProgramTools(),
+      createShellTool({ sandbox: { profile: "none" } }),
+    ];
     const definition = tools.find((t) => t.name === tool);
     if (!definition)
       throw new UsageError(`unknown tool "${tool}" (tools: ${tools.map((t) => t.name).join(", ")})`);
