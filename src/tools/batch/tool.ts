@@ -122,8 +122,9 @@ export function createBatchTool(
     version: "1",
     input,
     effect: "read_only",
-    // Running it again only reads again: a crash recovery may do so (reconcile below).
-    idempotency: "idempotent",
+    // Running it again only reads again, and a crash recovery does so (reconcile below) under
+    // new sub-call ids; the runtime's own retry would reuse them, so it never retries it.
+    idempotency: "conditionally_idempotent",
     timeoutMs: base.timeMs + 30_000,
     // Its sub-calls are scheduled inside it; it runs alone among the model's calls.
     resources: () => ({ exclusive: true }),
