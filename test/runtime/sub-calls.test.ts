@@ -203,6 +203,35 @@ describe("batch sub-calls through the pipeline", () => {
     expect(data(journal, "workspace.changed")).toEqual([]);
   });
 
+  it("a file a program read is not observed by the model: a write to it still needs the model's own read", async () => {
+    const engine = engineFor(ws, {
+      script: (_messages, step) =>
+        step === 0
+          ? {
+              calls: [
+                {
+                  id: "c1",
+                  name: "batch",
+                  arguments: { program: `return (await tools.read_file({ path: "notes.txt" })).summary;` },
+                },
+              ],
+            }
+          : step === 1
+            ? {
+                calls: [
+                  { id: "w1", name: "write_file", arguments: { path: "notes.txt", content: "replaced\n" } },
+                ],
+              }
+            : { text: "done" },
+      tools: [...createFileTools(), createBatchTool()],
+    });
+    await engine.run();
+    const results = data(await ws.journal(), "tool.result");
+    expect(results.find((r) => r.call_id === "c1/1")?.status).toBe("ok");
+    expect(results.find((r) => r.call_id === "w1")?.error_type).toBe("NOT_READ");
+    expect(await readFile(join(ws.root, "notes.txt"), "utf8")).toBe("keep me\n");
+  });
+
   it("10,000 sub-calls end at the calls bound with BATCH_LIMIT, every issued sub-call journaled once", async () => {
     const program = `const all = []; for (let i = 0; i < 10000; i++) all.push(tools.read_file({ path: "notes.txt" })); await Promise.all(all); return "all";`;
     const { journal } = await runBatch({ program });
