@@ -202,7 +202,17 @@ export class McpServers {
   /** Servers whose last listing was refused (past a bound), with the reason. */
   readonly #refused = new Map<string, string>();
 
+  /**
+   * Counts listings taken and refused: a surface built from an older count is out of date, even
+   * when another session sharing these servers (a sub-agent) took the listing.
+   */
+  #generation = 0;
+
   private constructor(readonly connections: readonly McpConnection[]) {}
+
+  get generation(): number {
+    return this.#generation;
+  }
 
   /**
    * Start the selected servers concurrently and list the tools of those that came up. Throws
@@ -286,10 +296,12 @@ export class McpServers {
       const bytes = tools.reduce((sum, tool) => sum + Buffer.byteLength(JSON.stringify(tool)), 0);
       this.#listings.set(connection.name, { tools, bytes });
       this.#refused.delete(connection.name);
+      this.#generation += 1;
     } catch (error) {
       if (error instanceof McpListingRefused) {
         this.#listings.delete(connection.name);
         this.#refused.set(connection.name, error.reason);
+        this.#generation += 1;
       }
       throw error;
     }

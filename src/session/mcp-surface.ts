@@ -14,6 +14,8 @@ export class McpToolSurface implements ToolSurfaceSource {
   #current: ToolSnapshot;
   /** Tools listed at the last build that could not be offered. */
   #unavailable: UnavailableMcpTool[];
+  /** The servers' listing count this surface was built from. */
+  #generation = 0;
 
   constructor(
     private readonly builtins: readonly AnyTool[],
@@ -38,7 +40,10 @@ export class McpToolSurface implements ToolSurfaceSource {
 
   async refresh(current: ToolSnapshot, signal: AbortSignal): Promise<ToolSnapshot | undefined> {
     if (this.servers === undefined || signal.aborted) return undefined;
-    if (!(await this.servers.refresh(signal))) return undefined;
+    await this.servers.refresh(signal);
+    // Servers shared with a sub-agent may have been listed again by its surface: what counts is
+    // whether any listing changed since this surface was built, not who took it.
+    if (this.servers.generation === this.#generation) return undefined;
     const built = this.#build();
     this.#unavailable = built.unavailable;
     if (built.snapshot.digest === current.digest) return undefined;
@@ -47,6 +52,7 @@ export class McpToolSurface implements ToolSurfaceSource {
   }
 
   #build(): { snapshot: ToolSnapshot; unavailable: UnavailableMcpTool[] } {
+    this.#generation = this.servers?.generation ?? 0;
     const registry = new ToolRegistry();
     for (const tool of this.builtins) registry.register(tool);
     if (this.servers === undefined) return { snapshot: registry.snapshot(), unavailable: [] };

@@ -7,6 +7,7 @@ import type { ApprovalPort } from "../runtime/ports.js";
 import { isLooser, profileOf } from "../sandbox/profiles.js";
 import { DEFAULT_ACCEPT_TIMEOUT_MS, flagsOf, parseSessionConfig, type SessionConfig } from "./config.js";
 import type { SessionRun } from "./engine-options.js";
+import type { McpServers } from "./mcp-servers.js";
 import { IGNORE_NOTICES, type Notify } from "./notice.js";
 import { effectiveFlags, type SandboxFlag } from "./run-flags.js";
 import { buildSetup, type RunSetup } from "./setup.js";
@@ -39,6 +40,8 @@ export interface DoorContext {
    * lines already laid out for a terminal (escaped, one per server and phase).
    */
   mcp?: (line: string) => void;
+  /** A sub-agent's: its parent's started MCP servers, shared, never started again (setup.ts `sharedMcp`). */
+  sharedMcp?: McpServers;
   env?: NodeJS.ProcessEnv;
   notify?: Notify;
 }
@@ -82,6 +85,7 @@ export async function prepareSession(given: SessionConfig, door: DoorContext): P
     ...(door.provider !== undefined ? { provider: door.provider } : {}),
     ...(door.approver !== undefined ? { approver: door.approver } : {}),
     ...(door.mcp !== undefined ? { mcp: door.mcp } : {}),
+    ...(door.sharedMcp !== undefined ? { sharedMcp: door.sharedMcp } : {}),
     session: { id: sessionId, store, notify },
   });
   const acceptance = config.accept ?? state?.header?.acceptance ?? [];

@@ -130,6 +130,12 @@ export async function buildSetup(options: {
   mcp?: (line: string) => void;
   /** The session being set up and its journal: where the `agent` tool's children are journaled. */
   session?: { id: string; store: JournalStore; notify?: Notify };
+  /**
+   * A sub-agent's: its parent's started MCP servers, shared rather than started again (a child
+   * never gets a server its parent lacks). Its grant's `--tools` list picks their tools; they are
+   * the parent's to stop, never the child's.
+   */
+  sharedMcp?: McpServers;
 }): Promise<RunSetup> {
   const { workspace, flags, interactive } = options;
   const env = options.env ?? process.env;
@@ -252,7 +258,7 @@ export async function buildSetup(options: {
 
   async function finishSetup(): Promise<RunSetup> {
     if (mcp) notices.push(...mcp.notices);
-    const surface = new McpToolSurface(tools, mcp?.servers, toolSelection.mcp);
+    const surface = new McpToolSurface(tools, mcp?.servers ?? options.sharedMcp, toolSelection.mcp);
     for (const tool of surface.unavailable()) notices.push(unavailableNote(tool));
     const snapshot = surface.current;
     // By the current surface: tools an MCP server adds mid-session are classed like the first ones.
@@ -282,12 +288,18 @@ export async function buildSetup(options: {
       permissions,
       approver,
       ...(hooks ? { hooks } : {}),
+      ...(mcp || options.sharedMcp ? { mcp: mcp?.servers ?? options.sharedMcp! } : {}),
       powers: {
         flags,
         write: policy.write.value,
         shell: policy.shell.value,
         readOnly: policy.readOnly.value,
         tools: [...snapshot.names],
+        mcpEffects: Object.fromEntries(
+          [...snapshot.names]
+            .filter((name) => name.startsWith("mcp__"))
+            .map((name) => [name, snapshot.get(name)!.tool.effect]),
+        ),
       },
       killSurvivors: (spawn) => killSurvivors(spawn),
     });
@@ -343,7 +355,12 @@ export async function buildSetup(options: {
           profile: processes.acceptance,
           timeoutMs,
         }),
-      ...(mcp ? { mcp: mcp.servers, toolSurface: surface } : {}),
+      // Shared servers give the surface, never `mcp`: what the setup owns is what it stops.
+      ...(mcp
+        ? { mcp: mcp.servers, toolSurface: surface }
+        : options.sharedMcp
+          ? { toolSurface: surface }
+          : {}),
     };
   }
 }

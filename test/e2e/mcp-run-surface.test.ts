@@ -119,7 +119,7 @@ describe("an MCP server whose tool list changes during a run", () => {
     expect(all).toEqual(
       expect.arrayContaining(["shell", "mcp__everything__echo", "mcp__everything__get-sum"]),
     );
-    // A profile brings the agent tool (its children get no MCP tools either); never an untrusted server's.
+    // A profile brings the agent tool; never an untrusted server's tools.
     expect(await offered("readonly")).toEqual(["read_file", "glob", "grep", "read_artifact", "agent"]);
     expect(await offered("read_file,mcp__everything__echo,mcp__everything__get-*")).toEqual([
       "read_file",

@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { ConfigError } from "../../config/errors.js";
 import { SessionState } from "../../engine/state.js";
 import type { Evaluation } from "../../policy/evaluation.js";
@@ -12,6 +13,7 @@ import { pathResolverOf } from "../../policy/path-aliases.js";
 import type { Policy } from "../../policy/permissions.js";
 import { subjectKindOf } from "../../policy/subject-kind.js";
 import { RuleSyntaxError } from "../../rules/grammar.js";
+import type { SubjectKind } from "../../runtime/ports.js";
 import { flagsFromGrant } from "../../session/agents/grant.js";
 import { loadGovernance } from "../../session/governance.js";
 import { effectiveFlags, type RunFlags } from "../../session/run-flags.js";
@@ -21,6 +23,7 @@ import { isJsonObject } from "../../shared/json.js";
 import { escapeForTerminal, jsonForTerminal } from "../../shared/terminal-text.js";
 import { createFileTools, createProgramTools } from "../../tools/builtin.js";
 import { createShellTool } from "../../tools/shell/shell.js";
+import type { EffectClass } from "../../tools/tool.js";
 import { oneOf, parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { stderrNotices } from "../notices.js";
@@ -40,6 +43,8 @@ Options: --workspace DIR, --write MODE, --read-only, --shell MODE, --allow RULE,
 its own policy, built from the grant its parent recorded (write, shell, read-only, tools, read
 and edit paths), and every level above it deciding too; the stricter decision wins, and the
 output says which level decided (decided_by: agent, parent, or grant for a tool not granted).
+An MCP tool (mcp__SERVER__TOOL) needs --session: it is decided with the effect that session
+recorded for it (its server need not run).
 
 A deny rule that names a program (shell(curl*)) is enforced by the sandbox: the program is
 replaced by a refusing stub under every name. With the sandbox off it is advisory (checked on
@@ -76,15 +81,8 @@ export const policyCommand = {
       }
     }
     if (!isJsonObject(callArgs)) throw new UsageError("ARGS_JSON must be a JSON object");
-    const tools = [
-      ...createFileTools(),
-      ...createProgramTools(),
-      createShellTool({ sandbox: { profile: "none" } }),
-    ];
-    const definition = tools.find((t) => t.name === tool);
-    if (!definition)
-      throw new UsageError(`unknown tool "${tool}" (tools: ${tools.map((t) => t.name).join(", ")})`);
     const workspace = await openWorkspace(values.workspace, { notify: stderrNotices });
+    const definition = await toolToExplain(tool, workspace, values.session);
     const interactive = process.stdin.isTTY === true && process.stderr.isTTY === true;
     const given: RunFlags = {
       ...(values.write
@@ -123,7 +121,7 @@ export const policyCommand = {
           tool,
           definition.effect,
           callArgs,
-          subjectKindOf(definition),
+          definition.subjectKind,
           pathResolverOf(workspace.fs),
         ),
       });
@@ -193,6 +191,53 @@ export const policyCommand = {
     return EXIT.ok;
   },
 };
+
+const RECORDED_EFFECT = z.enum([
+  "pure",
+  "read_only",
+  "local_write",
+  "process_execution",
+  "network_read",
+  "network_write",
+  "external_side_effect",
+  "destructive",
+]) satisfies z.ZodType<EffectClass>;
+
+/**
+ * The tool a call is explained for: a built-in, or (with `--session`) an MCP tool as that session
+ * recorded it (its servers need not run now). An MCP tool is decided by its name and the effect
+ * class recorded for it, with no subject (`mcp__SERVER__TOOL`, `mcp__SERVER__*` rules).
+ */
+async function toolToExplain(
+  tool: string,
+  workspace: OpenedWorkspace,
+  sessionId: string | undefined,
+): Promise<{ effect: EffectClass; subjectKind: SubjectKind }> {
+  const tools = [
+    ...createFileTools(),
+    ...createProgramTools(),
+    createShellTool({ sandbox: { profile: "none" } }),
+  ];
+  const builtin = tools.find((t) => t.name === tool);
+  if (builtin) return { effect: builtin.effect, subjectKind: subjectKindOf(builtin) };
+  if (tool.startsWith("mcp__") && sessionId !== undefined) {
+    const records = await readSession(workspace, sessionId);
+    for (const record of [...records].reverse()) {
+      if (record.type !== "session.started" && record.type !== "tools.changed") continue;
+      const found = record.data.tools.find((t) => t.name === tool);
+      // A recorded effect this harness does not name is taken as the one that holds back most.
+      if (found)
+        return { effect: RECORDED_EFFECT.catch("destructive").parse(found.effect), subjectKind: "none" };
+      break;
+    }
+    throw new UsageError(
+      `session ${escapeForTerminal(sessionId)} is not offered the MCP tool "${escapeForTerminal(tool)}"`,
+    );
+  }
+  throw new UsageError(
+    `unknown tool "${escapeForTerminal(tool)}" (tools: ${tools.map((t) => t.name).join(", ")}; an MCP tool needs --session)`,
+  );
+}
 
 /** One level of the sessions whose policies decide a call: the session, or a sub-agent below it. */
 interface Layer {

@@ -91,6 +91,8 @@ export async function runChildSession(input: ChildSessionInput): Promise<ChildRu
         ...(bound.agentProfile === undefined
           ? { provider: bound.provider.forAgent?.(input.label) ?? bound.provider }
           : {}),
+        // The parent's MCP servers, shared: the grant's tool list picks which of their tools it gets.
+        ...(bound.mcp !== undefined ? { sharedMcp: bound.mcp } : {}),
         ...(input.env !== undefined ? { env: input.env } : {}),
         ...(input.notify !== undefined ? { notify: input.notify } : {}),
       },

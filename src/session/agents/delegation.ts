@@ -7,6 +7,7 @@ import type { Provider } from "../../providers/provider.js";
 import type { ApprovalPort, HookPort, PermissionPort } from "../../runtime/ports.js";
 import { ToolError } from "../../tools/errors.js";
 import type { RecordedAgent, ToolContext, ToolOutput } from "../../tools/tool.js";
+import type { McpServers } from "../mcp-servers.js";
 import type { Notify } from "../notice.js";
 import type { OpenedWorkspace } from "../workspace.js";
 import { grantedAcceptance } from "./acceptance.js";
@@ -58,6 +59,8 @@ export interface DelegationBinding {
   approver: ApprovalPort;
   hooks?: HookPort;
   powers: ParentPowers;
+  /** This session's started MCP servers, shared with its children (their grant picks the tools). */
+  mcp?: McpServers;
   /** Kill what is left of a child's recorded process group; returns how many were killed. */
   killSurvivors(spawn: { pgid: number; bootId: string; startTicks: number }): Promise<number>;
 }

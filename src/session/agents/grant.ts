@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { JsonObject } from "../../shared/json.js";
+import type { EffectClass } from "../../tools/tool.js";
 import type { RunFlags, ShellFlag, WriteFlag } from "../run-flags.js";
 
 /** How much a mode lets a session do; a child gets the lesser of its parent's and what it asked. */
@@ -16,6 +17,8 @@ export interface ParentPowers {
   readOnly: boolean;
   /** The tools the parent is offered now, by name. */
   tools: readonly string[];
+  /** The effect class of each MCP tool among them (`mcp__SERVER__TOOL`): what its grant turns on. */
+  mcpEffects?: Readonly<Record<string, EffectClass>>;
 }
 
 /** What an `agent` call asks its child may do. */
@@ -40,8 +43,9 @@ export interface Grant {
 
 /**
  * The child's grant: the intersection of what the parent holds and what the call asked. Nothing
- * the parent lacks is granted (a looser mode, a tool it is not offered, a path outside its scope,
- * an MCP server's tool), and each refusal is said. A read-only parent, or a shared child, gives
+ * the parent lacks is granted (a looser mode, a tool or MCP server's tool it is not offered, a
+ * path outside its scope), nor an MCP tool that acts outside the child's copy unless named (see
+ * grantedTools), and each refusal is said. A read-only parent, or a shared child, gives
  * a read-only child; a propose parent a propose child. The parent's command-line rules carry
  * over; every other rule the parent holds still decides each of the child's calls, through the
  * intersected policy (policy/intersect.ts).
@@ -61,16 +65,8 @@ export function narrowGrant(parent: ParentPowers, request: GrantRequest): Grant 
   if (request.shell !== undefined && SHELL_POWER[request.shell] > SHELL_POWER[parent.shell])
     notGranted.push(`shell "${request.shell}": this session has shell "${parent.shell}"`);
 
-  let tools = parent.tools.filter((name) => !name.startsWith("mcp__"));
-  if (parent.tools.some((name) => name.startsWith("mcp__")))
-    notGranted.push("MCP servers' tools: a child is not given the session's MCP servers");
-  if (request.tools !== undefined) {
-    for (const name of request.tools) {
-      if (!tools.includes(name)) notGranted.push(`tool "${name}": this session is not offered it`);
-    }
-    tools = tools.filter((name) => request.tools?.includes(name));
-  }
-
+  const mayWriteOutside = !readOnly && (write === "ask" || write === "allow");
+  const { tools, mcp } = grantedTools(parent, request.tools, mayWriteOutside, notGranted);
   const editPaths = within(parent.flags.editPaths, request.edit_paths, "edit path", notGranted);
   // An edit path is also a read path (a scope whose edit path is not readable is refused, and the
   // child would not run): added to what it reads, never past the parent's, whose own edit paths
@@ -93,6 +89,9 @@ export function narrowGrant(parent: ParentPowers, request: GrantRequest): Grant 
     shell,
     read_only: readOnly,
     tools,
+    // Each MCP tool granted with its effect class: one that is not read-only acts outside the
+    // child's copy (it cannot be proposed or merged), granted only as named (grantedTools).
+    ...(Object.keys(mcp).length > 0 ? { mcp_tools: mcp } : {}),
     ...(readPaths ? { read_paths: readPaths } : {}),
     ...(editPaths ? { edit_paths: editPaths } : {}),
     isolation: request.isolation,
@@ -100,6 +99,53 @@ export function narrowGrant(parent: ParentPowers, request: GrantRequest): Grant 
     not_granted: notGranted,
   };
   return { flags, notGranted, recorded };
+}
+
+/**
+ * The tools a child gets: the asked subset of the parent's (all of them when none is asked). An
+ * MCP tool runs on the parent's own server, outside the child's copy: what it does cannot be
+ * proposed or merged back. So a read-only one (a trusted server's, by its annotations) is
+ * granted as any tool; any other only when the call names it and the child may write without
+ * proposals (neither read-only, shared nor propose), and never by default.
+ */
+function grantedTools(
+  parent: ParentPowers,
+  asked: readonly string[] | undefined,
+  mayWriteOutside: boolean,
+  notGranted: string[],
+): { tools: string[]; mcp: Record<string, EffectClass> } {
+  const effects = parent.mcpEffects ?? {};
+  const effectOf = (name: string): EffectClass => effects[name] ?? "external_side_effect";
+  const mcp: Record<string, EffectClass> = {};
+  const tools: string[] = [];
+  if (asked !== undefined)
+    for (const name of asked)
+      if (!parent.tools.includes(name)) notGranted.push(`tool "${name}": this session is not offered it`);
+  const notDefault: string[] = [];
+  for (const name of parent.tools) {
+    const isMcp = name.startsWith("mcp__");
+    const named = asked?.includes(name) === true;
+    if (asked !== undefined && !named) continue;
+    if (isMcp && effectOf(name) !== "read_only") {
+      if (!named) {
+        notDefault.push(name);
+        continue;
+      }
+      if (!mayWriteOutside) {
+        notGranted.push(
+          `tool "${name}" (effect ${effectOf(name)}): an MCP tool that is not read-only acts outside the child's copy, so only a child that may write without proposals gets it`,
+        );
+        continue;
+      }
+    }
+    tools.push(name);
+    if (isMcp) mcp[name] = effectOf(name);
+  }
+  if (notDefault.length > 0)
+    notGranted.push(
+      `MCP tools that are not read-only (${notDefault.join(", ")}): granted only when named in tools`,
+    );
+  return { tools, mcp };
 }
 
 function lesser<M extends string>(power: Record<M, number>, a: M, b: M): M {
