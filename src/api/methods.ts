@@ -52,6 +52,10 @@ export const runOptions = z
     until_accepted: int.min(2).max(100),
     no_progress: int.positive().max(100),
     approval_timeout_ms: int.positive(),
+    /** The run command's `--agents-depth`, `--agents-concurrent`, `--agents-max`: how far it may delegate. */
+    agents_depth: int.nonnegative().max(8),
+    agents_concurrent: int.positive().max(64),
+    agents_max: int.positive().max(1024),
   })
   .partial()
   .strict();

@@ -230,6 +230,13 @@ export function servedConfig(
   if (opts.accept !== undefined) config.accept = opts.accept;
   if (opts.until_accepted !== undefined) config.untilAccepted = opts.until_accepted;
   if (opts.no_progress !== undefined) config.noProgress = opts.no_progress;
+  // Recorded with the session like the run command's flags: its children and its resume hold to them.
+  const agents = {
+    ...(opts.agents_depth !== undefined ? { depth: opts.agents_depth } : {}),
+    ...(opts.agents_concurrent !== undefined ? { concurrent: opts.agents_concurrent } : {}),
+    ...(opts.agents_max !== undefined ? { max: opts.agents_max } : {}),
+  };
+  if (Object.keys(agents).length > 0) config.agents = agents;
   config.limits = {
     ...(opts.max_model_requests ? { maxModelRequests: opts.max_model_requests } : {}),
     ...(opts.max_tool_calls ? { maxToolCalls: opts.max_tool_calls } : {}),

@@ -62,4 +62,13 @@ describe("servedConfig (session/start's options as a SessionConfig)", () => {
       limits: {},
     });
   });
+
+  it("takes the run command's agent limits, only those given", () => {
+    expect(servedConfig({ agents_depth: 2, agents_max: 3 }, {}, undefined)).toEqual({
+      agents: { depth: 2, max: 3 },
+      limits: {},
+    });
+    expect(servedConfig({ agents_concurrent: 1 }, {}, undefined).agents).toEqual({ concurrent: 1 });
+    expect(servedConfig({}, {}, undefined).agents).toBeUndefined();
+  });
 });
