@@ -81,8 +81,8 @@ export const NOTIFICATIONS = {
   "session/status": z.object({ session: sessionId, status: sessionStatus }),
   /**
    * A record a sub-agent of `session` just wrote to its own journal (`agent`: its label, `a/b`
-   * for a grandchild). Transient: it is in the child's journal, not this session's, so a replay
-   * of this session does not carry it.
+   * for a grandchild). Transient: it is in the child's journal, not this session's, so it has no
+   * seq of this session; a subscriber's replay is followed by each child's journal so far as these.
    */
   "agent/record": z.object({ session: sessionId, agent: z.string().min(1), record: journalRecord }),
 } as const;
@@ -90,7 +90,11 @@ export const NOTIFICATIONS = {
 export type NotificationName = keyof typeof NOTIFICATIONS;
 export type NotificationParams<N extends NotificationName> = z.output<(typeof NOTIFICATIONS)[N]>;
 
-/** Notifications that never stand for a journal record: no seq, never replayed. */
+/**
+ * Notifications that never stand for a record of the session's journal: no seq, no id on an event
+ * stream, never part of its replay. (A subscriber's replay is followed by each sub-agent's
+ * journal as `agent/record`, read from the child's own journal: server/agent-replay.ts.)
+ */
 export const TRANSIENT_NOTIFICATIONS: readonly NotificationName[] = [
   "item/delta",
   "session/status",

@@ -1,5 +1,6 @@
 import type { ServerResponse } from "node:http";
 import { encodeLine } from "../api/framing.js";
+import { TRANSIENT_NOTIFICATIONS } from "../api/notifications.js";
 import type { Notification } from "./notifications.js";
 
 /** How much one event stream may hold for a reader that does not keep up. */
@@ -85,7 +86,8 @@ export class EventStreamWriter {
   #next(): string | undefined {
     if (this.#replay !== undefined) {
       const step = this.#replay.next();
-      if (!step.done) return this.#format(step.value, true);
+      // A replay ends with the sub-agents' records (agent/record): sent, but without an id, as live.
+      if (!step.done) return this.#format(step.value, !isTransient(step.value.method));
       this.#replay = undefined;
     }
     const item = this.#queue[this.#head];
@@ -149,4 +151,8 @@ export class EventStreamWriter {
     const id = durable ? `id: ${this.#session}:${String(notification.params.seq)}\n` : "";
     return `${id}data: ${encodeLine({ jsonrpc: "2.0", method: notification.method, params: notification.params })}\n`;
   }
+}
+
+function isTransient(method: string): boolean {
+  return (TRANSIENT_NOTIFICATIONS as readonly string[]).includes(method);
 }

@@ -5,6 +5,7 @@ import { SESSION_ID_PATTERN } from "../journal/session-path.js";
 import type { AnyRecord } from "../journal/vocabulary.js";
 import type { JsonObject } from "../shared/json.js";
 import { admitStart, admitWorkspace } from "./admission.js";
+import { agentReplay } from "./agent-replay.js";
 import { type PendingApproval, WireApprover, type WireDecision } from "./approvals.js";
 import { canSee, type Identity } from "./identities.js";
 import {
@@ -233,6 +234,8 @@ export class SessionHub {
           sentUpTo = notification.params.seq as number;
         }
         sentUpTo = Math.max(sentUpTo, records.at(-1)?.seq ?? -1);
+        // Then its sub-agents' records so far, as live ones would have come (held ones follow).
+        for (const notification of await agentReplay(visible.store.store, session)) sink(notification, false);
       } else {
         sentUpTo = this.#sessions.get(session)?.fold.lastSeq ?? visible.records.at(-1)?.seq ?? -1;
       }
@@ -278,12 +281,15 @@ export class SessionHub {
       unsubscribe();
       throw error;
     }
+    // Its sub-agents' records so far end the replay, so they come before any live one (held
+    // meanwhile): a child's timeline is rebuilt in order, its live records after (agent-replay.ts).
+    const children = await agentReplay(visible.store.store, session);
     replayEnd = records.at(-1)?.seq ?? -1;
     const pending = early;
     early = [];
     for (const item of pending) gate(item.notification, item.durable);
     await this.#followStored(session, visible.store, records);
-    return { replay: replayed(session, records, fromSeq), unsubscribe };
+    return { replay: chained(replayed(session, records, fromSeq), children), unsubscribe };
   }
 
   #follow(session: string, sink: Sink): () => void {
@@ -594,4 +600,10 @@ function notHostedNotFound(session: string): RpcError {
     `no session ${session} is open on this server: open a recorded one with session/start {"workspace": DIR, "session": "${session}"}`,
     { code: "SESSION_NOT_FOUND" },
   );
+}
+
+/** One iterator after another: the journal's replay pulled at the reader's pace, then the rest. */
+function* chained(first: Iterator<Notification>, then: readonly Notification[]): Generator<Notification> {
+  for (let step = first.next(); !step.done; step = first.next()) yield step.value;
+  yield* then;
 }
