@@ -308,6 +308,17 @@ export const EVENT_SCHEMAS = {
     content: z.string(),
     content_sha256: hex64,
     diff: z.string(),
+    /**
+     * The proposal deletes the file (a sub-agent's deletion): `content` is empty and
+     * `content_sha256` repeats `base_version`, so a reader that does not know this field finds
+     * the digest does not match the content and writes nothing.
+     */
+    deleted: z.literal(true).optional(),
+    /**
+     * The proposed content is this artifact of the session (a sub-agent's binary or large file),
+     * not `content`, which is empty: the journal holds only its digest (`content_sha256`).
+     */
+    content_artifact: hex64.optional(),
   }),
   "proposal.applied": z.object({
     proposal_id: z.string(),

@@ -9,6 +9,13 @@ export interface ApplyInput {
   proposals: SessionProposals;
   /** Make one outcome durable; called before the next proposal is tried. */
   record(outcome: ApplyOutcome): Promise<void>;
+  /**
+   * Delete `path` only if its content is still `version` (compare-and-swap at commit time):
+   * undefined once deleted, else why it was left alone. Without it a deletion is a conflict.
+   */
+  remove?(path: string, version: string): Promise<string | undefined>;
+  /** A proposal's content kept as an artifact of the session (`content_artifact`). */
+  artifact?(id: string): Promise<Uint8Array | undefined>;
 }
 
 /**
@@ -28,7 +35,7 @@ export interface ApplyInput {
 export async function applyProposals(input: ApplyInput): Promise<ApplyOutcome[]> {
   const outcomes: ApplyOutcome[] = [];
   for (const proposal of input.proposals.current) {
-    const outcome = await applyOne(input.fs, proposal, input.proposals.applied.has(proposal.proposal_id));
+    const outcome = await applyOne(input, proposal, input.proposals.applied.has(proposal.proposal_id));
     await input.record(outcome);
     outcomes.push(outcome);
   }
@@ -36,10 +43,11 @@ export async function applyProposals(input: ApplyInput): Promise<ApplyOutcome[]>
 }
 
 async function applyOne(
-  fs: WorkspaceFs,
+  input: ApplyInput,
   proposal: RecordedProposal,
   recordedApplied: boolean,
 ): Promise<ApplyOutcome> {
+  const { fs } = input;
   const { proposal_id, path } = proposal;
   const result = (
     outcome: ApplyOutcome["outcome"],
@@ -63,11 +71,22 @@ async function applyOne(
     if (error instanceof WorkspaceError) return result("conflict", null, `${error.message}; left alone`);
     throw error;
   }
+  if (proposal.deleted === true) return deleteOne(input, proposal, current, recordedApplied, result);
   if (recordedApplied) {
     const since = current === proposal.content_sha256 ? "" : " (the file has changed since)";
     return result("already_applied", current, `already applied by an earlier harness apply${since}`);
   }
-  const bytes = new TextEncoder().encode(proposal.content);
+  let bytes: Uint8Array;
+  if (proposal.content_artifact !== undefined) {
+    const stored = await input.artifact?.(proposal.content_artifact).catch(() => undefined);
+    if (stored === undefined)
+      return result(
+        "conflict",
+        current,
+        "the proposed content's artifact is missing or damaged; nothing was written",
+      );
+    bytes = stored;
+  } else bytes = new TextEncoder().encode(proposal.content);
   if (versionOf(bytes) !== proposal.content_sha256) {
     return result("conflict", current, "the recorded content does not match its digest; nothing was written");
   }
@@ -88,6 +107,38 @@ async function applyOne(
   return result("applied", proposal.content_sha256, `applied to ${quote(path)}`);
 }
 
+/**
+ * A deletion: the file is removed only if it still has the version the proposal was based on,
+ * checked again at commit time (`remove`); a file already gone counts as applied.
+ */
+async function deleteOne(
+  input: ApplyInput,
+  proposal: RecordedProposal,
+  current: string | null,
+  recordedApplied: boolean,
+  result: (outcome: ApplyOutcome["outcome"], current: string | null, message: string) => ApplyOutcome,
+): Promise<ApplyOutcome> {
+  const path = quote(proposal.path);
+  if (recordedApplied) {
+    const since = current === null ? "" : " (the file exists again)";
+    return result("already_applied", current, `already deleted by an earlier harness apply${since}`);
+  }
+  if (current === null) return result("already_applied", null, `${path} is already gone`);
+  if (proposal.base_version === null || current !== proposal.base_version)
+    return result("conflict", current, conflictMessage(proposal, current));
+  const protection = input.fs.protectedPaths.protectionOf(proposal.path.split("/"));
+  if (protection !== undefined)
+    return result("conflict", current, `${path} is protected: ${protection.reason}; left alone`);
+  if (input.remove === undefined)
+    return result("conflict", current, "this apply cannot delete files; left alone");
+  const refused = await input.remove(proposal.path, proposal.base_version);
+  if (refused !== undefined) {
+    const now = await currentVersion(input.fs, proposal.path).catch(() => null);
+    return result("conflict", now, refused);
+  }
+  return result("applied", null, `deleted ${path}`);
+}
+
 /** The file's version now, or null when it does not exist. */
 async function currentVersion(fs: WorkspaceFs, path: string): Promise<string | null> {
   const stat = await fs.stat(path);
@@ -100,6 +151,8 @@ async function currentVersion(fs: WorkspaceFs, path: string): Promise<string | n
 function conflictMessage(proposal: RecordedProposal, current: string | null): string {
   const path = quote(proposal.path);
   if (proposal.base_version === null) return `${path} was created after the proposal was made; left alone`;
+  if (proposal.deleted === true)
+    return `${path} changed after the deletion was proposed (based on ${short(proposal.base_version)}, now ${current === null ? "gone" : short(current)}); left alone`;
   if (current === null) return `${path} was deleted after the proposal was made; nothing was written`;
   return (
     `${path} changed after the proposal was made (based on ${short(proposal.base_version)}, ` +

@@ -49,7 +49,15 @@ export class ProposalOverlay implements ProposalPort {
    */
   constructor(base: WorkspaceFs, existing: Iterable<ProposalRecord> = []) {
     this.#base = base;
-    for (const record of existing) this.#proposals.set(record.path, held(record));
+    for (const record of existing) {
+      // A sub-agent's deletion or artifact proposal is not part of the preview (its content is
+      // not text held here): the file is seen as it is, and a later write replaces the proposal.
+      if (record.deleted === true || record.content_artifact !== undefined) {
+        this.#proposals.delete(record.path);
+        continue;
+      }
+      this.#proposals.set(record.path, held(record));
+    }
   }
 
   /** The pending proposals, one per path, sorted by path. */

@@ -169,3 +169,103 @@ describe("applyProposals", () => {
     expect(dec(await fs.readFile("src/sum.ts"))).toBe(refined);
   });
 });
+
+describe("applyProposals: a sub-agent's deletions and artifact-held content", () => {
+  const proposal = (over: Record<string, unknown>) => ({
+    proposal_id: `p-${String(over.path)}`,
+    call_id: "a1",
+    path: "x.bin",
+    base_version: null,
+    content: "",
+    content_sha256: sha256Hex("bytes"),
+    diff: "",
+    ...over,
+  });
+  async function run(
+    fs: WorkspaceFs,
+    proposals: Record<string, unknown>[],
+    ports: {
+      remove?: (path: string, version: string) => Promise<string | undefined>;
+      artifact?: (id: string) => Promise<Uint8Array | undefined>;
+    },
+  ) {
+    const backend = new MemoryJournalStore();
+    const writer = await backend.openWriter("s", { create: true });
+    await writer.append(proposals.map((data) => ({ type: "proposal.recorded", data }) as AnyNewEvent));
+    await writer.close();
+    const again = await backend.openWriter("s", { create: false });
+    try {
+      return await applyProposals({
+        fs,
+        proposals: proposalsOf(again.records),
+        record: async (outcome) => {
+          await again.append([{ type: "proposal.applied", data: outcome }]);
+        },
+        ...ports,
+      });
+    } finally {
+      await again.close();
+    }
+  }
+
+  it("deletes only through remove, only a file still at its base version", async () => {
+    const fs = new MemoryWorkspaceFs({ "a.txt": "a\n", "b.txt": "changed\n", "c.txt": "c\n" });
+    const removed: string[] = [];
+    const del = (path: string, base: string) =>
+      proposal({ path, deleted: true, base_version: sha256Hex(base), content_sha256: sha256Hex(base) });
+    const outcomes = await run(
+      fs,
+      [del("a.txt", "a\n"), del("b.txt", "b\n"), del("c.txt", "c\n"), del("d.txt", "d\n")],
+      {
+        remove: async (path, version) => {
+          // c.txt changes between the check and the commit: remove refuses, as deleteIfStill does.
+          if (path === "c.txt") return "c.txt changed while it was being merged; left alone";
+          expect(version).toBe(sha256Hex("a\n"));
+          removed.push(path);
+          return undefined;
+        },
+      },
+    );
+    expect(outcomes.map((o) => [o.path, o.outcome])).toEqual([
+      ["a.txt", "applied"],
+      ["b.txt", "conflict"],
+      ["c.txt", "conflict"],
+      ["d.txt", "already_applied"],
+    ]);
+    expect(removed).toEqual(["a.txt"]);
+    // Without a way to delete, a deletion is a conflict, never a write of its empty content.
+    const fs2 = new MemoryWorkspaceFs({ "a.txt": "a\n" });
+    const [alone] = await run(fs2, [del("a.txt", "a\n")], {});
+    expect(alone?.outcome).toBe("conflict");
+    expect(dec(await fs2.readFile("a.txt"))).toBe("a\n");
+  });
+
+  it("writes artifact-held content only when the artifact has the bound digest", async () => {
+    const fs = new MemoryWorkspaceFs({});
+    const bytes = new Uint8Array([0, 1, 2, 255]);
+    const good = proposal({
+      path: "good.bin",
+      content_sha256: sha256Hex(bytes),
+      content_artifact: sha256Hex(bytes),
+    });
+    const forged = proposal({
+      path: "forged.bin",
+      content_sha256: sha256Hex(bytes),
+      content_artifact: sha256Hex("x"),
+    });
+    const missing = proposal({ path: "missing.bin", content_artifact: sha256Hex("gone") });
+    const store = new Map([
+      [sha256Hex(bytes), bytes],
+      [sha256Hex("x"), enc("x")],
+    ]);
+    const outcomes = await run(fs, [good, forged, missing], { artifact: async (id) => store.get(id) });
+    expect(outcomes.map((o) => [o.path, o.outcome])).toEqual([
+      ["forged.bin", "conflict"],
+      ["good.bin", "applied"],
+      ["missing.bin", "conflict"],
+    ]);
+    expect([...(await fs.readFile("good.bin"))]).toEqual([0, 1, 2, 255]);
+    expect(await fs.stat("forged.bin")).toBeUndefined();
+    expect(await fs.stat("missing.bin")).toBeUndefined();
+  });
+});

@@ -194,3 +194,32 @@ describe("ProposalOverlay", () => {
     expect((await rejection(view.writeFileAtomic(".harness/x", enc("x")))).code).toBe("RESERVED_PATH");
   });
 });
+
+describe("ProposalOverlay and a sub-agent's proposals", () => {
+  it("leaves a deletion or artifact-held proposal out of the preview: the file reads as it is", async () => {
+    const fs = new MemoryWorkspaceFs({ "a.txt": "a\n", "b.bin": "b\n" });
+    const common = { call_id: "a1", diff: "", content: "" };
+    const overlay = new ProposalOverlay(fs, [
+      {
+        ...common,
+        proposal_id: "p1",
+        path: "a.txt",
+        base_version: sha256Hex("a\n"),
+        content_sha256: sha256Hex("a\n"),
+        deleted: true,
+      },
+      {
+        ...common,
+        proposal_id: "p2",
+        path: "b.bin",
+        base_version: sha256Hex("b\n"),
+        content_sha256: sha256Hex("x"),
+        content_artifact: sha256Hex("x"),
+      },
+    ]);
+    expect(overlay.proposals).toEqual([]);
+    const view = overlay.begin("c1").fs;
+    expect(dec(await view.readFile("a.txt"))).toBe("a\n");
+    expect(dec(await view.readFile("b.bin"))).toBe("b\n");
+  });
+});

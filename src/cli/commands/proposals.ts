@@ -30,6 +30,8 @@ Apply a session's proposed changes to the workspace. A file is written only if i
 version the proposal was based on (a proposed new file: still absent), checked again at the
 moment of the atomic write; otherwise it is reported as a conflict and left alone. Applying
 again is a no-op (already applied). Every outcome is recorded in the session's journal.
+A sub-agent's proposals may also delete a file (only if it is still the version the deletion
+was based on) or keep a binary or large file's content in the session's artifacts.
 
 After applying, each --accept command runs in the workspace; the session is verified only if
 every file applied and every command exits 0.
@@ -67,6 +69,8 @@ export const diffCommand = {
         path: proposal.path,
         base_version: proposal.base_version,
         content_sha256: proposal.content_sha256,
+        ...(proposal.deleted === true ? { deleted: true } : {}),
+        ...(proposal.content_artifact !== undefined ? { content_artifact: proposal.content_artifact } : {}),
         state,
         diff: proposal.diff,
       }));
@@ -145,6 +149,8 @@ async function stateOf(
     if (error instanceof WorkspaceError) return "stale";
     throw error;
   }
+  // A deletion whose file is already gone has its effect (apply reports it already applied).
+  if (proposal.deleted === true && current === null) return "applied";
   return current === proposal.base_version ? "pending" : "stale";
 }
 
@@ -159,7 +165,14 @@ function renderProposal(proposal: RecordedProposal, state: ProposalState, style:
       : state === "applied"
         ? style.green("applied")
         : style.red("stale: the file changed since; apply will report a conflict");
-  const header = `${style.bold(escapeForTerminal(proposal.path))}  ${style.dim(`${escapeForTerminal(proposal.proposal_id)}, ${base}`)}  ${label}`;
+  // What kind of change: a deletion, or content kept as an artifact (binary or large), says so.
+  const kind =
+    proposal.deleted === true
+      ? `  ${style.red("delete")}`
+      : proposal.content_artifact !== undefined
+        ? `  ${style.dim(`content in artifact ${escapeForTerminal(short(proposal.content_artifact))}`)}`
+        : "";
+  const header = `${style.bold(escapeForTerminal(proposal.path))}  ${style.dim(`${escapeForTerminal(proposal.proposal_id)}, ${base}`)}${kind}  ${label}`;
   // Diff lines carry the proposed file's bytes: each is escaped before it is coloured, so content
   // cannot drive the terminal or pass for a line of harness's own.
   const body = proposal.diff

@@ -339,8 +339,12 @@ export class Delegation {
       outcome !== "cancelled" &&
       outcome !== "failed"
     ) {
-      proposed = await childProposals(context.callId, workspace.opened.root, scanned, (hash) =>
-        workspace.base(hash),
+      proposed = await childProposals(
+        context.callId,
+        workspace.opened.root,
+        scanned,
+        (hash) => workspace.base(hash),
+        context.artifacts,
       );
       for (const proposal of proposed.proposals)
         await port.record({ type: "proposal.recorded", data: proposal });

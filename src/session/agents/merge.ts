@@ -340,7 +340,11 @@ function removeDirectory(root: string, p: string): void {
  * writeFileAtomic takes, it is moved aside (an atomic rename), the moved file is read and
  * compared, and then removed, or put back with link(2), which never replaces something new.
  */
-async function deleteFile(root: string, p: string, before: FileEntry): Promise<void> {
+async function deleteFile(
+  root: string,
+  p: string,
+  before: Pick<FileEntry, "hash"> & Partial<Pick<FileEntry, "size" | "exec">>,
+): Promise<void> {
   await withFileLock(path.join(root, RESERVED_DIR, "locks"), p, async () =>
     inParent(root, p, (dir, name) => {
       const aside = `.${name}.${randomBytes(6).toString("hex")}.merge-delete`;
@@ -358,8 +362,8 @@ async function deleteFile(root: string, p: string, before: FileEntry): Promise<v
             const bytes = readFileSync(fd);
             still =
               sha256Hex(bytes) === before.hash &&
-              bytes.byteLength === before.size &&
-              ((stats.mode & 0o100) !== 0) === before.exec;
+              (before.size === undefined || bytes.byteLength === before.size) &&
+              (before.exec === undefined || ((stats.mode & 0o100) !== 0) === before.exec);
           }
         } finally {
           closeSync(fd);
@@ -375,6 +379,23 @@ async function deleteFile(root: string, p: string, before: FileEntry): Promise<v
       throw new Conflict(`${quote(p)} changed while it was being merged; left alone`);
     }),
   );
+}
+
+/**
+ * Delete the workspace file at `p` only if its content still has version `hash`, by the same
+ * compare-and-swap a merge deletes with (harness apply of a sub-agent's deletion proposal):
+ * undefined once deleted, else why it was left alone.
+ */
+export async function deleteIfStill(root: string, p: string, hash: string): Promise<string | undefined> {
+  try {
+    await deleteFile(root, p, { hash });
+    return undefined;
+  } catch (error) {
+    if (error instanceof Conflict) return error.message;
+    if (error instanceof BeneathError)
+      return `${quote(p)} cannot be reached beneath the workspace; left alone`;
+    throw error;
+  }
 }
 
 /** Undo a move aside without replacing anything made at the name since. */

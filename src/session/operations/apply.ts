@@ -1,8 +1,11 @@
+import { join } from "node:path";
+import { FileArtifactStore } from "../../artifacts/file-store.js";
 import type { CheckOutcome } from "../../engine/acceptance.js";
 import { SessionState } from "../../engine/state.js";
 import type { AnyNewEvent } from "../../journal/vocabulary.js";
 import { applyProposals } from "../../proposals/apply.js";
 import { type ApplyOutcome, proposalsOf } from "../../proposals/ledger.js";
+import { deleteIfStill } from "../agents/merge.js";
 import { configNamedFiles } from "../config-hooks.js";
 import { loadConfigForCli } from "../governance.js";
 import { IGNORE_NOTICES, type Notify } from "../notice.js";
@@ -70,10 +73,14 @@ export async function applySession(
     const record = async (...events: AnyNewEvent[]) => {
       await writer.append(events);
     };
+    // A sub-agent's proposals may delete a file or keep their content in the session's artifacts.
+    const artifacts = new FileArtifactStore(join(workspace.sessionDir(sessionId), "artifacts"));
     const outcomes = await applyProposals({
       fs: workspace.fs,
       proposals: proposalsOf(writer.records),
       record: (outcome) => record({ type: "proposal.applied", data: outcome }),
+      remove: (path, version) => deleteIfStill(workspace.root, path, version),
+      artifact: (id) => artifacts.read(id),
     });
     const conflicts = outcomes.some((o) => o.outcome === "conflict");
     let acceptance: ApplyReport["acceptance"];
