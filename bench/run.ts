@@ -5,6 +5,7 @@ import { benchBatch } from "./batch.js";
 import { benchChat } from "./chat.js";
 import { benchContext } from "./context.js";
 import { benchEffects } from "./effects.js";
+import { benchEgress } from "./egress.js";
 import { benchFleet } from "./fleet.js";
 import { benchGrep } from "./grep.js";
 import { benchJournal } from "./journal.js";
@@ -40,6 +41,10 @@ const sections: [string, () => Promise<BenchRow[]> | BenchRow[]][] = [
     benchAgentCopy,
   ],
   ["batch: one program of 50 reads vs 50 model-level reads (issue 32)", benchBatch],
+  [
+    "egress: a 50 MB download through the network proxy vs direct, and connection set-up (issue 33)",
+    benchEgress,
+  ],
 ];
 
 const json = process.argv.includes("--json");

@@ -1,6 +1,13 @@
 import { homedir } from "node:os";
 import type { ArtifactStore } from "../artifacts/store.js";
-import type { ExecuteResult, Executor, ProcessFacts, ProcessProfile } from "../sandbox/executor.js";
+import { NetworkUnavailableError } from "../sandbox/egress-bridge.js";
+import type {
+  ExecuteResult,
+  Executor,
+  NetworkAccess,
+  ProcessFacts,
+  ProcessProfile,
+} from "../sandbox/executor.js";
 import { SpawnError } from "../sandbox/process.js";
 import { SandboxUnavailableError } from "../sandbox/sandbox.js";
 import type { WorkspaceFs } from "../workspace/fs.js";
@@ -56,6 +63,8 @@ export interface CommandCheckOptions {
   executor: Executor;
   profile: ProcessProfile;
   timeoutMs?: number;
+  /** Network `policy`: the check's own proxy (its connections journaled); absent, no network. */
+  network?: () => NetworkAccess;
 }
 
 /**
@@ -100,6 +109,7 @@ export class CommandCheck implements AcceptanceCheck {
         signal,
         ...(artifacts !== undefined ? { artifacts } : {}),
         capture: { headBytes: 0, tailBytes: OUTPUT_TAIL_BYTES },
+        ...(this.options.network !== undefined ? { egress: this.options.network() } : {}),
       });
     } catch (error) {
       if (error instanceof SandboxUnavailableError) {
@@ -108,6 +118,7 @@ export class CommandCheck implements AcceptanceCheck {
         );
       }
       if (error instanceof SpawnError) return failed(`could not start: ${error.code ?? "error"}`);
+      if (error instanceof NetworkUnavailableError) return failed(`not run: ${error.message}`);
       throw error;
     }
     const note =

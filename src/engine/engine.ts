@@ -29,7 +29,7 @@ import {
 import { ModelStep } from "./model-step.js";
 import { DEFAULT_LIMITS, type EngineOptions, type Limits, type RunSummary } from "./options.js";
 import { cancel, type EngineRun, stop, summary } from "./outcome.js";
-import { recoverOrphans, settleServices, spawnedEvent } from "./recovery.js";
+import { recoverOrphans, settleServices } from "./recovery.js";
 import { SessionState } from "./state.js";
 import { Steering } from "./steering.js";
 import { SYSTEM_PROMPT } from "./system-prompt.js";
@@ -93,7 +93,7 @@ export class Engine {
     // A lock whose owner is provably gone is taken over and journaled below; a live or
     // unverifiable owner still refuses.
     this.writer = await store.openWriter(sessionId, { create: mode !== "resume", recoverStaleLock: true });
-    this.options.processes?.journal.attach((info) => this.record(spawnedEvent(info)));
+    this.options.processes?.journal.attach((event) => this.record(event));
     try {
       this.state = SessionState.from(this.writer.records);
       // Before anything is decided (the start instructions are read under them too).

@@ -20,18 +20,27 @@ export interface SpawnInfo {
   env_names?: string[];
 }
 
+/** A connection of a call's processes through its egress proxy, as `net.connection` records it. */
+export type ConnectionInfo = EventData<"net.connection">;
+
 /**
  * Connects process-running tools to the journal: the tool reports each spawned process group
- * (before waiting on it) through `onSpawn`, and the engine journals it durably.
+ * (before waiting on it) through `onSpawn`, and each connection its processes made through the
+ * call's egress proxy through `onConnection`; the engine journals them durably.
  */
 export class SpawnJournal {
-  private sink: ((info: SpawnInfo) => Promise<void>) | undefined;
+  private sink: ((event: AnyNewEvent) => Promise<void>) | undefined;
   /** Services started before the session could record them (MCP servers start before it opens). */
   private held: SpawnInfo[] = [];
   private open = false;
   readonly onSpawn = async (info: SpawnInfo): Promise<void> => {
     if (!this.sink) throw new Error("no session is recording spawns");
-    await this.sink(info);
+    await this.sink(spawnedEvent(info));
+  };
+  /** Journal a connection while its call runs; rejects when no session is recording. */
+  readonly onConnection = async (info: ConnectionInfo): Promise<void> => {
+    if (!this.sink) throw new Error("no session is recording connections");
+    await this.sink({ type: "net.connection", data: info });
   };
   /**
    * A long-lived process that belongs to the session rather than to a call (an MCP stdio
@@ -41,7 +50,7 @@ export class SpawnJournal {
     if (this.open) await this.onSpawn(info);
     else this.held.push(info);
   };
-  attach(sink: ((info: SpawnInfo) => Promise<void>) | undefined): void {
+  attach(sink: ((event: AnyNewEvent) => Promise<void>) | undefined): void {
     this.sink = sink;
     if (sink === undefined) this.open = false;
   }

@@ -283,6 +283,8 @@ export class SessionState {
     "process.spawned": (state, { data }) => {
       state.spawns.push(data);
     },
+    // What left the machine: an audit trail for inspect and the viewer; nothing the loop decides on.
+    "net.connection": ignore,
     // A retry within one call: the call's result is what the model and the budgets see.
     "tool.retrying": ignore,
     "tool.result": (state, { data: result }) => {

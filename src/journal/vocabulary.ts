@@ -274,6 +274,24 @@ export const EVENT_SCHEMAS = {
     sandboxed: z.boolean(),
     ...processFacts,
   }),
+  /**
+   * One connection a process of call `call_id` made (or tried) through its egress proxy: the host
+   * and port it asked for, what decided (`deny`: a rule or an internal address refused it;
+   * `error`: allowed but the upstream failed), the deciding rule, the bytes each way and how long
+   * it lasted. Never the content. Recorded while the call runs, before its result.
+   */
+  "net.connection": z.object({
+    call_id: z.string().min(1),
+    host: z.string().min(1),
+    port: z.number().int().min(1).max(65535),
+    decision: z.enum(["allow", "deny", "error"]),
+    rule: z.string().optional(),
+    reason: z.string().optional(),
+    address: z.string().optional(),
+    bytes_up: z.number().int().nonnegative(),
+    bytes_down: z.number().int().nonnegative(),
+    ms: z.number().int().nonnegative(),
+  }),
   "tool.retrying": z.object({
     call_id: z.string(),
     attempt: z.number().int(),

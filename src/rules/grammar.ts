@@ -1,4 +1,5 @@
 import { CodedError } from "../shared/coded-error.js";
+import { formatNetTarget, NET_TOOL, parseNetPattern } from "./net-pattern.js";
 /**
  * The permission rule grammar, `TOOL` or `TOOL(PATTERN)`: what a user writes in config files and
  * after --allow/--ask/--deny. Config validates rules with it when a file loads (so an error names
@@ -59,6 +60,14 @@ export function parseRule(decision: RuleDecision, text: string, origin: string):
   if (pattern.trim() === "") fail("empty pattern: write the tool name alone to match every call");
   if (pattern !== pattern.trim()) fail("the pattern has leading or trailing spaces");
   if (/[\u0000-\u001f\u007f]/.test(pattern)) fail("the pattern contains control characters");
+  if (tool === NET_TOOL) {
+    // A network rule names hosts, not paths or commands: checked here so a typo fails at load.
+    const net = parseNetPattern(pattern);
+    if (typeof net === "string") fail(net);
+    const { host, port } = net as Exclude<typeof net, string>;
+    const canonical = formatNetTarget(host, port);
+    return { decision, text: `${tool}(${canonical})`, tool, pattern: canonical, source: origin };
+  }
   return { decision, text: `${tool}(${pattern})`, tool, pattern, source: origin };
 }
 

@@ -16,6 +16,7 @@ import {
   refusalFile,
   stubFile,
 } from "./denied-programs.js";
+import { bridgedArgv, bridgeEnvironment, bridgeMounts } from "./egress-bridge.js";
 import { secretMasks } from "./harness-secrets.js";
 import { hostViewArguments, isWithin, shownRoots, usableHome } from "./host-view.js";
 import { probeMemoPath, probeRemembered, rememberProbe } from "./probe-memo.js";
@@ -163,20 +164,35 @@ export class BwrapSandbox implements Sandbox {
     const shell = request.argv[0] as string;
     for (const file of denied.files) deniedMounts.push("--ro-bind", stubFile(file, shell), file.path);
     if (refusals !== undefined) deniedMounts.push("--bind", refusals, REFUSALS_PATH);
+    // Network `policy`: the proxy's socket and the forwarder that reaches it (egress-bridge.ts).
+    const egress = request.egress;
+    const bridge =
+      egress === undefined || request.network === true
+        ? []
+        : bridgeMounts(
+            egress.directory,
+            process.execPath,
+            shownRoots(view).map((root) => root.at),
+          );
     const args = bwrapArguments({
       profile: this.profile,
       workspace,
       hostView,
       protectedMounts: mounts.args,
-      secretMasks: masks,
+      secretMasks: [...masks, ...bridge],
       deniedMounts,
-      argv: request.argv,
+      argv: bridge.length > 0 ? bridgedArgv(process.execPath, request.argv) : request.argv,
       ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
       ...(request.network === true ? { network: true } : {}),
     });
     // The host's TMPDIR may point at a directory that is not mounted here; /tmp is private and
     // writable. Without a usable home, the command gets one under the private /tmp.
-    const env = { ...request.env, TMPDIR: "/tmp", HOME: home ?? "/tmp" };
+    const env = {
+      ...request.env,
+      TMPDIR: "/tmp",
+      HOME: home ?? "/tmp",
+      ...(bridge.length > 0 ? bridgeEnvironment() : {}),
+    };
     // Written before the process starts, so a harness killed while it runs leaves the guard behind.
     const guard = guardAbsent(workspace, mounts.absent);
     let quarantined: Quarantined[] = [];

@@ -1,7 +1,9 @@
 import type { ArtifactStore } from "../artifacts/store.js";
+import { type EgressProxy, type EgressProxyOptions, startEgressProxy } from "../network/proxy.js";
 import type { Quarantined } from "./absent-guard.js";
 import type { CaptureLimits } from "./capture.js";
 import type { Refusal } from "./denied-programs.js";
+import { NetworkUnavailableError } from "./egress-bridge.js";
 import { type EnvPolicy, filterEnvironment } from "./env.js";
 import { type ProcessResult, type RunProcessOptions, runProcess } from "./process.js";
 import type { Launch, Sandbox, SandboxProfile } from "./sandbox.js";
@@ -63,7 +65,15 @@ export interface ExecuteRequest {
   onSpawn?: (report: SpawnReport) => void | Promise<void>;
   /** Each stream's bytes as they arrive, scrubbed of secrets (live output); must not throw. */
   onOutput?: (stream: "stdout" | "stderr", bytes: Buffer) => void;
+  /**
+   * Network `policy` for this process: a proxy of its own decides and reports every connection
+   * (network/proxy.ts), reached through the sandbox's bridge. Absent: no network at all.
+   */
+  egress?: NetworkAccess;
 }
+
+/** How a process's connections are decided and reported (see EgressProxyOptions). */
+export type NetworkAccess = Pick<EgressProxyOptions, "decide" | "record" | "limits" | "parent">;
 
 /** A long-lived process (an MCP stdio server): its pipes stay open until it is stopped. */
 export interface StartRequest {
@@ -128,7 +138,7 @@ export class Executor {
    */
   async prepare(
     request: Pick<ExecuteRequest, "purpose" | "argv" | "workspace" | "profile"> &
-      Pick<StartRequest, "cwd" | "network" | "extraEnv">,
+      Pick<StartRequest, "cwd" | "network" | "extraEnv"> & { egressDirectory?: string },
   ): Promise<{ launch: Launch; facts: ProcessFacts }> {
     const { sandbox } = request.profile;
     await sandbox.ensureAvailable();
@@ -139,6 +149,7 @@ export class Executor {
       env,
       ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
       ...(request.network === true ? { network: true } : {}),
+      ...(request.egressDirectory !== undefined ? { egress: { directory: request.egressDirectory } } : {}),
     });
     const facts: ProcessFacts = {
       purpose: request.purpose,
@@ -169,7 +180,44 @@ export class Executor {
    * process that started.
    */
   async execute(request: ExecuteRequest): Promise<ExecuteResult> {
-    const { launch, facts } = await this.prepare(request);
+    const proxy = await this.#startProxy(request);
+    try {
+      return await this.#execute(request, proxy);
+    } finally {
+      await proxy?.close();
+    }
+  }
+
+  /**
+   * The call's own proxy when it has network `policy`. Without an isolating sandbox nothing would
+   * hold a process to the proxy, so that is refused; a proxy that cannot start fails the call.
+   * Either way nothing runs, and never with an open network.
+   */
+  async #startProxy(request: ExecuteRequest): Promise<EgressProxy | undefined> {
+    if (request.egress === undefined) return undefined;
+    const { sandbox } = request.profile;
+    if (!sandbox.isolating) {
+      throw new NetworkUnavailableError(
+        "network policy needs the sandbox: without a network namespace nothing holds a process to the proxy, so nothing would enforce the net() rules",
+      );
+    }
+    await sandbox.ensureAvailable();
+    try {
+      return await startEgressProxy(request.egress);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? "error";
+      throw new NetworkUnavailableError(
+        `the egress proxy could not start (${code}), so the command has no network`,
+      );
+    }
+  }
+
+  async #execute(request: ExecuteRequest, proxy: EgressProxy | undefined): Promise<ExecuteResult> {
+    const { egress: _egress, ...rest } = request;
+    const { launch, facts } = await this.prepare({
+      ...rest,
+      ...(proxy !== undefined ? { egressDirectory: proxy.directory } : {}),
+    });
     const { sandbox } = request.profile;
     const secrets = this.secrets;
     const options: RunProcessOptions = {

@@ -63,6 +63,12 @@ export interface LaunchRequest {
    * with `network: true`) asks for it.
    */
   network?: boolean;
+  /**
+   * Network `policy`: the host directory of this call's egress proxy socket (network/proxy.ts).
+   * The namespace stays without a network; the command runs behind the bridge (egress-bridge.ts).
+   * Only an isolating sandbox can honour it.
+   */
+  egress?: { directory: string };
 }
 
 /** A wrapped command, ready for runProcess. */

@@ -46,6 +46,7 @@ export const sessionConfigSchema = z
     deny: z.array(rule),
     tools: z.string().min(1),
     sandbox: z.enum(["workspace-write", "read-only", "off"]),
+    network: z.enum(["off", "policy"]),
     provider: z.string().min(1),
     model: z.string().min(1),
     baseUrl: z.string().min(1),

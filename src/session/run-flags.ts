@@ -4,6 +4,7 @@ import { type AgentLimits, DEFAULT_AGENT_LIMITS, effectiveAgentLimits } from "./
 export type WriteFlag = "allow" | "ask" | "deny" | "propose";
 export type ShellFlag = "allow" | "ask" | "deny";
 export type SandboxFlag = "workspace-write" | "read-only" | "off";
+export type NetworkFlag = "off" | "policy";
 
 /** Run options as given on the command line; recorded (minus the script path) for resume. */
 export interface RunFlags {
@@ -15,6 +16,8 @@ export interface RunFlags {
   deny?: string[] | undefined;
   tools?: string | undefined;
   sandbox?: SandboxFlag | undefined;
+  /** `--network`: `off` (no network, the default) or `policy` (through the proxy, by `net(...)` rules). */
+  network?: NetworkFlag | undefined;
   provider?: string | undefined;
   model?: string | undefined;
   baseUrl?: string | undefined;
@@ -49,6 +52,7 @@ const RECORDED_KEYS: (keyof RunFlags)[] = [
   "deny",
   "tools",
   "sandbox",
+  "network",
   "provider",
   "model",
   "baseUrl",
@@ -125,6 +129,7 @@ export function flagWords(flags: RunFlags): string[][] {
   if (flags.readOnly) words.push(["--read-only"]);
   one("--shell", flags.shell);
   one("--sandbox", flags.sandbox);
+  one("--network", flags.network);
   one("--tools", flags.tools);
   many("--allow", flags.allow);
   many("--ask", flags.ask);

@@ -59,6 +59,7 @@ import { loadGovernance } from "./governance.js";
 import { sessionEnvironment, startInstructions } from "./instructions.js";
 import { type McpServers, mcpSelection, startSessionServers, unavailableNote } from "./mcp-servers.js";
 import { McpToolSurface } from "./mcp-surface.js";
+import { type CallNetwork, sessionNetwork } from "./network.js";
 import type { Notify } from "./notice.js";
 import type { RunFlags } from "./run-flags.js";
 import { UsageError } from "./usage-error.js";
@@ -172,6 +173,22 @@ export async function buildSetup(options: {
   const shell = shellSetting(governance.config);
   // A program a deny rule names is covered by a refusing stub in the shell's sandbox.
   const deniedPrograms = programRules(governance.policy).map(({ name, rule }) => ({ name, rule }));
+  // `--network policy`: each call's processes get a proxy of their own, deciding by the net() rules.
+  // Without the sandbox's namespace nothing would hold a process to that proxy: refused, not opened.
+  if (flags.network === "policy" && processes.shell === "none" && processes.shellRefusal === undefined) {
+    throw new UsageError(
+      "--network policy needs the sandbox: with --sandbox off a command reaches the network directly and no net() rule could be enforced (use --network off, or keep the sandbox on)",
+    );
+  }
+  let sessionApprover: ApprovalPort | undefined;
+  const callNetwork: CallNetwork | undefined =
+    flags.network === "policy"
+      ? sessionNetwork({
+          policy: governance.policy,
+          approver: () => sessionApprover,
+          record: (connection) => spawnJournal.onConnection(connection),
+        })
+      : undefined;
   const shellTool = createShellTool({
     sandbox: {
       profile: processes.shell,
@@ -182,6 +199,7 @@ export async function buildSetup(options: {
     executor,
     ...(processes.shellRefusal ? { refusal: processes.shellRefusal } : {}),
     onSpawn: (info) => spawnJournal.onSpawn(info),
+    ...(callNetwork ? { network: callNetwork } : {}),
     ...(shell.pass_env ? { passEnv: shell.pass_env } : {}),
     ...(shell.allow_env ? { allowEnv: shell.allow_env } : {}),
     ...(shell.default_timeout_ms ? { defaultTimeoutMs: shell.default_timeout_ms } : {}),
@@ -274,6 +292,7 @@ export async function buildSetup(options: {
     const permissions = scoped?.port ?? policyPort;
     const approver =
       options.approver ?? (interactive ? new TtyApprover(process.stdin, process.stderr) : new DenyApprover());
+    sessionApprover = approver;
     // Empty here: the engine grants again what a resumed session's journal approved for the session.
     const grants = new SessionGrants();
     const hooks = governance.hooks.length > 0 ? new HookRunner(governance.hooks) : undefined;
@@ -354,6 +373,10 @@ export async function buildSetup(options: {
           executor,
           profile: processes.acceptance,
           timeoutMs,
+          // An acceptance command the user runs unsandboxed has the host's network anyway.
+          ...(callNetwork && processes.acceptance.sandbox.isolating
+            ? { network: () => callNetwork(`acceptance:${command}`) }
+            : {}),
         }),
       // Shared servers give the surface, never `mcp`: what the setup owns is what it stops.
       ...(mcp

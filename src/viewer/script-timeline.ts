@@ -328,6 +328,12 @@ class Timeline {
     this.setStatus("running");
     if (id && this.hooks.approvalResolved) this.hooks.approvalResolved(id);
   }
+  // What left the machine: one line per connection, under the call whose process made it.
+  on_net_connection(d, r, t) {
+    const target = (String(d.host).includes(":") ? "[" + d.host + "]" : d.host) + ":" + d.port;
+    const kind = d.decision === "allow" ? "dim" : "error";
+    this.line(kind, "net " + d.decision + " " + target + " for " + d.call_id + (d.rule ? " by " + d.rule : "") + " (up " + d.bytes_up + " B, down " + d.bytes_down + " B)" + (d.reason ? ": " + d.reason : ""), r, t);
+  }
   on_hook_decided(d, r, t) { this.line("dim", "hook " + d.hook + " (" + d.point + "): " + d.decision, r, t); }
 
   on_proposal_recorded(d, r, t) {

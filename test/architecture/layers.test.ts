@@ -28,7 +28,7 @@ const STACK: readonly (readonly string[])[] = [
   ["mcp"],
   ["tools"],
   ["journal", "providers", "sandbox", "client", "viewer"],
-  ["protocol", "workspace", "artifacts", "rules", "api"],
+  ["protocol", "workspace", "artifacts", "rules", "api", "network"],
   ["shared"],
 ];
 

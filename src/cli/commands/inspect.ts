@@ -13,6 +13,7 @@ import { EXIT } from "../exit-codes.js";
 import { fitText, outputWidth } from "../fit.js";
 import { callView, findCall, renderCall } from "../inspect-call.js";
 import { mcpStats } from "../mcp-stats.js";
+import { connectionLine, connectionLines, connectionsOf } from "../net-connections.js";
 import { stderrNotices } from "../notices.js";
 import { LAST_OPTION, sessionIdFromArgs } from "../session-id.js";
 import { colorEnabled, createStyle, type Style } from "../style.js";
@@ -30,7 +31,9 @@ errors, denied, unknown outcomes), and the input tokens per model request
 provider read from its prompt cache) with their peaks and totals.
 A session that delegated lists its sub-agents (label, depth, outcome, spend, changes, conflicts),
 a child's own sub-agents nested below it, and the totals add what the children spent.
---json prints {session, status, timeline, tools, mcp, usage, agents, agents_usage, tokens}
+Every connection a call's processes made through the network proxy (--network policy) is listed
+per call: how many, allowed, denied, failed, the bytes each way and the hosts.
+--json prints {session, status, timeline, tools, mcp, usage, agents, agents_usage, tokens, connections}
 instead (mcp: [{server, calls, ok, errors, denied, unknown}]; agents: [{label, child_session,
 depth, outcome, usage, changes, conflicts, agents}], outcome and usage null while a child has
 not finished; agents_usage: what the children spent); usage totals
@@ -38,7 +41,8 @@ input_tokens, output_tokens, reasoning_tokens, cached_tokens (read from the prov
 cache) and cache_write_tokens (written to it); tokens is
 {requests: [{step, attempt, estimated_input_tokens, reported_input_tokens, cached_input_tokens,
 cache_write_tokens, context_window}],
-peak: {estimated_input_tokens, reported_input_tokens}} (null where a journal has no number).
+peak: {estimated_input_tokens, reported_input_tokens}} (null where a journal has no number);
+connections: [{call_id, host, port, decision, rule, reason, address, bytes_up, bytes_down, ms}].
 --call ID prints one call's whole result: its arguments, status and summary, then a command's
 whole stdout and stderr (read from the session's artifacts, checked against their SHA-256; the
 journal keeps only their first and last bytes) or any other tool's whole result. With --json:
@@ -85,7 +89,7 @@ export const inspectCommand = {
     if (values.json) {
       const trusted = trust.trusted ? { trusted: true } : { trusted: false, untrusted: trust.message };
       process.stdout.write(
-        `${JSON.stringify({ session: sessionId, status: statusOf(state), ...trusted, timeline: records.map(describe), tools, mcp, usage: state.usage, agents: agentTreeJson(agents), agents_usage: state.agentUsage, tokens })}\n`,
+        `${JSON.stringify({ session: sessionId, status: statusOf(state), ...trusted, timeline: records.map(describe), tools, mcp, usage: state.usage, agents: agentTreeJson(agents), agents_usage: state.agentUsage, tokens, connections: connectionsOf(records) })}\n`,
       );
       return EXIT.ok;
     }
@@ -131,6 +135,12 @@ export const inspectCommand = {
             `${String(t.denied).padStart(7)} ${String(t.p50_ms).padStart(6)} ${String(t.p95_ms).padStart(6)} ${String(t.commit_wait_ms).padStart(14)}`,
         );
       }
+    }
+    const connections = connectionLines(connectionsOf(records));
+    if (connections.length > 0) {
+      out.push("");
+      out.push(style.bold("network (what left the machine, per call)"));
+      out.push(...connections);
     }
     if (mcp.length > 0) {
       out.push("");
@@ -248,6 +258,8 @@ function render(record: AnyRecord, style: Style): string {
       return style.dim(
         `process group ${record.data.pgid} for ${escapeForTerminal(record.data.call_id)}${ranUnder(record.data, record.data.sandboxed)}`,
       );
+    case "net.connection":
+      return connectionLine(record.data);
     case "tool.retrying":
       return style.yellow(
         `retrying ${escapeForTerminal(record.data.call_id)}: ${escapeForTerminal(record.data.error_type)}`,

@@ -9,6 +9,7 @@ import {
   programRuleNotes,
 } from "../../policy/explain.js";
 import { stricterVerdict } from "../../policy/intersect.js";
+import { evaluateNetwork, formatNetExplanation } from "../../policy/network.js";
 import { pathResolverOf } from "../../policy/path-aliases.js";
 import type { Policy } from "../../policy/permissions.js";
 import { subjectKindOf } from "../../policy/subject-kind.js";
@@ -50,6 +51,12 @@ A deny rule that names a program (shell(curl*)) is enforced by the sandbox: the 
 replaced by a refusing stub under every name. With the sandbox off it is advisory (checked on
 the command line only), and explain says so.
 
+\`harness policy explain net '{"host": "registry.npmjs.org", "port": 443}'\` decides a connection
+by the net(HOST[:PORT]) rules (deny > ask > allow; no matching rule: denied), says which rule and
+source decided, and whether that rule names the host exactly (only then may the connection reach
+a loopback, private or link-local address). --network policy|off says whether the run would let
+commands connect at all (off, the default: never, whatever the rules say).
+
 Example:
   harness policy explain edit_file '{"path":"src/app.ts","old_text":"a","new_text":"b"}' --write ask`;
 
@@ -65,6 +72,7 @@ export const policyCommand = {
       ask: { type: "string", multiple: true },
       deny: { type: "string", multiple: true },
       sandbox: { type: "string" },
+      network: { type: "string" },
       session: { type: "string" },
       agent: { type: "string" },
       json: { type: "boolean" },
@@ -81,6 +89,7 @@ export const policyCommand = {
       }
     }
     if (!isJsonObject(callArgs)) throw new UsageError("ARGS_JSON must be a JSON object");
+    if (tool === "net") return explainNet(values, callArgs);
     const workspace = await openWorkspace(values.workspace, { notify: stderrNotices });
     const definition = await toolToExplain(tool, workspace, values.session);
     const interactive = process.stdin.isTTY === true && process.stderr.isTTY === true;
@@ -319,4 +328,55 @@ function decidedByText(by: string, layer: Layer): string {
   if (by === "grant") return `the grant of agent ${name} (the tool is not offered to it)`;
   if (by === "agent") return `agent ${name}'s own policy`;
   return `${layer.label !== undefined ? `agent ${name}` : `parent session ${name}`}: its decision is stricter`;
+}
+
+/** `harness policy explain net '{"host": "...", "port": 443}'`: one connection under the net() rules. */
+async function explainNet(
+  values: {
+    workspace?: string | undefined;
+    allow?: string[] | undefined;
+    ask?: string[] | undefined;
+    deny?: string[] | undefined;
+    network?: string | undefined;
+    session?: string | undefined;
+    json?: boolean | undefined;
+  },
+  callArgs: Record<string, unknown>,
+): Promise<number> {
+  const host = callArgs.host;
+  const port = callArgs.port ?? 443;
+  if (typeof host !== "string" || host === "")
+    throw new UsageError(
+      `net needs {"host": "NAME", "port": PORT}, e.g. '{"host": "registry.npmjs.org", "port": 443}'`,
+    );
+  if (typeof port !== "number" || !Number.isInteger(port) || port < 1 || port > 65535)
+    throw new UsageError("port must be a whole number from 1 to 65535");
+  const workspace = await openWorkspace(values.workspace, { notify: stderrNotices });
+  const interactive = process.stdin.isTTY === true && process.stderr.isTTY === true;
+  const given: RunFlags = {
+    ...(values.allow ? { allow: values.allow } : {}),
+    ...(values.ask ? { ask: values.ask } : {}),
+    ...(values.deny ? { deny: values.deny } : {}),
+    ...(values.network ? { network: oneOf(values.network, "--network", ["off", "policy"] as const) } : {}),
+  };
+  const layers = await policyLayers(workspace, given, interactive, values.session, undefined);
+  const flags = layers.at(-1)!.flags;
+  const { policy } = await loadGovernance(workspace.root, flags, process.env).catch((error: unknown) => {
+    if (error instanceof ConfigError) throw new UsageError(`configuration error: ${error.message}`);
+    if (error instanceof RuleSyntaxError) throw new UsageError(error.message);
+    throw error;
+  });
+  const evaluation = evaluateNetwork(policy, host, port);
+  const mode = flags.network ?? "off";
+  if (values.json) {
+    process.stdout.write(`${JSON.stringify({ tool: "net", host, port, network: mode, ...evaluation })}\n`);
+    return EXIT.ok;
+  }
+  const lines = [formatNetExplanation(evaluation)];
+  if (mode !== "policy")
+    lines.push(
+      "  network: off for this run (the default): commands connect nowhere whatever the rules say; --network policy turns the rules on",
+    );
+  process.stdout.write(`${lines.join("\n")}\n`);
+  return EXIT.ok;
 }

@@ -29,6 +29,7 @@ export const SESSION_OPTIONS = {
   "read-only": { type: "boolean" },
   shell: { type: "string" },
   sandbox: { type: "string" },
+  network: { type: "string" },
   tools: { type: "string" },
   allow: { type: "string", multiple: true },
   ask: { type: "string", multiple: true },
@@ -105,6 +106,11 @@ Permissions:
   --sandbox PROFILE          workspace-write (default) | read-only | off, for shell commands;
                              read-only also binds acceptance commands and hooks, off turns
                              their sandbox off too (a resume may tighten it, never loosen it)
+  --network MODE             off (default: commands have no network) | policy: shell calls and
+                             acceptance commands reach only hosts 'net(HOST[:PORT])' rules allow
+                             (e.g. --allow 'net(registry.npmjs.org:443)', 'net(*.pythonhosted.org)'),
+                             through a proxy that journals every connection; needs the sandbox
+                             (see docs/network.md)
   --tools SET                readonly | coding (default) | shell-only | files | name,name,...
                              MCP tools: coding all, readonly only read-only ones of trusted
                              servers, shell-only/files none; a list may name mcp__SERVER__TOOL
@@ -369,6 +375,8 @@ export function givenFlags(values: Parsed["values"]): RunFlags {
   if (write) flags.write = write;
   if (shell) flags.shell = shell;
   if (sandbox) flags.sandbox = sandbox;
+  const network = oneOf(values.network, "--network", ["off", "policy"] as const);
+  if (network) flags.network = network;
   if (provider) flags.provider = provider;
   if (values["read-only"]) flags.readOnly = true;
   if (values.allow) flags.allow = values.allow;

@@ -96,6 +96,7 @@ export function narrowGrant(parent: ParentPowers, request: GrantRequest): Grant 
     ...(editPaths ? { edit_paths: editPaths } : {}),
     isolation: request.isolation,
     sandbox: parent.flags.sandbox ?? "workspace-write",
+    network: parent.flags.network ?? "off",
     not_granted: notGranted,
   };
   return { flags, notGranted, recorded };
@@ -179,6 +180,8 @@ function carried(flags: RunFlags): RunFlags {
     "ask",
     "deny",
     "sandbox",
+    // The parent's network mode, never wider: a child cannot ask for one (its net() rules are the parent's).
+    "network",
     "provider",
     "model",
     "baseUrl",

@@ -2,6 +2,8 @@ import { realpath } from "node:fs/promises";
 import { z } from "zod";
 import type { CaptureLimits } from "../../sandbox/capture.js";
 import { createSandbox } from "../../sandbox/create.js";
+import { NetworkUnavailableError } from "../../sandbox/egress-bridge.js";
+import type { NetworkAccess } from "../../sandbox/executor.js";
 import {
   type ExecuteRequest,
   type ExecuteResult,
@@ -70,6 +72,11 @@ export interface ShellToolOptions {
    * it). Every call is then denied with this reason, and nothing is started.
    */
   refusal?: string;
+  /**
+   * Network `policy`: the access of one call (its own proxy, its connections decided by the
+   * `net(...)` rules and journaled with its id). Absent: commands have no network.
+   */
+  network?: (callId: string, signal: AbortSignal) => NetworkAccess;
 }
 
 export function createShellTool(options: ShellToolOptions): ToolDefinition<ShellArgs> {
@@ -94,7 +101,13 @@ export function createShellTool(options: ShellToolOptions): ToolDefinition<Shell
   return defineTool<ShellArgs>({
     name: "shell",
     version: "1",
-    description: describeTool(sandbox, defaultTimeoutMs, maxTimeoutMs, options.refusal),
+    description: describeTool(
+      sandbox,
+      defaultTimeoutMs,
+      maxTimeoutMs,
+      options.refusal,
+      options.network !== undefined,
+    ),
     input: shellInput,
     effect: "process_execution",
     idempotency: "non_idempotent",
@@ -172,6 +185,7 @@ async function runShell(args: ShellArgs, context: ToolContext, run: ShellRun): P
     artifacts: context.artifacts,
   };
   if (options.output !== undefined) request.capture = options.output;
+  if (options.network !== undefined) request.egress = options.network(context.callId, context.signal);
   const onSpawn = options.onSpawn;
   let spawnNotRecorded = false;
   if (onSpawn !== undefined) {
@@ -193,6 +207,9 @@ async function runShell(args: ShellArgs, context: ToolContext, run: ShellRun): P
     result = await run.executor.execute(request).finally(() => live?.close());
   } catch (error) {
     if (error instanceof SandboxUnavailableError) throw unavailable(error, sandbox);
+    if (error instanceof NetworkUnavailableError) {
+      throw new ToolError("RUNTIME_EXCEPTION", `${error.message}. The command was not run.`);
+    }
     if (error instanceof SpawnError) {
       throw new ToolError(
         "RUNTIME_EXCEPTION",
@@ -263,6 +280,7 @@ function describeTool(
   defaultTimeoutMs: number,
   maxTimeoutMs: number,
   refusal: string | undefined,
+  network = false,
 ): string {
   if (refusal !== undefined)
     return `Run a bash command line in the workspace. Not available in this session: ${refusal}`;
@@ -270,13 +288,19 @@ function describeTool(
     sandbox.profile === "workspace-write"
       ? "It runs in a sandbox: the workspace is writable except protected paths (.harness/, every .git, " +
         "harness.config.json, hook scripts: read-only, so git can read history but not commit), system " +
-        "toolchains are read-only, HOME and /tmp are private and empty, and there is no network access."
+        "toolchains are read-only, HOME and /tmp are private and empty, and there is no network access" +
+        (network ? " except through the proxy below." : ".")
       : sandbox.profile === "read-only"
-        ? "It runs in a read-only sandbox: nothing can be written except the private /tmp, and there is no network access."
+        ? `It runs in a read-only sandbox: nothing can be written except the private /tmp, and there is no network access${network ? " except through the proxy below" : ""}.`
         : "It runs without a sandbox, as the harness user.";
   return [
     "Run a bash command line in the workspace root and return its exit code and output.",
     isolation,
+    ...(network
+      ? [
+          "Network: HTTP_PROXY/HTTPS_PROXY point at a proxy that lets through only hosts the user's net(...) rules allow (others get 403 with the reason); a client that ignores the proxy variables reaches nothing. Every connection is recorded.",
+        ]
+      : []),
     "stdin is closed; interactive commands get end-of-file. Only a few environment variables are passed; credentials are not.",
     `The command is killed, with every process it started, after timeout_ms (default ${defaultTimeoutMs}, at most ${maxTimeoutMs}). ` +
       "Background processes (`&`, nohup) are killed when the command exits, so do not start servers that must outlive it.",

@@ -1,0 +1,462 @@
+import { lookup } from "node:dns/promises";
+import { mkdtemp, rm } from "node:fs/promises";
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from "node:http";
+import { connect, isIP, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import type { Duplex } from "node:stream";
+import { isInternalAddress } from "./addresses.js";
+
+/**
+ * The host side of a call's network access: an HTTP proxy on a UNIX socket in a private 0700
+ * directory, one per call, so every connection belongs to the call that made it. It takes
+ * CONNECT tunnels and plain absolute-URI requests; for each it asks `decide`, resolves the name
+ * itself, refuses internal addresses unless the deciding rule names the host exactly, connects to
+ * the very address it checked (no second lookup, so no DNS rebinding) and reports the finished
+ * connection to `record`. Hostile input gets a 400 or is dropped; it never reaches the host's
+ * process as an exception.
+ */
+
+export interface EgressDecision {
+  decision: "allow" | "deny";
+  /** The deciding rule's text, when a rule decided. */
+  rule?: string;
+  /** Why, in one line (the 403 body when denied). */
+  reason: string;
+  /** Whether the deciding rule names this exact host: only then may internal addresses be reached. */
+  exact: boolean;
+}
+
+/** One finished (or refused) connection, as the journal records it. */
+export interface EgressConnection {
+  host: string;
+  port: number;
+  /** `allow`; `deny` (by rule, or an address refused); `error` (allowed, but the upstream failed). */
+  decision: "allow" | "deny" | "error";
+  rule?: string;
+  /** Why it was refused or failed. */
+  reason?: string;
+  /** The address connected to (allowed connections). */
+  address?: string;
+  bytes_up: number;
+  bytes_down: number;
+  ms: number;
+}
+
+export interface EgressLimits {
+  /** Largest request head (request line and headers). Default 16 KiB. */
+  maxHeaderBytes?: number;
+  /** A connection with no traffic either way for this long is closed. Default 120 000 ms. */
+  idleMs?: number;
+  /** Concurrent client connections. Default 64. */
+  maxConnections?: number;
+  /** How long resolving a name may take. Default 10 000 ms. */
+  lookupMs?: number;
+}
+
+export interface EgressProxyOptions {
+  /** Decide a connection (an `ask` is resolved by the caller); must not reject. */
+  decide(host: string, port: number): Promise<EgressDecision>;
+  /** Called once per connection when it ends; must not throw (errors are ignored). */
+  record(connection: EgressConnection): void;
+  limits?: EgressLimits;
+  /** Where to make the private directory. Default the OS temporary directory. */
+  parent?: string;
+  /** Name resolution (tests give their own). Default dns.lookup with all addresses. */
+  resolve?: (host: string) => Promise<string[]>;
+}
+
+export interface EgressProxy {
+  /** The private directory holding the socket (bound into the sandbox). */
+  directory: string;
+  /** The socket's host path. */
+  socketPath: string;
+  /** Stop accepting, end every connection, remove the directory. Idempotent. */
+  close(): Promise<void>;
+}
+
+export const PROXY_SOCKET_NAME = "proxy.sock";
+
+/** Start a proxy. Rejects when it cannot listen: the caller's network access then fails closed. */
+export async function startEgressProxy(options: EgressProxyOptions): Promise<EgressProxy> {
+  const limits = {
+    maxHeaderBytes: options.limits?.maxHeaderBytes ?? 16 * 1024,
+    idleMs: options.limits?.idleMs ?? 120_000,
+    maxConnections: options.limits?.maxConnections ?? 64,
+    lookupMs: options.limits?.lookupMs ?? 10_000,
+  };
+  // mkdtemp makes the directory 0700: only this user can reach the socket.
+  const directory = await mkdtemp(path.join(options.parent ?? tmpdir(), "harness-egress-"));
+  const socketPath = path.join(directory, PROXY_SOCKET_NAME);
+  const resolve = options.resolve ?? resolveAll;
+  const sockets = new Set<Duplex>();
+  const server: Server = createServer({
+    maxHeaderSize: limits.maxHeaderBytes,
+    requestTimeout: limits.idleMs,
+    headersTimeout: Math.min(limits.idleMs, 60_000),
+    keepAliveTimeout: 5_000,
+  });
+  server.maxConnections = limits.maxConnections;
+  server.on("connection", (socket: Socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+    socket.on("error", () => undefined);
+  });
+  // Malformed or oversized heads: a 400 (431 for headers too large) and the connection closed.
+  server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
+    if (!socket.writable) return socket.destroy();
+    const status =
+      error.code === "HPE_HEADER_OVERFLOW" ? "431 Request Header Fields Too Large" : "400 Bad Request";
+    socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+  });
+  // Each connection until it is reported: close() waits for them, so every record is made before
+  // the call that owns the proxy ends.
+  const inFlight = new Set<Promise<void>>();
+  const track = (work: Promise<void>) => {
+    inFlight.add(work);
+    void work.finally(() => inFlight.delete(work));
+  };
+  const context: Context = { options, limits, resolve };
+  server.on("connect", (request: IncomingMessage, client: Duplex, head: Buffer) => {
+    track(tunnel(context, request, client, head).catch(() => void client.destroy()));
+  });
+  server.on("request", (request: IncomingMessage, response: ServerResponse) => {
+    track(forward(context, request, response).catch(() => void response.destroy()));
+  });
+  await new Promise<void>((resolveListen, rejectListen) => {
+    server.once("error", rejectListen);
+    server.listen(socketPath, () => {
+      server.off("error", rejectListen);
+      server.on("error", () => undefined);
+      resolveListen();
+    });
+  }).catch(async (error: unknown) => {
+    await rm(directory, { recursive: true, force: true });
+    throw error;
+  });
+  let closed: Promise<void> | undefined;
+  return {
+    directory,
+    socketPath,
+    close: () => {
+      closed ??= (async () => {
+        await new Promise<void>((done) => {
+          server.close(() => done());
+          for (const socket of sockets) socket.destroy();
+          server.closeAllConnections();
+        });
+        const settled = Promise.allSettled([...inFlight]);
+        await Promise.race([settled, new Promise((done) => setTimeout(done, 2_000).unref())]);
+        await rm(directory, { recursive: true, force: true });
+      })();
+      return closed;
+    },
+  };
+}
+
+interface Context {
+  options: EgressProxyOptions;
+  limits: Required<EgressLimits>;
+  resolve: (host: string) => Promise<string[]>;
+}
+
+async function resolveAll(host: string): Promise<string[]> {
+  const answers = await lookup(host, { all: true, verbatim: true });
+  return answers.map((answer) => answer.address);
+}
+
+/** A host and port from a CONNECT target (`host:port`, `[v6]:port`); undefined when malformed. */
+export function parseAuthority(authority: string): { host: string; port: number } | undefined {
+  const match = /^(?:\[([0-9a-fA-F:.]+)\]|([A-Za-z0-9._-]+)):([0-9]{1,5})$/.exec(authority);
+  if (match === null) return undefined;
+  const host = (match[1] ?? match[2] ?? "").toLowerCase().replace(/\.$/, "");
+  const port = Number(match[3]);
+  if (host === "" || !(port >= 1 && port <= 65535)) return undefined;
+  if (match[1] !== undefined && isIP(host) !== 6) return undefined;
+  return { host, port };
+}
+
+type Admission =
+  | { ok: true; address: string; rule?: string }
+  | { ok: false; status: number; reason: string; rule?: string; decision: "deny" | "error" };
+
+/** The rule's decision, then the name resolved once and every address checked. */
+async function admit(context: Context, host: string, port: number): Promise<Admission> {
+  let verdict: EgressDecision;
+  try {
+    verdict = await context.options.decide(host, port);
+  } catch {
+    verdict = { decision: "deny", reason: "the decision failed", exact: false };
+  }
+  const rule = verdict.rule !== undefined ? { rule: verdict.rule } : {};
+  if (verdict.decision !== "allow")
+    return { ok: false, status: 403, reason: verdict.reason, decision: "deny", ...rule };
+  let addresses: string[];
+  try {
+    addresses = isIP(host) !== 0 ? [host] : await withTimeout(context.resolve(host), context.limits.lookupMs);
+  } catch {
+    return { ok: false, status: 502, reason: `${host} could not be resolved`, decision: "error", ...rule };
+  }
+  if (addresses.length === 0) {
+    return { ok: false, status: 502, reason: `${host} could not be resolved`, decision: "error", ...rule };
+  }
+  // Every address must pass: a name with one public and one internal address is not a way in.
+  const internal = addresses.find((address) => isInternalAddress(address));
+  if (internal !== undefined && !verdict.exact) {
+    return {
+      ok: false,
+      status: 403,
+      reason: `${host} resolves to ${internal}, a loopback, private or link-local address: only a rule naming ${host} exactly may reach it`,
+      decision: "deny",
+      ...rule,
+    };
+  }
+  return { ok: true, address: addresses[0] as string, ...rule };
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error("timeout")), ms);
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
+}
+
+function refuse(client: Duplex, status: number, reason: string): void {
+  const text = STATUS_TEXT[status] ?? "Error";
+  const body = `${reason.replace(/[\r\n]+/g, " ")}\n`;
+  client.end(
+    `HTTP/1.1 ${status} ${text}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
+}
+
+const STATUS_TEXT: Record<number, string> = { 400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway" };
+
+function report(context: Context, connection: EgressConnection): void {
+  try {
+    context.options.record(connection);
+  } catch {
+    // Recording is the caller's business; a failure there must not take the proxy down.
+  }
+}
+
+/** CONNECT host:port: a tunnel of bytes once the destination is admitted. */
+async function tunnel(
+  context: Context,
+  request: IncomingMessage,
+  client: Duplex,
+  head: Buffer,
+): Promise<void> {
+  const began = Date.now();
+  client.on("error", () => undefined);
+  const target = parseAuthority(request.url ?? "");
+  if (target === undefined) return refuse(client, 400, "CONNECT needs HOST:PORT");
+  const { host, port } = target;
+  const admission = await admit(context, host, port);
+  if (!admission.ok) {
+    report(context, {
+      host,
+      port,
+      decision: admission.decision,
+      ...(admission.rule !== undefined ? { rule: admission.rule } : {}),
+      reason: admission.reason,
+      bytes_up: 0,
+      bytes_down: 0,
+      ms: Date.now() - began,
+    });
+    return refuse(client, admission.status, admission.reason);
+  }
+  const address = admission.address;
+  const upstream = connect({ host: address, port });
+  let up = head.length;
+  let down = 0;
+  let established = false;
+  let failure: string | undefined;
+  const idle = () => {
+    failure ??= "idle for too long";
+    upstream.destroy();
+    client.destroy();
+  };
+  upstream.setTimeout(context.limits.idleMs, idle);
+  (client as Socket).setTimeout?.(context.limits.idleMs, idle);
+  upstream.on("error", (error: NodeJS.ErrnoException) => {
+    if (!established)
+      failure = `connecting to ${formatAddress(address)}:${port} failed (${error.code ?? "error"})`;
+  });
+  upstream.once("connect", () => {
+    established = true;
+    client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+    if (head.length > 0) upstream.write(head);
+    client.on("data", (chunk: Buffer) => {
+      up += chunk.length;
+    });
+    upstream.on("data", (chunk: Buffer) => {
+      down += chunk.length;
+    });
+    client.pipe(upstream);
+    upstream.pipe(client);
+    client.once("close", () => upstream.destroy());
+  });
+  // `close` follows every end of the upstream, an error included: the one place a tunnel is reported.
+  let reported: () => void = () => undefined;
+  const done = new Promise<void>((resolveDone) => {
+    reported = resolveDone;
+  });
+  upstream.once("close", () => {
+    if (established) client.destroy();
+    else refuse(client, 502, failure ?? `connecting to ${host}:${port} failed`);
+    report(context, {
+      host,
+      port,
+      decision: established ? "allow" : "error",
+      ...(admission.rule !== undefined ? { rule: admission.rule } : {}),
+      ...(failure !== undefined ? { reason: failure } : {}),
+      address,
+      bytes_up: established ? up : 0,
+      bytes_down: down,
+      ms: Date.now() - began,
+    });
+    reported();
+  });
+  await done;
+}
+
+function formatAddress(address: string): string {
+  return isIP(address) === 6 ? `[${address}]` : address;
+}
+
+/** Hop-by-hop headers: meaningful between the client and this proxy only. */
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "proxy-connection",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+]);
+
+/** A plain request with an absolute URI (`GET http://host/path`): forwarded on a fresh connection. */
+async function forward(context: Context, request: IncomingMessage, response: ServerResponse): Promise<void> {
+  const began = Date.now();
+  const client = response.socket;
+  const send = (status: number, reason: string): void => {
+    if (response.headersSent) {
+      response.destroy();
+      return;
+    }
+    const body = `${reason.replace(/[\r\n]+/g, " ")}\n`;
+    response.writeHead(status, { "content-type": "text/plain; charset=utf-8", connection: "close" });
+    response.end(body);
+  };
+  let url: URL;
+  try {
+    url = new URL(request.url ?? "");
+  } catch {
+    return send(400, "a proxy request needs an absolute http:// URL");
+  }
+  if (url.protocol !== "http:" || !(request.url ?? "").startsWith("http://")) {
+    return send(400, "a proxy request needs an absolute http:// URL (https goes through CONNECT)");
+  }
+  const target = parseAuthority(`${url.hostname}:${url.port === "" ? "80" : url.port}`);
+  if (target === undefined) return send(400, "the URL's host is not valid");
+  const { host, port } = target;
+  const admission = await admit(context, host, port);
+  if (!admission.ok) {
+    report(context, {
+      host,
+      port,
+      decision: admission.decision,
+      ...(admission.rule !== undefined ? { rule: admission.rule } : {}),
+      reason: admission.reason,
+      bytes_up: 0,
+      bytes_down: 0,
+      ms: Date.now() - began,
+    });
+    request.resume();
+    return send(admission.status, admission.reason);
+  }
+  const headers: Record<string, string | string[]> = {};
+  const connectionTokens = new Set(
+    String(request.headers.connection ?? "")
+      .split(",")
+      .map((token) => token.trim().toLowerCase()),
+  );
+  for (const [name, value] of Object.entries(request.headers)) {
+    if (value === undefined || HOP_BY_HOP.has(name) || connectionTokens.has(name)) continue;
+    headers[name] = value;
+  }
+  const address = admission.address;
+  await new Promise<void>((done) => {
+    let upstreamSocket: Socket | undefined;
+    let failure: string | undefined;
+    let settled = false;
+    const settle = () => {
+      if (settled) return;
+      settled = true;
+      report(context, {
+        host,
+        port,
+        decision: failure === undefined ? "allow" : "error",
+        ...(admission.rule !== undefined ? { rule: admission.rule } : {}),
+        ...(failure !== undefined ? { reason: failure } : {}),
+        address,
+        bytes_up: upstreamSocket?.bytesWritten ?? 0,
+        bytes_down: upstreamSocket?.bytesRead ?? 0,
+        ms: Date.now() - began,
+      });
+      done();
+    };
+    const outgoing = httpRequest({
+      // The address checked above, never the name again: no second lookup, no rebinding.
+      host: address,
+      port,
+      method: request.method,
+      path: `${url.pathname}${url.search}`,
+      headers: { ...headers, host: url.host },
+      agent: false,
+      timeout: context.limits.idleMs,
+    });
+    outgoing.on("socket", (socket: Socket) => {
+      upstreamSocket = socket;
+      socket.once("close", settle);
+    });
+    outgoing.on("timeout", () => {
+      failure = "the upstream went idle";
+      outgoing.destroy();
+    });
+    outgoing.on("error", (error: NodeJS.ErrnoException) => {
+      failure ??= `the request to ${host}:${port} failed (${error.code ?? "error"})`;
+      send(502, failure);
+      settle();
+    });
+    outgoing.on("response", (upstream) => {
+      const out: Record<string, string | string[]> = {};
+      for (const [name, value] of Object.entries(upstream.headers)) {
+        if (value === undefined || HOP_BY_HOP.has(name)) continue;
+        out[name] = value;
+      }
+      response.writeHead(upstream.statusCode ?? 502, upstream.statusMessage, out);
+      upstream.pipe(response);
+      upstream.on("error", () => response.destroy());
+    });
+    client?.once("close", () => outgoing.destroy());
+    request.pipe(outgoing);
+  });
+}

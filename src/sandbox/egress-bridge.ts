@@ -1,0 +1,102 @@
+import { CodedError } from "../shared/coded-error.js";
+import { isWithin } from "./host-view.js";
+
+/**
+ * The way out of a sandbox with network `policy`. The sandbox keeps its own network namespace
+ * (only loopback), so nothing inside can reach the host's network; the call's proxy socket
+ * (network/proxy.ts) is bound in read-only, and a small forwarder, node running FORWARDER,
+ * listens on 127.0.0.1:BRIDGE_PORT inside the namespace and carries each connection to that
+ * socket. The command runs as the forwarder's child with the proxy variables set: its exit code
+ * and signal are the forwarder's, and when it ends the forwarder ends. A process that ignores the
+ * variables finds no route anywhere.
+ */
+
+/** Where the proxy's directory appears inside the sandbox. */
+export const BRIDGE_DIRECTORY = "/run/harness-egress";
+export const BRIDGE_SOCKET = `${BRIDGE_DIRECTORY}/proxy.sock`;
+/** The forwarder's port on the namespace's own loopback (private to the call: no clash possible). */
+export const BRIDGE_PORT = 3128;
+
+/** The network of a call could not be set up: nothing ran, and nothing falls back to open. */
+export class NetworkUnavailableError extends CodedError<"network_unavailable"> {
+  override readonly name = "NetworkUnavailableError";
+  constructor(message: string) {
+    super("network_unavailable", message);
+  }
+}
+
+/** The variables every common client reads for its proxy. */
+export function bridgeEnvironment(): Record<string, string> {
+  const proxy = `http://127.0.0.1:${BRIDGE_PORT}`;
+  return {
+    HTTP_PROXY: proxy,
+    HTTPS_PROXY: proxy,
+    http_proxy: proxy,
+    https_proxy: proxy,
+    ALL_PROXY: proxy,
+    all_proxy: proxy,
+    NO_PROXY: "localhost,127.0.0.1",
+    no_proxy: "localhost,127.0.0.1",
+    npm_config_proxy: proxy,
+    npm_config_https_proxy: proxy,
+  };
+}
+
+/**
+ * The forwarder, as CommonJS for `node -e`: argv is SOCKET PORT COMMAND... It starts the command
+ * only once it listens (or exits 125 saying why), passes the termination signals on, and leaves
+ * the way the command left: the same exit code, or the same signal.
+ */
+const FORWARDER = `"use strict";
+const net = require("node:net");
+const { spawn } = require("node:child_process");
+const [socketPath, port, file, ...args] = process.argv.slice(1);
+const server = net.createServer((client) => {
+  const upstream = net.connect(socketPath);
+  client.on("error", () => upstream.destroy());
+  upstream.on("error", () => client.destroy());
+  client.on("close", () => upstream.destroy());
+  upstream.on("close", () => client.destroy());
+  client.pipe(upstream);
+  upstream.pipe(client);
+});
+server.on("error", (error) => {
+  process.stderr.write("harness: the network bridge could not listen (" + (error.code || "error") + ")\\n");
+  process.exit(125);
+});
+server.listen(Number(port), "127.0.0.1", () => {
+  const signals = ["SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2"];
+  const child = spawn(file, args, { stdio: "inherit" });
+  for (const signal of signals) process.on(signal, () => { try { child.kill(signal); } catch {} });
+  child.on("error", (error) => {
+    process.stderr.write("harness: " + file + ": " + (error.code || "could not start") + "\\n");
+    process.exit(error.code === "ENOENT" ? 127 : 126);
+  });
+  child.on("exit", (code, signal) => {
+    server.close();
+    if (signal) {
+      for (const name of signals) process.removeAllListeners(name);
+      process.kill(process.pid, signal);
+      setTimeout(() => process.exit(128 + (require("node:os").constants.signals[signal] || 0)), 100);
+    } else {
+      process.exit(code === null ? 1 : code);
+    }
+  });
+});
+`;
+
+/** The argv that runs `argv` behind the forwarder, with node at `execPath`. */
+export function bridgedArgv(execPath: string, argv: readonly string[]): string[] {
+  return [execPath, "-e", FORWARDER, "--", BRIDGE_SOCKET, String(BRIDGE_PORT), ...argv];
+}
+
+/**
+ * bwrap's mounts for the bridge: the proxy's directory read-only (a client may connect to a
+ * socket on a read-only mount, but not replace it), and node itself where the host view does not
+ * already show it.
+ */
+export function bridgeMounts(proxyDirectory: string, execPath: string, shown: readonly string[]): string[] {
+  const mounts = ["--ro-bind", proxyDirectory, BRIDGE_DIRECTORY];
+  if (!shown.some((root) => isWithin(execPath, root))) mounts.push("--ro-bind", execPath, execPath);
+  return mounts;
+}
