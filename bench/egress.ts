@@ -1,6 +1,6 @@
+import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import { type AddressInfo, connect, type Socket } from "node:net";
+import { connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { startEgressProxy } from "../src/network/proxy.js";
@@ -23,14 +23,22 @@ const HOST = "127.0.0.2";
  * answered and the tunnel open) vs a direct TCP connect. Medians, runs interleaved.
  */
 export async function benchEgress(): Promise<BenchRow[]> {
-  const body = Buffer.alloc(BYTES, 7);
-  const server: Server = createServer((request, response) => {
-    request.resume();
-    response.writeHead(200, { "content-type": "application/octet-stream", "content-length": body.length });
-    response.end(body);
+  // The server runs in a process of its own, as a registry would: sharing this process's event
+  // loop with the proxy would charge the proxy for the server's work.
+  const server = spawn(
+    process.execPath,
+    [
+      "-e",
+      `const body = Buffer.alloc(${BYTES}, 7);
+       const server = require("node:http").createServer((q, r) => { q.resume(); r.writeHead(200, {"content-length": body.length}); r.end(body); });
+       server.listen(0, "${HOST}", () => process.stdout.write(String(server.address().port) + "\\n"));`,
+    ],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
+  const port = await new Promise<number>((resolve, reject) => {
+    server.stdout.once("data", (chunk: Buffer) => resolve(Number(chunk.toString().trim())));
+    server.once("exit", () => reject(new Error("the bench server did not start")));
   });
-  await new Promise<void>((done) => server.listen(0, HOST, done));
-  const port = (server.address() as AddressInfo).port;
   const access: NetworkAccess = {
     decide: async () => ({ decision: "allow", rule: `net(${HOST}:${port})`, reason: "bench", exact: true }),
     record: () => undefined,
@@ -64,6 +72,21 @@ export async function benchEgress(): Promise<BenchRow[]> {
       times.curlDirect.push(await timed(() => checked(curl(false))));
       times.curlSandbox.push(await timed(() => checked(curl(true))));
     }
+    // The fixed cost of a call with network policy: the proxy started and the forwarder in front.
+    const start = { plain: [] as number[], policy: [] as number[] };
+    const noop = (egress: boolean) =>
+      executor.execute({
+        purpose: "shell",
+        argv: ["/bin/sh", "-c", "true"],
+        workspace,
+        profile: { sandbox: new BwrapSandbox("workspace-write"), env: {} },
+        timeoutMs: 60_000,
+        ...(egress ? { egress: access } : {}),
+      });
+    for (let run = 0; run < DOWNLOADS * 2; run++) {
+      start.plain.push(await timed(() => checked(noop(false))));
+      start.policy.push(await timed(() => checked(noop(true))));
+    }
     const setup = { direct: [] as number[], proxied: [] as number[] };
     for (let run = 0; run < SETUPS; run++) {
       setup.direct.push(await timed(() => opened(() => connect(port, HOST), undefined)));
@@ -93,6 +116,18 @@ export async function benchEgress(): Promise<BenchRow[]> {
         unit: "x",
         note: "goal <= 1.2",
       },
+      {
+        name: "egress.call_true.sandbox",
+        value: m(start.plain),
+        unit: "ms",
+        note: `median of ${DOWNLOADS * 2}`,
+      },
+      {
+        name: "egress.call_true.sandbox_network_policy",
+        value: m(start.policy),
+        unit: "ms",
+        note: `median of ${DOWNLOADS * 2}: proxy started, forwarder in front`,
+      },
       { name: "egress.connect.direct", value: m(setup.direct), unit: "ms", note: `median of ${SETUPS}` },
       {
         name: "egress.connect.proxy",
@@ -103,7 +138,7 @@ export async function benchEgress(): Promise<BenchRow[]> {
     ];
   } finally {
     await proxy.close();
-    await new Promise<void>((done) => server.close(() => done()));
+    server.kill("SIGKILL");
     rmSync(workspace, { recursive: true, force: true });
   }
 }

@@ -281,16 +281,16 @@ export const EVENT_SCHEMAS = {
    * it lasted. Never the content. Recorded while the call runs, before its result.
    */
   "net.connection": z.object({
-    call_id: z.string().min(1),
-    host: z.string().min(1),
-    port: z.number().int().min(1).max(65535),
+    call_id: z.string(),
+    host: z.string(),
+    port: z.number().int(),
     decision: z.enum(["allow", "deny", "error"]),
     rule: z.string().optional(),
     reason: z.string().optional(),
     address: z.string().optional(),
-    bytes_up: z.number().int().nonnegative(),
-    bytes_down: z.number().int().nonnegative(),
-    ms: z.number().int().nonnegative(),
+    bytes_up: z.number().int(),
+    bytes_down: z.number().int(),
+    ms: z.number().int(),
   }),
   "tool.retrying": z.object({
     call_id: z.string(),

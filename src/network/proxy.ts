@@ -282,8 +282,6 @@ async function tunnel(
   }
   const address = admission.address;
   const upstream = connect({ host: address, port });
-  let up = head.length;
-  let down = 0;
   let established = false;
   let failure: string | undefined;
   const idle = () => {
@@ -301,12 +299,7 @@ async function tunnel(
     established = true;
     client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
     if (head.length > 0) upstream.write(head);
-    client.on("data", (chunk: Buffer) => {
-      up += chunk.length;
-    });
-    upstream.on("data", (chunk: Buffer) => {
-      down += chunk.length;
-    });
+    // Counted by the sockets themselves (bytesRead/bytesWritten): no code runs per chunk.
     client.pipe(upstream);
     upstream.pipe(client);
     client.once("close", () => upstream.destroy());
@@ -326,8 +319,8 @@ async function tunnel(
       ...(admission.rule !== undefined ? { rule: admission.rule } : {}),
       ...(failure !== undefined ? { reason: failure } : {}),
       address,
-      bytes_up: established ? up : 0,
-      bytes_down: down,
+      bytes_up: established ? upstream.bytesWritten : 0,
+      bytes_down: established ? upstream.bytesRead : 0,
       ms: Date.now() - began,
     });
     reported();
