@@ -122,7 +122,7 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
     inFlight.add(work);
     void work.finally(() => inFlight.delete(work));
   };
-  const context: Context = { options, limits, resolve };
+  const context: Context = { options, limits, resolve, upstreams: new Set() };
   server.on("connect", (request: IncomingMessage, client: Duplex, head: Buffer) => {
     track(tunnel(context, request, client, head).catch(() => void client.destroy()));
   });
@@ -149,6 +149,7 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
         await new Promise<void>((done) => {
           server.close(() => done());
           for (const socket of sockets) socket.destroy();
+          for (const socket of context.upstreams) socket.destroy();
           server.closeAllConnections();
         });
         const settled = Promise.allSettled([...inFlight]);
@@ -164,6 +165,8 @@ interface Context {
   options: EgressProxyOptions;
   limits: Required<EgressLimits>;
   resolve: (host: string) => Promise<string[]>;
+  /** Open tunnels' upstream sockets: closed with the proxy. */
+  upstreams: Set<Socket>;
 }
 
 async function resolveAll(host: string): Promise<string[]> {
@@ -302,14 +305,17 @@ async function tunnel(
     // Counted by the sockets themselves (bytesRead/bytesWritten): no code runs per chunk.
     client.pipe(upstream);
     upstream.pipe(client);
-    client.once("close", () => upstream.destroy());
   });
+  // A client gone (before or after the tunnel opened) takes its upstream with it.
+  client.once("close", () => upstream.destroy());
+  context.upstreams.add(upstream);
   // `close` follows every end of the upstream, an error included: the one place a tunnel is reported.
   let reported: () => void = () => undefined;
   const done = new Promise<void>((resolveDone) => {
     reported = resolveDone;
   });
   upstream.once("close", () => {
+    context.upstreams.delete(upstream);
     if (established) client.destroy();
     else refuse(client, 502, failure ?? `connecting to ${host}:${port} failed`);
     report(context, {

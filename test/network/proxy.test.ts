@@ -244,6 +244,28 @@ describe("the egress proxy", () => {
     expect(answer.endsWith("still here")).toBe(true);
   });
 
+  it("closing the proxy ends open tunnels and records them before close() resolves", async () => {
+    const port = await echo();
+    const { proxy, records } = await proxyWith(allowExact);
+    let closed = false;
+    const answered = new Promise<void>((ready) => {
+      const socket = connect(proxy.socketPath);
+      socket.on("data", (chunk: Buffer) => {
+        if (chunk.toString().startsWith("HTTP/1.1 200")) ready();
+      });
+      socket.on("error", () => undefined);
+      socket.on("close", () => {
+        closed = true;
+      });
+      socket.write(`CONNECT 127.0.0.1:${port} HTTP/1.1\r\n\r\n`);
+    });
+    await answered;
+    await proxy.close();
+    expect(records).toEqual([expect.objectContaining({ decision: "allow", port })]);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(closed).toBe(true);
+  });
+
   it("records an allowed connection whose upstream refuses as an error with a 502", async () => {
     const port = await echo();
     cleanups
