@@ -118,6 +118,18 @@ export const configFileSchema = z.strictObject({
         .refine((p) => !p.includes("\0"), "no NUL"),
     )
     .optional(),
+  /**
+   * Deferred tools: `defer` is `--defer-tools`'s default (auto | always | never); `always_load`
+   * names tools offered from the first request whatever is deferred (`mcp__github__*` patterns).
+   */
+  tools: z
+    .strictObject({
+      defer: z.enum(["auto", "always", "never"]).optional(),
+      always_load: z
+        .array(z.string().regex(/^[A-Za-z_*][A-Za-z0-9_*-]*$/, "not a tool name or pattern"))
+        .optional(),
+    })
+    .optional(),
   /** Per-tool timeout overrides in milliseconds, e.g. {"shell": 300000}. */
   timeouts: z.record(z.string().regex(/^[a-z][a-z0-9_]*$/), z.number().int().positive()).optional(),
 });

@@ -128,7 +128,7 @@ export async function compactHistory(input: CompactionInput): Promise<Compaction
       data: {
         step,
         attempt,
-        tools_digest: run.tools().digest,
+        tools_digest: run.offered().digest,
         ...tokens,
         purpose: "compaction",
         ...(input.instructions !== undefined ? { instructions: toWellFormed(input.instructions) } : {}),

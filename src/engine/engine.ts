@@ -13,6 +13,7 @@ import type { ApprovalPort, GrantPort, ProposalRecord } from "../runtime/ports.j
 import type { ToolSnapshot } from "../runtime/registry.js";
 import type { EffectsJournal } from "../runtime/workspace-effects.js";
 import { digestOf } from "../shared/hash.js";
+import type { CatalogPort } from "../tools/tool.js";
 import { runUndo } from "../undo/apply.js";
 import { unfinishedUndo } from "../undo/plan.js";
 import { compactionCut } from "./compaction.js";
@@ -34,6 +35,7 @@ import { SessionState } from "./state.js";
 import { Steering } from "./steering.js";
 import { SYSTEM_PROMPT } from "./system-prompt.js";
 import { taskFrame } from "./task-frame.js";
+import { type Offer, ToolOffer } from "./tool-offer.js";
 import { startUnavailable, toolDigests, toolsChanged } from "./tool-surface.js";
 import { beginTurn, checkInput } from "./turns.js";
 
@@ -54,8 +56,10 @@ export class Engine {
   private writer!: JournalWriter;
   private state!: SessionState;
   private session!: EngineRun;
-  /** The tools offered now (replaced when the surface changes at a step boundary). */
+  /** The session's tools, the surface (replaced when it changes at a step boundary). */
   private tools: ToolSnapshot;
+  /** With tools deferred: what of the surface the model is offered, given the journal's loads. */
+  private readonly offers: ToolOffer | undefined;
   /**
    * Approvals "for this session": the runtime's, and what nested instructions are read under. On
    * resume the engine grants again what the journal's session approvals granted (`restoreGrants`).
@@ -78,6 +82,45 @@ export class Engine {
     this.signal = AbortSignal.any([...(options.signal ? [options.signal] : []), this.interruption.signal]);
     this.tools = options.runtime.snapshot;
     this.grants = options.runtime.grants ?? new SessionGrants();
+    const permissions = options.policy.permissions;
+    this.offers =
+      options.deferTools === undefined
+        ? undefined
+        : new ToolOffer(
+            options.deferTools,
+            this.budget.window,
+            (name) => permissions.deniesOutright?.(name) ?? false,
+          );
+  }
+
+  /** What the model is offered for the current surface and the loads the journal holds. */
+  private offer(): Offer | undefined {
+    return this.offers?.offer(this.tools, this.state.loadedTools);
+  }
+
+  private offered(): ToolSnapshot {
+    return this.offer()?.snapshot ?? this.tools;
+  }
+
+  /**
+   * `tool_search`: rank the discoverable catalog and load the matches not loaded with their current
+   * definition, journaled (durably, before the search's result) as `tools.loaded`.
+   */
+  private catalogPort(offers: ToolOffer): CatalogPort {
+    return {
+      search: async (query, limit, callId) => {
+        const surface = this.tools;
+        const tools = offers.search(surface, query, limit);
+        const digests = offers.digests(surface);
+        const loaded = new Map(this.state.loadedTools.map((entry) => [entry.name, entry.digest]));
+        const names = tools.map((tool) => tool.name).filter((name) => loaded.get(name) !== digests.get(name));
+        if (names.length > 0) {
+          const data = { names, digests: names.map((name) => digests.get(name) as string), call_id: callId };
+          await this.record({ type: "tools.loaded", data });
+        }
+        return { tools, loaded: names };
+      },
+    };
   }
 
   async run(): Promise<RunSummary> {
@@ -106,6 +149,7 @@ export class Engine {
         signal: this.signal,
         state: this.state,
         tools: () => this.tools,
+        offered: () => this.offered(),
         record: (...events) => this.record(...events),
         interrupted: () => this.interruptRequested,
         defer: (...events) => this.defer(...events),
@@ -298,6 +342,8 @@ export class Engine {
       }
       const pending = this.state.pendingCalls();
       if (pending.length > 0) {
+        // Loads since the runtime was built: calls are looked up in what the model is offered now.
+        if (runtime.offered !== this.offered()) runtime = this.createRuntime();
         const outcome = await runtime.runCalls({
           calls: pending,
           remainingToolCalls: this.limits.maxToolCalls - this.state.turnToolCalls,
@@ -525,11 +571,15 @@ export class Engine {
 
   private createRuntime(approver?: ApprovalPort): ToolRuntime {
     const o = this.options;
+    const offer = this.offer();
     // The environment passes through whole; the engine adds what the session owns.
     return new ToolRuntime({
       ...o.runtime,
       ...(approver ? { approver } : {}),
-      snapshot: this.tools,
+      snapshot: offer?.snapshot ?? this.tools,
+      ...(offer?.deferred && this.offers
+        ? { notOffered: (name: string) => offer.notOffered(name), catalog: this.catalogPort(this.offers) }
+        : {}),
       grants: this.grants,
       retry: o.runtime.retry ?? DEFAULT_RETRY,
       settleGraceMs: o.runtime.settleGraceMs ?? DEFAULT_SETTLE_GRACE_MS,

@@ -58,12 +58,12 @@ export class ModelStep {
       }
       await this.run.record({
         type: "model.started",
-        data: { step, attempt, tools_digest: this.run.tools().digest, ...tokens },
+        data: { step, attempt, tools_digest: this.run.offered().digest, ...tokens },
       });
       const stream = this.run.options.provider.stream(
         {
           messages,
-          tools: this.run.tools().specs,
+          tools: this.run.offered().specs,
           step,
           attempt,
           ordinal: this.run.state.ordinal,
@@ -178,7 +178,7 @@ export class ModelStep {
   private specsOf: ToolSnapshot | undefined;
 
   private requestBytes(): number {
-    const tools = this.run.tools();
+    const tools = this.run.offered();
     if (this.specsOf !== tools) {
       this.specBytes = Buffer.byteLength(JSON.stringify(tools.specs));
       this.specsOf = tools;

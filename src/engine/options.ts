@@ -10,6 +10,7 @@ import type { SessionEnvironment, StartInstructions } from "./instructions.js";
 import type { ProviderAdvice } from "./provider-advice.js";
 import type { ProcessSupervision } from "./recovery.js";
 import type { SessionState } from "./state.js";
+import type { DeferSettings } from "./tool-offer.js";
 import type { ToolSurfaceSource } from "./tool-surface.js";
 
 export type RunStatus =
@@ -169,6 +170,11 @@ export interface EngineOptions {
   instructions?: StartInstructions;
   /** The environment stated to the model in a new session (recorded in `session.started`). */
   environment?: SessionEnvironment;
+  /**
+   * Deferred tools (tool-offer.ts): over the threshold, the model is offered the always-loaded
+   * tools and `tool_search`, and tools are loaded on demand. Absent: every tool is offered.
+   */
+  deferTools?: DeferSettings;
   /** Where a changing tool surface comes from (MCP servers); refreshed at each step boundary. */
   toolSurface?: ToolSurfaceSource;
   /**

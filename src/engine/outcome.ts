@@ -14,8 +14,13 @@ export interface EngineRun {
   readonly systemPrompt: string;
   readonly signal: AbortSignal;
   readonly state: SessionState;
-  /** The tools offered now: the runtime's snapshot, replaced when the surface changes at a step boundary. */
+  /** The session's tools (the surface), replaced when the surface changes at a step boundary. */
   tools(): ToolSnapshot;
+  /**
+   * What the model is offered now: the surface whole, or with tools deferred the always-loaded
+   * prefix, `tool_search` and the tools loaded so far (tool-offer.ts).
+   */
+  offered(): ToolSnapshot;
   /** Append events durably, then apply them to the state and show them to the listener. */
   record(...events: AnyNewEvent[]): Promise<void>;
   /** Whether the signal fired because the user interrupted the turn (not because harness is exiting). */

@@ -47,6 +47,11 @@ export class SessionState {
   /** The tools the model was last offered (name → digest), and their digest: the header's, then each `tools.changed`. */
   surface = new Map<string, string | undefined>();
   toolsDigest: string | undefined;
+  /**
+   * Deferred tools loaded so far (`tools.loaded`), in the order they are offered after the stable
+   * prefix, each with the digest of the definition loaded. A tool loaded again moves to the end.
+   */
+  loadedTools: { name: string; digest: string }[] = [];
   goal: string | undefined;
   /** Messages after the system prompt, in model order. */
   readonly messages: ModelMessage[] = [];
@@ -165,6 +170,13 @@ export class SessionState {
     "tools.changed": (state, { data }) => {
       state.surface = new Map(data.tools.map((t) => [t.name, t.digest]));
       state.toolsDigest = data.tools_digest;
+    },
+    "tools.loaded": (state, { data }) => {
+      const again = new Set(data.names);
+      state.loadedTools = state.loadedTools.filter((entry) => !again.has(entry.name));
+      data.names.forEach((name, i) => {
+        state.loadedTools.push({ name, digest: data.digests[i] as string });
+      });
     },
     "user.input": (state, { data }) => {
       state.goal ??= data.text;

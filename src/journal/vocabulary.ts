@@ -158,6 +158,20 @@ export const EVENT_SCHEMAS = {
     unavailable: z.array(z.object({ server: z.string(), tool: z.string(), reason: z.string() })).optional(),
   }),
   /**
+   * Deferred tools whose definitions were loaded (`tool_search` found them): offered to the model
+   * from the next request, appended after what was offered before, in this order. `digests[i]` is
+   * the digest of `names[i]`'s definition as loaded (as `tools.changed` lists it): a later surface
+   * with another digest makes the loaded definition stale (TOOL_SCHEMA_CHANGED until loaded again).
+   * `call_id`: the `tool_search` call that loaded them.
+   */
+  "tools.loaded": z
+    .object({
+      names: z.array(z.string()).min(1),
+      digests: z.array(hex64),
+      call_id: z.string().optional(),
+    })
+    .refine((data) => data.names.length === data.digests.length, "one digest per name"),
+  /**
    * Project instructions (AGENTS.md) as read: `start` (the user's and the workspace root's, pinned
    * in the system message; part of the session identity) or `nested` (a directory's, read when a
    * call first touched a file under it, with every directory looked at in `checked`).

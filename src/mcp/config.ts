@@ -40,6 +40,11 @@ const shared = {
   disabled_tools: z.array(z.string().min(1)).optional(),
   /** Whether the server's own tool annotations (read-only, idempotent...) are believed. */
   trusted: z.boolean().default(false),
+  /**
+   * Its tools are offered from the first request even when tools are deferred (never deferred).
+   * Optional, not defaulted: a definition's digest (what an approval binds to) stays as it was.
+   */
+  always_load: z.boolean().optional(),
 };
 
 const absoluteOrRelative = z.string().min(1);

@@ -21,6 +21,11 @@ export class IntersectedPermissions implements PermissionPort {
     private readonly parentLabel = "parent session",
   ) {}
 
+  /** Denied outright by either: the stricter wins here too. */
+  deniesOutright(tool: string): boolean {
+    return (this.own.deniesOutright?.(tool) ?? false) || (this.parent.deniesOutright?.(tool) ?? false);
+  }
+
   async decide(request: PermissionRequest): Promise<PermissionDecision> {
     const [own, parent] = await Promise.all([this.own.decide(request), this.parent.decide(request)]);
     if (STRICTNESS[parent.decision] <= STRICTNESS[own.decision]) return own;

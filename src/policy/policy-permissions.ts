@@ -4,7 +4,7 @@ import { cliLayer } from "./cli-flags.js";
 import { explain } from "./explain.js";
 import type { PathResolver } from "./path-aliases.js";
 import { buildPolicy, type PermissionSettings, type Policy } from "./permissions.js";
-import { subjectOf } from "./rules.js";
+import { subjectOf, toolMatches } from "./rules.js";
 import { sessionPatternOf } from "./session-pattern.js";
 
 /** Which argument a tool's rules match; build it from the registry with `subjectKindOf`. */
@@ -27,6 +27,13 @@ export class PolicyPermissions implements PermissionPort {
     this.#resolvePath = resolvePath;
     this.describe = policy.describe();
     this.digest = policy.digest;
+  }
+
+  /** A deny rule (any source) naming the tool with no pattern: the evaluation denies every call of it. */
+  deniesOutright(tool: string): boolean {
+    return this.#policy.rules.some(
+      (rule) => rule.decision === "deny" && rule.pattern === undefined && toolMatches(rule.tool, tool),
+    );
   }
 
   async decide(request: PermissionRequest): Promise<PermissionDecision> {

@@ -157,6 +157,10 @@ export class ScopedPermissions implements PermissionPort {
     private readonly resolvePath?: PathResolver,
   ) {}
 
+  deniesOutright(tool: string): boolean {
+    return this.inner.deniesOutright?.(tool) ?? false;
+  }
+
   async decide(request: PermissionRequest): Promise<PermissionDecision> {
     const kind = this.subjectKinds(request.tool) ?? "none";
     const subject = subjectOf(request.arguments, kind);

@@ -1,5 +1,6 @@
 import type { ArtifactStore } from "../artifacts/store.js";
-import type { AnyTool, DelegationPort } from "../tools/tool.js";
+import type { JsonObject } from "../shared/json.js";
+import type { AnyTool, CatalogPort, DelegationPort } from "../tools/tool.js";
 import type { WorkspaceFs } from "../workspace/fs.js";
 import type {
   ApprovalPort,
@@ -10,7 +11,7 @@ import type {
   ProgressListener,
   ProposalPort,
 } from "./ports.js";
-import type { ToolSnapshot } from "./registry.js";
+import type { SnapshotEntry, ToolSnapshot } from "./registry.js";
 import type { WorkspaceEffects } from "./workspace-effects.js";
 
 /** Runtime-level retries of transient infrastructure failures (pure/idempotent tools only). */
@@ -76,4 +77,17 @@ export interface RuntimeOptions extends Omit<RuntimeEnvironment, "grants" | "set
   nextSeq?(): number;
   /** What the `agent` tool records in the session and may still spend (see DelegationPort). */
   delegation?: DelegationPort;
+  /** What `tool_search` searches and loads from (present while tools are deferred). */
+  catalog?: CatalogPort;
+  /**
+   * A call naming a tool that is not in `snapshot` (what the model is offered) but exists in the
+   * session: a refusal (a deferred tool not loaded, a loaded definition gone stale), or the entry
+   * to run it with (a tool the policy denies outright: authorization denies it as usual).
+   */
+  notOffered?(name: string): NotOffered | undefined;
 }
+
+/** Why a tool of the session that the model is not offered does not run, or what to decide it by. */
+export type NotOffered =
+  | { kind: "refuse"; code: "TOOL_NOT_LOADED" | "TOOL_SCHEMA_CHANGED"; message: string; data: JsonObject }
+  | { kind: "decide"; entry: SnapshotEntry };

@@ -11,6 +11,7 @@ import { HookLog } from "./hook-log.js";
 import { asProposal, normalize } from "./normalize.js";
 import { deferRecord, type HookRecord, type ProgressListener, type Recorder } from "./ports.js";
 import { type Prepared, prepare } from "./prepare.js";
+import type { ToolSnapshot } from "./registry.js";
 import { errorResult, identity, type ToolResult } from "./result.js";
 import { planBatches } from "./scheduler.js";
 import { subCallPort } from "./sub-calls.js";
@@ -44,6 +45,11 @@ export class ToolRuntime {
   private readonly hooks: HookLog;
   private readonly execution: Execution;
 
+  /** The tools this runtime looks calls up in (what the model was offered when it was built). */
+  get offered(): ToolSnapshot {
+    return this.options.snapshot;
+  }
+
   constructor(private readonly options: RuntimeOptions) {
     const effects = options.effects;
     this.hooks = new HookLog(
@@ -72,6 +78,7 @@ export class ToolRuntime {
           ...liveOutput(prepared.call.id, options.progress),
           ...(options.delegation && prepared.entry.tool.delegates ? { delegation: options.delegation } : {}),
           ...(prepared.entry.tool.nests ? this.nestedCalls(prepared) : {}),
+          ...(options.catalog && prepared.entry.tool.catalogs ? { catalog: options.catalog } : {}),
         }),
     };
   }
@@ -84,7 +91,13 @@ export class ToolRuntime {
     const prepared: Prepared[] = [];
     const decided: (ToolResult | undefined)[] = [];
     for (const [index, call] of input.calls.entries()) {
-      const preparation = await prepare(index, call, this.options.snapshot, this.hooks);
+      const preparation = await prepare(
+        index,
+        call,
+        this.options.snapshot,
+        this.hooks,
+        this.options.notOffered,
+      );
       decided.push(preparation.kind === "done" ? preparation.result : undefined);
       if (preparation.kind === "run") prepared.push(preparation.prepared);
     }

@@ -109,6 +109,12 @@ export interface DecidedPart {
  */
 export interface PermissionPort {
   decide(request: PermissionRequest): PermissionDecision | Promise<PermissionDecision>;
+  /**
+   * Whether every call of `tool` is denied whatever its arguments (a `deny` rule naming the tool
+   * with no pattern). Such a tool is not discoverable when tools are deferred; calls are still
+   * decided by `decide`. Absent: no tool is known to be denied outright.
+   */
+  deniesOutright?(tool: string): boolean;
 }
 
 /** One `ask`: everything a person needs to decide about exactly this call. */

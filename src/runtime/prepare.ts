@@ -3,6 +3,7 @@ import type { ToolCall } from "../protocol/types.js";
 import type { JsonObject } from "../shared/json.js";
 import type { ResourceSet } from "../tools/tool.js";
 import type { WorkspaceFs } from "../workspace/fs.js";
+import type { NotOffered } from "./environment.js";
 import type { HookLog } from "./hook-log.js";
 import type { PermissionDecision, ProposalRecord } from "./ports.js";
 import type { SnapshotEntry, ToolSnapshot } from "./registry.js";
@@ -34,6 +35,7 @@ export async function prepare(
   call: ToolCall,
   snapshot: ToolSnapshot,
   hooks: HookLog,
+  notOffered?: (name: string) => NotOffered | undefined,
 ): Promise<Preparation> {
   const id = identity(call);
   if (call.refused !== undefined) {
@@ -44,7 +46,11 @@ export async function prepare(
       }),
     );
   }
-  const entry = snapshot.get(call.name);
+  const hidden = snapshot.get(call.name) === undefined ? notOffered?.(call.name) : undefined;
+  // Nothing about a tool that is not offered runs: it is refused before its arguments are read.
+  if (hidden?.kind === "refuse")
+    return done(errorResult(id, hidden.code, hidden.message, { data: hidden.data }));
+  const entry = snapshot.get(call.name) ?? hidden?.entry;
   if (!entry) {
     const names = snapshot.names;
     const closest = closestName(call.name, names);

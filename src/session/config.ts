@@ -45,6 +45,7 @@ export const sessionConfigSchema = z
     ask: z.array(rule),
     deny: z.array(rule),
     tools: z.string().min(1),
+    deferTools: z.enum(["auto", "always", "never"]),
     sandbox: z.enum(["workspace-write", "read-only", "off"]),
     network: z.enum(["off", "policy"]),
     provider: z.string().min(1),

@@ -140,6 +140,7 @@ export function sessionEngineOptions(
     ...(run.acceptToolChanges ? { acceptToolChanges: true } : {}),
     ...(run.changesDeniedStops ? { changesDeniedStops: true } : {}),
     ...(run.setup.toolSurface ? { toolSurface: run.setup.toolSurface } : {}),
+    ...(run.setup.deferTools ? { deferTools: run.setup.deferTools } : {}),
     harnessVersion: harnessVersion(),
   };
 }

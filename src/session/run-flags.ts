@@ -15,6 +15,8 @@ export interface RunFlags {
   ask?: string[] | undefined;
   deny?: string[] | undefined;
   tools?: string | undefined;
+  /** `--defer-tools`: when tool definitions are loaded on demand (engine/tool-offer.ts); default auto. */
+  deferTools?: "auto" | "always" | "never" | undefined;
   sandbox?: SandboxFlag | undefined;
   /** `--network`: `off` (no network, the default) or `policy` (through the proxy, by `net(...)` rules). */
   network?: NetworkFlag | undefined;
@@ -51,6 +53,7 @@ const RECORDED_KEYS: (keyof RunFlags)[] = [
   "ask",
   "deny",
   "tools",
+  "deferTools",
   "sandbox",
   "network",
   "provider",

@@ -14,6 +14,7 @@ import type { PolicyHandle } from "../engine/options.js";
 import { generalProviderAdvice, type ProviderAdvice } from "../engine/provider-advice.js";
 import type { ProcessSupervision } from "../engine/recovery.js";
 import { SpawnJournal } from "../engine/recovery.js";
+import type { DeferSettings } from "../engine/tool-offer.js";
 import type { ToolSurfaceSource } from "../engine/tool-surface.js";
 import type { JournalStore } from "../journal/store.js";
 import { serverNamedFiles } from "../mcp/named-files.js";
@@ -55,6 +56,7 @@ import { type AgentLimits, NO_DELEGATION } from "./agents/limits.js";
 import { agentTool } from "./agents/tool.js";
 import { configNamedFiles, workspaceRelative } from "./config-hooks.js";
 import { contextBudgetFor } from "./context-budget.js";
+import { deferSettings } from "./defer-tools.js";
 import { loadGovernance } from "./governance.js";
 import { sessionEnvironment, startInstructions } from "./instructions.js";
 import { type McpServers, mcpSelection, startSessionServers, unavailableNote } from "./mcp-servers.js";
@@ -97,6 +99,8 @@ export interface RunSetup {
   acceptanceCheck: (command: string, timeoutMs: number) => AcceptanceCheck;
   /** The started MCP servers: stopped when the session ends. */
   mcp?: McpServers;
+  /** Which tools are offered up front and which are loaded on demand (engine/tool-offer.ts). */
+  deferTools?: DeferSettings;
   /** Built-ins plus the servers' current tools, refreshed at step boundaries. */
   toolSurface?: ToolSurfaceSource;
   /** What the workspace record leaves out besides the root's .git/ and .harness/ (user config `record_exclude`). */
@@ -384,6 +388,12 @@ export async function buildSetup(options: {
         : options.sharedMcp
           ? { toolSurface: surface }
           : {}),
+      deferTools: deferSettings(
+        flags,
+        governance.config,
+        tools.map((tool) => tool.name),
+        started.selection.start,
+      ),
     };
   }
 }

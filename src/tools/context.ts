@@ -1,7 +1,7 @@
 import type { ArtifactStore } from "../artifacts/store.js";
 import type { WorkspaceFs } from "../workspace/fs.js";
 import type { ChangeSet } from "../workspace/manifest.js";
-import type { DelegationPort, ReadAccess, SubCallPort, ToolContext } from "./tool.js";
+import type { CatalogPort, DelegationPort, ReadAccess, SubCallPort, ToolContext } from "./tool.js";
 
 /** What a context is built from; everything optional has the default a plain run needs. */
 export interface ToolContextParts {
@@ -19,11 +19,13 @@ export interface ToolContextParts {
   output?(text: string): void;
   delegation?: DelegationPort;
   subCalls?: SubCallPort;
+  catalog?: CatalogPort;
 }
 
 /** The one way to build a ToolContext: the runtime, crash recovery, evaluations and tests. */
 export function createToolContext(parts: ToolContextParts): ToolContext {
-  const { hostRoot, readAccess, artifactSources, workspaceChanged, output, delegation, subCalls } = parts;
+  const { hostRoot, readAccess, artifactSources, workspaceChanged, output, delegation, subCalls, catalog } =
+    parts;
   return {
     callId: parts.callId,
     signal: parts.signal ?? new AbortController().signal,
@@ -37,5 +39,6 @@ export function createToolContext(parts: ToolContextParts): ToolContext {
     ...(output ? { output } : {}),
     ...(delegation ? { delegation } : {}),
     ...(subCalls ? { subCalls } : {}),
+    ...(catalog ? { catalog } : {}),
   };
 }

@@ -25,6 +25,20 @@ export interface ErrorCodeInfo {
 
 export const ERROR_CODES = {
   UNKNOWN_TOOL: info("invalid", "no", false, false, "Call one of the available tools listed."),
+  TOOL_NOT_LOADED: info(
+    "invalid",
+    "no",
+    false,
+    false,
+    "The tool exists but its definition is not loaded: call tool_search to load it, then call it.",
+  ),
+  TOOL_SCHEMA_CHANGED: info(
+    "invalid",
+    "no",
+    false,
+    false,
+    "The tool's definition changed since it was loaded: call tool_search with its name to load the new one.",
+  ),
   INVALID_ARGUMENTS: info("invalid", "no", false, false, "Fix the named fields to match the tool's schema."),
   SEMANTIC_VALIDATION_ERROR: info(
     "invalid",

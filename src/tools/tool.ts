@@ -73,6 +73,8 @@ export interface ToolContext {
    * through the session's whole pipeline as a call of its own. Absent for every other tool.
    */
   readonly subCalls?: SubCallPort;
+  /** For `tool_search` only: the session's discoverable catalog of deferred tools. */
+  readonly catalog?: CatalogPort;
 }
 
 /** What a program's call gave back: plain JSON, never a host object. */
@@ -103,6 +105,22 @@ export interface SubCallPort {
     request: { id: string; name: string; arguments: unknown },
     signal: AbortSignal,
   ): Promise<SubCallOutcome>;
+}
+
+/** One tool as `tool_search` reports it: its name and the first line of its description. */
+export interface CatalogMatch {
+  name: string;
+  description: string;
+}
+
+/**
+ * What `tool_search` may do in the session running it: rank the deferred tools this session may
+ * discover (never one its policy denies outright) and load the matches' definitions, journaled
+ * (`tools.loaded`) before `search` resolves, offered to the model from its next request. Loading
+ * grants nothing: every call is still authorized when it is made.
+ */
+export interface CatalogPort {
+  search(query: string, limit: number, callId: string): Promise<{ tools: CatalogMatch[]; loaded: string[] }>;
 }
 
 /** The `agent.*` records a delegating tool writes into its own session's journal. */
@@ -205,6 +223,8 @@ export interface ToolDefinition<Args = unknown> {
    * one of those nested calls itself.
    */
   readonly nests?: true;
+  /** The tool searches and loads deferred tools (`tool_search`): its context gets the CatalogPort. */
+  readonly catalogs?: true;
 }
 
 /** Extra facts an approval prompt shows for a call; all optional. */

@@ -171,6 +171,8 @@ function render(record: AnyRecord, style: Style): string {
         `removed ${list(record.data.removed)}; changed ${list(record.data.changed)}`
       );
     }
+    case "tools.loaded":
+      return `tools loaded${record.data.call_id !== undefined ? ` by ${escapeForTerminal(record.data.call_id)}` : ""}: ${record.data.names.map((n) => escapeForTerminal(n)).join(", ")}`;
     case "instructions.loaded": {
       const files = record.data.files.map(
         (f) =>

@@ -31,6 +31,7 @@ export const SESSION_OPTIONS = {
   sandbox: { type: "string" },
   network: { type: "string" },
   tools: { type: "string" },
+  "defer-tools": { type: "string" },
   allow: { type: "string", multiple: true },
   ask: { type: "string", multiple: true },
   deny: { type: "string", multiple: true },
@@ -115,6 +116,10 @@ Permissions:
                              MCP tools: coding all, readonly only read-only ones of trusted
                              servers, shell-only/files none; a list may name mcp__SERVER__TOOL
                              (with * patterns, e.g. mcp__github__*)
+  --defer-tools MODE         auto (default) | always | never: with many tools (more than 30,
+                             or definitions over 10% of the context window) the model gets
+                             the built-ins and always_load tools plus tool_search, and loads
+                             the others' definitions on demand; always defers, never sends all
 
 MCP servers: those in your user config's "mcp_servers" (and a project's proposals you
 approved with harness mcp approve) start before the first model request, with a progress
@@ -383,6 +388,8 @@ export function givenFlags(values: Parsed["values"]): RunFlags {
   if (values.ask) flags.ask = values.ask;
   if (values.deny) flags.deny = values.deny;
   if (values.tools) flags.tools = values.tools;
+  const defer = oneOf(values["defer-tools"], "--defer-tools", ["auto", "always", "never"] as const);
+  if (defer) flags.deferTools = defer;
   if (values["read-path"]) flags.readPaths = values["read-path"];
   if (values["edit-path"]) flags.editPaths = values["edit-path"];
   if (values.model) flags.model = values.model;

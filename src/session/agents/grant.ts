@@ -190,6 +190,7 @@ function carried(flags: RunFlags): RunFlags {
     "contextWindow",
     "requestDeadlineMs",
     "agents",
+    "deferTools",
   ] as const) {
     const value = flags[key];
     if (value !== undefined) Object.assign(out, { [key]: value });

@@ -1,0 +1,59 @@
+import { z } from "zod";
+import { ToolError } from "../errors.js";
+import { defineTool } from "../tool.js";
+
+export const TOOL_SEARCH = "tool_search";
+export const DEFAULT_SEARCH_LIMIT = 5;
+export const MAX_SEARCH_LIMIT = 20;
+
+const input = z.strictObject({
+  query: z.string().trim().min(1).max(500),
+  limit: z.number().int().min(1).max(MAX_SEARCH_LIMIT).optional(),
+});
+
+/**
+ * `tool_search {query, limit?}`: offered only while some of the session's tools are deferred (their
+ * definitions are not sent up front). It ranks the tools this session may discover by name,
+ * description and parameter names, and loads the matches: their definitions are offered from the
+ * next request. Finding a tool grants nothing; a call to it is authorized when it is made.
+ */
+export const toolSearchTool = defineTool({
+  name: TOOL_SEARCH,
+  description:
+    "Find tools that are not loaded yet and load them. Most tools' definitions are not shown up front; " +
+    "describe what you need (words from the task, a service name, a tool name) and the best matches are " +
+    "listed with one line each and loaded: call them from your next step. Searching for a tool's exact " +
+    "name loads that tool (again, if its definition changed). A tool that is not found may still exist " +
+    "under other words; a tool the session may not use is never found.",
+  version: "1",
+  input,
+  effect: "read_only",
+  idempotency: "idempotent",
+  timeoutMs: 10_000,
+  resources: () => ({ read: [], write: [] }),
+  concurrencySafe: () => true,
+  catalogs: true,
+  async execute(args, context) {
+    const catalog = context.catalog;
+    if (catalog === undefined)
+      throw new ToolError("RUNTIME_EXCEPTION", "tool_search is not available: no tools are deferred");
+    const limit = args.limit ?? DEFAULT_SEARCH_LIMIT;
+    const found = await catalog.search(args.query, limit, context.callId);
+    if (found.tools.length === 0) {
+      return {
+        summary: `no tool matched "${args.query}"`,
+        content: `No tool matched "${args.query}". Try other words (what the tool acts on, its service).`,
+        data: { tools: [], loaded: [] },
+      };
+    }
+    const lines = found.tools.map((tool) => `- ${tool.name}: ${tool.description}`);
+    const newly = found.loaded.length;
+    return {
+      summary: `${found.tools.length} tool(s) found, ${newly} loaded`,
+      content:
+        `${lines.join("\n")}\n` +
+        "These tools are loaded: call them from your next step (their full definitions are offered then).",
+      data: { tools: found.tools.map((tool) => ({ ...tool })), loaded: [...found.loaded] },
+    };
+  },
+});
