@@ -174,7 +174,7 @@ describe("deferred tools with a large catalog (auto)", () => {
     });
     const records = await ws.journal();
     for (const id of ["s1", "s2"]) {
-      const found = (resultOf(records, id)?.data as { tools: { name: string }[] }).tools.map((t) => t.name);
+      const found = (resultOf(records, id)!.data as { tools: { name: string }[] }).tools.map((t) => t.name);
       expect(found).not.toContain(denied);
     }
     expect(resultOf(records, "s2")?.status).toBe("ok");
