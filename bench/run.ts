@@ -18,6 +18,7 @@ import { benchServer } from "./server.js";
 import { benchSteps, benchVersion } from "./session.js";
 import { benchShell } from "./shell.js";
 import type { BenchRow } from "./stats.js";
+import { benchToolsCatalog } from "./tools-catalog.js";
 
 const sections: [string, () => Promise<BenchRow[]> | BenchRow[]][] = [
   ["journal (issue 2: a, c)", benchJournal],
@@ -44,6 +45,8 @@ const sections: [string, () => Promise<BenchRow[]> | BenchRow[]][] = [
   [
     "egress: a 50 MB download through the network proxy vs direct, and connection set-up (issue 33)",
     benchEgress,
+    "tools catalog: first-request tool tokens deferred vs all up front, cacheable prefix with loads (issue 32)",
+    benchToolsCatalog,
   ],
 ];
 

@@ -175,7 +175,9 @@ export class SessionState {
       const again = new Set(data.names);
       state.loadedTools = state.loadedTools.filter((entry) => !again.has(entry.name));
       data.names.forEach((name, i) => {
-        state.loadedTools.push({ name, digest: data.digests[i] as string });
+        // A name without its digest cannot be checked for staleness: it is not taken as loaded.
+        const digest = data.digests[i];
+        if (digest !== undefined) state.loadedTools.push({ name, digest });
       });
     },
     "user.input": (state, { data }) => {

@@ -164,13 +164,12 @@ export const EVENT_SCHEMAS = {
    * with another digest makes the loaded definition stale (TOOL_SCHEMA_CHANGED until loaded again).
    * `call_id`: the `tool_search` call that loaded them.
    */
-  "tools.loaded": z
-    .object({
-      names: z.array(z.string()).min(1),
-      digests: z.array(hex64),
-      call_id: z.string().optional(),
-    })
-    .refine((data) => data.names.length === data.digests.length, "one digest per name"),
+  "tools.loaded": z.object({
+    names: z.array(z.string()).min(1),
+    /** One per name, in the same order (the engine writes them together). */
+    digests: z.array(hex64),
+    call_id: z.string().optional(),
+  }),
   /**
    * Project instructions (AGENTS.md) as read: `start` (the user's and the workspace root's, pinned
    * in the system message; part of the session identity) or `nested` (a directory's, read when a

@@ -84,8 +84,14 @@ describe("deferred tools with about 200 MCP tools (harness run)", () => {
   it("sends a tenth of the definitions, loads what tool_search found after the prefix, and the loaded tool runs", async () => {
     const all = await model([{ kind: "text", text: "done" }]);
     const deferred = await model([
-      { kind: "calls", calls: [{ id: "s1", name: "tool_search", args: { query: "weather forecast for a city", limit: 2 } }] },
-      { kind: "calls", calls: [{ id: "c1", name: "mcp__many__weather_get_forecast", args: { city: "Paris" } }] },
+      {
+        kind: "calls",
+        calls: [{ id: "s1", name: "tool_search", args: { query: "weather forecast for a city", limit: 2 } }],
+      },
+      {
+        kind: "calls",
+        calls: [{ id: "c1", name: "mcp__many__weather_get_forecast", args: { city: "Paris" } }],
+      },
     ]);
     try {
       // Everything up front (--defer-tools never): the baseline.
@@ -134,7 +140,10 @@ describe("deferred tools with about 200 MCP tools (harness run)", () => {
 
   it("a call to a tool that is not loaded is refused with TOOL_NOT_LOADED and never reaches the server", async () => {
     const deferred = await model([
-      { kind: "calls", calls: [{ id: "c1", name: "mcp__many__email_send", args: { to: ["a@example.com"] } }] },
+      {
+        kind: "calls",
+        calls: [{ id: "c1", name: "mcp__many__email_send", args: { to: ["a@example.com"] } }],
+      },
     ]);
     try {
       const workspace = await workspaceWith({});

@@ -266,8 +266,9 @@ async function startServedSession(
   { session, setup }: PreparedSession,
 ): Promise<ServedSession> {
   const sessionId = session.sessionId;
-  // Without instructions: nobody reads a system message here, so no AGENTS.md is loaded.
-  const { instructions: _unused, ...servingSetup } = setup;
+  // Without instructions: nobody reads a system message here, so no AGENTS.md is loaded. Nothing
+  // is deferred either: the client lists every governed tool itself (tools/list) and calls them.
+  const { instructions: _unused, deferTools: _listed, ...servingSetup } = setup;
   await session.start(
     (_model, listener, signal) =>
       new EngineSession(
