@@ -7,6 +7,7 @@ import { type MockReply, writeReply } from "../e2e-providers/wire.js";
 import {
   ensureBuilt,
   expectExit,
+  harness,
   jsonSummary,
   ofType,
   REPO_ROOT,
@@ -162,4 +163,16 @@ describe("deferred tools with about 200 MCP tools (harness run)", () => {
       await deferred.close();
     }
   }, 120_000);
+});
+
+describe("--defer-tools", () => {
+  it("is in run --help, and a value other than auto, always or never is a usage error before anything runs", async () => {
+    const help = await harness(["run", "--help"]);
+    expectExit(help, 0);
+    expect(help.stdout).toContain("--defer-tools MODE");
+    const workspace = await workspaceWith({});
+    const bad = await harness(["run", "--workspace", workspace, "--defer-tools", "sometimes", "x"]);
+    expectExit(bad, 64);
+    expect(bad.stderr).toContain("--defer-tools");
+  });
 });
