@@ -150,6 +150,7 @@ export class Engine {
         state: this.state,
         tools: () => this.tools,
         offered: () => this.offered(),
+        catalog: () => (this.offers && this.offer()?.deferred ? this.catalogPort(this.offers) : undefined),
         record: (...events) => this.record(...events),
         interrupted: () => this.interruptRequested,
         defer: (...events) => this.defer(...events),

@@ -1,7 +1,7 @@
 import type { AnyNewEvent, EventData } from "../journal/vocabulary.js";
 import type { ContextBudget } from "../providers/context-window.js";
 import type { ToolSnapshot } from "../runtime/registry.js";
-import type { SubCallPort } from "../tools/tool.js";
+import type { CatalogPort, SubCallPort } from "../tools/tool.js";
 import type { EngineOptions, Limits, RunSummary } from "./options.js";
 import type { SessionState } from "./state.js";
 
@@ -21,6 +21,8 @@ export interface EngineRun {
    * prefix, `tool_search` and the tools loaded so far (tool-offer.ts).
    */
   offered(): ToolSnapshot;
+  /** What `tool_search` searches and loads from, while tools are deferred. */
+  catalog(): CatalogPort | undefined;
   /** Append events durably, then apply them to the state and show them to the listener. */
   record(...events: AnyNewEvent[]): Promise<void>;
   /** Whether the signal fired because the user interrupted the turn (not because harness is exiting). */

@@ -2,6 +2,7 @@ import type { AnyNewEvent, EventData } from "../journal/vocabulary.js";
 import { errorResult, okResult, resultFromThrown, type ToolResult } from "../runtime/result.js";
 import { createToolContext } from "../tools/context.js";
 import { ToolError } from "../tools/errors.js";
+import type { CatalogPort } from "../tools/tool.js";
 import type { ChangeSet } from "../workspace/manifest.js";
 import { delegationPort } from "./delegation.js";
 import type { RunSummary } from "./options.js";
@@ -104,7 +105,8 @@ async function recover(run: EngineRun, started: EventData<"tool.started">): Prom
     }
   }
   const note = killed > 0 ? ` ${killed} surviving process(es) of it were killed.` : "";
-  const entry = run.tools().get(started.name);
+  // tool_search is offered, not part of the surface.
+  const entry = run.tools().get(started.name) ?? run.offered().get(started.name);
   if (entry?.tool.reconcile && entry.tool.version === started.tool_version) {
     const parsed = entry.tool.input.safeParse(started.arguments);
     if (parsed.success) {
@@ -131,6 +133,7 @@ async function recover(run: EngineRun, started: EventData<"tool.started">): Prom
           ...(entry.tool.nests && run.nestedCalls
             ? { subCalls: run.nestedCalls(started, rerunPrefix(run, started.call_id)) }
             : {}),
+          ...(entry.tool.catalogs ? catalogOf(run) : {}),
         });
         const output = await entry.tool.reconcile(parsed.data, context);
         for (const change of changes)
@@ -232,4 +235,10 @@ function rerunPrefix(run: EngineRun, callId: string): string {
     if (Number.isInteger(k)) latest = Math.max(latest, k);
   }
   return `${head}${latest + 1}`;
+}
+
+/** The catalog a reconciling tool_search searches again (absent once nothing is deferred). */
+function catalogOf(run: EngineRun): { catalog?: CatalogPort } {
+  const catalog = run.catalog();
+  return catalog ? { catalog } : {};
 }

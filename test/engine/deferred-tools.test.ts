@@ -289,6 +289,50 @@ describe("deferred tools with a large catalog (auto)", () => {
   });
 });
 
+describe("a tool_search cut by a crash", () => {
+  it("is searched again on resume (reconciled, the load journaled), not left an unknown outcome", async () => {
+    const steps = [search("s1", "translate text to french", 1), { text: "done" }];
+    const script = (_m: unknown, step: number) => steps[step];
+    const first = await run(ws, {
+      script,
+      tools: manyTools(),
+      limits: { maxToolCalls: 0 },
+      extra: { deferTools: settings() },
+    });
+    expect(first.reason).toBe("budget_exhausted");
+    // As a process killed right after the search's intent was durable would leave it.
+    const writer = await ws.store.openWriter("s", { create: false });
+    await writer.append([
+      {
+        type: "tool.started",
+        data: {
+          call_id: "s1",
+          name: "tool_search",
+          arguments: { query: "translate text to french", limit: 1 },
+          arguments_hash: "0".repeat(64),
+          tool_version: "1",
+          schema_digest: "0".repeat(64),
+          effect: "read_only",
+          batch: 0,
+        },
+      },
+    ]);
+    await writer.close();
+    const model = new Recording(scripted({ script }));
+    const summary = await run(ws, {
+      provider: model,
+      tools: manyTools(),
+      mode: "resume",
+      extra: { deferTools: settings() },
+    });
+    expect(summary.status).toBe("unverified");
+    const records = await ws.journal();
+    expect(resultOf(records, "s1")).toMatchObject({ status: "ok", data: { reconciled: true } });
+    expect(records.find((r) => r.type === "tools.loaded")?.data.names).toEqual([`${PREFIX}translate_text`]);
+    expect(namesOf(model.requests[0]!.tools).at(-1)).toBe(`${PREFIX}translate_text`);
+  });
+});
+
 describe("--defer-tools modes", () => {
   it("never: every tool up front, no tool_search", async () => {
     const model = new Recording(scripted({ turns: [{ text: "done" }] }));

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { ToolError } from "../errors.js";
-import { defineTool } from "../tool.js";
+import { defineTool, type ToolContext, type ToolOutput } from "../tool.js";
 
 export const TOOL_SEARCH = "tool_search";
 export const DEFAULT_SEARCH_LIMIT = 5;
@@ -33,27 +33,34 @@ export const toolSearchTool = defineTool({
   resources: () => ({ read: [], write: [] }),
   concurrencySafe: () => true,
   catalogs: true,
-  async execute(args, context) {
-    const catalog = context.catalog;
-    if (catalog === undefined)
-      throw new ToolError("RUNTIME_EXCEPTION", "tool_search is not available: no tools are deferred");
-    const limit = args.limit ?? DEFAULT_SEARCH_LIMIT;
-    const found = await catalog.search(args.query, limit, context.callId);
-    if (found.tools.length === 0) {
-      return {
-        summary: `no tool matched "${args.query}"`,
-        content: `No tool matched "${args.query}". Try other words (what the tool acts on, its service).`,
-        data: { tools: [], loaded: [] },
-      };
-    }
-    const lines = found.tools.map((tool) => `- ${tool.name}: ${tool.description}`);
-    const newly = found.loaded.length;
-    return {
-      summary: `${found.tools.length} tool(s) found, ${newly} loaded`,
-      content:
-        `${lines.join("\n")}\n` +
-        "These tools are loaded: call them from your next step (their full definitions are offered then).",
-      data: { tools: found.tools.map((tool) => ({ ...tool })), loaded: [...found.loaded] },
-    };
+  // Interrupted, it is searched again: the same query over the same catalog finds the same tools,
+  // and what the interrupted call had already loaded (journaled) is not loaded twice.
+  reconcile(args, context) {
+    return search(args, context);
+  },
+  execute(args, context) {
+    return search(args, context);
   },
 });
+
+async function search(args: z.output<typeof input>, context: ToolContext): Promise<ToolOutput> {
+  const catalog = context.catalog;
+  if (catalog === undefined)
+    throw new ToolError("RUNTIME_EXCEPTION", "tool_search is not available: no tools are deferred");
+  const found = await catalog.search(args.query, args.limit ?? DEFAULT_SEARCH_LIMIT, context.callId);
+  if (found.tools.length === 0) {
+    return {
+      summary: `no tool matched "${args.query}"`,
+      content: `No tool matched "${args.query}". Try other words (what the tool acts on, its service).`,
+      data: { tools: [], loaded: [] },
+    };
+  }
+  const lines = found.tools.map((tool) => `- ${tool.name}: ${tool.description}`);
+  return {
+    summary: `${found.tools.length} tool(s) found, ${found.loaded.length} loaded`,
+    content:
+      `${lines.join("\n")}\n` +
+      "These tools are loaded: call them from your next step (their full definitions are offered then).",
+    data: { tools: found.tools.map((tool) => ({ ...tool })), loaded: [...found.loaded] },
+  };
+}
