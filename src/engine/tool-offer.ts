@@ -57,11 +57,19 @@ export function definitionTokens(snapshot: ToolSnapshot): number {
   return basisTokens(Buffer.byteLength(JSON.stringify(snapshot.specs)));
 }
 
-/** Whether `auto` defers this surface. */
-export function exceedsThreshold(surface: ToolSnapshot, contextWindow: number): boolean {
-  return (
-    surface.entries.length > DEFER_MAX_TOOLS || definitionTokens(surface) > contextWindow * DEFER_WINDOW_SHARE
-  );
+/**
+ * Whether `auto` defers this surface: more than DEFER_MAX_TOOLS tools in all, or the definitions
+ * that could be deferred (all but the always-loaded ones, which are sent either way) over
+ * DEFER_WINDOW_SHARE of the context window.
+ */
+export function exceedsThreshold(
+  surface: ToolSnapshot,
+  contextWindow: number,
+  alwaysLoad: (name: string) => boolean = () => false,
+): boolean {
+  if (surface.entries.length > DEFER_MAX_TOOLS) return true;
+  const deferrable = new ToolSnapshot(surface.entries.filter((entry) => !alwaysLoad(entry.tool.name)));
+  return definitionTokens(deferrable) > contextWindow * DEFER_WINDOW_SHARE;
 }
 
 /** The one tool_search entry (its definition never changes within a harness version). */
@@ -121,7 +129,7 @@ export class ToolOffer {
       case "always":
         return true;
       case "auto":
-        return exceedsThreshold(surface, this.contextWindow);
+        return exceedsThreshold(surface, this.contextWindow, this.settings.alwaysLoad);
     }
   }
 

@@ -94,8 +94,9 @@ describe("a hostile MCP server's tool list is bounded", () => {
       },
     });
     const model = await recordingScript({ name: "read_file", arguments: { path: "x" } });
+    // All up front (deferred, tool_search would keep them out of the request).
     const result = await run(
-      ["run", "--workspace", workspace, "--script", model.path, "--json", "go"],
+      ["run", "--workspace", workspace, "--script", model.path, "--defer-tools", "never", "--json", "go"],
       bounded(env),
     );
     // Six megabytes of tools do not fit the scripted model's context window: the run stops before
