@@ -244,6 +244,7 @@ export class ToolRuntime {
       parent,
       prefix,
       snapshot: this.options.snapshot,
+      ...(this.options.notOffered ? { notOffered: this.options.notOffered } : {}),
       hooks: this.hooks,
       recorder: input.recorder,
       budget,

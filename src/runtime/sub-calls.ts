@@ -3,6 +3,7 @@ import { isJsonObject } from "../shared/json.js";
 import type { SubCallOutcome, SubCallPort } from "../tools/tool.js";
 import { startedEvent } from "./batch.js";
 import { resultEvents } from "./commit.js";
+import type { NotOffered } from "./environment.js";
 import type { HookLog } from "./hook-log.js";
 import type { Recorder } from "./ports.js";
 import { type Prepared, prepare } from "./prepare.js";
@@ -21,6 +22,8 @@ export interface SubCallDeps {
   parent: { id: string; batch: number };
   prefix: string;
   snapshot: ToolSnapshot;
+  /** A tool of the session the model is not offered (deferred): refused as the model's call would be. */
+  notOffered?: (name: string) => NotOffered | undefined;
   hooks: HookLog;
   recorder: Recorder;
   /** Tool calls the turn may still start; nested calls spend it as the model's calls do. */
@@ -75,7 +78,7 @@ export function subCallPort(deps: SubCallDeps): SubCallPort {
           ),
         );
       }
-      const preparation = await prepare(0, call, deps.snapshot, deps.hooks);
+      const preparation = await prepare(0, call, deps.snapshot, deps.hooks, deps.notOffered);
       if (preparation.kind === "done") return commit(preparation.result);
       const prepared = preparation.prepared;
       if (signal.aborted) return commit(cancelled(id));
