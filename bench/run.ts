@@ -45,6 +45,8 @@ const sections: [string, () => Promise<BenchRow[]> | BenchRow[]][] = [
   [
     "egress: a 50 MB download through the network proxy vs direct, and connection set-up (issue 33)",
     benchEgress,
+  ],
+  [
     "tools catalog: first-request tool tokens deferred vs all up front, cacheable prefix with loads (issue 32)",
     benchToolsCatalog,
   ],
