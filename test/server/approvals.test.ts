@@ -103,9 +103,9 @@ describe("identities", () => {
 
   it("an identity's catalog bounds the tools asked for, and a bare deny rule removes its tool", () => {
     expect(catalogOf(undefined, {})).toBeUndefined();
-    expect(catalogOf("coding", { tools: "readonly" })).toBe("read_file,glob,grep,read_artifact");
+    expect(catalogOf("coding", { tools: "readonly" })).toBe("read_file,glob,grep,read_artifact,batch");
     expect(catalogOf(undefined, { deny: ["shell", "write_file(src/**)"] })).toBe(
-      "read_file,write_file,edit_file,glob,grep,read_artifact",
+      "read_file,write_file,edit_file,glob,grep,read_artifact,batch",
     );
     expect(catalogOf("read_file,shell", { tools: "coding", deny: ["shell"] })).toBe("read_file");
     expect(() => catalogOf("shell-only", { deny: ["shell"] })).toThrow(/none of the tools/);
