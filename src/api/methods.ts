@@ -49,7 +49,7 @@ export const runOptions = z
     max_model_requests: int.positive(),
     max_tool_calls: int.nonnegative(),
     /** The run command's goal loop: `--until-accepted N`, `--no-progress K`. */
-    until_accepted: int.min(2).max(100),
+    until_accepted: int.min(1).max(100),
     no_progress: int.positive().max(100),
     approval_timeout_ms: int.positive(),
     /** The run command's `--agents-depth`, `--agents-concurrent`, `--agents-max`: how far it may delegate. */

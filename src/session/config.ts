@@ -65,7 +65,7 @@ export const sessionConfigSchema = z
       })
       .partial()
       .strict(),
-    untilAccepted: z.number().int().min(2).max(100),
+    untilAccepted: z.number().int().min(1).max(100),
     noProgress: positive.max(100),
     script: z.string().min(1),
     accept: z.array(z.string().min(1)),

@@ -148,7 +148,7 @@ export function sessionEngineOptions(
 /** The goal loop the flags ask for (`--until-accepted N`, `--no-progress K`), if any. */
 function goalLoopOf(flags: RunFlags | undefined): { goalLoop?: GoalLoop } {
   const attempts = flags?.untilAccepted;
-  if (attempts === undefined || attempts < 2) return {};
+  if (attempts === undefined || attempts < 1) return {};
   return { goalLoop: { attempts, noProgress: flags?.noProgress ?? DEFAULT_NO_PROGRESS } };
 }
 

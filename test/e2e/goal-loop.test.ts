@@ -183,9 +183,9 @@ describe("the goal loop", () => {
     expect(ofType(journal, "acceptance.attempt").map((r) => r.data.n)).toEqual([1, 2, 1]);
   }, 60_000);
 
-  it("refuses a loop of fewer than 2 attempts with a usage error, recording nothing", async () => {
+  it("refuses a loop of no attempts with a usage error, recording nothing", async () => {
     const workspace = await workspaceWith({ "README.md": "x\n" });
-    const result = await run(workspace, (await script(STUCK)).path, ["--until-accepted", "1"]);
+    const result = await run(workspace, (await script(STUCK)).path, ["--until-accepted", "0"]);
     expectExit(result, 64);
     expect(result.stderr).toContain("--until-accepted");
     expect(sessionIds(workspace)).toEqual([]);

@@ -133,7 +133,7 @@ Run:
   --accept-timeout MS        timeout per acceptance command (default 600000)
   --until-accepted N         goal loop: when the --accept checks fail, their failures (which
                              checks, exit codes, the end of their output) are the model's next
-                             input and it goes on, up to N attempts in all (2-100; the turn's
+                             input and it goes on, up to N attempts in all (1-100; the turn's
                              budgets span every attempt; kept for resume)
   --no-progress K            end the goal loop after K attempts in a row that improved neither
                              the number of checks passing nor of failing tests (default 2)
@@ -406,7 +406,7 @@ export function givenFlags(values: Parsed["values"]): RunFlags {
     ...optional("max", boundedInt(values["agents-max"], "--agents-max", 1, 1024)),
   };
   if (Object.keys(agents).length > 0) flags.agents = agents;
-  const untilAccepted = boundedInt(values["until-accepted"], "--until-accepted", 2, 100);
+  const untilAccepted = boundedInt(values["until-accepted"], "--until-accepted", 1, 100);
   if (untilAccepted !== undefined) flags.untilAccepted = untilAccepted;
   const noProgress = boundedInt(values["no-progress"], "--no-progress", 1, 100);
   if (noProgress !== undefined) flags.noProgress = noProgress;
