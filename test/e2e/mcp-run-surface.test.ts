@@ -120,7 +120,14 @@ describe("an MCP server whose tool list changes during a run", () => {
       expect.arrayContaining(["shell", "mcp__everything__echo", "mcp__everything__get-sum"]),
     );
     // A profile brings the agent tool; never an untrusted server's tools.
-    expect(await offered("readonly")).toEqual(["read_file", "glob", "grep", "read_artifact", "batch", "agent"]);
+    expect(await offered("readonly")).toEqual([
+      "read_file",
+      "glob",
+      "grep",
+      "read_artifact",
+      "batch",
+      "agent",
+    ]);
     expect(await offered("read_file,mcp__everything__echo,mcp__everything__get-*")).toEqual([
       "read_file",
       "mcp__everything__echo",
