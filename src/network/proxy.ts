@@ -189,6 +189,26 @@ type Admission =
   | { ok: true; address: string; rule?: string }
   | { ok: false; status: number; reason: string; rule?: string; decision: "deny" | "error" };
 
+/** A connection refused before anything was sent: recorded with the decision and why. */
+function reportRefused(
+  context: Context,
+  host: string,
+  port: number,
+  admission: Extract<Admission, { ok: false }>,
+  began: number,
+): void {
+  report(context, {
+    host,
+    port,
+    decision: admission.decision,
+    ...(admission.rule !== undefined ? { rule: admission.rule } : {}),
+    reason: admission.reason,
+    bytes_up: 0,
+    bytes_down: 0,
+    ms: Date.now() - began,
+  });
+}
+
 /** The rule's decision, then the name resolved once and every address checked. */
 async function admit(context: Context, host: string, port: number): Promise<Admission> {
   let verdict: EgressDecision;
@@ -271,16 +291,7 @@ async function tunnel(
   const { host, port } = target;
   const admission = await admit(context, host, port);
   if (!admission.ok) {
-    report(context, {
-      host,
-      port,
-      decision: admission.decision,
-      ...(admission.rule !== undefined ? { rule: admission.rule } : {}),
-      reason: admission.reason,
-      bytes_up: 0,
-      bytes_down: 0,
-      ms: Date.now() - began,
-    });
+    reportRefused(context, host, port, admission, began);
     return refuse(client, admission.status, admission.reason);
   }
   const address = admission.address;
@@ -378,16 +389,7 @@ async function forward(context: Context, request: IncomingMessage, response: Ser
   const { host, port } = target;
   const admission = await admit(context, host, port);
   if (!admission.ok) {
-    report(context, {
-      host,
-      port,
-      decision: admission.decision,
-      ...(admission.rule !== undefined ? { rule: admission.rule } : {}),
-      reason: admission.reason,
-      bytes_up: 0,
-      bytes_down: 0,
-      ms: Date.now() - began,
-    });
+    reportRefused(context, host, port, admission, began);
     request.resume();
     return send(admission.status, admission.reason);
   }

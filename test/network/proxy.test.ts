@@ -173,6 +173,22 @@ describe("the egress proxy", () => {
     expect(records[0]!.bytes_up).toBeGreaterThan(0);
   });
 
+  it("tells the upstream the host that was checked, not another one the client wrote in Host", async () => {
+    const server = await upstream("plain body");
+    const { proxy, records } = await proxyWith(allowExact);
+    const answer = (
+      await raw(
+        proxy.socketPath,
+        `GET http://127.0.0.1:${server.port}/x HTTP/1.1\r\nhost: evil.example\r\nconnection: close\r\n\r\n`,
+        () => undefined,
+      )
+    ).toString();
+    expect(answer).toMatch(/^HTTP\/1.1 200 /);
+    expect(server.seen).toEqual([`GET /x host=127.0.0.1:${server.port}`]);
+    await settled(records, 1);
+    expect(records[0]).toMatchObject({ host: "127.0.0.1", decision: "allow" });
+  });
+
   it("refuses a name that resolves to loopback unless the rule names that host exactly", async () => {
     const port = await echo();
     const resolve = async () => ["127.0.0.1"];
