@@ -13,10 +13,23 @@ import { eastAsianWidth } from "get-east-asian-width";
  * Colour codes (SGR) take no columns.
  */
 
-const segmenter = new Intl.Segmenter(undefined, { granularity: "grapheme" });
-/** Built at run time: the `v` flag (for RGI_Emoji) is newer than the TypeScript target. */
-// biome-ignore lint/complexity/useRegexLiterals: TypeScript refuses the `v` flag in a literal for an ES2022 target
-const RGI_EMOJI = new RegExp("^\\p{RGI_Emoji}$", "v");
+/**
+ * The segmenter and the emoji pattern are built on first use, not when the module loads: together
+ * they cost 50-150 ms (ICU data, a large Unicode property set), and most commands only ever
+ * measure plain ASCII, which needs neither.
+ */
+let segmenterMemo: Intl.Segmenter | undefined;
+function graphemes(text: string): Intl.Segments {
+  segmenterMemo ??= new Intl.Segmenter(undefined, { granularity: "grapheme" });
+  return segmenterMemo.segment(text);
+}
+let rgiEmojiMemo: RegExp | undefined;
+function isRgiEmoji(cluster: string): boolean {
+  /** Built at run time: the `v` flag (for RGI_Emoji) is newer than the TypeScript target. */
+  // biome-ignore lint/complexity/useRegexLiterals: TypeScript refuses the `v` flag in a literal for an ES2022 target
+  rgiEmojiMemo ??= new RegExp("^\\p{RGI_Emoji}$", "v");
+  return rgiEmojiMemo.test(cluster);
+}
 const ZERO_WIDTH = /^[\p{Default_Ignorable_Code_Point}\p{Cc}\p{Cf}\p{Mn}\p{Me}\p{Cs}]+$/u;
 const LEADING_INVISIBLE = /^[\p{Default_Ignorable_Code_Point}\p{Cc}\p{Cf}\p{Mn}\p{Me}\p{Cs}]+/u;
 const SGR = /\u001b\[[0-9;]*m/g;
@@ -29,7 +42,7 @@ export function clusterWidth(cluster: string): number {
   if (ZERO_WIDTH.test(cluster)) return 0;
   const code = cluster.codePointAt(0) ?? 0;
   if (code < 0x7f) return 1;
-  if (RGI_EMOJI.test(cluster)) return 2;
+  if (isRgiEmoji(cluster)) return 2;
   // A lone regional indicator is drawn as a wide letter by most terminals.
   if (code >= 0x1f1e6 && code <= 0x1f1ff) return 2;
   const base = cluster.replace(LEADING_INVISIBLE, "").codePointAt(0);
@@ -43,7 +56,7 @@ export function clusterWidth(cluster: string): number {
 export function displayWidth(text: string): number {
   if (PRINTABLE_ASCII.test(text)) return text.length;
   let width = 0;
-  for (const { segment } of segmenter.segment(text.replace(SGR, ""))) width += clusterWidth(segment);
+  for (const { segment } of graphemes(text.replace(SGR, ""))) width += clusterWidth(segment);
   return width;
 }
 
@@ -82,7 +95,7 @@ export function truncateToWidth(text: string, width: number, ellipsis = "…"): 
     const next = text.indexOf("\u001b", index + 1);
     const run = text.slice(index, next === -1 ? text.length : next);
     let stopped = false;
-    for (const { segment } of segmenter.segment(run)) {
+    for (const { segment } of graphemes(run)) {
       const w = clusterWidth(segment);
       if (shown + w > room) {
         stopped = true;
