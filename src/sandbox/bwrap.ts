@@ -67,6 +67,11 @@ export interface BwrapLayout {
   cwd?: string;
   /** Keep the host's network (no --unshare-net); default false. */
   network?: boolean;
+  /**
+   * The command is started inside the session's network namespace (by nsenter in front of bwrap):
+   * no --unshare-net, the namespace it is in is already private.
+   */
+  joinsNamespace?: boolean;
 }
 
 export interface BwrapOptions {
@@ -99,7 +104,9 @@ export function bwrapArguments(layout: BwrapLayout): string[] {
   // The sandbox's own root (an empty tmpfs holding the mount points) is not writable either.
   args.push("--remount-ro", "/");
   args.push(
-    ...ISOLATION_ARGS.filter((arg) => !(layout.network === true && arg === "--unshare-net")),
+    ...ISOLATION_ARGS.filter(
+      (arg) => !((layout.network === true || layout.joinsNamespace === true) && arg === "--unshare-net"),
+    ),
     "--info-fd",
     String(INFO_FD),
     "--chdir",
@@ -174,6 +181,12 @@ export class BwrapSandbox implements Sandbox {
             process.execPath,
             shownRoots(view).map((root) => root.at),
           );
+    // The session's namespace, unless the command keeps the host's network. Made (or its making
+    // failed, and nothing runs) before anything else is laid out for the command.
+    const joined =
+      request.sessionNetwork !== undefined && request.network !== true && (await request.sessionNetwork.available())
+        ? await request.sessionNetwork.enter(this.bwrapPath)
+        : undefined;
     const args = bwrapArguments({
       profile: this.profile,
       workspace,
@@ -184,6 +197,7 @@ export class BwrapSandbox implements Sandbox {
       argv: bridge.length > 0 ? bridgedArgv(process.execPath, request.argv) : request.argv,
       ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
       ...(request.network === true ? { network: true } : {}),
+      ...(joined !== undefined ? { joinsNamespace: true } : {}),
     });
     // The host's TMPDIR may point at a directory that is not mounted here; /tmp is private and
     // writable. Without a usable home, the command gets one under the private /tmp.
@@ -193,12 +207,13 @@ export class BwrapSandbox implements Sandbox {
       HOME: home ?? "/tmp",
       ...(bridge.length > 0 ? bridgeEnvironment() : {}),
     };
+    // nsenter execs bwrap: the same pid, the same process group, the same --info-fd.
     // Written before the process starts, so a harness killed while it runs leaves the guard behind.
     const guard = guardAbsent(workspace, mounts.absent);
     let quarantined: Quarantined[] = [];
     return {
-      file: this.bwrapPath,
-      args,
+      file: joined !== undefined ? (joined.prefix[0] as string) : this.bwrapPath,
+      args: joined !== undefined ? [...joined.prefix.slice(1), this.bwrapPath, ...args] : args,
       cwd: request.cwd ?? workspace,
       env,
       extraPipes: 1,

@@ -5,7 +5,7 @@ import { isWithin } from "./host-view.js";
  * The way out of a sandbox with network `policy`. The sandbox keeps its own network namespace
  * (only loopback), so nothing inside can reach the host's network; the call's proxy socket
  * (network/proxy.ts) is bound in read-only, and a small forwarder, node running FORWARDER,
- * listens on 127.0.0.1:BRIDGE_PORT inside the namespace and carries each connection to that
+ * listens on a port of its own on 127.0.0.1 inside the namespace and carries each connection to that
  * socket. The command runs as the forwarder's child with the proxy variables set: its exit code
  * and signal are the forwarder's, and when it ends the forwarder ends. A process that ignores the
  * variables finds no route anywhere.
@@ -14,8 +14,24 @@ import { isWithin } from "./host-view.js";
 /** Where the proxy's directory appears inside the sandbox. */
 export const BRIDGE_DIRECTORY = "/run/harness-egress";
 export const BRIDGE_SOCKET = `${BRIDGE_DIRECTORY}/proxy.sock`;
-/** The forwarder's port on the namespace's own loopback (private to the call: no clash possible). */
-export const BRIDGE_PORT = 3128;
+/**
+ * The forwarder listens on a port the kernel picks in the namespace: several calls of a session
+ * share one namespace (session-network.ts), so each call's forwarder needs a port of its own, and
+ * a connection to it is still one of that call's (its proxy, its records).
+ */
+export const BRIDGE_PORT = 0;
+
+/** The variables every common client reads for its proxy: the forwarder sets them to its address. */
+export const PROXY_VARIABLES: readonly string[] = [
+  "HTTP_PROXY",
+  "HTTPS_PROXY",
+  "http_proxy",
+  "https_proxy",
+  "ALL_PROXY",
+  "all_proxy",
+  "npm_config_proxy",
+  "npm_config_https_proxy",
+];
 
 /** The network of a call could not be set up: nothing ran, and nothing falls back to open. */
 export class NetworkUnavailableError extends CodedError<"network_unavailable"> {
@@ -25,27 +41,24 @@ export class NetworkUnavailableError extends CodedError<"network_unavailable"> {
   }
 }
 
-/** The variables every common client reads for its proxy. */
+/**
+ * The proxy variables as the command's environment lists them before the forwarder knows its
+ * port: empty (an empty proxy is no proxy, so nothing gets out should the forwarder not set them),
+ * and the loopback exemption, which the forwarder keeps.
+ */
 export function bridgeEnvironment(): Record<string, string> {
-  const proxy = `http://127.0.0.1:${BRIDGE_PORT}`;
   return {
-    HTTP_PROXY: proxy,
-    HTTPS_PROXY: proxy,
-    http_proxy: proxy,
-    https_proxy: proxy,
-    ALL_PROXY: proxy,
-    all_proxy: proxy,
+    ...Object.fromEntries(PROXY_VARIABLES.map((name) => [name, ""])),
     NO_PROXY: "localhost,127.0.0.1",
     no_proxy: "localhost,127.0.0.1",
-    npm_config_proxy: proxy,
-    npm_config_https_proxy: proxy,
   };
 }
 
 /**
  * The forwarder, as CommonJS for `node -e`: argv is SOCKET PORT COMMAND... It starts the command
- * only once it listens (or exits 125 saying why), passes the termination signals on, and leaves
- * the way the command left: the same exit code, or the same signal.
+ * only once it listens (or exits 125 saying why), with the proxy variables set to the address it
+ * got, passes the termination signals on, and leaves the way the command left: the same exit
+ * code, or the same signal.
  */
 const FORWARDER = `"use strict";
 const net = require("node:net");
@@ -66,7 +79,10 @@ server.on("error", (error) => {
 });
 server.listen(Number(port), "127.0.0.1", () => {
   const signals = ["SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2"];
-  const child = spawn(file, args, { stdio: "inherit" });
+  const proxy = "http://127.0.0.1:" + server.address().port;
+  const env = { ...process.env };
+  for (const name of ${JSON.stringify(PROXY_VARIABLES)}) env[name] = proxy;
+  const child = spawn(file, args, { stdio: "inherit", env });
   for (const signal of signals) process.on(signal, () => { try { child.kill(signal); } catch {} });
   child.on("error", (error) => {
     process.stderr.write("harness: " + file + ": " + (error.code || "could not start") + "\\n");

@@ -9,6 +9,7 @@ import { type ProcessResult, type RunProcessOptions, runProcess } from "./proces
 import type { Launch, Sandbox, SandboxProfile } from "./sandbox.js";
 import { type Secret, secretFilter, secretsOf } from "./scrub.js";
 import { type ServiceProcess, startService } from "./service.js";
+import type { SessionNetwork } from "./session-network.js";
 import type { SpawnIdentity } from "./tree.js";
 
 /**
@@ -110,15 +111,39 @@ export interface ExecutorOptions {
   environment?: Readonly<Record<string, string | undefined>>;
   /** Variables whose values are secrets whatever their names (e.g. the provider key variable). */
   secretNames?: readonly string[];
+  /**
+   * The session's one network namespace (session-network.ts), joined by every sandboxed process
+   * whose purpose is in SESSION_NETWORK_PURPOSES: a server one shell call starts on loopback is
+   * reachable by the later ones and by acceptance commands. Without it each process gets a fresh
+   * namespace. `close()` ends it.
+   */
+  sessionNetwork?: SessionNetwork;
 }
+
+/**
+ * Who shares the session's network: the model's commands and the checks of its work. Command
+ * hooks (the user's gatekeepers) and MCP servers keep namespaces of their own, so nothing the model
+ * starts can talk to them, nor they to it.
+ */
+export const SESSION_NETWORK_PURPOSES: readonly ProcessPurpose[] = ["shell", "acceptance"];
 
 export class Executor {
   readonly environment: Readonly<Record<string, string | undefined>>;
   readonly secrets: readonly Secret[];
+  readonly sessionNetwork: SessionNetwork | undefined;
 
   constructor(options: ExecutorOptions = {}) {
     this.environment = options.environment ?? process.env;
     this.secrets = secretsOf(this.environment, options.secretNames);
+    this.sessionNetwork = options.sessionNetwork;
+  }
+
+  /**
+   * The session is over: its network namespace ends with every process still in it (killed).
+   * Returns how many were. Later processes that would join it fail with NetworkUnavailableError.
+   */
+  async close(): Promise<number> {
+    return (await this.sessionNetwork?.close()) ?? 0;
   }
 
   /** The facts a process with this profile would run under (for a caller that reports before running). */
@@ -150,6 +175,9 @@ export class Executor {
       ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
       ...(request.network === true ? { network: true } : {}),
       ...(request.egressDirectory !== undefined ? { egress: { directory: request.egressDirectory } } : {}),
+      ...(this.sessionNetwork !== undefined && SESSION_NETWORK_PURPOSES.includes(request.purpose)
+        ? { sessionNetwork: this.sessionNetwork }
+        : {}),
     });
     const facts: ProcessFacts = {
       purpose: request.purpose,

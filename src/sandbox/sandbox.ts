@@ -3,6 +3,7 @@ import { CodedError } from "../shared/coded-error.js";
 import type { ProtectedPaths } from "../workspace/protected.js";
 import type { Quarantined } from "./absent-guard.js";
 import type { DeniedProgram, Refusal } from "./denied-programs.js";
+import type { SessionNetwork } from "./session-network.js";
 import type { ProcessTree } from "./tree.js";
 
 /**
@@ -69,6 +70,12 @@ export interface LaunchRequest {
    * Only an isolating sandbox can honour it.
    */
   egress?: { directory: string };
+  /**
+   * The session's network namespace (session-network.ts): the command joins it instead of getting
+   * a fresh one, so servers the session's commands start on loopback reach each other. Ignored
+   * with `network: true` and by a sandbox that does not isolate.
+   */
+  sessionNetwork?: SessionNetwork;
 }
 
 /** A wrapped command, ready for runProcess. */
