@@ -11,6 +11,7 @@ import { benchGrep } from "./grep.js";
 import { benchJournal } from "./journal.js";
 import { benchLargeRead } from "./large-file.js";
 import { benchMcp } from "./mcp.js";
+import { benchNetns } from "./netns.js";
 import { benchPg } from "./pg.js";
 import { benchPolicy } from "./policy.js";
 import { benchRuntime } from "./runtime.js";
@@ -46,6 +47,7 @@ const sections: [string, () => Promise<BenchRow[]> | BenchRow[]][] = [
     "egress: a 50 MB download through the network proxy vs direct, and connection set-up (issue 33)",
     benchEgress,
   ],
+  ["netns: a sandboxed call joining the session's network namespace vs a fresh one (issue 34)", benchNetns],
   [
     "tools catalog: first-request tool tokens deferred vs all up front, cacheable prefix with loads (issue 32)",
     benchToolsCatalog,

@@ -114,6 +114,8 @@ export async function runSession(given: CliRun): Promise<number> {
     process.off("SIGTERM", onSignal);
     // The session's MCP servers (whole process trees) end with it, on any outcome.
     await run.setup.mcp?.close();
+    // Its network namespace too, with any process still in it.
+    await run.setup.sessionNetwork?.close();
   }
 }
 

@@ -184,7 +184,9 @@ export class BwrapSandbox implements Sandbox {
     // The session's namespace, unless the command keeps the host's network. Made (or its making
     // failed, and nothing runs) before anything else is laid out for the command.
     const joined =
-      request.sessionNetwork !== undefined && request.network !== true && (await request.sessionNetwork.available())
+      request.sessionNetwork !== undefined &&
+      request.network !== true &&
+      (await request.sessionNetwork.available())
         ? await request.sessionNetwork.enter(this.bwrapPath)
         : undefined;
     const args = bwrapArguments({

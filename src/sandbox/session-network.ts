@@ -27,6 +27,8 @@ import { signalQuietly } from "./proc.js";
  */
 
 const HOLDER_TIMEOUT_MS = 10_000;
+/** How long close waits for the killed processes to be gone. */
+const CLOSE_WAIT_MS = 2_000;
 const DEFAULT_NSENTER_PATH = "/usr/bin/nsenter";
 /** The fd bwrap reports the holder's pid on. */
 const INFO_FD = 3;
@@ -78,7 +80,8 @@ export class SessionNetwork {
    * command must not run then, and never on the host's network.
    */
   async enter(bwrapPath: string): Promise<NamespaceEntry> {
-    if (this.#closed) throw new NetworkUnavailableError("the session has ended: its network namespace is gone");
+    if (this.#closed)
+      throw new NetworkUnavailableError("the session has ended: its network namespace is gone");
     this.#held ??= createNamespace(bwrapPath);
     let held: Held;
     try {
@@ -88,7 +91,8 @@ export class SessionNetwork {
       this.#held = undefined;
       throw error;
     }
-    if (this.#closed) throw new NetworkUnavailableError("the session has ended: its network namespace is gone");
+    if (this.#closed)
+      throw new NetworkUnavailableError("the session has ended: its network namespace is gone");
     const fd = (n: number) => `/proc/${process.pid}/fd/${n}`;
     const prefix = [this.#nsenterPath];
     // Joining a namespace another user namespace owns needs that user namespace first; the
@@ -115,6 +119,12 @@ export class SessionNetwork {
     if (held === undefined) return 0;
     const members = processesIn(held.namespace);
     for (const pid of members) signalQuietly(pid, "SIGKILL");
+    // SIGKILL is not instant: a dying process is still listed for a moment. Resolve once none is,
+    // so "ended" means no process is left in it (bounded: a process stuck in the kernel stays).
+    const deadline = Date.now() + CLOSE_WAIT_MS;
+    while (processesIn(held.namespace).length > 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
     closeSync(held.net);
     if (held.user !== undefined) closeSync(held.user);
     return members.length;

@@ -11,6 +11,7 @@ import {
 } from "../policy/permissions.js";
 import { Executor } from "../sandbox/executor.js";
 import type { SandboxView } from "../sandbox/sandbox.js";
+import { SessionNetwork } from "../sandbox/session-network.js";
 import { DEFAULT_PROTECTED_PATHS } from "../workspace/protected.js";
 import { type ConfigHooksOptions, configNamedFiles, hooksFromConfig } from "./config-hooks.js";
 import { harnessSecretPaths } from "./harness-secrets.js";
@@ -118,8 +119,14 @@ export async function loadGovernance(
     { readOnly: policy.readOnly.value, propose: policy.write.value === "propose" },
     view,
   );
-  // One executor for the session: the shell, acceptance checks and command hooks all use it.
-  const executor = new Executor({ environment: env, secretNames: providerKeyNames(flags, config) });
+  // One executor for the session: the shell, acceptance checks and command hooks all use it. Its
+  // shell calls and acceptance commands share one network namespace (made at the first of them,
+  // ended with the session: the setup's `sessionNetwork`).
+  const executor = new Executor({
+    environment: env,
+    secretNames: providerKeyNames(flags, config),
+    sessionNetwork: new SessionNetwork(),
+  });
   const hooks = await hooksFromConfig(config, {
     workspaceRoot,
     env,

@@ -262,6 +262,7 @@ export class EngineSession implements SessionHandle {
       ).checkResume();
     } catch (error) {
       await run.setup.mcp?.close();
+      await run.setup.sessionNetwork?.close();
       throw error;
     }
     const previous = this.#run;
@@ -269,6 +270,7 @@ export class EngineSession implements SessionHandle {
     this.#started = true;
     this.#switched = false;
     await previous.setup.mcp?.close();
+    await previous.setup.sessionNetwork?.close();
     return id;
   }
 
@@ -343,6 +345,7 @@ export class EngineSession implements SessionHandle {
 
   async close(): Promise<void> {
     await this.#run.setup.mcp?.close();
+    await this.#run.setup.sessionNetwork?.close();
   }
 }
 

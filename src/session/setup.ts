@@ -44,6 +44,7 @@ import { ScriptedProvider } from "../providers/scripted/provider.js";
 import { RuleSyntaxError } from "../rules/grammar.js";
 import type { ApprovalPort, GrantPort, HookPort, ProposalPort, ProposalRecord } from "../runtime/ports.js";
 import type { ToolSnapshot } from "../runtime/registry.js";
+import type { SessionNetwork } from "../sandbox/session-network.js";
 import { killSurvivors } from "../sandbox/tree.js";
 import { digestOf } from "../shared/hash.js";
 import type { JsonObject } from "../shared/json.js";
@@ -99,6 +100,11 @@ export interface RunSetup {
   acceptanceCheck: (command: string, timeoutMs: number) => AcceptanceCheck;
   /** The started MCP servers: stopped when the session ends. */
   mcp?: McpServers;
+  /**
+   * The network namespace the session's shell calls and acceptance commands share: closed when
+   * the session ends (every process still in it is killed).
+   */
+  sessionNetwork?: SessionNetwork;
   /** Which tools are offered up front and which are loaded on demand (engine/tool-offer.ts). */
   deferTools?: DeferSettings;
   /** Built-ins plus the servers' current tools, refreshed at step boundaries. */
@@ -275,6 +281,7 @@ export async function buildSetup(options: {
     return await finishSetup();
   } catch (error) {
     await mcp?.servers.close();
+    await executor.close();
     throw error;
   }
 
@@ -382,6 +389,7 @@ export async function buildSetup(options: {
             ? { network: () => callNetwork(`acceptance:${command}`) }
             : {}),
         }),
+      ...(executor.sessionNetwork !== undefined ? { sessionNetwork: executor.sessionNetwork } : {}),
       // Shared servers give the surface, never `mcp`: what the setup owns is what it stops.
       ...(mcp
         ? { mcp: mcp.servers, toolSurface: surface }

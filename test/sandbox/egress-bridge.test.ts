@@ -7,6 +7,7 @@ import { BwrapSandbox } from "../../src/sandbox/bwrap.js";
 import { NetworkUnavailableError } from "../../src/sandbox/egress-bridge.js";
 import { Executor, type NetworkAccess } from "../../src/sandbox/executor.js";
 import { NoSandbox } from "../../src/sandbox/none.js";
+import { SessionNetwork } from "../../src/sandbox/session-network.js";
 import { dirsPerTest } from "../shell/helpers.js";
 
 const dirs = dirsPerTest("egress-bridge");
@@ -48,8 +49,8 @@ async function run(
   command: string,
   egress: NetworkAccess | undefined,
   sandbox = new BwrapSandbox("workspace-write"),
+  executor = new Executor({ environment }),
 ) {
-  const executor = new Executor({ environment });
   return executor.execute({
     purpose: "shell",
     argv: ["/bin/bash", "-c", command],
@@ -83,13 +84,49 @@ describe("the sandbox's network bridge", () => {
       `node -e 'const s=require("net").connect(${port},"${HOST}");s.on("connect",()=>{console.log("REACHED");process.exit(0)});s.on("error",e=>{console.log("direct:",e.code);process.exit(3)})'`,
     ].join("; ");
     const result = await run(script, egress);
-    expect(result.stdout.head).toContain(
-      "proxy=http://127.0.0.1:3128 no=localhost,127.0.0.1 npm=http://127.0.0.1:3128",
+    // The forwarder's port is the kernel's pick in the namespace: every variable names it.
+    expect(result.stdout.head).toMatch(
+      /proxy=http:\/\/127\.0\.0\.1:(\d+) no=localhost,127\.0\.0\.1 npm=http:\/\/127\.0\.0\.1:\1\n/,
     );
+    expect(result.stdout.head).not.toContain("127.0.0.1:0 ");
     expect(result.stdout.head).toContain("direct: ECONNREFUSED");
     expect(result.stdout.head).not.toContain("REACHED");
     expect(result.exitCode).toBe(3);
     expect(records).toEqual([]);
+  });
+
+  it("two concurrent calls in one session namespace each get a forwarder and records of their own", async () => {
+    const network = new SessionNetwork();
+    const executor = new Executor({ environment, sessionNetwork: network });
+    try {
+      const port = await registry("package document");
+      const first = access(() => allow);
+      const second = access(() => allow);
+      // Both are behind their forwarders at once: each waits until the other has started
+      // (through marker files in the shared workspace; bounded, so a lone call does not hang).
+      const command = (mine: string, theirs: string) =>
+        `touch started-${mine}; n=0; until [ -e started-${theirs} ] || [ $n -ge 400 ]; do sleep 0.05; n=$((n+1)); done; ` +
+        `curl -sS --max-time 10 http://${HOST}:${port}/${mine}; echo; readlink /proc/self/ns/net; echo "$HTTPS_PROXY"; ` +
+        `[ -e started-${theirs} ]`;
+      const [a, b] = await Promise.all([
+        run(command("a", "b"), first.egress, new BwrapSandbox("workspace-write"), executor),
+        run(command("b", "a"), second.egress, new BwrapSandbox("workspace-write"), executor),
+      ]);
+      for (const result of [a, b]) {
+        expect(result.exitCode).toBe(0);
+        expect(result.stdout.head).toContain("package document");
+      }
+      const [, netA, proxyA] = a.stdout.head.split("\n");
+      const [, netB, proxyB] = b.stdout.head.split("\n");
+      expect(netA).toBe(await network.namespace());
+      expect(netB).toBe(netA);
+      expect(proxyA).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(proxyB).not.toBe(proxyA);
+      expect(first.records).toEqual([expect.objectContaining({ host: HOST, port, decision: "allow" })]);
+      expect(second.records).toEqual([expect.objectContaining({ host: HOST, port, decision: "allow" })]);
+    } finally {
+      await executor.close();
+    }
   });
 
   it("a denied host gets 403 with the reason and is journaled as denied", async () => {

@@ -22,7 +22,10 @@ afterEach(async () => {
 });
 
 function sessionExecutor(network: SessionNetwork | undefined = new SessionNetwork()): Executor {
-  const executor = new Executor({ environment, ...(network !== undefined ? { sessionNetwork: network } : {}) });
+  const executor = new Executor({
+    environment,
+    ...(network !== undefined ? { sessionNetwork: network } : {}),
+  });
   executors.push(executor);
   return executor;
 }
@@ -108,7 +111,12 @@ describe("one network namespace per session", () => {
     const port = await hostServer();
     await listener(executor, port);
     const check = (command: string) =>
-      new CommandCheck(command, { workspace: dirs.workspace, executor, profile: profile(), timeoutMs: 20_000 });
+      new CommandCheck(command, {
+        workspace: dirs.workspace,
+        executor,
+        profile: profile(),
+        timeoutMs: 20_000,
+      });
     const reached = await check(
       `${process.execPath} -e 'require("net").connect(${port}, "127.0.0.1").on("data", (d) => process.exit(String(d).trim() === "session" ? 0 : 3)).on("error", () => process.exit(4))'`,
     ).run(new AbortController().signal);

@@ -308,8 +308,13 @@ function runStarter(workspace: OpenedWorkspace, config: SessionConfig) {
       { ...config, accept: request.accept },
       { workspace, sessionId: newSessionId(), interactive: false, approver: runToolApprover },
     );
-    await refuseUnallowedChecks(request.accept, prepared.run.setup);
-    return new EngineSession(prepared.run, false, { signal, listener }).turn(request.goal).done;
+    try {
+      await refuseUnallowedChecks(request.accept, prepared.run.setup);
+      return await new EngineSession(prepared.run, false, { signal, listener }).turn(request.goal).done;
+    } finally {
+      // The session ends with its call: so does its network namespace.
+      await prepared.run.setup.sessionNetwork?.close();
+    }
   };
 }
 
