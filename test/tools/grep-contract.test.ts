@@ -146,7 +146,7 @@ describe.each(ENGINES)("grep contract: $name", ({ options, disk }) => {
   });
 
   it("fails REGEX_TOO_SLOW for a catastrophic pattern and answers the next call", async () => {
-    await open({ "slow.txt": `x${"a".repeat(40)}!\n`, "fine.txt": "needle\n" });
+    await open({ "slow.txt": `x${"a".repeat(40)}!\nxa\n`, "fine.txt": "needle\n" });
     const slow = createGrepTool({ ...options, matchBudgetMs: 300 });
     const started = Date.now();
     await session.fail(slow, { pattern: "x(a+)+$" }, "REGEX_TOO_SLOW");
@@ -155,7 +155,7 @@ describe.each(ENGINES)("grep contract: $name", ({ options, disk }) => {
   });
 
   it("stops within 100 ms when cancelled", async () => {
-    await open({ "slow.txt": `x${"a".repeat(40)}!\n` });
+    await open({ "slow.txt": `x${"a".repeat(40)}!\nxa\n` });
     let cancelledAt = 0;
     setTimeout(() => {
       cancelledAt = Date.now();
@@ -167,6 +167,89 @@ describe.each(ENGINES)("grep contract: $name", ({ options, disk }) => {
       "CANCELLED",
     );
     expect(Date.now() - cancelledAt).toBeLessThan(100);
+  });
+});
+
+describe.each(ENGINES)("grep contract, where the regex dialects differ: $name", ({ options, disk }) => {
+  let fixture: FsFixture | undefined;
+  afterEach(async () => {
+    await fixture?.dispose();
+    fixture = undefined;
+  });
+  const grep = async (files: Record<string, string | Uint8Array>, args: Record<string, unknown>) => {
+    await fixture?.dispose();
+    fixture = disk ? await createDiskFixture(files) : await memoryFactory(files);
+    const tool = createGrepTool(options);
+    const parsed = tool.input.parse(args);
+    tool.validate?.(parsed);
+    return tool.execute(parsed, new Session(fixture.fs).context);
+  };
+  const UNICODE = {
+    "emoji.txt": "a\u{1F600}b\nab\n",
+    "bom.txt": "\uFEFFneedle\n",
+    "word.txt": "\u00e9foo\nxfoo\n",
+    "ecole.txt": "\u00c9COLE\n",
+    "eof-cr.txt": "last needle\r",
+    "digits.txt": "\u0661\u0662\n",
+  };
+
+  it("gives JavaScript's answer where rg's dialect means something else", async () => {
+    // `.` is a UTF-16 code unit in JavaScript: two of them match one emoji.
+    expect((await grep(UNICODE, { pattern: "a..b" })).content).toBe("emoji.txt:1:a\u{1F600}b");
+    // JavaScript's \s includes U+FEFF, rg's does not.
+    expect((await grep(UNICODE, { pattern: "^\\sneedle" })).content).toBe("bom.txt:1:\uFEFFneedle");
+    // \b and \W are ASCII in JavaScript: "é" is not a word character there.
+    expect((await grep(UNICODE, { pattern: "\\bfoo" })).content).toBe("word.txt:1:\u00e9foo");
+    expect((await grep(UNICODE, { pattern: "\\Wfoo" })).content).toBe("word.txt:1:\u00e9foo");
+    // \D is narrower in rg (Unicode digits), \d wider: JavaScript decides.
+    expect((await grep(UNICODE, { pattern: "^\\D\\D$", include: "digits.txt" })).content).toBe(
+      "digits.txt:1:\u0661\u0662",
+    );
+    expect((await grep(UNICODE, { pattern: "\\d" })).content).toBe("(no matches)");
+    // A last line ending in "\r" without "\n": JavaScript's $ is before the "\r".
+    expect((await grep(UNICODE, { pattern: "t needle$" })).content).toBe("eof-cr.txt:1:last needle");
+    expect((await grep(UNICODE, { pattern: "\u00e9cole", ignore_case: true })).content).toBe(
+      "ecole.txt:1:\u00c9COLE",
+    );
+    // Lookaround and backreferences rg lacks: matched in JavaScript alone.
+    expect((await grep(UNICODE, { pattern: "x(?=foo)" })).content).toBe("word.txt:2:xfoo");
+    expect((await grep({ "r.txt": "abab\nabba\n" }, { pattern: "(ab)\\1" })).content).toBe("r.txt:1:abab");
+    // rg compiles this too large and refuses it: JavaScript answers.
+    expect((await grep({ "r.txt": "xx\n" }, { pattern: "(?:x{1000}){1000}|xx" })).content).toBe("r.txt:1:xx");
+    // A brace JavaScript takes literally, and escapes rg would refuse.
+    expect((await grep({ "r.txt": "a{,2} a/b\n" }, { pattern: "a{,2} a\\/b" })).content).toBe(
+      "r.txt:1:a{,2} a/b",
+    );
+  });
+
+  it("counts a binary file that would match, and shows nothing of it", async () => {
+    const out = await grep(
+      { "bin.dat": new Uint8Array([0x68, 0x69, 0x00, 0x0a]), "t.txt": "hi\n" },
+      { pattern: "h." },
+    );
+    expect(out.content).toBe("t.txt:1:hi\n(1 more file would match but is binary or not UTF-8)");
+  });
+
+  it("stops at the result limit on a large tree, in file order, and says the search stopped", async () => {
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 700; i++) files[`f${String(i).padStart(4, "0")}.txt`] = "hit one\nhit two\n";
+    const out = await grep(files, { pattern: "hit \\w+", max_results: 3 });
+    expect(out.content).toBe(
+      "f0000.txt:1:hit one\nf0000.txt:2:hit two\nf0001.txt:1:hit one\n" +
+        "(showing the first 3 matching lines; the search stopped there and more files may match; " +
+        "narrow the pattern, path or include, or raise max_results up to 2000)",
+    );
+    // Only the first chunk of files was searched.
+    expect(out.data).toEqual({
+      total: 512,
+      files: 256,
+      truncated: true,
+      skipped_files: 0,
+      stopped_early: true,
+    });
+    // Without a limit reached every file is searched and counted.
+    const all = await grep(files, { pattern: "hit two", max_results: 2000 });
+    expect(all.data).toEqual({ total: 700, files: 700, truncated: false, skipped_files: 0 });
   });
 });
 
@@ -193,7 +276,7 @@ describe.each(ENGINES.filter((engine) => engine.disk))("grep contract on disk: $
 });
 
 describe("grep through ripgrep", () => {
-  it("reads only the files rg names (plus links), and hands rg the literal, never the regex", async () => {
+  it("reads only the files rg names (plus links), handing rg the rewritten expression and the listed files", async () => {
     const fixture = await createDiskFixture({ "a.txt": "function main\n", "b.txt": "function main\n" });
     try {
       // A stand-in rg that records its arguments and names only b.txt.
@@ -205,8 +288,13 @@ describe("grep through ripgrep", () => {
       const out = await new Session(fixture.fs).run(tool, { pattern: "function\\s+main" });
       expect(out.content).toBe("b.txt:1:function main");
       const argv = (await readFile(record, "utf8")).split("\n");
-      expect(argv).toContain("--fixed-strings");
-      expect(argv.slice(argv.indexOf("-e"), argv.indexOf("-e") + 4)).toEqual(["-e", "function", "--", "./"]);
+      expect(argv.slice(argv.indexOf("-e"), argv.indexOf("-e") + 5)).toEqual([
+        "-e",
+        "function[\\s\\x{FEFF}]+main",
+        "--",
+        "./a.txt",
+        "./b.txt",
+      ]);
     } finally {
       await fixture.dispose();
     }

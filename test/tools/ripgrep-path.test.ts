@@ -3,7 +3,7 @@ import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { filesContaining, locateRipgrep } from "../../src/tools/files/search/ripgrep.js";
+import { filesMatching, locateRipgrep } from "../../src/tools/files/search/ripgrep.js";
 
 const made: string[] = [];
 const originalPath = process.env.PATH;
@@ -26,15 +26,15 @@ describe("the rg harness starts for a workspace", () => {
     process.env.PATH = `${path.join(workspace, ".venv/bin")}:${process.env.PATH ?? "/usr/bin:/bin"}`;
     const first = locateRipgrep();
     expect(first).toBe(path.join(workspace, ".venv/bin/rg"));
-    const hits = await filesContaining({
+    const hits = await filesMatching({
       rg: first as string,
       root: workspace,
-      start: ".",
-      literal: "needle",
+      files: ["notes.txt"],
+      pattern: "needle",
       ignoreCase: false,
       signal: new AbortController().signal,
     });
-    expect(hits.map((hit) => hit.replace(/^\.\//, ""))).toEqual(["notes.txt"]);
+    expect(hits).toEqual(["notes.txt"]);
     expect(existsSync(marker)).toBe(false);
   });
 });

@@ -8,7 +8,7 @@ import { compareCodeUnits } from "../../workspace/order.js";
 import { ToolError } from "../errors.js";
 import { defineTool, type ToolContext, type ToolDefinition, type ToolOutput } from "../tool.js";
 import { PATH_RULES, plural, readsFiles, throwIfAborted, viaWorkspace } from "./common.js";
-import { requiredLiteral, wholeLiteral } from "./search/literal.js";
+import { wholeLiteral } from "./search/literal.js";
 import { pauser } from "./search/pause.js";
 import {
   BATCH_FILES,
@@ -18,7 +18,8 @@ import {
   type MatchJob,
   matcherPool,
 } from "./search/pool.js";
-import { filesContaining, locateRipgrep } from "./search/ripgrep.js";
+import { ripgrepPattern } from "./search/rg-pattern.js";
+import { filesMatching, locateRipgrep, RipgrepRefusedPattern } from "./search/ripgrep.js";
 import { GREP_MAX_FILE_BYTES } from "./search/text.js";
 import { listCandidates } from "./search/walk.js";
 
@@ -89,7 +90,8 @@ export function createGrepTool(options: GrepOptions = {}): ToolDefinition<GrepAr
       "8 KiB) and files that are not valid UTF-8 are not shown; the output says how many of them would match.",
       "Files the permission policy does not let read_file read (denied, or needing an approval not yet given)",
       "are not searched; the output says how many.",
-      `Returns at most max_results lines (default ${GREP_DEFAULT_RESULTS}); the last line then gives the total.`,
+      `Returns at most max_results lines (default ${GREP_DEFAULT_RESULTS}); the last line then says more matched`,
+      "(with the total when every file was searched; a large tree is not searched past the limit).",
       "Returns '(no matches)' when nothing matches. Fails with INVALID_REGEX for a bad pattern, REGEX_TOO_SLOW",
       "for one that backtracks too long on some file, NOT_FOUND",
       "when `path` does not exist, and PATH_ESCAPE/INVALID_PATH/RESERVED_PATH for rejected paths.",
@@ -122,41 +124,24 @@ async function search(
   // Files on disk are opened by the matcher workers themselves, each confirmed through /proc.
   const root =
     context.fs instanceof DiskWorkspaceFs && existsSync("/proc/self/fd") ? context.fs.hostRoot : undefined;
+  // Decided before the listing, so a missing rg in `ripgrep` mode fails at once.
+  const filter = ripgrepFilter(args.pattern, ignoreCase, context, options);
 
   let candidates: string[];
   let links = new Set<string>();
-  let prefiltered: Set<string> | undefined;
   if (stat.kind === "directory") {
-    // rg runs while the tree is listed; it only narrows which listed files are read.
-    // Settled at once into a value, so a failure while the walk runs is never an unhandled rejection.
-    const hits = ripgrepHits(args, context, start, ignoreCase, options)?.then(
-      (paths) => ({ paths: new Set(paths) }),
-      (error: unknown) => ({ error }),
-    );
     ({ files: candidates, links } = await viaWorkspace(() =>
       listCandidates(context.fs, start, context.signal),
     ));
-    const answer = await hits;
-    if (answer !== undefined && "error" in answer) {
-      // When rg cannot answer (it crashed, could not start), `auto` searches every listed file.
-      if (options.engine === "ripgrep" || answer.error instanceof ToolError) throw answer.error;
-    } else {
-      prefiltered = answer?.paths;
-    }
   } else {
     candidates = [start];
     links = new Set([start]);
   }
   candidates = candidates.filter(included).sort(compareCodeUnits);
   // A search must not reveal what read_file could not: files the policy denies, or whose read
-  // needs an approval nobody has given yet (secret files by default), are not searched. The
-  // count covers every listed file, so it says nothing about what they contain.
+  // needs an approval nobody has given yet (secret files by default), are not searched, by rg
+  // or here. The count covers every listed file, so it says nothing about what they contain.
   const { readable, withheld } = await readableFiles(candidates, context);
-  // Links are not followed by rg: they are always read here, through the workspace.
-  const searched =
-    prefiltered === undefined
-      ? readable
-      : readable.filter((file) => prefiltered.has(file) || links.has(file));
 
   const literal = ignoreCase ? undefined : wholeLiteral(args.pattern);
   const job: MatchJob = {
@@ -167,85 +152,182 @@ async function search(
     lineChars: GREP_LINE_CHARS,
     ...(root !== undefined ? { root } : {}),
   };
-  const results = await matchAll(
-    searched,
-    links,
-    root,
-    job,
-    context,
-    options.matchBudgetMs ?? DEFAULT_MATCH_BUDGET_MS,
-  );
-
-  const shown: string[] = [];
-  let total = 0;
-  let files = 0;
-  let skipped = 0;
-  searched.forEach((file, index) => {
-    const matches = results[index] as FileMatches;
-    if (matches.skipped) skipped++;
-    for (const [line, text] of matches.shown) {
-      if (shown.length < maxResults) shown.push(`${file}:${line + 1}:${cutLine(text)}`);
-    }
-    total += matches.total;
-    if (matches.total > 0) files++;
-  });
-
-  const truncated = total > shown.length;
-  const lines = total === 0 ? ["(no matches)"] : shown;
-  if (truncated) {
-    lines.push(
-      `(showing the first ${shown.length} of ${total} matching lines in ${plural(files, "file")}; narrow the ` +
-        `pattern, path or include, or raise max_results up to ${GREP_MAX_RESULTS})`,
+  const budgetMs = options.matchBudgetMs ?? DEFAULT_MATCH_BUDGET_MS;
+  const tally = new Tally(maxResults);
+  // The files are searched in sorted chunks that grow, rg filtering chunk n + 1 while chunk n is
+  // matched here; once more lines matched than can be shown, the rest is never searched and a
+  // running rg is killed.
+  const chunks = sortedChunks(readable);
+  const filtering = new Set<AbortController>();
+  const filterChunk = (chunk: readonly string[] | undefined): Promise<ChunkFilter> | undefined => {
+    if (chunk === undefined || filter === undefined || filter.refused) return undefined;
+    const stop = new AbortController();
+    filtering.add(stop);
+    const files = chunk.filter((file) => !links.has(file));
+    const signal = AbortSignal.any([context.signal, stop.signal]);
+    return filesMatching({ ...filter.query, files, signal }).then(
+      (paths) => ({ paths: new Set(paths) }),
+      (error: unknown) => ({ error }),
     );
-  }
-  if (skipped > 0) {
-    lines.push(
-      `(${plural(skipped, "more file")} would match but ${skipped === 1 ? "is" : "are"} binary or not UTF-8)`,
-    );
-  }
-  if (withheld > 0) {
-    lines.push(
-      `(${plural(withheld, "file")} not searched: the policy does not let read_file read ${withheld === 1 ? "it" : "them"} ` +
-        "without an approval)",
-    );
-  }
-  return {
-    summary: `grep ${args.pattern}: ${plural(total, "match", "matches")} in ${plural(files, "file")}`,
-    content: lines.join("\n"),
-    data: {
-      total,
-      files,
-      truncated,
-      skipped_files: skipped,
-      ...(withheld > 0 ? { withheld_files: withheld } : {}),
-    },
   };
+  try {
+    let chunk = chunks.next().value;
+    let filtered = filterChunk(chunk);
+    while (chunk !== undefined && !tally.full) {
+      const answer = await filtered;
+      const next = chunks.next().value;
+      filtered = filterChunk(next);
+      const hits = filter === undefined ? undefined : hitsOf(answer, filter, options, context);
+      const files = hits === undefined ? chunk : chunk.filter((file) => hits.has(file) || links.has(file));
+      tally.add(files, await matchAll(files, links, root, job, context, budgetMs));
+      chunk = next;
+    }
+    tally.stoppedEarly = chunk !== undefined;
+  } finally {
+    for (const stop of filtering) stop.abort();
+  }
+  return tally.output(args.pattern, withheld);
 }
 
-/** The files below `start` rg says contain a literal every match needs; undefined when rg is not used. */
-function ripgrepHits(
-  args: GrepArgs,
-  context: ToolContext,
-  start: string,
+/** Where rg filters the files: its binary, the workspace root and the rewritten expression. */
+interface RipgrepFilter {
+  query: { rg: string; root: string; pattern: string; ignoreCase: boolean };
+  /** rg refused the expression: the rest of the call matches in JavaScript alone. */
+  refused: boolean;
+}
+
+type ChunkFilter = { paths: Set<string> } | { error: unknown } | undefined;
+
+/**
+ * How rg takes part: undefined when it does not (the `javascript` engine, rg missing under
+ * `auto`, a workspace not on disk, or a pattern rg-pattern.ts cannot rewrite soundly).
+ */
+function ripgrepFilter(
+  pattern: string,
   ignoreCase: boolean,
+  context: ToolContext,
   options: GrepOptions,
-): Promise<string[]> | undefined {
+): RipgrepFilter | undefined {
   const engine = options.engine ?? "auto";
   if (engine === "javascript") return undefined;
   const rg = options.ripgrepPath ?? locateRipgrep();
   if (rg === undefined && engine === "ripgrep") throw new Error("grep engine ripgrep: rg is not on PATH");
-  const literal = requiredLiteral(args.pattern, ignoreCase);
-  if (rg === undefined || literal === undefined || !(context.fs instanceof DiskWorkspaceFs)) return undefined;
-  const include = args.include;
-  return filesContaining({
-    rg,
-    root: context.fs.hostRoot,
-    start,
-    literal,
-    ignoreCase,
-    ...(include !== undefined && /^[A-Za-z0-9_.*-]+$/.test(include) ? { nameGlob: include } : {}),
-    signal: context.signal,
-  });
+  const rewritten = ripgrepPattern(pattern);
+  if (rg === undefined || rewritten === undefined || !(context.fs instanceof DiskWorkspaceFs))
+    return undefined;
+  return { query: { rg, root: context.fs.hostRoot, pattern: rewritten, ignoreCase }, refused: false };
+}
+
+/** The chunk's files rg names, or undefined when every file of the chunk must be matched here. */
+function hitsOf(
+  answer: ChunkFilter,
+  filter: RipgrepFilter,
+  options: GrepOptions,
+  context: ToolContext,
+): Set<string> | undefined {
+  if (answer === undefined) return undefined;
+  if ("paths" in answer) return answer.paths;
+  const { error } = answer;
+  if (error instanceof RipgrepRefusedPattern) {
+    filter.refused = true;
+    return undefined;
+  }
+  throwIfAborted(context.signal);
+  // When rg cannot answer (it crashed, could not start), `auto` matches every file of the chunk.
+  if (options.engine === "ripgrep" || error instanceof ToolError) throw error;
+  return undefined;
+}
+
+/** First chunk: small, so a frequent pattern answers after a few hundred files. */
+const FIRST_CHUNK_FILES = 256;
+const MAX_CHUNK_FILES = 8192;
+/** rg takes a chunk's paths as arguments: well under the kernel's limit on their total size. */
+const MAX_CHUNK_BYTES = 512 * 1024;
+
+function* sortedChunks(files: readonly string[]): Generator<string[], undefined> {
+  let offset = 0;
+  let size = FIRST_CHUNK_FILES;
+  while (offset < files.length) {
+    const chunk: string[] = [];
+    let bytes = 0;
+    while (offset < files.length && chunk.length < size && bytes < MAX_CHUNK_BYTES) {
+      const file = files[offset++] as string;
+      chunk.push(file);
+      bytes += Buffer.byteLength(file) + 3;
+    }
+    yield chunk;
+    size = Math.min(size * 4, MAX_CHUNK_FILES);
+  }
+  return undefined;
+}
+
+/** The lines to show and the counts, folded in file order. */
+class Tally {
+  readonly shown: string[] = [];
+  total = 0;
+  files = 0;
+  skipped = 0;
+  /** Set when files were left unsearched because the limit was passed. */
+  stoppedEarly = false;
+
+  constructor(readonly maxResults: number) {}
+
+  /** More lines matched than can be shown: the rest of the files need not be searched. */
+  get full(): boolean {
+    return this.total > this.maxResults;
+  }
+
+  add(files: readonly string[], results: readonly FileMatches[]): void {
+    files.forEach((file, index) => {
+      const matches = results[index] as FileMatches;
+      if (matches.skipped) this.skipped++;
+      for (const [line, text] of matches.shown) {
+        if (this.shown.length < this.maxResults) this.shown.push(`${file}:${line + 1}:${cutLine(text)}`);
+      }
+      this.total += matches.total;
+      if (matches.total > 0) this.files++;
+    });
+  }
+
+  output(pattern: string, withheld: number): ToolOutput {
+    const { shown, total, files, skipped } = this;
+    const truncated = total > shown.length;
+    const lines = total === 0 ? ["(no matches)"] : [...shown];
+    const narrow = `narrow the pattern, path or include, or raise max_results up to ${GREP_MAX_RESULTS}`;
+    if (truncated && this.stoppedEarly) {
+      lines.push(
+        `(showing the first ${shown.length} matching lines; the search stopped there and more files may match; ${narrow})`,
+      );
+    } else if (truncated) {
+      lines.push(
+        `(showing the first ${shown.length} of ${total} matching lines in ${plural(files, "file")}; ${narrow})`,
+      );
+    }
+    if (skipped > 0) {
+      lines.push(
+        `(${plural(skipped, "more file")} would match but ${skipped === 1 ? "is" : "are"} binary or not UTF-8)`,
+      );
+    }
+    if (withheld > 0) {
+      lines.push(
+        `(${plural(withheld, "file")} not searched: the policy does not let read_file read ${withheld === 1 ? "it" : "them"} ` +
+          "without an approval)",
+      );
+    }
+    const counted = this.stoppedEarly ? `${total}+ matches` : plural(total, "match", "matches");
+    return {
+      summary: `grep ${pattern}: ${counted} in ${plural(files, "file")}`,
+      content: lines.join("\n"),
+      data: {
+        total,
+        files,
+        truncated,
+        skipped_files: skipped,
+        ...(this.stoppedEarly ? { stopped_early: true } : {}),
+        ...(withheld > 0 ? { withheld_files: withheld } : {}),
+      },
+    };
+  }
 }
 
 /** Every file matched on the worker pool, a few batches in flight; results in `files` order. */

@@ -6,17 +6,16 @@ import { isExecutable, programOutside } from "../../shell/locate.js";
 import { GREP_MAX_FILE_BYTES } from "./text.js";
 
 /**
- * ripgrep as a pre-filter: which files contain a literal. grep hands rg only a literal every match
- * must contain (literal.ts), never the model's regular expression, because rg's regex dialect is
- * not JavaScript's; a file rg names is then searched by the JavaScript matcher like any other, and
- * files rg does not name cannot match. So rg must never leave out a file that could match: it
- * searches every file as text (`-a`, no transcoding, no BOM handling) and applies fewer ignore
- * rules than grep does (no .ignore/.rgignore, no global or parent ignore files), and what it names
- * is only kept when grep's own listing has it (gitignore rules, .harness, the read policy).
+ * ripgrep as a sound filter: which of the listed files have a line matching the pattern. grep
+ * hands rg its own listing (gitignore rules, .harness and the read policy already applied, in
+ * sorted order) and a rewrite of the model's JavaScript expression that matches at least what the
+ * RegExp matches (rg-pattern.ts); the files rg names are then matched by the JavaScript matcher,
+ * which decides the lines shown. So rg must never leave out a file that could match: it searches
+ * every file as text (`-a`, no transcoding, no BOM handling).
  *
  * rg starts through the process executor (filtered environment, its own process group, killed
  * with its tree on cancellation) without an OS sandbox: harness picks its arguments, the model
- * only supplies the literal and a name filter, which rg takes as data after `-e` and `-g`.
+ * only supplies the pattern, which rg takes as data after `-e`, and file names after `--`.
  */
 
 let candidates: string[] | undefined;
@@ -60,39 +59,34 @@ export interface RipgrepQuery {
   root: string;
   /** Workspace-relative directory to search ("." for the root). */
   start: string;
-  literal: string;
-  ignoreCase: boolean;
-  /** A glob on file names (no "/"), passed on as a pre-filter; grep still applies its own. */
-  nameGlob?: string;
   signal: AbortSignal;
 }
 
-/** Workspace-relative paths of the files below `start` that contain the literal (unsorted). */
-export async function filesContaining(query: RipgrepQuery): Promise<string[]> {
+export interface RipgrepMatchQuery extends Omit<RipgrepQuery, "start"> {
+  /** Workspace-relative regular files to search (never symbolic links). */
+  files: readonly string[];
+  /** An rg expression (see rg-pattern.ts). */
+  pattern: string;
+  ignoreCase: boolean;
+}
+
+/** The files of `query.files` with a line rg's expression matches (unsorted). */
+export async function filesMatching(query: RipgrepMatchQuery): Promise<string[]> {
+  if (query.files.length === 0) return [];
   const argv = [
     query.rg,
     "--no-config",
     "--files-with-matches",
     "--null",
     "--no-messages",
-    "--hidden",
     "--text",
     "--encoding=none",
-    "--no-ignore-dot",
-    "--no-ignore-exclude",
-    "--no-ignore-global",
-    "--no-ignore-parent",
-    "--no-require-git",
     `--max-filesize=${GREP_MAX_FILE_BYTES}`,
-    "--fixed-strings",
     ...(query.ignoreCase ? ["--ignore-case"] : ["--case-sensitive"]),
-    "--glob=!.git",
-    "--glob=!/.harness",
-    ...(query.nameGlob === undefined ? [] : [`--glob=${query.nameGlob}`]),
     "-e",
-    query.literal,
+    query.pattern,
     "--",
-    query.start === "." ? "./" : `./${query.start}`,
+    ...query.files.map((file) => `./${file}`),
   ];
   return parsePaths(await runRipgrep(argv, query.root, query.signal));
 }
@@ -103,9 +97,7 @@ export async function filesContaining(query: RipgrepQuery): Promise<string[]> {
  * (rg only lists regular files and, without `--follow`, never enters a linked directory). `start`
  * must already be the canonical (symlink-free) directory: rg does follow a link given as its root.
  */
-export async function listFiles(
-  query: Omit<RipgrepQuery, "literal" | "ignoreCase" | "nameGlob">,
-): Promise<string[]> {
+export async function listFiles(query: RipgrepQuery): Promise<string[]> {
   const argv = [
     query.rg,
     "--no-config",
@@ -154,6 +146,10 @@ async function runRipgrep(argv: string[], root: string, signal: AbortSignal): Pr
     // 0: some file matched, 1: none did; anything else (a bad glob, a crash) is not an answer.
     if (exit.code !== 0 && exit.code !== 1) {
       const stderr = await rg.stop(0);
+      // rg's dialect refused the expression (an escape it lacks, a size limit): not a failure.
+      if (/^regex parse error|regex exceeds size limit|size limit/m.test(stderr.head)) {
+        throw new RipgrepRefusedPattern(stderr.head);
+      }
       throw new RipgrepFailed(`rg exited with ${exit.code ?? exit.signal}: ${stderr.head}`);
     }
     return Buffer.concat(chunks);
@@ -176,6 +172,11 @@ export function parsePaths(output: Buffer): string[] {
 /** rg could not answer; the caller searches without it. */
 export class RipgrepFailed extends Error {
   override readonly name = "RipgrepFailed";
+}
+
+/** rg cannot compile the expression; grep matches it in JavaScript alone. */
+export class RipgrepRefusedPattern extends Error {
+  override readonly name = "RipgrepRefusedPattern";
 }
 
 function cancelled(): ToolError {
