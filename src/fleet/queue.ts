@@ -23,6 +23,12 @@ import { type FleetTask, parseStoredTask, taskTag } from "./task.js";
  */
 
 export const QUEUE = "harness-sessions";
+/**
+ * Told (NOTIFY) whenever a job is queued, with pg-boss's schema as the payload (pools in other
+ * schemas of the same database ignore it): idle workers fetch at once instead of at their next
+ * poll. Only a wake-up: a worker that misses one still finds the job when it polls.
+ */
+export const QUEUED_CHANNEL = "harness_fleet_queued";
 
 const DDL = `
 CREATE TABLE IF NOT EXISTS harness_fleet_tasks (
@@ -164,12 +170,43 @@ export class FleetDatabase {
 
   /** One job for the session; a second one while one is already queued is a no-op (stately). */
   async enqueue(session: string): Promise<string | null> {
-    return this.boss.send(
+    const id = await this.boss.send(
       QUEUE,
       { session },
       // The lease decides liveness: pg-boss's own expiry only cleans up after a very long time.
       { singletonKey: session, retryLimit: 0, expireInHours: 23 },
     );
+    // A wake-up that fails costs only latency: the job is queued and the next poll finds it.
+    await this.pool.query("SELECT pg_notify($1, $2)", [QUEUED_CHANNEL, this.bossSchema]).catch(() => {});
+    return id;
+  }
+
+  /**
+   * Call `wake` whenever a job is queued in this pool, on a connection held for it (LISTEN).
+   * Returns the function that stops listening. A lost connection is reported through `failed`
+   * and not reopened: the workers then fall back to polling.
+   */
+  async onQueued(wake: () => void, failed: (error: Error) => void): Promise<() => Promise<void>> {
+    const client = await this.pool.connect();
+    let broken = false;
+    client.on("notification", (message) => {
+      if (message.channel === QUEUED_CHANNEL && message.payload === this.bossSchema) wake();
+    });
+    client.on("error", (error) => {
+      broken = true;
+      failed(error);
+    });
+    try {
+      await client.query(`LISTEN ${QUEUED_CHANNEL}`);
+    } catch (error) {
+      client.release(true);
+      throw error;
+    }
+    return async () => {
+      if (!broken) await client.query(`UNLISTEN ${QUEUED_CHANNEL}`).catch(() => {});
+      // Destroyed, not returned to the pool: nothing else should inherit its LISTEN.
+      client.release(true);
+    };
   }
 
   async task(session: string): Promise<

@@ -43,7 +43,10 @@ export interface WorkerOptions {
   log?: (line: string) => void;
   /** How often the reaper looks for expired leases (default: the lease time). */
   reapEveryMs?: number;
-  /** How often an idle worker polls the queue (pg-boss's minimum is 0.5 s). */
+  /**
+   * How often an idle worker polls the queue (pg-boss's minimum is 0.5 s). Only the fallback: a
+   * queued job wakes the worker through NOTIFY, and a slot that frees fetches at once.
+   */
   pollSeconds?: number;
 }
 
@@ -55,6 +58,7 @@ export class FleetWorker {
   private readonly stopping = new AbortController();
   private readonly running = new Set<Promise<unknown>>();
   private reaper: NodeJS.Timeout | undefined;
+  private unlisten: (() => Promise<void>) | undefined;
 
   private constructor(
     private readonly db: FleetDatabase,
@@ -70,10 +74,39 @@ export class FleetWorker {
     });
     const worker = new FleetWorker(db, options);
     const pollingIntervalSeconds = options.pollSeconds ?? 0.5;
-    // One polling loop per slot: pg-boss hands each loop one job at a time.
+    // One fetch loop per slot: pg-boss hands each loop one job at a time. A loop waits out the
+    // polling interval after a fetch unless it is notified: it is after each job it ran (the slot
+    // is free, and more may be queued) and whenever a job is queued (NOTIFY), so dispatch is not
+    // paced by the interval.
+    const slots: string[] = [];
     for (let slot = 0; slot < options.concurrency; slot += 1) {
-      await db.boss.work<{ session: string }>(QUEUE, { batchSize: 1, pollingIntervalSeconds }, (jobs) =>
-        worker.track(worker.handle(jobs)),
+      let id: string | undefined;
+      id = await db.boss.work<{ session: string }>(
+        QUEUE,
+        { batchSize: 1, pollingIntervalSeconds },
+        async (jobs) => {
+          try {
+            await worker.track(worker.handle(jobs));
+          } finally {
+            if (id !== undefined) db.boss.notifyWorker(id);
+          }
+        },
+      );
+      slots.push(id);
+    }
+    try {
+      worker.unlisten = await db.onQueued(
+        () => {
+          for (const id of slots) db.boss.notifyWorker(id);
+        },
+        (error) =>
+          worker.log(
+            `queue notifications lost (${error.message}); polling every ${pollingIntervalSeconds} s`,
+          ),
+      );
+    } catch (error) {
+      worker.log(
+        `queue notifications unavailable (${(error as Error).message}); polling every ${pollingIntervalSeconds} s`,
       );
     }
     const every = options.reapEveryMs ?? options.leaseMs;
@@ -92,6 +125,7 @@ export class FleetWorker {
   async stop(): Promise<void> {
     clearInterval(this.reaper);
     this.stopping.abort(new Error("the worker is stopping"));
+    await this.unlisten?.().catch(() => {});
     await this.db.boss.offWork(QUEUE).catch(() => {});
     await Promise.allSettled([...this.running]);
     await this.db.close();
