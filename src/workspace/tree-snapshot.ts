@@ -31,9 +31,12 @@ export { RECORD_MAX_BYTES } from "./tree-entry.js";
  * recorded as that link, and nothing is read through it. A file whose stat
  * (size, mtime, ctime, inode, mode) is what it was when it was last hashed keeps that hash, and
  * only the others are read. ctime is in the key because a process can put an old mtime back
- * (`touch -r`) but cannot set ctime. A file changed within the same clock tick as its hashing
- * could keep all of those (the file system's clock is coarse), so such a "racy" entry is hashed
- * again on the next walk, as git does for its index.
+ * (`touch -r`) but cannot set ctime; the device because another file system mounted at a path
+ * (or a restored copy) can repeat an inode number. A file changed within the same clock tick as its
+ * hashing could keep all of those (the file system's clock is coarse), so such a "racy" entry is
+ * hashed again on the next walk, as git does for its index, and is never written to the saved
+ * cache: a new process hashes it again too. On a file system whose times have whole seconds
+ * (FAT, some network mounts) the tick is taken as two seconds.
  *
  * Every file hashed is also copied, by content, into the workspace's object directory
  * (`.harness/objects/<sha256>`): when a shell command later changes or deletes it, its bytes from
@@ -41,9 +44,12 @@ export { RECORD_MAX_BYTES } from "./tree-entry.js";
  * `.harness/tree-cache.json` so a new process rehashes nothing that did not change.
  */
 
-const CACHE_VERSION = 1;
+/** 2: rows carry the device; racy entries are no longer saved. */
+const CACHE_VERSION = 2;
 /** A hash taken less than this after the file's ctime is not trusted on the next walk. */
 const RACY_MS = 100;
+/** The same, on a file system whose times are whole seconds (FAT's are two). */
+const RACY_COARSE_MS = 2_000;
 /**
  * How long a walk works before it lets the event loop run. A first walk of a large tree hashes
  * for many seconds; without a break in it a signal (Ctrl-C) waits, a server's other sessions and
@@ -58,6 +64,7 @@ const WALK_SLICE_MS = 50;
 export const KEEP_MAX_BYTES = 64 * 1024 * 1024;
 
 interface Cached {
+  dev: number;
   size: number;
   mtime: number;
   ctime: number;
@@ -379,16 +386,12 @@ export class TreeSnapshot {
   /** Write the stat cache if it changed (temp file and rename: a reader sees the old or the new one). */
   save(): void {
     if (this.unsaved === 0) return;
-    const rows = [...this.cache].map(([p, c]) => [
-      p,
-      c.size,
-      c.mtime,
-      c.ctime,
-      c.ino,
-      c.mode,
-      c.hash ?? null,
-      c.link ?? null,
-    ]);
+    const rows: unknown[] = [];
+    for (const [p, c] of this.cache) {
+      // A racy entry is hashed again by whoever walks next, this process or another.
+      if (c.racy) continue;
+      rows.push([p, c.dev, c.size, c.mtime, c.ctime, c.ino, c.mode, c.hash ?? null, c.link ?? null]);
+    }
     mkdirSync(this.options.stateDir, { recursive: true });
     const temp = `${this.cacheFile}.${randomBytes(4).toString("hex")}.tmp`;
     writeFileSync(temp, JSON.stringify({ version: CACHE_VERSION, root: this.options.root, rows }), {
@@ -422,11 +425,12 @@ export class TreeSnapshot {
     const { version, root, rows } = value as { version?: unknown; root?: unknown; rows?: unknown };
     if (version !== CACHE_VERSION || root !== this.options.root || !Array.isArray(rows)) return;
     for (const row of rows) {
-      if (!Array.isArray(row) || row.length !== 8) continue;
-      const [p, size, mtime, ctime, ino, mode, hash, link] = row as unknown[];
+      if (!Array.isArray(row) || row.length !== 9) continue;
+      const [p, dev, size, mtime, ctime, ino, mode, hash, link] = row as unknown[];
       if (typeof p !== "string" || typeof size !== "number" || typeof mtime !== "number") continue;
       if (typeof ctime !== "number" || typeof ino !== "number" || typeof mode !== "number") continue;
-      const entry: Cached = { size, mtime, ctime, ino, mode, racy: false };
+      if (typeof dev !== "number") continue;
+      const entry: Cached = { dev, size, mtime, ctime, ino, mode, racy: false };
       if (typeof hash === "string" && /^[0-9a-f]{64}$/.test(hash)) entry.hash = hash;
       else if (typeof link === "string") entry.link = link;
       else continue;
@@ -439,8 +443,16 @@ export class TreeSnapshot {
    * opened beneath it; undefined when it cannot be read or is no longer what the lstat said.
    */
   private hash(dir: HeldDir, name: string, rel: string, st: Stats, now: number): Cached | undefined {
-    const base = { size: st.size, mtime: st.mtimeMs, ctime: st.ctimeMs, ino: st.ino, mode: st.mode };
-    const racy = now - st.ctimeMs < RACY_MS;
+    const base = {
+      dev: st.dev,
+      size: st.size,
+      mtime: st.mtimeMs,
+      ctime: st.ctimeMs,
+      ino: st.ino,
+      mode: st.mode,
+    };
+    const coarse = st.ctimeMs % 1000 === 0 && st.mtimeMs % 1000 === 0;
+    const racy = now - st.ctimeMs < (coarse ? RACY_COARSE_MS : RACY_MS);
     const maxBytes = this.options.maxFileBytes ?? RECORD_MAX_BYTES;
     try {
       if (st.isSymbolicLink()) return { ...base, link: dir.readlink(name), racy };
@@ -496,15 +508,30 @@ export class TreeSnapshot {
   }
 }
 
-/** A small file's bytes through its descriptor (it may have grown); undefined past `maxBytes`. */
+/**
+ * One buffer every read goes through: the bytes are hashed and copied out synchronously, so no
+ * two reads overlap. A first walk reads every file of the tree; a buffer per file left tens of
+ * thousands of them to the garbage collector (most of that walk's memory). Grown for a large file,
+ * it is dropped back to its usual size after that read.
+ */
+const SCRATCH_BYTES = 1024 * 1024;
+let scratch = Buffer.allocUnsafeSlow(SCRATCH_BYTES);
+
+/**
+ * A small file's bytes through its descriptor (it may have grown); undefined past `maxBytes`.
+ * The bytes are in the shared scratch buffer: valid until the next read.
+ */
 function readWhole(fd: number, sizeHint: number, maxBytes: number): Buffer | undefined {
-  let buffer = Buffer.allocUnsafeSlow(sizeHint + 1);
+  if (scratch.length > SCRATCH_BYTES) scratch = Buffer.allocUnsafeSlow(SCRATCH_BYTES);
+  if (scratch.length < sizeHint + 1) scratch = Buffer.allocUnsafeSlow(sizeHint + 1);
+  let buffer = scratch;
   let length = 0;
   for (;;) {
     if (length === buffer.length) {
       const bigger = Buffer.allocUnsafeSlow(buffer.length * 2);
       buffer.copy(bigger, 0, 0, length);
       buffer = bigger;
+      scratch = bigger;
     }
     const read = readSync(fd, buffer, length, buffer.length - length, length);
     if (read === 0) return buffer.subarray(0, length);
@@ -529,6 +556,7 @@ function hashInChunks(fd: number, maxBytes: number): { hash: string; size: numbe
 
 function sameStat(cached: Cached, st: Stats): boolean {
   return (
+    cached.dev === st.dev &&
     cached.size === st.size &&
     cached.mtime === st.mtimeMs &&
     cached.ctime === st.ctimeMs &&

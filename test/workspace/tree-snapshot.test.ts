@@ -177,6 +177,43 @@ describe("TreeSnapshot", () => {
     expect(second.last?.hashed).toBe(0);
   });
 
+  it("a file hashed in its change's clock tick is not saved as known: the next process hashes it again", async () => {
+    const root = workspace({ "old.txt": "o" });
+    await sleep(300);
+    writeFileSync(join(root, "a.txt"), "a");
+    // The clock is a.txt's own change time: within the tick, so "a.txt" is racy; "old.txt" is not.
+    const changed = statSync(join(root, "a.txt")).ctimeMs;
+    const first = new TreeSnapshot({
+      root,
+      stateDir: join(root, ".harness"),
+      watch: false,
+      now: () => changed,
+    });
+    await first.snapshot();
+    first.save();
+    const rows = JSON.parse(readFileSync(join(root, ".harness/tree-cache.json"), "utf8")).rows as unknown[][];
+    expect(rows.map((row) => row[0])).toEqual(["old.txt"]);
+    const second = snapshotter(root);
+    await second.snapshot();
+    expect(second.last?.hashed).toBe(1);
+  });
+
+  it("a saved entry is trusted only on the same device and inode", async () => {
+    const root = workspace({ "a.txt": "a" });
+    const first = snapshotter(root);
+    await first.snapshot();
+    first.save();
+    const file = join(root, ".harness/tree-cache.json");
+    const cache = JSON.parse(readFileSync(file, "utf8")) as { rows: unknown[][] };
+    expect(cache.rows[0]?.[1]).toBe(statSync(join(root, "a.txt")).dev);
+    // Another file system with the same inode numbers, as a restored copy or a new mount gives.
+    (cache.rows[0] as unknown[])[1] = (cache.rows[0]?.[1] as number) + 1;
+    writeFileSync(file, JSON.stringify(cache));
+    const second = snapshotter(root);
+    await second.snapshot();
+    expect(second.last?.hashed).toBe(1);
+  });
+
   it("a cache that cannot be read only costs a rehash", async () => {
     const root = workspace({ "a.txt": "a" });
     mkdirSync(join(root, ".harness"), { recursive: true });
