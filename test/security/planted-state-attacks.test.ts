@@ -30,11 +30,21 @@ function shippedWorkspace(): { root: string; stateDir: string } {
   return { root, stateDir };
 }
 
-/** What a tarball can fix: path, size, mtime and mode; inode and ctime are guesses. */
+/** What a tarball can fix: path, size, mtime and mode; device, inode and ctime are guesses. */
 function plantCache(root: string, stateDir: string, hash: string): void {
   const st = statSync(join(root, "notes.txt"));
-  const row = ["notes.txt", st.size, st.mtimeMs, st.ctimeMs - 60_000, st.ino + 1, st.mode, hash, null];
-  writeFileSync(join(stateDir, "tree-cache.json"), JSON.stringify({ version: 1, root, rows: [row] }));
+  const row = [
+    "notes.txt",
+    st.dev,
+    st.size,
+    st.mtimeMs,
+    st.ctimeMs - 60_000,
+    st.ino + 1,
+    st.mode,
+    hash,
+    null,
+  ];
+  writeFileSync(join(stateDir, "tree-cache.json"), JSON.stringify({ version: 2, root, rows: [row] }));
 }
 
 describe("a shipped .harness state", () => {
