@@ -137,6 +137,10 @@ export class Engine {
     // unverifiable owner still refuses.
     this.writer = await store.openWriter(sessionId, { create: mode !== "resume", recoverStaleLock: true });
     this.options.processes?.journal.attach((event) => this.record(event));
+    this.options.processes?.untrusted?.attach({
+      untrusted: () => this.state.turnUntrusted,
+      contacted: (target) => this.state.contacted.has(target),
+    });
     try {
       this.state = SessionState.from(this.writer.records);
       // Before anything is decided (the start instructions are read under them too).
@@ -201,6 +205,7 @@ export class Engine {
     } finally {
       this.options.runtime.effects?.close();
       this.options.processes?.journal.attach(undefined);
+      this.options.processes?.untrusted?.attach(undefined);
       // Whatever is still deferred (a run that ended by an exception) is written and shown.
       if (this.undisclosed.length > 0) await this.record().catch(() => undefined);
       await this.writer.close();
@@ -588,6 +593,7 @@ export class Engine {
       permissions: o.policy.permissions,
       observedVersion: (path) => this.state.observed.get(path),
       history: () => this.state.history,
+      untrusted: () => this.state.turnUntrusted,
       ...(o.proposals ? { proposals: o.proposals(proposalRecords(this.state)) } : {}),
       previewLimitBytes: this.limits.previewLimitBytes,
       poolSize: this.limits.poolSize,

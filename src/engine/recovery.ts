@@ -1,5 +1,6 @@
 import type { AnyNewEvent, EventData } from "../journal/vocabulary.js";
 import { errorResult, okResult, resultFromThrown, type ToolResult } from "../runtime/result.js";
+import type { UntrustedWatch } from "../runtime/untrusted.js";
 import { createToolContext } from "../tools/context.js";
 import { ToolError } from "../tools/errors.js";
 import type { CatalogPort } from "../tools/tool.js";
@@ -64,6 +65,11 @@ export class SpawnJournal {
 
 export interface ProcessSupervision {
   journal: SpawnJournal;
+  /**
+   * What the session's network reads of this turn's untrusted content and the hosts contacted
+   * before: the engine attaches its state while a run is open.
+   */
+  untrusted?: UntrustedWatch;
   /** Kill what is left of a recorded process group; returns how many processes were killed. */
   killSurvivors(spawn: { pgid: number; bootId: string; startTicks: number }): Promise<number>;
 }

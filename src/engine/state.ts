@@ -1,8 +1,10 @@
 import type { AnyRecord, EventData, EventType, JournalRecord } from "../journal/vocabulary.js";
 import type { ModelMessage, ToolCall } from "../protocol/types.js";
+import { formatNetTarget } from "../rules/net-pattern.js";
 import type { HistoryEntry } from "../runtime/ports.js";
 import { projectForModel } from "../runtime/projection.js";
 import type { ToolResult } from "../runtime/result.js";
+import type { UntrustedSeen } from "../runtime/untrusted.js";
 import type { JsonObject } from "../shared/json.js";
 import type { RecordedAgent } from "../tools/tool.js";
 import { pinnedMessages, summaryMessage } from "./compaction.js";
@@ -112,6 +114,13 @@ export class SessionState {
   readonly pendingSteers: string[] = [];
   /** The model owes a reply: input or steering arrived after its latest reply. */
   replyPending = false;
+  /**
+   * Untrusted results (`tool.result` with `untrusted`) recorded this turn, oldest first: after
+   * them, a call or connection that would widen what leaves the machine asks a person.
+   */
+  turnUntrusted: UntrustedSeen[] = [];
+  /** `HOST:PORT` of every connection allowed in this session (`net.connection`). */
+  readonly contacted = new Set<string>();
   /** This turn's goal-loop attempts, in order (a new turn starts its own loop). */
   turnAttempts: EventData<"acceptance.attempt">[] = [];
   /**
@@ -189,6 +198,8 @@ export class SessionState {
       state.turnResultsBefore = state.results.size;
       state.turnAgentToolCalls = 0;
       state.turnAttempts = [];
+      // The person speaks again: what the model saw last turn no longer stands between them.
+      state.turnUntrusted = [];
       state.outcome = undefined;
       state.replyPending = true;
       state.addUserMessage(data.text);
@@ -297,12 +308,21 @@ export class SessionState {
     "process.spawned": (state, { data }) => {
       state.spawns.push(data);
     },
-    // What left the machine: an audit trail for inspect and the viewer; nothing the loop decides on.
-    "net.connection": ignore,
+    // What left the machine: an audit trail for inspect and the viewer, and the hosts already
+    // contacted (after untrusted content, a new one asks a person).
+    "net.connection": (state, { data }) => {
+      if (data.decision === "allow") state.contacted.add(formatNetTarget(data.host, data.port));
+    },
     // A retry within one call: the call's result is what the model and the budgets see.
     "tool.retrying": ignore,
     "tool.result": (state, { data: result }) => {
       state.results.set(result.call_id, result);
+      if (result.untrusted !== undefined)
+        state.turnUntrusted.push({
+          call_id: result.call_id,
+          name: result.name,
+          provenance: result.untrusted,
+        });
       state.noteOutcome(result.call_id);
       // A program's call: the model asked for the batch, not for it, and saw only what the
       // program returned, so it is no message and no observation of a file's version.

@@ -242,6 +242,8 @@ export const EVENT_SCHEMAS = {
     name: z.string(),
     call_hash: hex64,
     effect: z.string(),
+    /** Why a person is asked, when untrusted content seen before the call raised the question. */
+    reason: z.string().optional(),
   }),
   "approval.decided": z.object({
     call_id: z.string(),
@@ -329,6 +331,11 @@ export const EVENT_SCHEMAS = {
     trace: jsonObject.optional(),
     /** As in `tool.started`: the call whose program made this one. */
     parent_call_id: z.string().optional(),
+    /**
+     * The content came from outside the user's trust: its provenance (a URL, an MCP server).
+     * The model reads it labelled as data; the turn's later egress asks a person.
+     */
+    untrusted: z.string().optional(),
   }),
   "proposal.recorded": z.object({
     proposal_id: z.string(),

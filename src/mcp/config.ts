@@ -38,7 +38,11 @@ const shared = {
   enabled_tools: z.array(z.string().min(1)).optional(),
   /** These tools (raw server names) are never offered; applied after enabled_tools. */
   disabled_tools: z.array(z.string().min(1)).optional(),
-  /** Whether the server's own tool annotations (read-only, idempotent...) are believed. */
+  /**
+   * Whether the server's own tool annotations (read-only, idempotent...) are believed, and its
+   * results taken as the user's own (an untrusted server's are labelled as untrusted data, and
+   * after them a call that widens what leaves the machine asks a person).
+   */
   trusted: z.boolean().default(false),
   /**
    * Its tools are offered from the first request even when tools are deferred (never deferred).

@@ -247,9 +247,14 @@ function mcpToolEntry(
         throw new ToolError("TOOL_FAILED", `${exposed}: ${error.message}`, { operationApplied: applied });
       }
       const data: JsonObject = { server: server.server, tool: listing.name, ...result.data };
-      if (!result.isError) return { summary: result.summary, content: result.content, data };
+      // What a server the user has not marked trusted says is data, labelled with where it came from.
+      const untrusted = server.trusted
+        ? {}
+        : { untrusted: `MCP server ${server.server} (tool ${listing.name})` };
+      if (!result.isError) return { summary: result.summary, content: result.content, data, ...untrusted };
       const message = await errorMessage(result.content, context);
       throw new ToolError("TOOL_FAILED", message.text, {
+        ...untrusted,
         operationApplied: applied,
         data: message.artifact === undefined ? data : { ...data, error_text: message.artifact },
       });

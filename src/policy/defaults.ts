@@ -18,7 +18,9 @@ export const DEFAULT_SHELL_MODE: ShellMode = "ask";
  * built-in deny would otherwise be impossible to lift).
  */
 export const DEFAULT_RULES: Readonly<Record<RuleDecision, readonly string[]>> = {
-  allow: [],
+  // web_fetch is decided per connection, like a command's network: every hop must be allowed by
+  // a net(HOST[:PORT]) rule (no rule: denied), so the call itself needs no second question.
+  allow: ["web_fetch"],
   // Files that usually hold secrets: reading or changing them is the user's call.
   ask: [
     "*(**/.env)",

@@ -18,6 +18,7 @@ import type {
   Subject,
 } from "./ports.js";
 import type { ToolResult } from "./result.js";
+import { type UntrustedSeen, untrustedReason, WIDENING_EFFECTS } from "./untrusted.js";
 
 /*
  * The authorization stage of a tool call. Capability is not permission: each call is decided
@@ -47,6 +48,8 @@ export interface AuthorizePorts {
   proposals: boolean;
   /** Settled calls of the session so far, for policies that depend on observations. */
   history?(): readonly HistoryEntry[];
+  /** Untrusted results the model has seen this turn (runtime/untrusted.ts). */
+  untrusted?(): readonly UntrustedSeen[];
 }
 
 /** Where the stage writes: the journal, and the runtime's buffer of hook decisions. */
@@ -130,22 +133,33 @@ export async function authorize(
   if (ports.hooks)
     await effects.hookRecords(await ports.hooks.notify("before_permission", effects.hookContext()), false);
   const history = ports.history?.();
-  const decision = await ports.permissions.decide({
+  const decided = await ports.permissions.decide({
     tool: call.name,
     effect: call.effect,
     arguments: call.arguments,
     ...(history ? { history } : {}),
   });
+  const tainted = taintedDecision(call, decided, ports.untrusted?.() ?? []);
+  const decision = tainted?.decision ?? decided;
   const grant = grantFor(call.name, call.arguments, decision.subject);
   const input: AuthorizationInput = {
     call,
     decision,
     proposals: ports.proposals,
-    granted: decision.decision === "ask" && ports.grants.covers(grant, decision.parts),
+    // After untrusted content no earlier "for the session" answer stands in for this question.
+    granted:
+      decision.decision === "ask" && tainted === undefined && ports.grants.covers(grant, decision.parts),
   };
   let ruled = authorization(input);
   if (ruled.outcome === "ask") {
-    const answer = await ask(call, decision, grant.subject, ports.approver, effects);
+    const asked: AuthorizeCall =
+      tainted === undefined
+        ? call
+        : {
+            ...call,
+            display: { ...call.display, details: { ...call.display?.details, untrusted: tainted.preceded } },
+          };
+    const answer = await ask(asked, decision, grant.subject, ports.approver, effects, tainted !== undefined);
     ruled = authorization({ ...input, answer, cancelled: effects.signal.aborted }) as Authorization;
     if (ruled.outcome === "allow" && answer.scope === "session")
       ports.grants.add(answer.pattern !== undefined ? { ...grant, pattern: answer.pattern } : grant);
@@ -158,6 +172,23 @@ export async function authorize(
   return ruled;
 }
 
+/**
+ * A call that would widen what leaves the machine (an external, network-writing or destructive
+ * effect) after the model saw untrusted content this turn: a rule's allow (or a session grant)
+ * becomes a question to a person, the reason naming the content that came before. A deny stays a
+ * deny; a propose runs against the overlay and reaches nothing.
+ */
+function taintedDecision(
+  call: AuthorizeCall,
+  decision: PermissionDecision,
+  seen: readonly UntrustedSeen[],
+): { decision: PermissionDecision; preceded: string } | undefined {
+  if (seen.length === 0 || !WIDENING_EFFECTS.has(call.effect)) return undefined;
+  if (decision.decision !== "allow" && decision.decision !== "ask") return undefined;
+  const preceded = untrustedReason(seen);
+  return { decision: { ...decision, decision: "ask", reason: `${preceded}; ${decision.reason}` }, preceded };
+}
+
 /** Ask the approver, journaling the request before and the answer after. */
 async function ask(
   call: AuthorizeCall,
@@ -165,6 +196,8 @@ async function ask(
   subject: Subject,
   approver: ApprovalPort,
   effects: AuthorizeEffects,
+  /** Journal the reason with the request (a question untrusted content raised). */
+  withReason = false,
 ): Promise<ApprovalDecision> {
   const request: ApprovalRequest = {
     callId: call.id,
@@ -180,7 +213,13 @@ async function ask(
   await effects.recorder.record([
     {
       type: "approval.requested",
-      data: { call_id: call.id, name: call.name, call_hash: request.callHash, effect: call.effect },
+      data: {
+        call_id: call.id,
+        name: call.name,
+        call_hash: request.callHash,
+        effect: call.effect,
+        ...(withReason ? { reason: decision.reason } : {}),
+      },
     },
   ]);
   let answer: ApprovalDecision;

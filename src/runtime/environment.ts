@@ -12,6 +12,7 @@ import type {
   ProposalPort,
 } from "./ports.js";
 import type { SnapshotEntry, ToolSnapshot } from "./registry.js";
+import type { UntrustedSeen } from "./untrusted.js";
 import type { WorkspaceEffects } from "./workspace-effects.js";
 
 /** Runtime-level retries of transient infrastructure failures (pure/idempotent tools only). */
@@ -68,6 +69,8 @@ export interface RuntimeOptions extends Omit<RuntimeEnvironment, "grants" | "set
   observedVersion(canonicalPath: string): string | undefined;
   /** Settled calls of the session so far, for policies that depend on observations. */
   history?(): readonly HistoryEntry[];
+  /** Untrusted results the model has seen this turn: widening calls after them ask (untrusted.ts). */
+  untrusted?(): readonly UntrustedSeen[];
   previewLimitBytes: number;
   poolSize: number;
   progress?: ProgressListener;

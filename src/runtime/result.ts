@@ -25,7 +25,7 @@ export function identity(call: { id: string; name: string }): CallIdentity {
 
 export function okResult(
   call: CallIdentity,
-  output: { summary: string; content: string; data?: JsonObject },
+  output: { summary: string; content: string; data?: JsonObject; untrusted?: string },
   durationMs: number,
 ): ToolResult {
   const result: ToolResult = {
@@ -37,6 +37,7 @@ export function okResult(
     duration_ms: durationMs,
   };
   if (output.data !== undefined) result.data = output.data;
+  if (output.untrusted !== undefined) result.untrusted = output.untrusted;
   return result;
 }
 
@@ -83,7 +84,9 @@ export function resultFromThrown(call: CallIdentity, thrown: unknown, durationMs
     if (thrown.hint !== undefined) options.hint = thrown.hint;
     if (thrown.data !== undefined) options.data = toJsonObject(thrown.data);
     if (thrown.operationApplied !== undefined) options.operationApplied = thrown.operationApplied;
-    return errorResult(call, thrown.code, thrown.message, options);
+    const result = errorResult(call, thrown.code, thrown.message, options);
+    if (thrown.untrusted !== undefined) result.untrusted = thrown.untrusted;
+    return result;
   }
   // Unknown exceptions may carry host paths or internals: the model gets a fixed message.
   const kind = thrown instanceof Error ? thrown.name : typeof thrown;

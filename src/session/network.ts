@@ -4,6 +4,7 @@ import { evaluateNetwork } from "../policy/network.js";
 import type { Policy } from "../policy/permissions.js";
 import { formatNetTarget } from "../rules/net-pattern.js";
 import type { ApprovalPort } from "../runtime/ports.js";
+import { type UntrustedView, untrustedReason } from "../runtime/untrusted.js";
 import type { NetworkAccess } from "../sandbox/executor.js";
 import { digestOf } from "../shared/hash.js";
 
@@ -13,6 +14,11 @@ import { digestOf } from "../shared/hash.js";
  * and journaling each as `net.connection` with the call's id. An `ask` goes to the session's
  * approver showing the host, the port and the call that wants it; the answer holds for that
  * call (or, answered "for the session", for every later call) and that host and port only.
+ *
+ * Untrusted content cannot unlock egress: once the model has seen some this turn, a connection
+ * to a host not contacted before in the session (or one a credential is bound to) asks a person
+ * even where a rule allows it, the question naming the content that came before; no approver,
+ * or a refusal, denies, and `net.connection` records that reason.
  */
 
 /** `off`: no network at all (the default); `policy`: through the proxy, by the `net(...)` rules. */
@@ -25,6 +31,13 @@ export interface SessionNetworkOptions {
   approver: () => ApprovalPort | undefined;
   /** Journal one connection (the engine's recorder); a rejection is ignored (the call still ends). */
   record: (connection: ConnectionInfo) => Promise<void>;
+  /** This turn's untrusted content and the hosts contacted before (absent: nothing is ever tainted). */
+  untrusted?: UntrustedView;
+  /**
+   * Whether a credential is bound to this host (its connections carry a secret): after untrusted
+   * content such a connection always asks. The seam for credential substitution; absent: none.
+   */
+  credentialBound?: (host: string, port: number) => boolean;
 }
 
 /** Network access for the call `callId`. */
@@ -35,20 +48,35 @@ export function sessionNetwork(options: SessionNetworkOptions): CallNetwork {
   const sessionAnswers = new Map<string, boolean>();
   return (callId, signal) => {
     const callAnswers = new Map<string, Promise<boolean>>();
-    const ask = (target: string, host: string, port: number, reason: string): Promise<boolean> => {
+    const ask = (
+      target: string,
+      host: string,
+      port: number,
+      reason: string,
+      preceded?: string,
+    ): Promise<boolean> => {
       const kept = sessionAnswers.get(target);
-      if (kept !== undefined) return Promise.resolve(kept);
-      let answer = callAnswers.get(target);
+      // A "for the session" answer stands, unless untrusted content came before: then only a
+      // refusal does (an earlier allow was not given knowing what the model has read since).
+      if (kept !== undefined && (preceded === undefined || !kept)) return Promise.resolve(kept);
+      const key = preceded === undefined ? target : `${target} untrusted`;
+      let answer = callAnswers.get(key);
       if (answer === undefined) {
-        answer = askApprover(options.approver(), { callId, host, port, target, reason }, signal).then(
-          ({ allowed, session }) => {
-            if (session) sessionAnswers.set(target, allowed);
-            return allowed;
-          },
-        );
-        callAnswers.set(target, answer);
+        const request = { callId, host, port, target, reason, ...(preceded ? { preceded } : {}) };
+        answer = askApprover(options.approver(), request, signal).then(({ allowed, session }) => {
+          if (session) sessionAnswers.set(target, allowed);
+          return allowed;
+        });
+        callAnswers.set(key, answer);
       }
       return answer;
+    };
+    /** The untrusted content that makes this connection a widening, if it is one. */
+    const widening = (host: string, port: number, target: string): string | undefined => {
+      const seen = options.untrusted?.untrusted() ?? [];
+      if (seen.length === 0) return undefined;
+      if (options.untrusted?.contacted(target) && !options.credentialBound?.(host, port)) return undefined;
+      return untrustedReason(seen);
     };
     return {
       decide: async (host, port): Promise<EgressDecision> => {
@@ -57,16 +85,18 @@ export function sessionNetwork(options: SessionNetworkOptions): CallNetwork {
         if (evaluation.decision === "deny") {
           return { decision: "deny", reason: evaluation.reason, exact: false, ...rule };
         }
-        if (evaluation.decision === "ask") {
-          const allowed = await ask(evaluation.target, host, port, evaluation.reason);
+        const preceded = widening(host, port, evaluation.target);
+        if (evaluation.decision === "ask" || preceded !== undefined) {
+          const reason = preceded === undefined ? evaluation.reason : `${preceded}; ${evaluation.reason}`;
+          const allowed = await ask(evaluation.target, host, port, reason, preceded);
           return allowed
             ? {
                 decision: "allow",
-                reason: `approved: ${evaluation.reason}`,
+                reason: `approved: ${reason}`,
                 exact: evaluation.exact,
                 ...rule,
               }
-            : { decision: "deny", reason: `not approved: ${evaluation.reason}`, exact: false, ...rule };
+            : { decision: "deny", reason: `not approved: ${reason}`, exact: false, ...rule };
         }
         return { decision: "allow", reason: evaluation.reason, exact: evaluation.exact, ...rule };
       },
@@ -79,7 +109,7 @@ export function sessionNetwork(options: SessionNetworkOptions): CallNetwork {
 
 async function askApprover(
   approver: ApprovalPort | undefined,
-  request: { callId: string; host: string; port: number; target: string; reason: string },
+  request: { callId: string; host: string; port: number; target: string; reason: string; preceded?: string },
   signal: AbortSignal | undefined,
 ): Promise<{ allowed: boolean; session: boolean }> {
   if (approver === undefined) return { allowed: false, session: false };
@@ -100,6 +130,7 @@ async function askApprover(
             port: String(request.port),
             call: request.callId,
             connection: `call ${request.callId} wants to connect to ${request.target}`,
+            ...(request.preceded !== undefined ? { untrusted: request.preceded } : {}),
           },
         },
       },

@@ -44,6 +44,7 @@ import { ScriptedProvider } from "../providers/scripted/provider.js";
 import { RuleSyntaxError } from "../rules/grammar.js";
 import type { ApprovalPort, GrantPort, HookPort, ProposalPort, ProposalRecord } from "../runtime/ports.js";
 import type { ToolSnapshot } from "../runtime/registry.js";
+import { UntrustedWatch } from "../runtime/untrusted.js";
 import type { SessionNetwork } from "../sandbox/session-network.js";
 import { killSurvivors } from "../sandbox/tree.js";
 import { digestOf } from "../shared/hash.js";
@@ -191,12 +192,15 @@ export async function buildSetup(options: {
     );
   }
   let sessionApprover: ApprovalPort | undefined;
+  // The engine attaches this turn's untrusted content and the hosts contacted so far.
+  const untrusted = new UntrustedWatch();
   const callNetwork: CallNetwork | undefined =
     flags.network === "policy"
       ? sessionNetwork({
           policy: governance.policy,
           approver: () => sessionApprover,
           record: (connection) => spawnJournal.onConnection(connection),
+          untrusted,
         })
       : undefined;
   const shellTool = createShellTool({
@@ -235,7 +239,8 @@ export async function buildSetup(options: {
     const { builtins } = toolSelection;
     const available = [
       ...createFileTools(),
-      ...createProgramTools(),
+      // web_fetch's hops go through the same per-call proxy and rules as a command's connections.
+      ...createProgramTools(callNetwork ? { network: (callId, signal) => callNetwork(callId, signal) } : {}),
       shellTool,
       ...(delegation ? [agentTool(delegation)] : []),
     ];
@@ -364,6 +369,7 @@ export async function buildSetup(options: {
       ...timeoutOverrides(governance.config),
       processes: {
         journal: spawnJournal,
+        untrusted,
         killSurvivors: (spawn) => killSurvivors(spawn),
       },
       context,

@@ -6,6 +6,7 @@ import { createReadArtifactTool } from "./files/read-artifact.js";
 import { createReadFileTool } from "./files/read-file.js";
 import { createWriteFileTool } from "./files/write-file.js";
 import type { AnyTool } from "./tool.js";
+import { createWebFetchTool, type WebFetchOptions } from "./web/web-fetch.js";
 
 export { createBatchTool } from "./batch/tool.js";
 export { createEditFileTool } from "./files/edit-file.js";
@@ -14,6 +15,7 @@ export { createGrepTool } from "./files/grep.js";
 export { createReadArtifactTool } from "./files/read-artifact.js";
 export { createReadFileTool } from "./files/read-file.js";
 export { createWriteFileTool } from "./files/write-file.js";
+export { createWebFetchTool } from "./web/web-fetch.js";
 
 /**
  * The built-in file tools in their fixed order. The order and the descriptions are part of the
@@ -30,7 +32,7 @@ export function createFileTools(): AnyTool[] {
   ];
 }
 
-/** The built-ins a session may be offered beyond the file tools and the shell: `batch`. */
-export function createProgramTools(): AnyTool[] {
-  return [createBatchTool()];
+/** The built-ins a session may be offered beyond the file tools and the shell: `batch`, `web_fetch`. */
+export function createProgramTools(web: WebFetchOptions = {}): AnyTool[] {
+  return [createBatchTool(), createWebFetchTool(web)];
 }

@@ -235,6 +235,28 @@ export const ERROR_CODES = {
     "unknown",
     "The connection to the MCP server was lost while the call ran; whether it took effect is unknown. Do not repeat it: a person must check.",
   ),
+  // `web_fetch`: the session has no network, a hop was refused, or the fetch itself failed.
+  NETWORK_OFF: info(
+    "denied",
+    "no",
+    false,
+    false,
+    "This session has no network (--network off): web_fetch works only in a session started with --network policy and a net(HOST[:PORT]) rule; do not retry.",
+  ),
+  NETWORK_DENIED: info(
+    "denied",
+    "no",
+    false,
+    false,
+    "A connection was refused by the net(...) rules or the private-address check (the message names the host); fetch something else or ask the user to allow it.",
+  ),
+  FETCH_FAILED: info(
+    "error",
+    "resend",
+    false,
+    false,
+    "The fetch failed (connection, TLS, a timeout or too many redirects); it may be tried again later.",
+  ),
   // A `batch` program: what it may call, how far it may go, how it ended. Every sub-call is read-only.
   BATCH_TOOL_FORBIDDEN: info(
     "denied",
@@ -293,14 +315,22 @@ export class ToolError extends CodedError<ErrorCode> {
   readonly data?: Record<string, unknown>;
   /** When the thrower knows better than the code's default (e.g. a read-only tool changed nothing). */
   readonly operationApplied?: boolean | "unknown";
+  /** The message came from outside the user's trust (an untrusted MCP server): its provenance. */
+  readonly untrusted?: string;
   constructor(
     code: ErrorCode,
     message: string,
-    options: { hint?: string; data?: Record<string, unknown>; operationApplied?: boolean | "unknown" } = {},
+    options: {
+      hint?: string;
+      data?: Record<string, unknown>;
+      operationApplied?: boolean | "unknown";
+      untrusted?: string;
+    } = {},
   ) {
     super(code, message);
     if (options.hint !== undefined) this.hint = options.hint;
     if (options.data !== undefined) this.data = options.data;
     if (options.operationApplied !== undefined) this.operationApplied = options.operationApplied;
+    if (options.untrusted !== undefined) this.untrusted = options.untrusted;
   }
 }

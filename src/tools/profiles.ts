@@ -3,8 +3,20 @@ import type { AnyTool } from "./tool.js";
 /** Named tool sets. Order is the order the model sees, and it never changes within a session. */
 export const TOOL_PROFILES = {
   // `batch` comes with the read tools: its programs call only those.
-  readonly: ["read_file", "glob", "grep", "read_artifact", "batch"],
-  coding: ["read_file", "write_file", "edit_file", "glob", "grep", "read_artifact", "batch", "shell"],
+  // `web_fetch` changes nothing here: it is offered with the read tools, and works only where the
+  // session has network (`--network policy`, which a read-only run gets only from its command line).
+  readonly: ["read_file", "glob", "grep", "read_artifact", "batch", "web_fetch"],
+  coding: [
+    "read_file",
+    "write_file",
+    "edit_file",
+    "glob",
+    "grep",
+    "read_artifact",
+    "batch",
+    "shell",
+    "web_fetch",
+  ],
   "shell-only": ["shell"],
   files: ["shell", "read_file", "write_file", "edit_file", "glob", "batch"],
 } as const satisfies Record<string, readonly string[]>;

@@ -176,6 +176,12 @@ export interface ToolOutput {
   content: string;
   /** Structured facts for the journal and derived ledgers (e.g. path, version). */
   data?: JsonObject;
+  /**
+   * The content came from outside the user's trust (a fetched page, an MCP server the user has
+   * not marked trusted): where from, e.g. the URL. The model reads it labelled as data, and
+   * until the turn ends anything that would widen what leaves the machine asks a person.
+   */
+  untrusted?: string;
 }
 
 /**

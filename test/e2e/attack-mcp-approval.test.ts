@@ -157,7 +157,9 @@ describe("an MCP server approval is bound to the workspace, the definition and t
     // Unsandboxed, as a proposal may say: the server's pid is then one the model script can watch.
     const workspace = await workspaceWith({
       "harness.config.json": JSON.stringify({
-        mcp_servers: { proj: { ...PROPOSAL.mcp_servers.proj, sandbox: "off" } },
+        // Trusted: an untrusted server's first result would make the second call ask a person
+        // (untrusted content), and the restart check this test is about would never be reached.
+        mcp_servers: { proj: { ...PROPOSAL.mcp_servers.proj, sandbox: "off", trusted: true } },
       }),
     });
     await copyFile(join(FIXTURES, "mcp-raw-server.mjs"), join(workspace, "srv.mjs"));

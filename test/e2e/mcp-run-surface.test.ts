@@ -31,6 +31,8 @@ describe("an MCP server whose tool list changes during a run", () => {
           args: [join(FIXTURES, "toy-server.mjs")],
           env: { TOY_LOG: join(workspace, "toy.log") },
           read_paths: [FIXTURES, NODE_MODULES],
+          // Trusted: an untrusted server's first result would make its next call in the turn ask a person.
+          trusted: true,
         },
       },
     });
@@ -126,6 +128,7 @@ describe("an MCP server whose tool list changes during a run", () => {
       "grep",
       "read_artifact",
       "batch",
+      "web_fetch",
       "agent",
     ]);
     expect(await offered("read_file,mcp__everything__echo,mcp__everything__get-*")).toEqual([

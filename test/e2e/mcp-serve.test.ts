@@ -7,7 +7,17 @@ import { connectServe, factsOf, textOf } from "./mcp-serve-client.js";
 beforeAll(() => ensureBuilt());
 afterAll(removeTempDirs);
 
-const GOVERNED = ["batch", "edit_file", "glob", "grep", "read_artifact", "read_file", "shell", "write_file"];
+const GOVERNED = [
+  "batch",
+  "edit_file",
+  "glob",
+  "grep",
+  "read_artifact",
+  "read_file",
+  "shell",
+  "web_fetch",
+  "write_file",
+];
 
 describe("harness mcp serve over stdio, driven by the official MCP client", () => {
   it("lists the governed tools with their JSON schemas, and harness_run", async () => {

@@ -303,7 +303,7 @@ describe("harness serve --http", () => {
         expect(names).toHaveLength(2);
         // One request per session; alice's lacks shell, bob's (no policy) has it.
         expect(names.filter((list) => !list.includes("shell"))).toEqual([
-          ["batch", "edit_file", "glob", "grep", "read_artifact", "read_file", "write_file"],
+          ["batch", "edit_file", "glob", "grep", "read_artifact", "read_file", "web_fetch", "write_file"],
         ]);
         expect(names.filter((list) => list.includes("shell"))).toHaveLength(1);
       } finally {

@@ -284,6 +284,82 @@ describe("authorize", () => {
   });
 });
 
+describe("authorize after untrusted content", () => {
+  const seen = [{ call_id: "call_3", name: "web_fetch", provenance: "https://evil.example/page" }];
+  const external: AuthorizeCall = {
+    id: "c9",
+    name: "mcp__mail__send",
+    effect: "external_side_effect",
+    arguments: { to: "x@example.org" },
+  };
+  const allowAll = () =>
+    ({
+      decide: async () => ({
+        decision: "allow",
+        source: "cli",
+        reason: "allow rule mcp__mail__send from cli",
+      }),
+    }) as AuthorizePorts["permissions"];
+
+  it("asks a person where a rule allows an external effect, naming the content that came before; no approver denies", async () => {
+    const io = effects(external);
+    const result = await authorize(
+      external,
+      ports(new DenyApprover(), { permissions: allowAll(), untrusted: () => seen }),
+      io.io,
+    );
+    expect(result.outcome).toBe("deny");
+    if (result.outcome !== "deny") return;
+    expect(result.denial.error_type).toBe("USER_DENIED");
+    const reason =
+      "untrusted content seen: web_fetch call_3 (https://evil.example/page); allow rule mcp__mail__send from cli";
+    expect(result.denial.data).toMatchObject({ permission: { decision: "ask", reason } });
+    expect(io.events[0]).toMatchObject({ type: "approval.requested", data: { call_id: "c9", reason } });
+    expect(io.events[1]).toMatchObject({ type: "approval.decided", data: { decision: "deny" } });
+  });
+
+  it("shows the approver which content preceded the call, and ignores a session grant", async () => {
+    const asked: ApprovalRequest[] = [];
+    const grants = new SessionGrants();
+    const approver = new FunctionApprover((request) => {
+      asked.push(request);
+      return { decision: "allow", scope: "session" };
+    });
+    const askPorts = ports(approver, {
+      permissions: modePolicy({ ask: ["mcp__mail__send"] }),
+      grants,
+      untrusted: () => seen,
+    });
+    expect(
+      (await authorize(external, { ...askPorts, untrusted: () => [] }, effects(external).io)).outcome,
+    ).toBe("allow");
+    expect(asked).toHaveLength(1);
+    // A grant "for the session" now covers the call, but not after untrusted content.
+    expect((await authorize(external, askPorts, effects(external).io)).outcome).toBe("allow");
+    expect(asked).toHaveLength(2);
+    expect(asked[1]?.display?.details?.untrusted).toBe(
+      "untrusted content seen: web_fetch call_3 (https://evil.example/page)",
+    );
+  });
+
+  it("leaves reads, local writes, commands and denials as they were", async () => {
+    const io = effects(shell("ls"));
+    const read: AuthorizeCall = { id: "r", name: "read_file", effect: "read_only", arguments: { path: "a" } };
+    const allowed = await authorize(read, ports(new DenyApprover(), { untrusted: () => seen }), io.io);
+    expect(allowed.outcome).toBe("allow");
+    const denied = await authorize(
+      { ...external, effect: "destructive" },
+      ports(new DenyApprover(), {
+        permissions: modePolicy({ deny: ["mcp__mail__send"] }),
+        untrusted: () => seen,
+      }),
+      io.io,
+    );
+    expect(denied.outcome === "deny" && denied.denial.error_type).toBe("POLICY_DENIED");
+    expect(io.events).toEqual([]);
+  });
+});
+
 describe("the authorization rule", () => {
   const call = { id: "c1", name: "edit_file" };
   const decided = (decision: PermissionDecision["decision"]): PermissionDecision => ({

@@ -103,9 +103,11 @@ describe("identities", () => {
 
   it("an identity's catalog bounds the tools asked for, and a bare deny rule removes its tool", () => {
     expect(catalogOf(undefined, {})).toBeUndefined();
-    expect(catalogOf("coding", { tools: "readonly" })).toBe("read_file,glob,grep,read_artifact,batch");
+    expect(catalogOf("coding", { tools: "readonly" })).toBe(
+      "read_file,glob,grep,read_artifact,batch,web_fetch",
+    );
     expect(catalogOf(undefined, { deny: ["shell", "write_file(src/**)"] })).toBe(
-      "read_file,write_file,edit_file,glob,grep,read_artifact,batch",
+      "read_file,write_file,edit_file,glob,grep,read_artifact,batch,web_fetch",
     );
     expect(catalogOf("read_file,shell", { tools: "coding", deny: ["shell"] })).toBe("read_file");
     expect(() => catalogOf("shell-only", { deny: ["shell"] })).toThrow(/none of the tools/);

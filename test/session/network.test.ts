@@ -87,3 +87,70 @@ describe("a session's network decisions", () => {
     ]);
   });
 });
+
+describe("a session's network after untrusted content", () => {
+  const seen = [{ call_id: "call_1", name: "web_fetch", provenance: "http://docs.example.org/" }];
+  const rules = { rules: [parseRule("allow", "net(*.example.org)", "cli")] };
+  const view = (untrusted: typeof seen, contacted: string[]) => ({
+    untrusted: () => untrusted,
+    contacted: (target: string) => contacted.includes(target),
+  });
+
+  it("asks for a host not contacted before even where a rule allows it; no approver denies with the reason", async () => {
+    const network = sessionNetwork({
+      policy: rules,
+      approver: () => undefined,
+      record: async () => undefined,
+      untrusted: view(seen, ["docs.example.org:80"]),
+    });
+    const call = network("call_2");
+    // Contacted before: the rule holds.
+    expect(await call.decide("docs.example.org", 80)).toMatchObject({ decision: "allow" });
+    expect(await call.decide("other.example.org", 80)).toEqual({
+      decision: "deny",
+      rule: "net(*.example.org)",
+      reason:
+        "not approved: untrusted content seen: web_fetch call_1 (http://docs.example.org/); allow rule net(*.example.org) from cli",
+      exact: false,
+    });
+  });
+
+  it("shows the approver the content that came before; without untrusted content nothing is asked", async () => {
+    const { port, asked } = approver("allow");
+    const tainted = sessionNetwork({
+      policy: rules,
+      approver: () => port,
+      record: async () => undefined,
+      untrusted: view(seen, []),
+    });
+    expect(await tainted("call_2").decide("other.example.org", 443)).toMatchObject({ decision: "allow" });
+    expect(asked).toHaveLength(1);
+    expect(asked[0]?.display?.details).toMatchObject({
+      host: "other.example.org",
+      port: "443",
+      call: "call_2",
+      untrusted: "untrusted content seen: web_fetch call_1 (http://docs.example.org/)",
+    });
+    const clean = sessionNetwork({
+      policy: rules,
+      approver: () => port,
+      record: async () => undefined,
+      untrusted: view([], []),
+    });
+    expect(await clean("call_3").decide("new.example.org", 443)).toMatchObject({ decision: "allow" });
+    expect(asked).toHaveLength(1);
+  });
+
+  it("asks for a credential-bound host even when it was contacted before", async () => {
+    const { port, asked } = approver("deny");
+    const network = sessionNetwork({
+      policy: rules,
+      approver: () => port,
+      record: async () => undefined,
+      untrusted: view(seen, ["registry.example.org:443"]),
+      credentialBound: (host) => host === "registry.example.org",
+    });
+    expect(await network("call_4").decide("registry.example.org", 443)).toMatchObject({ decision: "deny" });
+    expect(asked).toHaveLength(1);
+  });
+});

@@ -10,6 +10,7 @@ describe("the error-code tables", () => {
     const retryable = Object.entries(ERROR_CODES).flatMap(([code, info]) => (info.retryable ? [code] : []));
     expect(retryable.sort()).toEqual([
       "CANCELLED",
+      "FETCH_FAILED",
       "FILE_BUSY",
       "IO_ERROR",
       "MCP_CONNECTION_LOST",
