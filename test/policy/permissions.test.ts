@@ -90,6 +90,19 @@ describe("defaults per effect class", () => {
     }
   });
 
+  it("allows web_fetch by a built-in rule (its hops are decided by net() rules), read-only runs too; a user's rule wins", () => {
+    const fetch = (layers: PermissionLayer[] = []) =>
+      evaluate(buildPolicy(layers), {
+        tool: "web_fetch",
+        effect: "network_read",
+        args: { url: "https://a.example/" },
+      });
+    expect(fetch()).toMatchObject({ decision: "allow", rule: "web_fetch", source: "default" });
+    expect(fetch([cliLayer({ readOnly: true })]).decision).toBe("allow");
+    expect(fetch([user({ ask: ["web_fetch"] })]).decision).toBe("ask");
+    expect(fetch([user({ deny: ["web_fetch"] })]).decision).toBe("deny");
+  });
+
   it("follows the write mode for local writes and --read-only forces deny", () => {
     expect(call("local_write")).toBe("allow");
     for (const mode of ["allow", "ask", "deny", "propose"] as const) {

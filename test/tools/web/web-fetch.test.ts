@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ConnectionInfo } from "../../../src/engine/recovery.js";
 import { parseRule } from "../../../src/rules/grammar.js";
+import type { ApprovalPort, ApprovalRequest } from "../../../src/runtime/ports.js";
 import { sessionNetwork } from "../../../src/session/network.js";
 import { createToolContext } from "../../../src/tools/context.js";
 import { ToolError } from "../../../src/tools/errors.js";
@@ -39,16 +40,17 @@ async function server(
   return { port: (http.address() as AddressInfo).port, seen };
 }
 
-function fetcher(rules: string[], resolve?: (host: string) => Promise<string[]>) {
+function fetcher(rules: string[], resolve?: (host: string) => Promise<string[]>, approver?: ApprovalPort) {
   const records: ConnectionInfo[] = [];
   const artifacts = new MemoryArtifactStore();
   const network = sessionNetwork({
     policy: {
-      rules: rules.map((text) =>
-        parseRule(text.startsWith("deny ") ? "deny" : "allow", text.replace(/^(deny|allow) /, ""), "cli"),
-      ),
+      rules: rules.map((text) => {
+        const [, decision, rule] = /^(?:(allow|ask|deny) )?(.*)$/.exec(text)!;
+        return parseRule((decision ?? "allow") as "allow" | "ask" | "deny", rule!, "cli");
+      }),
     },
-    approver: () => undefined,
+    approver: () => approver,
     record: async (connection) => {
       records.push(connection);
     },
@@ -120,6 +122,29 @@ describe("web_fetch", () => {
     expect(error.message).toContain(`no rule allows 127.0.0.1:${origin.port}`);
     expect(origin.seen).toEqual([]);
     expect(records).toMatchObject([{ decision: "deny", host: "127.0.0.1", port: origin.port }]);
+  });
+
+  it("an ask rule asks the approver with the host, port and call id, per hop", async () => {
+    const origin = await server((_request, response) => {
+      response.writeHead(200, { "content-type": "text/plain" });
+      response.end("asked and answered");
+    });
+    const asked: ApprovalRequest[] = [];
+    const { run, records } = fetcher([`ask net(127.0.0.1:${origin.port})`], undefined, {
+      request: async (request) => {
+        asked.push(request);
+        return { decision: "allow", scope: "once", by: "test" };
+      },
+    });
+    const output = await run({ url: `http://127.0.0.1:${origin.port}/` });
+    expect(output.content).toContain("asked and answered");
+    expect(asked).toHaveLength(1);
+    expect(asked[0]).toMatchObject({
+      callId: "call_1",
+      tool: "net",
+      display: { details: { host: "127.0.0.1", port: String(origin.port), call: "call_1" } },
+    });
+    expect(records[0]).toMatchObject({ decision: "allow", rule: `net(127.0.0.1:${origin.port})` });
   });
 
   it("re-checks every redirect hop: a redirect to a denied host is refused at that hop", async () => {
