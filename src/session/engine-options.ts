@@ -40,6 +40,11 @@ export interface SessionRun {
   changesDeniedStops?: boolean;
   /** The identity that owns the session (a server's client), recorded in session.started's setup. */
   owner?: string;
+  /**
+   * The write mode an editor chose before the session's first turn (ACP `session/set_mode`),
+   * recorded in session.started's setup as `mode`; later switches are `mode.switched` records.
+   */
+  writeMode?: string;
   /** One call's own cancellation from whoever proposed it (RuntimeEnvironment.callSignal: mcp serve). */
   callSignal?(callId: string): AbortSignal | undefined;
 }
@@ -121,11 +126,12 @@ export function sessionEngineOptions(
     ...(run.setup.providerAdvice ? { providerAdvice: run.setup.providerAdvice } : {}),
     ...(run.setup.instructions ? { instructions: run.setup.instructions } : {}),
     ...(run.setup.environment ? { environment: run.setup.environment } : {}),
-    ...(run.setup.flags || run.owner !== undefined
+    ...(run.setup.flags || run.owner !== undefined || run.writeMode !== undefined
       ? {
           setup: {
             ...(run.setup.flags ? recordableFlags(run.setup.flags) : {}),
             ...(run.owner !== undefined ? { identity: run.owner } : {}),
+            ...(run.writeMode !== undefined ? { mode: run.writeMode } : {}),
           },
         }
       : {}),
