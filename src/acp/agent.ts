@@ -138,7 +138,10 @@ export function acpAgent(options: AcpAgentOptions): AgentApp {
       prepared,
       mode: withinCeiling(mode, ceiling) ? mode : ceiling,
       ceiling,
-      mapper: new UpdateMapper(prepared.acceptance, (tool, args) => wholeChange(workspace.root, tool, args)),
+      mapper: new UpdateMapper(prepared.acceptance, {
+        preview: (tool, args) => wholeChange(workspace.root, tool, args),
+        window: setup.context.window,
+      }),
       cancelled: false,
     };
     if (records.length > 0) session.handle = new EngineSession(prepared.run, true);

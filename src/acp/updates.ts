@@ -16,9 +16,13 @@ export class UpdateMapper {
 
   constructor(
     acceptance: readonly string[],
-    /** An edit's or write's whole old and new text, read before it runs (live only). */
-    private readonly preview: (tool: string, args: Record<string, unknown>) => WholeChange | undefined = () =>
-      undefined,
+    /** Live (not a replay): the editor showed the prompt itself; edits are previewed. */
+    private readonly live?: {
+      /** An edit's or write's whole old and new text, read before it runs. */
+      preview(tool: string, args: Record<string, unknown>): WholeChange | undefined;
+      /** The context window usage is measured against. */
+      window: number;
+    },
   ) {
     this.#acceptance = acceptance;
     for (const command of acceptance) this.#checks.set(command, "pending");
@@ -45,11 +49,12 @@ export class UpdateMapper {
 
   record(record: AnyRecord): SessionUpdate[] {
     switch (record.type) {
+      // Live, the editor shows what its user typed; a replay shows it from the journal.
       case "session.started":
-        return [userText(record.data.goal)];
+        return this.live ? [] : [userText(record.data.goal)];
       case "user.input":
         // Turn 1's input is the goal session.started already showed.
-        return record.data.turn === 1 ? [] : [userText(record.data.text)];
+        return this.live || record.data.turn === 1 ? [] : [userText(record.data.text)];
       case "user.steered":
         return [userText(record.data.text)];
       case "model.started":
@@ -64,7 +69,7 @@ export class UpdateMapper {
           });
         this.#streamed = false;
         for (const call of record.data.calls) {
-          const change = this.preview(call.name, call.arguments);
+          const change = this.live?.preview(call.name, call.arguments);
           out.push({
             sessionUpdate: "tool_call",
             toolCallId: call.id,
@@ -77,11 +82,11 @@ export class UpdateMapper {
           });
         }
         const usage = record.data.usage;
-        if (usage?.input_tokens !== undefined)
+        if (this.live && usage?.input_tokens !== undefined)
           out.push({
             sessionUpdate: "usage_update",
             used: (usage.input_tokens ?? 0) + (usage.output_tokens ?? 0),
-            size: 0,
+            size: this.live.window,
           });
         return out;
       }

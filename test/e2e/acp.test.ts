@@ -12,7 +12,18 @@ import {
   type SessionNotification,
 } from "@agentclientprotocol/sdk";
 import { afterAll, describe, expect, it } from "vitest";
-import { BIN, childEnv, FIXTURES, harness, jsonScript, removeTempDirs, workspaceWith } from "./helpers.js";
+import {
+  BIN,
+  childEnv,
+  FIXTURES,
+  finished,
+  harness,
+  jsonScript,
+  REPO_ROOT,
+  removeTempDirs,
+  tempDir,
+  workspaceWith,
+} from "./helpers.js";
 
 /**
  * `harness acp` driven by the official SDK's client side, as an editor drives it: the built CLI
@@ -159,12 +170,9 @@ describe("harness acp", () => {
   it("asks with the diff, binds the answer to the call, and a rejection writes nothing", async () => {
     const ws = await workspaceWith({ "notes.txt": "a draft\n" });
     // The client answers with the option offered for another call: no approval.
-    const foreign = startEditor(
-      ["--script", join(FIXTURES, "read-edit.mjs"), "--write", "ask"],
-      () => ({
-        outcome: { outcome: "selected", optionId: `allow_once:${"0".repeat(64)}` },
-      }),
-    );
+    const foreign = startEditor(["--script", join(FIXTURES, "read-edit.mjs"), "--write", "ask"], () => ({
+      outcome: { outcome: "selected", optionId: `allow_once:${"0".repeat(64)}` },
+    }));
     try {
       await initialized(foreign);
       const { sessionId } = await foreign.connection.agent.request("session/new", {
@@ -223,25 +231,36 @@ describe("harness acp", () => {
 
   it("journals a mode switch, refuses one past the configuration, and read-only mode writes nothing", async () => {
     const ws = await workspaceWith({ "notes.txt": "a draft\n" });
-    const editor = startEditor(["--script", join(FIXTURES, "turns.mjs"), "--write", "ask"]);
+    const editor = startEditor(["--script", join(FIXTURES, "read-edit.mjs"), "--write", "ask"]);
     try {
       await initialized(editor);
       const { sessionId, modes } = await editor.connection.agent.request("session/new", {
         cwd: ws,
         mcpServers: [],
       });
+      expect(modes?.currentModeId).toBe("ask");
       expect(modes?.availableModes.map((mode) => mode.id)).toEqual(["read-only", "propose", "ask"]);
       await expect(
         editor.connection.agent.request("session/set_mode", { sessionId, modeId: "allow" }),
       ).rejects.toThrow(/loosen/);
-      await editor.connection.agent.request("session/prompt", {
-        sessionId,
-        prompt: [{ type: "text", text: "hi" }],
-      });
       await editor.connection.agent.request("session/set_mode", { sessionId, modeId: "read-only" });
+      const done = await editor.connection.agent.request("session/prompt", {
+        sessionId,
+        prompt: [{ type: "text", text: "replace draft" }],
+      });
+      expect(done.stopReason).toBe("end_turn");
+      expect(editor.permissions).toEqual([]);
+      expect(await readFile(join(ws, "notes.txt"), "utf8")).toBe("a draft\n");
+      const started = journal(ws, sessionId)[0];
+      expect(started?.data.options).toMatchObject({ mode: "read-only" });
+      const edit = journal(ws, sessionId).find(
+        (record) => record.type === "tool.result" && record.data.call_id === "edit-1",
+      );
+      expect(edit?.data.status).not.toBe("ok");
+      await editor.connection.agent.request("session/set_mode", { sessionId, modeId: "ask" });
       const switched = journal(ws, sessionId).filter((record) => record.type === "mode.switched");
       expect(switched.map((record) => record.data)).toEqual([
-        { from: "ask", to: "read-only", ceiling: "ask", by: "acp" },
+        { from: "read-only", to: "ask", ceiling: "ask", by: "acp" },
       ]);
     } finally {
       await editor.close();
@@ -337,6 +356,64 @@ describe("harness acp", () => {
     } finally {
       await third.close();
     }
+  }, 180_000);
+});
+
+describe("harness acp with an ACP client nobody here wrote (acpx, headless)", () => {
+  it("runs the read-edit task through acpx exec with every permission approved", async () => {
+    const ws = await workspaceWith({ "notes.txt": "a draft\n" });
+    const home = await tempDir("harness-acpx-home-");
+    const agentCommand = [
+      JSON.stringify(process.execPath),
+      JSON.stringify(BIN),
+      "acp",
+      "--script",
+      JSON.stringify(join(FIXTURES, "read-edit.mjs")),
+      "--write",
+      "ask",
+      "--accept",
+      JSON.stringify("grep -q final notes.txt"),
+    ].join(" ");
+    const child = spawn(
+      process.execPath,
+      [
+        join(REPO_ROOT, "node_modules/acpx/dist/cli.js"),
+        "--agent",
+        agentCommand,
+        "--cwd",
+        ws,
+        "--approve-all",
+        "--format",
+        "json",
+        "--timeout",
+        "120",
+        "exec",
+        "replace draft with final in notes.txt",
+      ],
+      { env: { ...childEnv(), HOME: home }, stdio: ["ignore", "pipe", "pipe"] },
+    );
+    const result = await finished(child);
+    expect(result.code, result.stderr).toBe(0);
+    expect(await readFile(join(ws, "notes.txt"), "utf8")).toBe("a final\n");
+    const events = result.stdout
+      .split("\n")
+      .filter((line) => line.startsWith("{"))
+      .map(
+        (line) =>
+          JSON.parse(line) as { sessionId?: string; type?: string; toolCallId?: string; status?: string },
+      );
+    const sessionId = events
+      .map((event) => event.sessionId)
+      .find((id) => id !== undefined && id !== "unknown");
+    expect(sessionId).toBeDefined();
+    expect(events).toContainEqual(expect.objectContaining({ toolCallId: "edit-1", status: "completed" }));
+    const records = journal(ws, String(sessionId));
+    expect(records.at(-1)).toMatchObject({ type: "run.finished", data: { status: "verified" } });
+    // acpx's --approve-all picked the option offered for exactly this call.
+    expect(records.find((record) => record.type === "approval.decided")?.data).toMatchObject({
+      decision: "allow",
+      by: "acp",
+    });
   }, 180_000);
 });
 
