@@ -359,6 +359,70 @@ describe("harness acp", () => {
   }, 180_000);
 });
 
+describe("harness acp commands and session lifecycle", () => {
+  it("offers /diff and /undo with the chat's meaning, closes and resumes, and the session is an ordinary one", async () => {
+    const ws = await workspaceWith({ "notes.txt": "a draft\n" });
+    const editor = startEditor(["--script", join(FIXTURES, "read-edit.mjs"), "--write", "allow"]);
+    try {
+      await initialized(editor);
+      const { sessionId } = await editor.connection.agent.request("session/new", { cwd: ws, mcpServers: [] });
+      await editor.connection.agent.request("session/prompt", {
+        sessionId,
+        prompt: [{ type: "text", text: "replace draft" }],
+      });
+      expect(await readFile(join(ws, "notes.txt"), "utf8")).toBe("a final\n");
+      const said = () =>
+        editor.updates
+          .filter((n) => n.update.sessionUpdate === "agent_message_chunk")
+          .map((n) => (n.update as { content: { text?: string } }).content.text ?? "")
+          .join("");
+      await editor.connection.agent.request("session/prompt", {
+        sessionId,
+        prompt: [{ type: "text", text: "/diff" }],
+      });
+      expect(said()).toContain("-a draft");
+      expect(said()).toContain("+a final");
+      await editor.connection.agent.request("session/prompt", {
+        sessionId,
+        prompt: [{ type: "text", text: "/undo" }],
+      });
+      expect(await readFile(join(ws, "notes.txt"), "utf8")).toBe("a draft\n");
+      expect(types(journal(ws, sessionId))).toEqual(
+        expect.arrayContaining(["undo.started", "undo.finished"]),
+      );
+      const commands = editor.updates.find((n) => n.update.sessionUpdate === "available_commands_update")
+        ?.update as {
+        availableCommands: Array<{ name: string }>;
+      };
+      expect(commands.availableCommands.map((command) => command.name)).toEqual([
+        "undo",
+        "diff",
+        "compact",
+        "fork",
+        "model",
+      ]);
+      await editor.connection.agent.request("session/close", { sessionId });
+      await expect(
+        editor.connection.agent.request("session/prompt", {
+          sessionId,
+          prompt: [{ type: "text", text: "hi" }],
+        }),
+      ).rejects.toThrow();
+      const resumed = await editor.connection.agent.request("session/resume", {
+        sessionId,
+        cwd: ws,
+        mcpServers: [],
+      });
+      expect(resumed.modes?.currentModeId).toBe("allow");
+      const inspect = await harness(["inspect", sessionId, "--workspace", ws]);
+      expect(inspect.code, inspect.stderr).toBe(0);
+      expect(inspect.stdout).toContain("undo");
+    } finally {
+      await editor.close();
+    }
+  }, 120_000);
+});
+
 describe("harness acp with an ACP client nobody here wrote (acpx, headless)", () => {
   it("runs the read-edit task through acpx exec with every permission approved", async () => {
     const ws = await workspaceWith({ "notes.txt": "a draft\n" });
