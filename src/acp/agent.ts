@@ -25,8 +25,10 @@ import { type PreparedSession, prepareSession } from "../session/prepare.js";
 import { validateSessionId } from "../session/session-id.js";
 import { harnessVersion } from "../session/version.js";
 import { newSessionId, type OpenedWorkspace, openWorkspace } from "../session/workspace.js";
+import type { JsonObject } from "../shared/json.js";
 import { AcpApprover, type PermissionQuestion } from "./approver.js";
 import { ACP_COMMANDS, commandOf, runCommand } from "./commands.js";
+import { type EditorServers, editorServers } from "./mcp.js";
 import {
   ceilingOf,
   isWriteMode,
@@ -66,6 +68,8 @@ interface OpenSession {
   ceiling: WriteMode;
   mapper: UpdateMapper;
   turn?: Turn | undefined;
+  /** The editor's MCP servers, as session.started records them. */
+  servers: JsonObject[];
   /** A mode switch asked for while a turn ran: journaled and applied when it ends. */
   pendingMode?: WriteMode | undefined;
   cancelled: boolean;
@@ -102,7 +106,12 @@ export function acpAgent(options: AcpAgentOptions): AgentApp {
     return workspace;
   }
 
-  async function open(workspace: OpenedWorkspace, sessionId: string, records: readonly AnyRecord[]) {
+  async function open(
+    workspace: OpenedWorkspace,
+    sessionId: string,
+    records: readonly AnyRecord[],
+    servers: EditorServers,
+  ) {
     const live: Partial<OpenSession> & { id: string } = { id: sessionId, cancelled: false };
     const approver = new AcpApprover({
       available: true,
@@ -116,6 +125,7 @@ export function acpAgent(options: AcpAgentOptions): AgentApp {
       records,
       interactive: true,
       approver,
+      editorServers: servers.definitions,
       mcp: log,
       notify: (notice) => log(noticeLine(notice)),
     });
@@ -138,6 +148,7 @@ export function acpAgent(options: AcpAgentOptions): AgentApp {
       prepared,
       mode: withinCeiling(mode, ceiling) ? mode : ceiling,
       ceiling,
+      servers: servers.recorded,
       mapper: new UpdateMapper(prepared.acceptance, {
         preview: (tool, args) => wholeChange(workspace.root, tool, args),
         window: setup.context.window,
@@ -227,14 +238,6 @@ export function acpAgent(options: AcpAgentOptions): AgentApp {
     return reading.records;
   }
 
-  function refuseMcp(servers: readonly unknown[]): void {
-    if (servers.length > 0)
-      throw RequestError.invalidParams(
-        { mcpServers: servers.length },
-        "harness acp does not start MCP servers an editor passes yet: add them to harness's user config (harness mcp add) so they run sandboxed and recorded",
-      );
-  }
-
   async function applyMode(session: OpenSession, to: WriteMode): Promise<void> {
     const from = session.mode;
     if (from === to) return;
@@ -255,7 +258,16 @@ export function acpAgent(options: AcpAgentOptions): AgentApp {
       throw RequestError.invalidRequest({}, "a turn is already running in this session");
     const text = promptText(blocks);
     if (text.trim() === "") throw RequestError.invalidParams({}, "the prompt holds no text");
-    session.handle ??= new EngineSession({ ...session.prepared.run, writeMode: session.mode }, false);
+    session.handle ??= new EngineSession(
+      {
+        ...session.prepared.run,
+        doorSetup: {
+          mode: session.mode,
+          ...(session.servers.length > 0 ? { editor_mcp_servers: session.servers } : {}),
+        },
+      },
+      false,
+    );
     const handle = session.handle;
     const command = commandOf(text);
     if (command !== undefined) {
@@ -322,20 +334,20 @@ export function acpAgent(options: AcpAgentOptions): AgentApp {
     })
     .onRequest("authenticate", () => ({}))
     .onRequest("session/new", async ({ params }) => {
-      refuseMcp(params.mcpServers);
+      const servers = editorServers(params.mcpServers);
       const workspace = await workspaceFor(params.cwd);
       let id = newSessionId();
       while (await workspace.store.exists(id)) id = newSessionId();
-      const session = await open(workspace, id, []);
+      const session = await open(workspace, id, [], servers);
       announce(session);
       return { sessionId: id, modes: modes(session) };
     })
     .onRequest("session/load", async ({ params }) => {
-      refuseMcp(params.mcpServers);
+      const servers = editorServers(params.mcpServers);
       const workspace = await workspaceFor(params.cwd);
       const records = await verified(workspace, params.sessionId);
       await sessions.get(params.sessionId)?.handle?.close();
-      const session = await open(workspace, params.sessionId, records);
+      const session = await open(workspace, params.sessionId, records, servers);
       // The history as the journal holds it, before the response (the protocol's order).
       const replay = new UpdateMapper(session.prepared.acceptance);
       for (const record of records)
@@ -345,10 +357,11 @@ export function acpAgent(options: AcpAgentOptions): AgentApp {
       return { modes: modes(session) };
     })
     .onRequest("session/resume", async ({ params }) => {
-      refuseMcp(params.mcpServers ?? []);
+      const servers = editorServers(params.mcpServers ?? []);
       const workspace = await workspaceFor(params.cwd);
       const records = await verified(workspace, params.sessionId);
-      const session = sessions.get(params.sessionId) ?? (await open(workspace, params.sessionId, records));
+      const session =
+        sessions.get(params.sessionId) ?? (await open(workspace, params.sessionId, records, servers));
       announce(session);
       return { modes: modes(session) };
     })

@@ -21,6 +21,7 @@ export function wholeChange(
   tool: string,
   args: Record<string, unknown>,
 ): WholeChange | undefined {
+  if (tool !== "edit_file" && tool !== "write_file") return undefined;
   const path = args.path;
   if (typeof path !== "string" || path === "" || isAbsolute(path)) return undefined;
   const absolute = resolve(root, path);

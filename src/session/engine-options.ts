@@ -5,6 +5,7 @@ import type { EngineListener, EngineOptions, GoalLoop, Limits } from "../engine/
 import type { JournalStore } from "../journal/store.js";
 import type { RuntimeEnvironment } from "../runtime/environment.js";
 import { WorkspaceEffects } from "../runtime/workspace-effects.js";
+import type { JsonObject } from "../shared/json.js";
 import { TreeSnapshot } from "../workspace/tree-snapshot.js";
 import { IGNORE_NOTICES, type Notify } from "./notice.js";
 import { type RunFlags, recordableFlags } from "./run-flags.js";
@@ -41,10 +42,11 @@ export interface SessionRun {
   /** The identity that owns the session (a server's client), recorded in session.started's setup. */
   owner?: string;
   /**
-   * The write mode an editor chose before the session's first turn (ACP `session/set_mode`),
-   * recorded in session.started's setup as `mode`; later switches are `mode.switched` records.
+   * What a door records of its own in session.started's setup: an editor's (ACP) write mode
+   * chosen before the first turn (`mode`; later switches are `mode.switched` records) and the
+   * MCP servers it passed (`editor_mcp_servers`: name and definition digest).
    */
-  writeMode?: string;
+  doorSetup?: JsonObject;
   /** One call's own cancellation from whoever proposed it (RuntimeEnvironment.callSignal: mcp serve). */
   callSignal?(callId: string): AbortSignal | undefined;
 }
@@ -126,12 +128,13 @@ export function sessionEngineOptions(
     ...(run.setup.providerAdvice ? { providerAdvice: run.setup.providerAdvice } : {}),
     ...(run.setup.instructions ? { instructions: run.setup.instructions } : {}),
     ...(run.setup.environment ? { environment: run.setup.environment } : {}),
-    ...(run.setup.flags || run.owner !== undefined || run.writeMode !== undefined
+    ...(run.setup.flags || run.owner !== undefined || run.doorSetup !== undefined
       ? {
           setup: {
+            // First: a door's own keys never replace the flags or the owner.
+            ...(run.doorSetup ?? {}),
             ...(run.setup.flags ? recordableFlags(run.setup.flags) : {}),
             ...(run.owner !== undefined ? { identity: run.owner } : {}),
-            ...(run.writeMode !== undefined ? { mode: run.writeMode } : {}),
           },
         }
       : {}),

@@ -4,7 +4,10 @@ import { approverContract, askFor, type PersonAnswer } from "../policy/approver-
 
 /** An editor answering `session/request_permission`, as a test plays it. */
 function editor(available = true) {
-  const waiting = new Map<string, { question: PermissionQuestion; settle(answer: unknown): void; fail(): void }>();
+  const waiting = new Map<
+    string,
+    { question: PermissionQuestion; settle(answer: unknown): void; fail(): void }
+  >();
   const waiters: Array<() => void> = [];
   const asked: PermissionQuestion[] = [];
   const approver = new AcpApprover({
@@ -72,7 +75,9 @@ describe("the ACP approver's binding", () => {
     const other = askFor("c2", "rm -rf build");
     const pending = approver.request(request, new AbortController().signal);
     while (!waiting.has("c1")) await new Promise<void>((resolve) => waiters.push(resolve));
-    waiting.get("c1")?.settle({ outcome: { outcome: "selected", optionId: offersFor(other.callHash)[0]?.optionId } });
+    waiting
+      .get("c1")
+      ?.settle({ outcome: { outcome: "selected", optionId: offersFor(other.callHash)[0]?.optionId } });
     expect(await pending).toMatchObject({ decision: "deny" });
     const again = approver.request(request, new AbortController().signal);
     while (!waiting.has("c1")) await new Promise<void>((resolve) => waiters.push(resolve));
@@ -88,7 +93,9 @@ describe("the ACP approver's binding", () => {
     const reject = waiting.get("c1")?.question.options.find((option) => option.kind === "reject_always");
     waiting.get("c1")?.settle({ outcome: { outcome: "selected", optionId: reject?.optionId } });
     expect(await pending).toMatchObject({ decision: "deny" });
-    expect(await approver.request(askFor("c3"), new AbortController().signal)).toMatchObject({ decision: "deny" });
+    expect(await approver.request(askFor("c3"), new AbortController().signal)).toMatchObject({
+      decision: "deny",
+    });
     expect(asked).toHaveLength(1);
     // Another subject is still asked.
     void approver.request(askFor("c4", "npm run build"), new AbortController().signal);

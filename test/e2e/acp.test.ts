@@ -423,6 +423,58 @@ describe("harness acp commands and session lifecycle", () => {
   }, 120_000);
 });
 
+describe("harness acp with the editor's MCP servers", () => {
+  it("starts a stdio server the editor passes like a user-config server, sandboxed, and records it", async () => {
+    const ws = await workspaceWith({
+      "server.mjs": readFileSync(join(FIXTURES, "mcp-annotated-server.mjs"), "utf8"),
+    });
+    const mark = join(ws, "calls.log");
+    const script = await jsonScript([
+      { calls: [{ id: "m1", name: "mcp__kv__store", arguments: { key: "a" } }] },
+      { text: "stored" },
+    ]);
+    const editor = startEditor(["--script", script, "--allow", "mcp__kv__*"]);
+    try {
+      await initialized(editor);
+      const { sessionId } = await editor.connection.agent.request("session/new", {
+        cwd: ws,
+        mcpServers: [
+          {
+            name: "kv",
+            command: process.execPath,
+            args: [join(ws, "server.mjs")],
+            env: [{ name: "ANNOTATED_MARK", value: mark }],
+          },
+        ],
+      });
+      const done = await editor.connection.agent.request("session/prompt", {
+        sessionId,
+        prompt: [{ type: "text", text: "store a" }],
+      });
+      expect(done.stopReason).toBe("end_turn");
+      expect(await readFile(mark, "utf8")).toBe("call store\n");
+      const records = journal(ws, sessionId);
+      expect(records[0]?.data.options).toMatchObject({
+        editor_mcp_servers: [{ name: "kv", command: process.execPath, digest: expect.any(String) }],
+      });
+      // The editor's variables are not recorded with the server (a token may be one).
+      expect(JSON.stringify(records[0])).not.toContain("ANNOTATED_MARK");
+      const spawned = records.find(
+        (record) => record.type === "process.spawned" && record.data.call_id === "mcp_server:kv",
+      );
+      expect(spawned?.data.sandboxed).toBe(true);
+      await expect(
+        editor.connection.agent.request("session/new", {
+          cwd: ws,
+          mcpServers: [{ type: "http", name: "web", url: "http://127.0.0.1:1/mcp", headers: [] }],
+        }),
+      ).rejects.toThrow(/stdio/);
+    } finally {
+      await editor.close();
+    }
+  }, 120_000);
+});
+
 describe("harness acp with an ACP client nobody here wrote (acpx, headless)", () => {
   it("runs the read-edit task through acpx exec with every permission approved", async () => {
     const ws = await workspaceWith({ "notes.txt": "a draft\n" });
