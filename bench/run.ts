@@ -1,5 +1,6 @@
 // `npm run bench`: every benchmark in one run, printed as one table (and --json for scripts).
 import { benchAcceptance } from "./acceptance.js";
+import { benchAcp } from "./acp.js";
 import { benchAgentCopy } from "./agents.js";
 import { benchBatch } from "./batch.js";
 import { benchChat } from "./chat.js";
@@ -52,6 +53,7 @@ const sections: [string, () => Promise<BenchRow[]> | BenchRow[]][] = [
     "tools catalog: first-request tool tokens deferred vs all up front, cacheable prefix with loads (issue 32)",
     benchToolsCatalog,
   ],
+  ["acp: per-update overhead of harness acp vs harness run --events (issue 36)", benchAcp],
 ];
 
 const json = process.argv.includes("--json");

@@ -102,6 +102,10 @@ const COMMANDS: CommandTable = {
       "your MCP servers (add, remove, list, test, approve) and serving harness's tools to MCP clients (serve)",
     load: async () => (await import("./commands/mcp.js")).mcpCommand,
   },
+  acp: {
+    summary: "be an Agent Client Protocol agent for an editor (Zed, JetBrains...) on stdin/stdout",
+    load: async () => (await import("./commands/acp.js")).acpCommand,
+  },
   serve: {
     summary: "serve sessions to programs over JSON-RPC (stdio, or HTTP with SSE events and a viewer)",
     load: async () => (await import("./commands/serve.js")).serveCommand,

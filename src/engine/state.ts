@@ -176,6 +176,9 @@ export class SessionState {
       state.provider = data.to;
       state.options = data.options;
     },
+    // The door that switched the mode narrows its own policy with it (src/acp/modes.ts) and
+    // reads it back from the records on load; the engine decides by the recorded policy alone.
+    "mode.switched": () => {},
     "tools.changed": (state, { data }) => {
       state.surface = new Map(data.tools.map((t) => [t.name, t.digest]));
       state.toolsDigest = data.tools_digest;

@@ -553,6 +553,18 @@ export const EVENT_SCHEMAS = {
    */
   "model.switched": z.object({ from: jsonObject, to: jsonObject, options: jsonObject }),
   /**
+   * The person switched the session's write mode from an editor (ACP `session/set_mode`): calls
+   * from here on are decided by the recorded policy narrowed to `to` (`read-only`, `propose`,
+   * `ask`, `allow`). `ceiling` is the loosest mode the session's configuration allows; a switch
+   * never goes past it. `by` says which door asked.
+   */
+  "mode.switched": z.object({
+    from: z.enum(["read-only", "propose", "ask", "allow"]),
+    to: z.enum(["read-only", "propose", "ask", "allow"]),
+    ceiling: z.enum(["read-only", "propose", "ask", "allow"]),
+    by: z.string(),
+  }),
+  /**
    * The person ran a shell command themselves (the chat's `!command`): the `shell` call `call_id`
    * (`user:N`) that follows is theirs, not the model's. It is authorized, sandboxed and journaled
    * as the model's calls are (tool.started, process.spawned, workspace.changed, tool.result), but

@@ -5,6 +5,7 @@ import type { EngineListener, EngineOptions, GoalLoop, Limits } from "../engine/
 import type { JournalStore } from "../journal/store.js";
 import type { RuntimeEnvironment } from "../runtime/environment.js";
 import { WorkspaceEffects } from "../runtime/workspace-effects.js";
+import type { JsonObject } from "../shared/json.js";
 import { TreeSnapshot } from "../workspace/tree-snapshot.js";
 import { IGNORE_NOTICES, type Notify } from "./notice.js";
 import { type RunFlags, recordableFlags } from "./run-flags.js";
@@ -40,6 +41,12 @@ export interface SessionRun {
   changesDeniedStops?: boolean;
   /** The identity that owns the session (a server's client), recorded in session.started's setup. */
   owner?: string;
+  /**
+   * What a door records of its own in session.started's setup: an editor's (ACP) write mode
+   * chosen before the first turn (`mode`; later switches are `mode.switched` records) and the
+   * MCP servers it passed (`editor_mcp_servers`: name and definition digest).
+   */
+  doorSetup?: JsonObject;
   /** One call's own cancellation from whoever proposed it (RuntimeEnvironment.callSignal: mcp serve). */
   callSignal?(callId: string): AbortSignal | undefined;
 }
@@ -121,9 +128,11 @@ export function sessionEngineOptions(
     ...(run.setup.providerAdvice ? { providerAdvice: run.setup.providerAdvice } : {}),
     ...(run.setup.instructions ? { instructions: run.setup.instructions } : {}),
     ...(run.setup.environment ? { environment: run.setup.environment } : {}),
-    ...(run.setup.flags || run.owner !== undefined
+    ...(run.setup.flags || run.owner !== undefined || run.doorSetup !== undefined
       ? {
           setup: {
+            // First: a door's own keys never replace the flags or the owner.
+            ...(run.doorSetup ?? {}),
             ...(run.setup.flags ? recordableFlags(run.setup.flags) : {}),
             ...(run.owner !== undefined ? { identity: run.owner } : {}),
           },

@@ -2,6 +2,7 @@ import type { Limits } from "../engine/options.js";
 import { SessionState } from "../engine/state.js";
 import type { JournalStore } from "../journal/store.js";
 import type { AnyRecord } from "../journal/vocabulary.js";
+import type { McpServerDefinition } from "../mcp/config.js";
 import type { Provider } from "../providers/provider.js";
 import type { ApprovalPort } from "../runtime/ports.js";
 import { isLooser, profileOf } from "../sandbox/profiles.js";
@@ -42,6 +43,8 @@ export interface DoorContext {
   mcp?: (line: string) => void;
   /** A sub-agent's: its parent's started MCP servers, shared, never started again (setup.ts `sharedMcp`). */
   sharedMcp?: McpServers;
+  /** MCP servers the person chose in their editor (setup.ts `editorServers`). */
+  editorServers?: Readonly<Record<string, McpServerDefinition>>;
   env?: NodeJS.ProcessEnv;
   notify?: Notify;
 }
@@ -86,6 +89,7 @@ export async function prepareSession(given: SessionConfig, door: DoorContext): P
     ...(door.approver !== undefined ? { approver: door.approver } : {}),
     ...(door.mcp !== undefined ? { mcp: door.mcp } : {}),
     ...(door.sharedMcp !== undefined ? { sharedMcp: door.sharedMcp } : {}),
+    ...(door.editorServers !== undefined ? { editorServers: door.editorServers } : {}),
     session: { id: sessionId, store, notify },
   });
   const acceptance = config.accept ?? state?.header?.acceptance ?? [];

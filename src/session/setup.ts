@@ -17,7 +17,9 @@ import { SpawnJournal } from "../engine/recovery.js";
 import type { DeferSettings } from "../engine/tool-offer.js";
 import type { ToolSurfaceSource } from "../engine/tool-surface.js";
 import type { JournalStore } from "../journal/store.js";
+import { definitionDigest, type McpServerDefinition } from "../mcp/config.js";
 import { serverNamedFiles } from "../mcp/named-files.js";
+import type { ServerSelection } from "../mcp/selection.js";
 import { parseToolSelection } from "../mcp/tool-selection.js";
 import { DenyApprover } from "../policy/approver.js";
 import { evaluate } from "../policy/evaluation.js";
@@ -148,6 +150,12 @@ export async function buildSetup(options: {
    * the parent's to stop, never the child's.
    */
   sharedMcp?: McpServers;
+  /**
+   * MCP servers the person chose in their editor (ACP `session/new`): started like the user
+   * config's own servers, sandboxed the same way; a name the user config already has keeps the
+   * user config's definition.
+   */
+  editorServers?: Readonly<Record<string, McpServerDefinition>>;
 }): Promise<RunSetup> {
   const { workspace, flags, interactive } = options;
   const env = options.env ?? process.env;
@@ -167,7 +175,7 @@ export async function buildSetup(options: {
   // before any tool runs.
   const servers = (() => {
     try {
-      return mcpSelection(governance.config, workspace.root);
+      return withEditorServers(mcpSelection(governance.config, workspace.root), options.editorServers);
     } catch (error) {
       if (error instanceof ConfigError) throw new UsageError(`configuration error: ${error.message}`);
       throw error;
@@ -519,4 +527,21 @@ async function scopedPermissions(
     if (error instanceof ScopeError) throw new UsageError(error.message);
     throw error;
   }
+}
+
+/** The editor's servers after the configured ones, as the user's own; a configured name wins. */
+function withEditorServers(
+  selection: ServerSelection,
+  editor: Readonly<Record<string, McpServerDefinition>> | undefined,
+): ServerSelection {
+  if (editor === undefined) return selection;
+  const taken = new Set([...selection.start, ...selection.unapproved].map((server) => server.name));
+  const added = Object.keys(editor)
+    .sort()
+    .filter((name) => !taken.has(name))
+    .map((name) => {
+      const definition = editor[name] as McpServerDefinition;
+      return { name, definition, source: "user" as const, digest: definitionDigest(definition) };
+    });
+  return { ...selection, start: [...selection.start, ...added] };
 }

@@ -20,7 +20,7 @@ const STACK: readonly (readonly string[])[] = [
   ["cli"],
   // The in-repo embedding example uses the package as a caller does: through its entry only.
   ["examples"],
-  ["eval", "mcp-server", "ui", "fleet", "server", PACKAGE_ENTRY, ENGINE_ENTRY],
+  ["eval", "mcp-server", "ui", "fleet", "server", "acp", PACKAGE_ENTRY, ENGINE_ENTRY],
   ["session"],
   ["engine"],
   ["packs", "proposals", "policy", "config", "undo"],

@@ -355,6 +355,10 @@ function render(record: AnyRecord, style: Style): string {
       return style.bold(
         `model switched: ${escapeForTerminal(modelNameOf(record.data.from))} → ${escapeForTerminal(modelNameOf(record.data.to))}`,
       );
+    case "mode.switched":
+      return style.bold(
+        `mode switched: ${record.data.from} → ${record.data.to} (at most ${record.data.ceiling}, by ${escapeForTerminal(record.data.by)})`,
+      );
   }
 }
 
