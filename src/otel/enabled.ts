@@ -1,6 +1,8 @@
 import type { AnyRecord } from "../journal/vocabulary.js";
 import type { LiveExport } from "./live.js";
 
+export type { LiveExport };
+
 /*
  * The door to live export, importable at no cost: the SDK (live.ts, export.ts) is imported only
  * when an endpoint is configured, so a run without OpenTelemetry loads none of it.

@@ -22,14 +22,18 @@ export interface LiveExport {
 export function startLiveExport(sessionId: string, options: { version: string }): LiveExport {
   const trace = new SessionTrace(sessionId, contentScrubber(process.env));
   const sink = otlpSink({ version: options.version });
+  // A door may hand a record on twice (a hosted session's listener outlives a turn): each record
+  // is folded once, by its sequence in its own journal.
+  const lastSeq = new Map<string, number>();
+  const push = (path: string, record: AnyRecord) => {
+    if (record.seq <= (lastSeq.get(path) ?? -1)) return;
+    lastSeq.set(path, record.seq);
+    sink.spans(trace.push(path, record));
+  };
   // An exporter failure never reaches the run: the SDK reports it to its diagnostics logger only.
   return {
-    record(record) {
-      sink.spans(trace.push("", record));
-    },
-    agentRecord(path, record) {
-      sink.spans(trace.push(path, record));
-    },
+    record: (record) => push("", record),
+    agentRecord: push,
     traceparentOf(callId) {
       const span = trace.spanOfCall(callId);
       return span === undefined ? undefined : traceparent(trace.traceId, span);
