@@ -13,6 +13,7 @@ import { benchJournal } from "./journal.js";
 import { benchLargeRead } from "./large-file.js";
 import { benchMcp } from "./mcp.js";
 import { benchNetns } from "./netns.js";
+import { benchOtel } from "./otel.js";
 import { benchPg } from "./pg.js";
 import { benchPolicy } from "./policy.js";
 import { benchRuntime } from "./runtime.js";
@@ -54,6 +55,7 @@ const sections: [string, () => Promise<BenchRow[]> | BenchRow[]][] = [
     benchToolsCatalog,
   ],
   ["acp: per-update overhead of harness acp vs harness run --events (issue 36)", benchAcp],
+  ["otel: per-step overhead of live OpenTelemetry export, on vs off in one run (issue 37)", benchOtel],
 ];
 
 const json = process.argv.includes("--json");

@@ -73,6 +73,10 @@ const COMMANDS: CommandTable = {
     summary: "write a session as one self-contained HTML page: harness report SESSION -o FILE",
     load: async () => (await import("./commands/report.js")).reportCommand,
   },
+  otel: {
+    summary: "send a recorded session to an OpenTelemetry collector: harness otel export SESSION",
+    load: async () => (await import("./commands/otel.js")).otelCommand,
+  },
   journal: {
     summary: "verify, repair or adopt a session journal",
     load: async () => (await import("./commands/journal.js")).journalCommand,

@@ -1,10 +1,12 @@
 import { join } from "node:path";
 import type { RunSummary } from "../engine/options.js";
 import type { AnyRecord } from "../journal/vocabulary.js";
+import { liveExport, withLiveExport } from "../otel/enabled.js";
 import { costUsd, formatCost } from "../providers/cost.js";
 import type { ProviderIdentity } from "../providers/provider.js";
 import type { SessionRun } from "../session/engine-options.js";
 import { EngineSession, type Turn } from "../session/handle.js";
+import { harnessVersion } from "../session/version.js";
 import type { OpenedWorkspace } from "../session/workspace.js";
 import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
 import { CallShow } from "./call-show.js";
@@ -78,13 +80,18 @@ export async function runSession(given: CliRun): Promise<number> {
       : {}),
   });
   const connection = watchConnection(run.setup.provider.identity, style);
-  const listener = {
-    ...progress,
-    record(record: AnyRecord) {
-      connection.record(record);
-      progress.record?.(record);
+  // OpenTelemetry, only when an endpoint is configured (the SDK is not even loaded otherwise).
+  const live = await liveExport(run.sessionId, harnessVersion());
+  const listener = withLiveExport(
+    {
+      ...progress,
+      record(record: AnyRecord) {
+        connection.record(record);
+        progress.record?.(record);
+      },
     },
-  };
+    live,
+  );
   const started = performance.now();
   try {
     // A run from the command line: an agent that could change nothing has not done its task.
@@ -116,6 +123,7 @@ export async function runSession(given: CliRun): Promise<number> {
     await run.setup.mcp?.close();
     // Its network namespace too, with any process still in it.
     await run.setup.sessionNetwork?.close();
+    await live?.shutdown();
   }
 }
 

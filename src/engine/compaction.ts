@@ -5,6 +5,7 @@ import { sleep } from "../shared/sleep.js";
 import { toWellFormed } from "../shared/unicode.js";
 import { instructionsText } from "./instructions.js";
 import { nextModelRetry } from "./model-retry.js";
+import { reserveMoney, settleMoney } from "./money-budget.js";
 import type { RunSummary } from "./options.js";
 import { cancel, type EngineRun, stop } from "./outcome.js";
 import { jsonBytes } from "./pruning.js";
@@ -123,6 +124,14 @@ export async function compactHistory(input: CompactionInput): Promise<Compaction
   }
   for (;;) {
     const attempt = state.retriesSinceReply;
+    // A summary request is a model request: a money budget counts it like any other.
+    const refused = await reserveMoney(run, {
+      step,
+      attempt,
+      inputTokens: tokens.estimated_input_tokens,
+      replyTokens: tokens.reply_reserve,
+    });
+    if (refused) return { kind: "failed", summary: refused };
     await run.record({
       type: "model.started",
       data: {
@@ -146,6 +155,7 @@ export async function compactHistory(input: CompactionInput): Promise<Compaction
       run.signal,
     );
     const decoded = await decodeStream(stream);
+    await settleMoney(run, { step, attempt, usage: "reply" in decoded ? decoded.reply.usage : undefined });
     if ("reply" in decoded && decoded.reply.text.trim() !== "")
       return recordSummary(input, cut, attempt, decoded.reply);
     // Interrupted: not a failure of the model, and nothing to retry.

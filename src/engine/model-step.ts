@@ -9,6 +9,7 @@ import { promptCacheKey } from "./cache-key.js";
 import { type CompactionOutcome, compactHistory, MAX_COMPACTIONS_PER_STEP } from "./compaction.js";
 import { systemText } from "./instructions.js";
 import { nextModelRetry } from "./model-retry.js";
+import { reserveMoney, settleMoney } from "./money-budget.js";
 import type { RunSummary } from "./options.js";
 import { cancel, type EngineRun, stop } from "./outcome.js";
 import { generalProviderAdvice } from "./provider-advice.js";
@@ -56,6 +57,13 @@ export class ModelStep {
             "(a larger --context-window, if the model has one, or a new session with a narrower goal)",
         );
       }
+      const refused = await reserveMoney(this.run, {
+        step,
+        attempt,
+        inputTokens: tokens.estimated_input_tokens,
+        replyTokens: tokens.reply_reserve,
+      });
+      if (refused) return refused;
       await this.run.record({
         type: "model.started",
         data: { step, attempt, tools_digest: this.run.offered().digest, ...tokens },
@@ -72,6 +80,11 @@ export class ModelStep {
         this.run.signal,
       );
       const decoded = await decodeStream(stream, (event) => this.run.options.listener?.stream?.(event));
+      await settleMoney(this.run, {
+        step,
+        attempt,
+        usage: "reply" in decoded ? decoded.reply.usage : undefined,
+      });
       if (this.run.signal.aborted) return cancel(this.run);
       if ("reply" in decoded) {
         const reused = this.reusedCallId(decoded.reply);

@@ -1,6 +1,7 @@
 import type { JournalStore } from "../journal/store.js";
 import type { AnyRecord } from "../journal/vocabulary.js";
 import type { StreamEvent } from "../protocol/types.js";
+import type { ModelPrices } from "../providers/config.js";
 import type { Provider } from "../providers/provider.js";
 import type { RuntimeEnvironment } from "../runtime/environment.js";
 import type { PermissionPort, ProgressListener, ProposalPort, ProposalRecord } from "../runtime/ports.js";
@@ -102,6 +103,11 @@ export interface PolicyHandle {
   permissions: PermissionPort;
 }
 
+export interface MoneyBudget {
+  maxCostUsd: number;
+  prices: ModelPrices;
+}
+
 /** Live observation of a run (for the CLI's stderr progress and `--events`). */
 export interface EngineListener extends ProgressListener {
   record?(record: AnyRecord): void;
@@ -143,6 +149,11 @@ export interface EngineOptions {
   limits?: Partial<Limits>;
   signal?: AbortSignal;
   listener?: EngineListener;
+  /**
+   * A money budget (`--max-cost-usd`), all turns of the session together: no model request is
+   * sent whose projected cost exceeds what is left (engine/money-budget.ts).
+   */
+  moneyBudget?: MoneyBudget;
   /** How the run was set up (recorded in session.started for resume; no secrets, no host paths). */
   setup?: JsonObject;
   /** `new`: the session must not exist; `resume`: it must; `auto`: either. */

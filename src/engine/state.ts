@@ -89,6 +89,8 @@ export class SessionState {
   /** Directories already looked at for a nested AGENTS.md. */
   readonly checkedDirectories = new Set<string>();
   modelRequests = 0;
+  /** Dollars spent under a money budget, all turns together: settled requests and finished children. */
+  costSpentUsd = 0;
   /** The current turn (1 for a session's goal) and the counters budgets apply to: this turn's own. */
   turn = 0;
   turnModelRequests = 0;
@@ -221,6 +223,8 @@ export class SessionState {
       // What a child spent counts against this turn's budgets, as if the session had spent it.
       state.turnModelRequests += data.usage.model_requests;
       state.turnAgentToolCalls += data.usage.tool_calls;
+      // A child's spend counts against a money budget as the session's own requests do.
+      state.costSpentUsd += data.usage.cost_usd ?? 0;
       state.agentUsage.model_requests += data.usage.model_requests;
       state.agentUsage.tool_calls += data.usage.tool_calls;
       state.agentUsage.input_tokens += data.usage.input_tokens;
@@ -263,6 +267,10 @@ export class SessionState {
       state.turnModelRequests += 1;
       state.pendingBasis = data.basis_tokens;
       state.peakEstimatedInputTokens = larger(state.peakEstimatedInputTokens, data.estimated_input_tokens);
+    },
+    "budget.reserved": () => {},
+    "budget.settled": (state, { data }) => {
+      state.costSpentUsd += data.cost_usd;
     },
     "model.retryable_error": (state, { data }) => {
       state.ordinal += 1;

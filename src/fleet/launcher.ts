@@ -1,6 +1,8 @@
+import { liveExport, withLiveExport } from "../otel/enabled.js";
 import { EngineSession } from "../session/handle.js";
 import { noticeLine, type SessionNotice } from "../session/notice.js";
 import { prepareSession } from "../session/prepare.js";
+import { harnessVersion } from "../session/version.js";
 import { openWorkspace } from "../session/workspace.js";
 import { taskConfig } from "./task-config.js";
 import type { SessionLauncher } from "./worker.js";
@@ -25,7 +27,12 @@ export function launchSession(log: (line: string) => void): SessionLauncher {
       mcp: note,
       notify,
     });
-    const session = new EngineSession(prepared.run, prepared.records.length > 0, { signal });
+    // OpenTelemetry, only when an endpoint is configured (the SDK is not even loaded otherwise).
+    const live = await liveExport(task.session, harnessVersion());
+    const session = new EngineSession(prepared.run, prepared.records.length > 0, {
+      signal,
+      listener: withLiveExport({}, live),
+    });
     // A session the worker resumes goes on with its own goal; a new one starts with the task's.
     const turn = prepared.records.length > 0 ? session.resume() : session.turn(task.goal);
     // The lease is gone (or the worker stops hard): kill the process trees of running calls now,
@@ -38,6 +45,7 @@ export function launchSession(log: (line: string) => void): SessionLauncher {
     } finally {
       lost.removeEventListener("abort", kill);
       await session.close();
+      await live?.shutdown();
     }
   };
 }

@@ -221,6 +221,24 @@ export const EVENT_SCHEMAS = {
     /** What `harness compact --instructions` added to the summary request's ask, verbatim. */
     instructions: z.string().optional(),
   }),
+  /**
+   * A money budget (`--max-cost-usd`) before model request `step`/`attempt` is sent: its cost
+   * projected from the token estimate and the profile's prices (input, and the reply reserve as
+   * output), and what was left of the budget before it. Only journaled when the request fits.
+   */
+  "budget.reserved": z.object({
+    step: z.number().int(),
+    attempt: z.number().int(),
+    estimate_usd: z.number().nonnegative(),
+    left_usd: z.number(),
+  }),
+  /** That request's cost from the provider-reported usage (0 when none was reported), and what is left after it. */
+  "budget.settled": z.object({
+    step: z.number().int(),
+    attempt: z.number().int(),
+    cost_usd: z.number().nonnegative(),
+    left_usd: z.number(),
+  }),
   "model.retryable_error": modelFailure.extend({ retry_in_ms: z.number().int() }),
   "model.failed": modelFailure,
   "model.protocol_error": z.object({

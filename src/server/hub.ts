@@ -3,6 +3,8 @@ import type { ParsedParamsOf as ParamsOf, RunOptions, SessionSummary } from "../
 import type { EngineListener } from "../engine/options.js";
 import { SESSION_ID_PATTERN } from "../journal/session-path.js";
 import type { AnyRecord } from "../journal/vocabulary.js";
+import { type LiveExport, liveExport, withLiveExport } from "../otel/enabled.js";
+import { harnessVersion } from "../session/version.js";
 import type { JsonObject } from "../shared/json.js";
 import { admitStart, admitWorkspace } from "./admission.js";
 import { agentReplay } from "./agent-replay.js";
@@ -36,6 +38,8 @@ interface Hosted {
   startedAt: string | undefined;
   /** Why the last run failed before finishing (a refused journal, a bad setup). */
   failure: string | undefined;
+  /** OpenTelemetry export of the session's records, when an endpoint is configured. */
+  live?: LiveExport | undefined;
 }
 
 export interface HubOptions {
@@ -137,6 +141,8 @@ export class SessionHub {
       goal: header?.type === "session.started" ? header.data.goal : undefined,
       startedAt: header?.time,
       failure: undefined,
+      // OpenTelemetry, only when an endpoint is configured (the SDK is not even loaded otherwise).
+      live: await liveExport(opened.sessionId, harnessVersion()),
     };
     hostedRef = hosted;
     this.#sessions.set(hosted.id, hosted);
@@ -438,6 +444,9 @@ export class SessionHub {
     for (const hosted of running) hosted.run?.interrupt();
     await Promise.all(running.map((hosted) => hosted.done));
     await Promise.all(running.map((hosted) => hosted.opened.close().catch(() => undefined)));
+    await Promise.all(
+      [...this.#sessions.values()].map((hosted) => hosted.live?.shutdown().catch(() => undefined)),
+    );
   }
 
   /** Sessions running a turn now (for the server's own logs and tests). */
@@ -468,6 +477,10 @@ export class SessionHub {
   }
 
   #listener(hosted: Hosted, also?: (record: AnyRecord) => void): EngineListener {
+    return withLiveExport(this.#wireListener(hosted, also), hosted.live);
+  }
+
+  #wireListener(hosted: Hosted, also?: (record: AnyRecord) => void): EngineListener {
     return {
       record: (record) => {
         if (record.seq <= hosted.fold.lastSeq) return;

@@ -67,6 +67,7 @@ export const sessionConfigSchema = z
       .strict(),
     untilAccepted: z.number().int().min(1).max(100),
     noProgress: positive.max(100),
+    maxCostUsd: z.number().positive().finite(),
     script: z.string().min(1),
     accept: z.array(z.string().min(1)),
     acceptTimeoutMs: positive,

@@ -141,6 +141,9 @@ export function sessionEngineOptions(
     acceptance: run.acceptance,
     ...goalLoopOf(run.setup.flags),
     limits: run.limits,
+    ...(run.setup.flags?.maxCostUsd !== undefined && run.setup.prices !== undefined
+      ? { moneyBudget: { maxCostUsd: run.setup.flags.maxCostUsd, prices: run.setup.prices } }
+      : {}),
     signal,
     listener,
     mode: run.mode,

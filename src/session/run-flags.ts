@@ -36,6 +36,8 @@ export interface RunFlags {
   agents?: { [K in keyof AgentLimits]?: AgentLimits[K] | undefined } | undefined;
   /** `--until-accepted N`: the goal loop's attempts in all (the checks' failures go back to the model). */
   untilAccepted?: number | undefined;
+  /** `--max-cost-usd X`: the session's money budget, all turns together (needs the profile's prices). */
+  maxCostUsd?: number | undefined;
   /** `--no-progress K`: the goal loop ends after K attempts in a row without progress (default 2). */
   noProgress?: number | undefined;
   /**
@@ -68,6 +70,7 @@ const RECORDED_KEYS: (keyof RunFlags)[] = [
   "agents",
   "untilAccepted",
   "noProgress",
+  "maxCostUsd",
 ];
 
 /**

@@ -321,6 +321,12 @@ export async function buildSetup(options: {
     const grants = new SessionGrants();
     const hooks = governance.hooks.length > 0 ? new HookRunner(governance.hooks) : undefined;
 
+    // A money budget is checked against the profile's prices; without them it would be a guess.
+    if (flags.maxCostUsd !== undefined && model.profile?.prices === undefined)
+      throw new UsageError(
+        `--max-cost-usd ${flags.maxCostUsd} needs the model's prices, and this model's profile gives none: ` +
+          'add "prices": { "input_per_mtok": ..., "output_per_mtok": ... } to the profile in your config',
+      );
     const context = contextBudgetFor(flags, model.profile, notices);
     const { policy } = governance;
     const childProfile = agentProfile(governance.config);

@@ -26,7 +26,7 @@ const STACK: readonly (readonly string[])[] = [
   ["packs", "proposals", "policy", "config", "undo"],
   ["runtime"],
   ["mcp"],
-  ["tools"],
+  ["tools", "otel"],
   ["journal", "providers", "sandbox", "client", "viewer"],
   ["protocol", "workspace", "artifacts", "rules", "api", "network"],
   ["shared"],

@@ -32,6 +32,7 @@ describe("harness completion", () => {
     expect(completeInBash(script, ["harness", "ses"])).toEqual(["sessions"]);
     expect(completeInBash(script, ["harness", "run", "--wor"])).toEqual(["--workspace"]);
     expect(completeInBash(script, ["harness", "run", "--max-"])).toEqual([
+      "--max-cost-usd",
       "--max-model-requests",
       "--max-tool-calls",
     ]);

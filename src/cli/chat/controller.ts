@@ -1,6 +1,8 @@
 import type { EngineListener, RunSummary } from "../../engine/options.js";
+import { type LiveExport, liveExport, withLiveExport } from "../../otel/enabled.js";
 import { costUsd } from "../../providers/cost.js";
 import type { CommandResult, SessionHandle, Turn } from "../../session/handle.js";
+import { harnessVersion } from "../../session/version.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { agentRecordLine } from "../../ui/agent-lines.js";
 import { checkOutputLines } from "../../ui/call-lines.js";
@@ -48,6 +50,8 @@ export class ChatController {
   /** Shows each finished call's diff and command output (absent with --quiet-calls). */
   readonly #show: CallShow | undefined;
 
+  #live: LiveExport | undefined;
+
   constructor(
     ui: ChatUi,
     session: SessionHandle,
@@ -68,7 +72,9 @@ export class ChatController {
   }
 
   /** Run until the person leaves; resolves with the exit code. */
-  run(): Promise<number> {
+  async run(): Promise<number> {
+    // OpenTelemetry, only when an endpoint is configured (the SDK is not even loaded otherwise).
+    this.#live = await liveExport(this.#session.sessionId, harnessVersion());
     const left = new Promise<void>((resolve) => {
       this.#exit = resolve;
     });
@@ -87,6 +93,7 @@ export class ChatController {
     this.#ui.footer(this.#footer);
     return left.then(async () => {
       await this.#session.close();
+      await this.#live?.shutdown();
       await this.#ui.stop();
       // After the UI is gone, as plain lines the terminal wraps itself: which session this was and
       // the command that goes on with it, to copy whole.
@@ -297,6 +304,10 @@ export class ChatController {
 
   /** What the UI shows of a turn: streamed text, live calls, and the records people need to see. */
   #listener(): EngineListener {
+    return withLiveExport(this.#uiListener(), this.#live);
+  }
+
+  #uiListener(): EngineListener {
     const style = this.#style;
     return {
       stream: (event) => {

@@ -163,6 +163,12 @@ function render(record: AnyRecord, style: Style): string {
       return `session started (${escapeForTerminal(String(record.data.provider.kind))} model, tools ${record.data.tools.map((t) => escapeForTerminal(t.name)).join(", ")})`;
     case "session.resumed":
       return style.dim("resumed");
+    case "budget.reserved":
+      return style.dim(
+        `budget: up to $${record.data.estimate_usd.toFixed(4)} reserved for request ${record.data.step + 1}, $${record.data.left_usd.toFixed(4)} left before it`,
+      );
+    case "budget.settled":
+      return `budget: request ${record.data.step + 1} cost $${record.data.cost_usd.toFixed(4)}, $${record.data.left_usd.toFixed(4)} left`;
     case "tools.changed": {
       const list = (names: readonly string[]) => names.map((n) => escapeForTerminal(n)).join(", ") || "none";
       const why = record.data.reason === "resume" ? "accepted on resume" : "at a step boundary";

@@ -40,6 +40,7 @@ export const SESSION_OPTIONS = {
   accept: { type: "string", multiple: true },
   "accept-timeout": { type: "string" },
   "max-model-requests": { type: "string" },
+  "max-cost-usd": { type: "string" },
   "max-tool-calls": { type: "string" },
   "pool-size": { type: "string" },
   "context-window": { type: "string" },
@@ -138,6 +139,8 @@ Run:
   --no-progress K            end the goal loop after K attempts in a row that improved neither
                              the number of checks passing nor of failing tests (default 2)
   --max-model-requests N     model request budget, retries included (default 50)
+  --max-cost-usd X           money budget in US dollars for the whole session (needs the profile's
+                             prices): a request whose projected cost exceeds what is left is not sent
   --max-tool-calls N         tool call budget (default 200)
   --pool-size N              parallel tool calls per batch (default 8)
   --context-window TOKENS    tokens the model takes per request (default: the profile's
@@ -408,6 +411,13 @@ export function givenFlags(values: Parsed["values"]): RunFlags {
   if (Object.keys(agents).length > 0) flags.agents = agents;
   const untilAccepted = boundedInt(values["until-accepted"], "--until-accepted", 1, 100);
   if (untilAccepted !== undefined) flags.untilAccepted = untilAccepted;
+  const maxCost = values["max-cost-usd"];
+  if (maxCost !== undefined) {
+    const usd = Number(maxCost);
+    if (maxCost.trim() === "" || !Number.isFinite(usd) || usd <= 0)
+      throw new UsageError(`--max-cost-usd must be a positive number of dollars, not "${maxCost}"`);
+    flags.maxCostUsd = usd;
+  }
   const noProgress = boundedInt(values["no-progress"], "--no-progress", 1, 100);
   if (noProgress !== undefined) flags.noProgress = noProgress;
   return flags;

@@ -1,0 +1,77 @@
+import type { Usage } from "../protocol/types.js";
+import { costUsd } from "../providers/cost.js";
+import type { RunSummary } from "./options.js";
+import { type EngineRun, stop } from "./outcome.js";
+
+/*
+ * A money budget checked before the spend: each model request's cost is projected from its token
+ * estimate at the profile's prices, with the whole reply reserve counted as output (the most the
+ * reply may cost), and a request that would exceed what is left is never sent. The provider's
+ * reported usage then settles it. Both are journaled, so `inspect` and a resume read the spend
+ * from the journal: retries, compaction requests and children count like any request.
+ */
+
+/** What is left of the budget (negative when a settled reply cost more than projected). */
+export function leftUsd(run: EngineRun): number | undefined {
+  const budget = run.options.moneyBudget;
+  return budget === undefined ? undefined : budget.maxCostUsd - run.state.costSpentUsd;
+}
+
+/**
+ * Before request `step`/`attempt` of `inputTokens` (estimated) with `replyTokens` reserved:
+ * journal the reservation, or stop the run (budget_exhausted) without sending it.
+ */
+export async function reserveMoney(
+  run: EngineRun,
+  request: { step: number; attempt: number; inputTokens: number; replyTokens: number },
+): Promise<RunSummary | undefined> {
+  const budget = run.options.moneyBudget;
+  const left = leftUsd(run);
+  if (budget === undefined || left === undefined) return undefined;
+  const estimate = costUsd(
+    { input_tokens: request.inputTokens, output_tokens: request.replyTokens, cached_tokens: 0 },
+    budget.prices,
+  );
+  if (estimate > left) {
+    return stop(
+      run,
+      "stopped",
+      "budget_exhausted",
+      `the next model request would cost up to $${estimate.toFixed(4)} (about ${request.inputTokens} input tokens and ` +
+        `${request.replyTokens} reserved for the reply), more than the $${Math.max(0, left).toFixed(4)} left of ` +
+        `--max-cost-usd ${budget.maxCostUsd}; it was not sent`,
+    );
+  }
+  await run.record({
+    type: "budget.reserved",
+    data: { step: request.step, attempt: request.attempt, estimate_usd: estimate, left_usd: left },
+  });
+  return undefined;
+}
+
+/** After request `step`/`attempt`: its cost from the reported usage (none reported: nothing spent). */
+export async function settleMoney(
+  run: EngineRun,
+  request: { step: number; attempt: number; usage: Usage | undefined },
+): Promise<void> {
+  const budget = run.options.moneyBudget;
+  if (budget === undefined) return;
+  const usage = request.usage;
+  const cost = costUsd(
+    {
+      input_tokens: usage?.input_tokens ?? 0,
+      output_tokens: usage?.output_tokens ?? 0,
+      cached_tokens: usage?.cached_tokens ?? 0,
+    },
+    budget.prices,
+  );
+  await run.record({
+    type: "budget.settled",
+    data: {
+      step: request.step,
+      attempt: request.attempt,
+      cost_usd: cost,
+      left_usd: budget.maxCostUsd - run.state.costSpentUsd - cost,
+    },
+  });
+}
