@@ -107,6 +107,11 @@ export async function loadConfig(options: LoadConfigOptions): Promise<LoadedConf
       `${PROJECT_CONFIG_LABEL}: sandbox.read_paths is ignored; only the user config can widen what the sandbox shows`,
     );
   }
+  if (project?.config.credentials !== undefined) {
+    notices.push(
+      `${PROJECT_CONFIG_LABEL}: "credentials" is ignored; only your user config can bind a credential to a host`,
+    );
+  }
   const projectTrusted = await isTrustedProject(workspaceRoot, user?.config.trusted_projects ?? [], homedir);
   if (project !== undefined && !projectTrusted) {
     if ((project.config.permissions?.allow ?? []).length > 0) {

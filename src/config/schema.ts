@@ -60,6 +60,40 @@ function kindProblem(point: string, kind: "notify" | "admit" | "wrap"): string |
 }
 
 /**
+ * `credentials`: each key is the name of a variable in harness's own environment holding a secret;
+ * the sandbox sees a placeholder under that name, and the egress proxy puts the real value into
+ * requests to `hosts` only (network/credentials.ts). Honoured in the user config only.
+ */
+export const credentialSchema = z.strictObject({
+  /** Host names the value may be sent to (exact names, any port; lowercased, no trailing dot). */
+  hosts: z
+    .array(
+      z
+        .string()
+        .regex(
+          /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.?)+$|^\[[0-9a-fA-F:.]+\]$/,
+          "not a host name",
+        ),
+    )
+    .min(1),
+  /** The request header that carries the credential (e.g. "authorization"). */
+  header: z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, "not a header name"),
+  /** How the header's value is written: `{value}` stands for the real value. Default "{value}". */
+  format: z
+    .string()
+    .refine((format) => format.split("{value}").length === 2, "must contain {value} exactly once")
+    .refine((format) => !/[\r\n\0]/.test(format), "no line breaks")
+    .optional(),
+});
+
+export const credentialsSchema = z.record(
+  z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "not an environment variable name"),
+  credentialSchema,
+);
+
+export type CredentialSetting = z.infer<typeof credentialSchema>;
+
+/**
  * A harness config file. Governance sections are validated strictly; `sandbox`, `shell`,
  * `acceptance`, `hook_commands`, `models`, `env` and `mcp_servers` belong to other modules and
  * pass through as unknown.
@@ -130,6 +164,11 @@ export const configFileSchema = z.strictObject({
         .optional(),
     })
     .optional(),
+  /**
+   * Secrets the egress proxy adds to requests to the hosts they are bound to; the sandbox only
+   * ever sees a placeholder. User config only: a project's `credentials` is ignored.
+   */
+  credentials: credentialsSchema.optional(),
   /** Per-tool timeout overrides in milliseconds, e.g. {"shell": 300000}. */
   timeouts: z.record(z.string().regex(/^[a-z][a-z0-9_]*$/), z.number().int().positive()).optional(),
 });

@@ -6,6 +6,7 @@ import { parseRule, RuleSyntaxError } from "../rules/grammar.js";
 import { readPathProblem } from "../sandbox/host-view.js";
 import { ConfigError } from "./errors.js";
 import type { LoadedConfig } from "./load.js";
+import type { CredentialSetting } from "./schema.js";
 
 const sandboxSection = z.union([
   z.enum(["off", "workspace-write", "read-only"]),
@@ -250,4 +251,12 @@ export function serverIdentities(loaded: LoadedConfig): ServerIdentities {
   const user = loaded.user;
   if (user?.config.server === undefined) return {};
   return parse(serverSection, user.config.server, user.label, "server").identities ?? {};
+}
+
+/**
+ * The credentials the user config binds to hosts (`credentials`). Never a project's: a repository
+ * must not be able to send the user's token to a host of its choosing.
+ */
+export function credentialSettings(loaded: LoadedConfig): Record<string, CredentialSetting> {
+  return { ...(loaded.user?.config.credentials ?? {}) };
 }

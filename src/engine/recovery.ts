@@ -25,6 +25,9 @@ export interface SpawnInfo {
 /** A connection of a call's processes through its egress proxy, as `net.connection` records it. */
 export type ConnectionInfo = EventData<"net.connection">;
 
+/** A credential the egress proxy substituted, as `credential.used` records it. */
+export type CredentialUseInfo = EventData<"credential.used">;
+
 /**
  * Connects process-running tools to the journal: the tool reports each spawned process group
  * (before waiting on it) through `onSpawn`, and each connection its processes made through the
@@ -43,6 +46,11 @@ export class SpawnJournal {
   readonly onConnection = async (info: ConnectionInfo): Promise<void> => {
     if (!this.sink) throw new Error("no session is recording connections");
     await this.sink({ type: "net.connection", data: info });
+  };
+  /** Journal a credential substitution while its call runs; rejects when no session is recording. */
+  readonly onCredentialUsed = async (info: CredentialUseInfo): Promise<void> => {
+    if (!this.sink) throw new Error("no session is recording credential use");
+    await this.sink({ type: "credential.used", data: info });
   };
   /**
    * A long-lived process that belongs to the session rather than to a call (an MCP stdio

@@ -324,6 +324,8 @@ export class SessionState {
     "net.connection": (state, { data }) => {
       if (data.decision === "allow") state.contacted.add(formatNetTarget(data.host, data.port));
     },
+    // Which credential the proxy substituted, for which host: audit only.
+    "credential.used": ignore,
     // A retry within one call: the call's result is what the model and the budgets see.
     "tool.retrying": ignore,
     "tool.result": (state, { data: result }) => {

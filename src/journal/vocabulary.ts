@@ -325,6 +325,16 @@ export const EVENT_SCHEMAS = {
     bytes_down: z.number().int(),
     ms: z.number().int(),
   }),
+  /**
+   * The egress proxy put the real value of credential `name` into a request of call `call_id` to
+   * `host` (a host the user config binds it to), in place of the sandbox's placeholder. The name
+   * only: never the value, never the header.
+   */
+  "credential.used": z.object({
+    call_id: z.string(),
+    name: z.string(),
+    host: z.string(),
+  }),
   "tool.retrying": z.object({
     call_id: z.string(),
     attempt: z.number().int(),

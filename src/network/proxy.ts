@@ -1,5 +1,5 @@
 import { lookup } from "node:dns/promises";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import {
   createServer,
   request as httpRequest,
@@ -12,6 +12,9 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import type { Duplex } from "node:stream";
 import { isInternalAddress } from "./addresses.js";
+import type { Credentials } from "./credentials.js";
+import { intercept } from "./intercept.js";
+import type { SessionAuthority } from "./session-ca.js";
 
 /**
  * The host side of a call's network access: an HTTP proxy on a UNIX socket in a private 0700
@@ -60,6 +63,21 @@ export interface EgressLimits {
   lookupMs?: number;
 }
 
+/**
+ * The session's credentials, for a proxy that substitutes them: TLS is terminated for the hosts
+ * they are bound to (and only those), plain HTTP rewritten, placeholders replaced in headers.
+ */
+export interface EgressCredentials {
+  credentials: Credentials;
+  authority: SessionAuthority;
+  /** What verifies a bound host's real certificate (PEM texts). */
+  trust: readonly string[];
+  /** The CA bundle the sandbox trusts (PEM): written as PROXY_CA_BUNDLE_NAME beside the socket. */
+  bundle: string;
+  /** A substitution was made on a request to `host`; must not throw. */
+  used(name: string, host: string): void;
+}
+
 export interface EgressProxyOptions {
   /** Decide a connection (an `ask` is resolved by the caller); must not reject. */
   decide(host: string, port: number): Promise<EgressDecision>;
@@ -70,6 +88,8 @@ export interface EgressProxyOptions {
   parent?: string;
   /** Name resolution (tests give their own). Default dns.lookup with all addresses. */
   resolve?: (host: string) => Promise<string[]>;
+  /** Credentials to substitute for their bound hosts; absent or empty: every tunnel is bytes only. */
+  credentials?: EgressCredentials;
 }
 
 export interface EgressProxy {
@@ -82,6 +102,8 @@ export interface EgressProxy {
 }
 
 export const PROXY_SOCKET_NAME = "proxy.sock";
+/** The CA bundle (public certificates only) a sandboxed process trusts, beside the socket. */
+export const PROXY_CA_BUNDLE_NAME = "ca-bundle.pem";
 
 /** Start a proxy. Rejects when it cannot listen: the caller's network access then fails closed. */
 export async function startEgressProxy(options: EgressProxyOptions): Promise<EgressProxy> {
@@ -94,6 +116,15 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
   // mkdtemp makes the directory 0700: only this user can reach the socket.
   const directory = await mkdtemp(path.join(options.parent ?? tmpdir(), "harness-egress-"));
   const socketPath = path.join(directory, PROXY_SOCKET_NAME);
+  const credentials = options.credentials;
+  if (credentials !== undefined && credentials.credentials.bindings.length > 0) {
+    try {
+      await writeFile(path.join(directory, PROXY_CA_BUNDLE_NAME), credentials.bundle, { mode: 0o644 });
+    } catch (error) {
+      await rm(directory, { recursive: true, force: true });
+      throw error;
+    }
+  }
   const resolve = options.resolve ?? resolveAll;
   const sockets = new Set<Duplex>();
   const server: Server = createServer({
@@ -295,6 +326,10 @@ async function tunnel(
     return refuse(client, admission.status, admission.reason);
   }
   const address = admission.address;
+  const credentials = context.options.credentials;
+  if (credentials !== undefined && credentials.credentials.boundTo(host).length > 0) {
+    return interceptTunnel(context, credentials, client, head, { host, port, address, began, admission });
+  }
   const upstream = connect({ host: address, port });
   let established = false;
   let failure: string | undefined;
@@ -343,6 +378,54 @@ async function tunnel(
     reported();
   });
   await done;
+}
+
+/**
+ * A tunnel to a host a credential is bound to: TLS terminated with the session CA and each
+ * request's placeholders replaced (intercept.ts). One `net.connection` for the tunnel.
+ */
+async function interceptTunnel(
+  context: Context,
+  credentials: EgressCredentials,
+  client: Duplex,
+  head: Buffer,
+  target: { host: string; port: number; address: string; began: number; admission: { rule?: string } },
+): Promise<void> {
+  const { host, port, address, began, admission } = target;
+  client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+  const outcome = await intercept(client, head, {
+    host,
+    port,
+    address,
+    credentials: credentials.credentials,
+    authority: credentials.authority,
+    trust: credentials.trust,
+    used: (name) => {
+      try {
+        credentials.used(name, host);
+      } catch {
+        // The caller's business, as with record.
+      }
+    },
+    maxHeaderBytes: context.limits.maxHeaderBytes,
+    idleMs: context.limits.idleMs,
+  });
+  const decision = outcome.refused
+    ? "deny"
+    : outcome.failure !== undefined && !outcome.reached
+      ? "error"
+      : "allow";
+  report(context, {
+    host,
+    port,
+    decision,
+    ...(admission.rule !== undefined ? { rule: admission.rule } : {}),
+    ...(outcome.failure !== undefined ? { reason: outcome.failure } : {}),
+    address,
+    bytes_up: outcome.bytes_up,
+    bytes_down: outcome.bytes_down,
+    ms: Date.now() - began,
+  });
 }
 
 function formatAddress(address: string): string {
@@ -404,6 +487,20 @@ async function forward(context: Context, request: IncomingMessage, response: Ser
     headers[name] = value;
   }
   const address = admission.address;
+  // A host a credential is bound to: its placeholders in the headers become the real value.
+  const credentials = context.options.credentials;
+  let outgoingHeaders = headers;
+  if (credentials !== undefined && credentials.credentials.boundTo(host).length > 0) {
+    const substituted = credentials.credentials.substitute(host, headers);
+    outgoingHeaders = substituted.headers;
+    for (const name of substituted.used) {
+      try {
+        credentials.used(name, host);
+      } catch {
+        // The caller's business, as with record.
+      }
+    }
+  }
   await new Promise<void>((done) => {
     let upstreamSocket: Socket | undefined;
     let failure: string | undefined;
@@ -430,7 +527,7 @@ async function forward(context: Context, request: IncomingMessage, response: Ser
       port,
       method: request.method,
       path: `${url.pathname}${url.search}`,
-      headers: { ...headers, host: url.host },
+      headers: { ...outgoingHeaders, host: url.host },
       agent: false,
       timeout: context.limits.idleMs,
     });

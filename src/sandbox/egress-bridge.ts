@@ -32,6 +32,8 @@ export const PROXY_VARIABLES: readonly string[] = [
   "npm_config_proxy",
   "npm_config_https_proxy",
 ];
+/** The CA bundle (system CAs and the session CA, public parts) in the proxy's directory. */
+export const BRIDGE_CA_BUNDLE = `${BRIDGE_DIRECTORY}/ca-bundle.pem`;
 
 /** The network of a call could not be set up: nothing ran, and nothing falls back to open. */
 export class NetworkUnavailableError extends CodedError<"network_unavailable"> {
@@ -51,6 +53,21 @@ export function bridgeEnvironment(): Record<string, string> {
     ...Object.fromEntries(PROXY_VARIABLES.map((name) => [name, ""])),
     NO_PROXY: "localhost,127.0.0.1",
     no_proxy: "localhost,127.0.0.1",
+  };
+}
+
+/**
+ * The variables that make common clients trust the bundle at BRIDGE_CA_BUNDLE (OpenSSL, curl,
+ * node, Python requests and pip, git): set for a call whose proxy terminates TLS for the hosts
+ * credentials are bound to.
+ */
+export function bundleEnvironment(): Record<string, string> {
+  return {
+    SSL_CERT_FILE: BRIDGE_CA_BUNDLE,
+    NODE_EXTRA_CA_CERTS: BRIDGE_CA_BUNDLE,
+    REQUESTS_CA_BUNDLE: BRIDGE_CA_BUNDLE,
+    CURL_CA_BUNDLE: BRIDGE_CA_BUNDLE,
+    GIT_SSL_CAINFO: BRIDGE_CA_BUNDLE,
   };
 }
 

@@ -3,7 +3,7 @@ import { type EgressProxy, type EgressProxyOptions, startEgressProxy } from "../
 import type { Quarantined } from "./absent-guard.js";
 import type { CaptureLimits } from "./capture.js";
 import type { Refusal } from "./denied-programs.js";
-import { NetworkUnavailableError } from "./egress-bridge.js";
+import { bundleEnvironment, NetworkUnavailableError } from "./egress-bridge.js";
 import { type EnvPolicy, filterEnvironment } from "./env.js";
 import { type ProcessResult, type RunProcessOptions, runProcess } from "./process.js";
 import type { Launch, Sandbox, SandboxProfile } from "./sandbox.js";
@@ -74,7 +74,10 @@ export interface ExecuteRequest {
 }
 
 /** How a process's connections are decided and reported (see EgressProxyOptions). */
-export type NetworkAccess = Pick<EgressProxyOptions, "decide" | "record" | "limits" | "parent">;
+export type NetworkAccess = Pick<
+  EgressProxyOptions,
+  "decide" | "record" | "limits" | "parent" | "credentials"
+>;
 
 /** A long-lived process (an MCP stdio server): its pipes stay open until it is stopped. */
 export interface StartRequest {
@@ -118,6 +121,11 @@ export interface ExecutorOptions {
    * namespace. `close()` ends it.
    */
   sessionNetwork?: SessionNetwork;
+  /**
+   * Variables no process receives from harness's environment, whatever passes them (`pass_env`
+   * included): the credentials' names. A call with network `policy` sees their placeholders.
+   */
+  withheld?: readonly string[];
 }
 
 /**
@@ -131,11 +139,20 @@ export class Executor {
   readonly environment: Readonly<Record<string, string | undefined>>;
   readonly secrets: readonly Secret[];
   readonly sessionNetwork: SessionNetwork | undefined;
+  readonly #withheld: ReadonlySet<string>;
 
   constructor(options: ExecutorOptions = {}) {
     this.environment = options.environment ?? process.env;
-    this.secrets = secretsOf(this.environment, options.secretNames);
+    this.secrets = secretsOf(this.environment, [...(options.secretNames ?? []), ...(options.withheld ?? [])]);
     this.sessionNetwork = options.sessionNetwork;
+    this.#withheld = new Set(options.withheld ?? []);
+  }
+
+  /** harness's environment as filtered for a process, less the withheld names. */
+  #filtered(policy: EnvPolicy): Record<string, string> {
+    const env = filterEnvironment(this.environment, policy);
+    for (const name of this.#withheld) delete env[name];
+    return env;
   }
 
   /**
@@ -151,7 +168,7 @@ export class Executor {
     return {
       purpose,
       sandbox_profile: profile.sandbox.profile,
-      env_names: Object.keys(filterEnvironment(this.environment, profile.env)).sort(),
+      env_names: Object.keys(this.#filtered(profile.env)).sort(),
     };
   }
 
@@ -167,7 +184,7 @@ export class Executor {
   ): Promise<{ launch: Launch; facts: ProcessFacts }> {
     const { sandbox } = request.profile;
     await sandbox.ensureAvailable();
-    const env = { ...filterEnvironment(this.environment, request.profile.env), ...request.extraEnv };
+    const env = { ...this.#filtered(request.profile.env), ...request.extraEnv };
     const launch = await sandbox.prepare({
       argv: request.argv,
       workspace: request.workspace,
@@ -241,9 +258,10 @@ export class Executor {
   }
 
   async #execute(request: ExecuteRequest, proxy: EgressProxy | undefined): Promise<ExecuteResult> {
-    const { egress: _egress, ...rest } = request;
+    const { egress, ...rest } = request;
     const { launch, facts } = await this.prepare({
       ...rest,
+      extraEnv: { ...rest.extraEnv, ...credentialEnvironment(egress, proxy) },
       ...(proxy !== undefined ? { egressDirectory: proxy.directory } : {}),
     });
     const { sandbox } = request.profile;
@@ -274,4 +292,18 @@ export class Executor {
       ...(quarantined.length > 0 ? { quarantined } : {}),
     };
   }
+}
+
+/**
+ * What a call whose proxy substitutes credentials sees: each credential's placeholder under its
+ * name, and the variables that make its clients trust the session CA (the bundle the proxy wrote
+ * beside its socket). Nothing without a proxy or without an available credential.
+ */
+function credentialEnvironment(
+  egress: NetworkAccess | undefined,
+  proxy: EgressProxy | undefined,
+): Record<string, string> {
+  const credentials = egress?.credentials?.credentials;
+  if (proxy === undefined || credentials === undefined || credentials.bindings.length === 0) return {};
+  return { ...credentials.placeholders(), ...bundleEnvironment() };
 }

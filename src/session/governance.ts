@@ -14,6 +14,7 @@ import type { SandboxView } from "../sandbox/sandbox.js";
 import { SessionNetwork } from "../sandbox/session-network.js";
 import { DEFAULT_PROTECTED_PATHS } from "../workspace/protected.js";
 import { type ConfigHooksOptions, configNamedFiles, hooksFromConfig } from "./config-hooks.js";
+import { credentialNames } from "./credentials.js";
 import { harnessSecretPaths } from "./harness-secrets.js";
 import { providerKeyNames, sessionProcesses } from "./processes.js";
 import type { RunFlags } from "./run-flags.js";
@@ -121,11 +122,13 @@ export async function loadGovernance(
   );
   // One executor for the session: the shell, acceptance checks and command hooks all use it. Its
   // shell calls and acceptance commands share one network namespace (made at the first of them,
-  // ended with the session: the setup's `sessionNetwork`).
+  // ended with the session: the setup's `sessionNetwork`). Credentials' real values reach no
+  // process (the proxy substitutes them) and no output.
   const executor = new Executor({
     environment: env,
     secretNames: providerKeyNames(flags, config),
     sessionNetwork: new SessionNetwork(),
+    withheld: credentialNames(config),
   });
   const hooks = await hooksFromConfig(config, {
     workspaceRoot,

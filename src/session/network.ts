@@ -1,5 +1,5 @@
-import type { ConnectionInfo } from "../engine/recovery.js";
-import type { EgressDecision } from "../network/proxy.js";
+import type { ConnectionInfo, CredentialUseInfo } from "../engine/recovery.js";
+import type { EgressCredentials, EgressDecision } from "../network/proxy.js";
 import { evaluateNetwork } from "../policy/network.js";
 import type { Policy } from "../policy/permissions.js";
 import { formatNetTarget } from "../rules/net-pattern.js";
@@ -38,6 +38,10 @@ export interface SessionNetworkOptions {
    * content such a connection always asks. The seam for credential substitution; absent: none.
    */
   credentialBound?: (host: string, port: number) => boolean;
+  /** The session's credentials (session/credentials.ts): substituted for their bound hosts. */
+  credentials?: Omit<EgressCredentials, "used">;
+  /** Journal a substitution (`credential.used`); a rejection is ignored. */
+  recordCredential?: (use: CredentialUseInfo) => Promise<void>;
 }
 
 /** Network access for the call `callId`. */
@@ -103,6 +107,16 @@ export function sessionNetwork(options: SessionNetworkOptions): CallNetwork {
       record: (connection) => {
         void options.record({ call_id: callId, ...connection }).catch(() => undefined);
       },
+      ...(options.credentials !== undefined
+        ? {
+            credentials: {
+              ...options.credentials,
+              used: (name: string, host: string) => {
+                void options.recordCredential?.({ call_id: callId, name, host }).catch(() => undefined);
+              },
+            },
+          }
+        : {}),
     };
   };
 }

@@ -60,6 +60,7 @@ import { type AgentLimits, NO_DELEGATION } from "./agents/limits.js";
 import { agentTool } from "./agents/tool.js";
 import { configNamedFiles, workspaceRelative } from "./config-hooks.js";
 import { contextBudgetFor } from "./context-budget.js";
+import { type SessionCredentials, sessionCredentials } from "./credentials.js";
 import { deferSettings } from "./defer-tools.js";
 import { loadGovernance } from "./governance.js";
 import { sessionEnvironment, startInstructions } from "./instructions.js";
@@ -202,6 +203,9 @@ export async function buildSetup(options: {
   let sessionApprover: ApprovalPort | undefined;
   // The engine attaches this turn's untrusted content and the hosts contacted so far.
   const untrusted = new UntrustedWatch();
+  // Credentials matter only where a proxy can substitute them: with network `policy`.
+  const credentials: SessionCredentials | undefined =
+    flags.network === "policy" ? sessionCredentials(governance.config, env) : undefined;
   const callNetwork: CallNetwork | undefined =
     flags.network === "policy"
       ? sessionNetwork({
@@ -209,6 +213,15 @@ export async function buildSetup(options: {
           approver: () => sessionApprover,
           record: (connection) => spawnJournal.onConnection(connection),
           untrusted,
+          ...(credentials?.egress !== undefined
+            ? {
+                credentials: credentials.egress,
+                // A connection to a bound host carries a secret: after untrusted content it asks.
+                credentialBound: (host: string) =>
+                  (credentials.egress?.credentials.boundTo(host).length ?? 0) > 0,
+              }
+            : {}),
+          recordCredential: (use) => spawnJournal.onCredentialUsed(use),
         })
       : undefined;
   const shellTool = createShellTool({
@@ -271,7 +284,12 @@ export async function buildSetup(options: {
   const started = workspaceCode
     ? { selection: servers, notices: [] }
     : serversWithoutWorkspaceCode(servers, workspace.root, processes.override);
-  const notices = [...governance.config.notices, ...processes.notices, ...started.notices];
+  const notices = [
+    ...governance.config.notices,
+    ...processes.notices,
+    ...started.notices,
+    ...(credentials?.notices ?? []),
+  ];
 
   // The user's MCP servers start last: nothing after this may leave them running on an error.
   const mcp = options.mcp

@@ -268,6 +268,10 @@ function render(record: AnyRecord, style: Style): string {
       );
     case "net.connection":
       return connectionLine(record.data);
+    case "credential.used":
+      return style.dim(
+        `credential ${escapeForTerminal(record.data.name)} sent to ${escapeForTerminal(record.data.host)} for ${escapeForTerminal(record.data.call_id)}`,
+      );
     case "tool.retrying":
       return style.yellow(
         `retrying ${escapeForTerminal(record.data.call_id)}: ${escapeForTerminal(record.data.error_type)}`,
