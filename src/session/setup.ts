@@ -52,7 +52,12 @@ import { killSurvivors } from "../sandbox/tree.js";
 import { digestOf } from "../shared/hash.js";
 import type { JsonObject } from "../shared/json.js";
 import { createFileTools, createProgramTools } from "../tools/builtin.js";
-import { isToolProfile, selectTools, ToolSelectionError } from "../tools/profiles.js";
+import {
+  isToolProfile,
+  selectTools,
+  ToolSelectionError,
+  withoutOrphanProcessTools,
+} from "../tools/profiles.js";
 import { BackgroundProcesses } from "../tools/shell/background.js";
 import { createProcessTools } from "../tools/shell/process-tools.js";
 import { createShellTool } from "../tools/shell/shell.js";
@@ -259,7 +264,7 @@ export async function buildSetup(options: {
       ...createProcessTools(background),
       ...(delegation ? [agentTool(delegation)] : []),
     ];
-    tools = builtins === undefined ? [] : selectTools(builtins, available);
+    tools = builtins === undefined ? [] : withoutOrphanProcessTools(selectTools(builtins, available));
     // A profile (coding, readonly...) brings the agent tool along where the session may delegate.
     if (delegation && builtins !== undefined && isToolProfile(builtins)) tools.push(agentTool(delegation));
   } catch (error) {

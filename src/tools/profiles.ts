@@ -39,6 +39,16 @@ export const TOOL_PROFILES = {
 
 export type ToolProfile = keyof typeof TOOL_PROFILES;
 
+/** The tools that work with the shell's background processes: nothing to do without the shell. */
+export const PROCESS_TOOLS: readonly string[] = ["process_output", "process_input", "process_stop", "process_list"];
+
+/** A tool list without the process tools when it has no shell (a deny rule or a list removed it). */
+export function withoutOrphanProcessTools<T extends string | { name: string }>(list: readonly T[]): T[] {
+  const name = (item: T) => (typeof item === "string" ? item : item.name);
+  if (list.some((item) => name(item) === "shell")) return [...list];
+  return list.filter((item) => !PROCESS_TOOLS.includes(name(item)));
+}
+
 /** Whether `--tools` names a profile rather than listing tools. */
 export function isToolProfile(selection: string): selection is ToolProfile {
   return Object.hasOwn(TOOL_PROFILES, selection);
