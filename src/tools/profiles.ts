@@ -40,7 +40,12 @@ export const TOOL_PROFILES = {
 export type ToolProfile = keyof typeof TOOL_PROFILES;
 
 /** The tools that work with the shell's background processes: nothing to do without the shell. */
-export const PROCESS_TOOLS: readonly string[] = ["process_output", "process_input", "process_stop", "process_list"];
+export const PROCESS_TOOLS: readonly string[] = [
+  "process_output",
+  "process_input",
+  "process_stop",
+  "process_list",
+];
 
 /** A tool list without the process tools when it has no shell (a deny rule or a list removed it). */
 export function withoutOrphanProcessTools<T extends string | { name: string }>(list: readonly T[]): T[] {
