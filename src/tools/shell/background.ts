@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import type { AnyNewEvent, EventData } from "../../journal/vocabulary.js";
 import type { BackgroundStop } from "../../sandbox/background.js";
 import type { StartedBackground } from "../../sandbox/executor.js";
@@ -75,6 +76,8 @@ interface Entry {
   ttl?: NodeJS.Timeout;
   /** Its workspace changes were not yet compared since it last ran. */
   effectsPending: boolean;
+  /** A process of its tree whose /proc/PID/net shows its network namespace (a `{port}` probe). */
+  probePid?: number | undefined;
 }
 
 export interface BackgroundOptions {
@@ -299,9 +302,14 @@ export class BackgroundProcesses {
     });
   }
 
-  /** Processes whose network namespace is the command's: its tree's members, else its leader. */
+  /**
+   * Processes whose network namespace is the command's: its tree's members, else its leader. The
+   * tree is found by a walk of /proc, so the first member found is kept while it lives.
+   */
   #probePids(entry: Entry): number[] {
+    if (entry.probePid !== undefined && existsSync(`/proc/${entry.probePid}`)) return [entry.probePid];
     const members = entry.started.process.members();
+    entry.probePid = members[0];
     return members.length > 0 ? members : entry.started.sandboxed ? [] : [entry.started.process.pid];
   }
 
