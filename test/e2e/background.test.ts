@@ -240,6 +240,71 @@ describe("what a background watcher writes", () => {
   }, 90_000);
 });
 
+/** Wait until the session's journal holds `count` records of `type`. */
+async function journalHas(workspace: string, session: string, type: string, count: number): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const found = existsSync(join(workspace, ".harness"))
+      ? await readJournal(workspace, session).then(
+          (records) => ofType(records, type).length,
+          () => 0,
+        )
+      : 0;
+    if (found >= count) return;
+    if (Date.now() > deadline) throw new Error(`no ${count} ${type} record(s) in time`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+describe("SIGTERM of harness while a background process kept for the session runs", () => {
+  it("interrupts the turn and stops it, journaled, with nothing left", async () => {
+    const workspace = await workspaceWith({});
+    const a = token();
+    const script = await jsonScript([
+      {
+        calls: [
+          shell("s1", {
+            command: `echo READY; sleep ${a}`,
+            background: true,
+            ready: { log: "READY" },
+            keep: "session",
+          }),
+        ],
+      },
+      { calls: [shell("s2", { command: "sleep 60" })] },
+      { text: "done" },
+    ]);
+    const env = { ...childEnv(), HARNESS_CONFIG: await config() };
+    const child = startHarness(
+      [
+        "run",
+        "--script",
+        script,
+        "--workspace",
+        workspace,
+        "--shell",
+        "allow",
+        "--session",
+        "term1",
+        "--json",
+        "go",
+      ],
+      { env },
+    );
+    const exit = finished(child);
+    await journalHas(workspace, "term1", "process.ready", 1);
+    child.kill("SIGTERM");
+    await exit;
+    const journal = await readJournal(workspace, "term1");
+    expect(ofType(journal, "process.stopped")[0]?.data).toMatchObject({
+      process_id: "bg-s1",
+      reason: "interrupt",
+      survivors: 0,
+    });
+    expect(liveWith(a)).toEqual([]);
+  }, 90_000);
+});
+
 describe("SIGKILL of harness with two background processes", () => {
   it("leaves nothing running; the resume journals each lost and tells the model", async () => {
     const workspace = await workspaceWith({});
