@@ -2,6 +2,7 @@
 import { benchAcceptance } from "./acceptance.js";
 import { benchAcp } from "./acp.js";
 import { benchAgentCopy } from "./agents.js";
+import { benchBackground } from "./background.js";
 import { benchBatch } from "./batch.js";
 import { benchChat } from "./chat.js";
 import { benchContext } from "./context.js";
@@ -50,6 +51,10 @@ const sections: [string, () => Promise<BenchRow[]> | BenchRow[]][] = [
     benchEgress,
   ],
   ["netns: a sandboxed call joining the session's network namespace vs a fresh one (issue 34)", benchNetns],
+  [
+    "background processes: readiness latency (log, port) beside a plain shell call, per-turn comparison on 10,000 files (issue 34)",
+    benchBackground,
+  ],
   [
     "tools catalog: first-request tool tokens deferred vs all up front, cacheable prefix with loads (issue 32)",
     benchToolsCatalog,

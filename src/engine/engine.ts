@@ -16,6 +16,7 @@ import { digestOf } from "../shared/hash.js";
 import type { CatalogPort } from "../tools/tool.js";
 import { runUndo } from "../undo/apply.js";
 import { unfinishedUndo } from "../undo/plan.js";
+import { endTurnBackground, settleBackground } from "./background.js";
 import { compactionCut } from "./compaction.js";
 import { delegationPort } from "./delegation.js";
 import { EngineError } from "./errors.js";
@@ -183,6 +184,7 @@ export class Engine {
         if (this.state.toolsDigest !== this.tools.digest) await this.recordSurface(this.tools, "resume");
       }
       await settleServices(this.session);
+      await settleBackground(this.session);
       if (recovered) {
         await this.record({
           type: "lock.recovered",
@@ -203,6 +205,13 @@ export class Engine {
       await this.options.runtime.effects?.start(this.writer.records, this.effectsJournal());
       return await this.drive(resuming);
     } finally {
+      // Processes kept only for the turn end with it, journaled while the writer is still open.
+      if (this.session !== undefined)
+        await endTurnBackground(
+          this.session,
+          this.interruptRequested || this.signal.aborted,
+          this.effectsJournal(),
+        ).catch(() => undefined);
       this.options.runtime.effects?.close();
       this.options.processes?.journal.attach(undefined);
       this.options.processes?.untrusted?.attach(undefined);

@@ -3,6 +3,7 @@ import { errorResult, okResult, resultFromThrown, type ToolResult } from "../run
 import type { UntrustedWatch } from "../runtime/untrusted.js";
 import { createToolContext } from "../tools/context.js";
 import { ToolError } from "../tools/errors.js";
+import type { BackgroundProcesses } from "../tools/shell/background.js";
 import type { CatalogPort } from "../tools/tool.js";
 import type { ChangeSet } from "../workspace/manifest.js";
 import { delegationPort } from "./delegation.js";
@@ -80,6 +81,8 @@ export interface ProcessSupervision {
   untrusted?: UntrustedWatch;
   /** Kill what is left of a recorded process group; returns how many processes were killed. */
   killSurvivors(spawn: { pgid: number; bootId: string; startTicks: number }): Promise<number>;
+  /** The session's background processes (`shell` with `background: true`), when it has a shell. */
+  background?: BackgroundProcesses;
 }
 
 /** The `process.spawned` event for a reported process group. */

@@ -35,6 +35,11 @@ type Reducer<T extends EventType> = (state: SessionState, record: JournalRecord<
 /** One reducer for every event type of the vocabulary. */
 type Reducers = { readonly [T in EventType]: Reducer<T> };
 
+/** What the model is told about a background process that did not survive harness. */
+export function lostNotice(processId: string): string {
+  return `[harness] process ${processId} was lost: harness stopped while it ran, so it was killed and no longer runs. Start it again if it is still needed.`;
+}
+
 /** The reducer of a type the engine keeps nothing of (each entry says why). */
 const ignore = (): void => {};
 
@@ -69,6 +74,11 @@ export class SessionState {
   readonly appliedProposals = new Set<string>();
   /** Process groups spawned by calls, for killing survivors after a crash. */
   readonly spawns: EventData<"process.spawned">[] = [];
+  /**
+   * Background processes started and not yet recorded as stopped or lost, by process id: what a
+   * resume reports lost when this harness process did not start them.
+   */
+  readonly backgroundRunning = new Map<string, EventData<"process.started">>();
   /** Settled calls in commit order, with their arguments (for observation-based policies). */
   readonly history: HistoryEntry[] = [];
   private readonly callArguments = new Map<string, ToolCall>();
@@ -318,6 +328,19 @@ export class SessionState {
     },
     "process.spawned": (state, { data }) => {
       state.spawns.push(data);
+    },
+    "process.started": (state, { data }) => {
+      state.backgroundRunning.set(data.process_id, data);
+    },
+    // When it became ready is the starting call's result to tell; nothing the loop decides on.
+    "process.ready": ignore,
+    "process.stopped": (state, { data }) => {
+      state.backgroundRunning.delete(data.process_id);
+    },
+    "process.lost": (state, { data }) => {
+      state.backgroundRunning.delete(data.process_id);
+      // The model must not go on believing it runs: it is told with the next request.
+      state.addMessage({ role: "user", content: lostNotice(data.process_id) });
     },
     // What left the machine: an audit trail for inspect and the viewer, and the hosts already
     // contacted (after untrusted content, a new one asks a person).

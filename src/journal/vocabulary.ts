@@ -308,6 +308,52 @@ export const EVENT_SCHEMAS = {
     ...processFacts,
   }),
   /**
+   * A background process (`shell` with `background: true`) started by call `call_id`: its id, what
+   * it runs, how long it may live (`keep`: until the turn's end or the session's; `ttl_ms`) and
+   * its process group, so a resume after a crash kills what is left and reports it lost.
+   */
+  "process.started": z.object({
+    process_id: z.string(),
+    call_id: z.string(),
+    command: z.string(),
+    keep: z.enum(["turn", "session"]),
+    ttl_ms: z.number().int().positive().optional(),
+    pty: z.boolean(),
+    pid: z.number().int(),
+    pgid: z.number().int(),
+    boot_id: z.string(),
+    start_ticks: z.number().int(),
+    sandboxed: z.boolean(),
+    ...processFacts,
+  }),
+  /** A background process met its readiness condition (`by`: none, a port, a log line). */
+  "process.ready": z.object({
+    process_id: z.string(),
+    by: z.enum(["none", "port", "log"]),
+    after_ms: z.number().int().nonnegative(),
+  }),
+  /**
+   * A background process and its tree were stopped (or it exited): how it ended, why, how many
+   * processes were killed and how many were still found afterwards (`survivors`, 0 unless the
+   * kernel could not remove one), and where its full output is.
+   */
+  "process.stopped": z.object({
+    process_id: z.string(),
+    exit: z.number().int().nullable(),
+    signal: z.string().nullable(),
+    survivors: z.number().int().nonnegative(),
+    killed: z.number().int().nonnegative(),
+    reason: z.enum(["exited", "stopped", "ttl", "turn_end", "interrupt", "session_end", "not_ready"]),
+    output_bytes: z.number().int().nonnegative(),
+    stdout: artifact.nullable().optional(),
+    stderr: artifact.nullable().optional(),
+  }),
+  /**
+   * A background process an earlier harness process started and never recorded as stopped (it
+   * crashed or was killed): whatever was left of it was killed (`killed`), and the model is told.
+   */
+  "process.lost": z.object({ process_id: z.string(), killed: z.number().int().nonnegative() }),
+  /**
    * One connection a process of call `call_id` made (or tried) through its egress proxy: the host
    * and port it asked for, what decided (`deny`: a rule or an internal address refused it;
    * `error`: allowed but the upstream failed), the deciding rule, the bytes each way and how long

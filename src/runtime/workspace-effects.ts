@@ -31,6 +31,16 @@ export interface FoundChange {
   change: ChangeSet;
 }
 
+/**
+ * The session's background processes, as far as the record is concerned: the call whose process
+ * changes no call made belong to (undefined: none runs or ran since the last comparison).
+ */
+export interface BackgroundOwners {
+  effectsOwner(): string | undefined;
+  /** A comparison was made: processes that have stopped need none any more. */
+  effectsCompared(): void;
+}
+
 /** Save the stat cache after this many hashed files, so a crash costs little rehashing. */
 const SAVE_EVERY = 2_000;
 
@@ -57,6 +67,8 @@ export class WorkspaceEffects {
     private readonly artifacts: ArtifactStore,
     /** Told when a before-content could not be kept (its object was lost): the record still says what changed. */
     private readonly warn: (message: string) => void = () => undefined,
+    /** Background processes: what changed between calls while one ran is its starting call's. */
+    private readonly background?: BackgroundOwners,
   ) {}
 
   /** Content the recording kept (its object store), checked against the hash; undefined when not kept. */
@@ -109,10 +121,18 @@ export class WorkspaceEffects {
    */
   async outside(journal: EffectsJournal, options: { full?: boolean } = {}): Promise<void> {
     if (this.expected === undefined) return;
+    // A background process ran meanwhile: the change is the call's that started it (a watcher's
+    // writes are undone with that call), not an unknown hand's.
+    const owner = this.background?.effectsOwner();
     const found = await this.compare(options.full ?? false);
+    this.background?.effectsCompared();
     if (found === undefined) return;
     await this.keepBefores(found);
-    await journal.record([this.event(`outside:${journal.nextSeq()}`, { source: "outside", change: found })]);
+    const event =
+      owner !== undefined
+        ? this.event(owner, { source: "shell", change: found })
+        : this.event(`outside:${journal.nextSeq()}`, { source: "outside", change: found });
+    await journal.record([event]);
   }
 
   /**

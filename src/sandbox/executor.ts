@@ -1,6 +1,7 @@
 import type { ArtifactStore } from "../artifacts/store.js";
 import { type EgressProxy, type EgressProxyOptions, startEgressProxy } from "../network/proxy.js";
 import type { Quarantined } from "./absent-guard.js";
+import { type BackgroundProcess, type BackgroundStop, startBackground } from "./background.js";
 import type { CaptureLimits } from "./capture.js";
 import type { Refusal } from "./denied-programs.js";
 import { bundleEnvironment, NetworkUnavailableError } from "./egress-bridge.js";
@@ -107,6 +108,21 @@ export interface ExecuteResult extends ProcessResult {
   refused?: Refusal[];
   /** Absent protected names the command created: moved to `.harness/quarantine/` (absent-guard.ts). */
   quarantined?: Quarantined[];
+}
+
+/** A process started to run beside the session (`shell` with `background: true`). */
+export interface BackgroundRequest
+  extends Pick<ExecuteRequest, "argv" | "workspace" | "profile" | "artifacts" | "capture" | "egress"> {
+  /** Each stream's scrubbed bytes as they arrive; must not throw. */
+  onOutput: (stream: "stdout" | "stderr", bytes: Buffer) => void;
+}
+
+export interface StartedBackground {
+  process: BackgroundProcess;
+  facts: ProcessFacts;
+  sandboxed: boolean;
+  /** Stop the tree, then close its egress proxy. Idempotent. */
+  stop(graceMs?: number): Promise<BackgroundStop>;
 }
 
 export interface ExecutorOptions {
@@ -217,6 +233,45 @@ export class Executor {
       stderrFilter: secretFilter(this.secrets),
     });
     return { process, facts, sandboxed: request.profile.sandbox.isolating };
+  }
+
+  /**
+   * Start a process that runs beside the session under the same policy as `execute`: filtered
+   * environment, sandbox profile, its own egress proxy when it has network `policy` (kept until
+   * it stops), output scrubbed and streamed to artifacts. The caller owns it and stops it;
+   * harness's exit kills it should the caller not.
+   */
+  async background(request: BackgroundRequest): Promise<StartedBackground> {
+    const proxy = await this.#startProxy({ ...request, purpose: "shell", timeoutMs: 0 });
+    try {
+      const { egress: _egress, ...rest } = request;
+      const { launch, facts } = await this.prepare({
+        ...rest,
+        purpose: "shell",
+        ...(proxy !== undefined ? { egressDirectory: proxy.directory } : {}),
+      });
+      const secrets = this.secrets;
+      const started = await startBackground({
+        ...launch,
+        outputFilter: () => secretFilter(secrets),
+        onOutput: request.onOutput,
+        ...(request.artifacts !== undefined ? { artifacts: request.artifacts } : {}),
+        ...(request.capture !== undefined ? { capture: request.capture } : {}),
+      });
+      let stopping: Promise<BackgroundStop> | undefined;
+      return {
+        process: started,
+        facts,
+        sandboxed: request.profile.sandbox.isolating,
+        stop: (graceMs) => {
+          stopping ??= started.stop(graceMs).finally(() => proxy?.close());
+          return stopping;
+        },
+      };
+    } catch (error) {
+      await proxy?.close();
+      throw error;
+    }
   }
 
   /**

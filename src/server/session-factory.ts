@@ -20,7 +20,7 @@ import { validateSessionId } from "../session/session-id.js";
 import { UsageError } from "../session/usage-error.js";
 import { newSessionId, type OpenedWorkspace, openWorkspace } from "../session/workspace.js";
 import { thisProcess } from "../shared/process-owner.js";
-import { TOOL_PROFILES, type ToolProfile } from "../tools/profiles.js";
+import { TOOL_PROFILES, type ToolProfile, withoutOrphanProcessTools } from "../tools/profiles.js";
 import { mayUseHost } from "./admission.js";
 import { canSee, type IdentityPolicy } from "./identities.js";
 import type {
@@ -271,7 +271,7 @@ export function catalogOf(requested: string | undefined, policy: IdentityPolicy)
     const allowed = new Set(names(policy.tools));
     list = list.filter((name) => allowed.has(name));
   }
-  list = list.filter((name) => !hidden.has(name));
+  list = withoutOrphanProcessTools(list.filter((name) => !hidden.has(name)));
   if (list.length === 0)
     throw new UsageError("this identity may use none of the tools asked for (options.tools)");
   return list.join(",");

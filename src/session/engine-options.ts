@@ -4,7 +4,7 @@ import type { AcceptanceCheck } from "../engine/acceptance.js";
 import type { EngineListener, EngineOptions, GoalLoop, Limits } from "../engine/options.js";
 import type { JournalStore } from "../journal/store.js";
 import type { RuntimeEnvironment } from "../runtime/environment.js";
-import { WorkspaceEffects } from "../runtime/workspace-effects.js";
+import { type BackgroundOwners, WorkspaceEffects } from "../runtime/workspace-effects.js";
 import type { JsonObject } from "../shared/json.js";
 import { TreeSnapshot } from "../workspace/tree-snapshot.js";
 import { IGNORE_NOTICES, type Notify } from "./notice.js";
@@ -70,6 +70,7 @@ export function runtimeEnvironment(
       setup.workspaceExcludes ?? [],
       setup.workspaceWithheld,
       notify ?? IGNORE_NOTICES,
+      setup.processes?.background,
     ),
     approver: setup.approver,
     ...(setup.grants ? { grants: setup.grants } : {}),
@@ -88,6 +89,7 @@ function workspaceEffects(
   excludes: readonly string[],
   withheld: ((path: string) => boolean) | undefined,
   notify: Notify,
+  background: BackgroundOwners | undefined,
 ) {
   const warn = (message: string) => notify({ level: "warning", message: `workspace record: ${message}` });
   const tree = new TreeSnapshot({
@@ -102,7 +104,7 @@ function workspaceEffects(
         message: `recording the workspace: ${done} files listed, ${hashed} hashed`,
       }),
   });
-  return new WorkspaceEffects(tree, artifacts, warn);
+  return new WorkspaceEffects(tree, artifacts, warn, background);
 }
 
 /** The engine options of a session: its setup, workspace, task and limits (one place for every door). */

@@ -344,6 +344,7 @@ export class EngineSession implements SessionHandle {
   }
 
   async close(): Promise<void> {
+    await this.#run.setup.processes?.background?.closeSession();
     await this.#run.setup.mcp?.close();
     await this.#run.setup.sessionNetwork?.close();
   }

@@ -52,7 +52,14 @@ import { killSurvivors } from "../sandbox/tree.js";
 import { digestOf } from "../shared/hash.js";
 import type { JsonObject } from "../shared/json.js";
 import { createFileTools, createProgramTools } from "../tools/builtin.js";
-import { isToolProfile, selectTools, ToolSelectionError } from "../tools/profiles.js";
+import {
+  isToolProfile,
+  selectTools,
+  ToolSelectionError,
+  withoutOrphanProcessTools,
+} from "../tools/profiles.js";
+import { BackgroundProcesses } from "../tools/shell/background.js";
+import { createProcessTools } from "../tools/shell/process-tools.js";
 import { createShellTool } from "../tools/shell/shell.js";
 import type { AnyTool } from "../tools/tool.js";
 import { Delegation } from "./agents/delegation.js";
@@ -224,6 +231,9 @@ export async function buildSetup(options: {
           recordCredential: (use) => spawnJournal.onCredentialUsed(use),
         })
       : undefined;
+  // The session's background processes: shared by the shell and the process tools, kept across
+  // its turns, stopped when it closes.
+  const background = new BackgroundProcesses();
   const shellTool = createShellTool({
     sandbox: {
       profile: processes.shell,
@@ -234,6 +244,7 @@ export async function buildSetup(options: {
     executor,
     ...(processes.shellRefusal ? { refusal: processes.shellRefusal } : {}),
     onSpawn: (info) => spawnJournal.onSpawn(info),
+    background,
     ...(callNetwork ? { network: callNetwork } : {}),
     ...(shell.pass_env ? { passEnv: shell.pass_env } : {}),
     ...(shell.allow_env ? { allowEnv: shell.allow_env } : {}),
@@ -263,9 +274,10 @@ export async function buildSetup(options: {
       // web_fetch's hops go through the same per-call proxy and rules as a command's connections.
       ...createProgramTools(callNetwork ? { network: (callId, signal) => callNetwork(callId, signal) } : {}),
       shellTool,
+      ...createProcessTools(background),
       ...(delegation ? [agentTool(delegation)] : []),
     ];
-    tools = builtins === undefined ? [] : selectTools(builtins, available);
+    tools = builtins === undefined ? [] : withoutOrphanProcessTools(selectTools(builtins, available));
     // A profile (coding, readonly...) brings the agent tool along where the session may delegate.
     if (delegation && builtins !== undefined && isToolProfile(builtins)) tools.push(agentTool(delegation));
   } catch (error) {
@@ -403,6 +415,7 @@ export async function buildSetup(options: {
         journal: spawnJournal,
         untrusted,
         killSurvivors: (spawn) => killSurvivors(spawn),
+        background,
       },
       context,
       notices,

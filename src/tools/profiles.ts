@@ -6,6 +6,7 @@ export const TOOL_PROFILES = {
   // `web_fetch` changes nothing here: it is offered with the read tools, and works only where the
   // session has network (`--network policy`, which a read-only run gets only from its command line).
   readonly: ["read_file", "glob", "grep", "read_artifact", "batch", "web_fetch"],
+  // The process tools come with the shell: they work with the processes it starts in the background.
   coding: [
     "read_file",
     "write_file",
@@ -16,12 +17,42 @@ export const TOOL_PROFILES = {
     "batch",
     "shell",
     "web_fetch",
+    "process_output",
+    "process_input",
+    "process_stop",
+    "process_list",
   ],
-  "shell-only": ["shell"],
-  files: ["shell", "read_file", "write_file", "edit_file", "glob", "batch"],
+  "shell-only": ["shell", "process_output", "process_input", "process_stop", "process_list"],
+  files: [
+    "shell",
+    "read_file",
+    "write_file",
+    "edit_file",
+    "glob",
+    "batch",
+    "process_output",
+    "process_input",
+    "process_stop",
+    "process_list",
+  ],
 } as const satisfies Record<string, readonly string[]>;
 
 export type ToolProfile = keyof typeof TOOL_PROFILES;
+
+/** The tools that work with the shell's background processes: nothing to do without the shell. */
+export const PROCESS_TOOLS: readonly string[] = [
+  "process_output",
+  "process_input",
+  "process_stop",
+  "process_list",
+];
+
+/** A tool list without the process tools when it has no shell (a deny rule or a list removed it). */
+export function withoutOrphanProcessTools<T extends string | { name: string }>(list: readonly T[]): T[] {
+  const name = (item: T) => (typeof item === "string" ? item : item.name);
+  if (list.some((item) => name(item) === "shell")) return [...list];
+  return list.filter((item) => !PROCESS_TOOLS.includes(name(item)));
+}
 
 /** Whether `--tools` names a profile rather than listing tools. */
 export function isToolProfile(selection: string): selection is ToolProfile {

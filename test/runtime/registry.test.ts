@@ -3,6 +3,8 @@ import { z } from "zod";
 import { RegistrationError, ToolRegistry } from "../../src/runtime/registry.js";
 import { createFileTools, createProgramTools } from "../../src/tools/builtin.js";
 import { selectTools, TOOL_PROFILES } from "../../src/tools/profiles.js";
+import { BackgroundProcesses } from "../../src/tools/shell/background.js";
+import { createProcessTools } from "../../src/tools/shell/process-tools.js";
 import { createShellTool } from "../../src/tools/shell/shell.js";
 import { type AnyTool, defineTool } from "../../src/tools/tool.js";
 
@@ -114,6 +116,7 @@ describe("tool registry", () => {
       ...createFileTools(),
       ...createProgramTools(),
       createShellTool({ sandbox: { profile: "none" } }),
+      ...createProcessTools(new BackgroundProcesses()),
     ];
     for (const [profile, names] of Object.entries(TOOL_PROFILES)) {
       expect(selectTools(profile, all).map((t) => t.name)).toEqual([...names]);

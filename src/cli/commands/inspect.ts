@@ -266,6 +266,16 @@ function render(record: AnyRecord, style: Style): string {
       return style.dim(
         `process group ${record.data.pgid} for ${escapeForTerminal(record.data.call_id)}${ranUnder(record.data, record.data.sandboxed)}`,
       );
+    case "process.started":
+      return `background ${escapeForTerminal(record.data.process_id)} started by ${escapeForTerminal(record.data.call_id)} (keep ${record.data.keep}${record.data.ttl_ms !== undefined ? `, ttl ${record.data.ttl_ms} ms` : ""}): ${escapeForTerminal(record.data.command.split("\n")[0] ?? "")}`;
+    case "process.ready":
+      return `background ${escapeForTerminal(record.data.process_id)} ready (${record.data.by}) after ${record.data.after_ms} ms`;
+    case "process.stopped":
+      return `background ${escapeForTerminal(record.data.process_id)} stopped (${record.data.reason}): exit ${record.data.exit ?? "none"}${record.data.signal ? `, signal ${record.data.signal}` : ""}, ${record.data.survivors} survivor(s)`;
+    case "process.lost":
+      return style.bold(
+        `background ${escapeForTerminal(record.data.process_id)} lost (harness stopped while it ran; ${record.data.killed} process(es) killed)`,
+      );
     case "net.connection":
       return connectionLine(record.data);
     case "credential.used":

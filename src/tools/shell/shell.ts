@@ -16,6 +16,8 @@ import { type Sandbox, type SandboxConfig, SandboxUnavailableError } from "../..
 import { findSandboxViolation } from "../../sandbox/violation.js";
 import { ToolError } from "../errors.js";
 import { defineTool, type ToolContext, type ToolDefinition, type ToolOutput } from "../tool.js";
+import type { BackgroundProcesses } from "./background.js";
+import { runBackground } from "./background-run.js";
 import { LiveOutput } from "./live-output.js";
 import { locateShell } from "./locate.js";
 import { type ShellRunFacts, shellContent, shellData, shellSummary } from "./render.js";
@@ -32,6 +34,36 @@ export const shellInput = z.strictObject({
     .optional()
     .describe("Time limit in milliseconds; when it passes, the command and all its processes are killed."),
   description: z.string().max(200).optional().describe("A few words on what the command is for."),
+  background: z
+    .boolean()
+    .optional()
+    .describe(
+      "Run the command in the background (a dev server, a watcher): the call returns a process_id once it is ready; read its output with process_output, stop it with process_stop.",
+    ),
+  ready: z
+    .union([
+      z.strictObject({
+        port: z.number().int().min(1).max(65535).describe("Ready once a TCP port listens."),
+        timeout_ms: z.number().int().positive().optional(),
+      }),
+      z.strictObject({
+        log: z.string().min(1).max(1000).describe("Ready once the output matches this regular expression."),
+        timeout_ms: z.number().int().positive().optional(),
+      }),
+    ])
+    .optional()
+    .describe("background only: when the process counts as ready (default: as soon as it started)."),
+  ttl_ms: z
+    .number()
+    .int()
+    .positive()
+    .optional()
+    .describe("background only: the process and all it started are killed after this many milliseconds."),
+  pty: z.boolean().optional().describe("background only: run it on a pseudo-terminal (for process_input)."),
+  keep: z
+    .enum(["turn", "session"])
+    .optional()
+    .describe('background only: stopped at the end of the turn (default "turn"), or kept for the session.'),
 });
 
 export type ShellArgs = z.infer<typeof shellInput>;
@@ -77,6 +109,8 @@ export interface ShellToolOptions {
    * `net(...)` rules and journaled with its id). Absent: commands have no network.
    */
   network?: (callId: string, signal: AbortSignal) => NetworkAccess;
+  /** The session's background processes; absent: `background: true` is refused. */
+  background?: BackgroundProcesses;
 }
 
 export function createShellTool(options: ShellToolOptions): ToolDefinition<ShellArgs> {
@@ -131,10 +165,12 @@ export function createShellTool(options: ShellToolOptions): ToolDefinition<Shell
       if (args.command.includes("\0")) {
         throw new ToolError("SEMANTIC_VALIDATION_ERROR", "command contains a NUL character");
       }
+      validateBackground(args, maxTimeoutMs);
     },
     // What an approver must see: the exact command, where it runs, for how long, and how confined.
     approvalDetails: (args) => ({
       command: args.command,
+      ...(args.background === true ? { background: true, keep: args.keep ?? "turn" } : {}),
       cwd: ". (the workspace root)",
       timeoutMs: args.timeout_ms ?? defaultTimeoutMs,
       sandbox: sandbox.profile,
@@ -151,13 +187,36 @@ export function createShellTool(options: ShellToolOptions): ToolDefinition<Shell
   });
 }
 
-interface ShellRun {
+export interface ShellRun {
   sandbox: Sandbox;
   executor: Executor;
   profile: ProcessProfile;
   timeoutMs: number;
   killGraceMs: number;
   options: ShellToolOptions;
+}
+
+/** The background-only arguments make sense only with `background: true`, and a readable pattern. */
+function validateBackground(args: ShellArgs, maxTimeoutMs: number): void {
+  const extras = (["ready", "ttl_ms", "pty", "keep"] as const).filter((name) => args[name] !== undefined);
+  if (args.background !== true) {
+    if (extras.length > 0)
+      throw new ToolError("SEMANTIC_VALIDATION_ERROR", `${extras.join(", ")} need background: true`);
+    return;
+  }
+  const readyTimeout = args.ready?.timeout_ms;
+  if (readyTimeout !== undefined && readyTimeout > maxTimeoutMs)
+    throw new ToolError(
+      "SEMANTIC_VALIDATION_ERROR",
+      `ready.timeout_ms is above the limit of ${maxTimeoutMs} ms`,
+    );
+  if (args.ready !== undefined && "log" in args.ready) {
+    try {
+      new RegExp(args.ready.log, "m");
+    } catch {
+      throw new ToolError("SEMANTIC_VALIDATION_ERROR", "ready.log is not a valid regular expression");
+    }
+  }
 }
 
 async function runShell(args: ShellArgs, context: ToolContext, run: ShellRun): Promise<ToolOutput> {
@@ -174,6 +233,26 @@ async function runShell(args: ShellArgs, context: ToolContext, run: ShellRun): P
   const workspace = await realpath(context.hostRoot).catch(() => {
     throw new ToolError("RUNTIME_EXCEPTION", "the workspace directory is not accessible");
   });
+  if (args.background === true) {
+    if (options.background === undefined)
+      throw new ToolError("RUNTIME_EXCEPTION", "background processes are not available in this session");
+    return runBackground(args, context, {
+      ...run,
+      workspace,
+      registry: options.background,
+      argv: [locateShell(run.executor.environment.PATH), "-c", args.command],
+    }).catch((error: unknown) => {
+      if (error instanceof SandboxUnavailableError) throw unavailable(error, sandbox);
+      if (error instanceof NetworkUnavailableError)
+        throw new ToolError("RUNTIME_EXCEPTION", `${error.message}. The command was not run.`);
+      if (error instanceof SpawnError)
+        throw new ToolError(
+          "RUNTIME_EXCEPTION",
+          `the shell could not be started (${error.code ?? "unknown error"})`,
+        );
+      throw error;
+    });
+  }
   const request: ExecuteRequest = {
     purpose: "shell",
     argv: [locateShell(run.executor.environment.PATH), "-c", args.command],
@@ -303,7 +382,7 @@ function describeTool(
       : []),
     "stdin is closed; interactive commands get end-of-file. Only a few environment variables are passed; credentials are not.",
     `The command is killed, with every process it started, after timeout_ms (default ${defaultTimeoutMs}, at most ${maxTimeoutMs}). ` +
-      "Background processes (`&`, nohup) are killed when the command exits, so do not start servers that must outlive it.",
+      'Processes a command leaves behind (`&`, nohup) are killed when it exits. For a server or a watcher that must keep running, use background: true (with ready: {port} or {log: REGEX}); it is stopped at the end of the turn unless keep is "session", at ttl_ms, or with process_stop.',
     "Output is previewed as its first and last 8 KiB per stream; the full output is stored as an artifact.",
     "A non-zero exit is reported as an error with the output; read it and fix the cause.",
   ].join("\n");
