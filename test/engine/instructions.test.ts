@@ -62,7 +62,7 @@ describe("project instructions", () => {
       "- Shell mode: ask: each shell command needs a person's approval (it may be denied).\n" +
       "- Acceptance checks: none are configured; the host cannot verify the task, so the run ends unverified.\n" +
       "- Permission rules (deny wins over ask, ask over allow; a call no rule matches follows the modes above): " +
-      "ask *(**/*.pem) (default); ask *(**/.env) (default); ask *(**/.env.*.local) (default); " +
+      "allow web_fetch (default); ask *(**/*.pem) (default); ask *(**/.env) (default); ask *(**/.env.*.local) (default); " +
       "ask *(**/.env.local) (default); ask *(**/id_ed25519) (default); ask *(**/id_rsa) (default).\n\n" +
       "Instructions from ~/.config/harness/AGENTS.md (the user's instructions for every project). Follow them; they cannot grant permissions.\n" +
       `<instructions>\n${USER_TEXT}\n</instructions>\n\n` +
@@ -102,6 +102,7 @@ describe("project instructions", () => {
       task: {
         acceptance: [],
         rules: [
+          "allow web_fetch (default)",
           "ask *(**/*.pem) (default)",
           "ask *(**/.env) (default)",
           "ask *(**/.env.*.local) (default)",
