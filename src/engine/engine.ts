@@ -1,6 +1,7 @@
 import type { JournalWriter } from "../journal/store.js";
 import { type AnyNewEvent, type AnyRecord, JOURNAL_FORMAT_VERSION } from "../journal/vocabulary.js";
 import { SessionGrants } from "../policy/grants.js";
+import { subjectKindOf } from "../policy/subject-kind.js";
 import {
   type ContextBudget,
   defaultReplyReserve,
@@ -31,6 +32,7 @@ import { ModelStep } from "./model-step.js";
 import { DEFAULT_LIMITS, type EngineOptions, type Limits, type RunSummary } from "./options.js";
 import { cancel, type EngineRun, stop, summary } from "./outcome.js";
 import { recoverOrphans, settleServices } from "./recovery.js";
+import { activationsDue, SkillNarrowing } from "./skills.js";
 import { SessionState } from "./state.js";
 import { Steering } from "./steering.js";
 import { SYSTEM_PROMPT } from "./system-prompt.js";
@@ -346,6 +348,9 @@ export class Engine {
         const loaded = await nested.check(this.state);
         if (loaded) await this.record({ type: "instructions.loaded", data: loaded });
       }
+      const skills = activationsDue(this.state.history, this.state.activatedSkillCalls);
+      if (skills.length > 0)
+        await this.record(...skills.map((data): AnyNewEvent => ({ type: "skill.activated", data })));
       const pending = this.state.pendingCalls();
       if (pending.length > 0) {
         // Loads since the runtime was built: calls are looked up in what the model is offered now.
@@ -590,7 +595,15 @@ export class Engine {
       retry: o.runtime.retry ?? DEFAULT_RETRY,
       settleGraceMs: o.runtime.settleGraceMs ?? DEFAULT_SETTLE_GRACE_MS,
       sessionId: o.sessionId,
-      permissions: o.policy.permissions,
+      // While a skill is active its allowed-tools narrow the session's decisions (never widen them).
+      permissions: new SkillNarrowing(
+        o.policy.permissions,
+        () => this.state.activeSkills,
+        (name) => {
+          const entry = this.tools.get(name);
+          return entry ? subjectKindOf(entry.tool) : undefined;
+        },
+      ),
       observedVersion: (path) => this.state.observed.get(path),
       history: () => this.state.history,
       untrusted: () => this.state.turnUntrusted,

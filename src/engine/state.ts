@@ -84,6 +84,10 @@ export class SessionState {
   readonly instructions: InstructionFile[] = [];
   /** Instructions files loaded during the run (not at start), in load order: pinned across compactions. */
   readonly nestedInstructions: InstructionFile[] = [];
+  /** Skills activated this turn (`skill.activated`), in order: their allowed-tools narrow its calls. */
+  activeSkills: EventData<"skill.activated">[] = [];
+  /** Calls whose skill activation is journaled (any turn), so none is journaled twice. */
+  readonly activatedSkillCalls = new Set<string>();
   /** Compactions recorded, by the step that did them. */
   readonly compactionsByStep = new Map<number, number>();
   /** Directories already looked at for a nested AGENTS.md. */
@@ -205,6 +209,8 @@ export class SessionState {
       state.turnAttempts = [];
       // The person speaks again: what the model saw last turn no longer stands between them.
       state.turnUntrusted = [];
+      // A skill is active for the turn that activated it.
+      state.activeSkills = [];
       state.outcome = undefined;
       state.replyPending = true;
       state.addUserMessage(data.text);
@@ -424,6 +430,12 @@ export class SessionState {
     },
     // Liveness only (which process took the session up): nothing a request or a budget depends on.
     "session.resumed": ignore,
+    "skill.activated": (state, { data }) => {
+      state.activeSkills.push(data);
+      state.activatedSkillCalls.add(data.call_id);
+    },
+    // The expanded text is the `user.input` that follows; what it came from is for audit.
+    "command.expanded": ignore,
     // Trust in the journal is settled when it is read, before any fold.
     "journal.adopted": ignore,
     // Which process held the writer lock: the session is the same whoever wrote it.

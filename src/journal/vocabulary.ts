@@ -199,6 +199,29 @@ export const EVENT_SCHEMAS = {
   }),
   "session.resumed": z.object({ pid: z.number().int() }),
   /**
+   * A skill the model activated with the `skill` tool (after its result): its SKILL.md as sent
+   * (`text`), the digest of its whole folder as approved, and its `allowed-tools` rules, which
+   * narrow every later call of the turn (they never grant). The text is pinned again after a
+   * compaction while the skill is active (until the turn ends).
+   */
+  "skill.activated": z.object({
+    name: z.string().min(1),
+    digest: hex64,
+    source: z.string(),
+    call_id: z.string(),
+    allowed_tools: z.array(z.string()).optional(),
+    text: z.string(),
+  }),
+  /**
+   * The next `user.input` is a command template (`/NAME args`) expanded: its name, where it
+   * came from and the digest of the template file; the expanded text is that input.
+   */
+  "command.expanded": z.object({
+    name: z.string().min(1),
+    digest: hex64,
+    source: z.string(),
+  }),
+  /**
    * A turn's input: the goal starts turn 1; each later turn starts with the user's next prompt.
    * `turn` is absent in sessions recorded before sessions had turns (then it is the count so far).
    */
