@@ -1,5 +1,6 @@
 import type { AnyRecord, EventData, EventType, JournalRecord } from "../journal/vocabulary.js";
-import type { ModelMessage, ToolCall } from "../protocol/types.js";
+import { imageRef } from "../journal/vocabulary.js";
+import type { ImageRef, ModelMessage, ToolCall } from "../protocol/types.js";
 import { formatNetTarget } from "../rules/net-pattern.js";
 import type { HistoryEntry } from "../runtime/ports.js";
 import { projectForModel } from "../runtime/projection.js";
@@ -213,7 +214,7 @@ export class SessionState {
       state.activeSkills = [];
       state.outcome = undefined;
       state.replyPending = true;
-      state.addUserMessage(data.text);
+      state.addUserMessage(data.text, data.images);
     },
     "agent.started": (state, { data }) => {
       state.agents.set(data.call_id, { started: data });
@@ -354,6 +355,7 @@ export class SessionState {
           name: result.name,
           status: result.status,
           content: projectForModel(result as ToolResult),
+          ...imagesOf(result),
         });
       const data = result.data;
       if (
@@ -486,7 +488,9 @@ export class SessionState {
     const index = this.messages.findIndex((m) => m.role === "tool" && m.call_id === callId);
     const message = this.messages[index];
     if (message?.role !== "tool") return;
-    const updated = { ...message, content: prunedPlaceholder(message.name, artifact) };
+    // A pruned result's image goes with it (the placeholder names the artifact that keeps it).
+    const { images: _images, ...rest } = message;
+    const updated = { ...rest, content: prunedPlaceholder(message.name, artifact) };
     this.messageBytes += jsonBytes(updated) - jsonBytes(message);
     this.messages[index] = updated;
     // read_artifact checks the pruned artifact against the file it came from, like a preview's.
@@ -497,8 +501,11 @@ export class SessionState {
   /** UTF-8 bytes of `messages` as JSON, kept as they are added so estimates stay O(1). */
   messageBytes = 0;
 
-  private addUserMessage(text: string): void {
-    const message: ModelMessage = { role: "user", content: text };
+  private addUserMessage(text: string, images?: ImageRef[]): void {
+    const message: ModelMessage =
+      images !== undefined && images.length > 0
+        ? { role: "user", content: text, images }
+        : { role: "user", content: text };
     this.userMessages.push(message);
     this.addMessage(message);
   }
@@ -580,4 +587,11 @@ function jsonBytes(value: unknown): number {
 
 function larger(peak: number | null, value: number | undefined): number | null {
   return value === undefined ? peak : Math.max(peak ?? 0, value);
+}
+
+/** A tool's successful result that read an image (`data.image`, checked: tool data is not trusted). */
+function imagesOf(result: EventData<"tool.result">): { images?: ImageRef[] } {
+  if (result.status !== "ok" || result.data?.image === undefined) return {};
+  const parsed = imageRef.safeParse(result.data.image);
+  return parsed.success ? { images: [parsed.data] } : {};
 }
