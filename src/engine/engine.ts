@@ -39,7 +39,7 @@ import { SYSTEM_PROMPT } from "./system-prompt.js";
 import { taskFrame } from "./task-frame.js";
 import { type Offer, ToolOffer } from "./tool-offer.js";
 import { startUnavailable, toolDigests, toolsChanged } from "./tool-surface.js";
-import { beginTurn, checkInput } from "./turns.js";
+import { beginTurn, checkInput, inputRecords } from "./turns.js";
 
 /**
  * Runs one session: start or resume, recover what a crash left, then alternate model requests
@@ -333,7 +333,8 @@ export class Engine {
     const run = this.session;
     const recovered = await recoverOrphans(run);
     if (recovered) return recovered;
-    if (resuming && this.options.input !== undefined) await beginTurn(run, this.options.input);
+    if (resuming && this.options.input !== undefined)
+      await beginTurn(run, this.options.input, this.options.attachments);
     else if (this.state.outcome?.kind === "finished") return recheckFinished(run);
     // What changed since the journal last looked (a person, another process, a call lost in a crash).
     if (resuming) await this.options.runtime.effects?.outside(this.effectsJournal(), { full: true });
@@ -456,7 +457,7 @@ export class Engine {
             : {}),
         },
       },
-      { type: "user.input", data: { text: goal, turn: 1 } },
+      ...(await inputRecords(this.options.runtime.artifacts, goal, 1, this.options.attachments)),
       ...(instructions
         ? [{ type: "instructions.loaded", data: { trigger: "start", files: instructions } } as const]
         : []),

@@ -62,7 +62,7 @@ import { configNamedFiles, workspaceRelative } from "./config-hooks.js";
 import { contextBudgetFor } from "./context-budget.js";
 import { type SessionCredentials, sessionCredentials } from "./credentials.js";
 import { deferSettings } from "./defer-tools.js";
-import { usable } from "./extensions/discover.js";
+import { type Extensions, usable } from "./extensions/discover.js";
 import { extensionNotices, sessionExtensions } from "./extensions/session.js";
 import { createSkillTool } from "./extensions/skill-tool.js";
 import { loadGovernance } from "./governance.js";
@@ -112,6 +112,8 @@ export interface RunSetup {
    * the session ends (every process still in it is killed).
    */
   sessionNetwork?: SessionNetwork;
+  /** The skills, commands and plugins found for this session, with their trust (the doors expand commands from it). */
+  extensions?: Extensions;
   /** Which tools are offered up front and which are loaded on demand (engine/tool-offer.ts). */
   deferTools?: DeferSettings;
   /** Built-ins plus the servers' current tools, refreshed at step boundaries. */
@@ -421,6 +423,7 @@ export async function buildSetup(options: {
       },
       context,
       notices,
+      extensions,
       config: governance.config,
       workspaceExcludes: recorded.excludes,
       // The walk meets files by their real paths (it follows no symlink), so the rules decide on them directly.
