@@ -110,6 +110,10 @@ const COMMANDS: CommandTable = {
     summary: "be an Agent Client Protocol agent for an editor (Zed, JetBrains...) on stdin/stdout",
     load: async () => (await import("./commands/acp.js")).acpCommand,
   },
+  plugins: {
+    summary: "skills, commands and plugins: list them, approve a project's by digest",
+    load: async () => (await import("./commands/plugins.js")).pluginsCommand,
+  },
   serve: {
     summary: "serve sessions to programs over JSON-RPC (stdio, or HTTP with SSE events and a viewer)",
     load: async () => (await import("./commands/serve.js")).serveCommand,

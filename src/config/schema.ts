@@ -138,6 +138,24 @@ export const configFileSchema = z.strictObject({
       ]),
     )
     .optional(),
+  /**
+   * The project-shipped skills, commands and plugins the user approved (`harness plugins approve`),
+   * by name: each approval bound to a workspace's real path, the kind and the SHA-256 digest of
+   * exactly what was approved (a skill's or plugin's whole folder, a command's file). A changed
+   * digest is no approval. Read from the user config only.
+   */
+  plugin_approvals: z
+    .record(
+      z.string(),
+      z.array(
+        z.strictObject({
+          workspace: z.string().min(1),
+          kind: z.enum(["skill", "command", "plugin"]),
+          digest: z.string().regex(/^[0-9a-f]{64}$/, "not a digest"),
+        }),
+      ),
+    )
+    .optional(),
   /** `harness serve`: per-identity policy (config/sections.ts serverIdentities). User config only. */
   server: z.unknown().optional(),
   /**

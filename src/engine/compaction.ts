@@ -9,6 +9,7 @@ import { reserveMoney, settleMoney } from "./money-budget.js";
 import type { RunSummary } from "./options.js";
 import { cancel, type EngineRun, stop } from "./outcome.js";
 import { jsonBytes } from "./pruning.js";
+import { activeSkillMessage } from "./skills.js";
 import type { SessionState } from "./state.js";
 import { basisTokens } from "./tokens.js";
 
@@ -56,6 +57,10 @@ export function pinnedMessages(state: SessionState, kept: readonly ModelMessage[
   const pinned: ModelMessage[] =
     state.userMessages.length > 0 ? said : [{ role: "user", content: state.goal ?? "" }];
   for (const file of state.nestedInstructions) pinned.push({ role: "user", content: instructionsText(file) });
+  const keptCalls = new Set(kept.flatMap((m) => (m.role === "tool" ? [m.call_id] : [])));
+  // Active skills stay in force: their text is pinned unless their result is still among the kept.
+  for (const skill of state.activeSkills)
+    if (!keptCalls.has(skill.call_id)) pinned.push(activeSkillMessage(skill));
   const keptIds = new Set(kept.flatMap((m) => (m.role === "tool" ? [m.call_id] : [])));
   for (const result of state.unresolvedUnknowns()) {
     if (keptIds.has(result.call_id)) continue;

@@ -1,6 +1,7 @@
 import type { JournalWriter } from "../journal/store.js";
 import { type AnyNewEvent, type AnyRecord, JOURNAL_FORMAT_VERSION } from "../journal/vocabulary.js";
 import { SessionGrants } from "../policy/grants.js";
+import { subjectKindOf } from "../policy/subject-kind.js";
 import {
   type ContextBudget,
   defaultReplyReserve,
@@ -32,13 +33,14 @@ import { ModelStep } from "./model-step.js";
 import { DEFAULT_LIMITS, type EngineOptions, type Limits, type RunSummary } from "./options.js";
 import { cancel, type EngineRun, stop, summary } from "./outcome.js";
 import { recoverOrphans, settleServices } from "./recovery.js";
+import { activationsDue, SkillNarrowing } from "./skills.js";
 import { SessionState } from "./state.js";
 import { Steering } from "./steering.js";
 import { SYSTEM_PROMPT } from "./system-prompt.js";
 import { taskFrame } from "./task-frame.js";
 import { type Offer, ToolOffer } from "./tool-offer.js";
 import { startUnavailable, toolDigests, toolsChanged } from "./tool-surface.js";
-import { beginTurn, checkInput } from "./turns.js";
+import { beginTurn, checkInput, inputRecords } from "./turns.js";
 
 /**
  * Runs one session: start or resume, recover what a crash left, then alternate model requests
@@ -340,7 +342,8 @@ export class Engine {
     const run = this.session;
     const recovered = await recoverOrphans(run);
     if (recovered) return recovered;
-    if (resuming && this.options.input !== undefined) await beginTurn(run, this.options.input);
+    if (resuming && this.options.input !== undefined)
+      await beginTurn(run, this.options.input, this.options.attachments);
     else if (this.state.outcome?.kind === "finished") return recheckFinished(run);
     // What changed since the journal last looked (a person, another process, a call lost in a crash).
     if (resuming) await this.options.runtime.effects?.outside(this.effectsJournal(), { full: true });
@@ -355,6 +358,9 @@ export class Engine {
         const loaded = await nested.check(this.state);
         if (loaded) await this.record({ type: "instructions.loaded", data: loaded });
       }
+      const skills = activationsDue(this.state.history, this.state.activatedSkillCalls);
+      if (skills.length > 0)
+        await this.record(...skills.map((data): AnyNewEvent => ({ type: "skill.activated", data })));
       const pending = this.state.pendingCalls();
       if (pending.length > 0) {
         // Loads since the runtime was built: calls are looked up in what the model is offered now.
@@ -460,7 +466,7 @@ export class Engine {
             : {}),
         },
       },
-      { type: "user.input", data: { text: goal, turn: 1 } },
+      ...(await inputRecords(this.options.runtime.artifacts, goal, 1, this.options.attachments)),
       ...(instructions
         ? [{ type: "instructions.loaded", data: { trigger: "start", files: instructions } } as const]
         : []),
@@ -599,7 +605,15 @@ export class Engine {
       retry: o.runtime.retry ?? DEFAULT_RETRY,
       settleGraceMs: o.runtime.settleGraceMs ?? DEFAULT_SETTLE_GRACE_MS,
       sessionId: o.sessionId,
-      permissions: o.policy.permissions,
+      // While a skill is active its allowed-tools narrow the session's decisions (never widen them).
+      permissions: new SkillNarrowing(
+        o.policy.permissions,
+        () => this.state.activeSkills,
+        (name) => {
+          const entry = this.tools.get(name);
+          return entry ? subjectKindOf(entry.tool) : undefined;
+        },
+      ),
       observedVersion: (path) => this.state.observed.get(path),
       history: () => this.state.history,
       untrusted: () => this.state.turnUntrusted,

@@ -1,3 +1,4 @@
+import type { ArtifactStore } from "../artifacts/store.js";
 import { JournalError } from "../journal/store.js";
 import { decodeStream, ProtocolError, replyEvidence, type StreamEvidence } from "../protocol/decoder.js";
 import type { ModelMessage, Reply } from "../protocol/types.js";
@@ -68,9 +69,11 @@ export class ModelStep {
         type: "model.started",
         data: { step, attempt, tools_digest: this.run.offered().digest, ...tokens },
       });
+      const images = await imageBytes(messages, this.run.options.runtime.artifacts);
       const stream = this.run.options.provider.stream(
         {
           messages,
+          ...(images.size > 0 ? { images } : {}),
           tools: this.run.offered().specs,
           step,
           attempt,
@@ -290,4 +293,24 @@ function errorName(error: unknown): string {
 
 function hasEvidence(evidence: StreamEvidence): boolean {
   return evidence.events > 0;
+}
+
+/**
+ * The bytes of every image the messages carry, from the session's artifacts (each read is checked
+ * against its SHA-256); one that cannot be read is left out, and the provider says so in its place.
+ */
+async function imageBytes(
+  messages: readonly ModelMessage[],
+  artifacts: ArtifactStore,
+): Promise<Map<string, Uint8Array>> {
+  const found = new Map<string, Uint8Array>();
+  for (const message of messages) {
+    if (message.role !== "user" && message.role !== "tool") continue;
+    for (const image of message.images ?? []) {
+      if (found.has(image.sha256)) continue;
+      const bytes = await artifacts.read(image.artifact).catch(() => undefined);
+      if (bytes !== undefined) found.set(image.sha256, bytes);
+    }
+  }
+  return found;
 }

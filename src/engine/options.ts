@@ -1,6 +1,6 @@
 import type { JournalStore } from "../journal/store.js";
-import type { AnyRecord } from "../journal/vocabulary.js";
-import type { StreamEvent } from "../protocol/types.js";
+import type { AnyRecord, EventData } from "../journal/vocabulary.js";
+import type { ImageMediaType, StreamEvent } from "../protocol/types.js";
 import type { ModelPrices } from "../providers/config.js";
 import type { Provider } from "../providers/provider.js";
 import type { RuntimeEnvironment } from "../runtime/environment.js";
@@ -134,6 +134,12 @@ export interface EngineOptions {
    * does not exist yet (mode "new"/"auto") without a goal, it is the goal.
    */
   input?: string;
+  /**
+   * What comes with this turn's input (the goal's, or `input`'s): images (stored as artifacts,
+   * referenced by digest in `user.input`) and the command template the text was expanded from
+   * (journaled as `command.expanded` just before it).
+   */
+  attachments?: TurnAttachments;
   policy: PolicyHandle;
   acceptance: readonly AcceptanceCheck[];
   /**
@@ -207,4 +213,17 @@ export interface EngineOptions {
   changesDeniedStops?: boolean;
   sleep?(ms: number, signal: AbortSignal): Promise<void>;
   random?(): number;
+}
+
+/** An image attached to a turn's input, checked against the image limits by whoever read it. */
+export interface InputImage {
+  bytes: Uint8Array;
+  media_type: ImageMediaType;
+  width: number;
+  height: number;
+}
+
+export interface TurnAttachments {
+  images?: readonly InputImage[];
+  command?: EventData<"command.expanded">;
 }

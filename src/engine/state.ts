@@ -1,5 +1,6 @@
 import type { AnyRecord, EventData, EventType, JournalRecord } from "../journal/vocabulary.js";
-import type { ModelMessage, ToolCall } from "../protocol/types.js";
+import { imageRef } from "../journal/vocabulary.js";
+import type { ImageRef, ModelMessage, ToolCall } from "../protocol/types.js";
 import { formatNetTarget } from "../rules/net-pattern.js";
 import type { HistoryEntry } from "../runtime/ports.js";
 import { projectForModel } from "../runtime/projection.js";
@@ -94,6 +95,10 @@ export class SessionState {
   readonly instructions: InstructionFile[] = [];
   /** Instructions files loaded during the run (not at start), in load order: pinned across compactions. */
   readonly nestedInstructions: InstructionFile[] = [];
+  /** Skills activated this turn (`skill.activated`), in order: their allowed-tools narrow its calls. */
+  activeSkills: EventData<"skill.activated">[] = [];
+  /** Calls whose skill activation is journaled (any turn), so none is journaled twice. */
+  readonly activatedSkillCalls = new Set<string>();
   /** Compactions recorded, by the step that did them. */
   readonly compactionsByStep = new Map<number, number>();
   /** Directories already looked at for a nested AGENTS.md. */
@@ -215,9 +220,11 @@ export class SessionState {
       state.turnAttempts = [];
       // The person speaks again: what the model saw last turn no longer stands between them.
       state.turnUntrusted = [];
+      // A skill is active for the turn that activated it.
+      state.activeSkills = [];
       state.outcome = undefined;
       state.replyPending = true;
-      state.addUserMessage(data.text);
+      state.addUserMessage(data.text, data.images);
     },
     "agent.started": (state, { data }) => {
       state.agents.set(data.call_id, { started: data });
@@ -371,6 +378,7 @@ export class SessionState {
           name: result.name,
           status: result.status,
           content: projectForModel(result as ToolResult),
+          ...imagesOf(result),
         });
       const data = result.data;
       if (
@@ -447,6 +455,12 @@ export class SessionState {
     },
     // Liveness only (which process took the session up): nothing a request or a budget depends on.
     "session.resumed": ignore,
+    "skill.activated": (state, { data }) => {
+      state.activeSkills.push(data);
+      state.activatedSkillCalls.add(data.call_id);
+    },
+    // The expanded text is the `user.input` that follows; what it came from is for audit.
+    "command.expanded": ignore,
     // Trust in the journal is settled when it is read, before any fold.
     "journal.adopted": ignore,
     // Which process held the writer lock: the session is the same whoever wrote it.
@@ -497,7 +511,9 @@ export class SessionState {
     const index = this.messages.findIndex((m) => m.role === "tool" && m.call_id === callId);
     const message = this.messages[index];
     if (message?.role !== "tool") return;
-    const updated = { ...message, content: prunedPlaceholder(message.name, artifact) };
+    // A pruned result's image goes with it (the placeholder names the artifact that keeps it).
+    const { images: _images, ...rest } = message;
+    const updated = { ...rest, content: prunedPlaceholder(message.name, artifact) };
     this.messageBytes += jsonBytes(updated) - jsonBytes(message);
     this.messages[index] = updated;
     // read_artifact checks the pruned artifact against the file it came from, like a preview's.
@@ -508,8 +524,11 @@ export class SessionState {
   /** UTF-8 bytes of `messages` as JSON, kept as they are added so estimates stay O(1). */
   messageBytes = 0;
 
-  private addUserMessage(text: string): void {
-    const message: ModelMessage = { role: "user", content: text };
+  private addUserMessage(text: string, images?: ImageRef[]): void {
+    const message: ModelMessage =
+      images !== undefined && images.length > 0
+        ? { role: "user", content: text, images }
+        : { role: "user", content: text };
     this.userMessages.push(message);
     this.addMessage(message);
   }
@@ -591,4 +610,11 @@ function jsonBytes(value: unknown): number {
 
 function larger(peak: number | null, value: number | undefined): number | null {
   return value === undefined ? peak : Math.max(peak ?? 0, value);
+}
+
+/** A tool's successful result that read an image (`data.image`, checked: tool data is not trusted). */
+function imagesOf(result: EventData<"tool.result">): { images?: ImageRef[] } {
+  if (result.status !== "ok" || result.data?.image === undefined) return {};
+  const parsed = imageRef.safeParse(result.data.image);
+  return parsed.success ? { images: [parsed.data] } : {};
 }

@@ -1,6 +1,9 @@
+import type { ArtifactStore } from "../artifacts/store.js";
 import type { AnyNewEvent } from "../journal/vocabulary.js";
+import type { ImageRef } from "../protocol/types.js";
 import { errorResult } from "../runtime/result.js";
 import { EngineError } from "./errors.js";
+import type { TurnAttachments } from "./options.js";
 import type { EngineRun } from "./outcome.js";
 
 /**
@@ -20,7 +23,7 @@ export function checkInput(input: string | undefined): void {
  * between batches) are closed as cancelled first, so every call keeps exactly one result and
  * nothing runs that the user has moved on from.
  */
-export async function beginTurn(run: EngineRun, text: string): Promise<void> {
+export async function beginTurn(run: EngineRun, text: string, attachments?: TurnAttachments): Promise<void> {
   const unanswered: AnyNewEvent[] = run.state.pendingCalls().map((call) => ({
     type: "tool.result",
     data: errorResult(
@@ -30,5 +33,36 @@ export async function beginTurn(run: EngineRun, text: string): Promise<void> {
       { data: { started: false }, operationApplied: false },
     ),
   }));
-  await run.record(...unanswered, { type: "user.input", data: { text, turn: run.state.turn + 1 } });
+  await run.record(
+    ...unanswered,
+    ...(await inputRecords(run.options.runtime.artifacts, text, run.state.turn + 1, attachments)),
+  );
+}
+
+/**
+ * A turn's input as records: the command it was expanded from, if any, then `user.input` with
+ * its images stored as artifacts first (the record names them by digest, the bytes are kept).
+ */
+export async function inputRecords(
+  artifacts: ArtifactStore,
+  text: string,
+  turn: number,
+  attachments: TurnAttachments | undefined,
+): Promise<AnyNewEvent[]> {
+  const images: ImageRef[] = [];
+  for (const image of attachments?.images ?? []) {
+    const stored = await artifacts.put(image.bytes);
+    images.push({
+      artifact: stored.id,
+      sha256: stored.sha256,
+      media_type: image.media_type,
+      bytes: stored.bytes,
+      width: image.width,
+      height: image.height,
+    });
+  }
+  return [
+    ...(attachments?.command ? [{ type: "command.expanded", data: attachments.command } as const] : []),
+    { type: "user.input", data: { text, turn, ...(images.length > 0 ? { images } : {}) } },
+  ];
 }

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { TOOL_STATUSES } from "../protocol/types.js";
+import { IMAGE_MEDIA_TYPES, TOOL_STATUSES } from "../protocol/types.js";
 import { jsonObjectSchema } from "../shared/json.js";
 import { changeSetSchema, entrySchema, manifestPathSchema } from "../workspace/manifest.js";
 
@@ -45,6 +45,15 @@ const modelFailure = z.object({
   evidence: evidence.optional(),
 });
 const artifact = z.object({ id: z.string(), sha256: hex64, bytes: z.number().int() });
+/** An image as messages carry it (protocol `ImageRef`): its bytes are the artifact `artifact`. */
+export const imageRef = z.object({
+  artifact: z.string(),
+  sha256: hex64,
+  media_type: z.enum(IMAGE_MEDIA_TYPES),
+  bytes: z.number().int().nonnegative(),
+  width: z.number().int().positive(),
+  height: z.number().int().positive(),
+});
 /** What a process ran under (never environment values: only the names of the variables passed). */
 const processFacts = {
   purpose: z.enum(["shell", "acceptance", "hook", "mcp_server", "workspace"]).optional(),
@@ -199,10 +208,38 @@ export const EVENT_SCHEMAS = {
   }),
   "session.resumed": z.object({ pid: z.number().int() }),
   /**
+   * A skill the model activated with the `skill` tool (after its result): its SKILL.md as sent
+   * (`text`), the digest of its whole folder as approved, and its `allowed-tools` rules, which
+   * narrow every later call of the turn (they never grant). The text is pinned again after a
+   * compaction while the skill is active (until the turn ends).
+   */
+  "skill.activated": z.object({
+    name: z.string().min(1),
+    digest: hex64,
+    source: z.string(),
+    call_id: z.string(),
+    allowed_tools: z.array(z.string()).optional(),
+    text: z.string(),
+  }),
+  /**
+   * The next `user.input` is a command template (`/NAME args`) expanded: its name, where it
+   * came from and the digest of the template file; the expanded text is that input.
+   */
+  "command.expanded": z.object({
+    name: z.string().min(1),
+    digest: hex64,
+    source: z.string(),
+  }),
+  /**
    * A turn's input: the goal starts turn 1; each later turn starts with the user's next prompt.
    * `turn` is absent in sessions recorded before sessions had turns (then it is the count so far).
    */
-  "user.input": z.object({ text: z.string(), turn: z.number().int().positive().optional() }),
+  "user.input": z.object({
+    text: z.string(),
+    turn: z.number().int().positive().optional(),
+    /** Images attached to the input (`run --image`, the chat's /image): session artifacts by digest. */
+    images: z.array(imageRef).optional(),
+  }),
   "model.started": z.object({
     step: z.number().int(),
     attempt: z.number().int(),

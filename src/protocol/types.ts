@@ -72,12 +72,42 @@ export const TOOL_STATUSES = [
 ] as const;
 export type ToolStatus = (typeof TOOL_STATUSES)[number];
 
+/** The image formats a model may be sent (by their header, never by a file's name alone). */
+export const IMAGE_MEDIA_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"] as const;
+export type ImageMediaType = (typeof IMAGE_MEDIA_TYPES)[number];
+
+/**
+ * An image a message carries: its bytes are a session artifact, named by SHA-256; the journal and
+ * the history hold only this reference, and the bytes are attached when a request is sent.
+ */
+export interface ImageRef {
+  artifact: string;
+  sha256: string;
+  media_type: ImageMediaType;
+  bytes: number;
+  width: number;
+  height: number;
+}
+
 /** What a model is sent: always derived from the journal. */
 export type ModelMessage =
   | { role: "system"; content: string }
-  | { role: "user"; content: string }
+  | { role: "user"; content: string; images?: ImageRef[] | undefined }
   | { role: "assistant"; content: string; calls: ToolCall[]; reasoning?: Reasoning[] | undefined }
-  | { role: "tool"; call_id: string; name: string; status: ToolStatus; content: string };
+  | {
+      role: "tool";
+      call_id: string;
+      name: string;
+      status: ToolStatus;
+      content: string;
+      images?: ImageRef[] | undefined;
+    };
+
+/** One line that stands for an image wherever it is not sent (a model without image input, a summary). */
+export function imageLine(image: ImageRef, why: string): string {
+  const kind = image.media_type.slice("image/".length).toUpperCase();
+  return `[image: ${kind} ${image.width}x${image.height} pixels, ${image.bytes} bytes, sha256 ${image.sha256}: ${why}]`;
+}
 
 /** A tool as the model sees it. */
 export interface ToolSpec {

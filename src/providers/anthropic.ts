@@ -52,7 +52,7 @@ export function createAnthropicProvider(options: AnthropicOptions): Provider {
 
 function anthropicCallOptions(request: ModelRequest, options: AnthropicOptions): LanguageModelV3CallOptions {
   const callOptions: LanguageModelV3CallOptions = {
-    prompt: withCacheBreakpoints(toLanguageModelPrompt(request.messages, "anthropic-signed")),
+    prompt: withCacheBreakpoints(toLanguageModelPrompt(request.messages, "anthropic-signed", request.images)),
   };
   if (request.tools.length > 0) {
     callOptions.tools = toFunctionTools(request.tools);

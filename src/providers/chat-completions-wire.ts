@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { ModelMessage, ToolSpec, Usage } from "../protocol/types.js";
+import { type ImageRef, imageLine, type ModelMessage, type ToolSpec, type Usage } from "../protocol/types.js";
 import type { JsonObject, JsonValue } from "../shared/json.js";
 import { setUsageCount } from "./usage.js";
 
@@ -22,8 +22,9 @@ function toChatMessages(messages: readonly ModelMessage[]): ChatMessage[] {
 function toChatMessage(message: ModelMessage): ChatMessage {
   switch (message.role) {
     case "system":
-    case "user":
       return { role: message.role, content: message.content };
+    case "user":
+      return { role: message.role, content: withImageLines(message.content, message.images) };
     case "assistant": {
       const out: ChatMessage = {
         role: "assistant",
@@ -41,8 +42,24 @@ function toChatMessage(message: ModelMessage): ChatMessage {
       return out;
     }
     case "tool":
-      return { role: "tool", tool_call_id: message.call_id, content: message.content };
+      return {
+        role: "tool",
+        tool_call_id: message.call_id,
+        content: withImageLines(message.content, message.images),
+      };
   }
+}
+
+/**
+ * Chat Completions endpoints are not sent images (harness does not know which accept them): the
+ * model reads a line per image saying what it is and that it was not shown, never nothing.
+ */
+function withImageLines(content: string, images: readonly ImageRef[] | undefined): string {
+  if (images === undefined || images.length === 0) return content;
+  const lines = images.map((image) =>
+    imageLine(image, "not shown: this model endpoint (Chat Completions) is not sent images"),
+  );
+  return `${content}\n${lines.join("\n")}`;
 }
 
 function toChatTools(tools: readonly ToolSpec[]): JsonObject[] {

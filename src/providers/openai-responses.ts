@@ -57,7 +57,7 @@ function responsesCallOptions(
   maxOutputTokens: number | undefined,
 ): LanguageModelV3CallOptions {
   const callOptions: LanguageModelV3CallOptions = {
-    prompt: toLanguageModelPrompt(request.messages, "none"),
+    prompt: toLanguageModelPrompt(request.messages, "none", request.images),
     providerOptions: {
       openai: {
         store: false,

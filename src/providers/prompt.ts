@@ -4,7 +4,7 @@ import type {
   LanguageModelV3Prompt,
   LanguageModelV3ToolResultPart,
 } from "@ai-sdk/provider";
-import type { ModelMessage, Reasoning, ToolSpec } from "../protocol/types.js";
+import { imageLine, type ModelMessage, type Reasoning, type ToolSpec } from "../protocol/types.js";
 
 /**
  * How an assistant message's reasoning is sent back:
@@ -23,6 +23,7 @@ export type ReasoningReplay = "none" | "text" | "anthropic-signed";
 export function toLanguageModelPrompt(
   messages: readonly ModelMessage[],
   reasoning: ReasoningReplay,
+  images: ReadonlyMap<string, Uint8Array> = new Map(),
 ): LanguageModelV3Prompt {
   const prompt: LanguageModelV3Prompt = [];
   for (const message of messages) {
@@ -31,13 +32,13 @@ export function toLanguageModelPrompt(
         prompt.push({ role: "system", content: message.content });
         break;
       case "user":
-        prompt.push({ role: "user", content: [{ type: "text", text: message.content }] });
+        prompt.push({ role: "user", content: userContent(message, images) });
         break;
       case "assistant":
         prompt.push(assistantMessage(message, reasoning));
         break;
       case "tool": {
-        const part = toolResultPart(message);
+        const part = toolResultPart(message, images);
         const last = prompt.at(-1);
         if (last?.role === "tool") last.content.push(part);
         else prompt.push({ role: "tool", content: [part] });
@@ -81,13 +82,54 @@ function reasoningPart(block: Reasoning, replay: ReasoningReplay): AssistantCont
   }
 }
 
-function toolResultPart(message: Extract<ModelMessage, { role: "tool" }>): LanguageModelV3ToolResultPart {
+type UserContent = Extract<LanguageModelV3Message, { role: "user" }>["content"];
+
+const MISSING_IMAGE = "its bytes could not be read from the session's artifacts, so it is not shown";
+
+/** The text, then each image as a file part (Anthropic an image block, Responses an input_image). */
+function userContent(
+  message: Extract<ModelMessage, { role: "user" }>,
+  images: ReadonlyMap<string, Uint8Array>,
+): UserContent {
+  const content: UserContent = [{ type: "text", text: message.content }];
+  for (const image of message.images ?? []) {
+    const bytes = images.get(image.sha256);
+    content.push(
+      bytes === undefined
+        ? { type: "text", text: imageLine(image, MISSING_IMAGE) }
+        : { type: "file", mediaType: image.media_type, data: bytes },
+    );
+  }
+  return content;
+}
+
+function toolResultPart(
+  message: Extract<ModelMessage, { role: "tool" }>,
+  images: ReadonlyMap<string, Uint8Array>,
+): LanguageModelV3ToolResultPart {
   // Anything but "ok" is sent as an error result (Anthropic marks it `is_error`), so the model
   // cannot mistake a denied or failed call for a successful one.
   const output: LanguageModelV3ToolResultPart["output"] =
-    message.status === "ok"
-      ? { type: "text", value: message.content }
-      : { type: "error-text", value: message.content };
+    message.status !== "ok"
+      ? { type: "error-text", value: message.content }
+      : message.images === undefined || message.images.length === 0
+        ? { type: "text", value: message.content }
+        : {
+            type: "content",
+            value: [
+              { type: "text", text: message.content },
+              ...message.images.map((image) => {
+                const bytes = images.get(image.sha256);
+                return bytes === undefined
+                  ? { type: "text" as const, text: imageLine(image, MISSING_IMAGE) }
+                  : {
+                      type: "image-data" as const,
+                      data: Buffer.from(bytes).toString("base64"),
+                      mediaType: image.media_type,
+                    };
+              }),
+            ],
+          };
   return { type: "tool-result", toolCallId: message.call_id, toolName: message.name, output };
 }
 

@@ -17,6 +17,11 @@ export interface ModelRequest {
    * `prompt_cache_key`): equal for every request of one session, so they reach the same cache.
    */
   cacheKey?: string | undefined;
+  /**
+   * The bytes of the images the messages carry, by SHA-256 (read from the session's artifacts
+   * just before sending). An image whose bytes are missing is sent as a line saying so.
+   */
+  images?: ReadonlyMap<string, Uint8Array>;
   /** "compaction": a request without tools asking for a handoff summary (its text is the summary). */
   purpose?: "compaction";
 }

@@ -10,6 +10,7 @@ import { checkSessionDir } from "../journal/state-dir.js";
 import { verifyJournal } from "../journal/verify.js";
 import type { SessionConfig } from "../session/config.js";
 import { flagsOf } from "../session/config.js";
+import { expandCommandLine } from "../session/extensions/commands.js";
 import { EngineSession, type Turn } from "../session/handle.js";
 import type { JournalSource } from "../session/journal-source.js";
 import { type Notify, noticeLine } from "../session/notice.js";
@@ -148,7 +149,14 @@ async function openServed(request: OpenRequest, options: FactoryOptions): Promis
     store: workspace.store,
     records,
     // The first input of a session without records is its goal.
-    turn: (input, listener) => atItsRoot(workspace.root, () => handle.turn(input, listener)),
+    // A leading `/NAME args` naming a loaded command template is expanded (the expanded text is
+    // the recorded input, with command.expanded before it); anything else is sent as typed.
+    turn: (input, listener) =>
+      atItsRoot(workspace.root, () => {
+        const found = setup.extensions ? expandCommandLine(input, setup.extensions) : undefined;
+        if (found?.kind !== "expanded") return handle.turn(input, listener);
+        return handle.turn(found.expanded.text, listener, { command: found.expanded.command });
+      }),
     compact: (instructions, listener) =>
       atItsRoot(workspace.root, () => handle.compactTurn(instructions, listener)),
     close: () => handle.close(),

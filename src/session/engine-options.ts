@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { FileArtifactStore } from "../artifacts/file-store.js";
 import type { AcceptanceCheck } from "../engine/acceptance.js";
-import type { EngineListener, EngineOptions, GoalLoop, Limits } from "../engine/options.js";
+import type { EngineListener, EngineOptions, GoalLoop, Limits, TurnAttachments } from "../engine/options.js";
 import type { JournalStore } from "../journal/store.js";
 import type { RuntimeEnvironment } from "../runtime/environment.js";
 import { type BackgroundOwners, WorkspaceEffects } from "../runtime/workspace-effects.js";
@@ -21,6 +21,8 @@ export interface SessionRun {
   goal?: string;
   /** The next turn's input for an existing session (harness run --continue / --session ID PROMPT). */
   input?: string;
+  /** Images and the command template that come with the goal or input (EngineOptions.attachments). */
+  attachments?: TurnAttachments;
   /** harness compact: compact the stopped session now instead of continuing it. */
   compactOnly?: { instructions?: string };
   /** The chat's `!command`: run the person's shell command in the stopped session (EngineOptions.userCommand). */
@@ -124,6 +126,7 @@ export function sessionEngineOptions(
     workspace: run.workspace.identity,
     ...(run.goal !== undefined ? { goal: run.goal } : {}),
     ...(run.input !== undefined ? { input: run.input } : {}),
+    ...(run.attachments !== undefined ? { attachments: run.attachments } : {}),
     policy: run.setup.policy,
     ...(run.setup.processes ? { processes: run.setup.processes } : {}),
     ...(run.setup.proposals ? { proposals: run.setup.proposals } : {}),

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { FileArtifactStore } from "../artifacts/file-store.js";
 import { Engine } from "../engine/engine.js";
-import type { EngineListener, RunSummary } from "../engine/options.js";
+import type { EngineListener, RunSummary, TurnAttachments } from "../engine/options.js";
 import type { JournalStore } from "../journal/store.js";
 import type { AnyRecord } from "../journal/vocabulary.js";
 import type { ModelPrices } from "../providers/config.js";
@@ -50,7 +50,7 @@ export interface SessionHandle {
    * Run one turn: the first turn of a new session starts it with `input` as its goal, a later one
    * continues it. Events go to `listener` (the handle's own when none is given).
    */
-  turn(input: string, listener?: EngineListener): Turn;
+  turn(input: string, listener?: EngineListener, attachments?: TurnAttachments): Turn;
   /** Go on with a recorded session where it stopped, with no new input. */
   resume(listener?: EngineListener): Turn;
   /** /compact: summarize the older turns now (one summary request); what happened, in words. */
@@ -162,10 +162,11 @@ export class EngineSession implements SessionHandle {
     return this.#started;
   }
 
-  turn(input: string, listener: EngineListener = this.#listener): Turn {
+  turn(input: string, listener: EngineListener = this.#listener, attachments?: TurnAttachments): Turn {
+    const with_ = attachments !== undefined ? { attachments } : {};
     return this.#started
-      ? this.start({ mode: "resume", input }, listener)
-      : this.start({ mode: "new", goal: input }, listener);
+      ? this.start({ mode: "resume", input, ...with_ }, listener)
+      : this.start({ mode: "new", goal: input, ...with_ }, listener);
   }
 
   /**
@@ -173,14 +174,16 @@ export class EngineSession implements SessionHandle {
    * `harness run`'s modes need beyond turn and resume. The session counts as started after it.
    */
   start(
-    request: Pick<SessionRun, "mode" | "goal" | "input" | "compactOnly" | "userCommand">,
+    request: Pick<SessionRun, "mode" | "goal" | "input" | "compactOnly" | "userCommand" | "attachments">,
     listener: EngineListener = this.#listener,
   ): Turn {
     // Only what a request names is taken (a door may pass a wider object, e.g. harness run's).
-    const { mode, goal, input, compactOnly, userCommand } = request;
+    const { mode, goal, input, compactOnly, userCommand, attachments } = request;
+    const { attachments: _earlier, ...base } = this.#run;
     const run: SessionRun = {
-      ...this.#run,
+      ...base,
       mode,
+      ...(attachments !== undefined ? { attachments } : {}),
       ...(goal !== undefined ? { goal } : {}),
       ...(input !== undefined ? { input } : {}),
       ...(compactOnly !== undefined ? { compactOnly } : {}),

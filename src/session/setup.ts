@@ -69,6 +69,9 @@ import { configNamedFiles, workspaceRelative } from "./config-hooks.js";
 import { contextBudgetFor } from "./context-budget.js";
 import { type SessionCredentials, sessionCredentials } from "./credentials.js";
 import { deferSettings } from "./defer-tools.js";
+import { type Extensions, usable } from "./extensions/discover.js";
+import { extensionNotices, sessionExtensions } from "./extensions/session.js";
+import { createSkillTool } from "./extensions/skill-tool.js";
 import { loadGovernance } from "./governance.js";
 import { sessionEnvironment, startInstructions } from "./instructions.js";
 import { type McpServers, mcpSelection, startSessionServers, unavailableNote } from "./mcp-servers.js";
@@ -116,6 +119,8 @@ export interface RunSetup {
    * the session ends (every process still in it is killed).
    */
   sessionNetwork?: SessionNetwork;
+  /** The skills, commands and plugins found for this session, with their trust (the doors expand commands from it). */
+  extensions?: Extensions;
   /** Which tools are offered up front and which are loaded on demand (engine/tool-offer.ts). */
   deferTools?: DeferSettings;
   /** Built-ins plus the servers' current tools, refreshed at step boundaries. */
@@ -266,6 +271,13 @@ export async function buildSetup(options: {
           ...(options.session.notify ? { notify: options.session.notify } : {}),
         })
       : undefined;
+  // Skills, commands and plugins: the user's, and the project's the user approved by digest.
+  const extensions = sessionExtensions({
+    config: governance.config,
+    workspaceRoot: workspace.root,
+    env,
+    project: workspaceCode,
+  });
   let tools: AnyTool[];
   try {
     const { builtins } = toolSelection;
@@ -280,6 +292,10 @@ export async function buildSetup(options: {
     tools = builtins === undefined ? [] : withoutOrphanProcessTools(selectTools(builtins, available));
     // A profile (coding, readonly...) brings the agent tool along where the session may delegate.
     if (delegation && builtins !== undefined && isToolProfile(builtins)) tools.push(agentTool(delegation));
+    // A profile brings the skill tool along when the user or an approved project offers skills.
+    const skills = extensions.skills.filter(usable);
+    if (skills.length > 0 && builtins !== undefined && isToolProfile(builtins))
+      tools.push(createSkillTool(skills));
   } catch (error) {
     if (error instanceof ToolSelectionError) throw new UsageError(`--tools: ${error.message}`);
     throw error;
@@ -301,6 +317,7 @@ export async function buildSetup(options: {
     ...processes.notices,
     ...started.notices,
     ...(credentials?.notices ?? []),
+    ...extensionNotices(extensions),
   ];
 
   // The user's MCP servers start last: nothing after this may leave them running on an error.
@@ -419,6 +436,7 @@ export async function buildSetup(options: {
       },
       context,
       notices,
+      extensions,
       config: governance.config,
       workspaceExcludes: recorded.excludes,
       // The walk meets files by their real paths (it follows no symlink), so the rules decide on them directly.

@@ -1,9 +1,16 @@
-import type { EngineListener, RunSummary } from "../../engine/options.js";
+import { existsSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import type { EngineListener, RunSummary, TurnAttachments } from "../../engine/options.js";
 import { type LiveExport, liveExport, withLiveExport } from "../../otel/enabled.js";
 import { costUsd } from "../../providers/cost.js";
+import { expandCommandLine } from "../../session/extensions/commands.js";
+import type { Extensions } from "../../session/extensions/discover.js";
+import { readInputImage } from "../../session/extensions/input-image.js";
 import type { CommandResult, SessionHandle, Turn } from "../../session/handle.js";
 import { harnessVersion } from "../../session/version.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
+import { isImagePath } from "../../tools/files/image.js";
 import { agentRecordLine } from "../../ui/agent-lines.js";
 import { checkOutputLines } from "../../ui/call-lines.js";
 import { callTag, note, own, quoted, toolDone, toolLabel } from "../../ui/lines.js";
@@ -11,7 +18,7 @@ import { OutputTail } from "../../ui/output-tail.js";
 import type { ChatUi, FooterStatus, UiStyle } from "../../ui/ui.js";
 import type { CallShow } from "../call-show.js";
 import { type AttachmentSource, expandAttachments } from "./attachments.js";
-import { runSlash } from "./slash.js";
+import { BUILTIN_COMMANDS, runSlash } from "./slash.js";
 
 /**
  * The chat's loop: input between turns starts the next turn (or runs a slash command), input
@@ -45,6 +52,9 @@ export class ChatController {
   /** Aborted when the person leaves: a picker a slash command opened closes. */
   readonly #leaving$ = new AbortController();
 
+  /** Command templates for `/NAME args`. */
+  readonly #commands: Pick<Extensions, "commands"> | undefined;
+
   /** Where the lines after the chat go (the terminal, once the UI has stopped). */
   readonly #print: (text: string) => void;
   /** Shows each finished call's diff and command output (absent with --quiet-calls). */
@@ -60,8 +70,11 @@ export class ChatController {
       attachments?: AttachmentSource | undefined;
       show?: CallShow | undefined;
       print?: (text: string) => void;
+      /** Command templates `/NAME args` expands (the session's, with their trust). */
+      commands?: Pick<Extensions, "commands"> | undefined;
     } = {},
   ) {
+    this.#commands = options.commands;
     this.#print = options.print ?? ((text) => void process.stdout.write(text));
     this.#ui = ui;
     this.#session = session;
@@ -115,6 +128,20 @@ export class ChatController {
       return;
     }
     const turn = this.#turn;
+    // A pasted image path, or /image PATH [message]; then a command template; then the built-ins.
+    const attached = await this.#imageOrCommand(text);
+    if (attached === "handled") return;
+    if (attached !== undefined) {
+      if (turn !== undefined) {
+        this.#ui.line(
+          note(this.#style, "warn", "images and commands start a turn: wait for this one or press Esc"),
+        );
+        return;
+      }
+      this.#ui.line(note(this.#style, "dim", "› ", text));
+      await this.#runTurn(attached.text, attached.attachments);
+      return;
+    }
     if (text.startsWith("/")) {
       this.#ui.line(note(this.#style, "dim", "› ", text));
       this.#slash = runSlash(text, {
@@ -246,10 +273,48 @@ export class ChatController {
     }
   }
 
-  async #runTurn(message: string): Promise<void> {
+  /**
+   * What a line brings besides text: an image (a pasted path to an image file, or `/image PATH
+   * [message]`) or a command template (`/NAME args`, unless NAME is a built-in command). Undefined:
+   * a plain message or a built-in; "handled": refused, and said so.
+   */
+  async #imageOrCommand(
+    text: string,
+  ): Promise<{ text: string; attachments: TurnAttachments } | "handled" | undefined> {
+    const trimmed = text.trim();
+    const warn = (line: string) => {
+      this.#ui.line(note(this.#style, "warn", "", line));
+      return "handled" as const;
+    };
+    const image = imageRequest(trimmed);
+    if (image !== undefined) {
+      if (image.path === "") return warn("/image PATH [message]: which image file?");
+      try {
+        const read = await readInputImage(image.path);
+        return {
+          text: image.message === "" ? `[image ${image.path}]` : image.message,
+          attachments: { images: [read] },
+        };
+      } catch (error) {
+        return warn(messageOf(error));
+      }
+    }
+    if (!trimmed.startsWith("/") || this.#commands === undefined) return undefined;
+    const name = trimmed.split(/\s/, 1)[0]!;
+    if (BUILTIN_COMMANDS.has(name)) return undefined;
+    const found = expandCommandLine(trimmed, this.#commands);
+    if (found.kind === "none") return undefined;
+    if (found.kind === "refused") return warn(found.message);
+    this.#ui.line(
+      own(this.#style, "dim", `  (${name} expanded from ${found.expanded.command.source}'s template)`),
+    );
+    return { text: found.expanded.text, attachments: { command: found.expanded.command } };
+  }
+
+  async #runTurn(message: string, attachments?: TurnAttachments): Promise<void> {
     // `!!command` outputs go first, as part of what the person sends (recorded in user.input).
     const input = this.#shared.length > 0 ? [...this.#shared.splice(0), message].join("\n\n") : message;
-    const turn = this.#session.turn(input, this.#listener());
+    const turn = this.#session.turn(input, this.#listener(), attachments);
     this.#turn = turn;
     this.#setFooter({ running: true });
     try {
@@ -441,4 +506,24 @@ export function headAndTail(text: string, keep = COMMAND_LINES): string {
 /** An error's message, raw: lines.ts escapes it where it is shown. */
 export function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * `/image PATH [message]`, or a line that is only a path to an existing image file (as a
+ * terminal pastes a dropped file: possibly quoted, `~` for home).
+ */
+function imageRequest(text: string): { path: string; message: string } | undefined {
+  const explicit = /^\/image(?:\s+("[^"]+"|'[^']+'|\S+))?(?:\s+([\s\S]*))?$/.exec(text);
+  if (explicit !== null) {
+    if (explicit[1] === undefined) return { path: "", message: "" };
+    return { path: hostPath(explicit[1]), message: (explicit[2] ?? "").trim() };
+  }
+  const pasted = hostPath(text);
+  if (!/\s/.test(pasted) && isImagePath(pasted) && existsSync(pasted)) return { path: pasted, message: "" };
+  return undefined;
+}
+
+function hostPath(raw: string): string {
+  const unquoted = /^(["']).*\1$/.test(raw) ? raw.slice(1, -1) : raw;
+  return unquoted.startsWith("~/") ? join(homedir(), unquoted.slice(2)) : unquoted;
 }

@@ -28,8 +28,19 @@ const HELP: readonly [string, string][] = [
   ["/fork", "continue from here in a new session (the journal stays as it is)"],
   ["/undo", `pick a turn or call to put the files back to before it; ${UNDO_USAGE.slice(6)} as harness undo`],
   ["/redo", "take back the last /undo (files changed since are left alone)"],
+  [
+    "/image",
+    "/image PATH [message]: send an image file (PNG, JPEG, GIF, WebP; 5 MB, 8000 px) with a message",
+  ],
   ["/quit", "leave the chat (also Ctrl-D on an empty input, or Ctrl-C twice)"],
 ];
+
+/** The built-in commands' names: they win over a command template of the same name. */
+export const BUILTIN_COMMANDS: ReadonlySet<string> = new Set([
+  ...HELP.map(([name]) => name),
+  "/exit",
+  "/image",
+]);
 
 /** The chat's slash commands; an unknown one says which exist. */
 export async function runSlash(text: string, context: SlashContext): Promise<void> {
@@ -50,6 +61,14 @@ export async function runSlash(text: string, context: SlashContext): Promise<voi
         say(style.dim("        Esc interrupts · Ctrl-C clears the input or interrupts, twice exits"));
         say(style.dim("  @path attaches a workspace file (Tab completes) · approvals: y once · s session"));
         say(style.dim("        · p the command's prefix for the session · n or Esc denies"));
+        say(
+          style.dim(
+            "  /NAME args expands a command template (.agents/commands or ~/.config/harness/commands;",
+          ),
+        );
+        say(
+          style.dim("        $ARGUMENTS, $1..$9); the commands above win over a template of the same name"),
+        );
         say(style.dim("  !command runs it here between turns (policy and sandbox as the model's shell;"));
         say(
           style.dim(

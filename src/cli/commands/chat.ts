@@ -184,6 +184,7 @@ export const chatCommand = {
         permissions: { decide: (request) => session.permissions.decide(request) },
       },
       show,
+      commands: first.setup.extensions,
     }).run();
   },
 };

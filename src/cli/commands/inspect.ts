@@ -187,6 +187,10 @@ function render(record: AnyRecord, style: Style): string {
       const what = files.length > 0 ? files.join(", ") : "none found";
       return `instructions ${record.data.trigger === "start" ? "at start" : "nested"}: ${what}`;
     }
+    case "skill.activated":
+      return `skill activated: ${escapeForTerminal(record.data.name)} (${escapeForTerminal(record.data.source)}, sha256 ${record.data.digest.slice(0, 12)}${record.data.allowed_tools ? `, allowed-tools ${escapeForTerminal(record.data.allowed_tools.join(" "))}` : ""})`;
+    case "command.expanded":
+      return `command expanded: /${escapeForTerminal(record.data.name)} (${escapeForTerminal(record.data.source)}, sha256 ${record.data.digest.slice(0, 12)})`;
     case "user.input":
       return `${record.data.turn !== undefined && record.data.turn > 1 ? `turn ${record.data.turn}, ` : ""}user: ${escapeForTerminal(record.data.text)}`;
     case "user.steered":

@@ -1,7 +1,10 @@
 import { resolve } from "node:path";
+import type { TurnAttachments } from "../../engine/options.js";
 import { SessionState } from "../../engine/state.js";
 import { PROVIDER_KINDS } from "../../providers/config.js";
 import type { SessionConfig } from "../../session/config.js";
+import { expandCommandLine } from "../../session/extensions/commands.js";
+import { readInputImage } from "../../session/extensions/input-image.js";
 import { prepareSession } from "../../session/prepare.js";
 import { flagWords, type RunFlags } from "../../session/run-flags.js";
 import { validateSessionId } from "../../session/session-id.js";
@@ -69,6 +72,7 @@ export const QUIET_CALLS_HELP = `  --quiet-calls              do not show each e
 const RUN_OPTIONS = {
   ...SESSION_OPTIONS,
   ...SHOW_OPTIONS,
+  image: { type: "string", multiple: true },
   continue: { type: "boolean", short: "c" },
 } as const;
 
@@ -85,6 +89,11 @@ flag that allows them.
 The model is sent AGENTS.md from the workspace root and from next to your user config
 (each up to 32 KiB; nested AGENTS.md files once a call touches their directory), recorded in
 the journal; a resume refuses when the root or user file changed (see docs/configuration.md).
+
+Images: --image FILE (repeatable) attaches a PNG, JPEG, GIF or WebP file to the prompt (the goal,
+or this turn's input), stored as an artifact and journaled by digest; at most 5 MB and 8000
+pixels a side (refused, never resized). read_file returns images in the workspace the same way.
+A model that takes no images (Chat Completions endpoints) reads a line naming each instead.
 
 Model (one of):
   --script FILE              scripted model: a .json script or an .mjs module (offline)
@@ -244,6 +253,11 @@ export const runCommand = {
       throw new UsageError(
         "a goal is required: harness run [options] GOAL, or pipe it in: ... | harness run [options] -",
       );
+    const images = await Promise.all((parsed.values.image ?? []).map((file) => readInputImage(file)));
+    if (images.length > 0 && goal === "")
+      throw new UsageError(
+        "--image attaches to a prompt: give one (harness run --session ID --image FILE PROMPT)",
+      );
     return startOrResume(
       parsed,
       workspace,
@@ -251,7 +265,10 @@ export const runCommand = {
       existing ? "resume" : "new",
       goal === "" ? undefined : goal,
       undefined,
-      { quietCalls: parsed.values["quiet-calls"] === true },
+      {
+        quietCalls: parsed.values["quiet-calls"] === true,
+        ...(images.length > 0 ? { attachments: { images } } : {}),
+      },
     );
   },
 };
@@ -283,7 +300,7 @@ export async function startOrResume(
   mode: "new" | "resume",
   goal: string | undefined,
   compactOnly?: { instructions?: string },
-  display: { quietCalls?: boolean } = {},
+  display: { quietCalls?: boolean; attachments?: TurnAttachments } = {},
 ): Promise<number> {
   const values = parsed.values;
   if (values.json && values.events)
@@ -301,7 +318,7 @@ export async function startOrResume(
   const config = argvConfig(values);
   // For an existing session the prompt is its next turn's input; only the session's own goal,
   // while it has one turn, still resumes it (as `run --session ID GOAL` did before turns).
-  const input =
+  let input =
     goal !== undefined && state?.header !== undefined && !(goal === state.header.goal && state.turn <= 1)
       ? goal
       : undefined;
@@ -319,6 +336,17 @@ export async function startOrResume(
     notify: stderrNotices,
   });
   const { setup } = prepared.run;
+  // `/NAME args` as the prompt: a command template, expanded (the expanded text is what is recorded).
+  let attachments = display.attachments;
+  const typed = input ?? (mode === "new" ? goal : undefined);
+  const found =
+    typed !== undefined && setup.extensions ? expandCommandLine(typed, setup.extensions) : undefined;
+  if (found?.kind === "refused") throw new UsageError(found.message);
+  if (found?.kind === "expanded") {
+    attachments = { ...attachments, command: found.expanded.command };
+    if (input !== undefined) input = found.expanded.text;
+    else goal = found.expanded.text;
+  }
   const commands = prepared.acceptance;
   const offTerminal = interactive ? undefined : offTerminalNotice(setup.policy.describe);
   const notices = output.quiet ? [] : [...(setup.notices ?? []), ...(offTerminal ? [offTerminal] : [])];
@@ -328,6 +356,7 @@ export async function startOrResume(
     mode,
     ...(input !== undefined ? { input } : goal !== undefined ? { goal } : {}),
     ...(compactOnly !== undefined ? { compactOnly } : {}),
+    ...(attachments !== undefined ? { attachments } : {}),
     json: values.json === true,
     events: values.events === true,
     showCalls: display.quietCalls !== true && compactOnly === undefined,

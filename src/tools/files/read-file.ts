@@ -1,7 +1,8 @@
 import { z } from "zod";
 import { ToolError } from "../errors.js";
-import { defineTool, type ToolDefinition } from "../tool.js";
+import { defineTool, type ToolContext, type ToolDefinition, type ToolOutput } from "../tool.js";
 import { invalidUtf8, PATH_RULES, plural, readsFiles, throwIfAborted, viaWorkspace } from "./common.js";
+import { IMAGE_MAX_BYTES, IMAGE_MAX_SIDE, imageFacts, isImagePath, tooLarge } from "./image.js";
 import { scanFile } from "./read-file-scan.js";
 
 /** Lines returned when `limit` is omitted, and the largest `limit` accepted. */
@@ -46,11 +47,14 @@ export function createReadFileTool(): ToolDefinition<ReadFileArgs> {
       "Fails with NOT_FOUND, IS_DIRECTORY (use glob to list), INVALID_UTF8 (binary or non-UTF-8 files are",
       "never shown with replacement characters), PATH_ESCAPE/INVALID_PATH/RESERVED_PATH for rejected paths,",
       "and SEMANTIC_VALIDATION_ERROR when offset is past the last line.",
+      `A PNG, JPEG, GIF or WebP file (by its name and header) is returned as the image itself, with its size, when`,
+      `the model accepts images (otherwise a line says it is not shown); at most ${IMAGE_MAX_BYTES} bytes and ${IMAGE_MAX_SIDE} pixels a side, never resized.`,
     ].join(" "),
     input: readFileInput,
     timeoutMs: 30_000,
     async execute(args, context) {
       const path = await viaWorkspace(() => context.fs.resolve(args.path));
+      if (isImagePath(path)) return readImage(path, context);
       // One pass over the file's chunks: hashed, checked as UTF-8 and split on LF as they arrive,
       // only the requested lines kept and decoded, so a large file is never held whole. The size
       // limit is checked as the bytes arrive, which spares every read a separate stat.
@@ -154,4 +158,45 @@ function cutToBytes(text: string, maxBytes: number): string {
     end += char.length;
   }
   return text.slice(0, end);
+}
+
+/**
+ * An image file: read whole (refused as soon as it passes the byte limit), checked by its header,
+ * stored as a session artifact and returned as a reference the model is sent the image by.
+ */
+async function readImage(path: string, context: ToolContext): Promise<ToolOutput> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  await viaWorkspace(async () => {
+    for await (const chunk of context.fs.readChunks(path)) {
+      throwIfAborted(context.signal);
+      size += chunk.byteLength;
+      if (size > IMAGE_MAX_BYTES) throw tooLarge(path, size);
+      chunks.push(chunk);
+    }
+  });
+  const bytes = Buffer.concat(chunks);
+  const facts = imageFacts(bytes, path);
+  const stored = await context.artifacts.put(bytes);
+  const kind = facts.media_type.slice("image/".length).toUpperCase();
+  return {
+    summary: `read image ${path} (${kind} ${facts.width}x${facts.height}, ${bytes.byteLength} bytes)`,
+    content: [
+      `path: ${path}`,
+      `version: ${stored.sha256}`,
+      `image: ${kind}, ${facts.width}x${facts.height} pixels, ${bytes.byteLength} bytes (attached below when this model accepts images)`,
+    ].join("\n"),
+    data: {
+      path,
+      version: stored.sha256,
+      image: {
+        artifact: stored.id,
+        sha256: stored.sha256,
+        media_type: facts.media_type,
+        bytes: bytes.byteLength,
+        width: facts.width,
+        height: facts.height,
+      },
+    },
+  };
 }

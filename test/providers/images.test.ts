@@ -1,0 +1,91 @@
+import { describe, expect, it } from "vitest";
+import type { ImageRef, ModelMessage } from "../../src/protocol/types.js";
+import { createAnthropicProvider } from "../../src/providers/anthropic.js";
+import { createOpenAICompatibleProvider } from "../../src/providers/openai-compatible.js";
+import { createOpenAIResponsesProvider } from "../../src/providers/openai-responses.js";
+import { sha256Hex } from "../../src/shared/hash.js";
+import { collect, READ_TOOLS, request } from "./helpers/collect.js";
+import { fixture, serverPerTest } from "./helpers/server.js";
+
+/*
+ * An image read_file returned (and one attached to the user's input) reaches the wire as an image
+ * block on the APIs that take images, with the artifact's bytes base64-encoded; a Chat Completions
+ * endpoint gets a line saying the image is not shown. Asserted on the request body the loopback
+ * server received.
+ */
+
+const servers = serverPerTest();
+const PNG = Buffer.from("89504e470d0a1a0a0000000d4948445200000002000000030806000000", "hex");
+const BASE64 = PNG.toString("base64");
+const image: ImageRef = {
+  artifact: sha256Hex(PNG),
+  sha256: sha256Hex(PNG),
+  media_type: "image/png",
+  bytes: PNG.byteLength,
+  width: 2,
+  height: 3,
+};
+const messages: ModelMessage[] = [
+  { role: "system", content: "sys" },
+  { role: "user", content: "look at this", images: [image] },
+  { role: "assistant", content: "", calls: [{ id: "c1", name: "read", arguments: { path: "a.png" } }] },
+  { role: "tool", call_id: "c1", name: "read", status: "ok", content: "path: a.png", images: [image] },
+];
+const images = new Map([[image.sha256, new Uint8Array(PNG)]]);
+
+describe("images on the wire", () => {
+  it("Anthropic: an image block in the tool result and in the user message", async () => {
+    const { origin } = await servers.start([{ body: fixture("anthropic/text.sse") }]);
+    const provider = createAnthropicProvider({ model: "claude-test", baseUrl: `${origin}/v1` });
+    await collect(provider, request({ messages, tools: READ_TOOLS, images }));
+    const body = JSON.parse(servers.current.received[0]?.body ?? "{}");
+    const blocks = body.messages.flatMap((m: { content: unknown[] }) => m.content);
+    const result = blocks.find((b: { type: string }) => b.type === "tool_result");
+    expect(result.content).toEqual([
+      { type: "text", text: "path: a.png" },
+      { type: "image", source: { type: "base64", media_type: "image/png", data: BASE64 } },
+    ]);
+    expect(blocks).toContainEqual(
+      expect.objectContaining({
+        type: "image",
+        source: { type: "base64", media_type: "image/png", data: BASE64 },
+      }),
+    );
+  });
+
+  it("OpenAI Responses: input_image in the function output and in the user message", async () => {
+    const { origin } = await servers.start([{ body: fixture("openai-responses/text.sse") }]);
+    const provider = createOpenAIResponsesProvider({ model: "gpt-test", baseUrl: `${origin}/v1` });
+    await collect(provider, request({ messages, tools: READ_TOOLS, images }));
+    const body = JSON.parse(servers.current.received[0]?.body ?? "{}");
+    const output = body.input.find((item: { type?: string }) => item.type === "function_call_output");
+    expect(output.output).toEqual([
+      { type: "input_text", text: "path: a.png" },
+      { type: "input_image", image_url: `data:image/png;base64,${BASE64}` },
+    ]);
+    const user = body.input.find((item: { role?: string }) => item.role === "user");
+    expect(user.content).toContainEqual({
+      type: "input_image",
+      image_url: `data:image/png;base64,${BASE64}`,
+    });
+  });
+
+  it("an image whose bytes are missing is a line saying so, never silently dropped", async () => {
+    const { origin } = await servers.start([{ body: fixture("anthropic/text.sse") }]);
+    const provider = createAnthropicProvider({ model: "claude-test", baseUrl: `${origin}/v1` });
+    await collect(provider, request({ messages, tools: READ_TOOLS }));
+    const sent = servers.current.received[0]?.body ?? "";
+    expect(sent).not.toContain(BASE64);
+    expect(sent).toContain("[image: PNG 2x3 pixels");
+  });
+
+  it("Chat Completions: no image is sent; the model reads a line naming it", async () => {
+    const { origin } = await servers.start([{ body: fixture("openai-chat/text-usage.sse") }]);
+    const provider = createOpenAICompatibleProvider({ model: "m", baseUrl: `${origin}/v1` });
+    await collect(provider, request({ messages, tools: READ_TOOLS, images }));
+    const body = JSON.parse(servers.current.received[0]?.body ?? "{}");
+    expect(JSON.stringify(body)).not.toContain(BASE64);
+    const tool = body.messages.find((m: { role: string }) => m.role === "tool");
+    expect(tool.content).toContain("not shown: this model endpoint (Chat Completions) is not sent images");
+  });
+});
