@@ -43,7 +43,9 @@ export async function endTurnBackground(
   if (registry === undefined) return;
   try {
     await registry.endTurn(interrupted);
-    await run.options.runtime.effects?.outside(journal);
+    // Only a background process's writes need this comparison; a turn that started none (or whose
+    // processes were all compared already) ends as before, with nothing after its last record.
+    if (registry.effectsOwner() !== undefined) await run.options.runtime.effects?.outside(journal);
   } finally {
     registry.detach();
   }
