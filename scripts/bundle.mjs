@@ -38,7 +38,7 @@ await build({
   outfile: BUNDLE,
   // web-tree-sitter finds its .wasm next to itself; it is loaded only when a shell call is decided.
   // So does the batch tool's interpreter (QuickJS in WebAssembly), loaded when a program first runs.
-  external: ["better-sqlite3", "web-tree-sitter", "quickjs-emscripten-core", "@jitl/quickjs-wasmfile-release-sync"],
+  external: ["better-sqlite3", "@lydell/node-pty", "web-tree-sitter", "quickjs-emscripten-core", "@jitl/quickjs-wasmfile-release-sync"],
   logLevel: "warning",
   plugins: [englishOnlyZodLocales],
   // A vm.Script has no import() on Node 20: lazy imports of bundled code and built-ins become

@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
-import type { Readable } from "node:stream";
+import { constants } from "node:os";
+import { PassThrough, type Readable } from "node:stream";
 import type { ArtifactStore } from "../artifacts/store.js";
 import { type CaptureLimits, OutputCapture, type StreamSummary } from "./capture.js";
 import { SpawnError } from "./process.js";
@@ -22,6 +23,8 @@ export interface StartBackgroundOptions extends Launch {
   onOutput: (stream: "stdout" | "stderr", bytes: Buffer) => void;
   artifacts?: ArtifactStore;
   capture?: CaptureLimits;
+  /** Run it on a pseudo-terminal (its output on stdout; `write` types into it). */
+  pty?: boolean;
 }
 
 export interface BackgroundExit {
@@ -43,6 +46,10 @@ export interface BackgroundProcess extends SpawnIdentity {
   /** Resolves once the main process has exited (the rest of its tree may still run). */
   readonly exited: Promise<BackgroundExit>;
   readonly hasExited: boolean;
+  /** Whether it runs on a pseudo-terminal. */
+  readonly terminal: boolean;
+  /** Type into its terminal. False when it has none or has exited (nothing was written). */
+  write(text: string): boolean;
   /** Host pids of the tree's live processes (sandbox machinery excluded). */
   members(): number[];
   /** Stop the whole tree: SIGTERM, `graceMs`, SIGKILL; then count what is left. Idempotent. */
@@ -73,6 +80,7 @@ export async function startBackground(options: StartBackgroundOptions): Promise<
         options.onOutput(name, bytes),
       ),
   ) as [OutputCapture, OutputCapture];
+  if (options.pty === true) return startOnTerminal(options, streams);
   const child = spawn(options.file, options.args, {
     cwd: options.cwd,
     env: options.env,
@@ -103,6 +111,8 @@ export async function startBackground(options: StartBackgroundOptions): Promise<
     get hasExited() {
       return hasExited;
     },
+    terminal: false,
+    write: () => false,
     members: () => tree.members(),
     stop(graceMs = 2_000) {
       stopping ??= (async () => {
@@ -126,6 +136,102 @@ export async function startBackground(options: StartBackgroundOptions): Promise<
       return stopping;
     },
   };
+}
+
+/** Rows and columns of the terminal a process gets. */
+const TERMINAL_SIZE = { cols: 120, rows: 40 };
+
+/**
+ * The same start on a pseudo-terminal: the launch (bwrap included) is the terminal's child, in a
+ * session of its own, so its process group, or the namespace bwrap reports, is the tree. The
+ * terminal merges stdout and stderr; its output goes to the stdout capture.
+ */
+async function startOnTerminal(
+  options: StartBackgroundOptions,
+  [stdout, stderr]: [OutputCapture, OutputCapture],
+): Promise<BackgroundProcess> {
+  let pty: typeof import("@lydell/node-pty");
+  try {
+    pty = await import("@lydell/node-pty");
+  } catch {
+    throw new SpawnError("ENOPTY");
+  }
+  const launch = options.onTerminal?.();
+  let terminal: import("@lydell/node-pty").IPty;
+  try {
+    terminal = pty.spawn(launch?.file ?? options.file, launch?.args ?? options.args, {
+      name: "xterm-256color",
+      ...TERMINAL_SIZE,
+      cwd: options.cwd,
+      env: options.env,
+    });
+  } catch (error) {
+    throw new SpawnError((error as NodeJS.ErrnoException).code);
+  }
+  const output = new PassThrough();
+  terminal.onData((text) => {
+    if (!output.writableEnded) output.write(Buffer.from(text, "utf8"));
+  });
+  let hasExited = false;
+  const exited = new Promise<BackgroundExit>((resolve) =>
+    terminal.onExit(({ exitCode, signal }) => {
+      hasExited = true;
+      output.end();
+      resolve(
+        signal !== undefined && signal > 0
+          ? { code: null, signal: signalName(signal) }
+          : { code: exitCode, signal: null },
+      );
+    }),
+  );
+  const pid = terminal.pid;
+  const tree = launch?.createTree(pid, exited) ?? processGroupTree(pid);
+  installExitHook();
+  live.add(tree);
+  const empty = new PassThrough();
+  empty.end();
+  const reading = Promise.all([stdout.consume(output), stderr.consume(empty)]);
+  let stopping: Promise<BackgroundStop> | undefined;
+  return {
+    ...identifySpawn(pid),
+    exited,
+    get hasExited() {
+      return hasExited;
+    },
+    terminal: true,
+    write: (text) => {
+      if (hasExited) return false;
+      terminal.write(text);
+      return true;
+    },
+    members: () => tree.members(),
+    stop(graceMs = 2_000) {
+      stopping ??= (async () => {
+        const killed = await terminateTree(tree, graceMs);
+        const survivors = tree.members().length;
+        live.delete(tree);
+        const exit = await Promise.race([exited, delay(2_000).then(() => undefined)]);
+        await Promise.race([reading, delay(DRAIN_MS)]);
+        output.end();
+        await reading;
+        const [out, err] = await Promise.all([stdout.finish(), stderr.finish()]);
+        return {
+          code: exit?.code ?? null,
+          signal: exit?.signal ?? null,
+          killed,
+          survivors,
+          stdout: out,
+          stderr: err,
+        };
+      })();
+      return stopping;
+    },
+  };
+}
+
+function signalName(signal: number): NodeJS.Signals | null {
+  const found = Object.entries(constants.signals).find(([, number]) => number === signal);
+  return (found?.[0] as NodeJS.Signals | undefined) ?? null;
 }
 
 function delay(ms: number): Promise<void> {

@@ -1,7 +1,7 @@
 import { type ChildProcess, execFile } from "node:child_process";
-import { constants, readFileSync } from "node:fs";
+import { constants, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { access, realpath } from "node:fs/promises";
-import { homedir } from "node:os";
+import { homedir, tmpdir } from "node:os";
 import path from "node:path";
 import type { Readable } from "node:stream";
 import { parseJsonObject } from "../shared/json.js";
@@ -213,9 +213,11 @@ export class BwrapSandbox implements Sandbox {
     // Written before the process starts, so a harness killed while it runs leaves the guard behind.
     const guard = guardAbsent(workspace, mounts.absent);
     let quarantined: Quarantined[] = [];
+    const file = joined !== undefined ? (joined.prefix[0] as string) : this.bwrapPath;
+    const fileArgs = joined !== undefined ? [...joined.prefix.slice(1), this.bwrapPath, ...args] : args;
     return {
-      file: joined !== undefined ? (joined.prefix[0] as string) : this.bwrapPath,
-      args: joined !== undefined ? [...joined.prefix.slice(1), this.bwrapPath, ...args] : args,
+      file,
+      args: fileArgs,
       cwd: request.cwd ?? workspace,
       env,
       extraPipes: 1,
@@ -228,6 +230,23 @@ export class BwrapSandbox implements Sandbox {
           quarantined = guard.settle();
         });
         return namespaceTree(child);
+      },
+      onTerminal: () => {
+        // A terminal passes bwrap no pipe: a shell opens fd 3 on a private file, then execs the
+        // launch (same pid, so the terminal's child is still the outer bwrap).
+        const directory = mkdtempSync(path.join(tmpdir(), "harness-pty-"));
+        const info = path.join(directory, "info.json");
+        return {
+          file: "/bin/sh",
+          args: ["-c", `info=$1; shift; exec "$@" ${INFO_FD}>"$info"`, "sh", info, file, ...fileArgs],
+          createTree: (pid, exited) => {
+            void exited.then(() => {
+              quarantined = guard.settle();
+              rmSync(directory, { recursive: true, force: true });
+            });
+            return fileNamespaceTree(pid, info);
+          },
+        };
       },
     };
   }
@@ -379,22 +398,59 @@ async function canonicalize(absolutePath: string): Promise<string> {
  * init makes the kernel kill every process of the namespace, `setsid` escapees included.
  */
 function namespaceTree(child: ChildProcess): ProcessTree {
-  let init: number | undefined;
-  let namespace: string | undefined;
+  const namespace = bwrapNamespace(child.pid!);
   let text = "";
   const info = child.stdio[INFO_FD] as Readable;
   info.setEncoding("utf8");
   info.on("error", () => undefined);
   info.on("data", (part: string) => {
-    if (init !== undefined) return;
+    if (namespace.known()) return;
     text += part;
-    const parsed = parseInfo(text);
-    if (parsed === undefined) return;
-    init = parsed.childPid;
-    namespace =
-      parsed.pidNamespace !== undefined ? `pid:[${parsed.pidNamespace}]` : pidNamespaceOf(parsed.childPid);
+    namespace.learn(text);
   });
-  const outer = processGroupTree(child.pid!);
+  return namespace.tree;
+}
+
+/**
+ * The same tree for a bwrap whose --info-fd is a file (it ran on a pseudo-terminal): the file is
+ * read until it names the namespace, whenever the tree is asked.
+ */
+function fileNamespaceTree(outerPid: number, infoFile: string): ProcessTree {
+  const namespace = bwrapNamespace(outerPid);
+  const look = () => {
+    if (namespace.known()) return;
+    try {
+      namespace.learn(readFileSync(infoFile, "utf8"));
+    } catch {
+      // Not written yet, or already removed after the exit.
+    }
+  };
+  const { tree } = namespace;
+  return {
+    members: () => {
+      look();
+      return tree.members();
+    },
+    signal: (signal) => {
+      look();
+      tree.signal(signal);
+    },
+    kill: () => {
+      look();
+      tree.kill();
+    },
+  };
+}
+
+/** The tree of the bwrap at `outerPid`, once `learn` was given what it reported on --info-fd. */
+function bwrapNamespace(outerPid: number): {
+  tree: ProcessTree;
+  known: () => boolean;
+  learn: (text: string) => void;
+} {
+  let init: number | undefined;
+  let namespace: string | undefined;
+  const outer = processGroupTree(outerPid);
   const members = () =>
     namespace === undefined
       ? []
@@ -402,16 +458,26 @@ function namespaceTree(child: ChildProcess): ProcessTree {
           .map((stat) => stat.pid)
           .filter((pid) => pid !== init);
   return {
-    members,
-    signal: (signal) => {
-      for (const pid of members()) signalQuietly(pid, signal);
+    known: () => init !== undefined,
+    learn: (text) => {
+      const parsed = parseInfo(text);
+      if (parsed === undefined) return;
+      init = parsed.childPid;
+      namespace =
+        parsed.pidNamespace !== undefined ? `pid:[${parsed.pidNamespace}]` : pidNamespaceOf(parsed.childPid);
     },
-    kill: () => {
-      // Before --info-fd was read, killing the outer bwrap is enough: --die-with-parent.
-      if (init !== undefined && namespace !== undefined && pidNamespaceOf(init) === namespace) {
-        signalQuietly(init, "SIGKILL");
-      }
-      outer.kill();
+    tree: {
+      members,
+      signal: (signal) => {
+        for (const pid of members()) signalQuietly(pid, signal);
+      },
+      kill: () => {
+        // Before --info-fd was read, killing the outer bwrap is enough: --die-with-parent.
+        if (init !== undefined && namespace !== undefined && pidNamespaceOf(init) === namespace) {
+          signalQuietly(init, "SIGKILL");
+        }
+        outer.kill();
+      },
     },
   };
 }

@@ -115,6 +115,8 @@ export interface BackgroundRequest
   extends Pick<ExecuteRequest, "argv" | "workspace" | "profile" | "artifacts" | "capture" | "egress"> {
   /** Each stream's scrubbed bytes as they arrive; must not throw. */
   onOutput: (stream: "stdout" | "stderr", bytes: Buffer) => void;
+  /** Run it on a pseudo-terminal (stdout and stderr merged; the process takes typed input). */
+  pty?: boolean;
 }
 
 export interface StartedBackground {
@@ -244,7 +246,7 @@ export class Executor {
   async background(request: BackgroundRequest): Promise<StartedBackground> {
     const proxy = await this.#startProxy({ ...request, purpose: "shell", timeoutMs: 0 });
     try {
-      const { egress: _egress, ...rest } = request;
+      const { egress: _egress, pty, ...rest } = request;
       const { launch, facts } = await this.prepare({
         ...rest,
         purpose: "shell",
@@ -255,6 +257,7 @@ export class Executor {
         ...launch,
         outputFilter: () => secretFilter(secrets),
         onOutput: request.onOutput,
+        ...(pty === true ? { pty } : {}),
         ...(request.artifacts !== undefined ? { artifacts: request.artifacts } : {}),
         ...(request.capture !== undefined ? { capture: request.capture } : {}),
       });

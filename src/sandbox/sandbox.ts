@@ -88,10 +88,24 @@ export interface Launch {
   extraPipes: number;
   /** How to find the command's processes; undefined: its process group. */
   createTree?: (child: ChildProcess) => ProcessTree;
+  /**
+   * For a command on a pseudo-terminal, which can be handed no pipe beyond the terminal: the
+   * launch rewritten so what the wrapper reports on fd 3 goes to a file, and how its processes are
+   * found from the terminal's pid. Undefined: the launch as is, its tree the terminal's session.
+   */
+  onTerminal?: () => TerminalLaunch;
   /** After the command: the denied programs it tried to run (read once; see denied-programs.ts). */
   refusals?: () => Refusal[];
   /** After the command: what it created at absent protected names, moved away (absent-guard.ts). */
   quarantined?: () => Quarantined[];
+}
+
+/** A launch as a pseudo-terminal runs it (see Launch.onTerminal). */
+export interface TerminalLaunch {
+  file: string;
+  args: string[];
+  /** The tree of the process at `pid` (the terminal's child); `exited` settles once it exited. */
+  createTree: (pid: number, exited: Promise<unknown>) => ProcessTree;
 }
 
 export type UnavailableReason = "not_found" | "probe_failed";

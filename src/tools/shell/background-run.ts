@@ -25,11 +25,6 @@ export async function runBackground(
   context: ToolContext,
   run: BackgroundRun,
 ): Promise<ToolOutput> {
-  if (args.pty === true) {
-    throw new ToolError("RUNTIME_EXCEPTION", "pty: true is not available in this build of harness", {
-      hint: "Start the process without pty; process_input needs a terminal.",
-    });
-  }
   const { options } = run;
   const keep = args.keep ?? "turn";
   const request: Omit<BackgroundRequest, "onOutput"> = {
@@ -37,6 +32,7 @@ export async function runBackground(
     workspace: run.workspace,
     profile: run.profile,
     artifacts: context.artifacts,
+    ...(args.pty === true ? { pty: true } : {}),
   };
   if (options.output !== undefined) request.capture = options.output;
   // The process's connections are decided and journaled as this call's, for as long as it runs.
@@ -47,7 +43,7 @@ export async function runBackground(
     command: args.command,
     keep,
     ...(args.ttl_ms !== undefined ? { ttlMs: args.ttl_ms } : {}),
-    pty: false,
+    pty: args.pty === true,
     ...(args.ready !== undefined ? { ready: args.ready } : {}),
     readyTimeoutMs: args.timeout_ms ?? Math.min(DEFAULT_READY_TIMEOUT_MS, run.timeoutMs),
     signal: context.signal,
@@ -77,7 +73,7 @@ export async function runBackground(
   const content = [
     `process_id: ${outcome.id}`,
     `The background process ${readiness}; it is ${lifetime}.`,
-    "Read its output with process_output, stop it with process_stop.",
+    `Read its output with process_output${args.pty === true ? ", type into it with process_input" : ""}, stop it with process_stop.`,
   ].join("\n");
   return {
     summary: `background ${outcome.id} ${readiness}`,
@@ -86,6 +82,7 @@ export async function runBackground(
       process_id: outcome.id,
       background: true,
       keep,
+      pty: args.pty === true,
       ready_by: outcome.by,
       ready_after_ms: outcome.afterMs,
       ...(args.ttl_ms !== undefined ? { ttl_ms: args.ttl_ms } : {}),

@@ -48,6 +48,7 @@ export interface BackgroundStart {
   readyTimeoutMs: number;
   signal: AbortSignal;
   /** Start the process through the executor, its output going to `onOutput`. */
+  /** Start the process through the executor (on a terminal when `pty`), its output going to `onOutput`. */
   launch(onOutput: (stream: "stdout" | "stderr", bytes: Buffer) => void): Promise<StartedBackground>;
 }
 
@@ -152,6 +153,18 @@ export class BackgroundProcesses {
     const entry = this.#entries.get(id);
     if (entry === undefined) return undefined;
     return { ...entry.ring.read(since, limit), info: this.#info(entry) };
+  }
+
+  /**
+   * Type `text` into a process's terminal: "written", or why nothing was ("not_pty": it has no
+   * terminal; "stopped": it no longer runs). Undefined for an id never started here.
+   */
+  input(id: string, text: string): "written" | "not_pty" | "stopped" | undefined {
+    const entry = this.#entries.get(id);
+    if (entry === undefined) return undefined;
+    if (!entry.pty || !entry.started.process.terminal) return "not_pty";
+    if (entry.stopped || entry.stopping) return "stopped";
+    return entry.started.process.write(text) ? "written" : "stopped";
   }
 
   /**

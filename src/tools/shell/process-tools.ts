@@ -87,7 +87,7 @@ const inputInput = z.strictObject({
   text: z
     .string()
     .max(64 * 1024)
-    .describe("Text to type; include \\n to press Enter."),
+    .describe("Text to type (at most 64 KiB); include \\n to press Enter, \\u0003 for Ctrl-C."),
 });
 
 function inputTool(registry: BackgroundProcesses) {
@@ -104,12 +104,22 @@ function inputTool(registry: BackgroundProcesses) {
     resources: () => ({ exclusive: true }),
     concurrencySafe: () => false,
     async execute(args) {
-      const info = known(registry, args.id);
-      if (!info.pty)
+      known(registry, args.id);
+      const outcome = registry.input(args.id, args.text);
+      if (outcome === "not_pty")
         throw new ToolError("SEMANTIC_VALIDATION_ERROR", `${args.id} was not started with pty: true`, {
           hint: "Only a process on a terminal takes input; start it again with pty: true.",
         });
-      throw new ToolError("RUNTIME_EXCEPTION", "terminal input is not available in this build of harness");
+      if (outcome !== "written")
+        throw new ToolError("PROCESS_ERROR", `${args.id} no longer runs; nothing was typed`, {
+          hint: "process_output shows how it ended.",
+        });
+      const bytes = Buffer.byteLength(args.text);
+      return {
+        summary: `${args.id}: typed ${bytes} bytes`,
+        content: `process_id: ${args.id}\nTyped ${bytes} bytes. Read the answer with process_output.`,
+        data: { process_id: args.id, bytes },
+      };
     },
   });
 }
