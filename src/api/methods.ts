@@ -38,6 +38,11 @@ export const runOptions = z
     deny: z.array(z.string().min(1)),
     /** The run command's `--sandbox`, `--read-only`, `--read-path`/`--edit-path` scope and limits. */
     sandbox: z.enum(["workspace-write", "read-only", "off"]),
+    /**
+     * The run command's `--network`: `off` (the default) or `policy` (through the egress proxy;
+     * each host decided by the `net(...)` rules, the identity's deny and ask rules included).
+     */
+    network: z.enum(["off", "policy"]),
     read_only: z.boolean(),
     read_path: z.array(z.string().min(1)),
     edit_path: z.array(z.string().min(1)),

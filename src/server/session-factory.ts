@@ -218,6 +218,9 @@ export function servedConfig(
   if (opts.profile !== undefined) config.profile = opts.profile;
   if (opts.api_key_env !== undefined) config.apiKeyEnv = opts.api_key_env;
   if (opts.sandbox !== undefined) config.sandbox = opts.sandbox;
+  // Only the client turns the network on; which hosts it reaches is still up to the rules below
+  // (the identity's deny and ask rules join the client's, so a client cannot lift them).
+  if (opts.network !== undefined) config.network = opts.network;
   if (opts.read_only === true) config.readOnly = true;
   if (opts.read_path !== undefined) config.readPaths = [...opts.read_path];
   if (opts.edit_path !== undefined) config.editPaths = [...opts.edit_path];

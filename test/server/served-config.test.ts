@@ -27,6 +27,22 @@ describe("servedConfig (session/start's options as a SessionConfig)", () => {
     });
   });
 
+  it("takes the network mode only when the client gives it (off by default), the identity's net rules joining", () => {
+    expect(
+      servedConfig(
+        { network: "policy", allow: ["net(registry.npmjs.org:443)"] },
+        { deny: ["net(*.evil.test)"] },
+        undefined,
+      ),
+    ).toEqual({
+      network: "policy",
+      allow: ["net(registry.npmjs.org:443)"],
+      deny: ["net(*.evil.test)"],
+      limits: {},
+    });
+    expect(servedConfig({}, {}, undefined).network).toBeUndefined();
+  });
+
   it("takes the run command's sandbox, read-only, scope, context window, deadline and key variable", () => {
     expect(
       servedConfig(
