@@ -1,4 +1,5 @@
 import type { DelegationPort } from "../tools/tool.js";
+import { leftUsd } from "./money-budget.js";
 import type { EngineRun } from "./outcome.js";
 
 /**
@@ -12,10 +13,14 @@ export function delegationPort(
 ): DelegationPort {
   return {
     record: (event) => run.record(event),
-    remaining: () => ({
-      model_requests: Math.max(0, run.limits.maxModelRequests - run.state.turnModelRequests),
-      tool_calls: Math.max(0, run.limits.maxToolCalls - run.state.turnToolCalls),
-    }),
+    remaining: () => {
+      const money = leftUsd(run);
+      return {
+        model_requests: Math.max(0, run.limits.maxModelRequests - run.state.turnModelRequests),
+        tool_calls: Math.max(0, run.limits.maxToolCalls - run.state.turnToolCalls),
+        ...(money !== undefined ? { cost_usd: Math.max(0, money) } : {}),
+      };
+    },
     children: () => run.state.agents.size,
     recorded: (label) => [...run.state.agents.values()].find((agent) => agent.started.label === label),
     changed: async (callId, change) => {

@@ -12,7 +12,7 @@ import { type EngineRun, stop } from "./outcome.js";
  */
 
 /** What is left of the budget (negative when a settled reply cost more than projected). */
-export function leftUsd(run: EngineRun): number | undefined {
+export function leftUsd(run: Pick<EngineRun, "options" | "state">): number | undefined {
   const budget = run.options.moneyBudget;
   return budget === undefined ? undefined : budget.maxCostUsd - run.state.costSpentUsd;
 }

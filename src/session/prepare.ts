@@ -3,6 +3,7 @@ import { SessionState } from "../engine/state.js";
 import type { JournalStore } from "../journal/store.js";
 import type { AnyRecord } from "../journal/vocabulary.js";
 import type { McpServerDefinition } from "../mcp/config.js";
+import type { ModelPrices } from "../providers/config.js";
 import type { Provider } from "../providers/provider.js";
 import type { ApprovalPort } from "../runtime/ports.js";
 import { isLooser, profileOf } from "../sandbox/profiles.js";
@@ -32,6 +33,8 @@ export interface DoorContext {
   approver?: ApprovalPort;
   /** Where calls come from instead of a configured model (harness mcp serve, a library caller's model). */
   provider?: Provider;
+  /** The given provider's prices (a child on its parent's model): what a money budget is priced at. */
+  providerPrices?: ModelPrices;
   /** `data`: the script is read as JSON only, whatever its name (a server client without host rights named it). */
   scriptAs?: "code" | "data";
   /** Whether code the workspace brings may run on the host (setup.ts `workspaceCode`). */
@@ -86,6 +89,7 @@ export async function prepareSession(given: SessionConfig, door: DoorContext): P
     interactive: door.interactive,
     ...(door.env !== undefined ? { env: door.env } : {}),
     ...(door.provider !== undefined ? { provider: door.provider } : {}),
+    ...(door.providerPrices !== undefined ? { providerPrices: door.providerPrices } : {}),
     ...(door.approver !== undefined ? { approver: door.approver } : {}),
     ...(door.mcp !== undefined ? { mcp: door.mcp } : {}),
     ...(door.sharedMcp !== undefined ? { sharedMcp: door.sharedMcp } : {}),

@@ -151,6 +151,8 @@ export async function buildSetup(options: {
   env?: NodeJS.ProcessEnv;
   /** Where calls come from instead of a configured model (harness mcp serve: the MCP client). */
   provider?: Provider;
+  /** The given provider's prices (a child on its parent's model): what a money budget is priced at. */
+  providerPrices?: ModelPrices;
   /** Who answers `ask` instead of the terminal (harness mcp serve: the MCP client, by elicitation). */
   approver?: ApprovalPort;
   /** Start the user's MCP servers (harness run/resume), reporting progress lines here. */
@@ -309,6 +311,8 @@ export async function buildSetup(options: {
           throw error;
         },
       );
+  // A given provider (a child on its parent's model) comes with its prices, if any.
+  const prices = model.profile?.prices ?? options.providerPrices;
   const started = workspaceCode
     ? { selection: servers, notices: [] }
     : serversWithoutWorkspaceCode(servers, workspace.root, processes.override);
@@ -369,7 +373,7 @@ export async function buildSetup(options: {
     const hooks = governance.hooks.length > 0 ? new HookRunner(governance.hooks) : undefined;
 
     // A money budget is checked against the profile's prices; without them it would be a guess.
-    if (flags.maxCostUsd !== undefined && model.profile?.prices === undefined)
+    if (flags.maxCostUsd !== undefined && prices === undefined)
       throw new UsageError(
         `--max-cost-usd ${flags.maxCostUsd} needs the model's prices, and this model's profile gives none: ` +
           'add "prices": { "input_per_mtok": ..., "output_per_mtok": ... } to the profile in your config',
@@ -380,7 +384,7 @@ export async function buildSetup(options: {
     delegation?.bind({
       provider: model.provider,
       ...(childProfile !== undefined ? { agentProfile: childProfile } : {}),
-      ...(model.profile?.prices ? { prices: model.profile.prices } : {}),
+      ...(prices ? { prices } : {}),
       permissions,
       approver,
       ...(hooks ? { hooks } : {}),
@@ -412,7 +416,7 @@ export async function buildSetup(options: {
       flags,
       provider: model.provider,
       ...(model.advice ? { providerAdvice: model.advice } : {}),
-      ...(model.profile?.prices ? { prices: model.profile.prices } : {}),
+      ...(prices ? { prices } : {}),
       snapshot,
       policy: scoped
         ? {

@@ -142,7 +142,12 @@ export type DelegationEventType =
 export interface DelegationPort {
   record(event: DelegationEvent): Promise<void>;
   /** What this turn may still spend (finished children's spend counted as the session's own). */
-  remaining(): { model_requests: number; tool_calls: number };
+  remaining(): {
+    model_requests: number;
+    tool_calls: number;
+    /** What is left of the session's money budget (`--max-cost-usd`), when it has one. */
+    cost_usd?: number;
+  };
   /** Children this session has journaled as started. */
   children(): number;
   /** What this session journaled of its child labelled `label`, if it started one. */

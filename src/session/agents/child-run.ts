@@ -76,6 +76,9 @@ export async function runChildSession(input: ChildSessionInput): Promise<ChildRu
       {
         ...modelOf(input.flags, bound.agentProfile),
         limits: { maxModelRequests: budget.model_requests, maxToolCalls: budget.tool_calls },
+        // Its money budget is enforced inside it as `--max-cost-usd` is (engine/money-budget.ts):
+        // a request that would cross it is never sent, rather than stopped after the spend.
+        ...(budget.cost_usd !== undefined ? { maxCostUsd: budget.cost_usd } : {}),
       },
       {
         workspace: input.workspace,
@@ -89,7 +92,11 @@ export async function runChildSession(input: ChildSessionInput): Promise<ChildRu
         ),
         // The parent's model, unless the user's config names a profile for sub-agents.
         ...(bound.agentProfile === undefined
-          ? { provider: bound.provider.forAgent?.(input.label) ?? bound.provider }
+          ? {
+              provider: bound.provider.forAgent?.(input.label) ?? bound.provider,
+              // Priced as the parent's model is, so the child's money budget is enforced inside it.
+              ...(bound.prices !== undefined ? { providerPrices: bound.prices } : {}),
+            }
           : {}),
         // The parent's MCP servers, shared: the grant's tool list picks which of their tools it gets.
         ...(bound.mcp !== undefined ? { sharedMcp: bound.mcp } : {}),

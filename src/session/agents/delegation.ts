@@ -6,7 +6,7 @@ import { costUsd } from "../../providers/cost.js";
 import type { Provider } from "../../providers/provider.js";
 import type { ApprovalPort, HookPort, PermissionPort } from "../../runtime/ports.js";
 import { ToolError } from "../../tools/errors.js";
-import type { RecordedAgent, ToolContext, ToolOutput } from "../../tools/tool.js";
+import type { DelegationPort, RecordedAgent, ToolContext, ToolOutput } from "../../tools/tool.js";
 import type { McpServers } from "../mcp-servers.js";
 import type { Notify } from "../notice.js";
 import type { OpenedWorkspace } from "../workspace.js";
@@ -81,7 +81,7 @@ export class Delegation {
   private readonly waiting: (() => void)[] = [];
   private readonly labels = new Set<string>();
   /** What running children hold of this turn's budgets. */
-  private reserved = { model_requests: 0, tool_calls: 0 };
+  private reserved = { model_requests: 0, tool_calls: 0, cost_usd: 0 };
 
   constructor(private readonly parent: DelegationParent) {}
 
@@ -134,6 +134,7 @@ export class Delegation {
       } finally {
         this.reserved.model_requests -= budget.model_requests;
         this.reserved.tool_calls -= budget.tool_calls;
+        this.reserved.cost_usd -= budget.cost_usd ?? 0;
       }
     } finally {
       this.running -= 1;
@@ -165,12 +166,21 @@ export class Delegation {
     });
   }
 
-  /** Hold `asked` (or a default share) of what the turn has left, or refuse with the numbers. */
-  private reserve(asked: AgentArgs["budget"], left: { model_requests: number; tool_calls: number }): Budget {
+  /**
+   * Hold `asked` (or a default share) of what the turn has left, or refuse with the numbers. Money
+   * only narrows: under a money budget a child gets at most what is left of it (less what running
+   * siblings hold), whatever it asked, and all of it when it asked none; nothing left is refused.
+   */
+  private reserve(asked: AgentArgs["budget"], left: ReturnType<DelegationPort["remaining"]>): Budget {
     const free = {
       model_requests: left.model_requests - this.reserved.model_requests,
       tool_calls: left.tool_calls - this.reserved.tool_calls,
+      ...(left.cost_usd !== undefined ? { cost_usd: left.cost_usd - this.reserved.cost_usd } : {}),
     };
+    const money =
+      free.cost_usd === undefined
+        ? asked?.cost_usd
+        : Math.min(asked?.cost_usd ?? Number.POSITIVE_INFINITY, free.cost_usd);
     const budget: Budget = {
       model_requests:
         asked?.model_requests ??
@@ -178,7 +188,7 @@ export class Delegation {
       tool_calls:
         asked?.tool_calls ?? share(left.tool_calls, this.parent.limits.concurrent, DEFAULT_CHILD_TOOL_CALLS),
       ...(asked?.tokens !== undefined ? { tokens: asked.tokens } : {}),
-      ...(asked?.cost_usd !== undefined ? { cost_usd: asked.cost_usd } : {}),
+      ...(money !== undefined ? { cost_usd: money } : {}),
       ...(asked?.wall_ms !== undefined ? { wall_ms: asked.wall_ms } : {}),
     };
     const over: string[] = [];
@@ -186,6 +196,8 @@ export class Delegation {
       over.push(`model_requests: asked ${budget.model_requests}, ${free.model_requests} left`);
     if (budget.tool_calls > free.tool_calls)
       over.push(`tool_calls: asked ${budget.tool_calls}, ${free.tool_calls} left`);
+    if (free.cost_usd !== undefined && free.cost_usd <= 0)
+      over.push(`cost_usd: nothing left of this session's money budget`);
     if (over.length > 0)
       throw new ToolError(
         "BUDGET_EXCEEDED",
@@ -194,6 +206,7 @@ export class Delegation {
       );
     this.reserved.model_requests += budget.model_requests;
     this.reserved.tool_calls += budget.tool_calls;
+    this.reserved.cost_usd += budget.cost_usd ?? 0;
     return budget;
   }
 
@@ -239,6 +252,11 @@ export class Delegation {
       tools: bound.powers.tools,
     });
     grant.notGranted.push(...checks.notGranted);
+    const askedUsd = args.budget?.cost_usd;
+    if (askedUsd !== undefined && budget.cost_usd !== undefined && budget.cost_usd < askedUsd)
+      grant.notGranted.push(
+        `budget cost_usd ${askedUsd}: this session has $${budget.cost_usd.toFixed(4)} left of its money budget, and that is the child's`,
+      );
     const mergeAsked = args.merge ?? "propose";
     const mayApply = bound.powers.write === "allow" && !bound.powers.readOnly;
     if (mergeAsked === "apply" && !mayApply)
