@@ -40,7 +40,7 @@ const hooksShape = Object.fromEntries(
   [...HOOK_POINTS, WRAP_POINT].map((point) => [point, z.array(hookEntrySchema).optional()]),
 ) as Record<HookPoint | typeof WRAP_POINT, z.ZodOptional<z.ZodArray<typeof hookEntrySchema>>>;
 
-const hooksSchema = z.strictObject(hooksShape).superRefine((hooks, context) => {
+export const hooksSchema = z.strictObject(hooksShape).superRefine((hooks, context) => {
   for (const [point, entries] of Object.entries(hooks)) {
     (entries ?? []).forEach((entry, index) => {
       const problem = kindProblem(point, entry.kind);

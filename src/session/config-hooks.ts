@@ -26,6 +26,11 @@ export interface ConfigHooksOptions {
   bwrapPath?: string;
   /** What a hook's sandbox shows beyond the workspace and protects in it (the session's view). */
   view?: SandboxView;
+  /**
+   * Hooks of usable plugins (extensions/plugin-parts.ts): project sources, run after the config
+   * files' hooks only because the plugin is the user's or approved by digest.
+   */
+  plugins?: readonly ConfigSource[];
   /** Called when a hook's process exists (the engine journals it). */
   onSpawn?: (report: SpawnReport & { callId: string }) => void | Promise<void>;
 }
@@ -50,7 +55,8 @@ export function hookProcessProfile(loaded: LoadedConfig, options: ConfigHooksOpt
       ...options.view,
       // The user config's hook files outside the workspace (the workspace is mounted anyway); a
       // project config never chooses what of the host a sandbox shows.
-      readFiles: namedHookFiles([loaded.user]).filter(
+      // A user plugin's hook files (under the user's folder) likewise.
+      readFiles: namedHookFiles([loaded.user, ...(options.plugins ?? [])]).filter(
         (file) => workspaceRelative(file, options.workspaceRoot) === undefined,
       ),
     }),
@@ -66,6 +72,7 @@ export async function hooksFromConfig(loaded: LoadedConfig, options: ConfigHooks
   const sources: ConfigSource[] = [];
   if (loaded.user !== undefined) sources.push(loaded.user);
   if (loaded.project !== undefined && loaded.projectTrusted) sources.push(loaded.project);
+  sources.push(...(options.plugins ?? []));
   const commands: CommandRunner = {
     executor: options.executor ?? new Executor({ environment: options.env }),
     profile: hookProcessProfile(loaded, options),
@@ -81,6 +88,11 @@ export async function hooksFromConfig(loaded: LoadedConfig, options: ConfigHooks
     }
   }
   return hooks;
+}
+
+/** `plugin:NAME` for a plugin's hook source (labelled `plugin NAME`), else undefined. */
+function pluginOf(source: ConfigSource): string | undefined {
+  return source.label.startsWith("plugin ") ? `plugin:${source.label.slice("plugin ".length)}` : undefined;
 }
 
 type CommandRunner = Pick<CommandHookSpec, "executor" | "profile" | "onSpawn">;
@@ -110,7 +122,8 @@ async function hookOf(
       kind: entry.kind,
       point,
       command: command.text,
-      name: entry.name ?? `${source.kind}:${point}[${index}]`,
+      // A plugin's hook is named by its plugin (`plugin:NAME:point[i]`), a config file's by its kind.
+      name: entry.name ?? `${pluginOf(source) ?? source.kind}:${point}[${index}]`,
       cwd: options.workspaceRoot,
       ...commands,
       ...common,
@@ -209,8 +222,12 @@ export function resolveHookCommand(source: ConfigSource, command: string): Resol
  * lie inside the workspace: the model must never be able to rewrite them. Every config counts,
  * trusted or not, so trusting a project later cannot run a file the agent changed before.
  */
-export function configNamedFiles(loaded: LoadedConfig, workspaceRoot: string): string[] {
-  const files = namedHookFiles([loaded.user, loaded.project])
+export function configNamedFiles(
+  loaded: LoadedConfig,
+  workspaceRoot: string,
+  plugins: readonly ConfigSource[] = [],
+): string[] {
+  const files = namedHookFiles([loaded.user, loaded.project, ...plugins])
     .map((file) => workspaceRelative(file, workspaceRoot))
     .filter((inside): inside is string => inside !== undefined);
   return [...new Set(files)].sort();

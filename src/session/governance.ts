@@ -15,6 +15,8 @@ import { SessionNetwork } from "../sandbox/session-network.js";
 import { DEFAULT_PROTECTED_PATHS } from "../workspace/protected.js";
 import { type ConfigHooksOptions, configNamedFiles, hooksFromConfig } from "./config-hooks.js";
 import { credentialNames } from "./credentials.js";
+import { pluginHookSources } from "./extensions/plugin-parts.js";
+import { sessionExtensions } from "./extensions/session.js";
 import { harnessSecretPaths } from "./harness-secrets.js";
 import { providerKeyNames, sessionProcesses } from "./processes.js";
 import type { RunFlags } from "./run-flags.js";
@@ -96,6 +98,17 @@ export async function loadGovernance(
       "the project is trusted in your config, but not for this identity (it has no host rights): the project config counts as untrusted",
     );
   }
+  // Skills, commands and plugins: the user's, and the project's the user approved by digest (none
+  // of the project's for a workspace a client without host rights chose).
+  const extensions = sessionExtensions({
+    config,
+    workspaceRoot,
+    env,
+    home,
+    ...(options.trustProject === false ? { project: false } : {}),
+  });
+  const plugins = pluginHookSources(extensions);
+  config.notices.push(...plugins.notices);
   const defaults: PermissionLayer = { source: "default (no terminal: deny; terminal: ask)", trusted: true };
   if (flags.defaults?.write) defaults.write = flags.defaults.write;
   if (flags.defaults?.shell) defaults.shell = flags.defaults.shell;
@@ -111,7 +124,9 @@ export async function loadGovernance(
   // What every sandboxed process may see beyond the workspace, and what in it none may change.
   const view: SandboxView = {
     readPaths: sandboxReadPaths(config, home),
-    protectedPaths: DEFAULT_PROTECTED_PATHS.withFiles(configNamedFiles(config, workspaceRoot)),
+    protectedPaths: DEFAULT_PROTECTED_PATHS.withFiles(
+      configNamedFiles(config, workspaceRoot, plugins.sources),
+    ),
     harnessSecrets: harnessSecretPaths(env, home),
   };
   const processes = sessionProcesses(
@@ -135,9 +150,10 @@ export async function loadGovernance(
     env,
     executor,
     view,
+    plugins: plugins.sources,
     ...(processes.override ? { sandboxOverride: processes.override } : {}),
     ...(processes.bwrapPath ? { bwrapPath: processes.bwrapPath } : {}),
     ...(options.onSpawn ? { onSpawn: options.onSpawn } : {}),
   });
-  return { config, policy, hooks, processes, executor };
+  return { config, policy, hooks, processes, executor, extensions, pluginHooks: plugins.sources };
 }

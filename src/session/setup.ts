@@ -1,3 +1,4 @@
+import { realpathSync } from "node:fs";
 import { ConfigError } from "../config/errors.js";
 import type { LoadedConfig } from "../config/load.js";
 import {
@@ -70,7 +71,8 @@ import { contextBudgetFor } from "./context-budget.js";
 import { type SessionCredentials, sessionCredentials } from "./credentials.js";
 import { deferSettings } from "./defer-tools.js";
 import { type Extensions, usable } from "./extensions/discover.js";
-import { extensionNotices, sessionExtensions } from "./extensions/session.js";
+import { withPluginServers } from "./extensions/plugin-parts.js";
+import { extensionNotices } from "./extensions/session.js";
 import { createSkillTool } from "./extensions/skill-tool.js";
 import { loadGovernance } from "./governance.js";
 import { sessionEnvironment, startInstructions } from "./instructions.js";
@@ -190,16 +192,20 @@ export async function buildSetup(options: {
   // before any tool runs.
   const servers = (() => {
     try {
-      return withEditorServers(mcpSelection(governance.config, workspace.root), options.editorServers);
+      return withPluginServers(
+        withEditorServers(mcpSelection(governance.config, workspace.root), options.editorServers),
+        governance.extensions,
+        realpathSync(workspace.root),
+      );
     } catch (error) {
       if (error instanceof ConfigError) throw new UsageError(`configuration error: ${error.message}`);
       throw error;
     }
   })();
   workspace.fs.protectFiles([
-    ...configNamedFiles(governance.config, workspace.root),
+    ...configNamedFiles(governance.config, workspace.root, governance.pluginHooks),
     ...serverNamedFiles(
-      [...servers.start, ...servers.unapproved].map((server) => server.definition),
+      [...servers.selection.start, ...servers.selection.unapproved].map((server) => server.definition),
       workspace.root,
     ).flatMap((file) => workspaceRelative(file, workspace.root) ?? []),
   ]);
@@ -274,12 +280,7 @@ export async function buildSetup(options: {
         })
       : undefined;
   // Skills, commands and plugins: the user's, and the project's the user approved by digest.
-  const extensions = sessionExtensions({
-    config: governance.config,
-    workspaceRoot: workspace.root,
-    env,
-    project: workspaceCode,
-  });
+  const { extensions } = governance;
   let tools: AnyTool[];
   try {
     const { builtins } = toolSelection;
@@ -314,8 +315,8 @@ export async function buildSetup(options: {
   // A given provider (a child on its parent's model) comes with its prices, if any.
   const prices = model.profile?.prices ?? options.providerPrices;
   const started = workspaceCode
-    ? { selection: servers, notices: [] }
-    : serversWithoutWorkspaceCode(servers, workspace.root, processes.override);
+    ? { selection: servers.selection, notices: servers.notices }
+    : serversWithoutWorkspaceCode(servers.selection, workspace.root, processes.override);
   const notices = [
     ...governance.config.notices,
     ...processes.notices,

@@ -103,7 +103,7 @@ async function list(args: string[]): Promise<number> {
       loaded: usable(item),
       ...(item.problem !== undefined ? { problem: item.problem } : {}),
       ...(item.kind === "skill" && item.allowedTools ? { allowed_tools: item.allowedTools } : {}),
-      ...(item.kind === "plugin" && item.declared.length > 0 ? { not_loaded_parts: item.declared } : {}),
+      ...(item.kind === "plugin" && item.declared.length > 0 ? { parts: item.declared } : {}),
     }));
     process.stdout.write(`${jsonForTerminal(rows)}\n`);
     return EXIT.ok;

@@ -63,8 +63,15 @@ export interface CommandEntry extends Found {
 export interface PluginEntry extends Found {
   kind: "plugin";
   description?: string;
-  /** What its manifest declares that harness does not load from a plugin (hooks, MCP servers). */
+  /** What its manifest declares beyond skills and commands (hooks, MCP servers). */
   declared: string[];
+  /** The folder, absolute (its digest is judged again before a server of it starts). */
+  dir: string;
+  /** The manifest, absolute: a hook's relative file words resolve against its folder. */
+  manifest: string;
+  /** The manifest's `hooks` and `mcpServers` as written: parsed where they are loaded (plugin-parts.ts). */
+  hooks?: unknown;
+  mcpServers?: unknown;
 }
 
 export interface Extensions {
@@ -341,6 +348,8 @@ function pluginsIn(
       digest: "0".repeat(64),
       trust: { state: "none" },
       declared: [],
+      dir: folder.path,
+      manifest: manifestPath,
     };
     let skills = join(folder.path, "skills");
     let commands = join(folder.path, "commands");
@@ -351,9 +360,15 @@ function pluginsIn(
       const manifest = pluginManifest.safeParse(JSON.parse(readText(manifestPath)));
       if (!manifest.success) throw new FrontMatterError("plugin.json: not a plugin manifest");
       if (manifest.data.description !== undefined) entry.description = manifest.data.description;
-      if (manifest.data.hooks !== undefined) entry.declared.push("hooks");
-      if (manifest.data.mcpServers !== undefined || manifest.data.mcp_servers !== undefined)
+      if (manifest.data.hooks !== undefined) {
+        entry.declared.push("hooks");
+        entry.hooks = manifest.data.hooks;
+      }
+      const servers = manifest.data.mcpServers ?? manifest.data.mcp_servers;
+      if (servers !== undefined) {
         entry.declared.push("MCP servers");
+        entry.mcpServers = servers;
+      }
       // Parts stay inside the plugin's folder.
       const within = (part: string | undefined, fallback: string) => {
         if (part === undefined) return fallback;

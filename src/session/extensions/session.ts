@@ -52,11 +52,5 @@ export function extensionNotices(extensions: Extensions): string[] {
         `${what} is not loaded: ${item.trust.reason ?? "not approved"}; review it, then: harness plugins approve ${escapeForTerminal(item.name)}`,
       );
   }
-  for (const plugin of extensions.plugins) {
-    if (usable(plugin) && plugin.declared.length > 0)
-      notices.push(
-        `plugin "${escapeForTerminal(plugin.name)}" declares ${plugin.declared.join(" and ")}: harness does not load those from a plugin (add them to your config to use them)`,
-      );
-  }
   return notices;
 }
