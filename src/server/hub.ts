@@ -149,7 +149,18 @@ export class SessionHub {
     // Its workspace is served from now on: session/list shows the other sessions recorded there.
     await this.#stored.store(hosted.opened.workspace).catch(() => undefined);
     const unsubscribe = sink ? this.#follow(hosted.id, sink) : undefined;
-    if (params.goal !== undefined) this.#startRun(hosted, params.goal);
+    if (params.goal !== undefined) {
+      try {
+        this.#startRun(hosted, params.goal);
+      } catch (error) {
+        // Refused before it began (a command template not loaded): nothing was recorded, so the
+        // session is not kept open.
+        this.#sessions.delete(hosted.id);
+        unsubscribe?.();
+        await opened.close().catch(() => undefined);
+        throw error;
+      }
+    }
     return { session: hosted.id, status: hosted.status, ...(unsubscribe ? { unsubscribe } : {}) };
   }
 

@@ -150,13 +150,22 @@ async function openServed(request: OpenRequest, options: FactoryOptions): Promis
     records,
     // The first input of a session without records is its goal.
     // A leading `/NAME args` naming a loaded command template is expanded (the expanded text is
-    // the recorded input, with command.expanded before it); anything else is sent as typed.
-    turn: (input, listener) =>
-      atItsRoot(workspace.root, () => {
-        const found = setup.extensions ? expandCommandLine(input, setup.extensions) : undefined;
+    // the recorded input, with command.expanded before it); one naming a template that is not
+    // loaded (a project's not approved, changed, or broken) is refused, never sent as typed: the
+    // person meant the template, and the model should not see the bare line instead. Anything
+    // else is sent as typed.
+    turn: (input, listener) => {
+      const found = setup.extensions ? expandCommandLine(input, setup.extensions) : undefined;
+      if (found?.kind === "refused")
+        throw new RpcError(ErrorCode.InvalidParams, found.message, {
+          code: "COMMAND_NOT_LOADED",
+          command: found.name,
+        });
+      return atItsRoot(workspace.root, () => {
         if (found?.kind !== "expanded") return handle.turn(input, listener);
         return handle.turn(found.expanded.text, listener, { command: found.expanded.command });
-      }),
+      });
+    },
     compact: (instructions, listener) =>
       atItsRoot(workspace.root, () => handle.compactTurn(instructions, listener)),
     close: () => handle.close(),

@@ -17,7 +17,7 @@ export interface ExpandedCommand {
 export type CommandLookup =
   | { kind: "none" }
   | { kind: "expanded"; expanded: ExpandedCommand }
-  | { kind: "refused"; message: string };
+  | { kind: "refused"; name: string; message: string };
 
 const INVOCATION = /^\/([A-Za-z0-9][A-Za-z0-9_-]{0,63})(?:\s+([\s\S]*))?$/;
 
@@ -32,6 +32,7 @@ export function expandCommandLine(line: string, extensions: Pick<Extensions, "co
     const why = entry.problem ?? entry.trust.reason ?? "not approved";
     return {
       kind: "refused",
+      name,
       message: `/${name} (${entry.shown}) is not loaded: ${why}${entry.problem === undefined ? `; review it, then: harness plugins approve ${name}` : ""}`,
     };
   }
