@@ -17,6 +17,7 @@ import { verifyJournal } from "../journal/verify.js";
 import type { AnyRecord } from "../journal/vocabulary.js";
 import { ProposalOverlay } from "../proposals/overlay.js";
 import type { SessionConfig } from "../session/config.js";
+import { expandCommandLine } from "../session/extensions/commands.js";
 import { EngineSession, type Turn } from "../session/handle.js";
 import { sessionRows } from "../session/listing.js";
 import { noticeLine } from "../session/notice.js";
@@ -27,7 +28,7 @@ import { harnessVersion } from "../session/version.js";
 import { newSessionId, type OpenedWorkspace, openWorkspace } from "../session/workspace.js";
 import type { JsonObject } from "../shared/json.js";
 import { AcpApprover, type PermissionQuestion } from "./approver.js";
-import { ACP_COMMANDS, commandOf, runCommand } from "./commands.js";
+import { ACP_COMMANDS, commandOf, runCommand, templateCommands } from "./commands.js";
 import { type EditorServers, editorServers } from "./mcp.js";
 import {
   ceilingOf,
@@ -203,7 +204,10 @@ export function acpAgent(options: AcpAgentOptions): AgentApp {
   function announce(session: OpenSession): void {
     // After the response that names the session: a client routes updates by its id.
     setImmediate(() => {
-      send(session.id, { sessionUpdate: "available_commands_update", availableCommands: ACP_COMMANDS });
+      send(session.id, {
+        sessionUpdate: "available_commands_update",
+        availableCommands: [...ACP_COMMANDS, ...templateCommands(session.prepared.run.setup.extensions)],
+      });
       const plan = session.mapper.plan();
       if (plan) send(session.id, plan);
     });
@@ -288,6 +292,18 @@ export function acpAgent(options: AcpAgentOptions): AgentApp {
       }
       return { stopReason: "end_turn" };
     }
+    // `/NAME args` naming a loaded template: expanded as every door expands it (the expanded text
+    // is the turn's recorded input, command.expanded before it). One naming a template that is
+    // not loaded is answered with why, never sent to the model as typed.
+    const extensions = session.prepared.run.setup.extensions;
+    const found = extensions ? expandCommandLine(text, extensions) : undefined;
+    if (found?.kind === "refused") {
+      send(session.id, {
+        sessionUpdate: "agent_message_chunk",
+        content: { type: "text", text: found.message },
+      });
+      return { stopReason: "end_turn" };
+    }
     const listener: EngineListener = {
       record: (record) => {
         for (const update of session.mapper.record(record)) send(session.id, update);
@@ -298,7 +314,10 @@ export function acpAgent(options: AcpAgentOptions): AgentApp {
       },
     };
     session.cancelled = false;
-    const turn = handle.turn(text, listener);
+    const turn =
+      found?.kind === "expanded"
+        ? handle.turn(found.expanded.text, listener, { command: found.expanded.command })
+        : handle.turn(text, listener);
     session.turn = turn;
     try {
       const summary = await turn.done;

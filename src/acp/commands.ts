@@ -1,4 +1,5 @@
 import type { AvailableCommand } from "@agentclientprotocol/sdk";
+import { type Extensions, usable } from "../session/extensions/discover.js";
 import type { EngineSession } from "../session/handle.js";
 import { UsageError } from "../session/usage-error.js";
 import { unifiedDiff } from "../shared/unified-diff.js";
@@ -27,6 +28,21 @@ export const ACP_COMMANDS: AvailableCommand[] = [
     input: { hint: "[NAME]" },
   },
 ];
+
+/**
+ * The command templates the session loaded (the user's, and the project's approved by digest), as
+ * commands the editor offers; a template named like one of harness's own commands is shadowed by
+ * it (the prompt runs harness's), so it is not offered.
+ */
+export function templateCommands(extensions: Pick<Extensions, "commands"> | undefined): AvailableCommand[] {
+  return (extensions?.commands ?? [])
+    .filter((entry) => usable(entry) && !ACP_COMMANDS.some((command) => command.name === entry.name))
+    .map((entry) => ({
+      name: entry.name,
+      description: entry.description ?? `prompt template (${entry.source})`,
+      input: { hint: "[arguments]" },
+    }));
+}
 
 /** A prompt that is one of the commands: its name and words; undefined for an ordinary prompt. */
 export function commandOf(text: string): { name: string; args: string[] } | undefined {

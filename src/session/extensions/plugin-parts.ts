@@ -1,5 +1,5 @@
 import type { ConfigSource } from "../../config/load.js";
-import { hooksSchema } from "../../config/schema.js";
+import { type HookEntryConfig, hooksSchema } from "../../config/schema.js";
 import type { ApprovalVerdict } from "../../mcp/approval.js";
 import {
   definitionDigest,
@@ -34,11 +34,27 @@ export function pluginHookSources(extensions: Pick<Extensions, "plugins">): {
       notices.push(`plugin "${plugin.name}": its hooks are not loaded: ${issues(parsed.error.issues)}`);
       continue;
     }
+    // Only command hooks, which run in the hook sandbox: a module hook would be imported into
+    // harness's own process, unsandboxed, so a plugin's is not loaded.
+    const hooks: typeof parsed.data = {};
+    let modules = 0;
+    for (const [point, entries] of Object.entries(parsed.data) as [
+      keyof typeof parsed.data,
+      HookEntryConfig[],
+    ][]) {
+      const commands = (entries ?? []).filter((entry) => entry.command !== undefined);
+      modules += (entries ?? []).length - commands.length;
+      if (commands.length > 0) hooks[point] = commands;
+    }
+    if (modules > 0)
+      notices.push(
+        `plugin "${plugin.name}": ${modules} module hook(s) not loaded: a plugin's hooks must be commands (they run sandboxed)`,
+      );
     sources.push({
       kind: "project",
       label: `plugin ${plugin.name}`,
       path: plugin.manifest,
-      config: { hooks: parsed.data },
+      config: { hooks },
     });
   }
   return { sources, notices };
