@@ -1,8 +1,11 @@
+import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  BIN,
+  childEnv,
   ensureBuilt,
   expectExit,
   finished,
@@ -181,6 +184,38 @@ describe("the goal loop", () => {
     expect(jsonSummary(second).attempts).toBe(1);
     const journal = await readJournal(workspace, String(summary.session));
     expect(ofType(journal, "acceptance.attempt").map((r) => r.data.n)).toEqual([1, 2, 1]);
+  }, 60_000);
+
+  it("runs the same loop for a chat turn: the checks' feedback is the model's next input until they pass", async () => {
+    const workspace = await workspaceWith({ "README.md": "three tests\n" });
+    const model = await script(fixer);
+    const config = join(await tempDir("harness-goal-config-"), "config.json");
+    await writeFile(config, "{}");
+    const child = spawn(
+      process.execPath,
+      [BIN, "chat", "--script", model.path, "--write", "allow", "--accept", CHECK, "--until-accepted", "5"],
+      { cwd: workspace, env: { ...childEnv(), HARNESS_CONFIG: config }, stdio: ["pipe", "pipe", "pipe"] },
+    );
+    child.stdin.end("make the tests pass\n");
+    const result = await finished(child);
+    expect(result.code).toBe(0);
+    for (const n of [1, 2, 3]) expect(await readFile(join(workspace, `t${n}.txt`), "utf8")).toBe("good\n");
+    const [session] = sessionIds(workspace);
+    const journal = await readJournal(workspace, String(session));
+    const attempts = ofType(journal, "acceptance.attempt").map((r) => r.data);
+    expect(attempts.map((a) => [a.n, a.passed, a.failed, a.continued])).toEqual([
+      [1, 0, 1, true],
+      [2, 0, 1, true],
+      [3, 1, 0, false],
+    ]);
+    // The model was sent the person's line, then each failed attempt's feedback, within one turn.
+    expect(await model.sent()).toEqual([
+      { role: "user", content: "make the tests pass" },
+      { role: "user", content: attempts[0]?.feedback },
+      { role: "user", content: attempts[1]?.feedback },
+    ]);
+    expect(ofType(journal, "user.input")).toHaveLength(1);
+    expect(ofType(journal, "run.finished").map((r) => r.data.status)).toEqual(["verified"]);
   }, 60_000);
 
   it("refuses a loop of no attempts with a usage error, recording nothing", async () => {
