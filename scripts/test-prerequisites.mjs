@@ -19,6 +19,7 @@ const REQUIRED = [
   { program: "tmux", pkg: "tmux", for: "the chat's terminal tests" },
   { program: "chromium", pkg: "chromium", for: "the session viewer's browser tests" },
   { program: "git", pkg: "git", for: "workspaces, undo and the sandbox's protected paths" },
+  { program: "curl", pkg: "curl", for: "the network tests (an HTTP client inside the sandbox)" },
 ];
 
 function onPath(program) {

@@ -23,7 +23,7 @@ import { REPO_ROOT } from "../e2e/helpers.js";
  */
 
 const SCRIPT = join(REPO_ROOT, "scripts/test-prerequisites.mjs");
-const PROGRAMS = ["bwrap", "rg", "tmux", "chromium", "git"];
+const PROGRAMS = ["bwrap", "rg", "tmux", "chromium", "git", "curl"];
 const PROGRAM_OF: Record<string, string> = { bubblewrap: "bwrap", ripgrep: "rg" };
 
 const dirs: string[] = [];
@@ -114,7 +114,7 @@ describe("npm test's prerequisite step", () => {
   });
 
   it("a sudo that asks for a password is not used: the same one command is printed", () => {
-    const at = machine({ present: ["rg", "git", "chromium"], aptGet: "works", sudo: "asks" });
+    const at = machine({ present: ["rg", "git", "chromium", "curl"], aptGet: "works", sudo: "asks" });
     const result = prerequisites(at, 1000);
     expect(result.status).toBe(1);
     expect(result.calls).toBe("");
@@ -122,7 +122,7 @@ describe("npm test's prerequisite step", () => {
   });
 
   it("not root with passwordless sudo: installs the missing packages through sudo and passes", () => {
-    const at = machine({ present: ["rg", "git"], aptGet: "works", sudo: "passwordless" });
+    const at = machine({ present: ["rg", "git", "curl"], aptGet: "works", sudo: "passwordless" });
     const result = prerequisites(at, 1000);
     expect(result.status).toBe(0);
     expect(result.calls.trim().split("\n")).toEqual([
@@ -155,7 +155,7 @@ describe("npm test's prerequisite step", () => {
   });
 
   it("without apt-get (not Debian/Ubuntu): stops non-zero naming the programs and their Debian packages", () => {
-    const at = machine({ present: ["git"], sudo: "passwordless" });
+    const at = machine({ present: ["git", "curl"], sudo: "passwordless" });
     const result = prerequisites(at, 0);
     expect(result.status).toBe(1);
     expect(result.calls).toBe("");
