@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { type ImageRef, imageLine, type ModelMessage, type ToolSpec, type Usage } from "../protocol/types.js";
 import type { JsonObject, JsonValue } from "../shared/json.js";
+import { MISSING_IMAGE } from "./prompt.js";
 import { setUsageCount } from "./usage.js";
 
 /**
@@ -11,20 +12,48 @@ import { setUsageCount } from "./usage.js";
 type ChatMessage = { [key: string]: JsonValue };
 
 /**
+ * What a Chat Completions endpoint is sent for images: nothing but a line each (the default,
+ * since harness cannot tell which endpoints accept them), or, when the profile says the model
+ * takes image input, the images themselves as data-URL content parts.
+ */
+type ImageMode = { kind: "lines" } | { kind: "parts"; bytes: ReadonlyMap<string, Uint8Array> };
+
+/**
  * Harness messages as Chat Completions messages, in order, so every assistant tool call is
  * followed by its paired `tool` message exactly as the journal's projection wrote them.
  * Reasoning goes back as `reasoning_content` (DeepSeek and vLLM expect it; others ignore it).
+ * A `tool` message can carry only text, so with image parts on, the images tool results
+ * returned go in one user message right after that step's run of tool messages, each under a
+ * line naming the call it belongs to (a user message there keeps every tool call paired).
  */
-function toChatMessages(messages: readonly ModelMessage[]): ChatMessage[] {
-  return messages.map(toChatMessage);
+function toChatMessages(messages: readonly ModelMessage[], mode: ImageMode): ChatMessage[] {
+  const out: ChatMessage[] = [];
+  let pending: JsonValue[] = [];
+  const flush = () => {
+    if (pending.length > 0) out.push({ role: "user", content: pending });
+    pending = [];
+  };
+  for (const message of messages) {
+    if (message.role !== "tool") flush();
+    out.push(toChatMessage(message, mode));
+    if (message.role === "tool" && mode.kind === "parts" && (message.images ?? []).length > 0) {
+      pending.push({
+        type: "text",
+        text: `Images returned by tool call ${message.call_id} (${message.name}):`,
+      });
+      pending.push(...imageParts(message.images ?? [], mode.bytes));
+    }
+  }
+  flush();
+  return out;
 }
 
-function toChatMessage(message: ModelMessage): ChatMessage {
+function toChatMessage(message: ModelMessage, mode: ImageMode): ChatMessage {
   switch (message.role) {
     case "system":
       return { role: message.role, content: message.content };
     case "user":
-      return { role: message.role, content: withImageLines(message.content, message.images) };
+      return { role: message.role, content: userContent(message.content, message.images, mode) };
     case "assistant": {
       const out: ChatMessage = {
         role: "assistant",
@@ -45,20 +74,41 @@ function toChatMessage(message: ModelMessage): ChatMessage {
       return {
         role: "tool",
         tool_call_id: message.call_id,
-        content: withImageLines(message.content, message.images),
+        content: withImageLines(
+          message.content,
+          message.images,
+          mode.kind === "parts" ? "sent in the user message after this step's tool results" : NOT_SENT,
+        ),
       };
   }
 }
 
-/**
- * Chat Completions endpoints are not sent images (harness does not know which accept them): the
- * model reads a line per image saying what it is and that it was not shown, never nothing.
- */
-function withImageLines(content: string, images: readonly ImageRef[] | undefined): string {
+const NOT_SENT = "not shown: this model endpoint (Chat Completions) is not sent images";
+
+/** The user's text, then each image as an `image_url` part (a string when no part is needed). */
+function userContent(content: string, images: readonly ImageRef[] | undefined, mode: ImageMode): JsonValue {
   if (images === undefined || images.length === 0) return content;
-  const lines = images.map((image) =>
-    imageLine(image, "not shown: this model endpoint (Chat Completions) is not sent images"),
-  );
+  if (mode.kind === "lines") return withImageLines(content, images, NOT_SENT);
+  return [{ type: "text", text: content }, ...imageParts(images, mode.bytes)];
+}
+
+/** Each image as a data-URL part; one whose bytes are missing is a line saying so, never dropped. */
+function imageParts(images: readonly ImageRef[], bytes: ReadonlyMap<string, Uint8Array>): JsonValue[] {
+  return images.map((image) => {
+    const data = bytes.get(image.sha256);
+    return data === undefined
+      ? { type: "text", text: imageLine(image, MISSING_IMAGE) }
+      : {
+          type: "image_url",
+          image_url: { url: `data:${image.media_type};base64,${Buffer.from(data).toString("base64")}` },
+        };
+  });
+}
+
+/** A line per image saying what it is and what became of it, so the model never reads nothing. */
+function withImageLines(content: string, images: readonly ImageRef[] | undefined, why: string): string {
+  if (images === undefined || images.length === 0) return content;
+  const lines = images.map((image) => imageLine(image, why));
   return `${content}\n${lines.join("\n")}`;
 }
 
@@ -76,12 +126,20 @@ export interface ChatRequestInput {
   maxOutputTokens?: number;
   /** Sent as `prompt_cache_key`; only to endpoints known to accept it (see openai-compatible.ts). */
   cacheKey?: string | undefined;
+  /**
+   * The profile says the model takes image input: send images as content parts, with these bytes
+   * (by SHA-256). Absent: each image is a line saying it was not shown.
+   */
+  imageBytes?: ReadonlyMap<string, Uint8Array> | undefined;
 }
 
 export function chatRequestBody(input: ChatRequestInput): JsonObject {
   const body: JsonObject = {
     model: input.model,
-    messages: toChatMessages(input.messages),
+    messages: toChatMessages(
+      input.messages,
+      input.imageBytes === undefined ? { kind: "lines" } : { kind: "parts", bytes: input.imageBytes },
+    ),
     stream: true,
     stream_options: { include_usage: true },
   };

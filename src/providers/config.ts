@@ -61,6 +61,11 @@ export const modelProfileSchema = z.strictObject({
   /** Tokens kept free for the reply (default: max_output_tokens, at most a quarter of the window). */
   reply_reserve: tokenCountSchema.optional(),
   prices: modelPricesSchema.optional(),
+  /**
+   * openai-compatible only: the model takes image input, so images are sent as `image_url`
+   * content parts (default false: each image is a line saying it was not shown).
+   */
+  image_input: z.boolean().optional(),
 });
 export type ModelProfile = z.infer<typeof modelProfileSchema>;
 
@@ -98,6 +103,10 @@ export function createProvider(profile: unknown, env: Environment): Provider {
       "thinking_budget_tokens applies to anthropic only",
     );
   }
+  if (parsed.image_input !== undefined && parsed.provider !== "openai-compatible") {
+    // Anthropic and OpenAI Responses always take images; the flag would mislead there.
+    throw new ProviderConfigError("image_input", "image_input applies to openai-compatible only");
+  }
   const baseUrl = requiredBaseUrl(parsed);
   const apiKey = resolveApiKey(parsed, baseUrl, env);
   const common = {
@@ -118,6 +127,7 @@ export function createProvider(profile: unknown, env: Environment): Provider {
           ...maxOutput,
           baseUrl: baseUrl ?? "",
           promptCacheKey: isOpenAIEndpoint(baseUrl),
+          imageInput: parsed.image_input === true,
         }),
       );
     case "openai":

@@ -31,6 +31,11 @@ export interface OpenAICompatibleOptions {
    * compatible servers may reject a field they do not know, and caching is never worth a failure.
    */
   promptCacheKey?: boolean;
+  /**
+   * The model takes image input (the profile's `image_input`): images are sent as `image_url`
+   * content parts. Off by default: an endpoint that does not take them would fail the request.
+   */
+  imageInput?: boolean;
 }
 
 const PROVIDER = "openai-compatible";
@@ -71,6 +76,7 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
           tools: request.tools,
           ...(options.maxOutputTokens === undefined ? {} : { maxOutputTokens: options.maxOutputTokens }),
           ...(options.promptCacheKey === true ? { cacheKey: request.cacheKey } : {}),
+          ...(options.imageInput === true ? { imageBytes: request.images ?? new Map() } : {}),
         }),
       );
       const control = new RequestControl(signal, {

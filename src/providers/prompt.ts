@@ -84,7 +84,7 @@ function reasoningPart(block: Reasoning, replay: ReasoningReplay): AssistantCont
 
 type UserContent = Extract<LanguageModelV3Message, { role: "user" }>["content"];
 
-const MISSING_IMAGE = "its bytes could not be read from the session's artifacts, so it is not shown";
+export const MISSING_IMAGE = "its bytes could not be read from the session's artifacts, so it is not shown";
 
 /** The text, then each image as a file part (Anthropic an image block, Responses an input_image). */
 function userContent(

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { ImageRef, ModelMessage } from "../../src/protocol/types.js";
 import { createAnthropicProvider } from "../../src/providers/anthropic.js";
+import { createProvider } from "../../src/providers/config.js";
 import { createOpenAICompatibleProvider } from "../../src/providers/openai-compatible.js";
 import { createOpenAIResponsesProvider } from "../../src/providers/openai-responses.js";
 import { sha256Hex } from "../../src/shared/hash.js";
@@ -87,5 +88,69 @@ describe("images on the wire", () => {
     expect(JSON.stringify(body)).not.toContain(BASE64);
     const tool = body.messages.find((m: { role: string }) => m.role === "tool");
     expect(tool.content).toContain("not shown: this model endpoint (Chat Completions) is not sent images");
+  });
+
+  it("Chat Completions with image_input: image_url parts in the user message and after the tool results", async () => {
+    const { origin } = await servers.start([{ body: fixture("openai-chat/text-usage.sse") }]);
+    const provider = createOpenAICompatibleProvider({
+      model: "m",
+      baseUrl: `${origin}/v1`,
+      imageInput: true,
+    });
+    const later: ModelMessage[] = [...messages, { role: "user", content: "and now?" }];
+    await collect(provider, request({ messages: later, tools: READ_TOOLS, images }));
+    const body = JSON.parse(servers.current.received[0]?.body ?? "{}");
+    const part = { type: "image_url", image_url: { url: `data:image/png;base64,${BASE64}` } };
+    expect(body.messages.map((m: { role: string }) => m.role)).toEqual([
+      "system",
+      "user",
+      "assistant",
+      "tool",
+      "user",
+      "user",
+    ]);
+    expect(body.messages[1].content).toEqual([{ type: "text", text: "look at this" }, part]);
+    // The tool message stays text (Chat Completions allows nothing else) and says where its image went.
+    expect(body.messages[3].tool_call_id).toBe("c1");
+    expect(body.messages[3].content).toContain("path: a.png\n[image: PNG 2x3 pixels");
+    expect(body.messages[3].content).toContain("sent in the user message after this step's tool results");
+    expect(body.messages[4].content).toEqual([
+      { type: "text", text: "Images returned by tool call c1 (read):" },
+      part,
+    ]);
+    expect(body.messages[5].content).toBe("and now?");
+  });
+
+  it("Chat Completions with image_input but missing bytes: a line saying so, no part", async () => {
+    const { origin } = await servers.start([{ body: fixture("openai-chat/text-usage.sse") }]);
+    const provider = createOpenAICompatibleProvider({
+      model: "m",
+      baseUrl: `${origin}/v1`,
+      imageInput: true,
+    });
+    await collect(provider, request({ messages, tools: READ_TOOLS }));
+    const sent = servers.current.received[0]?.body ?? "";
+    expect(sent).not.toContain("image_url");
+    expect(sent).toContain("its bytes could not be read from the session's artifacts");
+  });
+
+  it("the image_input profile field reaches the wire through createProvider; default off", async () => {
+    const { origin } = await servers.start([
+      { body: fixture("openai-chat/text-usage.sse") },
+      { body: fixture("openai-chat/text-usage.sse") },
+    ]);
+    const base = { provider: "openai-compatible", model: "m", base_url: `${origin}/v1` };
+    await collect(
+      createProvider({ ...base, image_input: true }, {}),
+      request({ messages, tools: READ_TOOLS, images }),
+    );
+    await collect(createProvider(base, {}), request({ messages, tools: READ_TOOLS, images }));
+    const [withFlag, without] = servers.current.received.map((r) => r.body);
+    expect(withFlag).toContain(`data:image/png;base64,${BASE64}`);
+    expect(without).not.toContain(BASE64);
+    expect(without).toContain("not shown: this model endpoint (Chat Completions) is not sent images");
+    expect(() => createProvider({ provider: "anthropic", model: "c", image_input: true }, {})).toThrow(
+      "image_input applies to openai-compatible only",
+    );
   });
 });
