@@ -58,8 +58,19 @@ describe("--context-window", () => {
   it("never sends a request over the window; inspect --json shows tokens per request; resume keeps or replaces the window", async () => {
     const workspace = await workspaceWith({ "big.txt": BIG });
     const { script, log } = await readerScript();
-    // The window below is sized for the file tools' specs: no agent tool (its spec would take a share).
-    const common = ["--script", script, "--workspace", workspace, "--json", "--agents-depth", "0"];
+    // The window below is sized for the read tools' specs alone: the other tools' specs (the agent,
+    // the shell and its process tools, web_fetch) would take a share that grows as tools are added.
+    const common = [
+      "--script",
+      script,
+      "--workspace",
+      workspace,
+      "--json",
+      "--tools",
+      "readonly",
+      "--agents-depth",
+      "0",
+    ];
     const stopped = await harness([
       "run",
       ...common,

@@ -5,10 +5,13 @@ import { MemoryArtifactStore } from "../../src/artifacts/memory-store.js";
 import { normalizeCallResult } from "../../src/mcp/results.js";
 import { buildMcpTools } from "../../src/mcp/tool.js";
 import { modePolicy } from "../../src/policy/policy-permissions.js";
+import { untrustedLabel } from "../../src/runtime/projection.js";
 import { sha256Hex } from "../../src/shared/hash.js";
 import { Recording, run, scripted, tempWorkspace, type Workspace } from "../support/session.js";
 import { inProcessServer } from "./tool-support.js";
 
+/** What opens every result of the (untrusted) test server's `fetch` tool in the model's view. */
+const LABEL = untrustedLabel("MCP server srv (tool fetch)");
 const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 1, 2, 255]);
 const WAV = Buffer.from("RIFF....WAVEfmt ");
 const BLOB = Buffer.from([0, 0, 0, 7, 200, 100]);
@@ -231,7 +234,8 @@ describe("MCP results in a session", () => {
     });
     const trace = result?.trace as { artifacts: string[] } | undefined;
     expect(trace?.artifacts.sort()).toEqual([png, sha256Hex(whole)].sort());
-    expect(observation.content.startsWith(whole.slice(0, 64))).toBe(true);
+    // The server is not marked trusted: its content opens with the untrusted label, then the preview.
+    expect(observation.content.startsWith(`${LABEL}\n${whole.slice(0, 64)}`)).toBe(true);
     expect(observation.content).toContain(`The full output is stored as artifact ${sha256Hex(whole)}`);
     expect(await stored(png)).toEqual(PNG);
     expect((await stored(sha256Hex(whole))).toString("utf8")).toBe(whole);
@@ -247,7 +251,8 @@ describe("MCP results in a session", () => {
       operation_applied: "unknown",
       retryable: false,
     });
-    expect(observation.content).toMatch(
+    expect(observation.content.startsWith(`${LABEL}\n`)).toBe(true);
+    expect(observation.content.slice(LABEL.length + 1)).toMatch(
       /^ERROR TOOL_FAILED \(status: error\): rate limited by upstream\nHint: /,
     );
     await ws.cleanup();
