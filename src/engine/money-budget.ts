@@ -2,6 +2,7 @@ import type { Usage } from "../protocol/types.js";
 import { costUsd } from "../providers/cost.js";
 import type { RunSummary } from "./options.js";
 import { type EngineRun, stop } from "./outcome.js";
+import type { QuotaSpend } from "./quota-port.js";
 
 /*
  * A money budget checked before the spend: each model request's cost is projected from its token
@@ -27,7 +28,7 @@ export async function reserveMoney(
 ): Promise<RunSummary | undefined> {
   const budget = run.options.moneyBudget;
   const left = leftUsd(run);
-  if (budget === undefined || left === undefined) return undefined;
+  if (budget === undefined || left === undefined) return reserveShared(run, request);
   const estimate = costUsd(
     { input_tokens: request.inputTokens, output_tokens: request.replyTokens, cached_tokens: 0 },
     budget.prices,
@@ -42,6 +43,10 @@ export async function reserveMoney(
         `--max-cost-usd ${budget.maxCostUsd}; it was not sent`,
     );
   }
+  // The shared quota after the session's own budget's check, before its record: a refusal by
+  // either leaves nothing reserved in the other.
+  const shared = await reserveShared(run, request);
+  if (shared) return shared;
   await run.record({
     type: "budget.reserved",
     data: { step: request.step, attempt: request.attempt, estimate_usd: estimate, left_usd: left },
@@ -54,6 +59,7 @@ export async function settleMoney(
   run: EngineRun,
   request: { step: number; attempt: number; usage: Usage | undefined },
 ): Promise<void> {
+  await settleShared(run, request.usage);
   const budget = run.options.moneyBudget;
   if (budget === undefined) return;
   const usage = request.usage;
@@ -73,5 +79,57 @@ export async function settleMoney(
       cost_usd: cost,
       left_usd: budget.maxCostUsd - run.state.costSpentUsd - cost,
     },
+  });
+}
+
+// The one reservation a run holds on its shared quota: its model requests go one at a time.
+const held = new WeakMap<EngineRun, (actual: QuotaSpend) => Promise<void>>();
+
+/** Reserve the request on the shared quota (EngineOptions.quota), or stop the run without sending it. */
+async function reserveShared(
+  run: EngineRun,
+  request: { inputTokens: number; replyTokens: number },
+): Promise<RunSummary | undefined> {
+  const quota = run.options.quota;
+  if (quota === undefined) return undefined;
+  const tokens = request.inputTokens + request.replyTokens;
+  const usd =
+    quota.prices === undefined
+      ? 0
+      : costUsd(
+          { input_tokens: request.inputTokens, output_tokens: request.replyTokens, cached_tokens: 0 },
+          quota.prices,
+        );
+  const hold = await quota.port.reserve({ usd, tokens, requests: 1 });
+  if (!hold.ok) {
+    // budget_exhausted like the session's own budget: what a caller does about it is the same
+    // (wait, or raise the limit); the detail names the quota.
+    return stop(
+      run,
+      "stopped",
+      "budget_exhausted",
+      `the next model request (about ${tokens} tokens with the reply's reserve) does not fit the quota ` +
+        `${quota.port.scope}: ${hold.why}; it was not sent`,
+    );
+  }
+  held.set(run, hold.settle);
+  return undefined;
+}
+
+/** Settle the held reservation with the reported usage (none reported: the request still counts). */
+async function settleShared(run: EngineRun, usage: Usage | undefined): Promise<void> {
+  const settle = held.get(run);
+  const quota = run.options.quota;
+  if (settle === undefined || quota === undefined) return;
+  held.delete(run);
+  const reported = {
+    input_tokens: usage?.input_tokens ?? 0,
+    output_tokens: usage?.output_tokens ?? 0,
+    cached_tokens: usage?.cached_tokens ?? 0,
+  };
+  await settle({
+    usd: quota.prices === undefined ? 0 : costUsd(reported, quota.prices),
+    tokens: reported.input_tokens + reported.output_tokens,
+    requests: 1,
   });
 }

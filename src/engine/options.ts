@@ -9,6 +9,7 @@ import type { JsonObject } from "../shared/json.js";
 import type { AcceptanceCheck } from "./acceptance.js";
 import type { SessionEnvironment, StartInstructions } from "./instructions.js";
 import type { ProviderAdvice } from "./provider-advice.js";
+import type { EngineQuota } from "./quota-port.js";
 import type { ProcessSupervision } from "./recovery.js";
 import type { SessionState } from "./state.js";
 import type { DeferSettings } from "./tool-offer.js";
@@ -160,6 +161,11 @@ export interface EngineOptions {
    * sent whose projected cost exceeds what is left (engine/money-budget.ts).
    */
   moneyBudget?: MoneyBudget;
+  /**
+   * A quota shared with other sessions (a fleet queue's): each model request reserves against
+   * it before it is sent, and a refusal stops the run as an exhausted budget would.
+   */
+  quota?: EngineQuota;
   /** How the run was set up (recorded in session.started for resume; no secrets, no host paths). */
   setup?: JsonObject;
   /** `new`: the session must not exist; `resume`: it must; `auto`: either. */

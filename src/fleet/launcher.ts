@@ -4,6 +4,7 @@ import { noticeLine, type SessionNotice } from "../session/notice.js";
 import { prepareSession } from "../session/prepare.js";
 import { harnessVersion } from "../session/version.js";
 import { openWorkspace } from "../session/workspace.js";
+import { queueQuota } from "./quota.js";
 import { taskConfig } from "./task-config.js";
 import type { SessionLauncher } from "./worker.js";
 
@@ -12,8 +13,14 @@ import type { SessionLauncher } from "./worker.js";
  * set up by prepareSession (the recorded options win on a resume), run through the session
  * handle; only the journal differs (PostgreSQL, under the worker's lease).
  */
-export function launchSession(log: (line: string) => void): SessionLauncher {
-  return async ({ task, root, store, signal, lost }) => {
+export function launchSession(
+  log: (line: string) => void,
+  options: {
+    /** The queue whose quota (`queue:NAME`) every model request reserves against; none: no quota. */
+    quota?: string;
+  } = {},
+): SessionLauncher {
+  return async ({ task, root, store, signal, lost, database }) => {
     const config = taskConfig(task.options);
     const note = (line: string) => log(`session ${task.session}: ${line}`);
     const notify = (notice: SessionNotice) => note(noticeLine(notice));
@@ -27,6 +34,12 @@ export function launchSession(log: (line: string) => void): SessionLauncher {
       mcp: note,
       notify,
     });
+    if (options.quota !== undefined) {
+      // Fail closed: a quota asked for is never skipped for want of its database.
+      if (database === undefined)
+        throw new Error(`quota ${options.quota}: the launcher was given no database`);
+      prepared.run.quota = queueQuota(database, options.quota, note);
+    }
     // OpenTelemetry, only when an endpoint is configured (the SDK is not even loaded otherwise).
     const live = await liveExport(task.session, harnessVersion());
     const session = new EngineSession(prepared.run, prepared.records.length > 0, {

@@ -1,6 +1,7 @@
 import { stat } from "node:fs/promises";
 import { hostname } from "node:os";
 import path from "node:path";
+import type { Pool } from "pg";
 import type PgBoss from "pg-boss";
 import { acquireLease, type Lease } from "../journal/pg/lease.js";
 import { leasedStore } from "../journal/pg/leased.js";
@@ -31,6 +32,8 @@ export type SessionLauncher = (request: {
   signal: AbortSignal;
   /** Aborted when the lease is lost: kill the session's process trees now. */
   lost: AbortSignal;
+  /** The fleet's database (the queue's quota lives there). */
+  database?: Pool;
 }) => Promise<{ status: string }>;
 
 export interface WorkerOptions {
@@ -205,7 +208,14 @@ export class FleetWorker {
       return "review_required";
     }
     const signal = AbortSignal.any([lease.lost, this.stopping.signal]);
-    const outcome = await this.options.launch({ task, root, store, signal, lost: lease.lost });
+    const outcome = await this.options.launch({
+      task,
+      root,
+      store,
+      signal,
+      lost: lease.lost,
+      database: this.db.pool,
+    });
     if (lease.lost.aborted) return undefined;
     if (this.stopping.signal.aborted && outcome.status === "cancelled") {
       // A graceful stop: hand the session on at once (the reaper skips this epoch).

@@ -2,6 +2,7 @@ import { join } from "node:path";
 import { FileArtifactStore } from "../artifacts/file-store.js";
 import type { AcceptanceCheck } from "../engine/acceptance.js";
 import type { EngineListener, EngineOptions, GoalLoop, Limits, TurnAttachments } from "../engine/options.js";
+import type { QuotaPort } from "../engine/quota-port.js";
 import type { JournalStore } from "../journal/store.js";
 import type { RuntimeEnvironment } from "../runtime/environment.js";
 import { type BackgroundOwners, WorkspaceEffects } from "../runtime/workspace-effects.js";
@@ -43,6 +44,8 @@ export interface SessionRun {
   changesDeniedStops?: boolean;
   /** The identity that owns the session (a server's client), recorded in session.started's setup. */
   owner?: string;
+  /** A quota shared with other sessions (a fleet queue's): EngineOptions.quota, at the model's prices. */
+  quota?: QuotaPort;
   /**
    * What a door records of its own in session.started's setup: an editor's (ACP) write mode
    * chosen before the first turn (`mode`; later switches are `mode.switched` records) and the
@@ -148,6 +151,11 @@ export function sessionEngineOptions(
     limits: run.limits,
     ...(run.setup.flags?.maxCostUsd !== undefined && run.setup.prices !== undefined
       ? { moneyBudget: { maxCostUsd: run.setup.flags.maxCostUsd, prices: run.setup.prices } }
+      : {}),
+    ...(run.quota !== undefined
+      ? {
+          quota: { port: run.quota, ...(run.setup.prices !== undefined ? { prices: run.setup.prices } : {}) },
+        }
       : {}),
     signal,
     listener,

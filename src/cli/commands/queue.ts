@@ -12,17 +12,19 @@ import {
   taskOptionsSchema,
   type WorkspaceSource,
 } from "../../fleet/task.js";
+import { configureQuota, ensureQuotaSchema, queueScope } from "../../journal/pg/quota.js";
 import { validateRootSessionId } from "../../session/session-id.js";
 import { UsageError } from "../../session/usage-error.js";
 import { newSessionId } from "../../session/workspace.js";
 import { escapeForTerminal, jsonForTerminal } from "../../shared/terminal-text.js";
-import { parse } from "../args.js";
+import { parse, positiveInt } from "../args.js";
 import { givenFlags, SESSION_OPTIONS } from "./run.js";
-import { requireDatabase } from "./worker.js";
+import { quotaName, requireDatabase } from "./worker.js";
 
 const HELP = `Usage: harness queue submit --database URL [--session ID] [run options] GOAL
        harness queue submit --database URL --tasks FILE
        harness queue status --database URL [--json]
+       harness queue quota NAME --database URL --period SECONDS [--usd X] [--tokens N] [--requests N]
 
 Queue sessions for workers (harness worker) sharing the PostgreSQL database at URL, and see
 where they stand. Each session is one job; a worker runs it as harness run would, with its
@@ -50,6 +52,16 @@ stops with review_required; it is never started again from scratch.
 status:
   --json                  one JSON object: {"tasks": [...], "counts": {...}}
 
+quota:
+  NAME                    the quota workers started with --quota NAME share (scope queue:NAME)
+  --period SECONDS        the period it counts over; used amounts start over each period
+  --usd X                 dollars per period, at the model profile's prices (a model without
+                          prices counts $0)
+  --tokens N              input plus output tokens per period
+  --requests N            model requests per period
+                          (a limit left out is no limit; setting it again keeps what this
+                          period used)
+
 Exit codes: 0 done, 64 usage error (a bad task, an existing session, an unreachable database).`;
 
 const SUBMIT_OPTIONS = {
@@ -67,8 +79,9 @@ export const queueCommand = {
     const [sub, ...rest] = args;
     if (sub === "submit") return submit(rest);
     if (sub === "status") return status(rest);
+    if (sub === "quota") return quota(rest);
     throw new UsageError(
-      sub === undefined ? "which? harness queue submit | status" : `unknown queue command "${sub}"`,
+      sub === undefined ? "which? harness queue submit | status | quota" : `unknown queue command "${sub}"`,
     );
   },
 };
@@ -163,6 +176,49 @@ async function status(args: string[]): Promise<number> {
     );
   }
   return 0;
+}
+
+async function quota(args: string[]): Promise<number> {
+  const { values, positionals } = parse(args, {
+    database: { type: "string" },
+    period: { type: "string" },
+    usd: { type: "string" },
+    tokens: { type: "string" },
+    requests: { type: "string" },
+  });
+  const [name, extra] = positionals;
+  if (name === undefined) throw new UsageError("which quota? harness queue quota NAME --period SECONDS ...");
+  if (extra !== undefined) throw new UsageError(`unexpected argument "${extra}"`);
+  const database = requireDatabase(values.database);
+  const periodSeconds = positiveInt(values.period, "--period");
+  if (periodSeconds === undefined) throw new UsageError("--period SECONDS is required");
+  const tokens = wholeOrZero(values.tokens, "--tokens");
+  const requests = wholeOrZero(values.requests, "--requests");
+  let usd: number | undefined;
+  if (values.usd !== undefined) {
+    usd = Number(values.usd);
+    if (!/^[0-9]+(\.[0-9]+)?$/.test(values.usd) || !Number.isFinite(usd))
+      throw new UsageError(`--usd must be a non-negative number, got ${JSON.stringify(values.usd)}`);
+  }
+  const scope = queueScope(quotaName(name));
+  await withDatabase(database, async (db) => {
+    await ensureQuotaSchema(db.pool);
+    await configureQuota(db.pool, scope, {
+      periodMs: periodSeconds * 1000,
+      ...(usd !== undefined ? { usd } : {}),
+      ...(tokens !== undefined ? { tokens } : {}),
+      ...(requests !== undefined ? { requests } : {}),
+    });
+  });
+  process.stdout.write(`quota ${scope} set\n`);
+  return 0;
+}
+
+function wholeOrZero(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^[0-9]{1,15}$/.test(value))
+    throw new UsageError(`${flag} must be a whole number, got ${JSON.stringify(value)}`);
+  return Number(value);
 }
 
 export function countStates(rows: readonly TaskRow[]): Record<"queued" | "running" | "done", number> {

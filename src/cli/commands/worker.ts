@@ -8,7 +8,7 @@ import { UsageError } from "../../session/usage-error.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
 import { parse, positiveInt } from "../args.js";
 
-const HELP = `Usage: harness worker --database URL [--concurrency N] [--lease-ms MS] [--work-dir DIR]
+const HELP = `Usage: harness worker --database URL [--concurrency N] [--lease-ms MS] [--work-dir DIR] [--quota NAME]
 
 Run queued sessions (harness queue submit) from the PostgreSQL database at URL, up to N at once.
 Each session is owned through a lease in the database, renewed while it runs: a worker that
@@ -30,10 +30,23 @@ Options:
   --lease-ms MS       lease time; renewed every third of it (default 30000)
   --work-dir DIR      where copied and cloned workspaces are made
                       (default: $XDG_STATE_HOME/harness/fleet)
+  --quota NAME        every model request of this worker's sessions reserves against the queue
+                      quota NAME (harness queue quota NAME ...), shared by every worker given it;
+                      a request that does not fit is not sent and its session stops with
+                      budget_exhausted (none: no quota)
   -h, --help          show this help
 
 SIGINT/SIGTERM: stop taking jobs; running sessions stop at their next safe point and are queued
 again for another worker.`;
+
+/** A queue quota's name: short, printable, no separators a scope could be confused by. */
+export function quotaName(value: string): string {
+  if (!/^[A-Za-z0-9._-]{1,64}$/.test(value))
+    throw new UsageError(
+      `a quota name is 1 to 64 letters, digits, ".", "_" or "-", got ${JSON.stringify(value)}`,
+    );
+  return value;
+}
 
 export const workerCommand = {
   help: HELP,
@@ -43,6 +56,7 @@ export const workerCommand = {
       concurrency: { type: "string" },
       "lease-ms": { type: "string" },
       "work-dir": { type: "string" },
+      quota: { type: "string" },
     });
     if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`);
     const database = requireDatabase(values.database);
@@ -50,13 +64,14 @@ export const workerCommand = {
     const leaseMs = positiveInt(values["lease-ms"], "--lease-ms") ?? 30_000;
     if (leaseMs < 300) throw new UsageError("--lease-ms must be at least 300");
     const workDir = values["work-dir"] ?? defaultWorkDir(process.env);
+    const quota = values.quota === undefined ? undefined : quotaName(values.quota);
     const log = (line: string) => process.stderr.write(`harness worker: ${escapeForTerminal(line)}\n`);
     const worker = await FleetWorker.start({
       database,
       concurrency,
       leaseMs,
       workDir,
-      launch: launchSession(log),
+      launch: launchSession(log, quota === undefined ? {} : { quota }),
       log,
     }).catch((error: unknown) => {
       if (error instanceof FleetError) throw new UsageError(error.message);

@@ -1,0 +1,180 @@
+import { mkdtempSync, realpathSync, rmSync } from "node:fs";
+import { readFile, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { launchSession } from "../../src/fleet/launcher.js";
+import { FleetDatabase } from "../../src/fleet/queue.js";
+import { FleetWorker } from "../../src/fleet/worker.js";
+import { configureQuota, ensureQuotaSchema, queueScope, quotaLeft } from "../../src/journal/pg/quota.js";
+import { PgJournalStore } from "../../src/journal/pg/store.js";
+import { harness } from "../e2e/helpers.js";
+import { type TempPgSchema, tempPgSchema } from "../support/pg.js";
+
+/*
+ * A worker given a queue quota: each model request of its sessions reserves against `queue:NAME`
+ * before it is sent. The scripted model appends a line to requests.txt for every request it
+ * receives and asks for a tool call first, so its session needs two requests.
+ */
+const COUNTING_SCRIPT = `
+import { appendFileSync } from "node:fs";
+export default async function (messages) {
+  appendFileSync(process.env.QUOTA_REQUESTS_FILE, "request\\n");
+  if (!messages.some((message) => message.role === "tool")) {
+    return { calls: [{ id: "look", name: "list_files", arguments: {} }] };
+  }
+  return { text: "done" };
+}
+`;
+
+let root: string;
+let schema: TempPgSchema | undefined;
+let worker: FleetWorker | undefined;
+let db: FleetDatabase | undefined;
+
+beforeEach(() => {
+  root = realpathSync(mkdtempSync(join(tmpdir(), "harness-quota-worker-")));
+  // Never the user's own key.
+  process.env.HARNESS_KEY_FILE = join(root, "journal.key");
+  process.env.QUOTA_REQUESTS_FILE = join(root, "requests.txt");
+});
+afterEach(async () => {
+  await worker?.stop();
+  await db?.close();
+  await schema?.cleanup();
+  worker = db = schema = undefined;
+  rmSync(root, { recursive: true, force: true });
+});
+
+async function requestsSent(): Promise<number> {
+  const text = await readFile(join(root, "requests.txt"), "utf8").catch(() => "");
+  return text.split("\n").filter((line) => line === "request").length;
+}
+
+/** A fresh schema with the quota table, `queue:NAME` configured as given (none: no quota row). */
+async function database(limits?: { name: string; requests: number }): Promise<TempPgSchema> {
+  schema = await tempPgSchema();
+  await ensureQuotaSchema(schema.pool);
+  if (limits !== undefined)
+    await configureQuota(schema.pool, queueScope(limits.name), {
+      periodMs: 3_600_000,
+      requests: limits.requests,
+    });
+  return schema;
+}
+
+/** One session run by an in-process worker (launched as `harness worker` launches it); its status. */
+async function runOne(pg: TempPgSchema, session: string, quota: string | undefined): Promise<string | null> {
+  db = await FleetDatabase.open(pg.url, { maxConnections: 2 });
+  const script = join(root, "count.mjs");
+  await writeFile(script, COUNTING_SCRIPT);
+  const logs: string[] = [];
+  worker = await FleetWorker.start({
+    database: pg.url,
+    concurrency: 1,
+    leaseMs: 5_000,
+    workDir: join(root, "work"),
+    launch: launchSession((line) => logs.push(line), quota === undefined ? {} : { quota }),
+    log: (line) => logs.push(line),
+  });
+  await db.submit([{ session, goal: "look around", workspace: { shared: root }, options: { script } }]);
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const row = (await db.status()).find((candidate) => candidate.session === session);
+    if (row?.state === "done") return row.status;
+    if (Date.now() > deadline) throw new Error(`timed out: ${JSON.stringify(row)}\n${logs.join("\n")}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+async function stops(pg: TempPgSchema, session: string): Promise<Array<Record<string, unknown>>> {
+  const records = await new PgJournalStore(pg.pool).read(session);
+  return records
+    .filter((record) => record.type === "run.stopped")
+    .map((record) => record.data as Record<string, unknown>);
+}
+
+describe("a worker with a queue quota", () => {
+  it("stops its session before the request that would exceed the quota: the model never receives it", async () => {
+    const pg = await database({ name: "small", requests: 1 });
+    const status = await runOne(pg, "quota-1", "small");
+    expect(await requestsSent()).toBe(1);
+    expect(status).toBe("stopped");
+    const [stop] = await stops(pg, "quota-1");
+    expect(stop?.reason).toBe("budget_exhausted");
+    expect(String(stop?.detail ?? JSON.stringify(stop))).toContain("queue:small");
+    expect(await quotaLeft(pg.pool, queueScope("small"))).toEqual({ requests: 0 });
+  }, 60_000);
+
+  it("a quota the session fits: both requests sent and counted, the session ends as without one", async () => {
+    const pg = await database({ name: "roomy", requests: 2 });
+    const status = await runOne(pg, "quota-2", "roomy");
+    expect(await requestsSent()).toBe(2);
+    expect(status).not.toBe("stopped");
+    expect(await stops(pg, "quota-2")).toEqual([]);
+    expect(await quotaLeft(pg.pool, queueScope("roomy"))).toEqual({ requests: 0 });
+  }, 60_000);
+
+  it("fails closed: a worker told to use a quota nobody configured sends nothing", async () => {
+    const pg = await database();
+    const status = await runOne(pg, "quota-3", "missing");
+    expect(await requestsSent()).toBe(0);
+    expect(status).toBe("stopped");
+    const [stop] = await stops(pg, "quota-3");
+    expect(stop?.reason).toBe("budget_exhausted");
+  }, 60_000);
+
+  it("without a quota nothing changes: no reservation is asked for", async () => {
+    const pg = await database({ name: "unused", requests: 0 });
+    const status = await runOne(pg, "quota-4", undefined);
+    expect(await requestsSent()).toBe(2);
+    expect(status).not.toBe("stopped");
+    expect(await quotaLeft(pg.pool, queueScope("unused"))).toEqual({ requests: 0 });
+  }, 60_000);
+});
+
+describe("harness queue quota / harness worker --quota", () => {
+  it("sets a queue's quota in the database; a bad limit or name is a usage error and sets nothing", async () => {
+    const pg = await database();
+    const set = await harness([
+      "queue",
+      "quota",
+      "small",
+      "--database",
+      pg.url,
+      "--period",
+      "60",
+      "--requests",
+      "3",
+      "--usd",
+      "0.5",
+    ]);
+    expect(set.stderr).toBe("");
+    expect(set.stdout).toBe("quota queue:small set\n");
+    expect(set.code).toBe(0);
+    expect(await quotaLeft(pg.pool, queueScope("small"))).toEqual({ usd: 0.5, requests: 3 });
+
+    const bad = await harness([
+      "queue",
+      "quota",
+      "other",
+      "--database",
+      pg.url,
+      "--period",
+      "60",
+      "--usd",
+      "-1",
+    ]);
+    expect(bad.code).toBe(64);
+    expect(bad.stderr).toContain("--usd");
+    expect(await quotaLeft(pg.pool, queueScope("other"))).toBeUndefined();
+
+    const noPeriod = await harness(["queue", "quota", "other", "--database", pg.url, "--requests", "1"]);
+    expect(noPeriod.code).toBe(64);
+    expect(noPeriod.stderr).toContain("--period");
+
+    const badName = await harness(["worker", "--database", pg.url, "--quota", "a b"]);
+    expect(badName.code).toBe(64);
+    expect(badName.stderr).toContain("quota name");
+  }, 60_000);
+});
