@@ -3,6 +3,7 @@ import { lstat, realpath } from "node:fs/promises";
 import { join } from "node:path";
 import { ErrorCode, RpcError } from "../api/errors.js";
 import type { RunOptions } from "../api/methods.js";
+import type { QuotaPort } from "../engine/quota-port.js";
 import { SessionState } from "../engine/state.js";
 import { describeOwner, inspectLockFile } from "../journal/lock.js";
 import { sessionPaths } from "../journal/session-path.js";
@@ -38,6 +39,11 @@ export interface FactoryOptions {
   workspaces?: readonly string[];
   /** --database: sessions at rest are read from PostgreSQL instead. */
   database?: JournalSource;
+  /**
+   * A quota each identity's sessions share (`identity:NAME`): every model request of a session
+   * reserves against the quota of the identity that opened it. None: no quota for anyone.
+   */
+  quotas?(identity: string): QuotaPort;
   log(line: string): void;
 }
 
@@ -140,7 +146,12 @@ async function openServed(request: OpenRequest, options: FactoryOptions): Promis
   for (const notice of setup.notices ?? []) log(`note: ${notice}`);
   // The owner is recorded in session.started's setup, so ownership survives a restart.
   const handle = new EngineSession(
-    { ...prepared.run, owner: recorded ? owner : request.identity.name },
+    {
+      ...prepared.run,
+      owner: recorded ? owner : request.identity.name,
+      // The identity that drives the session pays, whoever recorded it.
+      ...(options.quotas ? { quota: options.quotas(request.identity.name) } : {}),
+    },
     records.length > 0,
   );
   return {

@@ -6,7 +6,13 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { launchSession } from "../../src/fleet/launcher.js";
 import { FleetDatabase } from "../../src/fleet/queue.js";
 import { FleetWorker } from "../../src/fleet/worker.js";
-import { configureQuota, ensureQuotaSchema, queueScope, quotaLeft } from "../../src/journal/pg/quota.js";
+import {
+  configureQuota,
+  ensureQuotaSchema,
+  identityScope,
+  queueScope,
+  quotaLeft,
+} from "../../src/journal/pg/quota.js";
 import { PgJournalStore } from "../../src/journal/pg/store.js";
 import { harness } from "../e2e/helpers.js";
 import { type TempPgSchema, tempPgSchema } from "../support/pg.js";
@@ -172,6 +178,25 @@ describe("harness queue quota / harness worker --quota", () => {
     const noPeriod = await harness(["queue", "quota", "other", "--database", pg.url, "--requests", "1"]);
     expect(noPeriod.code).toBe(64);
     expect(noPeriod.stderr).toContain("--period");
+
+    const identity = await harness([
+      "queue",
+      "quota",
+      "alice",
+      "--identity",
+      "--database",
+      pg.url,
+      "--period",
+      "60",
+      "--tokens",
+      "1000",
+    ]);
+    expect(identity.stdout).toBe("quota identity:alice set\n");
+    expect(await quotaLeft(pg.pool, identityScope("alice"))).toEqual({ tokens: 1000 });
+
+    const serveWithout = await harness(["serve", "--stdio", "--identity-quotas"]);
+    expect(serveWithout.code).toBe(64);
+    expect(serveWithout.stderr).toContain("--identity-quotas needs --database");
 
     const badName = await harness(["worker", "--database", pg.url, "--quota", "a b"]);
     expect(badName.code).toBe(64);

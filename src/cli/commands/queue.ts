@@ -12,7 +12,7 @@ import {
   taskOptionsSchema,
   type WorkspaceSource,
 } from "../../fleet/task.js";
-import { configureQuota, ensureQuotaSchema, queueScope } from "../../journal/pg/quota.js";
+import { configureQuota, ensureQuotaSchema, identityScope, queueScope } from "../../journal/pg/quota.js";
 import { validateRootSessionId } from "../../session/session-id.js";
 import { UsageError } from "../../session/usage-error.js";
 import { newSessionId } from "../../session/workspace.js";
@@ -24,7 +24,7 @@ import { quotaName, requireDatabase } from "./worker.js";
 const HELP = `Usage: harness queue submit --database URL [--session ID] [run options] GOAL
        harness queue submit --database URL --tasks FILE
        harness queue status --database URL [--json]
-       harness queue quota NAME --database URL --period SECONDS [--usd X] [--tokens N] [--requests N]
+       harness queue quota NAME --database URL --period SECONDS [--usd X] [--tokens N] [--requests N] [--identity]
 
 Queue sessions for workers (harness worker) sharing the PostgreSQL database at URL, and see
 where they stand. Each session is one job; a worker runs it as harness run would, with its
@@ -61,6 +61,8 @@ quota:
   --requests N            model requests per period
                           (a limit left out is no limit; setting it again keeps what this
                           period used)
+  --identity              instead: the quota of the server identity NAME (identity:NAME), for
+                          harness serve --database URL --identity-quotas
 
 Exit codes: 0 done, 64 usage error (a bad task, an existing session, an unreachable database).`;
 
@@ -185,6 +187,7 @@ async function quota(args: string[]): Promise<number> {
     usd: { type: "string" },
     tokens: { type: "string" },
     requests: { type: "string" },
+    identity: { type: "boolean" },
   });
   const [name, extra] = positionals;
   if (name === undefined) throw new UsageError("which quota? harness queue quota NAME --period SECONDS ...");
@@ -200,7 +203,7 @@ async function quota(args: string[]): Promise<number> {
     if (!/^[0-9]+(\.[0-9]+)?$/.test(values.usd) || !Number.isFinite(usd))
       throw new UsageError(`--usd must be a non-negative number, got ${JSON.stringify(values.usd)}`);
   }
-  const scope = queueScope(quotaName(name));
+  const scope = (values.identity === true ? identityScope : queueScope)(quotaName(name));
   await withDatabase(database, async (db) => {
     await ensureQuotaSchema(db.pool);
     await configureQuota(db.pool, scope, {

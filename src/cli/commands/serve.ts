@@ -1,10 +1,12 @@
 import { randomBytes } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { homedir } from "node:os";
+import type { Pool } from "pg";
 import { z } from "zod";
 import { ConfigError } from "../../config/errors.js";
 import { loadConfig } from "../../config/load.js";
 import { serverIdentities } from "../../config/sections.js";
+import { identityScope } from "../../journal/pg/quota.js";
 import { serveHttp } from "../../server/http.js";
 import { SessionHub } from "../../server/hub.js";
 import { policyFor, RESERVED_IDENTITIES, TokenTable } from "../../server/identities.js";
@@ -13,6 +15,7 @@ import { serveSessionFactory } from "../../server/session-factory.js";
 import { serveStdio } from "../../server/stdio.js";
 import { registerSecretPath } from "../../session/harness-secrets.js";
 import type { JournalSource } from "../../session/journal-source.js";
+import { pgQuotaPort } from "../../session/shared-quota.js";
 import { UsageError } from "../../session/usage-error.js";
 import { harnessVersion } from "../../session/version.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
@@ -24,12 +27,14 @@ const OPTIONS = {
   tokens: { type: "string" },
   "allow-remote": { type: "boolean" },
   database: { type: "string" },
+  "identity-quotas": { type: "boolean" },
   workspace: { type: "string", short: "w", multiple: true },
   json: { type: "boolean" },
 } as const;
 
 const HELP = `Usage: harness serve --stdio [--workspace DIR]... [--database URL]
        harness serve --http HOST:PORT [--tokens FILE] [--allow-remote] [--workspace DIR]... [--database URL] [--json]
+       (either with --database URL --identity-quotas)
 
 Serve sessions to programs over JSON-RPC 2.0 (one JSON object per line): start sessions in
 workspaces, run turns, stream every journaled event (each with its seq and hash, replayable),
@@ -52,6 +57,11 @@ stops one, and an approval with nobody connected waits (the session is awaiting_
   --database URL       session/list, session/read and session/verify also read sessions from
                        PostgreSQL (postgres://USER:PASSWORD@HOST:PORT/DB); sessions started
                        through the server still run in their workspaces
+  --identity-quotas    every model request of a session reserves against the quota of the
+                       identity that opened it (identity:NAME in the --database, set with
+                       harness queue quota NAME --identity ...); a request that does not fit
+                       is not sent and the turn stops with budget_exhausted; an identity
+                       without a quota sends nothing
   --json               print {"url": ..., "viewer": ...} on stdout once listening (--http only)
   -h, --help           show this help
 
@@ -117,10 +127,23 @@ export const serveCommand = {
           await (await import("../../session/journal-source.js")).openJournalSource({
             database: values.database,
           });
+    if (values["identity-quotas"] === true && database === undefined)
+      throw new UsageError("--identity-quotas needs --database URL (where the quotas are)");
+    const quotaPool =
+      values["identity-quotas"] === true && database !== undefined ? poolOf(database) : undefined;
     const hub = new SessionHub({
       factory: serveSessionFactory({
         ...(values.workspace !== undefined ? { workspaces: values.workspace } : {}),
         ...(database ? { database } : {}),
+        ...(quotaPool !== undefined
+          ? {
+              quotas: (identity: string) =>
+                pgQuotaPort(quotaPool, identityScope(identity), {
+                  hint: `harness queue quota ${identity} --identity ...`,
+                  log,
+                }),
+            }
+          : {}),
         log,
       }),
       log,
@@ -237,4 +260,12 @@ async function tokenTable(
       'the HTTP server needs a token: set HARNESS_SERVER_TOKEN (identity "default") or pass --tokens FILE holding {"TOKEN": "IDENTITY"}',
     );
   return { table, pageToken: single !== undefined && single !== "" ? single : undefined };
+}
+
+/** The PostgreSQL pool behind --database (its journal store's). */
+function poolOf(database: JournalSource): Pool {
+  // PgJournalStore's pool, read without importing the store (pg loads only when a database is named).
+  const pool = (database.store as { pool?: Pool }).pool;
+  if (pool === undefined) throw new UsageError("--identity-quotas needs --database URL to be PostgreSQL");
+  return pool;
 }

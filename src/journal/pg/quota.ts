@@ -173,3 +173,6 @@ export async function quotaLeft(pool: Db, scope: string): Promise<Partial<QuotaA
 
 /** The scope of a worker queue's quota. */
 export const queueScope = (queue: string) => `queue:${queue}`;
+
+/** The scope of a server identity's quota. */
+export const identityScope = (identity: string) => `identity:${identity}`;
