@@ -49,6 +49,8 @@ export interface McpCallOptions {
    * this wait again, up to the call's maximum total (callDeadlineMs).
    */
   timeoutMs?: number;
+  /** The call's W3C traceparent: sent as `_meta.traceparent`, so the server can join the session's trace. */
+  traceparent?: string;
 }
 
 /** What happened to the connection, for progress display and the journal. */
@@ -231,7 +233,11 @@ export class McpConnection {
     try {
       // A progress token goes with every call; the server's progress keeps a long call alive.
       return (await live.client.callTool(
-        { name, arguments: args },
+        {
+          name,
+          arguments: args,
+          ...(options.traceparent !== undefined ? { _meta: { traceparent: options.traceparent } } : {}),
+        },
         {
           timeout,
           onprogress: () => undefined,

@@ -35,6 +35,8 @@ export interface McpToolListing {
 export interface McpCallOptions {
   signal: AbortSignal;
   timeoutMs: number;
+  /** The call's W3C traceparent (a live OpenTelemetry export): sent in the request's `_meta`. */
+  traceparent?: string;
 }
 
 /** What a tool needs of its server's connection (the connection's `callTool`). */
@@ -231,9 +233,11 @@ function mcpToolEntry(
     execute: async (args: JsonObject, context: ToolContext) => {
       let raw: unknown;
       try {
+        const traceparent = context.traceparent?.();
         raw = await server.caller.callTool(listing.name, args, {
           signal: context.signal,
           timeoutMs: server.toolTimeoutMs,
+          ...(traceparent !== undefined ? { traceparent } : {}),
         });
       } catch (error) {
         throw toolFailureOf(error, exposed, server.toolTimeoutMs, safeToRepeat, server.trusted && readOnly);

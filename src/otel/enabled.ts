@@ -34,6 +34,8 @@ export function withLiveExport<L extends RecordHooks>(listener: L, live: LiveExp
       live.agentRecord(path, record);
       listener.agentRecord?.(path, record);
     },
+    // The session's calls carry its trace on to the MCP servers they reach.
+    traceparent: (callId: string) => live.traceparentOf(callId),
   };
 }
 

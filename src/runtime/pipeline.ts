@@ -76,6 +76,7 @@ export class ToolRuntime {
           readAccess: (path) => readAccess(path, this.options),
           artifactSources: (artifactId) => this.artifactSources(artifactId),
           ...liveOutput(prepared.call.id, options.progress),
+          ...traceContext(prepared.call.id, options.progress),
           ...(options.delegation && prepared.entry.tool.delegates ? { delegation: options.delegation } : {}),
           ...(prepared.entry.tool.nests ? this.nestedCalls(prepared) : {}),
           ...(options.catalog && prepared.entry.tool.catalogs ? { catalog: options.catalog } : {}),
@@ -343,6 +344,15 @@ export class ToolRuntime {
 }
 
 /** A call's live output goes to the progress listener, when it wants it (else tools skip the work). */
+function traceContext(
+  callId: string,
+  progress: ProgressListener | undefined,
+): { traceparent?(): string | undefined } {
+  const traceparent = progress?.traceparent;
+  if (traceparent === undefined) return {};
+  return { traceparent: () => traceparent.call(progress, callId) };
+}
+
 function liveOutput(callId: string, progress: ProgressListener | undefined): { output?(text: string): void } {
   const toolOutput = progress?.toolOutput;
   if (toolOutput === undefined) return {};

@@ -254,6 +254,11 @@ export interface ProgressListener {
    * Transient: for a live view only; the call's result holds what is kept.
    */
   toolOutput?(callId: string, text: string): void;
+  /**
+   * The W3C `traceparent` of a call's span, when a live OpenTelemetry export is on (a call that
+   * reaches another process, an MCP server's, continues the session's trace there).
+   */
+  traceparent?(callId: string): string | undefined;
 }
 
 /** A proposed file change: recorded in the journal (with its call), applied later by `harness apply`. */

@@ -17,6 +17,7 @@ export interface ToolContextParts {
   artifactSources?(id: string): readonly string[];
   workspaceChanged?(change: ChangeSet): void;
   output?(text: string): void;
+  traceparent?(): string | undefined;
   delegation?: DelegationPort;
   subCalls?: SubCallPort;
   catalog?: CatalogPort;
@@ -24,8 +25,17 @@ export interface ToolContextParts {
 
 /** The one way to build a ToolContext: the runtime, crash recovery, evaluations and tests. */
 export function createToolContext(parts: ToolContextParts): ToolContext {
-  const { hostRoot, readAccess, artifactSources, workspaceChanged, output, delegation, subCalls, catalog } =
-    parts;
+  const {
+    hostRoot,
+    readAccess,
+    artifactSources,
+    workspaceChanged,
+    output,
+    traceparent,
+    delegation,
+    subCalls,
+    catalog,
+  } = parts;
   return {
     callId: parts.callId,
     signal: parts.signal ?? new AbortController().signal,
@@ -37,6 +47,7 @@ export function createToolContext(parts: ToolContextParts): ToolContext {
     ...(artifactSources ? { artifactSources } : {}),
     ...(workspaceChanged ? { workspaceChanged } : {}),
     ...(output ? { output } : {}),
+    ...(traceparent ? { traceparent } : {}),
     ...(delegation ? { delegation } : {}),
     ...(subCalls ? { subCalls } : {}),
     ...(catalog ? { catalog } : {}),

@@ -64,6 +64,11 @@ export interface ToolContext {
    */
   output?(text: string): void;
   /**
+   * The W3C `traceparent` of this call's span, when a live OpenTelemetry export is on; absent or
+   * undefined otherwise. Read when the call reaches out (the span exists once tool.started was seen).
+   */
+  traceparent?(): string | undefined;
+  /**
    * For the one tool that starts child sessions (`agent`): records its session must hold before
    * it goes on, and what the turn may still spend. Absent for every other tool.
    */
