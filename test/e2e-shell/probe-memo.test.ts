@@ -75,7 +75,15 @@ describe("the bwrap probe", () => {
     expect(second.checks).toEqual([
       expect.objectContaining({ passed: true, sandbox_profile: "workspace-write" }),
     ]);
-    expect((await readFile(bwrap.log, "utf8")).trim().split("\n")).toEqual(["probe", "command", "command"]);
+    // Each run starts two sandboxes (the holder of the session's network namespace, then the
+    // acceptance command in it); only the first process probes.
+    expect((await readFile(bwrap.log, "utf8")).trim().split("\n")).toEqual([
+      "probe",
+      "command",
+      "command",
+      "command",
+      "command",
+    ]);
   });
 
   it("a failed probe is not remembered: every process probes again and runs nothing", async () => {
