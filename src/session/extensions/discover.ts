@@ -4,7 +4,7 @@ import { z } from "zod";
 import { displayPath } from "../../config/load.js";
 import { sha256Hex } from "../../shared/hash.js";
 import { allowedToolRules } from "./allowed-tools.js";
-import { FolderTooLarge, folderDigest } from "./folder-digest.js";
+import { type FolderDigest, FolderTooLarge, folderDigest } from "./folder-digest.js";
 import {
   commandFrontMatter,
   FrontMatterError,
@@ -205,12 +205,11 @@ function inside(path: string, root: string): boolean {
   }
 }
 
-function readText(path: string): string {
-  const stat = lstatSync(path);
-  if (!stat.isFile()) throw new FrontMatterError("not a regular file (links are not followed)");
-  if (stat.size > EXTENSION_FILE_MAX_BYTES)
-    throw new FrontMatterError(`${stat.size} bytes, over the ${EXTENSION_FILE_MAX_BYTES}-byte limit`);
-  const text = new TextDecoder("utf-8", { fatal: true }).decode(readFileSync(path));
+/** The text of bytes already read (and hashed): bounded, and UTF-8 or refused. */
+function decodeText(bytes: Buffer): string {
+  if (bytes.byteLength > EXTENSION_FILE_MAX_BYTES)
+    throw new FrontMatterError(`${bytes.byteLength} bytes, over the ${EXTENSION_FILE_MAX_BYTES}-byte limit`);
+  const text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
   return text;
 }
 
@@ -234,14 +233,14 @@ function skillsIn(dir: string, ctx: ScanContext): SkillEntry[] {
       body: "",
       files: [],
     };
-    let digest: { digest: string; files: string[] };
+    let digest: FolderDigest;
     try {
       lstatSync(file);
     } catch {
       continue;
     }
     try {
-      digest = folderDigest(folder.path);
+      digest = folderDigest(folder.path, "SKILL.md");
     } catch (error) {
       const problem =
         error instanceof FolderTooLarge ? `the folder holds ${error.message}` : "the folder cannot be read";
@@ -255,7 +254,10 @@ function skillsIn(dir: string, ctx: ScanContext): SkillEntry[] {
       trust: ctx.trust("skill", folder.name, digest.digest),
     };
     try {
-      const { data, body } = splitFrontMatter(readText(file));
+      // The body shown is the SKILL.md the digest hashed (a link or a vanished file has none).
+      if (digest.kept === undefined)
+        throw new FrontMatterError("not a regular file (links are not followed)");
+      const { data, body } = splitFrontMatter(decodeText(digest.kept));
       const meta = skillFrontMatter.safeParse(data ?? {});
       if (!meta.success)
         throw new FrontMatterError(
@@ -306,7 +308,8 @@ function commandsIn(dir: string, ctx: ScanContext): CommandEntry[] {
       template: "",
     };
     try {
-      const { data, body } = splitFrontMatter(readText(file.path));
+      // The template is the bytes the digest hashed, not a second read.
+      const { data, body } = splitFrontMatter(decodeText(bytes));
       const meta = commandFrontMatter.safeParse(data);
       if (!meta.success)
         throw new FrontMatterError("front matter: description and argument-hint must be text");
@@ -354,10 +357,16 @@ function pluginsIn(
     let skills = join(folder.path, "skills");
     let commands = join(folder.path, "commands");
     try {
-      const { digest } = folderDigest(folder.path);
+      // The manifest parsed (its hooks and MCP servers) is the one the digest hashed.
+      const { digest, kept } = folderDigest(
+        folder.path,
+        relative(folder.path, manifestPath).split(sep).join("/"),
+      );
       entry.digest = digest;
       entry.trust = ctx.trust("plugin", folder.name, digest);
-      const manifest = pluginManifest.safeParse(JSON.parse(readText(manifestPath)));
+      if (kept === undefined)
+        throw new FrontMatterError("plugin.json: not a regular file (links are not followed)");
+      const manifest = pluginManifest.safeParse(JSON.parse(decodeText(kept)));
       if (!manifest.success) throw new FrontMatterError("plugin.json: not a plugin manifest");
       if (manifest.data.description !== undefined) entry.description = manifest.data.description;
       if (manifest.data.hooks !== undefined) {

@@ -21,11 +21,19 @@ export interface FolderDigest {
   digest: string;
   /** Relative paths of the files in it, sorted. */
   files: string[];
+  /** The bytes of the file `keep` named, exactly as hashed (absent when it is not a file there). */
+  kept?: Buffer;
 }
 
-export function folderDigest(root: string): FolderDigest {
+/**
+ * `keep` names a file whose bytes the caller uses (a skill's SKILL.md): it gets the very bytes
+ * that were hashed, so what is shown to the model is what the approval's digest covers, never a
+ * second read a writer could have swapped in between.
+ */
+export function folderDigest(root: string, keep?: string): FolderDigest {
   const lines: string[] = [];
   const files: string[] = [];
+  let kept: Buffer | undefined;
   let bytes = 0;
   const walk = (relative: string) => {
     const names = readdirSync(join(root, relative)).sort();
@@ -42,11 +50,13 @@ export function folderDigest(root: string): FolderDigest {
       } else if (stat.isFile()) {
         bytes += stat.size;
         if (bytes > FOLDER_MAX_BYTES) throw new FolderTooLarge(`more than ${FOLDER_MAX_BYTES} bytes`);
-        lines.push(`file ${JSON.stringify(path)} ${sha256Hex(readFileSync(join(root, path)))}`);
+        const content = readFileSync(join(root, path));
+        if (path === keep) kept = content;
+        lines.push(`file ${JSON.stringify(path)} ${sha256Hex(content)}`);
         files.push(path);
       } else lines.push(`other ${JSON.stringify(path)}`);
     }
   };
   walk("");
-  return { digest: sha256Hex(lines.join("\n")), files };
+  return { digest: sha256Hex(lines.join("\n")), files, ...(kept !== undefined ? { kept } : {}) };
 }
