@@ -10,6 +10,7 @@ import { isIP, type Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { createSecureContext, type SecureContext, TLSSocket } from "node:tls";
 import type { Credentials } from "./credentials.js";
+import { relayAnswer } from "./response-scrub.js";
 import type { SessionAuthority } from "./session-ca.js";
 
 /**
@@ -19,7 +20,9 @@ import type { SessionAuthority } from "./session-ca.js";
  * checked to be for that same host, its headers substituted, and sent over a TLS connection of
  * our own to the real host, verified against the system's and harness's trusted CAs. A client
  * hello naming another server, or a request naming another host, is refused: what reaches the
- * real value is only ever the host the rules admitted and the credential is bound to.
+ * real value is only ever the host the rules admitted and the credential is bound to. What the
+ * host answers is scrubbed of the real values bound to it (response-scrub.ts), so a host that
+ * echoes the request back cannot hand the value to the process it was kept from.
  */
 
 export interface InterceptOptions {
@@ -139,6 +142,8 @@ export function intercept(
         return reply(response, 421, refusal);
       }
       const { headers, used } = options.credentials.substitute(host, forwardable(request.headers));
+      // Only codings the scrubber can undo are offered, so no answer hides the value from it.
+      headers["accept-encoding"] = "gzip, deflate, br";
       // Journaled as the real value is about to leave, whether or not the host then answers.
       for (const name of used) options.used(name);
       const outgoing = httpsRequest({
@@ -178,9 +183,11 @@ export function intercept(
           if (value === undefined || HOP_BY_HOP.has(name)) continue;
           out[name] = value;
         }
-        response.writeHead(upstream.statusCode ?? 502, upstream.statusMessage, out);
-        upstream.pipe(response);
-        upstream.on("error", () => response.destroy());
+        const replacements = options.credentials
+          .boundTo(host)
+          .map(({ value, placeholder }) => ({ value, placeholder }));
+        const refused = relayAnswer(request.method, upstream, response, out, replacements);
+        if (refused !== undefined) failure ??= `${host}:${port}: ${refused}`;
       });
       response.on("close", () => {
         if (!response.writableFinished) outgoing.destroy();

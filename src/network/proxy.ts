@@ -14,6 +14,7 @@ import type { Duplex } from "node:stream";
 import { isInternalAddress } from "./addresses.js";
 import type { Credentials } from "./credentials.js";
 import { intercept } from "./intercept.js";
+import { relayAnswer } from "./response-scrub.js";
 import type { SessionAuthority } from "./session-ca.js";
 
 /**
@@ -492,7 +493,8 @@ async function forward(context: Context, request: IncomingMessage, response: Ser
   let outgoingHeaders = headers;
   if (credentials !== undefined && credentials.credentials.boundTo(host).length > 0) {
     const substituted = credentials.credentials.substitute(host, headers);
-    outgoingHeaders = substituted.headers;
+    // Only codings the scrubber can undo are offered, so no answer hides the value from it.
+    outgoingHeaders = { ...substituted.headers, "accept-encoding": "gzip, deflate, br" };
     for (const name of substituted.used) {
       try {
         credentials.used(name, host);
@@ -550,9 +552,11 @@ async function forward(context: Context, request: IncomingMessage, response: Ser
         if (value === undefined || HOP_BY_HOP.has(name)) continue;
         out[name] = value;
       }
-      response.writeHead(upstream.statusCode ?? 502, upstream.statusMessage, out);
-      upstream.pipe(response);
-      upstream.on("error", () => response.destroy());
+      const replacements =
+        credentials?.credentials.boundTo(host).map(({ value, placeholder }) => ({ value, placeholder })) ??
+        [];
+      const refused = relayAnswer(request.method, upstream, response, out, replacements);
+      if (refused !== undefined) failure ??= refused;
     });
     client?.once("close", () => outgoing.destroy());
     request.pipe(outgoing);

@@ -2,6 +2,7 @@ import { readdir, readFile, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:https";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
+import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SessionAuthority } from "../../src/network/session-ca.js";
 import {
@@ -24,8 +25,9 @@ import {
  * Credentials that never enter the sandbox, through the built CLI: a loopback HTTPS host with a
  * certificate from a CA of the test's own (given to harness as NODE_EXTRA_CA_CERTS) is bound to
  * NPM_TOKEN in the user config. curl inside the sandbox sends the placeholder; the host receives
- * the real token; `env` inside shows only the placeholder; and no byte of the session's directory
- * (journal, artifacts) holds the value, though the host echoes it back into the command's output.
+ * the real token; `env` inside shows only the placeholder; and though the host echoes the value
+ * back (in a header, and in a gzip body), what curl receives holds only the placeholder: no byte
+ * of the workspace (the files curl wrote, the journal, artifacts) holds the value.
  *
  * The host is 127.0.0.2: NO_PROXY names localhost and 127.0.0.1 (the sandbox's own loopback).
  */
@@ -50,7 +52,15 @@ async function registry(ca: SessionAuthority): Promise<Registry> {
     const authorization = String(request.headers.authorization ?? "(none)");
     authorizations.push(authorization);
     request.resume();
-    response.end(`upstream saw: ${authorization}\n`);
+    // The echo comes back in a header and in a body compressed when the request allows it:
+    // neither may carry the value into the sandbox.
+    const body = Buffer.from(`upstream saw: ${authorization}\n`);
+    const gzip = String(request.headers["accept-encoding"] ?? "").includes("gzip");
+    response.writeHead(200, {
+      "x-echo": authorization,
+      ...(gzip ? { "content-encoding": "gzip" } : {}),
+    });
+    response.end(gzip ? gzipSync(body) : body);
   });
   await new Promise<void>((done) => server.listen(0, HOST, done));
   return {
@@ -94,7 +104,7 @@ describe("credentials with --network policy", () => {
         'echo "env=[$(env | grep NPM_TOKEN)]"',
         'echo "ssl=[$SSL_CERT_FILE] node=[$NODE_EXTRA_CA_CERTS] git=[$GIT_SSL_CAINFO]"',
         'echo "egress=[$(ls /run/harness-egress | tr "\\n" " ")] keys=[$(grep -c "PRIVATE KEY" /run/harness-egress/* 2>/dev/null | tr "\\n" " ")]"',
-        `curl -sS --max-time 30 -H "authorization: Bearer $NPM_TOKEN" https://${HOST}:${server.port}/whoami`,
+        `curl -sS --compressed --max-time 30 -D echo-headers.txt -H "authorization: Bearer $NPM_TOKEN" https://${HOST}:${server.port}/whoami | tee echo.txt`,
       ].join("; ");
       const script = await jsonScript([
         { calls: [{ id: "s1", name: "shell", arguments: { command, timeout_ms: 60_000 } }] },
@@ -134,8 +144,13 @@ describe("credentials with --network policy", () => {
       expect(call).toContain("git=[/run/harness-egress/ca-bundle.pem]");
       expect(call).toMatch(/egress=\[ca-bundle\.pem proxy\.sock \]/);
       expect(call).toContain("keys=[/run/harness-egress/ca-bundle.pem:0");
-      // The host echoed the value back into the output: scrubbed before anything kept it.
-      expect(call).toContain("upstream saw: Bearer [redacted:NPM_TOKEN]");
+      // The host echoed the value back: the process received the placeholder in its place.
+      expect(call).toMatch(/upstream saw: Bearer harness-placeholder-NPM_TOKEN-[0-9a-f]{32}/);
+      const echoed = await readFile(join(workspace, "echo.txt"), "utf8");
+      expect(echoed).toMatch(/^upstream saw: Bearer harness-placeholder-NPM_TOKEN-[0-9a-f]{32}\n$/);
+      const echoHeaders = await readFile(join(workspace, "echo-headers.txt"), "utf8");
+      expect(echoHeaders).toMatch(/x-echo: Bearer harness-placeholder-NPM_TOKEN-[0-9a-f]{32}/i);
+      expect(echoHeaders.toLowerCase()).not.toContain("content-encoding");
 
       expect(ofType(records, "credential.used").map((record) => record.data)).toEqual([
         { call_id: "s1", name: "NPM_TOKEN", host: HOST },
@@ -147,9 +162,9 @@ describe("credentials with --network policy", () => {
         decision: "allow",
       });
 
-      // No trace of the value anywhere harness wrote: the workspace's .harness (journal,
-      // artifacts, everything of the session) and the CLI's output.
-      const written = await filesUnder(join(workspace, ".harness"));
+      // No trace of the value anywhere: the workspace (what curl wrote, and .harness with the
+      // journal, artifacts, everything of the session) and the CLI's output.
+      const written = await filesUnder(workspace);
       expect(written.length).toBeGreaterThan(0);
       for (const file of written) {
         const bytes = await readFile(file);
