@@ -3,7 +3,7 @@ import { text } from "node:stream/consumers";
 import { describe, expect, it } from "vitest";
 import { decoderFor, patternsOf, ScrubStream, scrubHeaders } from "../../src/network/response-scrub.js";
 
-const VALUE = "tok/en+Secret\"value";
+const VALUE = 'tok/en+Secret"value';
 const PLACEHOLDER = "harness-placeholder-T-0123";
 const replacements = [{ value: VALUE, placeholder: PLACEHOLDER }];
 
@@ -27,7 +27,12 @@ describe("the response scrubber", () => {
       expect(await scrubbed(body, [cut])).toBe(expected);
     }
     // One byte at a time.
-    expect(await scrubbed(body, Array.from({ length: body.length }, (_, i) => i))).toBe(expected);
+    expect(
+      await scrubbed(
+        body,
+        Array.from({ length: body.length }, (_, i) => i),
+      ),
+    ).toBe(expected);
   });
 
   it("catches the URL-encoded and JSON-escaped forms of the value", async () => {
