@@ -3,6 +3,7 @@ import { createServer as createHttpsServer, type Server as HttpsServer } from "n
 import { type AddressInfo, connect, createServer as createTcpServer, type Socket } from "node:net";
 import path from "node:path";
 import { type TLSSocket, connect as tlsConnect } from "node:tls";
+import { deflateSync } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
 import { type Credentials, placeholderFor, resolveCredentials } from "../../src/network/credentials.js";
 import {
@@ -71,6 +72,37 @@ async function rawListener(): Promise<{ port: number; bytes: () => string }> {
     port: (server.address() as AddressInfo).port,
     bytes: () => Buffer.concat(chunks).toString("latin1"),
   };
+}
+
+/** A loopback TCP listener that keeps what it receives and answers the first request head with `answer`. */
+async function answeringListener(answer: Buffer): Promise<{ port: number; bytes: () => string }> {
+  const chunks: Buffer[] = [];
+  const server = createTcpServer((socket) => {
+    socket.on("data", (chunk: Buffer) => {
+      chunks.push(chunk);
+      if (Buffer.concat(chunks).includes("\r\n\r\n")) socket.end(answer);
+    });
+    socket.on("error", () => undefined);
+  });
+  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+  cleanups.push(() => new Promise<void>((done) => server.close(() => done())));
+  return {
+    port: (server.address() as AddressInfo).port,
+    bytes: () => Buffer.concat(chunks).toString("latin1"),
+  };
+}
+
+/** The body of a chunked HTTP/1.1 answer, its framing removed. */
+function dechunked(answer: string): string {
+  let rest = answer.slice(answer.indexOf("\r\n\r\n") + 4);
+  let body = "";
+  for (;;) {
+    const line = rest.indexOf("\r\n");
+    const size = Number.parseInt(rest.slice(0, line), 16);
+    if (!(size > 0)) return body;
+    body += rest.slice(line + 2, line + 2 + size);
+    rest = rest.slice(line + 2 + size + 2);
+  }
 }
 
 interface Harness {
@@ -295,6 +327,54 @@ describe("the proxy substitutes credentials for bound hosts only", () => {
     expect(listener.bytes().toLowerCase()).toContain(`authorization: bearer ${TOKEN.toLowerCase()}`);
     expect(listener.bytes()).not.toContain(placeholder);
     expect(used).toEqual(["NPM_TOKEN@localhost"]);
+  });
+
+  it("a bound host's echo of the value reaches the client as the placeholder (header and deflated body)", async () => {
+    const body = deflateSync(Buffer.from(`you sent Bearer ${TOKEN} and ${encodeURIComponent(TOKEN)}`));
+    const listener = await answeringListener(
+      Buffer.concat([
+        Buffer.from(
+          `HTTP/1.1 200 OK\r\nx-echo: Bearer ${TOKEN}\r\ncontent-encoding: deflate\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n`,
+        ),
+        body,
+      ]),
+    );
+    const credentials = credentialsFor(["localhost"]);
+    const placeholder = credentials.placeholders().NPM_TOKEN as string;
+    const { proxy } = await proxyWith(credentials);
+    const plain = connect(proxy.socketPath);
+    cleanups.push(() => void plain.destroy());
+    const answer = await exchange(plain, [
+      `GET http://localhost:${listener.port}/x HTTP/1.1\r\nhost: localhost:${listener.port}\r\nauthorization: ${placeholder}\r\naccept-encoding: zstd\r\nconnection: close\r\n\r\n`,
+    ]);
+    // The host was asked only for codings the proxy can undo, and got the real value.
+    expect(listener.bytes().toLowerCase()).toContain("accept-encoding: gzip, deflate, br");
+    expect(listener.bytes()).toContain(TOKEN);
+    expect(answer).toContain(`x-echo: Bearer ${placeholder}`);
+    expect(dechunked(answer)).toBe(`you sent Bearer ${placeholder} and ${placeholder}`);
+    expect(answer.toLowerCase()).not.toContain("content-encoding");
+    expect(answer).not.toContain(TOKEN);
+  });
+
+  it("a bound host's answer in a coding the proxy cannot read is refused with 502, never passed on", async () => {
+    const listener = await answeringListener(
+      Buffer.from(
+        `HTTP/1.1 200 OK\r\ncontent-encoding: zstd\r\ncontent-length: 14\r\nconnection: close\r\n\r\nraw ${TOKEN.slice(0, 10)}`,
+      ),
+    );
+    const credentials = credentialsFor(["localhost"]);
+    const placeholder = credentials.placeholders().NPM_TOKEN as string;
+    const { proxy, records } = await proxyWith(credentials);
+    const plain = connect(proxy.socketPath);
+    cleanups.push(() => void plain.destroy());
+    const answer = await exchange(plain, [
+      `GET http://localhost:${listener.port}/x HTTP/1.1\r\nhost: localhost:${listener.port}\r\nauthorization: ${placeholder}\r\nconnection: close\r\n\r\n`,
+    ]);
+    expect(answer).toMatch(/^HTTP\/1\.1 502 /);
+    expect(answer).toContain("cannot be checked for credentials");
+    expect(answer).not.toContain(`raw ${TOKEN.slice(0, 10)}`);
+    for (let i = 0; i < 100 && records.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(records[0]).toMatchObject({ decision: "error" });
   });
 
   it("a TLS server name other than the CONNECT host is refused: nothing reaches the upstream", async () => {
