@@ -38,6 +38,8 @@ export class SpawnJournal {
   private sink: ((event: AnyNewEvent) => Promise<void>) | undefined;
   /** Services started before the session could record them (MCP servers start before it opens). */
   private held: SpawnInfo[] = [];
+  /** Connections such services made before then (a server that fetches at start). */
+  private heldConnections: ConnectionInfo[] = [];
   private open = false;
   readonly onSpawn = async (info: SpawnInfo): Promise<void> => {
     if (!this.sink) throw new Error("no session is recording spawns");
@@ -61,6 +63,15 @@ export class SpawnJournal {
     if (this.open) await this.onSpawn(info);
     else this.held.push(info);
   };
+  /**
+   * A connection of a long-lived process that belongs to the session (an MCP server with network
+   * policy): journaled at once while the session is open, otherwise held until `flush`, so one
+   * made before the session opens (or between turns) is still recorded.
+   */
+  readonly onServiceConnection = async (info: ConnectionInfo): Promise<void> => {
+    if (this.open && this.sink) await this.onConnection(info);
+    else this.heldConnections.push(info);
+  };
   attach(sink: ((event: AnyNewEvent) => Promise<void>) | undefined): void {
     this.sink = sink;
     if (sink === undefined) this.open = false;
@@ -68,6 +79,7 @@ export class SpawnJournal {
   /** Journal the held services; later ones are journaled as they start. */
   async flush(): Promise<void> {
     for (const info of this.held.splice(0)) await this.onSpawn(info);
+    for (const info of this.heldConnections.splice(0)) await this.onConnection(info);
     this.open = true;
   }
 }

@@ -317,7 +317,7 @@ export class McpConnection {
       if (host === undefined) throw new TypeError(`no stdio host for MCP server "${this.name}"`);
       let launched: Awaited<ReturnType<typeof launchStdioServer>>;
       try {
-        launched = await launchStdioServer(definition, host);
+        launched = await launchStdioServer(definition, host, this.name);
       } catch (error) {
         throw startFailure(this.name, "spawn", error, undefined);
       }

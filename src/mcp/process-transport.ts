@@ -9,7 +9,7 @@ import {
 } from "@modelcontextprotocol/client";
 import type { StreamSummary } from "../sandbox/capture.js";
 import { createSandbox } from "../sandbox/create.js";
-import type { Executor, ProcessFacts, SpawnReport } from "../sandbox/executor.js";
+import type { Executor, NetworkAccess, ProcessFacts, SpawnReport } from "../sandbox/executor.js";
 import { isWithin, TOOLCHAIN_PATHS } from "../sandbox/host-view.js";
 import { commandProfile, type SandboxOverride } from "../sandbox/profiles.js";
 import type { SandboxView } from "../sandbox/sandbox.js";
@@ -41,6 +41,13 @@ export interface StdioHost {
    * stopped and does not start.
    */
   onSpawn?: (report: SpawnReport, server: string) => void | Promise<void>;
+  /**
+   * The session's network `policy`, for a server whose definition asks for the network: its
+   * connections then go through a proxy of its own, decided by the net() rules and journaled
+   * under `mcp_server:NAME`, instead of the host's network. Absent (network `off`): a server with
+   * `"network": true` keeps the host's network, the user's explicit choice.
+   */
+  network?: (server: string) => NetworkAccess;
 }
 
 /** A stdio server whose process could not be started (bad command, sandbox unavailable...). */
@@ -55,6 +62,7 @@ const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
 export async function launchStdioServer(
   definition: McpStdioDefinition,
   host: StdioHost,
+  name: string,
 ): Promise<{ process: ServiceProcess; facts: ProcessFacts; sandboxed: boolean }> {
   const cwd = resolveCwd(definition, host.workspace);
   const profile = commandProfile(definition.sandbox, "workspace-write", host.override);
@@ -98,7 +106,11 @@ export async function launchStdioServer(
     argv: [argv0, ...definition.args],
     workspace: host.workspace,
     cwd,
-    network: definition.network,
+    // Under network policy a sandboxed server's network is the proxy's; unsandboxed, nothing
+    // could hold it to one, so it keeps what its definition says (the user's explicit choice).
+    ...(definition.network && host.network !== undefined && profile !== "none"
+      ? { egress: host.network(name) }
+      : { network: definition.network }),
     profile: { sandbox, env: { pass: definition.pass_env } },
     extraEnv: env,
   });

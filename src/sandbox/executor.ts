@@ -91,6 +91,11 @@ export interface StartRequest {
   cwd?: string;
   /** Whether the process keeps the host's network (default: loopback only in a sandbox). */
   network?: boolean;
+  /**
+   * Network `policy` instead: a proxy of the service's own decides and reports every connection
+   * for as long as it runs (closed once it is stopped). Takes precedence over `network`.
+   */
+  egress?: NetworkAccess;
   profile: ProcessProfile;
   /** Variables set after filtering (values the user configured for this process). */
   extraEnv?: Readonly<Record<string, string>>;
@@ -229,12 +234,30 @@ export class Executor {
    * SandboxUnavailableError or SpawnError when nothing started.
    */
   async start(request: StartRequest): Promise<StartedService> {
-    const { launch, facts } = await this.prepare(request);
-    const process = await startService({
-      ...launch,
-      stderrFilter: secretFilter(this.secrets),
-    });
-    return { process, facts, sandboxed: request.profile.sandbox.isolating };
+    const proxy = await this.#startProxy(request);
+    try {
+      const { egress, network, ...rest } = request;
+      const { launch, facts } = await this.prepare({
+        ...rest,
+        ...(proxy !== undefined
+          ? {
+              egressDirectory: proxy.directory,
+              extraEnv: { ...rest.extraEnv, ...credentialEnvironment(egress, proxy) },
+            }
+          : network !== undefined
+            ? { network }
+            : {}),
+      });
+      const process = await startService({
+        ...launch,
+        stderrFilter: secretFilter(this.secrets),
+        ...(proxy !== undefined ? { afterStop: () => proxy.close() } : {}),
+      });
+      return { process, facts, sandboxed: request.profile.sandbox.isolating };
+    } catch (error) {
+      await proxy?.close();
+      throw error;
+    }
   }
 
   /**
@@ -244,7 +267,7 @@ export class Executor {
    * harness's exit kills it should the caller not.
    */
   async background(request: BackgroundRequest): Promise<StartedBackground> {
-    const proxy = await this.#startProxy({ ...request, purpose: "shell", timeoutMs: 0 });
+    const proxy = await this.#startProxy(request);
     try {
       const { egress: _egress, pty, ...rest } = request;
       const { launch, facts } = await this.prepare({
@@ -296,7 +319,7 @@ export class Executor {
    * hold a process to the proxy, so that is refused; a proxy that cannot start fails the call.
    * Either way nothing runs, and never with an open network.
    */
-  async #startProxy(request: ExecuteRequest): Promise<EgressProxy | undefined> {
+  async #startProxy(request: Pick<ExecuteRequest, "egress" | "profile">): Promise<EgressProxy | undefined> {
     if (request.egress === undefined) return undefined;
     const { sandbox } = request.profile;
     if (!sandbox.isolating) {

@@ -30,6 +30,8 @@ export interface StartServiceOptions {
   stderrLimits?: CaptureLimits;
   /** Applied to stderr before it is kept (secret scrubbing). */
   stderrFilter?: ByteFilter;
+  /** Run once the tree is gone (the service's egress proxy is closed after what used it). */
+  afterStop?: () => Promise<void>;
 }
 
 export interface ServiceExit {
@@ -143,6 +145,7 @@ export async function startService(options: StartServiceOptions): Promise<Servic
         live.delete(tree);
         await Promise.race([reading, new Promise((resolve) => setTimeout(resolve, STDERR_DRAIN_MS))]);
         for (const stream of child.stdio) (stream as Readable | Writable | null)?.destroy();
+        await options.afterStop?.().catch(() => undefined);
         return stderr.finish();
       })();
       return stopping;

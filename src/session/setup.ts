@@ -85,6 +85,9 @@ import { UsageError } from "./usage-error.js";
 import type { OpenedWorkspace } from "./workspace.js";
 import { serversWithoutWorkspaceCode } from "./workspace-code.js";
 
+/** The call id a session-wide MCP server's processes and connections are journaled under. */
+const SERVICE_CALL_PREFIX = "mcp_server:";
+
 /** A run's setup from flags and config files: the provider, tools, policy ports, hooks and processes. */
 export interface RunSetup {
   flags: RunFlags;
@@ -231,7 +234,12 @@ export async function buildSetup(options: {
       ? sessionNetwork({
           policy: governance.policy,
           approver: () => sessionApprover,
-          record: (connection) => spawnJournal.onConnection(connection),
+          // A session-wide service's connections (an MCP server's) may come before the session
+          // opens or between turns: held until it can record them.
+          record: (connection) =>
+            connection.call_id.startsWith(SERVICE_CALL_PREFIX)
+              ? spawnJournal.onServiceConnection(connection)
+              : spawnJournal.onConnection(connection),
           untrusted,
           ...(credentials?.egress !== undefined
             ? {
@@ -337,7 +345,10 @@ export async function buildSetup(options: {
           ...(processes.bwrapPath ? { bwrapPath: processes.bwrapPath } : {}),
           ...(processes.override ? { override: processes.override } : {}),
           onSpawn: (report, server) =>
-            spawnJournal.onServiceSpawn({ ...report, callId: `mcp_server:${server}` }),
+            spawnJournal.onServiceSpawn({ ...report, callId: `${SERVICE_CALL_PREFIX}${server}` }),
+          ...(callNetwork
+            ? { network: (server: string) => callNetwork(`${SERVICE_CALL_PREFIX}${server}`) }
+            : {}),
         },
         options.mcp,
       )
