@@ -1,5 +1,5 @@
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -69,7 +69,7 @@ require("node:readline").createInterface({ input: process.stdin }).on("line", (l
 /**
  * What the egress proxy costs (issue 33): a 50 MB download over loopback through it vs direct,
  * and the set-up cost of one connection (CONNECT answered, the tunnel open) vs a TCP connect.
- * The server always runs in a process of its own. The arms, run interleaved (the order reversed
+ * The server and every client run in processes and sessions of their own (see the server). The arms, run interleaved (the order reversed
  * every other round), medians:
  * - child: a node client in its own process, timed inside it: direct vs CONNECT through the
  *   proxy's socket. The proxy runs in this process, which does nothing else meanwhile: this is
@@ -77,7 +77,8 @@ require("node:readline").createInterface({ input: process.stdin }).on("line", (l
  * - curl: curl's own time_total (no process start-up): direct; through the proxy's socket as a
  *   plain proxy request (`--unix-socket` with an absolute request target: the proxy's HTTP
  *   forwarding path); and inside the sandbox behind the bridge and the proxy (the sandbox's and
- *   the bridge's start-up outside curl's clock, so not in it).
+ *   the bridge's start-up outside curl's clock, so not in it), as a plain proxy request and
+ *   through a CONNECT tunnel (`-p`, the path of https).
  * - wall: the executor's whole call, curl unsandboxed and direct vs sandboxed behind the bridge
  *   and the proxy, start-up included; the start-up alone is the `call_true` rows.
  * - in process: the old client in THIS process, sharing the proxy's event loop: the proxy arm is
@@ -94,13 +95,20 @@ export async function benchEgress(): Promise<BenchRow[]> {
        const server = require("node:http").createServer((q, r) => { q.resume(); r.writeHead(200, {"content-length": body.length}); r.end(body); });
        server.listen(0, "${HOST}", () => process.stdout.write(String(server.address().port) + "\\n"));`,
     ],
-    { stdio: ["ignore", "pipe", "inherit"] },
+    // A session of its own (so an autogroup of its own on Linux), as a remote registry would have:
+    // left in this process's session, under load the server and the proxy share one CPU share,
+    // and the proxy arm is slowed for that, not for what the proxy does.
+    { stdio: ["ignore", "pipe", "inherit"], detached: true },
   );
   const port = await new Promise<number>((resolve, reject) => {
     server.stdout.once("data", (chunk: Buffer) => resolve(Number(chunk.toString().trim())));
     server.once("exit", () => reject(new Error("the bench server did not start")));
   });
-  const client = spawn(process.execPath, ["-e", CLIENT], { stdio: ["pipe", "pipe", "inherit"] });
+  // Its own session too, as curl and npm started by the executor are.
+  const client = spawn(process.execPath, ["-e", CLIENT], {
+    stdio: ["pipe", "pipe", "inherit"],
+    detached: true,
+  });
   const ask = clientJobs(client);
   const access: NetworkAccess = {
     decide: async () => ({ decision: "allow", rule: `net(${HOST}:${port})`, reason: "bench", exact: true }),
@@ -150,15 +158,33 @@ export async function benchEgress(): Promise<BenchRow[]> {
       curlDirect: [] as number[],
       curlProxy: [] as number[],
       curlSandbox: [] as number[],
+      curlSandboxConnect: [] as number[],
       wallDirect: [] as number[],
       wallSandbox: [] as number[],
       inDirect: [] as number[],
       inProxied: [] as number[],
     };
+    // CPU time (ms) spent per arm by the server, this process (the proxy) and the client: what a
+    // download costs whatever the load (a wall ratio on a busy machine is mostly the share of CPU).
+    const cpu = { direct: [0, 0, 0], proxied: [0, 0, 0] };
+    const costed = async (arm: "direct" | "proxied", job: ClientJob): Promise<number> => {
+      const before = [cpuMs(server.pid), process.cpuUsage(), cpuMs(client.pid)] as const;
+      const ms = await ask(job);
+      const own = process.cpuUsage(before[1]);
+      const spent = [
+        cpuMs(server.pid) - before[0],
+        (own.user + own.system) / 1000,
+        cpuMs(client.pid) - before[2],
+      ];
+      cpu[arm] = cpu[arm].map((total, index) => total + (spent[index] ?? 0));
+      return ms;
+    };
     const arms: (() => Promise<void>)[] = [
-      async () => void times.childDirect.push(await ask({ kind: "download", port })),
+      async () => void times.childDirect.push(await costed("direct", { kind: "download", port })),
       async () =>
-        void times.childTunnel.push(await ask({ kind: "download", port, socket: proxy.socketPath })),
+        void times.childTunnel.push(
+          await costed("proxied", { kind: "download", port, socket: proxy.socketPath }),
+        ),
       async () => {
         const { wall, inside } = await curl(false);
         times.wallDirect.push(wall);
@@ -170,6 +196,8 @@ export async function benchEgress(): Promise<BenchRow[]> {
         times.wallSandbox.push(wall);
         times.curlSandbox.push(inside);
       },
+      // `-p`: a CONNECT tunnel even for http, the path https clients (npm, pip, git) take.
+      async () => void times.curlSandboxConnect.push((await curl(true, "-p")).inside),
       async () => void times.inDirect.push(await timed(() => download(() => connect(port, HOST), undefined))),
       async () =>
         void times.inProxied.push(await timed(() => download(() => connect(proxy.socketPath), port))),
@@ -228,6 +256,24 @@ export async function benchEgress(): Promise<BenchRow[]> {
         note: "goal <= 1.2",
       },
       {
+        name: "egress.child.cpu.proxy",
+        value: round((cpu.proxied[1] ?? 0) / DOWNLOADS),
+        unit: "ms",
+        note: "CPU time of the proxy per 50 MB download (the client's own is the next row)",
+      },
+      {
+        name: "egress.child.cpu.client",
+        value: round((cpu.direct[2] ?? 0) / DOWNLOADS),
+        unit: "ms",
+        note: "CPU time of the client per 50 MB download, direct",
+      },
+      {
+        name: "egress.child.cpu_ratio.proxy_vs_direct",
+        value: round(sum(cpu.proxied) / sum(cpu.direct)),
+        unit: "x",
+        note: "CPU time of server, proxy and client together per download, proxied vs direct",
+      },
+      {
         name: "egress.curl.time_total.direct",
         value: m(times.curlDirect),
         unit: "ms",
@@ -256,6 +302,18 @@ export async function benchEgress(): Promise<BenchRow[]> {
         value: ratio(times.curlSandbox, times.curlDirect),
         unit: "x",
         note: "transfer only (sandbox start-up outside curl's clock)",
+      },
+      {
+        name: "egress.curl.time_total.sandbox_bridge_proxy_connect",
+        value: m(times.curlSandboxConnect),
+        unit: "ms",
+        note: `${note}, as the row before, through a CONNECT tunnel (curl -p)`,
+      },
+      {
+        name: "egress.curl.ratio.sandbox_bridge_proxy_connect_vs_direct",
+        value: ratio(times.curlSandboxConnect, times.curlDirect),
+        unit: "x",
+        note: "transfer only, CONNECT tunnel",
       },
       {
         name: "egress.curl.unsandboxed_direct",
@@ -365,6 +423,21 @@ function clientJobs(client: ChildProcessWithoutNullStreams | ReturnType<typeof s
       });
       input.write(`${JSON.stringify(job)}\n`);
     });
+}
+
+/** A process's CPU time so far (user and system, ms) from /proc: 10 ms ticks, so summed over runs. */
+function cpuMs(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+    return (Number(fields[11]) + Number(fields[12])) * (1000 / 100);
+  } catch {
+    return 0;
+  }
+}
+
+function sum(values: readonly number[]): number {
+  return values.reduce((total, value) => total + value, 0);
 }
 
 async function checked(result: Promise<{ exitCode: number | null }>): Promise<void> {

@@ -99,7 +99,7 @@ const server = net.createServer({ noDelay: true }, (client) => {
     onread: {
       buffer: () => spare.pop() || Buffer.allocUnsafeSlow(${RELAY_READ_BYTES}),
       callback: (length, buffer) => {
-        const more = client.write(buffer.subarray(0, length), () => { if (spare.length < 4) spare.push(buffer); });
+        const more = client.write(buffer.subarray(0, length), () => { if (spare.length < 2) spare.push(buffer); });
         if (!more) client.once("drain", () => upstream.resume());
         return more;
       },
