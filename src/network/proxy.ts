@@ -7,13 +7,14 @@ import {
   type Server,
   type ServerResponse,
 } from "node:http";
-import { connect, isIP, type Socket } from "node:net";
+import { isIP, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { Duplex } from "node:stream";
 import { isInternalAddress } from "./addresses.js";
 import type { Credentials } from "./credentials.js";
 import { intercept } from "./intercept.js";
+import { closeAfterFlush, connectRelay, joinRelay } from "./relay.js";
 import { relayAnswer } from "./response-scrub.js";
 import type { SessionAuthority } from "./session-ca.js";
 
@@ -331,7 +332,7 @@ async function tunnel(
   if (credentials !== undefined && credentials.credentials.boundTo(host).length > 0) {
     return interceptTunnel(context, credentials, client, head, { host, port, address, began, admission });
   }
-  const upstream = connect({ host: address, port });
+  const upstream = connectRelay(address, port, client);
   let established = false;
   let failure: string | undefined;
   const idle = () => {
@@ -350,20 +351,23 @@ async function tunnel(
     client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
     if (head.length > 0) upstream.write(head);
     // Counted by the sockets themselves (bytesRead/bytesWritten): no code runs per chunk.
-    client.pipe(upstream);
-    upstream.pipe(client);
+    joinRelay(client, upstream);
   });
-  // A client gone (before or after the tunnel opened) takes its upstream with it.
-  client.once("close", () => upstream.destroy());
+  // A client gone takes its upstream with it: at once before the tunnel opened, else once what
+  // the client sent has been written.
+  client.once("close", (hadError: boolean) =>
+    established ? closeAfterFlush(upstream, hadError) : upstream.destroy(),
+  );
   context.upstreams.add(upstream);
   // `close` follows every end of the upstream, an error included: the one place a tunnel is reported.
   let reported: () => void = () => undefined;
   const done = new Promise<void>((resolveDone) => {
     reported = resolveDone;
   });
-  upstream.once("close", () => {
+  upstream.once("close", (hadError: boolean) => {
     context.upstreams.delete(upstream);
-    if (established) client.destroy();
+    // The upstream's last bytes may still be queued for a slow client: they are delivered first.
+    if (established) closeAfterFlush(client, hadError);
     else refuse(client, 502, failure ?? `connecting to ${host}:${port} failed`);
     report(context, {
       host,

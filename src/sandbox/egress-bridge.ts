@@ -1,3 +1,4 @@
+import { RELAY_READ_BYTES } from "../network/relay.js";
 import { CodedError } from "../shared/coded-error.js";
 import { isWithin } from "./host-view.js";
 
@@ -6,7 +7,8 @@ import { isWithin } from "./host-view.js";
  * (only loopback), so nothing inside can reach the host's network; the call's proxy socket
  * (network/proxy.ts) is bound in read-only, and a small forwarder, node running FORWARDER,
  * listens on a port of its own on 127.0.0.1 inside the namespace and carries each connection to that
- * socket. The command runs as the forwarder's child with the proxy variables set: its exit code
+ * socket, its downloads read in large buffers as the proxy's are (network/relay.ts). The command
+ * runs as the forwarder's child with the proxy variables set: its exit code
  * and signal are the forwarder's, and when it ends the forwarder ends. A process that ignores the
  * variables finds no route anywhere.
  */
@@ -81,14 +83,34 @@ const FORWARDER = `"use strict";
 const net = require("node:net");
 const { spawn } = require("node:child_process");
 const [socketPath, port, file, ...args] = process.argv.slice(1);
-const server = net.createServer((client) => {
-  const upstream = net.connect(socketPath);
-  client.on("error", () => upstream.destroy());
-  upstream.on("error", () => client.destroy());
-  client.on("close", () => upstream.destroy());
-  upstream.on("close", () => client.destroy());
+// One side closed: end the other once what is queued for it is written (a slow reader still gets
+// the tail), then close it; after an error, close it at once.
+const closeAfterFlush = (socket, abrupt) => {
+  if (abrupt || socket.destroyed || socket.writableFinished) return void socket.destroy();
+  socket.once("finish", () => socket.destroy());
+  if (!socket.writableEnded) socket.end();
+};
+const server = net.createServer({ noDelay: true }, (client) => {
+  // Downloads are read from the proxy's socket into large buffers of our own and written to the
+  // client as they are (no stream layer per chunk); a buffer is reused once the kernel took it.
+  const spare = [];
+  const upstream = net.connect({
+    path: socketPath,
+    onread: {
+      buffer: () => spare.pop() || Buffer.allocUnsafeSlow(${RELAY_READ_BYTES}),
+      callback: (length, buffer) => {
+        const more = client.write(buffer.subarray(0, length), () => { if (spare.length < 2) spare.push(buffer); });
+        if (!more) client.once("drain", () => upstream.resume());
+        return more;
+      },
+    },
+  });
+  client.on("error", () => undefined);
+  upstream.on("error", () => undefined);
+  upstream.once("end", () => { if (!client.writableEnded) client.end(); });
+  client.on("close", (hadError) => closeAfterFlush(upstream, hadError));
+  upstream.on("close", (hadError) => closeAfterFlush(client, hadError));
   client.pipe(upstream);
-  upstream.pipe(client);
 });
 server.on("error", (error) => {
   process.stderr.write("harness: the network bridge could not listen (" + (error.code || "error") + ")\\n");

@@ -138,6 +138,47 @@ describe("the egress proxy", () => {
     ]);
   });
 
+  it("delivers every byte to a slow client after the upstream has closed, and counts them", async () => {
+    // The upstream sends its whole answer and closes at once; the client starts late and reads
+    // slowly, so the tail is still queued in the proxy when the upstream's close arrives. Closing
+    // the client then would cut the tail (it did, in about half the tries): it must be delivered.
+    const size = 8 * 1024 * 1024;
+    const body = Buffer.alloc(size, 7);
+    const server: TcpServer = createTcpServer((socket) => socket.end(body));
+    await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+    cleanups.push(() => new Promise<void>((done) => server.close(() => done())));
+    const port = (server.address() as AddressInfo).port;
+    const { proxy, records } = await proxyWith(allowExact);
+    const established = "HTTP/1.1 200 Connection Established\r\n\r\n";
+    const slowly = () =>
+      new Promise<{ head: string; count: number }>((resolve, reject) => {
+        const socket = connect(proxy.socketPath);
+        let head = "";
+        let count = -established.length;
+        socket.pause();
+        setTimeout(() => socket.resume(), 300);
+        socket.on("data", (chunk: Buffer) => {
+          if (head.length < established.length) head += chunk.toString("latin1", 0, established.length);
+          count += chunk.length;
+          socket.pause();
+          setTimeout(() => socket.resume(), 1);
+        });
+        socket.on("error", reject);
+        socket.on("close", () => resolve({ head, count }));
+        socket.write(`CONNECT 127.0.0.1:${port} HTTP/1.1\r\n\r\n`);
+      });
+    const tries = 6;
+    for (let i = 0; i < tries; i++) {
+      const { head, count } = await slowly();
+      expect(head.startsWith(established)).toBe(true);
+      expect(count).toBe(size);
+    }
+    await settled(records, tries);
+    expect(records).toHaveLength(tries);
+    for (const record of records)
+      expect(record).toMatchObject({ decision: "allow", bytes_up: 0, bytes_down: size });
+  }, 60_000);
+
   it("refuses a denied CONNECT with 403 and a one-line reason, connecting nowhere", async () => {
     const port = await echo();
     const { proxy, records } = await proxyWith(() => ({
