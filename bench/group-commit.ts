@@ -118,7 +118,12 @@ export async function benchGroupCommit(): Promise<BenchRow[]> {
       : new MemoryJournalStore();
     for (let i = 0; i < WARMUP_SESSIONS; i++) await session(fast, unsynced, nextId("w"));
     const alone = { grouped: [] as number[], main: [] as number[], off: [] as number[] };
-    const many = { grouped: [] as number[], main: [] as number[], serial: [] as number[], off: [] as number[] };
+    const many = {
+      grouped: [] as number[],
+      main: [] as number[],
+      serial: [] as number[],
+      off: [] as number[],
+    };
     for (let round = 0; round < ROUNDS; round++) {
       // In a different order each round, so a machine's drift falls on all alike.
       const singles = [

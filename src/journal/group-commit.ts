@@ -1,4 +1,4 @@
-import { fsync, promises as fsp } from "node:fs";
+import { promises as fsp, fsync } from "node:fs";
 
 /**
  * The one place journal fsyncs of every session in the process are made (group commit), off the
@@ -30,7 +30,8 @@ export class GroupCommit {
     private readonly parallel = defaultParallel(),
     private readonly io: SyncIo = nodeSyncIo,
   ) {
-    if (!Number.isInteger(parallel) || parallel < 1) throw new TypeError("parallel must be a positive integer");
+    if (!Number.isInteger(parallel) || parallel < 1)
+      throw new TypeError("parallel must be a positive integer");
   }
 
   /**

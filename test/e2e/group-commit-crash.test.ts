@@ -21,7 +21,9 @@ interface Reported {
   hash: string;
 }
 
-async function killAfter(reports: number): Promise<{ harnessDir: string; reported: Reported[]; root: string }> {
+async function killAfter(
+  reports: number,
+): Promise<{ harnessDir: string; reported: Reported[]; root: string }> {
   const root = await mkdtemp(join(tmpdir(), "harness-group-crash-"));
   const harnessDir = join(root, ".harness");
   const child = spawn(process.execPath, [fixture("group-commit-sessions.mjs"), harnessDir, ...SESSIONS], {
