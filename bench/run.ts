@@ -10,6 +10,7 @@ import { benchEffects } from "./effects.js";
 import { benchEgress } from "./egress.js";
 import { benchFleet } from "./fleet.js";
 import { benchGrep } from "./grep.js";
+import { benchGroupCommit } from "./group-commit.js";
 import { benchJournal } from "./journal.js";
 import { benchLargeRead } from "./large-file.js";
 import { benchMcp } from "./mcp.js";
@@ -61,6 +62,10 @@ const sections: [string, () => Promise<BenchRow[]> | BenchRow[]][] = [
   ],
   ["acp: per-update overhead of harness acp vs harness run --events (issue 36)", benchAcp],
   ["otel: per-step overhead of live OpenTelemetry export, on vs off in one run (issue 37)", benchOtel],
+  [
+    "group commit: 16 sessions in one process vs one after another vs cores x an unsynced session (issue 35)",
+    benchGroupCommit,
+  ],
 ];
 
 const json = process.argv.includes("--json");

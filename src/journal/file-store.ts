@@ -14,8 +14,8 @@ import {
 import { dirname, join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { errnoCode, errnoText } from "../shared/errno.js";
-import { fsyncPath } from "../shared/fsync.js";
 import { encodeRecord } from "./codec.js";
+import { type GroupCommit, processGroupCommit } from "./group-commit.js";
 import type { JournalKey } from "./key.js";
 import { loadJournalKey } from "./key-file.js";
 import { acquireLock, type HeldLock, inspectLockFile, lockFileLinked, releaseLock } from "./lock.js";
@@ -52,6 +52,8 @@ export interface FileJournalOptions {
    * loaded on first use and refused when it lies inside the workspace that holds `harnessDir`.
    */
   key?: JournalKey;
+  /** Where appends are made durable; defaults to the process's one group commit (group-commit.ts). */
+  commit?: GroupCommit;
 }
 
 /** Open a file descriptor, or undefined when the file does not exist. */
@@ -71,6 +73,7 @@ function openIfExists(path: string, flags: number): number | undefined {
 export class FileJournalStore implements JournalStore {
   private readonly now: () => Date;
   private givenKey: JournalKey | undefined;
+  private readonly commit: GroupCommit;
   /** Every fsync this store's writers made (journal files and directories), for tests and benchmarks. */
   readonly syncs: SyncCounter = { fsyncs: 0, fsyncMs: 0, bytes: 0 };
 
@@ -80,6 +83,7 @@ export class FileJournalStore implements JournalStore {
   ) {
     this.now = options.now ?? (() => new Date());
     this.givenKey = options.key;
+    this.commit = options.commit ?? processGroupCommit;
     assertHarnessDir(harnessDir);
   }
 
@@ -155,6 +159,7 @@ export class FileJournalStore implements JournalStore {
         key,
         !trust.trusted,
         this.syncs,
+        this.commit,
       );
     } catch (error) {
       closeSync(fd);
@@ -272,12 +277,17 @@ function mkdirIn(paths: SessionPaths): void {
 
 class FileJournalWriter implements JournalWriter {
   private readonly all: AnyRecord[];
+  /** Bytes written to the file (what fstat must report: anything else is another writer). */
   private size: number;
+  /** Bytes known to be on disk: where a failed append cuts the file back to. */
+  private durableSize: number;
   private state: "open" | "closed" | "failed" = "open";
   /** Encoded lines of staged records (already in `all`), one text per append, written with the next durable append. */
-  private readonly staging = new Staging<string, void>((texts) =>
+  private readonly staging = new Staging<string, Promise<void>>((texts) =>
     this.write(Buffer.from(texts.join(""), "utf8")),
   );
+  /** The last durable write's fsync, settled or not: the file stays open until it is. */
+  private lastSync: Promise<unknown> = Promise.resolve();
   readonly keyId: string;
   readonly recoveredLock: HeldLock["recovered"];
 
@@ -294,9 +304,11 @@ class FileJournalWriter implements JournalWriter {
     /** Opened to adopt an untrusted journal: the first append must be its journal.adopted. */
     private mustAdopt: boolean,
     private readonly syncs: SyncCounter,
+    private readonly commit: GroupCommit,
   ) {
     this.all = records;
     this.size = size;
+    this.durableSize = size;
     this.keyId = key.id;
     this.recoveredLock = lock.recovered;
   }
@@ -309,7 +321,7 @@ class FileJournalWriter implements JournalWriter {
     this.assertWritable();
     const durable = options.durable !== false;
     if (events.length === 0) {
-      this.staging.add([], durable);
+      await this.staging.add([], durable);
       return [];
     }
     const last = this.all[this.all.length - 1];
@@ -326,9 +338,11 @@ class FileJournalWriter implements JournalWriter {
       prev = record.hash;
       seq += 1;
     }
-    this.staging.add([text], durable);
     this.mustAdopt = false;
+    // In `all` before the write, as staged records are: the bytes reach the file synchronously
+    // below (before anything else can append), and only the fsync is awaited.
     for (const record of added) this.all.push(record);
+    await this.staging.add([text], durable);
     return added;
   }
 
@@ -344,43 +358,66 @@ class FileJournalWriter implements JournalWriter {
     }
   }
 
-  /** One write and one fsync for the whole batch; any failure stops this writer for good. */
-  private write(bytes: Buffer): void {
+  /**
+   * One write and one fsync for the whole batch; any failure stops this writer for good. The write
+   * is made at once on this thread (into the page cache: a SIGKILL right after keeps it); the
+   * fsync goes to the process's group commit, and the append resolves when it is done.
+   */
+  private write(bytes: Buffer): Promise<void> {
     try {
       this.assertSoleWriter();
       let written = writeSync(this.fd, bytes);
       // Short writes on regular files happen only near a full disk; finish the same batch.
       while (written < bytes.length) written += writeSync(this.fd, bytes.subarray(written));
-      const began = performance.now();
-      fsyncSync(this.fd);
-      this.syncs.fsyncs += 1;
-      if (this.syncDirsOnAppend) {
-        // The new entries (the session directory, possibly `sessions/` itself) live in the
-        // session directory and every one above it up to `.harness`: three for a root session,
-        // one more per sub-agent level.
-        const dirs = directoriesUp(this.paths.sessionDir, dirname(this.paths.sessionsDir));
-        for (const dir of dirs) fsyncPath(dir);
-        this.syncs.fsyncs += dirs.length;
-        this.syncDirsOnAppend = false;
-      }
-      this.syncs.fsyncMs += performance.now() - began;
-      this.syncs.bytes += bytes.length;
-      this.size += bytes.length;
     } catch (error) {
-      this.state = "failed";
-      if (error instanceof JournalError) throw error;
+      return Promise.reject(this.fail(error));
+    }
+    this.size += bytes.length;
+    const size = this.size;
+    // The new entries (the session directory, possibly `sessions/` itself) live in the session
+    // directory and every one above it up to `.harness`: three for a root session, one more per
+    // sub-agent level.
+    const dirs = this.syncDirsOnAppend
+      ? directoriesUp(this.paths.sessionDir, dirname(this.paths.sessionsDir))
+      : [];
+    this.syncDirsOnAppend = false;
+    const began = performance.now();
+    const synced = this.commit.sync(this.fd, dirs, this.syncs).then(
+      () => {
+        this.syncs.fsyncMs += performance.now() - began;
+        // A failure of an earlier fsync of this file was seen first (they settle in order): an
+        // fsync succeeding after one failed does not make the lost bytes durable.
+        if (this.state === "failed") throw this.fail(new Error("an earlier fsync failed"));
+        this.syncs.bytes += bytes.length;
+        this.durableSize = Math.max(this.durableSize, size);
+      },
+      (error: unknown) => {
+        throw this.fail(error);
+      },
+    );
+    this.lastSync = synced.catch(() => undefined);
+    return synced;
+  }
+
+  /** Stop this writer for good; cut the file back to its last durable record while the lock is ours. */
+  private fail(error: unknown): JournalError {
+    const open = this.state !== "closed";
+    if (open) this.state = "failed";
+    if (error instanceof JournalError) return error;
+    if (open) {
       // Best effort: cut the file back to the last durable record so it still verifies.
       try {
-        ftruncateSync(this.fd, this.size);
+        ftruncateSync(this.fd, this.durableSize);
         fsyncSync(this.fd);
+        this.size = this.durableSize;
       } catch {
         // The reopen will report a torn tail instead.
       }
-      throw new JournalError(
-        "IO",
-        `session ${this.sessionId}: append failed (${errnoText(error)}); the records were not made durable and the run must stop`,
-      );
     }
+    return new JournalError(
+      "IO",
+      `session ${this.sessionId}: append failed (${errnoText(error)}); the records were not made durable and the run must stop`,
+    );
   }
 
   /** Refuse to append when the lock was removed or the file changed behind our back. */
@@ -401,18 +438,21 @@ class FileJournalWriter implements JournalWriter {
 
   async close(): Promise<void> {
     if (this.state === "closed") return;
+    let flushed: Promise<void> | undefined;
     try {
-      // A failed write cuts the file back to its last durable record. No await before the lock
-      // is released: a process exiting right after it starts the close (a second Ctrl-C) must
-      // not leave the lock behind.
-      if (this.state === "open") this.staging.flushAtClose();
+      // What is staged is written here and now (its fsync may still be running); a failed write
+      // cuts the file back to its last durable record. No await before the lock is released: a
+      // process exiting right after it starts the close (a second Ctrl-C) must not leave the
+      // lock behind, and the written bytes outlive the process.
+      if (this.state === "open") flushed = this.staging.flushAtClose();
     } finally {
       this.state = "closed";
-      try {
-        closeSync(this.fd);
-      } finally {
-        releaseLock(this.lock);
-      }
+      releaseLock(this.lock);
     }
+    // The descriptor stays open until the fsyncs that name it are done (a closed number could be
+    // reused by another file before the pool reaches it).
+    await flushed;
+    await this.lastSync;
+    closeSync(this.fd);
   }
 }

@@ -1,0 +1,164 @@
+import { promises as fsp, fsync } from "node:fs";
+
+/**
+ * The one place journal fsyncs of every session in the process are made (group commit), off the
+ * main thread: each fsync runs on libuv's thread pool, so while one session waits for the disk
+ * the event loop goes on with every other session's work.
+ *
+ * What is grouped:
+ * - per file: requests that arrive while that file's fsync is in flight are made durable together
+ *   by the next one (a single fsync for everything written before it started);
+ * - across sessions: the files ready at a moment are fsynced concurrently, so the file system
+ *   commits them together (ext4 and xfs join concurrent fsyncs into one journal commit), and a
+ *   directory several new sessions need (`sessions/`, `.harness`) is fsynced once for all of them.
+ *
+ * What is kept:
+ * - a request resolves only after an fsync that started after it was made, so bytes written
+ *   before `sync` was called are on disk when it resolves (intent before effect);
+ * - one file's requests resolve in the order they were made: at most one fsync per file is in
+ *   flight, and a failed one rejects every request it covered before a later one can start;
+ * - no session waits behind another's fsync in its own file; they share only the pool's threads,
+ *   at most `parallel` of them, so reads on the pool (workspace files, DNS) are not starved.
+ */
+export class GroupCommit {
+  readonly #targets = new Map<string, Target>();
+  /** Targets with requests waiting for a thread, oldest first. */
+  readonly #ready: Target[] = [];
+  #active = 0;
+
+  constructor(
+    private readonly parallel = defaultParallel(),
+    private readonly io: SyncIo = nodeSyncIo,
+  ) {
+    if (!Number.isInteger(parallel) || parallel < 1)
+      throw new TypeError("parallel must be a positive integer");
+  }
+
+  /**
+   * Resolve once `fd` and every directory in `dirs` have been fsynced by a call that began after
+   * this one; reject with the first error any of them met. `counter.fsyncs` counts the fsyncs made
+   * on this request's behalf (one fsync covering several requests counts once).
+   */
+  sync(fd: number, dirs: readonly string[], counter: { fsyncs: number }): Promise<void> {
+    const waits = [this.#request(`fd:${fd}`, () => this.io.file(fd), counter)];
+    for (const dir of dirs) waits.push(this.#request(`dir:${dir}`, () => this.io.directory(dir), counter));
+    return waits.length === 1 ? waits[0]! : Promise.all(waits).then(() => undefined);
+  }
+
+  /** Requests not yet resolved (for tests: the writer is idle when this is 0). */
+  get pending(): number {
+    let count = 0;
+    for (const target of this.#targets.values()) count += target.next.length + target.inFlight;
+    return count;
+  }
+
+  #request(key: string, run: () => Promise<void>, counter: { fsyncs: number }): Promise<void> {
+    let target = this.#targets.get(key);
+    if (target === undefined) {
+      target = { key, run, counter, next: [], inFlight: 0, queued: false };
+      this.#targets.set(key, target);
+    }
+    const { promise, resolve, reject } = deferred();
+    target.next.push({ resolve, reject });
+    // A target whose fsync is in flight goes back in line when it finishes: that fsync may have
+    // started before this request's bytes were written.
+    if (!target.queued && target.inFlight === 0) this.#enqueue(target);
+    this.#pump();
+    return promise;
+  }
+
+  #enqueue(target: Target): void {
+    target.queued = true;
+    this.#ready.push(target);
+  }
+
+  #pump(): void {
+    while (this.#active < this.parallel) {
+      const target = this.#ready.shift();
+      if (target === undefined) return;
+      target.queued = false;
+      const batch = target.next;
+      target.next = [];
+      target.inFlight = batch.length;
+      this.#active += 1;
+      target.run().then(
+        () => this.#settle(target, batch, undefined),
+        (error: unknown) => this.#settle(target, batch, error ?? new Error("fsync failed")),
+      );
+    }
+  }
+
+  #settle(target: Target, batch: readonly Waiter[], error: unknown): void {
+    this.#active -= 1;
+    target.inFlight = 0;
+    if (error === undefined) target.counter.fsyncs += 1;
+    for (const waiter of batch) {
+      if (error === undefined) waiter.resolve();
+      else waiter.reject(error);
+    }
+    if (target.next.length > 0) this.#enqueue(target);
+    else this.#targets.delete(target.key);
+    this.#pump();
+  }
+}
+
+/** The fsyncs themselves, replaceable in tests (a slow or failing disk). */
+export interface SyncIo {
+  file(fd: number): Promise<void>;
+  directory(path: string): Promise<void>;
+}
+
+export const nodeSyncIo: SyncIo = {
+  file: (fd) =>
+    new Promise((resolve, reject) => {
+      fsync(fd, (error) => (error ? reject(error) : resolve()));
+    }),
+  async directory(path) {
+    const handle = await fsp.open(path, "r");
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  },
+};
+
+interface Waiter {
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+interface Target {
+  key: string;
+  run: () => Promise<void>;
+  counter: { fsyncs: number };
+  /** Requests the next fsync will cover. */
+  next: Waiter[];
+  /** Requests the fsync in flight covers (0: none in flight). */
+  inFlight: number;
+  /** In the ready line. */
+  queued: boolean;
+}
+
+function deferred(): { promise: Promise<void>; resolve: () => void; reject: (error: unknown) => void } {
+  let resolve!: () => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
+/**
+ * One thread fewer than libuv's pool (4 unless UV_THREADPOOL_SIZE says otherwise), at least one:
+ * the fsyncs of many sessions never take every thread from reads waiting on the same pool.
+ */
+function defaultParallel(): number {
+  const size = Number.parseInt(process.env.UV_THREADPOOL_SIZE ?? "", 10);
+  const threads = Number.isInteger(size) && size > 0 ? Math.min(size, 1024) : 4;
+  return Math.max(1, threads - 1);
+}
+
+/** The process's one group commit: every file journal store uses it unless given its own. */
+export const processGroupCommit = new GroupCommit();
