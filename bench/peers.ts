@@ -4,7 +4,7 @@
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
@@ -29,7 +29,7 @@ const PI_DIR = join(PI_PREFIX, "node_modules", ...PI_PACKAGE.split("/"));
 const HARNESS_BIN = fileURLToPath(new URL("../src/cli/bin.js", import.meta.url));
 const TASK_RUNS = 3;
 const START_RUNS = 7;
-const GOALS = { wall: 0.2, rss: 0.5 };
+const GOALS = { wall: 0.12, rss: 0.4, version: 1.2 };
 
 /** Pi's own tool names and argument shapes (dist/core/tools/read.js and edit.js in 0.73.1). */
 const PI_TOOLS: Toolset = {
@@ -249,23 +249,32 @@ interface TaskStats {
   failures: string[];
 }
 
-async function taskStats(agent: Agent): Promise<TaskStats> {
-  const walls: number[] = [];
-  const rss: number[] = [];
-  const failures: string[] = [];
+/**
+ * The task's median wall time and peak memory for each agent. The agents take turns, so drift in
+ * machine load (other processes on a shared host) lands on all of them alike.
+ */
+async function taskStats(agents: readonly Agent[]): Promise<TaskStats[]> {
+  const stats = agents.map(() => ({ walls: [] as number[], rss: [] as number[], failures: [] as string[] }));
   for (let i = 0; i < TASK_RUNS; i++) {
-    const run = await runTask(agent, { cutEdit: false });
-    if (run.code !== 0 || run.fileAfter !== HELLO_AFTER || run.scriptFailures.length > 0) {
-      failures.push(
-        `run ${i + 1}: exit ${run.code ?? run.signal}, file ${JSON.stringify(run.fileAfter)}` +
-          `${run.scriptFailures.length > 0 ? `, server: ${run.scriptFailures.join("; ")}` : ""}` +
-          `${run.code !== 0 ? `, stderr: ${tail(run.stderr)}` : ""}`,
-      );
+    for (const [index, agent] of agents.entries()) {
+      const { walls, rss, failures } = stats[index]!;
+      const run = await runTask(agent, { cutEdit: false });
+      if (run.code !== 0 || run.fileAfter !== HELLO_AFTER || run.scriptFailures.length > 0) {
+        failures.push(
+          `run ${i + 1}: exit ${run.code ?? run.signal}, file ${JSON.stringify(run.fileAfter)}` +
+            `${run.scriptFailures.length > 0 ? `, server: ${run.scriptFailures.join("; ")}` : ""}` +
+            `${run.code !== 0 ? `, stderr: ${tail(run.stderr)}` : ""}`,
+        );
+      }
+      walls.push(run.wallMs);
+      if (run.maxRssKb !== undefined) rss.push(run.maxRssKb);
     }
-    walls.push(run.wallMs);
-    if (run.maxRssKb !== undefined) rss.push(run.maxRssKb);
   }
-  return { wallMs: median(walls), rssKb: rss.length > 0 ? median(rss) : undefined, failures };
+  return stats.map(({ walls, rss, failures }) => ({
+    wallMs: median(walls),
+    rssKb: rss.length > 0 ? median(rss) : undefined,
+    failures,
+  }));
 }
 
 /**
@@ -360,8 +369,7 @@ async function main(): Promise<void> {
   await mkdir(SCRATCH, { recursive: true });
   if (!existsSync(HARNESS_BIN)) throw new Error(`harness is not built: ${HARNESS_BIN} (run: npm run build)`);
 
-  process.stderr.write("harness ...\n");
-  const harnessTask = await taskStats(harness);
+  const loadBefore = loadavg();
   const harnessCut = await cutOutcome(harness);
   const nodeCommand: [string, string[], NodeJS.ProcessEnv] = [
     process.execPath,
@@ -370,6 +378,7 @@ async function main(): Promise<void> {
   ];
 
   let piProblem: string | undefined;
+  let harnessTask: TaskStats | undefined;
   let piTask: TaskStats | undefined;
   let piStart: number | undefined;
   let piCut: CutOutcome | undefined;
@@ -378,8 +387,8 @@ async function main(): Promise<void> {
   try {
     await installPi();
     const pi = piAgent();
-    process.stderr.write(`${pi.name} ...\n`);
-    piTask = await taskStats(pi);
+    process.stderr.write(`harness and ${pi.name}, taking turns ...\n`);
+    [harnessTask, piTask] = await taskStats([harness, pi]);
     piCut = await cutOutcome(pi);
     const piHome = await mkdtemp(join(SCRATCH, "pi-home-"));
     try {
@@ -395,11 +404,18 @@ async function main(): Promise<void> {
   } catch (error) {
     piProblem = (error as Error).message;
   }
+  if (harnessTask === undefined) {
+    process.stderr.write("harness ...\n");
+    harnessTask = (await taskStats([harness]))[0];
+  }
+  if (harnessTask === undefined) throw new Error("no harness task figures");
   if (harnessStart === undefined || nodeStart === undefined) {
     [nodeStart, harnessStart] = await startTimes([nodeCommand, harness.versionCommand(SCRATCH)]);
   }
 
+  const loadAfter = loadavg();
   const wallRatio = ratio(harnessTask.wallMs, piTask?.wallMs);
+  const versionRatio = ratio(harnessStart, nodeStart);
   const rssRatio = ratio(harnessTask.rssKb, piTask?.rssKb);
   const rows: [string, string, string, string][] = [
     ["", "harness", `pi ${PI_VERSION}`, "harness / pi"],
@@ -422,11 +438,18 @@ async function main(): Promise<void> {
       fmt(difference(piStart, nodeStart)),
       `node -e 0: ${fmt(nodeStart)} ms`,
     ],
+    [
+      "--version / `node -e 0`",
+      times(versionRatio),
+      times(ratio(piStart, nodeStart)),
+      verdict(versionRatio, GOALS.version),
+    ],
   ];
   const widths = [0, 1, 2].map((c) => Math.max(...rows.map((r) => r[c]!.length)));
   const out: string[] = [
     `peers: the hello.txt task (read, edit, answer) against one mock OpenAI-compatible server on 127.0.0.1`,
-    `${TASK_RUNS} task runs and ${START_RUNS} start-ups each; peak RSS via ${rssMethod}; node ${process.version}`,
+    `${TASK_RUNS} task runs and ${START_RUNS} start-ups each, taking turns; peak RSS via ${rssMethod}; node ${process.version}`,
+    `load average (1, 5, 15 min) before: ${loadBefore.map((l) => l.toFixed(2)).join(", ")}; after: ${loadAfter.map((l) => l.toFixed(2)).join(", ")} on ${cpus().length} cores`,
     "",
     ...rows.map(
       (r) =>

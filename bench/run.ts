@@ -69,11 +69,13 @@ const sections: [string, () => Promise<BenchRow[]> | BenchRow[]][] = [
 ];
 
 const json = process.argv.includes("--json");
-// `npm run bench -- --only mcp`: the sections whose title contains the word.
+// `npm run bench -- --only mcp`: the sections whose title contains the word, compared on letters
+// and digits only (`startup` finds "start-up").
+const words = (text: string) => text.toLowerCase().replace(/[^a-z0-9]/g, "");
 const only = process.argv.includes("--only") ? process.argv[process.argv.indexOf("--only") + 1] : undefined;
 const results: { section: string; rows: BenchRow[] }[] = [];
 for (const [section, run] of sections) {
-  if (only !== undefined && !section.toLowerCase().includes(only.toLowerCase())) continue;
+  if (only !== undefined && !words(section).includes(words(only))) continue;
   process.stderr.write(`running: ${section}...\n`);
   try {
     results.push({ section, rows: await run() });

@@ -1,9 +1,9 @@
 // Runs the freshly built bundle through representative commands (the offline demo, a resume of
 // it, help and inspection) and writes the V8 code cache of everything they compiled.
 // Usage: node scripts/warm-code-cache.mjs BUNDLE CACHE
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { loadBundle, writeCodeCache } from "../dist/src/cli/bundle-loader.js";
 
 const [bundlePath, cachePath] = process.argv.slice(2);
@@ -35,6 +35,10 @@ try {
   for (const command of commands) {
     const code = await main(command);
     if (code !== 0) throw new Error(`harness ${command.join(" ")} exited ${code}`);
+  }
+  const entry = basename(bundlePath);
+  for (const name of await readdir(dirname(bundlePath))) {
+    if (name.endsWith(".cjs") && name !== entry) bundle.requirePart(`./${name}`);
   }
   writeCodeCache(bundle, cachePath);
 } finally {

@@ -2,7 +2,6 @@ import type { LoadedConfig } from "../config/load.js";
 import { credentialSettings } from "../config/sections.js";
 import { resolveCredentials } from "../network/credentials.js";
 import type { EgressCredentials } from "../network/proxy.js";
-import { SessionAuthority, sandboxBundle, upstreamTrust } from "../network/session-ca.js";
 
 /**
  * A session's credentials (`credentials` in the user config): the values from harness's own
@@ -23,13 +22,17 @@ export function credentialNames(loaded: LoadedConfig): string[] {
   return Object.keys(credentialSettings(loaded));
 }
 
-/** The session's credentials; `egress` only when one is available (then a CA is made: about 100 ms). */
-export function sessionCredentials(
+/**
+ * The session's credentials; `egress` only when one is available. Then a CA is made (about 100 ms)
+ * with the X.509 library (about 600 KB of code), which only such a session loads.
+ */
+export async function sessionCredentials(
   loaded: LoadedConfig,
   environment: Readonly<Record<string, string | undefined>>,
-): SessionCredentials {
+): Promise<SessionCredentials> {
   const { credentials, notices } = resolveCredentials(credentialSettings(loaded), environment);
   if (credentials.bindings.length === 0) return { notices };
+  const { SessionAuthority, sandboxBundle, upstreamTrust } = await import("../network/session-ca.js");
   const authority = SessionAuthority.create();
   return {
     egress: {

@@ -10,17 +10,11 @@ import {
   isStdioDefinition,
   type McpStdioDefinition,
 } from "../mcp/config.js";
-import { McpConnection } from "../mcp/connection.js";
-import { McpStartError, startFailure } from "../mcp/errors.js";
+import type { McpConnection } from "../mcp/connection.js";
 import type { StdioHost } from "../mcp/process-transport.js";
 import { type SelectedServer, type ServerSelection, selectServers } from "../mcp/selection.js";
-import { McpRequiredServerError, type ServerStartProgress, startServers } from "../mcp/startup.js";
-import {
-  buildMcpTools,
-  type McpServerTools,
-  type McpToolEntry,
-  type UnavailableMcpTool,
-} from "../mcp/tool.js";
+import type { ServerStartProgress } from "../mcp/startup.js";
+import type { McpServerTools, McpToolEntry, UnavailableMcpTool } from "../mcp/tool.js";
 import type { McpToolInfo } from "../mcp/tool-info.js";
 import { MAX_SURFACE_BYTES_TOTAL, McpListingRefused } from "../mcp/tool-listing.js";
 import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
@@ -32,6 +26,29 @@ import { harnessVersion } from "./version.js";
  * user config under `mcp_approvals`), started together before any model request, their tools
  * listed, and all of them stopped when the run ends.
  */
+
+/**
+ * The MCP client: the SDK, its transports and JSON Schema validator (about 1 MB of code and its
+ * heap), loaded the first time a session has a server to start, never by a run without one.
+ */
+interface McpClientModules {
+  connection: typeof import("../mcp/connection.js");
+  errors: typeof import("../mcp/errors.js");
+  startup: typeof import("../mcp/startup.js");
+  tool: typeof import("../mcp/tool.js");
+}
+
+let clientModules: Promise<McpClientModules> | undefined;
+
+function loadMcpClient(): Promise<McpClientModules> {
+  clientModules ??= Promise.all([
+    import("../mcp/connection.js"),
+    import("../mcp/errors.js"),
+    import("../mcp/startup.js"),
+    import("../mcp/tool.js"),
+  ]).then(([connection, errors, startup, tool]) => ({ connection, errors, startup, tool }));
+  return clientModules;
+}
 
 /**
  * A run's servers: the selected ones started (a required one failing throws
@@ -88,7 +105,11 @@ export function unapprovedNote(server: SelectedServer, workspaceRoot: string): s
  * What runs before every start of a proposal (first start, restart, reconnect): its approval judged
  * again, so a file or definition changed since the selection is refused, not started.
  */
-export function approvalGate(server: SelectedServer, workspaceRoot: string): (() => void) | undefined {
+export function approvalGate(
+  server: SelectedServer,
+  workspaceRoot: string,
+  { McpStartError }: McpClientModules["errors"],
+): (() => void) | undefined {
   const judge = server.approval;
   if (judge === undefined) return undefined;
   return () => {
@@ -208,7 +229,11 @@ export class McpServers {
    */
   #generation = 0;
 
-  private constructor(readonly connections: readonly McpConnection[]) {}
+  private constructor(
+    readonly connections: readonly McpConnection[],
+    /** Loaded when there is a server to start; a session without one never loads the client. */
+    private readonly client: McpClientModules | undefined,
+  ) {}
 
   get generation(): number {
     return this.#generation;
@@ -225,8 +250,12 @@ export class McpServers {
     onProgress: (progress: ServerStartProgress) => void,
     signal?: AbortSignal,
   ): Promise<{ servers: McpServers; notices: string[] }> {
+    if (selected.length === 0) return { servers: new McpServers([], undefined), notices: [] };
+    const client = await loadMcpClient();
+    const { McpConnection } = client.connection;
+    const { McpRequiredServerError, startServers } = client.startup;
     const connections = selected.map((server) => {
-      const gate = approvalGate(server, host.workspace);
+      const gate = approvalGate(server, host.workspace, client.errors);
       return new McpConnection({
         name: server.name,
         definition: server.definition,
@@ -238,7 +267,10 @@ export class McpServers {
       });
     });
     const outcomes = await startServers(connections, onProgress);
-    const servers = new McpServers(connections.filter((_, index) => outcomes[index]?.ok === true));
+    const servers = new McpServers(
+      connections.filter((_, index) => outcomes[index]?.ok === true),
+      client,
+    );
     const notices: string[] = [];
     try {
       for (const connection of servers.connections) {
@@ -246,7 +278,9 @@ export class McpServers {
           await servers.#list(connection, signal);
         } catch (error) {
           if (connection.definition.required)
-            throw new McpRequiredServerError([startFailure(connection.name, "handshake", error, undefined)]);
+            throw new McpRequiredServerError([
+              client.errors.startFailure(connection.name, "handshake", error, undefined),
+            ]);
           // A refused listing is reported with the surface's unavailable tools (unavailableNote).
           if (!(error instanceof McpListingRefused))
             notices.push(
@@ -309,6 +343,8 @@ export class McpServers {
 
   /** Every server's current tools as harness tools, and the listed tools that cannot be offered. */
   tools(): { entries: McpToolEntry[]; unavailable: UnavailableMcpTool[] } {
+    // Nothing was started, so nothing was listed or refused.
+    if (this.client === undefined) return { entries: [], unavailable: [] };
     const servers: McpServerTools[] = this.connections.flatMap((connection) => {
       const listing = this.#listings.get(connection.name);
       if (listing === undefined) return [];
@@ -326,7 +362,7 @@ export class McpServers {
         },
       ];
     });
-    const built = buildMcpTools(servers);
+    const built = this.client.tool.buildMcpTools(servers);
     // A refused listing is one entry for the whole server: `*` stands for every tool it listed.
     for (const [server, reason] of this.#refused)
       built.unavailable.push({ server, tool: "*", reason: `its tool list was refused: ${reason}` });

@@ -228,7 +228,7 @@ export async function buildSetup(options: {
   const untrusted = new UntrustedWatch();
   // Credentials matter only where a proxy can substitute them: with network `policy`.
   const credentials: SessionCredentials | undefined =
-    flags.network === "policy" ? sessionCredentials(governance.config, env) : undefined;
+    flags.network === "policy" ? await sessionCredentials(governance.config, env) : undefined;
   const callNetwork: CallNetwork | undefined =
     flags.network === "policy"
       ? sessionNetwork({

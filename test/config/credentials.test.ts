@@ -50,7 +50,7 @@ describe('"credentials" in the config', () => {
     expect(loaded.notices).toContain(
       'project config (harness.config.json): "credentials" is ignored; only your user config can bind a credential to a host',
     );
-    const session = sessionCredentials(loaded, { NPM_TOKEN: "npm_secret_value_123" });
+    const session = await sessionCredentials(loaded, { NPM_TOKEN: "npm_secret_value_123" });
     expect(session.egress).toBeUndefined();
   });
 

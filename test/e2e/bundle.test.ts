@@ -1,7 +1,7 @@
 import { execFileSync } from "node:child_process";
-import { copyFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, cpSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import {
   childEnv,
@@ -26,32 +26,99 @@ const LOADER = join(REPO_ROOT, "dist/src/cli/bundle-loader.js");
 
 afterAll(removeTempDirs);
 
-/** Load a bundle in a fresh Node process and report what the loader saw and `--help`'s exit. */
-function loadIn(bundle: string, cache: string): { cacheRejected: boolean | null; help: number } {
+interface Loaded {
+  cacheRejected: boolean | null;
+  help: number;
+  /** Every file the command loaded: its name and whether V8 refused its cache (null: none offered). */
+  files: { name: string; rejected: boolean | null }[];
+}
+
+/** Load a bundle in a fresh Node process and report what the loader saw and the command's exit. */
+function loadIn(
+  bundle: string,
+  cache: string,
+  args: readonly string[] = ["--help"],
+  env: NodeJS.ProcessEnv = childEnv(),
+): Loaded {
   const script = `
+    import { basename } from "node:path";
     import { loadBundle } from ${JSON.stringify(LOADER)};
     const loaded = loadBundle(${JSON.stringify(bundle)}, ${JSON.stringify(cache)});
+    loaded.exports.setFileImporter((url) => import(url));
     const write = process.stdout.write.bind(process.stdout);
     process.stdout.write = () => true;
-    const help = await loaded.exports.main(["--help"]);
+    process.stderr.write = () => true;
+    const help = await loaded.exports.main(${JSON.stringify(args)});
     process.stdout.write = write;
-    write(JSON.stringify({ cacheRejected: loaded.cacheRejected ?? null, help }));
+    const files = loaded.files.map((file) => ({ name: basename(file.path), rejected: file.cacheRejected ?? null }));
+    write(JSON.stringify({ cacheRejected: loaded.cacheRejected ?? null, help, files }));
+    process.exit(0);
   `;
   const out = execFileSync(process.execPath, ["--input-type=module", "-e", script], {
-    env: childEnv(),
+    env,
     encoding: "utf8",
   });
-  return JSON.parse(out) as { cacheRejected: boolean | null; help: number };
+  return JSON.parse(out) as Loaded;
+}
+
+/** The parts of the built bundle that hold a package's code (the build's metafile). */
+function partsHolding(pkg: string): string[] {
+  const meta = JSON.parse(readFileSync(join(REPO_ROOT, "dist/bundle-meta.json"), "utf8")) as {
+    outputs: Record<string, { inputs: Record<string, unknown> }>;
+  };
+  return Object.entries(meta.outputs)
+    .filter(([, output]) =>
+      Object.keys(output.inputs).some((input) => input.includes(`node_modules/${pkg}/`)),
+    )
+    .map(([path]) => basename(path));
 }
 
 describe("the CLI bundle and its code cache", () => {
   it("the build ships a bundle with a code cache that V8 accepts", () => {
     expect(existsSync(BUNDLE), "dist/bundle/main.cjs is missing: run npm run build").toBe(true);
-    expect(loadIn(BUNDLE, `${BUNDLE}.cache`)).toEqual({ cacheRejected: false, help: 0 });
+    const loaded = loadIn(BUNDLE, `${BUNDLE}.cache`);
+    expect(loaded).toMatchObject({ cacheRejected: false, help: 0 });
+    // Every part it loaded came with a cache V8 took.
+    expect(loaded.files.filter((file) => file.rejected !== false)).toEqual([]);
+  });
+
+  it("a run loads only the parts it uses: no MCP client without an MCP server, no TUI, no telemetry", async () => {
+    const workspace = await workspaceWith({ "notes.txt": "status: draft\n" });
+    const loaded = loadIn(BUNDLE, `${BUNDLE}.cache`, [
+      "run",
+      "--script",
+      fixture("read-edit.mjs"),
+      "--workspace",
+      workspace,
+      "--write",
+      "allow",
+      "edit",
+    ]);
+    expect(loaded.help).toBe(0);
+    expect(await readFile(join(workspace, "notes.txt"), "utf8")).not.toBe("status: draft\n");
+    const names = new Set(loaded.files.map((file) => file.name));
+    for (const pkg of [
+      "@modelcontextprotocol/client",
+      "ajv",
+      "node-forge",
+      "@mariozechner/pi-tui",
+      "@opentelemetry/sdk-trace-base",
+      "pg",
+    ]) {
+      const parts = partsHolding(pkg);
+      expect(parts.length, `${pkg} is in no part of the bundle`).toBeGreaterThan(0);
+      expect(
+        parts.filter((part) => names.has(part)),
+        `${pkg} was loaded`,
+      ).toEqual([]);
+    }
+    expect(loaded.files.filter((file) => file.rejected !== false)).toEqual([]);
   });
 
   it("a cache made for another bundle is ignored, one V8 refuses is rejected, and the bundle runs either way", async () => {
+    // The entry's parts are its siblings: every variant below sits in a copy of the whole bundle.
     const dir = await tempDir("harness-bundle-");
+    cpSync(join(REPO_ROOT, "dist/bundle"), dir, { recursive: true });
     const source = readFileSync(BUNDLE, "utf8");
     const cache = readFileSync(`${BUNDLE}.cache`);
     const newline = cache.indexOf(0x0a);
@@ -62,12 +129,12 @@ describe("the CLI bundle and its code cache", () => {
     // The same bytes elsewhere are the same bundle: its cache is used.
     const copy = join(dir, "copy.cjs");
     copyFileSync(BUNDLE, copy);
-    expect(loadIn(copy, `${BUNDLE}.cache`)).toEqual({ cacheRejected: false, help: 0 });
+    expect(loadIn(copy, `${BUNDLE}.cache`)).toMatchObject({ cacheRejected: false, help: 0 });
 
     // Another build (another id, same length): the cache is not offered to V8 at all.
     const other = join(dir, "other.cjs");
     writeFileSync(other, source.replace(id ?? "", "f".repeat(32)));
-    expect(loadIn(other, `${BUNDLE}.cache`)).toEqual({ cacheRejected: null, help: 0 });
+    expect(loadIn(other, `${BUNDLE}.cache`)).toMatchObject({ cacheRejected: null, help: 0 });
 
     // The right stamp with damaged V8 data (its header overwritten): V8 refuses it.
     const damaged = join(dir, "damaged.cache");
@@ -75,12 +142,12 @@ describe("the CLI bundle and its code cache", () => {
       damaged,
       Buffer.concat([cache.subarray(0, newline + 1), Buffer.alloc(16), cache.subarray(newline + 1 + 16)]),
     );
-    expect(loadIn(copy, damaged)).toEqual({ cacheRejected: true, help: 0 });
+    expect(loadIn(copy, damaged)).toMatchObject({ cacheRejected: true, help: 0 });
 
     // A bundle built without an id line never uses a cache.
     const anonymous = join(dir, "anonymous.cjs");
     writeFileSync(anonymous, source.replace(/^[^\n]*\n/, ""));
-    expect(loadIn(anonymous, `${BUNDLE}.cache`)).toEqual({ cacheRejected: null, help: 0 });
+    expect(loadIn(anonymous, `${BUNDLE}.cache`)).toMatchObject({ cacheRejected: null, help: 0 });
   });
 
   it("an in-process hook module from the config is imported by the bundled CLI and decides", async () => {

@@ -1,5 +1,18 @@
-import { parse as parseYaml } from "yaml";
+import { createRequire } from "node:module";
 import { z } from "zod";
+
+type Yaml = typeof import("yaml");
+let yaml: Yaml | undefined;
+
+/**
+ * The YAML parser (about 250 KB of code) is required on the first front matter, not at start:
+ * most sessions have no skill or command files. Required rather than bundled, since parsing is
+ * synchronous and the CLI bundle's lazy parts are reached through import().
+ */
+function parseYaml(text: string, options: { maxAliasCount: number; prettyErrors: boolean }): unknown {
+  yaml ??= createRequire(import.meta.url)("yaml") as Yaml;
+  return yaml.parse(text, options);
+}
 
 /**
  * A Markdown file with an optional YAML front matter block (`---` lines): what SKILL.md files and
