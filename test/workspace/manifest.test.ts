@@ -115,9 +115,18 @@ describe("manifest JSON", () => {
         (m as Map<string, Entry>).set(path, entry);
       }
       expect(manifestJson(m)).toBe(reference(m));
+      expect(Buffer.from(manifestBytes(m)).toString("utf8")).toBe(reference(m));
       if (round % 4 > 1) expect(manifestJson(m, { directories: false })).toBe(reference(m, false));
     }
     expect(manifestJson(new Map())).toBe(reference(new Map()));
+    // Large enough to be encoded in several slices, with multi-byte names across the slice ends.
+    const large: Manifest = new Map();
+    for (let i = 0; i < 3_000; i++)
+      (large as Map<string, Entry>).set(`dïr${i % 13}/ファイル-${i}.ts`, file(String(i)));
+    const bytes = manifestBytes(large);
+    expect(bytes.byteLength).toBeGreaterThan(3 * 64 * 1024);
+    expect(Buffer.from(bytes).equals(Buffer.from(reference(large), "utf8"))).toBe(true);
+    expect(manifestId(large)).toBe(sha256Hex(reference(large)));
     // A lone surrogate has no canonical form, written either way.
     const lone: Manifest = new Map([["a\ud800", file("x")]]);
     expect(() => manifestJson(lone)).toThrow(/lone surrogate/);
