@@ -44,12 +44,14 @@ interface Timed {
 
 function timedProcess(argv: string[], cwd: string): Timed {
   const time = existsSync(TIME);
+  // No standard input: rg given none reads it instead of the directory.
+  const stdio: ["ignore", "pipe", "pipe"] = ["ignore", "pipe", "pipe"];
   const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: "1" };
   delete env.NODE_OPTIONS;
   const start = performance.now();
   const result = time
-    ? spawnSync(TIME, ["-f", "maxrss=%M", ...argv], { cwd, env, maxBuffer: 1 << 30 })
-    : spawnSync(argv[0] as string, argv.slice(1), { cwd, env, maxBuffer: 1 << 30 });
+    ? spawnSync(TIME, ["-f", "maxrss=%M", ...argv], { cwd, env, maxBuffer: 1 << 30, stdio })
+    : spawnSync(argv[0] as string, argv.slice(1), { cwd, env, maxBuffer: 1 << 30, stdio });
   const ms = performance.now() - start;
   // rg exits 1 when nothing matched; the pattern matches in this tree, so only 0 is success.
   if (result.status !== 0)
