@@ -1,5 +1,15 @@
 import { createHash, randomBytes } from "node:crypto";
-import { closeSync, mkdirSync, openSync, readSync, renameSync, rmSync, type Stats, writeSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readSync,
+  renameSync,
+  rmSync,
+  type Stats,
+  writeSync,
+} from "node:fs";
 import path from "node:path";
 import { errnoCode } from "../shared/errno.js";
 import { sha256Hex } from "../shared/hash.js";
@@ -520,6 +530,8 @@ export class TreeSnapshot {
    * `.harness/objects/<hash of a file>` holding garbage, which would leave that file unrestorable.
    */
   private holds(hash: string): boolean {
+    // Most objects of a first walk are new: one stat says so before descriptors are opened.
+    if (!existsSync(path.join(this.objects, hash))) return false;
     let parent: { dir: HeldDir; name: string };
     try {
       parent = openParent(this.options.stateDir, `objects/${hash}`);
