@@ -24,6 +24,7 @@ import { benchSteps, benchVersion } from "./session.js";
 import { benchShell } from "./shell.js";
 import type { BenchRow } from "./stats.js";
 import { benchToolsCatalog } from "./tools-catalog.js";
+import { benchWorkspaceRun } from "./workspace-run.js";
 
 const sections: [string, () => Promise<BenchRow[]> | BenchRow[]][] = [
   ["journal (issue 2: a, c)", benchJournal],
@@ -39,6 +40,10 @@ const sections: [string, () => Promise<BenchRow[]> | BenchRow[]][] = [
   ["read_file on a large file (issue 17)", benchLargeRead],
   ["chat: Enter to first streamed character, idle CPU (issue 14)", benchChat],
   ["grep and glob vs ripgrep on a 50k-file tree (issue 17)", benchGrep],
+  [
+    "workspace run: harness run with one grep call on a 50k-file tree vs rg, first and later runs, peak RSS (issue 35)",
+    benchWorkspaceRun,
+  ],
   ["fleet: sessions through the PostgreSQL queue, 1 vs 4 workers (issue 16)", benchFleet],
   ["server: events through harness serve to one client vs harness run --events (issue 15)", benchServer],
   ["workspace effects: tree compared around a shell call on a 50k-file tree (issue 18)", benchEffects],

@@ -167,7 +167,90 @@ export class ManifestError extends Error {
  * `directories: false` writes a version 1 manifest (its directory entries left out).
  */
 export function manifestJson(manifest: Manifest, options: { directories?: boolean } = {}): string {
-  const directories = options.directories ?? true;
+  let text = "";
+  const special = writeManifest(manifest, options.directories ?? true, (piece) => {
+    text += piece;
+  });
+  return special ?? text;
+}
+
+/**
+ * The same bytes as `manifestJson`, UTF-8, built a slice at a time: a 50,000-file base is 8 MB of
+ * text, and holding it whole as a string beside its encoding doubled what a run's start peaked at.
+ */
+export function manifestBytes(manifest: Manifest, options: { directories?: boolean } = {}): Uint8Array {
+  const chunks: Buffer[] = [];
+  let pending = "";
+  let total = 0;
+  const flush = (): void => {
+    const chunk = Buffer.from(pending, "utf8");
+    chunks.push(chunk);
+    total += chunk.length;
+    pending = "";
+  };
+  const special = writeManifest(manifest, options.directories ?? true, (piece) => {
+    pending += piece;
+    if (pending.length >= 64 * 1024) flush();
+  });
+  if (special !== undefined) return new TextEncoder().encode(special);
+  flush();
+  return Buffer.concat(chunks, total);
+}
+
+/**
+ * A manifest's canonical text, handed to `write` piece by piece; returns the whole text instead
+ * (having written nothing to rely on) in the rare case the generic walk must decide.
+ *
+ * Written entry by entry rather than through a generic canonical walk: a 50,000-file base took
+ * about a second that way (an object of every entry, its sorted copy, then the text) at every
+ * session's start. Each entry's keys are written in their canonical order; paths are sorted by
+ * UTF-16 code units (Array.prototype.sort's default, the order RFC 8785 asks for), and strings and
+ * numbers are JSON.stringify's text, as RFC 8785 specifies; the version, the last key, is written
+ * once every entry is known. test/workspace/manifest.test.ts compares the result with canonicalJson.
+ */
+function writeManifest(
+  manifest: Manifest,
+  directories: boolean,
+  write: (piece: string) => void,
+): string | undefined {
+  const paths = [...manifest.keys()].sort();
+  let unread = false;
+  let first = true;
+  write('{"entries":{');
+  for (const path of paths) {
+    const entry = manifest.get(path) as Entry;
+    let text: string;
+    if (isDir(entry)) {
+      if (!directories) continue;
+      text = '{"dir":true}';
+    } else if (isLink(entry)) text = `{"link":${JSON.stringify(entry.link)}}`;
+    else if (isSpecial(entry)) {
+      text = `{"special":${JSON.stringify(entry.special)}}`;
+      unread = true;
+    } else if (isOversize(entry)) {
+      text = `{"exec":${entry.exec === true},"oversize":true,"size":${number(entry.size)}}`;
+      unread = true;
+    } else
+      text = `{"exec":${entry.exec === true},"hash":${JSON.stringify(entry.hash)},"size":${number(entry.size)}}`;
+    const piece = `${first ? "" : ","}${JSON.stringify(path)}:${text}`;
+    // A lone surrogate (a path no walk produces, but a change record could carry) has no canonical
+    // form, and a name holding a backslash before "ud" looks like one here: the generic walk decides.
+    if (piece.includes("\\ud")) return genericManifestJson(manifest, directories);
+    write(piece);
+    first = false;
+  }
+  // Entries the record could not read exist only in manifests that record directories.
+  const version = unread
+    ? MANIFEST_VERSION_UNREAD
+    : directories
+      ? MANIFEST_VERSION
+      : MANIFEST_VERSION_WITHOUT_DIRS;
+  write(`},"version":${version}}`);
+  return undefined;
+}
+
+/** The canonical text through the generic RFC 8785 walk (the reference; slow on large manifests). */
+function genericManifestJson(manifest: Manifest, directories: boolean): string {
   const entries: Record<string, Entry> = Object.create(null) as Record<string, Entry>;
   let unread = false;
   for (const [path, entry] of manifest) {
@@ -182,7 +265,6 @@ export function manifestJson(manifest: Manifest, options: { directories?: boolea
       unread = true;
     } else entries[path] = { hash: entry.hash, size: entry.size, exec: entry.exec };
   }
-  // Entries the record could not read exist only in manifests that record directories.
   const version = unread
     ? MANIFEST_VERSION_UNREAD
     : directories
@@ -191,8 +273,10 @@ export function manifestJson(manifest: Manifest, options: { directories?: boolea
   return canonicalJson({ version, entries });
 }
 
-export function manifestBytes(manifest: Manifest, options: { directories?: boolean } = {}): Uint8Array {
-  return new TextEncoder().encode(manifestJson(manifest, options));
+/** A size as canonical JSON writes it (sizes are non-negative integers; anything else is refused). */
+function number(value: number): string {
+  if (!Number.isFinite(value)) throw new TypeError(`${value} has no canonical JSON form`);
+  return JSON.stringify(value);
 }
 
 /** The artifact id the manifest's canonical bytes are stored under. */

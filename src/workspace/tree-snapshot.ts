@@ -6,8 +6,8 @@ import {
   openSync,
   readSync,
   renameSync,
+  rmSync,
   type Stats,
-  writeFileSync,
   writeSync,
 } from "node:fs";
 import path from "node:path";
@@ -386,17 +386,28 @@ export class TreeSnapshot {
   /** Write the stat cache if it changed (temp file and rename: a reader sees the old or the new one). */
   save(): void {
     if (this.unsaved === 0) return;
-    const rows: unknown[] = [];
-    for (const [p, c] of this.cache) {
-      // A racy entry is hashed again by whoever walks next, this process or another.
-      if (c.racy) continue;
-      rows.push([p, c.dev, c.size, c.mtime, c.ctime, c.ino, c.mode, c.hash ?? null, c.link ?? null]);
-    }
     mkdirSync(this.options.stateDir, { recursive: true });
     const temp = `${this.cacheFile}.${randomBytes(4).toString("hex")}.tmp`;
-    writeFileSync(temp, JSON.stringify({ version: CACHE_VERSION, root: this.options.root, rows }), {
-      mode: 0o600,
-    });
+    // Written a slice of rows at a time: the text of 50,000 rows at once (and an array of them
+    // before it) is tens of megabytes held at the end of a first walk, when memory peaks.
+    const fd = openSync(temp, "w", 0o600);
+    try {
+      let text = `{"version":${CACHE_VERSION},"root":${JSON.stringify(this.options.root)},"rows":[`;
+      let first = true;
+      for (const [p, c] of this.cache) {
+        // A racy entry is hashed again by whoever walks next, this process or another.
+        if (c.racy) continue;
+        text += `${first ? "" : ","}${JSON.stringify([p, c.dev, c.size, c.mtime, c.ctime, c.ino, c.mode, c.hash ?? null, c.link ?? null])}`;
+        first = false;
+        if (text.length >= 256 * 1024) {
+          writeAll(fd, text);
+          text = "";
+        }
+      }
+      writeAll(fd, `${text}]}`);
+    } finally {
+      closeSync(fd);
+    }
     renameSync(temp, this.cacheFile);
     this.unsaved = 0;
   }
@@ -460,24 +471,37 @@ export class TreeSnapshot {
       try {
         // Replaced since the walk's lstat by something that is not a file: left out, never waited on.
         if (!opened.isFile()) return undefined;
-        if (opened.size > KEEP_MAX_BYTES || opened.size > maxBytes) {
-          const chunked = hashInChunks(fd, maxBytes);
-          if (chunked === undefined) return undefined;
-          return { ...base, size: chunked.size, hash: chunked.hash, racy: racy || chunked.size !== st.size };
+        const whole = opened.size < SCRATCH_BYTES ? readWhole(fd) : undefined;
+        if (whole !== undefined) {
+          if (whole.byteLength > maxBytes) return undefined;
+          const hash = sha256Hex(whole);
+          this.keepSafely(hash, () => this.keep(hash, whole), rel);
+          // The bytes read are what the hash says; the size recorded is theirs too.
+          return { ...base, size: whole.byteLength, hash, racy: racy || whole.byteLength !== st.size };
         }
-        const bytes = readWhole(fd, opened.size, maxBytes);
-        if (bytes === undefined) return undefined;
-        const hash = sha256Hex(bytes);
-        try {
-          if (this.options.withheld?.(rel) !== true) this.keep(hash, bytes);
-        } catch (error) {
-          // No room to keep a copy: the hash still records what the file was; its bytes cannot be restored.
-          this.options.warn?.(
-            `could not keep a copy of ${hash.slice(0, 12)} (${errnoCode(error) ?? "error"})`,
+        // A large file goes through one reused chunk buffer, never whole into memory: a buffer the
+        // size of each large file (freed again at once) is what kept a first walk's memory high.
+        const chunked = hashInChunks(fd, maxBytes);
+        if (chunked === undefined) return undefined;
+        let { hash, size } = chunked;
+        let changed = size !== st.size;
+        if (size <= KEEP_MAX_BYTES) {
+          this.keepSafely(
+            hash,
+            () => {
+              const copied = this.keepFrom(fd, hash);
+              // Changed between the two reads: what was kept is what the record says (or, grown
+              // past what is kept, it is read again at the next walk).
+              if (copied === null) changed = true;
+              else if (copied !== undefined && copied.hash !== hash) {
+                ({ hash, size } = copied);
+                changed = true;
+              }
+            },
+            rel,
           );
         }
-        // The bytes read are what the hash says; the size recorded is theirs too.
-        return { ...base, size: bytes.byteLength, hash, racy: racy || bytes.byteLength !== st.size };
+        return { ...base, size, hash, racy: racy || changed };
       } finally {
         closeSync(fd);
       }
@@ -489,13 +513,81 @@ export class TreeSnapshot {
     }
   }
 
+  /** Keep a copy unless the content is withheld; a copy that cannot be written is only warned about. */
+  private keepSafely(hash: string, keep: () => void, rel: string): void {
+    if (this.options.withheld?.(rel) === true) return;
+    try {
+      keep();
+    } catch (error) {
+      // No room to keep a copy: the hash still records what the file was; its bytes cannot be restored.
+      this.options.warn?.(`could not keep a copy of ${hash.slice(0, 12)} (${errnoCode(error) ?? "error"})`);
+    }
+  }
+
+  /**
+   * Whether the object directory holds `hash` with bytes that match it, read through the chunk
+   * buffer. An existing object is trusted only then: a repository can ship
+   * `.harness/objects/<hash of a file>` holding garbage, which would leave that file unrestorable.
+   */
+  private holds(hash: string): boolean {
+    // Most objects of a first walk are new: one stat says so before descriptors are opened.
+    if (!existsSync(path.join(this.objects, hash))) return false;
+    let parent: { dir: HeldDir; name: string };
+    try {
+      parent = openParent(this.options.stateDir, `objects/${hash}`);
+    } catch (error) {
+      if (error instanceof BeneathError || errnoCode(error) === "ENOENT") return false;
+      throw error;
+    }
+    try {
+      const { fd, stats } = parent.dir.open(parent.name);
+      try {
+        return (
+          stats.isFile() && stats.size <= KEEP_MAX_BYTES && hashInChunks(fd, KEEP_MAX_BYTES)?.hash === hash
+        );
+      } finally {
+        closeSync(fd);
+      }
+    } catch (error) {
+      if (error instanceof BeneathError || errnoCode(error) === "ENOENT") return false;
+      throw error;
+    } finally {
+      parent.dir.close();
+    }
+  }
+
+  /**
+   * Keep a large file's content, copied from its descriptor chunk by chunk and hashed again on the
+   * way: the object holds exactly the bytes its name says, even when the file changed since it was
+   * hashed (its new hash is returned then). Undefined when the object is already held; null when
+   * the file grew past what is kept (nothing is).
+   */
+  private keepFrom(fd: number, hash: string): { hash: string; size: number } | undefined | null {
+    if (this.holds(hash)) return undefined;
+    mkdirSync(this.objects, { recursive: true, mode: 0o700 });
+    const temp = path.join(this.objects, `${hash}.${randomBytes(4).toString("hex")}.tmp`);
+    const out = openSync(temp, "w", 0o600);
+    let copied: { hash: string; size: number } | undefined;
+    try {
+      copied = hashInChunks(fd, KEEP_MAX_BYTES, out);
+    } finally {
+      closeSync(out);
+    }
+    if (copied === undefined || (copied.hash !== hash && this.holds(copied.hash))) {
+      rmSync(temp, { force: true });
+      return copied ?? null;
+    }
+    renameSync(temp, path.join(this.objects, copied.hash));
+    return copied;
+  }
+
   /** Keep content by its hash in the object directory (written once; never fsynced: a cache of the tree). */
   private keep(hash: string, bytes: Uint8Array): void {
     const target = path.join(this.objects, hash);
     // An existing object is kept only when its bytes match its name: a repository can ship
     // `.harness/objects/<hash of a file>` holding garbage, which would leave that file unrestorable.
     // (Only content seen before is read again: a changed file's new content has no object yet.)
-    if (existsSync(target) && this.object(hash) !== undefined) return;
+    if (this.holds(hash)) return;
     mkdirSync(this.objects, { recursive: true, mode: 0o700 });
     const temp = `${target}.${randomBytes(4).toString("hex")}.tmp`;
     const fd = openSync(temp, "w", 0o600);
@@ -509,49 +601,61 @@ export class TreeSnapshot {
 }
 
 /**
- * One buffer every read goes through: the bytes are hashed and copied out synchronously, so no
- * two reads overlap. A first walk reads every file of the tree; a buffer per file left tens of
- * thousands of them to the garbage collector (most of that walk's memory). Grown for a large file,
- * it is dropped back to its usual size after that read.
+ * The buffers every read goes through: the bytes are hashed and copied out synchronously, so no
+ * two reads overlap. A first walk reads every file of the tree; a buffer per file (or one grown to
+ * each large file and dropped again) left tens of thousands of them to the allocator, which is
+ * most of what that walk's memory was. A file of the scratch buffer's size or more is read in
+ * chunks instead, and an existing object is checked in chunks too.
  */
 const SCRATCH_BYTES = 1024 * 1024;
-let scratch = Buffer.allocUnsafeSlow(SCRATCH_BYTES);
+const scratch = Buffer.allocUnsafeSlow(SCRATCH_BYTES);
+const CHUNK_BYTES = 256 * 1024;
+const chunk = Buffer.allocUnsafeSlow(CHUNK_BYTES);
 
 /**
- * A small file's bytes through its descriptor (it may have grown); undefined past `maxBytes`.
- * The bytes are in the shared scratch buffer: valid until the next read.
+ * A small file's bytes through its descriptor, in the shared scratch buffer (valid until the next
+ * read); undefined when it has grown to the buffer's size (the caller reads it in chunks).
  */
-function readWhole(fd: number, sizeHint: number, maxBytes: number): Buffer | undefined {
-  if (scratch.length > SCRATCH_BYTES) scratch = Buffer.allocUnsafeSlow(SCRATCH_BYTES);
-  if (scratch.length < sizeHint + 1) scratch = Buffer.allocUnsafeSlow(sizeHint + 1);
-  let buffer = scratch;
+function readWhole(fd: number): Buffer | undefined {
   let length = 0;
   for (;;) {
-    if (length === buffer.length) {
-      const bigger = Buffer.allocUnsafeSlow(buffer.length * 2);
-      buffer.copy(bigger, 0, 0, length);
-      buffer = bigger;
-      scratch = bigger;
-    }
-    const read = readSync(fd, buffer, length, buffer.length - length, length);
-    if (read === 0) return buffer.subarray(0, length);
+    if (length === scratch.length) return undefined;
+    const read = readSync(fd, scratch, length, scratch.length - length, length);
+    if (read === 0) return scratch.subarray(0, length);
     length += read;
-    if (length > maxBytes) return undefined;
   }
 }
 
-/** A file's SHA-256 and size, read through its descriptor 1 MiB at a time; undefined past the read limit. */
-function hashInChunks(fd: number, maxBytes: number): { hash: string; size: number } | undefined {
+/**
+ * A file's SHA-256 and size, read through its descriptor a chunk at a time (and written to `out`
+ * when given); undefined past `maxBytes`.
+ */
+function hashInChunks(
+  fd: number,
+  maxBytes: number,
+  out?: number,
+): { hash: string; size: number } | undefined {
   const hash = createHash("sha256");
-  const buffer = Buffer.allocUnsafe(1024 * 1024);
   let size = 0;
   for (;;) {
-    const read = readSync(fd, buffer, 0, buffer.length, size);
+    const read = readSync(fd, chunk, 0, chunk.length, size);
     if (read === 0) return { hash: hash.digest("hex"), size };
-    hash.update(buffer.subarray(0, read));
+    const bytes = chunk.subarray(0, read);
+    hash.update(bytes);
+    if (out !== undefined) {
+      let written = 0;
+      while (written < read) written += writeSync(out, bytes, written, read - written);
+    }
     size += read;
     if (size > maxBytes) return undefined;
   }
+}
+
+/** All of `text` to the descriptor, as UTF-8. */
+function writeAll(fd: number, text: string): void {
+  const bytes = Buffer.from(text, "utf8");
+  let written = 0;
+  while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written);
 }
 
 function sameStat(cached: Cached, st: Stats): boolean {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { EVENT_SCHEMAS } from "../../src/journal/vocabulary.js";
-import { sha256Hex } from "../../src/shared/hash.js";
+import { canonicalJson, sha256Hex } from "../../src/shared/hash.js";
 import {
   applyChange,
   beforeHashes,
@@ -63,6 +63,73 @@ describe("manifest JSON", () => {
     expect(back.get("__proto__")).toEqual(file("4"));
     expect(manifestJson(back)).toContain(`"__proto__":{"exec":false`);
     expect(Object.getPrototypeOf({})).toBe(Object.prototype);
+  });
+
+  it("is written entry by entry with the same bytes as the generic canonical form, odd names included", () => {
+    // The reference: every entry as a plain object, through the generic RFC 8785 walk.
+    const reference = (m: Manifest, directories = true): string => {
+      const entries: Record<string, Entry> = Object.create(null) as Record<string, Entry>;
+      let unread = false;
+      for (const [path, entry] of m) {
+        if ("dir" in entry && !directories) continue;
+        if ("special" in entry || "oversize" in entry) unread = true;
+        entries[path] = { ...entry };
+      }
+      return canonicalJson({ version: unread ? 3 : directories ? 2 : 1, entries });
+    };
+    const names = [
+      "10",
+      "2",
+      "a",
+      "B",
+      "a/b",
+      "a-b",
+      "a b",
+      "é",
+      "\u{1F600}",
+      "z\\udc00x",
+      "__proto__",
+      '"q"',
+      "é/ü",
+    ];
+    let seed = 7;
+    const next = (n: number): number => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    for (let round = 0; round < 40; round++) {
+      const m: Manifest = new Map();
+      for (let i = 0; i < 30; i++) {
+        const path = `${names[next(names.length)]}/${names[next(names.length)]}${next(3) === 0 ? "" : i}`;
+        const kind = next(6);
+        const entry: Entry =
+          kind === 0
+            ? { dir: true }
+            : kind === 1
+              ? { link: names[next(names.length)] as string }
+              : kind === 2 && round % 4 === 0
+                ? { special: "fifo" }
+                : kind === 3 && round % 4 === 1
+                  ? { oversize: true, size: 3_000_000_000, exec: next(2) === 0 }
+                  : file(String(i), next(2) === 0);
+        (m as Map<string, Entry>).set(path, entry);
+      }
+      expect(manifestJson(m)).toBe(reference(m));
+      expect(Buffer.from(manifestBytes(m)).toString("utf8")).toBe(reference(m));
+      if (round % 4 > 1) expect(manifestJson(m, { directories: false })).toBe(reference(m, false));
+    }
+    expect(manifestJson(new Map())).toBe(reference(new Map()));
+    // Large enough to be encoded in several slices, with multi-byte names across the slice ends.
+    const large: Manifest = new Map();
+    for (let i = 0; i < 3_000; i++)
+      (large as Map<string, Entry>).set(`dïr${i % 13}/ファイル-${i}.ts`, file(String(i)));
+    const bytes = manifestBytes(large);
+    expect(bytes.byteLength).toBeGreaterThan(3 * 64 * 1024);
+    expect(Buffer.from(bytes).equals(Buffer.from(reference(large), "utf8"))).toBe(true);
+    expect(manifestId(large)).toBe(sha256Hex(reference(large)));
+    // A lone surrogate has no canonical form, written either way.
+    const lone: Manifest = new Map([["a\ud800", file("x")]]);
+    expect(() => manifestJson(lone)).toThrow(/lone surrogate/);
   });
 
   it("refuses what is not a manifest, saying what is wrong", () => {

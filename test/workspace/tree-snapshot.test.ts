@@ -137,6 +137,47 @@ describe("TreeSnapshot", () => {
     expect(tree.object(sha256Hex("kept\n"))).toBeUndefined();
   });
 
+  it("keeps a file larger than the read buffer chunk by chunk, byte for byte, and replaces a forged object at its hash", async () => {
+    // Over the 1 MiB scratch buffer and not a multiple of the chunk: read and copied in chunks.
+    const big = Buffer.alloc(3 * 1024 * 1024 + 12_345);
+    for (let i = 0; i < big.length; i++) big[i] = (i * 7919) % 251;
+    const small = "small and whole\n";
+    const root = workspace({ "big.bin": big, "small.txt": small, "again/big.bin": big });
+    const hash = sha256Hex(big);
+    // A repository can ship .harness/objects/<hash> holding anything: it is not trusted.
+    mkdirSync(join(root, ".harness/objects"), { recursive: true });
+    writeFileSync(join(root, ".harness/objects", hash), "forged");
+    writeFileSync(join(root, ".harness/objects", sha256Hex(small)), "forged too");
+    const tree = snapshotter(root);
+    const manifest = await tree.snapshot();
+    expect(manifest.get("big.bin")).toEqual({ hash, size: big.length, exec: false });
+    expect(manifest.get("again/big.bin")).toEqual({ hash, size: big.length, exec: false });
+    expect(readFileSync(join(root, ".harness/objects", hash)).equals(big)).toBe(true);
+    expect(readFileSync(join(root, ".harness/objects", sha256Hex(small)), "utf8")).toBe(small);
+    // No temporary copy is left behind (the second big.bin found the first one's object).
+    expect(readdirSync(join(root, ".harness/objects")).sort()).toEqual([hash, sha256Hex(small)].sort());
+  });
+
+  it("saves a cache of many rows that a new process reads back whole (written in slices)", async () => {
+    const files: Record<string, string> = {};
+    // Long names make the rows big: more than one slice with few files to write.
+    for (let i = 0; i < 1_000; i++) files[`d${i % 17}/file-${i}-${"x".repeat(230)}.txt`] = `content ${i}\n`;
+    const root = workspace(files);
+    const first = snapshotter(root);
+    const manifest = await first.snapshot();
+    first.save();
+    const text = readFileSync(join(root, ".harness/tree-cache.json"), "utf8");
+    // More than one slice of rows, still one JSON document.
+    expect(text.length).toBeGreaterThan(256 * 1024);
+    const cache = JSON.parse(text) as { version: number; root: string; rows: unknown[][] };
+    expect(cache.version).toBe(2);
+    expect(cache.root).toBe(root);
+    expect(cache.rows).toHaveLength(1_000);
+    const second = snapshotter(root);
+    expect(await second.snapshot()).toEqual(manifest);
+    expect(second.last?.hashed).toBe(0);
+  });
+
   it("hashes a file the policy withholds but keeps no copy of its bytes anywhere under .harness", async () => {
     const root = workspace({ ".env": "API=SECRET_ONLY_HERE\n", "src/a.ts": "export {};\n" });
     const tree = new TreeSnapshot({
