@@ -13,7 +13,8 @@ import type { Pool, PoolClient } from "pg";
  *   repeats its chain hash for queries.
  * - harness_leases: who owns a session across machines: `epoch` grows by one on every takeover and
  *   fences appends; `expires_at` is compared with the database clock only.
- * - harness_append(): one append as one statement (see APPEND below).
+ * - harness_append() and harness_take_lease(): an append and a lease acquisition, each one
+ *   statement (one round trip) that runs the steps its transaction used to send one at a time.
  */
 const DDL = `
 CREATE TABLE IF NOT EXISTS harness_sessions (
@@ -78,6 +79,41 @@ END
 $$;
 `;
 
+/**
+ * Taking a lease in one round trip (lease.ts): the row locked, then created (epoch 1) when there
+ * is none, or taken over (epoch + 1) only when it has expired by the database clock; no row back
+ * (a null epoch) when someone else holds it. Two first acquirers: the primary key lets one insert.
+ */
+const TAKE_LEASE = `
+CREATE OR REPLACE FUNCTION harness_take_lease(
+  p_session text, p_owner text, p_lease_ms bigint,
+  OUT epoch bigint, OUT previous_owner text, OUT previous_epoch bigint
+) LANGUAGE plpgsql AS $$
+DECLARE
+  l record;
+  n bigint;
+BEGIN
+  SELECT h.owner, h.epoch, h.expires_at <= now() AS expired INTO l
+    FROM harness_leases h WHERE h.session_id = p_session FOR UPDATE;
+  IF NOT FOUND THEN
+    INSERT INTO harness_leases (session_id, owner, epoch, expires_at)
+      VALUES (p_session, p_owner, 1, now() + p_lease_ms * interval '1 millisecond')
+      ON CONFLICT (session_id) DO NOTHING;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    IF n = 1 THEN epoch := 1; END IF;
+    RETURN;
+  END IF;
+  IF NOT l.expired THEN RETURN; END IF;
+  UPDATE harness_leases SET owner = p_owner, epoch = l.epoch + 1,
+      expires_at = now() + p_lease_ms * interval '1 millisecond'
+    WHERE session_id = p_session;
+  epoch := l.epoch + 1;
+  previous_owner := l.owner;
+  previous_epoch := l.epoch;
+END
+$$;
+`;
+
 /** A key for pg_advisory_xact_lock so that concurrent first runs do not race on CREATE TABLE. */
 const DDL_LOCK_KEY = 0x6861726e; // "harn"
 
@@ -87,6 +123,7 @@ export async function ensurePgSchema(pool: Pool): Promise<void> {
     await client.query("SELECT pg_advisory_xact_lock($1)", [DDL_LOCK_KEY]);
     await client.query(DDL);
     await client.query(APPEND);
+    await client.query(TAKE_LEASE);
   });
 }
 
