@@ -21,7 +21,10 @@ import { type BenchRow, median, round } from "./stats.js";
  * small enough that old results are pruned and the history compacted many times: (a) input sent
  * against a naive full history, (b) how much of each request repeats the previous one byte for
  * byte (what a provider's prompt cache can serve) between compactions, (c) the cost of building a
- * request late in a long session against early in it.
+ * request late in a long session against early in it. (b) is also set against its bound: the
+ * reply and results a step adds are new to the provider, so a request can repeat at most the whole
+ * previous one; over a session, the bytes a cache can serve over the bytes sent is the share a bill
+ * shows, pruning included.
  */
 
 /**
@@ -54,7 +57,7 @@ interface SessionRun {
   prunes: number;
 }
 
-async function session(root: string, steps: number, window: number): Promise<SessionRun> {
+async function session(root: string, steps: number, window: number, lines = 100): Promise<SessionRun> {
   const registry = new ToolRegistry();
   for (const tool of createFileTools()) registry.register(tool);
   const policy = modePolicy({ write: "allow" });
@@ -81,7 +84,7 @@ async function session(root: string, steps: number, window: number): Promise<Ses
               {
                 id: `r${step}`,
                 name: "read_file",
-                arguments: { path: "src/big.ts", offset: 1 + (step % 10) * 100, limit: 100 },
+                arguments: { path: "src/big.ts", offset: 1 + (step % 10) * 100, limit: lines },
               },
             ],
           }
@@ -179,27 +182,52 @@ function buildMs(sent: readonly Sent[], around: number): number {
   return median(sent.slice(around - 5, around + 5).map((s) => s.at - s.stepEndedAt));
 }
 
-/** (a) and (b) over one session. */
-function sessionRows(run: SessionRun, window: number): BenchRow[] {
-  // (b) the share of each request that repeats the previous one byte for byte, between
-  // compactions (a summary replaces the older turns: that request starts a new prefix); and
-  // the share of the previous request a prompt cache could serve again.
-  const shares: { share: number; reused: number; pruned: boolean }[] = [];
+/**
+ * How one request stands against the one before it, in the bytes a provider caches (tools, then
+ * the conversation): `common` is the prefix it sends again unchanged (what a prefix cache serves),
+ * `bound` the most it could: the previous request whole, since everything after it (the reply and
+ * the step's tool results) is new. A request that only extends the previous one has common = bound.
+ */
+interface Pair {
+  total: number;
+  common: number;
+  bound: number;
+  /** The previous request's length: what a provider wrote to its cache last time. */
+  previous: number;
+  pruned: boolean;
+}
+
+function pairs(run: SessionRun): Pair[] {
+  const out: Pair[] = [];
   let previous: string | undefined;
   for (const { request, compactedBefore, prunedBefore } of run.sent) {
     const text = cachedText(request);
+    // Between compactions: a summary replaces the older turns, so that request starts a new prefix.
     if (previous !== undefined && !compactedBefore) {
-      const common = commonPrefix(previous, text);
       // The previous conversation's closing bracket is the one byte an extension changes.
-      shares.push({
-        share: common / text.length,
-        reused: (common + 1) / previous.length,
+      const bound = Math.min(previous.length - 1, text.length);
+      out.push({
+        total: text.length,
+        common: Math.min(commonPrefix(previous, text), bound),
+        bound,
+        previous: previous.length,
         pruned: prunedBefore,
       });
     }
     previous = text;
   }
-  const unpruned = shares.filter((s) => !s.pruned).map((s) => s.share);
+  return out;
+}
+
+/** (a) and (b) over one session. */
+function sessionRows(run: SessionRun, window: number, results = "~8 KB results"): BenchRow[] {
+  // (b) the share of each request that repeats the previous one byte for byte, between
+  // compactions; the bound the step's new bytes set on it; the share of the previous request a
+  // prompt cache could serve again; and over the whole session, as a provider bills it, the bytes
+  // it could serve from its cache over all the bytes sent.
+  const shares = pairs(run);
+  const unpruned = shares.filter((s) => !s.pruned);
+  const sum = (list: readonly Pair[], f: (p: Pair) => number) => list.reduce((n, p) => n + f(p), 0);
   // (a) bytes sent (summary requests included) against a history that keeps everything.
   let naive = 0;
   let naiveTotal = 0;
@@ -210,10 +238,11 @@ function sessionRows(run: SessionRun, window: number): BenchRow[] {
     sentTotal += bytes(request.messages);
   }
   const tokens = (n: number) => Math.round(n / 4);
-  const at = `${window / 1000}K window`;
+  const at = `${window / 1000}K window${results === "~8 KB results" ? "" : `, ${results}`}`;
+  const newBytes = median(unpruned.map((s) => s.total - s.bound));
   return [
     {
-      name: `200 steps of ~8 KB results, ${at}: prunes`,
+      name: `200 steps, ${at}: prunes`,
       value: run.prunes,
       unit: "prunes",
       note: `${run.compactions} compactions`,
@@ -226,25 +255,37 @@ function sessionRows(run: SessionRun, window: number): BenchRow[] {
     },
     {
       name: `${at}: request repeating the previous one's prefix, median`,
-      value: round(median(shares.map((s) => s.share)), 4),
+      value: round(median(shares.map((s) => s.common / s.total)), 4),
       unit: "share",
       note: `tools + messages as cached, between compactions (${shares.length} pairs); goal >= 0.95`,
     },
     {
-      name: `${at}: the same, pairs with nothing pruned between them`,
-      value: unpruned.length === 0 ? Number.NaN : round(median(unpruned), 4),
+      name: `${at}: bound set by the step's new bytes, median`,
+      value: round(median(shares.map((s) => s.bound / s.total)), 4),
       unit: "share",
-      note: `median of ${unpruned.length} pairs; bounded by the new result's share of the request`,
+      note: `the previous request / this one: the reply and its results (median ${newBytes} bytes) are new`,
+    },
+    {
+      name: `${at}: the same, pairs with nothing pruned between them`,
+      value: unpruned.length === 0 ? Number.NaN : round(median(unpruned.map((s) => s.common / s.total)), 4),
+      unit: "share",
+      note: `median of ${unpruned.length} pairs; reaches its bound in ${unpruned.filter((s) => s.common === s.bound).length}`,
+    },
+    {
+      name: `${at}: bytes a prefix cache can serve / bytes sent`,
+      value: round(sum(shares, (s) => s.common) / sum(shares, (s) => s.total), 4),
+      unit: "share",
+      note: `all ${shares.length} requests between compactions, as billed; bound ${round(sum(shares, (s) => s.bound) / sum(shares, (s) => s.total), 4)}, prunes included`,
     },
     {
       name: `${at}: share of the previous request sent again unchanged`,
-      value: round(median(shares.map((s) => s.reused)), 4),
+      value: round(median(shares.map((s) => (s.common + 1) / s.previous)), 4),
       unit: "share",
       note: "median; what a prompt cache can serve: 1.0 when a request extends the previous one",
     },
     {
       name: `${at}: requests extending the previous one byte for byte`,
-      value: round(shares.filter((s) => s.reused >= 1).length / shares.length, 3),
+      value: round(shares.filter((s) => s.common === s.bound && s.bound < s.total).length / shares.length, 3),
       unit: "of pairs",
       note: "a result pruned since the previous request breaks the prefix there",
     },
@@ -261,6 +302,8 @@ export async function benchContext(): Promise<BenchRow[]> {
 
     const small = sessionRows(await session(root, 200, SMALL_WINDOW), SMALL_WINDOW);
     const larger = sessionRows(await session(root, 200, LARGER_WINDOW), LARGER_WINDOW);
+    // The same window with ~2 KB results: the step's new bytes are what bound the share.
+    const smaller = sessionRows(await session(root, 200, LARGER_WINDOW, 25), LARGER_WINDOW, "~2 KB results");
     // (c) with the small window: the context stays bounded, so building a request should too.
     const long = await session(root, 1000, SMALL_WINDOW);
     const early = buildMs(long.sent, 10);
@@ -268,6 +311,7 @@ export async function benchContext(): Promise<BenchRow[]> {
     return [
       ...small,
       ...larger,
+      ...smaller,
       { name: "request build at step 10", value: round(early, 4), unit: "ms", note: "median of steps 5-14" },
       {
         name: "request build at step 1000",

@@ -47,6 +47,15 @@ CREATE TABLE IF NOT EXISTS harness_fleet_tasks (
 );
 ALTER TABLE harness_fleet_tasks ADD COLUMN IF NOT EXISTS mac text;
 `;
+/**
+ * Every session job: the session id as the singleton key (stately: at most one queued and one
+ * active per session), no retries (a failed run is the session's outcome, and the reaper re-queues
+ * a dead worker's session), and an expiry long enough never to matter: the lease decides liveness.
+ */
+const JOB = { retryLimit: 0, expireInSeconds: 23 * 3600 } as const;
+/** Jobs per INSERT when a batch is submitted. */
+const SUBMIT_CHUNK = 500;
+
 const DDL_LOCK_KEY = 0x666c7474; // "fltt": concurrent first starts do not race on CREATE TABLE
 
 export type TaskState = "queued" | "running" | "done";
@@ -165,20 +174,27 @@ export class FleetDatabase {
     } finally {
       client.release();
     }
-    for (const task of tasks) await this.enqueue(task.session);
+    // The jobs in one statement per chunk and one wake-up for them all, not two round trips a task.
+    for (let start = 0; start < ids.length; start += SUBMIT_CHUNK) {
+      await this.boss.insert(
+        ids
+          .slice(start, start + SUBMIT_CHUNK)
+          .map((session) => ({ name: QUEUE, data: { session }, singletonKey: session, ...JOB })),
+      );
+    }
+    await this.wakeWorkers();
   }
 
   /** One job for the session; a second one while one is already queued is a no-op (stately). */
   async enqueue(session: string): Promise<string | null> {
-    const id = await this.boss.send(
-      QUEUE,
-      { session },
-      // The lease decides liveness: pg-boss's own expiry only cleans up after a very long time.
-      { singletonKey: session, retryLimit: 0, expireInHours: 23 },
-    );
+    const id = await this.boss.send(QUEUE, { session }, { singletonKey: session, ...JOB });
+    await this.wakeWorkers();
+    return id;
+  }
+
+  private async wakeWorkers(): Promise<void> {
     // A wake-up that fails costs only latency: the job is queued and the next poll finds it.
     await this.pool.query("SELECT pg_notify($1, $2)", [QUEUED_CHANNEL, this.bossSchema]).catch(() => {});
-    return id;
   }
 
   /**

@@ -188,7 +188,9 @@ export class FleetWorker {
       this.log(`session ${session}: failed: ${(error as Error).message}`);
       await this.finish(session, "failed");
     } finally {
-      await lease.release().catch(() => {});
+      // Off the dispatch path: the slot fetches its next job while the release is on its way
+      // (the task row already says where the session stands; stop() waits for it).
+      void this.track(lease.release().catch(() => {}));
     }
   }
 
@@ -200,8 +202,11 @@ export class FleetWorker {
     const { task } = found;
     const journal = new PgJournalStore(this.db.pool);
     const store = leasedStore(journal, lease);
-    const records = (await journal.exists(task.session)) ? (await journal.read(task.session)).length : 0;
-    const root = await this.workspaceFor(found, records > 0);
+    // Asked only where the answer matters (a workspace of this worker's own): a shared one is the
+    // same directory whether or not the session has started.
+    const started = async () =>
+      (await journal.exists(task.session)) && (await journal.read(task.session)).length > 0;
+    const root = await this.workspaceFor(found, started);
     if (root === undefined) {
       // A started session is never run again from a fresh copy: a person reviews it.
       await stopForLostWorkspace(store, task.session, found.materializedOn);
@@ -236,7 +241,7 @@ export class FleetWorker {
    */
   private async workspaceFor(
     found: NonNullable<Awaited<ReturnType<FleetDatabase["task"]>>>,
-    started: boolean,
+    started: () => Promise<boolean>,
   ): Promise<string | undefined> {
     const { task } = found;
     if (isShared(task.workspace)) return materialize(task.workspace, "");
@@ -247,7 +252,7 @@ export class FleetWorker {
     if (found.workspaceDir === target && found.materializedOn === this.disk) {
       if (await stat(target).catch(() => undefined)) return target;
     }
-    if (started || found.materializedOn !== null) return undefined;
+    if (found.materializedOn !== null || (await started())) return undefined;
     const root = await materialize(task.workspace, target, this.stopping.signal);
     await this.db.pool.query(
       "UPDATE harness_fleet_tasks SET workspace_dir = $2, materialized_on = $3 WHERE session_id = $1",

@@ -1,6 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { hostname } from "node:os";
 import { setTimeout as delay } from "node:timers/promises";
+import pg from "pg";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { JournalKey } from "../../src/journal/key.js";
 import { acquireLease, expiredLeases, type Lease, leaseOf } from "../../src/journal/pg/lease.js";
@@ -239,6 +240,24 @@ describe("PostgreSQL journal: leases and fencing", () => {
     expect(String(held!.lost.reason)).toMatch(
       /no renewal succeeded within the lease time|expired or was taken over/,
     );
+  });
+});
+
+describe("PostgreSQL journal: round trips", () => {
+  it("an append under a lease is one round trip: one statement, no BEGIN/COMMIT around it", async () => {
+    const held = await lease("s1", "worker-a", 5000);
+    const writer = track(await worker().openWriter("s1", { create: true, lease: held }));
+    // Every statement any pool sends goes through a client's query.
+    const sent = vi.spyOn(pg.Client.prototype, "query");
+    await writer.append([input("one"), input("two")]);
+    await writer.append([input("three")]);
+    expect(sent).toHaveBeenCalledTimes(2);
+    sent.mockRestore();
+    const records = await worker().read("s1");
+    expect(records.map((r) => r.data)).toEqual([{ text: "one" }, { text: "two" }, { text: "three" }]);
+    expect(records.map((r) => r.seq)).toEqual([0, 1, 2]);
+    const { rows } = await db.pool.query("SELECT next_seq FROM harness_sessions WHERE session_id = 's1'");
+    expect(Number(rows[0].next_seq)).toBe(3);
   });
 });
 

@@ -1,5 +1,4 @@
-import type { Pool, PoolClient } from "pg";
-import { inTransaction } from "./schema.js";
+import type { Pool } from "pg";
 
 /** Who held a session's lease before, as the new owner journals it (`lease.acquired`). */
 export interface LeaseHolder {
@@ -41,12 +40,6 @@ export interface LeaseOptions {
   renewEveryMs?: number;
 }
 
-interface LeaseRow {
-  owner: string;
-  epoch: string;
-  expired: boolean;
-}
-
 /**
  * Take the lease on `session` for `owner`, or null when someone else holds a lease that has not
  * expired (by the database clock). Concurrent callers for the same session: exactly one wins.
@@ -59,42 +52,17 @@ export async function acquireLease(
   options: LeaseOptions = {},
 ): Promise<Lease | null> {
   assertLeaseMs(leaseMs);
-  const taken = await inTransaction(pool, (client) => takeLease(client, session, owner, leaseMs));
-  if (!taken) return null;
-  return new HeldLease(pool, session, owner, taken.epoch, taken.previous, leaseMs, options);
-}
-
-async function takeLease(
-  client: PoolClient,
-  session: string,
-  owner: string,
-  leaseMs: number,
-): Promise<{ epoch: number; previous: LeaseHolder | null } | null> {
-  const current = await client.query<LeaseRow>(
-    "SELECT owner, epoch, expires_at <= now() AS expired FROM harness_leases WHERE session_id = $1 FOR UPDATE",
-    [session],
-  );
-  const row = current.rows[0];
-  if (!row) {
-    // Two first acquirers both see no row; the primary key lets exactly one insert.
-    const inserted = await client.query(
-      `INSERT INTO harness_leases (session_id, owner, epoch, expires_at)
-       VALUES ($1, $2, 1, now() + $3 * interval '1 millisecond')
-       ON CONFLICT (session_id) DO NOTHING`,
-      [session, owner, leaseMs],
-    );
-    return inserted.rowCount === 1 ? { epoch: 1, previous: null } : null;
-  }
-  // An unexpired lease is never taken, however long its holder has been silent.
-  if (!row.expired) return null;
-  const previous = { owner: row.owner, epoch: Number(row.epoch) };
-  const epoch = previous.epoch + 1;
-  await client.query(
-    `UPDATE harness_leases SET owner = $2, epoch = $3, expires_at = now() + $4 * interval '1 millisecond'
-     WHERE session_id = $1`,
-    [session, owner, epoch, leaseMs],
-  );
-  return { epoch, previous };
+  // One statement (harness_take_lease in schema.ts): lock the row, then create or take it over.
+  const result = await pool.query<{
+    epoch: string | null;
+    previous_owner: string | null;
+    previous_epoch: string | null;
+  }>("SELECT * FROM harness_take_lease($1, $2, $3)", [session, owner, leaseMs]);
+  const row = result.rows[0];
+  if (!row || row.epoch === null) return null;
+  const previous =
+    row.previous_owner === null ? null : { owner: row.previous_owner, epoch: Number(row.previous_epoch) };
+  return new HeldLease(pool, session, owner, Number(row.epoch), previous, leaseMs, options);
 }
 
 /** The current lease row of a session (null if it never had one), and whether it has expired. */

@@ -16,7 +16,7 @@ import { assertAdoptionFirst, assessTrust, type JournalReading, untrustedError }
 import { type AnyNewEvent, type AnyRecord, GENESIS_HASH } from "../vocabulary.js";
 import type { Lease } from "./lease.js";
 import { inTransaction } from "./schema.js";
-import { checkLeaseHeld, claimWriter, type WriterClaim } from "./writer-claim.js";
+import { claimWriter, fencedError, type WriterClaim } from "./writer-claim.js";
 
 export interface PgJournalOptions {
   /** Clock for record times and writer-lock start times; defaults to real time. Leases use the database clock. */
@@ -256,51 +256,57 @@ class PgJournalWriter implements JournalWriter {
   private async store(records: readonly EncodedRecord[]): Promise<void> {
     const expected = records[0]?.record.seq ?? this.all.length;
     try {
-      await database(this.sessionId, "append", () =>
-        inTransaction(this.pool, (client) => this.insert(client, expected, records)),
-      );
+      await database(this.sessionId, "append", () => this.insert(expected, records));
     } catch (error) {
       this.state = error instanceof JournalError && error.code === "FENCED" ? "fenced" : "failed";
       throw error;
     }
   }
 
-  /** In the append's transaction: fence, check the expected seq and this writer's claim, insert. */
-  private async insert(client: PoolClient, expected: number, added: readonly EncodedRecord[]): Promise<void> {
-    // Lock order everywhere: the lease row, then the session row.
-    if (this.lease) await checkLeaseHeld(client, this.lease);
-    const session = await client.query<{ next_seq: string; writer_token: string | null }>(
-      "SELECT next_seq, writer_token FROM harness_sessions WHERE session_id = $1 FOR UPDATE",
-      [this.sessionId],
-    );
-    const row = session.rows[0];
-    if (!row) throw notFound(this.sessionId);
-    if (row.writer_token !== this.claim.token) {
-      throw new JournalError(
-        "LOCKED",
-        `session ${this.sessionId}: this writer's lock was taken or cleared; stopping so that two writers never append`,
-      );
-    }
-    if (Number(row.next_seq) !== expected) {
-      throw new JournalError(
-        "CORRUPT",
-        `session ${this.sessionId}: the journal holds ${row.next_seq} records where this writer expected ${expected}; stopping without appending`,
-      );
-    }
-    const params: (string | number)[] = [this.sessionId];
-    const values = added.map(({ record, line }, index) => {
-      params.push(record.seq, record.hash, line.slice(0, -1));
-      const base = 2 + index * 3;
-      return `($1, $${base}, $${base + 1}, $${base + 2})`;
-    });
-    await client.query(
-      `INSERT INTO harness_records (session_id, seq, hash, line) VALUES ${values.join(", ")}`,
-      params,
-    );
-    await client.query("UPDATE harness_sessions SET next_seq = $2 WHERE session_id = $1", [
+  /**
+   * One statement, its own transaction (harness_append in schema.ts): fence, check the expected
+   * seq and this writer's claim, insert, all in one round trip. A failed check wrote nothing.
+   */
+  private async insert(expected: number, added: readonly EncodedRecord[]): Promise<void> {
+    const result = await this.pool.query<{
+      status: "ok" | "fenced" | "not_found" | "locked" | "seq";
+      lease_owner: string | null;
+      lease_epoch: string | null;
+      next_seq: string | null;
+    }>("SELECT * FROM harness_append($1, $2, $3, $4, $5, $6, $7, $8)", [
       this.sessionId,
-      expected + added.length,
+      expected,
+      this.claim.token,
+      this.lease?.owner ?? null,
+      this.lease?.epoch ?? null,
+      added.map(({ record }) => record.seq),
+      added.map(({ record }) => record.hash),
+      added.map(({ line }) => line.slice(0, -1)),
     ]);
+    const row = result.rows[0];
+    switch (row?.status) {
+      case "ok":
+        return;
+      case "fenced": {
+        const held =
+          row.lease_owner === null ? undefined : { owner: row.lease_owner, epoch: Number(row.lease_epoch) };
+        throw fencedError(this.lease as Lease, held);
+      }
+      case "not_found":
+        throw notFound(this.sessionId);
+      case "locked":
+        throw new JournalError(
+          "LOCKED",
+          `session ${this.sessionId}: this writer's lock was taken or cleared; stopping so that two writers never append`,
+        );
+      case "seq":
+        throw new JournalError(
+          "CORRUPT",
+          `session ${this.sessionId}: the journal holds ${row.next_seq} records where this writer expected ${expected}; stopping without appending`,
+        );
+      default:
+        throw new JournalError("IO", `session ${this.sessionId}: the append returned no status`);
+    }
   }
 
   private assertWritable(): void {

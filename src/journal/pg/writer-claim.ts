@@ -57,12 +57,21 @@ export async function checkLeaseHeld(client: PoolClient, lease: Lease): Promise<
   const row = result.rows[0];
   const mine = row !== undefined && Number(row.epoch) === lease.epoch && row.owner === lease.owner;
   if (mine && !row.expired) return;
+  throw fencedError(lease, row && { owner: row.owner, epoch: Number(row.epoch) });
+}
+
+/**
+ * Why a writer under `lease` may not append, from the lease row as the database held it (absent:
+ * the row is gone). The row being this lease's own means it expired before it was renewed.
+ */
+export function fencedError(lease: Lease, row: { owner: string; epoch: number } | undefined): JournalError {
+  const mine = row !== undefined && row.epoch === lease.epoch && row.owner === lease.owner;
   const why = !row
     ? "it no longer exists"
     : mine
       ? "it expired before it was renewed"
       : `${row.owner} took the session over (epoch ${row.epoch})`;
-  throw new JournalError(
+  return new JournalError(
     "FENCED",
     `session ${lease.session}: this worker's lease (epoch ${lease.epoch}) is no longer held: ${why}. ` +
       "Nothing was written; stop working on the session.",
