@@ -33,6 +33,26 @@ export default async function (messages) {
 }
 `;
 
+/*
+ * A parent that delegates: its first reply starts sub-agent `helper` (shared isolation), whose
+ * first reply lists the files and whose second ends; the parent then ends. Each request received
+ * is one line naming whose it was ("" for the parent), so a test sees which were sent.
+ */
+const DELEGATING_SCRIPT = `
+import { appendFileSync } from "node:fs";
+export default async function (messages, step, agent) {
+  appendFileSync(process.env.QUOTA_REQUESTS_FILE, "request " + (agent ?? "") + "\\n");
+  const answered = messages.some((message) => message.role === "tool");
+  if (agent === "helper") {
+    return answered ? { text: "helper done" } : { calls: [{ id: "look", name: "list_files", arguments: {} }] };
+  }
+  if (answered) return { text: "parent done" };
+  return {
+    calls: [{ id: "delegate", name: "agent", arguments: { task: "look around", label: "helper", isolation: "shared" } }],
+  };
+}
+`;
+
 let root: string;
 let schema: TempPgSchema | undefined;
 let worker: FleetWorker | undefined;
@@ -53,8 +73,13 @@ afterEach(async () => {
 });
 
 async function requestsSent(): Promise<number> {
+  return (await requestLines()).filter((line) => line === "request").length;
+}
+
+/** Each request the scripted model received, in order. */
+async function requestLines(): Promise<string[]> {
   const text = await readFile(join(root, "requests.txt"), "utf8").catch(() => "");
-  return text.split("\n").filter((line) => line === "request").length;
+  return text.split("\n").filter((line) => line.startsWith("request"));
 }
 
 /** A fresh schema with the quota table, `queue:NAME` configured as given (none: no quota row). */
@@ -70,10 +95,15 @@ async function database(limits?: { name: string; requests: number }): Promise<Te
 }
 
 /** One session run by an in-process worker (launched as `harness worker` launches it); its status. */
-async function runOne(pg: TempPgSchema, session: string, quota: string | undefined): Promise<string | null> {
+async function runOne(
+  pg: TempPgSchema,
+  session: string,
+  quota: string | undefined,
+  delegating = false,
+): Promise<string | null> {
   db = await FleetDatabase.open(pg.url, { maxConnections: 2 });
   const script = join(root, "count.mjs");
-  await writeFile(script, COUNTING_SCRIPT);
+  await writeFile(script, delegating ? DELEGATING_SCRIPT : COUNTING_SCRIPT);
   const logs: string[] = [];
   worker = await FleetWorker.start({
     database: pg.url,
@@ -83,7 +113,8 @@ async function runOne(pg: TempPgSchema, session: string, quota: string | undefin
     launch: launchSession((line) => logs.push(line), quota === undefined ? {} : { quota }),
     log: (line) => logs.push(line),
   });
-  await db.submit([{ session, goal: "look around", workspace: { shared: root }, options: { script } }]);
+  const options = delegating ? { script, "agents-depth": "1" } : { script };
+  await db.submit([{ session, goal: "look around", workspace: { shared: root }, options }]);
   const deadline = Date.now() + 30_000;
   for (;;) {
     const row = (await db.status()).find((candidate) => candidate.session === session);
@@ -94,6 +125,7 @@ async function runOne(pg: TempPgSchema, session: string, quota: string | undefin
 }
 
 async function stops(pg: TempPgSchema, session: string): Promise<Array<Record<string, unknown>>> {
+  if (!(await new PgJournalStore(pg.pool).exists(session))) return [];
   const records = await new PgJournalStore(pg.pool).read(session);
   return records
     .filter((record) => record.type === "run.stopped")
@@ -128,6 +160,33 @@ describe("a worker with a queue quota", () => {
     expect(status).toBe("stopped");
     const [stop] = await stops(pg, "quota-3");
     expect(stop?.reason).toBe("budget_exhausted");
+  }, 60_000);
+
+  it("a sub-agent reserves against its worker's quota: the child's request past it is never sent", async () => {
+    // Three would be sent without the quota: parent, helper, helper (then the parent again).
+    const pg = await database({ name: "family", requests: 2 });
+    const status = await runOne(pg, "quota-5", "family", true);
+    expect(await requestLines()).toEqual(["request ", "request helper"]);
+    expect(status).toBe("stopped");
+    const [childStop] = await stops(pg, "quota-5/helper");
+    expect(childStop?.reason).toBe("budget_exhausted");
+    expect(String(childStop?.message)).toContain("queue:family");
+    // The parent's next request did not fit either: it was refused, not sent.
+    const [parentStop] = await stops(pg, "quota-5");
+    expect(parentStop?.reason).toBe("budget_exhausted");
+    expect(await quotaLeft(pg.pool, queueScope("family"))).toEqual({ requests: 0 });
+  }, 60_000);
+
+  it("a sub-agent's requests count: the parent's request after its child's is the one refused", async () => {
+    const pg = await database({ name: "three", requests: 3 });
+    const status = await runOne(pg, "quota-6", "three", true);
+    expect(await requestLines()).toEqual(["request ", "request helper", "request helper"]);
+    expect(status).toBe("stopped");
+    expect(await stops(pg, "quota-6/helper")).toEqual([]);
+    const [parentStop] = await stops(pg, "quota-6");
+    expect(parentStop?.reason).toBe("budget_exhausted");
+    expect(String(parentStop?.message)).toContain("queue:three");
+    expect(await quotaLeft(pg.pool, queueScope("three"))).toEqual({ requests: 0 });
   }, 60_000);
 
   it("without a quota nothing changes: no reservation is asked for", async () => {
