@@ -189,12 +189,79 @@ describe("a worker with a queue quota", () => {
     expect(await quotaLeft(pg.pool, queueScope("three"))).toEqual({ requests: 0 });
   }, 60_000);
 
+  it("journals each reservation before its request, its settling and the refusal; inspect shows them", async () => {
+    const pg = await database({ name: "seen", requests: 1 });
+    expect(await runOne(pg, "quota-7", "seen")).toBe("stopped");
+    expect(await requestsSent()).toBe(1);
+    const records = await new PgJournalStore(pg.pool).read("quota-7");
+    const types = records.map((record) => record.type);
+    // Intent before effect: the hold is durable before model.started, and so before the request.
+    const reserved = types.indexOf("quota.reserved");
+    const started = types.indexOf("model.started");
+    expect(reserved).toBeGreaterThan(-1);
+    expect(reserved).toBeLessThan(started);
+    expect(types.slice(reserved, started + 1).filter((type) => type.startsWith("quota."))).toEqual([
+      "quota.reserved",
+    ]);
+    expect(records[reserved]?.data).toMatchObject({
+      quota: "queue:seen",
+      step: 0,
+      attempt: 0,
+      requests: 1,
+      usd: 0,
+      left: { requests: 0 },
+    });
+    const settled = records.find((record) => record.type === "quota.settled");
+    expect(settled?.seq).toBeGreaterThan(records[started]!.seq);
+    expect(settled?.data).toMatchObject({
+      quota: "queue:seen",
+      step: 0,
+      attempt: 0,
+      requests: 1,
+      left: { requests: 0 },
+    });
+    // The second request: refused, journaled, then the stop; no model.started for it.
+    const refused = types.indexOf("quota.refused");
+    expect(refused).toBeGreaterThan(types.indexOf("quota.settled"));
+    expect(records[refused]?.data).toMatchObject({
+      quota: "queue:seen",
+      step: 1,
+      requests: 1,
+      left: { requests: 0 },
+    });
+    expect(String((records[refused]?.data as { why: string }).why)).toContain("0 requests");
+    expect(types[refused + 1]).toBe("run.stopped");
+    expect(types.filter((type) => type === "model.started")).toHaveLength(1);
+
+    const json = await harness(["inspect", "quota-7", "--database", pg.url, "--json"]);
+    expect(json.stderr).toBe("");
+    expect(json.code).toBe(0);
+    const quota = (JSON.parse(json.stdout) as { quota: unknown }).quota;
+    expect(quota).toEqual([
+      {
+        quota: "queue:seen",
+        spent: { usd: 0, tokens: (settled?.data as { tokens: number }).tokens, requests: 1 },
+        held: { usd: 0, tokens: 0, requests: 0 },
+        refused: 1,
+        left: { requests: 0 },
+      },
+    ]);
+    const text = await harness(["inspect", "quota-7", "--database", pg.url]);
+    expect(text.code).toBe(0);
+    const lines = text.stdout.split("\n").filter((line) => line.startsWith("quota"));
+    expect(lines).toEqual([
+      `quota   queue:seen: 1 requests, ${(settled?.data as { tokens: number }).tokens} tokens, $0.0000 spent; 1 refused; left 0 requests`,
+    ]);
+  }, 60_000);
+
   it("without a quota nothing changes: no reservation is asked for", async () => {
     const pg = await database({ name: "unused", requests: 0 });
     const status = await runOne(pg, "quota-4", undefined);
     expect(await requestsSent()).toBe(2);
     expect(status).not.toBe("stopped");
     expect(await quotaLeft(pg.pool, queueScope("unused"))).toEqual({ requests: 0 });
+    const records = await new PgJournalStore(pg.pool).read("quota-4");
+    expect(records.filter((record) => record.type.startsWith("quota."))).toEqual([]);
   }, 60_000);
 });
 
