@@ -42,7 +42,10 @@ const SCRIPT = {
   ],
   agents: {
     kid: {
-      replies: [{ text: "", calls: [call("k1", "shell", { command: "echo hi" })] }, { text: "said hi" }],
+      replies: [
+        { text: "", calls: [call("k1", "shell", { command: 'echo "tp=$TRACEPARENT"' })] },
+        { text: "said hi" },
+      ],
     },
   },
 };
@@ -133,6 +136,14 @@ describe("OpenTelemetry export", () => {
       expect(kid?.parentSpanId).toBe(byCall("a1")?.spanId);
       expect(kid?.attributes["gen_ai.agent.name"]).toBe("kid");
       expect(byCall("k1")?.parentSpanId).toBe(kid?.spanId);
+      // The sub-agent's shell call got its own exported span as TRACEPARENT (the child continues
+      // the parent's trace live, with the ids a later export derives).
+      const kidResult = ofType(await readJournal(workspace, `${id}/kid`), "tool.result").find(
+        (r) => r.data.call_id === "k1",
+      );
+      expect(JSON.stringify(kidResult?.data)).toContain(
+        `tp=00-${byCall("k1")?.traceId}-${byCall("k1")?.spanId}-01`,
+      );
 
       const chats = live.filter((s) => s.name.startsWith("chat "));
       expect(chats.length).toBe(ofType(journal, "model.started").length + 2);

@@ -212,6 +212,7 @@ describe("a worker with a queue quota", () => {
       left: { requests: 0 },
     });
     const settled = records.find((record) => record.type === "quota.settled");
+    const settledTokens = (settled?.data as { tokens?: number } | undefined)?.tokens;
     expect(settled?.seq).toBeGreaterThan(records[started]!.seq);
     expect(settled?.data).toMatchObject({
       quota: "queue:seen",
@@ -229,7 +230,7 @@ describe("a worker with a queue quota", () => {
       requests: 1,
       left: { requests: 0 },
     });
-    expect(String((records[refused]?.data as { why: string }).why)).toContain("0 requests");
+    expect(String((records[refused]?.data as { why?: string } | undefined)?.why)).toContain("0 requests");
     expect(types[refused + 1]).toBe("run.stopped");
     expect(types.filter((type) => type === "model.started")).toHaveLength(1);
 
@@ -240,7 +241,7 @@ describe("a worker with a queue quota", () => {
     expect(quota).toEqual([
       {
         quota: "queue:seen",
-        spent: { usd: 0, tokens: (settled?.data as { tokens: number }).tokens, requests: 1 },
+        spent: { usd: 0, tokens: settledTokens, requests: 1 },
         held: { usd: 0, tokens: 0, requests: 0 },
         refused: 1,
         left: { requests: 0 },
@@ -250,7 +251,7 @@ describe("a worker with a queue quota", () => {
     expect(text.code).toBe(0);
     const lines = text.stdout.split("\n").filter((line) => line.startsWith("quota"));
     expect(lines).toEqual([
-      `quota   queue:seen: 1 requests, ${(settled?.data as { tokens: number }).tokens} tokens, $0.0000 spent; 1 refused; left 0 requests`,
+      `quota   queue:seen: 1 requests, ${settledTokens} tokens, $0.0000 spent; 1 refused; left 0 requests`,
     ]);
   }, 60_000);
 
