@@ -128,7 +128,8 @@ export async function runChildSession(input: ChildSessionInput): Promise<ChildRu
       // The child's calls continue the parent's trace (a live export): their processes and MCP
       // servers get the span the parent's export gives each call, nested under the agent call.
       traceparent: (callId: string) => port.traceparent?.(input.label, callId),
-      agentTraceparent: (path: string, callId: string) => port.traceparent?.(`${input.label}/${path}`, callId),
+      agentTraceparent: (path: string, callId: string) =>
+        port.traceparent?.(`${input.label}/${path}`, callId),
       record: (record: AnyRecord) => {
         port.observe?.(input.label, record);
         if (record.type !== "model.reply" || !record.data.usage) return;
