@@ -31,5 +31,6 @@ export function delegationPort(
     },
     changedPaths: (callId) => run.state.changedPaths.get(callId) ?? new Set(),
     observe: (path, record) => run.options.listener?.agentRecord?.(path, record),
+    traceparent: (path, callId) => run.options.listener?.agentTraceparent?.(path, callId),
   };
 }

@@ -2,7 +2,7 @@ import type { Usage } from "../protocol/types.js";
 import { costUsd } from "../providers/cost.js";
 import type { RunSummary } from "./options.js";
 import { type EngineRun, stop } from "./outcome.js";
-import type { QuotaSpend } from "./quota-port.js";
+import type { QuotaLeft, QuotaSpend } from "./quota-port.js";
 
 /*
  * A money budget checked before the spend: each model request's cost is projected from its token
@@ -83,12 +83,19 @@ export async function settleMoney(
 }
 
 // The one reservation a run holds on its shared quota: its model requests go one at a time.
-const held = new WeakMap<EngineRun, (actual: QuotaSpend) => Promise<void>>();
+const held = new WeakMap<
+  EngineRun,
+  { step: number; attempt: number; settle(actual: QuotaSpend): Promise<QuotaLeft | undefined> }
+>();
 
-/** Reserve the request on the shared quota (EngineOptions.quota), or stop the run without sending it. */
+/**
+ * Reserve the request on the shared quota (EngineOptions.quota), or stop the run without sending
+ * it. Either way the journal says so (`quota.reserved` before the request is sent, or
+ * `quota.refused` before the stop), so `inspect` shows what the session held of the quota.
+ */
 async function reserveShared(
   run: EngineRun,
-  request: { inputTokens: number; replyTokens: number },
+  request: { step: number; attempt: number; inputTokens: number; replyTokens: number },
 ): Promise<RunSummary | undefined> {
   const quota = run.options.quota;
   if (quota === undefined) return undefined;
@@ -100,8 +107,14 @@ async function reserveShared(
           { input_tokens: request.inputTokens, output_tokens: request.replyTokens, cached_tokens: 0 },
           quota.prices,
         );
-  const hold = await quota.port.reserve({ usd, tokens, requests: 1 });
+  const estimate = { usd, tokens, requests: 1 };
+  const hold = await quota.port.reserve(estimate);
+  const at = { quota: quota.port.scope, step: request.step, attempt: request.attempt, ...estimate };
   if (!hold.ok) {
+    await run.record({
+      type: "quota.refused",
+      data: { ...at, why: hold.why, ...(hold.left !== undefined ? { left: hold.left } : {}) },
+    });
     // budget_exhausted like the session's own budget: what a caller does about it is the same
     // (wait, or raise the limit); the detail names the quota.
     return stop(
@@ -112,24 +125,41 @@ async function reserveShared(
         `${quota.port.scope}: ${hold.why}; it was not sent`,
     );
   }
-  held.set(run, hold.settle);
+  // Held before it is journaled: a failed append still settles it (the next request's, or never:
+  // then the estimate stays charged, more counted, never less).
+  held.set(run, { step: request.step, attempt: request.attempt, settle: hold.settle });
+  await run.record({
+    type: "quota.reserved",
+    data: { ...at, ...(hold.left !== undefined ? { left: hold.left } : {}) },
+  });
   return undefined;
 }
 
 /** Settle the held reservation with the reported usage (none reported: the request still counts). */
 async function settleShared(run: EngineRun, usage: Usage | undefined): Promise<void> {
-  const settle = held.get(run);
+  const hold = held.get(run);
   const quota = run.options.quota;
-  if (settle === undefined || quota === undefined) return;
+  if (hold === undefined || quota === undefined) return;
   held.delete(run);
   const reported = {
     input_tokens: usage?.input_tokens ?? 0,
     output_tokens: usage?.output_tokens ?? 0,
     cached_tokens: usage?.cached_tokens ?? 0,
   };
-  await settle({
+  const actual = {
     usd: quota.prices === undefined ? 0 : costUsd(reported, quota.prices),
     tokens: reported.input_tokens + reported.output_tokens,
     requests: 1,
+  };
+  const left = await hold.settle(actual);
+  await run.record({
+    type: "quota.settled",
+    data: {
+      quota: quota.port.scope,
+      step: hold.step,
+      attempt: hold.attempt,
+      ...actual,
+      ...(left !== undefined ? { left } : {}),
+    },
   });
 }

@@ -118,6 +118,11 @@ export interface EngineListener extends ProgressListener {
    * (`a/b` for a grandchild). Not this session's record: it is in the child's journal.
    */
   agentRecord?(path: string, record: AnyRecord): void;
+  /**
+   * The W3C traceparent of a sub-agent's call (`path` as in agentRecord), when a live OpenTelemetry
+   * export is on: what that call hands on to the processes and servers it reaches.
+   */
+  agentTraceparent?(path: string, callId: string): string | undefined;
 }
 
 export interface EngineOptions {

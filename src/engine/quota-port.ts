@@ -14,8 +14,17 @@ export interface QuotaSpend {
   requests: number;
 }
 
-/** A reservation held (settle it once), or why there was none (the request is not sent). */
-export type QuotaHold = { ok: true; settle(actual: QuotaSpend): Promise<void> } | { ok: false; why: string };
+/** What a quota has left of each limit it has (a limit it does not have is absent). */
+export type QuotaLeft = Partial<QuotaSpend>;
+
+/**
+ * A reservation held (settle it once: it resolves to what is left after, when the store says),
+ * or why there was none (the request is not sent). `left` is the store's last word, for the
+ * journal: what is left after holding the estimate, or when refused.
+ */
+export type QuotaHold =
+  | { ok: true; left?: QuotaLeft; settle(actual: QuotaSpend): Promise<QuotaLeft | undefined> }
+  | { ok: false; why: string; left?: QuotaLeft };
 
 export interface QuotaPort {
   /** The quota's name in messages (`queue:NAME`, `identity:NAME`). */

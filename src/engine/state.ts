@@ -286,6 +286,11 @@ export class SessionState {
       state.peakEstimatedInputTokens = larger(state.peakEstimatedInputTokens, data.estimated_input_tokens);
     },
     "budget.reserved": () => {},
+    // A shared quota lives in its store (the fleet's database), never in the fold: the records
+    // say what the session held and spent there, for inspect; a resume asks the store again.
+    "quota.reserved": () => {},
+    "quota.settled": () => {},
+    "quota.refused": () => {},
     "budget.settled": (state, { data }) => {
       state.costSpentUsd += data.cost_usd;
     },

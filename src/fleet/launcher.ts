@@ -25,6 +25,13 @@ export function launchSession(
     const note = (line: string) => log(`session ${task.session}: ${line}`);
     const notify = (notice: SessionNotice) => note(noticeLine(notice));
     const workspace = await openWorkspace(root, { notify });
+    // Fail closed: a quota asked for is never skipped for want of its database.
+    if (options.quota !== undefined && database === undefined)
+      throw new Error(`quota ${options.quota}: the launcher was given no database`);
+    const quota =
+      options.quota !== undefined && database !== undefined
+        ? queueQuota(database, options.quota, note)
+        : undefined;
     const prepared = await prepareSession(config, {
       workspace,
       sessionId: task.session,
@@ -33,13 +40,9 @@ export function launchSession(
       interactive: false,
       mcp: note,
       notify,
+      // Given to the setup, not set on the run after it: the session's sub-agents share it.
+      ...(quota !== undefined ? { quota } : {}),
     });
-    if (options.quota !== undefined) {
-      // Fail closed: a quota asked for is never skipped for want of its database.
-      if (database === undefined)
-        throw new Error(`quota ${options.quota}: the launcher was given no database`);
-      prepared.run.quota = queueQuota(database, options.quota, note);
-    }
     // OpenTelemetry, only when an endpoint is configured (the SDK is not even loaded otherwise).
     const live = await liveExport(task.session, harnessVersion());
     const session = new EngineSession(prepared.run, prepared.records.length > 0, {

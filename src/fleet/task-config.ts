@@ -21,6 +21,12 @@ export function taskConfig(options: TaskOptions): SessionConfig {
   const acceptTimeoutMs = count("accept-timeout");
   const contextWindow = count("context-window");
   const requestDeadlineMs = count("request-deadline");
+  // Sub-agents, as harness run's --agents-*: a worker's children share its queue's quota.
+  const agents = {
+    ...optional("depth", count("agents-depth")),
+    ...optional("concurrent", count("agents-concurrent")),
+    ...optional("max", count("agents-max")),
+  };
   return parseSessionConfig({
     ...(options.script !== undefined ? { script: options.script } : {}),
     ...(options.provider !== undefined ? { provider: options.provider } : {}),
@@ -42,9 +48,14 @@ export function taskConfig(options: TaskOptions): SessionConfig {
     ...(requestDeadlineMs !== undefined ? { requestDeadlineMs } : {}),
     ...(options["read-path"] !== undefined ? { readPaths: options["read-path"] } : {}),
     ...(options["edit-path"] !== undefined ? { editPaths: options["edit-path"] } : {}),
+    ...(Object.keys(agents).length > 0 ? { agents } : {}),
     limits: {
       ...(maxModelRequests !== undefined ? { maxModelRequests } : {}),
       ...(maxToolCalls !== undefined ? { maxToolCalls } : {}),
     },
   });
+}
+
+function optional<K extends string>(key: K, value: number | undefined): { [P in K]?: number } {
+  return value === undefined ? {} : ({ [key]: value } as { [P in K]?: number });
 }

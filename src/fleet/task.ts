@@ -48,6 +48,9 @@ export const taskOptionsSchema = z.strictObject({
   "request-deadline": z.string().optional(),
   "read-path": z.array(z.string()).optional(),
   "edit-path": z.array(z.string()).optional(),
+  "agents-depth": z.string().optional(),
+  "agents-concurrent": z.string().optional(),
+  "agents-max": z.string().optional(),
 });
 export type TaskOptions = z.infer<typeof taskOptionsSchema>;
 

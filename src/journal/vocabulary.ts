@@ -34,6 +34,18 @@ const evidence = z.object({
   stop_reason: z.string().optional(),
   events: z.number().int(),
 });
+/** What a model request is estimated (reserved, refused) or reported (settled) to spend on a quota. */
+const quotaAmount = {
+  usd: z.number().nonnegative(),
+  tokens: z.number().int().nonnegative(),
+  requests: z.number().int().nonnegative(),
+};
+/** What a quota has left of each limit it has (negative when a settled reply cost more than held). */
+const quotaLeft = z.object({
+  usd: z.number().optional(),
+  tokens: z.number().optional(),
+  requests: z.number().optional(),
+});
 /** A model request that failed; a retryable one also says when the next attempt starts. */
 const modelFailure = z.object({
   step: z.number().int(),
@@ -275,6 +287,36 @@ export const EVENT_SCHEMAS = {
     attempt: z.number().int(),
     cost_usd: z.number().nonnegative(),
     left_usd: z.number(),
+  }),
+  /**
+   * A quota shared with other sessions (`--quota NAME` on a worker: `queue:NAME`; a server
+   * identity's: `identity:NAME`) held model request `step`/`attempt`'s estimate, journaled before
+   * the request is sent. `left`: what the quota had left after holding it, per limit it has (absent
+   * when the store did not say).
+   */
+  "quota.reserved": z.object({
+    quota: z.string(),
+    step: z.number().int(),
+    attempt: z.number().int(),
+    ...quotaAmount,
+    left: quotaLeft.optional(),
+  }),
+  /** That request settled on the quota with what the provider reported; `left` after it. */
+  "quota.settled": z.object({
+    quota: z.string(),
+    step: z.number().int(),
+    attempt: z.number().int(),
+    ...quotaAmount,
+    left: quotaLeft.optional(),
+  }),
+  /** The quota refused the request's estimate (`why`): it was not sent, and `run.stopped` follows. */
+  "quota.refused": z.object({
+    quota: z.string(),
+    step: z.number().int(),
+    attempt: z.number().int(),
+    ...quotaAmount,
+    why: z.string(),
+    left: quotaLeft.optional(),
   }),
   "model.retryable_error": modelFailure.extend({ retry_in_ms: z.number().int() }),
   "model.failed": modelFailure,

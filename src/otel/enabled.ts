@@ -36,6 +36,8 @@ export function withLiveExport<L extends RecordHooks>(listener: L, live: LiveExp
     },
     // The session's calls carry its trace on to the MCP servers they reach.
     traceparent: (callId: string) => live.traceparentOf(callId),
+    // And its sub-agents' calls, whose spans nest in the same trace.
+    agentTraceparent: (path: string, callId: string) => live.traceparentOf(callId, path),
   };
 }
 

@@ -13,8 +13,11 @@ import { SessionTrace } from "./trace.js";
 export interface LiveExport {
   record(record: AnyRecord): void;
   agentRecord(path: string, record: AnyRecord): void;
-  /** The W3C traceparent of the session's call `callId`, once its tool.started has been seen. */
-  traceparentOf(callId: string): string | undefined;
+  /**
+   * The W3C traceparent of call `callId` of the session (`path` "") or of its sub-agent at `path`,
+   * once its tool.started has been seen.
+   */
+  traceparentOf(callId: string, path?: string): string | undefined;
   /** Send what is queued, spans still open included (marked incomplete), and stop. */
   shutdown(): Promise<void>;
 }
@@ -34,8 +37,8 @@ export function startLiveExport(sessionId: string, options: { version: string })
   return {
     record: (record) => push("", record),
     agentRecord: push,
-    traceparentOf(callId) {
-      const span = trace.spanOfCall(callId);
+    traceparentOf(callId, path = "") {
+      const span = trace.spanOfCall(callId, path);
       return span === undefined ? undefined : traceparent(trace.traceId, span);
     },
     async shutdown() {

@@ -19,9 +19,12 @@ export class SessionTrace {
     this.#folds.set("", new SpanFold({ traceId: this.traceId, ...(content ? { content } : {}) }));
   }
 
-  /** The span of the session's own call `callId` (trace context for what the call reaches). */
-  spanOfCall(callId: string): string | undefined {
-    return this.#folds.get("")?.spanOfCall(callId);
+  /**
+   * The span of call `callId` of the session (`path` "") or of its sub-agent at `path`: trace
+   * context for what the call reaches (an MCP server, a process).
+   */
+  spanOfCall(callId: string, path = ""): string | undefined {
+    return this.#folds.get(path)?.spanOfCall(callId);
   }
 
   /** A record of the session (`path` "") or of the sub-agent at `path`: the spans it ends. */

@@ -117,7 +117,10 @@ export interface ExecuteResult extends ProcessResult {
 
 /** A process started to run beside the session (`shell` with `background: true`). */
 export interface BackgroundRequest
-  extends Pick<ExecuteRequest, "argv" | "workspace" | "profile" | "artifacts" | "capture" | "egress"> {
+  extends Pick<
+    ExecuteRequest,
+    "argv" | "workspace" | "profile" | "artifacts" | "capture" | "egress" | "extraEnv"
+  > {
   /** Each stream's scrubbed bytes as they arrive; must not throw. */
   onOutput: (stream: "stdout" | "stderr", bytes: Buffer) => void;
   /** Run it on a pseudo-terminal (stdout and stderr merged; the process takes typed input). */

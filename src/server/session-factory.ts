@@ -140,6 +140,8 @@ async function openServed(request: OpenRequest, options: FactoryOptions): Promis
       approver: request.approver(sessionId),
       mcp: log,
       notify: (notice) => log(noticeLine(notice)),
+      // The identity that drives the session pays, whoever recorded it; its sub-agents too.
+      ...(options.quotas ? { quota: options.quotas(request.identity.name) } : {}),
     },
   );
   const { setup } = prepared.run;
@@ -149,8 +151,6 @@ async function openServed(request: OpenRequest, options: FactoryOptions): Promis
     {
       ...prepared.run,
       owner: recorded ? owner : request.identity.name,
-      // The identity that drives the session pays, whoever recorded it.
-      ...(options.quotas ? { quota: options.quotas(request.identity.name) } : {}),
     },
     records.length > 0,
   );

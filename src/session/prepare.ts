@@ -1,4 +1,5 @@
 import type { Limits } from "../engine/options.js";
+import type { QuotaPort } from "../engine/quota-port.js";
 import { SessionState } from "../engine/state.js";
 import type { JournalStore } from "../journal/store.js";
 import type { AnyRecord } from "../journal/vocabulary.js";
@@ -50,6 +51,11 @@ export interface DoorContext {
   editorServers?: Readonly<Record<string, McpServerDefinition>>;
   env?: NodeJS.ProcessEnv;
   notify?: Notify;
+  /**
+   * A quota shared with other sessions (a fleet queue's, a server identity's): every model request
+   * of the session and of its sub-agents, at any depth, reserves against it (EngineOptions.quota).
+   */
+  quota?: QuotaPort;
 }
 
 /** A session ready to run, and what its door needs to say about it. */
@@ -94,7 +100,7 @@ export async function prepareSession(given: SessionConfig, door: DoorContext): P
     ...(door.mcp !== undefined ? { mcp: door.mcp } : {}),
     ...(door.sharedMcp !== undefined ? { sharedMcp: door.sharedMcp } : {}),
     ...(door.editorServers !== undefined ? { editorServers: door.editorServers } : {}),
-    session: { id: sessionId, store, notify },
+    session: { id: sessionId, store, notify, ...(door.quota !== undefined ? { quota: door.quota } : {}) },
   });
   const acceptance = config.accept ?? state?.header?.acceptance ?? [];
   const timeout = config.acceptTimeoutMs ?? DEFAULT_ACCEPT_TIMEOUT_MS;
@@ -113,6 +119,7 @@ export async function prepareSession(given: SessionConfig, door: DoorContext): P
       acceptance: acceptance.map((command) => setup.acceptanceCheck(command, timeout)),
       limits,
       notify,
+      ...(door.quota !== undefined ? { quota: door.quota } : {}),
     },
     records,
     acceptance,

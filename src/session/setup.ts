@@ -13,6 +13,7 @@ import { type AcceptanceCheck, CommandCheck } from "../engine/acceptance.js";
 import type { SessionEnvironment, StartInstructions } from "../engine/instructions.js";
 import type { PolicyHandle } from "../engine/options.js";
 import { generalProviderAdvice, type ProviderAdvice } from "../engine/provider-advice.js";
+import type { QuotaPort } from "../engine/quota-port.js";
 import type { ProcessSupervision } from "../engine/recovery.js";
 import { SpawnJournal } from "../engine/recovery.js";
 import type { DeferSettings } from "../engine/tool-offer.js";
@@ -162,8 +163,11 @@ export async function buildSetup(options: {
   approver?: ApprovalPort;
   /** Start the user's MCP servers (harness run/resume), reporting progress lines here. */
   mcp?: (line: string) => void;
-  /** The session being set up and its journal: where the `agent` tool's children are journaled. */
-  session?: { id: string; store: JournalStore; notify?: Notify };
+  /**
+   * The session being set up and its journal: where the `agent` tool's children are journaled.
+   * `quota`: the door's shared quota, which its children's model requests reserve against too.
+   */
+  session?: { id: string; store: JournalStore; notify?: Notify; quota?: QuotaPort };
   /**
    * A sub-agent's: its parent's started MCP servers, shared rather than started again (a child
    * never gets a server its parent lacks). Its grant's `--tools` list picks their tools; they are
@@ -285,6 +289,7 @@ export async function buildSetup(options: {
           interactive,
           env,
           ...(options.session.notify ? { notify: options.session.notify } : {}),
+          ...(options.session.quota ? { quota: options.session.quota } : {}),
         })
       : undefined;
   // Skills, commands and plugins: the user's, and the project's the user approved by digest.

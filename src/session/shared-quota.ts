@@ -26,18 +26,24 @@ export function pgQuotaPort(
       if (reserved.ok)
         return {
           ok: true,
+          left: reserved.left,
           settle: (actual) =>
-            settleQuota(pool, reserved.reservation, actual).catch((error: Error) =>
+            settleQuota(pool, reserved.reservation, actual).catch((error: Error) => {
               options.log(
                 `quota ${scope}: the reservation could not be settled (${error.message}); it stays charged`,
-              ),
-            ),
+              );
+              return undefined;
+            }),
         };
       if (reserved.reason === "no_quota")
         return { ok: false, why: `no quota ${scope} is configured (${options.hint})` };
       if (reserved.reason === "unreachable")
         return { ok: false, why: `the quota could not be read (${reserved.message})` };
-      return { ok: false, why: `what is left this period is ${leftText(reserved.left)}` };
+      return {
+        ok: false,
+        why: `what is left this period is ${leftText(reserved.left)}`,
+        ...(reserved.left !== undefined ? { left: reserved.left } : {}),
+      };
     },
   };
 }

@@ -169,6 +169,8 @@ export interface DelegationPort {
    * journal, for whoever watches this session live; never journaled here.
    */
   observe?(agentPath: string, record: AnyRecord): void;
+  /** The traceparent of a child's call (`agentPath` as in observe), when a live export is on. */
+  traceparent?(agentPath: string, callId: string): string | undefined;
 }
 
 /** A child as its parent's journal holds it. */

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { otlpReceiver, type ReceivedSpan } from "../otel/receiver.js";
@@ -42,7 +42,10 @@ const SCRIPT = {
   ],
   agents: {
     kid: {
-      replies: [{ text: "", calls: [call("k1", "shell", { command: "echo hi" })] }, { text: "said hi" }],
+      replies: [
+        { text: "", calls: [call("k1", "shell", { command: 'echo "tp=$TRACEPARENT"' })] },
+        { text: "said hi" },
+      ],
     },
   },
 };
@@ -133,6 +136,14 @@ describe("OpenTelemetry export", () => {
       expect(kid?.parentSpanId).toBe(byCall("a1")?.spanId);
       expect(kid?.attributes["gen_ai.agent.name"]).toBe("kid");
       expect(byCall("k1")?.parentSpanId).toBe(kid?.spanId);
+      // The sub-agent's shell call got its own exported span as TRACEPARENT (the child continues
+      // the parent's trace live, with the ids a later export derives).
+      const kidResult = ofType(await readJournal(workspace, `${id}/kid`), "tool.result").find(
+        (r) => r.data.call_id === "k1",
+      );
+      expect(JSON.stringify(kidResult?.data)).toContain(
+        `tp=00-${byCall("k1")?.traceId}-${byCall("k1")?.spanId}-01`,
+      );
 
       const chats = live.filter((s) => s.name.startsWith("chat "));
       expect(chats.length).toBe(ofType(journal, "model.started").length + 2);
@@ -182,6 +193,61 @@ describe("OpenTelemetry export", () => {
       expect(result).toContain("[redacted:OTEL_TEST_API_TOKEN]");
       expect(result).not.toContain(secret);
       expect(JSON.stringify(receiver.spans)).not.toContain(secret);
+    } finally {
+      await receiver.close();
+    }
+  }, 120_000);
+
+  it("hands a shell call's processes TRACEPARENT: the exported execute_tool span's ids; none without an export", async () => {
+    const receiver = await otlpReceiver();
+    try {
+      const script = join(await tempDir("harness-otel-script-"), "script.json");
+      await writeFile(
+        script,
+        JSON.stringify({
+          replies: [
+            { text: "", calls: [call("s1", "shell", { command: 'printf "%s" "$TRACEPARENT" > tp.txt' })] },
+            { text: "ok" },
+          ],
+        }),
+      );
+      // harness's own TRACEPARENT (a traced CI job's) never passes the filter: only the call's does.
+      const outer = "00-11111111111111111111111111111111-2222222222222222-01";
+      const run = async (session: string, endpoint: string | undefined) => {
+        const workspace = await workspaceWith({});
+        const env: NodeJS.ProcessEnv = { ...childEnv(), TRACEPARENT: outer };
+        delete env.OTEL_EXPORTER_OTLP_ENDPOINT;
+        delete env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
+        if (endpoint !== undefined) env.OTEL_EXPORTER_OTLP_ENDPOINT = endpoint;
+        const args = ["run", "--script", script, "--workspace", workspace, "--session", session];
+        const result = await cli([...args, "--shell", "allow", "--write", "allow", "--json", "go"], env);
+        expectExit(result, 0);
+        return { workspace, text: await readFile(join(workspace, "tp.txt"), "utf8") };
+      };
+
+      const traced = await run("tp", receiver.endpoint);
+      const span = receiver.spans.find((s) => s.attributes["gen_ai.tool.call.id"] === "s1");
+      expect(span?.name).toBe("execute_tool shell");
+      expect(traced.text).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+      const [, traceId, parentId] = traced.text.split("-");
+      expect(traceId).toBe(span?.traceId);
+      expect(parentId).toBe(span?.spanId);
+      // The same ids a later `otel export` derives: the span starts at the call's tool.started.
+      const started = ofType(await readJournal(traced.workspace, "tp"), "tool.started").find(
+        (r) => r.data.call_id === "s1",
+      );
+      expect(parentId).toBe(started?.hash.slice(0, 16));
+      const spawned = ofType(await readJournal(traced.workspace, "tp"), "process.spawned");
+      expect(
+        spawned.some((r) => ((r.data.env_names as string[] | undefined) ?? []).includes("TRACEPARENT")),
+      ).toBe(true);
+
+      const untraced = await run("no-tp", undefined);
+      expect(untraced.text).toBe("");
+      const quiet = ofType(await readJournal(untraced.workspace, "no-tp"), "process.spawned");
+      expect(
+        quiet.some((r) => ((r.data.env_names as string[] | undefined) ?? []).includes("TRACEPARENT")),
+      ).toBe(false);
     } finally {
       await receiver.close();
     }

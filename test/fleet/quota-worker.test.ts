@@ -33,6 +33,26 @@ export default async function (messages) {
 }
 `;
 
+/*
+ * A parent that delegates: its first reply starts sub-agent `helper` (shared isolation), whose
+ * first reply lists the files and whose second ends; the parent then ends. Each request received
+ * is one line naming whose it was ("" for the parent), so a test sees which were sent.
+ */
+const DELEGATING_SCRIPT = `
+import { appendFileSync } from "node:fs";
+export default async function (messages, step, agent) {
+  appendFileSync(process.env.QUOTA_REQUESTS_FILE, "request " + (agent ?? "") + "\\n");
+  const answered = messages.some((message) => message.role === "tool");
+  if (agent === "helper") {
+    return answered ? { text: "helper done" } : { calls: [{ id: "look", name: "list_files", arguments: {} }] };
+  }
+  if (answered) return { text: "parent done" };
+  return {
+    calls: [{ id: "delegate", name: "agent", arguments: { task: "look around", label: "helper", isolation: "shared" } }],
+  };
+}
+`;
+
 let root: string;
 let schema: TempPgSchema | undefined;
 let worker: FleetWorker | undefined;
@@ -53,8 +73,13 @@ afterEach(async () => {
 });
 
 async function requestsSent(): Promise<number> {
+  return (await requestLines()).filter((line) => line === "request").length;
+}
+
+/** Each request the scripted model received, in order. */
+async function requestLines(): Promise<string[]> {
   const text = await readFile(join(root, "requests.txt"), "utf8").catch(() => "");
-  return text.split("\n").filter((line) => line === "request").length;
+  return text.split("\n").filter((line) => line.startsWith("request"));
 }
 
 /** A fresh schema with the quota table, `queue:NAME` configured as given (none: no quota row). */
@@ -70,10 +95,15 @@ async function database(limits?: { name: string; requests: number }): Promise<Te
 }
 
 /** One session run by an in-process worker (launched as `harness worker` launches it); its status. */
-async function runOne(pg: TempPgSchema, session: string, quota: string | undefined): Promise<string | null> {
+async function runOne(
+  pg: TempPgSchema,
+  session: string,
+  quota: string | undefined,
+  delegating = false,
+): Promise<string | null> {
   db = await FleetDatabase.open(pg.url, { maxConnections: 2 });
   const script = join(root, "count.mjs");
-  await writeFile(script, COUNTING_SCRIPT);
+  await writeFile(script, delegating ? DELEGATING_SCRIPT : COUNTING_SCRIPT);
   const logs: string[] = [];
   worker = await FleetWorker.start({
     database: pg.url,
@@ -83,7 +113,8 @@ async function runOne(pg: TempPgSchema, session: string, quota: string | undefin
     launch: launchSession((line) => logs.push(line), quota === undefined ? {} : { quota }),
     log: (line) => logs.push(line),
   });
-  await db.submit([{ session, goal: "look around", workspace: { shared: root }, options: { script } }]);
+  const options = delegating ? { script, "agents-depth": "1" } : { script };
+  await db.submit([{ session, goal: "look around", workspace: { shared: root }, options }]);
   const deadline = Date.now() + 30_000;
   for (;;) {
     const row = (await db.status()).find((candidate) => candidate.session === session);
@@ -94,6 +125,7 @@ async function runOne(pg: TempPgSchema, session: string, quota: string | undefin
 }
 
 async function stops(pg: TempPgSchema, session: string): Promise<Array<Record<string, unknown>>> {
+  if (!(await new PgJournalStore(pg.pool).exists(session))) return [];
   const records = await new PgJournalStore(pg.pool).read(session);
   return records
     .filter((record) => record.type === "run.stopped")
@@ -130,12 +162,107 @@ describe("a worker with a queue quota", () => {
     expect(stop?.reason).toBe("budget_exhausted");
   }, 60_000);
 
+  it("a sub-agent reserves against its worker's quota: the child's request past it is never sent", async () => {
+    // Three would be sent without the quota: parent, helper, helper (then the parent again).
+    const pg = await database({ name: "family", requests: 2 });
+    const status = await runOne(pg, "quota-5", "family", true);
+    expect(await requestLines()).toEqual(["request ", "request helper"]);
+    expect(status).toBe("stopped");
+    const [childStop] = await stops(pg, "quota-5/helper");
+    expect(childStop?.reason).toBe("budget_exhausted");
+    expect(String(childStop?.message)).toContain("queue:family");
+    // The parent's next request did not fit either: it was refused, not sent.
+    const [parentStop] = await stops(pg, "quota-5");
+    expect(parentStop?.reason).toBe("budget_exhausted");
+    expect(await quotaLeft(pg.pool, queueScope("family"))).toEqual({ requests: 0 });
+  }, 60_000);
+
+  it("a sub-agent's requests count: the parent's request after its child's is the one refused", async () => {
+    const pg = await database({ name: "three", requests: 3 });
+    const status = await runOne(pg, "quota-6", "three", true);
+    expect(await requestLines()).toEqual(["request ", "request helper", "request helper"]);
+    expect(status).toBe("stopped");
+    expect(await stops(pg, "quota-6/helper")).toEqual([]);
+    const [parentStop] = await stops(pg, "quota-6");
+    expect(parentStop?.reason).toBe("budget_exhausted");
+    expect(String(parentStop?.message)).toContain("queue:three");
+    expect(await quotaLeft(pg.pool, queueScope("three"))).toEqual({ requests: 0 });
+  }, 60_000);
+
+  it("journals each reservation before its request, its settling and the refusal; inspect shows them", async () => {
+    const pg = await database({ name: "seen", requests: 1 });
+    expect(await runOne(pg, "quota-7", "seen")).toBe("stopped");
+    expect(await requestsSent()).toBe(1);
+    const records = await new PgJournalStore(pg.pool).read("quota-7");
+    const types = records.map((record) => record.type);
+    // Intent before effect: the hold is durable before model.started, and so before the request.
+    const reserved = types.indexOf("quota.reserved");
+    const started = types.indexOf("model.started");
+    expect(reserved).toBeGreaterThan(-1);
+    expect(reserved).toBeLessThan(started);
+    expect(types.slice(reserved, started + 1).filter((type) => type.startsWith("quota."))).toEqual([
+      "quota.reserved",
+    ]);
+    expect(records[reserved]?.data).toMatchObject({
+      quota: "queue:seen",
+      step: 0,
+      attempt: 0,
+      requests: 1,
+      usd: 0,
+      left: { requests: 0 },
+    });
+    const settled = records.find((record) => record.type === "quota.settled");
+    const settledTokens = (settled?.data as { tokens?: number } | undefined)?.tokens;
+    expect(settled?.seq).toBeGreaterThan(records[started]!.seq);
+    expect(settled?.data).toMatchObject({
+      quota: "queue:seen",
+      step: 0,
+      attempt: 0,
+      requests: 1,
+      left: { requests: 0 },
+    });
+    // The second request: refused, journaled, then the stop; no model.started for it.
+    const refused = types.indexOf("quota.refused");
+    expect(refused).toBeGreaterThan(types.indexOf("quota.settled"));
+    expect(records[refused]?.data).toMatchObject({
+      quota: "queue:seen",
+      step: 1,
+      requests: 1,
+      left: { requests: 0 },
+    });
+    expect(String((records[refused]?.data as { why?: string } | undefined)?.why)).toContain("0 requests");
+    expect(types[refused + 1]).toBe("run.stopped");
+    expect(types.filter((type) => type === "model.started")).toHaveLength(1);
+
+    const json = await harness(["inspect", "quota-7", "--database", pg.url, "--json"]);
+    expect(json.stderr).toBe("");
+    expect(json.code).toBe(0);
+    const quota = (JSON.parse(json.stdout) as { quota: unknown }).quota;
+    expect(quota).toEqual([
+      {
+        quota: "queue:seen",
+        spent: { usd: 0, tokens: settledTokens, requests: 1 },
+        held: { usd: 0, tokens: 0, requests: 0 },
+        refused: 1,
+        left: { requests: 0 },
+      },
+    ]);
+    const text = await harness(["inspect", "quota-7", "--database", pg.url]);
+    expect(text.code).toBe(0);
+    const lines = text.stdout.split("\n").filter((line) => line.startsWith("quota"));
+    expect(lines).toEqual([
+      `quota   queue:seen: 1 requests, ${settledTokens} tokens, $0.0000 spent; 1 refused; left 0 requests`,
+    ]);
+  }, 60_000);
+
   it("without a quota nothing changes: no reservation is asked for", async () => {
     const pg = await database({ name: "unused", requests: 0 });
     const status = await runOne(pg, "quota-4", undefined);
     expect(await requestsSent()).toBe(2);
     expect(status).not.toBe("stopped");
     expect(await quotaLeft(pg.pool, queueScope("unused"))).toEqual({ requests: 0 });
+    const records = await new PgJournalStore(pg.pool).read("quota-4");
+    expect(records.filter((record) => record.type.startsWith("quota."))).toEqual([]);
   }, 60_000);
 });
 

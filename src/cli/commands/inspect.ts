@@ -15,6 +15,7 @@ import { callView, findCall, renderCall } from "../inspect-call.js";
 import { mcpStats } from "../mcp-stats.js";
 import { connectionLine, connectionLines, connectionsOf } from "../net-connections.js";
 import { stderrNotices } from "../notices.js";
+import { leftText, quotaLine, quotaUsage } from "../quota-usage.js";
 import { LAST_OPTION, sessionIdFromArgs } from "../session-id.js";
 import { colorEnabled, createStyle, type Style } from "../style.js";
 
@@ -33,7 +34,10 @@ A session that delegated lists its sub-agents (label, depth, outcome, spend, cha
 a child's own sub-agents nested below it, and the totals add what the children spent.
 Every connection a call's processes made through the network proxy (--network policy) is listed
 per call: how many, allowed, denied, failed, the bytes each way and the hosts.
---json prints {session, status, timeline, tools, mcp, usage, agents, agents_usage, tokens, connections}
+A session whose model requests reserved against a shared quota (a worker's --quota, a server
+identity's) has one "quota" line per quota: what its requests spent, how many were refused, and
+what the quota had left when last recorded (other sessions spend from it too).
+--json prints {session, status, timeline, tools, mcp, usage, agents, agents_usage, tokens, connections, quota}
 instead (mcp: [{server, calls, ok, errors, denied, unknown}]; agents: [{label, child_session,
 depth, outcome, usage, changes, conflicts, agents}], outcome and usage null while a child has
 not finished; agents_usage: what the children spent); usage totals
@@ -42,7 +46,9 @@ cache) and cache_write_tokens (written to it); tokens is
 {requests: [{step, attempt, estimated_input_tokens, reported_input_tokens, cached_input_tokens,
 cache_write_tokens, context_window}],
 peak: {estimated_input_tokens, reported_input_tokens}} (null where a journal has no number);
-connections: [{call_id, host, port, decision, rule, reason, address, bytes_up, bytes_down, ms}].
+connections: [{call_id, host, port, decision, rule, reason, address, bytes_up, bytes_down, ms}];
+quota: [{quota, spent: {usd, tokens, requests}, held: {usd, tokens, requests}, refused, left}]
+(held: reserved and never settled; left: {usd?, tokens?, requests?} as last recorded, or null).
 --call ID prints one call's whole result: its arguments, status and summary, then a command's
 whole stdout and stderr (read from the session's artifacts, checked against their SHA-256; the
 journal keeps only their first and last bytes) or any other tool's whole result. With --json:
@@ -89,7 +95,7 @@ export const inspectCommand = {
     if (values.json) {
       const trusted = trust.trusted ? { trusted: true } : { trusted: false, untrusted: trust.message };
       process.stdout.write(
-        `${JSON.stringify({ session: sessionId, status: statusOf(state), ...trusted, timeline: records.map(describe), tools, mcp, usage: state.usage, agents: agentTreeJson(agents), agents_usage: state.agentUsage, tokens, connections: connectionsOf(records) })}\n`,
+        `${JSON.stringify({ session: sessionId, status: statusOf(state), ...trusted, timeline: records.map(describe), tools, mcp, usage: state.usage, agents: agentTreeJson(agents), agents_usage: state.agentUsage, tokens, connections: connectionsOf(records), quota: quotaUsage(records) })}\n`,
       );
       return EXIT.ok;
     }
@@ -121,6 +127,7 @@ export const inspectCommand = {
       `${style.bold("peak")}    input tokens per request: estimated ${tokens.peak.estimated_input_tokens ?? "-"}, ` +
         `reported ${tokens.peak.reported_input_tokens ?? "-"}`,
     );
+    for (const usage of quotaUsage(records)) out.push(`${style.bold("quota")}   ${quotaLine(usage)}`);
     if (agents.length > 0) {
       out.push("");
       out.push(style.bold("agents"));
@@ -169,6 +176,16 @@ function render(record: AnyRecord, style: Style): string {
       );
     case "budget.settled":
       return `budget: request ${record.data.step + 1} cost $${record.data.cost_usd.toFixed(4)}, $${record.data.left_usd.toFixed(4)} left`;
+    case "quota.reserved":
+      return style.dim(
+        `quota ${escapeForTerminal(record.data.quota)}: up to ${record.data.tokens} tokens ($${record.data.usd.toFixed(4)}) held for request ${record.data.step + 1}, ${leftText(record.data.left)} left after`,
+      );
+    case "quota.settled":
+      return `quota ${escapeForTerminal(record.data.quota)}: request ${record.data.step + 1} spent ${record.data.tokens} tokens ($${record.data.usd.toFixed(4)}), ${leftText(record.data.left)} left`;
+    case "quota.refused":
+      return style.yellow(
+        `quota ${escapeForTerminal(record.data.quota)}: request ${record.data.step + 1} refused, not sent: ${escapeForTerminal(record.data.why)}`,
+      );
     case "tools.changed": {
       const list = (names: readonly string[]) => names.map((n) => escapeForTerminal(n)).join(", ") || "none";
       const why = record.data.reason === "resume" ? "accepted on resume" : "at a step boundary";

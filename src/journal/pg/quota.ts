@@ -55,7 +55,7 @@ export interface QuotaReservation {
 }
 
 export type QuotaReserved =
-  | { ok: true; reservation: QuotaReservation }
+  | { ok: true; reservation: QuotaReservation; left: Partial<QuotaAmount> }
   | { ok: false; reason: "no_quota" | "exceeded"; left?: Partial<QuotaAmount> };
 
 const row = z.object({
@@ -122,7 +122,11 @@ export async function reserveQuota(pool: Db, scope: string, estimate: QuotaAmoun
   const reserved = result.rows[0];
   if (reserved !== undefined) {
     const parsed = row.parse(reserved);
-    return { ok: true, reservation: { scope, periodStart: parsed.period_start, estimate } };
+    return {
+      ok: true,
+      reservation: { scope, periodStart: parsed.period_start, estimate },
+      left: leftOf(parsed),
+    };
   }
   const left = await quotaLeft(pool, scope);
   return left === undefined ? { ok: false, reason: "no_quota" } : { ok: false, reason: "exceeded", left };
@@ -130,20 +134,22 @@ export async function reserveQuota(pool: Db, scope: string, estimate: QuotaAmoun
 
 /**
  * Settle a reservation with what the reply reported: the difference is given back (or charged)
- * in the period it was reserved in; a period that has since ended is not touched.
+ * in the period it was reserved in; a period that has since ended is not touched (then nothing
+ * is said of what is left: undefined).
  */
 export async function settleQuota(
   pool: Db,
   reservation: QuotaReservation,
   actual: QuotaAmount,
-): Promise<void> {
+): Promise<Partial<QuotaAmount> | undefined> {
   const { estimate } = reservation;
-  await pool.query(
+  const result = await pool.query(
     `UPDATE harness_quotas SET
        used_usd = GREATEST(0, used_usd + $3),
        used_tokens = GREATEST(0, used_tokens + $4),
        used_requests = GREATEST(0, used_requests + $5)
-     WHERE scope = $1 AND period_start = $2`,
+     WHERE scope = $1 AND period_start = $2
+     RETURNING period_start, limit_usd, limit_tokens, limit_requests, used_usd, used_tokens, used_requests`,
     [
       reservation.scope,
       reservation.periodStart,
@@ -152,6 +158,8 @@ export async function settleQuota(
       actual.requests - estimate.requests,
     ],
   );
+  const settled = result.rows[0];
+  return settled === undefined ? undefined : leftOf(row.parse(settled));
 }
 
 /** What is left of each limit in the period in force (undefined: the scope has no quota). */
@@ -163,7 +171,11 @@ export async function quotaLeft(pool: Db, scope: string): Promise<Partial<QuotaA
     [scope],
   );
   if (result.rows[0] === undefined) return undefined;
-  const r = row.parse(result.rows[0]);
+  return leftOf(row.parse(result.rows[0]));
+}
+
+/** What is left of each limit a row has. */
+function leftOf(r: z.infer<typeof row>): Partial<QuotaAmount> {
   const left: Partial<QuotaAmount> = {};
   if (r.limit_usd !== null) left.usd = r.limit_usd - r.used_usd;
   if (r.limit_tokens !== null) left.tokens = Number(r.limit_tokens) - Number(r.used_tokens);

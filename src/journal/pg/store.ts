@@ -61,7 +61,9 @@ export class PgJournalStore implements JournalStore {
   async openWriter(sessionId: string, options: PgOpenWriterOptions): Promise<JournalWriter> {
     assertSessionId(sessionId);
     const key = this.key;
-    if (options.lease && options.lease.session !== sessionId) {
+    // A lease covers its session's sub-agents (`SESSION/LABEL...`): they run on the worker that
+    // holds it, and their appends are fenced by the same lease row.
+    if (options.lease && !underSession(sessionId, options.lease.session)) {
       throw new TypeError(`a lease on session ${options.lease.session} cannot open session ${sessionId}`);
     }
     const owner = currentOwner(this.now());
@@ -339,4 +341,9 @@ class PgJournalWriter implements JournalWriter {
       ),
     );
   }
+}
+
+/** Whether `sessionId` is `root` or one of its sub-agents at any depth. */
+function underSession(sessionId: string, root: string): boolean {
+  return sessionId === root || sessionId.startsWith(`${root}/`);
 }

@@ -79,9 +79,11 @@ export function fencedError(lease: Lease, row: { owner: string; epoch: number } 
 }
 
 async function refuseLeased(client: PoolClient, sessionId: string): Promise<void> {
+  // A lease is taken on a root session and covers its sub-agents: a child is refused by its root's.
+  const root = sessionId.split("/")[0] ?? sessionId;
   const result = await client.query<{ owner: string; epoch: string; expires_at: Date }>(
     "SELECT owner, epoch, expires_at FROM harness_leases WHERE session_id = $1 AND expires_at > now()",
-    [sessionId],
+    [root],
   );
   const row = result.rows[0];
   if (!row) return;

@@ -1,4 +1,5 @@
 import type { RunSummary } from "../../engine/options.js";
+import type { QuotaPort } from "../../engine/quota-port.js";
 import { SessionState } from "../../engine/state.js";
 import type { JournalStore } from "../../journal/store.js";
 import type { AnyRecord } from "../../journal/vocabulary.js";
@@ -29,6 +30,8 @@ export interface ChildSessionInput {
   interactive: boolean;
   env?: NodeJS.ProcessEnv;
   notify?: Notify;
+  /** The parent's shared quota: the child's requests (and its own children's) reserve against it. */
+  quota?: QuotaPort;
   bound: DelegationBinding;
   port: DelegationPort;
   /** The parent call's signal: its cancellation is the child's. */
@@ -102,6 +105,7 @@ export async function runChildSession(input: ChildSessionInput): Promise<ChildRu
         ...(bound.mcp !== undefined ? { sharedMcp: bound.mcp } : {}),
         ...(input.env !== undefined ? { env: input.env } : {}),
         ...(input.notify !== undefined ? { notify: input.notify } : {}),
+        ...(input.quota !== undefined ? { quota: input.quota } : {}),
       },
     );
     const setup = prepared.run.setup;
@@ -121,6 +125,11 @@ export async function runChildSession(input: ChildSessionInput): Promise<ChildRu
     const listener = {
       // Whoever watches the parent live sees the child's records too, tagged with its path.
       agentRecord: (path: string, record: AnyRecord) => port.observe?.(`${input.label}/${path}`, record),
+      // The child's calls continue the parent's trace (a live export): their processes and MCP
+      // servers get the span the parent's export gives each call, nested under the agent call.
+      traceparent: (callId: string) => port.traceparent?.(input.label, callId),
+      agentTraceparent: (path: string, callId: string) =>
+        port.traceparent?.(`${input.label}/${path}`, callId),
       record: (record: AnyRecord) => {
         port.observe?.(input.label, record);
         if (record.type !== "model.reply" || !record.data.usage) return;

@@ -1,3 +1,4 @@
+import type { QuotaPort } from "../../engine/quota-port.js";
 import { SessionState } from "../../engine/state.js";
 import type { JournalStore } from "../../journal/store.js";
 import type { EventData } from "../../journal/vocabulary.js";
@@ -46,6 +47,12 @@ export interface DelegationParent {
   interactive: boolean;
   env?: NodeJS.ProcessEnv;
   notify?: Notify;
+  /**
+   * The quota this session's door reserves its model requests against (a fleet queue's, a server
+   * identity's): its children's requests reserve against the same one, so no sub-agent spends
+   * past what the door allows.
+   */
+  quota?: QuotaPort;
   /** Known once the session's setup is done (the tools and policy are built after the tool). */
   bound?: DelegationBinding;
 }
@@ -295,6 +302,7 @@ export class Delegation {
       interactive: this.parent.interactive,
       ...(this.parent.env !== undefined ? { env: this.parent.env } : {}),
       ...(this.parent.notify !== undefined ? { notify: this.parent.notify } : {}),
+      ...(this.parent.quota !== undefined ? { quota: this.parent.quota } : {}),
       bound,
       port,
       signal: context.signal,

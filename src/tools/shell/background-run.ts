@@ -3,6 +3,7 @@ import { ToolError } from "../errors.js";
 import type { ToolContext, ToolOutput } from "../tool.js";
 import type { BackgroundProcesses } from "./background.js";
 import type { ShellArgs, ShellRun } from "./shell.js";
+import { traceEnvironment } from "./trace-env.js";
 
 /**
  * `shell` with `background: true`: start the command through the executor like any shell call
@@ -34,6 +35,9 @@ export async function runBackground(
     artifacts: context.artifacts,
     ...(args.pty === true ? { pty: true } : {}),
   };
+  // The process runs beside the session, under the span of the call that started it.
+  const trace = traceEnvironment(context);
+  if (trace !== undefined) request.extraEnv = trace;
   if (options.output !== undefined) request.capture = options.output;
   // The process's connections are decided and journaled as this call's, for as long as it runs.
   if (options.network !== undefined)

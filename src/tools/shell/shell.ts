@@ -21,6 +21,7 @@ import { runBackground } from "./background-run.js";
 import { LiveOutput } from "./live-output.js";
 import { locateShell } from "./locate.js";
 import { type ShellRunFacts, shellContent, shellData, shellSummary } from "./render.js";
+import { traceEnvironment } from "./trace-env.js";
 
 /** Linux refuses a single argument longer than this (MAX_ARG_STRLEN), so `bash -c` would fail. */
 const MAX_COMMAND_BYTES = 128 * 1024 - 1;
@@ -265,6 +266,8 @@ async function runShell(args: ShellArgs, context: ToolContext, run: ShellRun): P
   };
   if (options.output !== undefined) request.capture = options.output;
   if (options.network !== undefined) request.egress = options.network(context.callId, context.signal);
+  const trace = traceEnvironment(context);
+  if (trace !== undefined) request.extraEnv = trace;
   const onSpawn = options.onSpawn;
   let spawnNotRecorded = false;
   if (onSpawn !== undefined) {
