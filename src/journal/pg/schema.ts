@@ -46,12 +46,14 @@ CREATE TABLE IF NOT EXISTS harness_leases (
  * session row: the lock order everywhere), in the one transaction of the calling statement.
  * A failed check writes nothing and says which check failed, with what the rows held, so the
  * caller's error names the cause: `fenced` (the lease row, if any, is returned), `not_found`,
- * `locked`, or `seq` (with the session's next_seq). A null lease owner is a writer without a lease.
+ * `locked`, or `seq` (with the session's next_seq). A null lease owner is a writer without a lease;
+ * the lease's session is the root one (a lease covers its session's sub-agents).
  */
 const APPEND = `
+DROP FUNCTION IF EXISTS harness_append(text, bigint, text, text, bigint, bigint[], text[], text[]);
 CREATE OR REPLACE FUNCTION harness_append(
-  p_session text, p_expected bigint, p_token text, p_lease_owner text, p_lease_epoch bigint,
-  p_seqs bigint[], p_hashes text[], p_lines text[],
+  p_session text, p_expected bigint, p_token text, p_lease_session text, p_lease_owner text,
+  p_lease_epoch bigint, p_seqs bigint[], p_hashes text[], p_lines text[],
   OUT status text, OUT lease_owner text, OUT lease_epoch bigint, OUT next_seq bigint
 ) LANGUAGE plpgsql AS $$
 DECLARE
@@ -60,7 +62,7 @@ DECLARE
 BEGIN
   IF p_lease_owner IS NOT NULL THEN
     SELECT h.owner, h.epoch, h.expires_at <= now() AS expired INTO l
-      FROM harness_leases h WHERE h.session_id = p_session FOR UPDATE;
+      FROM harness_leases h WHERE h.session_id = p_lease_session FOR UPDATE;
     IF NOT FOUND OR l.owner <> p_lease_owner OR l.epoch <> p_lease_epoch OR l.expired THEN
       status := 'fenced';
       IF FOUND THEN lease_owner := l.owner; lease_epoch := l.epoch; END IF;

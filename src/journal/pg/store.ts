@@ -275,10 +275,11 @@ class PgJournalWriter implements JournalWriter {
       lease_owner: string | null;
       lease_epoch: string | null;
       next_seq: string | null;
-    }>("SELECT * FROM harness_append($1, $2, $3, $4, $5, $6, $7, $8)", [
+    }>("SELECT * FROM harness_append($1, $2, $3, $4, $5, $6, $7, $8, $9)", [
       this.sessionId,
       expected,
       this.claim.token,
+      this.lease?.session ?? null,
       this.lease?.owner ?? null,
       this.lease?.epoch ?? null,
       added.map(({ record }) => record.seq),
