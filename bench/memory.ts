@@ -26,6 +26,11 @@ import { type BenchRow, median, round } from "./stats.js";
 const WINDOW = 16_000;
 const LONG_STEPS = 3_000;
 const EARLY_STEP = 100;
+/**
+ * By here V8 has grown its heap to what the session's allocation rate asks for (the young
+ * generation mostly): a step past it measures what the session retains, not that sizing.
+ */
+const SETTLED_STEP = 500;
 const HOSTED_SESSIONS = 50;
 const HOSTED_STEPS = 1_000;
 /** Child runs of the long session; the ratio is the median of the runs' own ratios. */
@@ -37,13 +42,23 @@ interface Sample {
   step: number;
   rssMb: number;
   heapMb: number;
+  /** Heap reserved, and memory held outside it (buffers): where RSS beyond the heap goes. */
+  heapTotalMb: number;
+  externalMb: number;
 }
 
 /** RSS and heap after a full collection (the bench runs node with --expose-gc), in MiB. */
 function sample(step: number): Sample {
   (globalThis as { gc?: () => void }).gc?.();
   const usage = process.memoryUsage();
-  return { step, rssMb: usage.rss / 2 ** 20, heapMb: usage.heapUsed / 2 ** 20 };
+  const mb = (bytes: number) => bytes / 2 ** 20;
+  return {
+    step,
+    rssMb: mb(usage.rss),
+    heapMb: mb(usage.heapUsed),
+    heapTotalMb: mb(usage.heapTotal),
+    externalMb: mb(usage.external),
+  };
 }
 
 function workspace(): string {
@@ -134,7 +149,7 @@ async function childLong(): Promise<Sample[]> {
   try {
     const samples: Sample[] = [sample(0)];
     await session(root, "long", LONG_STEPS, JournalKey.ephemeral(), (step) => {
-      if (step === EARLY_STEP || step === LONG_STEPS) samples.push(sample(step));
+      if (step === EARLY_STEP || step === SETTLED_STEP || step === LONG_STEPS) samples.push(sample(step));
     });
     return samples;
   } finally {
@@ -191,6 +206,8 @@ export async function benchMemory(): Promise<BenchRow[]> {
   const at = (run: Sample[], step: number) => run.find((s) => s.step === step) as Sample;
   const ratios = runs.map((run) => at(run, LONG_STEPS).rssMb / at(run, EARLY_STEP).rssMb);
   const heapRatios = runs.map((run) => at(run, LONG_STEPS).heapMb / at(run, EARLY_STEP).heapMb);
+  const settledRatios = runs.map((run) => at(run, LONG_STEPS).rssMb / at(run, SETTLED_STEP).rssMb);
+  const heapReserved = (step: number) => median(runs.map((run) => at(run, step).heapTotalMb));
   const early = median(runs.map((run) => at(run, EARLY_STEP).rssMb));
   const late = median(runs.map((run) => at(run, LONG_STEPS).rssMb));
   const hosted = await child<{ peakRssMb: number; endRssMb: number }>("hosted");
@@ -211,7 +228,13 @@ export async function benchMemory(): Promise<BenchRow[]> {
       name: `heap used: step ${LONG_STEPS} / step ${EARLY_STEP}`,
       value: round(median(heapRatios), 3),
       unit: "x",
-      note: "after a full collection",
+      note: `after a full collection; heap reserved ${round(heapReserved(EARLY_STEP), 1)} -> ${round(heapReserved(SETTLED_STEP), 1)} -> ${round(heapReserved(LONG_STEPS), 1)} MiB at steps ${EARLY_STEP}, ${SETTLED_STEP}, ${LONG_STEPS}`,
+    },
+    {
+      name: `RSS: step ${LONG_STEPS} / step ${SETTLED_STEP}`,
+      value: round(median(settledRatios), 3),
+      unit: "x",
+      note: "what the session retains once V8 has sized its heap for the step rate",
     },
     {
       name: `${HOSTED_SESSIONS} sessions x ${HOSTED_STEPS} steps at once in one process: peak RSS`,

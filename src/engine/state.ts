@@ -415,6 +415,8 @@ export class SessionState {
       if (data !== undefined) entry.data = data;
       if (result.artifact !== undefined) entry.artifact = result.artifact.id;
       state.history.push(entry);
+      // Settled: its arguments live on in the history entry; the index by id is for open calls.
+      state.callArguments.delete(result.call_id);
     },
     "proposal.recorded": (state, { data }) => {
       state.proposals.set(data.path, data);

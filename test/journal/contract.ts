@@ -198,7 +198,7 @@ export function journalContract(name: string, factory: BackendFactory): void {
       for (let i = 0; i < 40; i++)
         await w.append(
           Array.from({ length: 10 }, (_, j) => input(`r${i * 10 + j}`)),
-          { durable: i % 3 !== 0 },
+          { durable: i % 3 !== 1 },
         );
       await w.append([input("staged tail")], { durable: false });
       expect(w.length).toBe(401);
