@@ -14,6 +14,7 @@ import { benchGroupCommit } from "./group-commit.js";
 import { benchJournal } from "./journal.js";
 import { benchLargeRead } from "./large-file.js";
 import { benchMcp } from "./mcp.js";
+import { benchMemory } from "./memory.js";
 import { benchNetns } from "./netns.js";
 import { benchOtel } from "./otel.js";
 import { benchPg } from "./pg.js";
@@ -35,6 +36,10 @@ const sections: [string, () => Promise<BenchRow[]> | BenchRow[]][] = [
   ["shell rules on parsed commands (issue 10)", benchPolicy],
   ["acceptance sandboxed vs unsandboxed (issue 10)", benchAcceptance],
   ["context: cacheable requests and build time (issue 12)", benchContext],
+  [
+    "memory: RSS at step 100 vs step 3,000 of one long session, 50 sessions x 1,000 steps in one process (issue 35)",
+    benchMemory,
+  ],
   ["MCP tool call through harness vs the SDK directly (issue 13)", benchMcp],
   ["journal: fenced PostgreSQL append vs local fsync (issue 16)", benchPg],
   ["read_file on a large file (issue 17)", benchLargeRead],

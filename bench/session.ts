@@ -131,9 +131,16 @@ function rawAppendBackend(path: string, bytes: number): JournalStore & { close()
         sessionId: writer.sessionId,
         keyId: writer.keyId,
         recoveredLock: writer.recoveredLock,
-        get records() {
-          return writer.records;
+        get length() {
+          return writer.length;
         },
+        get last() {
+          return writer.last;
+        },
+        get recent() {
+          return writer.recent;
+        },
+        readAll: () => writer.readAll(),
         async append(events, appendOptions) {
           const records = await writer.append(events, appendOptions);
           if (appendOptions?.durable !== false) timed.push(raw.append(bytes));

@@ -145,7 +145,8 @@ export class Engine {
       contacted: (target) => this.state.contacted.has(target),
     });
     try {
-      this.state = SessionState.from(this.writer.records);
+      // The fold is what the run keeps; the records it was read from are dropped with this call.
+      this.state = SessionState.from(await this.writer.readAll());
       // Before anything is decided (the start instructions are read under them too).
       await restoreGrants(this.grants, this.state.sessionApprovals, this.tools);
       this.session = {
@@ -204,7 +205,7 @@ export class Engine {
       if (resuming) await this.record({ type: "session.resumed", data: { pid: process.pid } });
       if (resuming) await this.finishInterruptedUndo();
       // The workspace as the session starts from it (before the first request), or as its journal left it.
-      await this.options.runtime.effects?.start(this.writer.records, this.effectsJournal());
+      await this.options.runtime.effects?.start(await this.writer.readAll(), this.effectsJournal());
       return await this.drive(resuming);
     } finally {
       // Processes kept only for the turn end with it, journaled while the writer is still open.
@@ -239,7 +240,7 @@ export class Engine {
       );
     this.writer = await store.openWriter(sessionId, { create: false });
     try {
-      this.state = SessionState.from(this.writer.records);
+      this.state = SessionState.from(await this.writer.readAll());
       await restoreGrants(this.grants, this.state.sessionApprovals, this.tools);
       if (this.state.header === undefined)
         throw new EngineError(
@@ -310,7 +311,7 @@ export class Engine {
   private async userCommandNow(command: { command: string; share: boolean }): Promise<RunSummary> {
     const callId = `user:${this.state.userCommands.size + 1}`;
     await this.record({ type: "user.command", data: { call_id: callId, ...command } });
-    await this.options.runtime.effects?.start(this.writer.records, this.effectsJournal());
+    await this.options.runtime.effects?.start(await this.writer.readAll(), this.effectsJournal());
     const runtime = this.createRuntime(userApprover);
     await runtime.runCalls({
       calls: [{ id: callId, name: "shell", arguments: { command: command.command } }],
@@ -525,11 +526,13 @@ export class Engine {
    */
   private async finishInterruptedUndo(): Promise<void> {
     const root = this.options.runtime.hostRoot;
-    if (root === undefined || unfinishedUndo(this.writer.records) === undefined) return;
+    if (root === undefined) return;
+    const records = await this.writer.readAll();
+    if (unfinishedUndo(records) === undefined) return;
     const effects = this.options.runtime.effects;
     await runUndo({
       root,
-      writer: { records: this.writer.records, append: (events) => this.record(...events) },
+      writer: { readAll: async () => records, append: (events) => this.record(...events) },
       artifacts: this.options.runtime.artifacts,
       ...(effects ? { kept: (hash: string) => effects.kept(hash) } : {}),
       target: { kind: "last-turn" },
@@ -555,7 +558,7 @@ export class Engine {
       this.state.surface,
       this.state.toolsDigest ?? "",
       next,
-      this.state.replies.length,
+      this.state.replyCount,
       reason,
       this.options.toolSurface?.unavailable?.(),
     );

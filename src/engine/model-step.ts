@@ -31,7 +31,7 @@ export class ModelStep {
       const attempt = this.run.state.retriesSinceReply;
       if (this.run.signal.aborted) return cancel(this.run);
       if (this.budgetSpent()) return this.stopForBudget();
-      const step = this.run.state.replies.length;
+      const step = this.run.state.replyCount;
       await this.pruneIfNeeded(step);
       const compaction = await this.compactIfNeeded(step);
       if (compaction?.kind === "failed") return compaction.summary;
@@ -181,7 +181,7 @@ export class ModelStep {
   async compactNow(instructions: string | undefined): Promise<CompactionOutcome> {
     return compactHistory({
       run: this.run,
-      step: this.run.state.replies.length,
+      step: this.run.state.replyCount,
       system: this.systemMessage(),
       requestBytes: this.requestBytes(),
       specBytes: this.specBytes ?? 0,

@@ -63,9 +63,20 @@ export class SessionState {
   goal: string | undefined;
   /** Messages after the system prompt, in model order. */
   readonly messages: ModelMessage[] = [];
-  readonly replies: EventData<"model.reply">[] = [];
+  /**
+   * Replies recorded, and the latest one: a count, not a list, so a long session's fold stays
+   * flat (an older reply is the journal's to give back).
+   */
+  replyCount = 0;
+  lastReply: EventData<"model.reply"> | undefined;
   readonly callIds = new Set<string>();
   readonly started = new Map<string, EventData<"tool.started">>();
+  /**
+   * Each call's result. Once its message has left what the model is sent (pruned, or compacted
+   * into a summary), its `content` is released (the empty string): the journal and the pruned
+   * artifact keep it, and nothing the engine decides reads it again. A long session's fold then
+   * holds the window's results whole and only the small fields of the others.
+   */
   readonly results = new Map<string, EventData<"tool.result">>();
   /** Calls the person ran themselves (`user.command`): their results are never messages to the model. */
   readonly userCommands = new Map<string, EventData<"user.command">>();
@@ -306,7 +317,8 @@ export class SessionState {
       state.replyPending = false;
       state.retriesSinceReply = 0;
       state.retryWaitSinceReply = 0;
-      state.replies.push(data);
+      state.replyCount += 1;
+      state.lastReply = data;
       for (const call of data.calls) {
         state.callIds.add(call.id);
         state.callArguments.set(call.id, call);
@@ -403,6 +415,8 @@ export class SessionState {
       if (data !== undefined) entry.data = data;
       if (result.artifact !== undefined) entry.artifact = result.artifact.id;
       state.history.push(entry);
+      // Settled: its arguments live on in the history entry; the index by id is for open calls.
+      state.callArguments.delete(result.call_id);
     },
     "proposal.recorded": (state, { data }) => {
       state.proposals.set(data.path, data);
@@ -504,6 +518,8 @@ export class SessionState {
 
   /** The first `replaced` messages give way to the pinned set and the summary; the rest follow unchanged. */
   private compact(replaced: number, summary: string): void {
+    for (const message of this.messages.slice(0, replaced))
+      if (message.role === "tool") this.releaseResult(message.call_id);
     const kept = this.messages.slice(replaced);
     const next = [...pinnedMessages(this, kept), summaryMessage(summary), ...kept];
     this.messages.length = 0;
@@ -521,9 +537,16 @@ export class SessionState {
     const updated = { ...rest, content: prunedPlaceholder(message.name, artifact) };
     this.messageBytes += jsonBytes(updated) - jsonBytes(message);
     this.messages[index] = updated;
+    this.releaseResult(callId);
     // read_artifact checks the pruned artifact against the file it came from, like a preview's.
     const entry = this.history.find((h) => h.call_id === callId);
     if (entry !== undefined) entry.artifact ??= artifact.id;
+  }
+
+  /** A result no longer in front of the model keeps its small fields only (see `results`). */
+  private releaseResult(callId: string): void {
+    const result = this.results.get(callId);
+    if (result !== undefined && result.content !== "") this.results.set(callId, { ...result, content: "" });
   }
 
   /** UTF-8 bytes of `messages` as JSON, kept as they are added so estimates stay O(1). */
@@ -555,10 +578,6 @@ export class SessionState {
   /** Calls started in the current turn (the tool-call budget is per turn). */
   get turnToolCalls(): number {
     return this.started.size - this.turnToolCallsBefore + this.turnAgentToolCalls;
-  }
-
-  get lastReply(): EventData<"model.reply"> | undefined {
-    return this.replies.at(-1);
   }
 
   /** Calls of the last reply with neither a start nor a result: safe to execute now. */

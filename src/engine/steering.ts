@@ -47,7 +47,7 @@ export class Steering {
     await this.chain;
     const count = run.state.pendingSteers.length;
     if (count === 0) return false;
-    await run.record({ type: "steer.delivered", data: { step: run.state.replies.length, count } });
+    await run.record({ type: "steer.delivered", data: { step: run.state.replyCount, count } });
     return true;
   }
 }

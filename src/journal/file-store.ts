@@ -9,6 +9,7 @@ import {
   openSync,
   readdirSync,
   readFileSync,
+  readSync,
   writeSync,
 } from "node:fs";
 import { dirname, join } from "node:path";
@@ -43,6 +44,7 @@ import {
 import { assertAdoptionFirst, assessTrust, type JournalReading, untrustedError } from "./trust.js";
 import { loadError, verifyJournalBytes } from "./verify.js";
 import { type AnyNewEvent, type AnyRecord, GENESIS_HASH } from "./vocabulary.js";
+import { RecordWindow } from "./window.js";
 
 export interface FileJournalOptions {
   /** Clock for record times and lock start times; defaults to real time. */
@@ -276,16 +278,20 @@ function mkdirIn(paths: SessionPaths): void {
 }
 
 class FileJournalWriter implements JournalWriter {
-  private readonly all: AnyRecord[];
+  /** What is kept in memory: a bounded window, not the journal (older records are read back from the file). */
+  private readonly window: RecordWindow;
   /** Bytes written to the file (what fstat must report: anything else is another writer). */
   private size: number;
   /** Bytes known to be on disk: where a failed append cuts the file back to. */
   private durableSize: number;
   private state: "open" | "closed" | "failed" = "open";
-  /** Encoded lines of staged records (already in `all`), one text per append, written with the next durable append. */
-  private readonly staging = new Staging<string, Promise<void>>((texts) =>
-    this.write(Buffer.from(texts.join(""), "utf8")),
-  );
+  /** Encoded lines of staged records (already in the window), one text per append, written with the next durable append. */
+  private readonly staging = new Staging<string, Promise<void>>((texts) => {
+    // Handed to the write: in the file once it returns (only its fsync is awaited), or lost with
+    // a failure that stops this writer.
+    this.window.stored();
+    return this.write(Buffer.from(texts.join(""), "utf8"));
+  });
   /** The last durable write's fsync, settled or not: the file stays open until it is. */
   private lastSync: Promise<unknown> = Promise.resolve();
   readonly keyId: string;
@@ -306,15 +312,40 @@ class FileJournalWriter implements JournalWriter {
     private readonly syncs: SyncCounter,
     private readonly commit: GroupCommit,
   ) {
-    this.all = records;
+    this.window = new RecordWindow(sessionId, records);
     this.size = size;
     this.durableSize = size;
     this.keyId = key.id;
     this.recoveredLock = lock.recovered;
   }
 
-  get records(): readonly AnyRecord[] {
-    return this.all;
+  get length(): number {
+    return this.window.length;
+  }
+
+  get last(): AnyRecord | undefined {
+    return this.window.last;
+  }
+
+  get recent(): readonly AnyRecord[] {
+    return this.window.recent;
+  }
+
+  /** Every record: the file's durable ones read back and verified again, then the staged ones. */
+  async readAll(): Promise<AnyRecord[]> {
+    this.assertWritable();
+    return this.window.readAll(() => {
+      const bytes = Buffer.alloc(this.size);
+      let read = 0;
+      while (read < bytes.length) {
+        const n = readSync(this.fd, bytes, read, bytes.length - read, read);
+        if (n === 0) break;
+        read += n;
+      }
+      const result = verifyJournalBytes(bytes.subarray(0, read), this.sessionId);
+      if (!result.ok) throw loadError(this.sessionId, result);
+      return result.records;
+    });
   }
 
   async append(events: readonly AnyNewEvent[], options: AppendOptions = {}): Promise<AnyRecord[]> {
@@ -324,10 +355,10 @@ class FileJournalWriter implements JournalWriter {
       await this.staging.add([], durable);
       return [];
     }
-    const last = this.all[this.all.length - 1];
+    const last = this.window.last;
     if (this.mustAdopt) assertAdoptionFirst(this.sessionId, events, last);
     let prev = last ? last.hash : GENESIS_HASH;
-    let seq = this.all.length;
+    let seq = this.window.length;
     const time = this.now();
     const added: AnyRecord[] = [];
     let text = "";
@@ -339,9 +370,9 @@ class FileJournalWriter implements JournalWriter {
       seq += 1;
     }
     this.mustAdopt = false;
-    // In `all` before the write, as staged records are: the bytes reach the file synchronously
-    // below (before anything else can append), and only the fsync is awaited.
-    for (const record of added) this.all.push(record);
+    // In the window before the write, as staged records are: the bytes reach the file
+    // synchronously below (before anything else can append), and only the fsync is awaited.
+    this.window.add(added, true);
     await this.staging.add([text], durable);
     return added;
   }

@@ -12,6 +12,7 @@ import {
 } from "./store.js";
 import { assertAdoptionFirst, assessTrust, type JournalReading, untrustedError } from "./trust.js";
 import { type AnyNewEvent, type AnyRecord, GENESIS_HASH } from "./vocabulary.js";
+import { RecordWindow } from "./window.js";
 
 export interface MemoryJournalOptions {
   now?: () => Date;
@@ -148,40 +149,65 @@ class MemoryJournalWriter implements JournalWriter {
     readonly sessionId: string,
     private readonly session: MemorySession,
     private readonly holder: { owner: LockOwner },
-    private readonly all: AnyRecord[],
+    records: AnyRecord[],
     private readonly now: () => Date,
     private readonly key: JournalKey,
     private mustAdopt: boolean,
     private readonly syncs: { fsyncs: number },
   ) {
     this.keyId = key.id;
+    this.window = new RecordWindow(sessionId, records);
   }
+
+  /** A bounded window, as the file writer keeps: older records are decoded again from the stored lines. */
+  private readonly window: RecordWindow;
 
   /** Lines of staged records: invisible to readers until a durable append stores them. */
   private readonly staging = new Staging<string, void>((lines) => {
+    this.window.stored();
     this.session.lines.push(...lines);
     this.syncs.fsyncs += 1;
   });
 
-  get records(): readonly AnyRecord[] {
-    return this.all;
+  get length(): number {
+    return this.window.length;
   }
 
-  async append(events: readonly AnyNewEvent[], options: AppendOptions = {}): Promise<AnyRecord[]> {
+  get last(): AnyRecord | undefined {
+    return this.window.last;
+  }
+
+  get recent(): readonly AnyRecord[] {
+    return this.window.recent;
+  }
+
+  async readAll(): Promise<AnyRecord[]> {
+    this.assertHeld();
+    return this.window.readAll(() => decodeAll(this.sessionId, this.session.lines));
+  }
+
+  private assertHeld(): void {
     if (this.closed || this.session.holder !== this.holder) {
       throw new JournalError("LOCKED", `session ${this.sessionId}: this writer is closed; open a new writer`);
     }
-    const last = this.all[this.all.length - 1];
+  }
+
+  async append(events: readonly AnyNewEvent[], options: AppendOptions = {}): Promise<AnyRecord[]> {
+    this.assertHeld();
+    const last = this.window.last;
     if (this.mustAdopt && events.length > 0) assertAdoptionFirst(this.sessionId, events, last);
     let prev = last ? last.hash : GENESIS_HASH;
     const time = this.now();
     const encoded = events.map((event, index) => {
-      const result = encodeRecord(event, this.all.length + index, prev, time, this.key);
+      const result = encodeRecord(event, this.window.length + index, prev, time, this.key);
       prev = result.record.hash;
       return result;
     });
     // All-or-nothing like the file's single write: nothing is stored unless every event encoded.
-    for (const { record } of encoded) this.all.push(record);
+    this.window.add(
+      encoded.map(({ record }) => record),
+      true,
+    );
     if (encoded.length > 0) this.mustAdopt = false;
     this.staging.add(
       encoded.map(({ line }) => line.slice(0, -1)),

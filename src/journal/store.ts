@@ -9,12 +9,26 @@ import type { AnyNewEvent, AnyRecord } from "./vocabulary.js";
  */
 export interface JournalWriter {
   readonly sessionId: string;
-  /** Verified records, in order. */
-  readonly records: readonly AnyRecord[];
+  /** How many records the session has, staged ones included. */
+  readonly length: number;
+  /** The latest record (staged or stored); undefined for a session without records. */
+  readonly last: AnyRecord | undefined;
+  /**
+   * The most recent records, oldest first: a bounded window (window.ts), never the whole journal,
+   * so a long session's memory stays flat. Older records are read back with `readAll`.
+   */
+  readonly recent: readonly AnyRecord[];
+  /**
+   * Every record, in order, staged ones included: the records verified at open while nothing was
+   * appended since, else read back from storage and verified again (the stored chain must end
+   * where this writer's does: a journal changed behind it is refused, CORRUPT). Fresh array; the
+   * caller drops it when done (a writer never holds the whole journal).
+   */
+  readAll(): Promise<AnyRecord[]>;
   /**
    * Append events as consecutive records and make them durable (one fsync for the batch, which
    * also carries every record staged before it) before resolving. With `{ durable: false }` the
-   * records are staged: encoded, chained and in `records` at once, written with the next durable
+   * records are staged: encoded, chained and among `readAll`'s at once, written with the next durable
    * append (an empty one just flushes). A crash loses at most the staged tail, which leaves a
    * valid, shorter chain. A writer may make every append durable (ignoring the option): that is
    * always allowed. A failure here is an engine failure: the run must stop. Every store keeps its

@@ -28,7 +28,8 @@ export type Sink = (notification: Notification, durable: boolean) => void;
 interface Hosted {
   id: string;
   owner: string;
-  opened: OpenedSession;
+  /** The opened session without the records it was opened with: those are folded once, then left on disk. */
+  opened: Omit<OpenedSession, "records">;
   fold: NotificationFold;
   approver: WireApprover;
   run: SessionRun | undefined;
@@ -129,10 +130,13 @@ export class SessionHub {
       if (record.seq > followedTo) this.#emit(opened.sessionId, notification, true);
     }
     const header = opened.records[0]?.type === "session.started" ? opened.records[0] : undefined;
+    // Kept for as long as the session is served: a copy without the records it was opened with
+    // (a resumed session's whole journal), so what the server holds does not grow with them.
+    const { records: _folded, ...served } = opened;
     const hosted: Hosted = {
       id: opened.sessionId,
       owner,
-      opened,
+      opened: served,
       fold,
       approver,
       run: undefined,

@@ -138,6 +138,10 @@ export class NotificationFold {
           },
         });
       case "tool.result":
+        // The call is over: its arguments and approval are no longer asked for (a long session's
+        // fold stays flat; a replay folds them again from the journal).
+        this.#calls.delete(record.data.call_id);
+        this.#approvals.delete(record.data.call_id);
         return note("item/completed", {
           item: {
             kind: "tool",

@@ -34,9 +34,9 @@ export interface UndoInput {
   dryRun: boolean;
 }
 
-/** What an undo needs of the session's journal: what it holds, and durable appends. */
+/** What an undo needs of the session's journal: what it holds (read back when asked), and durable appends. */
 export interface UndoJournal {
-  readonly records: readonly AnyRecord[];
+  readAll(): Promise<readonly AnyRecord[]>;
   append(events: AnyNewEvent[]): Promise<unknown>;
 }
 
@@ -67,7 +67,7 @@ export interface UndoReport {
  * undo (and nothing else), exactly once.
  */
 export async function runUndo(input: UndoInput): Promise<UndoReport> {
-  const records = input.writer.records;
+  const records = await input.writer.readAll();
   const pending = unfinishedUndo(records);
   const target_seq = pending ? pending.target.seq : resolveTarget(records, input.target);
   const plan = pending ? pending.plan : planUndo(records, target_seq);

@@ -85,11 +85,11 @@ it("refuses the append of a worker resumed after SIGSTOP once another took its l
     adopt: true,
     lease: taken!,
   });
-  const head = writer.records.at(-1)!;
+  const head = writer.last!;
   await writer.append([
     event("journal.adopted", {
       head_hash: head.hash,
-      records: writer.records.length,
+      records: writer.length,
       key_id: writer.keyId,
       previous_key_id: null,
       reason: "test",

@@ -26,9 +26,16 @@ function refusingReplies(inner: JournalStore): JournalStore {
         sessionId: writer.sessionId,
         keyId: writer.keyId,
         recoveredLock: writer.recoveredLock,
-        get records() {
-          return writer.records;
+        get length() {
+          return writer.length;
         },
+        get last() {
+          return writer.last;
+        },
+        get recent() {
+          return writer.recent;
+        },
+        readAll: () => writer.readAll(),
         append(events: readonly AnyNewEvent[]) {
           if (events.some((e) => e.type === "model.reply")) {
             return Promise.reject(

@@ -3,6 +3,7 @@ import { JournalKey } from "../../src/journal/key.js";
 import { MAX_AGENT_DEPTH } from "../../src/journal/session-path.js";
 import { JournalError, type JournalStore, type JournalWriter } from "../../src/journal/store.js";
 import { type AnyNewEvent, type AnyRecord, event, GENESIS_HASH } from "../../src/journal/vocabulary.js";
+import { RECENT_RECORDS } from "../../src/journal/window.js";
 import { canonicalJson, digestOf } from "../../src/shared/hash.js";
 
 export interface BackendUnderTest {
@@ -160,7 +161,7 @@ export function journalContract(name: string, factory: BackendFactory): void {
       const appended = await w.append([input("hello")]);
       await w.append([event("run.finished", { status: "verified", answer: "done" })]);
       const loaded = await subject.store.read("s1");
-      expect(loaded).toEqual([...appended, w.records[1]]);
+      expect(loaded).toEqual([...appended, (await w.readAll())[1]]);
       expect(loaded.map((r) => [r.type, r.data])).toEqual([
         ["user.input", { text: "hello" }],
         ["run.finished", { status: "verified", answer: "done" }],
@@ -187,9 +188,39 @@ export function journalContract(name: string, factory: BackendFactory): void {
       const batch = await w.append([input("a"), input("b"), input("c")]);
       expect(batch.map((r) => r.seq)).toEqual([1, 2, 3]);
       expect(new Set(batch.map((r) => r.time)).size).toBe(1);
-      expect(w.records).toHaveLength(4);
+      expect(w.length).toBe(4);
       expect(await w.append([])).toEqual([]);
       expectValidChain(await subject.store.read("s1"));
+    });
+
+    it("holds a bounded window of records, not the journal; readAll gives every record back, staged ones included", async () => {
+      const w = await writer("s1");
+      for (let i = 0; i < 40; i++)
+        await w.append(
+          Array.from({ length: 10 }, (_, j) => input(`r${i * 10 + j}`)),
+          { durable: i % 3 !== 1 },
+        );
+      await w.append([input("staged tail")], { durable: false });
+      expect(w.length).toBe(401);
+      expect(w.recent.length).toBeLessThanOrEqual(2 * RECENT_RECORDS);
+      expect(w.last?.seq).toBe(400);
+      expect(w.recent.at(-1)).toBe(w.last);
+      const all = await w.readAll();
+      expect(all.map((r) => r.seq)).toEqual(Array.from({ length: 401 }, (_, i) => i));
+      expect(all.at(-1)?.data).toEqual({ text: "staged tail" });
+      expectValidChain(all);
+      // The staged tail is the writer's, not yet storage's: a reader sees the durable prefix.
+      expect(await subject.reopen().read("s1")).toEqual(all.slice(0, 400));
+      await w.append([]);
+      expect(await subject.reopen().read("s1")).toEqual(all);
+    });
+
+    it("readAll refuses a journal changed behind the writer instead of showing it", async () => {
+      const w = await writer("s1");
+      await w.append([input("one"), input("two"), input("three")]);
+      const lines = await subject.lines("s1");
+      await subject.replaceLines("s1", lines.slice(0, 2));
+      await expect(w.readAll()).rejects.toMatchObject({ name: "JournalError" });
     });
 
     it("stages records that are not durable yet: in the writer at once, stored with the next durable append", async () => {
@@ -198,7 +229,7 @@ export function journalContract(name: string, factory: BackendFactory): void {
       const syncsBefore = subject.syncs?.();
       const staged = await w.append([input("staged a"), input("staged b")], { durable: false });
       expect(staged.map((r) => r.seq)).toEqual([1, 2]);
-      expect(w.records).toHaveLength(3);
+      expect(w.length).toBe(3);
       // A reader (or a crash) sees only the durable prefix, which is a valid chain.
       expect((await subject.reopen().read("s1")).map((r) => r.seq)).toEqual([0]);
       const [next] = await w.append([input("durable")]);
@@ -243,7 +274,7 @@ export function journalContract(name: string, factory: BackendFactory): void {
       // What is stored is the durable prefix, a valid chain that the next writer continues.
       const next = await subject.reopen().openWriter("s1", { create: false });
       open.push(next);
-      expect(next.records.map((r) => r.data)).toEqual([{ text: "durable" }]);
+      expect((await next.readAll()).map((r) => r.data)).toEqual([{ text: "durable" }]);
       const [after] = await next.append([input("after")]);
       expect(after?.seq).toBe(1);
       const loaded = await subject.reopen().read("s1");
@@ -257,10 +288,11 @@ export function journalContract(name: string, factory: BackendFactory): void {
       await first.close();
       const second = await subject.reopen().openWriter("s1", { create: false });
       open.push(second);
-      expect(second.records.map((r) => r.data)).toEqual([{ text: "one" }, { text: "two" }]);
+      expect((await second.readAll()).map((r) => r.data)).toEqual([{ text: "one" }, { text: "two" }]);
+      const head = second.last?.hash;
       const [third] = await second.append([input("three")]);
       expect(third?.seq).toBe(2);
-      expect(third?.prev).toBe(second.records[1]?.hash);
+      expect(third?.prev).toBe(head);
       const loaded = await subject.store.read("s1");
       expect(loaded.map((r) => r.data)).toEqual([{ text: "one" }, { text: "two" }, { text: "three" }]);
       expectValidChain(loaded);
@@ -275,7 +307,7 @@ export function journalContract(name: string, factory: BackendFactory): void {
       expect(refused.message).toContain("started 2025-03-01T12:00:00.000Z");
       await first.close();
       const second = await writer("s1", false);
-      expect(second.records).toHaveLength(1);
+      expect(second.length).toBe(1);
     });
 
     it("reads without the lock while a writer holds the session", async () => {
@@ -283,7 +315,7 @@ export function journalContract(name: string, factory: BackendFactory): void {
       await w.append([input("one")]);
       expect((await subject.store.read("s1")).map((r) => r.data)).toEqual([{ text: "one" }]);
       await w.append([input("two")]);
-      expect(await subject.store.read("s1")).toEqual(w.records);
+      expect(await subject.store.read("s1")).toEqual(await w.readAll());
     });
 
     it("rejects an invalid event before writing anything, even within a batch", async () => {
@@ -318,7 +350,7 @@ export function journalContract(name: string, factory: BackendFactory): void {
         const error = await rejection(w.append([input("would be fine"), invalid]));
         expect(error.code).toBe("INVALID_EVENT");
       }
-      expect(w.records).toHaveLength(1);
+      expect(w.length).toBe(1);
       expect((await subject.store.read("s1")).map((r) => r.data)).toEqual([{ text: "kept" }]);
       const [next] = await w.append([input("after")]);
       expect(next?.seq).toBe(1);

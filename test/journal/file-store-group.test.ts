@@ -133,7 +133,7 @@ describe("FileJournalStore through a group commit", () => {
     await until(() => closing.settled);
     expect(closing.error).toBeUndefined();
     const reopened = await store.openWriter("closing", { create: false });
-    expect(reopened.records.map((r) => r.type)).toEqual(["user.input", "user.input"]);
+    expect((await reopened.readAll()).map((r) => r.type)).toEqual(["user.input", "user.input"]);
     await reopened.close();
   });
 });

@@ -98,7 +98,7 @@ describe("FileJournalStore on disk", () => {
   it("stops appending when the file changed behind the writer", async () => {
     const writer = await h.store.openWriter("s1", { create: true });
     await writer.append([input("one")]);
-    const { line } = encodedLine(input("intruder"), 1, writer.records[0]?.hash);
+    const { line } = encodedLine(input("intruder"), 1, writer.recent[0]?.hash);
     appendFileSync(eventsPath(h.harnessDir, "s1"), `${line}\n`);
     const changed = readFileSync(eventsPath(h.harnessDir, "s1"));
     expect((await rejection(writer.append([input("two")]))).code).toBe("CORRUPT");
@@ -109,7 +109,7 @@ describe("FileJournalStore on disk", () => {
   it("opens an existing session with create: true instead of replacing it", async () => {
     await seedSession(h, "s1", 2);
     const writer = await h.store.openWriter("s1", { create: true });
-    expect(writer.records).toHaveLength(2);
+    expect(writer.length).toBe(2);
     await writer.close();
   });
 
@@ -203,7 +203,7 @@ describe("FileJournalStore on disk", () => {
       await seedSession(h, "s1", 1);
       const path = eventsPath(h.harnessDir, "s1");
       const writer = await h.store.openWriter("s1", { create: false });
-      const { line } = encodedLine(input("in flight"), 1, writer.records[0]?.hash);
+      const { line } = encodedLine(input("in flight"), 1, writer.recent[0]?.hash);
       appendFileSync(path, line.slice(0, 30));
       const finish = setTimeout(() => appendFileSync(path, `${line.slice(30)}\n`), 15);
       try {

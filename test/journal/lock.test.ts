@@ -74,7 +74,7 @@ describe("writer lock ownership", () => {
     expect(result).toMatchObject({ outcome: "removed", forced: false, status: { state: "gone" } });
     expect(existsSync(lockPath(h.harnessDir, "s1"))).toBe(false);
     const writer = await h.store.openWriter("s1", { create: false });
-    expect(writer.records).toHaveLength(2);
+    expect(writer.length).toBe(2);
     await writer.close();
   });
 

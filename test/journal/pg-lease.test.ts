@@ -107,7 +107,7 @@ describe("PostgreSQL journal: leases and fencing", () => {
     const second = await lease("s1", "worker-b", 5000);
     expect(second).toMatchObject({ epoch: 2, previous: { owner: "worker-a", epoch: 1 } });
     const b = track(await worker().openWriter("s1", { create: false, lease: second }));
-    expect(b.records).toHaveLength(1);
+    expect(b.length).toBe(1);
     await b.append([
       event("lease.acquired", { epoch: 2, owner: "worker-b", previous: { owner: "worker-a", epoch: 1 } }),
     ]);
@@ -308,13 +308,13 @@ describe("PostgreSQL journal: the backend a worker hands the engine", () => {
     const first = await lease("s1", "worker-a", 60_000);
     const a = track(await leasedStore(worker(), first).openWriter("s1", { create: true }));
     // A new session: nothing before the engine's own first record.
-    expect(a.records).toEqual([]);
+    expect(a.length).toBe(0);
     await a.append([input("a: intent")]);
     await a.close();
     await first.release();
     const second = await lease("s1", "worker-b", 60_000);
     const b = track(await leasedStore(worker(), second).openWriter("s1", { create: false }));
-    expect(b.records.map((r) => [r.type, r.data])).toEqual([
+    expect((await b.readAll()).map((r) => [r.type, r.data])).toEqual([
       ["user.input", { text: "a: intent" }],
       ["lease.acquired", { epoch: 2, owner: "worker-b", previous: { owner: "worker-a", epoch: 1 } }],
     ]);

@@ -39,7 +39,7 @@ async function apply(fs: WorkspaceFs, backend: MemoryJournalStore): Promise<Appl
   try {
     return await applyProposals({
       fs,
-      proposals: proposalsOf(writer.records),
+      proposals: proposalsOf(await writer.readAll()),
       record: async (outcome) => {
         await writer.append([{ type: "proposal.applied", data: outcome }]);
       },
@@ -197,7 +197,7 @@ describe("applyProposals: a sub-agent's deletions and artifact-held content", ()
     try {
       return await applyProposals({
         fs,
-        proposals: proposalsOf(again.records),
+        proposals: proposalsOf(await again.readAll()),
         record: async (outcome) => {
           await again.append([{ type: "proposal.applied", data: outcome }]);
         },

@@ -47,9 +47,16 @@ export function spyingBackend(inner: JournalStore): { backend: JournalStore; app
         get sessionId() {
           return writer.sessionId;
         },
-        get records() {
-          return writer.records;
+        get length() {
+          return writer.length;
         },
+        get last() {
+          return writer.last;
+        },
+        get recent() {
+          return writer.recent;
+        },
+        readAll: () => writer.readAll(),
         append(events) {
           appends.push(events.map((e) => e.type));
           return writer.append(events);

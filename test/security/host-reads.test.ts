@@ -252,7 +252,7 @@ async function applied(
   try {
     return await applyProposals({
       fs,
-      proposals: proposalsOf(writer.records),
+      proposals: proposalsOf(await writer.readAll()),
       record: async () => undefined,
     });
   } finally {

@@ -162,7 +162,7 @@ describe("attack: undo through what changed after the session", () => {
     expect(readFileSync(at("a.txt"), "utf8")).toBe("two\n");
     expect(readFileSync(at("b.txt"), "utf8")).toBe("bee\n");
     // The undo was journaled to its end: nothing is left half done for a later undo to "finish".
-    const types = (await rec.writer()).records.map((r) => r.type);
+    const types = (await (await rec.writer()).readAll()).map((r) => r.type);
     expect(types.at(-1)).toBe("undo.finished");
   });
 

@@ -183,7 +183,7 @@ export async function mixedSession(directories = false): Promise<{
   const points: { seq: number; tree: Record<string, string> }[] = [];
   const mark = async () => {
     const writer = await rec.writer();
-    points.push({ seq: writer.records.length - 1, tree: treeBytes(rec.root, { directories }) });
+    points.push({ seq: writer.length - 1, tree: treeBytes(rec.root, { directories }) });
   };
   await rec.base();
   await mark();

@@ -51,7 +51,7 @@ describe("harness undo on a recorded session", () => {
         expect(conflicts(back)).toEqual([]);
         expect(treeBytes(rec.root, { directories })).toEqual(end);
       }
-      const records = (await rec.writer()).records;
+      const records = await (await rec.writer()).readAll();
       const finished = records.filter((r) => r.type === "undo.finished");
       expect(finished).toHaveLength(2 * (points.length - 1));
       // Each undo's changes are journaled as its own call, source "undo".
@@ -75,13 +75,13 @@ describe("harness undo on a recorded session", () => {
   it("a dry run changes nothing and journals nothing", async () => {
     const { rec, points } = await mixedSession();
     current = rec;
-    const before = (await rec.writer()).records.length;
+    const before = (await rec.writer()).length;
     const report = await undo(rec, { kind: "seq", seq: points[0]!.seq }, { dryRun: true });
     expect(report.undo_id).toBeNull();
     expect(report.outcomes.length).toBeGreaterThan(5);
     expect(report.outcomes.every((o) => o.outcome === "restored")).toBe(true);
     expect(treeBytes(rec.root)).toEqual(points.at(-1)!.tree);
-    expect((await rec.writer()).records.length).toBe(before);
+    expect((await rec.writer()).length).toBe(before);
   });
 
   it("waits for another harness writer's lock on a file, then compares: a write that landed under the lock is a conflict", async () => {
@@ -119,7 +119,7 @@ describe("harness undo on a recorded session", () => {
     const { "README.md": _b, gen: _h, ...expected } = points[0]!.tree;
     // gen/out.bin never existed at the base; every other file is back.
     expect(rest).toEqual(expected);
-    const finished = (await rec.writer()).records.filter((r) => r.type === "undo.finished");
+    const finished = (await (await rec.writer()).readAll()).filter((r) => r.type === "undo.finished");
     expect(finished.map((r) => r.data)).toEqual([
       {
         undo_id: report.undo_id,
@@ -155,7 +155,7 @@ describe("harness undo on a recorded session", () => {
     expect(treeBytes(rec.root)).toEqual(points[0]!.tree);
     const again = await undo(rec, { kind: "seq", seq: points[0]!.seq });
     expect(again.plan).toEqual([]);
-    const records = (await rec.writer()).records;
+    const records = await (await rec.writer()).readAll();
     expect(records.filter((r) => r.type === "undo.started")).toHaveLength(1);
     expect(records.filter((r) => r.type === "undo.finished")).toHaveLength(1);
     const change = records.find((r) => r.type === "workspace.changed" && r.data.source === "undo");

@@ -14,7 +14,7 @@ export function leasedStore(store: PgJournalStore, lease: Lease): JournalStore {
   return {
     async openWriter(sessionId: string, options: OpenWriterOptions): Promise<JournalWriter> {
       const writer = await store.openWriter(sessionId, { ...options, lease });
-      if (writer.records.length === 0 || options.adopt === true) return writer;
+      if (writer.length === 0 || options.adopt === true) return writer;
       try {
         await writer.append([
           event("lease.acquired", { epoch: lease.epoch, owner: lease.owner, previous: lease.previous }),

@@ -14,6 +14,7 @@ import {
 } from "../store.js";
 import { assertAdoptionFirst, assessTrust, type JournalReading, untrustedError } from "../trust.js";
 import { type AnyNewEvent, type AnyRecord, GENESIS_HASH } from "../vocabulary.js";
+import { RecordWindow } from "../window.js";
 import type { Lease } from "./lease.js";
 import { inTransaction } from "./schema.js";
 import { claimWriter, fencedError, type WriterClaim } from "./writer-claim.js";
@@ -215,7 +216,7 @@ class PgJournalWriter implements JournalWriter {
     private readonly pool: Pool,
     readonly sessionId: string,
     private readonly claim: WriterClaim,
-    private readonly all: AnyRecord[],
+    records: AnyRecord[],
     private readonly now: () => Date,
     private readonly key: JournalKey,
     /** Opened to adopt an untrusted journal: the first append must be its journal.adopted. */
@@ -224,10 +225,31 @@ class PgJournalWriter implements JournalWriter {
   ) {
     this.keyId = key.id;
     this.recoveredLock = claim.recovered;
+    this.window = new RecordWindow(sessionId, records);
   }
 
-  get records(): readonly AnyRecord[] {
-    return this.all;
+  /** A bounded window, as the file writer keeps: older records are read back from the database. */
+  private readonly window: RecordWindow;
+
+  get length(): number {
+    return this.window.length;
+  }
+
+  get last(): AnyRecord | undefined {
+    return this.window.last;
+  }
+
+  get recent(): readonly AnyRecord[] {
+    return this.window.recent;
+  }
+
+  async readAll(): Promise<AnyRecord[]> {
+    this.assertWritable();
+    return this.window.readAll(() =>
+      database(this.sessionId, "read the journal", () =>
+        inTransaction(this.pool, (client) => loadRecords(client, this.sessionId)),
+      ),
+    );
   }
 
   async append(events: readonly AnyNewEvent[], options: AppendOptions = {}): Promise<AnyRecord[]> {
@@ -237,26 +259,31 @@ class PgJournalWriter implements JournalWriter {
       await this.staging.add([], durable);
       return [];
     }
-    const last = this.all[this.all.length - 1];
+    const last = this.window.last;
     if (this.mustAdopt) assertAdoptionFirst(this.sessionId, events, last);
     let prev = last ? last.hash : GENESIS_HASH;
     const time = this.now();
     const added = events.map((event, index) => {
-      const encoded = encodeRecord(event, this.all.length + index, prev, time, this.key);
+      const encoded = encodeRecord(event, this.window.length + index, prev, time, this.key);
       prev = encoded.record.hash;
       return encoded;
     });
     this.mustAdopt = false;
     // Staged records are chained and visible to this writer at once; readers see them only when
     // the next durable append's transaction stores them with its own (a crash loses a valid tail).
-    for (const item of added) this.all.push(item.record);
+    this.window.add(
+      added.map((item) => item.record),
+      true,
+    );
     await this.staging.add(added, durable);
     return added.map((item) => item.record);
   }
 
   /** Store staged records (the oldest first) in one fenced transaction; a failure stops this writer. */
   private async store(records: readonly EncodedRecord[]): Promise<void> {
-    const expected = records[0]?.record.seq ?? this.all.length;
+    const expected = records[0]?.record.seq ?? this.window.length;
+    // Handed to this transaction: stored, or lost with a failure that stops this writer.
+    this.window.stored();
     try {
       await database(this.sessionId, "append", () => this.insert(expected, records));
     } catch (error) {

@@ -82,12 +82,12 @@ export async function adoptSession(
   if (!reviewed.head) throw new UsageError(`session ${sessionId} has no records to adopt`);
   const writer = await store.openWriter(sessionId, { create: false, adopt: true });
   try {
-    const head = writer.records[writer.records.length - 1];
-    if (head?.hash !== reviewed.head.hash || writer.records.length !== reviewed.head.records) {
+    const head = writer.last;
+    if (head?.hash !== reviewed.head.hash || writer.length !== reviewed.head.records) {
       throw new SessionOperationError(
         "JOURNAL_CHANGED",
         `session ${sessionId} changed while you were reviewing it (${reviewed.head.records} records shown, ` +
-          `${writer.records.length} now); nothing was adopted: run harness journal adopt ${sessionId} again to review it as it is`,
+          `${writer.length} now); nothing was adopted: run harness journal adopt ${sessionId} again to review it as it is`,
       );
     }
     await writer.append([
@@ -95,7 +95,7 @@ export async function adoptSession(
         type: "journal.adopted",
         data: {
           head_hash: head.hash,
-          records: writer.records.length,
+          records: writer.length,
           key_id: writer.keyId,
           previous_key_id: reviewed.trust.recordedKeyId,
           reason: reviewed.trust.problem,

@@ -66,7 +66,8 @@ export async function applySession(
 
   const writer = await workspace.store.openWriter(sessionId, { create: false });
   try {
-    const header = SessionState.from(writer.records).header;
+    const recorded = await writer.readAll();
+    const header = SessionState.from(recorded).header;
     if (header !== undefined && header.workspace.fingerprint !== workspace.identity.fingerprint) {
       throw new UsageError(`session "${sessionId}" was recorded in another workspace; apply it there`);
     }
@@ -77,7 +78,7 @@ export async function applySession(
     const artifacts = new FileArtifactStore(join(workspace.sessionDir(sessionId), "artifacts"));
     const outcomes = await applyProposals({
       fs: workspace.fs,
-      proposals: proposalsOf(writer.records),
+      proposals: proposalsOf(recorded),
       record: (outcome) => record({ type: "proposal.applied", data: outcome }),
       remove: (path, version) => deleteIfStill(workspace.root, path, version),
       artifact: (id) => artifacts.read(id),
@@ -94,7 +95,7 @@ export async function applySession(
       acceptance = { accepted: checks.every((c) => c.passed), checks };
       await record({ type: "acceptance.checked", data: acceptance });
       if (acceptance.accepted) {
-        const answer = SessionState.from(writer.records).lastReply?.text ?? "";
+        const answer = SessionState.from(await writer.readAll()).lastReply?.text ?? "";
         await record({ type: "run.finished", data: { status: "verified", answer } });
       }
     }

@@ -57,7 +57,7 @@ export async function resolveReview(
   if (!evidence) throw new UsageError("--evidence TEXT is required: say how you established the outcome");
   const writer = await store.openWriter(sessionId, { create: false });
   try {
-    const state = SessionState.from(writer.records);
+    const state = SessionState.from(await writer.readAll());
     if (state.results.get(request.callId)?.status !== "unknown") {
       throw new UsageError(
         `call "${request.callId}" of session ${sessionId} has no unknown outcome to resolve`,
@@ -76,7 +76,7 @@ export async function resolveReview(
         data: { call_id: request.callId, resolution: request.resolution, evidence, by: request.by },
       },
     ]);
-    const after = SessionState.from(writer.records);
+    const after = SessionState.from(await writer.readAll());
     return { left: after.unresolvedUnknowns().length, state: after };
   } finally {
     await writer.close();

@@ -18,7 +18,7 @@ export async function stopForLostWorkspace(
 ): Promise<LostWorkspaceReport> {
   const writer = await store.openWriter(sessionId, { create: false });
   try {
-    const outcome = SessionState.from(writer.records).outcome;
+    const outcome = SessionState.from(await writer.readAll()).outcome;
     if (outcome?.kind === "stopped" && outcome.data.reason === "workspace_lost") return { appended: false };
     await writer.append([
       {

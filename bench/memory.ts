@@ -1,0 +1,252 @@
+// Issue 35 (part 2): memory over a long session. One session of 3,000 read_file steps whose
+// context window compacts (as a real long session's does), with its journal and artifacts on disk:
+// RSS and heap at step 100 and at step 3,000 of the same session; then 50 sessions of 1,000 steps
+// each hosted in one process at once (what `harness serve` holds for them). Each figure is taken in
+// a child process of its own, so nothing another section allocated is counted.
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { FileArtifactStore } from "../src/artifacts/file-store.js";
+import { Engine } from "../src/engine/engine.js";
+import type { EngineListener } from "../src/engine/options.js";
+import { FileJournalStore } from "../src/journal/file-store.js";
+import { JournalKey } from "../src/journal/key.js";
+import { modePolicy } from "../src/policy/policy-permissions.js";
+import type { Provider } from "../src/providers/provider.js";
+import { ScriptedProvider } from "../src/providers/scripted/provider.js";
+import { ToolRegistry } from "../src/runtime/registry.js";
+import { sha256Hex } from "../src/shared/hash.js";
+import { createFileTools } from "../src/tools/builtin.js";
+import { DiskWorkspaceFs } from "../src/workspace/disk-fs.js";
+import { type BenchRow, median, round } from "./stats.js";
+
+/** Small enough that ~8 KB results fill it within a few steps: pruning and compaction really happen. */
+const WINDOW = 16_000;
+const LONG_STEPS = 3_000;
+const EARLY_STEP = 100;
+/**
+ * By here V8 has grown its heap to what the session's allocation rate asks for (the young
+ * generation mostly): a step past it measures what the session retains, not that sizing.
+ */
+const SETTLED_STEP = 500;
+const HOSTED_SESSIONS = 50;
+const HOSTED_STEPS = 1_000;
+/** Child runs of the long session; the ratio is the median of the runs' own ratios. */
+const RUNS = 3;
+/** Lines of ~80 bytes: each read of 100 lines at its own offset is a distinct ~8 KB result. */
+const FILE_LINES = 3_200;
+
+interface Sample {
+  step: number;
+  rssMb: number;
+  heapMb: number;
+  /** Heap reserved, and memory held outside it (buffers): where RSS beyond the heap goes. */
+  heapTotalMb: number;
+  externalMb: number;
+}
+
+/** RSS and heap after a full collection (the bench runs node with --expose-gc), in MiB. */
+function sample(step: number): Sample {
+  (globalThis as { gc?: () => void }).gc?.();
+  const usage = process.memoryUsage();
+  const mb = (bytes: number) => bytes / 2 ** 20;
+  return {
+    step,
+    rssMb: mb(usage.rss),
+    heapMb: mb(usage.heapUsed),
+    heapTotalMb: mb(usage.heapTotal),
+    externalMb: mb(usage.external),
+  };
+}
+
+function workspace(): string {
+  const root = realpathSync(mkdtempSync(join(tmpdir(), "harness-bench-memory-")));
+  mkdirSync(join(root, "src"));
+  const line = (i: number) => `export const value${i} = "${"x".repeat(50)}"; // line ${i}`;
+  writeFileSync(join(root, "src/big.ts"), Array.from({ length: FILE_LINES }, (_, i) => line(i)).join("\n"));
+  return root;
+}
+
+/**
+ * One scripted session of `steps` read_file steps, journal and artifacts on disk under `root`;
+ * `at(step)` is called as each step's request is built (step counts model requests, from 1).
+ */
+async function session(
+  root: string,
+  id: string,
+  steps: number,
+  key: JournalKey,
+  at?: (step: number) => void,
+): Promise<void> {
+  const registry = new ToolRegistry();
+  for (const tool of createFileTools()) registry.register(tool);
+  const policy = modePolicy({ write: "allow" });
+  let step = 0;
+  const listener: EngineListener = {
+    record(record) {
+      if (record.type === "model.started") at?.(++step);
+    },
+  };
+  const scripted = ScriptedProvider.fromFunction(
+    (_m, n) =>
+      n < steps
+        ? {
+            text: `Reading part ${n}.`,
+            calls: [
+              {
+                id: `r${n}`,
+                name: "read_file",
+                arguments: { path: "src/big.ts", offset: 1 + (n % (FILE_LINES - 100)), limit: 100 },
+              },
+            ],
+          }
+        : { text: "done" },
+    "bench-memory",
+  );
+  const provider: Provider = {
+    identity: scripted.identity,
+    stream(request, signal) {
+      if (request.purpose === "compaction") return summaryStream(request.step);
+      return scripted.stream(request, signal);
+    },
+  };
+  const harnessDir = join(root, ".harness");
+  const engine = new Engine({
+    sessionId: id,
+    store: new FileJournalStore(harnessDir, { key }),
+    provider,
+    runtime: {
+      snapshot: registry.snapshot(),
+      fs: await DiskWorkspaceFs.create(root),
+      hostRoot: root,
+      artifacts: new FileArtifactStore(join(harnessDir, "sessions", id, "artifacts")),
+      approver: { request: async () => ({ decision: "deny", scope: "once", by: "bench" }) },
+    },
+    workspace: { name: "bench", fingerprint: sha256Hex(root) },
+    goal: `read a large file ${steps} times`,
+    policy: { describe: policy.describe, digest: policy.digest, permissions: policy },
+    acceptance: [],
+    limits: { maxModelRequests: 2 * steps + 5, maxToolCalls: steps + 5, contextWindowTokens: WINDOW },
+    mode: "new",
+    harnessVersion: "bench",
+    listener,
+  });
+  const summary = await engine.run();
+  if (summary.tool_calls !== steps)
+    throw new Error(`memory bench session ended early: ${summary.status} (${summary.reason})`);
+}
+
+async function* summaryStream(step: number): AsyncIterable<unknown> {
+  yield { type: "text_delta", text: `Goal: read src/big.ts in parts. Progress: ${step} parts read.` };
+  yield { type: "end", reason: "stop" };
+}
+
+/** Child: one long session, sampled at EARLY_STEP and at its last step. */
+async function childLong(): Promise<Sample[]> {
+  const root = workspace();
+  try {
+    const samples: Sample[] = [sample(0)];
+    await session(root, "long", LONG_STEPS, JournalKey.ephemeral(), (step) => {
+      if (step === EARLY_STEP || step === SETTLED_STEP || step === LONG_STEPS) samples.push(sample(step));
+    });
+    return samples;
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+/** Child: HOSTED_SESSIONS sessions at once in this process; RSS sampled as the first reaches each hundred steps. */
+async function childHosted(): Promise<{ peakRssMb: number; endRssMb: number; samples: Sample[] }> {
+  const root = workspace();
+  try {
+    const key = JournalKey.ephemeral();
+    const samples: Sample[] = [sample(0)];
+    let peak = 0;
+    const watch = setInterval(() => {
+      peak = Math.max(peak, process.memoryUsage().rss / 2 ** 20);
+    }, 50);
+    await Promise.all(
+      Array.from({ length: HOSTED_SESSIONS }, (_, i) =>
+        session(root, `hosted-${i}`, HOSTED_STEPS, key, (step) => {
+          if (i === 0 && step % 250 === 0) samples.push(sample(step));
+        }),
+      ),
+    );
+    clearInterval(watch);
+    const end = sample(HOSTED_STEPS);
+    return { peakRssMb: Math.max(peak, process.resourceUsage().maxRSS / 1024), endRssMb: end.rssMb, samples };
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+function child<T>(mode: string): Promise<T> {
+  const self = fileURLToPath(import.meta.url);
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, ["--expose-gc", self, mode], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    let out = "";
+    proc.stdout.on("data", (chunk: Buffer) => {
+      out += chunk.toString("utf8");
+    });
+    proc.on("error", reject);
+    proc.on("close", (code) => {
+      if (code !== 0) reject(new Error(`memory bench child (${mode}) exited with ${code}`));
+      else resolve(JSON.parse(out) as T);
+    });
+  });
+}
+
+export async function benchMemory(): Promise<BenchRow[]> {
+  const runs: Sample[][] = [];
+  for (let i = 0; i < RUNS; i++) runs.push(await child<Sample[]>("long"));
+  const at = (run: Sample[], step: number) => run.find((s) => s.step === step) as Sample;
+  const ratios = runs.map((run) => at(run, LONG_STEPS).rssMb / at(run, EARLY_STEP).rssMb);
+  const heapRatios = runs.map((run) => at(run, LONG_STEPS).heapMb / at(run, EARLY_STEP).heapMb);
+  const settledRatios = runs.map((run) => at(run, LONG_STEPS).rssMb / at(run, SETTLED_STEP).rssMb);
+  const heapReserved = (step: number) => median(runs.map((run) => at(run, step).heapTotalMb));
+  const early = median(runs.map((run) => at(run, EARLY_STEP).rssMb));
+  const late = median(runs.map((run) => at(run, LONG_STEPS).rssMb));
+  const hosted = await child<{ peakRssMb: number; endRssMb: number }>("hosted");
+  return [
+    {
+      name: `RSS at step ${EARLY_STEP} (file journal, ${WINDOW / 1000}K window)`,
+      value: round(early, 1),
+      unit: "MiB",
+    },
+    { name: `RSS at step ${LONG_STEPS} of the same session`, value: round(late, 1), unit: "MiB" },
+    {
+      name: `RSS: step ${LONG_STEPS} / step ${EARLY_STEP}`,
+      value: round(median(ratios), 3),
+      unit: "x",
+      note: `median of ${RUNS} sessions' own ratios (${ratios.map((r) => round(r, 3)).join(", ")}); goal <= 1.1`,
+    },
+    {
+      name: `heap used: step ${LONG_STEPS} / step ${EARLY_STEP}`,
+      value: round(median(heapRatios), 3),
+      unit: "x",
+      note: `after a full collection; heap reserved ${round(heapReserved(EARLY_STEP), 1)} -> ${round(heapReserved(SETTLED_STEP), 1)} -> ${round(heapReserved(LONG_STEPS), 1)} MiB at steps ${EARLY_STEP}, ${SETTLED_STEP}, ${LONG_STEPS}`,
+    },
+    {
+      name: `RSS: step ${LONG_STEPS} / step ${SETTLED_STEP}`,
+      value: round(median(settledRatios), 3),
+      unit: "x",
+      note: "what the session retains once V8 has sized its heap for the step rate",
+    },
+    {
+      name: `${HOSTED_SESSIONS} sessions x ${HOSTED_STEPS} steps at once in one process: peak RSS`,
+      value: round(hosted.peakRssMb, 1),
+      unit: "MiB",
+      note: `RSS after the last step ${round(hosted.endRssMb, 1)} MiB`,
+    },
+  ];
+}
+
+const mode = process.argv[2];
+if (mode === "long" || mode === "hosted") {
+  const result = mode === "long" ? await childLong() : await childHosted();
+  process.stdout.write(JSON.stringify(result));
+}
