@@ -44,7 +44,7 @@ export class PolicyPermissions implements PermissionPort {
       request.effect,
       request.arguments,
       kind,
-      this.#resolvePath,
+      request.canonicalSubject === true ? undefined : this.#resolvePath,
     );
     // "propose": the runtime runs the call against a proposal overlay; nothing is applied.
     const reason =

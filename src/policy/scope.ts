@@ -164,7 +164,8 @@ export class ScopedPermissions implements PermissionPort {
   async decide(request: PermissionRequest): Promise<PermissionDecision> {
     const kind = this.subjectKinds(request.tool) ?? "none";
     const subject = subjectOf(request.arguments, kind);
-    const names = [subject.value, ...(await aliasesOf(subject, this.resolvePath))];
+    const resolve = request.canonicalSubject === true ? undefined : this.resolvePath;
+    const names = [subject.value, ...(await aliasesOf(subject, resolve))];
     for (const name of names) {
       const denial = this.check(request, kind, { kind: subject.kind, value: name });
       if (denial !== undefined) return denial;

@@ -1,6 +1,6 @@
 import { canonicalJson, digestOf } from "../shared/hash.js";
 import type { JsonObject } from "../shared/json.js";
-import type { ApprovalDisplay, EffectClass, ReadAccess } from "../tools/tool.js";
+import type { ApprovalDisplay, EffectClass, ReadAccess, ReadAccessOptions } from "../tools/tool.js";
 import { approvalCancelled, hookDenial, noProposalStoreDenial, policyDenial, userDenial } from "./denials.js";
 import type {
   ApprovalDecision,
@@ -264,13 +264,20 @@ const READ_TOOL = "read_file";
 /**
  * What read_file would be allowed to read, for tools that reach file content another way
  * (grep, glob, read_artifact): the same permission port and session grants, never a prompt.
+ * `canonical`: see ReadAccessOptions (the rules then skip resolving the path's symlinks).
  */
 export async function readAccess(
   path: string,
   ports: Pick<AuthorizePorts, "permissions" | "grants">,
+  options: ReadAccessOptions = {},
 ): Promise<ReadAccess> {
   const args = { path };
-  const decision = await ports.permissions.decide({ tool: READ_TOOL, effect: "read_only", arguments: args });
+  const decision = await ports.permissions.decide({
+    tool: READ_TOOL,
+    effect: "read_only",
+    arguments: args,
+    ...(options.canonical === true ? { canonicalSubject: true } : {}),
+  });
   if (decision.decision === "allow") return "allowed";
   if (decision.decision !== "ask") return "denied";
   return ports.grants.covers(grantFor(READ_TOOL, args, decision.subject)) ? "allowed" : "ask";

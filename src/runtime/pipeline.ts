@@ -73,7 +73,7 @@ export class ToolRuntime {
           artifacts: options.artifacts,
           observedVersion: (path) => options.observedVersion(path),
           hostRoot: options.hostRoot,
-          readAccess: (path) => readAccess(path, this.options),
+          readAccess: (path, access) => readAccess(path, this.options, access),
           artifactSources: (artifactId) => this.artifactSources(artifactId),
           ...liveOutput(prepared.call.id, options.progress),
           ...traceContext(prepared.call.id, options.progress),

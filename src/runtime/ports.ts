@@ -67,6 +67,12 @@ export interface PermissionRequest {
   arguments: JsonObject;
   /** Settled calls of this session, oldest first (results committed so far). */
   history?: readonly HistoryEntry[];
+  /**
+   * The path subject is already canonical (no symlink in it): rules decide it as written, without
+   * resolving it. Only for a caller whose read then refuses the file unless it is exactly at that
+   * path (grep's matcher confirms each open through /proc), so no link can stand in for it.
+   */
+  canonicalSubject?: true;
 }
 
 export interface PermissionDecision {

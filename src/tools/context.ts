@@ -1,7 +1,14 @@
 import type { ArtifactStore } from "../artifacts/store.js";
 import type { WorkspaceFs } from "../workspace/fs.js";
 import type { ChangeSet } from "../workspace/manifest.js";
-import type { CatalogPort, DelegationPort, ReadAccess, SubCallPort, ToolContext } from "./tool.js";
+import type {
+  CatalogPort,
+  DelegationPort,
+  ReadAccess,
+  ReadAccessOptions,
+  SubCallPort,
+  ToolContext,
+} from "./tool.js";
 
 /** What a context is built from; everything optional has the default a plain run needs. */
 export interface ToolContextParts {
@@ -13,7 +20,7 @@ export interface ToolContextParts {
   /** Default: nothing observed yet. */
   observedVersion?(canonicalPath: string): string | undefined;
   hostRoot?: string | undefined;
-  readAccess?(path: string): Promise<ReadAccess>;
+  readAccess?(path: string, options?: ReadAccessOptions): Promise<ReadAccess>;
   artifactSources?(id: string): readonly string[];
   workspaceChanged?(change: ChangeSet): void;
   output?(text: string): void;

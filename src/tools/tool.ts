@@ -30,6 +30,15 @@ export type ResourceSet = { read: string[]; write: string[] } | { exclusive: tru
  */
 export type ReadAccess = "allowed" | "ask" | "denied";
 
+export interface ReadAccessOptions {
+  /**
+   * The caller listed the path without following links (no symlink in it) and will read it only
+   * where the opened file is confirmed to be exactly at that path: the policy decides the path as
+   * written instead of resolving it (a realpath per file, most of the check on a large tree).
+   */
+  canonical?: boolean;
+}
+
 /** What a handler may use. Tools never see the engine or the journal. */
 export interface ToolContext {
   readonly callId: string;
@@ -49,7 +58,7 @@ export interface ToolContext {
    * or names by other means (search, listings, stored results) ask it per file, without
    * prompting anyone. Absent means no policy governs the call (everything readable).
    */
-  readAccess?(path: string): Promise<ReadAccess>;
+  readAccess?(path: string, options?: ReadAccessOptions): Promise<ReadAccess>;
   /** The workspace files whose content an artifact of this session holds (canonical paths). */
   artifactSources?(id: string): readonly string[];
   /**

@@ -41,4 +41,27 @@ describe("the policy as the runtime's permission port", () => {
       subject: { kind: "command", value: "npm test && npm run lint" },
     });
   });
+
+  it("resolves a path subject to rule on where it leads, unless the caller says it is canonical", async () => {
+    const resolved: string[] = [];
+    const port = new PolicyPermissions(
+      buildPolicy([cliLayer({ deny: ["read_file(secret/**)"] })]),
+      (tool) => (tool === "read_file" ? "path" : undefined),
+      async (path) => {
+        resolved.push(path);
+        return path === "link.txt" ? "secret/key.txt" : path;
+      },
+    );
+    const read = (path: string, canonical: boolean) =>
+      port.decide({
+        tool: "read_file",
+        effect: "read_only",
+        arguments: { path },
+        ...(canonical ? { canonicalSubject: true as const } : {}),
+      });
+    expect((await read("link.txt", false)).decision).toBe("deny");
+    expect((await read("secret/key.txt", true)).decision).toBe("deny");
+    expect((await read("link.txt", true)).decision).toBe("allow");
+    expect(resolved).toEqual(["link.txt"]);
+  });
 });

@@ -111,6 +111,23 @@ describe("ScopedPermissions", () => {
     ).toBe("inner");
   });
 
+  it("resolves a read's path to where it leads, unless the caller says it is canonical", async () => {
+    const resolved: string[] = [];
+    const scope = await validateScope(SCOPE, new MemoryWorkspaceFs(FILES));
+    const permissions = new ScopedPermissions(inner, scope, kinds, async (path) => {
+      resolved.push(path);
+      return path === "README.md" ? ".env" : path;
+    });
+    const read = (canonical: boolean) =>
+      permissions.decide({
+        ...request("read_file", "read_only", { path: "README.md" }),
+        ...(canonical ? { canonicalSubject: true as const } : {}),
+      });
+    expect((await read(false)).decision).toBe("deny");
+    expect(await read(true)).toMatchObject({ decision: "ask", source: "inner" });
+    expect(resolved).toEqual(["README.md"]);
+  });
+
   it("denies writes outside editPaths, even to readable files", async () => {
     const permissions = await scoped();
     const denied = await permissions.decide(request("edit_file", "local_write", { path: "README.md" }));

@@ -3,6 +3,7 @@ import { chmod, mkdir, readFile, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { SessionGrants } from "../../src/policy/grants.js";
+import { pathResolverOf } from "../../src/policy/path-aliases.js";
 import { modePolicy } from "../../src/policy/policy-permissions.js";
 import { readAccess } from "../../src/runtime/authorize.js";
 import { createGrepTool, GREP_LINE_CHARS, type GrepOptions } from "../../src/tools/files/grep.js";
@@ -63,7 +64,11 @@ describe.each(ENGINES)("grep contract: $name", ({ options, disk }) => {
     const parsed = tool.input.parse(args);
     tool.validate?.(parsed);
     const context = policed
-      ? { ...session.context, readAccess: (file: string) => readAccess(file, { permissions, grants }) }
+      ? {
+          ...session.context,
+          readAccess: (file: string, access?: { canonical?: boolean }) =>
+            readAccess(file, { permissions, grants }, access),
+        }
       : session.context;
     return tool.execute(parsed, context);
   };
@@ -269,6 +274,55 @@ describe.each(ENGINES.filter((engine) => engine.disk))("grep contract on disk: $
       expect(out.content).toBe("inside-link.txt:1:needle\nreal/a.txt:1:needle");
       const literal = await new Session(fixture.fs).run(createGrepTool(options), { pattern: "needle" });
       expect(literal.content).toBe("inside-link.txt:1:needle\nreal/a.txt:1:needle");
+    } finally {
+      await fixture.dispose();
+    }
+  });
+});
+
+describe.each(ENGINES.filter((engine) => engine.disk))("grep's read policy on disk: $name", ({ options }) => {
+  it("decides listed files as written, resolving only links, which are decided by where they lead", async () => {
+    const fixture = await createDiskFixture({
+      "real/a.txt": "needle\n",
+      "real/b.txt": "needle b\n",
+      ".env": "TOKEN=needle\n",
+      "secret/key.txt": "needle secret\n",
+    });
+    try {
+      await writeFile(path.join(fixture.outside, "secret.txt"), "needle outside\n");
+      await symlink(path.join(fixture.outside, "secret.txt"), path.join(fixture.root, "outside.txt"));
+      await symlink(path.join(fixture.root, "secret", "key.txt"), path.join(fixture.root, "key-link.txt"));
+      await symlink(".env", path.join(fixture.root, "env-link.txt"));
+      await symlink(path.join("real", "a.txt"), path.join(fixture.root, "a-link.txt"));
+      const resolver = pathResolverOf(fixture.fs);
+      const resolved: string[] = [];
+      const permissions = modePolicy({ deny: ["read_file(secret/**)"] }, undefined, async (file) => {
+        resolved.push(file);
+        return resolver(file);
+      });
+      const grants = new SessionGrants();
+      const session = new Session(fixture.fs);
+      const context = {
+        ...session.context,
+        readAccess: (file: string, access?: { canonical?: boolean }) =>
+          readAccess(file, { permissions, grants }, access),
+      };
+      const tool = createGrepTool(options);
+      const run = (pattern: string) => tool.execute(tool.input.parse({ pattern }), context);
+      for (const pattern of ["needle", "need?le|secret"]) {
+        const out = await run(pattern);
+        // The link to the outside is never listed; the links to a denied file and to .env (which
+        // needs an approval) are withheld like the files themselves; the link inside is searched.
+        expect(out.content).toBe(
+          "a-link.txt:1:needle\nreal/a.txt:1:needle\nreal/b.txt:1:needle b\n" +
+            "(4 files not searched: the policy does not let read_file read them without an approval)",
+        );
+        expect(out.data).toMatchObject({ total: 3, files: 3, withheld_files: 4 });
+      }
+      // Only the links were resolved: the files the walk listed are decided as written.
+      expect([...new Set(resolved)].sort()).toEqual(["a-link.txt", "env-link.txt", "key-link.txt"]);
+      // read_file's own decision on a link still resolves it.
+      expect(await readAccess("key-link.txt", { permissions, grants })).toBe("denied");
     } finally {
       await fixture.dispose();
     }

@@ -43,4 +43,22 @@ describe.each([
       await fixture.dispose();
     }
   });
+
+  it("numbers lines as the file has them: empty lines, \\r\\n, several hits on a line, no final newline", async () => {
+    const fixture = await factory({
+      "c.txt": "\n\nkey=1 key=2\r\nkeyless\r\n\nno\n\u00e9 key=3\nkey=",
+      "d.txt": "key=4",
+    });
+    try {
+      // With a required literal ("key="), and without one (an alternation has none).
+      const literal = await new Session(fixture.fs).run(tool, { pattern: "key=\\d?" });
+      const free = await new Session(fixture.fs).run(tool, { pattern: "^$|key=\\d?" });
+      expect(literal.content).toBe("c.txt:3:key=1 key=2\nc.txt:7:\u00e9 key=3\nc.txt:8:key=\nd.txt:1:key=4");
+      expect(free.content).toBe(
+        "c.txt:1:\nc.txt:2:\nc.txt:3:key=1 key=2\nc.txt:5:\nc.txt:7:\u00e9 key=3\nc.txt:8:key=\nd.txt:1:key=4",
+      );
+    } finally {
+      await fixture.dispose();
+    }
+  });
 });

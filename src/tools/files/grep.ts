@@ -141,7 +141,7 @@ async function search(
   // A search must not reveal what read_file could not: files the policy denies, or whose read
   // needs an approval nobody has given yet (secret files by default), are not searched, by rg
   // or here. The count covers every listed file, so it says nothing about what they contain.
-  const { readable, withheld } = await readableFiles(candidates, context);
+  const { readable, withheld } = await readableFiles(candidates, links, root, context);
 
   const literal = ignoreCase ? undefined : wholeLiteral(args.pattern);
   const job: MatchJob = {
@@ -378,19 +378,28 @@ async function readBytes(fs: WorkspaceFs, path: string): Promise<Uint8Array> {
   }
 }
 
-/** The candidates read_file may read now; the others are only counted. */
+/**
+ * The candidates read_file may read now; the others are only counted. A file the matcher opens
+ * itself (`root` set, not a link) is decided as written: the walk listed it without following a
+ * link, and the matcher reads it only if /proc confirms the opened file is exactly at that path,
+ * so the policy need not resolve it (a realpath per file). Links, and every file read through
+ * the workspace, are decided on where they lead, as read_file would.
+ */
 async function readableFiles(
-  candidates: readonly string[],
+  candidates: string[],
+  links: ReadonlySet<string>,
+  root: string | undefined,
   context: ToolContext,
 ): Promise<{ readable: string[]; withheld: number }> {
   const access = context.readAccess;
-  if (access === undefined) return { readable: [...candidates], withheld: 0 };
+  if (access === undefined) return { readable: candidates, withheld: 0 };
   const pause = pauser();
   const readable: string[] = [];
   for (const file of candidates) {
     await pause();
     throwIfAborted(context.signal);
-    if ((await access(file)) === "allowed") readable.push(file);
+    const canonical = root !== undefined && !links.has(file);
+    if ((await access(file, canonical ? { canonical } : undefined)) === "allowed") readable.push(file);
   }
   return { readable, withheld: candidates.length - readable.length };
 }
