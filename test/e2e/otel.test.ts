@@ -207,6 +207,16 @@ describe("OpenTelemetry export", () => {
         JSON.stringify({
           replies: [
             { text: "", calls: [call("s1", "shell", { command: 'printf "%s" "$TRACEPARENT" > tp.txt' })] },
+            {
+              text: "",
+              calls: [
+                call("b1", "shell", {
+                  command: 'printf "%s" "$TRACEPARENT" > bg.txt; echo ready; sleep 30',
+                  background: true,
+                  ready: { log: "ready", timeout_ms: 30_000 },
+                }),
+              ],
+            },
             { text: "ok" },
           ],
         }),
@@ -222,7 +232,11 @@ describe("OpenTelemetry export", () => {
         const args = ["run", "--script", script, "--workspace", workspace, "--session", session];
         const result = await cli([...args, "--shell", "allow", "--write", "allow", "--json", "go"], env);
         expectExit(result, 0);
-        return { workspace, text: await readFile(join(workspace, "tp.txt"), "utf8") };
+        return {
+          workspace,
+          text: await readFile(join(workspace, "tp.txt"), "utf8"),
+          background: await readFile(join(workspace, "bg.txt"), "utf8"),
+        };
       };
 
       const traced = await run("tp", receiver.endpoint);
@@ -242,8 +256,14 @@ describe("OpenTelemetry export", () => {
         spawned.some((r) => ((r.data.env_names as string[] | undefined) ?? []).includes("TRACEPARENT")),
       ).toBe(true);
 
+      // A background process gets its own call's span the same way.
+      const backgroundSpan = receiver.spans.find((s) => s.attributes["gen_ai.tool.call.id"] === "b1");
+      expect(backgroundSpan?.name).toBe("execute_tool shell");
+      expect(traced.background).toBe(`00-${backgroundSpan?.traceId}-${backgroundSpan?.spanId}-01`);
+
       const untraced = await run("no-tp", undefined);
       expect(untraced.text).toBe("");
+      expect(untraced.background).toBe("");
       const quiet = ofType(await readJournal(untraced.workspace, "no-tp"), "process.spawned");
       expect(
         quiet.some((r) => ((r.data.env_names as string[] | undefined) ?? []).includes("TRACEPARENT")),
