@@ -14,7 +14,7 @@ import type { SessionEnvironment, StartInstructions } from "../engine/instructio
 import type { PolicyHandle } from "../engine/options.js";
 import { generalProviderAdvice, type ProviderAdvice } from "../engine/provider-advice.js";
 import type { QuotaPort } from "../engine/quota-port.js";
-import type { ProcessSupervision } from "../engine/recovery.js";
+import type { ConnectionInfo, ProcessSupervision } from "../engine/recovery.js";
 import { SpawnJournal } from "../engine/recovery.js";
 import type { DeferSettings } from "../engine/tool-offer.js";
 import type { ToolSurfaceSource } from "../engine/tool-surface.js";
@@ -238,12 +238,7 @@ export async function buildSetup(options: {
       ? sessionNetwork({
           policy: governance.policy,
           approver: () => sessionApprover,
-          // A session-wide service's connections (an MCP server's) may come before the session
-          // opens or between turns: held until it can record them.
-          record: (connection) =>
-            connection.call_id.startsWith(SERVICE_CALL_PREFIX)
-              ? spawnJournal.onServiceConnection(connection)
-              : spawnJournal.onConnection(connection),
+          record: (connection) => spawnJournal.onConnection(connection),
           untrusted,
           ...(credentials?.egress !== undefined
             ? {
@@ -352,7 +347,22 @@ export async function buildSetup(options: {
           onSpawn: (report, server) =>
             spawnJournal.onServiceSpawn({ ...report, callId: `${SERVICE_CALL_PREFIX}${server}` }),
           ...(callNetwork
-            ? { network: (server: string) => callNetwork(`${SERVICE_CALL_PREFIX}${server}`) }
+            ? {
+                // A server's connections may come before the session opens or between turns:
+                // held until it can record them. Routed by who asked, never by the id (a model
+                // names its calls' ids, so an id prefix proves nothing).
+                network: (server: string) => {
+                  const callId = `${SERVICE_CALL_PREFIX}${server}`;
+                  return {
+                    ...callNetwork(callId),
+                    record: (connection: Omit<ConnectionInfo, "call_id">) => {
+                      void spawnJournal
+                        .onServiceConnection({ call_id: callId, ...connection })
+                        .catch(() => undefined);
+                    },
+                  };
+                },
+              }
             : {}),
         },
         options.mcp,
