@@ -9,7 +9,15 @@ export function connectionsOf(records: readonly AnyRecord[]): EventData<"net.con
   return out;
 }
 
-/** One line per call that connected (or tried): counts, bytes each way and the hosts asked for. */
+/** ` (hook NAME)` for what a command hook did while running for a call; nothing for the call's own. */
+export function byHook(hook: string | undefined): string {
+  return hook === undefined ? "" : ` (hook ${escapeForTerminal(hook)})`;
+}
+
+/**
+ * One line per call that connected (or tried): counts, bytes each way and the hosts asked for.
+ * A command hook's connections count under the call it ran for, each host naming the hook.
+ */
 export function connectionLines(connections: readonly EventData<"net.connection">[]): string[] {
   const calls = new Map<string, EventData<"net.connection">[]>();
   for (const connection of connections) {
@@ -25,13 +33,14 @@ export function connectionLines(connections: readonly EventData<"net.connection"
     const hosts = [
       ...new Set(
         list.map(
-          (c) => `${formatNetTarget(c.host, c.port)}${c.decision === "allow" ? "" : ` (${c.decision})`}`,
+          (c) =>
+            `${escapeForTerminal(formatNetTarget(c.host, c.port))}${c.decision === "allow" ? "" : ` (${c.decision})`}${byHook(c.hook)}`,
         ),
       ),
     ];
     lines.push(
       `${escapeForTerminal(call)}: ${list.length} connection(s), ${count("allow")} allowed, ${count("deny")} denied, ${count("error")} failed; ` +
-        `up ${up} B, down ${down} B; ${hosts.map((h) => escapeForTerminal(h)).join(", ")}`,
+        `up ${up} B, down ${down} B; ${hosts.join(", ")}`,
     );
   }
   return lines;
@@ -42,5 +51,5 @@ export function connectionLine(data: EventData<"net.connection">): string {
   const target = escapeForTerminal(formatNetTarget(data.host, data.port));
   const rule = data.rule === undefined ? "" : ` by ${escapeForTerminal(data.rule)}`;
   const why = data.reason === undefined ? "" : `: ${escapeForTerminal(data.reason)}`;
-  return `net ${data.decision} ${target} for ${escapeForTerminal(data.call_id)}${rule} (up ${data.bytes_up} B, down ${data.bytes_down} B, ${data.ms} ms)${why}`;
+  return `net ${data.decision} ${target} for ${escapeForTerminal(data.call_id)}${byHook(data.hook)}${rule} (up ${data.bytes_up} B, down ${data.bytes_down} B, ${data.ms} ms)${why}`;
 }

@@ -23,10 +23,23 @@ const hookEntrySchema = z
     module: z.string().min(1).optional(),
     tools: z.array(z.string().min(1)).optional(),
     timeout_ms: z.number().int().min(1).max(MAX_HOOK_TIMEOUT_MS).optional(),
+    /**
+     * A command hook that needs the network (posting a notification): under `--network policy`
+     * its sandbox gets a proxy deciding by the `net(...)` rules; otherwise it has none. Honoured
+     * for the user's own hooks and approved plugins' only (session/config-hooks.ts).
+     */
+    network: z.boolean().optional(),
   })
   .superRefine((entry, context) => {
     if ((entry.command === undefined) === (entry.module === undefined)) {
       context.addIssue({ code: "custom", message: "a hook needs exactly one of `command` or `module`" });
+    }
+    if (entry.network !== undefined && entry.command === undefined) {
+      context.addIssue({
+        code: "custom",
+        path: ["network"],
+        message: "only a `command` hook takes `network` (a module runs inside harness, not in a sandbox)",
+      });
     }
     if (entry.kind === "wrap" && entry.command !== undefined) {
       context.addIssue({

@@ -436,10 +436,13 @@ export const EVENT_SCHEMAS = {
    * One connection a process of call `call_id` made (or tried) through its egress proxy: the host
    * and port it asked for, what decided (`deny`: a rule or an internal address refused it;
    * `error`: allowed but the upstream failed), the deciding rule, the bytes each way and how long
-   * it lasted. Never the content. Recorded while the call runs, before its result.
+   * it lasted. Never the content. Recorded while the call runs, before its result. `hook`: the
+   * command hook (by name) that made it while running for call `call_id`, absent for the call's
+   * own processes.
    */
   "net.connection": z.object({
     call_id: z.string(),
+    hook: z.string().optional(),
     host: z.string(),
     port: z.number().int(),
     decision: z.enum(["allow", "deny", "error"]),
@@ -453,10 +456,11 @@ export const EVENT_SCHEMAS = {
   /**
    * The egress proxy put the real value of credential `name` into a request of call `call_id` to
    * `host` (a host the user config binds it to), in place of the sandbox's placeholder. The name
-   * only: never the value, never the header.
+   * only: never the value, never the header. `hook`: the command hook that sent the request.
    */
   "credential.used": z.object({
     call_id: z.string(),
+    hook: z.string().optional(),
     name: z.string(),
     host: z.string(),
   }),

@@ -1,7 +1,8 @@
 import { realpathSync } from "node:fs";
 import type { HookPoint } from "../runtime/hook-points.js";
 import type { HookContext } from "../runtime/ports.js";
-import type { Executor, ProcessProfile, SpawnReport } from "../sandbox/executor.js";
+import { NetworkUnavailableError } from "../sandbox/egress-bridge.js";
+import type { Executor, NetworkAccess, ProcessProfile, SpawnReport } from "../sandbox/executor.js";
 import { SpawnError } from "../sandbox/process.js";
 import { SandboxUnavailableError } from "../sandbox/sandbox.js";
 import { pathOutside } from "../tools/shell/locate.js";
@@ -23,7 +24,16 @@ export interface CommandHookSpec {
   profile: ProcessProfile;
   /** Called once the hook's process exists, so the session can journal what it runs under. */
   onSpawn?: (report: SpawnReport & { callId: string }) => void | Promise<void>;
+  /**
+   * The hook's network (a definition with `"network": true`): asked at each run for access of
+   * its own under the id of the call it runs for. Undefined access (network `off`), or no
+   * `network` at all: the sandbox has no network.
+   */
+  network?: HookNetwork;
 }
+
+/** Network access for one run of hook `hook` for call `callId`; undefined: none. */
+export type HookNetwork = (callId: string, hook: string, signal: AbortSignal) => NetworkAccess | undefined;
 
 const MAX_STDOUT_BYTES = 64 * 1024;
 /**
@@ -66,7 +76,7 @@ export function commandHook(spec: CommandHookSpec): NotifyHook | AdmitHook {
     ...(spec.timeoutMs === undefined ? {} : { timeoutMs: spec.timeoutMs }),
   };
   const run = async (context: HookContext, signal: AbortSignal): Promise<unknown> => {
-    const outcome = await runCommand(spec, context, signal);
+    const outcome = await runCommand(spec, name, context, signal);
     return interpret(spec.kind, outcome);
   };
   return spec.kind === "admit" ? { ...base, kind: "admit", run } : { ...base, kind: "notify", run };
@@ -108,6 +118,7 @@ function firstLine(text: string): string {
 
 async function runCommand(
   spec: CommandHookSpec,
+  name: string,
   context: HookContext,
   signal: AbortSignal,
 ): Promise<CommandOutcome> {
@@ -120,6 +131,9 @@ async function runCommand(
     spec.profile.sandbox.isolating || path === undefined
       ? undefined
       : pathOutside(path, realpathSync(spec.cwd));
+  // A proxy of its own for this run, only in a sandbox: an unsandboxed hook (the user's
+  // `"sandbox": "off"`) has the host's network anyway, and nothing could hold it to a proxy.
+  const egress = spec.profile.sandbox.isolating ? spec.network?.(context.callId, name, signal) : undefined;
   try {
     const result = await spec.executor.execute({
       purpose: "hook",
@@ -134,6 +148,7 @@ async function runCommand(
       stdin: commandHookInput(context),
       capture: { headBytes: CAPTURE_BYTES, tailBytes: 0 },
       ...(hostPath !== undefined ? { extraEnv: { PATH: hostPath } } : {}),
+      ...(egress !== undefined ? { egress } : {}),
       ...(onSpawn
         ? { onSpawn: (report: SpawnReport) => onSpawn({ ...report, callId: context.callId }) }
         : {}),
@@ -151,6 +166,9 @@ async function runCommand(
     if (error instanceof HookFailure) throw error;
     if (error instanceof SandboxUnavailableError)
       throw new HookFailure(`could not start (sandbox unavailable)`);
+    // Its proxy could not start: the hook does not run rather than run without its rules.
+    if (error instanceof NetworkUnavailableError)
+      throw new HookFailure(`could not start (network unavailable: ${error.message})`);
     if (error instanceof SpawnError)
       throw new HookFailure(`could not start (${error.code ?? "spawn error"})`);
     throw error;

@@ -4,7 +4,7 @@ import { ConfigError } from "../config/errors.js";
 import { type ConfigSource, configDirectory, type LoadedConfig } from "../config/load.js";
 import type { HookEntryConfig } from "../config/schema.js";
 import { processSetting } from "../config/sections.js";
-import { type CommandHookSpec, commandHook } from "../policy/command-hook.js";
+import { type CommandHookSpec, commandHook, type HookNetwork } from "../policy/command-hook.js";
 import type { Hook } from "../policy/hooks.js";
 import { HOOK_POINTS, type HookPoint, WRAP_POINT } from "../runtime/hook-points.js";
 import { createSandbox } from "../sandbox/create.js";
@@ -33,14 +33,21 @@ export interface ConfigHooksOptions {
   plugins?: readonly ConfigSource[];
   /** Called when a hook's process exists (the engine journals it). */
   onSpawn?: (report: SpawnReport & { callId: string }) => void | Promise<void>;
+  /**
+   * The session's network for hooks whose definition says `"network": true` (and may have it:
+   * see `hookMayHaveNetwork`); absent, or answering undefined (network `off`): none.
+   */
+  network?: HookNetwork;
 }
 
 /**
  * Command hooks run read-only by default: a hook observes a call or decides on it, so it needs to
- * read the workspace but has no business changing it or reaching the network, and a hook that
- * runs on every call must not become a way around the policy it enforces. A user who wants a hook
- * to post a notification or write a log sets `"hook_commands": {"sandbox": "off"}` (or
- * `workspace-write`, with `pass_env` for the variables it needs) in the user config.
+ * read the workspace but has no business changing it, and a hook that runs on every call must
+ * not become a way around the policy it enforces. Nor has it a network, unless its definition
+ * says `"network": true` and the session runs with `--network policy`: then, like a command, it
+ * reaches only what the `net(...)` rules allow, through a proxy of its own that journals each
+ * connection. A user who wants a hook to write a log sets `"hook_commands": {"sandbox":
+ * "workspace-write"}` (with `pass_env` for the variables it needs) in the user config.
  */
 export const DEFAULT_HOOK_PROFILE = "read-only";
 
@@ -83,6 +90,11 @@ export async function hooksFromConfig(loaded: LoadedConfig, options: ConfigHooks
     const config = source.config.hooks ?? {};
     for (const point of [...HOOK_POINTS, WRAP_POINT] as const) {
       for (const [index, entry] of (config[point] ?? []).entries()) {
+        if (entry.network === true && !hookMayHaveNetwork(source))
+          loaded.notices.push(
+            `${source.label}: "network" of hooks.${point}[${index}] is ignored (the hook runs without network); ` +
+              "only your user config or a plugin you approved can give a hook the network",
+          );
         hooks.push(await hookOf(source, point, index, entry, options, commands));
       }
     }
@@ -96,6 +108,17 @@ function pluginOf(source: ConfigSource): string | undefined {
 }
 
 type CommandRunner = Pick<CommandHookSpec, "executor" | "profile" | "onSpawn">;
+
+/**
+ * Whether a hook from `source` may have the network it asks for. The user's own config, and a
+ * plugin's hooks (a plugin is usable only when it is the user's or the user approved the project's
+ * exactly, by the digest of its folder): the same rule as an MCP server's `"network": true`,
+ * honoured only in a definition the user wrote or approved as it is. A project config's hook runs
+ * when the user trusts the project, but that trust names no definition: its `network` is ignored.
+ */
+export function hookMayHaveNetwork(source: ConfigSource): boolean {
+  return source.kind === "user" || pluginOf(source) !== undefined;
+}
 
 async function hookOf(
   source: ConfigSource,
@@ -118,6 +141,7 @@ async function hookOf(
       for (const file of command.files)
         refuseInsideWorkspace(source, where, "command", file, options.workspaceRoot);
     }
+    const network = entry.network === true && hookMayHaveNetwork(source) ? options.network : undefined;
     return commandHook({
       kind: entry.kind,
       point,
@@ -127,6 +151,7 @@ async function hookOf(
       cwd: options.workspaceRoot,
       ...commands,
       ...common,
+      ...(network !== undefined ? { network } : {}),
     });
   }
   const modulePath = entry.module!;

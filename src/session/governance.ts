@@ -81,6 +81,8 @@ export async function loadGovernance(
   env: NodeJS.ProcessEnv,
   options: {
     onSpawn?: ConfigHooksOptions["onSpawn"];
+    /** The network of command hooks that ask for it (the setup binds it once the policy exists). */
+    hookNetwork?: ConfigHooksOptions["network"];
     homedir?: string;
     /**
      * false: the project config counts as untrusted whatever the user config says (its hooks,
@@ -154,6 +156,7 @@ export async function loadGovernance(
     ...(processes.override ? { sandboxOverride: processes.override } : {}),
     ...(processes.bwrapPath ? { bwrapPath: processes.bwrapPath } : {}),
     ...(options.onSpawn ? { onSpawn: options.onSpawn } : {}),
+    ...(options.hookNetwork ? { network: options.hookNetwork } : {}),
   });
   return { config, policy, hooks, processes, executor, extensions, pluginHooks: plugins.sources };
 }

@@ -19,6 +19,13 @@ import { digestOf } from "../shared/hash.js";
  * to a host not contacted before in the session (or one a credential is bound to) asks a person
  * even where a rule allows it, the question naming the content that came before; no approver,
  * or a refusal, denies, and `net.connection` records that reason.
+ *
+ * A command hook with `"network": true` gets access of its own for each run, under the id of the
+ * call it ran for and its own name (`net.connection.hook`). A hook cannot ask a person: it runs
+ * inside a call's pipeline under a timeout of seconds (an admit hook while that call is itself
+ * being authorized), where a question would hold the call or expire unanswered. So where a
+ * command would ask, a hook's connection is denied, the reason saying so; an answer a person
+ * gave "for the session" still holds as it would for a command.
  */
 
 /** `off`: no network at all (the default); `policy`: through the proxy, by the `net(...)` rules. */
@@ -44,25 +51,37 @@ export interface SessionNetworkOptions {
   recordCredential?: (use: CredentialUseInfo) => Promise<void>;
 }
 
-/** Network access for the call `callId`. */
-export type CallNetwork = (callId: string, signal?: AbortSignal) => NetworkAccess;
+/** Who makes the connections when it is not the call's own processes. */
+export interface NetworkRequester {
+  /** The command hook (its name) running for the call. */
+  hook: string;
+}
+
+/** Network access for the call `callId` (or for a hook running for it). */
+export type CallNetwork = (callId: string, signal?: AbortSignal, by?: NetworkRequester) => NetworkAccess;
+
+/** Why a hook's connection that would have asked was denied instead. */
+export const HOOK_CANNOT_ASK = "a command hook cannot ask a person";
 
 export function sessionNetwork(options: SessionNetworkOptions): CallNetwork {
   // Targets a person allowed or denied for the rest of the session.
   const sessionAnswers = new Map<string, boolean>();
-  return (callId, signal) => {
+  return (callId, signal, by) => {
     const callAnswers = new Map<string, Promise<boolean>>();
+    const hook = by === undefined ? {} : { hook: by.hook };
     const ask = (
       target: string,
       host: string,
       port: number,
       reason: string,
       preceded?: string,
-    ): Promise<boolean> => {
+    ): Promise<boolean | "unasked"> => {
       const kept = sessionAnswers.get(target);
       // A "for the session" answer stands, unless untrusted content came before: then only a
       // refusal does (an earlier allow was not given knowing what the model has read since).
       if (kept !== undefined && (preceded === undefined || !kept)) return Promise.resolve(kept);
+      // A hook has no one to ask: what would be a question is a refusal (see above).
+      if (by !== undefined) return Promise.resolve("unasked");
       const key = preceded === undefined ? target : `${target} untrusted`;
       let answer = callAnswers.get(key);
       if (answer === undefined) {
@@ -91,8 +110,10 @@ export function sessionNetwork(options: SessionNetworkOptions): CallNetwork {
         }
         const preceded = widening(host, port, evaluation.target);
         if (evaluation.decision === "ask" || preceded !== undefined) {
-          const reason = preceded === undefined ? evaluation.reason : `${preceded}; ${evaluation.reason}`;
-          const allowed = await ask(evaluation.target, host, port, reason, preceded);
+          const asked = preceded === undefined ? evaluation.reason : `${preceded}; ${evaluation.reason}`;
+          const answer = await ask(evaluation.target, host, port, asked, preceded);
+          const allowed = answer === true;
+          const reason = answer === "unasked" ? `${HOOK_CANNOT_ASK} (hook ${by?.hook}): ${asked}` : asked;
           return allowed
             ? {
                 decision: "allow",
@@ -105,14 +126,16 @@ export function sessionNetwork(options: SessionNetworkOptions): CallNetwork {
         return { decision: "allow", reason: evaluation.reason, exact: evaluation.exact, ...rule };
       },
       record: (connection) => {
-        void options.record({ call_id: callId, ...connection }).catch(() => undefined);
+        void options.record({ call_id: callId, ...hook, ...connection }).catch(() => undefined);
       },
       ...(options.credentials !== undefined
         ? {
             credentials: {
               ...options.credentials,
               used: (name: string, host: string) => {
-                void options.recordCredential?.({ call_id: callId, name, host }).catch(() => undefined);
+                void options
+                  .recordCredential?.({ call_id: callId, ...hook, name, host })
+                  .catch(() => undefined);
               },
             },
           }

@@ -185,8 +185,12 @@ export async function buildSetup(options: {
   const env = options.env ?? process.env;
   const spawnJournal = new SpawnJournal();
   const workspaceCode = options.workspaceCode !== false;
+  // The session's network, made below from the policy the governance loads: command hooks that
+  // ask for the network reach it through this, when a hook runs (network `off`: none).
+  let callNetwork: CallNetwork | undefined;
   const governance = await loadGovernance(workspace.root, flags, env, {
     onSpawn: (report) => spawnJournal.onSpawn(report),
+    hookNetwork: (callId, hook, signal) => callNetwork?.(callId, signal, { hook }),
     ...(workspaceCode ? {} : { trustProject: false }),
   }).catch((error: unknown) => {
     if (error instanceof ConfigError) throw new UsageError(`configuration error: ${error.message}`);
@@ -233,7 +237,7 @@ export async function buildSetup(options: {
   // Credentials matter only where a proxy can substitute them: with network `policy`.
   const credentials: SessionCredentials | undefined =
     flags.network === "policy" ? await sessionCredentials(governance.config, env) : undefined;
-  const callNetwork: CallNetwork | undefined =
+  callNetwork =
     flags.network === "policy"
       ? sessionNetwork({
           policy: governance.policy,

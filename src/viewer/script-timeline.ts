@@ -332,10 +332,10 @@ class Timeline {
   on_net_connection(d, r, t) {
     const target = (String(d.host).includes(":") ? "[" + d.host + "]" : d.host) + ":" + d.port;
     const kind = d.decision === "allow" ? "dim" : "error";
-    this.line(kind, "net " + d.decision + " " + target + " for " + d.call_id + (d.rule ? " by " + d.rule : "") + " (up " + d.bytes_up + " B, down " + d.bytes_down + " B)" + (d.reason ? ": " + d.reason : ""), r, t);
+    this.line(kind, "net " + d.decision + " " + target + " for " + d.call_id + (d.hook ? " (hook " + d.hook + ")" : "") + (d.rule ? " by " + d.rule : "") + " (up " + d.bytes_up + " B, down " + d.bytes_down + " B)" + (d.reason ? ": " + d.reason : ""), r, t);
   }
   // A credential the proxy put into a request to its bound host: the name, never the value.
-  on_credential_used(d, r, t) { this.line("dim", "credential " + d.name + " sent to " + d.host + " for " + d.call_id, r, t); }
+  on_credential_used(d, r, t) { this.line("dim", "credential " + d.name + " sent to " + d.host + " for " + d.call_id + (d.hook ? " (hook " + d.hook + ")" : ""), r, t); }
   on_hook_decided(d, r, t) { this.line("dim", "hook " + d.hook + " (" + d.point + "): " + d.decision, r, t); }
 
   on_proposal_recorded(d, r, t) {

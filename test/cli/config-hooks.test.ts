@@ -95,6 +95,55 @@ describe("hooks from config", () => {
     await userConfig({ trusted_projects: [workspace] });
     expect((await govern()).hooks.map((hook) => hook.name)).toEqual(["project:before_execute[0]"]);
   });
+
+  it("gives the network only to a user-config hook that asks for it, never to a project's", async () => {
+    await writeFile(
+      join(workspace, "harness.config.json"),
+      JSON.stringify({
+        hooks: { after_execute: [{ kind: "notify", name: "project-post", command: "true", network: true }] },
+      }),
+    );
+    await userConfig({
+      trusted_projects: [workspace],
+      hooks: {
+        after_execute: [
+          { kind: "notify", name: "post", command: "true", network: true },
+          { kind: "notify", name: "quiet", command: "true" },
+        ],
+      },
+    });
+    // The session's network as the setup binds it: each request says who asked, for which call.
+    const asked: [string, string][] = [];
+    const governance = await loadGovernance(
+      workspace,
+      {},
+      { PATH: process.env.PATH },
+      {
+        homedir: home,
+        hookNetwork: (callId, hook) => {
+          asked.push([callId, hook]);
+          return undefined;
+        },
+      },
+    );
+    expect(governance.hooks.map((hook) => hook.name)).toEqual(["post", "quiet", "project-post"]);
+    expect(governance.config.notices).toEqual([
+      expect.stringMatching(
+        /project config .*"network" of hooks\.after_execute\[0\] is ignored .*only your user config or a plugin you approved/,
+      ),
+    ]);
+    // Each hook runs sandboxed (read-only); only the user's hook asking for it asks for the network.
+    const records = await new HookRunner(governance.hooks, { defaultTimeoutMs: 60_000 }).notify(
+      "after_execute",
+      input,
+    );
+    expect(records.map((record) => [record.hook, record.decision])).toEqual([
+      ["post", "observed"],
+      ["quiet", "observed"],
+      ["project-post", "observed"],
+    ]);
+    expect(asked).toEqual([["c1", "post"]]);
+  });
 });
 
 describe("hook file paths", () => {

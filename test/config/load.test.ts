@@ -87,6 +87,14 @@ describe("loadConfig", () => {
     [{ hooks: { before_execute: [{ kind: "wrap", module: "./w.mjs" }] } }, /wrap hooks go under "execute"/],
     [{ hooks: { execute: [{ kind: "wrap", command: "true" }] } }, /must be a `module`/],
     [{ hooks: { before_run: [] } }, /at hooks: unknown key "before_run"/],
+    [
+      { hooks: { after_execute: [{ kind: "notify", command: "curl x", network: "yes" }] } },
+      /at hooks\.after_execute\[0\]\.network:/,
+    ],
+    [
+      { hooks: { after_execute: [{ kind: "notify", module: "./n.mjs", network: true }] } },
+      /at hooks\.after_execute\[0\]\.network: only a `command` hook takes `network`/,
+    ],
   ])("rejects malformed user config %j naming the file", async (content, problem) => {
     await writeJson(userFile(), content);
     await expectConfigError(load(), USER_LABEL, problem);
@@ -174,12 +182,14 @@ describe("parseConfigText", () => {
         trusted_projects: ["/somewhere"],
         hooks: {
           before_execute: [{ kind: "admit", command: "./check", tools: ["edit_file"], timeout_ms: 5000 }],
+          after_project: [{ kind: "notify", command: "./post", network: true }],
         },
       }),
       "x",
     );
     expect(config.permissions?.write).toBe("propose");
     expect(config.hooks?.before_execute?.[0]?.tools).toEqual(["edit_file"]);
+    expect(config.hooks?.after_project?.[0]?.network).toBe(true);
   });
 });
 

@@ -154,3 +154,101 @@ describe("a session's network after untrusted content", () => {
     expect(asked).toHaveLength(1);
   });
 });
+
+describe("a command hook's network", () => {
+  const hook = { hook: "post-status" };
+
+  it("never asks: where a command would ask, a hook's connection is denied, saying why", async () => {
+    const { port, asked } = approver("allow");
+    const network = sessionNetwork({ policy, approver: () => port, record: async () => undefined });
+    expect(await network("call_9", undefined, hook).decide("api.example.org", 443)).toEqual({
+      decision: "deny",
+      rule: "net(*.example.org)",
+      reason:
+        "not approved: a command hook cannot ask a person (hook post-status): ask rule net(*.example.org) from user config",
+      exact: false,
+    });
+    // Allowed by rule: no question needed.
+    expect(await network("call_9", undefined, hook).decide("registry.npmjs.org", 443)).toMatchObject({
+      decision: "allow",
+    });
+    expect(asked).toEqual([]);
+    // The call's own processes still ask.
+    expect(await network("call_9").decide("api.example.org", 443)).toMatchObject({ decision: "allow" });
+    expect(asked).toHaveLength(1);
+  });
+
+  it("keeps an answer a person gave for the session", async () => {
+    const { port, asked } = approver("allow", "session");
+    const network = sessionNetwork({ policy, approver: () => port, record: async () => undefined });
+    await network("call_1").decide("api.example.org", 443);
+    expect(await network("call_2", undefined, hook).decide("api.example.org", 443)).toMatchObject({
+      decision: "allow",
+      reason: "approved: ask rule net(*.example.org) from user config",
+    });
+    expect(asked).toHaveLength(1);
+  });
+
+  it("after untrusted content, a new host is denied (it would ask), even for an allow rule", async () => {
+    const { port, asked } = approver("allow");
+    const network = sessionNetwork({
+      policy: { rules: [parseRule("allow", "net(*.example.org)", "cli")] },
+      approver: () => port,
+      record: async () => undefined,
+      untrusted: {
+        untrusted: () => [{ call_id: "call_1", name: "web_fetch", provenance: "http://docs.example.org/" }],
+        contacted: (target) => target === "hooks.example.org:443",
+      },
+    });
+    const access = network("call_3", undefined, hook);
+    expect(await access.decide("hooks.example.org", 443)).toMatchObject({ decision: "allow" });
+    expect(await access.decide("new.example.org", 443)).toMatchObject({
+      decision: "deny",
+      reason:
+        "not approved: a command hook cannot ask a person (hook post-status): untrusted content seen: web_fetch call_1 (http://docs.example.org/); allow rule net(*.example.org) from cli",
+    });
+    expect(asked).toEqual([]);
+  });
+
+  it("journals each connection and credential use under the call, naming the hook", async () => {
+    const connections: ConnectionInfo[] = [];
+    const uses: unknown[] = [];
+    const network = sessionNetwork({
+      policy,
+      approver: () => undefined,
+      record: async (connection) => {
+        connections.push(connection);
+      },
+      credentials: {} as never,
+      recordCredential: async (use) => {
+        uses.push(use);
+      },
+    });
+    const access = network("call_5", undefined, hook);
+    access.record({
+      host: "registry.npmjs.org",
+      port: 443,
+      decision: "allow",
+      bytes_up: 1,
+      bytes_down: 2,
+      ms: 3,
+    });
+    access.credentials?.used("NPM_TOKEN", "registry.npmjs.org");
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(connections).toEqual([
+      {
+        call_id: "call_5",
+        hook: "post-status",
+        host: "registry.npmjs.org",
+        port: 443,
+        decision: "allow",
+        bytes_up: 1,
+        bytes_down: 2,
+        ms: 3,
+      },
+    ]);
+    expect(uses).toEqual([
+      { call_id: "call_5", hook: "post-status", name: "NPM_TOKEN", host: "registry.npmjs.org" },
+    ]);
+  });
+});

@@ -13,7 +13,7 @@ import { EXIT } from "../exit-codes.js";
 import { fitText, outputWidth } from "../fit.js";
 import { callView, findCall, renderCall } from "../inspect-call.js";
 import { mcpStats } from "../mcp-stats.js";
-import { connectionLine, connectionLines, connectionsOf } from "../net-connections.js";
+import { byHook, connectionLine, connectionLines, connectionsOf } from "../net-connections.js";
 import { stderrNotices } from "../notices.js";
 import { leftText, quotaLine, quotaUsage } from "../quota-usage.js";
 import { LAST_OPTION, sessionIdFromArgs } from "../session-id.js";
@@ -33,7 +33,8 @@ provider read from its prompt cache) with their peaks and totals.
 A session that delegated lists its sub-agents (label, depth, outcome, spend, changes, conflicts),
 a child's own sub-agents nested below it, and the totals add what the children spent.
 Every connection a call's processes made through the network proxy (--network policy) is listed
-per call: how many, allowed, denied, failed, the bytes each way and the hosts.
+per call: how many, allowed, denied, failed, the bytes each way and the hosts; a command hook's
+(a hook with "network": true) under the call it ran for, its hosts marked with the hook's name.
 A session whose model requests reserved against a shared quota (a worker's --quota, a server
 identity's) has one "quota" line per quota: what its requests spent, how many were refused, and
 what the quota had left when last recorded (other sessions spend from it too).
@@ -46,7 +47,8 @@ cache) and cache_write_tokens (written to it); tokens is
 {requests: [{step, attempt, estimated_input_tokens, reported_input_tokens, cached_input_tokens,
 cache_write_tokens, context_window}],
 peak: {estimated_input_tokens, reported_input_tokens}} (null where a journal has no number);
-connections: [{call_id, host, port, decision, rule, reason, address, bytes_up, bytes_down, ms}];
+connections: [{call_id, hook, host, port, decision, rule, reason, address, bytes_up, bytes_down, ms}]
+(hook: the command hook that connected, absent for the call's own processes);
 quota: [{quota, spent: {usd, tokens, requests}, held: {usd, tokens, requests}, refused, left}]
 (held: reserved and never settled; left: {usd?, tokens?, requests?} as last recorded, or null).
 --call ID prints one call's whole result: its arguments, status and summary, then a command's
@@ -301,7 +303,7 @@ function render(record: AnyRecord, style: Style): string {
       return connectionLine(record.data);
     case "credential.used":
       return style.dim(
-        `credential ${escapeForTerminal(record.data.name)} sent to ${escapeForTerminal(record.data.host)} for ${escapeForTerminal(record.data.call_id)}`,
+        `credential ${escapeForTerminal(record.data.name)} sent to ${escapeForTerminal(record.data.host)} for ${escapeForTerminal(record.data.call_id)}${byHook(record.data.hook)}`,
       );
     case "tool.retrying":
       return style.yellow(
