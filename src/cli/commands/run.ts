@@ -117,8 +117,9 @@ Permissions:
   --sandbox PROFILE          workspace-write (default) | read-only | off, for shell commands;
                              read-only also binds acceptance commands and hooks, off turns
                              their sandbox off too (a resume may tighten it, never loosen it)
-  --network MODE             off (default: commands have no network) | policy: shell calls and
-                             acceptance commands reach only hosts 'net(HOST[:PORT])' rules allow
+  --network MODE             off (default: commands have no network) | policy: shell calls,
+                             acceptance commands and hooks defined with "network": true reach
+                             only hosts 'net(HOST[:PORT])' rules allow
                              (e.g. --allow 'net(registry.npmjs.org:443)', 'net(*.pythonhosted.org)'),
                              through a proxy that journals every connection; needs the sandbox
                              (see docs/network.md)
