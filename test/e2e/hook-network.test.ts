@@ -1,7 +1,10 @@
 import { readFile } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sharedChromium } from "../viewer/browser.js";
 import {
   ensureBuilt,
   expectExit,
@@ -11,6 +14,7 @@ import {
   ofType,
   readJournal,
   removeTempDirs,
+  tempDir,
   workspaceWith,
 } from "./helpers.js";
 import { run, userConfig } from "./mcp-run-support.js";
@@ -31,6 +35,7 @@ const TOKEN = "hook_e2eRealTokenValue_1a2b3c4d5e6f";
 
 beforeAll(() => ensureBuilt());
 afterAll(removeTempDirs);
+const browser = sharedChromium();
 
 interface Listener {
   port: number;
@@ -144,6 +149,19 @@ describe("a command hook with network", () => {
       expect(JSON.parse(json.stdout).connections).toEqual([
         expect.objectContaining({ call_id: "c1", hook: "post-status", decision: "allow" }),
       ]);
+      // The report's page shows it under the call, naming the hook.
+      const out = join(await tempDir(), "report.html");
+      expectExit(await run(["report", id, "--workspace", workspace, "-o", out], env), 0);
+      const page = await browser().newPage();
+      try {
+        await page.goto(pathToFileURL(out).href);
+        const timeline = page.locator("#timeline");
+        await expect
+          .poll(() => timeline.textContent())
+          .toContain(`net allow ${HOST}:${host.port} for c1 (hook post-status) by net(${HOST}:${host.port})`);
+      } finally {
+        await page.close();
+      }
     } finally {
       await host.close();
     }
@@ -197,6 +215,60 @@ describe("a command hook with network", () => {
         expect(ofType(records, "tool.result")[0]?.data).toMatchObject({ call_id: "c1", status: "ok" });
       }
     } finally {
+      await host.close();
+    }
+  });
+
+  it("after untrusted content, a host not contacted before is denied for the hook (it cannot ask), though a rule allows it", {
+    timeout: 180_000,
+  }, async () => {
+    const page = await listener();
+    const host = await listener();
+    try {
+      const workspace = await workspaceWith({ "a.txt": "a\n" });
+      const { env } = await userConfig({
+        hooks: { after_execute: [postingHook(host.port, { network: true })] },
+      });
+      // The page first (untrusted content), then a read whose hook posts to a host never contacted.
+      const script = await jsonScript([
+        { calls: [{ id: "f1", name: "web_fetch", arguments: { url: `http://${HOST}:${page.port}/page` } }] },
+        { calls: [{ id: "c1", name: "read_file", arguments: { path: "a.txt" } }] },
+        { text: "done" },
+      ]);
+      const result = await run(
+        [
+          "run",
+          "--workspace",
+          workspace,
+          "--script",
+          script,
+          "--network",
+          "policy",
+          "--allow",
+          `net(${HOST}:${page.port})`,
+          "--allow",
+          `net(${HOST}:${host.port})`,
+          "--json",
+          "read the page",
+        ],
+        env,
+      );
+      expectExit(result, 0);
+      const records = await readJournal(workspace, String(jsonSummary(result).session));
+      expect(page.seen.map((request) => request.line)).toEqual(["GET /page"]);
+      expect(host.seen).toEqual([]);
+      expect(connections(records)).toEqual([
+        expect.objectContaining({ call_id: "f1", decision: "allow", port: page.port }),
+        expect.objectContaining({
+          call_id: "c1",
+          hook: "post-status",
+          port: host.port,
+          decision: "deny",
+          reason: `not approved: a command hook cannot ask a person (hook post-status): untrusted content seen: web_fetch f1 (http://${HOST}:${page.port}/page); allow rule net(${HOST}:${host.port}) from cli`,
+        }),
+      ]);
+    } finally {
+      await page.close();
       await host.close();
     }
   });
