@@ -26,14 +26,20 @@ export interface CommandHookSpec {
   onSpawn?: (report: SpawnReport & { callId: string }) => void | Promise<void>;
   /**
    * The hook's network (a definition with `"network": true`): asked at each run for access of
-   * its own under the id of the call it runs for. Undefined access (network `off`), or no
-   * `network` at all: the sandbox has no network.
+   * its own under the id of the call it runs for, in the session that call belongs to (a
+   * sub-agent's calls run its parent's hooks). Undefined access (network `off`, a session it
+   * does not know), or no `network` at all: the sandbox has no network.
    */
   network?: HookNetwork;
 }
 
-/** Network access for one run of hook `hook` for call `callId`; undefined: none. */
-export type HookNetwork = (callId: string, hook: string, signal: AbortSignal) => NetworkAccess | undefined;
+/** Network access for one run of hook `hook` for call `callId` of `session`; undefined: none. */
+export type HookNetwork = (
+  callId: string,
+  hook: string,
+  signal: AbortSignal,
+  session: string,
+) => NetworkAccess | undefined;
 
 const MAX_STDOUT_BYTES = 64 * 1024;
 /**
@@ -133,7 +139,9 @@ async function runCommand(
       : pathOutside(path, realpathSync(spec.cwd));
   // A proxy of its own for this run, only in a sandbox: an unsandboxed hook (the user's
   // `"sandbox": "off"`) has the host's network anyway, and nothing could hold it to a proxy.
-  const egress = spec.profile.sandbox.isolating ? spec.network?.(context.callId, name, signal) : undefined;
+  const egress = spec.profile.sandbox.isolating
+    ? spec.network?.(context.callId, name, signal, context.session)
+    : undefined;
   try {
     const result = await spec.executor.execute({
       purpose: "hook",

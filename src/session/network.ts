@@ -60,6 +60,12 @@ export interface NetworkRequester {
 /** Network access for the call `callId` (or for a hook running for it). */
 export type CallNetwork = (callId: string, signal?: AbortSignal, by?: NetworkRequester) => NetworkAccess;
 
+/**
+ * The networks of sub-agents, by session id, whose calls run the hooks of the session that holds
+ * this map (undefined: that child has none).
+ */
+export type HookNetworks = Map<string, CallNetwork | undefined>;
+
 /** Why a hook's connection that would have asked was denied instead. */
 export const HOOK_CANNOT_ASK = "a command hook cannot ask a person";
 

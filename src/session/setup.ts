@@ -79,7 +79,7 @@ import { loadGovernance } from "./governance.js";
 import { sessionEnvironment, startInstructions } from "./instructions.js";
 import { type McpServers, mcpSelection, startSessionServers, unavailableNote } from "./mcp-servers.js";
 import { McpToolSurface } from "./mcp-surface.js";
-import { type CallNetwork, sessionNetwork } from "./network.js";
+import { type CallNetwork, type HookNetworks, sessionNetwork } from "./network.js";
 import type { Notify } from "./notice.js";
 import type { RunFlags } from "./run-flags.js";
 import { UsageError } from "./usage-error.js";
@@ -125,6 +125,10 @@ export interface RunSetup {
    * the session ends (every process still in it is killed).
    */
   sessionNetwork?: SessionNetwork;
+  /** Network access for each call (`--network policy`); absent: calls have none. */
+  callNetwork?: CallNetwork;
+  /** The networks of sub-agents whose calls run this session's hooks, by the child's session id. */
+  hookNetworks: HookNetworks;
   /** The skills, commands and plugins found for this session, with their trust (the doors expand commands from it). */
   extensions?: Extensions;
   /** Which tools are offered up front and which are loaded on demand (engine/tool-offer.ts). */
@@ -188,9 +192,19 @@ export async function buildSetup(options: {
   // The session's network, made below from the policy the governance loads: command hooks that
   // ask for the network reach it through this, when a hook runs (network `off`: none).
   let callNetwork: CallNetwork | undefined;
+  // A sub-agent's calls run this session's hooks: a hook running for a child's call reaches the
+  // network through the child's (its connections journaled in the child's session, under the
+  // child's call and the child's turn's untrusted content). A session not registered: none.
+  const hookNetworks: HookNetworks = new Map();
   const governance = await loadGovernance(workspace.root, flags, env, {
     onSpawn: (report) => spawnJournal.onSpawn(report),
-    hookNetwork: (callId, hook, signal) => callNetwork?.(callId, signal, { hook }),
+    hookNetwork: (callId, hook, signal, session) => {
+      const network =
+        session === options.session?.id || options.session === undefined
+          ? callNetwork
+          : hookNetworks.get(session);
+      return network?.(callId, signal, { hook });
+    },
     ...(workspaceCode ? {} : { trustProject: false }),
   }).catch((error: unknown) => {
     if (error instanceof ConfigError) throw new UsageError(`configuration error: ${error.message}`);
@@ -418,7 +432,7 @@ export async function buildSetup(options: {
       ...(prices ? { prices } : {}),
       permissions,
       approver,
-      ...(hooks ? { hooks } : {}),
+      ...(hooks ? { hooks, hookNetworks } : {}),
       ...(mcp || options.sharedMcp ? { mcp: mcp?.servers ?? options.sharedMcp! } : {}),
       powers: {
         flags,
@@ -459,6 +473,8 @@ export async function buildSetup(options: {
       approver,
       grants,
       ...(hooks ? { hooks } : {}),
+      ...(callNetwork ? { callNetwork } : {}),
+      hookNetworks,
       ...(governance.policy.write.value === "propose"
         ? { proposals: (existing: readonly ProposalRecord[]) => new ProposalOverlay(workspace.fs, existing) }
         : {}),

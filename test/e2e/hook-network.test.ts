@@ -1,4 +1,4 @@
-import { readFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
@@ -162,6 +162,56 @@ describe("a command hook with network", () => {
       } finally {
         await page.close();
       }
+    } finally {
+      await host.close();
+    }
+  });
+
+  it("for a sub-agent's call, reaches the host through the child's network: journaled in the child's session, not the parent's", {
+    timeout: 240_000,
+  }, async () => {
+    const host = await listener();
+    try {
+      const workspace = await workspaceWith({ "a.txt": "a\n" });
+      const { env } = await userConfig({
+        hooks: { after_execute: [postingHook(host.port, { network: true })] },
+      });
+      const environment = { ...env, HARNESS_AGENTS_DIR: await tempDir("harness-agent-copies-") };
+      const script = {
+        replies: [
+          { text: "", calls: [{ id: "a1", name: "agent", arguments: { task: "read a.txt", label: "kid" } }] },
+          { text: "ok" },
+        ],
+        agents: {
+          kid: {
+            replies: [
+              { calls: [{ id: "c1", name: "read_file", arguments: { path: "a.txt" } }] },
+              { text: "read" },
+            ],
+          },
+        },
+      };
+      const file = join(await tempDir(), "script.json");
+      await writeFile(file, JSON.stringify(script));
+      const id = `s${Math.random().toString(16).slice(2, 10)}`;
+      const rule = `net(${HOST}:${host.port})`;
+      const result = await run(
+        ["run", "--workspace", workspace, "--script", file, "--session", id, "--network", "policy"].concat([
+          "--allow",
+          rule,
+          "--json",
+          "delegate",
+        ]),
+        environment,
+      );
+      expectExit(result, 0);
+      expect(host.seen.map((request) => request.line)).toEqual(["GET /from-hook"]);
+      const child = await readJournal(workspace, `${id}/kid`);
+      expect(connections(child)).toEqual([
+        expect.objectContaining({ call_id: "c1", hook: "post-status", decision: "allow", rule }),
+      ]);
+      // The parent's own call (a1) ran no read_file: no connection is recorded in its journal.
+      expect(connections(await readJournal(workspace, id))).toEqual([]);
     } finally {
       await host.close();
     }

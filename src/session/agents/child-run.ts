@@ -74,6 +74,7 @@ export async function runChildSession(input: ChildSessionInput): Promise<ChildRu
       ? setTimeout(() => exhaust(`wall_ms ${budget.wall_ms}`), budget.wall_ms)
       : undefined;
   wall?.unref();
+  let registered = false;
   try {
     const prepared = await prepareSession(
       {
@@ -116,7 +117,11 @@ export async function runChildSession(input: ChildSessionInput): Promise<ChildRu
       digest: digestOf({ own: setup.policy.digest, parent: digestOf({ powers: bound.powers }) }),
       permissions: new IntersectedPermissions(setup.policy.permissions, bound.permissions),
     };
-    if (bound.hooks) setup.hooks = bound.hooks;
+    if (bound.hooks) {
+      setup.hooks = bound.hooks;
+      bound.hookNetworks?.set(childId, setup.callNetwork);
+      registered = true;
+    }
     if (setup.processes) run.killSurvivors = setup.processes.killSurvivors;
     const session = new EngineSession(prepared.run, prepared.records.length > 0, {
       signal: controller.signal,
@@ -160,6 +165,7 @@ export async function runChildSession(input: ChildSessionInput): Promise<ChildRu
     run.failure = error instanceof Error ? error.message : String(error);
   } finally {
     if (wall) clearTimeout(wall);
+    if (registered) bound.hookNetworks?.delete(childId);
     input.signal.removeEventListener("abort", onParentAbort);
   }
   return run;

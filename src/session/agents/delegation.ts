@@ -9,6 +9,7 @@ import type { ApprovalPort, HookPort, PermissionPort } from "../../runtime/ports
 import { ToolError } from "../../tools/errors.js";
 import type { DelegationPort, RecordedAgent, ToolContext, ToolOutput } from "../../tools/tool.js";
 import type { McpServers } from "../mcp-servers.js";
+import type { HookNetworks } from "../network.js";
 import type { Notify } from "../notice.js";
 import type { OpenedWorkspace } from "../workspace.js";
 import { grantedAcceptance } from "./acceptance.js";
@@ -65,6 +66,11 @@ export interface DelegationBinding {
   permissions: PermissionPort;
   approver: ApprovalPort;
   hooks?: HookPort;
+  /**
+   * Where those hooks find a child's network: a child registers its own while it runs, so a hook
+   * running for the child's call is decided and journaled in the child's session.
+   */
+  hookNetworks?: HookNetworks;
   powers: ParentPowers;
   /** This session's started MCP servers, shared with its children (their grant picks the tools). */
   mcp?: McpServers;
