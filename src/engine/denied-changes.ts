@@ -38,18 +38,16 @@ function collectDenied(run: EngineRun, every: boolean): DeniedChanges | undefine
   let calls = 0;
   const tools = new Set<string>();
   const allow = new Map<string, string[]>();
-  for (const result of run.state.turnResults) {
-    // A program's refused call (a write inside `batch`) is no change a flag would have allowed.
-    if (result.parent_call_id !== undefined) continue;
-    const effect = run.tools().get(result.name)?.tool.effect;
+  // The turn's results of the model's own calls, counted by tool (a program's refused call, a
+  // write inside `batch`, is no change a flag would have allowed, and is not counted).
+  for (const [name, { denied, other }] of run.state.turnOutcomes) {
+    const effect = run.tools().get(name)?.tool.effect;
     if (effect === undefined || CHANGES_NOTHING.has(effect)) continue;
-    if (result.status !== "denied") {
-      if (every) return undefined;
-      continue;
-    }
-    calls += 1;
-    tools.add(result.name);
-    const flag = allowingFlag(effect, result.name);
+    if (other > 0 && every) return undefined;
+    if (denied === 0) continue;
+    calls += denied;
+    tools.add(name);
+    const flag = allowingFlag(effect, name);
     allow.set(flag.join(" "), flag);
   }
   if (calls === 0) return undefined;

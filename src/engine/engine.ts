@@ -284,7 +284,7 @@ export class Engine {
   exitNow(): void {
     if (!this.writer || !this.state) return;
     for (const spawn of this.state.spawns) {
-      if (this.state.results.has(spawn.call_id)) continue;
+      if (this.state.spawnSettled(spawn.call_id)) continue;
       try {
         process.kill(-spawn.pgid, "SIGKILL");
       } catch {

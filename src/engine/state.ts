@@ -69,15 +69,40 @@ export class SessionState {
    */
   replyCount = 0;
   lastReply: EventData<"model.reply"> | undefined;
-  readonly callIds = new Set<string>();
-  readonly started = new Map<string, EventData<"tool.started">>();
   /**
-   * Each call's result. Once its message has left what the model is sent (pruned, or compacted
-   * into a summary), its `content` is released (the empty string): the journal and the pruned
-   * artifact keep it, and nothing the engine decides reads it again. A long session's fold then
-   * holds the window's results whole and only the small fields of the others.
+   * Every call id the session has used: a reply may not use one again. The one per-call index
+   * that grows with the session (an id each call, about 100 bytes); the rest below is bounded.
+   */
+  readonly callIds = new Set<string>();
+  /**
+   * Calls started and not settled, and those whose outcome is unknown (a person reviews them with
+   * their arguments). A settled call leaves: the journal keeps its `tool.started`, and the count
+   * of calls is `toolCalls`. A long session's fold then holds the step's calls, not all of them.
+   */
+  readonly started = new Map<string, EventData<"tool.started">>();
+  /** `tool.started` records folded, all turns: what the tool-call budgets count. */
+  private startedCount = 0;
+  /**
+   * The results the engine still decides on: those whose message is in front of the model, every
+   * unknown outcome (until the session ends: review and compaction look them up) and the person's
+   * own commands. A result's `content` is released (the empty string) once its message is pruned
+   * (the artifact keeps it); its message compacted away, the result leaves the map (the journal
+   * keeps it). A program's call (`parent_call_id`) is no message and is not kept unless unknown.
    */
   readonly results = new Map<string, EventData<"tool.result">>();
+  /**
+   * The last reply's calls that have started or have a result: `pendingCalls` is the rest. Per
+   * reply, so settled calls need not stay in `started` or `results` to be known as run.
+   */
+  private readonly replyCallsTouched = new Set<string>();
+  /** Calls that recorded a process (`process.spawned`), and whether their result is recorded. */
+  private readonly spawnCalls = new Map<string, boolean>();
+  /**
+   * This turn's results of the model's own calls, by tool: how many were denied and how many
+   * were not (what `denied-changes.ts` decides on), so a long turn keeps a count per tool, not
+   * its results.
+   */
+  readonly turnOutcomes = new Map<string, { denied: number; other: number }>();
   /** Calls the person ran themselves (`user.command`): their results are never messages to the model. */
   readonly userCommands = new Map<string, EventData<"user.command">>();
   readonly observed = new Map<string, string>();
@@ -110,7 +135,7 @@ export class SessionState {
   activeSkills: EventData<"skill.activated">[] = [];
   /** Calls whose skill activation is journaled (any turn), so none is journaled twice. */
   readonly activatedSkillCalls = new Set<string>();
-  /** Compactions recorded, by the step that did them. */
+  /** Compactions recorded at the latest step that did any, by that step. */
   readonly compactionsByStep = new Map<number, number>();
   /** Directories already looked at for a nested AGENTS.md. */
   readonly checkedDirectories = new Set<string>();
@@ -121,7 +146,6 @@ export class SessionState {
   turn = 0;
   turnModelRequests = 0;
   private turnToolCallsBefore = 0;
-  private turnResultsBefore = 0;
   /** Tool calls this turn's finished children made: the session's spend too. */
   private turnAgentToolCalls = 0;
   /**
@@ -225,8 +249,8 @@ export class SessionState {
       // A new turn: its own budgets, and no outcome until it ends.
       state.turn = data.turn ?? state.turn + 1;
       state.turnModelRequests = 0;
-      state.turnToolCallsBefore = state.started.size;
-      state.turnResultsBefore = state.results.size;
+      state.turnToolCallsBefore = state.startedCount;
+      state.turnOutcomes.clear();
       state.turnAgentToolCalls = 0;
       state.turnAttempts = [];
       // The person speaks again: what the model saw last turn no longer stands between them.
@@ -319,6 +343,7 @@ export class SessionState {
       state.retryWaitSinceReply = 0;
       state.replyCount += 1;
       state.lastReply = data;
+      state.replyCallsTouched.clear();
       for (const call of data.calls) {
         state.callIds.add(call.id);
         state.callArguments.set(call.id, call);
@@ -346,12 +371,15 @@ export class SessionState {
     "hook.decided": ignore,
     "tool.started": (state, { data }) => {
       state.started.set(data.call_id, data);
+      state.startedCount += 1;
+      state.replyCallsTouched.add(data.call_id);
       // A program's call (`CALL/N`) is not the model's, but its id is taken all the same.
       if (data.parent_call_id !== undefined) state.callIds.add(data.call_id);
       state.batches = Math.max(state.batches, data.batch + 1);
     },
     "process.spawned": (state, { data }) => {
       state.spawns.push(data);
+      if (!state.spawnCalls.has(data.call_id)) state.spawnCalls.set(data.call_id, false);
     },
     "process.started": (state, { data }) => {
       state.backgroundRunning.set(data.process_id, data);
@@ -376,17 +404,28 @@ export class SessionState {
     // A retry within one call: the call's result is what the model and the budgets see.
     "tool.retrying": ignore,
     "tool.result": (state, { data: result }) => {
-      state.results.set(result.call_id, result);
+      const nested = result.parent_call_id !== undefined;
+      const unknown = result.status === "unknown";
+      if (!nested || unknown) state.results.set(result.call_id, result);
+      // Settled: only an unknown outcome's start stays (review shows its arguments).
+      if (!unknown) state.started.delete(result.call_id);
+      state.replyCallsTouched.add(result.call_id);
+      if (state.spawnCalls.has(result.call_id)) state.spawnCalls.set(result.call_id, true);
+      if (!nested) {
+        const tally = state.turnOutcomes.get(result.name) ?? { denied: 0, other: 0 };
+        if (result.status === "denied") tally.denied += 1;
+        else tally.other += 1;
+        state.turnOutcomes.set(result.name, tally);
+      }
       if (result.untrusted !== undefined)
         state.turnUntrusted.push({
           call_id: result.call_id,
           name: result.name,
           provenance: result.untrusted,
         });
-      state.noteOutcome(result.call_id);
+      state.noteOutcome(result.call_id, result.status);
       // A program's call: the model asked for the batch, not for it, and saw only what the
       // program returned, so it is no message and no observation of a file's version.
-      const nested = result.parent_call_id !== undefined;
       if (nested) state.callIds.add(result.call_id);
       if (!state.userCommands.has(result.call_id) && !nested)
         state.addMessage({
@@ -426,7 +465,7 @@ export class SessionState {
     },
     "review.resolved": (state, { data }) => {
       state.resolutions.set(data.call_id, data);
-      state.noteOutcome(data.call_id);
+      state.noteOutcome(data.call_id, state.results.get(data.call_id)?.status);
       // The model learns what a person established about the call, next to its result.
       const index = state.messages.findIndex((m) => m.role === "tool" && m.call_id === data.call_id);
       const message = state.messages[index];
@@ -455,6 +494,9 @@ export class SessionState {
     },
     "context.compacted": (state, { data }) => {
       state.compact(data.replaced_messages, data.summary);
+      // Only the latest step's count is asked for (a step's compactions are capped): earlier go.
+      for (const step of state.compactionsByStep.keys())
+        if (step < data.step) state.compactionsByStep.delete(step);
       state.compactionsByStep.set(data.step, (state.compactionsByStep.get(data.step) ?? 0) + 1);
       const input = data.usage?.input_tokens;
       if (state.pendingBasis !== undefined && input !== undefined)
@@ -519,7 +561,7 @@ export class SessionState {
   /** The first `replaced` messages give way to the pinned set and the summary; the rest follow unchanged. */
   private compact(replaced: number, summary: string): void {
     for (const message of this.messages.slice(0, replaced))
-      if (message.role === "tool") this.releaseResult(message.call_id);
+      if (message.role === "tool") this.forgetResult(message.call_id);
     const kept = this.messages.slice(replaced);
     const next = [...pinnedMessages(this, kept), summaryMessage(summary), ...kept];
     this.messages.length = 0;
@@ -549,6 +591,16 @@ export class SessionState {
     if (result !== undefined && result.content !== "") this.results.set(callId, { ...result, content: "" });
   }
 
+  /**
+   * A result whose message was compacted away: nothing the engine decides reads it again (an
+   * unknown outcome stays, see `results`), and its pruned placeholder is gone with it.
+   */
+  private forgetResult(callId: string): void {
+    this.pruned.delete(callId);
+    if (this.results.get(callId)?.status === "unknown") this.releaseResult(callId);
+    else this.results.delete(callId);
+  }
+
   /** UTF-8 bytes of `messages` as JSON, kept as they are added so estimates stay O(1). */
   messageBytes = 0;
 
@@ -567,24 +619,24 @@ export class SessionState {
   }
 
   get toolCalls(): number {
-    return this.started.size;
-  }
-
-  /** The results recorded in the current turn, in order (results are never recorded twice). */
-  get turnResults(): EventData<"tool.result">[] {
-    return [...this.results.values()].slice(this.turnResultsBefore);
+    return this.startedCount;
   }
 
   /** Calls started in the current turn (the tool-call budget is per turn). */
   get turnToolCalls(): number {
-    return this.started.size - this.turnToolCallsBefore + this.turnAgentToolCalls;
+    return this.startedCount - this.turnToolCallsBefore + this.turnAgentToolCalls;
   }
 
   /** Calls of the last reply with neither a start nor a result: safe to execute now. */
   pendingCalls(): ToolCall[] {
     const reply = this.lastReply;
     if (!reply) return [];
-    return reply.calls.filter((call) => !this.started.has(call.id) && !this.results.has(call.id));
+    return reply.calls.filter((call) => !this.replyCallsTouched.has(call.id));
+  }
+
+  /** Whether the call that recorded this process has its result recorded (its processes ended with it). */
+  spawnSettled(callId: string): boolean {
+    return this.results.has(callId) || this.spawnCalls.get(callId) === true;
   }
 
   /** Calls that started but whose outcome was never recorded. */
@@ -604,8 +656,8 @@ export class SessionState {
    */
   private readonly unknownOutcomes = new Set<string>();
 
-  private noteOutcome(callId: string): void {
-    const unknown = this.results.get(callId)?.status === "unknown";
+  private noteOutcome(callId: string, status: string | undefined): void {
+    const unknown = status === "unknown";
     const resolution = this.resolutions.get(callId)?.resolution;
     if (unknown && (resolution === undefined || resolution === "undetermined"))
       this.unknownOutcomes.add(callId);
