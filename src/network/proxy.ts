@@ -14,6 +14,7 @@ import type { Duplex } from "node:stream";
 import { isInternalAddress } from "./addresses.js";
 import type { Credentials } from "./credentials.js";
 import { intercept } from "./intercept.js";
+import { forwardPlain, isRelaying, requestHead } from "./plain-forward.js";
 import { closeAfterFlush, connectRelay, joinRelay } from "./relay.js";
 import { relayAnswer } from "./response-scrub.js";
 import type { SessionAuthority } from "./session-ca.js";
@@ -143,6 +144,9 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
   });
   // Malformed or oversized heads: a 400 (431 for headers too large) and the connection closed.
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
+    // A malformed request pipelined behind one whose answer is being relayed raw: that answer
+    // is not interrupted; the connection closes after it.
+    if (isRelaying(socket)) return;
     if (!socket.writable) return socket.destroy();
     const status =
       error.code === "HPE_HEADER_OVERFLOW" ? "431 Request Header Fields Too Large" : "400 Bad Request";
@@ -159,8 +163,19 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
   server.on("connect", (request: IncomingMessage, client: Duplex, head: Buffer) => {
     track(tunnel(context, request, client, head).catch(() => void client.destroy()));
   });
+  // Requests on one client connection are handled one after the other: one pipelined behind a
+  // request whose answer is relayed raw (plain-forward.ts) is never handled at all (the
+  // connection closes after that answer), so nothing is ever written into the middle of it.
+  const queues = new WeakMap<Duplex, Promise<void>>();
   server.on("request", (request: IncomingMessage, response: ServerResponse) => {
-    track(forward(context, request, response).catch(() => void response.destroy()));
+    const socket = request.socket;
+    const work = (queues.get(socket) ?? Promise.resolve()).then(() =>
+      socket.destroyed || isRelaying(socket)
+        ? undefined
+        : forward(context, request, response).catch(() => void response.destroy()),
+    );
+    queues.set(socket, work);
+    track(work);
   });
   await new Promise<void>((resolveListen, rejectListen) => {
     server.once("error", rejectListen);
@@ -450,7 +465,11 @@ const HOP_BY_HOP = new Set([
   "upgrade",
 ]);
 
-/** A plain request with an absolute URI (`GET http://host/path`): forwarded on a fresh connection. */
+/**
+ * A plain request with an absolute URI (`GET http://host/path`): forwarded on a fresh connection,
+ * its answer relayed raw (plain-forward.ts), or, for a host a credential is bound to, through
+ * node's HTTP client so the placeholder can be substituted and the answer scrubbed.
+ */
 async function forward(context: Context, request: IncomingMessage, response: ServerResponse): Promise<void> {
   const began = Date.now();
   const client = response.socket;
@@ -475,11 +494,40 @@ async function forward(context: Context, request: IncomingMessage, response: Ser
   const target = parseAuthority(`${url.hostname}:${url.port === "" ? "80" : url.port}`);
   if (target === undefined) return send(400, "the URL's host is not valid");
   const { host, port } = target;
+  // Framing and headers checked before anything is decided: a request that could be read two
+  // ways (smuggling) or would inject a header is malformed, like any other (400, not recorded).
+  const head = requestHead(request, url);
+  if (!head.ok) {
+    request.resume();
+    return send(400, head.reason);
+  }
   const admission = await admit(context, host, port);
   if (!admission.ok) {
     reportRefused(context, host, port, admission, began);
     request.resume();
     return send(admission.status, admission.reason);
+  }
+  const address = admission.address;
+  const credentials = context.options.credentials;
+  const bound = credentials !== undefined && credentials.credentials.boundTo(host).length > 0;
+  if (!bound) {
+    // No credential for this host: its answer needs no scrubbing, so it is relayed raw.
+    const outcome = await forwardPlain(
+      request,
+      { host, port, address, url, began, ...(admission.rule !== undefined ? { rule: admission.rule } : {}) },
+      head,
+      { idleMs: context.limits.idleMs, upstreams: context.upstreams },
+      send,
+    );
+    report(context, {
+      host,
+      port,
+      ...outcome,
+      ...(admission.rule !== undefined ? { rule: admission.rule } : {}),
+      address,
+      ms: Date.now() - began,
+    });
+    return;
   }
   const headers: Record<string, string | string[]> = {};
   const connectionTokens = new Set(
@@ -491,11 +539,9 @@ async function forward(context: Context, request: IncomingMessage, response: Ser
     if (value === undefined || HOP_BY_HOP.has(name) || connectionTokens.has(name)) continue;
     headers[name] = value;
   }
-  const address = admission.address;
   // A host a credential is bound to: its placeholders in the headers become the real value.
-  const credentials = context.options.credentials;
   let outgoingHeaders = headers;
-  if (credentials !== undefined && credentials.credentials.boundTo(host).length > 0) {
+  if (credentials !== undefined) {
     const substituted = credentials.credentials.substitute(host, headers);
     // Only codings the scrubber can undo are offered, so no answer hides the value from it.
     outgoingHeaders = { ...substituted.headers, "accept-encoding": "gzip, deflate, br" };

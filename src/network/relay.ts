@@ -26,9 +26,15 @@ const SPARE_BUFFERS = 2;
 /**
  * Connect to `address:port` for a tunnel whose downloaded bytes go to `client`. Nothing is
  * written to the client before the upstream's first read, so the caller answers the client on
- * `connect` and then calls `join`.
+ * `connect` and then calls `join`. `endClient: false`: the client is not ended when the upstream
+ * ends (the caller does it on `close`).
  */
-export function connectRelay(address: string, port: number, client: Duplex): Socket {
+export function connectRelay(
+  address: string,
+  port: number,
+  client: Duplex,
+  options: { endClient?: boolean } = {},
+): Socket {
   const spare: Uint8Array[] = [];
   const upstream: Socket = connect({
     host: address,
@@ -48,10 +54,13 @@ export function connectRelay(address: string, port: number, client: Duplex): Soc
       },
     },
   });
-  // The upstream finished sending: so does the client, once what is queued for it is written.
-  upstream.once("end", () => {
-    if (!client.writableEnded) client.end();
-  });
+  // The upstream finished sending: so does the client, once what is queued for it is written
+  // (unless the caller ends it itself: it may still have an answer of its own to give).
+  if (options.endClient !== false) {
+    upstream.once("end", () => {
+      if (!client.writableEnded) client.end();
+    });
+  }
   return upstream;
 }
 
