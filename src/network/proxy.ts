@@ -1,4 +1,5 @@
 import { lookup } from "node:dns/promises";
+import { lstatSync, type Stats } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import {
   createServer,
@@ -7,7 +8,7 @@ import {
   type Server,
   type ServerResponse,
 } from "node:http";
-import { isIP, type Socket } from "node:net";
+import { isIP, type Server as NetServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { Duplex } from "node:stream";
@@ -100,6 +101,12 @@ export interface EgressProxy {
   directory: string;
   /** The socket's host path. */
   socketPath: string;
+  /**
+   * Serve the connections of another listening socket too (a sandbox's, handed over by its
+   * bridge: sandbox/egress-bridge.ts), exactly as those on the UNIX socket. It is closed with the
+   * proxy; after close() it is closed at once.
+   */
+  adopt(listener: NetServer): void;
   /** Stop accepting, end every connection, remove the directory. Idempotent. */
   close(): Promise<void>;
 }
@@ -189,11 +196,36 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
     throw error;
   });
   let closed: Promise<void> | undefined;
+  const adopted = new Set<NetServer>();
+  const socketIdentity = lstatSync(socketPath);
   return {
     directory,
     socketPath,
+    adopt: (listener) => {
+      if (closed !== undefined) {
+        listener.close();
+        return;
+      }
+      adopted.add(listener);
+      listener.maxConnections = limits.maxConnections;
+      listener.on("error", () => undefined);
+      // Node's HTTP server takes connections given to it this way as its own.
+      listener.on("connection", (socket: Socket) => {
+        // The socket on the host is this proxy as the call knows it: once it is gone or replaced
+        // (a tmp cleaner, anything of this user), the proxy is gone for the call, as it would be
+        // for a relaying bridge: later connections fail, none is served another way.
+        if (!socketStillThere(socketPath, socketIdentity)) {
+          socket.destroy();
+          for (const each of adopted) each.close();
+          return;
+        }
+        socket.setNoDelay(true);
+        server.emit("connection", socket);
+      });
+    },
     close: () => {
       closed ??= (async () => {
+        for (const listener of adopted) listener.close();
         await new Promise<void>((done) => {
           server.close(() => done());
           for (const socket of sockets) socket.destroy();
@@ -215,6 +247,16 @@ interface Context {
   resolve: (host: string) => Promise<string[]>;
   /** Open tunnels' upstream sockets: closed with the proxy. */
   upstreams: Set<Socket>;
+}
+
+/** Whether the proxy's socket is still the one it made (same device and inode). */
+function socketStillThere(socketPath: string, made: Stats): boolean {
+  try {
+    const now = lstatSync(socketPath);
+    return now.isSocket() && now.ino === made.ino && now.dev === made.dev;
+  } catch {
+    return false;
+  }
 }
 
 async function resolveAll(host: string): Promise<string[]> {

@@ -85,8 +85,15 @@ export async function startBackground(options: StartBackgroundOptions): Promise<
     cwd: options.cwd,
     env: options.env,
     detached: true,
-    stdio: ["ignore", "pipe", "pipe", ...Array.from({ length: options.extraPipes }, () => "pipe" as const)],
+    stdio: [
+      "ignore",
+      "pipe",
+      "pipe",
+      ...Array.from({ length: options.extraPipes }, () => "pipe" as const),
+      ...(options.channel !== undefined ? ["ipc" as const] : []),
+    ],
   });
+  options.channel?.(child);
   let hasExited = false;
   const exited = new Promise<BackgroundExit>((resolve) =>
     child.once("exit", (code, signal) => {

@@ -16,7 +16,13 @@ import {
   refusalFile,
   stubFile,
 } from "./denied-programs.js";
-import { bridgedArgv, bridgeEnvironment, bridgeMounts } from "./egress-bridge.js";
+import {
+  type BridgeMode,
+  bridgedArgv,
+  bridgeEnvironment,
+  bridgeMounts,
+  receiveListener,
+} from "./egress-bridge.js";
 import { secretMasks } from "./harness-secrets.js";
 import { hostViewArguments, isWithin, shownRoots, usableHome } from "./host-view.js";
 import { probeMemoPath, probeRemembered, rememberProbe } from "./probe-memo.js";
@@ -189,18 +195,23 @@ export class BwrapSandbox implements Sandbox {
       (await request.sessionNetwork.available())
         ? await request.sessionNetwork.enter(this.bwrapPath)
         : undefined;
-    const args = bwrapArguments({
-      profile: this.profile,
-      workspace,
-      hostView,
-      protectedMounts: mounts.args,
-      secretMasks: [...masks, ...bridge],
-      deniedMounts,
-      argv: bridge.length > 0 ? bridgedArgv(process.execPath, request.argv) : request.argv,
-      ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
-      ...(request.network === true ? { network: true } : {}),
-      ...(joined !== undefined ? { joinsNamespace: true } : {}),
-    });
+    // The bridge hands its listening socket to the proxy when the proxy can take it; on a
+    // pseudo-terminal (no channel) it relays instead.
+    const adopt = bridge.length > 0 ? egress?.adopt : undefined;
+    const layout = (mode: BridgeMode) =>
+      bwrapArguments({
+        profile: this.profile,
+        workspace,
+        hostView,
+        protectedMounts: mounts.args,
+        secretMasks: [...masks, ...bridge],
+        deniedMounts,
+        argv: bridge.length > 0 ? bridgedArgv(process.execPath, request.argv, mode) : request.argv,
+        ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
+        ...(request.network === true ? { network: true } : {}),
+        ...(joined !== undefined ? { joinsNamespace: true } : {}),
+      });
+    const args = layout(adopt !== undefined ? "handoff" : "relay");
     // The host's TMPDIR may point at a directory that is not mounted here; /tmp is private and
     // writable. Without a usable home, the command gets one under the private /tmp.
     const env = {
@@ -214,13 +225,16 @@ export class BwrapSandbox implements Sandbox {
     const guard = guardAbsent(workspace, mounts.absent);
     let quarantined: Quarantined[] = [];
     const file = joined !== undefined ? (joined.prefix[0] as string) : this.bwrapPath;
-    const fileArgs = joined !== undefined ? [...joined.prefix.slice(1), this.bwrapPath, ...args] : args;
+    const withPrefix = (bwrapArgs: string[]) =>
+      joined !== undefined ? [...joined.prefix.slice(1), this.bwrapPath, ...bwrapArgs] : bwrapArgs;
+    const fileArgs = withPrefix(args);
     return {
       file,
       args: fileArgs,
       cwd: request.cwd ?? workspace,
       env,
       extraPipes: 1,
+      ...(adopt !== undefined ? { channel: (child) => receiveListener(child, adopt) } : {}),
       ...(refusals !== undefined ? { refusals: () => readRefusals(refusals) } : {}),
       quarantined: () => quarantined,
       createTree: (child) => {
@@ -238,7 +252,14 @@ export class BwrapSandbox implements Sandbox {
         const info = path.join(directory, "info.json");
         return {
           file: "/bin/sh",
-          args: ["-c", `info=$1; shift; exec "$@" ${INFO_FD}>"$info"`, "sh", info, file, ...fileArgs],
+          args: [
+            "-c",
+            `info=$1; shift; exec "$@" ${INFO_FD}>"$info"`,
+            "sh",
+            info,
+            file,
+            ...(adopt !== undefined ? withPrefix(layout("relay")) : fileArgs),
+          ],
           createTree: (pid, exited) => {
             void exited.then(() => {
               quarantined = guard.settle();

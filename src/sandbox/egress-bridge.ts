@@ -1,16 +1,20 @@
+import type { ChildProcess } from "node:child_process";
+import { Server } from "node:net";
 import { RELAY_READ_BYTES } from "../network/relay.js";
 import { CodedError } from "../shared/coded-error.js";
 import { isWithin } from "./host-view.js";
 
 /**
  * The way out of a sandbox with network `policy`. The sandbox keeps its own network namespace
- * (only loopback), so nothing inside can reach the host's network; the call's proxy socket
- * (network/proxy.ts) is bound in read-only, and a small forwarder, node running FORWARDER,
- * listens on a port of its own on 127.0.0.1 inside the namespace and carries each connection to that
- * socket, its downloads read in large buffers as the proxy's are (network/relay.ts). The command
- * runs as the forwarder's child with the proxy variables set: its exit code
- * and signal are the forwarder's, and when it ends the forwarder ends. A process that ignores the
- * variables finds no route anywhere.
+ * (only loopback), so nothing inside can reach the host's network. A small forwarder, node running
+ * FORWARDER, starts in front of the command, creates a listening socket on a port of its own on
+ * 127.0.0.1 inside the namespace and hands it to harness over an IPC channel (`handoff`): the
+ * call's proxy (network/proxy.ts) accepts the sandbox's connections on that socket itself, so a
+ * download is copied once, by the proxy, not twice. On a pseudo-terminal, which can carry no
+ * channel, the forwarder instead carries each connection to the proxy's socket, bound in
+ * read-only (`relay`). The command runs as the forwarder's child with the proxy variables set:
+ * its exit code and signal are the forwarder's, and when it ends the forwarder ends. A process
+ * that ignores the variables finds no route anywhere.
  */
 
 /** Where the proxy's directory appears inside the sandbox. */
@@ -74,15 +78,39 @@ export function bundleEnvironment(): Record<string, string> {
 }
 
 /**
- * The forwarder, as CommonJS for `node -e`: argv is SOCKET PORT COMMAND... It starts the command
- * only once it listens (or exits 125 saying why), with the proxy variables set to the address it
+ * How the forwarder gets connections to the proxy. `handoff`: it creates the listening socket in
+ * the sandbox's namespace and hands it over an IPC channel to harness, whose proxy then accepts
+ * the sandbox's connections itself, on its own event loop: no process copies the bytes in
+ * between. `relay`: it accepts them and carries each to the proxy's UNIX socket (a process on a
+ * pseudo-terminal, which can be given no channel).
+ */
+export type BridgeMode = "handoff" | "relay";
+
+/** The message the forwarder sends with its listening socket, and harness's answer. */
+export const LISTENER_MESSAGE = "harness-egress-listener";
+const ACCEPTED_MESSAGE = "harness-egress-accepted";
+/** How long the forwarder waits for harness to take the socket before it gives up (exit 125). */
+const HANDOFF_TIMEOUT_MS = 15_000;
+
+/**
+ * The forwarder, as CommonJS for `node -e`: argv is MODE SOCKET PORT COMMAND... It starts the
+ * command only once the way out is in place (or exits 125 saying why: a hand-off refused or
+ * timed out means no network, never another way), with the proxy variables set to the address it
  * got, passes the termination signals on, and leaves the way the command left: the same exit
  * code, or the same signal.
+ *
+ * In `handoff` mode the channel is closed (by harness, then here) before the command starts: the
+ * command inherits no descriptor of it and cannot speak to harness; NODE_CHANNEL_FD is gone from
+ * its environment (node removes it at start-up; removed again here).
  */
 const FORWARDER = `"use strict";
 const net = require("node:net");
 const { spawn } = require("node:child_process");
-const [socketPath, port, file, ...args] = process.argv.slice(1);
+const [mode, socketPath, port, file, ...args] = process.argv.slice(1);
+const fail = (why) => {
+  process.stderr.write("harness: " + why + ", so the command has no network and did not run\\n");
+  process.exit(125);
+};
 // One side closed: end the other once what is queued for it is written (a slow reader still gets
 // the tail), then close it; after an error, close it at once.
 const closeAfterFlush = (socket, abrupt) => {
@@ -90,7 +118,7 @@ const closeAfterFlush = (socket, abrupt) => {
   socket.once("finish", () => socket.destroy());
   if (!socket.writableEnded) socket.end();
 };
-const server = net.createServer({ noDelay: true }, (client) => {
+const relay = (client) => {
   // Downloads are read from the proxy's socket into large buffers of our own and written to the
   // client as they are (no stream layer per chunk); a buffer is reused once the kernel took it.
   const spare = [];
@@ -111,15 +139,20 @@ const server = net.createServer({ noDelay: true }, (client) => {
   client.on("close", (hadError) => closeAfterFlush(upstream, hadError));
   upstream.on("close", (hadError) => closeAfterFlush(client, hadError));
   client.pipe(upstream);
-});
+};
+// In handoff mode harness accepts every connection; one this process would accept in the moment
+// before it lets go of the socket is closed.
+const server = net.createServer({ noDelay: true }, mode === "relay" ? relay : (client) => client.destroy());
 server.on("error", (error) => {
   process.stderr.write("harness: the network bridge could not listen (" + (error.code || "error") + ")\\n");
   process.exit(125);
 });
-server.listen(Number(port), "127.0.0.1", () => {
+const run = (listening) => {
   const signals = ["SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2"];
-  const proxy = "http://127.0.0.1:" + server.address().port;
+  const proxy = "http://127.0.0.1:" + listening;
   const env = { ...process.env };
+  delete env.NODE_CHANNEL_FD;
+  delete env.NODE_CHANNEL_SERIALIZATION_MODE;
   for (const name of ${JSON.stringify(PROXY_VARIABLES)}) env[name] = proxy;
   const child = spawn(file, args, { stdio: "inherit", env });
   for (const signal of signals) process.on(signal, () => { try { child.kill(signal); } catch {} });
@@ -137,12 +170,73 @@ server.listen(Number(port), "127.0.0.1", () => {
       process.exit(code === null ? 1 : code);
     }
   });
+};
+server.listen(Number(port), "127.0.0.1", () => {
+  const listening = server.address().port;
+  if (mode === "relay") return run(listening);
+  if (mode !== "handoff" || typeof process.send !== "function") return fail("the network hand-off has no channel");
+  let accepted = false;
+  const timer = setTimeout(() => fail("the network hand-off timed out"), ${HANDOFF_TIMEOUT_MS});
+  process.on("message", (message) => {
+    if (message && message.type === ${JSON.stringify(ACCEPTED_MESSAGE)}) accepted = true;
+  });
+  // Harness closes the channel once it holds the socket: only then does the command start.
+  process.once("disconnect", () => {
+    clearTimeout(timer);
+    if (!accepted) return fail("the network hand-off was refused");
+    run(listening);
+  });
+  process.send({ type: ${JSON.stringify(LISTENER_MESSAGE)}, port: listening }, server, (error) => {
+    if (error) return fail("the network hand-off failed (" + (error.code || "error") + ")");
+    // The socket is harness's now (the kernel passed it with the message): this copy goes.
+    server.close();
+  });
 });
 `;
 
-/** The argv that runs `argv` behind the forwarder, with node at `execPath`. */
-export function bridgedArgv(execPath: string, argv: readonly string[]): string[] {
-  return [execPath, "-e", FORWARDER, "--", BRIDGE_SOCKET, String(BRIDGE_PORT), ...argv];
+/** The argv that runs `argv` behind the forwarder in `mode`, with node at `execPath`. */
+export function bridgedArgv(execPath: string, argv: readonly string[], mode: BridgeMode = "relay"): string[] {
+  return [execPath, "-e", FORWARDER, "--", mode, BRIDGE_SOCKET, String(BRIDGE_PORT), ...argv];
+}
+
+/**
+ * Harness's end of a `handoff` forwarder's channel: take the listening socket it sends (a TCP
+ * server on 127.0.0.1 in the sandbox's namespace), give it to `adopt` (the call's proxy), say so,
+ * and close the channel before the command starts. Anything else (a message without a server, a
+ * server not on 127.0.0.1) closes the channel unanswered: the forwarder then fails the command
+ * closed. Only the first message counts; the channel is never read again.
+ */
+export function receiveListener(child: ChildProcess, adopt: (listener: Server) => void): void {
+  if (child.connected !== true) return;
+  child.once("message", (message: unknown, handle: unknown) => {
+    let ok = false;
+    try {
+      if (isListenerMessage(message) && handle instanceof Server) {
+        const address = handle.address();
+        if (typeof address === "object" && address !== null && address.address === "127.0.0.1") {
+          adopt(handle);
+          ok = true;
+        }
+      }
+      if (!ok && handle instanceof Server) handle.close();
+    } catch {
+      ok = false;
+    }
+    const close = () => {
+      if (child.connected) child.disconnect();
+    };
+    if (ok) child.send({ type: ACCEPTED_MESSAGE }, close);
+    else close();
+  });
+  child.on("error", () => undefined);
+}
+
+function isListenerMessage(message: unknown): boolean {
+  return (
+    typeof message === "object" &&
+    message !== null &&
+    (message as { type?: unknown }).type === LISTENER_MESSAGE
+  );
 }
 
 /**

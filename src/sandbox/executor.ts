@@ -1,3 +1,4 @@
+import type { Server } from "node:net";
 import type { ArtifactStore } from "../artifacts/store.js";
 import { type EgressProxy, type EgressProxyOptions, startEgressProxy } from "../network/proxy.js";
 import type { Quarantined } from "./absent-guard.js";
@@ -206,7 +207,7 @@ export class Executor {
    */
   async prepare(
     request: Pick<ExecuteRequest, "purpose" | "argv" | "workspace" | "profile"> &
-      Pick<StartRequest, "cwd" | "network" | "extraEnv"> & { egressDirectory?: string },
+      Pick<StartRequest, "cwd" | "network" | "extraEnv"> & { egressProxy?: EgressProxy },
   ): Promise<{ launch: Launch; facts: ProcessFacts }> {
     const { sandbox } = request.profile;
     await sandbox.ensureAvailable();
@@ -217,7 +218,7 @@ export class Executor {
       env,
       ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
       ...(request.network === true ? { network: true } : {}),
-      ...(request.egressDirectory !== undefined ? { egress: { directory: request.egressDirectory } } : {}),
+      ...(request.egressProxy !== undefined ? { egress: egressOf(request.egressProxy) } : {}),
       ...(this.sessionNetwork !== undefined && SESSION_NETWORK_PURPOSES.includes(request.purpose)
         ? { sessionNetwork: this.sessionNetwork }
         : {}),
@@ -244,7 +245,7 @@ export class Executor {
         ...rest,
         ...(proxy !== undefined
           ? {
-              egressDirectory: proxy.directory,
+              egressProxy: proxy,
               extraEnv: { ...rest.extraEnv, ...credentialEnvironment(egress, proxy) },
             }
           : network !== undefined
@@ -276,7 +277,7 @@ export class Executor {
       const { launch, facts } = await this.prepare({
         ...rest,
         purpose: "shell",
-        ...(proxy !== undefined ? { egressDirectory: proxy.directory } : {}),
+        ...(proxy !== undefined ? { egressProxy: proxy } : {}),
       });
       const secrets = this.secrets;
       const started = await startBackground({
@@ -346,7 +347,7 @@ export class Executor {
     const { launch, facts } = await this.prepare({
       ...rest,
       extraEnv: { ...rest.extraEnv, ...credentialEnvironment(egress, proxy) },
-      ...(proxy !== undefined ? { egressDirectory: proxy.directory } : {}),
+      ...(proxy !== undefined ? { egressProxy: proxy } : {}),
     });
     const { sandbox } = request.profile;
     const secrets = this.secrets;
@@ -376,6 +377,11 @@ export class Executor {
       ...(quarantined.length > 0 ? { quarantined } : {}),
     };
   }
+}
+
+/** A call's proxy as its sandbox needs it: the socket's directory, and where the bridge's listener goes. */
+function egressOf(proxy: EgressProxy): { directory: string; adopt: (listener: Server) => void } {
+  return { directory: proxy.directory, adopt: (listener) => proxy.adopt(listener) };
 }
 
 /**

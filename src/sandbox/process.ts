@@ -35,6 +35,8 @@ export interface RunProcessOptions {
   extraPipes?: number;
   /** How to find and kill the command's processes; default: its process group. */
   createTree?: (child: ChildProcess) => ProcessTree;
+  /** An IPC channel after the extra pipes, served by this (see Launch.channel). */
+  channel?: (child: ChildProcess) => void;
   /**
    * Called once the process exists, before waiting on it, so the caller can record the group
    * (see killSurvivors). If it throws, the tree is killed and runProcess rejects.
@@ -122,8 +124,10 @@ export async function runProcess(options: RunProcessOptions): Promise<ProcessRes
       "pipe",
       "pipe",
       ...Array.from({ length: options.extraPipes ?? 0 }, () => "pipe" as const),
+      ...(options.channel !== undefined ? ["ipc" as const] : []),
     ],
   });
+  options.channel?.(child);
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once("exit", (code, signal) => resolve({ code, signal })),
   );

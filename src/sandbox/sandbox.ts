@@ -1,4 +1,5 @@
 import type { ChildProcess } from "node:child_process";
+import type { Server } from "node:net";
 import { CodedError } from "../shared/coded-error.js";
 import type { ProtectedPaths } from "../workspace/protected.js";
 import type { Quarantined } from "./absent-guard.js";
@@ -69,7 +70,14 @@ export interface LaunchRequest {
    * The namespace stays without a network; the command runs behind the bridge (egress-bridge.ts).
    * Only an isolating sandbox can honour it.
    */
-  egress?: { directory: string };
+  egress?: {
+    directory: string;
+    /**
+     * Takes the listening socket the bridge makes in the namespace (its `handoff` mode): the
+     * proxy then accepts the command's connections itself. Absent: the bridge relays them.
+     */
+    adopt?: (listener: Server) => void;
+  };
   /**
    * The session's network namespace (session-network.ts): the command joins it instead of getting
    * a fresh one, so servers the session's commands start on loopback reach each other. Ignored
@@ -88,6 +96,12 @@ export interface Launch {
   extraPipes: number;
   /** How to find the command's processes; undefined: its process group. */
   createTree?: (child: ChildProcess) => ProcessTree;
+  /**
+   * The launch needs an IPC channel (the `ipc` entry after the extra pipes): called with the
+   * child as soon as it is spawned, to serve its end. Not available on a pseudo-terminal, whose
+   * launch (onTerminal) must not need it.
+   */
+  channel?: (child: ChildProcess) => void;
   /**
    * For a command on a pseudo-terminal, which can be handed no pipe beyond the terminal: the
    * launch rewritten so what the wrapper reports on fd 3 goes to a file, and how its processes are

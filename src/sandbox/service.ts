@@ -26,6 +26,8 @@ export interface StartServiceOptions {
   env: Record<string, string>;
   extraPipes?: number;
   createTree?: (child: ChildProcess) => ProcessTree;
+  /** An IPC channel after the extra pipes, served by this (see Launch.channel). */
+  channel?: (child: ChildProcess) => void;
   /** stderr is kept bounded (head and tail); it is diagnostics, never protocol. */
   stderrLimits?: CaptureLimits;
   /** Applied to stderr before it is kept (secret scrubbing). */
@@ -93,8 +95,10 @@ export async function startService(options: StartServiceOptions): Promise<Servic
       "pipe",
       "pipe",
       ...Array.from({ length: options.extraPipes ?? 0 }, () => "pipe" as const),
+      ...(options.channel !== undefined ? ["ipc" as const] : []),
     ],
   });
+  options.channel?.(child);
   let hasExited = false;
   const exited = new Promise<ServiceExit>((resolve) =>
     child.once("exit", (code, signal) => {
