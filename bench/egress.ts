@@ -27,12 +27,14 @@ const CLIENT = `"use strict";
 const net = require("node:net");
 const HOST = ${JSON.stringify(HOST)};
 const BYTES = ${BYTES};
-function job({ kind, port, socket }) {
+function job({ kind, port, socket, plain }) {
   return new Promise((resolve, reject) => {
     const began = performance.now();
     const conn = socket ? net.connect(socket) : net.connect(port, HOST);
-    const request = "GET /big HTTP/1.1\\r\\nhost: " + HOST + "\\r\\nconnection: close\\r\\n\\r\\n";
-    let established = !socket;
+    // plain: an absolute-URI request to the proxy (its plain-HTTP path), no CONNECT.
+    const target = plain ? "http://" + HOST + ":" + port + "/big" : "/big";
+    const request = "GET " + target + " HTTP/1.1\\r\\nhost: " + HOST + "\\r\\nconnection: close\\r\\n\\r\\n";
+    let established = !socket || plain;
     let received = 0;
     const ready = () => {
       if (kind === "open") { resolve(performance.now() - began); conn.destroy(); }
@@ -40,7 +42,7 @@ function job({ kind, port, socket }) {
     };
     conn.once("error", reject);
     conn.once("connect", () => {
-      if (socket) conn.write("CONNECT " + HOST + ":" + port + " HTTP/1.1\\r\\n\\r\\n");
+      if (socket && !plain) conn.write("CONNECT " + HOST + ":" + port + " HTTP/1.1\\r\\n\\r\\n");
       else ready();
     });
     conn.on("data", (chunk) => {
@@ -72,12 +74,14 @@ require("node:readline").createInterface({ input: process.stdin }).on("line", (l
  * The server and every client run in processes and sessions of their own (see the server). The arms, run interleaved (the order reversed
  * every other round), medians:
  * - child: a node client in its own process, timed inside it: direct vs CONNECT through the
- *   proxy's socket. The proxy runs in this process, which does nothing else meanwhile: this is
- *   the goal's measure (<= 1.2x).
+ *   proxy's socket, and vs a plain absolute-URI request on it (the plain-HTTP path, relayed raw).
+ *   The proxy runs in this process, which does nothing else meanwhile: this is the goal's
+ *   measure (<= 1.2x).
  * - curl: curl's own time_total (no process start-up): direct; through the proxy's socket as a
  *   plain proxy request (`--unix-socket` with an absolute request target: the proxy's HTTP
- *   forwarding path); and inside the sandbox behind the bridge and the proxy (the sandbox's and
- *   the bridge's start-up outside curl's clock, so not in it), as a plain proxy request and
+ *   forwarding path); and inside the sandbox, where the proxy accepts the sandbox's connections
+ *   on the socket the bridge handed it (one hop; the sandbox's and the bridge's start-up outside
+ *   curl's clock, so not in it), as a plain proxy request and
  *   through a CONNECT tunnel (`-p`, the path of https).
  * - wall: the executor's whole call, curl unsandboxed and direct vs sandboxed behind the bridge
  *   and the proxy, start-up included; the start-up alone is the `call_true` rows.
@@ -155,6 +159,7 @@ export async function benchEgress(): Promise<BenchRow[]> {
     const times = {
       childDirect: [] as number[],
       childTunnel: [] as number[],
+      childPlain: [] as number[],
       curlDirect: [] as number[],
       curlProxy: [] as number[],
       curlSandbox: [] as number[],
@@ -184,6 +189,10 @@ export async function benchEgress(): Promise<BenchRow[]> {
       async () =>
         void times.childTunnel.push(
           await costed("proxied", { kind: "download", port, socket: proxy.socketPath }),
+        ),
+      async () =>
+        void times.childPlain.push(
+          await ask({ kind: "download", port, socket: proxy.socketPath, plain: true }),
         ),
       async () => {
         const { wall, inside } = await curl(false);
@@ -256,6 +265,18 @@ export async function benchEgress(): Promise<BenchRow[]> {
         note: "goal <= 1.2",
       },
       {
+        name: "egress.child.download.proxy_plain",
+        value: m(times.childPlain),
+        unit: "ms",
+        note: `${note}, same client, plain http:// request on the proxy's socket (relayed raw)`,
+      },
+      {
+        name: "egress.child.ratio.proxy_plain_vs_direct",
+        value: ratio(times.childPlain, times.childDirect),
+        unit: "x",
+        note: "plain http://, goal <= 1.2",
+      },
+      {
         name: "egress.child.cpu.proxy",
         value: round((cpu.proxied[1] ?? 0) / DOWNLOADS),
         unit: "ms",
@@ -295,7 +316,7 @@ export async function benchEgress(): Promise<BenchRow[]> {
         name: "egress.curl.time_total.sandbox_bridge_proxy",
         value: m(times.curlSandbox),
         unit: "ms",
-        note: `${note}, curl's own clock in the sandbox: bridge and proxy, no start-up`,
+        note: `${note}, curl's own clock in the sandbox, plain http://: the proxy on the bridge's socket, no start-up`,
       },
       {
         name: "egress.curl.ratio.sandbox_bridge_proxy_vs_direct",
@@ -406,6 +427,8 @@ interface ClientJob {
   kind: "download" | "open";
   port: number;
   socket?: string;
+  /** With `socket`: a plain absolute-URI request instead of a CONNECT tunnel. */
+  plain?: boolean;
 }
 
 /** Send a job to the client process and wait for its answer, one at a time. */
