@@ -176,11 +176,17 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
   const queues = new WeakMap<Duplex, Promise<void>>();
   server.on("request", (request: IncomingMessage, response: ServerResponse) => {
     const socket = request.socket;
-    const work = (queues.get(socket) ?? Promise.resolve()).then(() =>
-      socket.destroyed || isRelaying(socket)
-        ? undefined
-        : forward(context, request, response).catch(() => void response.destroy()),
-    );
+    // Done once its answer has been handed to the socket whole (or the socket closed): only then
+    // may the next request's answer, possibly raw bytes, follow it.
+    const answered = new Promise<void>((done) => {
+      response.once("finish", done);
+      response.once("close", done);
+    });
+    const work = (queues.get(socket) ?? Promise.resolve()).then(async () => {
+      if (socket.destroyed || isRelaying(socket)) return;
+      await forward(context, request, response).catch(() => void response.destroy());
+      await answered;
+    });
     queues.set(socket, work);
     track(work);
   });

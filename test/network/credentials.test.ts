@@ -329,6 +329,33 @@ describe("the proxy substitutes credentials for bound hosts only", () => {
     expect(used).toEqual(["NPM_TOKEN@localhost"]);
   });
 
+  it("a raw answer pipelined behind a bound host's answer waits until that answer is written whole", async () => {
+    // The bound host's answer goes through node's client and is scrubbed; the next request, for a
+    // host with no credential, is relayed raw: its bytes must follow the first answer, never cut into it.
+    const big = "a".repeat(2 * 1024 * 1024);
+    const bound = await answeringListener(
+      Buffer.from(`HTTP/1.1 200 OK\r\ncontent-length: ${big.length}\r\nconnection: close\r\n\r\n${big}`),
+    );
+    const second = "HTTP/1.1 200 OK\r\ncontent-length: 6\r\nconnection: close\r\n\r\nsecond";
+    const unbound = await answeringListener(Buffer.from(second));
+    const { proxy } = await proxyWith(credentialsFor(["localhost"]));
+    const plain = connect(proxy.socketPath);
+    cleanups.push(() => void plain.destroy());
+    // A slow reader at first: the first answer backs up in the proxy while its upstream closes.
+    plain.write(
+      `GET http://localhost:${bound.port}/big HTTP/1.1\r\nhost: localhost\r\n\r\n` +
+        `GET http://127.0.0.1:${unbound.port}/small HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n`,
+    );
+    plain.pause();
+    await new Promise((done) => setTimeout(done, 500));
+    const answer = await exchange(plain, []);
+    expect(answer.endsWith(second)).toBe(true);
+    const first = answer.slice(0, answer.length - second.length);
+    expect(first).toMatch(/^HTTP\/1.1 200 /);
+    expect(first.slice(first.indexOf("\r\n\r\n")).split("a").length - 1).toBe(big.length);
+    expect(first.endsWith("a") || first.endsWith("0\r\n\r\n")).toBe(true);
+  });
+
   it("a bound host's echo of the value reaches the client as the placeholder (header and deflated body)", async () => {
     const body = deflateSync(Buffer.from(`you sent Bearer ${TOKEN} and ${encodeURIComponent(TOKEN)}`));
     const listener = await answeringListener(
