@@ -171,8 +171,8 @@ export async function benchEgress(): Promise<BenchRow[]> {
     };
     // CPU time (ms) spent per arm by the server, this process (the proxy) and the client: what a
     // download costs whatever the load (a wall ratio on a busy machine is mostly the share of CPU).
-    const cpu = { direct: [0, 0, 0], proxied: [0, 0, 0] };
-    const costed = async (arm: "direct" | "proxied", job: ClientJob): Promise<number> => {
+    const cpu = { direct: [0, 0, 0], proxied: [0, 0, 0], plain: [0, 0, 0] };
+    const costed = async (arm: "direct" | "proxied" | "plain", job: ClientJob): Promise<number> => {
       const before = [cpuMs(server.pid), process.cpuUsage(), cpuMs(client.pid)] as const;
       const ms = await ask(job);
       const own = process.cpuUsage(before[1]);
@@ -192,7 +192,7 @@ export async function benchEgress(): Promise<BenchRow[]> {
         ),
       async () =>
         void times.childPlain.push(
-          await ask({ kind: "download", port, socket: proxy.socketPath, plain: true }),
+          await costed("plain", { kind: "download", port, socket: proxy.socketPath, plain: true }),
         ),
       async () => {
         const { wall, inside } = await curl(false);
@@ -281,6 +281,12 @@ export async function benchEgress(): Promise<BenchRow[]> {
         value: round((cpu.proxied[1] ?? 0) / DOWNLOADS),
         unit: "ms",
         note: "CPU time of the proxy per 50 MB download (the client's own is the next row)",
+      },
+      {
+        name: "egress.child.cpu.proxy_plain",
+        value: round((cpu.plain[1] ?? 0) / DOWNLOADS),
+        unit: "ms",
+        note: "CPU time of the proxy per 50 MB download as a plain http:// request (relayed raw)",
       },
       {
         name: "egress.child.cpu.client",
