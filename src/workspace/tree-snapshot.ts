@@ -51,8 +51,10 @@ export { RECORD_MAX_BYTES } from "./tree-entry.js";
  * `.harness/tree-cache.json` so a new process rehashes nothing that did not change.
  */
 
-/** 2: rows carry the device; racy entries are no longer saved. */
-const CACHE_VERSION = 2;
+/** 3: a row a line (2: rows carry the device; racy entries are no longer saved). */
+const CACHE_VERSION = 3;
+/** The last version written on one line, still read (its rows are the same). */
+const WHOLE_CACHE_VERSION = 2;
 /** A hash taken less than this after the file's ctime is not trusted on the next walk. */
 const RACY_MS = 100;
 /** The same, on a file system whose times are whole seconds (FAT's are two). */
@@ -437,7 +439,7 @@ export class TreeSnapshot {
     // before it) is tens of megabytes held at the end of a first walk, when memory peaks.
     const fd = openSync(temp, "w", 0o600);
     try {
-      let text = `{"version":${CACHE_VERSION},"root":${JSON.stringify(this.options.root)},"rows":[`;
+      let text = `{"version":${CACHE_VERSION},"root":${JSON.stringify(this.options.root)},"rows":[\n`;
       let first = true;
       for (const [p, c] of this.cache) {
         // A racy entry is hashed again by whoever walks next, this process or another.
@@ -445,14 +447,14 @@ export class TreeSnapshot {
         const { entry } = c;
         const hash = "hash" in entry ? entry.hash : null;
         const link = "link" in entry ? entry.link : null;
-        text += `${first ? "" : ","}${JSON.stringify([p, c.dev, c.size, c.mtime, c.ctime, c.ino, c.mode, hash, link])}`;
+        text += `${first ? "" : ",\n"}${JSON.stringify([p, c.dev, c.size, c.mtime, c.ctime, c.ino, c.mode, hash, link])}`;
         first = false;
         if (text.length >= 256 * 1024) {
           writeAll(fd, text);
           text = "";
         }
       }
-      writeAll(fd, `${text}]}`);
+      writeAll(fd, `${text}${first ? "" : "\n"}]}`);
     } finally {
       closeSync(fd);
     }
@@ -472,30 +474,76 @@ export class TreeSnapshot {
   private load(): void {
     if (this.loaded) return;
     this.loaded = true;
-    let value: unknown;
+    let text: string;
     try {
-      value = JSON.parse(
-        readFileBeneath(this.options.stateDir, path.basename(this.cacheFile)).bytes.toString("utf8"),
-      );
+      text = readFileBeneath(this.options.stateDir, path.basename(this.cacheFile)).bytes.toString("utf8");
     } catch {
       return;
     }
-    if (typeof value !== "object" || value === null) return;
-    const { version, root, rows } = value as { version?: unknown; root?: unknown; rows?: unknown };
-    if (version !== CACHE_VERSION || root !== this.options.root || !Array.isArray(rows)) return;
-    for (const row of rows) {
-      if (!Array.isArray(row) || row.length !== 9) continue;
-      const [p, dev, size, mtime, ctime, ino, mode, hash, link] = row as unknown[];
-      if (typeof p !== "string" || typeof size !== "number" || typeof mtime !== "number") continue;
-      if (typeof ctime !== "number" || typeof ino !== "number" || typeof mode !== "number") continue;
-      if (typeof dev !== "number") continue;
-      let entry: FileEntry | LinkEntry;
-      if (typeof hash === "string" && /^[0-9a-f]{64}$/.test(hash))
-        entry = { hash, size, exec: (mode & 0o100) !== 0 };
-      else if (typeof link === "string") entry = { link };
-      else continue;
-      this.cache.set(p, { dev, size, mtime, ctime, ino, mode, entry, racy: false });
+    // A row a line: each is parsed alone, so what parsing leaves behind is one row at a time, not
+    // every row's array at once beside the whole text (tens of megabytes at a run's start). The
+    // file is still one JSON document. A cache of version 2 (one line) is read whole, once.
+    const header = text.indexOf("\n");
+    if (header === -1) {
+      this.loadWhole(text);
+      return;
     }
+    let value: unknown;
+    try {
+      value = JSON.parse(`${text.slice(0, header)}]}`);
+    } catch {
+      return;
+    }
+    if (!this.forThisRoot(value, CACHE_VERSION)) return;
+    let start = header + 1;
+    for (;;) {
+      const end = text.indexOf("\n", start);
+      if (end === -1) break;
+      const stop = text.charCodeAt(end - 1) === 0x2c ? end - 1 : end;
+      let row: unknown;
+      try {
+        row = JSON.parse(text.slice(start, stop));
+      } catch {
+        // A torn or edited line is one file to hash again; the rest still count.
+        row = undefined;
+      }
+      this.loadRow(row);
+      start = end + 1;
+    }
+  }
+
+  /** A cache on one line: written before rows had lines of their own (version 2), or rewritten so. */
+  private loadWhole(text: string): void {
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      return;
+    }
+    if (!this.forThisRoot(value, WHOLE_CACHE_VERSION) && !this.forThisRoot(value, CACHE_VERSION)) return;
+    const { rows } = value as { rows?: unknown };
+    if (Array.isArray(rows)) for (const row of rows) this.loadRow(row);
+  }
+
+  private forThisRoot(value: unknown, version: number): boolean {
+    if (typeof value !== "object" || value === null) return false;
+    const header = value as { version?: unknown; root?: unknown; rows?: unknown };
+    return header.version === version && header.root === this.options.root && Array.isArray(header.rows);
+  }
+
+  /** One saved row, checked field by field (a row of any other shape is ignored). */
+  private loadRow(row: unknown): void {
+    if (!Array.isArray(row) || row.length !== 9) return;
+    const [p, dev, size, mtime, ctime, ino, mode, hash, link] = row as unknown[];
+    if (typeof p !== "string" || typeof size !== "number" || typeof mtime !== "number") return;
+    if (typeof ctime !== "number" || typeof ino !== "number" || typeof mode !== "number") return;
+    if (typeof dev !== "number") return;
+    let entry: FileEntry | LinkEntry;
+    if (typeof hash === "string" && /^[0-9a-f]{64}$/.test(hash))
+      entry = { hash, size, exec: (mode & 0o100) !== 0 };
+    else if (typeof link === "string") entry = { link };
+    else return;
+    this.cache.set(p, { dev, size, mtime, ctime, ino, mode, entry, racy: false });
   }
 
   /**

@@ -171,7 +171,7 @@ describe("TreeSnapshot", () => {
     // More than one slice of rows, still one JSON document.
     expect(text.length).toBeGreaterThan(256 * 1024);
     const cache = JSON.parse(text) as { version: number; root: string; rows: unknown[][] };
-    expect(cache.version).toBe(2);
+    expect(cache.version).toBe(3);
     expect(cache.root).toBe(root);
     expect(cache.rows).toHaveLength(1_000);
     const second = snapshotter(root);
@@ -352,6 +352,30 @@ describe("TreeSnapshot", () => {
     const second = snapshotter(root);
     await second.snapshot();
     expect(second.last?.hashed).toBe(1);
+  });
+
+  it("saves a row a line; a cache written on one line (version 2) is still read, and a torn row costs only its file", async () => {
+    const root = workspace({ "a.txt": "a", "b.txt": "b", "c/d.txt": "d" });
+    const first = snapshotter(root);
+    const manifest = await first.snapshot();
+    first.save();
+    const file = join(root, ".harness/tree-cache.json");
+    const text = readFileSync(file, "utf8");
+    const lines = text.split("\n");
+    expect(lines).toHaveLength(5);
+    const cache = JSON.parse(text) as { version: number; rows: unknown[][] };
+    expect(cache.version).toBe(3);
+    expect(cache.rows.map((row) => row[0])).toEqual(["a.txt", "b.txt", "c/d.txt"]);
+
+    writeFileSync(file, JSON.stringify({ ...cache, version: 2 }));
+    const upgraded = snapshotter(root);
+    expect(await upgraded.snapshot()).toEqual(manifest);
+    expect(upgraded.last?.hashed).toBe(0);
+
+    writeFileSync(file, [lines[0], lines[1], '["b.txt",1,', lines[3], lines[4]].join("\n"));
+    const torn = snapshotter(root);
+    expect(await torn.snapshot()).toEqual(manifest);
+    expect(torn.last?.hashed).toBe(1);
   });
 
   it("a cache that cannot be read only costs a rehash", async () => {
