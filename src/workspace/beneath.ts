@@ -1,6 +1,7 @@
 import {
   closeSync,
   constants,
+  type Dirent,
   fstatSync,
   lstatSync,
   openSync,
@@ -144,11 +145,8 @@ export class HeldDir {
    * entry type, no stat per name). Only a hint: the name may be replaced by the time it is opened,
    * and `dir` refuses anything that is not a directory then.
    */
-  listTyped(): Array<{ name: string; directory: boolean }> {
-    return readdirSync(this.path, { withFileTypes: true }).map((dirent) => ({
-      name: dirent.name,
-      directory: dirent.isDirectory(),
-    }));
+  listTyped(): Dirent[] {
+    return readdirSync(this.path, { withFileTypes: true });
   }
 
   /** The entry `name` itself (a link is not followed); undefined when absent. */

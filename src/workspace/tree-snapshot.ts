@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import {
   closeSync,
+  type Dirent,
   existsSync,
   mkdirSync,
   openSync,
@@ -244,7 +245,7 @@ export class TreeSnapshot {
   private async visit(dir: HeldDir, prefix: string, walk: Walk): Promise<void> {
     // Watched through its descriptor: the directory read, whatever its name leads to now.
     this.watch.watch(prefix.slice(0, -1), dir.path, dir.stats.ino);
-    let names: Array<{ name: string; directory: boolean }>;
+    let names: Dirent[];
     try {
       names = dir.listTyped();
     } catch (error) {
@@ -254,8 +255,9 @@ export class TreeSnapshot {
       }
       throw error;
     }
-    for (const { name, directory } of names) {
-      const below = this.entry(dir, prefix + name, name, walk, directory);
+    for (const dirent of names) {
+      const { name } = dirent;
+      const below = this.entry(dir, prefix + name, name, walk, dirent.isDirectory());
       if (below !== undefined) {
         try {
           await this.visit(below, `${below.rel}/`, walk);
