@@ -1,6 +1,7 @@
 import {
   closeSync,
   constants,
+  type Dirent,
   fstatSync,
   lstatSync,
   openSync,
@@ -112,9 +113,12 @@ export class HeldDir {
     }
   }
 
+  private absPath: string | undefined;
+
   /** Where this directory is expected to be on the host. */
   get abs(): string {
-    return this.rel === "" ? this.root : path.join(this.root, this.rel);
+    this.absPath ??= this.rel === "" ? this.root : path.join(this.root, this.rel);
+    return this.absPath;
   }
 
   /** A path the kernel resolves from the held directory (the descriptor, not its name). */
@@ -136,6 +140,15 @@ export class HeldDir {
     return readdirSync(this.path);
   }
 
+  /**
+   * The names in this directory with whether each was a directory when listed (the kernel's
+   * entry type, no stat per name). Only a hint: the name may be replaced by the time it is opened,
+   * and `dir` refuses anything that is not a directory then.
+   */
+  listTyped(): Dirent[] {
+    return readdirSync(this.path, { withFileTypes: true });
+  }
+
   /** The entry `name` itself (a link is not followed); undefined when absent. */
   lstat(name: string): Stats | undefined {
     try {
@@ -144,6 +157,22 @@ export class HeldDir {
       const code = errnoCode(error);
       if (code === "ENOENT" || code === "ENOTDIR") return undefined;
       throw error;
+    }
+  }
+
+  /**
+   * The entry `name` looked up by its host path (`root/rel/name`), not through the descriptor:
+   * about half the kernel's work of a lookup through /proc. Only a hint, never a reason to read
+   * anything: a parent swapped for a link meanwhile makes it describe something else. Its one use
+   * is to find a file unchanged since the record last hashed it, which needs the same device,
+   * inode, change time, size, mtime and mode as then, so the same file, however it was reached.
+   * Undefined when absent.
+   */
+  statHint(name: string): Stats | undefined {
+    try {
+      return lstatSync(`${this.abs}/${name}`, { throwIfNoEntry: false });
+    } catch {
+      return undefined;
     }
   }
 

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import {
   closeSync,
+  type Dirent,
   existsSync,
   mkdirSync,
   openSync,
@@ -14,7 +15,14 @@ import path from "node:path";
 import { errnoCode } from "../shared/errno.js";
 import { sha256Hex } from "../shared/hash.js";
 import { BeneathError, HeldDir, openParent, readFileBeneath } from "./beneath.js";
-import { DIR, type Entry, isManifestPath, type Manifest } from "./manifest.js";
+import {
+  DIR,
+  type Entry,
+  type FileEntry,
+  isManifestPath,
+  type LinkEntry,
+  type Manifest,
+} from "./manifest.js";
 import { RECORD_MAX_BYTES, unreadEntry } from "./tree-entry.js";
 import { TreeExcludes } from "./tree-excludes.js";
 import { settleNotifications, TreeWatch } from "./tree-watch.js";
@@ -44,8 +52,10 @@ export { RECORD_MAX_BYTES } from "./tree-entry.js";
  * `.harness/tree-cache.json` so a new process rehashes nothing that did not change.
  */
 
-/** 2: rows carry the device; racy entries are no longer saved. */
-const CACHE_VERSION = 2;
+/** 3: a row a line (2: rows carry the device; racy entries are no longer saved). */
+const CACHE_VERSION = 3;
+/** The last version written on one line, still read (its rows are the same). */
+const WHOLE_CACHE_VERSION = 2;
 /** A hash taken less than this after the file's ctime is not trusted on the next walk. */
 const RACY_MS = 100;
 /** The same, on a file system whose times are whole seconds (FAT's are two). */
@@ -70,9 +80,11 @@ interface Cached {
   ctime: number;
   ino: number;
   mode: number;
-  /** sha256 for a file; the target for a symlink. */
-  hash?: string;
-  link?: string;
+  /**
+   * What the manifest records: for a file its sha256, size and exec bit, for a symlink its target.
+   * One object per file, shared by every walk's manifest that finds the file unchanged.
+   */
+  entry: FileEntry | LinkEntry;
   racy: boolean;
 }
 
@@ -233,9 +245,9 @@ export class TreeSnapshot {
   private async visit(dir: HeldDir, prefix: string, walk: Walk): Promise<void> {
     // Watched through its descriptor: the directory read, whatever its name leads to now.
     this.watch.watch(prefix.slice(0, -1), dir.path, dir.stats.ino);
-    let names: string[];
+    let names: Dirent[];
     try {
-      names = dir.list();
+      names = dir.listTyped();
     } catch (error) {
       if (errnoCode(error) === "EACCES" || errnoCode(error) === "ENOENT" || errnoCode(error) === "ENOTDIR") {
         if (prefix !== "") walk.stats.skipped.push(prefix.slice(0, -1));
@@ -243,8 +255,9 @@ export class TreeSnapshot {
       }
       throw error;
     }
-    for (const name of names) {
-      const below = this.entry(dir, prefix + name, name, walk);
+    for (const dirent of names) {
+      const { name } = dirent;
+      const below = this.entry(dir, prefix + name, name, walk, dirent.isDirectory());
       if (below !== undefined) {
         try {
           await this.visit(below, `${below.rel}/`, walk);
@@ -261,35 +274,44 @@ export class TreeSnapshot {
 
   /**
    * One name found in a held directory (or named by a notification): recorded or left out; a
-   * directory to walk into is returned held, for the caller to visit and close.
+   * directory to walk into is returned held, for the caller to visit and close. `listed`: what
+   * the directory's listing said the name was (true: a directory), when it came from one.
    */
-  private entry(dir: HeldDir, rel: string, name: string, walk: Walk, retried = false): HeldDir | undefined {
+  private entry(
+    dir: HeldDir,
+    rel: string,
+    name: string,
+    walk: Walk,
+    listed?: boolean,
+    retried = false,
+  ): HeldDir | undefined {
     // A name that is not UTF-8 cannot be written down as a path; it is left out, and said so.
     if (name.includes("\ufffd")) {
       walk.stats.skipped.push(rel);
       return;
     }
-    const st = dir.lstat(name);
-    if (st === undefined) return;
-    if (st.isDirectory()) {
-      if (this.excludes.excludesDir(rel, name)) return;
-      let below: HeldDir;
-      try {
-        below = dir.dir(name);
-      } catch (error) {
-        // Replaced since the lstat (by a link, a file): read again once as what it is now.
-        if (error instanceof BeneathError && error.code !== "OUTSIDE" && !retried)
-          return this.entry(dir, rel, name, walk, true);
-        if (error instanceof BeneathError || errnoCode(error) === "EACCES") {
-          walk.stats.skipped.push(rel);
+    // Listed as a directory: opened as one at once (the open is checked; no stat is needed first).
+    if (listed === true && !retried) return this.directory(dir, rel, name, walk);
+    const cached = listed === false ? this.cache.get(rel) : undefined;
+    if (cached !== undefined && !cached.racy) {
+      // Most files of a later walk are what they were: one lookup by host path finds them so (see
+      // HeldDir.statHint). Anything else is looked at again through the held directory.
+      const hint = dir.statHint(name);
+      if (
+        hint !== undefined &&
+        sameStat(cached, hint) &&
+        !hint.isDirectory() &&
+        !this.excludes.excludesFile(rel, name)
+      ) {
+        if (unreadEntry(hint, this.options.maxFileBytes ?? RECORD_MAX_BYTES) === undefined) {
+          this.record(rel, cached, walk);
           return;
         }
-        throw error;
       }
-      walk.manifest.set(rel, DIR);
-      walk.touched?.add(rel);
-      return below;
     }
+    const st = dir.lstat(name);
+    if (st === undefined) return;
+    if (st.isDirectory()) return this.directory(dir, rel, name, walk, retried);
     if (this.excludes.excludesFile(rel, name)) return;
     const unread = unreadEntry(st, this.options.maxFileBytes ?? RECORD_MAX_BYTES);
     if (unread !== undefined) {
@@ -299,9 +321,9 @@ export class TreeSnapshot {
       walk.touched?.add(rel);
       return;
     }
-    const cached = this.cache.get(rel);
+    const known = this.cache.get(rel);
     let entry: Cached | undefined;
-    if (cached && !cached.racy && sameStat(cached, st)) entry = cached;
+    if (known && !known.racy && sameStat(known, st)) entry = known;
     else {
       entry = this.hash(dir, name, rel, st, walk.now());
       if (entry === undefined) {
@@ -311,14 +333,41 @@ export class TreeSnapshot {
       walk.stats.hashed += 1;
       this.unsaved += 1;
     }
+    this.record(rel, entry, walk);
+  }
+
+  /** The directory `name` of a held directory, held for the walk to go into (undefined: left out). */
+  private directory(
+    dir: HeldDir,
+    rel: string,
+    name: string,
+    walk: Walk,
+    retried = false,
+  ): HeldDir | undefined {
+    if (this.excludes.excludesDir(rel, name)) return;
+    let below: HeldDir;
+    try {
+      below = dir.dir(name);
+    } catch (error) {
+      // Replaced since it was listed or stat'ed (by a link, a file): read again once as what it is now.
+      if (error instanceof BeneathError && error.code !== "OUTSIDE" && !retried)
+        return this.entry(dir, rel, name, walk, undefined, true);
+      if (error instanceof BeneathError || errnoCode(error) === "EACCES") {
+        walk.stats.skipped.push(rel);
+        return;
+      }
+      throw error;
+    }
+    walk.manifest.set(rel, DIR);
+    walk.touched?.add(rel);
+    return below;
+  }
+
+  /** A file or link the walk found, as hashed now or before. */
+  private record(rel: string, entry: Cached, walk: Walk): void {
     walk.seen.set(rel, entry);
     walk.touched?.add(rel);
-    walk.manifest.set(
-      rel,
-      entry.link !== undefined
-        ? { link: entry.link }
-        : { hash: entry.hash as string, size: entry.size, exec: (entry.mode & 0o100) !== 0 },
-    );
+    walk.manifest.set(rel, entry.entry);
     if (this.options.progress && walk.stats.hashed > 0 && Date.now() - walk.lastReport > 1000) {
       walk.lastReport = Date.now();
       this.options.progress(walk.manifest.size, walk.stats.hashed);
@@ -392,19 +441,22 @@ export class TreeSnapshot {
     // before it) is tens of megabytes held at the end of a first walk, when memory peaks.
     const fd = openSync(temp, "w", 0o600);
     try {
-      let text = `{"version":${CACHE_VERSION},"root":${JSON.stringify(this.options.root)},"rows":[`;
+      let text = `{"version":${CACHE_VERSION},"root":${JSON.stringify(this.options.root)},"rows":[\n`;
       let first = true;
       for (const [p, c] of this.cache) {
         // A racy entry is hashed again by whoever walks next, this process or another.
         if (c.racy) continue;
-        text += `${first ? "" : ","}${JSON.stringify([p, c.dev, c.size, c.mtime, c.ctime, c.ino, c.mode, c.hash ?? null, c.link ?? null])}`;
+        const { entry } = c;
+        const hash = "hash" in entry ? entry.hash : null;
+        const link = "link" in entry ? entry.link : null;
+        text += `${first ? "" : ",\n"}${JSON.stringify([p, c.dev, c.size, c.mtime, c.ctime, c.ino, c.mode, hash, link])}`;
         first = false;
         if (text.length >= 256 * 1024) {
           writeAll(fd, text);
           text = "";
         }
       }
-      writeAll(fd, `${text}]}`);
+      writeAll(fd, `${text}${first ? "" : "\n"}]}`);
     } finally {
       closeSync(fd);
     }
@@ -424,29 +476,76 @@ export class TreeSnapshot {
   private load(): void {
     if (this.loaded) return;
     this.loaded = true;
-    let value: unknown;
+    let text: string;
     try {
-      value = JSON.parse(
-        readFileBeneath(this.options.stateDir, path.basename(this.cacheFile)).bytes.toString("utf8"),
-      );
+      text = readFileBeneath(this.options.stateDir, path.basename(this.cacheFile)).bytes.toString("utf8");
     } catch {
       return;
     }
-    if (typeof value !== "object" || value === null) return;
-    const { version, root, rows } = value as { version?: unknown; root?: unknown; rows?: unknown };
-    if (version !== CACHE_VERSION || root !== this.options.root || !Array.isArray(rows)) return;
-    for (const row of rows) {
-      if (!Array.isArray(row) || row.length !== 9) continue;
-      const [p, dev, size, mtime, ctime, ino, mode, hash, link] = row as unknown[];
-      if (typeof p !== "string" || typeof size !== "number" || typeof mtime !== "number") continue;
-      if (typeof ctime !== "number" || typeof ino !== "number" || typeof mode !== "number") continue;
-      if (typeof dev !== "number") continue;
-      const entry: Cached = { dev, size, mtime, ctime, ino, mode, racy: false };
-      if (typeof hash === "string" && /^[0-9a-f]{64}$/.test(hash)) entry.hash = hash;
-      else if (typeof link === "string") entry.link = link;
-      else continue;
-      this.cache.set(p, entry);
+    // A row a line: each is parsed alone, so what parsing leaves behind is one row at a time, not
+    // every row's array at once beside the whole text (tens of megabytes at a run's start). The
+    // file is still one JSON document. A cache of version 2 (one line) is read whole, once.
+    const header = text.indexOf("\n");
+    if (header === -1) {
+      this.loadWhole(text);
+      return;
     }
+    let value: unknown;
+    try {
+      value = JSON.parse(`${text.slice(0, header)}]}`);
+    } catch {
+      return;
+    }
+    if (!this.forThisRoot(value, CACHE_VERSION)) return;
+    let start = header + 1;
+    for (;;) {
+      const end = text.indexOf("\n", start);
+      if (end === -1) break;
+      const stop = text.charCodeAt(end - 1) === 0x2c ? end - 1 : end;
+      let row: unknown;
+      try {
+        row = JSON.parse(text.slice(start, stop));
+      } catch {
+        // A torn or edited line is one file to hash again; the rest still count.
+        row = undefined;
+      }
+      this.loadRow(row);
+      start = end + 1;
+    }
+  }
+
+  /** A cache on one line: written before rows had lines of their own (version 2), or rewritten so. */
+  private loadWhole(text: string): void {
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      return;
+    }
+    if (!this.forThisRoot(value, WHOLE_CACHE_VERSION) && !this.forThisRoot(value, CACHE_VERSION)) return;
+    const { rows } = value as { rows?: unknown };
+    if (Array.isArray(rows)) for (const row of rows) this.loadRow(row);
+  }
+
+  private forThisRoot(value: unknown, version: number): boolean {
+    if (typeof value !== "object" || value === null) return false;
+    const header = value as { version?: unknown; root?: unknown; rows?: unknown };
+    return header.version === version && header.root === this.options.root && Array.isArray(header.rows);
+  }
+
+  /** One saved row, checked field by field (a row of any other shape is ignored). */
+  private loadRow(row: unknown): void {
+    if (!Array.isArray(row) || row.length !== 9) return;
+    const [p, dev, size, mtime, ctime, ino, mode, hash, link] = row as unknown[];
+    if (typeof p !== "string" || typeof size !== "number" || typeof mtime !== "number") return;
+    if (typeof ctime !== "number" || typeof ino !== "number" || typeof mode !== "number") return;
+    if (typeof dev !== "number") return;
+    let entry: FileEntry | LinkEntry;
+    if (typeof hash === "string" && /^[0-9a-f]{64}$/.test(hash))
+      entry = { hash, size, exec: (mode & 0o100) !== 0 };
+    else if (typeof link === "string") entry = { link };
+    else return;
+    this.cache.set(p, { dev, size, mtime, ctime, ino, mode, entry, racy: false });
   }
 
   /**
@@ -466,7 +565,7 @@ export class TreeSnapshot {
     const racy = now - st.ctimeMs < (coarse ? RACY_COARSE_MS : RACY_MS);
     const maxBytes = this.options.maxFileBytes ?? RECORD_MAX_BYTES;
     try {
-      if (st.isSymbolicLink()) return { ...base, link: dir.readlink(name), racy };
+      if (st.isSymbolicLink()) return { ...base, entry: { link: dir.readlink(name) }, racy };
       const { fd, stats: opened } = dir.open(name);
       try {
         // Replaced since the walk's lstat by something that is not a file: left out, never waited on.
@@ -477,7 +576,8 @@ export class TreeSnapshot {
           const hash = sha256Hex(whole);
           this.keepSafely(hash, () => this.keep(hash, whole), rel);
           // The bytes read are what the hash says; the size recorded is theirs too.
-          return { ...base, size: whole.byteLength, hash, racy: racy || whole.byteLength !== st.size };
+          const size = whole.byteLength;
+          return { ...base, size, entry: fileEntry(hash, size, st.mode), racy: racy || size !== st.size };
         }
         // A large file goes through one reused chunk buffer, never whole into memory: a buffer the
         // size of each large file (freed again at once) is what kept a first walk's memory high.
@@ -501,7 +601,7 @@ export class TreeSnapshot {
             rel,
           );
         }
-        return { ...base, size, hash, racy: racy || changed };
+        return { ...base, size, entry: fileEntry(hash, size, st.mode), racy: racy || changed };
       } finally {
         closeSync(fd);
       }
@@ -656,6 +756,10 @@ function writeAll(fd: number, text: string): void {
   const bytes = Buffer.from(text, "utf8");
   let written = 0;
   while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written);
+}
+
+function fileEntry(hash: string, size: number, mode: number): FileEntry {
+  return { hash, size, exec: (mode & 0o100) !== 0 };
 }
 
 function sameStat(cached: Cached, st: Stats): boolean {

@@ -9,6 +9,7 @@ import {
   rmSync,
   statSync,
   symlinkSync,
+  utimesSync,
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
@@ -170,7 +171,7 @@ describe("TreeSnapshot", () => {
     // More than one slice of rows, still one JSON document.
     expect(text.length).toBeGreaterThan(256 * 1024);
     const cache = JSON.parse(text) as { version: number; root: string; rows: unknown[][] };
-    expect(cache.version).toBe(2);
+    expect(cache.version).toBe(3);
     expect(cache.root).toBe(root);
     expect(cache.rows).toHaveLength(1_000);
     const second = snapshotter(root);
@@ -239,6 +240,104 @@ describe("TreeSnapshot", () => {
     expect(second.last?.hashed).toBe(1);
   });
 
+  it("a new process finds unchanged files by their stat and still sees every change: a same-size edit with its mtime put back, a file become a link, a directory become a file", async () => {
+    const root = workspace({ "a.txt": "aaaa", "b.txt": "bbbb", "d/c.txt": "c", "e/f.txt": "f" });
+    const first = snapshotter(root);
+    const before = await first.snapshot();
+    first.save();
+    const unchanged = snapshotter(root);
+    expect(await unchanged.snapshot()).toEqual(before);
+    expect(unchanged.last?.hashed).toBe(0);
+
+    const mtime = statSync(join(root, "a.txt")).mtime;
+    await sleep(30); // past the file system clock's tick, so the write gets a new ctime
+    writeFileSync(join(root, "a.txt"), "AAAA");
+    utimesSync(join(root, "a.txt"), mtime, mtime);
+    expect(statSync(join(root, "a.txt")).size).toBe(4);
+    rmSync(join(root, "b.txt"));
+    symlinkSync("a.txt", join(root, "b.txt"));
+    rmSync(join(root, "d"), { recursive: true });
+    writeFileSync(join(root, "d"), "now a file");
+    const next = snapshotter(root);
+    const after = await next.snapshot();
+    expect(next.last?.hashed).toBe(3);
+    expect(diffManifests(before, after)).toEqual({
+      created: [],
+      modified: [
+        {
+          path: "a.txt",
+          before: before.get("a.txt"),
+          after: { hash: sha256Hex("AAAA"), size: 4, exec: false },
+        },
+        { path: "b.txt", before: before.get("b.txt"), after: { link: "a.txt" } },
+        { path: "d", before: { dir: true }, after: { hash: sha256Hex("now a file"), size: 10, exec: false } },
+      ],
+      deleted: [{ path: "d/c.txt", before: before.get("d/c.txt") }],
+    });
+  });
+
+  it("an unchanged tree leaves the saved cache as it is; a change is saved, and the next process sees it", async () => {
+    const root = workspace({ "a.txt": "aaaa", "sub/b.txt": "b" });
+    const file = join(root, ".harness/tree-cache.json");
+    const first = snapshotter(root);
+    await first.snapshot();
+    first.save();
+    const saved = statSync(file, { bigint: true });
+    const bytes = readFileSync(file);
+
+    const second = snapshotter(root);
+    await second.snapshot();
+    second.save();
+    const kept = statSync(file, { bigint: true });
+    expect([kept.ino, kept.mtimeNs, kept.ctimeNs]).toEqual([saved.ino, saved.mtimeNs, saved.ctimeNs]);
+    expect(readFileSync(file).equals(bytes)).toBe(true);
+
+    await sleep(30);
+    writeFileSync(join(root, "sub/b.txt"), "changed");
+    const third = snapshotter(root);
+    expect((await third.snapshot()).get("sub/b.txt")).toEqual({
+      hash: sha256Hex("changed"),
+      size: 7,
+      exec: false,
+    });
+    third.save();
+    expect(statSync(file, { bigint: true }).ino).not.toBe(saved.ino);
+    const rows = JSON.parse(readFileSync(file, "utf8")).rows as unknown[][];
+    expect(rows.find((row) => row[0] === "sub/b.txt")?.[7]).toBe(sha256Hex("changed"));
+    const fourth = snapshotter(root);
+    expect((await fourth.snapshot()).get("sub/b.txt")).toEqual({
+      hash: sha256Hex("changed"),
+      size: 7,
+      exec: false,
+    });
+    expect(fourth.last?.hashed).toBe(0);
+  });
+
+  it("a file changed within the racy window keeps being hashed until its change is older than the window, in this process and the next", async () => {
+    const root = workspace({});
+    writeFileSync(join(root, "a.txt"), "one!");
+    const changed = statSync(join(root, "a.txt")).ctimeMs;
+    let clock = changed;
+    const tree = new TreeSnapshot({ root, stateDir: join(root, ".harness"), watch: false, now: () => clock });
+    await tree.snapshot();
+    // Changed again in the same tick, same size, mtime put back: the stat alone cannot tell.
+    const mtime = statSync(join(root, "a.txt")).mtime;
+    writeFileSync(join(root, "a.txt"), "two!");
+    utimesSync(join(root, "a.txt"), mtime, mtime);
+    expect((await tree.snapshot()).get("a.txt")).toEqual({ hash: sha256Hex("two!"), size: 4, exec: false });
+    tree.save();
+    writeFileSync(join(root, "a.txt"), "3ee!");
+    utimesSync(join(root, "a.txt"), mtime, mtime);
+    const next = new TreeSnapshot({ root, stateDir: join(root, ".harness"), watch: false, now: () => clock });
+    expect((await next.snapshot()).get("a.txt")).toEqual({ hash: sha256Hex("3ee!"), size: 4, exec: false });
+    expect(next.last?.hashed).toBe(1);
+    clock = statSync(join(root, "a.txt")).ctimeMs + 60_000;
+    await next.snapshot();
+    expect(next.last?.hashed).toBe(1);
+    await next.snapshot();
+    expect(next.last?.hashed).toBe(0);
+  });
+
   it("a saved entry is trusted only on the same device and inode", async () => {
     const root = workspace({ "a.txt": "a" });
     const first = snapshotter(root);
@@ -253,6 +352,30 @@ describe("TreeSnapshot", () => {
     const second = snapshotter(root);
     await second.snapshot();
     expect(second.last?.hashed).toBe(1);
+  });
+
+  it("saves a row a line; a cache written on one line (version 2) is still read, and a torn row costs only its file", async () => {
+    const root = workspace({ "a.txt": "a", "b.txt": "b", "c/d.txt": "d" });
+    const first = snapshotter(root);
+    const manifest = await first.snapshot();
+    first.save();
+    const file = join(root, ".harness/tree-cache.json");
+    const text = readFileSync(file, "utf8");
+    const lines = text.split("\n");
+    expect(lines).toHaveLength(5);
+    const cache = JSON.parse(text) as { version: number; rows: unknown[][] };
+    expect(cache.version).toBe(3);
+    expect(cache.rows.map((row) => row[0])).toEqual(["a.txt", "b.txt", "c/d.txt"]);
+
+    writeFileSync(file, JSON.stringify({ ...cache, version: 2 }));
+    const upgraded = snapshotter(root);
+    expect(await upgraded.snapshot()).toEqual(manifest);
+    expect(upgraded.last?.hashed).toBe(0);
+
+    writeFileSync(file, [lines[0], lines[1], '["b.txt",1,', lines[3], lines[4]].join("\n"));
+    const torn = snapshotter(root);
+    expect(await torn.snapshot()).toEqual(manifest);
+    expect(torn.last?.hashed).toBe(1);
   });
 
   it("a cache that cannot be read only costs a rehash", async () => {

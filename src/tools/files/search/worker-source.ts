@@ -41,6 +41,9 @@ function compile(job) {
 // One buffer each file is read into, reused: a fresh buffer per file left the worker's memory
 // (the thread's own malloc arena) growing by about a megabyte per hundred files on a large tree.
 // A file's lines leave as copied strings, so nothing refers to it once the file is answered.
+// It grows to the largest file read (at most MAX + 1 bytes) and stays that size: giving a grown
+// buffer back after each batch left one dead buffer per large file until the worker's collector
+// ran, which on a tree with multi-megabyte sources was tens of megabytes per worker.
 const SCRATCH = 1024 * 1024;
 let scratch = Buffer.allocUnsafe(SCRATCH);
 
@@ -63,10 +66,6 @@ function readAll(fd, size) {
   return length > MAX ? undefined : scratch.subarray(0, length);
 }
 
-/** Back to the small buffer after a large file, so an idle worker holds little. */
-function shrinkScratch() {
-  if (scratch.length > SCRATCH) scratch = Buffer.allocUnsafe(SCRATCH);
-}
 
 function readConfirmed(root, path) {
   const full = root + "/" + path;
@@ -173,7 +172,6 @@ parentPort.on("message", (job) => {
     }
     results.push(needle !== undefined ? byLiteral(bytes, needle, job.limit, job.lineChars) : byRegex(bytes, regex, required, job.limit, job.lineChars));
   }
-  shrinkScratch();
   parentPort.postMessage({ id: job.id, results });
 });
 parentPort.postMessage("ready");
