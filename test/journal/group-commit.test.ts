@@ -162,7 +162,36 @@ describe("GroupCommit", () => {
     expect(counter.fsyncs).toBe(0);
   });
 
+  it("runs fsyncs beyond its own parallelism on a widened lane, one fsync per file at a time across both", async () => {
+    const pool = new HeldDisk();
+    const threads = new HeldDisk();
+    const commit = new GroupCommit(2, pool);
+    commit.widen(threads, 2);
+    // The same lane again changes nothing: doors may each ask.
+    commit.widen(threads, 2);
+    const all = [30, 31, 32, 33, 34].map((fd) => watch(commit.sync(fd, [], { fsyncs: 0 })));
+    expect(pool.inFlight().sort()).toEqual(["fd:30", "fd:31"]);
+    expect(threads.inFlight().sort()).toEqual(["fd:32", "fd:33"]);
+    // Written while fd 32's fsync runs on a thread: the free pool slot must not take it early.
+    const again = watch(commit.sync(32, [], { fsyncs: 0 }));
+    pool.finish("fd:30");
+    await settle();
+    expect(pool.inFlight().sort()).toEqual(["fd:31", "fd:34"]);
+    expect(again.state).toBe("pending");
+    threads.finish("fd:32");
+    await settle();
+    expect(threads.inFlight().sort()).toEqual(["fd:32", "fd:33"]);
+    threads.finish("fd:32");
+    threads.finish("fd:33");
+    pool.finish("fd:31");
+    pool.finish("fd:34");
+    await settle();
+    expect([...all, again].map((w) => w.state)).toEqual(Array(6).fill("resolved"));
+    expect(commit.pending).toBe(0);
+  });
+
   it("refuses a parallelism that is not a positive integer", () => {
+    expect(() => new GroupCommit(1).widen(new HeldDisk(), 0)).toThrow(TypeError);
     expect(() => new GroupCommit(0)).toThrow(TypeError);
     expect(() => new GroupCommit(1.5)).toThrow(TypeError);
   });
