@@ -1,5 +1,5 @@
 import { Worker } from "node:worker_threads";
-import { processGroupCommit, type SyncIo } from "./group-commit.js";
+import { processGroupCommit, type SpillIo } from "./group-commit.js";
 
 /**
  * How many fsyncs a process hosting many sessions runs on threads of its own, beyond the pool's:
@@ -25,21 +25,30 @@ export function hostManySessions(): void {
  * the group commit leaves one of them to reads, so at most 3 fsyncs were ever on the disk at once.
  * The file system joins concurrent fsyncs into one journal commit, so how many run at once, not
  * how fast one is, bounds a busy server's appends: on ext4 here, 16 threads made 2.5-3.5x the
- * fsyncs a second of 3. Each thread is a small worker (about 8 MB) that does one blocking fsync at
- * a time; threads start on first need, up to `max`, and hold the process open only while busy.
+ * fsyncs a second of 3. Each thread is a small worker (about 7 MB) doing one blocking fsync at a
+ * time. Threads start one at a time when work waits (`grow`, or a call with none idle), up to
+ * `max`, and hold the process open only while busy.
  */
-export class FsyncThreads implements SyncIo {
+export class FsyncThreads implements SpillIo {
   readonly #idle: FsyncThread[] = [];
+  readonly #all = new Set<FsyncThread>();
   readonly #waiting: Job[] = [];
-  #count = 0;
+  readonly #whenUp = new Set<() => void>();
+  #up = 0;
+  #starting = 0;
 
   constructor(readonly max: number) {
     if (!Number.isInteger(max) || max < 1) throw new TypeError("max must be a positive integer");
   }
 
-  /** Threads started so far and still alive (for tests and benchmarks). */
+  /** Threads up (busy or idle). */
+  get up(): number {
+    return this.#up;
+  }
+
+  /** Threads up or starting (for tests and benchmarks). */
   get threads(): number {
-    return this.#count;
+    return this.#up + this.#starting;
   }
 
   file(fd: number): Promise<void> {
@@ -50,11 +59,22 @@ export class FsyncThreads implements SyncIo {
     return this.#run({ op: "dir", path });
   }
 
-  /** Stop every idle thread (a busy one stops when its fsync is done and nothing waits). */
+  grow(whenUp: () => void): void {
+    this.#whenUp.add(whenUp);
+    if (this.#starting === 0 && this.threads < this.max) this.#start();
+  }
+
+  /** Stop every thread idle or starting (a busy one stays until the process ends). */
   close(): Promise<void> {
-    const idle = this.#idle.splice(0);
-    this.#count -= idle.length;
-    const stopping = idle.map((thread) => thread.stop());
+    const stopping: Promise<number>[] = [];
+    for (const thread of this.#all) {
+      if (thread.busy) continue;
+      this.#all.delete(thread);
+      if (thread.isUp) this.#up -= 1;
+      else this.#starting -= 1;
+      stopping.push(thread.stop());
+    }
+    this.#idle.length = 0;
     return Promise.all(stopping).then(() => undefined);
   }
 
@@ -67,30 +87,41 @@ export class FsyncThreads implements SyncIo {
 
   #dispatch(): void {
     while (this.#waiting.length > 0) {
-      let thread = this.#idle.pop();
+      const thread = this.#idle.pop();
       if (thread === undefined) {
-        if (this.#count >= this.max) return;
-        thread = this.#start();
+        if (this.#starting === 0 && this.threads < this.max) this.#start();
+        return;
       }
-      const job = this.#waiting.shift() as Job;
-      thread.run(job);
+      thread.run(this.#waiting.shift() as Job);
     }
   }
 
-  #start(): FsyncThread {
-    this.#count += 1;
-    return new FsyncThread(
-      (thread) => {
+  #start(): void {
+    this.#starting += 1;
+    const thread = new FsyncThread({
+      up: (thread) => {
+        this.#starting -= 1;
+        this.#up += 1;
+        this.#idle.push(thread);
+        this.#dispatch();
+        const waiting = [...this.#whenUp];
+        this.#whenUp.clear();
+        for (const whenUp of waiting) whenUp();
+      },
+      ready: (thread) => {
         this.#idle.push(thread);
         this.#dispatch();
       },
-      (thread) => {
-        this.#count -= 1;
+      gone: (thread, wasUp) => {
+        this.#all.delete(thread);
+        if (wasUp) this.#up -= 1;
+        else this.#starting -= 1;
         const at = this.#idle.indexOf(thread);
         if (at >= 0) this.#idle.splice(at, 1);
         this.#dispatch();
       },
-    );
+    });
+    this.#all.add(thread);
   }
 }
 
@@ -125,16 +156,23 @@ parentPort.on("message", (request) => {
 });
 `;
 
-/** One worker doing one fsync at a time; `ready` when it can take the next, `gone` when it died. */
+interface ThreadEvents {
+  /** Started: it can take its first fsync. */
+  up(thread: FsyncThread): void;
+  /** Done with an fsync: it can take the next. */
+  ready(thread: FsyncThread): void;
+  /** Died (before or after it was up); never used again. */
+  gone(thread: FsyncThread, wasUp: boolean): void;
+}
+
+/** One worker doing one fsync at a time. */
 class FsyncThread {
   readonly #worker: Worker;
   #job: Job | undefined;
+  #up = false;
   #gone = false;
 
-  constructor(
-    private readonly ready: (thread: FsyncThread) => void,
-    private readonly gone: (thread: FsyncThread) => void,
-  ) {
+  constructor(private readonly events: ThreadEvents) {
     this.#worker = new Worker(THREAD_SOURCE, {
       eval: true,
       // It holds no data of its own: a small heap, and none of the process's stdio.
@@ -143,9 +181,22 @@ class FsyncThread {
       stderr: true,
     });
     this.#worker.unref();
+    this.#worker.once("online", () => {
+      if (this.#gone) return;
+      this.#up = true;
+      this.events.up(this);
+    });
     this.#worker.on("message", (reply: unknown) => this.#settle(reply));
     this.#worker.on("error", (error) => this.#die(error));
     this.#worker.on("exit", () => this.#die(new Error("the fsync thread exited")));
+  }
+
+  get busy(): boolean {
+    return this.#job !== undefined;
+  }
+
+  get isUp(): boolean {
+    return this.#up;
   }
 
   run(job: Job): void {
@@ -170,7 +221,7 @@ class FsyncThread {
       if (answer.ok) job.resolve();
       else job.reject(errnoError(answer.code, answer.message));
     }
-    this.ready(this);
+    this.events.ready(this);
   }
 
   /** A thread that died fails the fsync it was running (the writer stops) and is not reused. */
@@ -180,7 +231,7 @@ class FsyncThread {
     const job = this.#job;
     this.#job = undefined;
     job?.reject(error);
-    this.gone(this);
+    this.events.gone(this, this.#up);
   }
 }
 

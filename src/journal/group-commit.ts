@@ -28,6 +28,8 @@ export class GroupCommit {
   readonly #targets = new Map<string, Target>();
   /** Targets with requests waiting for a thread, oldest first. */
   readonly #ready: Target[] = [];
+  /** Pumps again (one function, so a lane asked to grow many times keeps it once). */
+  readonly #wake = () => this.#pump();
   /** Where fsyncs run, first first: libuv's pool, then whatever `widen` added. */
   readonly #lanes: Lane[];
 
@@ -39,13 +41,15 @@ export class GroupCommit {
 
   /**
    * Run up to `parallel` more fsyncs at once on `io` once this one's own are all busy. Idempotent
-   * for the same `io`: each door that hosts many sessions may ask.
+   * for the same `io`: each door that hosts many sessions may ask. An `io` that says how many of
+   * its threads are up (`SpillIo`) gets work only for those: a file never waits for a thread to
+   * start while the pool could take it; a thread is started when work waits, and takes work once up.
    */
-  widen(io: SyncIo, parallel: number): void {
+  widen(io: SyncIo | SpillIo, parallel: number): void {
     if (!Number.isInteger(parallel) || parallel < 1)
       throw new TypeError("parallel must be a positive integer");
     if (this.#lanes.some((lane) => lane.io === io)) return;
-    this.#lanes.push({ io, parallel, active: 0 });
+    this.#lanes.push({ io, parallel, active: 0, ...("grow" in io ? { spill: io } : {}) });
     this.#pump();
   }
 
@@ -89,8 +93,18 @@ export class GroupCommit {
 
   #pump(): void {
     while (this.#ready.length > 0) {
-      const lane = this.#lanes.find((candidate) => candidate.active < candidate.parallel);
-      if (lane === undefined) return;
+      const lane = this.#lanes.find(
+        (candidate) =>
+          candidate.active < Math.min(candidate.parallel, candidate.spill?.up ?? candidate.parallel),
+      );
+      if (lane === undefined) {
+        // Work waits: a lane that can start another thread does, and pumps when it is up.
+        for (const candidate of this.#lanes) {
+          if (candidate.spill !== undefined && candidate.spill.up < candidate.parallel)
+            candidate.spill.grow(this.#wake);
+        }
+        return;
+      }
       const target = this.#ready.shift() as Target;
       target.queued = false;
       const batch = target.next;
@@ -130,6 +144,14 @@ export interface SyncIo {
   directory(path: string): Promise<void>;
 }
 
+/** A `SyncIo` on threads that start on demand (fsync-threads.ts). */
+export interface SpillIo extends SyncIo {
+  /** Threads up and able to take an fsync (busy or not). */
+  readonly up: number;
+  /** Start one more thread unless one is starting or all are; `whenUp` once it can take work. */
+  grow(whenUp: () => void): void;
+}
+
 /**
  * A journal file gets fdatasync: every durable write is an append, which changes the file's size,
  * and fdatasync flushes the size with the data (POSIX: the metadata needed to read the data back);
@@ -154,6 +176,7 @@ interface Lane {
   io: SyncIo;
   parallel: number;
   active: number;
+  spill?: SpillIo;
 }
 
 interface Waiter {

@@ -22,7 +22,8 @@ describe("FsyncThreads", () => {
       const fds = Array.from({ length: 8 }, (_, i) => openSync(join(dir, `f${i}`), "a"));
       for (const fd of fds) writeSync(fd, "a line\n");
       await Promise.all([...fds.map((fd) => threads.file(fd)), threads.directory(dir)]);
-      expect(threads.threads).toBe(3);
+      expect(threads.threads).toBeGreaterThanOrEqual(1);
+      expect(threads.threads).toBeLessThanOrEqual(3);
       for (const fd of fds) closeSync(fd);
     } finally {
       await threads.close();

@@ -190,6 +190,32 @@ describe("GroupCommit", () => {
     expect(commit.pending).toBe(0);
   });
 
+  it("gives a lane of threads only the fsyncs its started threads can take, and grows it when work waits", async () => {
+    const pool = new HeldDisk();
+    const threads = Object.assign(new HeldDisk(), {
+      up: 0,
+      grown: [] as (() => void)[],
+      grow(whenUp: () => void) {
+        this.grown.push(whenUp);
+      },
+    });
+    const commit = new GroupCommit(1, pool);
+    commit.widen(threads, 4);
+    const a = watch(commit.sync(40, [], { fsyncs: 0 }));
+    const b = watch(commit.sync(41, [], { fsyncs: 0 }));
+    // No thread is up: fd 41 waits in line rather than for a thread to start, and one is asked for.
+    expect(pool.inFlight()).toEqual(["fd:40"]);
+    expect(threads.inFlight()).toEqual([]);
+    expect(threads.grown.length).toBeGreaterThan(0);
+    threads.up = 1;
+    threads.grown[0]!();
+    expect(threads.inFlight()).toEqual(["fd:41"]);
+    pool.finish("fd:40");
+    threads.finish("fd:41");
+    await settle();
+    expect([a.state, b.state]).toEqual(["resolved", "resolved"]);
+  });
+
   it("refuses a parallelism that is not a positive integer", () => {
     expect(() => new GroupCommit(1).widen(new HeldDisk(), 0)).toThrow(TypeError);
     expect(() => new GroupCommit(0)).toThrow(TypeError);
