@@ -5,9 +5,11 @@ import { existsSync, fsyncSync, mkdirSync, mkdtempSync, realpathSync, rmSync, wr
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
 import { MemoryArtifactStore } from "../src/artifacts/memory-store.js";
 import { Engine } from "../src/engine/engine.js";
 import { FileJournalStore } from "../src/journal/file-store.js";
+import { FsyncThreads, HOSTING_FSYNC_THREADS, hostManySessions } from "../src/journal/fsync-threads.js";
 import { GroupCommit } from "../src/journal/group-commit.js";
 import { JournalKey } from "../src/journal/key.js";
 import { MemoryJournalStore } from "../src/journal/memory-store.js";
@@ -102,27 +104,145 @@ async function serial(root: string, store: JournalStore, count: number): Promise
   return (count * STEPS * 1000) / total;
 }
 
+/** What a session thread is asked to run: `count` sessions together on one of its stores. */
+interface ThreadJob {
+  count: number;
+  synced: boolean;
+}
+
+/** What a session thread is started with: the two workspaces its stores journal into. */
+interface ThreadSetup {
+  groupBenchThread: true;
+  disk: string;
+  fast: string;
+  shm: boolean;
+}
+
+/**
+ * Sessions hosted in worker threads, as a server could host them with a pool sized to the cores:
+ * each thread has its own event loop, engines, stores and group commit (module state is per
+ * thread); the fsyncs of all threads share libuv's one thread pool, as they would in a server.
+ */
+class SessionThreads {
+  readonly #workers: Worker[];
+
+  private constructor(workers: Worker[]) {
+    this.#workers = workers;
+  }
+
+  /** `count` threads, each warmed up (V8 optimizes per thread) before anything is measured. */
+  static async start(count: number, setup: Omit<ThreadSetup, "groupBenchThread">): Promise<SessionThreads> {
+    const workers = Array.from(
+      { length: count },
+      (_, i) =>
+        new Worker(new URL(import.meta.url), {
+          workerData: { groupBenchThread: true, ...setup, thread: i } satisfies ThreadSetup & {
+            thread: number;
+          },
+        }),
+    );
+    await Promise.all(workers.map((worker) => reply(worker)));
+    return new SessionThreads(workers);
+  }
+
+  /** Steps per second of `count` sessions spread evenly over the threads, all at once. */
+  async together(count: number, synced: boolean): Promise<number> {
+    const share = Math.ceil(count / this.#workers.length);
+    const began = performance.now();
+    await Promise.all(
+      this.#workers.map((worker, i) => {
+        const job: ThreadJob = { count: Math.min(share, count - i * share), synced };
+        worker.postMessage(job);
+        return reply(worker);
+      }),
+    );
+    return (count * STEPS * 1000) / (performance.now() - began);
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.#workers.map((worker) => worker.terminate()));
+  }
+}
+
+/** The thread's next message; its error (or an exit without one) rejects. */
+function reply(worker: Worker): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const cleanup = () => {
+      worker.off("message", onMessage);
+      worker.off("error", onError);
+    };
+    const onMessage = (message: unknown) => {
+      cleanup();
+      if (typeof message === "object" && message !== null && "error" in message)
+        reject(new Error(String((message as { error: unknown }).error)));
+      else resolve(message);
+    };
+    const onError = (error: unknown) => {
+      cleanup();
+      reject(error);
+    };
+    worker.on("message", onMessage);
+    worker.on("error", onError);
+  });
+}
+
+/** Inside a session thread: warm up, then run each job and answer when its sessions are done. */
+async function serveThread(setup: ThreadSetup & { thread: number }): Promise<void> {
+  const port = parentPort;
+  if (port === null) return;
+  // As `harness serve` sets up its process.
+  hostManySessions();
+  const grouped = new FileJournalStore(join(setup.disk, ".harness"), { key: KEY });
+  const unsynced: JournalStore = setup.shm
+    ? new FileJournalStore(join(setup.fast, ".harness"), { key: KEY })
+    : new MemoryJournalStore();
+  const label = (kind: string) => `t${setup.thread}${kind}`;
+  for (let i = 0; i < WARMUP_SESSIONS; i++) await session(setup.fast, unsynced, nextId(label("w")));
+  port.on("message", (job: ThreadJob) => {
+    const root = job.synced ? setup.disk : setup.fast;
+    const store = job.synced ? grouped : unsynced;
+    Promise.all(Array.from({ length: job.count }, () => session(root, store, nextId(label("c"))))).then(
+      () => port.postMessage({ done: true }),
+      (error: unknown) => port.postMessage({ error: error instanceof Error ? error.message : String(error) }),
+    );
+  });
+  port.postMessage({ ready: true });
+}
+
 export async function benchGroupCommit(): Promise<BenchRow[]> {
   const cores = availableParallelism();
   const parent = realpathSync(mkdtempSync(join(tmpdir(), "harness-bench-group-")));
   // A journal that does not fsync: the same file store on a memory file system, where fsync
   // returns at once. Everything else (encoding, hashing, the write) is the same code.
   const shm = existsSync("/dev/shm") ? mkdtempSync("/dev/shm/harness-bench-group-") : undefined;
+  let threads: SessionThreads | undefined;
+  let fsyncThreads: FsyncThreads | undefined;
   try {
     const disk = workspace(parent, "disk");
     const fast = workspace(shm ?? parent, "nofsync");
-    const grouped = new FileJournalStore(join(disk, ".harness"), { key: KEY });
+    // What one process running one session has (libuv's pool only), and what `harness serve`
+    // has (the same with fsync threads of its own), each a group commit of its own.
+    const grouped = new FileJournalStore(join(disk, ".harness"), { key: KEY, commit: new GroupCommit() });
+    fsyncThreads = new FsyncThreads(HOSTING_FSYNC_THREADS);
+    const hostingCommit = new GroupCommit();
+    hostingCommit.widen(fsyncThreads, HOSTING_FSYNC_THREADS);
+    const hosting = new FileJournalStore(join(disk, ".harness"), { key: KEY, commit: hostingCommit });
     const mainThread = new FileJournalStore(join(disk, ".harness"), { key: KEY, commit: mainThreadCommit });
     const unsynced: JournalStore = shm
       ? new FileJournalStore(join(fast, ".harness"), { key: KEY })
       : new MemoryJournalStore();
     for (let i = 0; i < WARMUP_SESSIONS; i++) await session(fast, unsynced, nextId("w"));
+    const pool = await SessionThreads.start(cores, { disk, fast, shm: shm !== undefined });
+    threads = pool;
     const alone = { grouped: [] as number[], main: [] as number[], off: [] as number[] };
     const many = {
       grouped: [] as number[],
       main: [] as number[],
       serial: [] as number[],
       off: [] as number[],
+      hosting: [] as number[],
+      threadsGrouped: [] as number[],
+      threadsOff: [] as number[],
     };
     for (let round = 0; round < ROUNDS; round++) {
       // In a different order each round, so a machine's drift falls on all alike.
@@ -134,8 +254,11 @@ export async function benchGroupCommit(): Promise<BenchRow[]> {
       const together = [
         async () => many.grouped.push(await concurrent(disk, grouped, CONCURRENT)),
         async () => many.main.push(await concurrent(disk, mainThread, CONCURRENT)),
+        async () => many.hosting.push(await concurrent(disk, hosting, CONCURRENT)),
         async () => many.serial.push(await serial(disk, grouped, CONCURRENT)),
         async () => many.off.push(await concurrent(fast, unsynced, CONCURRENT)),
+        async () => many.threadsGrouped.push(await pool.together(CONCURRENT, true)),
+        async () => many.threadsOff.push(await pool.together(CONCURRENT, false)),
       ];
       for (const run of rotate(singles, round)) await run();
       for (const run of rotate(singles, round + 1)) await run();
@@ -177,6 +300,12 @@ export async function benchGroupCommit(): Promise<BenchRow[]> {
         note: "one process",
       },
       {
+        name: `${CONCURRENT} sessions together, group commit + ${HOSTING_FSYNC_THREADS} fsync threads`,
+        value: round(rate(many.hosting), 0),
+        unit: "steps/s",
+        note: "as harness serve runs them",
+      },
+      {
         name: `${CONCURRENT} sessions together, fsync on the main thread`,
         value: round(rate(many.main), 0),
         unit: "steps/s",
@@ -211,10 +340,55 @@ export async function benchGroupCommit(): Promise<BenchRow[]> {
         note: "goal >= 0.8",
       },
       {
+        name: "together, group commit + fsync threads / bound",
+        value: round(rate(many.hosting) / bound, 2),
+        unit: "x",
+        note: "goal >= 0.8",
+      },
+      {
+        name: "together: fsync threads / pool only",
+        value: round(rate(many.hosting) / rate(many.grouped), 2),
+        unit: "x",
+        note: "what more fsyncs on the disk at once buy",
+      },
+      {
+        name: "together: group commit + fsync threads / not fsync'd",
+        value: round(rate(many.hosting) / rate(many.off), 2),
+        unit: "x",
+      },
+      {
         name: "together: group commit / not fsync'd",
         value: round(rate(many.grouped) / rate(many.off), 2),
         unit: "x",
         note: "what the disk still costs many sessions",
+      },
+      {
+        name: `${CONCURRENT} sessions in ${cores} threads, group commit + fsync threads`,
+        value: round(rate(many.threadsGrouped), 0),
+        unit: "steps/s",
+        note: "one process, a session thread per core",
+      },
+      {
+        name: `${CONCURRENT} sessions in ${cores} threads, not fsync'd`,
+        value: round(rate(many.threadsOff), 0),
+        unit: "steps/s",
+      },
+      {
+        name: `in ${cores} threads, group commit / bound`,
+        value: round(rate(many.threadsGrouped) / bound, 2),
+        unit: "x",
+        note: "goal >= 0.8",
+      },
+      {
+        name: `in ${cores} threads, not fsync'd / bound`,
+        value: round(rate(many.threadsOff) / bound, 2),
+        unit: "x",
+        note: "the ceiling with a session thread per core",
+      },
+      {
+        name: `in ${cores} threads / one event loop, group commit + fsync threads`,
+        value: round(rate(many.threadsGrouped) / rate(many.hosting), 2),
+        unit: "x",
       },
       {
         name: "together, not fsync'd / bound",
@@ -224,6 +398,8 @@ export async function benchGroupCommit(): Promise<BenchRow[]> {
       },
     ];
   } finally {
+    await threads?.stop();
+    await fsyncThreads?.close();
     rmSync(parent, { recursive: true, force: true });
     if (shm) rmSync(shm, { recursive: true, force: true });
   }
@@ -235,7 +411,9 @@ function rotate<T>(items: readonly T[], by: number): T[] {
   return [...items.slice(k), ...items.slice(0, k)];
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+if (!isMainThread && (workerData as Partial<ThreadSetup> | null)?.groupBenchThread === true) {
+  await serveThread(workerData as ThreadSetup & { thread: number });
+} else if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   for (const row of await benchGroupCommit()) {
     console.log(`${row.name}\t${row.value} ${row.unit}${row.note ? `\t(${row.note})` : ""}`);
   }

@@ -1,4 +1,4 @@
-import { promises as fsp, fsync } from "node:fs";
+import { fdatasync, promises as fsp } from "node:fs";
 
 /**
  * The one place journal fsyncs of every session in the process are made (group commit), off the
@@ -19,19 +19,38 @@ import { promises as fsp, fsync } from "node:fs";
  *   flight, and a failed one rejects every request it covered before a later one can start;
  * - no session waits behind another's fsync in its own file; they share only the pool's threads,
  *   at most `parallel` of them, so reads on the pool (workspace files, DNS) are not starved.
+ *
+ * A process that hosts many sessions widens it (`widen`) with threads of its own: files ready
+ * while the pool's share is busy go to them, so the disk sees that many fsyncs at once and
+ * commits them together.
  */
 export class GroupCommit {
   readonly #targets = new Map<string, Target>();
   /** Targets with requests waiting for a thread, oldest first. */
   readonly #ready: Target[] = [];
-  #active = 0;
+  /** Pumps again (one function, so a lane asked to grow many times keeps it once). */
+  readonly #wake = () => this.#pump();
+  /** Where fsyncs run, first first: libuv's pool, then whatever `widen` added. */
+  readonly #lanes: Lane[];
 
-  constructor(
-    private readonly parallel = defaultParallel(),
-    private readonly io: SyncIo = nodeSyncIo,
-  ) {
+  constructor(parallel = defaultParallel(), io: SyncIo = nodeSyncIo) {
     if (!Number.isInteger(parallel) || parallel < 1)
       throw new TypeError("parallel must be a positive integer");
+    this.#lanes = [{ io, parallel, active: 0 }];
+  }
+
+  /**
+   * Run up to `parallel` more fsyncs at once on `io` once this one's own are all busy. Idempotent
+   * for the same `io`: each door that hosts many sessions may ask. An `io` that says how many of
+   * its threads are up (`SpillIo`) gets work only for those: a file never waits for a thread to
+   * start while the pool could take it; a thread is started when work waits, and takes work once up.
+   */
+  widen(io: SyncIo | SpillIo, parallel: number): void {
+    if (!Number.isInteger(parallel) || parallel < 1)
+      throw new TypeError("parallel must be a positive integer");
+    if (this.#lanes.some((lane) => lane.io === io)) return;
+    this.#lanes.push({ io, parallel, active: 0, ...("grow" in io ? { spill: io } : {}) });
+    this.#pump();
   }
 
   /**
@@ -40,8 +59,8 @@ export class GroupCommit {
    * on this request's behalf (one fsync covering several requests counts once).
    */
   sync(fd: number, dirs: readonly string[], counter: { fsyncs: number }): Promise<void> {
-    const waits = [this.#request(`fd:${fd}`, () => this.io.file(fd), counter)];
-    for (const dir of dirs) waits.push(this.#request(`dir:${dir}`, () => this.io.directory(dir), counter));
+    const waits = [this.#request(`fd:${fd}`, (io) => io.file(fd), counter)];
+    for (const dir of dirs) waits.push(this.#request(`dir:${dir}`, (io) => io.directory(dir), counter));
     return waits.length === 1 ? waits[0]! : Promise.all(waits).then(() => undefined);
   }
 
@@ -52,7 +71,7 @@ export class GroupCommit {
     return count;
   }
 
-  #request(key: string, run: () => Promise<void>, counter: { fsyncs: number }): Promise<void> {
+  #request(key: string, run: (io: SyncIo) => Promise<void>, counter: { fsyncs: number }): Promise<void> {
     let target = this.#targets.get(key);
     if (target === undefined) {
       target = { key, run, counter, next: [], inFlight: 0, queued: false };
@@ -73,23 +92,40 @@ export class GroupCommit {
   }
 
   #pump(): void {
-    while (this.#active < this.parallel) {
-      const target = this.#ready.shift();
-      if (target === undefined) return;
+    while (this.#ready.length > 0) {
+      const lane = this.#lanes.find(
+        (candidate) =>
+          candidate.active < Math.min(candidate.parallel, candidate.spill?.up ?? candidate.parallel),
+      );
+      if (lane === undefined) {
+        // Work waits: a lane that can start another thread does, and pumps when it is up.
+        for (const candidate of this.#lanes) {
+          if (candidate.spill !== undefined && candidate.spill.up < candidate.parallel)
+            candidate.spill.grow(this.#wake);
+        }
+        return;
+      }
+      const target = this.#ready.shift() as Target;
       target.queued = false;
       const batch = target.next;
       target.next = [];
       target.inFlight = batch.length;
-      this.#active += 1;
-      target.run().then(
-        () => this.#settle(target, batch, undefined),
-        (error: unknown) => this.#settle(target, batch, error ?? new Error("fsync failed")),
+      lane.active += 1;
+      let running: Promise<void>;
+      try {
+        running = target.run(lane.io);
+      } catch (error) {
+        running = Promise.reject(error);
+      }
+      running.then(
+        () => this.#settle(lane, target, batch, undefined),
+        (error: unknown) => this.#settle(lane, target, batch, error ?? new Error("fsync failed")),
       );
     }
   }
 
-  #settle(target: Target, batch: readonly Waiter[], error: unknown): void {
-    this.#active -= 1;
+  #settle(lane: Lane, target: Target, batch: readonly Waiter[], error: unknown): void {
+    lane.active -= 1;
     target.inFlight = 0;
     if (error === undefined) target.counter.fsyncs += 1;
     for (const waiter of batch) {
@@ -108,10 +144,23 @@ export interface SyncIo {
   directory(path: string): Promise<void>;
 }
 
+/** A `SyncIo` on threads that start on demand (fsync-threads.ts). */
+export interface SpillIo extends SyncIo {
+  /** Threads up and able to take an fsync (busy or not). */
+  readonly up: number;
+  /** Start one more thread unless one is starting or all are; `whenUp` once it can take work. */
+  grow(whenUp: () => void): void;
+}
+
+/**
+ * A journal file gets fdatasync: every durable write is an append, which changes the file's size,
+ * and fdatasync flushes the size with the data (POSIX: the metadata needed to read the data back);
+ * it leaves out only the timestamps. A directory gets fsync: its new entries are what must persist.
+ */
 export const nodeSyncIo: SyncIo = {
   file: (fd) =>
     new Promise((resolve, reject) => {
-      fsync(fd, (error) => (error ? reject(error) : resolve()));
+      fdatasync(fd, (error) => (error ? reject(error) : resolve()));
     }),
   async directory(path) {
     const handle = await fsp.open(path, "r");
@@ -123,6 +172,13 @@ export const nodeSyncIo: SyncIo = {
   },
 };
 
+interface Lane {
+  io: SyncIo;
+  parallel: number;
+  active: number;
+  spill?: SpillIo;
+}
+
 interface Waiter {
   resolve: () => void;
   reject: (error: unknown) => void;
@@ -130,7 +186,7 @@ interface Waiter {
 
 interface Target {
   key: string;
-  run: () => Promise<void>;
+  run: (io: SyncIo) => Promise<void>;
   counter: { fsyncs: number };
   /** Requests the next fsync will cover. */
   next: Waiter[];

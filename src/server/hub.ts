@@ -1,6 +1,7 @@
 import { ErrorCode, RpcError } from "../api/errors.js";
 import type { ParsedParamsOf as ParamsOf, RunOptions, SessionSummary } from "../api/methods.js";
 import type { EngineListener } from "../engine/options.js";
+import { hostManySessions } from "../journal/fsync-threads.js";
 import { SESSION_ID_PATTERN } from "../journal/session-path.js";
 import type { AnyRecord } from "../journal/vocabulary.js";
 import { type LiveExport, liveExport, withLiveExport } from "../otel/enabled.js";
@@ -64,6 +65,8 @@ export class SessionHub {
 
   constructor(private readonly options: HubOptions) {
     this.#stored = new StoredSessions(options.factory);
+    // Many sessions' appends at once: more fsyncs on the disk together than libuv's pool allows.
+    hostManySessions();
   }
 
   /** Host a session (new or at rest); `sink` follows it from before its next record. */

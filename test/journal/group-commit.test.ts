@@ -162,7 +162,62 @@ describe("GroupCommit", () => {
     expect(counter.fsyncs).toBe(0);
   });
 
+  it("runs fsyncs beyond its own parallelism on a widened lane, one fsync per file at a time across both", async () => {
+    const pool = new HeldDisk();
+    const threads = new HeldDisk();
+    const commit = new GroupCommit(2, pool);
+    commit.widen(threads, 2);
+    // The same lane again changes nothing: doors may each ask.
+    commit.widen(threads, 2);
+    const all = [30, 31, 32, 33, 34].map((fd) => watch(commit.sync(fd, [], { fsyncs: 0 })));
+    expect(pool.inFlight().sort()).toEqual(["fd:30", "fd:31"]);
+    expect(threads.inFlight().sort()).toEqual(["fd:32", "fd:33"]);
+    // Written while fd 32's fsync runs on a thread: the free pool slot must not take it early.
+    const again = watch(commit.sync(32, [], { fsyncs: 0 }));
+    pool.finish("fd:30");
+    await settle();
+    expect(pool.inFlight().sort()).toEqual(["fd:31", "fd:34"]);
+    expect(again.state).toBe("pending");
+    threads.finish("fd:32");
+    await settle();
+    expect(threads.inFlight().sort()).toEqual(["fd:32", "fd:33"]);
+    threads.finish("fd:32");
+    threads.finish("fd:33");
+    pool.finish("fd:31");
+    pool.finish("fd:34");
+    await settle();
+    expect([...all, again].map((w) => w.state)).toEqual(Array(6).fill("resolved"));
+    expect(commit.pending).toBe(0);
+  });
+
+  it("gives a lane of threads only the fsyncs its started threads can take, and grows it when work waits", async () => {
+    const pool = new HeldDisk();
+    const threads = Object.assign(new HeldDisk(), {
+      up: 0,
+      grown: [] as (() => void)[],
+      grow(whenUp: () => void) {
+        this.grown.push(whenUp);
+      },
+    });
+    const commit = new GroupCommit(1, pool);
+    commit.widen(threads, 4);
+    const a = watch(commit.sync(40, [], { fsyncs: 0 }));
+    const b = watch(commit.sync(41, [], { fsyncs: 0 }));
+    // No thread is up: fd 41 waits in line rather than for a thread to start, and one is asked for.
+    expect(pool.inFlight()).toEqual(["fd:40"]);
+    expect(threads.inFlight()).toEqual([]);
+    expect(threads.grown.length).toBeGreaterThan(0);
+    threads.up = 1;
+    threads.grown[0]!();
+    expect(threads.inFlight()).toEqual(["fd:41"]);
+    pool.finish("fd:40");
+    threads.finish("fd:41");
+    await settle();
+    expect([a.state, b.state]).toEqual(["resolved", "resolved"]);
+  });
+
   it("refuses a parallelism that is not a positive integer", () => {
+    expect(() => new GroupCommit(1).widen(new HeldDisk(), 0)).toThrow(TypeError);
     expect(() => new GroupCommit(0)).toThrow(TypeError);
     expect(() => new GroupCommit(1.5)).toThrow(TypeError);
   });
