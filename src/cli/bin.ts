@@ -9,6 +9,16 @@ import { fileURLToPath } from "node:url";
 type MainModule = typeof import("./main.js");
 
 const args = process.argv.slice(2);
+// HARNESS_TRACE_STARTUP=1: where a command's time goes (see src/shared/trace-startup.ts).
+const trace = process.env.HARNESS_TRACE_STARTUP === "1";
+const mark = (label: string) => {
+  if (!trace) return;
+  const rss = (process.memoryUsage.rss() / 1048576).toFixed(1);
+  process.stderr.write(
+    `harness trace ${performance.now().toFixed(1).padStart(7)} ms ${rss.padStart(6)} MiB  ${label}\n`,
+  );
+};
+mark("bin: started");
 if (args.length === 1 && (args[0] === "--version" || args[0] === "-V" || args[0] === "-v")) {
   const pkg = JSON.parse(readFileSync(new URL("../../../package.json", import.meta.url), "utf8")) as {
     version: string;
@@ -29,10 +39,12 @@ if (args.length === 1 && (args[0] === "--version" || args[0] === "-V" || args[0]
     const { loadBundle } = await import("./bundle-loader.js");
     entry = loadBundle(bundle, `${bundle}.cache`).exports as unknown as MainModule;
     entry.setFileImporter((url) => import(url));
+    mark("bin: bundle entry loaded");
   } else {
     entry = (await import(modules.href)) as MainModule;
   }
   const code = await entry.main(args);
+  mark("bin: main returned");
   // Everything is durable and every child is gone when main returns; exit now rather than wait
   // for idle keep-alive sockets and timers (stdout/stderr writes are synchronous on Linux).
   process.exit(code);

@@ -7,6 +7,7 @@ import { UsageError } from "../session/usage-error.js";
 import { CodedError } from "../shared/coded-error.js";
 import { closest } from "../shared/suggest.js";
 import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
+import { traceMark } from "../shared/trace-startup.js";
 import type { Options } from "./args.js";
 import { consoleToStderr } from "./console-stderr.js";
 import { EXIT } from "./exit-codes.js";
@@ -241,7 +242,9 @@ export async function main(argv: string[]): Promise<number> {
   if (name === "--version" || name === "-V" || name === "-v") return versionCommand.run([]);
   const entry = COMMANDS[name];
   if (!entry) return unknownCommand(name);
+  traceMark("main: entered");
   const command = await entry.load();
+  traceMark(`main: command ${name} loaded`);
   // What follows `--` is not harness's (a goal, the command of `mcp add`): its --help is not ours.
   const own = rest.includes("--") ? rest.slice(0, rest.indexOf("--")) : rest;
   if (name !== "help" && (own.includes("--help") || own.includes("-h"))) {

@@ -9,6 +9,7 @@ import { EngineSession, type Turn } from "../session/handle.js";
 import { harnessVersion } from "../session/version.js";
 import type { OpenedWorkspace } from "../session/workspace.js";
 import { escapeForTerminal, escapeLines } from "../shared/terminal-text.js";
+import { traceMark } from "../shared/trace-startup.js";
 import { CallShow } from "./call-show.js";
 import { exitCodeFor } from "./exit-codes.js";
 import { continueCommand, nextSteps, resumeCommand, withWorkspace } from "./next-steps.js";
@@ -86,6 +87,7 @@ export async function runSession(given: CliRun): Promise<number> {
     {
       ...progress,
       record(record: AnyRecord) {
+        traceMark(`record ${record.seq} ${record.type}`);
         connection.record(record);
         progress.record?.(record);
       },
@@ -100,10 +102,14 @@ export async function runSession(given: CliRun): Promise<number> {
       signal: controller.signal,
       listener,
     });
+    // Acceptance commands run when the model is done: their sandbox is made ready meanwhile.
+    if (run.acceptance.length > 0 && run.compactOnly === undefined) run.setup.warmAcceptance?.();
     const current = session.start(run);
     turn = current;
     steering?.start((text) => current.steer(text));
+    traceMark("run: engine starting");
     const summary = await current.done;
+    traceMark("run: engine done");
     if (run.compactOnly && summary.compacted) return printCompacted(summary, run);
     printSummary(summary, run, style, {
       duration_ms: Math.round(performance.now() - started),
@@ -124,6 +130,7 @@ export async function runSession(given: CliRun): Promise<number> {
     // Its network namespace too, with any process still in it.
     await run.setup.sessionNetwork?.close();
     await live?.shutdown();
+    traceMark("run: session closed");
   }
 }
 

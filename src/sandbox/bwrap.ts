@@ -5,6 +5,8 @@ import { homedir, tmpdir } from "node:os";
 import path from "node:path";
 import type { Readable } from "node:stream";
 import { parseJsonObject } from "../shared/json.js";
+import { readProcStat } from "../shared/proc-stat.js";
+import { traceMark } from "../shared/trace-startup.js";
 import { DEFAULT_PROTECTED_PATHS, type ProtectedPaths } from "../workspace/protected.js";
 import { guardAbsent, prepareGuards, type Quarantined, settleGuards } from "./absent-guard.js";
 import {
@@ -29,6 +31,7 @@ import { probeMemoPath, probeRemembered, rememberProbe } from "./probe-memo.js";
 import { liveNamespaceMembers, pidNamespaceOf, signalQuietly } from "./proc.js";
 import { protectedMounts } from "./protected-mounts.js";
 import { type Launch, type LaunchRequest, type Sandbox, SandboxUnavailableError } from "./sandbox.js";
+import type { SessionNetwork } from "./session-network.js";
 import { realOrUndefined } from "./stat.js";
 import { type ProcessTree, processGroupTree } from "./tree.js";
 
@@ -139,6 +142,12 @@ export class BwrapSandbox implements Sandbox {
   async ensureAvailable(): Promise<void> {
     const outcome = await probeBwrap(this.bwrapPath);
     if (!outcome.ok) throw new SandboxUnavailableError(outcome.reason, outcome.detail);
+  }
+
+  async warm(sessionNetwork?: SessionNetwork): Promise<void> {
+    const outcome = await probeBwrap(this.bwrapPath);
+    if (outcome.ok && sessionNetwork !== undefined && (await sessionNetwork.available()))
+      await sessionNetwork.prepare(this.bwrapPath);
   }
 
   async prepare(request: LaunchRequest): Promise<Launch> {
@@ -331,6 +340,7 @@ function probeBwrap(bwrapPath: string): Promise<ProbeOutcome> {
 }
 
 async function runProbe(bwrapPath: string): Promise<ProbeOutcome> {
+  traceMark("bwrap probe: start");
   try {
     await access(bwrapPath, constants.X_OK);
   } catch {
@@ -343,6 +353,7 @@ async function runProbe(bwrapPath: string): Promise<ProbeOutcome> {
   const memo = probeMemoPath(bwrapPath);
   if (probeRemembered(memo)) return { ok: true };
   const outcome = await spawnProbe(bwrapPath);
+  traceMark("bwrap probe: spawned and done");
   if (outcome.ok) rememberProbe(memo);
   return outcome;
 }
@@ -472,12 +483,16 @@ function bwrapNamespace(outerPid: number): {
   let init: number | undefined;
   let namespace: string | undefined;
   const outer = processGroupTree(outerPid);
-  const members = () =>
-    namespace === undefined
-      ? []
-      : liveNamespaceMembers(namespace)
-          .map((stat) => stat.pid)
-          .filter((pid) => pid !== init);
+  const members = () => {
+    if (namespace === undefined) return [];
+    // A pid namespace's init becomes a zombie only after the kernel has killed every other
+    // process in it and waited until they were all reaped: once the init is a zombie or gone,
+    // nothing of the command is left, and every process's /proc entry need not be read.
+    if (init !== undefined && initGone(init, namespace)) return [];
+    return liveNamespaceMembers(namespace)
+      .map((stat) => stat.pid)
+      .filter((pid) => pid !== init);
+  };
   return {
     known: () => init !== undefined,
     learn: (text) => {
@@ -501,6 +516,13 @@ function bwrapNamespace(outerPid: number): {
       },
     },
   };
+}
+
+/** Whether `init` is no longer a live process of `namespace` (a zombie, gone, or its pid reused). */
+function initGone(init: number, namespace: string): boolean {
+  if (pidNamespaceOf(init) !== namespace) return true;
+  const stat = readProcStat(init);
+  return stat === undefined || stat.state === "Z" || stat.state === "X";
 }
 
 function parseInfo(text: string): { childPid: number; pidNamespace?: number } | undefined {

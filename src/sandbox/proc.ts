@@ -23,8 +23,23 @@ function allPids(): number[] {
   return pids;
 }
 
+/**
+ * Whether any process (a zombie included) is in the process group `pgid`: one kill(2) with
+ * signal 0, which fails with ESRCH only when the group has no member at all. Lets the callers
+ * below skip reading every process's stat when the answer is already none.
+ */
+function groupHasMembers(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch (error) {
+    return errnoCode(error) !== "ESRCH";
+  }
+}
+
 /** Live processes whose process group is `pgid`. */
 export function liveGroupMembers(pgid: number): ProcStat[] {
+  if (!groupHasMembers(pgid)) return [];
   const members: ProcStat[] = [];
   for (const pid of allPids()) {
     const stat = readProcStat(pid);

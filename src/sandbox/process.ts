@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import type { Readable, Writable } from "node:stream";
 import type { ArtifactStore } from "../artifacts/store.js";
+import { traceMark } from "../shared/trace-startup.js";
 import { type CaptureLimits, DEFAULT_CAPTURE_LIMITS, OutputCapture, type StreamSummary } from "./capture.js";
 import type { ByteFilter } from "./scrub.js";
 import {
@@ -113,6 +114,7 @@ export async function runProcess(options: RunProcessOptions): Promise<ProcessRes
     };
   }
 
+  traceMark(`process: spawning ${options.file}`);
   // The one spawn of a command in harness: callers reach it only through Executor.execute, which
   // has already filtered the environment and wrapped the command in its sandbox.
   const child = spawn(options.file, options.args, {
@@ -155,8 +157,10 @@ export async function runProcess(options: RunProcessOptions): Promise<ProcessRes
   }
 
   const outcome = await waitForEnd(exited, options.timeoutMs, options.signal);
+  traceMark(`process: ${options.file} ${outcome}`);
   // Also after a normal exit: background children (`cmd &`, nohup) must not outlive the call.
   const killedProcesses = await terminateTree(tree, graceMs);
+  traceMark("process: tree terminated");
   const exit = (await within(exited, EXIT_SETTLE_MS))?.value;
   if ((await within(reading, options.drainMs ?? 500)) === undefined) {
     destroyPipes(child);

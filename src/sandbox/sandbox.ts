@@ -138,6 +138,13 @@ export interface Sandbox {
    * answer is cached for the life of the process.
    */
   ensureAvailable(): Promise<void>;
+  /**
+   * Start, in the background, what this sandbox's first command will wait for (the probe, and
+   * the session's network namespace when given), so that a session that will run a command does
+   * not pay for them at that command. Nothing runs and nothing is recorded; a failure is not kept
+   * (the command that needs it tries again and reports it). Resolves, never rejects, once done.
+   */
+  warm?(sessionNetwork?: SessionNetwork): Promise<void>;
   /** Wrap a command. Call ensureAvailable first: prepare does not probe. */
   prepare(request: LaunchRequest): Promise<Launch>;
   /**

@@ -3,6 +3,7 @@ import { closeSync, constants, fstatSync, openSync, readdirSync, readlinkSync, s
 import { access } from "node:fs/promises";
 import type { Readable } from "node:stream";
 import { parseJsonObject } from "../shared/json.js";
+import { traceMark } from "../shared/trace-startup.js";
 import { NetworkUnavailableError } from "./egress-bridge.js";
 import { signalQuietly } from "./proc.js";
 
@@ -55,6 +56,8 @@ interface Held {
 export class SessionNetwork {
   readonly #nsenterPath: string;
   #held: Promise<Held> | undefined;
+  /** The making `prepare` started, if any: a command that waited for it and saw it fail tries again. */
+  #prepared: Promise<Held> | undefined;
   #closed = false;
 
   constructor(options: SessionNetworkOptions = {}) {
@@ -75,6 +78,24 @@ export class SessionNetwork {
   }
 
   /**
+   * Start making the namespace now, in the background, for a session that will run a sandboxed
+   * command (`enter` then waits for this making). A failure is forgotten at once, so the first
+   * `enter` after it tries again from nothing and reports its own outcome. Never rejects.
+   */
+  async prepare(bwrapPath: string): Promise<void> {
+    if (this.#closed || this.#held !== undefined) return;
+    const making = createNamespace(bwrapPath);
+    this.#held = making;
+    this.#prepared = making;
+    await making.then(
+      () => undefined,
+      () => {
+        if (this.#held === making) this.#held = undefined;
+      },
+    );
+  }
+
+  /**
    * The entry to the namespace, creating it at the first call (with bwrap at `bwrapPath`).
    * Rejects with NetworkUnavailableError when it cannot be made or the session has ended: the
    * command must not run then, and never on the host's network.
@@ -82,14 +103,19 @@ export class SessionNetwork {
   async enter(bwrapPath: string): Promise<NamespaceEntry> {
     if (this.#closed)
       throw new NetworkUnavailableError("the session has ended: its network namespace is gone");
-    this.#held ??= createNamespace(bwrapPath);
-    let held: Held;
-    try {
-      held = await this.#held;
-    } catch (error) {
-      // A failed creation is not kept: the next command tries again, from nothing.
-      this.#held = undefined;
-      throw error;
+    let held: Held | undefined;
+    while (held === undefined) {
+      const making = this.#held ?? createNamespace(bwrapPath);
+      this.#held = making;
+      try {
+        held = await making;
+      } catch (error) {
+        // A failed creation is not kept: the next command tries again, from nothing. One made in
+        // the background before this command asked is not this command's attempt: it makes its own.
+        if (this.#held === making) this.#held = undefined;
+        if (making !== this.#prepared || this.#closed) throw error;
+        this.#prepared = undefined;
+      }
     }
     if (this.#closed)
       throw new NetworkUnavailableError("the session has ended: its network namespace is gone");
@@ -151,6 +177,7 @@ export function processesIn(namespace: string): number[] {
  * capabilities; it only has to exist until its namespace is opened.
  */
 async function createNamespace(bwrapPath: string): Promise<Held> {
+  traceMark("session network: creating");
   const holder = spawn(
     bwrapPath,
     [
@@ -185,6 +212,7 @@ async function createNamespace(bwrapPath: string): Promise<Held> {
   const exited = new Promise<void>((resolve) => holder.once("close", () => resolve()));
   try {
     const info = await readInfo(holder.stdio[INFO_FD] as Readable, holder.stdout as Readable, exited);
+    traceMark("session network: holder ready");
     return openNamespace(info);
   } catch (error) {
     const detail = stderr.split("\n")[0]?.trim();

@@ -118,6 +118,12 @@ export interface RunSetup {
   environment?: SessionEnvironment;
   /** An acceptance check for a command: run through the session's executor, in its profile. */
   acceptanceCheck: (command: string, timeoutMs: number) => AcceptanceCheck;
+  /**
+   * Start, in the background, what the first acceptance command will wait for (the sandbox's
+   * probe and the session's network namespace), for a door that will run them: they are then
+   * ready when the model is done. Nothing runs and nothing is recorded.
+   */
+  warmAcceptance?(): void;
   /** The started MCP servers: stopped when the session ends. */
   mcp?: McpServers;
   /**
@@ -509,6 +515,7 @@ export async function buildSetup(options: {
             ? { network: () => callNetwork(`acceptance:${command}`) }
             : {}),
         }),
+      warmAcceptance: () => void processes.acceptance.sandbox.warm?.(executor.sessionNetwork),
       ...(executor.sessionNetwork !== undefined ? { sessionNetwork: executor.sessionNetwork } : {}),
       // Shared servers give the surface, never `mcp`: what the setup owns is what it stops.
       ...(mcp

@@ -189,6 +189,48 @@ describe("one network namespace per session", () => {
     expect(await reach(executor, await hostServer())).toBe("refused");
   });
 
+  it("a namespace made in the background (warm) is the one the session's first command joins", async () => {
+    const network = new SessionNetwork();
+    const executor = sessionExecutor(network);
+    expect(await network.namespace()).toBeUndefined();
+    await new BwrapSandbox("workspace-write").warm(network);
+    const made = await network.namespace();
+    expect(made).toMatch(/^net:\[\d+\]$/);
+    const seen = await executor.execute({
+      purpose: "acceptance",
+      argv: ["/bin/sh", "-c", "readlink /proc/self/ns/net"],
+      workspace: dirs.workspace,
+      profile: profile(),
+      timeoutMs: 20_000,
+    });
+    expect(seen.stdout.head.trim()).toBe(made);
+    expect(await network.namespace()).toBe(made);
+  });
+
+  it("a background making that failed is not kept: the first command makes its own, even one that waited for it", async () => {
+    const network = new SessionNetwork();
+    const executor = sessionExecutor(network);
+    // Failed before the command asked: forgotten.
+    await network.prepare("/bin/false");
+    expect(await network.namespace()).toBeUndefined();
+    expect(await reach(executor, await hostServer())).toBe("refused");
+    expect(await network.namespace()).toMatch(/^net:\[\d+\]$/);
+    // Failing while the command waits for it: the command tries again with its own bwrap.
+    const other = new SessionNetwork();
+    sessionExecutor(other);
+    void other.prepare("/bin/false");
+    const entry = await other.enter("/usr/bin/bwrap");
+    expect(entry.namespace).toMatch(/^net:\[\d+\]$/);
+    expect(entry.namespace).not.toBe(readlinkSync("/proc/self/ns/net"));
+  });
+
+  it("a warm-up after the session ended makes nothing", async () => {
+    const network = new SessionNetwork();
+    await network.close();
+    await new BwrapSandbox("workspace-write").warm(network);
+    expect(await network.namespace()).toBeUndefined();
+  });
+
   it("each call still has its own pid namespace", async () => {
     const executor = sessionExecutor();
     const pidNamespace = async () =>

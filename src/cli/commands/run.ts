@@ -11,6 +11,7 @@ import { validateSessionId } from "../../session/session-id.js";
 import { UsageError } from "../../session/usage-error.js";
 import { newSessionId, openWorkspace } from "../../session/workspace.js";
 import { escapeForTerminal } from "../../shared/terminal-text.js";
+import { traceMark } from "../../shared/trace-startup.js";
 import { boundedInt, oneOf, parse, positiveInt, tokenCount } from "../args.js";
 import { goalFrom } from "../goal-input.js";
 import { latestSession } from "../latest-session.js";
@@ -328,6 +329,7 @@ export async function startOrResume(
       `this session uses the scripted model "${String(state.provider.name)}"; pass it again with --script FILE`,
     );
   }
+  traceMark("run: preparing the session");
   const prepared = await prepareSession(config, {
     workspace,
     sessionId,
@@ -336,6 +338,7 @@ export async function startOrResume(
     mcp: (line) => process.stderr.write(`${line}\n`),
     notify: stderrNotices,
   });
+  traceMark("run: session prepared");
   const { setup } = prepared.run;
   // `/NAME args` as the prompt: a command template, expanded (the expanded text is what is recorded).
   let attachments = display.attachments;
