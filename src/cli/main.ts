@@ -1,7 +1,7 @@
 import { resolve } from "node:path";
 import { EngineError } from "../engine/errors.js";
 import { JournalError, type JournalErrorCode } from "../journal/store.js";
-import { ScriptError } from "../providers/scripted/script.js";
+import { ScriptError } from "../providers/scripted/script-error.js";
 import { SessionOperationError } from "../session/operations/error.js";
 import { UsageError } from "../session/usage-error.js";
 import { CodedError } from "../shared/coded-error.js";

@@ -1,6 +1,7 @@
 import MiniSearch from "minisearch";
 import type { NotOffered } from "../runtime/environment.js";
 import { type SnapshotEntry, ToolRegistry, ToolSnapshot } from "../runtime/registry.js";
+import { once } from "../shared/lazy-record.js";
 import { TOOL_SEARCH, toolSearchTool } from "../tools/catalog/tool-search.js";
 import type { CatalogMatch } from "../tools/tool.js";
 import { basisTokens } from "./tokens.js";
@@ -72,9 +73,14 @@ export function exceedsThreshold(
   return definitionTokens(deferrable) > contextWindow * DEFER_WINDOW_SHARE;
 }
 
-/** The one tool_search entry (its definition never changes within a harness version). */
-const SEARCH_ENTRY: SnapshotEntry = new ToolRegistry().register(toolSearchTool).snapshot()
-  .entries[0] as SnapshotEntry;
+/**
+ * The one tool_search entry (its definition never changes within a harness version), made the
+ * first time a surface is deferred: its JSON schema is not worth making in a session that never
+ * defers.
+ */
+const searchEntry = once(
+  () => new ToolRegistry().register(toolSearchTool).snapshot().entries[0] as SnapshotEntry,
+);
 
 /**
  * The offer for the latest surface and loads, built once per change: the engine asks before every
@@ -144,7 +150,7 @@ export class ToolOffer {
     );
     const snapshot = new ToolSnapshot([
       ...prefix,
-      SEARCH_ENTRY,
+      searchEntry(),
       ...current.map((entry) => surface.get(entry.name) as SnapshotEntry),
     ]);
     const loadedDigest = new Map(loaded.map((entry) => [entry.name, entry.digest]));

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { IMAGE_MEDIA_TYPES, TOOL_STATUSES } from "../protocol/types.js";
 import { jsonObjectSchema } from "../shared/json.js";
+import { lazyRecord } from "../shared/lazy-record.js";
 import { changeSetSchema, entrySchema, manifestPathSchema } from "../workspace/manifest.js";
 
 /**
@@ -108,8 +109,13 @@ const agentChange = z.object({
   applied: z.boolean().optional(),
 });
 
-export const EVENT_SCHEMAS = {
-  "session.started": z.object({
+/**
+ * Each event type's schema, built the first time the type is read, appended or looked up (a run
+ * uses a few of the types; building all of them cost every process start). Listing the types
+ * builds none.
+ */
+const EVENT_SCHEMA_BUILDERS = {
+  "session.started": () => z.object({
     format_version: z.number().int(),
     session_id: z.string(),
     harness_version: z.string(),
@@ -163,7 +169,7 @@ export const EVENT_SCHEMAS = {
    * new list) or were accepted as changed on resume (`resume`): the whole new surface, its digest,
    * and what was added, removed or changed since `previous_digest`.
    */
-  "tools.changed": z.object({
+  "tools.changed": () => z.object({
     step: z.number().int(),
     reason: z.enum(["refresh", "resume"]),
     previous_digest: hex64,
@@ -185,7 +191,7 @@ export const EVENT_SCHEMAS = {
    * with another digest makes the loaded definition stale (TOOL_SCHEMA_CHANGED until loaded again).
    * `call_id`: the `tool_search` call that loaded them.
    */
-  "tools.loaded": z.object({
+  "tools.loaded": () => z.object({
     names: z.array(z.string()).min(1),
     /** One per name, in the same order (the engine writes them together). */
     digests: z.array(hex64),
@@ -196,7 +202,7 @@ export const EVENT_SCHEMAS = {
    * in the system message; part of the session identity) or `nested` (a directory's, read when a
    * call first touched a file under it, with every directory looked at in `checked`).
    */
-  "instructions.loaded": z.object({
+  "instructions.loaded": () => z.object({
     trigger: z.enum(["start", "nested"]),
     files: z.array(
       z.object({
@@ -218,14 +224,14 @@ export const EVENT_SCHEMAS = {
     ),
     checked: z.array(z.string()).optional(),
   }),
-  "session.resumed": z.object({ pid: z.number().int() }),
+  "session.resumed": () => z.object({ pid: z.number().int() }),
   /**
    * A skill the model activated with the `skill` tool (after its result): its SKILL.md as sent
    * (`text`), the digest of its whole folder as approved, and its `allowed-tools` rules, which
    * narrow every later call of the turn (they never grant). The text is pinned again after a
    * compaction while the skill is active (until the turn ends).
    */
-  "skill.activated": z.object({
+  "skill.activated": () => z.object({
     name: z.string().min(1),
     digest: hex64,
     source: z.string(),
@@ -237,7 +243,7 @@ export const EVENT_SCHEMAS = {
    * The next `user.input` is a command template (`/NAME args`) expanded: its name, where it
    * came from and the digest of the template file; the expanded text is that input.
    */
-  "command.expanded": z.object({
+  "command.expanded": () => z.object({
     name: z.string().min(1),
     digest: hex64,
     source: z.string(),
@@ -246,13 +252,13 @@ export const EVENT_SCHEMAS = {
    * A turn's input: the goal starts turn 1; each later turn starts with the user's next prompt.
    * `turn` is absent in sessions recorded before sessions had turns (then it is the count so far).
    */
-  "user.input": z.object({
+  "user.input": () => z.object({
     text: z.string(),
     turn: z.number().int().positive().optional(),
     /** Images attached to the input (`run --image`, the chat's /image): session artifacts by digest. */
     images: z.array(imageRef).optional(),
   }),
-  "model.started": z.object({
+  "model.started": () => z.object({
     step: z.number().int(),
     attempt: z.number().int(),
     tools_digest: hex64,
@@ -275,14 +281,14 @@ export const EVENT_SCHEMAS = {
    * projected from the token estimate and the profile's prices (input, and the reply reserve as
    * output), and what was left of the budget before it. Only journaled when the request fits.
    */
-  "budget.reserved": z.object({
+  "budget.reserved": () => z.object({
     step: z.number().int(),
     attempt: z.number().int(),
     estimate_usd: z.number().nonnegative(),
     left_usd: z.number(),
   }),
   /** That request's cost from the provider-reported usage (0 when none was reported), and what is left after it. */
-  "budget.settled": z.object({
+  "budget.settled": () => z.object({
     step: z.number().int(),
     attempt: z.number().int(),
     cost_usd: z.number().nonnegative(),
@@ -294,7 +300,7 @@ export const EVENT_SCHEMAS = {
    * the request is sent. `left`: what the quota had left after holding it, per limit it has (absent
    * when the store did not say).
    */
-  "quota.reserved": z.object({
+  "quota.reserved": () => z.object({
     quota: z.string(),
     step: z.number().int(),
     attempt: z.number().int(),
@@ -302,7 +308,7 @@ export const EVENT_SCHEMAS = {
     left: quotaLeft.optional(),
   }),
   /** That request settled on the quota with what the provider reported; `left` after it. */
-  "quota.settled": z.object({
+  "quota.settled": () => z.object({
     quota: z.string(),
     step: z.number().int(),
     attempt: z.number().int(),
@@ -310,7 +316,7 @@ export const EVENT_SCHEMAS = {
     left: quotaLeft.optional(),
   }),
   /** The quota refused the request's estimate (`why`): it was not sent, and `run.stopped` follows. */
-  "quota.refused": z.object({
+  "quota.refused": () => z.object({
     quota: z.string(),
     step: z.number().int(),
     attempt: z.number().int(),
@@ -318,15 +324,15 @@ export const EVENT_SCHEMAS = {
     why: z.string(),
     left: quotaLeft.optional(),
   }),
-  "model.retryable_error": modelFailure.extend({ retry_in_ms: z.number().int() }),
-  "model.failed": modelFailure,
-  "model.protocol_error": z.object({
+  "model.retryable_error": () => modelFailure.extend({ retry_in_ms: z.number().int() }),
+  "model.failed": () => modelFailure,
+  "model.protocol_error": () => z.object({
     step: z.number().int(),
     attempt: z.number().int(),
     error: z.string(),
     evidence,
   }),
-  "model.reply": z.object({
+  "model.reply": () => z.object({
     step: z.number().int(),
     text: z.string(),
     calls: z.array(call),
@@ -334,7 +340,7 @@ export const EVENT_SCHEMAS = {
     usage: usage.optional(),
     reasoning: z.array(reasoning).optional(),
   }),
-  "approval.requested": z.object({
+  "approval.requested": () => z.object({
     call_id: z.string(),
     name: z.string(),
     call_hash: hex64,
@@ -342,7 +348,7 @@ export const EVENT_SCHEMAS = {
     /** Why a person is asked, when untrusted content seen before the call raised the question. */
     reason: z.string().optional(),
   }),
-  "approval.decided": z.object({
+  "approval.decided": () => z.object({
     call_id: z.string(),
     call_hash: hex64,
     decision: z.enum(["allow", "deny"]),
@@ -355,7 +361,7 @@ export const EVENT_SCHEMAS = {
      */
     pattern: z.string().optional(),
   }),
-  "hook.decided": z.object({
+  "hook.decided": () => z.object({
     call_id: z.string(),
     point: z.string(),
     hook: z.string(),
@@ -364,7 +370,7 @@ export const EVENT_SCHEMAS = {
     reason: z.string().optional(),
     duration_ms: z.number(),
   }),
-  "tool.started": z.object({
+  "tool.started": () => z.object({
     call_id: z.string(),
     name: z.string(),
     arguments: jsonObject,
@@ -377,7 +383,7 @@ export const EVENT_SCHEMAS = {
     /** A call a program made inside another call (`batch`): that call's id. Absent for the model's own calls. */
     parent_call_id: z.string().optional(),
   }),
-  "process.spawned": z.object({
+  "process.spawned": () => z.object({
     call_id: z.string(),
     pid: z.number().int(),
     pgid: z.number().int(),
@@ -391,7 +397,7 @@ export const EVENT_SCHEMAS = {
    * it runs, how long it may live (`keep`: until the turn's end or the session's; `ttl_ms`) and
    * its process group, so a resume after a crash kills what is left and reports it lost.
    */
-  "process.started": z.object({
+  "process.started": () => z.object({
     process_id: z.string(),
     call_id: z.string(),
     command: z.string(),
@@ -406,7 +412,7 @@ export const EVENT_SCHEMAS = {
     ...processFacts,
   }),
   /** A background process met its readiness condition (`by`: none, a port, a log line). */
-  "process.ready": z.object({
+  "process.ready": () => z.object({
     process_id: z.string(),
     by: z.enum(["none", "port", "log"]),
     after_ms: z.number().int().nonnegative(),
@@ -416,7 +422,7 @@ export const EVENT_SCHEMAS = {
    * processes were killed and how many were still found afterwards (`survivors`, 0 unless the
    * kernel could not remove one), and where its full output is.
    */
-  "process.stopped": z.object({
+  "process.stopped": () => z.object({
     process_id: z.string(),
     exit: z.number().int().nullable(),
     signal: z.string().nullable(),
@@ -431,7 +437,7 @@ export const EVENT_SCHEMAS = {
    * A background process an earlier harness process started and never recorded as stopped (it
    * crashed or was killed): whatever was left of it was killed (`killed`), and the model is told.
    */
-  "process.lost": z.object({ process_id: z.string(), killed: z.number().int().nonnegative() }),
+  "process.lost": () => z.object({ process_id: z.string(), killed: z.number().int().nonnegative() }),
   /**
    * One connection a process of call `call_id` made (or tried) through its egress proxy: the host
    * and port it asked for, what decided (`deny`: a rule or an internal address refused it;
@@ -440,7 +446,7 @@ export const EVENT_SCHEMAS = {
    * command hook (by name) that made it while running for call `call_id`, absent for the call's
    * own processes.
    */
-  "net.connection": z.object({
+  "net.connection": () => z.object({
     call_id: z.string(),
     hook: z.string().optional(),
     host: z.string(),
@@ -458,20 +464,20 @@ export const EVENT_SCHEMAS = {
    * `host` (a host the user config binds it to), in place of the sandbox's placeholder. The name
    * only: never the value, never the header. `hook`: the command hook that sent the request.
    */
-  "credential.used": z.object({
+  "credential.used": () => z.object({
     call_id: z.string(),
     hook: z.string().optional(),
     name: z.string(),
     host: z.string(),
   }),
-  "tool.retrying": z.object({
+  "tool.retrying": () => z.object({
     call_id: z.string(),
     attempt: z.number().int(),
     error_type: z.string(),
     message: z.string(),
     retry_in_ms: z.number().int(),
   }),
-  "tool.result": z.object({
+  "tool.result": () => z.object({
     call_id: z.string(),
     name: z.string(),
     status: toolStatus,
@@ -494,7 +500,7 @@ export const EVENT_SCHEMAS = {
      */
     untrusted: z.string().optional(),
   }),
-  "proposal.recorded": z.object({
+  "proposal.recorded": () => z.object({
     proposal_id: z.string(),
     call_id: z.string(),
     path: z.string(),
@@ -515,14 +521,14 @@ export const EVENT_SCHEMAS = {
      */
     content_artifact: hex64.optional(),
   }),
-  "proposal.applied": z.object({
+  "proposal.applied": () => z.object({
     proposal_id: z.string(),
     path: z.string(),
     outcome: z.enum(["applied", "conflict", "already_applied"]),
     current_version: hex64.nullable(),
     message: z.string(),
   }),
-  "review.resolved": z.object({
+  "review.resolved": () => z.object({
     call_id: z.string(),
     resolution: z.enum(["applied", "not_applied", "undetermined"]),
     evidence: z.string(),
@@ -534,7 +540,7 @@ export const EVENT_SCHEMAS = {
    * (which checks failed, their exit codes and output tails) is the model's next input, in the same
    * turn, so the turn's budgets span every attempt.
    */
-  "acceptance.attempt": z.object({
+  "acceptance.attempt": () => z.object({
     n: z.number().int().positive(),
     passed: z.number().int().nonnegative(),
     failed: z.number().int().nonnegative(),
@@ -549,7 +555,7 @@ export const EVENT_SCHEMAS = {
     continued: z.boolean(),
     feedback: z.string().optional(),
   }),
-  "acceptance.checked": z.object({
+  "acceptance.checked": () => z.object({
     accepted: z.boolean(),
     checks: z.array(
       z.object({
@@ -569,7 +575,7 @@ export const EVENT_SCHEMAS = {
    * artifact that holds the whole result (read_artifact brings it back). The artifacts are stored
    * before this is journaled. Tokens are the estimates of the next request before and after.
    */
-  "context.pruned": z.object({
+  "context.pruned": () => z.object({
     step: z.number().int(),
     results: z.array(z.object({ call_id: z.string(), artifact })).min(1),
     tokens_before: z.number().int().nonnegative(),
@@ -581,7 +587,7 @@ export const EVENT_SCHEMAS = {
    * messages, as the fold had them, that the pinned set and the summary replace; the rest follow
    * them unchanged. Tokens are the estimates of the next request before and after.
    */
-  "context.compacted": z.object({
+  "context.compacted": () => z.object({
     step: z.number().int(),
     attempt: z.number().int(),
     summary: z.string(),
@@ -590,8 +596,8 @@ export const EVENT_SCHEMAS = {
     tokens_after: z.number().int().nonnegative(),
     usage: usage.optional(),
   }),
-  "run.finished": z.object({ status: z.enum(["verified", "unverified"]), answer: z.string() }),
-  "run.stopped": z.object({
+  "run.finished": () => z.object({ status: z.enum(["verified", "unverified"]), answer: z.string() }),
+  "run.stopped": () => z.object({
     status: z.enum(["stopped", "review_required", "needs_review"]),
     reason: z.string(),
     message: z.string(),
@@ -602,13 +608,13 @@ export const EVENT_SCHEMAS = {
      */
     allow: z.array(z.array(z.string())).optional(),
   }),
-  "run.cancelled": z.object({ reason: z.string() }),
+  "run.cancelled": () => z.object({ reason: z.string() }),
   /**
    * A person chose to trust a journal recorded elsewhere (or before journals were authenticated).
    * Authenticated with their key, it vouches for the chain up to `head_hash` (the chain commits to
    * every record before it), so history is never rewritten.
    */
-  "journal.adopted": z.object({
+  "journal.adopted": () => z.object({
     head_hash: hex64,
     records: z.number().int(),
     key_id: z.string(),
@@ -617,7 +623,7 @@ export const EVENT_SCHEMAS = {
     by: z.string(),
   }),
   /** A writer lock whose owner was provably gone (same host, process absent or replaced) was taken over. */
-  "lock.recovered": z.object({
+  "lock.recovered": () => z.object({
     pid: z.number().int(),
     host: z.string(),
     started_at: z.string(),
@@ -629,19 +635,19 @@ export const EVENT_SCHEMAS = {
    * only when `steer.delivered` takes it up, at a step boundary (after the results of the
    * reply's calls, before the next model request), never in the middle of a call.
    */
-  "user.steered": z.object({ text: z.string() }),
+  "user.steered": () => z.object({ text: z.string() }),
   /** The oldest `count` undelivered steers become user messages here, before the request of `step`. */
-  "steer.delivered": z.object({ step: z.number().int().nonnegative(), count: z.number().int().positive() }),
+  "steer.delivered": () => z.object({ step: z.number().int().nonnegative(), count: z.number().int().positive() }),
   /**
    * The user interrupted the turn: running calls were cancelled (their process trees killed) and
    * recorded; the session stays open for the next turn's `user.input`.
    */
-  "turn.interrupted": z.object({ turn: z.number().int().positive(), reason: z.string() }),
+  "turn.interrupted": () => z.object({ turn: z.number().int().positive(), reason: z.string() }),
   /**
    * This session was forked from another: the parent's records up to and including `at_seq` (whose
    * hash is `at_hash`) follow as this session's own, re-chained and authenticated; the parent is unchanged.
    */
-  "session.forked": z.object({
+  "session.forked": () => z.object({
     parent: z.string(),
     at_seq: z.number().int().nonnegative(),
     at_hash: hex64,
@@ -657,7 +663,7 @@ export const EVENT_SCHEMAS = {
    * append, and `previous` names the lease it replaced (a dead or released worker), null at first.
    * Calls the previous owner started without a result are then settled as resume settles them.
    */
-  "lease.acquired": z.object({
+  "lease.acquired": () => z.object({
     epoch: z.number().int().min(1),
     owner: z.string(),
     previous: z.object({ owner: z.string(), epoch: z.number().int().min(1) }).nullable(),
@@ -668,7 +674,7 @@ export const EVENT_SCHEMAS = {
    * files' bytes are kept too; `files` and `bytes` count its regular files; `excluded` the
    * user-configured excludes (paths never recorded). Sessions recorded before it have none.
    */
-  "workspace.base": z.object({
+  "workspace.base": () => z.object({
     manifest: hex64,
     files: z.number().int().nonnegative(),
     bytes: z.number().int().nonnegative(),
@@ -681,7 +687,7 @@ export const EVENT_SCHEMAS = {
    * `call_id` is then `outside:SEQ`). Every `before` file's bytes are in the
    * session's artifacts (id = its hash) before this record is journaled. A rename is a delete and a create.
    */
-  "workspace.changed": changeSetSchema.extend({
+  "workspace.changed": () => changeSetSchema.extend({
     call_id: z.string().min(1),
     source: z.enum(["tool", "shell", "mcp", "hook", "acceptance", "outside", "undo"]),
   }),
@@ -690,7 +696,7 @@ export const EVENT_SCHEMAS = {
    * must still have (`expect`, null: absent) and the one it gets back (`restore`, null: deleted).
    * `target.seq`: the workspace returns to its state after that record.
    */
-  "undo.started": z.object({
+  "undo.started": () => z.object({
     undo_id: z.string().min(1),
     target: z.object({ seq: z.number().int().nonnegative() }),
     plan: z.array(
@@ -698,7 +704,7 @@ export const EVENT_SCHEMAS = {
     ),
   }),
   /** The undo `undo_id` is over: files put back, and those left alone because they had changed since. */
-  "undo.finished": z.object({
+  "undo.finished": () => z.object({
     undo_id: z.string().min(1),
     restored: z.number().int().nonnegative(),
     conflicts: z.array(z.object({ path: z.string(), reason: z.string() })),
@@ -708,14 +714,14 @@ export const EVENT_SCHEMAS = {
    * to `to`, and a resume is checked against it instead of `session.started`'s provider. `options`
    * are the run options that rebuild it (as `session.started.options`: no secrets, no host paths).
    */
-  "model.switched": z.object({ from: jsonObject, to: jsonObject, options: jsonObject }),
+  "model.switched": () => z.object({ from: jsonObject, to: jsonObject, options: jsonObject }),
   /**
    * The person switched the session's write mode from an editor (ACP `session/set_mode`): calls
    * from here on are decided by the recorded policy narrowed to `to` (`read-only`, `propose`,
    * `ask`, `allow`). `ceiling` is the loosest mode the session's configuration allows; a switch
    * never goes past it. `by` says which door asked.
    */
-  "mode.switched": z.object({
+  "mode.switched": () => z.object({
     from: z.enum(["read-only", "propose", "ask", "allow"]),
     to: z.enum(["read-only", "propose", "ask", "allow"]),
     ceiling: z.enum(["read-only", "propose", "ask", "allow"]),
@@ -728,7 +734,7 @@ export const EVENT_SCHEMAS = {
    * its result is never a message to the model; `share`: the person asked to send the command and
    * its output with their next message (`!!command`), which then records it in its user.input.
    */
-  "user.command": z.object({
+  "user.command": () => z.object({
     call_id: z.string().min(1),
     command: z.string().min(1),
     share: z.boolean(),
@@ -739,7 +745,7 @@ export const EVENT_SCHEMAS = {
    * session's policy and what the call asked, with what was asked and not granted), `budget` what
    * was reserved for it from this session's remaining budgets.
    */
-  "agent.started": z.object({
+  "agent.started": () => z.object({
     call_id: z.string().min(1),
     label: z.string().min(1),
     child_session: z.string().min(1),
@@ -748,7 +754,7 @@ export const EVENT_SCHEMAS = {
     budget: agentBudget,
   }),
   /** An approval asked inside a child went to this session's approver: what was decided. */
-  "agent.approval": z.object({
+  "agent.approval": () => z.object({
     label: z.string().min(1),
     call_id: z.string().min(1),
     tool: z.string().optional(),
@@ -759,7 +765,7 @@ export const EVENT_SCHEMAS = {
    * A child's changes are about to be merged into this workspace: the intent, durable before any
    * file is touched. The files merged are then `workspace.changed` records under `call_id`.
    */
-  "agent.merge": z.object({
+  "agent.merge": () => z.object({
     call_id: z.string().min(1),
     files: z.array(agentChange),
   }),
@@ -768,7 +774,7 @@ export const EVENT_SCHEMAS = {
    * last record, what it spent, what it changed, what conflicted, and how many of its processes
    * were found alive after it ended (and killed).
    */
-  "agent.finished": z.object({
+  "agent.finished": () => z.object({
     call_id: z.string().min(1),
     child_session: z.string().min(1),
     head_hash: hex64.nullable(),
@@ -779,6 +785,8 @@ export const EVENT_SCHEMAS = {
     survivors: z.number().int().nonnegative(),
   }),
 } as const;
+
+export const EVENT_SCHEMAS = lazyRecord(EVENT_SCHEMA_BUILDERS);
 
 export type EventType = keyof typeof EVENT_SCHEMAS;
 export type EventData<T extends EventType> = z.infer<(typeof EVENT_SCHEMAS)[T]>;

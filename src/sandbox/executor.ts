@@ -1,6 +1,6 @@
 import type { Server } from "node:net";
 import type { ArtifactStore } from "../artifacts/store.js";
-import { type EgressProxy, type EgressProxyOptions, startEgressProxy } from "../network/proxy.js";
+import type { EgressProxy, EgressProxyOptions } from "../network/proxy.js";
 import type { Quarantined } from "./absent-guard.js";
 import { type BackgroundProcess, type BackgroundStop, startBackground } from "./background.js";
 import type { CaptureLimits } from "./capture.js";
@@ -333,6 +333,8 @@ export class Executor {
     }
     await sandbox.ensureAvailable();
     try {
+      // Loaded here: a session without network `policy` never needs the proxy (nor TLS).
+      const { startEgressProxy } = await import("../network/proxy.js");
       return await startEgressProxy(request.egress);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code ?? "error";

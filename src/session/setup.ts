@@ -44,7 +44,6 @@ import {
 } from "../providers/config.js";
 import type { ContextBudget } from "../providers/context-window.js";
 import type { Provider } from "../providers/provider.js";
-import { ScriptedProvider } from "../providers/scripted/provider.js";
 import { RuleSyntaxError } from "../rules/grammar.js";
 import type { ApprovalPort, GrantPort, HookPort, ProposalPort, ProposalRecord } from "../runtime/ports.js";
 import type { ToolSnapshot } from "../runtime/registry.js";
@@ -543,6 +542,8 @@ export async function loadProvider(
   if (script !== undefined) {
     if (flags.provider || flags.profile)
       throw new UsageError("--script and --provider/--profile are exclusive");
+    // The scripted model is loaded only for a script (its schemas are not every run's cost).
+    const { ScriptedProvider } = await import("../providers/scripted/provider.js");
     return {
       provider:
         scriptAs === "data" ? await ScriptedProvider.loadData(script) : await ScriptedProvider.load(script),

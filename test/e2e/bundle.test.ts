@@ -63,14 +63,27 @@ function loadIn(
 
 /** The parts of the built bundle that hold a package's code (the build's metafile). */
 function partsHolding(pkg: string): string[] {
+  return partsWith((input) => input.includes(`node_modules/${pkg}/`));
+}
+
+/** The parts of the built bundle that hold one of harness's own modules (`network/proxy.js`). */
+function partsHoldingSource(module: string): string[] {
+  return partsWith((input) => input === `dist/src/${module}`);
+}
+
+function partsWith(holds: (input: string) => boolean): string[] {
   const meta = JSON.parse(readFileSync(join(REPO_ROOT, "dist/bundle-meta.json"), "utf8")) as {
     outputs: Record<string, { inputs: Record<string, unknown> }>;
   };
   return Object.entries(meta.outputs)
-    .filter(([, output]) =>
-      Object.keys(output.inputs).some((input) => input.includes(`node_modules/${pkg}/`)),
-    )
+    .filter(([, output]) => Object.keys(output.inputs).some(holds))
     .map(([path]) => basename(path));
+}
+
+/** Which of `parts` a command loaded (expected: none). */
+function loadedOf(loaded: Loaded, parts: string[]): string[] {
+  const names = new Set(loaded.files.map((file) => file.name));
+  return parts.filter((part) => names.has(part));
 }
 
 describe("the CLI bundle and its code cache", () => {
@@ -112,7 +125,51 @@ describe("the CLI bundle and its code cache", () => {
         `${pkg} was loaded`,
       ).toEqual([]);
     }
+    // Nor the egress proxy (network policy only) or the TLS interception behind it.
+    for (const module of ["network/proxy.js", "network/intercept.js"]) {
+      const parts = partsHoldingSource(module);
+      expect(parts.length, `${module} is in no part of the bundle`).toBeGreaterThan(0);
+      expect(loadedOf(loaded, parts), `${module} was loaded`).toEqual([]);
+    }
     expect(loaded.files.filter((file) => file.rejected !== false)).toEqual([]);
+  });
+
+  it("the top-level help loads no schema library and no scripted model", () => {
+    const loaded = loadIn(BUNDLE, `${BUNDLE}.cache`, ["--help"]);
+    expect(loaded.help).toBe(0);
+    expect(loadedOf(loaded, partsHolding("zod"))).toEqual([]);
+    expect(loadedOf(loaded, partsHoldingSource("providers/scripted/script.js"))).toEqual([]);
+    expect(loadedOf(loaded, partsHoldingSource("journal/vocabulary.js"))).toEqual([]);
+  });
+
+  it("HARNESS_TRACE_STARTUP=1 prints where a run's time goes on stderr; without it nothing", async () => {
+    const run = async (env: NodeJS.ProcessEnv) => {
+      const workspace = await workspaceWith({ "notes.txt": "status: draft\n" });
+      const child = startHarness(
+        ["run", "--script", fixture("read-edit.mjs"), "--workspace", workspace, "--write", "allow", "edit"],
+        { env },
+      );
+      return finished(child);
+    };
+    const traced = await run({ ...childEnv(), HARNESS_TRACE_STARTUP: "1" });
+    expect(traced.code).toBe(0);
+    const lines = traced.stderr.split("\n").filter((line) => line.startsWith("harness trace "));
+    const labels = lines.map((line) => /MiB {2}(.*)$/.exec(line)?.[1]);
+    expect(labels).toEqual(
+      expect.arrayContaining([
+        "bin: started",
+        "bin: bundle entry loaded",
+        "main: command run loaded",
+        "run: session prepared",
+        "record 0 session.started",
+        "run: engine done",
+      ]),
+    );
+    const times = lines.map((line) => Number(/^harness trace +([\d.]+) ms/.exec(line)?.[1]));
+    expect(times.every((time, i) => Number.isFinite(time) && (i === 0 || time >= times[i - 1]!))).toBe(true);
+    const quiet = await run(childEnv());
+    expect(quiet.code).toBe(0);
+    expect(quiet.stderr).not.toContain("harness trace");
   });
 
   it("a cache made for another bundle is ignored, one V8 refuses is rejected, and the bundle runs either way", async () => {

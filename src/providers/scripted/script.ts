@@ -2,6 +2,7 @@ import { z } from "zod";
 import type { ModelMessage } from "../../protocol/types.js";
 import { AGENT_LABEL_RULE, isAgentLabel, MAX_AGENT_DEPTH } from "../../shared/agent-label.js";
 import { isJsonObject, isJsonValue, jsonObjectSchema } from "../../shared/json.js";
+import { ScriptError } from "./script-error.js";
 
 const jsonObject = jsonObjectSchema;
 
@@ -85,9 +86,7 @@ export type ScriptFunction = (
   agent: string,
 ) => unknown | Promise<unknown> | AsyncIterable<unknown> | Iterable<unknown>;
 
-export class ScriptError extends Error {
-  override readonly name = "ScriptError";
-}
+export { ScriptError } from "./script-error.js";
 
 /** A script file's text, parsed and checked (JSON, then the schema at every level, then the depth). */
 export function parseScriptFile(text: string, label: string): ScriptTree {

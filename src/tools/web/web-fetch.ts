@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { type EgressConnection, startEgressProxy } from "../../network/proxy.js";
+import type { EgressConnection } from "../../network/proxy.js";
 import type { NetworkAccess } from "../../sandbox/executor.js";
 import type { JsonObject } from "../../shared/json.js";
 import { ToolError } from "../errors.js";
@@ -109,6 +109,8 @@ async function webFetch(
   const maxBytes = Math.min(args.max_bytes ?? DEFAULT_MAX_BYTES, MAX_BYTES_CAP);
   const access = options.network(context.callId, context.signal);
   const connections: EgressConnection[] = [];
+  // Loaded at the first fetch: offering the tool does not need the proxy (nor TLS).
+  const { startEgressProxy } = await import("../../network/proxy.js");
   const proxy = await startEgressProxy({
     ...access,
     record: (connection) => {
