@@ -1,4 +1,5 @@
 import { resolve } from "node:path";
+import { z } from "zod";
 import type { TurnAttachments } from "../../engine/options.js";
 import { SessionState } from "../../engine/state.js";
 import { PROVIDER_KINDS } from "../../providers/config.js";
@@ -304,6 +305,10 @@ export async function startOrResume(
   compactOnly?: { instructions?: string },
   display: { quietCalls?: boolean; attachments?: TurnAttachments } = {},
 ): Promise<number> {
+  // A command-line session parses most schemas once (its config, its first records, a tool's
+  // arguments): zod's compiled parsers cost more to generate than they save here, and their code
+  // stays in memory. Same results, interpreted.
+  z.config({ jitless: true });
   const values = parsed.values;
   if (values.json && values.events)
     throw new UsageError("--json and --events both write to stdout; choose one");
