@@ -35,6 +35,21 @@ const englishOnlyZodLocales = {
   },
 };
 
+/**
+ * Zod's `fromJSONSchema` (JSON Schema to zod, about 25 KB) is used by nothing harness bundles;
+ * it sits in the part every run loads, so it is replaced by a stub that says so.
+ */
+const noZodFromJsonSchema = {
+  name: "no-zod-from-json-schema",
+  setup(pluginBuild) {
+    pluginBuild.onLoad({ filter: /[\\/]zod[\\/]v4[\\/]classic[\\/]from-json-schema\.js$/ }, () => ({
+      contents:
+        'export function fromJSONSchema() { throw new Error("z.fromJSONSchema is not part of the harness bundle"); }\n',
+      loader: "js",
+    }));
+  },
+};
+
 await rm(OUT_DIR, { recursive: true, force: true });
 const built = await build({
   entryPoints: { main: "dist/src/cli/main.js" },
@@ -54,7 +69,7 @@ const built = await build({
   // So does the batch tool's interpreter (QuickJS in WebAssembly), loaded when a program first runs.
   external: ["better-sqlite3", "@lydell/node-pty", "web-tree-sitter", "quickjs-emscripten-core", "@jitl/quickjs-wasmfile-release-sync"],
   logLevel: "warning",
-  plugins: [englishOnlyZodLocales],
+  plugins: [englishOnlyZodLocales, noZodFromJsonSchema],
   // `import.meta.url` (used to find package.json) becomes the running file's URL; every part is
   // in the same directory as main.cjs.
   define: { "import.meta.url": "__harnessModuleUrl" },
