@@ -10,6 +10,7 @@ import { isIP, type Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { createSecureContext, type SecureContext, TLSSocket } from "node:tls";
 import type { Credentials } from "./credentials.js";
+import { HOP_BY_HOP } from "./hop-by-hop.js";
 import { relayAnswer } from "./response-scrub.js";
 import type { SessionAuthority } from "./session-ca.js";
 
@@ -53,19 +54,6 @@ export interface InterceptOutcome {
   /** Whether the client was refused (a server name or Host for another host). */
   refused: boolean;
 }
-
-/** Hop-by-hop headers: meaningful on one connection only, never forwarded. */
-const HOP_BY_HOP = new Set([
-  "connection",
-  "keep-alive",
-  "proxy-authenticate",
-  "proxy-authorization",
-  "proxy-connection",
-  "te",
-  "trailer",
-  "transfer-encoding",
-  "upgrade",
-]);
 
 /**
  * Serve the tunnel `client` (the CONNECT already answered; `head` is what the client sent after

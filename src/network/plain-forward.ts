@@ -1,5 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
+import { HOP_BY_HOP } from "./hop-by-hop.js";
 import { closeAfterFlush, connectRelay } from "./relay.js";
 
 /**
@@ -59,20 +60,7 @@ export function isRelaying(socket: object | null | undefined): boolean {
  * writes itself: the target's Host, the body's framing, and `expect` (node's server has already
  * answered `100 Continue`).
  */
-const NOT_FORWARDED = new Set([
-  "connection",
-  "keep-alive",
-  "proxy-authenticate",
-  "proxy-authorization",
-  "proxy-connection",
-  "te",
-  "trailer",
-  "transfer-encoding",
-  "upgrade",
-  "host",
-  "content-length",
-  "expect",
-]);
+const NOT_FORWARDED = new Set([...HOP_BY_HOP, "host", "content-length", "expect"]);
 
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 /** A header value may hold visible characters, spaces, tabs and obs-text; never CR, LF or NUL. */

@@ -14,6 +14,7 @@ import path from "node:path";
 import type { Duplex } from "node:stream";
 import { isInternalAddress } from "./addresses.js";
 import type { Credentials } from "./credentials.js";
+import { HOP_BY_HOP } from "./hop-by-hop.js";
 import { intercept } from "./intercept.js";
 import { forwardPlain, isRelaying, requestHead } from "./plain-forward.js";
 import { closeAfterFlush, connectRelay, joinRelay } from "./relay.js";
@@ -499,19 +500,6 @@ async function interceptTunnel(
 function formatAddress(address: string): string {
   return isIP(address) === 6 ? `[${address}]` : address;
 }
-
-/** Hop-by-hop headers: meaningful between the client and this proxy only. */
-const HOP_BY_HOP = new Set([
-  "connection",
-  "keep-alive",
-  "proxy-authenticate",
-  "proxy-authorization",
-  "proxy-connection",
-  "te",
-  "trailer",
-  "transfer-encoding",
-  "upgrade",
-]);
 
 /**
  * A plain request with an absolute URI (`GET http://host/path`): forwarded on a fresh connection,
