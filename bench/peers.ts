@@ -203,7 +203,7 @@ interface TaskRun extends Measured {
   scriptFailures: string[];
 }
 
-async function runTask(agent: Agent, options: { cutEdit: boolean }): Promise<TaskRun> {
+async function runTask(agent: Agent, options: { cutEdit: boolean; without?: string }): Promise<TaskRun> {
   const root = await mkdtemp(join(SCRATCH, "run-"));
   const workspace = join(root, "workspace");
   const home = join(root, "home");
@@ -234,6 +234,7 @@ async function runTask(agent: Agent, options: { cutEdit: boolean }): Promise<Tas
   });
   try {
     const [command, args, env] = await agent.taskCommand(server, workspace, home);
+    if (options.without !== undefined) delete env[options.without];
     const measured = await measure(command, args, { cwd: workspace, env });
     const fileAfter = await readFile(join(workspace, HELLO_FILE), "utf8");
     return { ...measured, fileAfter, requests: server.requests.length, scriptFailures: [...server.failures] };
@@ -253,12 +254,12 @@ interface TaskStats {
  * The task's median wall time and peak memory for each agent. The agents take turns, so drift in
  * machine load (other processes on a shared host) lands on all of them alike.
  */
-async function taskStats(agents: readonly Agent[]): Promise<TaskStats[]> {
+async function taskStats(agents: readonly Agent[], without?: string): Promise<TaskStats[]> {
   const stats = agents.map(() => ({ walls: [] as number[], rss: [] as number[], failures: [] as string[] }));
   for (let i = 0; i < TASK_RUNS; i++) {
     for (const [index, agent] of agents.entries()) {
       const { walls, rss, failures } = stats[index]!;
-      const run = await runTask(agent, { cutEdit: false });
+      const run = await runTask(agent, { cutEdit: false, ...(without !== undefined ? { without } : {}) });
       if (run.code !== 0 || run.fileAfter !== HELLO_AFTER || run.scriptFailures.length > 0) {
         failures.push(
           `run ${i + 1}: exit ${run.code ?? run.signal}, file ${JSON.stringify(run.fileAfter)}` +
@@ -384,12 +385,26 @@ async function main(): Promise<void> {
   let piCut: CutOutcome | undefined;
   let nodeStart: number | undefined;
   let harnessStart: number | undefined;
+  // Where the environment names extra CA certificates, Node 20 loads them at every process start
+  // (about 100 ms on the development machine), before either agent runs a line. Both agents pay
+  // it alike, so the task is also run without it: the ratio of what the agents themselves cost.
+  const extraCerts = process.env.NODE_EXTRA_CA_CERTS === undefined ? undefined : "NODE_EXTRA_CA_CERTS";
+  let withoutCerts: { harness: TaskStats; pi: TaskStats; node: number; nodeWith: number } | undefined;
   try {
     await installPi();
     const pi = piAgent();
     process.stderr.write(`harness and ${pi.name}, taking turns ...\n`);
     [harnessTask, piTask] = await taskStats([harness, pi]);
     piCut = await cutOutcome(pi);
+    if (extraCerts !== undefined) {
+      process.stderr.write(`again without ${extraCerts} ...\n`);
+      const [h, p] = await taskStats([harness, pi], extraCerts);
+      const bare = cleanEnv(SCRATCH);
+      delete bare[extraCerts];
+      const [nodeWith, node] = await startTimes([nodeCommand, [process.execPath, ["-e", "0"], bare]]);
+      if (h !== undefined && p !== undefined && node !== undefined && nodeWith !== undefined)
+        withoutCerts = { harness: h, pi: p, node, nodeWith };
+    }
     const piHome = await mkdtemp(join(SCRATCH, "pi-home-"));
     try {
       process.stderr.write("start-up times ...\n");
@@ -455,6 +470,14 @@ async function main(): Promise<void> {
       (r) =>
         `${r[0].padEnd(widths[0]!)}  ${r[1].padStart(widths[1]!)}  ${r[2].padStart(widths[2]!)}  ${r[3]}`,
     ),
+    ...(withoutCerts === undefined
+      ? []
+      : [
+          "",
+          `without ${extraCerts} (set here; Node 20 loads the named certificates at every start: \`node -e 0\` ${fmt(withoutCerts.nodeWith)} ms with it, ${fmt(withoutCerts.node)} ms without):`,
+          `  task wall time, ms (median)  harness ${fmt(withoutCerts.harness.wallMs)}  pi ${fmt(withoutCerts.pi.wallMs)}  ${times(ratio(withoutCerts.harness.wallMs, withoutCerts.pi.wallMs))}`,
+          `  task max RSS, MiB (median)   harness ${fmt(withoutCerts.harness.rssKb === undefined ? undefined : withoutCerts.harness.rssKb / 1024, 1)}  pi ${fmt(withoutCerts.pi.rssKb === undefined ? undefined : withoutCerts.pi.rssKb / 1024, 1)}  ${times(ratio(withoutCerts.harness.rssKb, withoutCerts.pi.rssKb))}`,
+        ]),
     "",
     "a reply that ends with `length` in the middle of an edit's arguments:",
     `  harness: ${describeCut(harnessCut)}`,
