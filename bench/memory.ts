@@ -4,12 +4,13 @@
 // each hosted in one process at once (what `harness serve` holds for them). Each figure is taken in
 // a child process of its own, so nothing another section allocated is counted.
 //
-// The long session runs twice over: in a fresh process ("cold"), and in a process that has run a
-// short session first ("warm", as a server's or worker's process is). A cold process's RSS at step
-// 100 is taken before V8 has grown its young generation to what the step rate asks for (it does
-// so by step ~500, whatever the session's length, and keeps it): the cold ratio counts that one-off
-// sizing, the warm one what the session itself keeps. Both are reported; cold and warm runs
-// alternate, so load on the machine falls on both alike.
+// Each child starts as the CLI's session commands do (holdYoungGeneration: V8's young generation
+// kept at its start size). The long session runs in a fresh process ("cold"), in a process that
+// has run a short session first ("warm", as a server's or worker's process is), and, for the
+// comparison, in a fresh process with V8's default sizing ("default"), which doubles the young
+// generation's semispaces between step 100 and ~500 and keeps them. Time per step (wall and CPU,
+// steps 100 to 3,000) is reported for the CLI's sizing against the default. The three kinds
+// alternate, so load on the machine falls on all alike.
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -25,6 +26,7 @@ import type { Provider } from "../src/providers/provider.js";
 import { ScriptedProvider } from "../src/providers/scripted/provider.js";
 import { ToolRegistry } from "../src/runtime/registry.js";
 import { sha256Hex } from "../src/shared/hash.js";
+import { holdYoungGeneration } from "../src/shared/young-generation.js";
 import { createFileTools } from "../src/tools/builtin.js";
 import { DiskWorkspaceFs } from "../src/workspace/disk-fs.js";
 import { type BenchRow, median, round } from "./stats.js";
@@ -49,6 +51,9 @@ const FILE_LINES = 3_200;
 
 interface Sample {
   step: number;
+  /** Wall and CPU (user + system) time since the process started, in ms. */
+  ms: number;
+  cpuMs: number;
   rssMb: number;
   heapMb: number;
   /** Heap reserved, and memory held outside it (buffers): where RSS beyond the heap goes. */
@@ -66,8 +71,11 @@ function sample(step: number): Sample {
   gc?.();
   const usage = process.memoryUsage();
   const mb = (bytes: number) => bytes / 2 ** 20;
+  const cpu = process.cpuUsage();
   return {
     step,
+    ms: performance.now(),
+    cpuMs: (cpu.user + cpu.system) / 1000,
     rssMb: mb(usage.rss),
     heapMb: mb(usage.heapUsed),
     heapTotalMb: mb(usage.heapTotal),
@@ -179,8 +187,14 @@ async function childLong(warm: boolean): Promise<Sample[]> {
   }
 }
 
+interface Hosted {
+  peakRssMb: number;
+  endRssMb: number;
+  samples: Sample[];
+}
+
 /** Child: HOSTED_SESSIONS sessions at once in this process; RSS sampled as the first reaches each hundred steps. */
-async function childHosted(): Promise<{ peakRssMb: number; endRssMb: number; samples: Sample[] }> {
+async function childHosted(): Promise<Hosted> {
   const root = workspace();
   try {
     const key = JournalKey.ephemeral();
@@ -225,15 +239,34 @@ function child<T>(mode: string): Promise<T> {
 export async function benchMemory(): Promise<BenchRow[]> {
   const cold: Sample[][] = [];
   const warm: Sample[][] = [];
+  const sized: Sample[][] = [];
   for (let i = 0; i < RUNS; i++) {
     cold.push(await child<Sample[]>("long"));
     warm.push(await child<Sample[]>("long-warm"));
+    sized.push(await child<Sample[]>("long-default"));
   }
   const at = (run: Sample[], step: number) => run.find((s) => s.step === step) as Sample;
   const ratio = (runs: Sample[][], field: "rssMb" | "heapMb", from: number) =>
     runs.map((run) => at(run, LONG_STEPS)[field] / at(run, from)[field]);
   const listed = (ratios: number[]) => ratios.map((r) => round(r, 3)).join(", ");
-  const rss = { cold: ratio(cold, "rssMb", EARLY_STEP), warm: ratio(warm, "rssMb", EARLY_STEP) };
+  const rss = {
+    cold: ratio(cold, "rssMb", EARLY_STEP),
+    warm: ratio(warm, "rssMb", EARLY_STEP),
+    sized: ratio(sized, "rssMb", EARLY_STEP),
+  };
+  // Time a step takes from step 100 to the last, per run: wall and CPU.
+  const stepMs = (runs: Sample[][], field: "ms" | "cpuMs") =>
+    median(
+      runs.map(
+        (run) => (at(run, LONG_STEPS)[field] - at(run, EARLY_STEP)[field]) / (LONG_STEPS - EARLY_STEP),
+      ),
+    );
+  const time = {
+    wall: stepMs(cold, "ms"),
+    wallDefault: stepMs(sized, "ms"),
+    cpu: stepMs(cold, "cpuMs"),
+    cpuDefault: stepMs(sized, "cpuMs"),
+  };
   const heapRatios = ratio(warm, "heapMb", EARLY_STEP);
   const settledRatios = ratio(cold, "rssMb", SETTLED_STEP);
   // What the session keeps per step, in bytes of heap after full collections (warm runs).
@@ -241,12 +274,17 @@ export async function benchMemory(): Promise<BenchRow[]> {
     (run) =>
       ((at(run, LONG_STEPS).heapMb - at(run, EARLY_STEP).heapMb) * 2 ** 20) / (LONG_STEPS - EARLY_STEP),
   );
-  const heapReserved = (step: number) => median(cold.map((run) => at(run, step).heapTotalMb));
+  const heapReserved = (runs: Sample[][], step: number) =>
+    median(runs.map((run) => at(run, step).heapTotalMb));
   const outsideHeap = (runs: Sample[][], step: number) =>
     median(runs.map((run) => at(run, step).rssMb - at(run, step).heapTotalMb));
   const early = median(warm.map((run) => at(run, EARLY_STEP).rssMb));
   const late = median(warm.map((run) => at(run, LONG_STEPS).rssMb));
-  const hosted = await child<{ peakRssMb: number; endRssMb: number; samples: Sample[] }>("hosted");
+  const hosted = await child<Hosted>("hosted");
+  const hostedDefault = await child<Hosted>("hosted-default");
+  // Wall and CPU from the first sample (before any session) to the last, held against default.
+  const span = (run: Hosted, field: "ms" | "cpuMs") =>
+    (run.samples.at(-1) as Sample)[field] - (run.samples[0] as Sample)[field];
   const hostedAt = (step: number) => hosted.samples.find((s) => s.step === step);
   const hostedFrom = hostedAt(HOSTED_STEPS / 4);
   const hostedTo = hostedAt(HOSTED_STEPS);
@@ -275,7 +313,19 @@ export async function benchMemory(): Promise<BenchRow[]> {
       name: `RSS: step ${LONG_STEPS} / step ${EARLY_STEP} (cold process)`,
       value: round(median(rss.cold), 3),
       unit: "x",
-      note: `${listed(rss.cold)}; heap reserved ${round(heapReserved(EARLY_STEP), 1)} -> ${round(heapReserved(SETTLED_STEP), 1)} -> ${round(heapReserved(LONG_STEPS), 1)} MiB at steps ${EARLY_STEP}, ${SETTLED_STEP}, ${LONG_STEPS} (V8 sizing its young generation), RSS outside the heap ${round(outsideHeap(cold, EARLY_STEP), 1)} -> ${round(outsideHeap(cold, LONG_STEPS), 1)} MiB`,
+      note: `${listed(rss.cold)}; goal <= 1.1; young generation held at its start size as the CLI's session commands hold it; heap reserved ${round(heapReserved(cold, EARLY_STEP), 1)} -> ${round(heapReserved(cold, SETTLED_STEP), 1)} -> ${round(heapReserved(cold, LONG_STEPS), 1)} MiB at steps ${EARLY_STEP}, ${SETTLED_STEP}, ${LONG_STEPS}, RSS outside the heap ${round(outsideHeap(cold, EARLY_STEP), 1)} -> ${round(outsideHeap(cold, LONG_STEPS), 1)} MiB`,
+    },
+    {
+      name: `RSS: step ${LONG_STEPS} / step ${EARLY_STEP} (cold process, V8's default young generation)`,
+      value: round(median(rss.sized), 3),
+      unit: "x",
+      note: `${listed(rss.sized)}; heap reserved ${round(heapReserved(sized, EARLY_STEP), 1)} -> ${round(heapReserved(sized, SETTLED_STEP), 1)} -> ${round(heapReserved(sized, LONG_STEPS), 1)} MiB (semispaces doubled up to 16 MiB); RSS at step ${LONG_STEPS} ${round(median(sized.map((run) => at(run, LONG_STEPS).rssMb)), 1)} MiB against ${round(median(cold.map((run) => at(run, LONG_STEPS).rssMb)), 1)} MiB held`,
+    },
+    {
+      name: "time per step, young generation held / V8's default (cold processes)",
+      value: round(time.wall / time.wallDefault, 3),
+      unit: "x",
+      note: `wall ${round(time.wall, 2)} vs ${round(time.wallDefault, 2)} ms, CPU ${round(time.cpu, 2)} vs ${round(time.cpuDefault, 2)} ms (CPU ratio ${round(time.cpu / time.cpuDefault, 3)}); steps ${EARLY_STEP} to ${LONG_STEPS}, medians of ${RUNS} runs each`,
     },
     {
       name: `RSS: step ${LONG_STEPS} / step ${SETTLED_STEP} (cold process)`,
@@ -299,13 +349,22 @@ export async function benchMemory(): Promise<BenchRow[]> {
       name: `${HOSTED_SESSIONS} sessions x ${HOSTED_STEPS} steps at once in one process: peak RSS`,
       value: round(hosted.peakRssMb, 1),
       unit: "MiB",
-      note: `RSS after the last step ${round(hosted.endRssMb, 1)} MiB${hostedPerStep === undefined ? "" : `; heap kept per session-step ${Math.round(hostedPerStep)} B (steps ${HOSTED_STEPS / 4} to ${HOSTED_STEPS})`}`,
+      note: `RSS after the last step ${round(hosted.endRssMb, 1)} MiB${hostedPerStep === undefined ? "" : `; heap kept per session-step ${Math.round(hostedPerStep)} B (steps ${HOSTED_STEPS / 4} to ${HOSTED_STEPS})`}; with V8's default young generation: peak ${round(hostedDefault.peakRssMb, 1)} MiB`,
+    },
+    {
+      name: `${HOSTED_SESSIONS} sessions x ${HOSTED_STEPS} steps: time, young generation held / V8's default`,
+      value: round(span(hosted, "ms") / span(hostedDefault, "ms"), 3),
+      unit: "x",
+      note: `wall ${round(span(hosted, "ms") / 1000, 1)} vs ${round(span(hostedDefault, "ms") / 1000, 1)} s, CPU ${round(span(hosted, "cpuMs") / 1000, 1)} vs ${round(span(hostedDefault, "cpuMs") / 1000, 1)} s (one run each)`,
     },
   ];
 }
 
 const mode = process.argv[2];
-if (mode === "long" || mode === "long-warm" || mode === "hosted") {
-  const result = mode === "hosted" ? await childHosted() : await childLong(mode === "long-warm");
+const modes = ["long", "long-warm", "long-default", "hosted", "hosted-default"];
+if (mode !== undefined && modes.includes(mode)) {
+  // As the CLI starts a command that hosts sessions (src/cli/bin.ts), unless measuring the default.
+  if (!mode.endsWith("-default")) holdYoungGeneration();
+  const result = mode.startsWith("hosted") ? await childHosted() : await childLong(mode === "long-warm");
   process.stdout.write(JSON.stringify(result));
 }
