@@ -162,6 +162,7 @@ export class Engine {
         record: (...events) => this.record(...events),
         interrupted: () => this.interruptRequested,
         defer: (...events) => this.defer(...events),
+        records: () => this.writer.readAll(),
         nestedCalls: (parent, prefix) =>
           this.createRuntime().subCalls(
             { id: parent.call_id, batch: parent.batch },

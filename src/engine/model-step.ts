@@ -7,6 +7,7 @@ import type { ToolSnapshot } from "../runtime/registry.js";
 import { sleep } from "../shared/sleep.js";
 import { toWellFormed } from "../shared/unicode.js";
 import { promptCacheKey } from "./cache-key.js";
+import { callIdsIn } from "./call-ids.js";
 import { type CompactionOutcome, compactHistory, MAX_COMPACTIONS_PER_STEP } from "./compaction.js";
 import { systemText } from "./instructions.js";
 import { nextModelRetry } from "./model-retry.js";
@@ -90,7 +91,7 @@ export class ModelStep {
       });
       if (this.run.signal.aborted) return cancel(this.run);
       if ("reply" in decoded) {
-        const reused = this.reusedCallId(decoded.reply);
+        const reused = await this.reusedCallId(decoded.reply);
         if (reused) {
           await this.recordProtocolError(
             step,
@@ -252,10 +253,20 @@ export class ModelStep {
 
   private system: string | undefined;
 
-  private reusedCallId(reply: Reply): string | undefined {
+  /**
+   * The first of the reply's call ids used before (by the session, or earlier in the reply). The
+   * fold's set holds fingerprints: a yes is confirmed against the journal's records.
+   */
+  private async reusedCallId(reply: Reply): Promise<string | undefined> {
     const seen = new Set<string>();
+    let used: Set<string> | undefined;
     for (const call of reply.calls) {
-      if (this.run.state.callIds.has(call.id) || seen.has(call.id)) return call.id;
+      if (seen.has(call.id)) return call.id;
+      if (this.run.state.callIds.has(call.id)) {
+        if (this.run.records === undefined) return call.id;
+        used ??= callIdsIn(await this.run.records());
+        if (used.has(call.id)) return call.id;
+      }
       seen.add(call.id);
     }
     return undefined;

@@ -1,4 +1,4 @@
-import type { AnyNewEvent, EventData } from "../journal/vocabulary.js";
+import type { AnyNewEvent, AnyRecord, EventData } from "../journal/vocabulary.js";
 import type { ContextBudget } from "../providers/context-window.js";
 import type { ToolSnapshot } from "../runtime/registry.js";
 import type { CatalogPort, SubCallPort } from "../tools/tool.js";
@@ -27,6 +27,11 @@ export interface EngineRun {
   record(...events: AnyNewEvent[]): Promise<void>;
   /** Whether the signal fired because the user interrupted the turn (not because harness is exiting). */
   interrupted(): boolean;
+  /**
+   * Every record of the session, read back from the journal (the run holds its fold, not its
+   * records): for what the fold keeps only in summary, e.g. confirming a reused call id.
+   */
+  records?(): Promise<readonly AnyRecord[]>;
   /** Append events that may wait for the next durable append; applied to the state at once. */
   defer(...events: AnyNewEvent[]): Promise<void>;
   /**

@@ -256,14 +256,7 @@ function isNestedRead(started: EventData<"tool.started">): boolean {
  * journal already holds, so no id is ever used twice and the earlier results stay as they were.
  */
 function rerunPrefix(run: EngineRun, callId: string): string {
-  const head = `${callId}/r`;
-  let latest = 0;
-  for (const id of run.state.callIds) {
-    if (!id.startsWith(head)) continue;
-    const k = Number(id.slice(head.length).split("/")[0]);
-    if (Number.isInteger(k)) latest = Math.max(latest, k);
-  }
-  return `${head}${latest + 1}`;
+  return `${callId}/r${run.state.callIds.latestRerun(callId) + 1}`;
 }
 
 /** The catalog a reconciling tool_search searches again (absent once nothing is deferred). */

@@ -8,6 +8,7 @@ import type { ToolResult } from "../runtime/result.js";
 import type { UntrustedSeen } from "../runtime/untrusted.js";
 import type { JsonObject } from "../shared/json.js";
 import type { RecordedAgent } from "../tools/tool.js";
+import { CallIdSet } from "./call-ids.js";
 import { pinnedMessages, summaryMessage } from "./compaction.js";
 import { type InstructionFile, instructionsText } from "./instructions.js";
 import { prunedPlaceholder } from "./pruning.js";
@@ -70,10 +71,11 @@ export class SessionState {
   replyCount = 0;
   lastReply: EventData<"model.reply"> | undefined;
   /**
-   * Every call id the session has used: a reply may not use one again. The one per-call index
-   * that grows with the session (an id each call, about 100 bytes); the rest below is bounded.
+   * Every call id the session has used: a reply may not use one again. Fingerprints, not the
+   * ids (call-ids.ts): it grows with the session by 8-22 bytes a call; a yes is confirmed
+   * against the journal before a reply is refused.
    */
-  readonly callIds = new Set<string>();
+  readonly callIds = new CallIdSet();
   /**
    * Calls started and not settled, and those whose outcome is unknown (a person reviews them with
    * their arguments). A settled call leaves: the journal keeps its `tool.started`, and the count
