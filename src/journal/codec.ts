@@ -1,4 +1,4 @@
-import { type CompiledCheck, compileCheck } from "../shared/compiled-check.js";
+import { type CompiledCheck, deferredCheck } from "../shared/compiled-check.js";
 import { type CanonicalForm, canonicalForm, canonicalJson, sha256Hex } from "../shared/hash.js";
 import { isJsonObject } from "../shared/json.js";
 import type { JournalKey } from "./key.js";
@@ -61,16 +61,17 @@ function firstIssue(error: { issues: readonly { path: readonly PropertyKey[]; me
 }
 
 /**
- * Each event type's data check, generated from its schema the first time the type is appended or
- * loaded (compiled-check.ts: zod's own calls are the slowest part of an append in a running
- * session). A pass is final; a fail is judged and explained by zod.
+ * Each event type's data check, generated from its schema once the type has been appended or
+ * loaded a few times (compiled-check.ts: zod's own calls are the slowest part of an append in a
+ * running session; a short run is cheaper without generating). A pass is final; a fail is judged
+ * and explained by zod.
  */
 const checks = new Map<EventType, CompiledCheck>();
 
 function dataProblem(type: EventType, data: unknown): string | undefined {
   let check = checks.get(type);
   if (check === undefined) {
-    check = compileCheck(EVENT_SCHEMAS[type]);
+    check = deferredCheck(EVENT_SCHEMAS[type]);
     checks.set(type, check);
   }
   if (check(data)) return undefined;

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { type CompiledCheck, compileCheck } from "../shared/compiled-check.js";
+import { type CompiledCheck, deferredCheck } from "../shared/compiled-check.js";
 import { isJsonObject, type JsonObject } from "../shared/json.js";
 import { isWellFormed, toWellFormed } from "../shared/unicode.js";
 import { DEFAULT_OUTPUT_LIMITS, type OutputLimits, scanArguments, unrecordableValue } from "./limits.js";
@@ -75,11 +75,11 @@ function present(value: Record<string, unknown>, keys: readonly string[]): Recor
 
 /**
  * The other events (one usage and one end per reply), by the check generated from the schema
- * (shared/compiled-check.ts), which is what the schema would accept; the result is what its parse
+ * (shared/compiled-check.ts, generated after the first few), which is what the schema would accept; the result is what its parse
  * returns, a fresh object. Undefined when the check fails: the schema then decides and explains.
  */
 function checkedEvent(raw: unknown): StreamEvent | undefined {
-  eventCheck ??= compileCheck(streamEventSchema);
+  eventCheck ??= deferredCheck(streamEventSchema);
   if (!eventCheck(raw)) return undefined;
   const event = raw as Record<string, unknown>;
   const out = present(event, EVENT_KEYS.get(event.type as string) ?? []);

@@ -238,3 +238,29 @@ export function compileCheck(schema: z.ZodType): CompiledCheck {
     return () => false;
   }
 }
+
+/**
+ * How many values a deferred check leaves to zod before it generates its code. Generating is a
+ * schema walk and a `new Function` (code V8 compiles in every process: no code cache holds it),
+ * about what a few dozen zod parses cost; a short command-line run journals most event types a
+ * handful of times and is cheaper without it, a long session soon pays it back.
+ */
+export const DEFERRED_CHECK_AFTER = 16;
+
+/**
+ * The same answers as `compileCheck(schema)`, by zod itself (interpreted, no code generated) for
+ * the first `after` values, and by the generated check from then on.
+ */
+export function deferredCheck(schema: z.ZodType, after: number = DEFERRED_CHECK_AFTER): CompiledCheck {
+  let left = after;
+  let compiled: CompiledCheck | undefined;
+  return (value) => {
+    if (compiled !== undefined) return compiled(value);
+    if (left > 0) {
+      left -= 1;
+      return schema.safeParse(value, { jitless: true }).success;
+    }
+    compiled = compileCheck(schema);
+    return compiled(value);
+  };
+}

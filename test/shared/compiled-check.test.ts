@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { EVENT_SCHEMAS, type EventType } from "../../src/journal/vocabulary.js";
-import { compileCheck } from "../../src/shared/compiled-check.js";
+import { compileCheck, DEFERRED_CHECK_AFTER, deferredCheck } from "../../src/shared/compiled-check.js";
 import { jsonObjectSchema } from "../../src/shared/json.js";
 
 /*
@@ -244,5 +244,44 @@ describe("compileCheck without code generation", () => {
     }
     expect(check({ a: "x" })).toBe(false);
     expect(check({ a: 1 })).toBe(false);
+  });
+});
+
+describe("deferredCheck", () => {
+  it("answers as zod does before and after it generates its code, and generates only after the first values", () => {
+    const schema = z.strictObject({ a: z.string().min(2), n: z.number().int().optional() });
+    const values: unknown[] = [
+      { a: "xy" },
+      { a: "x" },
+      { a: "xy", n: 1.5 },
+      { a: "xy", extra: 1 },
+      null,
+      { a: "abc", n: 3 },
+    ];
+    const zod = values.map((value) => schema.safeParse(value).success);
+    expect(zod).toContain(true);
+    expect(zod).toContain(false);
+    // Function is counted: the generated check is the one `new Function` of compileCheck.
+    const original = globalThis.Function;
+    let generated = 0;
+    globalThis.Function = function counting(...args: string[]) {
+      generated += 1;
+      return new original(...args);
+    } as unknown as FunctionConstructor;
+    const answers: boolean[] = [];
+    const counts: number[] = [];
+    try {
+      const check = deferredCheck(schema);
+      for (let i = 0; i < DEFERRED_CHECK_AFTER + 2 * values.length; i++) {
+        answers.push(check(values[i % values.length]));
+        counts.push(generated);
+      }
+    } finally {
+      globalThis.Function = original;
+    }
+    expect(answers).toEqual(answers.map((_, i) => zod[i % values.length]));
+    // zod alone for the first values, then one generated check for the rest.
+    expect(counts.slice(0, DEFERRED_CHECK_AFTER)).toEqual(new Array(DEFERRED_CHECK_AFTER).fill(0));
+    expect(counts.slice(DEFERRED_CHECK_AFTER)).toEqual(new Array(2 * values.length).fill(1));
   });
 });
