@@ -27,7 +27,7 @@ import {
 } from "./egress-bridge.js";
 import { secretMasks } from "./harness-secrets.js";
 import { hostViewArguments, isWithin, shownRoots, usableHome } from "./host-view.js";
-import { probeMemoPath, probeRemembered, rememberProbe } from "./probe-memo.js";
+import { probeMemoPaths, probeRemembered, rememberProbe } from "./probe-memo.js";
 import { liveNamespaceMembers, pidNamespaceOf, signalQuietly } from "./proc.js";
 import { protectedMounts } from "./protected-mounts.js";
 import { type Launch, type LaunchRequest, type Sandbox, SandboxUnavailableError } from "./sandbox.js";
@@ -350,11 +350,11 @@ async function runProbe(bwrapPath: string): Promise<ProbeOutcome> {
       detail: "bubblewrap (bwrap) was not found at the configured path",
     };
   }
-  const memo = probeMemoPath(bwrapPath);
-  if (probeRemembered(memo)) return { ok: true };
+  const memos = probeMemoPaths(bwrapPath);
+  if (probeRemembered(memos)) return { ok: true };
   const outcome = await spawnProbe(bwrapPath);
   traceMark("bwrap probe: spawned and done");
-  if (outcome.ok) rememberProbe(memo);
+  if (outcome.ok) rememberProbe(memos);
   return outcome;
 }
 
