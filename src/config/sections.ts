@@ -4,34 +4,43 @@ import { McpConfigError, type McpServerDefinition, parseMcpServers } from "../mc
 import { type ModelProfile, modelProfilesSchema } from "../providers/config.js";
 import { parseRule, RuleSyntaxError } from "../rules/grammar.js";
 import { readPathProblem } from "../sandbox/host-view.js";
+import { once } from "../shared/lazy-record.js";
 import { ConfigError } from "./errors.js";
 import type { LoadedConfig } from "./load.js";
 import type { CredentialSetting } from "./schema.js";
 
-const sandboxSection = z.union([
-  z.enum(["off", "workspace-write", "read-only"]),
-  z.strictObject({
-    profile: z.enum(["off", "workspace-write", "read-only"]),
-    bwrap_path: z.string().min(1).optional(),
-    /** Host paths the sandbox shows read-only (caches, toolchains under home). User config only. */
-    read_paths: z.array(z.string().min(1)).optional(),
-  }),
-]);
+// Each section's schema is built the first time a config has that section (zod builds a schema's
+// whole object graph when it is declared; most runs have none of them).
+const sandboxSection = once(() =>
+  z.union([
+    z.enum(["off", "workspace-write", "read-only"]),
+    z.strictObject({
+      profile: z.enum(["off", "workspace-write", "read-only"]),
+      bwrap_path: z.string().min(1).optional(),
+      /** Host paths the sandbox shows read-only (caches, toolchains under home). User config only. */
+      read_paths: z.array(z.string().min(1)).optional(),
+    }),
+  ]),
+);
 
-const shellSection = z.strictObject({
-  pass_env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/)).optional(),
-  allow_env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/)).optional(),
-  default_timeout_ms: z.number().int().positive().optional(),
-  max_timeout_ms: z.number().int().positive().optional(),
-});
+const shellSection = once(() =>
+  z.strictObject({
+    pass_env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/)).optional(),
+    allow_env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/)).optional(),
+    default_timeout_ms: z.number().int().positive().optional(),
+    max_timeout_ms: z.number().int().positive().optional(),
+  }),
+);
 
 /** How host-run commands of one kind (acceptance checks, command hooks) are confined. */
-const processSection = z.strictObject({
-  sandbox: z.enum(["off", "workspace-write", "read-only"]).optional(),
-  pass_env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/)).optional(),
-});
+const processSection = once(() =>
+  z.strictObject({
+    sandbox: z.enum(["off", "workspace-write", "read-only"]).optional(),
+    pass_env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/)).optional(),
+  }),
+);
 
-export type ProcessSetting = z.infer<typeof processSection>;
+export type ProcessSetting = z.infer<ReturnType<typeof processSection>>;
 
 export interface SandboxSetting {
   profile: "off" | "workspace-write" | "read-only";
@@ -39,7 +48,7 @@ export interface SandboxSetting {
   source: string;
 }
 
-export type ShellSetting = z.infer<typeof shellSection>;
+export type ShellSetting = z.infer<ReturnType<typeof shellSection>>;
 
 /**
  * Settings that can weaken isolation (sandbox off, secrets passed to commands) come only from
@@ -61,7 +70,7 @@ export function sandboxSetting(loaded: LoadedConfig): SandboxSetting | undefined
   let setting: SandboxSetting | undefined;
   for (const source of trustedSources(loaded)) {
     if (source.config.sandbox === undefined) continue;
-    const value = parse(sandboxSection, source.config.sandbox, source.label, "sandbox");
+    const value = parse(sandboxSection(), source.config.sandbox, source.label, "sandbox");
     setting =
       typeof value === "string"
         ? { profile: value, source: source.label }
@@ -74,7 +83,7 @@ export function sandboxSetting(loaded: LoadedConfig): SandboxSetting | undefined
   // An untrusted project may ask for a stricter profile, never a weaker one.
   const project = loaded.project;
   if (project && !loaded.projectTrusted && project.config.sandbox !== undefined) {
-    const value = parse(sandboxSection, project.config.sandbox, project.label, "sandbox");
+    const value = parse(sandboxSection(), project.config.sandbox, project.label, "sandbox");
     const profile = typeof value === "string" ? value : value.profile;
     if (profile === "read-only") setting = { profile, source: project.label };
   }
@@ -89,7 +98,7 @@ export function sandboxSetting(loaded: LoadedConfig): SandboxSetting | undefined
 export function sandboxReadPaths(loaded: LoadedConfig, homedir: string): string[] {
   const user = loaded.user;
   if (user?.config.sandbox === undefined) return [];
-  const value = parse(sandboxSection, user.config.sandbox, user.label, "sandbox");
+  const value = parse(sandboxSection(), user.config.sandbox, user.label, "sandbox");
   if (typeof value === "string") return [];
   const paths: string[] = [];
   for (const [index, entry] of (value.read_paths ?? []).entries()) {
@@ -110,7 +119,7 @@ export function shellSetting(loaded: LoadedConfig): ShellSetting {
   const merged: ShellSetting = {};
   for (const source of trustedSources(loaded)) {
     if (source.config.shell === undefined) continue;
-    Object.assign(merged, parse(shellSection, source.config.shell, source.label, "shell"));
+    Object.assign(merged, parse(shellSection(), source.config.shell, source.label, "shell"));
   }
   return merged;
 }
@@ -129,7 +138,7 @@ export function processSetting(
   const setting =
     user?.config[section] === undefined
       ? {}
-      : parse(processSection, user.config[section], user.label, section);
+      : parse(processSection(), user.config[section], user.label, section);
   const project = loaded.project;
   if (project?.config[section] === undefined) return { setting };
   return {
@@ -223,25 +232,27 @@ const ruleList = (decision: "deny" | "ask") =>
     }
   });
 
-const serverSection = z.strictObject({
-  identities: z
-    .record(
-      z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, "an identity name is letters, digits, '.', '_' or '-'"),
-      z.strictObject({
-        tools: z.string().min(1).optional(),
-        deny: ruleList("deny").optional(),
-        ask: ruleList("ask").optional(),
-        see_all: z.boolean().optional(),
-        host: z.boolean().optional(),
-        workspaces: z
-          .array(z.string().refine((p) => isAbsolute(p) && !p.includes("\0"), "an absolute directory path"))
-          .optional(),
-      }),
-    )
-    .optional(),
-});
+const serverSection = once(() =>
+  z.strictObject({
+    identities: z
+      .record(
+        z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, "an identity name is letters, digits, '.', '_' or '-'"),
+        z.strictObject({
+          tools: z.string().min(1).optional(),
+          deny: ruleList("deny").optional(),
+          ask: ruleList("ask").optional(),
+          see_all: z.boolean().optional(),
+          host: z.boolean().optional(),
+          workspaces: z
+            .array(z.string().refine((p) => isAbsolute(p) && !p.includes("\0"), "an absolute directory path"))
+            .optional(),
+        }),
+      )
+      .optional(),
+  }),
+);
 
-export type ServerIdentities = NonNullable<z.infer<typeof serverSection>["identities"]>;
+export type ServerIdentities = NonNullable<z.infer<ReturnType<typeof serverSection>>["identities"]>;
 
 /**
  * `harness serve`'s identities (who may see what, which tools and rules their sessions get).
@@ -250,7 +261,7 @@ export type ServerIdentities = NonNullable<z.infer<typeof serverSection>["identi
 export function serverIdentities(loaded: LoadedConfig): ServerIdentities {
   const user = loaded.user;
   if (user?.config.server === undefined) return {};
-  return parse(serverSection, user.config.server, user.label, "server").identities ?? {};
+  return parse(serverSection(), user.config.server, user.label, "server").identities ?? {};
 }
 
 /**

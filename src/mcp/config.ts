@@ -4,6 +4,7 @@ import { z } from "zod";
 import { readPathProblem } from "../sandbox/host-view.js";
 import { CodedError } from "../shared/coded-error.js";
 import { digestOf } from "../shared/hash.js";
+import { once } from "../shared/lazy-record.js";
 
 /**
  * One MCP server as the user configures it under `mcp_servers.NAME`: a stdio server harness
@@ -27,7 +28,7 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** RFC 9110 field-name token characters. */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
-const shared = {
+const sharedShape = () => ({
   /** How long start() may take (spawn or connect, then the initialize handshake). */
   startup_timeout_ms: z.number().int().min(1).max(MAX_STARTUP_TIMEOUT_MS).default(DEFAULT_STARTUP_TIMEOUT_MS),
   /** How long one tool call may take before it is abandoned (and cancelled on the server). */
@@ -49,54 +50,60 @@ const shared = {
    * Optional, not defaulted: a definition's digest (what an approval binds to) stays as it was.
    */
   always_load: z.boolean().optional(),
-};
-
-const absoluteOrRelative = z.string().min(1);
-
-const stdioSchema = z.strictObject({
-  /** An executable path, or a name looked up on PATH. */
-  command: z.string().min(1),
-  args: z.array(z.string()).default([]),
-  /** Variables set for the server, with these values (beyond the filtered environment). */
-  env: z.record(z.string().regex(ENV_NAME, "not a variable name"), z.string()).default({}),
-  /** Names of harness's own variables passed through as they are (credentials included: your decision). */
-  pass_env: z.array(z.string().regex(ENV_NAME, "not a variable name")).default([]),
-  /** Working directory: absolute, or relative to the workspace. Default the workspace. */
-  cwd: absoluteOrRelative.optional(),
-  /** The server's sandbox profile (as for shell commands); default workspace-write. */
-  sandbox: z.enum(["workspace-write", "read-only", "off"]).default("workspace-write"),
-  /** Whether a sandboxed server may reach the network; default loopback only. */
-  network: z.boolean().default(false),
-  /**
-   * Extra host paths the sandboxed server may read, e.g. where it is installed: absolute or
-   * `~/...`, under the same rules as the user config's `sandbox.read_paths`.
-   */
-  read_paths: z
-    .array(
-      z.string().superRefine((value, context) => {
-        const problem = readPathProblem(expandHome(value, homedir()), [homedir()]);
-        if (problem !== undefined) context.addIssue({ code: "custom", message: problem });
-      }),
-    )
-    .default([]),
-  ...shared,
 });
 
-const httpSchema = z.strictObject({
-  url: z
-    .string()
-    .url()
-    .refine((value) => /^https?:\/\//i.test(value), "must be an http:// or https:// URL"),
-  headers: z.record(z.string().regex(HEADER_NAME, "not a header name"), z.string()).default({}),
-  /** The variable holding a bearer token, read when connecting; the token is never stored. */
-  bearer_token_env: z.string().regex(ENV_NAME, "not a variable name").optional(),
-  /** `auto`: Streamable HTTP, falling back to the older HTTP+SSE transport when refused. */
-  transport: z.enum(["auto", "streamable-http", "sse"]).default("auto"),
-  ...shared,
-});
+/**
+ * The two definition schemas, built on first use: a run with no MCP server configured never
+ * parses a definition, and zod builds a schema's whole object graph when it is declared.
+ */
+const schemas = once(() => ({ stdio: stdioSchemaOf(), http: httpSchemaOf() }));
 
-export type McpStdioDefinition = z.output<typeof stdioSchema>;
-export type McpHttpDefinition = z.output<typeof httpSchema>;
+const stdioSchemaOf = () =>
+  z.strictObject({
+    /** An executable path, or a name looked up on PATH. */
+    command: z.string().min(1),
+    args: z.array(z.string()).default([]),
+    /** Variables set for the server, with these values (beyond the filtered environment). */
+    env: z.record(z.string().regex(ENV_NAME, "not a variable name"), z.string()).default({}),
+    /** Names of harness's own variables passed through as they are (credentials included: your decision). */
+    pass_env: z.array(z.string().regex(ENV_NAME, "not a variable name")).default([]),
+    /** Working directory: absolute, or relative to the workspace. Default the workspace. */
+    cwd: z.string().min(1).optional(),
+    /** The server's sandbox profile (as for shell commands); default workspace-write. */
+    sandbox: z.enum(["workspace-write", "read-only", "off"]).default("workspace-write"),
+    /** Whether a sandboxed server may reach the network; default loopback only. */
+    network: z.boolean().default(false),
+    /**
+     * Extra host paths the sandboxed server may read, e.g. where it is installed: absolute or
+     * `~/...`, under the same rules as the user config's `sandbox.read_paths`.
+     */
+    read_paths: z
+      .array(
+        z.string().superRefine((value, context) => {
+          const problem = readPathProblem(expandHome(value, homedir()), [homedir()]);
+          if (problem !== undefined) context.addIssue({ code: "custom", message: problem });
+        }),
+      )
+      .default([]),
+    ...sharedShape(),
+  });
+
+const httpSchemaOf = () =>
+  z.strictObject({
+    url: z
+      .string()
+      .url()
+      .refine((value) => /^https?:\/\//i.test(value), "must be an http:// or https:// URL"),
+    headers: z.record(z.string().regex(HEADER_NAME, "not a header name"), z.string()).default({}),
+    /** The variable holding a bearer token, read when connecting; the token is never stored. */
+    bearer_token_env: z.string().regex(ENV_NAME, "not a variable name").optional(),
+    /** `auto`: Streamable HTTP, falling back to the older HTTP+SSE transport when refused. */
+    transport: z.enum(["auto", "streamable-http", "sse"]).default("auto"),
+    ...sharedShape(),
+  });
+
+export type McpStdioDefinition = z.output<ReturnType<typeof stdioSchemaOf>>;
+export type McpHttpDefinition = z.output<ReturnType<typeof httpSchemaOf>>;
 export type McpServerDefinition = McpStdioDefinition | McpHttpDefinition;
 
 export function isStdioDefinition(definition: McpServerDefinition): definition is McpStdioDefinition {
@@ -143,7 +150,7 @@ export function parseMcpServer(name: string, raw: unknown, source: string): McpS
       "a server needs exactly one of `command` (a stdio server harness starts) or `url` (a remote server)",
     );
   }
-  const result = (hasCommand ? stdioSchema : httpSchema).safeParse(raw);
+  const result = (hasCommand ? schemas().stdio : schemas().http).safeParse(raw);
   if (!result.success) {
     const issue = result.error.issues[0]!;
     const field = issue.path.length === 0 ? undefined : issue.path.map(String).join(".");

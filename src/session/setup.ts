@@ -32,7 +32,6 @@ import { PolicyPermissions } from "../policy/policy-permissions.js";
 import { programRules } from "../policy/program-rules.js";
 import { ScopedPermissions, ScopeError, validateScope } from "../policy/scope.js";
 import { subjectKindOf } from "../policy/subject-kind.js";
-import { TtyApprover } from "../policy/tty-approver.js";
 import { ProposalOverlay } from "../proposals/overlay.js";
 import {
   createProvider,
@@ -415,8 +414,12 @@ export async function buildSetup(options: {
     const policyPort = new PolicyPermissions(governance.policy, kinds, resolvePath);
     const scoped = await scopedPermissions(policyPort, flags, workspace, kinds);
     const permissions = scoped?.port ?? policyPort;
+    // The terminal approver's code is loaded only by a session that asks on a terminal.
     const approver =
-      options.approver ?? (interactive ? new TtyApprover(process.stdin, process.stderr) : new DenyApprover());
+      options.approver ??
+      (interactive
+        ? new (await import("../policy/tty-approver.js")).TtyApprover(process.stdin, process.stderr)
+        : new DenyApprover());
     sessionApprover = approver;
     // Empty here: the engine grants again what a resumed session's journal approved for the session.
     const grants = new SessionGrants();

@@ -125,8 +125,9 @@ describe("the CLI bundle and its code cache", () => {
         `${pkg} was loaded`,
       ).toEqual([]);
     }
-    // Nor the egress proxy (network policy only) or the TLS interception behind it.
-    for (const module of ["network/proxy.js", "network/intercept.js"]) {
+    // Nor the egress proxy (network policy only) or the TLS interception behind it, nor the
+    // terminal approver (no terminal to ask on).
+    for (const module of ["network/proxy.js", "network/intercept.js", "policy/tty-approver.js"]) {
       const parts = partsHoldingSource(module);
       expect(parts.length, `${module} is in no part of the bundle`).toBeGreaterThan(0);
       expect(loadedOf(loaded, parts), `${module} was loaded`).toEqual([]);

@@ -29,7 +29,7 @@ export function pluginHookSources(extensions: Pick<Extensions, "plugins">): {
   const notices: string[] = [];
   for (const plugin of extensions.plugins) {
     if (!usable(plugin) || plugin.hooks === undefined) continue;
-    const parsed = hooksSchema.safeParse(plugin.hooks);
+    const parsed = hooksSchema().safeParse(plugin.hooks);
     if (!parsed.success) {
       notices.push(`plugin "${plugin.name}": its hooks are not loaded: ${issues(parsed.error.issues)}`);
       continue;
