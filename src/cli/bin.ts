@@ -16,8 +16,10 @@ const trace = process.env.HARNESS_TRACE_STARTUP === "1";
 const mark = (label: string) => {
   if (!trace) return;
   const rss = (process.memoryUsage.rss() / 1048576).toFixed(1);
+  const { user, system } = process.cpuUsage();
+  const cpu = ((user + system) / 1000).toFixed(1);
   process.stderr.write(
-    `harness trace ${performance.now().toFixed(1).padStart(7)} ms ${rss.padStart(6)} MiB  ${label}\n`,
+    `harness trace ${performance.now().toFixed(1).padStart(7)} ms ${cpu.padStart(7)} cpu ${rss.padStart(6)} MiB  ${label}\n`,
   );
 };
 mark("bin: started");

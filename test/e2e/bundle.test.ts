@@ -168,6 +168,11 @@ describe("the CLI bundle and its code cache", () => {
     );
     const times = lines.map((line) => Number(/^harness trace +([\d.]+) ms/.exec(line)?.[1]));
     expect(times.every((time, i) => Number.isFinite(time) && (i === 0 || time >= times[i - 1]!))).toBe(true);
+    // The CPU time the process used so far, which only grows.
+    const cpu = lines.map((line) => Number(/ ms +([\d.]+) cpu +[\d.]+ MiB/.exec(line)?.[1]));
+    expect(
+      cpu.every((used, i) => Number.isFinite(used) && used > 0 && (i === 0 || used >= cpu[i - 1]!)),
+    ).toBe(true);
     const quiet = await run(childEnv());
     expect(quiet.code).toBe(0);
     expect(quiet.stderr).not.toContain("harness trace");
