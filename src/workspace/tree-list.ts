@@ -67,13 +67,18 @@ function locateFind(): string | undefined {
  * it holds, its contents contiguous.
  */
 export async function listTree(rootFd: number, root: string): Promise<Listed[] | undefined> {
+  const output = await readListing(rootFd, root);
+  return output === undefined ? undefined : parseListing(output);
+}
+
+/** find's output for `listTree`, unparsed (see `forEachListed`). */
+export async function readListing(rootFd: number, root: string): Promise<Buffer | undefined> {
   const find = locateFind();
   if (find === undefined) return undefined;
   // find starts in the directory held open (the kernel follows the parent's descriptor), not
   // wherever the root's path leads by the time it starts.
   const held = `/proc/${process.pid}/fd/${rootFd}`;
-  const output = await runFind(find, existsSync(held) ? held : root);
-  return output === undefined ? undefined : parseListing(output);
+  return runFind(find, existsSync(held) ? held : root);
 }
 
 function runFind(find: string, root: string): Promise<Buffer | undefined> {
@@ -133,10 +138,20 @@ const TYPE_BY_BYTE = new Map<number, { type: ListedType; bits: number }>(
  */
 export function parseListing(output: Buffer): Listed[] | undefined {
   const entries: Listed[] = [];
+  return forEachListed(output, (entry) => entries.push({ ...entry })) ? entries : undefined;
+}
+
+/**
+ * Each record of find's output to `visit`, in order, as one object reused from record to record
+ * (an object per entry of a large tree is megabytes held at once); false at the first record not
+ * of the expected shape (what was visited before it must then be discarded).
+ */
+export function forEachListed(output: Buffer, visit: (entry: Readonly<Listed>) => void): boolean {
+  const entry: Listed = { rel: "", type: "file", dev: 0, ino: 0, mode: 0, size: 0, mtimeMs: 0, ctimeMs: 0 };
   const cursor = { at: 0 };
   while (cursor.at < output.length) {
     const kind = TYPE_BY_BYTE.get(output[cursor.at] as number);
-    if (kind === undefined || output[cursor.at + 1] !== SPACE) return undefined;
+    if (kind === undefined || output[cursor.at + 1] !== SPACE) return false;
     cursor.at += 2;
     const dev = integer(output, cursor, 10);
     const ino = integer(output, cursor, 10);
@@ -153,15 +168,23 @@ export function parseListing(output: Buffer): Listed[] | undefined {
       mtimeMs === undefined ||
       ctimeMs === undefined
     )
-      return undefined;
+      return false;
     const end = output.indexOf(0, cursor.at);
-    if (end === -1 || end === cursor.at) return undefined;
+    if (end === -1 || end === cursor.at) return false;
     const rel = output.toString("utf8", cursor.at, end);
-    if (rel.startsWith("/")) return undefined;
+    if (rel.startsWith("/")) return false;
     cursor.at = end + 1;
-    entries.push({ rel, type: kind.type, dev, ino, mode: kind.bits | perm, size, mtimeMs, ctimeMs });
+    entry.rel = rel;
+    entry.type = kind.type;
+    entry.dev = dev;
+    entry.ino = ino;
+    entry.mode = kind.bits | perm;
+    entry.size = size;
+    entry.mtimeMs = mtimeMs;
+    entry.ctimeMs = ctimeMs;
+    visit(entry);
   }
-  return entries;
+  return true;
 }
 
 /**

@@ -25,7 +25,7 @@ import {
 } from "./manifest.js";
 import { listedUnread, RECORD_MAX_BYTES, unreadEntry } from "./tree-entry.js";
 import { TreeExcludes } from "./tree-excludes.js";
-import { type Listed, listTree } from "./tree-list.js";
+import { forEachListed, readListing } from "./tree-list.js";
 import { settleNotifications, TreeWatch } from "./tree-watch.js";
 
 export { RECORD_MAX_BYTES } from "./tree-entry.js";
@@ -256,7 +256,7 @@ export class TreeSnapshot {
   }
 
   /** find started on the root held for it; undefined when the root cannot be opened (the walk says so). */
-  private startListing(): Promise<Listed[] | undefined> | undefined {
+  private startListing(): Promise<Buffer | undefined> | undefined {
     let root: HeldDir;
     try {
       root = HeldDir.openRoot(this.options.root);
@@ -264,7 +264,7 @@ export class TreeSnapshot {
       return undefined;
     }
     // Held until find has started in it (its working directory is then that directory).
-    return listTree(root.fd, this.options.root).finally(() => root.close());
+    return readListing(root.fd, this.options.root).finally(() => root.close());
   }
 
   /**
@@ -277,19 +277,19 @@ export class TreeSnapshot {
   private async fromListing(
     root: HeldDir,
     walk: Walk,
-    early: Promise<Listed[] | undefined> | undefined,
+    early: Promise<Buffer | undefined> | undefined,
   ): Promise<boolean> {
-    const listing = await (early ?? listTree(root.fd, this.options.root));
+    const listing = await (early ?? readListing(root.fd, this.options.root));
     if (listing === undefined) return false;
     const maxBytes = this.options.maxFileBytes ?? RECORD_MAX_BYTES;
     /** Names to read, by parent directory: their stat is not the cached one (or none is cached). */
     const unmatched = new Map<string, string[]>();
     /** A directory left out: everything listed below it (contiguous in the listing) is too. */
     let pruned: string | undefined;
-    for (const item of listing) {
+    const whole = forEachListed(listing, (item) => {
       const { rel } = item;
       if (pruned !== undefined) {
-        if (rel.startsWith(pruned)) continue;
+        if (rel.startsWith(pruned)) return;
         pruned = undefined;
       }
       const slash = rel.lastIndexOf("/");
@@ -297,29 +297,30 @@ export class TreeSnapshot {
       if (name.includes("\ufffd")) {
         walk.stats.skipped.push(rel);
         if (item.type === "dir") pruned = `${rel}/`;
-        continue;
+        return;
       }
       if (item.type === "dir") {
         if (this.excludes.excludesDir(rel, name)) pruned = `${rel}/`;
         else walk.manifest.set(rel, DIR);
-        continue;
+        return;
       }
-      if (this.excludes.excludesFile(rel, name)) continue;
+      if (this.excludes.excludesFile(rel, name)) return;
       const unread = listedUnread(item, maxBytes);
       if (unread !== undefined) {
         walk.manifest.set(rel, unread);
-        continue;
+        return;
       }
       const cached = this.cache.get(rel);
       if (cached !== undefined && !cached.racy && sameStat(cached, item)) {
         this.record(rel, cached, walk);
-        continue;
+        return;
       }
       const parent = slash === -1 ? "" : rel.slice(0, slash);
       const names = unmatched.get(parent);
       if (names === undefined) unmatched.set(parent, [name]);
       else names.push(name);
-    }
+    });
+    if (!whole) return false;
     for (const [parent, names] of unmatched) {
       let dir: HeldDir;
       try {
