@@ -37,6 +37,8 @@ function inferSubjectKind(args: JsonObject): SubjectKind {
  * Paths that escape stay visibly escaping; the workspace boundary rejects them anyway.
  */
 export function normalizeSubjectPath(raw: string): string {
+  // Most paths (grep decides one per file of the tree) are already normal: returned as they are.
+  if (!NOT_PLAIN.test(raw)) return raw;
   const slashed = raw.replaceAll("\\", "/");
   if (slashed === "") return ".";
   let normalized = posix.normalize(slashed);
@@ -44,6 +46,12 @@ export function normalizeSubjectPath(raw: string): string {
   if (normalized.startsWith("./")) normalized = normalized.slice(2);
   return normalized === "" ? "." : normalized;
 }
+
+/**
+ * What `posix.normalize` and the rest of `normalizeSubjectPath` could change: empty, a
+ * backslash, an empty, `.` or `..` segment (a leading, doubled or trailing slash among them).
+ */
+const NOT_PLAIN = /^$|\\|\/\/|^\/|\/$|(^|\/)\.{1,2}(\/|$)/;
 
 const pathMatchers = new Map<string, (path: string) => boolean>();
 
@@ -59,9 +67,18 @@ function pathMatcher(pattern: string): (path: string) => boolean {
   return matcher;
 }
 
+/** A pattern's literal parts, split once (rules are few; subjects, e.g. grep's files, many). */
+const patternParts = new Map<string, string[]>();
+
 /** `*` matches any run of characters (spaces and slashes included); everything else is literal. */
 export function commandPatternMatches(pattern: string, command: string): boolean {
-  const parts = pattern.split("*");
+  let parts = patternParts.get(pattern);
+  if (parts === undefined) {
+    parts = pattern.split("*");
+    // Bounded: session grants add patterns too, one per approval.
+    if (patternParts.size >= 1024) patternParts.clear();
+    patternParts.set(pattern, parts);
+  }
   if (parts.length === 1) return pattern === command;
   const first = parts[0]!;
   const last = parts[parts.length - 1]!;

@@ -1,5 +1,6 @@
 import type { Stats } from "node:fs";
 import type { OversizeEntry, SpecialEntry, SpecialKind } from "./manifest.js";
+import type { Listed } from "./tree-list.js";
 
 /**
  * Largest file whose content the record reads (Node's limit for a whole-file read). A bigger one
@@ -29,5 +30,24 @@ export function unreadEntry(
   if (special !== undefined) return { special };
   if (stats.isFile() && stats.size > maxBytes)
     return { oversize: true, size: stats.size, exec: (stats.mode & 0o100) !== 0 };
+  return undefined;
+}
+
+const LISTED_SPECIAL: Partial<Record<Listed["type"], SpecialKind>> = {
+  fifo: "fifo",
+  socket: "socket",
+  char: "char_device",
+  block: "block_device",
+};
+
+/** `unreadEntry` for an entry of find's listing (tree-list.ts). */
+export function listedUnread(
+  listed: Listed,
+  maxBytes: number = RECORD_MAX_BYTES,
+): SpecialEntry | OversizeEntry | undefined {
+  const special = LISTED_SPECIAL[listed.type];
+  if (special !== undefined) return { special };
+  if (listed.type === "file" && listed.size > maxBytes)
+    return { oversize: true, size: listed.size, exec: (listed.mode & 0o100) !== 0 };
   return undefined;
 }

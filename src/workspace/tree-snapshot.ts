@@ -14,7 +14,7 @@ import {
 import path from "node:path";
 import { errnoCode } from "../shared/errno.js";
 import { sha256Hex } from "../shared/hash.js";
-import { BeneathError, HeldDir, openParent, readFileBeneath } from "./beneath.js";
+import { BeneathError, HeldDir, openDirBeneath, openParent, readFileBeneath } from "./beneath.js";
 import {
   DIR,
   type Entry,
@@ -23,8 +23,9 @@ import {
   type LinkEntry,
   type Manifest,
 } from "./manifest.js";
-import { RECORD_MAX_BYTES, unreadEntry } from "./tree-entry.js";
+import { listedUnread, RECORD_MAX_BYTES, unreadEntry } from "./tree-entry.js";
 import { TreeExcludes } from "./tree-excludes.js";
+import { forEachListed, readListing } from "./tree-list.js";
 import { settleNotifications, TreeWatch } from "./tree-watch.js";
 
 export { RECORD_MAX_BYTES } from "./tree-entry.js";
@@ -98,6 +99,8 @@ export interface SnapshotStats {
   ms: number;
   /** Everything read, only the paths notifications named, or nothing (no notification). */
   walk: "full" | "partial" | "none";
+  /** A full walk from find's listing (tree-list.ts): only what changed was read here. */
+  listed?: true;
 }
 
 export interface TreeSnapshotOptions {
@@ -181,16 +184,12 @@ export class TreeSnapshot {
    * call per file costs several times as much), in slices between which the event loop runs.
    */
   private async take(options: { full?: boolean }): Promise<Manifest> {
+    // The first walk of a process (its cache is still to be loaded) can start find first: it
+    // lists the tree on the other core while this one reads the cache.
+    const early =
+      !this.loaded && this.listable(options) && existsSync(this.cacheFile) ? this.startListing() : undefined;
     this.load();
-    const walk: Walk = {
-      now: this.options.now ?? Date.now,
-      stats: { entries: 0, hashed: 0, skipped: [], ms: 0, walk: "full" },
-      began: Date.now(),
-      lastReport: Date.now(),
-      lastYield: Date.now(),
-      manifest: new Map(),
-      seen: new Map(),
-    };
+    let walk = this.newWalk();
     const changed = this.watch.take();
     // Notifications about what is never recorded (harness's own state dir) need no reading.
     const paths = [...changed.paths]
@@ -212,7 +211,19 @@ export class TreeSnapshot {
         throw new Error(`the workspace ${this.options.root} cannot be read`);
       }
       try {
-        await this.visit(root, "", walk);
+        // A listing serves a full walk that sets no watches: the session's base and a turn's start
+        // before any shell call (a walk that must set them, so the next can be partial, reads
+        // itself), and only with a cache to compare with (a first walk reads everything anyway).
+        const listing =
+          this.cache.size > 0 && this.listable(options) ? await this.fromListing(root, walk, early) : false;
+        if (listing) {
+          // Nothing is watched: the next snapshot must read the whole tree again.
+          this.watch.forget();
+          walk.stats.listed = true;
+        } else {
+          walk = this.newWalk();
+          await this.visit(root, "", walk);
+        }
       } finally {
         root.close();
       }
@@ -225,6 +236,115 @@ export class TreeSnapshot {
     walk.stats.ms = Date.now() - walk.began;
     this.last = walk.stats;
     return walk.manifest;
+  }
+
+  private newWalk(): Walk {
+    return {
+      now: this.options.now ?? Date.now,
+      stats: { entries: 0, hashed: 0, skipped: [], ms: 0, walk: "full" },
+      began: Date.now(),
+      lastReport: Date.now(),
+      lastYield: Date.now(),
+      manifest: new Map(),
+      seen: new Map(),
+    };
+  }
+
+  /** Whether a full walk may come from find's listing (one that sets no watches). */
+  private listable(options: { full?: boolean }): boolean {
+    return (options.full === true || !this.watch.active) && !this.watch.watchingAny();
+  }
+
+  /** find started on the root held for it; undefined when the root cannot be opened (the walk says so). */
+  private startListing(): Promise<Buffer | undefined> | undefined {
+    let root: HeldDir;
+    try {
+      root = HeldDir.openRoot(this.options.root);
+    } catch {
+      return undefined;
+    }
+    // Held until find has started in it (its working directory is then that directory).
+    return readListing(root.fd, this.options.root).finally(() => root.close());
+  }
+
+  /**
+   * A full walk from find's listing (tree-list.ts): a file whose listed stat is the cached one
+   * keeps its hash, as in `visit`; every other file or link is read through its held parent
+   * directory, as `visit` reads it. The rules of what is recorded are `visit`'s: excluded
+   * directories and names that are not UTF-8 are left out with everything below them. False
+   * when there is no listing or a parent can no longer be opened: the caller walks instead.
+   */
+  private async fromListing(
+    root: HeldDir,
+    walk: Walk,
+    early: Promise<Buffer | undefined> | undefined,
+  ): Promise<boolean> {
+    const listing = await (early ?? readListing(root.fd, this.options.root));
+    if (listing === undefined) return false;
+    const maxBytes = this.options.maxFileBytes ?? RECORD_MAX_BYTES;
+    /** Names to read, by parent directory: their stat is not the cached one (or none is cached). */
+    const unmatched = new Map<string, string[]>();
+    /** A directory left out: everything listed below it (contiguous in the listing) is too. */
+    let pruned: string | undefined;
+    const whole = forEachListed(listing, (item) => {
+      const { rel } = item;
+      if (pruned !== undefined) {
+        if (rel.startsWith(pruned)) return;
+        pruned = undefined;
+      }
+      const slash = rel.lastIndexOf("/");
+      const name = rel.slice(slash + 1);
+      if (name.includes("\ufffd")) {
+        walk.stats.skipped.push(rel);
+        if (item.type === "dir") pruned = `${rel}/`;
+        return;
+      }
+      if (item.type === "dir") {
+        if (this.excludes.excludesDir(rel, name)) pruned = `${rel}/`;
+        else walk.manifest.set(rel, DIR);
+        return;
+      }
+      if (this.excludes.excludesFile(rel, name)) return;
+      const unread = listedUnread(item, maxBytes);
+      if (unread !== undefined) {
+        walk.manifest.set(rel, unread);
+        return;
+      }
+      const cached = this.cache.get(rel);
+      if (cached !== undefined && !cached.racy && sameStat(cached, item)) {
+        this.record(rel, cached, walk);
+        return;
+      }
+      const parent = slash === -1 ? "" : rel.slice(0, slash);
+      const names = unmatched.get(parent);
+      if (names === undefined) unmatched.set(parent, [name]);
+      else names.push(name);
+    });
+    if (!whole) return false;
+    for (const [parent, names] of unmatched) {
+      let dir: HeldDir;
+      try {
+        dir = parent === "" ? HeldDir.openRoot(this.options.root) : openDirBeneath(this.options.root, parent);
+      } catch (error) {
+        if (error instanceof BeneathError || errnoCode(error) === "EACCES") return false;
+        throw error;
+      }
+      try {
+        for (const name of names) {
+          const below = this.entry(dir, parent === "" ? name : `${parent}/${name}`, name, walk);
+          if (below !== undefined) {
+            try {
+              await this.visit(below, `${below.rel}/`, walk);
+            } finally {
+              below.close();
+            }
+          }
+        }
+      } finally {
+        dir.close();
+      }
+    }
+    return true;
   }
 
   /**
@@ -762,7 +882,10 @@ function fileEntry(hash: string, size: number, mode: number): FileEntry {
   return { hash, size, exec: (mode & 0o100) !== 0 };
 }
 
-function sameStat(cached: Cached, st: Stats): boolean {
+/** The stat fields a cached hash is keyed by, from an lstat or find's listing. */
+type StatKey = Pick<Stats, "dev" | "size" | "mtimeMs" | "ctimeMs" | "ino" | "mode">;
+
+function sameStat(cached: Cached, st: StatKey): boolean {
   return (
     cached.dev === st.dev &&
     cached.size === st.size &&

@@ -47,6 +47,16 @@ export class TreeWatch {
     }
   }
 
+  /** Whether any directory is watched. */
+  watchingAny(): boolean {
+    return this.watchers.size > 0;
+  }
+
+  /** The tree was read without watches: the next snapshot must read all of it. */
+  forget(): void {
+    this.everything = true;
+  }
+
   /** Whether the directory at `rel` is watched (it was a directory when last read). */
   watching(rel: string): boolean {
     return this.watchers.has(rel);
