@@ -1,3 +1,4 @@
+import { groupEnded, groupStarted } from "../shared/process-groups.js";
 import { spawn } from "node:child_process";
 import { constants } from "node:os";
 import { PassThrough, type Readable } from "node:stream";
@@ -110,6 +111,7 @@ export async function startBackground(options: StartBackgroundOptions): Promise<
   const tree = options.createTree?.(child) ?? processGroupTree(pid);
   installExitHook();
   live.add(tree);
+  groupStarted(pid);
   const reading = Promise.all([streams[0].consume(child.stdout!), streams[1].consume(child.stderr!)]);
   let stopping: Promise<BackgroundStop> | undefined;
   return {
@@ -126,6 +128,7 @@ export async function startBackground(options: StartBackgroundOptions): Promise<
         const killed = await terminateTree(tree, graceMs);
         const survivors = tree.members().length;
         live.delete(tree);
+        groupEnded(pid);
         const exit = await Promise.race([exited, delay(2_000).then(() => undefined)]);
         await Promise.race([reading, delay(DRAIN_MS)]);
         for (const stream of child.stdio) (stream as Readable | null)?.destroy();
@@ -195,6 +198,7 @@ async function startOnTerminal(
   const tree = launch?.createTree(pid, exited) ?? processGroupTree(pid);
   installExitHook();
   live.add(tree);
+  groupStarted(pid);
   const empty = new PassThrough();
   empty.end();
   const reading = Promise.all([stdout.consume(output), stderr.consume(empty)]);
@@ -217,6 +221,7 @@ async function startOnTerminal(
         const killed = await terminateTree(tree, graceMs);
         const survivors = tree.members().length;
         live.delete(tree);
+        groupEnded(pid);
         const exit = await Promise.race([exited, delay(2_000).then(() => undefined)]);
         await Promise.race([reading, delay(DRAIN_MS)]);
         output.end();

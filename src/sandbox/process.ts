@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import type { Readable, Writable } from "node:stream";
 import type { ArtifactStore } from "../artifacts/store.js";
+import { groupEnded, groupStarted } from "../shared/process-groups.js";
 import { traceMark } from "../shared/trace-startup.js";
 import { type CaptureLimits, DEFAULT_CAPTURE_LIMITS, OutputCapture, type StreamSummary } from "./capture.js";
 import type { ByteFilter } from "./scrub.js";
@@ -141,6 +142,7 @@ export async function runProcess(options: RunProcessOptions): Promise<ProcessRes
   child.on("error", () => undefined);
   if (options.stdin !== undefined) writeInput(child.stdin!, options.stdin);
   const pid = child.pid!;
+  groupStarted(pid);
   const tree = options.createTree?.(child) ?? processGroupTree(pid);
   const graceMs = options.killGraceMs ?? 2_000;
   const reading = Promise.all([stdout.consume(child.stdout!), stderr.consume(child.stderr!)]);
@@ -160,6 +162,7 @@ export async function runProcess(options: RunProcessOptions): Promise<ProcessRes
   traceMark(`process: ${options.file} ${outcome}`);
   // Also after a normal exit: background children (`cmd &`, nohup) must not outlive the call.
   const killedProcesses = await terminateTree(tree, graceMs);
+  groupEnded(pid);
   traceMark("process: tree terminated");
   const exit = (await within(exited, EXIT_SETTLE_MS))?.value;
   if ((await within(reading, options.drainMs ?? 500)) === undefined) {

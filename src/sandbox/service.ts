@@ -1,3 +1,4 @@
+import { groupEnded, groupStarted } from "../shared/process-groups.js";
 import { type ChildProcess, spawn } from "node:child_process";
 import type { Readable, Writable } from "node:stream";
 import { type CaptureLimits, OutputCapture, type StreamSummary } from "./capture.js";
@@ -118,6 +119,7 @@ export async function startService(options: StartServiceOptions): Promise<Servic
   const tree = options.createTree?.(child) ?? processGroupTree(pid);
   installExitHook();
   live.add(tree);
+  groupStarted(pid);
   const stderrListeners = new Set<(bytes: Buffer) => void>();
   const stderr = new OutputCapture(
     options.stderrLimits ?? DEFAULT_STDERR_LIMITS,
@@ -147,6 +149,7 @@ export async function startService(options: StartServiceOptions): Promise<Servic
       stopping ??= (async () => {
         await terminateTree(tree, graceMs);
         live.delete(tree);
+        groupEnded(pid);
         await Promise.race([reading, new Promise((resolve) => setTimeout(resolve, STDERR_DRAIN_MS))]);
         for (const stream of child.stdio) (stream as Readable | Writable | null)?.destroy();
         await options.afterStop?.().catch(() => undefined);

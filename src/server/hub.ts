@@ -153,6 +153,8 @@ export class SessionHub {
     };
     hostedRef = hosted;
     this.#sessions.set(hosted.id, hosted);
+    // Hosted on a thread that stopped: no longer served here (a later session/start opens it again).
+    void opened.lost?.then((why) => this.#lost(hosted, why));
     // Its workspace is served from now on: session/list shows the other sessions recorded there.
     await this.#stored.store(hosted.opened.workspace).catch(() => undefined);
     const unsubscribe = sink ? this.#follow(hosted.id, sink) : undefined;
@@ -537,6 +539,17 @@ export class SessionHub {
         );
       },
     };
+  }
+
+  #lost(hosted: Hosted, why: string): void {
+    if (this.#sessions.get(hosted.id) !== hosted) return;
+    this.#sessions.delete(hosted.id);
+    hosted.failure = `the session's thread stopped: ${why}`;
+    this.#emit(
+      hosted.id,
+      { method: "session/status", params: { session: hosted.id, status: "idle", error: hosted.failure } },
+      false,
+    );
   }
 
   #statusChanged(hosted: Hosted): void {

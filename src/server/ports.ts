@@ -30,6 +30,16 @@ export interface OpenedSession {
   compact(instructions: string | undefined, listener: EngineListener): SessionRun;
   /** End what the session holds open (MCP servers). */
   close(): Promise<void>;
+  /**
+   * Command templates a turn may name (`/NAME`) that are not loaded, with the message refusing
+   * them: a session hosted on another thread refuses such a turn before it starts, as here.
+   */
+  readonly refusedCommands?: Readonly<Record<string, string>>;
+  /**
+   * Settles with why, when the session ended without being closed (its thread stopped): the hub
+   * stops serving it, and a later session/start opens it again.
+   */
+  readonly lost?: Promise<string>;
 }
 
 export interface OpenRequest {

@@ -180,7 +180,18 @@ async function openServed(request: OpenRequest, options: FactoryOptions): Promis
     compact: (instructions, listener) =>
       atItsRoot(workspace.root, () => handle.compactTurn(instructions, listener)),
     close: () => handle.close(),
+    refusedCommands: refusedCommands(setup.extensions),
   };
+}
+
+/** The loaded command table's refusals, by name (what turn() would throw for `/NAME`). */
+function refusedCommands(extensions: Parameters<typeof expandCommandLine>[1] | undefined): Record<string, string> {
+  const refused: Record<string, string> = {};
+  for (const command of extensions?.commands ?? []) {
+    const found = expandCommandLine(`/${command.name}`, extensions!);
+    if (found.kind === "refused") refused[command.name] = found.message;
+  }
+  return refused;
 }
 
 /**

@@ -18,6 +18,11 @@ export function registerSecretPath(file: string): void {
   processSecrets.add(resolve(file));
 }
 
+/** What this process registered (handed to `harness serve`'s session threads, whose module state is their own). */
+export function registeredSecretPaths(): string[] {
+  return [...processSecrets];
+}
+
 /**
  * The journal key, the user config file, harness's config directory (where both live by default,
  * with the user's AGENTS.md and `harness config` temporary files), and what this process

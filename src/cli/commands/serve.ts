@@ -30,6 +30,7 @@ const OPTIONS = {
   "identity-quotas": { type: "boolean" },
   workspace: { type: "string", short: "w", multiple: true },
   json: { type: "boolean" },
+  "session-threads": { type: "string" },
 } as const;
 
 const HELP = `Usage: harness serve --stdio [--workspace DIR]... [--database URL]
@@ -63,6 +64,10 @@ stops one, and an approval with nobody connected waits (the session is awaiting_
                        is not sent and the turn stops with budget_exhausted; an identity
                        without a quota sends nothing
   --json               print {"url": ..., "viewer": ...} on stdout once listening (--http only)
+  --session-threads N  run sessions on N worker threads (each session on the least loaded; a
+                       thread starts when first needed), so many sessions use more than one core;
+                       1 (the default; HARNESS_SESSION_THREADS sets another) runs them all on
+                       the server's own thread
   -h, --help           show this help
 
 Identities: the user config's "server": {"identities": {"NAME": {"tools": "readonly",
@@ -131,23 +136,31 @@ export const serveCommand = {
       throw new UsageError("--identity-quotas needs --database URL (where the quotas are)");
     const quotaPool =
       values["identity-quotas"] === true && database !== undefined ? poolOf(database) : undefined;
-    const hub = new SessionHub({
-      factory: serveSessionFactory({
-        ...(values.workspace !== undefined ? { workspaces: values.workspace } : {}),
-        ...(database ? { database } : {}),
-        ...(quotaPool !== undefined
-          ? {
-              quotas: (identity: string) =>
-                pgQuotaPort(quotaPool, identityScope(identity), {
-                  hint: `harness queue quota ${identity} --identity ...`,
-                  log,
-                }),
-            }
-          : {}),
-        log,
-      }),
+    const quotas =
+      quotaPool !== undefined
+        ? (identity: string) =>
+            pgQuotaPort(quotaPool, identityScope(identity), {
+              hint: `harness queue quota ${identity} --identity ...`,
+              log,
+            })
+        : undefined;
+    const local = serveSessionFactory({
+      ...(values.workspace !== undefined ? { workspaces: values.workspace } : {}),
+      ...(database ? { database } : {}),
+      ...(quotas !== undefined ? { quotas } : {}),
       log,
     });
+    const threads = sessionThreads(values["session-threads"] ?? process.env.HARNESS_SESSION_THREADS);
+    const threaded =
+      threads > 1
+        ? (await import("../../server/threaded-factory.js")).threadedSessionFactory({
+            threads,
+            local,
+            ...(quotas !== undefined ? { quotas } : {}),
+            log,
+          })
+        : undefined;
+    const hub = new SessionHub({ factory: threaded ?? local, log });
 
     let finished!: () => void;
     const done = new Promise<void>((resolve) => {
@@ -159,6 +172,7 @@ export const serveCommand = {
       stopping ??= (async () => {
         log(`${why}: interrupting running turns, then exiting`);
         await hub.shutdown();
+        await threaded?.close();
         await http?.close();
         await database?.close();
         finished();
@@ -208,6 +222,15 @@ export const serveCommand = {
     return 0;
   },
 };
+
+/** --session-threads (or HARNESS_SESSION_THREADS): a count from 1 to 64; absent: 1. */
+function sessionThreads(value: string | undefined): number {
+  if (value === undefined || value === "") return 1;
+  const count = /^\d{1,2}$/.test(value) ? Number(value) : Number.NaN;
+  if (!(count >= 1 && count <= 64))
+    throw new UsageError(`--session-threads takes a number of threads from 1 to 64, not "${value}"`);
+  return count;
+}
 
 function hostPort(value: string): { host: string; port: number } {
   const match = /^(\[[0-9a-fA-F:]+\]|[^:]+):(\d{1,5})$/.exec(value);
