@@ -5,18 +5,22 @@ import { existsSync, fsyncSync, mkdirSync, mkdtempSync, realpathSync, rmSync, wr
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
 import { MemoryArtifactStore } from "../src/artifacts/memory-store.js";
 import { Engine } from "../src/engine/engine.js";
 import { FileJournalStore } from "../src/journal/file-store.js";
 import { FsyncThreads, HOSTING_FSYNC_THREADS, hostManySessions } from "../src/journal/fsync-threads.js";
-import { GroupCommit } from "../src/journal/group-commit.js";
+import { GroupCommit, processGroupCommit } from "../src/journal/group-commit.js";
 import { JournalKey } from "../src/journal/key.js";
 import { MemoryJournalStore } from "../src/journal/memory-store.js";
 import type { JournalStore } from "../src/journal/store.js";
 import { modePolicy } from "../src/policy/policy-permissions.js";
 import { ScriptedProvider } from "../src/providers/scripted/provider.js";
+import type { ApprovalPort } from "../src/runtime/ports.js";
 import { ToolRegistry } from "../src/runtime/registry.js";
+import { LOCAL_IDENTITY } from "../src/server/identities.js";
+import type { SessionFactory } from "../src/server/ports.js";
+import { serveSessionFactory } from "../src/server/session-factory.js";
+import { type ThreadedSessionFactory, threadedSessionFactory } from "../src/server/threaded-factory.js";
 import { fsyncPath } from "../src/shared/fsync.js";
 import { sha256Hex } from "../src/shared/hash.js";
 import { createFileTools } from "../src/tools/builtin.js";
@@ -104,109 +108,48 @@ async function serial(root: string, store: JournalStore, count: number): Promise
   return (count * STEPS * 1000) / total;
 }
 
-/** What a session thread is asked to run: `count` sessions together on one of its stores. */
-interface ThreadJob {
-  count: number;
-  synced: boolean;
+/** A scripted model file: STEPS read_file calls, then done (as a client passes options.script). */
+function scriptFile(parent: string): string {
+  const path = join(parent, "script.json");
+  const replies = [
+    ...Array.from({ length: STEPS }, (_, step) => ({
+      calls: [{ id: `r${step}`, name: "read_file", arguments: { path: "src/file.ts", limit: 20 } }],
+    })),
+    { text: "done" },
+  ];
+  writeFileSync(path, JSON.stringify({ replies }));
+  return path;
 }
 
-/** What a session thread is started with: the two workspaces its stores journal into. */
-interface ThreadSetup {
-  groupBenchThread: true;
-  disk: string;
-  fast: string;
-  shm: boolean;
-}
+const denyAll: ApprovalPort = { request: async () => ({ decision: "deny", scope: "once", by: "bench" }) };
 
 /**
- * Sessions hosted in worker threads, as a server could host them with a pool sized to the cores:
- * each thread has its own event loop, engines, stores and group commit (module state is per
- * thread); the fsyncs of all threads share libuv's one thread pool, as they would in a server.
+ * Steps per second of `count` sessions as `harness serve` hosts them: each opened through the
+ * server's session factory (in this thread, or on its session threads) with the scripted model,
+ * then one turn each, all at once; only the turns are timed.
  */
-class SessionThreads {
-  readonly #workers: Worker[];
-
-  private constructor(workers: Worker[]) {
-    this.#workers = workers;
-  }
-
-  /** `count` threads, each warmed up (V8 optimizes per thread) before anything is measured. */
-  static async start(count: number, setup: Omit<ThreadSetup, "groupBenchThread">): Promise<SessionThreads> {
-    const workers = Array.from(
-      { length: count },
-      (_, i) =>
-        new Worker(new URL(import.meta.url), {
-          workerData: { groupBenchThread: true, ...setup, thread: i } satisfies ThreadSetup & {
-            thread: number;
-          },
-        }),
-    );
-    await Promise.all(workers.map((worker) => reply(worker)));
-    return new SessionThreads(workers);
-  }
-
-  /** Steps per second of `count` sessions spread evenly over the threads, all at once. */
-  async together(count: number, synced: boolean): Promise<number> {
-    const share = Math.ceil(count / this.#workers.length);
-    const began = performance.now();
-    await Promise.all(
-      this.#workers.map((worker, i) => {
-        const job: ThreadJob = { count: Math.min(share, count - i * share), synced };
-        worker.postMessage(job);
-        return reply(worker);
+async function served(factory: SessionFactory, root: string, script: string, count: number): Promise<number> {
+  const sessions = await Promise.all(
+    Array.from({ length: count }, () =>
+      factory.open({
+        workspace: root,
+        script: { path: script, code: false },
+        options: {},
+        identity: LOCAL_IDENTITY,
+        approver: () => denyAll,
       }),
-    );
-    return (count * STEPS * 1000) / (performance.now() - began);
+    ),
+  );
+  try {
+    const began = performance.now();
+    const summaries = await Promise.all(sessions.map((session) => session.turn("read a file", {}).run()));
+    const elapsed = performance.now() - began;
+    for (const summary of summaries)
+      if (summary.tool_calls !== STEPS) throw new Error(`bench session ended early: ${summary.status}`);
+    return (count * STEPS * 1000) / elapsed;
+  } finally {
+    await Promise.all(sessions.map((session) => session.close()));
   }
-
-  async stop(): Promise<void> {
-    await Promise.all(this.#workers.map((worker) => worker.terminate()));
-  }
-}
-
-/** The thread's next message; its error (or an exit without one) rejects. */
-function reply(worker: Worker): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    const cleanup = () => {
-      worker.off("message", onMessage);
-      worker.off("error", onError);
-    };
-    const onMessage = (message: unknown) => {
-      cleanup();
-      if (typeof message === "object" && message !== null && "error" in message)
-        reject(new Error(String((message as { error: unknown }).error)));
-      else resolve(message);
-    };
-    const onError = (error: unknown) => {
-      cleanup();
-      reject(error);
-    };
-    worker.on("message", onMessage);
-    worker.on("error", onError);
-  });
-}
-
-/** Inside a session thread: warm up, then run each job and answer when its sessions are done. */
-async function serveThread(setup: ThreadSetup & { thread: number }): Promise<void> {
-  const port = parentPort;
-  if (port === null) return;
-  // As `harness serve` sets up its process.
-  hostManySessions();
-  const grouped = new FileJournalStore(join(setup.disk, ".harness"), { key: KEY });
-  const unsynced: JournalStore = setup.shm
-    ? new FileJournalStore(join(setup.fast, ".harness"), { key: KEY })
-    : new MemoryJournalStore();
-  const label = (kind: string) => `t${setup.thread}${kind}`;
-  for (let i = 0; i < WARMUP_SESSIONS; i++) await session(setup.fast, unsynced, nextId(label("w")));
-  port.on("message", (job: ThreadJob) => {
-    const root = job.synced ? setup.disk : setup.fast;
-    const store = job.synced ? grouped : unsynced;
-    Promise.all(Array.from({ length: job.count }, () => session(root, store, nextId(label("c"))))).then(
-      () => port.postMessage({ done: true }),
-      (error: unknown) => port.postMessage({ error: error instanceof Error ? error.message : String(error) }),
-    );
-  });
-  port.postMessage({ ready: true });
 }
 
 export async function benchGroupCommit(): Promise<BenchRow[]> {
@@ -215,9 +158,14 @@ export async function benchGroupCommit(): Promise<BenchRow[]> {
   // A journal that does not fsync: the same file store on a memory file system, where fsync
   // returns at once. Everything else (encoding, hashing, the write) is the same code.
   const shm = existsSync("/dev/shm") ? mkdtempSync("/dev/shm/harness-bench-group-") : undefined;
-  let threads: SessionThreads | undefined;
   let fsyncThreads: FsyncThreads | undefined;
+  const factories: ThreadedSessionFactory[] = [];
+  const previousConfig = process.env.HARNESS_CONFIG;
   try {
+    // The served sessions read no user config (the session threads copy this environment).
+    const config = join(parent, "config.json");
+    writeFileSync(config, "{}");
+    process.env.HARNESS_CONFIG = config;
     const disk = workspace(parent, "disk");
     const fast = workspace(shm ?? parent, "nofsync");
     // What one process running one session has (libuv's pool only), and what `harness serve`
@@ -229,20 +177,59 @@ export async function benchGroupCommit(): Promise<BenchRow[]> {
     const hosting = new FileJournalStore(join(disk, ".harness"), { key: KEY, commit: hostingCommit });
     const mainThread = new FileJournalStore(join(disk, ".harness"), { key: KEY, commit: mainThreadCommit });
     const unsynced: JournalStore = shm
-      ? new FileJournalStore(join(fast, ".harness"), { key: KEY })
+      ? new FileJournalStore(join(fast, ".harness"), { key: KEY, commit: new GroupCommit() })
       : new MemoryJournalStore();
     for (let i = 0; i < WARMUP_SESSIONS; i++) await session(fast, unsynced, nextId("w"));
-    const pool = await SessionThreads.start(cores, { disk, fast, shm: shm !== undefined });
-    threads = pool;
-    const alone = { grouped: [] as number[], main: [] as number[], off: [] as number[] };
+    // Sessions as `harness serve` hosts them: its factory in this thread (one event loop, the
+    // process's group commit widened as serve widens it), or its session threads, one per core,
+    // with fsync threads of their own or libuv's pool only.
+    const script = scriptFile(parent);
+    const local = serveSessionFactory({ log: () => undefined });
+    const threaded = (fsync: number) => {
+      const factory = threadedSessionFactory({
+        threads: cores,
+        local,
+        log: () => undefined,
+        fsyncThreads: fsync,
+      });
+      factories.push(factory);
+      return factory;
+    };
+    const onThreads = threaded(HOSTING_FSYNC_THREADS);
+    const onThreadsPool = threaded(0);
+    hostManySessions();
+    // One session alone in a process that hosts nothing else (a run): a lone fsync runs inline.
+    const aloneInProcess = async (root: string) => {
+      processGroupCommit.inlineAlone = true;
+      try {
+        return await served(local, root, script, 1);
+      } finally {
+        processGroupCommit.inlineAlone = false;
+      }
+    };
+    // Warm-up: V8 optimizes per thread; every session thread gets sessions before anything is timed.
+    for (let i = 0; i < 3; i++) {
+      await served(local, fast, script, CONCURRENT);
+      await served(onThreads, fast, script, CONCURRENT);
+      await served(onThreadsPool, fast, script, CONCURRENT);
+    }
+    const alone = {
+      grouped: [] as number[],
+      main: [] as number[],
+      off: [] as number[],
+      servedOff: [] as number[],
+    };
     const many = {
       grouped: [] as number[],
       main: [] as number[],
       serial: [] as number[],
       off: [] as number[],
       hosting: [] as number[],
-      threadsGrouped: [] as number[],
-      threadsOff: [] as number[],
+      servedLoop: [] as number[],
+      servedLoopOff: [] as number[],
+      servedThreads: [] as number[],
+      servedThreadsPool: [] as number[],
+      servedThreadsOff: [] as number[],
     };
     for (let round = 0; round < ROUNDS; round++) {
       // In a different order each round, so a machine's drift falls on all alike.
@@ -250,6 +237,7 @@ export async function benchGroupCommit(): Promise<BenchRow[]> {
         async () => alone.grouped.push(await session(disk, grouped, nextId("g"))),
         async () => alone.main.push(await session(disk, mainThread, nextId("m"))),
         async () => alone.off.push(await session(fast, unsynced, nextId("o"))),
+        async () => alone.servedOff.push(await aloneInProcess(fast)),
       ];
       const together = [
         async () => many.grouped.push(await concurrent(disk, grouped, CONCURRENT)),
@@ -257,8 +245,11 @@ export async function benchGroupCommit(): Promise<BenchRow[]> {
         async () => many.hosting.push(await concurrent(disk, hosting, CONCURRENT)),
         async () => many.serial.push(await serial(disk, grouped, CONCURRENT)),
         async () => many.off.push(await concurrent(fast, unsynced, CONCURRENT)),
-        async () => many.threadsGrouped.push(await pool.together(CONCURRENT, true)),
-        async () => many.threadsOff.push(await pool.together(CONCURRENT, false)),
+        async () => many.servedLoop.push(await served(local, disk, script, CONCURRENT)),
+        async () => many.servedLoopOff.push(await served(local, fast, script, CONCURRENT)),
+        async () => many.servedThreads.push(await served(onThreads, disk, script, CONCURRENT)),
+        async () => many.servedThreadsPool.push(await served(onThreadsPool, disk, script, CONCURRENT)),
+        async () => many.servedThreadsOff.push(await served(onThreads, fast, script, CONCURRENT)),
       ];
       for (const run of rotate(singles, round)) await run();
       for (const run of rotate(singles, round + 1)) await run();
@@ -266,6 +257,8 @@ export async function benchGroupCommit(): Promise<BenchRow[]> {
     }
     const step = (times: number[]) => median(times) / STEPS;
     const bound = cores * (1000 / step(alone.off));
+    // The bound for served sessions: cores x one served session alone whose journal does not fsync.
+    const servedBound = cores * median(alone.servedOff);
     const rate = (rates: number[]) => median(rates);
     const note = `${STEPS}-step read_file sessions, median of ${ROUNDS} rounds`;
     return [
@@ -363,31 +356,72 @@ export async function benchGroupCommit(): Promise<BenchRow[]> {
         note: "what the disk still costs many sessions",
       },
       {
-        name: `${CONCURRENT} sessions in ${cores} threads, group commit + fsync threads`,
-        value: round(rate(many.threadsGrouped), 0),
+        name: "served: one session alone, not fsync'd",
+        value: round(median(alone.servedOff), 0),
         unit: "steps/s",
-        note: "one process, a session thread per core",
+        note: "harness serve's factory, in-process; a lone fsync inline",
+      },
+      { name: `served bound: ${cores} cores x that`, value: round(servedBound, 0), unit: "steps/s" },
+      {
+        name: `served: ${CONCURRENT} sessions, one event loop (--session-threads 1)`,
+        value: round(rate(many.servedLoop), 0),
+        unit: "steps/s",
+        note: `group commit + ${HOSTING_FSYNC_THREADS} fsync threads`,
       },
       {
-        name: `${CONCURRENT} sessions in ${cores} threads, not fsync'd`,
-        value: round(rate(many.threadsOff), 0),
+        name: `served: ${CONCURRENT} sessions, one event loop, not fsync'd`,
+        value: round(rate(many.servedLoopOff), 0),
         unit: "steps/s",
       },
       {
-        name: `in ${cores} threads, group commit / bound`,
-        value: round(rate(many.threadsGrouped) / bound, 2),
+        name: `served: ${CONCURRENT} sessions on ${cores} session threads, + ${HOSTING_FSYNC_THREADS} fsync threads each`,
+        value: round(rate(many.servedThreads), 0),
+        unit: "steps/s",
+        note: `--session-threads ${cores}`,
+      },
+      {
+        name: `served: ${CONCURRENT} sessions on ${cores} session threads, libuv pool only`,
+        value: round(rate(many.servedThreadsPool), 0),
+        unit: "steps/s",
+      },
+      {
+        name: `served: ${CONCURRENT} sessions on ${cores} session threads, not fsync'd`,
+        value: round(rate(many.servedThreadsOff), 0),
+        unit: "steps/s",
+      },
+      {
+        name: "served: one event loop / served bound",
+        value: round(rate(many.servedLoop) / servedBound, 2),
         unit: "x",
         note: "goal >= 0.8",
       },
       {
-        name: `in ${cores} threads, not fsync'd / bound`,
-        value: round(rate(many.threadsOff) / bound, 2),
+        name: `served: ${cores} session threads + fsync threads / served bound`,
+        value: round(rate(many.servedThreads) / servedBound, 2),
+        unit: "x",
+        note: "goal >= 0.8",
+      },
+      {
+        name: `served: ${cores} session threads, pool only / served bound`,
+        value: round(rate(many.servedThreadsPool) / servedBound, 2),
+        unit: "x",
+        note: "goal >= 0.8",
+      },
+      {
+        name: `served: ${cores} session threads, not fsync'd / served bound`,
+        value: round(rate(many.servedThreadsOff) / servedBound, 2),
         unit: "x",
         note: "the ceiling with a session thread per core",
       },
       {
-        name: `in ${cores} threads / one event loop, group commit + fsync threads`,
-        value: round(rate(many.threadsGrouped) / rate(many.hosting), 2),
+        name: "served: one event loop, not fsync'd / served bound",
+        value: round(rate(many.servedLoopOff) / servedBound, 2),
+        unit: "x",
+        note: "the ceiling of one event loop",
+      },
+      {
+        name: `served: ${cores} session threads / one event loop`,
+        value: round(rate(many.servedThreads) / rate(many.servedLoop), 2),
         unit: "x",
       },
       {
@@ -398,7 +432,9 @@ export async function benchGroupCommit(): Promise<BenchRow[]> {
       },
     ];
   } finally {
-    await threads?.stop();
+    for (const factory of factories) await factory.close();
+    if (previousConfig === undefined) delete process.env.HARNESS_CONFIG;
+    else process.env.HARNESS_CONFIG = previousConfig;
     await fsyncThreads?.close();
     rmSync(parent, { recursive: true, force: true });
     if (shm) rmSync(shm, { recursive: true, force: true });
@@ -411,9 +447,7 @@ function rotate<T>(items: readonly T[], by: number): T[] {
   return [...items.slice(k), ...items.slice(0, k)];
 }
 
-if (!isMainThread && (workerData as Partial<ThreadSetup> | null)?.groupBenchThread === true) {
-  await serveThread(workerData as ThreadSetup & { thread: number });
-} else if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   for (const row of await benchGroupCommit()) {
     console.log(`${row.name}\t${row.value} ${row.unit}${row.note ? `\t(${row.note})` : ""}`);
   }

@@ -11,12 +11,16 @@ export const HOSTING_FSYNC_THREADS = 8;
 let hosting: FsyncThreads | undefined;
 
 /**
- * Called by a door that hosts many sessions in this process (`harness serve`): the process's group
- * commit gets fsync threads of its own. A process with one session never needs them.
+ * Called by a door that hosts many sessions in this process (`harness serve`, and each of its
+ * session threads): the process's group commit gets `fsyncThreads` threads of its own (0: libuv's
+ * pool only), and never fsyncs on the calling thread. A process with one session needs neither.
  */
-export function hostManySessions(): void {
-  hosting ??= new FsyncThreads(HOSTING_FSYNC_THREADS);
-  processGroupCommit.widen(hosting, HOSTING_FSYNC_THREADS);
+export function hostManySessions(fsyncThreads: number = HOSTING_FSYNC_THREADS): void {
+  // One session's fsync never runs on this thread: other sessions' events would wait for it.
+  processGroupCommit.inlineAlone = false;
+  if (fsyncThreads < 1) return;
+  hosting ??= new FsyncThreads(fsyncThreads);
+  processGroupCommit.widen(hosting, hosting.max);
 }
 
 /**

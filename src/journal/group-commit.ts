@@ -1,4 +1,4 @@
-import { fdatasync, promises as fsp } from "node:fs";
+import { fdatasync, fdatasyncSync, promises as fsp } from "node:fs";
 
 /**
  * The one place journal fsyncs of every session in the process are made (group commit), off the
@@ -32,6 +32,14 @@ export class GroupCommit {
   readonly #wake = () => this.#pump();
   /** Where fsyncs run, first first: libuv's pool, then whatever `widen` added. */
   readonly #lanes: Lane[];
+  /**
+   * A file fsync asked for while nothing else waits runs at once on this thread (`inlineAlone`):
+   * with no other request there is nothing to group it with, and the pool's hop (a thread wake
+   * and a loop turn, 0.1-0.2 ms here) was most of what one session paid over a plain fsync. A
+   * process that hosts many sessions turns it off (`hostManySessions`): there, one session's
+   * fsync must never hold up another's events.
+   */
+  #inlineAlone = true;
 
   constructor(parallel = defaultParallel(), io: SyncIo = nodeSyncIo) {
     if (!Number.isInteger(parallel) || parallel < 1)
@@ -59,9 +67,26 @@ export class GroupCommit {
    * on this request's behalf (one fsync covering several requests counts once).
    */
   sync(fd: number, dirs: readonly string[], counter: { fsyncs: number }): Promise<void> {
+    const io = this.#lanes[0]!.io;
+    if (this.#inlineAlone && io.fileSync !== undefined && dirs.length === 0 && this.#targets.size === 0) {
+      // Nothing in flight or waiting, this file's included: an fsync that starts now covers every
+      // byte written before this call, and no other request can be ordered after it.
+      try {
+        io.fileSync(fd);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      counter.fsyncs += 1;
+      return Promise.resolve();
+    }
     const waits = [this.#request(`fd:${fd}`, (io) => io.file(fd), counter)];
     for (const dir of dirs) waits.push(this.#request(`dir:${dir}`, (io) => io.directory(dir), counter));
     return waits.length === 1 ? waits[0]! : Promise.all(waits).then(() => undefined);
+  }
+
+  /** Whether a lone file fsync runs at once on the calling thread (see `#inlineAlone`). */
+  set inlineAlone(on: boolean) {
+    this.#inlineAlone = on;
   }
 
   /** Requests not yet resolved (for tests: the writer is idle when this is 0). */
@@ -142,6 +167,8 @@ export class GroupCommit {
 export interface SyncIo {
   file(fd: number): Promise<void>;
   directory(path: string): Promise<void>;
+  /** The file fsync on the calling thread, when this disk has one (a lone request may use it). */
+  fileSync?(fd: number): void;
 }
 
 /** A `SyncIo` on threads that start on demand (fsync-threads.ts). */
@@ -158,6 +185,7 @@ export interface SpillIo extends SyncIo {
  * it leaves out only the timestamps. A directory gets fsync: its new entries are what must persist.
  */
 export const nodeSyncIo: SyncIo = {
+  fileSync: (fd) => fdatasyncSync(fd),
   file: (fd) =>
     new Promise((resolve, reject) => {
       fdatasync(fd, (error) => (error ? reject(error) : resolve()));

@@ -1,8 +1,8 @@
-import { groupEnded, groupStarted } from "../shared/process-groups.js";
 import { spawn } from "node:child_process";
 import { constants } from "node:os";
 import { PassThrough, type Readable } from "node:stream";
 import type { ArtifactStore } from "../artifacts/store.js";
+import { groupEnded, groupStarted } from "../shared/process-groups.js";
 import { type CaptureLimits, OutputCapture, type StreamSummary } from "./capture.js";
 import { SpawnError } from "./process.js";
 import type { Launch } from "./sandbox.js";

@@ -1,6 +1,6 @@
-import { groupEnded, groupStarted } from "../shared/process-groups.js";
 import { type ChildProcess, spawn } from "node:child_process";
 import type { Readable, Writable } from "node:stream";
+import { groupEnded, groupStarted } from "../shared/process-groups.js";
 import { type CaptureLimits, OutputCapture, type StreamSummary } from "./capture.js";
 import { SpawnError } from "./process.js";
 import type { ByteFilter } from "./scrub.js";

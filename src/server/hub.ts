@@ -161,6 +161,7 @@ export class SessionHub {
     if (params.goal !== undefined) {
       try {
         this.#startRun(hosted, params.goal);
+        await hosted.run?.started;
       } catch (error) {
         // Refused before it began (a command template not loaded): nothing was recorded, so the
         // session is not kept open.

@@ -15,6 +15,12 @@ export interface SessionRun {
   run(): Promise<RunSummary>;
   steer(text: string): Promise<void>;
   interrupt(): void;
+  /**
+   * Settles once the run has journaled its first record (or ended without one), when that
+   * happens elsewhere (a session thread): session/start answers after it, so a client that
+   * follows the new session at once finds its journal, as with a run in this thread.
+   */
+  readonly started?: Promise<void>;
 }
 
 /** A session opened for serving: its journal, and engines on it. */

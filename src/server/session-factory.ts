@@ -185,7 +185,9 @@ async function openServed(request: OpenRequest, options: FactoryOptions): Promis
 }
 
 /** The loaded command table's refusals, by name (what turn() would throw for `/NAME`). */
-function refusedCommands(extensions: Parameters<typeof expandCommandLine>[1] | undefined): Record<string, string> {
+function refusedCommands(
+  extensions: Parameters<typeof expandCommandLine>[1] | undefined,
+): Record<string, string> {
   const refused: Record<string, string> = {};
   for (const command of extensions?.commands ?? []) {
     const found = expandCommandLine(`/${command.name}`, extensions!);

@@ -25,6 +25,9 @@ import {
  * opens, turns, steers, interrupts, decisions and closes in.
  */
 
+/** Records that end a turn (server/notifications.ts: turn/completed). */
+const TURN_ENDS = new Set(["run.finished", "run.stopped", "run.cancelled", "turn.interrupted"]);
+
 interface Hosted {
   opened: OpenedSession;
   run: SessionRun | undefined;
@@ -121,26 +124,37 @@ class SessionThread {
       return;
     }
     let run: SessionRun;
+    const held: FromThread[] = [];
     try {
-      const listener = this.#listener(session);
-      run = kind === "turn" ? hosted.opened.turn(input ?? "", listener) : hosted.opened.compact(input, listener);
+      const listener = this.#listener(session, held);
+      run =
+        kind === "turn" ? hosted.opened.turn(input ?? "", listener) : hosted.opened.compact(input, listener);
     } catch (error) {
       this.#post({ type: "reply", id, ok: false, error: errorToWire(error) });
       return;
     }
     hosted.run = run;
-    this.#settle(
-      id,
-      run.run().finally(() => {
-        if (hosted.run === run) hosted.run = undefined;
-      }),
+    // The turn's end goes out with the run's answer, in one go: a client that sees turn/completed
+    // and starts the next turn at once finds the session idle, as in-process.
+    const answer = (reply: FromThread) => {
+      if (hosted.run === run) hosted.run = undefined;
+      for (const message of held.splice(0)) this.#post(message);
+      this.#post(reply);
+    };
+    run.run().then(
+      (value) => answer({ type: "reply", id, ok: true, value }),
+      (error: unknown) => answer({ type: "reply", id, ok: false, error: errorToWire(error) }),
     );
   }
 
   /** Records and deltas as the engine hands them; what the main thread's hub listens for. */
-  #listener(session: string): EngineListener {
+  #listener(session: string, held: FromThread[]): EngineListener {
     return {
-      record: (record) => this.#post({ type: "record", session, record }),
+      record: (record) => {
+        const message: FromThread = { type: "record", session, record };
+        if (held.length > 0 || TURN_ENDS.has(record.type)) held.push(message);
+        else this.#post(message);
+      },
       agentRecord: (path, record) => this.#post({ type: "agent-record", session, path, record }),
       stream: (event) => {
         if (event.type !== "text_delta" && event.type !== "reasoning_delta") return;
@@ -210,7 +224,7 @@ class SessionThread {
 function main(port: MessagePort, setup: ThreadSetup): void {
   for (const path of setup.secrets) registerSecretPath(path);
   // As the main thread of `harness serve` sets its process up: this thread's own group commit.
-  hostManySessions();
+  hostManySessions(setup.fsyncThreads);
   watchProcessGroups({
     started: (pgid) => port.postMessage({ type: "groups", add: pgid } satisfies FromThread),
     ended: (pgid) => port.postMessage({ type: "groups", remove: pgid } satisfies FromThread),
@@ -220,5 +234,9 @@ function main(port: MessagePort, setup: ThreadSetup): void {
   port.postMessage({ type: "ready", threadId } satisfies FromThread);
 }
 
-if (!isMainThread && parentPort !== null && (workerData as Partial<ThreadSetup> | null)?.sessionThread === true)
+if (
+  !isMainThread &&
+  parentPort !== null &&
+  (workerData as Partial<ThreadSetup> | null)?.sessionThread === true
+)
   main(parentPort, workerData as ThreadSetup);

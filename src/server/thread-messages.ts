@@ -104,4 +104,6 @@ export interface ThreadSetup {
   secrets: string[];
   /** Whether identities have quotas (reserve/settle go to the main thread). */
   quotas: boolean;
+  /** fsync threads of the thread's own group commit (0: libuv's pool only, which all threads share). */
+  fsyncThreads: number;
 }

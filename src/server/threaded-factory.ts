@@ -5,12 +5,13 @@ import { Worker } from "node:worker_threads";
 import { ErrorCode, RpcError } from "../api/errors.js";
 import type { EngineListener, RunSummary } from "../engine/options.js";
 import type { QuotaHold, QuotaPort, QuotaSpend } from "../engine/quota-port.js";
+import { HOSTING_FSYNC_THREADS } from "../journal/fsync-threads.js";
 import { inspectLockFile } from "../journal/lock.js";
 import { LOCK_FILE } from "../journal/session-path.js";
 import type { AnyRecord } from "../journal/vocabulary.js";
+import type { StreamEvent } from "../protocol/types.js";
 import type { ApprovalDecision, ApprovalRequest } from "../runtime/ports.js";
 import { registeredSecretPaths } from "../session/harness-secrets.js";
-import type { StreamEvent } from "../protocol/types.js";
 import { thisProcess } from "../shared/process-owner.js";
 import type { OpenedSession, OpenRequest, SessionFactory, SessionRun } from "./ports.js";
 import {
@@ -32,7 +33,18 @@ export interface ThreadedOptions {
   log(line: string): void;
   /** The thread's program (tests); default: the compiled session-thread.js of this build. */
   entry?: URL;
+  /**
+   * fsync threads each session thread's group commit adds to libuv's pool (which all threads
+   * share); default SESSION_THREAD_FSYNC_THREADS.
+   */
+  fsyncThreads?: number;
 }
+
+/**
+ * Measured with bench/group-commit.ts (16 sessions on 2 session threads): see docs. A session
+ * thread hosts a share of the sessions, so it needs fewer fsyncs in flight than one loop hosting all.
+ */
+export const SESSION_THREAD_FSYNC_THREADS = HOSTING_FSYNC_THREADS;
 
 /** What a threaded factory adds: where sessions run, and stopping the threads. */
 export interface ThreadedSessionFactory extends SessionFactory {
@@ -131,6 +143,7 @@ class SessionThread {
       sessionThread: true,
       secrets: registeredSecretPaths(),
       quotas: options.quotas !== undefined,
+      fsyncThreads: options.fsyncThreads ?? SESSION_THREAD_FSYNC_THREADS,
     };
     this.#worker = new Worker(fileURLToPath(options.entry ?? defaultEntry()), {
       workerData: setup,
@@ -241,10 +254,26 @@ class SessionThread {
     let started = false;
     let interrupted = false;
     const steers: string[] = [];
+    let journaled!: () => void;
+    const firstRecord = new Promise<void>((resolve) => {
+      journaled = resolve;
+    });
+    // The hub's listener, told first when the run journals its first record.
+    const relay: EngineListener = {
+      ...listener,
+      record: (record) => {
+        journaled();
+        listener.record?.(record);
+      },
+    };
     return {
+      started: firstRecord,
       run: async () => {
-        if (this.#dead !== undefined) throw threadLostError(this.#dead);
-        served.listener = listener;
+        if (this.#dead !== undefined) {
+          journaled();
+          throw threadLostError(this.#dead);
+        }
+        served.listener = relay;
         started = true;
         const done = this.#call((id) => ({ type: "run", id, session, kind, input }));
         if (interrupted) this.#post({ type: "interrupt", session });
@@ -253,7 +282,8 @@ class SessionThread {
         try {
           return (await done) as RunSummary;
         } finally {
-          if (served.listener === listener) served.listener = undefined;
+          journaled();
+          if (served.listener === relay) served.listener = undefined;
         }
       },
       steer: async (text) => {
@@ -281,7 +311,9 @@ class SessionThread {
         this.#sessions.get(message.session)?.listener?.record?.(message.record as AnyRecord);
         return;
       case "agent-record":
-        this.#sessions.get(message.session)?.listener?.agentRecord?.(message.path, message.record as AnyRecord);
+        this.#sessions
+          .get(message.session)
+          ?.listener?.agentRecord?.(message.path, message.record as AnyRecord);
         return;
       case "stream":
         this.#sessions.get(message.session)?.listener?.stream?.(message.event as StreamEvent);
@@ -323,7 +355,11 @@ class SessionThread {
       },
       () => {
         this.#approvals.delete(approval);
-        this.#post({ type: "decision", approval, decision: { decision: "deny", scope: "once", by: "server" } });
+        this.#post({
+          type: "decision",
+          approval,
+          decision: { decision: "deny", scope: "once", by: "server" },
+        });
       },
     );
   }
@@ -419,7 +455,9 @@ class SessionThread {
     this.#groups.clear();
     for (const served of this.#sessions.values()) {
       removeOwnLocks(join(served.workspace, ".harness", "sessions", ...served.sessionId.split("/")));
-      this.options.log(`session ${served.sessionId}: its session thread stopped (${why}); open it again to resume`);
+      this.options.log(
+        `session ${served.sessionId}: its session thread stopped (${why}); open it again to resume`,
+      );
       served.lost(why);
     }
     this.#sessions.clear();
@@ -452,5 +490,3 @@ function removeOwnLocks(dir: string): void {
     }
   }
 }
-
-

@@ -216,6 +216,54 @@ describe("GroupCommit", () => {
     expect([a.state, b.state]).toEqual(["resolved", "resolved"]);
   });
 
+  it("fsyncs a lone file request at once on this thread, and queues one made while another waits", async () => {
+    const disk = Object.assign(new HeldDisk(), {
+      inline: [] as number[],
+      fileSync(fd: number) {
+        this.inline.push(fd);
+      },
+    });
+    const commit = new GroupCommit(1, disk);
+    const counter = { fsyncs: 0 };
+    const alone = watch(commit.sync(50, [], counter));
+    // Done before sync returned: nothing went through the pool.
+    expect(disk.inline).toEqual([50]);
+    expect(counter.fsyncs).toBe(1);
+    await settle();
+    expect(alone.state).toBe("resolved");
+    // A request with a directory goes through the pool; one made while it waits queues behind it.
+    const withDir = watch(commit.sync(51, ["/d"], { fsyncs: 0 }));
+    const behind = watch(commit.sync(52, [], { fsyncs: 0 }));
+    expect(disk.inline).toEqual([50]);
+    expect(disk.inFlight()).toEqual(["fd:51"]);
+    disk.finish("fd:51");
+    await settle();
+    disk.finish("dir:/d");
+    await settle();
+    disk.finish("fd:52");
+    await settle();
+    expect([withDir.state, behind.state]).toEqual(["resolved", "resolved"]);
+    // A process hosting many sessions never fsyncs on its own thread.
+    commit.inlineAlone = false;
+    const hosted = watch(commit.sync(53, [], { fsyncs: 0 }));
+    expect(disk.inline).toEqual([50]);
+    disk.finish("fd:53");
+    await settle();
+    expect(hosted.state).toBe("resolved");
+  });
+
+  it("rejects a lone request whose inline fsync fails", async () => {
+    const disk = Object.assign(new HeldDisk(), {
+      fileSync() {
+        throw Object.assign(new Error("EIO"), { code: "EIO" });
+      },
+    });
+    const commit = new GroupCommit(1, disk);
+    const counter = { fsyncs: 0 };
+    await expect(commit.sync(60, [], counter)).rejects.toMatchObject({ code: "EIO" });
+    expect(counter.fsyncs).toBe(0);
+  });
+
   it("refuses a parallelism that is not a positive integer", () => {
     expect(() => new GroupCommit(1).widen(new HeldDisk(), 0)).toThrow(TypeError);
     expect(() => new GroupCommit(0)).toThrow(TypeError);

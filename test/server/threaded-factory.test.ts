@@ -2,13 +2,13 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { threadId } from "node:worker_threads";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { verifyJournal } from "../../src/journal/verify.js";
+import { liveGroupMembers } from "../../src/sandbox/proc.js";
 import { SessionHub } from "../../src/server/hub.js";
 import { LOCAL_IDENTITY } from "../../src/server/identities.js";
 import type { Notification } from "../../src/server/notifications.js";
 import { serveSessionFactory } from "../../src/server/session-factory.js";
 import { type ThreadedSessionFactory, threadedSessionFactory } from "../../src/server/threaded-factory.js";
-import { liveGroupMembers } from "../../src/sandbox/proc.js";
-import { verifyJournal } from "../../src/journal/verify.js";
 import { jsonScript, ofType, readJournal, removeTempDirs, workspaceWith } from "../e2e/helpers.js";
 import { serverConfig } from "../e2e/serve-support.js";
 
@@ -80,7 +80,10 @@ describe("session threads (serve --session-threads)", () => {
     for (const name of ["a", "b"]) {
       const workspace = await workspaceWith({ "notes.txt": `${name}\n` });
       const script = await jsonScript([
-        { text: "", calls: [{ id: "w1", name: "write_file", arguments: { path: "out.txt", content: name } }] },
+        {
+          text: "",
+          calls: [{ id: "w1", name: "write_file", arguments: { path: "out.txt", content: name } }],
+        },
         { text: "done" },
       ]);
       const started = await hub.start(
@@ -92,9 +95,9 @@ describe("session threads (serve --session-threads)", () => {
       await events.waitFor(completed(started.session));
       const journal = await readJournal(workspace, started.session);
       expect(ofType(journal, "tool.result")).toHaveLength(1);
-      expect((await verifyJournal(join(workspace, ".harness/sessions", started.session, "events.jsonl"))).ok).toBe(
-        true,
-      );
+      expect(
+        (await verifyJournal(join(workspace, ".harness/sessions", started.session, "events.jsonl"))).ok,
+      ).toBe(true);
       // Every durable record reached the hub's subscriber once, in order.
       const seqs = events.seen
         .filter((n) => params(n).session === started.session && typeof params(n).seq === "number")
@@ -125,7 +128,8 @@ describe("session threads (serve --session-threads)", () => {
       )
     ).session;
     const spawned = await events.waitFor(
-      (n) => params(n).session === doomed && (params(n).record as { type?: string })?.type === "process.spawned",
+      (n) =>
+        params(n).session === doomed && (params(n).record as { type?: string })?.type === "process.spawned",
     );
     const pgid = ((params(spawned).record as { data: { pgid: number } }).data.pgid as number) ?? 0;
     expect(pgid).toBeGreaterThan(0);
@@ -165,7 +169,12 @@ describe("session threads (serve --session-threads)", () => {
     // The session opens again (on a live thread) and runs a turn; its journal is whole.
     const again = await hub.start(
       LOCAL_IDENTITY,
-      { workspace: doomedWs, session: doomed, goal: "carry on", options: { script: doomedScript, shell: true } },
+      {
+        workspace: doomedWs,
+        session: doomed,
+        goal: "carry on",
+        options: { script: doomedScript, shell: true },
+      },
       events.sink,
     );
     expect(again.session).toBe(doomed);
