@@ -134,7 +134,7 @@ async function served(factory: SessionFactory, root: string, script: string, cou
       factory.open({
         workspace: root,
         script: { path: script, code: false },
-        options: {},
+        options: { max_model_requests: STEPS + 5, max_tool_calls: STEPS + 5, context_window: 1_000_000 },
         identity: LOCAL_IDENTITY,
         approver: () => denyAll,
       }),
@@ -145,7 +145,10 @@ async function served(factory: SessionFactory, root: string, script: string, cou
     const summaries = await Promise.all(sessions.map((session) => session.turn("read a file", {}).run()));
     const elapsed = performance.now() - began;
     for (const summary of summaries)
-      if (summary.tool_calls !== STEPS) throw new Error(`bench session ended early: ${summary.status}`);
+      if (summary.tool_calls !== STEPS)
+        throw new Error(
+          `bench session ended early: ${summary.status} ${summary.reason} ${summary.message} after ${summary.tool_calls} calls`,
+        );
     return (count * STEPS * 1000) / elapsed;
   } finally {
     await Promise.all(sessions.map((session) => session.close()));
