@@ -174,6 +174,10 @@ export async function benchGroupCommit(): Promise<BenchRow[]> {
     // What one process running one session has (libuv's pool only), and what `harness serve`
     // has (the same with fsync threads of its own), each a group commit of its own.
     const grouped = new FileJournalStore(join(disk, ".harness"), { key: KEY, commit: new GroupCommit() });
+    // The same with every fsync on the pool, a lone one too (as a hosting process has it).
+    const pooledCommit = new GroupCommit();
+    pooledCommit.inlineAlone = false;
+    const pooled = new FileJournalStore(join(disk, ".harness"), { key: KEY, commit: pooledCommit });
     fsyncThreads = new FsyncThreads(HOSTING_FSYNC_THREADS);
     const hostingCommit = new GroupCommit();
     hostingCommit.widen(fsyncThreads, HOSTING_FSYNC_THREADS);
@@ -218,6 +222,7 @@ export async function benchGroupCommit(): Promise<BenchRow[]> {
     }
     const alone = {
       grouped: [] as number[],
+      pooled: [] as number[],
       main: [] as number[],
       off: [] as number[],
       servedOff: [] as number[],
@@ -238,6 +243,7 @@ export async function benchGroupCommit(): Promise<BenchRow[]> {
       // In a different order each round, so a machine's drift falls on all alike.
       const singles = [
         async () => alone.grouped.push(await session(disk, grouped, nextId("g"))),
+        async () => alone.pooled.push(await session(disk, pooled, nextId("p"))),
         async () => alone.main.push(await session(disk, mainThread, nextId("m"))),
         async () => alone.off.push(await session(fast, unsynced, nextId("o"))),
         async () => alone.servedOff.push(await aloneInProcess(fast)),
@@ -265,7 +271,23 @@ export async function benchGroupCommit(): Promise<BenchRow[]> {
     const rate = (rates: number[]) => median(rates);
     const note = `${STEPS}-step read_file sessions, median of ${ROUNDS} rounds`;
     return [
-      { name: "one session: step, group commit", value: round(step(alone.grouped)), unit: "ms", note },
+      {
+        name: "one session: step, group commit",
+        value: round(step(alone.grouped)),
+        unit: "ms",
+        note: `${note}; a lone fsync inline`,
+      },
+      {
+        name: "one session: step, group commit, every fsync on the pool",
+        value: round(step(alone.pooled)),
+        unit: "ms",
+      },
+      {
+        name: "one session: pool / main-thread fsync step",
+        value: round(step(alone.pooled) / step(alone.main), 2),
+        unit: "x",
+        note: "without the inline lone fsync",
+      },
       {
         name: "one session: step, fsync on the main thread",
         value: round(step(alone.main)),
