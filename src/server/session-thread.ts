@@ -35,6 +35,12 @@ interface Hosted {
 
 class SessionThread {
   readonly #sessions = new Map<string, Hosted>();
+  /**
+   * Per session, an approval.requested record not yet sent: it goes out with the ask it announces
+   * (or before the next record), so a client answering approval/requested at once finds the ask
+   * waiting on the main thread, as in-process.
+   */
+  readonly #asking = new Map<string, FromThread[]>();
   readonly #approvals = new Map<number, (decision: ApprovalDecision) => void>();
   readonly #quota = new Map<number, { resolve(value: unknown): void; reject(error: unknown): void }>();
   #nextId = 0;
@@ -138,8 +144,7 @@ class SessionThread {
     // and starts the next turn at once finds the session idle, as in-process.
     const answer = (reply: FromThread) => {
       if (hosted.run === run) hosted.run = undefined;
-      for (const message of held.splice(0)) this.#post(message);
-      this.#post(reply);
+      this.#postAll([...this.#takeAsking(session), ...held.splice(0), reply]);
     };
     run.run().then(
       (value) => answer({ type: "reply", id, ok: true, value }),
@@ -152,7 +157,9 @@ class SessionThread {
     return {
       record: (record) => {
         const message: FromThread = { type: "record", session, record };
+        this.#postAll(this.#takeAsking(session));
         if (held.length > 0 || TURN_ENDS.has(record.type)) held.push(message);
+        else if (record.type === "approval.requested") this.#asking.set(session, [message]);
         else this.#post(message);
       },
       agentRecord: (path, record) => this.#post({ type: "agent-record", session, path, record }),
@@ -175,7 +182,7 @@ class SessionThread {
             resolve(decision);
           });
           signal.addEventListener("abort", onAbort, { once: true });
-          this.#post({ type: "approval", session, approval, request });
+          this.#postAll([...this.#takeAsking(session), { type: "approval", session, approval, request }]);
         }),
     };
   }
@@ -214,6 +221,21 @@ class SessionThread {
       (value) => this.#post({ type: "reply", id, ok: true, ...(value !== undefined ? { value } : {}) }),
       (error: unknown) => this.#post({ type: "reply", id, ok: false, error: errorToWire(error) }),
     );
+  }
+
+  #takeAsking(session: string): FromThread[] {
+    const asking = this.#asking.get(session) ?? [];
+    this.#asking.delete(session);
+    return asking;
+  }
+
+  /**
+   * Messages that must be handled together go as one: two posts can be read apart (this thread
+   * may be descheduled between them), and a client could act on the first before the second.
+   */
+  #postAll(messages: FromThread[]): void {
+    if (messages.length === 1) this.#post(messages[0]!);
+    else if (messages.length > 1) this.#post({ type: "batch", messages });
   }
 
   #post(message: FromThread): void {

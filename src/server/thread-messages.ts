@@ -86,7 +86,9 @@ export type FromThread =
   | { type: "quota.reserve"; id: number; identity: string; estimate: unknown }
   | { type: "quota.settle"; id: number; hold: number; actual: unknown }
   | { type: "groups"; add?: number; remove?: number }
-  | { type: "log"; line: string };
+  | { type: "log"; line: string }
+  /** Messages handled one after another in one go (a turn's end and its answer; a record and its ask). */
+  | { type: "batch"; messages: FromThread[] };
 
 /** What the thread answers an open with (the main thread's OpenedSession is built from it). */
 export interface OpenedReply {

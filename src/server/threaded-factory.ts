@@ -299,6 +299,9 @@ class SessionThread {
 
   #receive(message: FromThread): void {
     switch (message.type) {
+      case "batch":
+        for (const each of message.messages) this.#receive(each);
+        return;
       case "ready":
         this.#threadId = message.threadId;
         this.#settle(0, true, undefined);
