@@ -5,6 +5,11 @@ import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { loadBundle, writeCodeCache } from "../dist/src/cli/bundle-loader.js";
+import { holdYoungGeneration } from "../dist/src/shared/young-generation.js";
+
+// The flags the CLI runs with (src/cli/bin.ts), set before any bundle code compiles: V8 accepts a
+// code cache only under the flags it was made with.
+holdYoungGeneration();
 
 const [bundlePath, cachePath] = process.argv.slice(2);
 if (bundlePath === undefined || cachePath === undefined) {

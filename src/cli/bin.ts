@@ -9,8 +9,6 @@ import { fileURLToPath } from "node:url";
 type MainModule = typeof import("./main.js");
 
 const args = process.argv.slice(2);
-/** Commands whose process runs sessions (bare `harness` opens the chat). */
-const SESSION_COMMANDS = new Set(["run", "chat", "resume", "serve", "worker", "acp"]);
 // HARNESS_TRACE_STARTUP=1: where a command's time goes (see src/shared/trace-startup.ts).
 const trace = process.env.HARNESS_TRACE_STARTUP === "1";
 const mark = (label: string) => {
@@ -29,10 +27,11 @@ if (args.length === 1 && (args[0] === "--version" || args[0] === "-V" || args[0]
   };
   process.stdout.write(`harness ${pkg.version}\n`);
 } else {
-  // A command that hosts sessions keeps V8's young generation at its start size: memory stays flat
-  // over a long session (bench/memory.ts measures it, and the time per step, against the default).
-  if (SESSION_COMMANDS.has(args.find((arg) => !arg.startsWith("-")) ?? "chat"))
-    (await import("../shared/young-generation.js")).holdYoungGeneration();
+  // Every command keeps V8's young generation at its start size: memory stays flat over a long
+  // session (bench/memory.ts measures it, and the time per step, against the default). Set for
+  // every command and before any bundle code loads, as the build's warm-up sets it: V8 accepts a
+  // code cache only under the flags it was made with (see young-generation.ts).
+  (await import("../shared/young-generation.js")).holdYoungGeneration();
   const bundle = fileURLToPath(new URL("../../bundle/main.cjs", import.meta.url));
   const modules = new URL("./main.js", import.meta.url);
   const fresh = (() => {

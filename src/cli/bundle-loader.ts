@@ -2,6 +2,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, resolve } from "node:path";
 import { Script } from "node:vm";
+import { traceMark } from "../shared/trace-startup.js";
 
 /**
  * Loads the CLI's CommonJS bundle with a V8 code cache per file.
@@ -96,6 +97,9 @@ class BundleFiles {
       cacheRejected: cachedData === undefined ? undefined : script.cachedDataRejected === true,
     };
     this.files.push(file);
+    // V8 refuses a cache made under other flags or another V8: the part still runs, compiled from
+    // source, which only the trace shows.
+    if (file.cacheRejected === true) traceMark(`code cache rejected: ${path}`);
     // Registered before it runs, as Node does, so parts that require each other see one instance.
     const module = { exports: {} as Record<string, unknown> };
     this.modules.set(path, module);
