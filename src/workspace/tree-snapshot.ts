@@ -331,14 +331,10 @@ export class TreeSnapshot {
       }
       try {
         for (const name of names) {
-          const below = this.entry(dir, parent === "" ? name : `${parent}/${name}`, name, walk);
-          if (below !== undefined) {
-            try {
-              await this.visit(below, `${below.rel}/`, walk);
-            } finally {
-              below.close();
-            }
-          }
+          await this.visitBelow(
+            this.entry(dir, parent === "" ? name : `${parent}/${name}`, name, walk),
+            walk,
+          );
         }
       } finally {
         dir.close();
@@ -359,6 +355,16 @@ export class TreeSnapshot {
   close(): void {
     this.watch.close();
     this.current = undefined;
+  }
+
+  /** Read a directory `entry` opened below its parent (none: a file, or left out), then let it go. */
+  private async visitBelow(below: HeldDir | undefined, walk: Walk): Promise<void> {
+    if (below === undefined) return;
+    try {
+      await this.visit(below, `${below.rel}/`, walk);
+    } finally {
+      below.close();
+    }
   }
 
   /** Read one held directory and everything below it into the walk. */
@@ -523,14 +529,10 @@ export class TreeSnapshot {
     try {
       const directory = parent?.dir.lstat(parent.name)?.isDirectory() === true;
       if (wasDirectory && !directory) this.watch.unwatchUnder(rel);
-      const below = parent === undefined ? undefined : this.entry(parent.dir, rel, parent.name, walk);
-      if (below !== undefined) {
-        try {
-          await this.visit(below, `${below.rel}/`, walk);
-        } finally {
-          below.close();
-        }
-      }
+      await this.visitBelow(
+        parent === undefined ? undefined : this.entry(parent.dir, rel, parent.name, walk),
+        walk,
+      );
     } finally {
       parent?.dir.close();
     }
