@@ -1,7 +1,9 @@
+import { randomBytes } from "node:crypto";
 import {
   closeSync,
   constants,
   fstatSync,
+  linkSync,
   openSync,
   readFileSync,
   rmSync,
@@ -16,7 +18,7 @@ import { sessionPaths } from "./session-path.js";
 import { JournalError } from "./store.js";
 
 /**
- * The single-writer lock: `<session>/writer.lock`, created with O_EXCL, holding who took it.
+ * The single-writer lock: `<session>/writer.lock`, created whole (linked, never empty), holding who took it.
  * A lock is never taken over silently. When its owner is provably gone (same host, and the pid no
  * longer exists or now belongs to a process with a different start time) the lock is stale: a
  * writer opened to recover it (resume) takes it over and reports whose it was, for the journal;
@@ -161,10 +163,12 @@ function removeStaleLock(path: string, sessionId: string, staleText: string): vo
 
 /**
  * Take the writer lock at `path` or throw LOCKED / STALE_LOCK naming the owner. With
- * `recoverStale`, a lock whose owner is provably gone is taken over and named in the result. The
- * owner record is written with one write right after the exclusive create, so readers almost
- * never see an empty lock; one that is empty or garbled reads as "unknown owner" and is never
- * removed without force.
+ * `recoverStale`, a lock whose owner is provably gone is taken over and named in the result.
+ * The owner record is written to a private file first and that file is then linked to `path`
+ * (link fails if the lock exists): the lock appears with its owner in it, so a process killed at
+ * any instant never leaves an empty lock, which would read as "unknown owner" and need a person
+ * (`unlock --force`) before anyone could write the session again. A kill between the write and
+ * the link leaves only the private file (named by pid), never a lock.
  */
 export function acquireLock(
   path: string,
@@ -174,14 +178,26 @@ export function acquireLock(
 ): HeldLock {
   const owner = currentOwner(now);
   const text = `${JSON.stringify(owner)}\n`;
-  let recovered: { owner: LockOwner; reason: string } | undefined;
-  // A few attempts only cover a holder that releases between our create and our inspection.
-  for (let attempt = 0; attempt < 3; attempt++) {
-    let fd: number;
-    try {
-      fd = openSync(path, CREATE_EXCLUSIVE, 0o600);
-    } catch (error) {
-      if (errnoCode(error) !== "EEXIST") throw ioError("cannot create the writer lock", error);
+  const temp = `${path}.${owner.pid}-${randomBytes(6).toString("hex")}.new`;
+  let fd: number;
+  try {
+    fd = openSync(temp, CREATE_EXCLUSIVE, 0o600);
+  } catch (error) {
+    throw ioError("cannot create the writer lock", error);
+  }
+  let held = false;
+  try {
+    writeSync(fd, text);
+    let recovered: { owner: LockOwner; reason: string } | undefined;
+    // A few attempts only cover a holder that releases between our link and our inspection.
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        linkSync(temp, path);
+        held = true;
+        return { path, owner, text, ino: fstatSync(fd).ino, fd, ...(recovered ? { recovered } : {}) };
+      } catch (error) {
+        if (errnoCode(error) !== "EEXIST") throw ioError("cannot create the writer lock", error);
+      }
       const staleText = readLockText(path);
       if (staleText === undefined) continue;
       const stale = parseLockOwner(staleText);
@@ -195,16 +211,12 @@ export function acquireLock(
       }
       throw lockHeldError(sessionId, status);
     }
-    try {
-      writeSync(fd, text);
-      return { path, owner, text, ino: fstatSync(fd).ino, fd, ...(recovered ? { recovered } : {}) };
-    } catch (error) {
-      closeSync(fd);
-      rmSync(path, { force: true });
-      throw ioError("cannot write the writer lock", error);
-    }
+    throw new JournalError("LOCKED", `session ${sessionId}: the writer lock keeps changing hands; try again`);
+  } finally {
+    // The lock (when taken) is the same file under its own name; the private name goes either way.
+    rmSync(temp, { force: true });
+    if (!held) closeSync(fd);
   }
-  throw new JournalError("LOCKED", `session ${sessionId}: the writer lock keeps changing hands; try again`);
 }
 
 /** Cheap check for the append path: false once our lock file was unlinked (removed or replaced). */

@@ -1,4 +1,4 @@
-import { readFile, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -11,6 +11,7 @@ import {
   harness,
   isTransientLine,
   journalFile,
+  lockFile,
   readJournal,
   removeTempDirs,
   startHarness,
@@ -41,7 +42,10 @@ interface Run {
 }
 
 /** Parent → worker (appends to notes.txt with shell, then delegates) → sub (writes sub.txt, proposed to the worker). */
-async function delegatedRun(extraFlags: string[] = []): Promise<Run> {
+async function delegatedRun(
+  extraFlags: string[] = [],
+  before?: (workspace: string, id: string) => Promise<void>,
+): Promise<Run> {
   const workspace = await workspaceWith({ "notes.txt": "one\n" });
   const script = {
     replies: [{ text: "", calls: [call("a1", "agent", { task: "work", label: "worker" })] }, { text: "ok" }],
@@ -66,6 +70,7 @@ async function delegatedRun(extraFlags: string[] = []): Promise<Run> {
   const file = join(await tempDir("harness-agents-vis-"), "script.json");
   await writeFile(file, JSON.stringify(script));
   const id = `s${Math.random().toString(16).slice(2, 10)}`;
+  await before?.(workspace, id);
   const result = await finished(
     startHarness(
       [
@@ -232,6 +237,53 @@ describe("harness journal verify", () => {
     expect(body.head_mismatches).toEqual([
       expect.objectContaining({ child_session: `${run.id}/worker`, actual: JSON.parse(lines.at(-2)!).hash }),
     ]);
+  }, 120_000);
+});
+
+describe("harness journal verify: a child with no journal", () => {
+  it("removed after its parent recorded where it ended: fails, named missing", async () => {
+    const run = await delegatedRun();
+    await rm(journalFile(run.workspace, `${run.id}/worker`));
+    const bad = await harness(["journal", "verify", run.id, "--workspace", run.workspace]);
+    expectExit(bad, 5);
+    expect(bad.stdout).toContain(
+      `journal ${run.id}/worker: missing: its parent ${run.id} records it ending at`,
+    );
+    expect(bad.stdout).toContain(`sub-agent ${run.id}/worker fails verification`);
+  }, 120_000);
+
+  it("that failed before its first record (its lock held by an unknown owner): verifies, said so", async () => {
+    const run = await delegatedRun([], async (workspace, id) => {
+      // A lock file nobody can judge: the child is refused its journal and fails before recording.
+      await mkdir(join(workspace, ".harness", "sessions", id, "worker"), { recursive: true });
+      await writeFile(lockFile(workspace, `${id}/worker`), "");
+    });
+    const parent = await readJournal(run.workspace, run.id);
+    const end = parent.find((r) => r.type === "agent.finished");
+    expect(end?.data).toMatchObject({ outcome: "failed", head_hash: null });
+    const ok = await harness(["journal", "verify", run.id, "--workspace", run.workspace, "--json"]);
+    expectExit(ok, 0);
+    expect(JSON.parse(ok.stdout).children).toEqual([
+      { session: `${run.id}/worker`, ok: true, records: 0, absent: true },
+    ]);
+    const text = await harness(["journal", "verify", run.id, "--workspace", run.workspace]);
+    expect(text.stdout).toContain(
+      `journal ${run.id}/worker: no records: its parent ${run.id} records it ended (failed) before its first record`,
+    );
+  }, 120_000);
+
+  it("whose parent stopped after recording its start (the journal cut there): verifies, said so", async () => {
+    const run = await delegatedRun();
+    const file = journalFile(run.workspace, run.id);
+    const lines = (await readFile(file, "utf8")).split("\n").filter((line) => line !== "");
+    const started = lines.findIndex((line) => JSON.parse(line).type === "agent.started");
+    await writeFile(file, `${lines.slice(0, started + 1).join("\n")}\n`);
+    await rm(join(run.workspace, ".harness", "sessions", run.id, "worker"), { recursive: true });
+    const ok = await harness(["journal", "verify", run.id, "--workspace", run.workspace]);
+    expectExit(ok, 0);
+    expect(ok.stdout).toContain(
+      `journal ${run.id}/worker: no records: its parent ${run.id} records starting it and no end`,
+    );
   }, 120_000);
 });
 

@@ -5,7 +5,7 @@ import { SessionState } from "../../engine/state.js";
 import { describeOwner, type UnlockResult } from "../../journal/lock.js";
 import { repairJournal } from "../../journal/repair.js";
 import { assessTrust } from "../../journal/trust.js";
-import type { AnyRecord } from "../../journal/vocabulary.js";
+import type { AnyRecord, EventData } from "../../journal/vocabulary.js";
 import { type JournalSource, openSessionSource } from "../../session/journal-source.js";
 import { type AdoptionFacts, adoptSession, reviewAdoption } from "../../session/operations/adopt.js";
 import { UsageError } from "../../session/usage-error.js";
@@ -141,16 +141,11 @@ async function checkSession(source: JournalSource, sessionId: string): Promise<S
   const mismatches: { child_session: string; recorded: string | null; actual: string | null }[] = [];
   for (const childId of [...childIds].sort()) {
     const exists = await source.store.exists(childId);
+    const finished = [...state.agents.values()].find((a) => a.started.child_session === childId)?.finished;
     const child: SessionCheck = exists
       ? await checkSession(source, childId)
-      : {
-          session: childId,
-          ok: false,
-          body: { session: childId, ok: false, code: "SESSION_NOT_FOUND" },
-          lines: [`journal ${childId}: missing: its parent ${sessionId} records starting it`],
-        };
+      : absentChild(sessionId, childId, finished);
     children.push(child);
-    const finished = [...state.agents.values()].find((a) => a.started.child_session === childId)?.finished;
     if (finished === undefined || !exists) continue;
     const read = await source.verifiedPrefix(childId);
     const actual = read.records.at(-1)?.hash ?? null;
@@ -189,6 +184,40 @@ async function checkSession(source: JournalSource, sessionId: string): Promise<S
   };
   // A child's own lines come after its parent's, so the first line names the session asked about.
   return { session: sessionId, ok, body, lines: [...lines, ...children.flatMap((child) => child.lines)] };
+}
+
+/**
+ * A sub-agent its parent records starting that has no journal. Absent is correct when the child
+ * recorded nothing: its parent records it ended with no head (it failed before its first record),
+ * or records no end at all (the parent stopped, a crash included, before the child's journal was
+ * made). An unfinished child's journal is not yet vouched for by its parent, so its absence is
+ * the empty case of the shorter chain a crash may leave. A recorded head with no journal is loss.
+ */
+function absentChild(
+  sessionId: string,
+  childId: string,
+  finished: EventData<"agent.finished"> | undefined,
+): SessionCheck {
+  if (finished !== undefined && finished.head_hash !== null) {
+    return {
+      session: childId,
+      ok: false,
+      body: { session: childId, ok: false, code: "SESSION_NOT_FOUND" },
+      lines: [
+        `journal ${childId}: missing: its parent ${sessionId} records it ending at ${finished.head_hash}`,
+      ],
+    };
+  }
+  const why =
+    finished === undefined
+      ? `its parent ${sessionId} records starting it and no end (stopped before its first record)`
+      : `its parent ${sessionId} records it ended (${finished.outcome}) before its first record`;
+  return {
+    session: childId,
+    ok: true,
+    body: { session: childId, ok: true, records: 0, absent: true },
+    lines: [`journal ${childId}: no records: ${why}`],
+  };
 }
 
 async function verify(source: JournalSource, sessionId: string, json: boolean): Promise<number> {
