@@ -161,7 +161,10 @@ describe("harness chat: !command", () => {
     // What the sandbox hides from the model's shell is hidden from the person's command too.
     session.type('!cat ~/.config/harness/journal.key; echo "rc=$?"');
     session.press("Enter");
-    const hidden = await session.waitFor(/rc=\d/);
+    // Its error and its exit status come on different streams: wait until both are drawn.
+    const hidden = await session.waitFor(
+      /No such file or directory[\s\S]*rc=\d|rc=\d[\s\S]*No such file or directory/,
+    );
     expect(hidden).toMatch(/journal\.key: No such file or directory/);
     expect(hidden).toMatch(/rc=1/);
     session.press("C-d");

