@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { AGENT_LABEL_PATTERN, AGENT_LABEL_RULE, isAgentLabel } from "../../shared/agent-label.js";
+import { INPUT_SCHEMAS } from "../../tools/input-schemas.generated.js";
 import { defineTool, type ToolDefinition } from "../../tools/tool.js";
 import type { Delegation } from "./delegation.js";
 
@@ -58,6 +59,7 @@ export function agentTool(delegation: Delegation): ToolDefinition<AgentArgs> {
       "changes, conflicts and usage; its 'done' is a claim to check.",
     version: "1",
     input: agentArgsSchema,
+    modelSchema: INPUT_SCHEMAS.agent,
     // The call itself reads: each of the child's calls is decided by the child's (narrowed) policy,
     // and each file a merge writes here by this session's policy, as write_file would be.
     effect: "read_only",

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { SKILL_TOOL } from "../../engine/skills.js";
 import { sha256Hex } from "../../shared/hash.js";
 import { ToolError } from "../../tools/errors.js";
+import { INPUT_SCHEMAS } from "../../tools/input-schemas.generated.js";
 import { type AnyTool, defineTool, type ToolOutput } from "../../tools/tool.js";
 import type { SkillEntry } from "./discover.js";
 import { folderDigest } from "./folder-digest.js";
@@ -84,6 +85,7 @@ export function createSkillTool(skills: readonly SkillEntry[]): AnyTool {
     // The surface's identity covers what is offered: a skill added, removed or changed is a new version.
     version: sha256Hex(skills.map((skill) => `${skill.name} ${skill.digest}`).join("\n")).slice(0, 16),
     input,
+    modelSchema: INPUT_SCHEMAS.skill,
     effect: "read_only",
     idempotency: "idempotent",
     timeoutMs: 10_000,

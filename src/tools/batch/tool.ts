@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { JsonObject, JsonValue } from "../../shared/json.js";
 import { ToolError } from "../errors.js";
+import { INPUT_SCHEMAS } from "../input-schemas.generated.js";
 import {
   defineTool,
   type SubCallPort,
@@ -121,6 +122,7 @@ export function createBatchTool(
       "Returns the value plus {calls, observed, expected, failed}.",
     version: "1",
     input,
+    modelSchema: INPUT_SCHEMAS.batch,
     effect: "read_only",
     // Running it again only reads again, and a crash recovery does so (reconcile below) under
     // new sub-call ids; the runtime's own retry would reuse them, so it never retries it.

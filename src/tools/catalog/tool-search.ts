@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ToolError } from "../errors.js";
+import { INPUT_SCHEMAS } from "../input-schemas.generated.js";
 import { defineTool, type ToolContext, type ToolOutput } from "../tool.js";
 
 export const TOOL_SEARCH = "tool_search";
@@ -27,6 +28,7 @@ export const toolSearchTool = defineTool({
     "under other words; a tool the session may not use is never found.",
   version: "1",
   input,
+  modelSchema: INPUT_SCHEMAS.tool_search,
   effect: "read_only",
   idempotency: "idempotent",
   timeoutMs: 10_000,

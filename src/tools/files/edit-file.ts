@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { clipDiff, RECORDED_DIFF_BYTES, unifiedDiff } from "../../shared/unified-diff.js";
 import { ToolError } from "../errors.js";
+import { INPUT_SCHEMAS } from "../input-schemas.generated.js";
 import { defineTool, type ToolDefinition } from "../tool.js";
 import {
   assertEncodable,
@@ -55,6 +56,7 @@ export function createEditFileTool(): ToolDefinition<EditFileArgs> {
       "PROTECTED_PATH (any .git, harness.config.json, hook scripts: readable, never writable).",
     ].join(" "),
     input: editFileInput,
+    modelSchema: INPUT_SCHEMAS.edit_file,
     validate(args) {
       assertEncodable(args.new_text, "new_text");
     },

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { DiskWorkspaceFs } from "../../workspace/disk-fs.js";
 import { WorkspaceError } from "../../workspace/fs.js";
 import { ToolError } from "../errors.js";
+import { INPUT_SCHEMAS } from "../input-schemas.generated.js";
 import { defineTool, type ToolContext, type ToolDefinition } from "../tool.js";
 import { PATH_RULES, plural, readsFiles, viaWorkspace } from "./common.js";
 import { globViaRipgrep } from "./glob-ripgrep.js";
@@ -56,6 +57,7 @@ export function createGlobTool(options: GlobOptions = {}): ToolDefinition<GlobAr
       "when `path` does not exist.",
     ].join(" "),
     input: globInput,
+    modelSchema: INPUT_SCHEMAS.glob,
     timeoutMs: 60_000,
     async execute(args, context) {
       const found = await viaWorkspace(() => list(args, context, options));

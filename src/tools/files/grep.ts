@@ -6,6 +6,7 @@ import { DiskWorkspaceFs } from "../../workspace/disk-fs.js";
 import { WorkspaceError, type WorkspaceFs } from "../../workspace/fs.js";
 import { compareCodeUnits } from "../../workspace/order.js";
 import { ToolError } from "../errors.js";
+import { INPUT_SCHEMAS } from "../input-schemas.generated.js";
 import { defineTool, type ToolContext, type ToolDefinition, type ToolOutput } from "../tool.js";
 import { PATH_RULES, plural, readsFiles, throwIfAborted, viaWorkspace } from "./common.js";
 import { wholeLiteral } from "./search/literal.js";
@@ -97,6 +98,7 @@ export function createGrepTool(options: GrepOptions = {}): ToolDefinition<GrepAr
       "when `path` does not exist, and PATH_ESCAPE/INVALID_PATH/RESERVED_PATH for rejected paths.",
     ].join(" "),
     input: grepInput,
+    modelSchema: INPUT_SCHEMAS.grep,
     timeoutMs: 120_000,
     validate(args) {
       compileRegex(args.pattern, args.ignore_case === true);

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { ArtifactCorruptError } from "../../artifacts/store.js";
 import { ToolError } from "../errors.js";
+import { INPUT_SCHEMAS } from "../input-schemas.generated.js";
 import { defineTool, type ToolContext, type ToolDefinition } from "../tool.js";
 import { FILE_TOOL_VERSION, isValidUtf8 } from "./common.js";
 
@@ -43,6 +44,7 @@ export function createReadArtifactTool(): ToolDefinition<ReadArtifactArgs> {
       "holds a file that the policy does not (or no longer without approval) let read_file read.",
     ].join(" "),
     input: readArtifactInput,
+    modelSchema: INPUT_SCHEMAS.read_artifact,
     effect: "read_only",
     idempotency: "pure",
     timeoutMs: 10_000,

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ToolError } from "../errors.js";
+import { INPUT_SCHEMAS } from "../input-schemas.generated.js";
 import { defineTool, type ToolContext, type ToolDefinition, type ToolOutput } from "../tool.js";
 import { invalidUtf8, PATH_RULES, plural, readsFiles, throwIfAborted, viaWorkspace } from "./common.js";
 import { IMAGE_MAX_BYTES, IMAGE_MAX_SIDE, imageFacts, isImagePath, tooLarge } from "./image.js";
@@ -51,6 +52,7 @@ export function createReadFileTool(): ToolDefinition<ReadFileArgs> {
       `the model accepts images (otherwise a line says it is not shown); at most ${IMAGE_MAX_BYTES} bytes and ${IMAGE_MAX_SIDE} pixels a side, never resized.`,
     ].join(" "),
     input: readFileInput,
+    modelSchema: INPUT_SCHEMAS.read_file,
     timeoutMs: 30_000,
     async execute(args, context) {
       const path = await viaWorkspace(() => context.fs.resolve(args.path));

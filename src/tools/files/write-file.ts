@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { clipDiff, fileDiff, RECORDED_DIFF_BYTES } from "../../shared/unified-diff.js";
+import { INPUT_SCHEMAS } from "../input-schemas.generated.js";
 import { defineTool, type ToolDefinition } from "../tool.js";
 import {
   assertEncodable,
@@ -43,6 +44,7 @@ export function createWriteFileTool(): ToolDefinition<WriteFileArgs> {
       "is unchanged.",
     ].join(" "),
     input: writeFileInput,
+    modelSchema: INPUT_SCHEMAS.write_file,
     validate(args) {
       assertEncodable(args.content, "content");
     },

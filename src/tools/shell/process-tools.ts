@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ToolError } from "../errors.js";
+import { INPUT_SCHEMAS } from "../input-schemas.generated.js";
 import { type AnyTool, defineTool } from "../tool.js";
 import type { BackgroundProcesses, ProcessInfo } from "./background.js";
 import { stoppedData } from "./background-run.js";
@@ -48,6 +49,7 @@ function outputTool(registry: BackgroundProcesses) {
       "Only the most recent output is held; the result says how many bytes were missed.",
     ].join(" "),
     input: outputInput,
+    modelSchema: INPUT_SCHEMAS.process_output,
     effect: "read_only",
     idempotency: "idempotent",
     timeoutMs: 10_000,
@@ -98,6 +100,7 @@ function inputTool(registry: BackgroundProcesses) {
       "Type text into a background process started with pty: true (answer a prompt, send a command). " +
       "Include \\n to press Enter. Then read the answer with process_output.",
     input: inputInput,
+    modelSchema: INPUT_SCHEMAS.process_input,
     effect: "process_execution",
     idempotency: "non_idempotent",
     timeoutMs: 10_000,
@@ -134,6 +137,7 @@ function stopTool(registry: BackgroundProcesses) {
       "Stop a background process and every process it started (SIGTERM, then SIGKILL). " +
       "Returns how it ended and how many of its processes were still found afterwards (survivors, normally 0).",
     input: stopInput,
+    modelSchema: INPUT_SCHEMAS.process_stop,
     effect: "process_execution",
     idempotency: "idempotent",
     timeoutMs: 30_000,
@@ -162,6 +166,7 @@ function listTool(registry: BackgroundProcesses) {
     description:
       "List the session's background processes: id, command, status, how long they are kept, output size.",
     input: listInput,
+    modelSchema: INPUT_SCHEMAS.process_list,
     effect: "read_only",
     idempotency: "idempotent",
     timeoutMs: 10_000,

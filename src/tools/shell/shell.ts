@@ -15,6 +15,7 @@ import { SpawnError } from "../../sandbox/process.js";
 import { type Sandbox, type SandboxConfig, SandboxUnavailableError } from "../../sandbox/sandbox.js";
 import { findSandboxViolation } from "../../sandbox/violation.js";
 import { ToolError } from "../errors.js";
+import { INPUT_SCHEMAS } from "../input-schemas.generated.js";
 import { defineTool, type ToolContext, type ToolDefinition, type ToolOutput } from "../tool.js";
 import type { BackgroundProcesses } from "./background.js";
 import { runBackground } from "./background-run.js";
@@ -144,6 +145,7 @@ export function createShellTool(options: ShellToolOptions): ToolDefinition<Shell
       options.network !== undefined,
     ),
     input: shellInput,
+    modelSchema: INPUT_SCHEMAS.shell,
     effect: "process_execution",
     idempotency: "non_idempotent",
     // The tool enforces its own limit; leave room for the kill grace period and output draining.

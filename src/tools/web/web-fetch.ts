@@ -3,6 +3,7 @@ import type { EgressConnection } from "../../network/proxy.js";
 import type { NetworkAccess } from "../../sandbox/executor.js";
 import type { JsonObject } from "../../shared/json.js";
 import { ToolError } from "../errors.js";
+import { INPUT_SCHEMAS } from "../input-schemas.generated.js";
 import { defineTool, type ToolContext, type ToolDefinition, type ToolOutput } from "../tool.js";
 import { fetchHop } from "./hop.js";
 import { mediaType, projectBody } from "./projection.js";
@@ -84,6 +85,7 @@ export function createWebFetchTool(options: WebFetchOptions = {}): ToolDefinitio
     ].join(" "),
     version: "1",
     input: inputSchema,
+    modelSchema: INPUT_SCHEMAS.web_fetch,
     effect: "network_read",
     idempotency: "idempotent",
     timeoutMs: 120_000,
