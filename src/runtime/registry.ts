@@ -99,11 +99,8 @@ function modelSchema(tool: AnyTool): JsonObject {
     }
     return structuredClone(tool.inputSchema);
   }
-  let inputSchema = converted.get(tool.input);
-  if (inputSchema === undefined) {
-    inputSchema = deepFreeze(tool.modelSchema ?? inputJsonSchema(tool.input));
-    converted.set(tool.input, inputSchema);
-  }
+  // A built-in's Zod input is not read here: it may be built only when the tool is first called.
+  const inputSchema = tool.modelSchema !== undefined ? deepFreeze(tool.modelSchema) : convertOnce(tool.input);
   if (inputSchema.type !== "object" || inputSchema.additionalProperties !== false) {
     throw new RegistrationError(`tool "${tool.name}": the input schema must be a strict object`);
   }
@@ -116,10 +113,19 @@ function modelSchema(tool: AnyTool): JsonObject {
  */
 const converted = new WeakMap<AnyTool["input"], JsonObject>();
 
+function convertOnce(input: AnyTool["input"]): JsonObject {
+  let schema = converted.get(input);
+  if (schema === undefined) {
+    schema = deepFreeze(inputJsonSchema(input));
+    converted.set(input, schema);
+  }
+  return schema;
+}
+
 /**
  * The JSON Schema of a Zod input as the model is sent it (no `$schema` dialect line). Built-in
- * tools carry theirs from the build (src/tools/input-schemas.generated.ts, written by
- * scripts/tool-schemas.mjs); test/tools/input-schemas.test.ts keeps those equal to this.
+ * tools carry theirs from the build (src/tools/input-schemas.generated.ts, written and kept
+ * equal to this by test/tools/input-schemas.test.ts).
  */
 export function inputJsonSchema(input: AnyTool["input"]): JsonObject {
   const { $schema: _dialect, ...schema } = z.toJSONSchema(input, { io: "input" }) as JsonObject;
