@@ -1,5 +1,6 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import { z } from "zod";
 import { inputJsonSchema, ToolRegistry } from "../../src/runtime/registry.js";
 import type { Delegation } from "../../src/session/agents/delegation.js";
 import { agentTool } from "../../src/session/agents/tool.js";
@@ -11,7 +12,7 @@ import { INPUT_SCHEMAS } from "../../src/tools/input-schemas.generated.js";
 import type { BackgroundProcesses } from "../../src/tools/shell/background.js";
 import { createProcessTools } from "../../src/tools/shell/process-tools.js";
 import { createShellTool } from "../../src/tools/shell/shell.js";
-import type { AnyTool } from "../../src/tools/tool.js";
+import { type AnyTool, defineTool } from "../../src/tools/tool.js";
 
 const GENERATED = new URL("../../src/tools/input-schemas.generated.ts", import.meta.url);
 const UPDATE = "HARNESS_UPDATE_TOOL_SCHEMAS=1 npx vitest run test/tools/input-schemas.test.ts";
@@ -73,5 +74,47 @@ describe("the built-in tools' JSON schemas generated at build", () => {
       expect(JSON.stringify(spec.input_schema)).toBe(
         JSON.stringify(inputJsonSchema(tools.find((t) => t.name === spec.name)!.input)),
       );
+  });
+
+  it("let a built-in register without building its Zod input", () => {
+    let built = 0;
+    const readFile = createFileTools()[0]!;
+    const lazy = defineTool({
+      ...readFile,
+      get input() {
+        built += 1;
+        return readFile.input;
+      },
+    });
+    const spec = new ToolRegistry().register(lazy).snapshot().specs[0]!;
+    expect(built).toBe(0);
+    expect(JSON.stringify(spec.input_schema)).toBe(JSON.stringify(INPUT_SCHEMAS.read_file));
+  });
+});
+
+describe("a tool whose schema is not known at build", () => {
+  const echo = defineTool({
+    name: "echo_text",
+    description: "Returns the text it was given; used to test the registry's conversion.",
+    version: "1",
+    input: z.strictObject({ text: z.string().describe("What to echo.") }),
+    effect: "pure",
+    idempotency: "pure",
+    timeoutMs: 1000,
+    resources: () => ({ read: [], write: [] }),
+    concurrencySafe: () => true,
+    execute: async (args: { text: string }) => ({ summary: args.text, content: args.text }),
+  });
+
+  it("is converted once per process: every session's registry shares one frozen schema", () => {
+    const first = new ToolRegistry().register(echo).snapshot().specs[0]!.input_schema;
+    const second = new ToolRegistry().register({ ...echo }).snapshot().specs[0]!.input_schema;
+    expect(second).toBe(first);
+    expect(first).toEqual(inputJsonSchema(echo.input));
+    expect(first).not.toHaveProperty("$schema");
+    expect(Object.isFrozen(first) && Object.isFrozen(first.properties)).toBe(true);
+    expect(() => {
+      (first as { type: unknown }).type = "string";
+    }).toThrow(TypeError);
   });
 });
