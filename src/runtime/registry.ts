@@ -87,8 +87,10 @@ export class ToolRegistry {
 }
 
 /**
- * The JSON Schema the model sees: derived from the tool's Zod input, or the foreign schema the
- * tool publishes (copied, so a later change to the tool's object cannot change the snapshot).
+ * The JSON Schema the model sees: the one a built-in tool carries from the build (`modelSchema`),
+ * the one converted from the tool's Zod input, or the foreign schema the tool publishes (copied,
+ * so a later change to the tool's object cannot change the snapshot). A built-in or converted
+ * schema is shared by every session of the process (frozen, so no session can change another's).
  */
 function modelSchema(tool: AnyTool): JsonObject {
   if (tool.inputSchema !== undefined) {
@@ -97,12 +99,45 @@ function modelSchema(tool: AnyTool): JsonObject {
     }
     return structuredClone(tool.inputSchema);
   }
-  const inputSchema = z.toJSONSchema(tool.input, { io: "input" }) as JsonObject;
-  delete inputSchema.$schema;
+  // A built-in's Zod input is not read here: it may be built only when the tool is first called.
+  const inputSchema = tool.modelSchema !== undefined ? deepFreeze(tool.modelSchema) : convertOnce(tool.input);
   if (inputSchema.type !== "object" || inputSchema.additionalProperties !== false) {
     throw new RegistrationError(`tool "${tool.name}": the input schema must be a strict object`);
   }
   return inputSchema;
+}
+
+/**
+ * Each Zod input's JSON Schema, made once per process: converting costs milliseconds of CPU and
+ * about a megabyte of garbage per session, and a server or worker hosts many sessions.
+ */
+const converted = new WeakMap<AnyTool["input"], JsonObject>();
+
+function convertOnce(input: AnyTool["input"]): JsonObject {
+  let schema = converted.get(input);
+  if (schema === undefined) {
+    schema = deepFreeze(inputJsonSchema(input));
+    converted.set(input, schema);
+  }
+  return schema;
+}
+
+/**
+ * The JSON Schema of a Zod input as the model is sent it (no `$schema` dialect line). Built-in
+ * tools carry theirs from the build (src/tools/input-schemas.generated.ts, written and kept
+ * equal to this by test/tools/input-schemas.test.ts).
+ */
+export function inputJsonSchema(input: AnyTool["input"]): JsonObject {
+  const { $schema: _dialect, ...schema } = z.toJSONSchema(input, { io: "input" }) as JsonObject;
+  return schema;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
 }
 
 function checkMetadata(tool: AnyTool): void {

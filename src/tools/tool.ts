@@ -221,6 +221,12 @@ export interface ToolDefinition<Args = unknown> {
    * own schema (an object schema), which `input` validates against (e.g. with ajv).
    */
   readonly inputSchema?: JsonObject;
+  /**
+   * A built-in tool's `input` as JSON Schema, converted when harness was built
+   * (input-schemas.generated.ts): the registry sends it instead of converting `input` again in
+   * every process. test/tools/input-schemas.test.ts fails when it differs from the conversion.
+   */
+  readonly modelSchema?: JsonObject;
   readonly effect: EffectClass;
   readonly idempotency: Idempotency;
   readonly timeoutMs: number;

@@ -1,7 +1,9 @@
 import { z } from "zod";
 import { SKILL_TOOL } from "../../engine/skills.js";
 import { sha256Hex } from "../../shared/hash.js";
+import { once } from "../../shared/lazy-record.js";
 import { ToolError } from "../../tools/errors.js";
+import { INPUT_SCHEMAS } from "../../tools/input-schemas.generated.js";
 import { type AnyTool, defineTool, type ToolOutput } from "../../tools/tool.js";
 import type { SkillEntry } from "./discover.js";
 import { folderDigest } from "./folder-digest.js";
@@ -9,7 +11,7 @@ import { folderDigest } from "./folder-digest.js";
 /** Most files of a skill's folder listed when it is activated (it may read the rest itself). */
 const LISTED_FILES = 50;
 
-const input = z.strictObject({ name: z.string().min(1).max(64) });
+const input = once(() => z.strictObject({ name: z.string().min(1).max(64) }));
 
 /**
  * `skill {name}`: progressive disclosure. The model is offered each usable skill's name and
@@ -24,7 +26,7 @@ export function createSkillTool(skills: readonly SkillEntry[]): AnyTool {
   const listing = skills
     .map((skill) => `- ${skill.name}: ${skill.description.replaceAll("\n", " ")}`)
     .join("\n");
-  const activate = async (args: z.output<typeof input>): Promise<ToolOutput> => {
+  const activate = async (args: z.output<ReturnType<typeof input>>): Promise<ToolOutput> => {
     const skill = byName.get(args.name);
     if (skill === undefined) {
       throw new ToolError(
@@ -83,7 +85,10 @@ export function createSkillTool(skills: readonly SkillEntry[]): AnyTool {
       listing,
     // The surface's identity covers what is offered: a skill added, removed or changed is a new version.
     version: sha256Hex(skills.map((skill) => `${skill.name} ${skill.digest}`).join("\n")).slice(0, 16),
-    input,
+    get input() {
+      return input();
+    },
+    modelSchema: INPUT_SCHEMAS.skill,
     effect: "read_only",
     idempotency: "idempotent",
     timeoutMs: 10_000,

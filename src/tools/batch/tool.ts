@@ -1,6 +1,8 @@
 import { z } from "zod";
 import type { JsonObject, JsonValue } from "../../shared/json.js";
+import { once } from "../../shared/lazy-record.js";
 import { ToolError } from "../errors.js";
+import { INPUT_SCHEMAS } from "../input-schemas.generated.js";
 import {
   defineTool,
   type SubCallPort,
@@ -10,33 +12,35 @@ import {
 } from "../tool.js";
 import { DEFAULT_PROGRAM_LIMITS, type HostReply, type ProgramLimits, runProgram } from "./interpreter.js";
 
-const input = z.strictObject({
-  program: z
-    .string()
-    .min(1)
-    .max(100_000)
-    .describe(
-      "The body of an async JavaScript function: `await tools.NAME({...})` calls a read-only tool, `return` gives the result.",
-    ),
-  expected: z
-    .number()
-    .int()
-    .min(0)
-    .max(10_000)
-    .optional()
-    .describe(
-      "How many sub-calls should succeed (e.g. one per listed module); fewer observed is said first.",
-    ),
-  max_calls: z
-    .number()
-    .int()
-    .min(1)
-    .max(1_000)
-    .optional()
-    .describe(`Sub-calls the program may issue (default ${DEFAULT_PROGRAM_LIMITS.calls}).`),
-});
+const input = once(() =>
+  z.strictObject({
+    program: z
+      .string()
+      .min(1)
+      .max(100_000)
+      .describe(
+        "The body of an async JavaScript function: `await tools.NAME({...})` calls a read-only tool, `return` gives the result.",
+      ),
+    expected: z
+      .number()
+      .int()
+      .min(0)
+      .max(10_000)
+      .optional()
+      .describe(
+        "How many sub-calls should succeed (e.g. one per listed module); fewer observed is said first.",
+      ),
+    max_calls: z
+      .number()
+      .int()
+      .min(1)
+      .max(1_000)
+      .optional()
+      .describe(`Sub-calls the program may issue (default ${DEFAULT_PROGRAM_LIMITS.calls}).`),
+  }),
+);
 
-export type BatchArgs = z.infer<typeof input>;
+export type BatchArgs = z.infer<ReturnType<typeof input>>;
 
 /** Above this many bytes the return value is left out of the result's data: the content (and its artifact) holds it. */
 const VALUE_IN_DATA_BYTES = 16 * 1024;
@@ -120,7 +124,10 @@ export function createBatchTool(
       `${DEFAULT_PROGRAM_LIMITS.timeMs / 1000} s, memory and instructions; past one the result is BATCH_LIMIT naming it. ` +
       "Returns the value plus {calls, observed, expected, failed}.",
     version: "1",
-    input,
+    get input() {
+      return input();
+    },
+    modelSchema: INPUT_SCHEMAS.batch,
     effect: "read_only",
     // Running it again only reads again, and a crash recovery does so (reconcile below) under
     // new sub-call ids; the runtime's own retry would reuse them, so it never retries it.

@@ -1,15 +1,19 @@
 import { z } from "zod";
+import { once } from "../../shared/lazy-record.js";
 import { ToolError } from "../errors.js";
+import { INPUT_SCHEMAS } from "../input-schemas.generated.js";
 import { defineTool, type ToolContext, type ToolOutput } from "../tool.js";
 
 export const TOOL_SEARCH = "tool_search";
 export const DEFAULT_SEARCH_LIMIT = 5;
 export const MAX_SEARCH_LIMIT = 20;
 
-const input = z.strictObject({
-  query: z.string().trim().min(1).max(500),
-  limit: z.number().int().min(1).max(MAX_SEARCH_LIMIT).optional(),
-});
+const input = once(() =>
+  z.strictObject({
+    query: z.string().trim().min(1).max(500),
+    limit: z.number().int().min(1).max(MAX_SEARCH_LIMIT).optional(),
+  }),
+);
 
 /**
  * `tool_search {query, limit?}`: offered only while some of the session's tools are deferred (their
@@ -26,7 +30,10 @@ export const toolSearchTool = defineTool({
     "name loads that tool (again, if its definition changed). A tool that is not found may still exist " +
     "under other words; a tool the session may not use is never found.",
   version: "1",
-  input,
+  get input() {
+    return input();
+  },
+  modelSchema: INPUT_SCHEMAS.tool_search,
   effect: "read_only",
   idempotency: "idempotent",
   timeoutMs: 10_000,
@@ -43,7 +50,7 @@ export const toolSearchTool = defineTool({
   },
 });
 
-async function search(args: z.output<typeof input>, context: ToolContext): Promise<ToolOutput> {
+async function search(args: z.output<ReturnType<typeof input>>, context: ToolContext): Promise<ToolOutput> {
   const catalog = context.catalog;
   if (catalog === undefined)
     throw new ToolError("RUNTIME_EXCEPTION", "tool_search is not available: no tools are deferred");

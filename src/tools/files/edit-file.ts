@@ -1,6 +1,8 @@
 import { z } from "zod";
+import { once } from "../../shared/lazy-record.js";
 import { clipDiff, RECORDED_DIFF_BYTES, unifiedDiff } from "../../shared/unified-diff.js";
 import { ToolError } from "../errors.js";
+import { INPUT_SCHEMAS } from "../input-schemas.generated.js";
 import { defineTool, type ToolDefinition } from "../tool.js";
 import {
   assertEncodable,
@@ -19,24 +21,26 @@ const LISTED_MATCH_LINES = 20;
 /** The most of the diff the model reads back (the whole, up to RECORDED_DIFF_BYTES, is in `data.diff`). */
 const MODEL_DIFF_BYTES = 4096;
 
-export const editFileInput = z.strictObject({
-  path: z.string().min(1).describe(`The existing file to edit. ${PATH_RULES}`),
-  old_text: z
-    .string()
-    .min(1)
-    .describe(
-      "Exact text to replace, copied from a fresh read_file result without the line-number prefixes. " +
-        "It must occur exactly once unless replace_all is true; include surrounding lines to make it unique.",
-    ),
-  new_text: z.string().describe("Replacement text, inserted literally. An empty string deletes old_text."),
-  expected_version: versionField.optional(),
-  replace_all: z
-    .boolean()
-    .optional()
-    .describe("Replace every occurrence of old_text instead of requiring exactly one. Default false."),
-});
+const editFileInput = once(() =>
+  z.strictObject({
+    path: z.string().min(1).describe(`The existing file to edit. ${PATH_RULES}`),
+    old_text: z
+      .string()
+      .min(1)
+      .describe(
+        "Exact text to replace, copied from a fresh read_file result without the line-number prefixes. " +
+          "It must occur exactly once unless replace_all is true; include surrounding lines to make it unique.",
+      ),
+    new_text: z.string().describe("Replacement text, inserted literally. An empty string deletes old_text."),
+    expected_version: versionField.optional(),
+    replace_all: z
+      .boolean()
+      .optional()
+      .describe("Replace every occurrence of old_text instead of requiring exactly one. Default false."),
+  }),
+);
 
-export type EditFileArgs = z.infer<typeof editFileInput>;
+export type EditFileArgs = z.infer<ReturnType<typeof editFileInput>>;
 
 export function createEditFileTool(): ToolDefinition<EditFileArgs> {
   return defineTool<EditFileArgs>({
@@ -54,7 +58,10 @@ export function createEditFileTool(): ToolDefinition<EditFileArgs> {
       "(changed since you read it: read again), NOT_FOUND (use write_file to create files), INVALID_UTF8,",
       "PROTECTED_PATH (any .git, harness.config.json, hook scripts: readable, never writable).",
     ].join(" "),
-    input: editFileInput,
+    get input() {
+      return editFileInput();
+    },
+    modelSchema: INPUT_SCHEMAS.edit_file,
     validate(args) {
       assertEncodable(args.new_text, "new_text");
     },

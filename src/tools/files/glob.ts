@@ -1,7 +1,9 @@
 import { z } from "zod";
+import { once } from "../../shared/lazy-record.js";
 import { DiskWorkspaceFs } from "../../workspace/disk-fs.js";
 import { WorkspaceError } from "../../workspace/fs.js";
 import { ToolError } from "../errors.js";
+import { INPUT_SCHEMAS } from "../input-schemas.generated.js";
 import { defineTool, type ToolContext, type ToolDefinition } from "../tool.js";
 import { PATH_RULES, plural, readsFiles, viaWorkspace } from "./common.js";
 import { globViaRipgrep } from "./glob-ripgrep.js";
@@ -10,22 +12,24 @@ import { locateRipgrep } from "./search/ripgrep.js";
 /** Most paths one glob call lists. */
 export const GLOB_MAX_RESULTS = 500;
 
-export const globInput = z.strictObject({
-  pattern: z
-    .string()
-    .min(1)
-    .describe(
-      "Glob pattern relative to `path` (or the workspace root), e.g. **/*.ts or src/*.{js,json}. " +
-        "'*' stays within one directory, '**' crosses directories. No absolute paths, '..', '\\' or leading '!'.",
-    ),
-  path: z
-    .string()
-    .min(1)
-    .optional()
-    .describe(`Directory to search in; default the workspace root. ${PATH_RULES}`),
-});
+const globInput = once(() =>
+  z.strictObject({
+    pattern: z
+      .string()
+      .min(1)
+      .describe(
+        "Glob pattern relative to `path` (or the workspace root), e.g. **/*.ts or src/*.{js,json}. " +
+          "'*' stays within one directory, '**' crosses directories. No absolute paths, '..', '\\' or leading '!'.",
+      ),
+    path: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(`Directory to search in; default the workspace root. ${PATH_RULES}`),
+  }),
+);
 
-export type GlobArgs = z.infer<typeof globInput>;
+export type GlobArgs = z.infer<ReturnType<typeof globInput>>;
 
 /**
  * How the files are listed: `auto` lets `rg --files` walk the tree when rg is installed and the
@@ -55,7 +59,10 @@ export function createGlobTool(options: GlobOptions = {}): ToolDefinition<GlobAr
       "Fails with PATH_ESCAPE/INVALID_PATH/RESERVED_PATH for rejected patterns or paths, and NOT_FOUND",
       "when `path` does not exist.",
     ].join(" "),
-    input: globInput,
+    get input() {
+      return globInput();
+    },
+    modelSchema: INPUT_SCHEMAS.glob,
     timeoutMs: 60_000,
     async execute(args, context) {
       const found = await viaWorkspace(() => list(args, context, options));

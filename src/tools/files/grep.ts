@@ -1,11 +1,13 @@
 import { existsSync } from "node:fs";
 import picomatch from "picomatch";
 import { z } from "zod";
+import { once } from "../../shared/lazy-record.js";
 import { globWildcardProblem } from "../../workspace/boundary.js";
 import { DiskWorkspaceFs } from "../../workspace/disk-fs.js";
 import { WorkspaceError, type WorkspaceFs } from "../../workspace/fs.js";
 import { compareCodeUnits } from "../../workspace/order.js";
 import { ToolError } from "../errors.js";
+import { INPUT_SCHEMAS } from "../input-schemas.generated.js";
 import { defineTool, type ToolContext, type ToolDefinition, type ToolOutput } from "../tool.js";
 import { PATH_RULES, plural, readsFiles, throwIfAborted, viaWorkspace } from "./common.js";
 import { wholeLiteral } from "./search/literal.js";
@@ -31,35 +33,39 @@ export const GREP_MAX_RESULTS = 2000;
 export const GREP_LINE_CHARS = 500;
 const LINE_CUT_MARKER = " … [cut]";
 
-export const grepInput = z.strictObject({
-  pattern: z
-    .string()
-    .min(1)
-    .describe("JavaScript regular expression searched for in each line, e.g. function\\s+main or TODO."),
-  path: z
-    .string()
-    .min(1)
-    .optional()
-    .describe(`File or directory to search; default the whole workspace. ${PATH_RULES}`),
-  include: z
-    .string()
-    .min(1)
-    .optional()
-    .describe(
-      "Only search files matching this glob, e.g. *.ts (without '/': matched against the file name) or " +
-        "src/**/*.ts (with '/': matched against the workspace-relative path).",
-    ),
-  ignore_case: z.boolean().optional().describe("Match letters case-insensitively. Default false."),
-  max_results: z
-    .number()
-    .int()
-    .min(1)
-    .max(GREP_MAX_RESULTS)
-    .optional()
-    .describe(`Most matching lines to return; default ${GREP_DEFAULT_RESULTS}, at most ${GREP_MAX_RESULTS}.`),
-});
+const grepInput = once(() =>
+  z.strictObject({
+    pattern: z
+      .string()
+      .min(1)
+      .describe("JavaScript regular expression searched for in each line, e.g. function\\s+main or TODO."),
+    path: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(`File or directory to search; default the whole workspace. ${PATH_RULES}`),
+    include: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        "Only search files matching this glob, e.g. *.ts (without '/': matched against the file name) or " +
+          "src/**/*.ts (with '/': matched against the workspace-relative path).",
+      ),
+    ignore_case: z.boolean().optional().describe("Match letters case-insensitively. Default false."),
+    max_results: z
+      .number()
+      .int()
+      .min(1)
+      .max(GREP_MAX_RESULTS)
+      .optional()
+      .describe(
+        `Most matching lines to return; default ${GREP_DEFAULT_RESULTS}, at most ${GREP_MAX_RESULTS}.`,
+      ),
+  }),
+);
 
-export type GrepArgs = z.infer<typeof grepInput>;
+export type GrepArgs = z.infer<ReturnType<typeof grepInput>>;
 
 /**
  * How files are found that may match: `auto` uses ripgrep when it is installed and the workspace
@@ -96,7 +102,10 @@ export function createGrepTool(options: GrepOptions = {}): ToolDefinition<GrepAr
       "for one that backtracks too long on some file, NOT_FOUND",
       "when `path` does not exist, and PATH_ESCAPE/INVALID_PATH/RESERVED_PATH for rejected paths.",
     ].join(" "),
-    input: grepInput,
+    get input() {
+      return grepInput();
+    },
+    modelSchema: INPUT_SCHEMAS.grep,
     timeoutMs: 120_000,
     validate(args) {
       compileRegex(args.pattern, args.ignore_case === true);

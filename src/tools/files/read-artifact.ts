@@ -1,33 +1,37 @@
 import { z } from "zod";
 import { ArtifactCorruptError } from "../../artifacts/store.js";
+import { once } from "../../shared/lazy-record.js";
 import { ToolError } from "../errors.js";
+import { INPUT_SCHEMAS } from "../input-schemas.generated.js";
 import { defineTool, type ToolContext, type ToolDefinition } from "../tool.js";
 import { FILE_TOOL_VERSION, isValidUtf8 } from "./common.js";
 
 export const ARTIFACT_DEFAULT_BYTES = 16 * 1024;
 export const ARTIFACT_MAX_BYTES = 64 * 1024;
 
-export const readArtifactInput = z.strictObject({
-  id: z
-    .string()
-    .regex(/^[0-9a-f]{64}$/, "must be 64 lower-case hex digits")
-    .describe("Artifact id (SHA-256 hex) exactly as given in an earlier tool result."),
-  offset: z
-    .number()
-    .int()
-    .min(0)
-    .optional()
-    .describe("Byte offset to start at; default 0. Use next_offset from the previous chunk to continue."),
-  length: z
-    .number()
-    .int()
-    .min(1)
-    .max(ARTIFACT_MAX_BYTES)
-    .optional()
-    .describe(`Number of bytes to read; default ${ARTIFACT_DEFAULT_BYTES}, at most ${ARTIFACT_MAX_BYTES}.`),
-});
+const readArtifactInput = once(() =>
+  z.strictObject({
+    id: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/, "must be 64 lower-case hex digits")
+      .describe("Artifact id (SHA-256 hex) exactly as given in an earlier tool result."),
+    offset: z
+      .number()
+      .int()
+      .min(0)
+      .optional()
+      .describe("Byte offset to start at; default 0. Use next_offset from the previous chunk to continue."),
+    length: z
+      .number()
+      .int()
+      .min(1)
+      .max(ARTIFACT_MAX_BYTES)
+      .optional()
+      .describe(`Number of bytes to read; default ${ARTIFACT_DEFAULT_BYTES}, at most ${ARTIFACT_MAX_BYTES}.`),
+  }),
+);
 
-export type ReadArtifactArgs = z.infer<typeof readArtifactInput>;
+export type ReadArtifactArgs = z.infer<ReturnType<typeof readArtifactInput>>;
 
 export function createReadArtifactTool(): ToolDefinition<ReadArtifactArgs> {
   return defineTool<ReadArtifactArgs>({
@@ -42,7 +46,10 @@ export function createReadArtifactTool(): ToolDefinition<ReadArtifactArgs> {
       "unknown id, SEMANTIC_VALIDATION_ERROR for an offset past the end, and POLICY_DENIED when the artifact",
       "holds a file that the policy does not (or no longer without approval) let read_file read.",
     ].join(" "),
-    input: readArtifactInput,
+    get input() {
+      return readArtifactInput();
+    },
+    modelSchema: INPUT_SCHEMAS.read_artifact,
     effect: "read_only",
     idempotency: "pure",
     timeoutMs: 10_000,

@@ -1,5 +1,7 @@
 import { z } from "zod";
+import { once } from "../../shared/lazy-record.js";
 import { ToolError } from "../errors.js";
+import { INPUT_SCHEMAS } from "../input-schemas.generated.js";
 import { defineTool, type ToolContext, type ToolDefinition, type ToolOutput } from "../tool.js";
 import { invalidUtf8, PATH_RULES, plural, readsFiles, throwIfAborted, viaWorkspace } from "./common.js";
 import { IMAGE_MAX_BYTES, IMAGE_MAX_SIDE, imageFacts, isImagePath, tooLarge } from "./image.js";
@@ -14,24 +16,26 @@ export const READ_MAX_FILE_BYTES = 64 * 1024 * 1024;
 
 const LINE_CUT_MARKER = " … [line cut: too long to show]";
 
-export const readFileInput = z.strictObject({
-  path: z.string().min(1).describe(`The file to read. ${PATH_RULES}`),
-  offset: z
-    .number()
-    .int()
-    .min(1)
-    .optional()
-    .describe("1-based number of the first line to return. Omit to start at line 1."),
-  limit: z
-    .number()
-    .int()
-    .min(1)
-    .max(READ_MAX_LINES)
-    .optional()
-    .describe(`Number of lines to return, at most ${READ_MAX_LINES} (the default).`),
-});
+const readFileInput = once(() =>
+  z.strictObject({
+    path: z.string().min(1).describe(`The file to read. ${PATH_RULES}`),
+    offset: z
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .describe("1-based number of the first line to return. Omit to start at line 1."),
+    limit: z
+      .number()
+      .int()
+      .min(1)
+      .max(READ_MAX_LINES)
+      .optional()
+      .describe(`Number of lines to return, at most ${READ_MAX_LINES} (the default).`),
+  }),
+);
 
-export type ReadFileArgs = z.infer<typeof readFileInput>;
+export type ReadFileArgs = z.infer<ReturnType<typeof readFileInput>>;
 
 export function createReadFileTool(): ToolDefinition<ReadFileArgs> {
   return defineTool<ReadFileArgs>({
@@ -50,7 +54,10 @@ export function createReadFileTool(): ToolDefinition<ReadFileArgs> {
       `A PNG, JPEG, GIF or WebP file (by its name and header) is returned as the image itself, with its size, when`,
       `the model accepts images (otherwise a line says it is not shown); at most ${IMAGE_MAX_BYTES} bytes and ${IMAGE_MAX_SIDE} pixels a side, never resized.`,
     ].join(" "),
-    input: readFileInput,
+    get input() {
+      return readFileInput();
+    },
+    modelSchema: INPUT_SCHEMAS.read_file,
     timeoutMs: 30_000,
     async execute(args, context) {
       const path = await viaWorkspace(() => context.fs.resolve(args.path));

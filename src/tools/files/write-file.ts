@@ -1,5 +1,7 @@
 import { z } from "zod";
+import { once } from "../../shared/lazy-record.js";
 import { clipDiff, fileDiff, RECORDED_DIFF_BYTES } from "../../shared/unified-diff.js";
+import { INPUT_SCHEMAS } from "../input-schemas.generated.js";
 import { defineTool, type ToolDefinition } from "../tool.js";
 import {
   assertEncodable,
@@ -11,20 +13,22 @@ import {
   versionField,
 } from "./common.js";
 
-export const writeFileInput = z.strictObject({
-  path: z
-    .string()
-    .min(1)
-    .describe(`The file to create or replace; missing parent directories are created. ${PATH_RULES}`),
-  content: z
-    .string()
-    .describe(
-      "The complete new file content, written as UTF-8 exactly as given. An empty string empties the file.",
-    ),
-  expected_version: versionField.optional(),
-});
+const writeFileInput = once(() =>
+  z.strictObject({
+    path: z
+      .string()
+      .min(1)
+      .describe(`The file to create or replace; missing parent directories are created. ${PATH_RULES}`),
+    content: z
+      .string()
+      .describe(
+        "The complete new file content, written as UTF-8 exactly as given. An empty string empties the file.",
+      ),
+    expected_version: versionField.optional(),
+  }),
+);
 
-export type WriteFileArgs = z.infer<typeof writeFileInput>;
+export type WriteFileArgs = z.infer<ReturnType<typeof writeFileInput>>;
 
 export function createWriteFileTool(): ToolDefinition<WriteFileArgs> {
   return defineTool<WriteFileArgs>({
@@ -42,7 +46,10 @@ export function createWriteFileTool(): ToolDefinition<WriteFileArgs> {
       "obeys (any .git, harness.config.json, hook scripts: readable, never writable). On any failure the file",
       "is unchanged.",
     ].join(" "),
-    input: writeFileInput,
+    get input() {
+      return writeFileInput();
+    },
+    modelSchema: INPUT_SCHEMAS.write_file,
     validate(args) {
       assertEncodable(args.content, "content");
     },

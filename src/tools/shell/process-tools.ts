@@ -1,5 +1,7 @@
 import { z } from "zod";
+import { once } from "../../shared/lazy-record.js";
 import { ToolError } from "../errors.js";
+import { INPUT_SCHEMAS } from "../input-schemas.generated.js";
 import { type AnyTool, defineTool } from "../tool.js";
 import type { BackgroundProcesses, ProcessInfo } from "./background.js";
 import { stoppedData } from "./background-run.js";
@@ -13,7 +15,9 @@ import { stoppedData } from "./background-run.js";
 /** Most bytes one process_output call returns. */
 export const PROCESS_OUTPUT_MAX_BYTES = 16 * 1024;
 
-const processId = z.string().min(1).max(200).describe("The process_id the background shell call returned.");
+const processId = once(() =>
+  z.string().min(1).max(200).describe("The process_id the background shell call returned."),
+);
 
 export function createProcessTools(registry: BackgroundProcesses): AnyTool[] {
   return [outputTool(registry), inputTool(registry), stopTool(registry), listTool(registry)];
@@ -28,18 +32,20 @@ function known(registry: BackgroundProcesses, id: string): ProcessInfo {
   return info;
 }
 
-const outputInput = z.strictObject({
-  id: processId,
-  since: z
-    .number()
-    .int()
-    .nonnegative()
-    .optional()
-    .describe("The cursor a previous process_output returned as next; default: the oldest output held."),
-});
+const outputInput = once(() =>
+  z.strictObject({
+    id: processId(),
+    since: z
+      .number()
+      .int()
+      .nonnegative()
+      .optional()
+      .describe("The cursor a previous process_output returned as next; default: the oldest output held."),
+  }),
+);
 
 function outputTool(registry: BackgroundProcesses) {
-  return defineTool<z.infer<typeof outputInput>>({
+  return defineTool<z.infer<ReturnType<typeof outputInput>>>({
     name: "process_output",
     version: "1",
     description: [
@@ -47,7 +53,10 @@ function outputTool(registry: BackgroundProcesses) {
       `Returns at most ${PROCESS_OUTPUT_MAX_BYTES} bytes, the process's status, and next: pass it as since to read on.`,
       "Only the most recent output is held; the result says how many bytes were missed.",
     ].join(" "),
-    input: outputInput,
+    get input() {
+      return outputInput();
+    },
+    modelSchema: INPUT_SCHEMAS.process_output,
     effect: "read_only",
     idempotency: "idempotent",
     timeoutMs: 10_000,
@@ -82,22 +91,27 @@ function outputTool(registry: BackgroundProcesses) {
   });
 }
 
-const inputInput = z.strictObject({
-  id: processId,
-  text: z
-    .string()
-    .max(64 * 1024)
-    .describe("Text to type (at most 64 KiB); include \\n to press Enter, \\u0003 for Ctrl-C."),
-});
+const inputInput = once(() =>
+  z.strictObject({
+    id: processId(),
+    text: z
+      .string()
+      .max(64 * 1024)
+      .describe("Text to type (at most 64 KiB); include \\n to press Enter, \\u0003 for Ctrl-C."),
+  }),
+);
 
 function inputTool(registry: BackgroundProcesses) {
-  return defineTool<z.infer<typeof inputInput>>({
+  return defineTool<z.infer<ReturnType<typeof inputInput>>>({
     name: "process_input",
     version: "1",
     description:
       "Type text into a background process started with pty: true (answer a prompt, send a command). " +
       "Include \\n to press Enter. Then read the answer with process_output.",
-    input: inputInput,
+    get input() {
+      return inputInput();
+    },
+    modelSchema: INPUT_SCHEMAS.process_input,
     effect: "process_execution",
     idempotency: "non_idempotent",
     timeoutMs: 10_000,
@@ -124,16 +138,19 @@ function inputTool(registry: BackgroundProcesses) {
   });
 }
 
-const stopInput = z.strictObject({ id: processId });
+const stopInput = once(() => z.strictObject({ id: processId() }));
 
 function stopTool(registry: BackgroundProcesses) {
-  return defineTool<z.infer<typeof stopInput>>({
+  return defineTool<z.infer<ReturnType<typeof stopInput>>>({
     name: "process_stop",
     version: "1",
     description:
       "Stop a background process and every process it started (SIGTERM, then SIGKILL). " +
       "Returns how it ended and how many of its processes were still found afterwards (survivors, normally 0).",
-    input: stopInput,
+    get input() {
+      return stopInput();
+    },
+    modelSchema: INPUT_SCHEMAS.process_stop,
     effect: "process_execution",
     idempotency: "idempotent",
     timeoutMs: 30_000,
@@ -153,15 +170,18 @@ function stopTool(registry: BackgroundProcesses) {
   });
 }
 
-const listInput = z.strictObject({});
+const listInput = once(() => z.strictObject({}));
 
 function listTool(registry: BackgroundProcesses) {
-  return defineTool<z.infer<typeof listInput>>({
+  return defineTool<z.infer<ReturnType<typeof listInput>>>({
     name: "process_list",
     version: "1",
     description:
       "List the session's background processes: id, command, status, how long they are kept, output size.",
-    input: listInput,
+    get input() {
+      return listInput();
+    },
+    modelSchema: INPUT_SCHEMAS.process_list,
     effect: "read_only",
     idempotency: "idempotent",
     timeoutMs: 10_000,

@@ -14,7 +14,9 @@ import {
 import { SpawnError } from "../../sandbox/process.js";
 import { type Sandbox, type SandboxConfig, SandboxUnavailableError } from "../../sandbox/sandbox.js";
 import { findSandboxViolation } from "../../sandbox/violation.js";
+import { once } from "../../shared/lazy-record.js";
 import { ToolError } from "../errors.js";
+import { INPUT_SCHEMAS } from "../input-schemas.generated.js";
 import { defineTool, type ToolContext, type ToolDefinition, type ToolOutput } from "../tool.js";
 import type { BackgroundProcesses } from "./background.js";
 import { runBackground } from "./background-run.js";
@@ -26,48 +28,50 @@ import { traceEnvironment } from "./trace-env.js";
 /** Linux refuses a single argument longer than this (MAX_ARG_STRLEN), so `bash -c` would fail. */
 const MAX_COMMAND_BYTES = 128 * 1024 - 1;
 
-export const shellInput = z.strictObject({
-  command: z.string().min(1).max(MAX_COMMAND_BYTES).describe("The bash command line to run."),
-  timeout_ms: z
-    .number()
-    .int()
-    .positive()
-    .optional()
-    .describe("Time limit in milliseconds; when it passes, the command and all its processes are killed."),
-  description: z.string().max(200).optional().describe("A few words on what the command is for."),
-  background: z
-    .boolean()
-    .optional()
-    .describe(
-      "Run the command in the background (a dev server, a watcher): the call returns a process_id once it is ready; read its output with process_output, stop it with process_stop.",
-    ),
-  ready: z
-    .union([
-      z.strictObject({
-        port: z.number().int().min(1).max(65535).describe("Ready once a TCP port listens."),
-        timeout_ms: z.number().int().positive().optional(),
-      }),
-      z.strictObject({
-        log: z.string().min(1).max(1000).describe("Ready once the output matches this regular expression."),
-        timeout_ms: z.number().int().positive().optional(),
-      }),
-    ])
-    .optional()
-    .describe("background only: when the process counts as ready (default: as soon as it started)."),
-  ttl_ms: z
-    .number()
-    .int()
-    .positive()
-    .optional()
-    .describe("background only: the process and all it started are killed after this many milliseconds."),
-  pty: z.boolean().optional().describe("background only: run it on a pseudo-terminal (for process_input)."),
-  keep: z
-    .enum(["turn", "session"])
-    .optional()
-    .describe('background only: stopped at the end of the turn (default "turn"), or kept for the session.'),
-});
+const shellInput = once(() =>
+  z.strictObject({
+    command: z.string().min(1).max(MAX_COMMAND_BYTES).describe("The bash command line to run."),
+    timeout_ms: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe("Time limit in milliseconds; when it passes, the command and all its processes are killed."),
+    description: z.string().max(200).optional().describe("A few words on what the command is for."),
+    background: z
+      .boolean()
+      .optional()
+      .describe(
+        "Run the command in the background (a dev server, a watcher): the call returns a process_id once it is ready; read its output with process_output, stop it with process_stop.",
+      ),
+    ready: z
+      .union([
+        z.strictObject({
+          port: z.number().int().min(1).max(65535).describe("Ready once a TCP port listens."),
+          timeout_ms: z.number().int().positive().optional(),
+        }),
+        z.strictObject({
+          log: z.string().min(1).max(1000).describe("Ready once the output matches this regular expression."),
+          timeout_ms: z.number().int().positive().optional(),
+        }),
+      ])
+      .optional()
+      .describe("background only: when the process counts as ready (default: as soon as it started)."),
+    ttl_ms: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe("background only: the process and all it started are killed after this many milliseconds."),
+    pty: z.boolean().optional().describe("background only: run it on a pseudo-terminal (for process_input)."),
+    keep: z
+      .enum(["turn", "session"])
+      .optional()
+      .describe('background only: stopped at the end of the turn (default "turn"), or kept for the session.'),
+  }),
+);
 
-export type ShellArgs = z.infer<typeof shellInput>;
+export type ShellArgs = z.infer<ReturnType<typeof shellInput>>;
 
 /** What the engine learns when a command's process group exists, before the tool waits on it. */
 export interface ShellSpawnInfo extends SpawnReport {
@@ -143,7 +147,10 @@ export function createShellTool(options: ShellToolOptions): ToolDefinition<Shell
       options.refusal,
       options.network !== undefined,
     ),
-    input: shellInput,
+    get input() {
+      return shellInput();
+    },
+    modelSchema: INPUT_SCHEMAS.shell,
     effect: "process_execution",
     idempotency: "non_idempotent",
     // The tool enforces its own limit; leave room for the kill grace period and output draining.
