@@ -4,6 +4,7 @@ import {
   lstatSync,
   mkdirSync,
   mkdtempSync,
+  readFileSync,
   realpathSync,
   rmSync,
   statSync,
@@ -18,7 +19,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { sha256Hex } from "../../src/shared/hash.js";
 import { HeldDir } from "../../src/workspace/beneath.js";
 import { listTree, parseListing } from "../../src/workspace/tree-list.js";
-import { TreeSnapshot } from "../../src/workspace/tree-snapshot.js";
+import { LIST_MIN_ENTRIES, TreeSnapshot } from "../../src/workspace/tree-snapshot.js";
 
 const roots: string[] = [];
 afterEach(() => {
@@ -155,8 +156,16 @@ describe.runIf(hasFind)("listTree", () => {
 const later = () => Date.now() + 60_000;
 const excludes = ["node_modules/", "build/out/"];
 
-function snapshotter(root: string, watch = true) {
-  return new TreeSnapshot({ root, stateDir: join(root, ".harness"), excludes, now: later, watch });
+/** A snapshotter that lists with find whatever the tree's size (`listMinEntries` 0), unless told otherwise. */
+function snapshotter(root: string, watch = true, listMinEntries = 0) {
+  return new TreeSnapshot({
+    root,
+    stateDir: join(root, ".harness"),
+    excludes,
+    now: later,
+    watch,
+    listMinEntries,
+  });
 }
 
 /** The walk in JavaScript: a first snapshot that is not `full`, with watches, never uses a listing. */
@@ -236,12 +245,24 @@ describe.runIf(hasFind)("TreeSnapshot from find's listing", () => {
   it("keeps the racy rule: an entry hashed within a tick of its change is read again", async () => {
     const root = oddTree();
     // The real clock: every file was just written, so each hash is racy and never saved.
-    const first = new TreeSnapshot({ root, stateDir: join(root, ".harness"), excludes, watch: true });
+    const first = new TreeSnapshot({
+      root,
+      stateDir: join(root, ".harness"),
+      excludes,
+      watch: true,
+      listMinEntries: 0,
+    });
     await first.snapshot();
     first.save();
     first.close();
     writeFileSync(join(root, "plain.txt"), "again");
-    const tree = new TreeSnapshot({ root, stateDir: join(root, ".harness"), excludes, watch: true });
+    const tree = new TreeSnapshot({
+      root,
+      stateDir: join(root, ".harness"),
+      excludes,
+      watch: true,
+      listMinEntries: 0,
+    });
     const manifest = await tree.snapshot({ full: true });
     // Whatever was listed, a file not in the saved cache is read: the new content is what is recorded.
     expect(manifest.get("plain.txt")).toEqual({
@@ -250,6 +271,39 @@ describe.runIf(hasFind)("TreeSnapshot from find's listing", () => {
       exec: false,
     });
     tree.close();
+  });
+
+  it("lists only a tree whose saved cache holds at least listMinEntries entries; a smaller one is walked here", async () => {
+    const root = oddTree();
+    const first = snapshotter(root);
+    await first.snapshot();
+    first.save();
+    first.close();
+    const cached = readFileSync(join(root, ".harness", "tree-cache.json"), "utf8").split("\n").length;
+
+    // The default: this tree is far below LIST_MIN_ENTRIES, so no find is started for it (a fork of
+    // the whole process, which a server's other sessions would wait for).
+    expect(cached).toBeLessThan(LIST_MIN_ENTRIES);
+    const small = new TreeSnapshot({ root, stateDir: join(root, ".harness"), excludes, now: later });
+    const walkedHere = await small.snapshot({ full: true });
+    expect(small.last?.listed).toBeUndefined();
+    expect(small.last?.walk).toBe("full");
+    small.close();
+
+    // A threshold the cache reaches: listed, with the same manifest.
+    const large = snapshotter(root, true, 3);
+    const listedThere = await large.snapshot({ full: true });
+    expect(large.last?.listed).toBe(true);
+    expect(new Map([...listedThere].sort())).toEqual(new Map([...walkedHere].sort()));
+    large.close();
+
+    // A threshold above what the cache holds: walked again, in this process too (cache loaded).
+    const above = snapshotter(root, false, 100_000);
+    await above.snapshot({ full: true });
+    expect(above.last?.listed).toBeUndefined();
+    await above.snapshot({ full: true });
+    expect(above.last?.listed).toBeUndefined();
+    above.close();
   });
 
   it("without a saved cache (a first walk) walks in JavaScript", async () => {
