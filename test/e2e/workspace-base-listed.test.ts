@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sha256Hex } from "../../src/shared/hash.js";
 import { parseManifest } from "../../src/workspace/manifest.js";
+import { LIST_MIN_ENTRIES } from "../../src/workspace/tree-snapshot.js";
 import { runCli } from "../e2e-providers/cli.js";
 import { userEnv } from "../support/user-env.js";
 import {
@@ -38,10 +39,15 @@ describe("a later run's workspace base", () => {
     "records what changed since the cache was saved, a same-size edit with its mtime put back too",
     async () => {
       const env = await userEnv("listed");
+      // Enough files that a later walk is taken from find's listing (tree-snapshot's LIST_MIN_ENTRIES).
+      const many = Object.fromEntries(
+        Array.from({ length: LIST_MIN_ENTRIES }, (_, i) => [`many/f${i}.txt`, `${i}\n`]),
+      );
       const workspace = await workspaceWith({
         "same.txt": "12345678",
         "kept.txt": "kept\n",
         "sub/a.txt": "a\n",
+        ...many,
       });
       const script = join(await tempDir("harness-listed-script-"), "model.mjs");
       await writeFile(script, 'export default async () => ({ text: "done" });');
@@ -69,8 +75,10 @@ describe("a later run's workspace base", () => {
         "fresh/new.txt": file("new\n"),
         fresh: { dir: true },
         sub: { dir: true },
+        many: { dir: true },
+        ...Object.fromEntries(Object.entries(many).map(([path, text]) => [path, file(text)])),
       });
-      expect(base?.data).toMatchObject({ files: 4 });
+      expect(base?.data).toMatchObject({ files: 4 + LIST_MIN_ENTRIES });
     },
     SLOW,
   );
