@@ -3,7 +3,7 @@ import { constants, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { access, realpath } from "node:fs/promises";
 import { homedir, tmpdir } from "node:os";
 import path from "node:path";
-import type { Readable } from "node:stream";
+import type { Readable, Writable } from "node:stream";
 import { parseJsonObject } from "../shared/json.js";
 import { readProcStat } from "../shared/proc-stat.js";
 import { traceMark } from "../shared/trace-startup.js";
@@ -16,6 +16,7 @@ import {
   REFUSALS_PATH,
   readRefusals,
   refusalFile,
+  type StubbedFile,
   stubFile,
 } from "./denied-programs.js";
 import {
@@ -42,6 +43,17 @@ const PRIVATE_DIRECTORIES: readonly string[] = ["/tmp", "/dev"];
 
 /** The fd number bwrap reports its child pid and namespaces on (the first extra pipe). */
 const INFO_FD = 3;
+/**
+ * The pipe the command waits on inside the sandbox before it starts. bwrap arms
+ * `--die-with-parent` only after it has set up its namespaces, just before it answers on
+ * --info-fd; a harness killed before that would leave bwrap, and the command, running. So the
+ * command starts only once harness has read that answer and written a line here: a harness that
+ * dies first closes the pipe, the gate reads end-of-file, and the sandbox exits without running
+ * anything. (`--block-fd` cannot do this: bwrap goes ahead on end-of-file.)
+ */
+const GATE_FD = 4;
+/** Run by the shell that runs every command (never stubbed by a deny rule); POSIX sh and bash alike. */
+const GATE_SCRIPT = `read -r _ <&${GATE_FD} || exit 125; exec ${GATE_FD}<&-; exec "$@"`;
 const PROBE_TIMEOUT_MS = 10_000;
 
 /**
@@ -72,6 +84,11 @@ export interface BwrapLayout {
   /** What hides harness's state and credentials, after everything else (see harness-secrets.ts). */
   secretMasks?: readonly string[];
   argv: readonly string[];
+  /**
+   * The shell that waits on GATE_FD before exec'ing `argv` (see GATE_FD); none on a terminal,
+   * which passes bwrap no pipe.
+   */
+  gate?: string;
   /** Host working directory (visible inside); default the workspace. */
   cwd?: string;
   /** Keep the host's network (no --unshare-net); default false. */
@@ -121,6 +138,7 @@ export function bwrapArguments(layout: BwrapLayout): string[] {
     "--chdir",
     layout.cwd ?? layout.workspace,
     "--",
+    ...(layout.gate !== undefined ? [layout.gate, "-c", GATE_SCRIPT, "harness-gate"] : []),
     ...layout.argv,
   );
   return args;
@@ -207,8 +225,10 @@ export class BwrapSandbox implements Sandbox {
     // The bridge hands its listening socket to the proxy when the proxy can take it; on a
     // pseudo-terminal (no channel) it relays instead.
     const adopt = bridge.length > 0 ? egress?.adopt : undefined;
-    const layout = (mode: BridgeMode) =>
+    const gate = gateShell(request.argv, denied.files);
+    const layout = (mode: BridgeMode, gated = true) =>
       bwrapArguments({
+        ...(gated && gate !== undefined ? { gate } : {}),
         profile: this.profile,
         workspace,
         hostView,
@@ -242,7 +262,8 @@ export class BwrapSandbox implements Sandbox {
       args: fileArgs,
       cwd: request.cwd ?? workspace,
       env,
-      extraPipes: 1,
+      // --info-fd, then the gate.
+      extraPipes: 2,
       ...(adopt !== undefined ? { channel: (child) => receiveListener(child, adopt) } : {}),
       ...(refusals !== undefined ? { refusals: () => readRefusals(refusals) } : {}),
       quarantined: () => quarantined,
@@ -267,7 +288,7 @@ export class BwrapSandbox implements Sandbox {
             "sh",
             info,
             file,
-            ...(adopt !== undefined ? withPrefix(layout("relay")) : fileArgs),
+            ...withPrefix(layout("relay", false)),
           ],
           createTree: (pid, exited) => {
             void exited.then(() => {
@@ -425,6 +446,18 @@ async function canonicalize(absolutePath: string): Promise<string> {
 }
 
 /**
+ * The shell that runs the gate: the command's own when it is a shell command line (`SHELL -c`,
+ * never covered by a stub), else /bin/sh, unless a deny rule covers that with a stub (then the
+ * command runs ungated, as on a terminal).
+ */
+function gateShell(argv: readonly string[], stubbed: readonly StubbedFile[]): string | undefined {
+  if (argv[1] === "-c" && argv[0] !== undefined) return argv[0];
+  const sh = realOrUndefined("/bin/sh");
+  if (sh === undefined) return undefined;
+  return stubbed.some((file) => file.path === sh || file.path === "/bin/sh") ? undefined : "/bin/sh";
+}
+
+/**
  * The command's processes are the members of bwrap's pid namespace, minus the namespace's init
  * (bwrap itself). bwrap reports the init's host pid and the namespace on --info-fd. Killing the
  * init makes the kernel kill every process of the namespace, `setsid` escapees included.
@@ -435,10 +468,14 @@ function namespaceTree(child: ChildProcess): ProcessTree {
   const info = child.stdio[INFO_FD] as Readable;
   info.setEncoding("utf8");
   info.on("error", () => undefined);
+  const gate = child.stdio[GATE_FD] as Writable;
+  gate.on("error", () => undefined);
   info.on("data", (part: string) => {
     if (namespace.known()) return;
     text += part;
     namespace.learn(text);
+    // bwrap answers after arming --die-with-parent: from now on the command dies with harness.
+    if (namespace.known()) gate.end("\n");
   });
   return namespace.tree;
 }
