@@ -445,13 +445,17 @@ async function canonicalize(absolutePath: string): Promise<string> {
   }
 }
 
+/** Shells whose `-c` runs the gate's script; any other program's `-c` means something else (`perl -c`, `python3 -c`). */
+const GATE_SHELLS = new Set(["sh", "bash", "dash", "zsh", "ksh", "mksh"]);
+
 /**
  * The shell that runs the gate: the command's own when it is a shell command line (`SHELL -c`,
  * never covered by a stub), else /bin/sh, unless a deny rule covers that with a stub (then the
  * command runs ungated, as on a terminal).
  */
 function gateShell(argv: readonly string[], stubbed: readonly StubbedFile[]): string | undefined {
-  if (argv[1] === "-c" && argv[0] !== undefined) return argv[0];
+  const first = argv[0];
+  if (argv[1] === "-c" && first !== undefined && GATE_SHELLS.has(path.basename(first))) return first;
   const sh = realOrUndefined("/bin/sh");
   if (sh === undefined) return undefined;
   return stubbed.some((file) => file.path === sh || file.path === "/bin/sh") ? undefined : "/bin/sh";

@@ -16,9 +16,13 @@ import { BwrapSandbox } from "../../src/sandbox/bwrap.js";
 const root = mkdtempSync(path.join(tmpdir(), "harness-gate-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-async function launched(marker: string, write: (gate: Writable) => void) {
+async function launched(
+  marker: string,
+  write: (gate: Writable) => void,
+  argv: readonly string[] = ["/bin/sh", "-c", `echo ran > ${marker}`],
+) {
   const launch = await new BwrapSandbox("workspace-write").prepare({
-    argv: ["/bin/sh", "-c", `echo ran > ${marker}`],
+    argv,
     workspace: root,
     env: { PATH: "/usr/bin:/bin" },
   });
@@ -46,5 +50,15 @@ describe("the sandbox's start gate", () => {
     const code = await launched(marker, (gate) => gate.end("\n"));
     expect(code).toBe(0);
     expect(existsSync(marker)).toBe(true);
+  });
+
+  it("a program whose -c is not a shell's (perl -c: check syntax) is gated by /bin/sh and runs as asked", async () => {
+    const code = await launched(path.join(root, "unused"), (gate) => gate.end("\n"), [
+      "/usr/bin/perl",
+      "-c",
+      "-e",
+      "1",
+    ]);
+    expect(code).toBe(0);
   });
 });
