@@ -38,7 +38,7 @@ function inferSubjectKind(args: JsonObject): SubjectKind {
  */
 export function normalizeSubjectPath(raw: string): string {
   // Most paths (grep decides one per file of the tree) are already normal: returned as they are.
-  if (!NOT_PLAIN.test(raw)) return raw;
+  if (isPlainPath(raw)) return raw;
   const slashed = raw.replaceAll("\\", "/");
   if (slashed === "") return ".";
   let normalized = posix.normalize(slashed);
@@ -48,10 +48,37 @@ export function normalizeSubjectPath(raw: string): string {
 }
 
 /**
- * What `posix.normalize` and the rest of `normalizeSubjectPath` could change: empty, a
- * backslash, an empty, `.` or `..` segment (a leading, doubled or trailing slash among them).
+ * Nothing `posix.normalize` and the rest of `normalizeSubjectPath` could change: not empty, no
+ * backslash, no empty, `.` or `..` segment (a leading, doubled or trailing slash among them).
+ * One scan rather than a regular expression: grep asks this for every file of a tree, and the
+ * expression's alternatives scanned each path several times.
  */
-const NOT_PLAIN = /^$|\\|\/\/|^\/|\/$|(^|\/)\.{1,2}(\/|$)/;
+function isPlainPath(raw: string): boolean {
+  const length = raw.length;
+  if (length === 0) return false;
+  // One pass: each segment's length and whether it is all dots, ended by a slash or the end.
+  let segment = 0;
+  let dots = 0;
+  for (let i = 0; i <= length; i++) {
+    const code = i === length ? SLASH : raw.charCodeAt(i);
+    if (code === SLASH) {
+      // Empty (leading, doubled or trailing slash), `.` or `..`.
+      if (segment === 0 || (dots === segment && segment <= 2)) return false;
+      segment = 0;
+      dots = 0;
+    } else if (code === BACKSLASH) {
+      return false;
+    } else {
+      segment++;
+      if (code === DOT) dots++;
+    }
+  }
+  return true;
+}
+
+const BACKSLASH = 0x5c;
+const DOT = 0x2e;
+const SLASH = 0x2f;
 
 const pathMatchers = new Map<string, (path: string) => boolean>();
 
@@ -61,10 +88,30 @@ function pathMatcher(pattern: string): (path: string) => boolean {
     const compiled = picomatch(pattern, { dot: true });
     // The workspace root "." is "everything" to `**`-only patterns, which picomatch would miss.
     const everything = /^\*\*(\/\*\*)*$/.test(pattern);
-    matcher = (path) => compiled(path) || (path === "." && everything);
+    const needle = requiredText(pattern);
+    matcher =
+      needle === undefined
+        ? (path) => compiled(path) || (path === "." && everything)
+        : (path) => (path.includes(needle) && compiled(path)) || (path === "." && everything);
     pathMatchers.set(pattern, matcher);
   }
   return matcher;
+}
+
+/**
+ * Text every path the pattern matches contains: its longest run of literal characters. A path
+ * without it is refused without running the pattern's expression (grep asks the built-in rules
+ * about every file of a tree, and `**` expressions are slow). Only for patterns made of plain
+ * characters, `*` and `/`, whose literal runs picomatch matches as written; a pattern with any
+ * other glob syntax, or a `.`/`..` segment picomatch might rewrite, has none.
+ */
+function requiredText(pattern: string): string | undefined {
+  if (!/^[A-Za-z0-9_.,~%=:#\-/* ]+$/.test(pattern)) return undefined;
+  const segments = pattern.split("/");
+  if (segments.some((segment) => segment === "." || segment === "..")) return undefined;
+  let longest = "";
+  for (const run of pattern.split(/[*/]/)) if (run.length > longest.length) longest = run;
+  return longest === "" ? undefined : longest;
 }
 
 /** A pattern's literal parts, split once (rules are few; subjects, e.g. grep's files, many). */

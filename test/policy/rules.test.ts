@@ -1,3 +1,5 @@
+import { posix } from "node:path";
+import picomatch from "picomatch";
 import { describe, expect, it } from "vitest";
 import {
   commandPatternMatches,
@@ -82,5 +84,81 @@ describe("subjectKindOf", () => {
     expect(subjectKindOf({ input: z.strictObject({ url: z.string() }), effect: "network_read" })).toBe(
       "none",
     );
+  });
+});
+
+describe("path rules decided at the size of a tree", () => {
+  const rule = (text: string) => parseRule("ask", text, "cli");
+  // Patterns with a literal run (the fast refusal applies) and with other glob syntax (it does not).
+  const PATTERNS = [
+    "**/.env",
+    "**/.env.local",
+    "**/.env.*.local",
+    "**/*.pem",
+    "**/id_rsa",
+    "secret/**",
+    "src/**/x.ts",
+    "a/b",
+    "*.ts",
+    "docs/",
+    "**/v[0-9].txt",
+    "**/{a,b}.md",
+    "./lib/**",
+    "**",
+  ];
+  const NAMES = [
+    ".env",
+    ".env.local",
+    ".env.prod.local",
+    "key.pem",
+    "id_rsa",
+    "x.ts",
+    "a",
+    "b",
+    "v1.txt",
+    "a.md",
+  ];
+  const DIRS = ["", "secret/", "src/", "src/deep/", "a/", "docs/", "lib/", ".hidden/", "x.env/", "id_rsa/"];
+  const PATHS = [
+    ...DIRS.flatMap((dir) => NAMES.map((name) => `${dir}${name}`)),
+    "docs",
+    "lib",
+    "a/b",
+    ".",
+    "secret",
+  ];
+
+  it("decides every path as picomatch itself does", () => {
+    for (const pattern of PATTERNS) {
+      const compiled = picomatch(pattern, { dot: true });
+      const everything = /^\*\*(\/\*\*)*$/.test(pattern);
+      for (const path of PATHS) {
+        const expected = compiled(path) || (path === "." && everything);
+        const got = ruleMatches(rule(`read_file(${pattern})`), "read_file", { kind: "path", value: path });
+        expect({ pattern, path, got }).toEqual({ pattern, path, got: expected });
+      }
+    }
+  });
+
+  it("leaves a plain path as it is and normalises every other spelling", () => {
+    const normalise = (raw: string): string => {
+      const slashed = raw.replaceAll("\\", "/");
+      if (slashed === "") return ".";
+      let normalized = posix.normalize(slashed);
+      if (normalized.length > 1 && normalized.endsWith("/")) normalized = normalized.slice(0, -1);
+      if (normalized.startsWith("./")) normalized = normalized.slice(2);
+      return normalized === "" ? "." : normalized;
+    };
+    const parts = ["a", ".", "..", "", "...", ".x", "x.", "a\\b"];
+    for (const first of parts)
+      for (const second of parts)
+        for (const third of ["", "/", "/c.ts"]) {
+          const raw = `${first}/${second}${third}`;
+          expect({ raw, got: normalizeSubjectPath(raw) }).toEqual({ raw, got: normalise(raw) });
+          expect({ raw: first, got: normalizeSubjectPath(first) }).toEqual({
+            raw: first,
+            got: normalise(first),
+          });
+        }
   });
 });

@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { chmod, mkdir, readFile, symlink, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readFile, stat, symlink, utimes, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { SessionGrants } from "../../src/policy/grants.js";
@@ -7,6 +7,7 @@ import { pathResolverOf } from "../../src/policy/path-aliases.js";
 import { modePolicy } from "../../src/policy/policy-permissions.js";
 import { readAccess } from "../../src/runtime/authorize.js";
 import { createGrepTool, GREP_LINE_CHARS, type GrepOptions } from "../../src/tools/files/grep.js";
+import { locateRipgrep } from "../../src/tools/files/search/ripgrep.js";
 import type { ToolOutput } from "../../src/tools/tool.js";
 import { createDiskFixture, type FsFixture, memoryFactory } from "../workspace/fixtures.js";
 import { Session } from "./helpers.js";
@@ -19,6 +20,12 @@ import { Session } from "./helpers.js";
 type Engine = { name: string; options: GrepOptions; disk: boolean };
 const ENGINES: Engine[] = [
   { name: "ripgrep on disk", options: { engine: "ripgrep" }, disk: true },
+  // rg walks the directory itself for every file (a large tree's rest, made to happen here).
+  {
+    name: "ripgrep walking the tree",
+    options: { engine: "ripgrep", treeSearch: { afterFiles: 0, minFiles: 1 } },
+    disk: true,
+  },
   { name: "javascript on disk", options: { engine: "javascript" }, disk: true },
   { name: "javascript in memory", options: { engine: "javascript" }, disk: false },
 ];
@@ -325,6 +332,100 @@ describe.each(ENGINES.filter((engine) => engine.disk))("grep's read policy on di
       expect([...new Set(resolved)].sort()).toEqual(["a-link.txt", "env-link.txt", "key-link.txt"]);
       // read_file's own decision on a link still resolves it.
       expect(await readAccess("key-link.txt", { permissions, grants })).toBe("denied");
+    } finally {
+      await fixture.dispose();
+    }
+  });
+});
+
+describe("grep through ripgrep walking the tree", () => {
+  const WALKING: GrepOptions = { engine: "ripgrep", treeSearch: { afterFiles: 0, minFiles: 1 } };
+  const OLD = new Date("2000-01-01T00:00:00Z");
+
+  /** A stand-in rg that records its arguments and runs the real one. */
+  async function recordingRg(base: string): Promise<{ path: string; argv: () => Promise<string[]> }> {
+    const rg = locateRipgrep();
+    if (rg === undefined) throw new Error("rg is not installed (scripts/test-prerequisites.mjs installs it)");
+    const fake = path.join(base, "recording-rg");
+    const record = path.join(base, "rg-argv.txt");
+    await writeFile(fake, `#!/bin/sh\nprintf '%s\\n' "$@" >> '${record}'\nexec '${rg}' "$@"\n`);
+    await chmod(fake, 0o755);
+    return { path: fake, argv: async () => (await readFile(record, "utf8")).split("\n") };
+  }
+
+  /** Read access time put far before the modification time: reading the file moves it (relatime). */
+  const ageAccess = (file: string) => utimes(file, OLD, new Date());
+  const accessed = async (file: string) => (await stat(file)).atimeMs > OLD.getTime();
+
+  it("leaves out what the walk left out and every withheld file, whose bytes rg never reads", async () => {
+    const fixture = await createDiskFixture({
+      "a.txt": "needle\n",
+      "control.txt": "nothing to see\n",
+      ".gitignore": "ignored/\n",
+      "ignored/x.txt": "needle ignored\n",
+      ".env": "TOKEN=needle\n",
+      "secret/w[x] {y} !z#.txt": "needle secret\n",
+    });
+    try {
+      const rg = await recordingRg(fixture.base);
+      const withheld = [".env", "secret/w[x] {y} !z#.txt"].map((file) => path.join(fixture.root, file));
+      for (const file of [...withheld, path.join(fixture.root, "control.txt")]) await ageAccess(file);
+      const permissions = modePolicy({ deny: ["read_file(secret/**)"] });
+      const grants = new SessionGrants();
+      const session = new Session(fixture.fs);
+      const context = {
+        ...session.context,
+        readAccess: (file: string, access?: { canonical?: boolean }) =>
+          readAccess(file, { permissions, grants }, access),
+      };
+      const tool = createGrepTool({ ...WALKING, ripgrepPath: rg.path });
+      const out = await tool.execute(tool.input.parse({ pattern: "need+le" }), context);
+      expect(out.content).toBe(
+        "a.txt:1:needle\n(2 files not searched: the policy does not let read_file read them without an approval)",
+      );
+      const argv = await rg.argv();
+      // rg walked the root itself: no file was named, every withheld one was left out by a glob.
+      expect(argv.slice(argv.indexOf("--") + 1).filter(Boolean)).toEqual(["./"]);
+      expect(argv).toEqual(
+        expect.arrayContaining([
+          "--glob=!/.env",
+          "--glob=!/secret/w\\[x\\]\\ \\{y\\}\\ \\!z#.txt",
+          "--glob=!/ignored/",
+        ]),
+      );
+      // rg read the tree (the control file, which nothing matched, was opened) but not a withheld file.
+      expect(await accessed(path.join(fixture.root, "control.txt"))).toBe(true);
+      for (const file of withheld) expect(await accessed(file)).toBe(false);
+    } finally {
+      await fixture.dispose();
+    }
+  });
+
+  it("names the files one by one when a file left out has a name no glob can hold", async () => {
+    // A line break: no tool can address the name, so the walk leaves the file out.
+    const fixture = await createDiskFixture({
+      "a.txt": "needle\n",
+      "new\nline.txt": "needle secret\n",
+    });
+    try {
+      const rg = await recordingRg(fixture.base);
+      const secret = path.join(fixture.root, "new\nline.txt");
+      await ageAccess(secret);
+      const permissions = modePolicy({ deny: ["read_file(secret/**)"] });
+      const grants = new SessionGrants();
+      const session = new Session(fixture.fs);
+      const context = {
+        ...session.context,
+        readAccess: (file: string, access?: { canonical?: boolean }) =>
+          readAccess(file, { permissions, grants }, access),
+      };
+      const tool = createGrepTool({ ...WALKING, ripgrepPath: rg.path });
+      const out = await tool.execute(tool.input.parse({ pattern: "need+le" }), context);
+      expect(out.content).toBe("a.txt:1:needle");
+      const argv = await rg.argv();
+      expect(argv.slice(argv.indexOf("--") + 1).filter(Boolean)).toEqual(["./a.txt"]);
+      expect(argv.some((arg) => arg.startsWith("--glob"))).toBe(false);
+      expect(await accessed(secret)).toBe(false);
     } finally {
       await fixture.dispose();
     }

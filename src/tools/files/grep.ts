@@ -21,9 +21,15 @@ import {
   matcherPool,
 } from "./search/pool.js";
 import { ripgrepPattern } from "./search/rg-pattern.js";
-import { filesMatching, locateRipgrep, RipgrepRefusedPattern } from "./search/ripgrep.js";
+import {
+  excludeGlob,
+  filesMatching,
+  filesMatchingBelow,
+  locateRipgrep,
+  RipgrepRefusedPattern,
+} from "./search/ripgrep.js";
 import { GREP_MAX_FILE_BYTES } from "./search/text.js";
-import { listCandidates } from "./search/walk.js";
+import { type Candidates, listCandidates } from "./search/walk.js";
 
 export { GREP_MAX_FILE_BYTES } from "./search/text.js";
 
@@ -80,6 +86,8 @@ export interface GrepOptions {
   engine?: GrepEngine;
   /** rg's absolute path; default the one on PATH (looked up once per process). */
   ripgrepPath?: string;
+  /** When rg walks the tree for the rest of the files (tests make it happen on small trees). */
+  treeSearch?: { afterFiles?: number; minFiles?: number };
 }
 
 export function createGrepTool(options: GrepOptions = {}): ToolDefinition<GrepArgs> {
@@ -138,10 +146,13 @@ async function search(
 
   let candidates: string[];
   let links = new Set<string>();
+  let skipped: Candidates["skipped"] = { dirs: [], files: [] };
   if (stat.kind === "directory") {
-    ({ files: candidates, links } = await viaWorkspace(() =>
-      listCandidates(context.fs, start, context.signal),
-    ));
+    ({
+      files: candidates,
+      links,
+      skipped,
+    } = await viaWorkspace(() => listCandidates(context.fs, start, context.signal)));
   } else {
     candidates = [start];
     links = new Set([start]);
@@ -165,16 +176,23 @@ async function search(
   const tally = new Tally(maxResults);
   // The files are searched in sorted chunks that grow, rg filtering chunk n + 1 while chunk n is
   // matched here; once more lines matched than can be shown, the rest is never searched and a
-  // running rg is killed.
-  const chunks = sortedChunks(readable);
+  // running rg is killed. A large rest is one chunk that rg finds by walking the directory.
+  const below =
+    filter !== undefined && stat.kind === "directory" && args.include === undefined
+      ? treeExclusions(skipped, withheld, links, readable.length, options)
+      : undefined;
+  const chunks = sortedChunks(readable, below === undefined ? undefined : treeAfter(options));
   const filtering = new Set<AbortController>();
-  const filterChunk = (chunk: readonly string[] | undefined): Promise<ChunkFilter> | undefined => {
+  const filterChunk = (chunk: Chunk | undefined): Promise<ChunkFilter> | undefined => {
     if (chunk === undefined || filter === undefined || filter.refused) return undefined;
     const stop = new AbortController();
     filtering.add(stop);
-    const files = chunk.filter((file) => !links.has(file));
     const signal = AbortSignal.any([context.signal, stop.signal]);
-    return filesMatching({ ...filter.query, files, signal }).then(
+    const found =
+      chunk.tree && below !== undefined
+        ? filesMatchingBelow({ ...filter.query, start, exclude: below, signal })
+        : filesMatching({ ...filter.query, files: chunk.files.filter((file) => !links.has(file)), signal });
+    return found.then(
       (paths) => ({ paths: new Set(paths) }),
       (error: unknown) => ({ error }),
     );
@@ -187,15 +205,26 @@ async function search(
       const next = chunks.next().value;
       filtered = filterChunk(next);
       const hits = filter === undefined ? undefined : hitsOf(answer, filter, options, context);
-      const files = hits === undefined ? chunk : chunk.filter((file) => hits.has(file) || links.has(file));
-      tally.add(files, await matchAll(files, links, root, job, context, budgetMs));
+      const files =
+        hits === undefined ? chunk.files : chunk.files.filter((file) => hits.has(file) || links.has(file));
+      // Matched a slice at a time: the limit can be passed within a large chunk.
+      let offset = 0;
+      while (offset < files.length && !tally.full) {
+        const slice = files.slice(offset, offset + MATCH_SLICE_FILES);
+        tally.add(slice, await matchAll(slice, links, root, job, context, budgetMs));
+        offset += slice.length;
+      }
+      if (offset < files.length) {
+        tally.stoppedEarly = true;
+        break;
+      }
       chunk = next;
     }
-    tally.stoppedEarly = chunk !== undefined;
+    if (chunk !== undefined) tally.stoppedEarly = true;
   } finally {
     for (const stop of filtering) stop.abort();
   }
-  return tally.output(args.pattern, withheld);
+  return tally.output(args.pattern, withheld.length);
 }
 
 /** Where rg filters the files: its binary, the workspace root and the rewritten expression. */
@@ -252,11 +281,32 @@ const FIRST_CHUNK_FILES = 256;
 const MAX_CHUNK_FILES = 8192;
 /** rg takes a chunk's paths as arguments: well under the kernel's limit on their total size. */
 const MAX_CHUNK_BYTES = 512 * 1024;
+/** Files matched here between two checks of the result limit (within a chunk rg walked for). */
+const MATCH_SLICE_FILES = FIRST_CHUNK_FILES;
+/**
+ * Files searched by name (the first two chunks) before the rest is one chunk rg finds by walking
+ * the tree: a frequent pattern still answers after the first few hundred files.
+ */
+const TREE_AFTER_FILES = FIRST_CHUNK_FILES + 4 * FIRST_CHUNK_FILES;
+/** Fewest files left for that walk to be worth it (it searches the ones before them again). */
+const TREE_MIN_FILES = 2048;
+/** The excluding globs' share of the command line (the kernel allows 2 MiB with the environment). */
+const MAX_EXCLUDE_BYTES = 512 * 1024;
 
-function* sortedChunks(files: readonly string[]): Generator<string[], undefined> {
+/** Files to search in order; `tree`: rg finds them by walking the directory (see `treeExclusions`). */
+interface Chunk {
+  files: string[];
+  tree: boolean;
+}
+
+function* sortedChunks(files: readonly string[], treeAfter: number | undefined): Generator<Chunk, undefined> {
   let offset = 0;
   let size = FIRST_CHUNK_FILES;
   while (offset < files.length) {
+    if (treeAfter !== undefined && offset >= treeAfter) {
+      yield { files: files.slice(offset), tree: true };
+      return undefined;
+    }
     const chunk: string[] = [];
     let bytes = 0;
     while (offset < files.length && chunk.length < size && bytes < MAX_CHUNK_BYTES) {
@@ -264,10 +314,47 @@ function* sortedChunks(files: readonly string[]): Generator<string[], undefined>
       chunk.push(file);
       bytes += Buffer.byteLength(file) + 3;
     }
-    yield chunk;
+    yield { files: chunk, tree: false };
     size = Math.min(size * 4, MAX_CHUNK_FILES);
   }
   return undefined;
+}
+
+function treeAfter(options: GrepOptions): number {
+  return options.treeSearch?.afterFiles ?? TREE_AFTER_FILES;
+}
+
+/**
+ * What rg must leave out when it walks the directory for the rest of the files, or undefined when
+ * naming the files one by one stays the way: too few files left, or something the walk left out
+ * or the policy withheld that no glob can name (or too many of them). rg then reads exactly the
+ * files grep would: never one the policy withholds, an ignored one the policy never decided, or
+ * one whose name no tool could address. Only without an include, so that every listed file has
+ * been decided by the policy and rg searches about what is listed.
+ */
+function treeExclusions(
+  skipped: Candidates["skipped"],
+  withheld: readonly string[],
+  links: ReadonlySet<string>,
+  readable: number,
+  options: GrepOptions,
+): string[] | undefined {
+  const minFiles = options.treeSearch?.minFiles ?? TREE_MIN_FILES;
+  if (readable - treeAfter(options) < minFiles) return undefined;
+  const globs: string[] = [];
+  let bytes = 0;
+  const add = (path: string, dir: boolean): boolean => {
+    const glob = excludeGlob(path, dir);
+    if (glob === undefined || bytes + glob.length > MAX_EXCLUDE_BYTES) return false;
+    globs.push(glob);
+    bytes += Buffer.byteLength(glob) + 8;
+    return true;
+  };
+  // rg never searches a link; every other withheld or skipped entry must be named.
+  for (const file of withheld) if (!links.has(file) && !add(file, false)) return undefined;
+  for (const dir of skipped.dirs) if (!add(dir, true)) return undefined;
+  for (const file of skipped.files) if (!add(file, false)) return undefined;
+  return globs;
 }
 
 /** The lines to show and the counts, folded in file order. */
@@ -405,18 +492,20 @@ async function readableFiles(
   links: ReadonlySet<string>,
   root: string | undefined,
   context: ToolContext,
-): Promise<{ readable: string[]; withheld: number }> {
+): Promise<{ readable: string[]; withheld: string[] }> {
   const access = context.readAccess;
-  if (access === undefined) return { readable: candidates, withheld: 0 };
+  if (access === undefined) return { readable: candidates, withheld: [] };
   const pause = pauser();
   const readable: string[] = [];
+  const withheld: string[] = [];
   for (const file of candidates) {
     await pause();
     throwIfAborted(context.signal);
     const canonical = root !== undefined && !links.has(file);
     if ((await access(file, canonical ? { canonical } : undefined)) === "allowed") readable.push(file);
+    else withheld.push(file);
   }
-  return { readable, withheld: candidates.length - readable.length };
+  return { readable, withheld };
 }
 
 function compileRegex(pattern: string, ignoreCase: boolean): RegExp {

@@ -91,6 +91,59 @@ export async function filesMatching(query: RipgrepMatchQuery): Promise<string[]>
   return parsePaths(await runRipgrep(argv, query.root, query.signal));
 }
 
+export interface RipgrepTreeQuery extends RipgrepQuery {
+  /** An rg expression (see rg-pattern.ts). */
+  pattern: string;
+  ignoreCase: boolean;
+  /** Globs (see `excludeGlob`): what rg must not search. */
+  exclude: readonly string[];
+}
+
+/**
+ * The files below `start` (workspace-relative, unsorted) with a line rg's expression matches, rg
+ * walking the directory itself: about twice as fast as the same files named as arguments, which
+ * rg searches with less parallelism. No ignore file of the tree applies (the caller's listing
+ * decided what is ignored); what rg must leave out is named by one excluding glob a path (on the
+ * command line: an ignore file rg cannot read, such as a socket given as /dev/stdin, is
+ * skipped without a word under --no-messages). Symbolic links are neither followed nor searched,
+ * and `start` must be canonical, as for `listFiles`.
+ */
+export async function filesMatchingBelow(query: RipgrepTreeQuery): Promise<string[]> {
+  const argv = [
+    query.rg,
+    "--no-config",
+    "--files-with-matches",
+    "--null",
+    "--no-messages",
+    "--text",
+    "--encoding=none",
+    `--max-filesize=${GREP_MAX_FILE_BYTES}`,
+    "--hidden",
+    "--no-ignore",
+    "--no-require-git",
+    ...query.exclude.map((glob) => `--glob=${glob}`),
+    ...(query.ignoreCase ? ["--ignore-case"] : ["--case-sensitive"]),
+    "-e",
+    query.pattern,
+    "--",
+    query.start === "." ? "./" : `./${query.start}`,
+  ];
+  return parsePaths(await runRipgrep(argv, query.root, query.signal));
+}
+
+/**
+ * The rg glob that leaves out exactly this workspace-relative path (a directory with everything
+ * below it when `dir`), anchored at the workspace root (rg anchors a glob at its working
+ * directory, the root, whatever directory it searches); undefined when no glob can say it
+ * safely: a line break, a control character or a name that is not valid UTF-8.
+ */
+export function excludeGlob(path: string, dir: boolean): string | undefined {
+  if (/[\u0000-\u001f\u007f\ufffd]/.test(path)) return undefined;
+  // Every glob character is escaped, and every space (a trailing one would be trimmed).
+  const escaped = path.replace(/[\\*?[\]{}! ]/g, "\\$&");
+  return `!/${escaped}${dir ? "/" : ""}`;
+}
+
 /**
  * Every file below `start` (workspace-relative, unsorted) as `rg --files` lists it: no ignore file
  * of any kind applies, hidden files are listed, and symbolic links are neither listed nor followed

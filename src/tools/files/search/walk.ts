@@ -24,6 +24,12 @@ export interface Candidates {
   files: string[];
   /** The candidates that are symbolic links (read through the workspace, never by host path). */
   links: Set<string>;
+  /**
+   * What the walk left out below `start`, so a search that walks the tree again (rg over the
+   * directory) can leave out the same: directories it did not enter (ignored, `.git`, the root's
+   * `.harness`, names no tool could address) and ignored files. Disk workspaces only.
+   */
+  skipped: { dirs: string[]; files: string[] };
 }
 
 interface IgnoreRules {
@@ -32,7 +38,7 @@ interface IgnoreRules {
   rules: Ignore;
 }
 
-type Entry = { name: string; kind: "file" | "directory" | "symlink" | "other" };
+type Entry = { name: string; kind: "file" | "directory" | "symlink" | "other" | "reserved" };
 
 export async function listCandidates(
   fs: WorkspaceFs,
@@ -40,7 +46,7 @@ export async function listCandidates(
   signal: AbortSignal,
 ): Promise<Candidates> {
   const lister = fs instanceof DiskWorkspaceFs ? diskLister(fs.hostRoot) : undefined;
-  const found: Candidates = { files: [], links: new Set() };
+  const found: Candidates = { files: [], links: new Set(), skipped: { dirs: [], files: [] } };
   const stack = await ancestorRules(fs, start, lister);
   await walk(fs, start, stack, { signal, pause: pauser() }, lister, found);
   return found;
@@ -91,7 +97,11 @@ function diskLister(root: string): SyncLister {
       }
       const entries: Entry[] = [];
       for (const dirent of dirents) {
-        if (dir === "." && isReservedParts([dirent.name])) continue;
+        // Listed for the walk to record as skipped (a directory) and pass over.
+        if (dir === "." && isReservedParts([dirent.name])) {
+          if (dirent.isDirectory()) entries.push({ name: dirent.name, kind: "reserved" });
+          continue;
+        }
         const kind = dirent.isFile()
           ? "file"
           : dirent.isDirectory()
@@ -157,14 +167,26 @@ async function walk(
   const own = gitignore === undefined ? undefined : await loadGitignore(fs, dir, lister, gitignore.kind);
   const stack = own === undefined ? inherited : [...inherited, own];
   for (const entry of entries) {
-    // Names no tool could address (e.g. a Windows device name created on Linux) are skipped.
-    if (!isValidComponent(entry.name)) continue;
     const path = dir === "." ? entry.name : `${dir}/${entry.name}`;
+    if (entry.kind === "reserved") {
+      found.skipped.dirs.push(path);
+      continue;
+    }
+    // Names no tool could address (e.g. a Windows device name created on Linux) are skipped.
+    if (!isValidComponent(entry.name)) {
+      if (entry.kind === "directory") found.skipped.dirs.push(path);
+      else if (entry.kind === "file") found.skipped.files.push(path);
+      continue;
+    }
     if (entry.kind === "directory") {
-      if (entry.name === ".git" || isIgnored(`${path}/`, stack)) continue;
+      if (entry.name === ".git" || isIgnored(`${path}/`, stack)) {
+        found.skipped.dirs.push(path);
+        continue;
+      }
       await walk(fs, path, stack, run, lister, found);
     } else if (entry.kind === "file") {
-      if (!isIgnored(path, stack)) found.files.push(path);
+      if (isIgnored(path, stack)) found.skipped.files.push(path);
+      else found.files.push(path);
     } else if (entry.kind === "symlink" && !isIgnored(path, stack)) {
       // A link to a file inside the workspace is searched; links to directories are not followed,
       // and links that leave the workspace fail the boundary check and are skipped.
