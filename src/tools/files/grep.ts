@@ -284,10 +284,10 @@ const MAX_CHUNK_BYTES = 512 * 1024;
 /** Files matched here between two checks of the result limit (within a chunk rg walked for). */
 const MATCH_SLICE_FILES = FIRST_CHUNK_FILES;
 /**
- * Files searched by name (the first two chunks) before the rest is one chunk rg finds by walking
- * the tree: a frequent pattern still answers after the first few hundred files.
+ * Files searched by name (the first chunk) before the rest is one chunk rg finds by walking the
+ * tree: a frequent pattern still answers after the first few hundred files.
  */
-const TREE_AFTER_FILES = FIRST_CHUNK_FILES + 4 * FIRST_CHUNK_FILES;
+const TREE_AFTER_FILES = FIRST_CHUNK_FILES;
 /** Fewest files left for that walk to be worth it (it searches the ones before them again). */
 const TREE_MIN_FILES = 2048;
 /** The excluding globs' share of the command line (the kernel allows 2 MiB with the environment). */
