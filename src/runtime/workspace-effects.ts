@@ -51,7 +51,12 @@ const SAVE_EVERY = 2_000;
  * applied). Built by the embedder for a real directory; sessions without one record nothing.
  */
 export class WorkspaceEffects {
-  private expected: Manifest | undefined;
+  private known: Manifest | undefined;
+  /**
+   * A base found unchanged (TreeSnapshot.base): its manifest's bytes, read into `expected` only
+   * when something first compares with it. A session that changes nothing never builds it.
+   */
+  private unread: Uint8Array | undefined;
   /**
    * Whether this session records directories (its base is a version 2 manifest). A session
    * recorded before they were goes on without them, so its record keeps one meaning throughout.
@@ -71,6 +76,25 @@ export class WorkspaceEffects {
     private readonly background?: BackgroundOwners,
   ) {}
 
+  /** The tree the record says the workspace has; undefined when this session records none. */
+  private get expected(): Manifest | undefined {
+    if (this.known === undefined && this.unread !== undefined) {
+      this.known = readManifest(this.unread).tree;
+      this.unread = undefined;
+    }
+    return this.known;
+  }
+
+  private set expected(manifest: Manifest | undefined) {
+    this.known = manifest;
+    this.unread = undefined;
+  }
+
+  /** Whether this session records its workspace (it has a base). */
+  private get recording(): boolean {
+    return this.known !== undefined || this.unread !== undefined;
+  }
+
   /** Content the recording kept (its object store), checked against the hash; undefined when not kept. */
   kept(hash: string): Uint8Array | undefined {
     return this.tree.object(hash);
@@ -88,12 +112,26 @@ export class WorkspaceEffects {
   async start(records: readonly AnyRecord[], journal: EffectsJournal): Promise<void> {
     const base = records.find((r) => r.type === "workspace.base");
     if (base === undefined) {
-      const manifest = await this.tree.snapshot({ full: true });
-      const ref = await this.artifacts.put(manifestBytes(manifest));
+      const found = await this.tree.base();
+      let ref: { id: string };
+      let totals: { files: number; bytes: number };
+      if ("unchanged" in found) {
+        // The tree is the last base's (same listing): its manifest's bytes, as they were recorded.
+        const { content, files, bytes } = found.unchanged;
+        ref = await this.artifacts.put(content);
+        totals = { files, bytes };
+        this.unread = content;
+        this.known = undefined;
+      } else {
+        const { manifest } = found;
+        const content = manifestBytes(manifest);
+        ref = await this.artifacts.put(content);
+        totals = manifestTotals(manifest);
+        this.tree.rememberBase(manifest, content, ref.id, totals);
+        this.expected = manifest;
+      }
       this.tree.save();
-      this.expected = manifest;
       this.directories = true;
-      const totals = manifestTotals(manifest);
       await journal.record([
         {
           type: "workspace.base",
@@ -120,7 +158,7 @@ export class WorkspaceEffects {
    * tree, not only what change notifications named (a turn's start).
    */
   async outside(journal: EffectsJournal, options: { full?: boolean } = {}): Promise<void> {
-    if (this.expected === undefined) return;
+    if (!this.recording) return;
     // A background process ran meanwhile: the change is the call's that started it (a watcher's
     // writes are undone with that call), not an unknown hand's.
     const owner = this.background?.effectsOwner();
@@ -153,7 +191,7 @@ export class WorkspaceEffects {
     } finally {
       this.running -= 1;
     }
-    if (this.expected === undefined) return { value };
+    if (!this.recording) return { value };
     const change = await this.compare(false);
     if (change === undefined) return { value };
     await this.keepBefores(change);
@@ -172,7 +210,7 @@ export class WorkspaceEffects {
     journal: EffectsJournal,
     run: () => Promise<T>,
   ): Promise<T> {
-    if (this.expected === undefined || this.running > 0) return run();
+    if (!this.recording || this.running > 0) return run();
     const { value, found } = await this.around(source, journal, run);
     if (found !== undefined) await journal.record([this.event(callId, found)]);
     return value;
@@ -184,7 +222,8 @@ export class WorkspaceEffects {
    * directories a write made for its file (which the tool does not report) are added as created.
    */
   toolChanged(change: ChangeSet): ChangeSet | undefined {
-    if (this.expected === undefined) return undefined;
+    const expected = this.expected;
+    if (expected === undefined) return undefined;
     const keep = (p: { path: string }) => !this.tree.excludes.excludes(p.path);
     const kept: ChangeSet = {
       created: change.created.filter(keep),
@@ -193,7 +232,7 @@ export class WorkspaceEffects {
     };
     if (this.directories) kept.created = [...this.madeParents(kept), ...kept.created].sort(byPath);
     if (isEmptyChange(kept)) return undefined;
-    this.expected = applyChange(this.expected, kept, { strict: false });
+    this.expected = applyChange(expected, kept, { strict: false });
     for (const { path } of [...kept.created, ...kept.modified, ...kept.deleted]) this.since.add(path);
     return kept;
   }
