@@ -39,6 +39,8 @@ export interface BaseKey {
   listing: string;
   /** SHA-256 (the artifact id) of the manifest's canonical bytes. */
   manifest: string;
+  /** How many entries the manifest has (what the walk would report). */
+  entries: number;
   /** `workspace.base`'s totals for that manifest. */
   files: number;
   bytes: number;
@@ -66,12 +68,12 @@ export function readBaseKey(stateDir: string, scope: BaseScope): BaseKey | undef
     excludes.some((pattern, i) => pattern !== scope.excludes[i])
   )
     return undefined;
-  const { listing, manifest, files, bytes } = key;
+  const { listing, manifest, entries, files, bytes } = key;
   if (typeof listing !== "string" || !HEX64.test(listing)) return undefined;
   if (typeof manifest !== "string" || !HEX64.test(manifest)) return undefined;
-  if (!Number.isSafeInteger(files) || !Number.isSafeInteger(bytes)) return undefined;
-  if ((files as number) < 0 || (bytes as number) < 0) return undefined;
-  return { listing, manifest, files: files as number, bytes: bytes as number };
+  const counts = [entries, files, bytes];
+  if (!counts.every((n) => Number.isSafeInteger(n) && (n as number) >= 0)) return undefined;
+  return { listing, manifest, entries: entries as number, files: files as number, bytes: bytes as number };
 }
 
 /** The remembered manifest's bytes, when they are the ones the key names; undefined otherwise. */

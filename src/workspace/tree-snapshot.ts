@@ -120,7 +120,7 @@ export interface SnapshotStats {
   ms: number;
   /**
    * Everything read, only the paths notifications named, or nothing (no notification);
-   * "unchanged": find listed the tree exactly as it did for the last base (`unchangedBase`), and
+   * "unchanged": find listed the tree exactly as it did for the last base (`base`), and
    * nothing was read or built.
    */
   walk: "full" | "partial" | "none" | "unchanged";
@@ -173,7 +173,7 @@ interface Walk {
   listing?: string;
 }
 
-/** The last base's manifest, found again by `unchangedBase`. */
+/** The last base's manifest, found again by `TreeSnapshot.base`. */
 export interface UnchangedBase extends BaseKey {
   /** The manifest's canonical bytes, checked against `manifest` (their SHA-256). */
   content: Uint8Array;
@@ -301,7 +301,8 @@ export class TreeSnapshot {
   base(): Promise<{ unchanged: UnchangedBase } | { manifest: Manifest }> {
     const taken = this.queue.then(async () => {
       await settleNotifications();
-      const found = await this.findUnchanged();
+      // Only a shortcut: whatever goes wrong in it, the ordinary walk records the tree.
+      const found = await this.findUnchanged().catch(() => undefined);
       if (found !== undefined && "unchanged" in found) return found;
       return { manifest: await this.take({ full: true }, found?.listing) };
     });
@@ -335,7 +336,7 @@ export class TreeSnapshot {
     this.touched = undefined;
     this.listed = undefined;
     this.last = {
-      entries: 0,
+      entries: key.entries,
       hashed: 0,
       skipped: [],
       ms: Date.now() - began,
@@ -347,7 +348,7 @@ export class TreeSnapshot {
 
   /**
    * Remember a session's base (its manifest's bytes, their artifact id and totals) for the next
-   * session's `unchangedBase`, when `manifest` is the last snapshot and that was a full walk from a
+   * session's `base`, when `manifest` is the last snapshot and that was a full walk from a
    * listing with nothing racy or left out; otherwise forget any base remembered before. Failing to
    * write only costs the next session the ordinary walk.
    */
@@ -366,7 +367,7 @@ export class TreeSnapshot {
       writeBase(
         this.options.stateDir,
         this.scope,
-        { listing: listed.listing, manifest: id, ...totals },
+        { listing: listed.listing, manifest: id, entries: manifest.size, ...totals },
         bytes,
       );
     } catch (error) {

@@ -135,6 +135,7 @@ describe.skipIf(!hasFind)("a session's base from an unchanged tree", () => {
     const third = await session(root);
     expect(third.stats.walk).toBe("unchanged");
     expect(third.stats.hashed).toBe(0);
+    expect(third.stats.entries).toBe(second.stats.entries);
     expect(third.base).toEqual(second.base);
     await expectCorrectBase(third, root);
     // And again: a shortcut base leaves the key as it was.
