@@ -66,6 +66,8 @@ export class WorkspaceEffects {
   private running = 0;
   /** Paths where the record moved on without a snapshot (file tools) since the last comparison. */
   private since = new Set<string>();
+  /** Whether this session recorded a change: the tree is then no longer the base remembered for the next. */
+  private moved = false;
 
   constructor(
     private readonly tree: TreeSnapshot,
@@ -232,6 +234,7 @@ export class WorkspaceEffects {
     };
     if (this.directories) kept.created = [...this.madeParents(kept), ...kept.created].sort(byPath);
     if (isEmptyChange(kept)) return undefined;
+    this.moved = true;
     this.expected = applyChange(expected, kept, { strict: false });
     for (const { path } of [...kept.created, ...kept.modified, ...kept.deleted]) this.since.add(path);
     return kept;
@@ -267,6 +270,9 @@ export class WorkspaceEffects {
   /** Save the stat cache (at the end of a run; a crash only costs rehashing) and stop watching. */
   close(): void {
     this.tree.save();
+    // The next session would list the tree only to find it differs, and load the stat cache after
+    // find instead of beside it: it takes the ordinary walk at once.
+    if (this.moved) this.tree.forgetBase();
     this.tree.close();
   }
 
@@ -283,6 +289,7 @@ export class WorkspaceEffects {
     const found = diffManifests(this.expected as Manifest, now, paths);
     this.since = new Set();
     this.expected = now;
+    if (!isEmptyChange(found)) this.moved = true;
     const change = this.directories ? found : changeWithoutDirectories(found);
     return isEmptyChange(change) ? undefined : change;
   }

@@ -361,7 +361,7 @@ export class TreeSnapshot {
     const listed = this.listed;
     try {
       if (listed === undefined || listed.manifest !== manifest) {
-        forgetBase(this.options.stateDir);
+        this.forgetBase();
         return;
       }
       writeBase(
@@ -372,6 +372,17 @@ export class TreeSnapshot {
       );
     } catch (error) {
       this.options.warn?.(`could not keep the base for the next session (${errnoCode(error) ?? "error"})`);
+    }
+  }
+
+  /** Forget the remembered base (the tree is known to have changed since). */
+  forgetBase(): void {
+    try {
+      forgetBase(this.options.stateDir);
+    } catch (error) {
+      this.options.warn?.(
+        `could not forget the base kept for the next session (${errnoCode(error) ?? "error"})`,
+      );
     }
   }
 

@@ -138,7 +138,10 @@ describe.skipIf(!hasFind)("a session's base from an unchanged tree", () => {
     expect(third.stats.entries).toBe(second.stats.entries);
     expect(third.base).toEqual(second.base);
     await expectCorrectBase(third, root);
-    // And again: a shortcut base leaves the key as it was.
+    // And again: a session that changed nothing leaves the base remembered.
+    await third.effects.outside(third.journal, { full: true });
+    third.effects.close();
+    expect(third.events).toHaveLength(1);
     const fourth = await session(root);
     expect(fourth.stats.walk).toBe("unchanged");
     expect(fourth.base).toEqual(second.base);
@@ -301,7 +304,13 @@ describe.skipIf(!hasFind)("a session's base from an unchanged tree", () => {
         deleted: [{ path: "sub/deep/c.txt", before: file("gamma\n") }],
       },
     });
+    // The session moved the tree on: the next one does not try the base it started from.
     s.effects.close();
+    expect(existsSync(join(root, ".harness", "tree-base.json"))).toBe(false);
+    const next = await session(root);
+    expect(next.stats).toMatchObject({ walk: "full", listed: true });
+    await expectCorrectBase(next, root);
+    expect((await session(root)).stats.walk).toBe("unchanged");
   });
 
   it("moves the record on for a file tool's change made before anything compared", async () => {
@@ -320,5 +329,6 @@ describe.skipIf(!hasFind)("a session's base from an unchanged tree", () => {
     await s.effects.outside(s.journal, { full: true });
     expect(s.events).toHaveLength(1);
     s.effects.close();
+    expect(existsSync(join(root, ".harness", "tree-base.json"))).toBe(false);
   });
 });
