@@ -165,10 +165,11 @@ describe.skipIf(!hasFind)("a session's base from an unchanged tree", () => {
     expect(
       parseManifest((await next.artifacts.read(next.base.manifest)) as Uint8Array).get("same.txt"),
     ).toEqual({
-      hash: sha256Hex("ABCDEFGH"),
+      hash: sha256Hex(readFileSync(path)),
       size: 8,
       exec: false,
     });
+    expect(readFileSync(path, "utf8")).toBe("ABCDEFGH");
     await expectCorrectBase(next, root);
     // The changed tree's base is remembered in its turn.
     const after = await session(root);
