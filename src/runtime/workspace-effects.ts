@@ -1,5 +1,6 @@
 import type { ArtifactStore } from "../artifacts/store.js";
 import type { AnyNewEvent, AnyRecord, EventData } from "../journal/vocabulary.js";
+import { sha256Hex } from "../shared/hash.js";
 import {
   applyChange,
   beforeHashes,
@@ -56,7 +57,7 @@ export class WorkspaceEffects {
    * A base found unchanged (TreeSnapshot.base): its manifest's bytes, read into `expected` only
    * when something first compares with it. A session that changes nothing never builds it.
    */
-  private unread: Uint8Array | undefined;
+  private unread: { bytes: Uint8Array; id: string } | undefined;
   /**
    * Whether this session records directories (its base is a version 2 manifest). A session
    * recorded before they were goes on without them, so its record keeps one meaning throughout.
@@ -81,7 +82,7 @@ export class WorkspaceEffects {
   /** The tree the record says the workspace has; undefined when this session records none. */
   private get expected(): Manifest | undefined {
     if (this.known === undefined && this.unread !== undefined) {
-      this.known = readManifest(this.unread).tree;
+      this.known = readManifest(this.unread.bytes).tree;
       this.unread = undefined;
     }
     return this.known;
@@ -122,7 +123,7 @@ export class WorkspaceEffects {
         const { content, files, bytes } = found.unchanged;
         ref = await this.artifacts.put(content);
         totals = { files, bytes };
-        this.unread = content;
+        this.unread = { bytes: content, id: ref.id };
         this.known = undefined;
       } else {
         const { manifest } = found;
@@ -279,6 +280,16 @@ export class WorkspaceEffects {
   /** The difference between the tree now and the record, which then becomes the record. */
   private async compare(full: boolean): Promise<ChangeSet | undefined> {
     const now = await this.tree.snapshot({ full });
+    // The base found unchanged and not read yet (nothing moved the record on since): the tree now,
+    // written as its manifest, is compared with the base's bytes first. Reading those into a tree
+    // costs twice as much, and is needed only when they differ.
+    if (this.known === undefined && this.unread !== undefined) {
+      if (sha256Hex(manifestBytes(now)) === this.unread.id) {
+        if (this.tree.unsavedChanges >= SAVE_EVERY) this.tree.save();
+        this.expected = now;
+        return undefined;
+      }
+    }
     // The same tree object: no notification since the record was last compared.
     if (now === this.expected) return undefined;
     if (this.tree.unsavedChanges >= SAVE_EVERY) this.tree.save();

@@ -314,6 +314,28 @@ describe.skipIf(!hasFind)("a session's base from an unchanged tree", () => {
     expect((await session(root)).stats.walk).toBe("unchanged");
   });
 
+  it("finds nothing when the tree is still the base, and then what a command changes", async () => {
+    const { root } = await primed();
+    const s = await session(root);
+    expect(s.stats.walk).toBe("unchanged");
+    await s.effects.outside(s.journal, { full: true });
+    expect(s.events).toHaveLength(1);
+    const { found } = await s.effects.around("shell", s.journal, async () => {
+      writeFileSync(join(root, "a.txt"), "changed\n");
+      rmSync(join(root, "sub/deep"), { recursive: true });
+    });
+    const file = (text: string) => ({ hash: sha256Hex(text), size: Buffer.byteLength(text), exec: false });
+    expect(found?.change).toEqual({
+      created: [],
+      modified: [{ path: "a.txt", before: file("alpha\n"), after: file("changed\n") }],
+      deleted: [
+        { path: "sub/deep", before: { dir: true } },
+        { path: "sub/deep/c.txt", before: file("gamma\n") },
+      ],
+    });
+    s.effects.close();
+  });
+
   it("moves the record on for a file tool's change made before anything compared", async () => {
     const { root } = await primed();
     const s = await session(root);
