@@ -1,5 +1,6 @@
 import type { ArtifactStore } from "../artifacts/store.js";
 import type { AnyNewEvent, AnyRecord, EventData } from "../journal/vocabulary.js";
+import { sha256Hex } from "../shared/hash.js";
 import {
   applyChange,
   beforeHashes,
@@ -51,7 +52,12 @@ const SAVE_EVERY = 2_000;
  * applied). Built by the embedder for a real directory; sessions without one record nothing.
  */
 export class WorkspaceEffects {
-  private expected: Manifest | undefined;
+  private known: Manifest | undefined;
+  /**
+   * A base found unchanged (TreeSnapshot.base): its manifest's bytes, read into `expected` only
+   * when something first compares with it. A session that changes nothing never builds it.
+   */
+  private unread: { bytes: Uint8Array; id: string } | undefined;
   /**
    * Whether this session records directories (its base is a version 2 manifest). A session
    * recorded before they were goes on without them, so its record keeps one meaning throughout.
@@ -61,6 +67,8 @@ export class WorkspaceEffects {
   private running = 0;
   /** Paths where the record moved on without a snapshot (file tools) since the last comparison. */
   private since = new Set<string>();
+  /** Whether this session recorded a change: the tree is then no longer the base remembered for the next. */
+  private moved = false;
 
   constructor(
     private readonly tree: TreeSnapshot,
@@ -70,6 +78,25 @@ export class WorkspaceEffects {
     /** Background processes: what changed between calls while one ran is its starting call's. */
     private readonly background?: BackgroundOwners,
   ) {}
+
+  /** The tree the record says the workspace has; undefined when this session records none. */
+  private get expected(): Manifest | undefined {
+    if (this.known === undefined && this.unread !== undefined) {
+      this.known = readManifest(this.unread.bytes).tree;
+      this.unread = undefined;
+    }
+    return this.known;
+  }
+
+  private set expected(manifest: Manifest | undefined) {
+    this.known = manifest;
+    this.unread = undefined;
+  }
+
+  /** Whether this session records its workspace (it has a base). */
+  private get recording(): boolean {
+    return this.known !== undefined || this.unread !== undefined;
+  }
 
   /** Content the recording kept (its object store), checked against the hash; undefined when not kept. */
   kept(hash: string): Uint8Array | undefined {
@@ -88,12 +115,26 @@ export class WorkspaceEffects {
   async start(records: readonly AnyRecord[], journal: EffectsJournal): Promise<void> {
     const base = records.find((r) => r.type === "workspace.base");
     if (base === undefined) {
-      const manifest = await this.tree.snapshot({ full: true });
-      const ref = await this.artifacts.put(manifestBytes(manifest));
+      const found = await this.tree.base();
+      let ref: { id: string };
+      let totals: { files: number; bytes: number };
+      if ("unchanged" in found) {
+        // The tree is the last base's (same listing): its manifest's bytes, as they were recorded.
+        const { content, files, bytes } = found.unchanged;
+        ref = await this.artifacts.put(content);
+        totals = { files, bytes };
+        this.unread = { bytes: content, id: ref.id };
+        this.known = undefined;
+      } else {
+        const { manifest } = found;
+        const content = manifestBytes(manifest);
+        ref = await this.artifacts.put(content);
+        totals = manifestTotals(manifest);
+        this.tree.rememberBase(manifest, content, ref.id, totals);
+        this.expected = manifest;
+      }
       this.tree.save();
-      this.expected = manifest;
       this.directories = true;
-      const totals = manifestTotals(manifest);
       await journal.record([
         {
           type: "workspace.base",
@@ -120,7 +161,7 @@ export class WorkspaceEffects {
    * tree, not only what change notifications named (a turn's start).
    */
   async outside(journal: EffectsJournal, options: { full?: boolean } = {}): Promise<void> {
-    if (this.expected === undefined) return;
+    if (!this.recording) return;
     // A background process ran meanwhile: the change is the call's that started it (a watcher's
     // writes are undone with that call), not an unknown hand's.
     const owner = this.background?.effectsOwner();
@@ -153,7 +194,7 @@ export class WorkspaceEffects {
     } finally {
       this.running -= 1;
     }
-    if (this.expected === undefined) return { value };
+    if (!this.recording) return { value };
     const change = await this.compare(false);
     if (change === undefined) return { value };
     await this.keepBefores(change);
@@ -172,7 +213,7 @@ export class WorkspaceEffects {
     journal: EffectsJournal,
     run: () => Promise<T>,
   ): Promise<T> {
-    if (this.expected === undefined || this.running > 0) return run();
+    if (!this.recording || this.running > 0) return run();
     const { value, found } = await this.around(source, journal, run);
     if (found !== undefined) await journal.record([this.event(callId, found)]);
     return value;
@@ -184,7 +225,8 @@ export class WorkspaceEffects {
    * directories a write made for its file (which the tool does not report) are added as created.
    */
   toolChanged(change: ChangeSet): ChangeSet | undefined {
-    if (this.expected === undefined) return undefined;
+    const expected = this.expected;
+    if (expected === undefined) return undefined;
     const keep = (p: { path: string }) => !this.tree.excludes.excludes(p.path);
     const kept: ChangeSet = {
       created: change.created.filter(keep),
@@ -193,7 +235,8 @@ export class WorkspaceEffects {
     };
     if (this.directories) kept.created = [...this.madeParents(kept), ...kept.created].sort(byPath);
     if (isEmptyChange(kept)) return undefined;
-    this.expected = applyChange(this.expected, kept, { strict: false });
+    this.moved = true;
+    this.expected = applyChange(expected, kept, { strict: false });
     for (const { path } of [...kept.created, ...kept.modified, ...kept.deleted]) this.since.add(path);
     return kept;
   }
@@ -228,12 +271,25 @@ export class WorkspaceEffects {
   /** Save the stat cache (at the end of a run; a crash only costs rehashing) and stop watching. */
   close(): void {
     this.tree.save();
+    // The next session would list the tree only to find it differs, and load the stat cache after
+    // find instead of beside it: it takes the ordinary walk at once.
+    if (this.moved) this.tree.forgetBase();
     this.tree.close();
   }
 
   /** The difference between the tree now and the record, which then becomes the record. */
   private async compare(full: boolean): Promise<ChangeSet | undefined> {
     const now = await this.tree.snapshot({ full });
+    // The base found unchanged and not read yet (nothing moved the record on since): the tree now,
+    // written as its manifest, is compared with the base's bytes first. Reading those into a tree
+    // costs twice as much, and is needed only when they differ.
+    if (this.known === undefined && this.unread !== undefined) {
+      if (sha256Hex(manifestBytes(now)) === this.unread.id) {
+        if (this.tree.unsavedChanges >= SAVE_EVERY) this.tree.save();
+        this.expected = now;
+        return undefined;
+      }
+    }
     // The same tree object: no notification since the record was last compared.
     if (now === this.expected) return undefined;
     if (this.tree.unsavedChanges >= SAVE_EVERY) this.tree.save();
@@ -244,6 +300,7 @@ export class WorkspaceEffects {
     const found = diffManifests(this.expected as Manifest, now, paths);
     this.since = new Set();
     this.expected = now;
+    if (!isEmptyChange(found)) this.moved = true;
     const change = this.directories ? found : changeWithoutDirectories(found);
     return isEmptyChange(change) ? undefined : change;
   }

@@ -24,6 +24,14 @@ import {
   type LinkEntry,
   type Manifest,
 } from "./manifest.js";
+import {
+  type BaseKey,
+  type BaseScope,
+  forgetBase,
+  readBaseKey,
+  readBaseManifest,
+  writeBase,
+} from "./tree-base.js";
 import { listedUnread, RECORD_MAX_BYTES, unreadEntry } from "./tree-entry.js";
 import { TreeExcludes } from "./tree-excludes.js";
 import { forEachListed, readListing } from "./tree-list.js";
@@ -110,8 +118,12 @@ export interface SnapshotStats {
   /** Names that could not be recorded: unreadable, swapped while read, or not valid UTF-8. */
   skipped: string[];
   ms: number;
-  /** Everything read, only the paths notifications named, or nothing (no notification). */
-  walk: "full" | "partial" | "none";
+  /**
+   * Everything read, only the paths notifications named, or nothing (no notification);
+   * "unchanged": find listed the tree exactly as it did for the last base (`base`), and
+   * nothing was read or built.
+   */
+  walk: "full" | "partial" | "none" | "unchanged";
   /** A full walk from find's listing (tree-list.ts): only what changed was read here. */
   listed?: true;
 }
@@ -157,6 +169,14 @@ interface Walk {
   seen: Map<string, Cached>;
   /** In a partial walk, every path read again or dropped: the only ones that can differ. */
   touched?: Set<string>;
+  /** SHA-256 of the find output a full walk was taken from. */
+  listing?: string;
+}
+
+/** The last base's manifest, found again by `TreeSnapshot.base`. */
+export interface UnchangedBase extends BaseKey {
+  /** The manifest's canonical bytes, checked against `manifest` (their SHA-256). */
+  content: Uint8Array;
 }
 
 export class TreeSnapshot {
@@ -172,6 +192,11 @@ export class TreeSnapshot {
   private readonly cacheFile: string;
   /** Snapshots run one at a time: a walk yields to the event loop, and two must not interleave. */
   private queue: Promise<unknown> = Promise.resolve();
+  /**
+   * The last snapshot, when it was a full walk from find's listing that hashed nothing racy and
+   * left nothing out: the listing it was taken from is then exactly the tree it describes.
+   */
+  private listed: { manifest: Manifest; listing: string } | undefined;
   last: SnapshotStats | undefined;
 
   constructor(private readonly options: TreeSnapshotOptions) {
@@ -198,13 +223,16 @@ export class TreeSnapshot {
    * The tree as of the notifications received so far. Synchronous file system calls (an async
    * call per file costs several times as much), in slices between which the event loop runs.
    */
-  private async take(options: { full?: boolean }): Promise<Manifest> {
+  private async take(options: { full?: boolean }, listed?: Buffer): Promise<Manifest> {
     // The first walk of a process (its cache is still to be loaded) can start find first: it
-    // lists the tree on the other core while this one reads the cache.
+    // lists the tree on the other core while this one reads the cache. (A session's base may
+    // have listed it just before, in `base`.)
     const early =
-      !this.loaded && this.listable(options) && cacheHolds(this.cacheFile, this.listMinEntries)
-        ? this.startListing()
-        : undefined;
+      listed !== undefined
+        ? Promise.resolve(listed)
+        : !this.loaded && this.listable(options) && cacheHolds(this.cacheFile, this.listMinEntries)
+          ? this.startListing()
+          : undefined;
     this.load();
     let walk = this.newWalk();
     const changed = this.watch.take();
@@ -253,10 +281,118 @@ export class TreeSnapshot {
     this.cache = walk.seen;
     this.current = walk.manifest;
     this.touched = walk.touched;
+    this.listed =
+      walk.listing !== undefined && walk.stats.skipped.length === 0 && !anyRacy(walk.seen)
+        ? { manifest: walk.manifest, listing: walk.listing }
+        : undefined;
     walk.stats.entries = walk.manifest.size;
     walk.stats.ms = Date.now() - walk.began;
     this.last = walk.stats;
     return walk.manifest;
+  }
+
+  /**
+   * A session's base. First the last base's manifest, when find lists the tree byte for byte as
+   * it listed it for that base (tree-base.ts): then the stat cache is not loaded and no manifest is
+   * built. Otherwise (no base remembered, find not used for a tree this small, the listing or the
+   * kept bytes differ) a full snapshot, from the listing already taken. After a match nothing is
+   * watched and no tree is current: the next snapshot walks everything.
+   */
+  base(): Promise<{ unchanged: UnchangedBase } | { manifest: Manifest }> {
+    const taken = this.queue.then(async () => {
+      await settleNotifications();
+      // Only a shortcut: whatever goes wrong in it, the ordinary walk records the tree.
+      const found = await this.findUnchanged().catch(() => undefined);
+      if (found !== undefined && "unchanged" in found) return found;
+      return { manifest: await this.take({ full: true }, found?.listing) };
+    });
+    this.queue = taken.catch(() => undefined);
+    return taken;
+  }
+
+  private async findUnchanged(): Promise<{ unchanged: UnchangedBase } | { listing?: Buffer } | undefined> {
+    const began = Date.now();
+    const full = { full: true };
+    const listable =
+      this.listable(full) &&
+      (this.loaded
+        ? this.cache.size > 0 && this.cache.size >= this.listMinEntries
+        : cacheHolds(this.cacheFile, this.listMinEntries));
+    if (!listable) return undefined;
+    const key = readBaseKey(this.options.stateDir, this.scope);
+    if (key === undefined) return undefined;
+    const early = this.startListing();
+    if (early === undefined) return undefined;
+    // Read (and checked) while find lists, on this core.
+    const bytes = readBaseManifest(this.options.stateDir, key);
+    // Not the kept base whatever find says: the stat cache loads now, beside find, as in `take`.
+    if (bytes === undefined) this.load();
+    const listing = await early;
+    if (bytes === undefined || listing === undefined || sha256Hex(listing) !== key.listing)
+      return listing === undefined ? undefined : { listing };
+    // The tree is the base; no tree of this process's is current, so the next snapshot walks it all.
+    this.watch.forget();
+    this.current = undefined;
+    this.touched = undefined;
+    this.listed = undefined;
+    this.last = {
+      entries: key.entries,
+      hashed: 0,
+      skipped: [],
+      ms: Date.now() - began,
+      walk: "unchanged",
+      listed: true,
+    };
+    return { unchanged: { ...key, content: bytes } };
+  }
+
+  /**
+   * Remember a session's base (its manifest's bytes, their artifact id and totals) for the next
+   * session's `base`, when `manifest` is the last snapshot and that was a full walk from a
+   * listing with nothing racy or left out; otherwise forget any base remembered before. Failing to
+   * write only costs the next session the ordinary walk.
+   */
+  rememberBase(
+    manifest: Manifest,
+    bytes: Uint8Array,
+    id: string,
+    totals: { files: number; bytes: number },
+  ): void {
+    const listed = this.listed;
+    try {
+      if (listed === undefined || listed.manifest !== manifest) {
+        this.forgetBase();
+        return;
+      }
+      writeBase(
+        this.options.stateDir,
+        this.scope,
+        { listing: listed.listing, manifest: id, entries: manifest.size, ...totals },
+        bytes,
+      );
+    } catch (error) {
+      this.options.warn?.(`could not keep the base for the next session (${errnoCode(error) ?? "error"})`);
+    }
+  }
+
+  /** Forget the remembered base (the tree is known to have changed since). */
+  forgetBase(): void {
+    try {
+      forgetBase(this.options.stateDir);
+    } catch (error) {
+      this.options.warn?.(
+        `could not forget the base kept for the next session (${errnoCode(error) ?? "error"})`,
+      );
+    }
+  }
+
+  /** What a manifest depends on besides the tree. */
+  private get scope(): BaseScope {
+    return {
+      root: this.options.root,
+      excludes: this.excludes.patterns,
+      maxFileBytes: this.options.maxFileBytes ?? RECORD_MAX_BYTES,
+    };
   }
 
   private newWalk(): Walk {
@@ -306,6 +442,7 @@ export class TreeSnapshot {
   ): Promise<boolean> {
     const listing = await (early ?? readListing(root.fd, this.options.root));
     if (listing === undefined) return false;
+    walk.listing = sha256Hex(listing);
     const maxBytes = this.options.maxFileBytes ?? RECORD_MAX_BYTES;
     /** Names to read, by parent directory: their stat is not the cached one (or none is cached). */
     const unmatched = new Map<string, string[]>();
@@ -921,6 +1058,12 @@ function sameStat(cached: Cached, st: StatKey): boolean {
     cached.ino === st.ino &&
     cached.mode === st.mode
   );
+}
+
+/** Whether any entry was hashed within the racy window (hashed again by the next walk). */
+function anyRacy(seen: ReadonlyMap<string, Cached>): boolean {
+  for (const entry of seen.values()) if (entry.racy) return true;
+  return false;
 }
 
 /**
