@@ -1,5 +1,8 @@
 import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { closeSync, existsSync, fstatSync, openSync, readSync, unlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 
 /**
  * The workspace tree listed by GNU find in one process: every entry's type and stat (device,
@@ -82,7 +85,19 @@ export async function readListing(rootFd: number, root: string): Promise<Buffer 
 }
 
 function runFind(find: string, root: string): Promise<Buffer | undefined> {
-  return new Promise((resolve) => {
+  // find writes to a file, not a pipe: a pipe holds 64 KiB, and a listing of a large tree is
+  // megabytes, so find would wait on this thread to read each piece, and this thread is busy
+  // (loading a command, reading the stat cache) while find runs. The file is unlinked at once:
+  // nothing is left behind, and only this process and find hold it.
+  let out: number;
+  try {
+    const name = path.join(tmpdir(), `harness-listing-${process.pid}-${randomBytes(6).toString("hex")}`);
+    out = openSync(name, "wx+", 0o600);
+    unlinkSync(name);
+  } catch {
+    return Promise.resolve(undefined);
+  }
+  return new Promise<Buffer | undefined>((resolve) => {
     let child: ReturnType<typeof spawn>;
     try {
       child = spawn(
@@ -105,23 +120,38 @@ function runFind(find: string, root: string): Promise<Buffer | undefined> {
           FORMAT,
         ],
         // The C locale: no translation of messages or names; no inherited variable changes find.
-        { cwd: root, env: { LC_ALL: "C", PATH: "/usr/bin:/bin" }, stdio: ["ignore", "pipe", "pipe"] },
+        { cwd: root, env: { LC_ALL: "C", PATH: "/usr/bin:/bin" }, stdio: ["ignore", out, "pipe"] },
       );
     } catch {
       resolve(undefined);
       return;
     }
-    const chunks: Buffer[] = [];
     let complained = false;
-    child.stdout?.on("data", (chunk: Buffer) => chunks.push(chunk));
     child.stderr?.on("data", () => {
       complained = true;
     });
     child.on("error", () => resolve(undefined));
     child.on("close", (code) => {
-      resolve(code === 0 && !complained ? Buffer.concat(chunks) : undefined);
+      resolve(code === 0 && !complained ? readWhole(out) : undefined);
     });
-  });
+  }).finally(() => closeSync(out));
+}
+
+/** Everything written to the descriptor, from its start. */
+function readWhole(fd: number): Buffer | undefined {
+  try {
+    const size = fstatSync(fd).size;
+    const bytes = Buffer.allocUnsafe(size);
+    let at = 0;
+    while (at < size) {
+      const read = readSync(fd, bytes, at, size - at, at);
+      if (read === 0) return undefined;
+      at += read;
+    }
+    return bytes;
+  } catch {
+    return undefined;
+  }
 }
 
 const SPACE = 0x20;

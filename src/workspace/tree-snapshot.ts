@@ -9,13 +9,13 @@ import {
   renameSync,
   rmSync,
   type Stats,
-  statSync,
   writeSync,
 } from "node:fs";
 import path from "node:path";
 import { errnoCode } from "../shared/errno.js";
 import { sha256Hex } from "../shared/hash.js";
 import { BeneathError, HeldDir, openDirBeneath, openParent, readFileBeneath } from "./beneath.js";
+import { cacheHolds, LIST_MIN_ENTRIES, TREE_CACHE_FILE, takePrefetchedListing } from "./listing-prefetch.js";
 import {
   DIR,
   type Entry,
@@ -76,17 +76,8 @@ const RACY_COARSE_MS = 2_000;
  * event streams stall, and a terminal UI freezes.
  */
 const WALK_SLICE_MS = 50;
-/**
- * Fewest entries the stat cache holds before a full walk is listed by find (tree-list.ts) rather
- * than walked here. Starting find forks this process, synchronously: its cost grows with the
- * process's memory, not the tree's size, and nothing else on the thread runs meanwhile. In a
- * server hosting 16 sessions it was 10 ms a start on the main thread and up to 110 ms on a
- * session thread, for a tree this walk reads in well under a millisecond; on a 50,000-entry
- * tree find still saves most of a second.
- */
-export const LIST_MIN_ENTRIES = 1_000;
-/** Fewest bytes a cache row takes (a path, six numbers and a sha256): a file smaller than this times the entries holds fewer. */
-const CACHE_ROW_MIN_BYTES = 100;
+
+export { LIST_MIN_ENTRIES } from "./listing-prefetch.js";
 
 /**
  * Largest file whose bytes are copied into the object store. A bigger one is hashed in chunks and
@@ -203,7 +194,7 @@ export class TreeSnapshot {
     this.excludes = new TreeExcludes(options.excludes ?? []);
     this.watch = new TreeWatch(options.watch ?? true);
     this.objects = path.join(options.stateDir, "objects");
-    this.cacheFile = path.join(options.stateDir, "tree-cache.json");
+    this.cacheFile = path.join(options.stateDir, TREE_CACHE_FILE);
   }
 
   /**
@@ -223,13 +214,13 @@ export class TreeSnapshot {
    * The tree as of the notifications received so far. Synchronous file system calls (an async
    * call per file costs several times as much), in slices between which the event loop runs.
    */
-  private async take(options: { full?: boolean }, listed?: Buffer): Promise<Manifest> {
+  private async take(options: { full?: boolean }, listed?: Promise<Buffer | undefined>): Promise<Manifest> {
     // The first walk of a process (its cache is still to be loaded) can start find first: it
     // lists the tree on the other core while this one reads the cache. (A session's base may
     // have listed it just before, in `base`.)
     const early =
       listed !== undefined
-        ? Promise.resolve(listed)
+        ? listed
         : !this.loaded && this.listable(options) && cacheHolds(this.cacheFile, this.listMinEntries)
           ? this.startListing()
           : undefined;
@@ -301,16 +292,22 @@ export class TreeSnapshot {
   base(): Promise<{ unchanged: UnchangedBase } | { manifest: Manifest }> {
     const taken = this.queue.then(async () => {
       await settleNotifications();
+      // A listing the command started before it loaded (listing-prefetch.ts): the base is the
+      // tree as it was then. Only the base takes it; a later walk must see the tree as it is.
+      const prefetched = takePrefetchedListing(this.options.root);
       // Only a shortcut: whatever goes wrong in it, the ordinary walk records the tree.
-      const found = await this.findUnchanged().catch(() => undefined);
+      const found = await this.findUnchanged(prefetched).catch(() => undefined);
       if (found !== undefined && "unchanged" in found) return found;
-      return { manifest: await this.take({ full: true }, found?.listing) };
+      const listing = found?.listing !== undefined ? Promise.resolve(found.listing) : prefetched;
+      return { manifest: await this.take({ full: true }, listing) };
     });
     this.queue = taken.catch(() => undefined);
     return taken;
   }
 
-  private async findUnchanged(): Promise<{ unchanged: UnchangedBase } | { listing?: Buffer } | undefined> {
+  private async findUnchanged(
+    prefetched: Promise<Buffer | undefined> | undefined,
+  ): Promise<{ unchanged: UnchangedBase } | { listing?: Buffer } | undefined> {
     const began = Date.now();
     const full = { full: true };
     const listable =
@@ -321,7 +318,7 @@ export class TreeSnapshot {
     if (!listable) return undefined;
     const key = readBaseKey(this.options.stateDir, this.scope);
     if (key === undefined) return undefined;
-    const early = this.startListing();
+    const early = prefetched ?? this.startListing();
     if (early === undefined) return undefined;
     // Read (and checked) while find lists, on this core.
     const bytes = readBaseManifest(this.options.stateDir, key);
@@ -1064,17 +1061,4 @@ function sameStat(cached: Cached, st: StatKey): boolean {
 function anyRacy(seen: ReadonlyMap<string, Cached>): boolean {
   for (const entry of seen.values()) if (entry.racy) return true;
   return false;
-}
-
-/**
- * Whether the saved stat cache may hold `entries` rows, from its size alone (the first walk of a
- * process starts find before the cache is read, so the size is all there is to go by).
- */
-function cacheHolds(file: string, entries: number): boolean {
-  if (entries === 0) return existsSync(file);
-  try {
-    return statSync(file).size >= entries * CACHE_ROW_MIN_BYTES;
-  } catch {
-    return false;
-  }
 }

@@ -41,8 +41,8 @@ describe("a run's workspace base on an unchanged tree", () => {
       const workspace = await workspaceWith({ "same.txt": "12345678", ...many });
       const script = join(await tempDir("harness-unchanged-script-"), "model.mjs");
       await writeFile(script, 'export default async () => ({ text: "done" });');
-      const run = (session: string) =>
-        runCli(["run", "--script", script, "-w", workspace, "--session", session, "look"], env);
+      const run = (session: string, flags = ["-w", workspace], extra: NodeJS.ProcessEnv = {}) =>
+        runCli(["run", "--script", script, ...flags, "--session", session, "look"], { ...env, ...extra });
       const base = async (session: string) => {
         const [record] = ofType(await readJournal(workspace, session), "workspace.base");
         const id = record?.data.manifest as string;
@@ -60,7 +60,10 @@ describe("a run's workspace base on an unchanged tree", () => {
       const cache = join(workspace, ".harness", "tree-cache.json");
       const garbage = " ".repeat(statSync(cache).size);
       writeFileSync(cache, garbage);
-      expectExit(await run("third"), 0);
+      // Its listing is started before the command has loaded, from --workspace as given.
+      const traced = await run("third", [`--workspace=${workspace}`], { HARNESS_TRACE_STARTUP: "1" });
+      expectExit(traced, 0);
+      expect(traced.stderr).toMatch(/listing: prefetch started[^]*record 3 workspace\.base/);
       const third = await base("third");
       expect(third.data).toEqual(second.data);
       expect(readFileSync(cache, "utf8")).toBe(garbage);
