@@ -1,7 +1,7 @@
 import { realpathSync, statSync } from "node:fs";
 import path from "node:path";
-import { HeldDir } from "./beneath.js";
 import { traceMark } from "../shared/trace-startup.js";
+import { HeldDir } from "./beneath.js";
 import { readListing } from "./tree-list.js";
 
 /**

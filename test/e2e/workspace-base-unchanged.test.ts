@@ -63,7 +63,7 @@ describe("a run's workspace base on an unchanged tree", () => {
       // Its listing is started before the command has loaded, from --workspace as given.
       const traced = await run("third", [`--workspace=${workspace}`], { HARNESS_TRACE_STARTUP: "1" });
       expectExit(traced, 0);
-      expect(traced.stderr).toMatch(/listing: prefetch started[^]*record 3 workspace\.base/);
+      expect(traced.stderr).toMatch(/listing: prefetch started[\s\S]*record 3 workspace\.base/);
       const third = await base("third");
       expect(third.data).toEqual(second.data);
       expect(readFileSync(cache, "utf8")).toBe(garbage);

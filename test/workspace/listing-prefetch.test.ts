@@ -2,13 +2,13 @@ import { mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { manifestBytes } from "../../src/workspace/manifest.js";
 import {
   LIST_MIN_ENTRIES,
   prefetchListing,
   TREE_CACHE_FILE,
   takePrefetchedListing,
 } from "../../src/workspace/listing-prefetch.js";
+import { manifestBytes } from "../../src/workspace/manifest.js";
 import { TreeSnapshot } from "../../src/workspace/tree-snapshot.js";
 
 /**
@@ -89,8 +89,8 @@ describe("a listing started before the command loads", () => {
     const root = tree();
     prefetchListing(root);
     await takePrefetchedListing(root);
-    expect(readdirSync(tmpdir()).filter((name) => name.startsWith(`harness-listing-${process.pid}-`))).toEqual(
-      [],
-    );
+    expect(
+      readdirSync(tmpdir()).filter((name) => name.startsWith(`harness-listing-${process.pid}-`)),
+    ).toEqual([]);
   });
 });
