@@ -27,8 +27,11 @@ export async function explain(
   if (subjectKind !== undefined) query.subjectKind = subjectKind;
   const subject = subjectOf(args, subjectKind);
   if (subject.kind === "command") await loadShellParser();
-  const aliases = await aliasesOf(subject, resolvePath);
-  if (aliases.length > 0) query.aliases = aliases;
+  // No resolver (a canonical subject, e.g. each file grep's walk listed): no wait for one.
+  if (resolvePath !== undefined) {
+    const aliases = await aliasesOf(subject, resolvePath);
+    if (aliases.length > 0) query.aliases = aliases;
+  }
   return evaluate(policy, query);
 }
 
