@@ -198,12 +198,19 @@ async function search(
     );
   };
   try {
-    let chunk = chunks.next().value;
-    let filtered = filterChunk(chunk);
-    while (chunk !== undefined && !tally.full) {
-      const answer = await filtered;
-      const next = chunks.next().value;
-      filtered = filterChunk(next);
+    const list = [...chunks];
+    const filters = new Map<number, Promise<ChunkFilter> | undefined>();
+    const filterOf = (index: number): Promise<ChunkFilter> | undefined => {
+      if (!filters.has(index)) filters.set(index, filterChunk(list[index]));
+      return filters.get(index);
+    };
+    // rg's walk of the rest starts at once, beside the first chunk's search by name.
+    if (list.at(-1)?.tree === true) filterOf(list.length - 1);
+    let index = 0;
+    for (; index < list.length && !tally.full; index++) {
+      const chunk = list[index] as Chunk;
+      const answer = await filterOf(index);
+      filterOf(index + 1);
       const hits = filter === undefined ? undefined : hitsOf(answer, filter, options, context);
       const files =
         hits === undefined ? chunk.files : chunk.files.filter((file) => hits.has(file) || links.has(file));
@@ -218,9 +225,8 @@ async function search(
         tally.stoppedEarly = true;
         break;
       }
-      chunk = next;
     }
-    if (chunk !== undefined) tally.stoppedEarly = true;
+    if (index < list.length) tally.stoppedEarly = true;
   } finally {
     for (const stop of filtering) stop.abort();
   }

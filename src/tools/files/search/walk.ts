@@ -48,7 +48,7 @@ export async function listCandidates(
   const lister = fs instanceof DiskWorkspaceFs ? diskLister(fs.hostRoot) : undefined;
   const found: Candidates = { files: [], links: new Set(), skipped: { dirs: [], files: [] } };
   const stack = await ancestorRules(fs, start, lister);
-  await walk(fs, start, stack, { signal, pause: pauser() }, lister, found);
+  await walk(fs, start, stack, { signal, pause: pauser(), names: new Map() }, lister, found);
   return found;
 }
 
@@ -152,11 +152,21 @@ async function loadGitignore(
   return text === undefined ? undefined : { base: dir, rules: ignore().add(text) };
 }
 
+interface WalkRun {
+  signal: AbortSignal;
+  pause: () => Promise<void>;
+  /**
+   * Names already judged addressable or not: a large tree repeats a few thousand names
+   * (index.js, package.json, src) across tens of thousands of entries.
+   */
+  names: Map<string, boolean>;
+}
+
 async function walk(
   fs: WorkspaceFs,
   dir: string,
   inherited: readonly IgnoreRules[],
-  run: { signal: AbortSignal; pause: () => Promise<void> },
+  run: WalkRun,
   lister: SyncLister | undefined,
   found: Candidates,
 ): Promise<void> {
@@ -173,7 +183,12 @@ async function walk(
       continue;
     }
     // Names no tool could address (e.g. a Windows device name created on Linux) are skipped.
-    if (!isValidComponent(entry.name)) {
+    let valid = run.names.get(entry.name);
+    if (valid === undefined) {
+      valid = isValidComponent(entry.name);
+      run.names.set(entry.name, valid);
+    }
+    if (!valid) {
       if (entry.kind === "directory") found.skipped.dirs.push(path);
       else if (entry.kind === "file") found.skipped.files.push(path);
       continue;
