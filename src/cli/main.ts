@@ -231,13 +231,15 @@ function takeGlobalOptions(argv: readonly string[]): string[] {
 
 /**
  * The value of `--workspace`/`-w` as `harness run` will parse it, or undefined (the current
- * directory). Only a hint: a misread value names another directory, whose listing is never used.
+ * directory); null when the run records no new base (help, a continued session). Only a hint: a
+ * misread value names another directory, whose listing is never used.
  */
-function workspaceArg(args: readonly string[]): string | undefined {
+function workspaceArg(args: readonly string[]): string | undefined | null {
   let found: string | undefined;
   for (let i = 0; i < args.length; i++) {
     const arg = args[i] as string;
     if (arg === "--") break;
+    if (arg === "--help" || arg === "-h" || arg === "--continue" || arg === "-c") return null;
     if (arg === "--workspace" || arg === "-w") found = args[++i];
     else if (arg.startsWith("--workspace=")) found = arg.slice("--workspace=".length);
     else if (arg.startsWith("-w") && !arg.startsWith("--")) found = arg.slice(2);
@@ -261,7 +263,8 @@ export async function main(argv: string[]): Promise<number> {
   traceMark("main: entered");
   // A new run's workspace base on a large tree starts with find: started now, it lists the tree
   // while the command loads (src/workspace/listing-prefetch.ts).
-  if (name === "run") (await import("../workspace/listing-prefetch.js")).prefetchListing(workspaceArg(rest));
+  const workspace = name === "run" ? workspaceArg(rest) : null;
+  if (workspace !== null) (await import("../workspace/listing-prefetch.js")).prefetchListing(workspace);
   const command = await entry.load();
   traceMark(`main: command ${name} loaded`);
   // What follows `--` is not harness's (a goal, the command of `mcp add`): its --help is not ours.

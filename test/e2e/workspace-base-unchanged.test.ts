@@ -65,6 +65,12 @@ describe("a run's workspace base on an unchanged tree", () => {
       expectExit(traced, 0);
       expect(traced.stderr).toMatch(/listing: prefetch started[\s\S]*record 3 workspace\.base/);
       const third = await base("third");
+      // A run that records no new base (its help, a continued session) starts no listing.
+      for (const flags of [["--help"], ["--continue"]]) {
+        const none = await run("unused", ["-w", workspace, ...flags], { HARNESS_TRACE_STARTUP: "1" });
+        expect(none.stderr).toContain("main: entered");
+        expect(none.stderr).not.toContain("listing: prefetch started");
+      }
       expect(third.data).toEqual(second.data);
       expect(readFileSync(cache, "utf8")).toBe(garbage);
 

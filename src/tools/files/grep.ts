@@ -351,9 +351,12 @@ function treeExclusions(
   let bytes = 0;
   const add = (path: string, dir: boolean): boolean => {
     const glob = excludeGlob(path, dir);
-    if (glob === undefined || bytes + glob.length > MAX_EXCLUDE_BYTES) return false;
+    if (glob === undefined) return false;
+    // The argument is `--glob=GLOB` and its terminating NUL.
+    const size = Buffer.byteLength(glob) + 8;
+    if (bytes + size > MAX_EXCLUDE_BYTES) return false;
     globs.push(glob);
-    bytes += Buffer.byteLength(glob) + 8;
+    bytes += size;
     return true;
   };
   // rg never searches a link; every other withheld or skipped entry must be named.
