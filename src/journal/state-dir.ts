@@ -19,7 +19,12 @@ import { JournalError } from "./store.js";
  * Opening a workspace checks everything but the inside of each session directory (only that each
  * session is a real directory): a session's files are checked when that session is opened
  * (`checkSessionDir`), so the cost of opening a workspace does not grow with every artifact of
- * every session it ever recorded.
+ * every session it ever recorded. Nor is the inside of `objects/` listed (a copy of every file
+ * content the record ever kept: tens of thousands of entries on a large tree, listed at every
+ * start): only that it is a real directory. Every read there goes through the beneath helpers
+ * (no link followed, a FIFO never waited on, a regular file only), every write is a new
+ * randomly named file renamed into place (a planted link is replaced, never written through),
+ * and an object is used only when its bytes hash to its name.
  *
  * Creates `.harness/sessions` when missing. Throws JournalError("UNTRUSTED") naming the entry.
  */
@@ -30,7 +35,7 @@ export function prepareStateDir(harnessDir: string): void {
     const sessionsDir = sessionsDirOf(harnessDir);
     refuseUnlessDirectory(sessionsDir, harnessDir);
     mkdirIfMissing(sessionsDir);
-    walk(harnessDir, harnessDir, sessionsDir);
+    walk(harnessDir, harnessDir, sessionsDir, join(harnessDir, OBJECTS_DIR));
   });
 }
 
@@ -70,8 +75,14 @@ function guarded(check: () => void): void {
   }
 }
 
-/** Refuse links and special files below `dir`; below `shallow`, only look at the entries themselves. */
-function walk(dir: string, harnessDir: string, shallow?: string): void {
+/** The record's object store (workspace/tree-snapshot.ts): checked to be a directory, not listed. */
+const OBJECTS_DIR = "objects";
+
+/**
+ * Refuse links and special files below `dir`; below `shallow`, only look at the entries
+ * themselves; `opaque` must be a real directory, and is not looked into.
+ */
+function walk(dir: string, harnessDir: string, shallow?: string, opaque?: string): void {
   let entries: import("node:fs").Dirent[];
   try {
     entries = readdirSync(dir, { withFileTypes: true });
@@ -84,7 +95,7 @@ function walk(dir: string, harnessDir: string, shallow?: string): void {
   for (const entry of entries) {
     const full = join(dir, entry.name);
     if (entry.isDirectory()) {
-      if (dir !== shallow) walk(full, harnessDir, shallow);
+      if (dir !== shallow && full !== opaque) walk(full, harnessDir, shallow, opaque);
     } else if (!entry.isFile()) throw refusal(full, harnessDir, entry.isSymbolicLink());
   }
 }

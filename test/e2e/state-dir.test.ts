@@ -1,7 +1,8 @@
 // A repository that ships its own `.harness` with symbolic links in it must not steer where harness
 // writes its journals, locks and (model-controlled) artifacts: every attack runs the built CLI and
 // checks that nothing appeared where the link points.
-import { mkdirSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { lstatSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -88,6 +89,41 @@ describe("a shipped .harness holding symbolic links is refused before anything i
     );
     expect(result.stderr).toContain('".harness/sessions/s3/events.jsonl" is not a regular file or directory');
     expect(result.code).toBe(5);
+  });
+
+  it("objects/ itself a symlink: exit 5, nothing kept through it", async () => {
+    const workspace = await workspaceWith({ "a.txt": "a\n" });
+    const outside = await tempDir("harness-outside-");
+    mkdirSync(join(workspace, ".harness"));
+    symlinkSync(outside, join(workspace, ".harness/objects"));
+    const result = await run(workspace, ["--session", "s4"]);
+    expectExit(result, 5);
+    expect(result.stderr).toContain('".harness/objects" is a symbolic link');
+    expect(readdirSync(outside)).toEqual([]);
+  });
+
+  it("links and a FIFO planted inside objects/ under the names of real contents: never followed or waited on, replaced by real copies", async () => {
+    // objects/ is not listed at a workspace's opening (it grows with every content ever kept):
+    // what is planted in it must be harmless to every reader and writer of the store.
+    const workspace = await workspaceWith({ "a.txt": "hello\n", "b.txt": "world\n" });
+    const outside = await tempDir("harness-outside-");
+    const victim = join(outside, "victim");
+    writeFileSync(victim, "keep me\n");
+    const sha = (text: string) => createHash("sha256").update(text).digest("hex");
+    const objects = join(workspace, ".harness/objects");
+    mkdirSync(objects, { recursive: true });
+    symlinkSync(victim, join(objects, sha("hello\n")));
+    const { execFileSync } = await import("node:child_process");
+    execFileSync("mkfifo", [join(objects, sha("world\n"))]);
+    const result = await run(workspace, ["--session", "s5"]);
+    expectExit(result, 0);
+    expect(readFileSync(victim, "utf8")).toBe("keep me\n");
+    // The record kept real copies in their place, each holding the bytes its name says.
+    for (const text of ["hello\n", "world\n"]) {
+      const kept = join(objects, sha(text));
+      expect(lstatSync(kept).isFile()).toBe(true);
+      expect(readFileSync(kept, "utf8")).toBe(text);
+    }
   });
 
   it("a workspace whose .harness is harness's own still runs (the check refuses only links)", async () => {
