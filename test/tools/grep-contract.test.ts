@@ -9,7 +9,7 @@ import { readAccess } from "../../src/runtime/authorize.js";
 import { createGrepTool, GREP_LINE_CHARS, type GrepOptions } from "../../src/tools/files/grep.js";
 import { locateRipgrep } from "../../src/tools/files/search/ripgrep.js";
 import type { ToolOutput } from "../../src/tools/tool.js";
-import { createDiskFixture, type FsFixture, memoryFactory } from "../workspace/fixtures.js";
+import { createDiskFixture, type DiskFixture, type FsFixture, memoryFactory } from "../workspace/fixtures.js";
 import { Session } from "./helpers.js";
 
 /**
@@ -353,6 +353,19 @@ describe("grep through ripgrep walking the tree", () => {
     return { path: fake, argv: async () => (await readFile(record, "utf8")).split("\n") };
   }
 
+  /** grep walking the tree with the default policy plus a deny on secret/**. */
+  async function walkingGrep(fixture: DiskFixture, rg: string, pattern: string): Promise<ToolOutput> {
+    const permissions = modePolicy({ deny: ["read_file(secret/**)"] });
+    const grants = new SessionGrants();
+    const context = {
+      ...new Session(fixture.fs).context,
+      readAccess: (file: string, access?: { canonical?: boolean }) =>
+        readAccess(file, { permissions, grants }, access),
+    };
+    const tool = createGrepTool({ ...WALKING, ripgrepPath: rg });
+    return tool.execute(tool.input.parse({ pattern }), context);
+  }
+
   /** Read access time put far before the modification time: reading the file moves it (relatime). */
   const ageAccess = (file: string) => utimes(file, OLD, new Date());
   const accessed = async (file: string) => (await stat(file)).atimeMs > OLD.getTime();
@@ -370,16 +383,7 @@ describe("grep through ripgrep walking the tree", () => {
       const rg = await recordingRg(fixture.base);
       const withheld = [".env", "secret/w[x] {y} !z#.txt"].map((file) => path.join(fixture.root, file));
       for (const file of [...withheld, path.join(fixture.root, "control.txt")]) await ageAccess(file);
-      const permissions = modePolicy({ deny: ["read_file(secret/**)"] });
-      const grants = new SessionGrants();
-      const session = new Session(fixture.fs);
-      const context = {
-        ...session.context,
-        readAccess: (file: string, access?: { canonical?: boolean }) =>
-          readAccess(file, { permissions, grants }, access),
-      };
-      const tool = createGrepTool({ ...WALKING, ripgrepPath: rg.path });
-      const out = await tool.execute(tool.input.parse({ pattern: "need+le" }), context);
+      const out = await walkingGrep(fixture, rg.path, "need+le");
       expect(out.content).toBe(
         "a.txt:1:needle\n(2 files not searched: the policy does not let read_file read them without an approval)",
       );
@@ -411,16 +415,7 @@ describe("grep through ripgrep walking the tree", () => {
       const rg = await recordingRg(fixture.base);
       const secret = path.join(fixture.root, "new\nline.txt");
       await ageAccess(secret);
-      const permissions = modePolicy({ deny: ["read_file(secret/**)"] });
-      const grants = new SessionGrants();
-      const session = new Session(fixture.fs);
-      const context = {
-        ...session.context,
-        readAccess: (file: string, access?: { canonical?: boolean }) =>
-          readAccess(file, { permissions, grants }, access),
-      };
-      const tool = createGrepTool({ ...WALKING, ripgrepPath: rg.path });
-      const out = await tool.execute(tool.input.parse({ pattern: "need+le" }), context);
+      const out = await walkingGrep(fixture, rg.path, "need+le");
       expect(out.content).toBe("a.txt:1:needle");
       const argv = await rg.argv();
       expect(argv.slice(argv.indexOf("--") + 1).filter(Boolean)).toEqual(["./a.txt"]);

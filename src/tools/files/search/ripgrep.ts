@@ -70,11 +70,13 @@ export interface RipgrepMatchQuery extends Omit<RipgrepQuery, "start"> {
   ignoreCase: boolean;
 }
 
-/** The files of `query.files` with a line rg's expression matches (unsorted). */
-export async function filesMatching(query: RipgrepMatchQuery): Promise<string[]> {
-  if (query.files.length === 0) return [];
-  const argv = [
-    query.rg,
+/**
+ * rg naming the files with a line its expression matches, NUL-separated, each searched whole as
+ * text (`-a`, no transcoding, no BOM handling: it must never leave out a file that could match),
+ * up to grep's own size limit.
+ */
+function matchingFiles(ignoreCase: boolean): string[] {
+  return [
     "--no-config",
     "--files-with-matches",
     "--null",
@@ -82,7 +84,16 @@ export async function filesMatching(query: RipgrepMatchQuery): Promise<string[]>
     "--text",
     "--encoding=none",
     `--max-filesize=${GREP_MAX_FILE_BYTES}`,
-    ...(query.ignoreCase ? ["--ignore-case"] : ["--case-sensitive"]),
+    ignoreCase ? "--ignore-case" : "--case-sensitive",
+  ];
+}
+
+/** The files of `query.files` with a line rg's expression matches (unsorted). */
+export async function filesMatching(query: RipgrepMatchQuery): Promise<string[]> {
+  if (query.files.length === 0) return [];
+  const argv = [
+    query.rg,
+    ...matchingFiles(query.ignoreCase),
     "-e",
     query.pattern,
     "--",
@@ -111,18 +122,11 @@ export interface RipgrepTreeQuery extends RipgrepQuery {
 export async function filesMatchingBelow(query: RipgrepTreeQuery): Promise<string[]> {
   const argv = [
     query.rg,
-    "--no-config",
-    "--files-with-matches",
-    "--null",
-    "--no-messages",
-    "--text",
-    "--encoding=none",
-    `--max-filesize=${GREP_MAX_FILE_BYTES}`,
+    ...matchingFiles(query.ignoreCase),
     "--hidden",
     "--no-ignore",
     "--no-require-git",
     ...query.exclude.map((glob) => `--glob=${glob}`),
-    ...(query.ignoreCase ? ["--ignore-case"] : ["--case-sensitive"]),
     "-e",
     query.pattern,
     "--",
