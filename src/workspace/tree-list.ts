@@ -1,8 +1,9 @@
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { closeSync, existsSync, fstatSync, openSync, readSync, unlinkSync } from "node:fs";
+import { closeSync, existsSync, fstatSync, openSync, readdirSync, readSync, unlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { compareCodeUnits } from "./order.js";
 
 /**
  * The workspace tree listed by GNU find in one process: every entry's type and stat (device,
@@ -55,6 +56,10 @@ const TYPES: Record<string, { type: ListedType; bits: number }> = {
 
 /** type, device, inode, permission bits (octal), size, mtime, ctime, path; NUL-terminated. */
 const FORMAT = "%y %D %i %m %s %T@ %C@ %P\\0";
+/** The second find's records: the path with its start point, a plain top-level name (`DIR/...`). */
+const BELOW_FORMAT = "%y %D %i %m %s %T@ %C@ %p\\0";
+/** What the second find prints for each start point: no record of find's shape starts so. */
+const MARK = "//\\0";
 
 let findPath: string | null | undefined;
 
@@ -74,17 +79,141 @@ export async function listTree(rootFd: number, root: string): Promise<Listed[] |
   return output === undefined ? undefined : parseListing(output);
 }
 
-/** find's output for `listTree`, unparsed (see `forEachListed`). */
+/**
+ * find's output for `listTree`, unparsed (see `forEachListed`). With two or more top-level
+ * directories, two finds list the tree at once, on two cores (find's time is an lstat per entry):
+ * one lists the root and half of its directories, the other what lies below the second half,
+ * and that is spliced in after each directory's own line, so the output is byte for byte what
+ * one find prints (a remembered base's listing still matches).
+ */
 export async function readListing(rootFd: number, root: string): Promise<Buffer | undefined> {
   const find = locateFind();
   if (find === undefined) return undefined;
   // find starts in the directory held open (the kernel follows the parent's descriptor), not
   // wherever the root's path leads by the time it starts.
   const held = `/proc/${process.pid}/fd/${rootFd}`;
-  return runFind(find, existsSync(held) ? held : root);
+  const cwd = existsSync(held) ? held : root;
+  const second = secondHalf(cwd);
+  const pruned = ["(", "-path", "./.git", "-o", "-path", "./.harness", ")", "-prune", "-o"];
+  if (second.length === 0)
+    return runFind(find, cwd, ["-P", ".", "-mindepth", "1", ...pruned, "-printf", FORMAT]);
+  const named = second.flatMap((dir, i) => [...(i === 0 ? [] : ["-o"]), "-path", `./${dir}`]);
+  const [first, below] = await Promise.all([
+    runFind(find, cwd, [
+      "-P",
+      ".",
+      "-mindepth",
+      "1",
+      ...pruned,
+      // The second half's directories: their own line, nothing below them.
+      "(",
+      ...named,
+      ")",
+      "-prune",
+      "-printf",
+      FORMAT,
+      "-o",
+      "-printf",
+      FORMAT,
+    ]),
+    // Each start point (a plain name: printed as the first find prints paths) opens with a mark.
+    runFind(find, cwd, [
+      "-P",
+      ...second,
+      "(",
+      ...named.map((arg) => (arg.startsWith("./") ? arg.slice(2) : arg)),
+      ")",
+      "-printf",
+      MARK,
+      "-o",
+      "-printf",
+      BELOW_FORMAT,
+    ]),
+  ]);
+  return first === undefined || below === undefined ? undefined : splice(first, below, second);
 }
 
-function runFind(find: string, root: string): Promise<Buffer | undefined> {
+/**
+ * Every second top-level directory (in code-unit order) whose name needs no quoting as a find
+ * start point or `-path` pattern; none when fewer than two directories have such names (one find
+ * lists it all). A directory with any other name is listed by the first find, whole.
+ */
+function secondHalf(cwd: string): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(cwd, { withFileTypes: true })
+      .filter((entry) => entry.isDirectory() && PLAIN_NAME.test(entry.name))
+      .map((entry) => entry.name)
+      .filter((name) => name !== "." && name !== ".." && name !== ".git" && name !== ".harness")
+      .sort(compareCodeUnits);
+  } catch {
+    return [];
+  }
+  return names.length < 2 ? [] : names.filter((_, i) => i % 2 === 1);
+}
+
+/** A name find takes as written: no glob character, no leading dash, nothing to quote. */
+const PLAIN_NAME = /^[A-Za-z0-9_.][A-Za-z0-9_.@+=,-]*$/;
+
+/**
+ * The first find's output with each second-half directory's records (the second find's, between
+ * its marks) right after that directory's own line; undefined when the two do not fit together
+ * (a directory gone or come meanwhile): the caller then walks. Only the few directory lines and
+ * marks are looked for: the records themselves are copied as they are.
+ */
+function splice(first: Buffer, below: Buffer, dirs: readonly string[]): Buffer | undefined {
+  const mark = Buffer.from("//\0");
+  // The second find's output: a mark, that directory's records, the next mark...
+  const starts: number[] = [];
+  for (let at = 0; at < below.length; ) {
+    if (!below.subarray(at, at + mark.length).equals(mark)) return undefined;
+    starts.push(at + mark.length);
+    const next = below.indexOf(mark, at + mark.length);
+    // A mark only counts at a record's start (after a NUL); "//" is no path's ending.
+    at = next === -1 ? below.length : next;
+  }
+  if (starts.length !== dirs.length) return undefined;
+  // Each directory's own line, in the first find's (directory) order.
+  const lines: Array<{ line: number; index: number }> = [];
+  for (const [index, dir] of dirs.entries()) {
+    const line = ownLine(first, dir);
+    if (line === undefined) return undefined;
+    lines.push({ line, index });
+  }
+  lines.sort((a, b) => a.line - b.line);
+  const out: Buffer[] = [];
+  let from = 0;
+  for (const { line, index } of lines) {
+    const start = starts[index] as number;
+    const end = index + 1 < starts.length ? (starts[index + 1] as number) - mark.length : below.length;
+    out.push(first.subarray(from, line), below.subarray(start, end));
+    from = line;
+  }
+  out.push(first.subarray(from));
+  return Buffer.concat(out);
+}
+
+/** The end of a top-level directory's own record in the first find's output. */
+function ownLine(output: Buffer, dir: string): number | undefined {
+  const tail = Buffer.from(` ${dir}\0`);
+  for (let at = output.indexOf(tail); at !== -1; at = output.indexOf(tail, at + 1)) {
+    const start = output.lastIndexOf(0, at) + 1;
+    if (output[start] === TYPE_DIR && pathStart(output, start, at + tail.length - 1) === at + 1)
+      return at + tail.length;
+  }
+  return undefined;
+}
+
+/** Where a record's path begins: after its seven fields and their spaces (none holds a space). */
+function pathStart(output: Buffer, at: number, end: number): number | undefined {
+  let spaces = 0;
+  for (let i = at; i < end; i++) {
+    if (output[i] === SPACE && ++spaces === 7) return i + 1;
+  }
+  return undefined;
+}
+
+function runFind(find: string, root: string, args: readonly string[]): Promise<Buffer | undefined> {
   // find writes to a file, not a pipe: a pipe holds 64 KiB, and a listing of a large tree is
   // megabytes, so find would wait on this thread to read each piece, and this thread is busy
   // (loading a command, reading the stat cache) while find runs. The file is unlinked at once:
@@ -102,23 +231,7 @@ function runFind(find: string, root: string): Promise<Buffer | undefined> {
     try {
       child = spawn(
         find,
-        [
-          "-P",
-          ".",
-          "-mindepth",
-          "1",
-          "(",
-          "-path",
-          "./.git",
-          "-o",
-          "-path",
-          "./.harness",
-          ")",
-          "-prune",
-          "-o",
-          "-printf",
-          FORMAT,
-        ],
+        args,
         // The C locale: no translation of messages or names; no inherited variable changes find.
         { cwd: root, env: { LC_ALL: "C", PATH: "/usr/bin:/bin" }, stdio: ["ignore", out, "pipe"] },
       );
@@ -156,6 +269,7 @@ function readWhole(fd: number): Buffer | undefined {
 
 const SPACE = 0x20;
 const DOT = 0x2e;
+const TYPE_DIR = 0x64;
 const ZERO = 0x30;
 
 const TYPE_BY_BYTE = new Map<number, { type: ListedType; bits: number }>(

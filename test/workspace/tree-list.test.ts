@@ -18,7 +18,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { sha256Hex } from "../../src/shared/hash.js";
 import { HeldDir } from "../../src/workspace/beneath.js";
-import { listTree, parseListing } from "../../src/workspace/tree-list.js";
+import { listTree, parseListing, readListing } from "../../src/workspace/tree-list.js";
 import { LIST_MIN_ENTRIES, TreeSnapshot } from "../../src/workspace/tree-snapshot.js";
 
 const roots: string[] = [];
@@ -125,6 +125,45 @@ describe.runIf(hasFind)("listTree", () => {
       // Everything between the parent and this entry lies below the parent.
       for (const between of rels.slice(at + 1, i)) expect(between.startsWith(`${parent}/`)).toBe(true);
     }
+  });
+
+  it("lists in two finds at once, spliced into exactly what one find prints", async () => {
+    const root = oddTree();
+    // More top-level directories, one a name find would take as a pattern (listed by the first find).
+    for (const dir of ["alpha/x", "beta/y/z", "gamma", "w[x]*/q", ".dot/inner"]) {
+      mkdirSync(join(root, dir), { recursive: true });
+      writeFileSync(join(root, dir, "f.txt"), dir);
+    }
+    const held = HeldDir.openRoot(root);
+    let spliced: Buffer | undefined;
+    try {
+      spliced = await readListing(held.fd, root);
+    } finally {
+      held.close();
+    }
+    const find = existsSync("/usr/bin/find") ? "/usr/bin/find" : "/bin/find";
+    const one = execFileSync(
+      find,
+      [
+        "-P",
+        ".",
+        "-mindepth",
+        "1",
+        "(",
+        "-path",
+        "./.git",
+        "-o",
+        "-path",
+        "./.harness",
+        ")",
+        "-prune",
+        "-o",
+        "-printf",
+        "%y %D %i %m %s %T@ %C@ %P\\0",
+      ],
+      { cwd: root, env: { LC_ALL: "C", PATH: "/usr/bin:/bin" } },
+    );
+    expect(spliced?.equals(one)).toBe(true);
   });
 
   it("refuses output not of find's shape rather than guess", () => {
