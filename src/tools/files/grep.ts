@@ -181,7 +181,7 @@ async function search(
     filter !== undefined && stat.kind === "directory" && args.include === undefined
       ? treeExclusions(skipped, withheld, links, readable.length, options)
       : undefined;
-  const chunks = sortedChunks(readable, below === undefined ? undefined : treeAfter(options));
+  const list = sortedChunks(readable, below === undefined ? undefined : treeAfter(options));
   const filtering = new Set<AbortController>();
   const filterChunk = (chunk: Chunk | undefined): Promise<ChunkFilter> | undefined => {
     if (chunk === undefined || filter === undefined || filter.refused) return undefined;
@@ -198,7 +198,6 @@ async function search(
     );
   };
   try {
-    const list = [...chunks];
     const filters = new Map<number, Promise<ChunkFilter> | undefined>();
     const filterOf = (index: number): Promise<ChunkFilter> | undefined => {
       if (!filters.has(index)) filters.set(index, filterChunk(list[index]));
@@ -305,13 +304,14 @@ interface Chunk {
   tree: boolean;
 }
 
-function* sortedChunks(files: readonly string[], treeAfter: number | undefined): Generator<Chunk, undefined> {
+function sortedChunks(files: readonly string[], treeAfter: number | undefined): Chunk[] {
+  const chunks: Chunk[] = [];
   let offset = 0;
   let size = FIRST_CHUNK_FILES;
   while (offset < files.length) {
     if (treeAfter !== undefined && offset >= treeAfter) {
-      yield { files: files.slice(offset), tree: true };
-      return undefined;
+      chunks.push({ files: files.slice(offset), tree: true });
+      break;
     }
     const chunk: string[] = [];
     let bytes = 0;
@@ -320,10 +320,10 @@ function* sortedChunks(files: readonly string[], treeAfter: number | undefined):
       chunk.push(file);
       bytes += Buffer.byteLength(file) + 3;
     }
-    yield { files: chunk, tree: false };
+    chunks.push({ files: chunk, tree: false });
     size = Math.min(size * 4, MAX_CHUNK_FILES);
   }
-  return undefined;
+  return chunks;
 }
 
 function treeAfter(options: GrepOptions): number {
